@@ -1,0 +1,24 @@
+// Builds dist/: the CLI and the library as ESM bundles (one esbuild run, shared chunks, each CLI
+// command in its own lazily loaded chunk), plus .d.ts files from tsc.
+import { build } from 'esbuild';
+import { readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+rmSync('dist', { recursive: true, force: true });
+await build({
+  entryPoints: { cli: 'src/cli/main.ts', index: 'src/index.ts' },
+  outdir: 'dist',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  minifySyntax: true,
+  chunkNames: 'chunks/[name]-[hash]',
+  define: { __ROUTINELY_VERSION__: JSON.stringify(pkg.version) },
+  // commander and write-file-atomic are CommonJS; give the ESM bundle a require().
+  banner: { js: "import { createRequire as __routinelyRequire } from 'node:module'; const require = __routinelyRequire(import.meta.url);" },
+  logLevel: 'warning',
+});
+execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--emitDeclarationOnly'], { stdio: 'inherit' });

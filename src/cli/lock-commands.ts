@@ -1,0 +1,122 @@
+// `routinely lock run | status | break` (SPEC §4).
+
+import { displayPath, loadProject } from '../config/load.js';
+import { ExitCode } from '../errors.js';
+import { killGroup, runProcess } from '../exec/process.js';
+import { EXEC_LOCK_KEY } from '../lock/backend.js';
+import type { LockStatus } from '../lock/status.js';
+import { projectLockBackend } from '../project.js';
+import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
+import { err, formatInZone, humanDuration, out } from './io.js';
+import type { GlobalOptions } from './main.js';
+import { StopSignals } from './signals.js';
+
+/** How long a forwarded SIGINT/SIGTERM may take before the group gets SIGKILL. */
+const FORWARD_GRACE_MS = 10_000;
+
+export async function lockRun(cmd: string[], flags: BusyFlags, g: GlobalOptions): Promise<number> {
+  const policy = busyPolicy(flags, 'fail');
+  const project = loadProject({ configPath: g.config });
+  using stop = new StopSignals();
+  const got = await projectLockBackend(project).acquire(EXEC_LOCK_KEY, { command: 'lock run' }, { ...policy, signal: stop.signal });
+  if (!got.ok) return got.reason === 'ABORTED' ? stop.exitCode : reportBusy(got, policy);
+  await using lease = got.lease;
+
+  let childPid: number | null = null;
+  let escalate: NodeJS.Timeout | undefined;
+  const forward = stop.onSignal((signal, repeated) => {
+    if (childPid === null) return;
+    killGroup(childPid, repeated ? 'SIGKILL' : signal);
+    escalate ??= setTimeout(() => childPid !== null && killGroup(childPid, 'SIGKILL'), FORWARD_GRACE_MS);
+  });
+  const result = await runProcess({
+    file: cmd[0]!,
+    args: cmd.slice(1),
+    env: { ...process.env, ROUTINELY_LOCK_GENERATION: String(lease.generation) },
+    stdio: 'inherit',
+    signal: lease.signal, // a lost lock stops the command (SPEC §4.3)
+    killGraceMs: 2000,
+    onSpawn: (pid) => {
+      childPid = pid;
+      lease.trackChild(pid);
+      if (stop.received) killGroup(pid, stop.received);
+    },
+  });
+  forward();
+  clearTimeout(escalate);
+
+  // Checked again after the command ended: a pause may have cost us the lock unnoticed.
+  const check = lease.verify();
+  if (!check.ok) {
+    err(`routinely: lock lost: ${check.lost.why}; stopped ${cmd[0]} and left the lock alone`);
+    return ExitCode.FAILED;
+  }
+  if (result.pid !== null) lease.untrackChild(result.pid);
+  const released = lease.release();
+  if (!released.released) err(`routinely: lock not released: ${released.why}`);
+  if (stop.received) return stop.exitCode;
+  if (result.reason === 'spawn-error') {
+    err(`routinely: lock run: cannot run ${JSON.stringify(cmd[0])}: ${result.error}`);
+    return /EACCES|EPERM/.test(result.error ?? '') ? 126 : 127;
+  }
+  return result.exitCode;
+}
+
+export async function lockStatus(flags: { json?: boolean; key: string }, g: GlobalOptions): Promise<number> {
+  const project = loadProject({ configPath: g.config });
+  const status = await projectLockBackend(project).status(flags.key);
+  if (flags.json) {
+    out(JSON.stringify(status, null, 2));
+    return ExitCode.OK;
+  }
+  for (const line of describeStatus(status)) out(line);
+  return ExitCode.OK;
+}
+
+function describeStatus(s: LockStatus): string[] {
+  const lines = [`${s.key} lock: ${s.state}${s.state === 'stale' ? ` (${s.why})` : ''}`];
+  const row = (k: string, v: string): void => {
+    lines.push(`  ${`${k}:`.padEnd(12)}${v}`);
+  };
+  if (s.record) {
+    const o = s.record.owner;
+    row('holder', s.holder ?? '');
+    row('command', [o.command, o.routine && `routine ${o.routine}`, o.run_id && `run ${o.run_id}`].filter(Boolean).join(', '));
+    row('since', formatInZone(new Date(s.record.created_at * 1000)));
+    row('heartbeat', `${humanDuration((s.heartbeat_age_s ?? 0) * 1000)} ago`);
+    const exp = s.expires_in_s ?? 0;
+    row('expires', exp >= 0 ? `in ${humanDuration(exp * 1000)}` : `${humanDuration(-exp * 1000)} ago`);
+    if (o.children && o.children.length > 0) row('children', o.children.map((c) => `pid ${c.pid}`).join(', '));
+  } else if (s.state === 'stale') {
+    row('holder', 'unreadable lock file');
+  }
+  row('generation', String(s.generation));
+  if (s.state === 'held') row('stale', `no (${s.why})`);
+  row('file', displayPath(s.path));
+  return lines;
+}
+
+export async function lockBreak(flags: { key: string }, g: GlobalOptions): Promise<number> {
+  const project = loadProject({ configPath: g.config });
+  const result = await projectLockBackend(project).breakStale(flags.key);
+  if (result.broken) {
+    out(`broke the stale ${flags.key} lock: ${result.why}`);
+    out(`  kept as ${displayPath(result.staleFile)}`);
+    if (result.orphans.ended.length > 0) {
+      const killed = result.orphans.killed.length ? ` (${result.orphans.killed.length} needed SIGKILL)` : '';
+      out(`  ended ${result.orphans.ended.length} orphaned process group(s): ${result.orphans.ended.join(', ')}${killed}`);
+    }
+    return ExitCode.OK;
+  }
+  switch (result.reason) {
+    case 'FREE':
+      out(`${flags.key} lock: free; nothing to break`);
+      return ExitCode.OK;
+    case 'NOT_STALE':
+      err(`not breaking the ${flags.key} lock: it is held by ${result.why}`);
+      return ExitCode.BUSY;
+    default:
+      err(`not breaking the ${flags.key} lock: ${result.why}`);
+      return ExitCode.BUSY;
+  }
+}

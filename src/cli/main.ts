@@ -1,0 +1,138 @@
+#!/usr/bin/env node
+// The command line: commander wiring only. Each command's module is imported when the command
+// runs, so `routinely --version` never pays for zod or croner. This is the only file that calls
+// process.exit; it maps errors to the exit codes of SPEC §7 and never prints a stack trace.
+
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ExitCode, RoutinelyError } from '../errors.js';
+
+declare const __ROUTINELY_VERSION__: string | undefined;
+const VERSION = typeof __ROUTINELY_VERSION__ === 'string' ? __ROUTINELY_VERSION__ : '0.0.0-dev';
+
+export interface GlobalOptions {
+  config?: string;
+}
+
+function seconds(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n)) {
+      throw new InvalidArgumentError(`${flag} takes a number of seconds, got ${JSON.stringify(value)}`);
+    }
+    return n;
+  };
+}
+
+const ifBusyOption = (defaultMode: string): Option =>
+  new Option('--if-busy <mode>', `what to do when the exec lock is held (default: ${defaultMode})`).choices([
+    'fail',
+    'skip',
+    'wait',
+  ]);
+const waitTimeoutOption = (): Option =>
+  new Option('--wait-timeout <seconds>', 'with --if-busy wait: give up (exit 75) after this long').argParser(
+    seconds('--wait-timeout'),
+  );
+
+function buildProgram(setExit: (code: number) => void): Command {
+  const program = new Command('routinely')
+    .description('Run a project\'s recurring work safely under one crash-safe project exec lock.')
+    .version(VERSION, '-V, --version', 'print the version')
+    .option('-c, --config <path>', 'config file (default: routinely.json found upward; env ROUTINELY_CONFIG)')
+    .enablePositionalOptions()
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Examples:
+  routinely validate                          check routinely.json, show next fire times
+  routinely lock run -- ./scripts/deploy.sh   run a command under the project exec lock
+  routinely lock run --if-busy skip -- make   skip (exit 0) when the lock is busy
+  routinely lock status --json                who holds the lock, heartbeat, expiry
+
+Exit codes: 0 ok or skipped, 1 work failed or lock lost, 2 bad usage or config,
+75 lock busy, 130/143 stopped by SIGINT/SIGTERM.`,
+    );
+  const globals = (): GlobalOptions => program.opts<GlobalOptions>();
+  const act =
+    <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
+    async (...args: A): Promise<void> => {
+      setExit(await fn(...args));
+    };
+
+  const lock = program.command('lock').description('the project exec lock (like flock, crash-safe)');
+  lock
+    .command('run')
+    .description('run CMD while holding the project exec lock')
+    .addOption(ifBusyOption('fail'))
+    .addOption(waitTimeoutOption())
+    .argument('<cmd...>', 'the command and its arguments (after --)')
+    .passThroughOptions()
+    .addHelpText(
+      'after',
+      `
+CMD runs in its own process group with the lock held and heartbeated; SIGINT/SIGTERM are
+forwarded to it. Exits with CMD's exit code; 75 when busy (or 0 with --if-busy skip);
+1 when the lock was lost while CMD ran. CMD sees ROUTINELY_LOCK_GENERATION (fencing token).
+
+Examples:
+  routinely lock run -- npm run migrate
+  routinely lock run --if-busy wait --wait-timeout 60 -- ./backup.sh`,
+    )
+    .action(act(async (cmd: string[], opts) => (await import('./lock-commands.js')).lockRun(cmd, opts, globals())));
+  lock
+    .command('status')
+    .description('show the holder, generation, heartbeat age, expiry and staleness')
+    .option('--json', 'print JSON')
+    .option('--key <key>', 'lock key (exec-run or scheduler)', 'exec-run')
+    .action(act(async (opts) => (await import('./lock-commands.js')).lockStatus(opts, globals())));
+  lock
+    .command('break')
+    .description('remove the lock, only if it is stale (dead owner, expired, unreadable)')
+    .option('--key <key>', 'lock key (exec-run or scheduler)', 'exec-run')
+    .action(act(async (opts) => (await import('./lock-commands.js')).lockBreak(opts, globals())));
+
+  program
+    .command('validate')
+    .description('check the config and print the next 3 fire times of each routine')
+    .action(act(async () => (await import('./validate-command.js')).validate(globals())));
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let exitCode: number = ExitCode.OK;
+  const program = buildProgram((code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv);
+    return exitCode;
+  } catch (error) {
+    return reportError(error);
+  }
+}
+
+function reportError(error: unknown): number {
+  if (error instanceof CommanderError) {
+    // commander printed its message already; help and version are not errors
+    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') {
+      return ExitCode.OK;
+    }
+    return ExitCode.USAGE;
+  }
+  if (error instanceof RoutinelyError) {
+    process.stderr.write(`routinely: ${error.message}\n`);
+    return error.exitCode;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`routinely: unexpected error: ${message}\n`);
+  if (process.env.ROUTINELY_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  return ExitCode.FAILED;
+}
+
+// Flush stdout before exiting: pipes are asynchronous on some platforms.
+main(process.argv).then((code) => {
+  process.stdout.write('', () => process.exit(code));
+});

@@ -1,0 +1,24 @@
+// `routinely validate`: the config is valid, and when each routine fires next.
+
+import { displayPath, findConfig, readConfigFile } from '../config/load.js';
+import { ExitCode } from '../errors.js';
+import { cronSchedule, nextRuns } from '../scheduler/schedule.js';
+import { formatInZone, out } from './io.js';
+import type { GlobalOptions } from './main.js';
+
+export async function validate(g: GlobalOptions): Promise<number> {
+  const path = findConfig({ configPath: g.config });
+  const config = readConfigFile(path);
+  const tasks = config.exec.tasks.length;
+  out(`${displayPath(path)}: valid (${config.routines.length} routine${config.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`);
+  const now = new Date();
+  for (const r of config.routines) {
+    const zone = r.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const flags = [r.action, r.enabled ? null : 'disabled'].filter(Boolean).join(', ');
+    out(`${r.id}  ${r.schedule}  (${zone}; ${flags})`);
+    for (const at of nextRuns(cronSchedule(r.schedule, r.timezone), now, 3)) {
+      out(`  ${formatInZone(at, r.timezone)}   ${at.toISOString()}`);
+    }
+  }
+  return ExitCode.OK;
+}

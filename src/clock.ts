@@ -1,0 +1,70 @@
+// The clock is injected everywhere time matters (STYLE lesson 2): lease expiry, missed ticks and
+// waits are tested with a fake clock; production uses the wall clock for timestamps that other
+// processes read, and the monotonic clock for durations a process measures itself.
+
+export interface Clock {
+  /** Wall-clock epoch milliseconds (what goes into files other processes read). */
+  now(): number;
+  /** Monotonic milliseconds; only differences are meaningful. Immune to wall-clock jumps. */
+  monotonic(): number;
+  /** Resolves after `ms`, or early (without throwing) when `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  monotonic: () => performance.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve) => {
+      if (signal?.aborted) return resolve();
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      signal?.addEventListener('abort', done, { once: true });
+    }),
+};
+
+/** A manually advanced clock for tests of pure timing logic. */
+export class ManualClock implements Clock {
+  private wall: number;
+  private mono = 0;
+  private sleepers: { until: number; resolve: () => void }[] = [];
+
+  constructor(startMs = Date.UTC(2026, 10, 29, 19, 0, 0)) {
+    this.wall = startMs;
+  }
+
+  now(): number {
+    return this.wall;
+  }
+
+  monotonic(): number {
+    return this.mono;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const entry = { until: this.mono + ms, resolve };
+      this.sleepers.push(entry);
+      signal?.addEventListener('abort', () => resolve(), { once: true });
+    });
+  }
+
+  /** Moves both clocks forward and wakes the sleepers whose time has come. */
+  advance(ms: number): void {
+    this.wall += ms;
+    this.mono += ms;
+    const due = this.sleepers.filter((s) => s.until <= this.mono);
+    this.sleepers = this.sleepers.filter((s) => s.until > this.mono);
+    for (const s of due) s.resolve();
+  }
+
+  /** Moves only the wall clock (an NTP step or a manual `date -s`). */
+  jumpWall(ms: number): void {
+    this.wall += ms;
+  }
+}

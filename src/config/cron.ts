@@ -1,0 +1,69 @@
+// Cron and time-zone checks for config validation. croner decides what is valid; the field
+// range check in front of it only makes the common mistakes read well:
+// `minute 61 out of range 0-59` instead of croner's generic wording.
+
+import { Cron } from 'croner';
+
+const NICKNAMES = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+
+const FIELDS5 = [
+  { name: 'minute', min: 0, max: 59 },
+  { name: 'hour', min: 0, max: 23 },
+  { name: 'day-of-month', min: 1, max: 31 },
+  { name: 'month', min: 1, max: 12 },
+  { name: 'day-of-week', min: 0, max: 7 },
+];
+const SECOND = { name: 'second', min: 0, max: 59 };
+
+/** Returns why the schedule is invalid, or null when croner accepts it. */
+export function cronProblem(schedule: string, timezone?: string): string | null {
+  const trimmed = schedule.trim();
+  if (trimmed.startsWith('@')) {
+    if (!NICKNAMES.has(trimmed.toLowerCase())) {
+      return `unknown nickname ${trimmed} (allowed: @hourly, @daily, @weekly, @monthly, @yearly)`;
+    }
+  } else {
+    const parts = trimmed.split(/\s+/);
+    if (parts.length !== 5 && parts.length !== 6) {
+      return `has ${parts.length} fields; expected 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)`;
+    }
+    const fields = parts.length === 6 ? [SECOND, ...FIELDS5] : FIELDS5;
+    for (let i = 0; i < parts.length; i++) {
+      const problem = fieldProblem(parts[i]!, fields[i]!);
+      if (problem) return problem;
+    }
+  }
+  try {
+    new Cron(trimmed, { mode: '5-or-6-parts', timezone, paused: true });
+  } catch (err) {
+    return (err as Error).message.replace(/^CronPattern:\s*/, '');
+  }
+  return null;
+}
+
+function fieldProblem(field: string, spec: { name: string; min: number; max: number }): string | null {
+  for (const part of field.split(',')) {
+    const [range, step] = part.split('/');
+    if (step !== undefined && /^\d+$/.test(step)) {
+      const n = Number(step);
+      if (n < 1) return `${spec.name} step ${n} must be at least 1`;
+      if (n > spec.max) return `${spec.name} ${n} out of range ${spec.min}-${spec.max}`;
+    }
+    for (const token of (range ?? '').split('-')) {
+      if (!/^\d+$/.test(token)) continue; // *, names, L, W, # are croner's to judge
+      const n = Number(token);
+      if (n < spec.min || n > spec.max) return `${spec.name} ${n} out of range ${spec.min}-${spec.max}`;
+    }
+  }
+  return null;
+}
+
+/** Whether `zone` is an IANA time-zone name this runtime knows. */
+export function isValidTimezone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,135 @@
+// Finding, reading and resolving the project config (SPEC §2): routinely.json found by walking
+// up from the current directory, `--config` / ROUTINELY_CONFIG overriding, environment
+// overrides winning over the file. Bad values are errors, never silent defaults.
+
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { ConfigError, UsageError, errnoCode } from '../errors.js';
+import type { Config } from './schema.js';
+import { validateConfig, type ValidateOptions } from './validate.js';
+
+export const CONFIG_FILE = 'routinely.json';
+
+export interface LoadOptions extends ValidateOptions {
+  cwd?: string;
+  /** Explicit config path (`--config`); else ROUTINELY_CONFIG; else search upward. */
+  configPath?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface Project {
+  /** The folder holding the config file. */
+  root: string;
+  configPath: string;
+  config: Config;
+  stateDir: string;
+  lockDir: string;
+  lockTtlMs: number;
+  lockRefreshMs: number;
+}
+
+/** The config path as the user should read it in messages. */
+export function displayPath(path: string, cwd = process.cwd()): string {
+  const rel = relative(cwd, path);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
+}
+
+export function findConfig(options: LoadOptions = {}): string {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? process.env;
+  const explicit = options.configPath ?? (env.ROUTINELY_CONFIG || undefined);
+  if (explicit !== undefined) {
+    const p = resolve(cwd, explicit);
+    const source = options.configPath !== undefined ? '--config' : 'ROUTINELY_CONFIG';
+    if (!isFile(p)) throw new UsageError(`${source}: ${explicit} does not exist or is not a file`);
+    return p;
+  }
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    const candidate = join(dir, CONFIG_FILE);
+    if (isFile(candidate)) return candidate;
+    if (dirname(dir) === dir) break;
+  }
+  throw new UsageError(
+    `no ${CONFIG_FILE} found in ${resolve(cwd)} or any parent folder; run \`routinely init\` or pass --config PATH`,
+  );
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Parses JSON, naming the line and column of a syntax error. */
+export function parseJsonFile(text: string, shown: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const msg = (err as Error).message;
+    const pos = /position (\d+)/.exec(msg);
+    let where = '';
+    if (pos) {
+      const before = text.slice(0, Number(pos[1]));
+      const line = before.split('\n').length;
+      const col = before.length - before.lastIndexOf('\n');
+      where = ` at line ${line}, column ${col}`;
+    }
+    throw new ConfigError(shown, [{ path: '', message: `invalid JSON${where}: ${msg}` }]);
+  }
+}
+
+export function readConfigFile(path: string, options: ValidateOptions = {}, cwd = process.cwd()): Config {
+  const shown = displayPath(path, cwd);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(shown, [{ path: '', message: `cannot read the file (${errnoCode(err) ?? String(err)})` }]);
+  }
+  const result = validateConfig(parseJsonFile(text, shown), options);
+  if (!result.ok) throw new ConfigError(shown, result.issues);
+  return result.value;
+}
+
+/** Reads a number of seconds from the environment; bad values are errors, not defaults. */
+function envSeconds(env: NodeJS.ProcessEnv, name: string, min: number, max: number, exclusiveMin = false): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(raw) || !Number.isFinite(n) || n > max || (exclusiveMin ? n <= min : n < min)) {
+    const range = exclusiveMin ? `greater than ${min} and at most ${max}` : `between ${min} and ${max}`;
+    throw new UsageError(`${name}: ${JSON.stringify(raw)} is not a number of seconds ${range}`);
+  }
+  return n;
+}
+
+export function loadProject(options: LoadOptions = {}): Project {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? process.env;
+  const configPath = findConfig(options);
+  const config = readConfigFile(configPath, options, cwd);
+  return resolveProject(configPath, config, env);
+}
+
+/** Applies the environment overrides of SPEC §2 to a validated config. */
+export function resolveProject(configPath: string, config: Config, env: NodeJS.ProcessEnv = process.env): Project {
+  const root = dirname(configPath);
+  const stateDir = resolve(root, nonEmpty(env, 'ROUTINELY_STATE_DIR') ?? config.stateDir);
+  const lockDir = resolve(root, nonEmpty(env, 'ROUTINELY_LOCK_DIR') ?? join(stateDir, 'locks'));
+  const ttl = envSeconds(env, 'ROUTINELY_LOCK_TTL_SECONDS', 1, 86400) ?? config.lock.ttlSeconds;
+  const refreshEnv = envSeconds(env, 'ROUTINELY_LOCK_REFRESH_SECONDS', 0, 86400, true);
+  const refresh = refreshEnv ?? config.lock.refreshSeconds ?? ttl / 3;
+  if (refresh >= ttl / 2) {
+    const source = refreshEnv !== undefined ? 'ROUTINELY_LOCK_REFRESH_SECONDS' : 'lock.refreshSeconds';
+    throw new UsageError(`${source}: ${refresh} must be below the lock TTL / 2 (TTL ${ttl}s)`);
+  }
+  return { root, configPath, config, stateDir, lockDir, lockTtlMs: ttl * 1000, lockRefreshMs: refresh * 1000 };
+}
+
+/** An empty variable counts as unset (as in `ROUTINELY_STATE_DIR= routinely …`). */
+function nonEmpty(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}

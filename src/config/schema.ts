@@ -1,0 +1,108 @@
+// The routinely.json schema (SPEC §2). zod/mini: the same validation as classic zod with a
+// fraction of the start-up cost (every CLI command loads the config). The shipped JSON Schema
+// (config/routinely.schema.json) is generated from these objects by scripts/gen-schema.ts.
+
+import * as z from 'zod/mini';
+
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const ROUTINE_ACTIONS = ['exec-auto', 'exec-resume', 'register', 'command'] as const;
+
+const id = z.string().check(z.regex(ID_PATTERN), z.describe('Letters, digits, ".", "_" and "-"; starts with a letter or digit; at most 64 characters.'));
+const seconds = (what: string) => z.number().check(z.positive(), z.describe(what));
+
+export const taskShape = {
+  id,
+  run: z.string().check(z.minLength(1), z.describe('Shell command, run with `sh -c` in its own process group.')),
+  provider: z.optional(z.string().check(z.regex(ID_PATTERN), z.describe('Concurrency group (exec.providers); default "default".'))),
+  dependsOn: z.optional(z.array(id).check(z.describe('Task ids that must succeed first.'))),
+  timeoutSeconds: z.optional(seconds('Kill the task (its whole process group) after this many seconds.')),
+  env: z.optional(z.record(z.string(), z.string()).check(z.describe('Extra environment variables.'))),
+  cwd: z.optional(z.string().check(z.describe('Working directory relative to the project root; must stay inside it.'))),
+};
+export const taskSchema = z.strictObject(taskShape);
+
+export const providerShape = {
+  maxConcurrency: z.int().check(z.gte(1), z.describe('At most this many tasks of the provider run at once.')),
+};
+
+export const routineShape = {
+  id,
+  schedule: z.string().check(z.describe('5-field cron, 6-field cron with seconds first, or @hourly/@daily/@weekly/@monthly/@yearly.')),
+  action: z.enum(ROUTINE_ACTIONS).check(z.describe('What the routine runs under the exec lock.')),
+  run: z.optional(z.string().check(z.minLength(1), z.describe('Shell command; required for action "command", forbidden otherwise.'))),
+  timezone: z.optional(z.string().check(z.describe('IANA time zone, e.g. "Europe/Berlin"; default the machine zone.'))),
+  enabled: z.optional(z.boolean()),
+  timeoutSeconds: z.optional(seconds('Stop the routine run after this many seconds.')),
+  jitterSeconds: z.optional(z.number().check(z.gte(0), z.describe('Random delay of 0..N seconds before starting.'))),
+  catchUp: z.optional(z.enum(['none', 'latest']).check(z.describe('"latest": on scheduler start, fire once if the last scheduled time was missed.'))),
+};
+
+export const lockShape = {
+  ttlSeconds: z.optional(z.number().check(z.gte(1), z.lte(86400), z.describe('Lease time to live, 1..86400 s (default 60).'))),
+  refreshSeconds: z.optional(seconds('Heartbeat interval; below ttlSeconds/2 (default ttlSeconds/3).')),
+};
+
+export const execShape = {
+  parallel: z.optional(z.int().check(z.gte(1), z.describe('Tasks run at once by `exec run` (default 2).'))),
+  providers: z.optional(z.record(z.string().check(z.regex(ID_PATTERN)), z.strictObject(providerShape))),
+  tasks: z.optional(z.array(taskSchema)),
+  taskDirs: z.optional(z.array(z.string()).check(z.describe('Folders whose *.json files each hold one task or an array of tasks.'))),
+};
+
+export const rootShape = {
+  $schema: z.optional(z.string()),
+  project: z.optional(z.string().check(z.regex(ID_PATTERN), z.describe('Project name (identifies the project in a shared database backend).'))),
+  stateDir: z.optional(z.string().check(z.minLength(1), z.describe('State folder relative to the project root (default ".routinely").'))),
+  lock: z.optional(z.strictObject(lockShape)),
+  exec: z.optional(z.strictObject(execShape)),
+  routines: z.optional(z.array(z.strictObject(routineShape))),
+};
+
+export const configSchema = z.strictObject(rootShape);
+export const taskFileSchema = z.union([taskSchema, z.array(taskSchema)]);
+
+export type RawConfig = z.infer<typeof configSchema>;
+export type TaskDef = z.infer<typeof taskSchema>;
+export type RoutineAction = (typeof ROUTINE_ACTIONS)[number];
+
+export interface RoutineDef {
+  id: string;
+  schedule: string;
+  action: RoutineAction;
+  run?: string;
+  timezone?: string;
+  enabled: boolean;
+  timeoutSeconds?: number;
+  jitterSeconds: number;
+  catchUp: 'none' | 'latest';
+}
+
+/** The config after validation, with defaults applied. */
+export interface Config {
+  project?: string;
+  stateDir: string;
+  lock: { ttlSeconds: number; refreshSeconds: number | undefined };
+  exec: {
+    parallel: number;
+    providers: Record<string, { maxConcurrency: number }>;
+    tasks: TaskDef[];
+    taskDirs: string[];
+  };
+  routines: RoutineDef[];
+}
+
+/** Allowed keys of the object at a JSON path, for "unknown key" messages. */
+export function allowedKeysAt(path: readonly PropertyKey[], inTaskFile = false): string[] | null {
+  const p = path.map((s) => (typeof s === 'number' ? '#' : String(s))).join('/');
+  if (inTaskFile) return p === '' || p === '#' ? Object.keys(taskShape) : null;
+  const table: Record<string, object> = {
+    '': rootShape,
+    lock: lockShape,
+    exec: execShape,
+    'exec/tasks/#': taskShape,
+    'routines/#': routineShape,
+  };
+  if (/^exec\/providers\/[^/]+$/.test(p)) return Object.keys(providerShape);
+  const shape = table[p];
+  return shape ? Object.keys(shape) : null;
+}

@@ -1,0 +1,254 @@
+// Pure validation: JSON in, `{ok, config}` or issues with JSON paths out (changesets'
+// validateConfig). Every message names the path, the bad value and what is allowed.
+
+import { isAbsolute, normalize } from 'node:path';
+import * as z from 'zod/mini';
+import type { ConfigIssue } from '../errors.js';
+import { cronProblem, isValidTimezone } from './cron.js';
+import {
+  ID_PATTERN,
+  allowedKeysAt,
+  configSchema,
+  taskSchema,
+  type Config,
+  type RawConfig,
+  type RoutineDef,
+  type TaskDef,
+} from './schema.js';
+
+export type Validation<T> = { ok: true; value: T } | { ok: false; issues: ConfigIssue[] };
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(String(seg))) out += out ? `.${String(seg)}` : String(seg);
+    else out += `[${JSON.stringify(String(seg))}]`;
+  }
+  return out;
+}
+
+export function showValue(v: unknown): string {
+  if (v === undefined) return 'missing';
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const seg of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[seg as string];
+  }
+  return cur;
+}
+
+const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+
+/** Turns zod issues into our messages: path, bad value, what is allowed. */
+export function zodIssues(error: z.core.$ZodError, input: unknown, prefix: PropertyKey[] = [], inTaskFile = false): ConfigIssue[] {
+  return error.issues.map((issue) => {
+    const path = [...prefix, ...issue.path];
+    const value = valueAt(input, issue.path);
+    let message: string;
+    switch (issue.code) {
+      case 'invalid_type':
+        message = value === undefined ? `is required (${issue.expected})` : `${showValue(value)} is a ${typeName(value)}; expected ${issue.expected}`;
+        break;
+      case 'unrecognized_keys': {
+        const allowed = allowedKeysAt(issue.path, inTaskFile);
+        const keys = issue.keys.map((k) => JSON.stringify(k)).join(', ');
+        message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}${allowed ? ` (allowed: ${allowed.join(', ')})` : ''}`;
+        break;
+      }
+      case 'invalid_value':
+        message = `${showValue(value)} is not one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+        break;
+      case 'too_small':
+        message = `${showValue(value)} is too small (minimum ${issue.minimum}${issue.inclusive === false ? ', exclusive' : ''})`;
+        if (issue.origin === 'string') message = `${showValue(value)} must not be empty`;
+        break;
+      case 'too_big':
+        message = `${showValue(value)} is too big (maximum ${issue.maximum})`;
+        break;
+      case 'invalid_format':
+        message =
+          issue.format === 'regex' && 'pattern' in issue && String(issue.pattern).includes(ID_PATTERN.source)
+            ? `${showValue(value)} is not a valid id (letters, digits, ".", "_", "-"; starts with a letter or digit; at most 64 characters)`
+            : `${showValue(value)} has an invalid format (${issue.format})`;
+        break;
+      default:
+        message = `${showValue(value)}: ${issue.message}`;
+    }
+    return { path: formatPath(path), message };
+  });
+}
+
+export interface ValidateOptions {
+  /** Skip cron/zone checks (they load croner); used by commands that never schedule. */
+  schedules?: boolean;
+}
+
+export function validateConfig(input: unknown, options: ValidateOptions = {}): Validation<Config> {
+  const parsed = z.safeParse(configSchema, input);
+  if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error, input) };
+  const raw: RawConfig = parsed.data;
+  const issues: ConfigIssue[] = [];
+
+  const ttl = raw.lock?.ttlSeconds ?? 60;
+  const refresh = raw.lock?.refreshSeconds;
+  if (refresh !== undefined && refresh >= ttl / 2) {
+    issues.push({ path: 'lock.refreshSeconds', message: `${refresh} must be below ttlSeconds/2 (${ttl / 2})` });
+  }
+
+  const providers = raw.exec?.providers ?? {};
+  const tasks = raw.exec?.tasks ?? [];
+  issues.push(...validateTaskSet(tasks.map((task, i) => ({ task, path: ['exec', 'tasks', i] })), providers));
+  for (const [i, dir] of (raw.exec?.taskDirs ?? []).entries()) {
+    const problem = relativePathProblem(dir);
+    if (problem) issues.push({ path: formatPath(['exec', 'taskDirs', i]), message: `${showValue(dir)} ${problem}` });
+  }
+
+  const routines: RoutineDef[] = [];
+  const seen = new Map<string, number>();
+  for (const [i, r] of (raw.routines ?? []).entries()) {
+    const at = (key: string): string => formatPath(['routines', i, key]);
+    const first = seen.get(r.id);
+    if (first !== undefined) issues.push({ path: at('id'), message: `${showValue(r.id)} is a duplicate (also routines[${first}])` });
+    else seen.set(r.id, i);
+    if (r.action === 'command' && r.run === undefined) {
+      issues.push({ path: at('run'), message: 'is required when action is "command"' });
+    }
+    if (r.action !== 'command' && r.run !== undefined) {
+      issues.push({ path: at('run'), message: `is only allowed with action "command" (action is "${r.action}")` });
+    }
+    if (r.timezone !== undefined && !isValidTimezone(r.timezone)) {
+      issues.push({ path: at('timezone'), message: `${showValue(r.timezone)} is not a known IANA time zone (e.g. "Europe/Berlin", "UTC")` });
+    } else if (options.schedules !== false) {
+      const problem = cronProblem(r.schedule, r.timezone);
+      if (problem) issues.push({ path: at('schedule'), message: `${showValue(r.schedule)} is not a valid cron expression (${problem})` });
+    }
+    routines.push({
+      ...r,
+      enabled: r.enabled ?? true,
+      jitterSeconds: r.jitterSeconds ?? 0,
+      catchUp: r.catchUp ?? 'none',
+    });
+  }
+  if (issues.length > 0) return { ok: false, issues };
+
+  return {
+    ok: true,
+    value: {
+      project: raw.project,
+      stateDir: raw.stateDir ?? '.routinely',
+      lock: { ttlSeconds: ttl, refreshSeconds: refresh },
+      exec: {
+        parallel: raw.exec?.parallel ?? 2,
+        providers,
+        tasks,
+        taskDirs: raw.exec?.taskDirs ?? [],
+      },
+      routines,
+    },
+  };
+}
+
+export interface LocatedTask {
+  task: TaskDef;
+  /** JSON path inside its file. */
+  path: PropertyKey[];
+  /** The task file, when the task does not come from routinely.json. */
+  file?: string;
+}
+
+/** Checks a whole task set: unique ids, known providers, known dependencies, no cycles,
+ * `cwd` inside the project. */
+export function validateTaskSet(tasks: LocatedTask[], providers: Record<string, unknown>): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const byId = new Map<string, LocatedTask>();
+  const issue = (t: LocatedTask, key: string | number | (string | number)[], message: string): void => {
+    const tail = Array.isArray(key) ? key : [key];
+    issues.push({ ...(t.file ? { file: t.file } : {}), path: formatPath([...t.path, ...tail]), message });
+  };
+  const where = (t: LocatedTask): string => `${t.file ? `${t.file}: ` : ''}${formatPath(t.path)}`;
+  for (const t of tasks) {
+    const prior = byId.get(t.task.id);
+    if (prior) issue(t, 'id', `${showValue(t.task.id)} is a duplicate (also ${where(prior)})`);
+    else byId.set(t.task.id, t);
+    const provider = t.task.provider ?? 'default';
+    if (provider !== 'default' && !(provider in providers)) {
+      const known = ['default', ...Object.keys(providers).filter((p) => p !== 'default')];
+      issue(t, 'provider', `${showValue(provider)} is not a provider in exec.providers (known: ${known.join(', ')})`);
+    }
+    if (t.task.cwd !== undefined) {
+      const problem = relativePathProblem(t.task.cwd);
+      if (problem) issue(t, 'cwd', `${showValue(t.task.cwd)} ${problem}`);
+    }
+  }
+  for (const t of tasks) {
+    for (const [j, dep] of (t.task.dependsOn ?? []).entries()) {
+      if (!byId.has(dep)) issue(t, ['dependsOn', j], `${showValue(dep)} is not a task id`);
+      else if (dep === t.task.id) issue(t, ['dependsOn', j], `${showValue(dep)} is the task itself`);
+    }
+  }
+  if (issues.length === 0) {
+    const cycle = findCycle(tasks.map((t) => t.task));
+    if (cycle) {
+      const t = byId.get(cycle[0]!)!;
+      issue(t, 'dependsOn', `dependency cycle: ${cycle.join(' -> ')}`);
+    }
+  }
+  return issues;
+}
+
+/** A relative path that stays inside the project root, or why not. */
+export function relativePathProblem(p: string): string | null {
+  if (isAbsolute(p)) return 'must be relative to the project root';
+  const n = normalize(p);
+  if (n === '..' || n.startsWith('../')) return 'leaves the project root';
+  return null;
+}
+
+/** Returns one dependency cycle as ids (first id repeated at the end), or null. */
+export function findCycle(tasks: readonly TaskDef[]): string[] | null {
+  const deps = new Map(tasks.map((t) => [t.id, t.dependsOn ?? []]));
+  const state = new Map<string, 'visiting' | 'done'>();
+  const stack: string[] = [];
+  const visit = (id: string): string[] | null => {
+    const s = state.get(id);
+    if (s === 'done') return null;
+    if (s === 'visiting') return [...stack.slice(stack.indexOf(id)), id];
+    state.set(id, 'visiting');
+    stack.push(id);
+    for (const d of deps.get(id) ?? []) {
+      const c = visit(d);
+      if (c) return c;
+    }
+    stack.pop();
+    state.set(id, 'done');
+    return null;
+  };
+  for (const t of tasks) {
+    const c = visit(t.id);
+    if (c) return c;
+  }
+  return null;
+}
+
+/** Validates the contents of one task file (one task or an array of tasks). */
+export function validateTaskFile(input: unknown, file: string): Validation<LocatedTask[]> {
+  const list = Array.isArray(input) ? input : [input];
+  const located: LocatedTask[] = [];
+  const issues: ConfigIssue[] = [];
+  for (const [i, item] of list.entries()) {
+    const prefix = Array.isArray(input) ? [i] : [];
+    const parsed = z.safeParse(taskSchema, item);
+    if (!parsed.success) {
+      issues.push(...zodIssues(parsed.error, item, prefix, true).map((x) => ({ ...x, file })));
+    } else {
+      located.push({ task: parsed.data, path: prefix, file });
+    }
+  }
+  return issues.length > 0 ? { ok: false, issues } : { ok: true, value: located };
+}

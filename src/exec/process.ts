@@ -1,0 +1,106 @@
+// Running one command (STYLE lesson 4, after execa): one result type for every outcome, the
+// reason a process ended recorded before it is killed, each child in its own process group
+// (a new session) so a timeout or a stop reaches its grandchildren too.
+
+import { spawn, type StdioOptions } from 'node:child_process';
+import { constants } from 'node:os';
+import { errnoCode } from '../errors.js';
+
+export interface ProcessSpec {
+  /** argv[0] and arguments; with `shell: true`, `file` is a shell string run by `sh -c`. */
+  file: string;
+  args?: readonly string[];
+  shell?: boolean;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  stdio?: StdioOptions;
+  timeoutMs?: number;
+  /** Stops the process (its whole group): SIGTERM, then SIGKILL after `killGraceMs`. */
+  signal?: AbortSignal;
+  killGraceMs?: number;
+  /** Called synchronously right after spawn, before anything else can happen. */
+  onSpawn?: (pid: number) => void;
+}
+
+export type EndReason = 'exited' | 'timeout' | 'canceled' | 'spawn-error';
+
+export interface ProcessResult {
+  /** Exit status; for a signal death the shell convention 128 + signal number. */
+  exitCode: number;
+  /** The signal that ended the process, if any. */
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  canceled: boolean;
+  /** Why we stopped it, when we did (the abort reason's text, or the timeout). */
+  reason: EndReason;
+  durationMs: number;
+  /** Spawn failure (ENOENT, EACCES). */
+  error?: string;
+  pid: number | null;
+}
+
+export function signalExitCode(signal: NodeJS.Signals | null): number {
+  const n = signal ? (constants.signals as Record<string, number>)[signal] : undefined;
+  return 128 + (n ?? 0);
+}
+
+/** Signals a whole process group, ignoring a group that is already gone. */
+export function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch (err) {
+    if (errnoCode(err) !== 'ESRCH') throw err;
+  }
+}
+
+export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
+  const started = performance.now();
+  const grace = spec.killGraceMs ?? 5000;
+  return new Promise((resolve) => {
+    let reason: EndReason = 'exited';
+    let done = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    let timeoutTimer: NodeJS.Timeout | undefined;
+    const child = spec.shell
+      ? spawn('/bin/sh', ['-c', spec.file], { cwd: spec.cwd, env: spec.env, stdio: spec.stdio ?? 'inherit', detached: true })
+      : spawn(spec.file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio: spec.stdio ?? 'inherit', detached: true });
+    const pid = child.pid ?? null;
+    if (pid !== null) spec.onSpawn?.(pid);
+
+    const stop = (why: EndReason): void => {
+      if (reason !== 'exited' || pid === null) return;
+      reason = why; // recorded before the kill, so the result says why
+      killGroup(pid, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(pid, 'SIGKILL'), grace);
+    };
+    const onAbort = (): void => stop('canceled');
+    if (spec.signal?.aborted) onAbort();
+    else spec.signal?.addEventListener('abort', onAbort, { once: true });
+    if (spec.timeoutMs !== undefined) timeoutTimer = setTimeout(() => stop('timeout'), spec.timeoutMs);
+
+    const finish = (result: Omit<ProcessResult, 'durationMs' | 'pid' | 'timedOut' | 'canceled' | 'reason'>): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(killTimer);
+      clearTimeout(timeoutTimer);
+      spec.signal?.removeEventListener('abort', onAbort);
+      if (pid !== null && reason !== 'exited') killGroup(pid, 'SIGKILL'); // leftovers of a stopped group
+      resolve({
+        ...result,
+        reason,
+        timedOut: reason === 'timeout',
+        canceled: reason === 'canceled',
+        durationMs: performance.now() - started,
+        pid,
+      });
+    };
+    child.once('error', (err) => {
+      if (pid !== null) return; // errors after a successful spawn are reported by 'close'
+      reason = 'spawn-error';
+      finish({ exitCode: 127, signal: null, error: `${spec.shell ? '/bin/sh' : spec.file}: ${err.message}` });
+    });
+    child.once('close', (code, signal) => {
+      finish({ exitCode: signal ? signalExitCode(signal) : (code ?? 0), signal });
+    });
+  });
+}

@@ -1,0 +1,179 @@
+// A held file lock: heartbeat, child tracking, loss detection and owner-only release
+// (SPEC §4.3, §4.6). Created only by attemptAcquire().
+
+import type { Clock } from '../clock.js';
+import { errnoCode } from '../errors.js';
+import { readNoFollow, replaceFile, unlinkQuiet } from './files.js';
+import type { LivenessProbe } from './identity.js';
+import type { Lease, LockLost, RefreshResult, ReleaseResult } from './lease.js';
+import type { LockPaths } from './paths.js';
+import { parseLockRecord, serializeLockRecord, toEpochSeconds, type LockRecord } from './record.js';
+
+export interface LeaseTiming {
+  ttlMs: number;
+  refreshMs: number;
+}
+
+/** How early a holder stops trusting its own lease, for wall/monotonic drift. */
+export const safetyMarginMs = (ttlMs: number): number => Math.min(500, ttlMs * 0.05);
+
+export class FileLease implements Lease {
+  private rec: LockRecord;
+  /** Monotonic time taken just before the last successful write: the lease runs from here. */
+  private confirmedAt: number;
+  private lostInfo: LockLost | null = null;
+  private released = false;
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly paths: LockPaths,
+    record: LockRecord,
+    private readonly timing: LeaseTiming,
+    private readonly clock: Clock,
+    private readonly probe: LivenessProbe,
+    confirmedAt: number,
+  ) {
+    this.rec = record;
+    this.confirmedAt = confirmedAt;
+  }
+
+  get key(): string {
+    return this.rec.key;
+  }
+  get lockId(): string {
+    return this.rec.lock_id;
+  }
+  get generation(): number {
+    return this.rec.generation;
+  }
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+  get lost(): LockLost | null {
+    return this.lostInfo;
+  }
+  get path(): string {
+    return this.paths.lock;
+  }
+
+  record(): LockRecord {
+    return this.rec;
+  }
+
+  /** Starts the heartbeat timer. Unref'd: the heartbeat alone never keeps a process alive. */
+  startHeartbeat(): void {
+    if (this.timer || this.released || this.lostInfo) return;
+    this.timer = setInterval(() => this.refresh(), this.timing.refreshMs);
+    this.timer.unref();
+  }
+
+  stopHeartbeat(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  refresh(): RefreshResult {
+    const check = this.verify();
+    if (!check.ok) return check;
+    const mono = this.clock.monotonic();
+    const now = this.clock.now();
+    const next: LockRecord = {
+      ...this.rec,
+      heartbeat_at: toEpochSeconds(now),
+      expires_at: toEpochSeconds(now + this.timing.ttlMs),
+    };
+    try {
+      // The verify() above and this rename are not one atomic step; the monotonic expiry check
+      // keeps the gap to microseconds, because nobody may reclaim a lock that has not expired.
+      replaceFile(this.paths.lock, serializeLockRecord(next));
+    } catch (err) {
+      // A transient write error (ENOSPC, EIO) is retried on the next beat; once the lease has
+      // run out without a successful write, verify() reports it lost.
+      if (errnoCode(err) === undefined) throw err;
+      return { ok: true };
+    }
+    this.rec = next;
+    this.confirmedAt = mono;
+    return { ok: true };
+  }
+
+  verify(): RefreshResult {
+    if (this.lostInfo) return { ok: false, lost: this.lostInfo };
+    if (this.released) return { ok: false, lost: { code: 'LOCK_LOST', why: 'the lease was released' } };
+    const elapsed = this.clock.monotonic() - this.confirmedAt;
+    if (elapsed >= this.timing.ttlMs - safetyMarginMs(this.timing.ttlMs)) {
+      return this.markLost(
+        `no heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.timing.ttlMs / 1000}s TTL (was the process paused?)`,
+      );
+    }
+    let raw: string | null;
+    try {
+      raw = readNoFollow(this.paths.lock);
+    } catch (err) {
+      if (errnoCode(err) === undefined) throw err;
+      return { ok: true }; // unreadable for now; expiry decides if it stays so
+    }
+    if (raw === null) return this.markLost(`the lock file ${this.paths.lock} was removed`);
+    const current = parseLockRecord(raw);
+    if (current?.lock_id !== this.rec.lock_id) {
+      const by = current
+        ? `pid ${current.owner.pid} on ${current.owner.host} (generation ${current.generation})`
+        : 'an unreadable record';
+      return this.markLost(`the lock now belongs to ${by}`);
+    }
+    return { ok: true };
+  }
+
+  trackChild(pid: number): void {
+    const proc = this.probe.inspect(pid);
+    const start_time = proc.state === 'alive' ? proc.startTime : null;
+    const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
+    children.push({ pid, start_time });
+    this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
+    // Written at once, not at the next beat: if we die now, the reclaimer must know the group.
+    this.refresh();
+  }
+
+  untrackChild(pid: number): void {
+    const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
+    this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
+  }
+
+  release(): ReleaseResult {
+    this.stopHeartbeat();
+    if (this.released) return { released: true };
+    if (this.lostInfo) return { released: false, reason: 'NOT_OWNER', holder: null, why: this.lostInfo.why };
+    let current: LockRecord | null = null;
+    try {
+      const raw = readNoFollow(this.paths.lock);
+      current = raw === null ? null : parseLockRecord(raw);
+    } catch {
+      current = null;
+    }
+    if (current?.lock_id !== this.rec.lock_id) {
+      return {
+        released: false,
+        reason: 'NOT_OWNER',
+        holder: current,
+        why: current ? `the lock belongs to pid ${current.owner.pid} now; left it alone` : 'the lock file was already gone',
+      };
+    }
+    unlinkQuiet(this.paths.lock);
+    this.released = true;
+    return { released: true };
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.release();
+  }
+
+  private markLost(why: string): RefreshResult {
+    if (!this.lostInfo) {
+      this.lostInfo = { code: 'LOCK_LOST', why };
+      this.stopHeartbeat();
+      this.controller.abort(this.lostInfo);
+    }
+    return { ok: false, lost: this.lostInfo };
+  }
+}

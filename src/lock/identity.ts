@@ -1,0 +1,170 @@
+// Who is this process, and is that one still alive? A pid alone is not an identity: pids are
+// reused (containers hand out the same low pids every boot), so a process is host + boot id +
+// pid + start time (FACTS "Crash recovery"). Linux reads /proc; macOS asks ps; anything else
+// only learns "dead" from kill(pid, 0) and otherwise falls back to lease expiry.
+
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { errnoCode } from '../errors.js';
+
+export type ProcessState =
+  | { state: 'dead'; why: 'no-process' | 'zombie' }
+  | { state: 'alive'; startTime: string | null; pgid: number | null }
+  | { state: 'unknown' };
+
+/** The process table and host facts, injected so staleness is testable without processes. */
+export interface LivenessProbe {
+  readonly host: string;
+  /** null when the platform has no boot id we can read. */
+  readonly bootId: string | null;
+  inspect(pid: number): ProcessState;
+  /** Live members of process group `pgid` (used when its leader is gone); [] when unknown. */
+  groupMembers(pgid: number): number[];
+}
+
+export interface ProcessIdentity {
+  pid: number;
+  host: string;
+  boot_id: string | null;
+  start_time: string | null;
+}
+
+interface ProcStat {
+  state: string;
+  pgid: number;
+  startTime: string;
+}
+
+/** Parses /proc/<pid>/stat. The command name (field 2) may hold spaces and parentheses, so the
+ * fields are read after the last ')'. */
+export function parseProcStat(text: string): ProcStat | null {
+  const close = text.lastIndexOf(')');
+  if (close < 0) return null;
+  const fields = text.slice(close + 2).split(' ');
+  // fields[0] is field 3 (state); pgrp is field 5; starttime is field 22.
+  const state = fields[0];
+  const pgid = Number(fields[2]);
+  const startTime = fields[19];
+  if (!state || !startTime || !Number.isInteger(pgid)) return null;
+  return { state, pgid, startTime };
+}
+
+function linuxInspect(pid: number): ProcessState {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ESRCH') return { state: 'dead', why: 'no-process' };
+    return killProbe(pid);
+  }
+  const stat = parseProcStat(text);
+  if (!stat) return { state: 'unknown' };
+  // A zombie still answers kill(pid, 0) until it is reaped, but it runs nothing (FACTS).
+  if (stat.state === 'Z' || stat.state === 'X' || stat.state === 'x') return { state: 'dead', why: 'zombie' };
+  return { state: 'alive', startTime: stat.startTime, pgid: stat.pgid };
+}
+
+function linuxGroupMembers(pgid: number): number[] {
+  const members: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return members;
+  }
+  for (const name of entries) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid <= 0) continue;
+    try {
+      const stat = parseProcStat(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+      if (stat && stat.pgid === pgid && stat.state !== 'Z') members.push(pid);
+    } catch {
+      // the process ended while we looked: not a member any more
+    }
+  }
+  return members;
+}
+
+function darwinInspect(pid: number): ProcessState {
+  let out: string;
+  try {
+    out = execFileSync('ps', ['-o', 'stat=,pgid=,lstart=', '-p', String(pid)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+  } catch {
+    // ps exits 1 when no such process exists
+    return killProbe(pid);
+  }
+  const m = /^\s*(\S+)\s+(\d+)\s+(.+?)\s*$/.exec(out);
+  if (!m) return killProbe(pid);
+  if (m[1]!.startsWith('Z')) return { state: 'dead', why: 'zombie' };
+  return { state: 'alive', startTime: m[3]!, pgid: Number(m[2]) };
+}
+
+function killProbe(pid: number): ProcessState {
+  try {
+    process.kill(pid, 0);
+    return { state: 'alive', startTime: null, pgid: null };
+  } catch (err) {
+    if (errnoCode(err) === 'ESRCH') return { state: 'dead', why: 'no-process' };
+    if (errnoCode(err) === 'EPERM') return { state: 'alive', startTime: null, pgid: null };
+    return { state: 'unknown' };
+  }
+}
+
+function readBootId(): string | null {
+  if (process.platform === 'linux') {
+    try {
+      return readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim() || null;
+    } catch {
+      return null;
+    }
+  }
+  if (process.platform === 'darwin') {
+    try {
+      return execFileSync('sysctl', ['-n', 'kern.boottime'], { encoding: 'utf8' }).trim() || null;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** The host identity; `ROUTINELY_HOST_ID` overrides it (tests, containers; SPEC §9). */
+export function hostId(env: NodeJS.ProcessEnv = process.env): string {
+  const override = env.ROUTINELY_HOST_ID;
+  return override && override.length > 0 ? override : hostname();
+}
+
+let cachedProbe: LivenessProbe | undefined;
+
+export function systemProbe(): LivenessProbe {
+  if (cachedProbe) return cachedProbe;
+  const platform = process.platform;
+  const inspect =
+    platform === 'linux' ? linuxInspect : platform === 'darwin' ? darwinInspect : killProbe;
+  const probe: LivenessProbe = {
+    host: hostId(),
+    bootId: readBootId(),
+    inspect,
+    groupMembers: platform === 'linux' ? linuxGroupMembers : () => [],
+  };
+  cachedProbe = probe;
+  return probe;
+}
+
+let cachedSelf: ProcessIdentity | undefined;
+
+export function selfIdentity(probe: LivenessProbe = systemProbe()): ProcessIdentity {
+  if (cachedSelf && cachedSelf.host === probe.host) return cachedSelf;
+  const me = probe.inspect(process.pid);
+  cachedSelf = {
+    pid: process.pid,
+    host: probe.host,
+    boot_id: probe.bootId,
+    start_time: me.state === 'alive' ? me.startTime : null,
+  };
+  return cachedSelf;
+}

@@ -1,0 +1,50 @@
+// The lease contract shared by every lock backend (files today, PostgreSQL later, SPEC §9).
+// Outcomes that callers must handle (busy, lost, not the owner) are typed values, not throws.
+
+import type { LockRecord } from './record.js';
+
+export type IfBusy = 'fail' | 'skip' | 'wait';
+
+export interface LockOwnerInfo {
+  /** What the holder is doing, e.g. `exec run`, `lock run`, `scheduler`. */
+  command: string;
+  run_id?: string | null;
+  routine?: string | null;
+}
+
+export interface LockLost {
+  code: 'LOCK_LOST';
+  why: string;
+}
+
+export type RefreshResult = { ok: true } | { ok: false; lost: LockLost };
+
+export type ReleaseResult =
+  | { released: true }
+  | { released: false; reason: 'NOT_OWNER'; holder: LockRecord | null; why: string };
+
+export interface Lease extends AsyncDisposable {
+  readonly key: string;
+  readonly lockId: string;
+  /** Fencing token: strictly increases with every acquisition of the key (SPEC §4.7). */
+  readonly generation: number;
+  /** Aborted (with a LockLost reason) as soon as the lease is found lost. */
+  readonly signal: AbortSignal;
+  readonly lost: LockLost | null;
+  record(): LockRecord;
+  /** Rewrites the heartbeat if the lock is still ours; called by the heartbeat timer. */
+  refresh(): RefreshResult;
+  /** Cheap check before a fenced write: still our lock_id, and our lease not expired. */
+  verify(): RefreshResult;
+  /** Records a process group we started, so a reclaimer can end it if we die (SPEC §4.4). */
+  trackChild(pid: number): void;
+  untrackChild(pid: number): void;
+  /** Removes the lock only if it still carries our lock_id (SPEC §4.6). */
+  release(): ReleaseResult;
+}
+
+export type AcquireResult =
+  | { ok: true; lease: Lease }
+  | { ok: false; reason: 'LOCK_HELD'; holder: LockRecord | null; why: string }
+  | { ok: false; reason: 'WAIT_TIMEOUT'; holder: LockRecord | null; why: string }
+  | { ok: false; reason: 'ABORTED'; holder: LockRecord | null; why: string };

@@ -1,0 +1,70 @@
+// The lock file format of SPEC §4. Parsed by hand, not with zod: this runs on every acquire,
+// heartbeat and poll, and must stay in the tens of microseconds.
+
+/** A process group the holder started; the leader's start time proves identity (SPEC §4.4). */
+export interface ChildGroup {
+  pid: number;
+  start_time: string | null;
+}
+
+export interface LockOwner {
+  pid: number;
+  host: string;
+  boot_id: string | null;
+  start_time: string | null;
+  command: string;
+  run_id?: string | null;
+  routine?: string | null;
+  children?: ChildGroup[];
+}
+
+export interface LockRecord {
+  version: 1;
+  key: string;
+  lock_id: string;
+  generation: number;
+  owner: LockOwner;
+  /** Epoch seconds (float). */
+  created_at: number;
+  heartbeat_at: number;
+  expires_at: number;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const isStrOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
+
+/** Returns the record, or null when the text is not a well-formed lock (then it is stale, §4.4). */
+export function parseLockRecord(text: string): LockRecord | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isObj(v) || v.version !== 1) return null;
+  const { key, lock_id, generation, owner, created_at, heartbeat_at, expires_at } = v;
+  if (typeof key !== 'string' || typeof lock_id !== 'string' || lock_id.length === 0) return null;
+  if (!Number.isSafeInteger(generation) || (generation as number) < 1) return null;
+  for (const t of [created_at, heartbeat_at, expires_at]) {
+    if (typeof t !== 'number' || !Number.isFinite(t)) return null;
+  }
+  if (!isObj(owner)) return null;
+  if (!Number.isSafeInteger(owner.pid) || (owner.pid as number) < 1) return null;
+  if (typeof owner.host !== 'string' || typeof owner.command !== 'string') return null;
+  if (!isStrOrNull(owner.boot_id) || !isStrOrNull(owner.start_time)) return null;
+  if (owner.children !== undefined) {
+    if (!Array.isArray(owner.children)) return null;
+    for (const c of owner.children) {
+      if (!isObj(c) || !Number.isSafeInteger(c.pid) || !isStrOrNull(c.start_time)) return null;
+    }
+  }
+  return v as unknown as LockRecord;
+}
+
+export function serializeLockRecord(record: LockRecord): string {
+  return `${JSON.stringify(record)}\n`;
+}
+
+/** Epoch seconds with millisecond precision, as stored in lock files. */
+export const toEpochSeconds = (ms: number): number => Math.round(ms) / 1000;

@@ -1,0 +1,79 @@
+// Whether a lock may be reclaimed (SPEC §4.4). Pure: the record, the time and the process table
+// come in as data, so every rule is tested with fixed values.
+
+import type { LivenessProbe } from './identity.js';
+import type { LockRecord } from './record.js';
+
+export type StaleReason = 'UNREADABLE' | 'EXPIRED' | 'REBOOTED' | 'OWNER_DEAD' | 'PID_REUSED' | 'UNCHANGED';
+
+export type Judgement =
+  | { stale: false; ownerCheck: 'alive' | 'remote' | 'unknown' }
+  | { stale: true; reason: StaleReason; why: string };
+
+export interface Observation {
+  /** How long this observer has seen the same record (lock_id + heartbeat_at), on its own
+   * monotonic clock. Lets an observer distrust another host's clock (SPEC §4.4). */
+  unchangedForMs: number;
+}
+
+const secs = (s: number): string => `${Math.round(s * 10) / 10}s`;
+
+export function judgeLock(
+  record: LockRecord | null,
+  nowMs: number,
+  probe: LivenessProbe,
+  observation?: Observation,
+): Judgement {
+  if (record === null) {
+    return { stale: true, reason: 'UNREADABLE', why: 'the lock file is empty or not a valid lock record' };
+  }
+  const owner = record.owner;
+  let ownerCheck: 'alive' | 'remote' | 'unknown' = 'remote';
+  if (owner.host === probe.host) {
+    if (owner.boot_id && probe.bootId && owner.boot_id !== probe.bootId) {
+      return { stale: true, reason: 'REBOOTED', why: `host ${owner.host} rebooted since pid ${owner.pid} took the lock` };
+    }
+    const proc = probe.inspect(owner.pid);
+    if (proc.state === 'dead') {
+      const what = proc.why === 'zombie' ? 'has exited (zombie)' : 'is not running';
+      return { stale: true, reason: 'OWNER_DEAD', why: `owner pid ${owner.pid} ${what}` };
+    }
+    if (proc.state === 'alive' && proc.startTime && owner.start_time && proc.startTime !== owner.start_time) {
+      return {
+        stale: true,
+        reason: 'PID_REUSED',
+        why: `pid ${owner.pid} now belongs to another process (start time ${proc.startTime}, lock says ${owner.start_time})`,
+      };
+    }
+    ownerCheck = proc.state === 'alive' ? 'alive' : 'unknown';
+  }
+  const now = nowMs / 1000;
+  if (record.expires_at < now) {
+    return {
+      stale: true,
+      reason: 'EXPIRED',
+      why: `heartbeat expired ${secs(now - record.expires_at)} ago (last heartbeat ${secs(now - record.heartbeat_at)} ago)`,
+    };
+  }
+  if (observation) {
+    const ttlMs = Math.max(0, (record.expires_at - record.heartbeat_at) * 1000);
+    if (observation.unchangedForMs > ttlMs) {
+      return {
+        stale: true,
+        reason: 'UNCHANGED',
+        why: `no heartbeat seen for ${secs(observation.unchangedForMs / 1000)} on this host's clock (TTL ${secs(ttlMs / 1000)})`,
+      };
+    }
+  }
+  return { stale: false, ownerCheck };
+}
+
+/** `pid 4711 on build-01 (exec run, run r-…), heartbeat 3s ago` — the holder as a person reads it. */
+export function describeHolder(record: LockRecord, nowMs: number): string {
+  const o = record.owner;
+  const context = [o.command, o.routine ? `routine ${o.routine}` : null, o.run_id ? `run ${o.run_id}` : null]
+    .filter(Boolean)
+    .join(', ');
+  const age = Math.max(0, nowMs / 1000 - record.heartbeat_at);
+  return `pid ${o.pid} on ${o.host} (${context}), heartbeat ${Math.round(age)}s ago`;
+}

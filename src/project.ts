@@ -1,0 +1,43 @@
+// The project as a library user sees it (SPEC §8): its config and its exec lock.
+
+import { loadProject, type LoadOptions, type Project } from './config/load.js';
+import { EXEC_LOCK_KEY, fileLockBackend, type BusyPolicy, type LockBackend } from './lock/backend.js';
+import type { Lease, LockLost, LockOwnerInfo } from './lock/lease.js';
+import type { LockRecord } from './lock/record.js';
+
+export function projectLockBackend(project: Project): LockBackend {
+  return fileLockBackend({ lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs });
+}
+
+export interface ProjectLockOptions extends LoadOptions, BusyPolicy {
+  /** An already loaded project; otherwise it is loaded from `cwd` / `configPath`. */
+  project?: Project;
+  /** Lock key; default the project exec lock (`exec-run`). */
+  key?: string;
+  owner?: LockOwnerInfo;
+}
+
+export type WithLockResult<T> =
+  | { ok: true; value: T }
+  | { ok: false; reason: 'busy' | 'timeout' | 'aborted'; holder: LockRecord | null; why: string }
+  | { ok: false; reason: 'lost'; lost: LockLost; value: T | undefined };
+
+/** Runs `fn` while holding the project lock; the lease's `signal` aborts if the lock is lost.
+ * The lock is released afterwards (only if still ours), also when `fn` throws. */
+export async function withProjectLock<T>(
+  options: ProjectLockOptions,
+  fn: (lease: Lease) => Promise<T>,
+): Promise<WithLockResult<T>> {
+  const project = options.project ?? loadProject(options);
+  const backend = projectLockBackend(project);
+  const got = await backend.acquire(options.key ?? EXEC_LOCK_KEY, options.owner ?? { command: 'library' }, options);
+  if (!got.ok) {
+    const reason = got.reason === 'WAIT_TIMEOUT' ? 'timeout' : got.reason === 'ABORTED' ? 'aborted' : 'busy';
+    return { ok: false, reason, holder: got.holder, why: got.why };
+  }
+  await using lease = got.lease;
+  const value = await fn(lease);
+  const check = lease.verify();
+  if (!check.ok) return { ok: false, reason: 'lost', lost: check.lost, value };
+  return { ok: true, value };
+}

@@ -1,0 +1,140 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configJsonSchema, taskFileJsonSchema } from '../../src/config/json-schema.js';
+import { validateConfig, validateTaskFile, validateTaskSet } from '../../src/config/validate.js';
+
+function problems(input: unknown): string[] {
+  const r = validateConfig(input);
+  if (r.ok) return [];
+  return r.issues.map((i) => `${i.path}: ${i.message}`);
+}
+
+const routine = (over: object = {}) => ({ id: 'auto', schedule: '*/5 * * * *', action: 'exec-auto', ...over });
+const task = (over: object = {}) => ({ id: 'build', run: 'true', ...over });
+
+describe('validateConfig', () => {
+  it('accepts the SPEC §2 example and applies defaults', () => {
+    const example = JSON.parse(readFileSync(join(import.meta.dirname, '../../examples/spec-example.json'), 'utf8'));
+    const r = validateConfig(example);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.routines.find((x) => x.id === 'auto')).toMatchObject({ enabled: true, catchUp: 'none', jitterSeconds: 0 });
+    expect(validateConfig({})).toMatchObject({ ok: true, value: { stateDir: '.routinely', lock: { ttlSeconds: 60 }, exec: { parallel: 2 } } });
+  });
+
+  it('names the path, the value and the range of a bad cron field (SPEC §2 example)', () => {
+    const input = { routines: [routine({ id: 'a' }), routine({ id: 'b' }), routine({ id: 'c', schedule: '*/61 * * * *' })] };
+    expect(problems(input)).toEqual([
+      'routines[2].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)',
+    ]);
+  });
+
+  it.each([
+    ['61 * * * *', 'minute 61 out of range 0-59'],
+    ['0 24 * * *', 'hour 24 out of range 0-23'],
+    ['0 0 0 * *', 'day-of-month 0 out of range 1-31'],
+    ['0 0 1 13 *', 'month 13 out of range 1-12'],
+    ['0 0 * * 9', 'day-of-week 9 out of range 0-7'],
+    ['60 * * * * *', 'second 60 out of range 0-59'],
+    ['* * * *', 'has 4 fields'],
+    ['0 0 0 * * * 2030', 'has 7 fields'],
+    ['@reboot', 'unknown nickname @reboot'],
+    ['*/0 * * * *', 'minute step 0 must be at least 1'],
+  ])('rejects schedule %j: %s', (schedule, why) => {
+    expect(problems({ routines: [routine({ schedule })] })[0]).toContain(why);
+  });
+
+  it.each(['@hourly', '@daily', '@weekly', '@monthly', '@yearly', '*/10 * * * * *', '0 9 * * MON-FRI', '0 3 * * *'])(
+    'accepts schedule %j',
+    (schedule) => {
+      expect(problems({ routines: [routine({ schedule })] })).toEqual([]);
+    },
+  );
+
+  it('rejects unknown keys and lists the allowed ones', () => {
+    expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
+      'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp)',
+    ]);
+    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, lock, exec, routines\)$/);
+  });
+
+  it('checks routine rules: ids, action, run, time zone, duplicates', () => {
+    expect(
+      problems({
+        routines: [
+          routine({ id: 'x', action: 'command' }),
+          routine({ id: 'y', run: 'echo' }),
+          routine({ id: 'x', timezone: 'Mars/Olympus' }),
+        ],
+      }),
+    ).toEqual([
+      'routines[0].run: is required when action is "command"',
+      'routines[1].run: is only allowed with action "command" (action is "exec-auto")',
+      'routines[2].id: "x" is a duplicate (also routines[0])',
+      'routines[2].timezone: "Mars/Olympus" is not a known IANA time zone (e.g. "Europe/Berlin", "UTC")',
+    ]);
+    expect(problems({ routines: [routine({ action: 'deploy' })] })).toEqual([
+      'routines[0].action: "deploy" is not one of "exec-auto", "exec-resume", "register", "command"',
+    ]);
+    expect(problems({ routines: [routine({ id: 'has space' })] })[0]).toMatch(/^routines\[0\]\.id: "has space" is not a valid id/);
+    expect(problems({ routines: [routine({ enabled: 'yes' })] })).toEqual(['routines[0].enabled: "yes" is a string; expected boolean']);
+    expect(problems({ routines: [{ id: 'a', action: 'register' }] })).toEqual(['routines[0].schedule: is required (string)']);
+  });
+
+  it('checks the lock section', () => {
+    expect(problems({ lock: { ttlSeconds: 0 } })).toEqual(['lock.ttlSeconds: 0 is too small (minimum 1)']);
+    expect(problems({ lock: { ttlSeconds: 86401 } })).toEqual(['lock.ttlSeconds: 86401 is too big (maximum 86400)']);
+    expect(problems({ lock: { ttlSeconds: 60, refreshSeconds: 30 } })).toEqual([
+      'lock.refreshSeconds: 30 must be below ttlSeconds/2 (30)',
+    ]);
+  });
+
+  it('checks tasks: duplicates, providers, dependencies, cycles, cwd', () => {
+    expect(problems({ exec: { tasks: [task(), task()] } })).toEqual(['exec.tasks[1].id: "build" is a duplicate (also exec.tasks[0])']);
+    expect(problems({ exec: { tasks: [task({ provider: 'gpu' })] } })).toEqual([
+      'exec.tasks[0].provider: "gpu" is not a provider in exec.providers (known: default)',
+    ]);
+    expect(problems({ exec: { tasks: [task({ dependsOn: ['nope'] })] } })).toEqual(['exec.tasks[0].dependsOn[0]: "nope" is not a task id']);
+    expect(
+      problems({
+        exec: { tasks: [task({ id: 'a', dependsOn: ['c'] }), task({ id: 'b', dependsOn: ['a'] }), task({ id: 'c', dependsOn: ['b'] })] },
+      }),
+    ).toEqual(['exec.tasks[0].dependsOn: dependency cycle: a -> c -> b -> a']);
+    expect(problems({ exec: { tasks: [task({ cwd: '../outside' }), task({ id: 'abs', cwd: '/etc' })] } })).toEqual([
+      'exec.tasks[0].cwd: "../outside" leaves the project root',
+      'exec.tasks[1].cwd: "/etc" must be relative to the project root',
+    ]);
+    expect(problems({ exec: { providers: { agent: { maxConcurrency: 0 } } } })).toEqual([
+      'exec.providers.agent.maxConcurrency: 0 is too small (minimum 1)',
+    ]);
+  });
+
+  it('validates task files and names the file in every issue', () => {
+    const r = validateTaskFile([task({ id: 'ok' }), { id: 'bad', run: 'x', depends: [] }], 'tasks/a.json');
+    expect(r).toEqual({
+      ok: false,
+      issues: [{ file: 'tasks/a.json', path: '[1]', message: 'unknown key "depends" (allowed: id, run, provider, dependsOn, timeoutSeconds, env, cwd)' }],
+    });
+    const set = validateTaskSet(
+      [
+        { task: task({ id: 'a' }), path: ['exec', 'tasks', 0] },
+        { task: task({ id: 'a' }), path: [], file: 'tasks/b.json' },
+      ],
+      {},
+    );
+    expect(set).toEqual([{ file: 'tasks/b.json', path: 'id', message: '"a" is a duplicate (also exec.tasks[0])' }]);
+  });
+});
+
+describe('shipped JSON Schema', () => {
+  it('is up to date with the zod schema (run `npm run gen:schema` when this fails)', () => {
+    const root = join(import.meta.dirname, '../../config');
+    expect(JSON.parse(readFileSync(join(root, 'routinely.schema.json'), 'utf8'))).toEqual(configJsonSchema());
+    expect(JSON.parse(readFileSync(join(root, 'task.schema.json'), 'utf8'))).toEqual(taskFileJsonSchema());
+  });
+
+  it('rejects unknown keys in editors too', () => {
+    expect(configJsonSchema()).toMatchObject({ additionalProperties: false });
+  });
+});

@@ -1,0 +1,145 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { onTestFinished } from 'vitest';
+
+export const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
+export const FIXTURES = resolve(import.meta.dirname, '../fixtures');
+
+export interface RunOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  timeoutMs?: number;
+}
+
+/** Child environment: ours minus the CA bundle that slows every node start (FACTS). */
+export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', ...extra };
+  delete env.NODE_EXTRA_CA_CERTS;
+  for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
+  return env;
+}
+
+export interface Spawned {
+  child: ChildProcess;
+  pid: number;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when stdout+stderr match `pattern`; rejects when the process exits first. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function start(file: string, args: string[], opts: RunOptions = {}): Spawned {
+  const child = spawn(process.execPath, [file, ...args], {
+    cwd: opts.cwd,
+    env: childEnv(opts.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let errText = '';
+  const waiters = new Set<() => void>();
+  const notify = (): void => {
+    for (const w of waiters) w();
+  };
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    notify();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    errText += d.toString();
+    notify();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.on('close', (code, signal) => {
+      notify();
+      res({ code, signal });
+    }),
+  );
+  let done = false;
+  void exited.then(() => {
+    done = true;
+  });
+  onTestFinished(() => {
+    if (!done) child.kill('SIGKILL');
+  });
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const killer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  void exited.then(() => clearTimeout(killer));
+  return {
+    child,
+    pid: child.pid!,
+    stdout: () => out,
+    stderr: () => errText,
+    exited,
+    waitFor(pattern, waitMs = 20_000) {
+      return new Promise((res, rej) => {
+        const check = (): void => {
+          const m = (out + errText).match(pattern);
+          if (m) {
+            cleanup();
+            res(m);
+          } else if (done) {
+            cleanup();
+            rej(new Error(`process exited before ${pattern}; stdout=${out} stderr=${errText}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          rej(new Error(`timed out waiting for ${pattern}; stdout=${out} stderr=${errText}`));
+        }, waitMs);
+        const cleanup = (): void => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+export function startCli(args: string[], opts: RunOptions = {}): Spawned {
+  return start(CLI, args, opts);
+}
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runCli(args: string[], opts: RunOptions = {}): Promise<RunResult> {
+  const p = startCli(args, opts);
+  const { code, signal } = await p.exited;
+  return { code, signal, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+export async function runFixture(name: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
+  const p = start(resolve(FIXTURES, name), args, opts);
+  const { code, signal } = await p.exited;
+  return { code, signal, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+/** Whether a process exists and is not a zombie (Linux). */
+export function processRuns(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until it returns true (behaviour, not timing: the limit only prevents a hang). */
+export async function eventually(fn: () => boolean, limitMs = 15_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!fn()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await sleep(20);
+  }
+}

@@ -1,0 +1,350 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { UnsafePathError } from '../../src/errors.js';
+import { acquireFileLease, attemptAcquire, type FileLockOptions } from '../../src/lock/acquire.js';
+import { systemProbe } from '../../src/lock/identity.js';
+import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
+import { processRuns, eventually } from '../helpers/cli.js';
+import { testdir } from '../helpers/testdir.js';
+
+function options(lockDir: string, extra: Partial<FileLockOptions> = {}): FileLockOptions {
+  return { lockDir, key: 'exec-run', ttlMs: 10_000, refreshMs: 3_000, owner: { command: 'test' }, ...extra };
+}
+
+async function mustAcquire(opts: FileLockOptions) {
+  const r = await attemptAcquire(opts);
+  if (!r.ok) throw new Error(`expected the lock, got ${r.reason}: ${r.why}`);
+  onTestFinished(() => {
+    r.lease.release();
+  });
+  return r.lease;
+}
+
+const readLock = (dir: string): LockRecord | null => parseLockRecord(readFileSync(join(dir, 'exec-run.lock'), 'utf8'));
+
+/** A pid that certainly existed and has certainly exited. */
+function deadPid(): number {
+  const r = spawnSync('sh', ['-c', 'echo $$']);
+  return Number(r.stdout.toString().trim());
+}
+
+function staleRecord(over: Partial<LockRecord> = {}, owner: Partial<LockRecord['owner']> = {}): LockRecord {
+  const now = Date.now() / 1000;
+  const probe = systemProbe();
+  return {
+    version: 1,
+    key: 'exec-run',
+    lock_id: 'd'.repeat(32),
+    generation: 5,
+    owner: { pid: deadPid(), host: probe.host, boot_id: probe.bootId, start_time: '1', command: 'exec run', ...owner },
+    created_at: now - 10,
+    heartbeat_at: now - 1,
+    expires_at: now + 59,
+    ...over,
+  };
+}
+
+describe('acquire and release', () => {
+  it('creates a complete lock file (0600 in a 0700 folder) and removes it on release', async () => {
+    const dir = join(testdir(), 'locks');
+    const lease = await mustAcquire(options(dir));
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, 'exec-run.lock')).mode & 0o777).toBe(0o600);
+    const rec = readLock(dir)!;
+    expect(rec).toMatchObject({ version: 1, key: 'exec-run', lock_id: lease.lockId, generation: 1 });
+    expect(rec.owner).toMatchObject({ pid: process.pid, host: systemProbe().host, command: 'test' });
+    expect(rec.expires_at - rec.heartbeat_at).toBeCloseTo(10, 1);
+    expect(lease.release()).toEqual({ released: true });
+    expect(existsSync(join(dir, 'exec-run.lock'))).toBe(false);
+    // no temp files left behind
+    expect(readdirSync(dir).sort()).toEqual(['exec-run.generation']);
+  });
+
+  it('reports the holder when busy', async () => {
+    const dir = testdir();
+    const first = await mustAcquire(options(dir));
+    const second = await attemptAcquire(options(dir));
+    expect(second).toMatchObject({ ok: false, reason: 'LOCK_HELD' });
+    if (second.ok) return;
+    expect(second.holder?.lock_id).toBe(first.lockId);
+    expect(second.why).toMatch(new RegExp(`^pid ${process.pid} on .+ \\(test\\), heartbeat \\d+s ago$`));
+  });
+
+  it('hands out strictly increasing generations across releases', async () => {
+    const dir = testdir();
+    const seen: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const lease = await mustAcquire(options(dir));
+      seen.push(lease.generation);
+      lease.release();
+    }
+    expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+  });
+
+  it('continues above the generation of a reclaimed lock whose holder never recorded it', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'exec-run.generation'), '3\n');
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(staleRecord({ generation: 50 })));
+    const lease = await mustAcquire(options(dir));
+    expect(lease.generation).toBe(51);
+  });
+
+  it('takes a fresh start when the counter is lost, above the reclaimed locks kept for forensics', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'exec-run.lock.stale.1000'), serializeLockRecord(staleRecord({ generation: 9 })));
+    const lease = await mustAcquire(options(dir));
+    expect(lease.generation).toBe(10);
+  });
+
+  it('releasing twice is harmless', async () => {
+    const lease = await mustAcquire(options(testdir()));
+    expect(lease.release()).toEqual({ released: true });
+    expect(lease.release()).toEqual({ released: true });
+  });
+});
+
+describe('stale locks and reclaim (SPEC §4.4, §4.5)', () => {
+  it.each([
+    ['empty', ''],
+    ['corrupt', '{"version":1,"key":"exec-'],
+  ])('reclaims an %s lock file and keeps it as .stale.<ts>', async (_name, content) => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'exec-run.lock'), content);
+    const lease = await mustAcquire(options(dir));
+    expect(readLock(dir)?.lock_id).toBe(lease.lockId);
+    const kept = readdirSync(dir).filter((n) => /^exec-run\.lock\.stale\.\d+$/.test(n));
+    expect(kept).toHaveLength(1);
+    expect(readFileSync(join(dir, kept[0]!), 'utf8')).toBe(content);
+  });
+
+  it('reclaims at once when the owner on this host is dead', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(staleRecord()));
+    const lease = await mustAcquire(options(dir));
+    expect(lease.generation).toBe(6);
+  });
+
+  it('never reclaims a live owner with a fresh heartbeat', async () => {
+    const dir = testdir();
+    const probe = systemProbe();
+    const me = probe.inspect(process.pid);
+    const live = staleRecord({}, { pid: process.pid, start_time: me.state === 'alive' ? me.startTime : null });
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(live));
+    const r = await attemptAcquire(options(dir));
+    expect(r).toMatchObject({ ok: false, reason: 'LOCK_HELD' });
+    expect(readLock(dir)?.lock_id).toBe(live.lock_id);
+  });
+
+  it('reclaims an owner whose pid now belongs to another process', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(staleRecord({}, { pid: process.pid, start_time: '1' })));
+    await mustAcquire(options(dir));
+  });
+
+  it('judges another host by expiry only', async () => {
+    const dir = testdir();
+    const remote = staleRecord({}, { host: 'elsewhere', pid: 1 });
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(remote));
+    expect(await attemptAcquire(options(dir))).toMatchObject({ ok: false, reason: 'LOCK_HELD' });
+    const now = Date.now() / 1000;
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord({ ...remote, heartbeat_at: now - 70, expires_at: now - 10 }));
+    await mustAcquire(options(dir));
+  });
+
+  it('ends the orphaned process group of a dead holder before taking over', async () => {
+    const dir = testdir();
+    const orphan = spawn('sh', ['-c', 'sleep 60 & sleep 60; wait'], { detached: true, stdio: 'ignore' });
+    onTestFinished(() => {
+      try {
+        process.kill(-orphan.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    });
+    const info = systemProbe().inspect(orphan.pid!);
+    expect(info.state).toBe('alive');
+    const rec = staleRecord({}, { children: [{ pid: orphan.pid!, start_time: info.state === 'alive' ? info.startTime : null }] });
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(rec));
+    await mustAcquire(options(dir));
+    expect(processRuns(orphan.pid!)).toBe(false);
+    expect(systemProbe().groupMembers(orphan.pid!)).toEqual([]);
+  });
+
+  it('never signals a recorded child whose pid identity does not match', async () => {
+    const dir = testdir();
+    const bystander = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    onTestFinished(() => {
+      bystander.kill('SIGKILL');
+    });
+    const rec = staleRecord({}, { children: [{ pid: bystander.pid!, start_time: '12345' }] });
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(rec));
+    await mustAcquire(options(dir));
+    expect(processRuns(bystander.pid!)).toBe(true);
+  });
+
+  it('keeps only the newest 20 reclaimed locks', async () => {
+    const dir = testdir();
+    for (let i = 0; i < 25; i++) writeFileSync(join(dir, `exec-run.lock.stale.${1000 + i}`), '');
+    writeFileSync(join(dir, 'exec-run.lock'), '');
+    await mustAcquire(options(dir));
+    const kept = readdirSync(dir).filter((n) => n.startsWith('exec-run.lock.stale.'));
+    expect(kept).toHaveLength(20);
+    expect(kept).not.toContain('exec-run.lock.stale.1000');
+  });
+
+  it('breaks the guard of a crashed reclaimer', async () => {
+    const dir = testdir();
+    const guard = { guard_id: 'x', pid: deadPid(), host: systemProbe().host, boot_id: systemProbe().bootId, start_time: '1', created_at: Date.now() / 1000 };
+    writeFileSync(join(dir, 'exec-run.lock.reclaim'), JSON.stringify(guard));
+    writeFileSync(join(dir, 'exec-run.lock'), '');
+    await mustAcquire(options(dir));
+    expect(existsSync(join(dir, 'exec-run.lock.reclaim'))).toBe(false);
+  });
+
+  it('waits for a live reclaimer instead of racing it', async () => {
+    const dir = testdir();
+    const me = systemProbe().inspect(process.pid);
+    const guard = { guard_id: 'x', pid: process.pid, host: systemProbe().host, boot_id: systemProbe().bootId, start_time: me.state === 'alive' ? me.startTime : null, created_at: Date.now() / 1000 };
+    writeFileSync(join(dir, 'exec-run.lock.reclaim'), JSON.stringify(guard));
+    writeFileSync(join(dir, 'exec-run.lock'), '');
+    const r = await attemptAcquire(options(dir));
+    expect(r).toMatchObject({ ok: false, reason: 'RECLAIMING' });
+    expect(readFileSync(join(dir, 'exec-run.lock'), 'utf8')).toBe('');
+  });
+});
+
+describe('paths we refuse (security)', () => {
+  it('refuses a symlink at the lock path and leaves its target untouched', async () => {
+    const dir = testdir();
+    const target = join(dir, 'precious.txt');
+    writeFileSync(target, 'do not touch');
+    const before = statSync(target);
+    symlinkSync(target, join(dir, 'exec-run.lock'));
+    await expect(attemptAcquire(options(dir))).rejects.toThrow(UnsafePathError);
+    await expect(attemptAcquire(options(dir))).rejects.toThrow(/symbolic link/);
+    expect(readFileSync(target, 'utf8')).toBe('do not touch');
+    expect(statSync(target).mtimeMs).toBe(before.mtimeMs);
+  });
+
+  it('names the folder when the lock folder cannot be created', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'file'), '');
+    const err = await attemptAcquire(options(join(dir, 'file', 'locks'))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnsafePathError);
+    expect(String(err)).toMatch(/cannot create the lock in .*file\/locks: a path component is not a directory \(ENOTDIR\)/);
+  });
+
+  it('rejects keys that would be paths', async () => {
+    await expect(attemptAcquire(options(testdir(), { key: '../evil' }))).rejects.toThrow(/invalid lock key/);
+  });
+});
+
+describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
+  it('moves heartbeat_at and expires_at forward on refresh', async () => {
+    const dir = testdir();
+    const clock = new ManualClock(Date.now());
+    const lease = await mustAcquire(options(dir, { clock }));
+    const before = readLock(dir)!;
+    clock.advance(3_000);
+    expect(lease.refresh()).toEqual({ ok: true });
+    const after = readLock(dir)!;
+    expect(after.heartbeat_at - before.heartbeat_at).toBeCloseTo(3, 2);
+    expect(after.expires_at - before.expires_at).toBeCloseTo(3, 2);
+    expect(after.lock_id).toBe(before.lock_id);
+    expect(after.generation).toBe(before.generation);
+  });
+
+  it('reports the lease lost when the file carries another lock_id, and never overwrites it', async () => {
+    const dir = testdir();
+    const lease = await mustAcquire(options(dir));
+    const intruder = { ...readLock(dir)!, lock_id: 'e'.repeat(32), generation: 99 };
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(intruder));
+    const r = lease.refresh();
+    expect(r).toMatchObject({ ok: false, lost: { code: 'LOCK_LOST' } });
+    expect(lease.signal.aborted).toBe(true);
+    expect(lease.signal.reason).toMatchObject({ code: 'LOCK_LOST', why: expect.stringMatching(/generation 99/) });
+    expect(readLock(dir)).toEqual(intruder);
+    expect(lease.release()).toMatchObject({ released: false, reason: 'NOT_OWNER' });
+    expect(readLock(dir)).toEqual(intruder);
+  });
+
+  it('reports the lease lost after a pause past the TTL, without writing', async () => {
+    const dir = testdir();
+    const clock = new ManualClock(Date.now());
+    const lease = await mustAcquire(options(dir, { clock }));
+    const before = readFileSync(join(dir, 'exec-run.lock'), 'utf8');
+    clock.advance(10_000);
+    expect(lease.refresh()).toMatchObject({ ok: false, lost: { why: expect.stringMatching(/TTL/) } });
+    expect(readFileSync(join(dir, 'exec-run.lock'), 'utf8')).toBe(before);
+  });
+
+  it('release by a lease that is no longer the owner is a reported no-op', async () => {
+    const dir = testdir();
+    const lease = await mustAcquire(options(dir));
+    const other = { ...readLock(dir)!, lock_id: 'c'.repeat(32) };
+    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(other));
+    const r = lease.release();
+    expect(r).toMatchObject({ released: false, reason: 'NOT_OWNER', holder: { lock_id: 'c'.repeat(32) } });
+    expect(readLock(dir)?.lock_id).toBe('c'.repeat(32));
+  });
+
+  it('records tracked children in the lock at once', async () => {
+    const dir = testdir();
+    const lease = await mustAcquire(options(dir));
+    const child = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    onTestFinished(() => {
+      child.kill('SIGKILL');
+    });
+    lease.trackChild(child.pid!);
+    const rec = readLock(dir)!;
+    expect(rec.owner.children).toEqual([{ pid: child.pid, start_time: expect.any(String) }]);
+  });
+});
+
+describe('--if-busy policies', () => {
+  it('wait: gets the lock when the holder releases', async () => {
+    const dir = testdir();
+    const first = await mustAcquire(options(dir));
+    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false });
+    setTimeout(() => first.release(), 100);
+    const r = await waiting;
+    expect(r.ok).toBe(true);
+    if (r.ok) r.lease.release();
+  });
+
+  it('wait: gives up with WAIT_TIMEOUT', async () => {
+    const dir = testdir();
+    await mustAcquire(options(dir));
+    const r = await acquireFileLease({ ...options(dir), ifBusy: 'wait', waitTimeoutMs: 100 });
+    expect(r).toMatchObject({ ok: false, reason: 'WAIT_TIMEOUT' });
+  });
+
+  it('wait: stops early when aborted', async () => {
+    const dir = testdir();
+    await mustAcquire(options(dir));
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 50);
+    const r = await acquireFileLease({ ...options(dir), ifBusy: 'wait', signal: ac.signal });
+    expect(r).toMatchObject({ ok: false, reason: 'ABORTED' });
+  });
+
+  it('wait: notices a holder that dies without releasing', async () => {
+    const dir = testdir();
+    mkdirSync(dir, { recursive: true });
+    const holder = spawn('sleep', ['60'], { stdio: 'ignore' });
+    const info = systemProbe().inspect(holder.pid!);
+    writeFileSync(
+      join(dir, 'exec-run.lock'),
+      serializeLockRecord(staleRecord({}, { pid: holder.pid!, start_time: info.state === 'alive' ? info.startTime : null })),
+    );
+    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false });
+    setTimeout(() => holder.kill('SIGKILL'), 100);
+    const r = await waiting;
+    expect(r.ok).toBe(true);
+    if (r.ok) r.lease.release();
+    await eventually(() => !processRuns(holder.pid!));
+  });
+});
