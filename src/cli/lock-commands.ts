@@ -2,7 +2,7 @@
 
 import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
-import { killGroup, runProcess } from '../exec/process.js';
+import { killGroup, runProcess, stopGroup } from '../exec/process.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import type { LockStatus } from '../lock/status.js';
 import { projectLockBackend } from '../project.js';
@@ -44,6 +44,9 @@ export async function lockRun(cmd: string[], flags: BusyFlags, g: GlobalOptions)
   });
   forward();
   clearTimeout(escalate);
+  // Stopped by a signal: what is left of the group (background jobs that ignored it) must not
+  // run on outside the lock we are about to release.
+  if (stop.received && result.pid !== null) await stopGroup(result.pid, 2000);
 
   // Checked again after the command ended: a pause may have cost us the lock unnoticed.
   const check = lease.verify();

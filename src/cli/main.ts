@@ -34,6 +34,9 @@ const waitTimeoutOption = (): Option =>
     seconds('--wait-timeout'),
   );
 
+const keyOption = (): Option =>
+  new Option('--key <key>', 'which lock').choices(['exec-run', 'scheduler']).default('exec-run');
+
 function buildProgram(setExit: (code: number) => void): Command {
   const program = new Command('routinely')
     .description('Run a project\'s recurring work safely under one crash-safe project exec lock.')
@@ -85,12 +88,12 @@ Examples:
     .command('status')
     .description('show the holder, generation, heartbeat age, expiry and staleness')
     .option('--json', 'print JSON')
-    .option('--key <key>', 'lock key (exec-run or scheduler)', 'exec-run')
+    .addOption(keyOption())
     .action(act(async (opts) => (await import('./lock-commands.js')).lockStatus(opts, globals())));
   lock
     .command('break')
     .description('remove the lock, only if it is stale (dead owner, expired, unreadable)')
-    .option('--key <key>', 'lock key (exec-run or scheduler)', 'exec-run')
+    .addOption(keyOption())
     .action(act(async (opts) => (await import('./lock-commands.js')).lockBreak(opts, globals())));
 
   program

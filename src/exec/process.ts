@@ -5,6 +5,7 @@
 import { spawn, type StdioOptions } from 'node:child_process';
 import { constants } from 'node:os';
 import { errnoCode } from '../errors.js';
+import { systemProbe } from '../lock/identity.js';
 
 export interface ProcessSpec {
   /** argv[0] and arguments; with `shell: true`, `file` is a shell string run by `sh -c`. */
@@ -51,6 +52,27 @@ export function killGroup(pid: number, signal: NodeJS.Signals): void {
   } catch (err) {
     if (errnoCode(err) !== 'ESRCH') throw err;
   }
+}
+
+/** Whether any live process of the group remains. On Linux zombies do not count: a child
+ * whose parent died stays a zombie until init reaps it, and that can take a while. */
+export function groupExists(pid: number): boolean {
+  if (process.platform === 'linux') return systemProbe().groupMembers(pid).length > 0;
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch (err) {
+    return errnoCode(err) !== 'ESRCH';
+  }
+}
+
+/** Ends what is left of a process group: SIGTERM, then SIGKILL after `graceMs`. */
+export async function stopGroup(pid: number, graceMs: number): Promise<void> {
+  if (!groupExists(pid)) return;
+  killGroup(pid, 'SIGTERM');
+  const deadline = performance.now() + graceMs;
+  while (groupExists(pid) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  if (groupExists(pid)) killGroup(pid, 'SIGKILL');
 }
 
 export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {

@@ -50,10 +50,18 @@ export function start(file: string, args: string[], opts: RunOptions = {}): Spaw
     errText += d.toString();
     notify();
   });
+  // 'exit', not 'close': an orphaned grandchild may keep our pipes open long after the
+  // process itself ended. Its own output is drained until 'close' or a short moment.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
-    child.on('close', (code, signal) => {
-      notify();
-      res({ code, signal });
+    child.on('exit', (code, signal) => {
+      const drained = new Promise<void>((d) => {
+        child.on('close', () => d());
+        setTimeout(d, 300);
+      });
+      void drained.then(() => {
+        notify();
+        res({ code, signal });
+      });
     }),
   );
   let done = false;
