@@ -5,7 +5,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode } from '../errors.js';
 import { FileLease, safetyMarginMs } from './file-lease.js';
 import { ensureDir, linkNew, randomHex, readNoFollow, replaceFile, unlinkQuiet, writeNewFile } from './files.js';
-import { readGeneration, writeGeneration } from './generation.js';
+import { claimGeneration, readGeneration } from './generation.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockOwnerInfo } from './lease.js';
 import { lockPaths, type LockPaths } from './paths.js';
@@ -41,15 +41,32 @@ export type AttemptResult =
 
 const MAX_LOOPS = 16;
 
+export interface AttemptOptions {
+  /** Lets a waiter time how long the record stays unchanged on its own clock. */
+  observe?: (raw: string) => Observation;
+  /** Read the lock before writing anything: a waiter's retry is then one read when it is still
+   * held, instead of a temp file written and removed (waiters are woken on every change). */
+  lookFirst?: boolean;
+}
+
 /** One non-blocking attempt: link a complete record; if the name is taken, judge the holder and
  * reclaim it when stale. */
-export async function attemptAcquire(
-  opts: FileLockOptions,
-  observe?: (raw: string) => Observation,
-): Promise<AttemptResult> {
+export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOptions = {}): Promise<AttemptResult> {
   const clock = opts.clock ?? systemClock;
   const probe = opts.probe ?? systemProbe();
   const paths = lockPaths(opts.lockDir, opts.key);
+  const { observe } = attempt;
+  const held = (raw: string): AttemptResult | null => {
+    const holder = parseLockRecord(raw);
+    const verdict = judgeLock(holder, clock.now(), probe, observe?.(raw));
+    if (verdict.stale) return null;
+    return { ok: false, reason: 'LOCK_HELD', holder, why: holder ? describeHolder(holder, clock.now()) : 'held' };
+  };
+  if (attempt.lookFirst) {
+    const raw = readNoFollow(paths.lock);
+    const busy = raw === null ? null : held(raw);
+    if (busy) return busy;
+  }
   const started = clock.monotonic();
   const nowMs = clock.now();
   const record: LockRecord = {
@@ -69,15 +86,12 @@ export async function attemptAcquire(
       if (linkNew(tmp, paths.lock)) return confirm(paths, record, opts, clock, probe, started);
       const raw = readNoFollow(paths.lock);
       if (raw === null) continue; // released between our link and our read: try again
-      const holder = parseLockRecord(raw);
-      const verdict = judgeLock(holder, clock.now(), probe, observe?.(raw));
-      if (!verdict.stale) {
-        return { ok: false, reason: 'LOCK_HELD', holder, why: holder ? describeHolder(holder, clock.now()) : 'held' };
-      }
+      const busy = held(raw);
+      if (busy) return busy;
       const outcome = await reclaimStale(raw, { paths, clock, probe });
       if (outcome.kind === 'guard-busy') {
-        const by = outcome.guardPid ? ` by pid ${outcome.guardPid}` : '';
-        return { ok: false, reason: 'RECLAIMING', holder, why: `a stale lock is being reclaimed${by}` };
+        const who = outcome.guardPid ? `pid ${outcome.guardPid}, which is` : 'another process';
+        return { ok: false, reason: 'RECLAIMING', holder: parseLockRecord(raw), why: `${who} reclaiming a stale lock` };
       }
     }
     const holder = parseLockRecord(readNoFollow(paths.lock) ?? '');
@@ -135,19 +149,18 @@ async function confirm(
     if (back?.lock_id !== record.lock_id) {
       return { ok: false, reason: 'LOCK_HELD', holder: back, why: 'the lock changed right after we took it' };
     }
-    const counter = readGeneration(paths);
-    if (counter >= record.generation) {
-      // Someone completed a whole acquire/release between our counter read and our link.
-      final = { ...record, generation: counter + 1 };
-      replaceFile(paths.lock, serializeLockRecord(final));
-    }
     if (clock.monotonic() - started >= opts.ttlMs - safetyMarginMs(opts.ttlMs)) {
       // Paused long enough for our own record to expire: it may be reclaimed already, and a
       // late counter write could move the generation backwards. Give the attempt up.
       removeIfOurs(paths, record.lock_id);
       return { ok: false, reason: 'LOCK_HELD', holder: null, why: 'paused while acquiring; try again' };
     }
-    writeGeneration(paths, final.generation);
+    const generation = claimGeneration(paths, record.generation);
+    if (generation !== record.generation) {
+      // Someone completed a whole acquire/release between our counter read and our link.
+      final = { ...record, generation };
+      replaceFile(paths.lock, serializeLockRecord(final));
+    }
   } catch (err) {
     // §4.1: anything failing after the name exists removes it (only if it is still ours).
     removeIfOurs(paths, record.lock_id);
@@ -188,9 +201,11 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
   let watcher: FSWatcher | undefined;
   let wake: (() => void) | undefined;
   let delay = 1;
+  let first = true;
   try {
     for (;;) {
-      const attempt = await attemptAcquire(opts, ifBusy === 'wait' ? observe : undefined);
+      const attempt = await attemptAcquire(opts, ifBusy === 'wait' ? { observe, lookFirst: !first } : {});
+      first = false;
       if (attempt.ok) {
         if (opts.heartbeat !== false) attempt.lease.startHeartbeat();
         return { ok: true, lease: attempt.lease };

@@ -10,7 +10,7 @@ import {
   linkSync,
   mkdirSync,
   openSync,
-  readFileSync,
+  readSync,
   renameSync,
   unlinkSync,
   writeSync,
@@ -32,14 +32,40 @@ export function readNoFollow(path: string): string | null {
     throw err;
   }
   try {
-    return readFileSync(fd, 'utf8');
+    return readAll(fd);
   } finally {
     closeSync(fd);
   }
 }
 
+const chunk = Buffer.allocUnsafe(8192);
+
+/** Reads a small file with as few read(2) calls as possible: a short read is the end. */
+function readAll(fd: number): string {
+  let n = readSync(fd, chunk, 0, chunk.length, 0);
+  if (n < chunk.length) return chunk.toString('utf8', 0, n);
+  const parts = [Buffer.from(chunk)];
+  let pos = n;
+  while ((n = readSync(fd, chunk, 0, chunk.length, pos)) > 0) {
+    parts.push(Buffer.from(chunk.subarray(0, n)));
+    pos += n;
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+// One randomBytes() call per 4 KiB of lock ids: the call itself costs ≈ 15 µs, more than a
+// whole lock cycle's other syscalls.
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
 export function randomHex(bytes: number): string {
-  return randomBytes(bytes).toString('hex');
+  if (poolOffset + bytes > pool.length) {
+    pool = randomBytes(4096);
+    poolOffset = 0;
+  }
+  const hex = pool.toString('hex', poolOffset, poolOffset + bytes);
+  poolOffset += bytes;
+  return hex;
 }
 
 /** Creates `path` exclusively (never through a symlink) with `data`, mode 0600. */

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { linkNew, randomHex, readNoFollow, unlinkQuiet, writeNewFile } from './files.js';
-import { readGeneration, writeGeneration } from './generation.js';
+import { raiseGeneration } from './generation.js';
 import { selfIdentity, type LivenessProbe } from './identity.js';
 import { endOrphanGroups, type OrphanReport } from './orphans.js';
 import type { LockPaths } from './paths.js';
@@ -52,7 +52,7 @@ export async function reclaimStale(judgedRaw: string, ctx: ReclaimContext): Prom
     if (readNoFollow(ctx.paths.lock) !== judgedRaw) return { kind: 'changed' };
     const record = parseLockRecord(judgedRaw);
     // Fencing survives the reclaim even if the dead holder never recorded its generation.
-    if (record && record.generation > readGeneration(ctx.paths)) writeGeneration(ctx.paths, record.generation);
+    if (record) raiseGeneration(ctx.paths, record.generation);
     let orphans: OrphanReport = { ended: [], killed: [] };
     if (record && record.owner.host === ctx.probe.host && sameBoot(record, ctx.probe)) {
       orphans = await endOrphanGroups(record.owner.children ?? [], ctx.probe, ctx.clock, ORPHAN_GRACE_MS);

@@ -1,0 +1,58 @@
+// Small helpers shared by the benchmarks: statistics, process spawning, table printing.
+import { spawn, spawnSync } from 'node:child_process';
+
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+export const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+
+/** Environment for child processes: without NODE_EXTRA_CA_CERTS, which adds ≈ 65 ms to every
+ * node start on these machines (FACTS); applied to both sides of every comparison. */
+export function benchEnv(extra = {}) {
+  const env = { ...process.env, ...extra };
+  delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
+export const nowMs = () => Number(process.hrtime.bigint()) / 1e6; // CLOCK_MONOTONIC, shared by processes
+
+export function spawnNode(args, opts = {}) {
+  const child = spawn(process.execPath, args, { env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'], ...opts });
+  let out = '';
+  child.stdout?.on('data', (d) => (out += d));
+  const done = new Promise((resolve, reject) =>
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)))),
+  );
+  return { child, done, output: () => out };
+}
+
+/** Wall time of one command, in ms (spawnSync: includes process start and exit). */
+export function timeCommand(cmd, args, opts = {}) {
+  const t0 = nowMs();
+  const r = spawnSync(cmd, args, { env: benchEnv(), stdio: 'ignore', ...opts });
+  const t = nowMs() - t0;
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}`);
+  return t;
+}
+
+export function fmt(n, digits = 1) {
+  if (n === undefined || n === null || Number.isNaN(n)) return '-';
+  return n >= 100 ? n.toFixed(0) : n.toFixed(digits);
+}
+
+/** Prints a table: rows of [label, ...cells]. */
+export function table(title, header, rows) {
+  console.log(`\n${title}`);
+  const all = [header, ...rows].map((r) => r.map(String));
+  const widths = header.map((_, i) => Math.max(...all.map((r) => r[i].length)));
+  const line = (r) => `  ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('   ')}`;
+  console.log(line(all[0]));
+  console.log(`  ${widths.map((w) => '-'.repeat(w)).join('   ')}`);
+  for (const r of all.slice(1)) console.log(line(r));
+}

@@ -1,0 +1,161 @@
+// Lock benchmarks (issue 2): routinely vs proper-lockfile@4.1.2 vs the raw syscall floor.
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import lockfile from 'proper-lockfile';
+import { attemptAcquire } from '../dist/index.js';
+import { fmt, median, nowMs, percentile, spawnNode, table, timeCommand } from './lib.mjs';
+
+const here = import.meta.dirname;
+const tmp = (name) => mkdtempSync(join(tmpdir(), `routinely-bench-${name}-`));
+
+export async function uncontended() {
+  const dir = tmp('uncontended');
+  const floorPath = join(dir, 'floor.lock');
+  const target = join(dir, 'target');
+  writeFileSync(target, '');
+  const opts = { lockDir: join(dir, 'locks'), key: 'exec-run', ttlMs: 60_000, refreshMs: 20_000, owner: { command: 'bench' } };
+  const payload = JSON.stringify({ pid: process.pid, t: Date.now() });
+  const impls = {
+    'raw floor (wx create+write+unlink)': async (n) => {
+      for (let i = 0; i < n; i++) {
+        const fd = openSync(floorPath, 'wx', 0o600);
+        writeSync(fd, payload);
+        closeSync(fd);
+        unlinkSync(floorPath);
+      }
+    },
+    'proper-lockfile lockSync+unlockSync': async (n) => {
+      for (let i = 0; i < n; i++) {
+        lockfile.lockSync(target, { realpath: false });
+        lockfile.unlockSync(target, { realpath: false });
+      }
+    },
+    'routinely acquire+release': async (n) => {
+      for (let i = 0; i < n; i++) {
+        const r = await attemptAcquire(opts);
+        if (!r.ok) throw new Error(r.reason);
+        r.lease.release();
+      }
+    },
+  };
+  const perCycle = Object.fromEntries(Object.keys(impls).map((k) => [k, []]));
+  const n = 500;
+  for (const fn of Object.values(impls)) await fn(100); // warm up
+  for (let round = 0; round < 15; round++) {
+    for (const [name, fn] of Object.entries(impls)) {
+      const t0 = nowMs();
+      await fn(n);
+      perCycle[name].push(((nowMs() - t0) * 1000) / n);
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  const ours = median(perCycle['routinely acquire+release']);
+  table(
+    'Uncontended acquire+release, µs per cycle (median of 15 interleaved rounds x 500 cycles)',
+    ['implementation', 'median µs', 'routinely / this'],
+    Object.entries(perCycle).map(([k, v]) => [k, fmt(median(v)), `${fmt(ours / median(v), 2)}x`]),
+  );
+  return Object.fromEntries(Object.entries(perCycle).map(([k, v]) => [k, median(v)]));
+}
+
+export async function contention(impl, procs = 4, cycles = 500) {
+  const dir = tmp(`contend-${impl}`);
+  const log = join(dir, 'log');
+  const barrier = join(dir, 'go');
+  writeFileSync(log, '');
+  const workers = Array.from({ length: procs }, () =>
+    spawnNode([join(here, 'workers/contend.mjs'), impl, dir, String(cycles), log, barrier]),
+  );
+  await new Promise((r) => setTimeout(r, 1500)); // let every worker start and load its library
+  writeFileSync(barrier, '');
+  const results = (await Promise.all(workers.map((w) => w.done))).map((o) => JSON.parse(o));
+  // overlaps: a start while another holder's section is open
+  let open = null;
+  let overlaps = 0;
+  let handoffs = 0;
+  let last = null;
+  for (const line of readFileSync(log, 'utf8').trim().split('\n')) {
+    const [kind, pid] = line.split(' ');
+    if (kind === 'S') {
+      if (open !== null) overlaps++;
+      if (last !== null && last !== pid) handoffs++;
+      open = pid;
+      last = pid;
+    } else open = null;
+  }
+  const waits = results.flatMap((r) => r.waits);
+  const wall = Math.max(...results.map((r) => r.end)) - Math.min(...results.map((r) => r.start));
+  rmSync(dir, { recursive: true, force: true });
+  return { wall, overlaps, p50: percentile(waits, 50), p99: percentile(waits, 99), handoffs };
+}
+
+export async function deadHolder(impl) {
+  const dir = tmp(`dead-${impl}`);
+  const holder = spawnNode([join(here, 'workers/hold.mjs'), impl, dir]);
+  holder.done.catch(() => {}); // it is killed on purpose
+  while (!holder.output().includes('held')) await new Promise((r) => setTimeout(r, 5));
+  const waiter = spawnNode([join(here, 'workers/wait.mjs'), impl, dir]);
+  while (!waiter.output().includes('waiting')) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 300 + Math.random() * 100)); // waiter in its steady poll
+  const killedAt = nowMs();
+  holder.child.kill('SIGKILL');
+  const out = await waiter.done;
+  const got = JSON.parse(out.trim().split('\n').pop()).got;
+  rmSync(dir, { recursive: true, force: true });
+  return got - killedAt;
+}
+
+function startup() {
+  const cli = resolve(here, '../dist/cli.js');
+  const node = [];
+  const ours = [];
+  for (let i = 0; i < 5; i++) {
+    timeCommand(process.execPath, ['-e', '0']);
+    timeCommand(process.execPath, [cli, '--version']);
+  }
+  for (let i = 0; i < 30; i++) {
+    node.push(timeCommand(process.execPath, ['-e', '0']));
+    ours.push(timeCommand(process.execPath, [cli, '--version']));
+  }
+  const n = median(node);
+  const r = median(ours);
+  table('Cold start, ms (median of 30 interleaved runs, NODE_EXTRA_CA_CERTS unset for both)', ['command', 'median ms', 'ratio'], [
+    ['node -e 0', fmt(n), '1.00x'],
+    ['routinely --version', fmt(r), `${fmt(r / n, 2)}x`],
+  ]);
+  return { node: n, routinely: r };
+}
+
+export async function lockBenchmarks({ quick = false } = {}) {
+  const results = {};
+  results.uncontended = await uncontended();
+
+  const rows = [];
+  for (const impl of ['routinely', 'proper-lockfile']) {
+    const runs = [];
+    for (let i = 0; i < (quick ? 1 : 3); i++) runs.push(await contention(impl));
+    const m = (k) => median(runs.map((r) => r[k]));
+    rows.push([impl, fmt(m('wall')), String(Math.max(...runs.map((r) => r.overlaps))), fmt(m('p50'), 2), fmt(m('p99')), fmt(m('handoffs'), 0)]);
+    results[`contention-${impl}`] = { wall: m('wall'), p99: m('p99'), overlaps: Math.max(...runs.map((r) => r.overlaps)) };
+  }
+  const ratio = results['contention-proper-lockfile'].wall / results['contention-routinely'].wall;
+  table(
+    `4 processes x 500 contended cycles (median of ${quick ? 1 : 3} runs); proper-lockfile retries every 1 ms`,
+    ['implementation', 'wall ms', 'overlaps', 'p50 wait ms', 'p99 wait ms', 'hand-offs'],
+    rows,
+  );
+  console.log(`  routinely is ${fmt(ratio, 1)}x faster in wall time`);
+
+  const ours = [];
+  for (let i = 0; i < (quick ? 3 : 10); i++) ours.push(await deadHolder('routinely'));
+  const theirs = quick ? [] : [await deadHolder('proper-lockfile')];
+  table('Holder SIGKILLed, a waiter already polling: ms until the waiter holds the lock', ['implementation', 'median ms', 'runs'], [
+    ['routinely (poll <= 50 ms + dead-pid check)', fmt(median(ours)), String(ours.length)],
+    ['proper-lockfile defaults (stale 10 s)', theirs.length ? fmt(median(theirs)) : 'skipped (--quick)', String(theirs.length)],
+  ]);
+  results.deadHolder = { routinely: median(ours), properLockfile: theirs.length ? median(theirs) : null };
+
+  results.startup = startup();
+  return results;
+}
