@@ -17,8 +17,15 @@ await build({
   minifySyntax: true,
   chunkNames: 'chunks/[name]-[hash]',
   define: { __ROUTINELY_VERSION__: JSON.stringify(pkg.version) },
-  // commander and write-file-atomic are CommonJS; give the ESM bundle a require().
-  banner: { js: "import { createRequire as __routinelyRequire } from 'node:module'; const require = __routinelyRequire(import.meta.url);" },
+  // commander and write-file-atomic are CommonJS: give the ESM bundle require() and __filename.
+  banner: {
+    js: [
+      "import { createRequire as __routinelyRequire } from 'node:module';",
+      "import { fileURLToPath as __routinelyPath } from 'node:url';",
+      'const require = __routinelyRequire(import.meta.url);',
+      'const __filename = __routinelyPath(import.meta.url);',
+    ].join(' '),
+  },
   logLevel: 'warning',
 });
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--emitDeclarationOnly'], { stdio: 'inherit' });

@@ -22,7 +22,9 @@ export function paint(text: string, colour: Colour, enabled: boolean): string {
 
 /** "3s", "4m 10s", "2h 5m", "3d 4h". */
 export function humanDuration(ms: number): string {
-  const s = Math.round(Math.abs(ms) / 1000);
+  const abs = Math.abs(ms);
+  if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;
+  const s = Math.round(abs / 1000);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
   if (m < 60) return s % 60 ? `${m}m ${s % 60}s` : `${m}m`;

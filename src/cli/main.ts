@@ -23,6 +23,14 @@ function seconds(flag: string) {
   };
 }
 
+function positiveInt(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || n < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
 const ifBusyOption = (defaultMode: string): Option =>
   new Option('--if-busy <mode>', `what to do when the exec lock is held (default: ${defaultMode})`).choices([
     'fail',
@@ -95,6 +103,72 @@ Examples:
     .description('remove the lock, only if it is stale (dead owner, expired, unreadable)')
     .addOption(keyOption())
     .action(act(async (opts) => (await import('./lock-commands.js')).lockBreak(opts, globals())));
+
+  const routineOption = (): Option => new Option('--routine <id>', 'record the run as fired by this routine').hideHelp();
+  const runOptions = (c: Command): Command =>
+    c
+      .addOption(ifBusyOption('fail'))
+      .addOption(waitTimeoutOption())
+      .addOption(new Option('--parallel <n>', 'tasks at once (default exec.parallel)').argParser(positiveInt('--parallel')))
+      .addOption(new Option('--timeout <seconds>', 'stop the whole run after this long (ABORTED / RUN_TIMEOUT)').argParser(seconds('--timeout')))
+      .option('--json', 'print the final run state as JSON')
+      .addOption(routineOption());
+
+  program
+    .command('register')
+    .description('sync the task registry with the config and task files (takes the lock)')
+    .addOption(ifBusyOption('fail'))
+    .addOption(waitTimeoutOption())
+    .addOption(routineOption())
+    .action(act(async (opts) => (await import('./exec-commands.js')).registerCommand(opts, globals())));
+
+  const exec = program.command('exec').description('exec tasks: run, resume, inspect');
+  runOptions(
+    exec
+      .command('run')
+      .description('run the ready tasks (or the named ones) under the exec lock')
+      .argument('[task...]', 'run exactly these tasks'),
+  )
+    .addHelpText('after', `
+Ready tasks are the pending ones whose dependencies have succeeded. Each task runs with sh -c in
+its own process group, output to <stateDir>/exec/runs/<run-id>/<task>.log.
+Exit 0 when all succeeded (or nothing was ready), 1 when any failed, 75 when busy.
+
+Examples:
+  routinely exec run
+  routinely exec run build docs --parallel 4
+  routinely exec run --if-busy wait --json`)
+    .action(act(async (tasks: string[], opts) => (await import('./exec-commands.js')).runCommand(tasks, opts, globals())));
+  runOptions(
+    exec
+      .command('resume')
+      .description('finish an interrupted run: keep what succeeded, run the rest again')
+      .argument('[run-id]', 'the run (default: the newest INTERRUPTED, ABORTED or orphaned RUNNING run)'),
+  ).action(act(async (runId: string | undefined, opts) => (await import('./exec-commands.js')).resumeCommand(runId, opts, globals())));
+  exec
+    .command('status')
+    .description('tasks and their statuses')
+    .option('--json', 'print JSON')
+    .action(act(async (opts) => (await import('./exec-commands.js')).statusCommand(opts, globals())));
+  exec
+    .command('runs')
+    .description('recent runs, newest first')
+    .option('--json', 'print JSON')
+    .addOption(new Option('--limit <n>', 'how many').argParser(positiveInt('--limit')).default(20))
+    .action(act(async (opts) => (await import('./exec-commands.js')).runsCommand(opts, globals())));
+  exec
+    .command('show')
+    .description('one run: status, explanation, every task')
+    .argument('<run-id>')
+    .option('--json', 'print JSON')
+    .action(act(async (runId: string, opts) => (await import('./exec-commands.js')).showCommand(runId, opts, globals())));
+  exec
+    .command('reset')
+    .description('set tasks back to pending (takes the lock)')
+    .argument('<task...>')
+    .addOption(ifBusyOption('fail'))
+    .addOption(waitTimeoutOption())
+    .action(act(async (tasks: string[], opts) => (await import('./exec-commands.js')).resetCommand(tasks, opts, globals())));
 
   program
     .command('validate')

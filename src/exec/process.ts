@@ -5,7 +5,7 @@
 import { spawn, type StdioOptions } from 'node:child_process';
 import { constants } from 'node:os';
 import { errnoCode } from '../errors.js';
-import { systemProbe } from '../lock/identity.js';
+import { quietly, systemProbe } from '../lock/identity.js';
 
 export interface ProcessSpec {
   /** argv[0] and arguments; with `shell: true`, `file` is a shell string run by `sh -c`. */
@@ -48,22 +48,22 @@ export function signalExitCode(signal: NodeJS.Signals | null): number {
 /** Signals a whole process group, ignoring a group that is already gone. */
 export function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
-    process.kill(-pid, signal);
+    quietly(() => process.kill(-pid, signal));
   } catch (err) {
     if (errnoCode(err) !== 'ESRCH') throw err;
   }
 }
 
-/** Whether any live process of the group remains. On Linux zombies do not count: a child
- * whose parent died stays a zombie until init reaps it, and that can take a while. */
+/** Whether any live process of the group remains. kill(-pgid, 0) answers in a microsecond but
+ * counts zombies (a child whose parent died stays one until init reaps it, which can take a
+ * while); on Linux a positive answer is confirmed from /proc, where zombies do not count. */
 export function groupExists(pid: number): boolean {
-  if (process.platform === 'linux') return systemProbe().groupMembers(pid).length > 0;
   try {
-    process.kill(-pid, 0);
-    return true;
+    quietly(() => process.kill(-pid, 0));
   } catch (err) {
     return errnoCode(err) !== 'ESRCH';
   }
+  return process.platform === 'linux' ? systemProbe().groupMembers(pid).length > 0 : true;
 }
 
 /** Ends what is left of a process group: SIGTERM, then SIGKILL after `graceMs`. */

@@ -4,7 +4,7 @@
 // only learns "dead" from kill(pid, 0) and otherwise falls back to lease expiry.
 
 import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { errnoCode } from '../errors.js';
 
@@ -50,10 +50,36 @@ export function parseProcStat(text: string): ProcStat | null {
   return { state, pgid, startTime };
 }
 
+const statBuf = Buffer.allocUnsafe(4096);
+
+/** Reads a /proc stat file into a static buffer: readFileSync sizes procfs files (0 bytes) with
+ * a 64 KiB allocation per call, which dominated this probe. */
+function readProcStat(pid: number): string {
+  const fd = openSync(`/proc/${pid}/stat`, 'r');
+  try {
+    const n = readSync(fd, statBuf, 0, statBuf.length, 0);
+    return statBuf.toString('latin1', 0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Runs `fn` without capturing stack traces for the errors it throws: probes expect ENOENT and
+ * ESRCH by the hundred, and a stack trace costs more than the syscall. */
+export function quietly<T>(fn: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return fn();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 function linuxInspect(pid: number): ProcessState {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    text = quietly(() => readProcStat(pid));
   } catch (err) {
     if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ESRCH') return { state: 'dead', why: 'no-process' };
     return killProbe(pid);
@@ -77,7 +103,7 @@ function linuxGroupMembers(pgid: number): number[] {
     const pid = Number(name);
     if (!Number.isInteger(pid) || pid <= 0) continue;
     try {
-      const stat = parseProcStat(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+      const stat = parseProcStat(quietly(() => readProcStat(pid)));
       if (stat && stat.pgid === pgid && stat.state !== 'Z') members.push(pid);
     } catch {
       // the process ended while we looked: not a member any more
@@ -105,7 +131,7 @@ function darwinInspect(pid: number): ProcessState {
 
 function killProbe(pid: number): ProcessState {
   try {
-    process.kill(pid, 0);
+    quietly(() => process.kill(pid, 0));
     return { state: 'alive', startTime: null, pgid: null };
   } catch (err) {
     if (errnoCode(err) === 'ESRCH') return { state: 'dead', why: 'no-process' };

@@ -34,11 +34,16 @@ export interface Lease extends AsyncDisposable {
   record(): LockRecord;
   /** Rewrites the heartbeat if the lock is still ours; called by the heartbeat timer. */
   refresh(): RefreshResult;
-  /** Cheap check before a fenced write: still our lock_id, and our lease not expired. */
+  /** Check before a fenced write: still our lock_id in the file, and our lease not expired. */
   verify(): RefreshResult;
+  /** The same without I/O (not lost, not released, not expired by our own clock), for writes
+   * frequent enough that a file read each would dominate; readers fence those by generation. */
+  held(): boolean;
   /** Records a process group we started, so a reclaimer can end it if we die (SPEC §4.4). */
   trackChild(pid: number): void;
   untrackChild(pid: number): void;
+  /** Adds context to the owner record (e.g. the run id once the run exists). */
+  annotate(fields: Partial<LockOwnerInfo>): void;
   /** Removes the lock only if it still carries our lock_id (SPEC §4.6). */
   release(): ReleaseResult;
 }

@@ -14,6 +14,8 @@ export interface LockPaths {
   generation: string;
   /** `<key>.lock.reclaim` — serializes reclaimers (SPEC §4.5). */
   guard: string;
+  /** Prefix of `<key>.children.<lock_id>`: child groups appended by a holder as it starts them. */
+  childrenPrefix: string;
 }
 
 export function lockPaths(dir: string, key: string): LockPaths {
@@ -27,5 +29,6 @@ export function lockPaths(dir: string, key: string): LockPaths {
     lock: join(dir, lockName),
     generation: join(dir, `${key}.generation`),
     guard: join(dir, `${lockName}.reclaim`),
+    childrenPrefix: `${key}.children.`,
   };
 }

@@ -18,7 +18,7 @@ import { raiseGeneration } from './generation.js';
 import { selfIdentity, type LivenessProbe } from './identity.js';
 import { endOrphanGroups, type OrphanReport } from './orphans.js';
 import type { LockPaths } from './paths.js';
-import { parseLockRecord, type LockRecord } from './record.js';
+import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
 
 export const GUARD_MAX_AGE_MS = 60_000;
 export const ORPHAN_GRACE_MS = 1_000;
@@ -53,9 +53,14 @@ export async function reclaimStale(judgedRaw: string, ctx: ReclaimContext): Prom
     const record = parseLockRecord(judgedRaw);
     // Fencing survives the reclaim even if the dead holder never recorded its generation.
     if (record) raiseGeneration(ctx.paths, record.generation);
+    // The stale holder's children: from its record, and from the children journals, which
+    // also cover groups started since its last lock rewrite (and an unreadable record).
+    const journals = readChildJournals(ctx);
+    const children = [...journals.children];
+    if (record && record.owner.host === ctx.probe.host && sameBoot(record, ctx.probe)) children.push(...(record.owner.children ?? []));
     let orphans: OrphanReport = { ended: [], killed: [] };
-    if (record && record.owner.host === ctx.probe.host && sameBoot(record, ctx.probe)) {
-      orphans = await endOrphanGroups(record.owner.children ?? [], ctx.probe, ctx.clock, ORPHAN_GRACE_MS);
+    if (children.length > 0) {
+      orphans = await endOrphanGroups(uniqueChildren(children), ctx.probe, ctx.clock, ORPHAN_GRACE_MS);
       if (readNoFollow(ctx.paths.lock) !== judgedRaw) return { kind: 'changed' };
     }
     const staleFile = uniqueStaleName(ctx);
@@ -70,11 +75,50 @@ export async function reclaimStale(judgedRaw: string, ctx: ReclaimContext): Prom
       if (linkNew(staleFile, ctx.paths.lock)) unlinkQuiet(staleFile);
       return { kind: 'changed' };
     }
+    for (const f of journals.files) unlinkQuiet(f);
     pruneStaleFiles(ctx.paths);
     return { kind: 'reclaimed', staleFile, orphans };
   } finally {
     dropGuard(ctx, guard.id);
   }
+}
+
+/** Every `<key>.children.<lock_id>` file: while the lock is stale, no live holder owns one. */
+function readChildJournals(ctx: ReclaimContext): { children: ChildGroup[]; files: string[] } {
+  const children: ChildGroup[] = [];
+  const files: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(ctx.paths.dir).filter((n) => n.startsWith(ctx.paths.childrenPrefix));
+  } catch {
+    return { children, files };
+  }
+  for (const name of names) {
+    const file = join(ctx.paths.dir, name);
+    files.push(file);
+    let text: string | null = null;
+    try {
+      text = readNoFollow(file);
+    } catch {
+      continue;
+    }
+    for (const line of (text ?? '').split('\n')) {
+      try {
+        const c = JSON.parse(line) as ChildGroup & { host?: string; boot_id?: string | null };
+        const here = c.host === ctx.probe.host && (!c.boot_id || !ctx.probe.bootId || c.boot_id === ctx.probe.bootId);
+        if (here && Number.isSafeInteger(c.pid) && c.pid > 0) children.push({ pid: c.pid, start_time: c.start_time ?? null });
+      } catch {
+        // a torn or empty line
+      }
+    }
+  }
+  return { children, files };
+}
+
+function uniqueChildren(children: ChildGroup[]): ChildGroup[] {
+  const seen = new Map<number, ChildGroup>();
+  for (const c of children) seen.set(c.pid, c);
+  return [...seen.values()];
 }
 
 function sameBoot(record: LockRecord, probe: LivenessProbe): boolean {

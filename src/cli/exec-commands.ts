@@ -1,0 +1,228 @@
+// `routinely register`, `routinely exec run | resume | status | runs | show | reset` (SPEC §5).
+
+import { relative } from 'node:path';
+import { loadProject } from '../config/load.js';
+import { ExitCode } from '../errors.js';
+import {
+  execResume,
+  execRun,
+  execStatus,
+  listRuns,
+  register,
+  resetTasks,
+  showRun,
+  type ExecContext,
+  type RegisterSummary,
+} from '../exec/operations.js';
+import { exitCodeFor } from '../exec/outcome.js';
+import { summarize, type RunState } from '../exec/run-state.js';
+import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
+import { err, humanDuration, out, paint, useColor } from './io.js';
+import type { GlobalOptions } from './main.js';
+import { Progress } from './progress.js';
+import { StopSignals } from './signals.js';
+
+export interface RunFlags extends BusyFlags {
+  parallel?: number;
+  json?: boolean;
+  timeout?: number;
+  routine?: string;
+}
+
+function context(g: GlobalOptions): ExecContext {
+  return { project: loadProject({ configPath: g.config }), warn: (m) => err(`routinely: warning: ${m}`) };
+}
+
+const shownStateDir = (ctx: ExecContext): string => relative(process.cwd(), ctx.project.stateDir) || '.';
+
+export const describeSummary = (s: RegisterSummary): string =>
+  `${s.added.length} new, ${s.changed.length} changed, ${s.retired.length} retired`;
+
+export async function registerCommand(flags: BusyFlags & { routine?: string }, g: GlobalOptions): Promise<number> {
+  const policy = busyPolicy(flags, 'fail');
+  const ctx = context(g);
+  using stop = new StopSignals();
+  const r = await register(ctx, { ...policy, signal: stop.signal, routine: flags.routine ?? null });
+  if (r.kind === 'busy') return r.busy.reason === 'ABORTED' ? stop.exitCode : reportBusy(r.busy, policy);
+  out(describeSummary(r.value));
+  return ExitCode.OK;
+}
+
+export async function runCommand(taskIds: string[], flags: RunFlags, g: GlobalOptions): Promise<number> {
+  const policy = busyPolicy(flags, 'fail');
+  const ctx = context(g);
+  using stop = new StopSignals();
+  const progress = flags.json ? null : new Progress(shownStateDir(ctx));
+  try {
+    const r = await execRun(ctx, {
+      ...policy,
+      signal: stop.signal,
+      stop: stop.signal,
+      tasks: taskIds.length > 0 ? taskIds : undefined,
+      parallel: flags.parallel,
+      routine: flags.routine ?? null,
+      runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
+      onStart: (s) => progress?.start(s),
+      onEvent: (e, s) => progress?.event(e, s),
+    });
+    if (r.kind === 'busy') return r.busy.reason === 'ABORTED' ? stop.exitCode : reportBusy(r.busy, policy);
+    if (r.kind === 'nothing') {
+      if (flags.json) out(JSON.stringify({ status: 'NOTHING_TO_RUN', why: r.why, registered: r.summary }, null, 2));
+      else out(r.why);
+      return ExitCode.OK;
+    }
+    return finish(r.state, flags, progress, stop);
+  } finally {
+    progress?.stop();
+  }
+}
+
+function finish(state: RunState, flags: RunFlags, progress: Progress | null, stop: StopSignals): number {
+  progress?.stop();
+  if (flags.json) out(JSON.stringify(state, null, 2));
+  else for (const line of runSummary(state)) out(line);
+  return exitCodeFor(state.status, stop.received ? stop.exitCode : null);
+}
+
+export function runSummary(state: RunState): string[] {
+  const c = summarize(state);
+  const color = useColor();
+  const parts = [`${c.succeeded} succeeded`];
+  if (c.failed) parts.push(`${c.failed} failed`);
+  if (c.skipped_dependency) parts.push(`${c.skipped_dependency} skipped`);
+  if (c.interrupted) parts.push(`${c.interrupted} interrupted`);
+  if (c.pending) parts.push(`${c.pending} not started`);
+  const took = state.finished_at ? ` in ${humanDuration(Date.parse(state.finished_at) - Date.parse(state.created_at))}` : '';
+  const statusColor = state.status === 'SUCCEEDED' ? 'green' : state.status === 'INTERRUPTED' ? 'yellow' : 'red';
+  const lines = [`run ${state.run_id} ${paint(state.status, statusColor, color)}: ${parts.join(', ')}${took}`];
+  if (state.why) lines.push(`  why:  ${state.why}`);
+  if (state.next) lines.push(`  next: ${state.next}`);
+  return lines;
+}
+
+export async function resumeCommand(runId: string | undefined, flags: RunFlags, g: GlobalOptions): Promise<number> {
+  const policy = busyPolicy(flags, 'fail');
+  const ctx = context(g);
+  using stop = new StopSignals();
+  const progress = flags.json ? null : new Progress(shownStateDir(ctx));
+  try {
+    const r = await execResume(ctx, runId, {
+      ...policy,
+      signal: stop.signal,
+      stop: stop.signal,
+      parallel: flags.parallel,
+      routine: flags.routine ?? null,
+      runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
+      onStart: (s) => progress?.start(s),
+      onEvent: (e, s) => progress?.event(e, s),
+    });
+    if (r.kind === 'conflict') {
+      if (r.busy.reason === 'ABORTED') return stop.exitCode;
+      if (policy.ifBusy === 'skip' && r.busy.reason === 'LOCK_HELD') {
+        if (flags.json) out(JSON.stringify({ status: 'CONFLICT', why_code: 'LOCK_CONFLICT', why: `exec busy: held by ${r.busy.why}`, next: 'skipped; try again later' }, null, 2));
+        else out('skipped: exec busy');
+        return ExitCode.OK;
+      }
+      const conflict = {
+        status: 'CONFLICT', why_code: 'LOCK_CONFLICT',
+        why: `exec busy: ${r.busy.reason === 'WAIT_TIMEOUT' ? 'still ' : ''}held by ${r.busy.why}`,
+        next: 'wait for it to finish, or: routinely exec resume --if-busy wait',
+      };
+      if (flags.json) out(JSON.stringify(conflict, null, 2));
+      else err(`${conflict.why}\n  status: CONFLICT (LOCK_CONFLICT); the run was not touched`);
+      return ExitCode.BUSY;
+    }
+    if (r.kind === 'nothing') {
+      if (flags.json) out(JSON.stringify({ status: 'NOTHING_TO_RESUME', why: r.why }, null, 2));
+      else out(r.why);
+      return ExitCode.OK;
+    }
+    return finish(r.state, flags, progress, stop);
+  } finally {
+    progress?.stop();
+  }
+}
+
+export async function statusCommand(flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
+  const ctx = context(g);
+  const tasks = execStatus(ctx);
+  if (flags.json) {
+    out(JSON.stringify(tasks, null, 2));
+    return ExitCode.OK;
+  }
+  if (tasks.length === 0) {
+    out('no tasks registered (run `routinely register`)');
+    return ExitCode.OK;
+  }
+  const color = useColor();
+  const width = Math.max(4, ...tasks.map((t) => t.id.length));
+  out(`${'TASK'.padEnd(width)}  ${'STATUS'.padEnd(18)}  ${'PROVIDER'.padEnd(10)}  LAST RUN`);
+  for (const t of tasks) {
+    out(`${t.id.padEnd(width)}  ${paint(t.status.padEnd(18), statusColor(t.status), color)}  ${t.provider.padEnd(10)}  ${t.last_run_id ?? '-'}`);
+  }
+  return ExitCode.OK;
+}
+
+export function statusColor(status: string) {
+  switch (status) {
+    case 'succeeded':
+      return 'green' as const;
+    case 'failed':
+      return 'red' as const;
+    case 'running':
+      return 'cyan' as const;
+    case 'retired':
+      return 'gray' as const;
+    default:
+      return 'yellow' as const;
+  }
+}
+
+export async function runsCommand(flags: { json?: boolean; limit: number }, g: GlobalOptions): Promise<number> {
+  const ctx = context(g);
+  const runs = listRuns(ctx, flags.limit);
+  if (flags.json) {
+    out(JSON.stringify(runs.map(({ tasks: _t, ...r }) => ({ ...r, summary: summarize({ ...r, tasks: _t }) })), null, 2));
+    return ExitCode.OK;
+  }
+  if (runs.length === 0) {
+    out('no runs yet');
+    return ExitCode.OK;
+  }
+  for (const r of runs) {
+    const c = summarize(r);
+    out(`${r.run_id}  ${r.status.padEnd(11)}  ${c.succeeded}/${c.total} succeeded${r.attempt > 1 ? `  (attempt ${r.attempt})` : ''}${r.why_code ? `  ${r.why_code}` : ''}`);
+  }
+  return ExitCode.OK;
+}
+
+export async function showCommand(runId: string, flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
+  const ctx = context(g);
+  const run = showRun(ctx, runId);
+  if (flags.json) {
+    out(JSON.stringify(run, null, 2));
+    return ExitCode.OK;
+  }
+  const color = useColor();
+  out(`run ${run.run_id}: ${run.status} (attempt ${run.attempt}, generation ${run.generation}, ${run.command}${run.routine ? `, routine ${run.routine}` : ''})`);
+  out(`  started ${run.created_at}${run.finished_at ? `, finished ${run.finished_at}` : ''}`);
+  if (run.why) out(`  why:  ${run.why_code}: ${run.why}`);
+  if (run.next) out(`  next: ${run.next}`);
+  const width = Math.max(4, ...Object.keys(run.tasks).map((k) => k.length));
+  for (const [id, t] of Object.entries(run.tasks)) {
+    const took = t.duration_ms !== null ? ` ${humanDuration(t.duration_ms)}` : '';
+    const code = t.exit_code !== null ? ` exit ${t.exit_code}` : '';
+    out(`  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${t.why}` : ''}`);
+  }
+  out(`  logs: ${shownStateDir(ctx)}/exec/runs/${run.run_id}/<task>.log`);
+  return ExitCode.OK;
+}
+
+export async function resetCommand(ids: string[], flags: BusyFlags, g: GlobalOptions): Promise<number> {
+  const policy = busyPolicy(flags, 'fail');
+  const ctx = context(g);
+  const r = await resetTasks(ctx, ids, policy);
+  if (r.kind === 'busy') return reportBusy(r.busy, policy);
+  out(`reset to pending: ${r.value.join(', ')}`);
+  return ExitCode.OK;
+}

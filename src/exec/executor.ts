@@ -1,0 +1,212 @@
+// Executes the tasks of one run under a held lease: at most `parallel` at once and at most
+// `maxConcurrency` per provider, dependencies first, each task in its own process group with
+// its output in `<run>/<task>.log`, killed on timeout. Stops everything when the lease is lost
+// (ABORTED / LOCK_LOST), on SIGINT/SIGTERM (INTERRUPTED) or when the whole run times out
+// (ABORTED / RUN_TIMEOUT). The decisions are in plan.ts; this file only carries them out.
+
+import { closeSync, constants, openSync, realpathSync, writeSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+import type { Clock } from '../clock.js';
+import type { TaskDef } from '../config/schema.js';
+import type { Lease } from '../lock/lease.js';
+import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
+import { runProcess, stopGroup, type ProcessResult } from './process.js';
+import type { TaskStatus } from './registry.js';
+import { FencedError, type RunStore } from './run-store.js';
+import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
+
+export type StopCause = 'LOCK_LOST' | 'INTERRUPTED' | 'RUN_TIMEOUT';
+
+export interface ExecuteOptions {
+  root: string;
+  store: RunStore;
+  lease: Lease;
+  clock: Clock;
+  /** The run so far: tasks to do are `pending`. */
+  state: RunState;
+  defs: ReadonlyMap<string, TaskDef>;
+  /** Whether a dependency outside this run has already succeeded. */
+  doneBefore: (id: string) => boolean;
+  caps: Caps;
+  /** Aborted by the caller on SIGINT/SIGTERM. */
+  stop: AbortSignal;
+  runTimeoutMs?: number;
+  /** Grace between SIGTERM and SIGKILL when tasks are stopped. */
+  killGraceMs?: number;
+  env?: NodeJS.ProcessEnv;
+  onEvent?: (event: RunEvent, state: RunState) => void;
+}
+
+export interface ExecuteResult {
+  state: RunState;
+  stoppedBy: StopCause | null;
+}
+
+const iso = (clock: Clock): string => new Date(clock.now()).toISOString();
+
+export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
+  // A private copy, changed in place: recording stays O(1) per event however many tasks.
+  const state: RunState = { ...o.state, tasks: { ...o.state.tasks } };
+  const gen = o.lease.generation;
+  const stopper = new AbortController();
+  let stoppedBy: StopCause | null = null;
+  const stop = (cause: StopCause): void => {
+    if (stoppedBy) return;
+    stoppedBy = cause;
+    stopper.abort(cause);
+  };
+  const onLost = (): void => stop('LOCK_LOST');
+  const onStop = (): void => stop('INTERRUPTED');
+  o.lease.signal.addEventListener('abort', onLost, { once: true });
+  o.stop.addEventListener('abort', onStop, { once: true });
+  if (o.lease.signal.aborted) onLost();
+  if (o.stop.aborted) onStop();
+  const timer = o.runTimeoutMs !== undefined ? setTimeout(() => stop('RUN_TIMEOUT'), o.runTimeoutMs) : undefined;
+
+  /** Records an event: appended (fenced) and applied. A fenced append means the lock is gone. */
+  const record = (event: RunEvent): void => {
+    if (stoppedBy === 'LOCK_LOST') return; // a holder that lost its lock writes nothing more
+    try {
+      o.store.append(event);
+    } catch (err) {
+      if (!(err instanceof FencedError)) throw err;
+      stop('LOCK_LOST');
+      return;
+    }
+    applyEventInPlace(state, event);
+    if (event.type === 'task-started') status.set(event.task, 'running');
+    else if (event.type === 'task-finished') status.set(event.task, event.status);
+    o.onEvent?.(event, state);
+  };
+
+  const plan: PlanTask[] = Object.entries(state.tasks).map(([id, t]) => ({
+    id,
+    provider: t.provider,
+    dependsOn: o.defs.get(id)?.dependsOn ?? [],
+  }));
+  const status = new Map<string, TaskStatus>(Object.entries(state.tasks).map(([id, t]) => [id, t.status]));
+  const skipBlocked = (): void => {
+    if (stoppedBy) return; // a stopped run leaves what it did not reach pending, for resume
+    for (const [id, dep] of blockedTasks(plan, status, o.doneBefore)) {
+      const depStatus = state.tasks[dep]?.status ?? 'not run';
+      record({
+        type: 'task-finished', gen, at: iso(o.clock), task: id, status: 'skipped_dependency', exit_code: null, signal: null, duration_ms: null,
+        why_code: 'DEPENDENCY_FAILED', why: `dependency ${dep} did not succeed (${depStatus})`, next: `fix ${dep}, then: routinely exec resume ${state.run_id}`,
+      });
+    }
+  };
+
+  const running = new Map<string, Promise<void>>();
+  const startTask = (id: string): void => {
+    const def = o.defs.get(id)!;
+    record({ type: 'task-started', gen, at: iso(o.clock), task: id });
+    if (stoppedBy) return;
+    const logFd = openLog(o.store.logPath(id), state.tasks[id]!.attempts, state.attempt, o.clock);
+    const cwd = taskCwd(o.root, def);
+    let childPid: number | null = null;
+    const p = (async () => {
+      let result: ProcessResult;
+      try {
+        if (typeof cwd !== 'string') {
+          result = { exitCode: 127, signal: null, timedOut: false, canceled: false, reason: 'spawn-error', durationMs: 0, error: cwd.error, pid: null };
+          writeSync(logFd, `routinely: ${cwd.error}\n`);
+        } else {
+          result = await runProcess({
+            file: def.run,
+            shell: true,
+            cwd,
+            env: { ...(o.env ?? process.env), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id, ROUTINELY_LOCK_GENERATION: String(gen) },
+            stdio: ['ignore', logFd, logFd],
+            timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
+            signal: stopper.signal,
+            killGraceMs: o.killGraceMs,
+            onSpawn: (pid) => {
+              childPid = pid;
+              o.lease.trackChild(pid);
+            },
+          });
+          if (result.error) writeSync(logFd, `routinely: ${result.error}\n`);
+        }
+      } finally {
+        closeSync(logFd);
+      }
+      // Work left behind in the group (background jobs) must not outlive the task under the lock.
+      if (childPid !== null) {
+        await stopGroup(childPid, o.killGraceMs ?? 2000);
+        o.lease.untrackChild(childPid);
+      }
+      record(finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.store.logPath(id)), stoppedBy));
+    })();
+    running.set(id, p.finally(() => running.delete(id)));
+  };
+
+  try {
+    skipBlocked();
+    for (;;) {
+      if (!stoppedBy) for (const id of tasksToStart(plan, status, o.doneBefore, o.caps)) startTask(id);
+      if (running.size === 0) break;
+      await Promise.race(running.values());
+      skipBlocked();
+    }
+  } finally {
+    clearTimeout(timer);
+    o.lease.signal.removeEventListener('abort', onLost);
+    o.stop.removeEventListener('abort', onStop);
+  }
+  return { state, stoppedBy };
+}
+
+function openLog(path: string, attempts: number, runAttempt: number, clock: Clock): number {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  if (attempts > 1 || runAttempt > 1) {
+    writeSync(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);
+  }
+  return fd;
+}
+
+/** The task's working folder, which must stay inside the project even through symlinks. */
+function taskCwd(root: string, def: TaskDef): string | { error: string } {
+  const wanted = resolve(root, def.cwd ?? '.');
+  let real: string;
+  try {
+    real = realpathSync(wanted);
+  } catch {
+    return { error: `cwd ${JSON.stringify(def.cwd)} does not exist` };
+  }
+  const rel = relative(realpathSync(root), real);
+  if (rel === '..' || rel.startsWith('../')) return { error: `cwd ${JSON.stringify(def.cwd)} leaves the project root` };
+  return real;
+}
+
+function finishEvent(
+  task: string,
+  r: ProcessResult,
+  gen: number,
+  at: string,
+  runId: string,
+  logPath: string,
+  stoppedBy: StopCause | null,
+): RunEvent {
+  const base = { type: 'task-finished' as const, gen, at, task, exit_code: r.pid === null ? null : r.exitCode, signal: r.signal, duration_ms: Math.round(r.durationMs) };
+  const logHint = `see ${logPath}`;
+  let status: TaskStatus;
+  let why: Why | null = null;
+  if (r.canceled) {
+    status = 'interrupted';
+    const cause = stoppedBy ?? 'INTERRUPTED';
+    why = { why_code: cause, why: `stopped because ${cause === 'LOCK_LOST' ? 'the exec lock was lost' : cause === 'RUN_TIMEOUT' ? 'the run timed out' : 'the run was interrupted'}`, next: `routinely exec resume ${runId}` };
+  } else if (r.timedOut) {
+    status = 'failed';
+    why = { why_code: 'TASK_TIMEOUT', why: `killed after its timeout of ${Math.round(r.durationMs / 1000)}s`, next: `${logHint}; raise timeoutSeconds or fix the task, then: routinely exec resume ${runId}` };
+  } else if (r.reason === 'spawn-error') {
+    status = 'failed';
+    why = { why_code: 'SPAWN_FAILED', why: r.error ?? 'could not be started', next: `fix the task definition, then: routinely exec resume ${runId}` };
+  } else if (r.exitCode === 0) {
+    status = 'succeeded';
+  } else {
+    status = 'failed';
+    const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
+    why = { why_code: 'TASK_FAILED', why: `the command ${how}`, next: `${logHint}; fix it, then: routinely exec resume ${runId}` };
+  }
+  return { ...base, status, ...(why ?? {}) };
+}

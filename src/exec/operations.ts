@@ -1,0 +1,407 @@
+// The exec commands as library operations (SPEC §5): register, run, resume, reset, and the read
+// views. Each takes the project exec lock itself and returns a typed outcome; the CLI prints it.
+
+import { join } from 'node:path';
+import { systemClock, type Clock } from '../clock.js';
+import type { Project } from '../config/load.js';
+import type { TaskDef } from '../config/schema.js';
+import { NotFoundError, UsageError } from '../errors.js';
+import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/backend.js';
+import { randomHex } from '../lock/files.js';
+import { selfIdentity, systemProbe } from '../lock/identity.js';
+import type { AcquireResult, Lease } from '../lock/lease.js';
+import { projectLockBackend } from '../project.js';
+import { executeRun } from './executor.js';
+import { finalStatus, foldRun } from './outcome.js';
+import { dependencyOrder } from './plan.js';
+import { loadRegistry, saveRegistry, syncRegistry, taskHash, type Registry } from './registry.js';
+import { RunStore, listRunIds, loadRun, type Fence } from './run-store.js';
+import { applyEvent, isRunId, newRunId, type RunEvent, type RunState, type TaskRun } from './run-state.js';
+import { loadTaskDefinitions, type SourcedTask } from './task-source.js';
+
+export interface ExecContext {
+  project: Project;
+  clock?: Clock;
+  /** Non-fatal problems (a corrupt registry moved aside, ...). */
+  warn?: (message: string) => void;
+  /** Environment for tasks (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export const execPaths = (project: Project) => {
+  const dir = join(project.stateDir, 'exec');
+  return { dir, registry: join(dir, 'tasks.json'), runs: join(dir, 'runs') };
+};
+
+type Busy = Exclude<AcquireResult, { ok: true }>;
+
+export interface RegisterSummary {
+  added: string[];
+  changed: string[];
+  retired: string[];
+  total: number;
+}
+
+const nowIso = (c: Clock): string => new Date(c.now()).toISOString();
+
+/** Under the lock: fold runs left unfinished by dead holders, then sync with the definitions. */
+async function prepareRegistry(ctx: ExecContext, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
+  const paths = execPaths(ctx.project);
+  const warn = ctx.warn ?? (() => {});
+  let registry = loadRegistry(paths.registry, warn);
+  let dirty = false;
+  for (const runId of registry.active_runs) {
+    if (runId === currentRun) continue;
+    let run: RunState | null;
+    try {
+      run = isRunId(runId) ? loadRun(paths.runs, runId) : null;
+    } catch (err) {
+      warn((err as Error).message);
+      run = null;
+    }
+    if (run === null) {
+      registry = { ...registry, active_runs: registry.active_runs.filter((r) => r !== runId) };
+      dirty = true;
+      continue;
+    }
+    if (run.status === 'RUNNING') {
+      if (ownerAlive(run)) continue; // a holder winding down after losing the lock
+      run = markOwnerDead(paths.runs, run, lease, clock);
+    }
+    registry = foldRun(registry, run, nowIso(clock));
+    dirty = true;
+  }
+  const sync = syncRegistry(registry, defs, nowIso(clock));
+  if (dirty || sync.added.length || sync.changed.length || sync.retired.length) {
+    await saveRegistry(paths.registry, sync.registry, nowIso(clock));
+  }
+  const summary: RegisterSummary = { added: sync.added, changed: sync.changed, retired: sync.retired, total: defs.length };
+  return { registry: sync.registry, summary };
+}
+
+/** A RUNNING run's owner is alive when it is this very process or a live process on this host
+ * with the recorded start time. */
+function ownerAlive(run: RunState): boolean {
+  const probe = systemProbe();
+  const o = run.owner;
+  if (o.host !== probe.host) return false; // we hold the lock: a remote writer has lost it
+  if (o.boot_id && probe.bootId && o.boot_id !== probe.bootId) return false;
+  const p = probe.inspect(o.pid);
+  return p.state === 'alive' && (!p.startTime || !o.start_time || p.startTime === o.start_time);
+}
+
+function markOwnerDead(runsDir: string, run: RunState, lease: Lease, clock: Clock): RunState {
+  const event: RunEvent = {
+    type: 'run-finished', gen: lease.generation, at: nowIso(clock), status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
+    why: `its process (pid ${run.owner.pid} on ${run.owner.host}) ended without finishing the run`,
+    next: `routinely exec resume ${run.run_id}`,
+  };
+  const store = new RunStore(runsDir, run.run_id, fenceOf(lease));
+  store.openJournal();
+  try {
+    store.append(event);
+  } finally {
+    store.close();
+  }
+  return applyEvent(run, event);
+}
+
+async function withLock<T>(
+  ctx: ExecContext,
+  command: string,
+  routine: string | null | undefined,
+  policy: BusyPolicy,
+  fn: (lease: Lease, clock: Clock) => Promise<T>,
+): Promise<{ kind: 'busy'; busy: Busy } | { kind: 'ok'; value: T }> {
+  const clock = ctx.clock ?? systemClock;
+  const got = await projectLockBackend(ctx.project).acquire(EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy);
+  if (!got.ok) return { kind: 'busy', busy: got };
+  try {
+    return { kind: 'ok', value: await fn(got.lease, clock) };
+  } finally {
+    got.lease.release();
+  }
+}
+
+export async function register(ctx: ExecContext, policy: BusyPolicy & { routine?: string | null }) {
+  const defs = loadTaskDefinitions(ctx.project);
+  return withLock(ctx, 'register', policy.routine, policy, async (lease, clock) => (await prepareRegistry(ctx, clock, lease, defs)).summary);
+}
+
+export interface RunOptions extends BusyPolicy {
+  /** Run exactly these tasks (else every ready pending task). */
+  tasks?: string[];
+  parallel?: number;
+  routine?: string | null;
+  /** SIGINT/SIGTERM from the caller. */
+  stop?: AbortSignal;
+  runTimeoutMs?: number;
+  killGraceMs?: number;
+  onEvent?: (event: RunEvent, state: RunState) => void;
+  /** Called once the run exists (progress displays start here). */
+  onStart?: (state: RunState) => void;
+}
+
+export type RunOutcome =
+  | { kind: 'busy'; busy: Busy }
+  | { kind: 'nothing'; summary: RegisterSummary; why: string }
+  | { kind: 'done'; state: RunState; summary: RegisterSummary; bytesWritten: number };
+
+/** Selects the ready tasks: pending (or skipped earlier for a dependency) with every dependency
+ * already succeeded or itself selected. Named tasks are taken as they are. */
+export function selectTasks(registry: Registry, named: string[] | undefined): string[] {
+  const entries = Object.values(registry.tasks).filter((e) => e.status !== 'retired');
+  if (named && named.length > 0) return named;
+  const chosen = new Set(entries.filter((e) => e.status === 'pending' || e.status === 'skipped_dependency').map((e) => e.id));
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (const id of chosen) {
+      const deps = registry.tasks[id]!.definition.dependsOn ?? [];
+      if (!deps.every((d) => chosen.has(d) || registry.tasks[d]?.status === 'succeeded')) {
+        chosen.delete(id);
+        changed = true;
+      }
+    }
+  }
+  return entries.filter((e) => chosen.has(e.id)).map((e) => e.id);
+}
+
+function checkNamed(defs: SourcedTask[], named: string[] | undefined): void {
+  if (!named) return;
+  const known = new Set(defs.map((d) => d.task.id));
+  const unknown = named.filter((n) => !known.has(n));
+  if (unknown.length > 0) {
+    const list = [...known].slice(0, 20).join(', ') || '(none)';
+    throw new UsageError(`unknown task${unknown.length > 1 ? 's' : ''} ${unknown.map((u) => JSON.stringify(u)).join(', ')} (known: ${list})`);
+  }
+}
+
+export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<RunOutcome> {
+  const defs = loadTaskDefinitions(ctx.project);
+  checkNamed(defs, opts.tasks);
+  const r = await withLock(ctx, 'exec run', opts.routine, opts, async (lease, clock) => {
+    const { registry, summary } = await prepareRegistry(ctx, clock, lease, defs);
+    const ids = selectTasks(registry, opts.tasks);
+    if (ids.length === 0) return { kind: 'nothing' as const, summary, why: 'nothing to run' };
+    const defById = new Map(defs.map((d) => [d.task.id, d.task]));
+    const ordered = dependencyOrder(ids.map((id) => ({ id, provider: '', dependsOn: defById.get(id)!.dependsOn ?? [] }))).map((t) => t.id);
+    const runId = newRunId(clock.now(), randomHex(2));
+    const at = nowIso(clock);
+    const tasks: Record<string, TaskRun> = {};
+    for (const id of ordered) {
+      const def = defById.get(id)!;
+      tasks[id] = {
+        status: 'pending', provider: def.provider ?? 'default', attempts: 0, started_at: null, finished_at: null,
+        duration_ms: null, exit_code: null, signal: null, log: `${id}.log`, hash: taskHash(def),
+      };
+    }
+    const state: RunState = {
+      version: 1, run_id: runId, status: 'RUNNING', command: 'exec run', routine: opts.routine ?? null,
+      generation: lease.generation, lock_id: lease.lockId, owner: ownerOf(), attempt: 1,
+      parallel: opts.parallel ?? ctx.project.config.exec.parallel, created_at: at, updated_at: at, finished_at: null, tasks,
+    };
+    return { kind: 'run' as const, ...(await carryOut(ctx, clock, lease, registry, summary, state, defById, opts, false)) };
+  });
+  if (r.kind === 'busy') return r;
+  if (r.value.kind === 'nothing') return r.value;
+  const { kind: _k, ...done } = r.value;
+  return { kind: 'done', ...done };
+}
+
+const fenceOf = (lease: Lease): Fence => ({ append: () => lease.held(), snapshot: () => lease.verify().ok });
+
+function ownerOf() {
+  const me = selfIdentity();
+  return { pid: me.pid, host: me.host, boot_id: me.boot_id, start_time: me.start_time };
+}
+
+/** Creates (or reopens) the run, executes it, records the outcome, folds it into the registry. */
+async function carryOut(
+  ctx: ExecContext,
+  clock: Clock,
+  lease: Lease,
+  registry: Registry,
+  summary: RegisterSummary,
+  state: RunState,
+  defs: Map<string, TaskDef>,
+  opts: RunOptions,
+  resuming: boolean,
+): Promise<{ state: RunState; summary: RegisterSummary; bytesWritten: number }> {
+  const paths = execPaths(ctx.project);
+  lease.annotate({ run_id: state.run_id });
+  const store = new RunStore(paths.runs, state.run_id, fenceOf(lease));
+  try {
+    if (resuming) await store.reopen(state);
+    else await store.create(state);
+    const withRun: Registry = { ...registry, active_runs: [...registry.active_runs.filter((r) => r !== state.run_id), state.run_id] };
+    await saveRegistry(paths.registry, withRun, nowIso(clock));
+    opts.onStart?.(state);
+    const result = await executeRun({
+      root: ctx.project.root,
+      store,
+      lease,
+      clock,
+      state,
+      defs,
+      doneBefore: (id) => registry.tasks[id]?.status === 'succeeded',
+      caps: { parallel: opts.parallel ?? ctx.project.config.exec.parallel, providers: ctx.project.config.exec.providers },
+      stop: opts.stop ?? new AbortController().signal,
+      runTimeoutMs: opts.runTimeoutMs,
+      killGraceMs: opts.killGraceMs,
+      env: ctx.env,
+      onEvent: opts.onEvent,
+    });
+    const final = finalStatus(result.state, result.stoppedBy, lease.lost?.why);
+    const event: RunEvent = { type: 'run-finished', gen: lease.generation, at: nowIso(clock), ...final };
+    if (result.stoppedBy === 'LOCK_LOST' || !lease.verify().ok) {
+      // SPEC §4.3: record ABORTED / LOCK_LOST, write nothing else. The append carries our old
+      // generation, so it can never override what a newer holder records for this run.
+      const lost: RunEvent = { ...event, status: 'ABORTED', why_code: 'LOCK_LOST', why: finalStatus(result.state, 'LOCK_LOST', lease.lost?.why).why };
+      store.appendUnfenced(lost);
+      return { state: applyEvent(result.state, lost), summary, bytesWritten: store.bytesWritten };
+    }
+    store.append(event);
+    const finished = applyEvent(result.state, event);
+    await store.snapshot(finished);
+    const bytes = await saveRegistry(paths.registry, foldRun(withRun, finished, nowIso(clock)), nowIso(clock));
+    return { state: finished, summary, bytesWritten: store.bytesWritten + bytes };
+  } finally {
+    store.close();
+  }
+}
+
+export type ResumeOutcome =
+  | { kind: 'conflict'; busy: Busy }
+  | { kind: 'nothing'; why: string }
+  | { kind: 'done'; state: RunState; summary: RegisterSummary; bytesWritten: number };
+
+const RESUMABLE = new Set(['INTERRUPTED', 'ABORTED']);
+
+export async function execResume(ctx: ExecContext, runId: string | undefined, opts: RunOptions = {}): Promise<ResumeOutcome> {
+  const paths = execPaths(ctx.project);
+  if (runId !== undefined) {
+    if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
+    if (loadRun(paths.runs, runId) === null) throw new NotFoundError(`no run ${runId} in ${paths.runs}`);
+  }
+  const defs = loadTaskDefinitions(ctx.project);
+  const r = await withLock(ctx, 'exec resume', opts.routine, opts, async (lease, clock) => {
+    const { registry, summary } = await prepareRegistry(ctx, clock, lease, defs);
+    const run = runId !== undefined ? loadRun(paths.runs, runId)! : findResumable(paths.runs);
+    if (!run) return { kind: 'nothing' as const, why: 'nothing to resume' };
+    if (run.status === 'SUCCEEDED') return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
+    if (run.status === 'RUNNING' && ownerAlive(run)) {
+      return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} is still running (pid ${run.owner.pid})` };
+    }
+    const defById = new Map(defs.map((d) => [d.task.id, d.task]));
+    const reset: Record<string, string> = {};
+    const retired: string[] = [];
+    for (const [id, t] of Object.entries(run.tasks)) {
+      if (t.status === 'succeeded') continue;
+      const def = defById.get(id);
+      if (def) reset[id] = taskHash(def);
+      else retired.push(id);
+    }
+    let state = applyEvent(run, {
+      type: 'run-resumed', gen: lease.generation, at: nowIso(clock), lock_id: lease.lockId, owner: ownerOf(),
+      command: 'exec resume', routine: opts.routine ?? null, parallel: opts.parallel ?? ctx.project.config.exec.parallel, reset,
+    });
+    for (const id of retired) {
+      state = applyEvent(state, {
+        type: 'task-finished', gen: lease.generation, at: nowIso(clock), task: id, status: 'failed', exit_code: null, signal: null, duration_ms: null,
+        why_code: 'RETIRED', why: 'the task is no longer defined in the config', next: 'nothing to do, or define it again and resume',
+      });
+    }
+    return { kind: 'run' as const, ...(await carryOut(ctx, clock, lease, registry, summary, state, defById, opts, true)) };
+  });
+  if (r.kind === 'busy') return { kind: 'conflict', busy: r.busy };
+  if (r.value.kind === 'nothing') return r.value;
+  const { kind: _k, ...done } = r.value;
+  return { kind: 'done', ...done };
+}
+
+/** The newest run that is INTERRUPTED, ABORTED, or RUNNING with a dead owner. */
+function findResumable(runsDir: string): RunState | null {
+  for (const id of listRunIds(runsDir).slice(0, 200)) {
+    let run: RunState | null;
+    try {
+      run = loadRun(runsDir, id);
+    } catch {
+      continue; // a corrupt run is reported by `exec show`, not resumed blindly
+    }
+    if (!run) continue;
+    if (RESUMABLE.has(run.status) || (run.status === 'RUNNING' && !ownerAlive(run))) return run;
+  }
+  return null;
+}
+
+export async function resetTasks(ctx: ExecContext, ids: string[], policy: BusyPolicy) {
+  const defs = loadTaskDefinitions(ctx.project);
+  checkNamed(defs, ids);
+  return withLock(ctx, 'exec reset', null, policy, async (lease, clock) => {
+    const { registry } = await prepareRegistry(ctx, clock, lease, defs);
+    const tasks = { ...registry.tasks };
+    for (const id of ids) tasks[id] = { ...tasks[id]!, status: 'pending', updated_at: nowIso(clock) };
+    await saveRegistry(execPaths(ctx.project).registry, { ...registry, tasks }, nowIso(clock));
+    return ids;
+  });
+}
+
+export interface TaskView {
+  id: string;
+  status: string;
+  provider: string;
+  source: string;
+  dependsOn: string[];
+  last_run_id: string | null;
+  last_exit_code: number | null;
+  updated_at: string;
+}
+
+/** The registry as it stands, with the live statuses of runs still in progress. Read-only: it
+ * neither takes the lock nor registers (run `register` for that). */
+export function execStatus(ctx: ExecContext): TaskView[] {
+  const paths = execPaths(ctx.project);
+  const registry = loadRegistry(paths.registry, ctx.warn ?? (() => {}));
+  const live = new Map<string, TaskRun>();
+  for (const runId of registry.active_runs) {
+    try {
+      const run = isRunId(runId) ? loadRun(paths.runs, runId) : null;
+      if (run?.status === 'RUNNING') for (const [id, t] of Object.entries(run.tasks)) live.set(id, t);
+    } catch {
+      // shown by `exec show`
+    }
+  }
+  return Object.values(registry.tasks).map((e) => ({
+    id: e.id,
+    status: live.get(e.id)?.status ?? e.status,
+    provider: e.definition.provider ?? 'default',
+    source: e.source,
+    dependsOn: e.definition.dependsOn ?? [],
+    last_run_id: e.last_run_id,
+    last_exit_code: e.last_exit_code,
+    updated_at: e.updated_at,
+  }));
+}
+
+export function listRuns(ctx: ExecContext, limit = 20): RunState[] {
+  const runs: RunState[] = [];
+  const dir = execPaths(ctx.project).runs;
+  for (const id of listRunIds(dir).slice(0, limit)) {
+    try {
+      const r = loadRun(dir, id);
+      if (r) runs.push(r);
+    } catch (err) {
+      ctx.warn?.((err as Error).message);
+    }
+  }
+  return runs;
+}
+
+export function showRun(ctx: ExecContext, runId: string): RunState {
+  const dir = execPaths(ctx.project).runs;
+  if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
+  const run = loadRun(dir, runId);
+  if (!run) throw new NotFoundError(`no run ${runId} in ${dir}`);
+  return run;
+}

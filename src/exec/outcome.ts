@@ -1,0 +1,53 @@
+// Pure conclusions about a run: its final status with explainability, and what it means for
+// the task registry.
+
+import type { StopCause } from './executor.js';
+import type { Registry, RegistryStatus } from './registry.js';
+import { summarize, type RunState, type RunStatus, type Why } from './run-state.js';
+
+export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWhy?: string): { status: RunStatus } & Partial<Why> {
+  const resume = `routinely exec resume ${state.run_id}`;
+  switch (stoppedBy) {
+    case 'LOCK_LOST':
+      return { status: 'ABORTED', why_code: 'LOCK_LOST', why: `the exec lock was lost${lostWhy ? `: ${lostWhy}` : ''}; its tasks were stopped`, next: resume };
+    case 'RUN_TIMEOUT':
+      return { status: 'ABORTED', why_code: 'RUN_TIMEOUT', why: 'the run exceeded its timeout; its tasks were stopped', next: resume };
+    case 'INTERRUPTED':
+      return { status: 'INTERRUPTED', why_code: 'INTERRUPTED', why: 'stopped by a signal; unfinished tasks were stopped', next: resume };
+  }
+  const failed = Object.entries(state.tasks).filter(([, t]) => t.status === 'failed');
+  const skipped = Object.entries(state.tasks).filter(([, t]) => t.status === 'skipped_dependency');
+  if (failed.length === 0 && skipped.length === 0) return { status: 'SUCCEEDED' };
+  const counts = summarize(state);
+  const names = failed.map(([id, t]) => `${id} (${t.why_code === 'TASK_TIMEOUT' ? 'timeout' : t.exit_code !== null ? `exit ${t.exit_code}` : (t.why_code ?? 'failed').toLowerCase()})`);
+  const first = failed[0]?.[1];
+  return {
+    status: 'FAILED',
+    why_code: first?.why_code ?? 'DEPENDENCY_FAILED',
+    why: `${failed.length} of ${counts.total} task${counts.total === 1 ? '' : 's'} failed${names.length ? `: ${names.join(', ')}` : ''}${skipped.length ? `; ${skipped.length} skipped (dependency failed)` : ''}`,
+    next: `routinely exec show ${state.run_id} (logs beside it), fix, then: ${resume}`,
+  };
+}
+
+/** Folds a run's task outcomes into the registry (only where the definition is unchanged since
+ * the run took it), and removes the run from `active_runs`. Pure. */
+export function foldRun(registry: Registry, run: RunState, now: string): Registry {
+  const unfinished = run.status === 'INTERRUPTED' || run.status === 'ABORTED' || run.status === 'RUNNING';
+  const tasks = { ...registry.tasks };
+  for (const [id, t] of Object.entries(run.tasks)) {
+    const entry = tasks[id];
+    if (!entry || entry.status === 'retired' || entry.hash !== t.hash) continue;
+    let status: RegistryStatus;
+    if (t.status === 'running' || t.status === 'interrupted' || (t.status === 'pending' && unfinished)) status = 'interrupted';
+    else if (t.status === 'pending') continue;
+    else status = t.status;
+    tasks[id] = { ...entry, status, updated_at: now, last_run_id: run.run_id, last_exit_code: t.exit_code };
+  }
+  return { ...registry, tasks, active_runs: registry.active_runs.filter((r) => r !== run.run_id) };
+}
+
+export function exitCodeFor(status: RunStatus, signalExit: number | null): number {
+  if (status === 'SUCCEEDED') return 0;
+  if (status === 'INTERRUPTED' && signalExit) return signalExit;
+  return 1;
+}

@@ -1,0 +1,112 @@
+// The task registry, `exec/tasks.json` (SPEC §5): every task ever registered, its definition
+// hash and its status. `register` syncs it with the config by content hash. It is rewritten a
+// few times per run (at the start and at the end), never once per task transition: a run's
+// per-task progress lives in that run's journal and is folded in when the run ends, or by the
+// next command when the run was cut short (`active_runs`).
+
+import { createHash } from 'node:crypto';
+import type { TaskDef } from '../config/schema.js';
+import { corruptMessage, readJsonState, writeJsonAtomic } from '../state/json-file.js';
+import type { SourcedTask } from './task-source.js';
+
+export const TASK_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'skipped_dependency', 'interrupted'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+export type RegistryStatus = TaskStatus | 'retired';
+
+export interface RegistryEntry {
+  id: string;
+  hash: string;
+  source: string;
+  definition: TaskDef;
+  status: RegistryStatus;
+  registered_at: string;
+  updated_at: string;
+  last_run_id: string | null;
+  last_exit_code: number | null;
+}
+
+export interface Registry {
+  version: 1;
+  updated_at: string | null;
+  /** Runs started but not yet folded into the statuses below (a crash leaves them here). */
+  active_runs: string[];
+  tasks: Record<string, RegistryEntry>;
+}
+
+export const emptyRegistry = (): Registry => ({ version: 1, updated_at: null, active_runs: [], tasks: {} });
+
+/** Content hash of a definition: key order does not matter, every value does. */
+export function taskHash(def: TaskDef): string {
+  const canonical = (v: unknown): unknown =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+      : Array.isArray(v)
+        ? v.map(canonical)
+        : v;
+  return createHash('sha256').update(JSON.stringify(canonical(def))).digest('hex').slice(0, 16);
+}
+
+export interface SyncResult {
+  registry: Registry;
+  added: string[];
+  changed: string[];
+  retired: string[];
+}
+
+/** Pure: new → pending, changed definition → pending, unchanged keep their status, removed →
+ * retired (a retired task that comes back counts as new). */
+export function syncRegistry(current: Registry, defs: readonly SourcedTask[], now: string): SyncResult {
+  const tasks: Record<string, RegistryEntry> = { ...current.tasks };
+  const added: string[] = [];
+  const changed: string[] = [];
+  const retired: string[] = [];
+  const seen = new Set<string>();
+  for (const { task, source } of defs) {
+    seen.add(task.id);
+    const hash = taskHash(task);
+    const prior = tasks[task.id];
+    if (!prior || prior.status === 'retired') {
+      added.push(task.id);
+      tasks[task.id] = {
+        id: task.id, hash, source, definition: task, status: 'pending', registered_at: now, updated_at: now,
+        last_run_id: prior?.last_run_id ?? null, last_exit_code: null,
+      };
+    } else if (prior.hash !== hash) {
+      changed.push(task.id);
+      tasks[task.id] = { ...prior, hash, source, definition: task, status: 'pending', updated_at: now };
+    } else if (prior.source !== source) {
+      tasks[task.id] = { ...prior, source };
+    }
+  }
+  for (const [id, entry] of Object.entries(tasks)) {
+    if (!seen.has(id) && entry.status !== 'retired') {
+      retired.push(id);
+      tasks[id] = { ...entry, status: 'retired', updated_at: now };
+    }
+  }
+  return { registry: { ...current, tasks }, added, changed, retired };
+}
+
+function checkRegistry(v: unknown): Registry | string {
+  if (!v || typeof v !== 'object') return 'not an object';
+  const r = v as Partial<Registry>;
+  if (r.version !== 1) return `unknown version ${JSON.stringify(r.version)}`;
+  if (!r.tasks || typeof r.tasks !== 'object') return 'no "tasks" object';
+  for (const [id, e] of Object.entries(r.tasks)) {
+    if (!e || typeof e !== 'object' || e.id !== id || typeof e.hash !== 'string' || typeof e.status !== 'string') {
+      return `task entry ${JSON.stringify(id)} is malformed`;
+    }
+  }
+  return { version: 1, updated_at: r.updated_at ?? null, active_runs: Array.isArray(r.active_runs) ? r.active_runs : [], tasks: r.tasks };
+}
+
+export function loadRegistry(path: string, warn: (message: string) => void): Registry {
+  const r = readJsonState(path, checkRegistry);
+  if (r.kind === 'ok') return r.value;
+  if (r.kind === 'corrupt') warn(corruptMessage(path, r));
+  return emptyRegistry();
+}
+
+export async function saveRegistry(path: string, registry: Registry, now: string): Promise<number> {
+  return writeJsonAtomic(path, { ...registry, updated_at: now });
+}

@@ -1,0 +1,181 @@
+// Run state (SPEC §5): a snapshot (`run.json`) plus an append-only journal of events. The cost
+// of recording one task transition is one appended line, whatever the size of the run; the
+// snapshot is rewritten only when a run starts, resumes and ends. Every event carries the lock
+// generation of its writer, and a reader ignores events older than the newest generation it
+// has seen: a holder that lost the lock can append, but can never overwrite a newer holder's
+// state (fencing, SPEC §4.7).
+
+import type { TaskStatus } from './registry.js';
+
+export const RUN_STATUSES = ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'INTERRUPTED'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export type WhyCode =
+  | 'LOCK_LOST'
+  | 'LOCK_CONFLICT'
+  | 'TASK_FAILED'
+  | 'TASK_TIMEOUT'
+  | 'INTERRUPTED'
+  | 'OWNER_DEAD'
+  | 'DEPENDENCY_FAILED'
+  | 'SPAWN_FAILED'
+  | 'RUN_TIMEOUT'
+  | 'RETIRED';
+
+/** Explainability for every non-success (SPEC §5). */
+export interface Why {
+  why_code: WhyCode;
+  why: string;
+  next: string;
+}
+
+export interface TaskRun extends Partial<Why> {
+  status: TaskStatus;
+  provider: string;
+  /** Times started within this run (resume starts unfinished tasks again). */
+  attempts: number;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_ms: number | null;
+  exit_code: number | null;
+  signal: string | null;
+  /** Log file name inside the run folder. */
+  log: string;
+  /** Definition hash when the task joined the run. */
+  hash: string;
+}
+
+export interface RunOwner {
+  pid: number;
+  host: string;
+  boot_id: string | null;
+  start_time: string | null;
+}
+
+export interface RunState extends Partial<Why> {
+  version: 1;
+  run_id: string;
+  status: RunStatus;
+  command: string;
+  routine: string | null;
+  /** Lock generation of the newest writer (fencing token). */
+  generation: number;
+  lock_id: string;
+  owner: RunOwner;
+  /** 1 for the first execution, +1 per resume. */
+  attempt: number;
+  parallel: number;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+  tasks: Record<string, TaskRun>;
+}
+
+interface EventBase {
+  gen: number;
+  at: string;
+}
+
+export type RunEvent =
+  | (EventBase & { type: 'task-started'; task: string })
+  | (EventBase & {
+      type: 'task-finished';
+      task: string;
+      status: TaskStatus;
+      exit_code: number | null;
+      signal: string | null;
+      duration_ms: number | null;
+    } & Partial<Why>)
+  | (EventBase & { type: 'run-finished'; status: RunStatus } & Partial<Why>)
+  | (EventBase & {
+      type: 'run-resumed';
+      lock_id: string;
+      owner: RunOwner;
+      command: string;
+      routine: string | null;
+      parallel: number;
+      /** Tasks set back to pending (all but those that succeeded), with their current hashes. */
+      reset: Record<string, string>;
+    });
+
+/** Applies one event. Pure (copies what it changes). Events older than the state's generation
+ * are fenced off. */
+export function applyEvent(state: RunState, ev: RunEvent): RunState {
+  const copy: RunState = { ...state, tasks: { ...state.tasks } };
+  applyEventInPlace(copy, ev);
+  return copy;
+}
+
+/** The same, changing `state` itself: replaying or recording N events stays O(N), not O(N²). */
+export function applyEventInPlace(state: RunState, ev: RunEvent): void {
+  if (ev.gen < state.generation) return;
+  const setWhy = (target: Partial<Why>, e: Partial<Why>): void => {
+    delete target.why_code;
+    delete target.why;
+    delete target.next;
+    if (e.why_code) Object.assign(target, { why_code: e.why_code, why: e.why ?? '', next: e.next ?? '' });
+  };
+  state.generation = ev.gen;
+  state.updated_at = ev.at;
+  switch (ev.type) {
+    case 'task-started': {
+      const t = state.tasks[ev.task];
+      if (!t) return;
+      state.tasks[ev.task] = {
+        status: 'running', provider: t.provider, attempts: t.attempts + 1, started_at: ev.at, finished_at: null,
+        duration_ms: null, exit_code: null, signal: null, log: t.log, hash: t.hash,
+      };
+      return;
+    }
+    case 'task-finished': {
+      const t = state.tasks[ev.task];
+      if (!t) return;
+      const finished: TaskRun = {
+        status: ev.status, provider: t.provider, attempts: t.attempts, started_at: t.started_at, finished_at: ev.at,
+        duration_ms: ev.duration_ms, exit_code: ev.exit_code, signal: ev.signal, log: t.log, hash: t.hash,
+      };
+      setWhy(finished, ev);
+      state.tasks[ev.task] = finished;
+      return;
+    }
+    case 'run-finished': {
+      // A task still running when its run ended was cut off with it.
+      for (const [id, t] of Object.entries(state.tasks)) if (t.status === 'running') state.tasks[id] = { ...t, status: 'interrupted' };
+      state.status = ev.status;
+      state.finished_at = ev.at;
+      setWhy(state, ev);
+      return;
+    }
+    case 'run-resumed': {
+      for (const [id, hash] of Object.entries(ev.reset)) {
+        const t = state.tasks[id];
+        if (t) state.tasks[id] = { status: 'pending', provider: t.provider, attempts: t.attempts, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: t.log, hash };
+      }
+      Object.assign(state, {
+        status: 'RUNNING', lock_id: ev.lock_id, owner: ev.owner, command: ev.command, routine: ev.routine,
+        parallel: ev.parallel, attempt: state.attempt + 1, finished_at: null,
+      });
+      setWhy(state, {});
+      return;
+    }
+  }
+}
+
+export function summarize(state: RunState): Record<TaskStatus, number> & { total: number } {
+  const counts = { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, skipped_dependency: 0, interrupted: 0 };
+  for (const t of Object.values(state.tasks)) {
+    counts.total++;
+    counts[t.status]++;
+  }
+  return counts;
+}
+
+const RUN_ID = /^r-[A-Za-z0-9-]+$/;
+export const isRunId = (s: string): boolean => RUN_ID.test(s) && s.length <= 80;
+
+/** `r-20261129T190000Z-7f3a`: sortable by time, then random. */
+export function newRunId(nowMs: number, random: string): string {
+  const iso = new Date(nowMs).toISOString(); // 2026-11-29T19:00:00.000Z
+  const compact = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`;
+  return `r-${compact}-${random}`;
+}

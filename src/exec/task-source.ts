@@ -1,0 +1,56 @@
+// The task definitions of a project: inline `exec.tasks` plus every `*.json` file in
+// `exec.taskDirs` (one task or an array each), validated together (SPEC §2, §5).
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { displayPath, parseJsonFile, type Project } from '../config/load.js';
+import type { TaskDef } from '../config/schema.js';
+import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
+import { ConfigError, errnoCode, type ConfigIssue } from '../errors.js';
+
+export interface SourcedTask {
+  task: TaskDef;
+  /** Where it was defined, as shown to people: `routinely.json` or `tasks/build.json`. */
+  source: string;
+}
+
+export function loadTaskDefinitions(project: Project): SourcedTask[] {
+  const configShown = displayPath(project.configPath);
+  const located: LocatedTask[] = project.config.exec.tasks.map((task, i) => ({ task, path: ['exec', 'tasks', i] }));
+  const issues: ConfigIssue[] = [];
+  for (const dir of project.config.exec.taskDirs) {
+    const abs = resolve(project.root, dir);
+    let names: string[];
+    try {
+      names = readdirSync(abs).filter((n) => n.endsWith('.json')).sort();
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') continue; // an empty task folder need not exist
+      issues.push({ path: 'exec.taskDirs', message: `cannot read ${dir}: ${errnoCode(err) ?? String(err)}` });
+      continue;
+    }
+    for (const name of names) {
+      const file = join(abs, name);
+      const shown = relative(project.root, file);
+      let text: string;
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch (err) {
+        issues.push({ file: shown, path: '', message: `cannot read the file (${errnoCode(err) ?? String(err)})` });
+        continue;
+      }
+      let json: unknown;
+      try {
+        json = parseJsonFile(text, shown);
+      } catch (err) {
+        if (err instanceof ConfigError) issues.push(...err.issues.map((i) => ({ ...i, file: shown })));
+        continue;
+      }
+      const r = validateTaskFile(json, shown);
+      if (r.ok) located.push(...r.value);
+      else issues.push(...r.issues);
+    }
+  }
+  if (issues.length === 0) issues.push(...validateTaskSet(located, project.config.exec.providers));
+  if (issues.length > 0) throw new ConfigError(configShown, issues);
+  return located.map((l) => ({ task: l.task, source: l.file ?? configShown }));
+}

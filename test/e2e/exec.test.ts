@@ -1,0 +1,323 @@
+// `routinely register` and `routinely exec …` end to end: the built CLI, real tasks (sh -c),
+// real signals.
+
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadRun } from '../../src/exec/run-store.js';
+import type { RunState } from '../../src/exec/run-state.js';
+import { eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+const runsDir = (p: string): string => join(p, '.routinely', 'exec', 'runs');
+const runIds = (p: string): string[] => (existsSync(runsDir(p)) ? readdirSync(runsDir(p)).sort() : []);
+const lastRun = (p: string): RunState => loadRun(runsDir(p), runIds(p).at(-1)!)!;
+const lockFile = (p: string): string => join(p, '.routinely', 'locks', 'exec-run.lock');
+
+/** A task that logs its start and end (epoch ms) to `events`, sleeping in between. */
+const timed = (events: string, secs: number): string =>
+  `echo "S $ROUTINELY_TASK_ID $(date +%s%3N)" >> ${events}; sleep ${secs}; echo "E $ROUTINELY_TASK_ID $(date +%s%3N)" >> ${events}`;
+
+function intervals(events: string): Map<string, { s: number; e: number }> {
+  const m = new Map<string, { s: number; e: number }>();
+  for (const line of readFileSync(events, 'utf8').trim().split('\n')) {
+    const [k, id, t] = line.split(' ');
+    const cur = m.get(id!) ?? { s: 0, e: 0 };
+    if (k === 'S') cur.s = Number(t);
+    else cur.e = Number(t);
+    m.set(id!, cur);
+  }
+  return m;
+}
+
+/** The most tasks (of those matching `filter`) running at any one instant. */
+function maxOverlap(iv: Map<string, { s: number; e: number }>, filter: (id: string) => boolean = () => true): number {
+  const points: [number, number][] = [];
+  for (const [id, { s, e }] of iv) if (filter(id)) points.push([s, 1], [e, -1]);
+  points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let cur = 0;
+  let max = 0;
+  for (const [, d] of points) max = Math.max(max, (cur += d));
+  return max;
+}
+
+function hashTree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir)) out[name] = createHash('sha256').update(readFileSync(join(dir, name))).digest('hex');
+  return out;
+}
+
+describe('register', () => {
+  it('syncs the registry by content hash and prints the summary', async () => {
+    const project = testProject({
+      exec: { taskDirs: ['tasks'], tasks: [{ id: 'build', run: 'true' }, { id: 'lint', run: 'true' }] },
+    });
+    mkdirSync(join(project, 'tasks'));
+    writeFileSync(join(project, 'tasks', 'more.json'), JSON.stringify([{ id: 'docs', run: 'true', dependsOn: ['build'] }]));
+    expect((await runCli(['register'], { cwd: project })).stdout).toBe('3 new, 0 changed, 0 retired\n');
+    expect((await runCli(['register'], { cwd: project })).stdout).toBe('0 new, 0 changed, 0 retired\n');
+    writeFileSync(join(project, 'tasks', 'more.json'), JSON.stringify({ id: 'docs', run: 'make docs', dependsOn: ['build'] }));
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { taskDirs: ['tasks'], tasks: [{ id: 'build', run: 'true' }] } }));
+    expect((await runCli(['register'], { cwd: project })).stdout).toBe('0 new, 1 changed, 1 retired\n');
+    const status = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as { id: string; status: string; source: string }[];
+    expect(Object.fromEntries(status.map((t) => [t.id, t.status]))).toEqual({ build: 'pending', lint: 'retired', docs: 'pending' });
+    expect(status.find((t) => t.id === 'docs')?.source).toBe('tasks/more.json');
+  });
+
+  it('rejects bad task files with exit 2, naming the file and path', async () => {
+    const project = testProject({ exec: { taskDirs: ['tasks'], tasks: [{ id: 'build', run: 'true' }] } });
+    mkdirSync(join(project, 'tasks'));
+    writeFileSync(join(project, 'tasks', 'bad.json'), JSON.stringify([{ id: 'build', run: 'x' }, { id: 'x', run: 'y', dependsOn: ['x'] }]));
+    const r = await runCli(['register'], { cwd: project });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('tasks/bad.json: [0].id: "build" is a duplicate (also exec.tasks[0])');
+    expect(r.stderr).toContain('tasks/bad.json: [1].dependsOn[0]: "x" is the task itself');
+    writeFileSync(join(project, 'tasks', 'bad.json'), '{ nope');
+    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: invalid JSON/);
+  });
+});
+
+describe('exec run', () => {
+  it('runs at most N at once, at most maxConcurrency per provider, dependencies first', async () => {
+    const project = testProject();
+    const ev = join(project, 'events');
+    const tasks = [
+      { id: 'build', run: timed(ev, 0.4) },
+      { id: 'docs', run: timed(ev, 0.2), dependsOn: ['build'] },
+      ...['a1', 'a2', 'a3'].map((id) => ({ id, run: timed(ev, 0.3), provider: 'agent' })),
+      ...['b1', 'b2', 'b3', 'b4'].map((id) => ({ id, run: timed(ev, 0.3) })),
+    ];
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 3, providers: { agent: { maxConcurrency: 1 } }, tasks } }));
+    const r = await runCli(['exec', 'run'], { cwd: project });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/SUCCEEDED: 9 succeeded/);
+    const iv = intervals(ev);
+    expect(iv.size).toBe(9);
+    expect(maxOverlap(iv)).toBe(3);
+    expect(maxOverlap(iv, (id) => id.startsWith('a'))).toBe(1);
+    expect(iv.get('docs')!.s).toBeGreaterThanOrEqual(iv.get('build')!.e);
+    const run = lastRun(project);
+    expect(run).toMatchObject({ status: 'SUCCEEDED', attempt: 1 });
+    expect(readFileSync(join(runsDir(project), run.run_id, 'build.log'), 'utf8')).toBe('');
+  });
+
+  it('--parallel overrides the config, and named tasks run as asked', async () => {
+    const project = testProject();
+    const ev = join(project, 'events');
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 4, tasks: ['x', 'y', 'z'].map((id) => ({ id, run: timed(ev, 0.2) })) } }));
+    expect((await runCli(['exec', 'run', 'x', 'y', '--parallel', '1'], { cwd: project })).code).toBe(0);
+    const iv = intervals(ev);
+    expect([...iv.keys()].sort()).toEqual(['x', 'y']);
+    expect(maxOverlap(iv)).toBe(1);
+    const unknown = await runCli(['exec', 'run', 'nope'], { cwd: project });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown task "nope" \(known: x, y, z\)/);
+    expect((await runCli(['exec', 'run', '--parallel', '0'], { cwd: project })).code).toBe(2);
+  });
+
+  it('a failure skips its dependants but not unrelated tasks; exit 1 with why and next', async () => {
+    const project = testProject({
+      exec: {
+        tasks: [
+          { id: 'build', run: 'echo compiling; echo oops >&2; exit 3' },
+          { id: 'docs', run: 'true', dependsOn: ['build'] },
+          { id: 'site', run: 'true', dependsOn: ['docs'] },
+          { id: 'lint', run: 'true' },
+        ],
+      },
+    });
+    const r = await runCli(['exec', 'run', '--json'], { cwd: project });
+    expect(r.code).toBe(1);
+    const run = JSON.parse(r.stdout) as RunState;
+    expect(run.status).toBe('FAILED');
+    expect(run.why_code).toBe('TASK_FAILED');
+    expect(run.next).toContain(`routinely exec resume ${run.run_id}`);
+    expect(run.tasks.build).toMatchObject({ status: 'failed', exit_code: 3, why_code: 'TASK_FAILED' });
+    expect(run.tasks.docs).toMatchObject({ status: 'skipped_dependency', why_code: 'DEPENDENCY_FAILED' });
+    expect(run.tasks.site?.status).toBe('skipped_dependency');
+    expect(run.tasks.lint?.status).toBe('succeeded');
+    expect(readFileSync(join(runsDir(project), run.run_id, 'build.log'), 'utf8')).toBe('compiling\noops\n');
+    // the next run has nothing ready: build failed, its dependants wait for it
+    const again = await runCli(['exec', 'run'], { cwd: project });
+    expect(again).toMatchObject({ code: 0, stdout: 'nothing to run\n' });
+    // reset, fix, run: the dependants follow
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: [{ id: 'build', run: 'true' }, { id: 'docs', run: 'true', dependsOn: ['build'] }, { id: 'site', run: 'true', dependsOn: ['docs'] }, { id: 'lint', run: 'true' }] } }));
+    const fixed = await runCli(['exec', 'run', '--json'], { cwd: project });
+    expect(Object.keys((JSON.parse(fixed.stdout) as RunState).tasks)).toEqual(['build', 'docs', 'site']);
+    expect(fixed.code).toBe(0);
+  });
+
+  it('a timeout kills the task with its grandchildren', async () => {
+    const project = testProject({
+      exec: { tasks: [{ id: 'hang', run: 'sleep 60 & echo $! > gc.pid; wait', timeoutSeconds: 0.5 }] },
+    });
+    const r = await runCli(['exec', 'run', '--json'], { cwd: project });
+    expect(r.code).toBe(1);
+    const run = JSON.parse(r.stdout) as RunState;
+    expect(run.tasks.hang).toMatchObject({ status: 'failed', why_code: 'TASK_TIMEOUT' });
+    const gc = Number(readFileSync(join(project, 'gc.pid'), 'utf8'));
+    await eventually(() => !processRuns(gc), 5000, 'grandchild gone');
+  });
+
+  it('runs tasks in the project root or their cwd, with their env and the routinely variables', async () => {
+    const project = testProject({
+      exec: { tasks: [{ id: 'where', run: 'echo "$PWD $GREETING $ROUTINELY_TASK_ID $ROUTINELY_RUN_ID"', env: { GREETING: 'hi' }, cwd: 'sub' }] },
+    });
+    mkdirSync(join(project, 'sub'));
+    expect((await runCli(['exec', 'run'], { cwd: join(project, 'sub') })).code).toBe(0);
+    const run = lastRun(project);
+    expect(readFileSync(join(runsDir(project), run.run_id, 'where.log'), 'utf8')).toBe(`${join(project, 'sub')} hi where ${run.run_id}\n`);
+  });
+
+  it('busy: exit 75 naming the holder; skip exits 0 and starts no run', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] } });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 30'], { cwd: project });
+    await holder.waitFor(/started/);
+    const r = await runCli(['exec', 'run'], { cwd: project });
+    expect(r.code).toBe(75);
+    expect(r.stderr).toMatch(/^exec busy: held by pid \d+ on .* \(lock run\)/);
+    expect(await runCli(['exec', 'run', '--if-busy', 'skip'], { cwd: project })).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
+    expect(runIds(project)).toEqual([]);
+    holder.child.kill('SIGTERM');
+    await holder.exited;
+  });
+
+  it('SIGTERM: tasks stopped, run INTERRUPTED, lock free, exit 143; resume finishes it', async () => {
+    const project = testProject({
+      exec: { parallel: 2, tasks: [{ id: 'quick', run: 'true' }, { id: 'slow', run: 'echo "slow $$" > slow.pid; sleep 60' }, { id: 'after', run: 'true', dependsOn: ['slow'] }] },
+    });
+    const p = startCli(['exec', 'run'], { cwd: project });
+    await eventually(() => existsSync(join(project, 'slow.pid')), 10_000, 'slow started');
+    const slowPid = Number(readFileSync(join(project, 'slow.pid'), 'utf8').split(' ')[1]);
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(143);
+    expect(existsSync(lockFile(project))).toBe(false);
+    expect(processRuns(slowPid)).toBe(false);
+    const run = lastRun(project);
+    expect(run).toMatchObject({ status: 'INTERRUPTED', why_code: 'INTERRUPTED' });
+    expect(run.tasks.quick?.status).toBe('succeeded');
+    expect(run.tasks.slow?.status).toBe('interrupted');
+    expect(run.tasks.after?.status).toBe('pending');
+    // interrupted work belongs to its run: a plain exec run does not pick it up, resume does
+    expect((await runCli(['exec', 'run'], { cwd: project })).stdout).toBe('nothing to run\n');
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 2, tasks: [{ id: 'quick', run: 'true' }, { id: 'slow', run: 'true' }, { id: 'after', run: 'true', dependsOn: ['slow'] }] } }));
+    const resumed = await runCli(['exec', 'resume', '--json'], { cwd: project });
+    expect(resumed.code).toBe(0);
+    const done = JSON.parse(resumed.stdout) as RunState;
+    expect(done).toMatchObject({ run_id: run.run_id, status: 'SUCCEEDED', attempt: 2 });
+    expect(done.tasks.quick?.attempts).toBe(1); // kept, not run again
+    expect(done.tasks.slow?.attempts).toBe(2);
+    expect((await runCli(['exec', 'resume'], { cwd: project })).stdout).toBe('nothing to resume\n');
+  });
+
+  it('SIGKILL of the whole run mid-task: exec resume redoes only the unfinished tasks', async () => {
+    const project = testProject();
+    const count = join(project, 'count');
+    const tasks = [
+      { id: 'one', run: `echo one >> ${count}` },
+      { id: 'two', run: `echo two >> ${count}; touch two.started; sleep 60` },
+      { id: 'three', run: `echo three >> ${count}`, dependsOn: ['two'] },
+    ];
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 1, tasks } }));
+    const p = startCli(['exec', 'run'], { cwd: project });
+    await eventually(() => existsSync(join(project, 'two.started')), 10_000, 'two started');
+    p.child.kill('SIGKILL');
+    await p.exited;
+    expect(lastRun(project).status).toBe('RUNNING'); // its owner died mid-run
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 1, tasks: [tasks[0], { id: 'two', run: `echo two >> ${count}` }, tasks[2]] } }));
+    const r = await runCli(['exec', 'resume', '--json'], { cwd: project });
+    expect(r.code).toBe(0);
+    const run = JSON.parse(r.stdout) as RunState;
+    expect(run).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+    expect(readFileSync(count, 'utf8').trim().split('\n')).toEqual(['one', 'two', 'two', 'three']);
+  });
+
+  it('resume while another process holds the lock: exit 75, CONFLICT, run files byte-identical', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'exit 1' }] } });
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1);
+    const id = runIds(project)[0]!;
+    const before = hashTree(join(runsDir(project), id));
+    const registryBefore = readFileSync(join(project, '.routinely', 'exec', 'tasks.json'), 'utf8');
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 30'], { cwd: project });
+    await holder.waitFor(/started/);
+    const r = await runCli(['exec', 'resume', id, '--json'], { cwd: project });
+    expect(r.code).toBe(75);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'CONFLICT', why_code: 'LOCK_CONFLICT' });
+    const plain = await runCli(['exec', 'resume', id], { cwd: project });
+    expect(plain.code).toBe(75);
+    expect(plain.stderr).toMatch(/exec busy: held by pid \d+.*\n {2}status: CONFLICT \(LOCK_CONFLICT\)/);
+    expect(await runCli(['exec', 'resume', '--if-busy', 'skip'], { cwd: project })).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
+    expect(hashTree(join(runsDir(project), id))).toEqual(before);
+    expect(readFileSync(join(project, '.routinely', 'exec', 'tasks.json'), 'utf8')).toBe(registryBefore);
+    holder.child.kill('SIGTERM');
+    await holder.exited;
+  });
+
+  it('lost lock (SIGSTOP past the TTL): ABORTED / LOCK_LOST, its tasks stopped, nothing else written', async () => {
+    const project = testProject({ lock: { ttlSeconds: 2 }, exec: { tasks: [{ id: 'long', run: 'echo "pid $$" > long.pid; sleep 60' }] } });
+    const p = startCli(['exec', 'run'], { cwd: project });
+    await eventually(() => existsSync(join(project, 'long.pid')), 10_000, 'task started');
+    const taskPid = Number(readFileSync(join(project, 'long.pid'), 'utf8').split(' ')[1]);
+    const id = runIds(project)[0]!;
+    process.kill(p.pid, 'SIGSTOP');
+    const thief = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo took-over; sleep 2'], { cwd: project });
+    await thief.waitFor(/took-over/);
+    expect(processRuns(taskPid)).toBe(false);
+    const snapshotBefore = readFileSync(join(runsDir(project), id, 'run.json'), 'utf8');
+    const registryBefore = readFileSync(join(project, '.routinely', 'exec', 'tasks.json'), 'utf8');
+    const journalBefore = readFileSync(join(runsDir(project), id, 'journal.jsonl'), 'utf8');
+    process.kill(p.pid, 'SIGCONT');
+    expect((await p.exited).code).toBe(1);
+    expect(p.stdout()).toMatch(/ABORTED/);
+    expect(readFileSync(join(runsDir(project), id, 'run.json'), 'utf8')).toBe(snapshotBefore);
+    expect(readFileSync(join(project, '.routinely', 'exec', 'tasks.json'), 'utf8')).toBe(registryBefore);
+    const journal = readFileSync(join(runsDir(project), id, 'journal.jsonl'), 'utf8');
+    expect(journal.startsWith(journalBefore)).toBe(true);
+    const added = journal.slice(journalBefore.length).trim().split('\n').map((l) => JSON.parse(l) as { type: string; status: string; why_code: string });
+    expect(added).toEqual([expect.objectContaining({ type: 'run-finished', status: 'ABORTED', why_code: 'LOCK_LOST' })]);
+    expect(lastRun(project)).toMatchObject({ status: 'ABORTED', why_code: 'LOCK_LOST' });
+    expect((await thief.exited).code).toBe(0);
+  });
+});
+
+describe('exec read views and bad input', () => {
+  it('status, runs, show, reset', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: 'exit 4' }] } });
+    await runCli(['exec', 'run'], { cwd: project });
+    const id = runIds(project)[0]!;
+    const runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout);
+    expect(runs).toEqual([expect.objectContaining({ run_id: id, status: 'FAILED', summary: expect.objectContaining({ succeeded: 1, failed: 1, total: 2 }) })]);
+    const show = await runCli(['exec', 'show', id], { cwd: project });
+    expect(show.stdout).toMatch(new RegExp(`^run ${id}: FAILED`));
+    expect(show.stdout).toMatch(/b +failed +exit 4/);
+    expect(JSON.parse((await runCli(['exec', 'show', id, '--json'], { cwd: project })).stdout)).toMatchObject({ run_id: id, tasks: { b: { exit_code: 4 } } });
+    const human = await runCli(['exec', 'status'], { cwd: project });
+    expect(human.stdout).toMatch(/^TASK +STATUS/);
+    expect(human.stdout).toMatch(/b +failed/);
+    expect(await runCli(['exec', 'reset', 'b'], { cwd: project })).toMatchObject({ code: 0, stdout: 'reset to pending: b\n' });
+    const after = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as { id: string; status: string }[];
+    expect(after.find((t) => t.id === 'b')?.status).toBe('pending');
+    expect((await runCli(['exec', 'reset', 'zzz'], { cwd: project })).code).toBe(2);
+  });
+
+  it.each([
+    [['exec', 'show', '../../etc/passwd'], /is not a run id/],
+    [['exec', 'show', 'r-a/../../x'], /is not a run id/],
+    [['exec', 'show', 'r-20000101T000000Z-dead'], /no run r-20000101T000000Z-dead/],
+    [['exec', 'resume', 'r-20000101T000000Z-dead'], /no run r-20000101T000000Z-dead/],
+    [['exec', 'resume', '..'], /is not a run id/],
+  ])('%j: exit 2', async (args, message) => {
+    const project = testProject();
+    const r = await runCli(args, { cwd: project });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it('nothing to run and nothing to resume exit 0', async () => {
+    const project = testProject();
+    expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to run\n' });
+    expect(await runCli(['exec', 'resume'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to resume\n' });
+    await sleep(0);
+  });
+});

@@ -1,0 +1,63 @@
+import { appendFileSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FencedError, RunStore, listRunIds, loadRun } from '../../src/exec/run-store.js';
+import type { RunState } from '../../src/exec/run-state.js';
+import { testdir } from '../helpers/testdir.js';
+
+const state = (gen = 3): RunState => ({
+  version: 1, run_id: 'r-20261129T190000Z-aaaa', status: 'RUNNING', command: 'exec run', routine: null, generation: gen,
+  lock_id: 'l', owner: { pid: 1, host: 'h', boot_id: null, start_time: null }, attempt: 1, parallel: 1,
+  created_at: 't', updated_at: 't', finished_at: null,
+  tasks: { a: { status: 'pending', provider: 'default', attempts: 0, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: 'a.log', hash: 'h' } },
+});
+const open = { append: () => true, snapshot: () => true };
+
+describe('RunStore', () => {
+  it('keeps the snapshot plus the journal, 0600 in a 0700 folder', async () => {
+    const runs = testdir();
+    const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    await store.create(state());
+    store.append({ type: 'task-started', gen: 3, at: 't1', task: 'a' });
+    store.close();
+    expect(loadRun(runs, 'r-20261129T190000Z-aaaa')?.tasks.a?.status).toBe('running');
+    expect(statSync(store.dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(store.dir, 'run.json')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(store.dir, 'journal.jsonl')).mode & 0o777).toBe(0o600);
+    expect(listRunIds(runs)).toEqual(['r-20261129T190000Z-aaaa']);
+  });
+
+  it('ignores a torn last line, and a writer reopening it starts on a fresh line', async () => {
+    const runs = testdir();
+    const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    await store.create(state());
+    store.close();
+    appendFileSync(join(store.dir, 'journal.jsonl'), '{"type":"task-sta');
+    expect(loadRun(runs, 'r-20261129T190000Z-aaaa')?.tasks.a?.status).toBe('pending');
+    const again = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    again.openJournal();
+    again.append({ type: 'task-started', gen: 3, at: 't1', task: 'a' });
+    again.close();
+    expect(loadRun(runs, 'r-20261129T190000Z-aaaa')?.tasks.a?.status).toBe('running');
+  });
+
+  it('refuses to write when the fence says the lock is gone, and never replaces a newer snapshot', async () => {
+    const runs = testdir();
+    const newer = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    await newer.create(state(9));
+    newer.close();
+    const before = readFileSync(join(newer.dir, 'run.json'), 'utf8');
+    const stale = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    stale.openJournal();
+    await expect(stale.snapshot(state(8))).rejects.toThrow(FencedError);
+    const lost = new RunStore(runs, 'r-20261129T190000Z-aaaa', { append: () => false, snapshot: () => false });
+    lost.openJournal();
+    expect(() => lost.append({ type: 'task-started', gen: 9, at: 't', task: 'a' })).toThrow(FencedError);
+    expect(readFileSync(join(newer.dir, 'run.json'), 'utf8')).toBe(before);
+  });
+
+  it('turns a run id into a path only after checking it', () => {
+    expect(() => new RunStore(testdir(), '../../etc', open).dir).toThrow(/not a run id/);
+    expect(() => loadRun(testdir(), 'r-../x')).toThrow(/not a run id/);
+  });
+});
