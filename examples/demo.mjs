@@ -1,6 +1,6 @@
-// `npm run demo`: the project exec lock in action on a throwaway project.
-// A holder runs under the lock; a second command fails with 75 naming it, a third skips, a
-// fourth waits and gets the lock once the holder is done; `lock status` in between.
+// `npm run demo`: routinely on a throwaway project. The exec lock (a holder; a second command
+// failing with 75 and naming it; one skipping; one waiting), then an exec run with a
+// dependency and a failure, and its resume.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,18 @@ const cli = resolve(import.meta.dirname, '../dist/cli.js');
 const project = mkdtempSync(join(tmpdir(), 'routinely-demo-'));
 const env = { ...process.env };
 delete env.NODE_EXTRA_CA_CERTS;
-writeFileSync(join(project, 'routinely.json'), JSON.stringify({ lock: { ttlSeconds: 10 } }, null, 2));
+writeFileSync(join(project, 'routinely.json'), JSON.stringify({
+  lock: { ttlSeconds: 10 },
+  exec: {
+    parallel: 2,
+    tasks: [
+      { id: 'build', run: 'sleep 0.3; echo built > build.out' },
+      { id: 'test', run: 'test -f fixed || { echo "1 test failed" >&2; exit 1; }', dependsOn: ['build'] },
+      { id: 'docs', run: 'echo docs', dependsOn: ['test'] },
+      { id: 'lint', run: 'sleep 0.2; echo lint ok' },
+    ],
+  },
+}, null, 2));
 
 const bold = (s) => (process.stdout.isTTY && !process.env.NO_COLOR ? `\x1b[1m${s}\x1b[0m` : s);
 const say = (s) => console.log(`\n${bold(`## ${s}`)}`);
@@ -22,7 +33,7 @@ function run(args, note) {
   const indent = (text) => (text ? `${text.trimEnd().replace(/^/gm, '  ')}\n` : '');
   process.stdout.write(indent(r.stdout) + indent(r.stderr));
   console.log(`  → exit ${r.status}`);
-  return r.status;
+  return r.stdout;
 }
 
 try {
@@ -50,6 +61,14 @@ try {
 
   say('free again; the generation counter (fencing token) has moved on');
   run(['lock', 'status']);
+
+  say('exec run: build, then test (which fails) and docs (which depends on it); lint beside them');
+  const runId = /run (r-[A-Za-z0-9-]+)/.exec(run(['exec', 'run']))?.[1];
+
+  say('fix the cause, then resume that run: what succeeded is kept, the rest runs again');
+  writeFileSync(join(project, 'fixed'), '');
+  run(['exec', 'resume', runId]);
+  run(['exec', 'status']);
 } finally {
   rmSync(project, { recursive: true, force: true });
 }

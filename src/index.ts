@@ -18,3 +18,7 @@ export type { LockRecord, LockOwner, ChildGroup } from './lock/record.js';
 
 export { withProjectLock, projectLockBackend, type ProjectLockOptions, type WithLockResult } from './project.js';
 export { configJsonSchema, taskFileJsonSchema } from './config/json-schema.js';
+
+export { register, execRun, execResume, execStatus, listRuns, showRun, resetTasks, type ExecContext, type RunOptions, type RunOutcome, type ResumeOutcome, type RegisterSummary, type TaskView } from './exec/operations.js';
+export type { RunState, RunStatus, TaskRun, Why, WhyCode, RunEvent } from './exec/run-state.js';
+export type { TaskStatus } from './exec/registry.js';

@@ -1,0 +1,53 @@
+// Exec benchmarks (issue 3): 500 trivial tasks with --parallel 4 against xargs -P4 running the
+// same commands, and bytes written to state for 100 vs 1000 tasks (must grow linearly).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { execRun, loadProject } from '../dist/index.js';
+import { fmt, median, table, timeCommand } from './lib.mjs';
+
+const cli = resolve(import.meta.dirname, '../dist/cli.js');
+
+function project(n) {
+  const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-exec-'));
+  const tasks = Array.from({ length: n }, (_, i) => ({ id: `t${i}`, run: 'true' }));
+  writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ exec: { parallel: 4, tasks } }));
+  return dir;
+}
+
+export async function execBenchmarks({ quick = false } = {}) {
+  const rounds = quick ? 1 : 3;
+  const ours = [];
+  const xargs = [];
+  const floor = [];
+  for (let r = 0; r < rounds; r++) {
+    const dir = project(500);
+    ours.push(timeCommand(process.execPath, [cli, 'exec', 'run', '--parallel', '4'], { cwd: dir }));
+    xargs.push(timeCommand('sh', ['-c', 'seq 500 | xargs -P4 -I{} sh -c true'], { cwd: dir }));
+    floor.push(timeCommand(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-floor.mjs')], { cwd: dir }));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const o = median(ours);
+  const x = median(xargs);
+  const f = median(floor);
+  table(`500 trivial tasks (sh -c true), 4 at a time: wall ms (median of ${rounds}, process start included)`, ['runner', 'median ms', 'ratio'], [
+    ['xargs -P4', fmt(x), '1.00x'],
+    ['bare Node spawn loop (the floor for any Node runner)', fmt(f), `${fmt(f / x, 2)}x`],
+    ['routinely exec run --parallel 4', fmt(o), `${fmt(o / x, 2)}x`],
+  ]);
+
+  const bytes = {};
+  for (const n of [100, 1000]) {
+    const dir = project(n);
+    const r = await execRun({ project: loadProject({ cwd: dir }) }, { parallel: 4 });
+    if (r.kind !== 'done') throw new Error(`unexpected ${r.kind}`);
+    bytes[n] = r.bytesWritten;
+    rmSync(dir, { recursive: true, force: true });
+  }
+  table('Bytes written to state by one run (snapshot at start and end, journal, registry)', ['tasks', 'bytes', 'bytes per task'], [
+    ['100', String(bytes[100]), fmt(bytes[100] / 100)],
+    ['1000', String(bytes[1000]), fmt(bytes[1000] / 1000)],
+  ]);
+  console.log(`  1000 tasks write ${fmt(bytes[1000] / bytes[100], 2)}x the bytes of 100 (linear: 10x)`);
+  return { ours: o, xargs: x, floor: f, bytes };
+}
