@@ -20,6 +20,7 @@ import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
 import { err, humanDuration, out, paint, useColor } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { Progress } from './progress.js';
+import { reportOutcome, reportStarted } from './outcome.js';
 import { StopSignals } from './signals.js';
 
 export interface RunFlags extends BusyFlags {
@@ -42,9 +43,10 @@ export async function registerCommand(flags: BusyFlags & { routine?: string }, g
   const policy = busyPolicy(flags, 'fail');
   const ctx = context(g);
   using stop = new StopSignals();
-  const r = await register(ctx, { ...policy, signal: stop.signal, routine: flags.routine ?? null });
-  if (r.kind === 'busy') return r.busy.reason === 'ABORTED' ? stop.exitCode : reportBusy(r.busy, policy);
+  const r = await register(ctx, { ...policy, signal: stop.signal, routine: flags.routine ?? null, onLocked: () => reportStarted() });
+  if (r.kind === 'busy') return busy(r.busy, policy, stop);
   out(describeSummary(r.value));
+  reportOutcome('success', describeSummary(r.value), ExitCode.OK);
   return ExitCode.OK;
 }
 
@@ -62,13 +64,15 @@ export async function runCommand(taskIds: string[], flags: RunFlags, g: GlobalOp
       parallel: flags.parallel,
       routine: flags.routine ?? null,
       runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
+      onLocked: () => reportStarted(),
       onStart: (s) => progress?.start(s),
       onEvent: (e, s) => progress?.event(e, s),
     });
-    if (r.kind === 'busy') return r.busy.reason === 'ABORTED' ? stop.exitCode : reportBusy(r.busy, policy);
+    if (r.kind === 'busy') return busy(r.busy, policy, stop);
     if (r.kind === 'nothing') {
       if (flags.json) out(JSON.stringify({ status: 'NOTHING_TO_RUN', why: r.why, registered: r.summary }, null, 2));
       else out(r.why);
+      reportOutcome('success', r.why, ExitCode.OK);
       return ExitCode.OK;
     }
     return finish(r.state, flags, progress, stop);
@@ -81,7 +85,18 @@ function finish(state: RunState, flags: RunFlags, progress: Progress | null, sto
   progress?.stop();
   if (flags.json) out(JSON.stringify(state, null, 2));
   else for (const line of runSummary(state)) out(line);
-  return exitCodeFor(state.status, stop.received ? stop.exitCode : null);
+  const code = exitCodeFor(state.status, stop.received ? stop.exitCode : null);
+  const reason = state.status === 'SUCCEEDED' ? null : `run ${state.run_id} ${state.status}${state.why ? `: ${state.why}` : ''}`;
+  reportOutcome(state.status === 'SUCCEEDED' ? 'success' : 'failure', reason, code, state.run_id);
+  return code;
+}
+
+/** A busy lock: printed per --if-busy, and reported to a scheduler as a skip. */
+function busy(b: Parameters<typeof reportBusy>[0], policy: ReturnType<typeof busyPolicy>, stop: StopSignals): number {
+  if (b.reason === 'ABORTED') return stop.exitCode;
+  const code = reportBusy(b, policy);
+  reportOutcome('skipped', 'exec busy', code);
+  return code;
 }
 
 export function runSummary(state: RunState): string[] {
@@ -113,11 +128,13 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
       parallel: flags.parallel,
       routine: flags.routine ?? null,
       runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
+      onLocked: () => reportStarted(),
       onStart: (s) => progress?.start(s),
       onEvent: (e, s) => progress?.event(e, s),
     });
     if (r.kind === 'conflict') {
       if (r.busy.reason === 'ABORTED') return stop.exitCode;
+      reportOutcome('skipped', 'exec busy', policy.ifBusy === 'skip' && r.busy.reason === 'LOCK_HELD' ? ExitCode.OK : ExitCode.BUSY);
       if (policy.ifBusy === 'skip' && r.busy.reason === 'LOCK_HELD') {
         if (flags.json) out(JSON.stringify({ status: 'CONFLICT', why_code: 'LOCK_CONFLICT', why: `exec busy: held by ${r.busy.why}`, next: 'skipped; try again later' }, null, 2));
         else out('skipped: exec busy');
@@ -135,6 +152,7 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
     if (r.kind === 'nothing') {
       if (flags.json) out(JSON.stringify({ status: 'NOTHING_TO_RESUME', why: r.why }, null, 2));
       else out(r.why);
+      reportOutcome('success', r.why, ExitCode.OK);
       return ExitCode.OK;
     }
     return finish(r.state, flags, progress, stop);

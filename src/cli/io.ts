@@ -35,11 +35,18 @@ export function humanDuration(ms: number): string {
 }
 
 /** `2026-11-29 20:05:00 GMT+1` in the given zone (machine zone when undefined). */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
 export function formatInZone(date: Date, timeZone?: string): string {
-  const parts = new Intl.DateTimeFormat('en-CA', {
-    timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
-    second: '2-digit', hourCycle: 'h23', timeZoneName: 'short',
-  }).formatToParts(date);
+  let fmt = formatters.get(timeZone ?? '');
+  if (!fmt) {
+    fmt = new Intl.DateTimeFormat('en-CA', {
+      timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
+      second: '2-digit', hourCycle: 'h23', timeZoneName: 'short',
+    });
+    formatters.set(timeZone ?? '', fmt);
+  }
+  const parts = fmt.formatToParts(date);
   const get = (t: string): string => parts.find((p) => p.type === t)?.value ?? '';
   return `${get('year')}-${get('month')}-${get('day')} ${get('hour')}:${get('minute')}:${get('second')} ${get('timeZoneName')}`;
 }

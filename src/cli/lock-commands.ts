@@ -4,24 +4,41 @@ import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { killGroup, runProcess, stopGroup } from '../exec/process.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
+import type { Lease } from '../lock/lease.js';
 import type { LockStatus } from '../lock/status.js';
 import { projectLockBackend } from '../project.js';
 import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out } from './io.js';
 import type { GlobalOptions } from './main.js';
+import { reportOutcome, reportStarted } from './outcome.js';
 import { StopSignals } from './signals.js';
 
 /** How long a forwarded SIGINT/SIGTERM may take before the group gets SIGKILL. */
 const FORWARD_GRACE_MS = 10_000;
 
-export async function lockRun(cmd: string[], flags: BusyFlags, g: GlobalOptions): Promise<number> {
+export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: string }, g: GlobalOptions): Promise<number> {
   const policy = busyPolicy(flags, 'fail');
   const project = loadProject({ configPath: g.config });
   using stop = new StopSignals();
-  const got = await projectLockBackend(project).acquire(EXEC_LOCK_KEY, { command: 'lock run' }, { ...policy, signal: stop.signal });
-  if (!got.ok) return got.reason === 'ABORTED' ? stop.exitCode : reportBusy(got, policy);
+  const owner = { command: 'lock run', routine: flags.routine ?? null, run_id: process.env.ROUTINELY_RUN_ID ?? null };
+  const got = await projectLockBackend(project).acquire(EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal });
+  if (!got.ok) {
+    if (got.reason === 'ABORTED') return stop.exitCode;
+    const code = reportBusy(got, policy);
+    reportOutcome('skipped', 'exec busy', code);
+    return code;
+  }
+  reportStarted(owner.run_id);
   await using lease = got.lease;
+  const code = await runUnderLease(cmd, lease, stop);
+  const reason =
+    code === 0 ? null : stop.received ? `stopped by ${stop.received}` : lease.lost ? `lock lost: ${lease.lost.why}` : code === 127 || code === 126 ? `cannot run ${cmd[0]}` : `exit code ${code}`;
+  reportOutcome(code === 0 ? 'success' : 'failure', reason, code, owner.run_id);
+  return code;
+}
 
+/** Runs CMD in its own group while `lease` is held; returns the exit code `lock run` exits with. */
+async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals): Promise<number> {
   let childPid: number | null = null;
   let escalate: NodeJS.Timeout | undefined;
   const forward = stop.onSignal((signal, repeated) => {

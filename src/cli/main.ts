@@ -78,6 +78,7 @@ Exit codes: 0 ok or skipped, 1 work failed or lock lost, 2 bad usage or config,
     .description('run CMD while holding the project exec lock')
     .addOption(ifBusyOption('fail'))
     .addOption(waitTimeoutOption())
+    .addOption(new Option('--routine <id>', 'record the hold as fired by this routine').hideHelp())
     .argument('<cmd...>', 'the command and its arguments (after --)')
     .passThroughOptions()
     .addHelpText(
@@ -170,6 +171,59 @@ Examples:
     .addOption(waitTimeoutOption())
     .action(act(async (tasks: string[], opts) => (await import('./exec-commands.js')).resetCommand(tasks, opts, globals())));
 
+  const routine = program.command('routine').description('routines: list, fire now, history, pause');
+  routine
+    .command('list')
+    .description('every routine: schedule, next and last run, last result, counts, paused')
+    .option('--json', 'print JSON (the fields of routine-state.json plus schedule and next_run_at)')
+    .option('--check', 'exit 1 when an enabled routine last failed (skips do not count)')
+    .action(act(async (opts) => (await import('./routine-commands.js')).routineList(opts, globals())));
+  routine
+    .command('run')
+    .description('fire one routine now, exactly as the scheduler would, and record it')
+    .argument('<id>')
+    .addOption(ifBusyOption('fail'))
+    .addOption(waitTimeoutOption())
+    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineRun(id, opts, globals())));
+  routine
+    .command('history')
+    .description('past fires of a routine, newest first')
+    .argument('<id>')
+    .addOption(new Option('--limit <n>', 'how many').argParser(positiveInt('--limit')).default(20))
+    .option('--json', 'print JSON')
+    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineHistory(id, opts, globals())));
+  routine
+    .command('pause')
+    .description('stop firing a routine (a running scheduler honours it at once)')
+    .argument('<id>')
+    .option('--note <text>', 'why, shown in routine list')
+    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routinePause(id, opts, globals())));
+  routine
+    .command('resume')
+    .description('fire a paused routine again on its schedule')
+    .argument('<id>')
+    .action(act(async (id: string) => (await import('./routine-commands.js')).routineResume(id, globals())));
+
+  const scheduler = program.command('scheduler').description('the long-running scheduler');
+  scheduler
+    .command('start')
+    .description('run the scheduler in the foreground (systemd, a container, a terminal)')
+    .addOption(new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'))
+    .addOption(new Option('--shutdown-timeout <seconds>', 'on SIGTERM/SIGINT, wait this long for running routines').argParser(seconds('--shutdown-timeout')).default(30))
+    .addHelpText('after', `
+Fires every enabled, unpaused routine as a child process (exec run / exec resume / register /
+lock run, each with --if-busy skip). A tick that meets a busy lock is logged as
+"[routine] skipped <id>: exec busy" and recorded as skipped. SIGHUP or a change of the config
+file reloads it (a bad config is logged and the old one kept). SIGTERM/SIGINT: stop firing,
+wait for running routines up to --shutdown-timeout, stop them, exit 0.`)
+    .action(act(async (opts) => (await import('./scheduler-command.js')).schedulerStart(opts, globals())));
+
+  program
+    .command('init')
+    .description('write a commented starter routinely.json (with $schema) here')
+    .option('--force', 'overwrite an existing routinely.json')
+    .action(act(async (opts) => (await import('./init-command.js')).init(opts)));
+
   program
     .command('validate')
     .description('check the config and print the next 3 fire times of each routine')
@@ -209,7 +263,9 @@ function reportError(error: unknown): number {
   return ExitCode.FAILED;
 }
 
-// Flush stdout before exiting: pipes are asynchronous on some platforms.
-main(process.argv).then((code) => {
+// Flush stdout (pipes are asynchronous on some platforms) and a scheduler's outcome channel
+// before exiting.
+main(process.argv).then(async (code) => {
+  if (process.send) await (await import('./outcome.js')).flushOutcome();
   process.stdout.write('', () => process.exit(code));
 });

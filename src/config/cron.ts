@@ -34,11 +34,25 @@ export function cronProblem(schedule: string, timezone?: string): string | null 
     }
   }
   try {
-    new Cron(trimmed, { mode: '5-or-6-parts', timezone, paused: true });
+    cronFor(trimmed, timezone);
   } catch (err) {
     return (err as Error).message.replace(/^CronPattern:\s*/, '');
   }
   return null;
+}
+
+const crons = new Map<string, Cron>();
+
+/** One parsed croner instance per pattern and zone, shared by validation and scheduling (a
+ * config with 100 routines would otherwise parse every pattern twice at start-up). */
+export function cronFor(pattern: string, timezone?: string): Cron {
+  const key = `${timezone ?? ''}\u0000${pattern.trim()}`;
+  let cron = crons.get(key);
+  if (!cron) {
+    cron = new Cron(pattern.trim(), { mode: '5-or-6-parts', timezone, paused: true });
+    crons.set(key, cron);
+  }
+  return cron;
 }
 
 function fieldProblem(field: string, spec: { name: string; min: number; max: number }): string | null {
@@ -58,12 +72,20 @@ function fieldProblem(field: string, spec: { name: string; min: number; max: num
   return null;
 }
 
-/** Whether `zone` is an IANA time-zone name this runtime knows. */
+const zones = new Map<string, boolean>();
+
+/** Whether `zone` is an IANA time-zone name this runtime knows (memoized: each check builds an
+ * ICU formatter, ≈ 0.5 ms). */
 export function isValidTimezone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
+  let ok = zones.get(zone);
+  if (ok === undefined) {
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: zone });
+      ok = true;
+    } catch {
+      ok = false;
+    }
+    zones.set(zone, ok);
   }
+  return ok;
 }

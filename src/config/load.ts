@@ -62,10 +62,48 @@ function isFile(p: string): boolean {
   }
 }
 
-/** Parses JSON, naming the line and column of a syntax error. */
+/** Blanks out line (`//`) and block comments outside strings (JSONC, as `routinely init` writes and
+ * editors accept), keeping every line and column where it was for error messages. */
+export function stripJsonComments(text: string): string {
+  let out = '';
+  let i = 0;
+  let inString = false;
+  while (i < text.length) {
+    const c = text[i]!;
+    if (inString) {
+      out += c;
+      if (c === '\\') {
+        out += text[i + 1] ?? '';
+        i += 2;
+        continue;
+      }
+      if (c === '"') inString = false;
+      i++;
+    } else if (c === '"') {
+      inString = true;
+      out += c;
+      i++;
+    } else if (c === '/' && text[i + 1] === '/') {
+      while (i < text.length && text[i] !== '\n') {
+        out += ' ';
+        i++;
+      }
+    } else if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      const stop = end === -1 ? text.length : end + 2;
+      for (; i < stop; i++) out += text[i] === '\n' ? '\n' : ' ';
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** Parses JSON (comments allowed), naming the line and column of a syntax error. */
 export function parseJsonFile(text: string, shown: string): unknown {
   try {
-    return JSON.parse(text);
+    return JSON.parse(text.includes('/') ? stripJsonComments(text) : text);
   } catch (err) {
     const msg = (err as Error).message;
     const pos = /position (\d+)/.exec(msg);

@@ -106,16 +106,22 @@ function markOwnerDead(runsDir: string, run: RunState, lease: Lease, clock: Cloc
   return applyEvent(run, event);
 }
 
+export interface LockedPolicy extends BusyPolicy {
+  /** Called once the exec lock is held, before any work. */
+  onLocked?: () => void;
+}
+
 async function withLock<T>(
   ctx: ExecContext,
   command: string,
   routine: string | null | undefined,
-  policy: BusyPolicy,
+  policy: LockedPolicy,
   fn: (lease: Lease, clock: Clock) => Promise<T>,
 ): Promise<{ kind: 'busy'; busy: Busy } | { kind: 'ok'; value: T }> {
   const clock = ctx.clock ?? systemClock;
   const got = await projectLockBackend(ctx.project).acquire(EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy);
   if (!got.ok) return { kind: 'busy', busy: got };
+  policy.onLocked?.();
   try {
     return { kind: 'ok', value: await fn(got.lease, clock) };
   } finally {
@@ -123,12 +129,12 @@ async function withLock<T>(
   }
 }
 
-export async function register(ctx: ExecContext, policy: BusyPolicy & { routine?: string | null }) {
+export async function register(ctx: ExecContext, policy: LockedPolicy & { routine?: string | null }) {
   const defs = loadTaskDefinitions(ctx.project);
   return withLock(ctx, 'register', policy.routine, policy, async (lease, clock) => (await prepareRegistry(ctx, clock, lease, defs)).summary);
 }
 
-export interface RunOptions extends BusyPolicy {
+export interface RunOptions extends LockedPolicy {
   /** Run exactly these tasks (else every ready pending task). */
   tasks?: string[];
   parallel?: number;

@@ -1,16 +1,22 @@
-// Schedule math behind a one-method interface (STYLE lesson 3, supercronic's Expression):
-// croner is used as a calculator only; the scheduler loop owns every timer.
+// Schedule math behind a small interface (STYLE lesson 3, supercronic's Expression): croner is
+// used as a calculator only; the scheduler loop owns every timer.
 
-import { Cron } from 'croner';
+import { cronFor } from '../config/cron.js';
 
 export interface Schedule {
   /** The first fire time strictly after `from`, or null when there is none. */
   next(from: Date): Date | null;
+  /** The latest fire time at or before `at`, or null. */
+  previous(at: Date): Date | null;
 }
 
 export function cronSchedule(pattern: string, timezone?: string): Schedule {
-  const cron = new Cron(pattern.trim(), { mode: '5-or-6-parts', timezone, paused: true });
-  return { next: (from) => cron.nextRun(from) };
+  const cron = cronFor(pattern, timezone);
+  return {
+    next: (from) => cron.nextRun(from),
+    // croner's previousRuns is strictly before its reference
+    previous: (at) => cron.previousRuns(1, new Date(at.getTime() + 1))[0] ?? null,
+  };
 }
 
 export function nextRuns(schedule: Schedule, from: Date, count: number): Date[] {

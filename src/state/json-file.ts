@@ -84,3 +84,14 @@ export function corruptMessage(path: string, r: { movedTo: string | null; proble
   const where = r.movedTo ? `moved aside to ${basename(r.movedTo)}` : 'could not be moved aside';
   return `${path} is corrupt (${r.problem}); ${where}, starting from empty state`;
 }
+
+/** Replaces a JSON-lines file atomically (used to trim history). */
+export function writeJsonLinesAtomicSync(path: string, values: unknown[]): void {
+  refuseSymlink(path);
+  const text = values.map((v) => `${JSON.stringify(v)}\n`).join('');
+  try {
+    writeFileAtomic.sync(path, text, { mode: 0o600, fsync: true });
+  } catch (err) {
+    throw new StateIOError(`cannot write ${path}: ${errnoCode(err) ?? String(err)}`);
+  }
+}

@@ -1,0 +1,62 @@
+// `routinely scheduler start` (SPEC §6): foreground, one per project (the `scheduler` lock).
+
+import { realpathSync } from 'node:fs';
+import { loadProject } from '../config/load.js';
+import { ExitCode, UsageError } from '../errors.js';
+import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
+import { projectLockBackend } from '../project.js';
+import { createLogger, type LogFormat } from '../scheduler/log.js';
+import { Scheduler } from '../scheduler/scheduler.js';
+import { reportBusy } from './busy.js';
+import { out } from './io.js';
+import type { GlobalOptions } from './main.js';
+
+export interface SchedulerFlags {
+  logFormat: LogFormat;
+  shutdownTimeout: number;
+}
+
+/** The CLI the scheduler fires routines with: this very script. */
+export function selfCli(): { node: string; script: string } {
+  const script = process.argv[1];
+  if (!script) throw new UsageError('cannot tell which script is running; start routinely through its CLI');
+  return { node: process.execPath, script: realpathSync(script) };
+}
+
+export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): Promise<number> {
+  const project = loadProject({ configPath: g.config });
+  const got = await projectLockBackend(project).acquire(SCHEDULER_LOCK_KEY, { command: 'scheduler' }, { ifBusy: 'fail' });
+  if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
+  await using lease = got.lease;
+
+  const log = createLogger(flags.logFormat, out);
+  const scheduler = new Scheduler({
+    project,
+    cli: selfCli(),
+    log,
+    reloadProject: () => loadProject({ configPath: project.configPath }),
+    shutdownTimeoutMs: flags.shutdownTimeout * 1000,
+  });
+  const stop = new AbortController();
+  const onStop = (): void => stop.abort();
+  const onHup = (): void => scheduler.requestReload();
+  let lost = false;
+  const onLost = (): void => {
+    lost = true;
+    log({ event: 'scheduler.lock_lost', why: lease.lost?.why ?? 'unknown' });
+    stop.abort();
+  };
+  process.on('SIGINT', onStop);
+  process.on('SIGTERM', onStop);
+  process.on('SIGHUP', onHup);
+  lease.signal.addEventListener('abort', onLost, { once: true });
+  try {
+    await scheduler.run(stop.signal);
+  } finally {
+    process.off('SIGINT', onStop);
+    process.off('SIGTERM', onStop);
+    process.off('SIGHUP', onHup);
+    lease.signal.removeEventListener('abort', onLost);
+  }
+  return lost ? ExitCode.FAILED : ExitCode.OK;
+}

@@ -1,0 +1,64 @@
+// Scheduler log lines (SPEC §6): one per event on stdout, prefixed by an ISO-8601 UTC
+// timestamp, e.g. `2026-11-29T19:05:00.012Z [routine] skipped auto: exec busy`; with
+// `--log-format json`, the same events as JSON lines.
+
+export type LogEvent =
+  | { event: 'scheduler.started'; routines: number; pid: number }
+  | { event: 'scheduler.stopping'; running: number }
+  | { event: 'scheduler.stopped' }
+  | { event: 'scheduler.reloaded'; routines: number }
+  | { event: 'scheduler.reload_failed'; error: string }
+  | { event: 'scheduler.warning'; message: string }
+  | { event: 'scheduler.lock_lost'; why: string }
+  | { event: 'routine.started'; routine: string; scheduled_at: string }
+  | { event: 'routine.succeeded'; routine: string; duration_ms: number; run_id: string | null }
+  | { event: 'routine.failed'; routine: string; reason: string; duration_ms: number; run_id: string | null }
+  | { event: 'routine.skipped'; routine: string; reason: string }
+  | { event: 'routine.catch_up'; routine: string; scheduled_at: string }
+  | { event: 'routine.paused'; routine: string; note: string | null }
+  | { event: 'routine.resumed'; routine: string };
+
+const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+
+export function formatText(e: LogEvent): string {
+  switch (e.event) {
+    case 'scheduler.started':
+      return `[scheduler] started (${e.routines} routine${e.routines === 1 ? '' : 's'})`;
+    case 'scheduler.stopping':
+      return `[scheduler] stopping${e.running ? ` (waiting for ${e.running} running routine${e.running === 1 ? '' : 's'})` : ''}`;
+    case 'scheduler.stopped':
+      return '[scheduler] stopped';
+    case 'scheduler.reloaded':
+      return `[scheduler] reloaded config (${e.routines} routine${e.routines === 1 ? '' : 's'})`;
+    case 'scheduler.reload_failed':
+      return `[scheduler] config reload failed, keeping the old config: ${e.error}`;
+    case 'scheduler.warning':
+      return `[scheduler] warning: ${e.message}`;
+    case 'scheduler.lock_lost':
+      return `[scheduler] scheduler lock lost (${e.why}); stopping`;
+    case 'routine.started':
+      return `[routine] started ${e.routine}`;
+    case 'routine.succeeded':
+      return `[routine] succeeded ${e.routine} in ${secs(e.duration_ms)}`;
+    case 'routine.failed':
+      return `[routine] failed ${e.routine}: ${e.reason} in ${secs(e.duration_ms)}`;
+    case 'routine.skipped':
+      return `[routine] skipped ${e.routine}: ${e.reason}`;
+    case 'routine.catch_up':
+      return `[routine] catching up ${e.routine} (missed ${e.scheduled_at})`;
+    case 'routine.paused':
+      return `[routine] paused ${e.routine}${e.note ? ` (${e.note})` : ''}`;
+    case 'routine.resumed':
+      return `[routine] resumed ${e.routine}`;
+  }
+}
+
+export type LogFormat = 'text' | 'json';
+export type Logger = (e: LogEvent) => void;
+
+export function createLogger(format: LogFormat, write: (line: string) => void, now: () => number = Date.now): Logger {
+  return (e) => {
+    const ts = new Date(now()).toISOString();
+    write(format === 'json' ? JSON.stringify({ ts, ...e }) : `${ts} ${formatText(e)}`);
+  };
+}

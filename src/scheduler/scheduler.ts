@@ -1,0 +1,239 @@
+// The scheduler loop (SPEC §6): fires every enabled, unpaused routine on its schedule as a child
+// process, records each fire, honours pause/resume without a restart, reloads its config, and
+// shuts down gracefully. Timing decisions are pure (timing.ts); this file carries them out.
+
+import { createHash } from 'node:crypto';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { systemClock, type Clock } from '../clock.js';
+import type { Project } from '../config/load.js';
+import type { RoutineDef } from '../config/schema.js';
+import type { Fire } from '../state/routine-state.js';
+import { fireRoutine, type CliCommand, type FireOptions, type FireResult } from './fire.js';
+import type { Logger } from './log.js';
+import { readRoutineState, recordFire } from './routine-store.js';
+import { cronSchedule, type Schedule } from './schedule.js';
+import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
+
+export interface SchedulerOptions {
+  project: Project;
+  cli: CliCommand;
+  log: Logger;
+  /** Reads and validates the config again (throws on a bad config). */
+  reloadProject: () => Project;
+  clock?: Clock;
+  shutdownTimeoutMs?: number;
+  /** Injected in tests; production spawns the CLI. */
+  fire?: (o: FireOptions) => Promise<FireResult>;
+  random?: () => number;
+  /** Watch the config file and reload on change (default true). */
+  watchConfig?: boolean;
+}
+
+interface Entry {
+  def: RoutineDef;
+  schedule: Schedule;
+}
+
+export class Scheduler {
+  private project: Project;
+  private readonly clock: Clock;
+  private readonly routines = new Map<string, Entry>();
+  private readonly next = new Map<string, number | null>();
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly stops = new Map<string, AbortController>();
+  private readonly pausedSeen = new Map<string, boolean>();
+  private wake = new AbortController();
+  private reloadRequested = false;
+  private configHash = '';
+  private watcher: FSWatcher | undefined;
+  private debounce: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: SchedulerOptions) {
+    this.project = o.project;
+    this.clock = o.clock ?? systemClock;
+  }
+
+  get routineCount(): number {
+    return this.routines.size;
+  }
+
+  /** Asks the loop to reload the config (SIGHUP, or the file changed). */
+  requestReload(): void {
+    this.reloadRequested = true;
+    this.wake.abort();
+  }
+
+  async run(stop: AbortSignal): Promise<void> {
+    this.apply(this.project);
+    this.configHash = this.hashConfig();
+    if (this.o.watchConfig !== false) this.watchConfig();
+    this.o.log({ event: 'scheduler.started', routines: this.routines.size, pid: process.pid });
+    this.catchUp();
+    const onStop = (): void => this.wake.abort();
+    stop.addEventListener('abort', onStop, { once: true });
+    let previousNow = this.clock.now();
+    try {
+      while (!stop.aborted) {
+        if (this.reloadRequested) this.reload();
+        const now = this.clock.now();
+        if (clockWentBack(previousNow, now)) this.recompute(now);
+        previousNow = now;
+        for (const id of dueIds(this.next, now)) {
+          const entry = this.routines.get(id)!;
+          const scheduledAt = this.next.get(id)!;
+          // Late (suspend, clock step forward): fire once, then continue from now.
+          this.next.set(id, nextFire(entry.schedule, Math.max(now, scheduledAt)));
+          this.launch(entry.def, new Date(scheduledAt));
+        }
+        if (this.wake.signal.aborted) this.wake = new AbortController();
+        await this.clock.sleep(sleepMs(this.next, this.clock.now()), this.wake.signal);
+      }
+    } finally {
+      stop.removeEventListener('abort', onStop);
+      this.watcher?.close();
+      clearTimeout(this.debounce);
+      await this.shutdown();
+    }
+  }
+
+  /** Takes a (validated) config: schedules new and changed routines, drops removed ones. */
+  private apply(project: Project): void {
+    const now = this.clock.now();
+    const seen = new Set<string>();
+    for (const def of project.config.routines) {
+      if (!def.enabled) continue;
+      seen.add(def.id);
+      const prior = this.routines.get(def.id);
+      const sameTiming = prior && prior.def.schedule === def.schedule && prior.def.timezone === def.timezone;
+      const schedule = sameTiming ? prior.schedule : cronSchedule(def.schedule, def.timezone);
+      this.routines.set(def.id, { def, schedule });
+      if (!sameTiming) this.next.set(def.id, nextFire(schedule, now));
+    }
+    for (const id of [...this.routines.keys()]) {
+      if (!seen.has(id)) {
+        this.routines.delete(id);
+        this.next.delete(id);
+      }
+    }
+    this.project = project;
+  }
+
+  private recompute(now: number): void {
+    for (const [id, e] of this.routines) this.next.set(id, nextFire(e.schedule, now));
+  }
+
+  private reload(): void {
+    this.reloadRequested = false;
+    let fresh: Project;
+    try {
+      fresh = this.o.reloadProject();
+    } catch (err) {
+      this.o.log({ event: 'scheduler.reload_failed', error: (err as Error).message });
+      return;
+    }
+    if (fresh.stateDir !== this.project.stateDir || fresh.lockDir !== this.project.lockDir) {
+      this.o.log({ event: 'scheduler.warning', message: 'stateDir / lock folder changes take effect after a restart; keeping the old ones' });
+      fresh = { ...fresh, stateDir: this.project.stateDir, lockDir: this.project.lockDir };
+    }
+    this.apply(fresh);
+    this.configHash = this.hashConfig();
+    this.o.log({ event: 'scheduler.reloaded', routines: this.routines.size });
+  }
+
+  private hashConfig(): string {
+    try {
+      return createHash('sha256').update(readFileSync(this.project.configPath)).digest('hex');
+    } catch {
+      return '';
+    }
+  }
+
+  /** Reloads when the config file's content changes (editors replace it by rename, so the
+   * folder is watched; a touch without a change does not reload). */
+  private watchConfig(): void {
+    const name = basename(this.project.configPath);
+    try {
+      this.watcher = watch(dirname(this.project.configPath), { persistent: false }, (_e, file) => {
+        if (file !== null && file !== name) return;
+        clearTimeout(this.debounce);
+        this.debounce = setTimeout(() => {
+          if (this.hashConfig() !== this.configHash) this.requestReload();
+        }, 150);
+      });
+      this.watcher.on('error', () => this.watcher?.close());
+    } catch {
+      // no watch available: SIGHUP still reloads
+    }
+  }
+
+  private catchUp(): void {
+    const state = readRoutineState(this.project, (m) => this.o.log({ event: 'scheduler.warning', message: m }));
+    const now = this.clock.now();
+    for (const { def, schedule } of this.routines.values()) {
+      if (def.catchUp !== 'latest') continue;
+      const missed = catchUpTime(schedule, state.routines[def.id]?.last_scheduled_at ?? null, now);
+      if (!missed) continue;
+      this.o.log({ event: 'routine.catch_up', routine: def.id, scheduled_at: missed.toISOString() });
+      this.launch(def, missed);
+    }
+  }
+
+  private warn = (message: string): void => this.o.log({ event: 'scheduler.warning', message });
+
+  private launch(def: RoutineDef, scheduledAt: Date): void {
+    const id = def.id;
+    if (this.running.has(id)) {
+      // The previous fire is still going (or waiting out its jitter): a busy skip, recorded.
+      const at = new Date(this.clock.now()).toISOString();
+      const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null };
+      this.o.log({ event: 'routine.skipped', routine: id, reason: fire.reason! });
+      void recordFire(this.project, id, fire, this.warn).catch((err: Error) => this.warn(err.message));
+      return;
+    }
+    const record = readRoutineState(this.project, this.warn).routines[id];
+    const paused = record?.paused === true;
+    if (paused !== (this.pausedSeen.get(id) ?? false)) {
+      this.pausedSeen.set(id, paused);
+      this.o.log(paused ? { event: 'routine.paused', routine: id, note: record?.paused_note ?? null } : { event: 'routine.resumed', routine: id });
+    }
+    if (paused) return;
+    const stop = new AbortController();
+    this.stops.set(id, stop);
+    const project = this.project;
+    const task = (async () => {
+      const jitterMs = def.jitterSeconds > 0 ? (this.o.random ?? Math.random)() * def.jitterSeconds * 1000 : 0;
+      if (jitterMs > 0) await this.clock.sleep(jitterMs, stop.signal);
+      if (stop.signal.aborted) return;
+      const result = await (this.o.fire ?? fireRoutine)({
+        project, routine: def, cli: this.o.cli, clock: this.clock, scheduledAt, ifBusy: 'skip', signal: stop.signal,
+        onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
+      });
+      this.logResult(id, result);
+      await recordFire(project, id, result, this.warn).catch((err: Error) => this.warn(`could not record ${id}: ${err.message}`));
+    })();
+    this.running.set(id, task.finally(() => {
+      this.running.delete(id);
+      this.stops.delete(id);
+    }));
+  }
+
+  private logResult(id: string, r: FireResult): void {
+    if (r.result === 'success') this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
+    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'exec busy' });
+    else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
+  }
+
+  /** Stop firing; let running routines finish up to the shutdown timeout; then stop them. */
+  private async shutdown(): Promise<void> {
+    this.o.log({ event: 'scheduler.stopping', running: this.running.size });
+    if (this.running.size > 0) {
+      const timeout = new AbortController();
+      const all = Promise.all(this.running.values()).then(() => timeout.abort());
+      await this.clock.sleep(this.o.shutdownTimeoutMs ?? 30_000, timeout.signal);
+      for (const s of this.stops.values()) s.abort();
+      await all;
+    }
+    this.o.log({ event: 'scheduler.stopped' });
+  }
+}
