@@ -241,7 +241,12 @@ export async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     return exitCode;
   } catch (error) {
-    return reportError(error);
+    const code = reportError(error);
+    // Fired by a scheduler: say why, so its log shows the cause and not just an exit code.
+    if (process.send && code !== ExitCode.OK) {
+      (await import('./outcome.js')).reportOutcome('failure', error instanceof Error ? error.message : String(error), code);
+    }
+    return code;
   }
 }
 

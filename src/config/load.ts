@@ -26,6 +26,8 @@ export interface Project {
   lockDir: string;
   lockTtlMs: number;
   lockRefreshMs: number;
+  /** The exact config text that validated (kept for the scheduler's snapshot). */
+  configText?: string;
 }
 
 /** The config path as the user should read it in messages. */
@@ -119,16 +121,42 @@ export function parseJsonFile(text: string, shown: string): unknown {
 }
 
 export function readConfigFile(path: string, options: ValidateOptions = {}, cwd = process.cwd()): Config {
-  const shown = displayPath(path, cwd);
-  let text: string;
+  return readConfig(path, options, cwd).config;
+}
+
+/** The environment variable through which the scheduler hands its children the config text it
+ * validated: a routine keeps running with the config the scheduler kept, even while the file
+ * on disk holds a newer, invalid one (SPEC §6: a bad new config is logged and the old one kept). */
+export const SNAPSHOT_ENV = 'ROUTINELY_CONFIG_SNAPSHOT';
+
+export interface ConfigSnapshot {
+  config_path: string;
+  text: string;
+}
+
+function configText(path: string, shown: string, env: NodeJS.ProcessEnv): string {
+  const snapshotPath = env[SNAPSHOT_ENV];
+  if (snapshotPath) {
+    try {
+      const snap = JSON.parse(readFileSync(snapshotPath, 'utf8')) as Partial<ConfigSnapshot>;
+      if (snap.config_path === path && typeof snap.text === 'string') return snap.text;
+    } catch {
+      // no usable snapshot: read the file itself
+    }
+  }
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (err) {
     throw new ConfigError(shown, [{ path: '', message: `cannot read the file (${errnoCode(err) ?? String(err)})` }]);
   }
+}
+
+export function readConfig(path: string, options: ValidateOptions = {}, cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): { config: Config; text: string } {
+  const shown = displayPath(path, cwd);
+  const text = configText(path, shown, env);
   const result = validateConfig(parseJsonFile(text, shown), options);
   if (!result.ok) throw new ConfigError(shown, result.issues);
-  return result.value;
+  return { config: result.value, text };
 }
 
 /** Reads a number of seconds from the environment; bad values are errors, not defaults. */
@@ -147,8 +175,8 @@ export function loadProject(options: LoadOptions = {}): Project {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
   const configPath = findConfig(options);
-  const config = readConfigFile(configPath, options, cwd);
-  return resolveProject(configPath, config, env);
+  const { config, text } = readConfig(configPath, options, cwd, env);
+  return { ...resolveProject(configPath, config, env), configText: text };
 }
 
 /** Applies the environment overrides of SPEC §2 to a validated config. */

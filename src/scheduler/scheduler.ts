@@ -6,9 +6,10 @@ import { createHash } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { systemClock, type Clock } from '../clock.js';
-import type { Project } from '../config/load.js';
+import { SNAPSHOT_ENV, type Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
 import type { Fire } from '../state/routine-state.js';
+import { writeConfigSnapshot } from './config-snapshot.js';
 import { fireRoutine, type CliCommand, type FireOptions, type FireResult } from './fire.js';
 import type { Logger } from './log.js';
 import { readRoutineState, recordFire } from './routine-store.js';
@@ -48,6 +49,8 @@ export class Scheduler {
   private configHash = '';
   private watcher: FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
+  /** Where the children read the config this scheduler validated. */
+  private snapshot: string | undefined;
 
   constructor(private readonly o: SchedulerOptions) {
     this.project = o.project;
@@ -117,6 +120,13 @@ export class Scheduler {
       }
     }
     this.project = project;
+    if (project.configText !== undefined) {
+      try {
+        this.snapshot = writeConfigSnapshot(project);
+      } catch (err) {
+        this.warn(`cannot write the config snapshot for routines: ${(err as Error).message}`);
+      }
+    }
   }
 
   private recompute(now: number): void {
@@ -207,6 +217,7 @@ export class Scheduler {
       if (stop.signal.aborted) return;
       const result = await (this.o.fire ?? fireRoutine)({
         project, routine: def, cli: this.o.cli, clock: this.clock, scheduledAt, ifBusy: 'skip', signal: stop.signal,
+        env: this.snapshot ? { ...process.env, [SNAPSHOT_ENV]: this.snapshot } : undefined,
         onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
       });
       this.logResult(id, result);

@@ -1,0 +1,206 @@
+// `routinely scheduler start` and `routinely routine …` end to end, with second-level schedules
+// (6-field cron), real child processes and a real exec lock.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { RoutineStateFile } from '../../src/state/routine-state.js';
+import { eventually, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+const stateOf = (p: string): RoutineStateFile => {
+  try {
+    return JSON.parse(readFileSync(join(p, '.routinely', 'routine-state.json'), 'utf8')) as RoutineStateFile;
+  } catch {
+    return { version: 1, routines: {} };
+  }
+};
+const lines = (s: Spawned): string[] => s.stdout().trim().split('\n').filter(Boolean);
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+
+async function stopScheduler(s: Spawned): Promise<number | null> {
+  s.child.kill('SIGTERM');
+  return (await s.exited).code;
+}
+
+describe('scheduler start', () => {
+  it('busy ticks are skipped (log line, state, list, --check 0); the next free tick succeeds; failures count apart', async () => {
+    const project = testProject({
+      routines: [cmd('tick', '* * * * * *', 'echo tick'), cmd('bad', '* * * * * *', 'exit 3')],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[scheduler\] started \(2 routines\)/);
+    await s.waitFor(/\[routine\] succeeded tick in \d+\.\ds/);
+    await s.waitFor(/\[routine\] failed bad: exit code 3 in \d+\.\ds/);
+    // hold the exec lock by hand: the next ticks meet a busy lock
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 2.5'], { cwd: project });
+    await holder.waitFor(/holding/);
+    await s.waitFor(/\[routine\] skipped tick: exec busy/);
+    await eventually(() => stateOf(project).routines.tick?.last_result === 'skipped', 10_000, 'skip recorded');
+    const list = await runCli(['routine', 'list'], { cwd: project });
+    expect(list.stdout).toMatch(/\ntick +\* \* \* \* \* \* +.* +skipped +\d+ \/ 0 \/ [1-9]/);
+    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<string, unknown>[];
+    expect(rows.find((r) => r.id === 'tick')).toMatchObject({ last_result: 'skipped', last_reason: 'exec busy', action: 'command', enabled: true, schedule: '* * * * * *', consecutive_failures: 0 });
+    expect(rows.find((r) => r.id === 'tick')?.next_run_at).toMatch(/^\d{4}-\d\d-\d\dT/);
+    await holder.exited;
+    // the lock is free again: success
+    const skippedBefore = stateOf(project).routines.tick!.counts.skipped;
+    await eventually(() => stateOf(project).routines.tick?.last_result === 'success', 10_000, 'success after the lock frees');
+    const tick = stateOf(project).routines.tick!;
+    expect(tick.counts.skipped).toBeGreaterThanOrEqual(skippedBefore);
+    expect(tick.counts.failure).toBe(0);
+    expect(tick.consecutive_failures).toBe(0);
+    // --check: a skip is not a failure, but "bad" failed
+    const writeOnly = { ...stateOf(project) };
+    expect(writeOnly.routines.bad?.counts.failure).toBeGreaterThan(0);
+    expect((await stopScheduler(s))).toBe(0);
+    const check = await runCli(['routine', 'list', '--check'], { cwd: project });
+    if (stateOf(project).routines.bad?.last_result === 'failure') {
+      expect(check.code).toBe(1);
+      expect(check.stderr).toMatch(/failing routine: bad \(exit code 3\)/);
+    }
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [cmd('tick', '* * * * * *', 'echo tick')] }));
+    expect((await runCli(['routine', 'list', '--check'], { cwd: project })).code).toBe(0);
+    expect(lines(s).every((l) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[(scheduler|routine)\] /.test(l))).toBe(true);
+  });
+
+  it('a second scheduler for the same project exits 75 naming the first', async () => {
+    const project = testProject({ routines: [cmd('x', '0 0 1 1 *', 'true')] });
+    const first = startCli(['scheduler', 'start'], { cwd: project });
+    await first.waitFor(/\[scheduler\] started/);
+    const second = await runCli(['scheduler', 'start'], { cwd: project });
+    expect(second.code).toBe(75);
+    expect(second.stderr).toMatch(new RegExp(`^scheduler busy: held by pid ${first.pid} on \\S+ \\(scheduler\\)`));
+    expect(await stopScheduler(first)).toBe(0);
+  });
+
+  it('pause is honoured live, resume fires again', async () => {
+    const project = testProject({ routines: [cmd('p', '* * * * * *', 'true')] });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/succeeded p/);
+    expect(await runCli(['routine', 'pause', 'p', '--note', 'deploy freeze'], { cwd: project })).toMatchObject({ code: 0 });
+    await s.waitFor(/\[routine\] paused p \(deploy freeze\)/);
+    const count = stateOf(project).routines.p!.counts.success;
+    await sleep(2500);
+    expect(stateOf(project).routines.p!.counts.success).toBe(count);
+    expect((await runCli(['routine', 'list'], { cwd: project })).stdout).toMatch(/paused: deploy freeze/);
+    await runCli(['routine', 'resume', 'p'], { cwd: project });
+    await s.waitFor(/\[routine\] resumed p/);
+    await eventually(() => stateOf(project).routines.p!.counts.success > count, 10_000, 'fires again');
+    expect(await stopScheduler(s)).toBe(0);
+  });
+
+  it('reloads on config change and on SIGHUP; a bad new config is logged and the old one kept', async () => {
+    const project = testProject({ routines: [cmd('a', '* * * * * *', 'true')] });
+    const s = startCli(['scheduler', 'start', '--log-format', 'json'], { cwd: project });
+    await s.waitFor(/"event":"scheduler.started"/);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [cmd('a', '* * * * * *', 'true'), cmd('b', '* * * * * *', 'true')] }));
+    await s.waitFor(/"event":"scheduler.reloaded","routines":2/);
+    await s.waitFor(/"event":"routine.succeeded","routine":"b"/);
+    writeFileSync(join(project, 'routinely.json'), '{ "routines": [ { "id": "a", "schedule": "*/61 * * * *", "action": "register" } ] }');
+    await s.waitFor(/"event":"scheduler.reload_failed".*routines\[0\]\.schedule/);
+    const before = stateOf(project).routines.b!.counts.success;
+    await eventually(() => stateOf(project).routines.b!.counts.success > before, 10_000, 'old config keeps firing');
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [cmd('c', '* * * * * *', 'true')] }));
+    await s.waitFor(/"event":"scheduler.reloaded","routines":1/);
+    s.child.kill('SIGHUP');
+    await eventually(() => lines(s).filter((l) => l.includes('"scheduler.reloaded"')).length >= 3, 10_000, 'SIGHUP reload');
+    expect(await stopScheduler(s)).toBe(0);
+    for (const l of lines(s)) expect(JSON.parse(l)).toMatchObject({ ts: expect.stringMatching(/Z$/), event: expect.any(String) });
+  });
+
+  it('SIGTERM waits for a running routine, then exits 0 with every lock released', async () => {
+    const project = testProject({ routines: [cmd('work', '* * * * * *', 'echo begin; sleep 1.5; echo end')] });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] started work/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    const out = s.stdout();
+    expect(out.indexOf('[scheduler] stopping')).toBeLessThan(out.indexOf('[routine] succeeded work'));
+    expect(out.trim().endsWith('[scheduler] stopped')).toBe(true);
+    const status = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout);
+    expect(status.state).toBe('free');
+    const sched = JSON.parse((await runCli(['lock', 'status', '--json', '--key', 'scheduler'], { cwd: project })).stdout);
+    expect(sched.state).toBe('free');
+  });
+
+  it('past --shutdown-timeout the running routine is stopped and recorded as a failure', async () => {
+    const project = testProject({ routines: [cmd('long', '* * * * * *', 'echo begin; sleep 30')] });
+    const s = startCli(['scheduler', 'start', '--shutdown-timeout', '0.5'], { cwd: project });
+    await s.waitFor(/\[routine\] started long/);
+    s.child.kill('SIGINT');
+    expect((await s.exited).code).toBe(0);
+    expect(s.stdout()).toMatch(/\[routine\] failed long: stopped at scheduler shutdown/);
+    expect(stateOf(project).routines.long).toMatchObject({ last_result: 'failure', last_reason: 'stopped at scheduler shutdown' });
+    expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
+  });
+
+  it('catchUp latest fires once at start for a missed time', async () => {
+    const project = testProject({ routines: [cmd('yearly', '0 0 1 1 *', 'echo caught', { catchUp: 'latest' })] });
+    // the routine last fired for 2020: the 1 January since then was missed
+    await runCli(['routine', 'run', 'yearly'], { cwd: project });
+    const state = stateOf(project);
+    state.routines.yearly!.last_scheduled_at = '2020-01-01T00:00:00.000Z';
+    writeFileSync(join(project, '.routinely', 'routine-state.json'), JSON.stringify(state));
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] catching up yearly \(missed \d{4}-01-01T/);
+    await s.waitFor(/\[routine\] succeeded yearly/);
+    expect(await stopScheduler(s)).toBe(0);
+    expect(stateOf(project).routines.yearly?.counts.success).toBe(2);
+  });
+
+  it('a corrupt routine-state.json is reported, moved aside, and never stops the scheduler', async () => {
+    const project = testProject({ routines: [cmd('c', '* * * * * *', 'true')] });
+    await runCli(['routine', 'run', 'c'], { cwd: project });
+    writeFileSync(join(project, '.routinely', 'routine-state.json'), '{"version": 1, "routines": ');
+    const list = await runCli(['routine', 'list'], { cwd: project });
+    expect(list.code).toBe(0);
+    expect(list.stderr).toMatch(/routine-state\.json is corrupt .*moved aside to routine-state\.json\.corrupt\.\d+/);
+    writeFileSync(join(project, '.routinely', 'routine-state.json'), 'garbage');
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[scheduler\] warning: .*routine-state\.json is corrupt/);
+    await s.waitFor(/succeeded c/);
+    await eventually(() => stateOf(project).routines.c?.counts.success === 1, 10_000, 'fresh state written');
+    expect(await stopScheduler(s)).toBe(0);
+  });
+});
+
+describe('routine run, history, pause', () => {
+  it('routine run fires now and records it exactly like the scheduler; busy is 75 (fail) or 0 (skip)', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 't', run: 'true' }] }, routines: [{ id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto' }] });
+    const ok = await runCli(['routine', 'run', 'auto'], { cwd: project });
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^started auto\nsucceeded auto in \d+\.\ds \(run r-\d{8}T\d{6}Z-[0-9a-f]{4}\)\n$/);
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 30'], { cwd: project });
+    await holder.waitFor(/holding/);
+    const busy = await runCli(['routine', 'run', 'auto'], { cwd: project });
+    expect(busy).toMatchObject({ code: 75, stdout: 'skipped auto: exec busy\n' });
+    const skip = await runCli(['routine', 'run', 'auto', '--if-busy', 'skip'], { cwd: project });
+    expect(skip).toMatchObject({ code: 0, stdout: 'skipped auto: exec busy\n' });
+    holder.child.kill('SIGTERM');
+    await holder.exited;
+    expect(stateOf(project).routines.auto).toMatchObject({ counts: { success: 1, failure: 0, skipped: 2 }, last_result: 'skipped' });
+    const history = JSON.parse((await runCli(['routine', 'history', 'auto', '--json'], { cwd: project })).stdout) as { result: string; run_id: string | null }[];
+    expect(history.map((h) => h.result)).toEqual(['skipped', 'skipped', 'success']);
+    expect(history[2]?.run_id).toMatch(/^r-/);
+    const human = await runCli(['routine', 'history', 'auto', '--limit', '1'], { cwd: project });
+    expect(human.stdout.trim().split('\n')).toHaveLength(1);
+    expect((await runCli(['routine', 'run', 'nope'], { cwd: project })).stderr).toMatch(/unknown routine "nope" \(known: auto\)/);
+  });
+
+  it('concurrent writers never lose each other\'s updates', async () => {
+    const project = testProject({ routines: [cmd('a', '0 0 1 1 *', 'true'), cmd('b', '0 0 1 1 *', 'true')] });
+    const runs = [...Array.from({ length: 5 }, () => runCli(['routine', 'run', 'a'], { cwd: project })), ...Array.from({ length: 5 }, () => runCli(['routine', 'run', 'b', '--if-busy', 'wait'], { cwd: project }))];
+    const pauses = [runCli(['routine', 'pause', 'b', '--note', 'x'], { cwd: project })];
+    await Promise.all([...runs, ...pauses]);
+    const st = stateOf(project).routines;
+    const a = st.a!.counts;
+    const b = st.b!.counts;
+    expect(a.success + a.skipped + a.failure).toBe(5);
+    expect(b.success + b.skipped + b.failure).toBe(5);
+    expect(b.success).toBe(5); // --if-busy wait: every one ran
+    expect(st.b?.paused).toBe(true);
+    const history = JSON.parse((await runCli(['routine', 'history', 'a', '--json'], { cwd: project })).stdout) as unknown[];
+    expect(history).toHaveLength(5);
+  });
+});

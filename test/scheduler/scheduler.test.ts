@@ -1,0 +1,181 @@
+// The scheduler loop with a manual clock and an injected fire function: what fires when, busy
+// skips of a routine still running, pause, reload, clock jumps, catch-up, shutdown. State files
+// are real (a temp project).
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { loadProject } from '../../src/config/load.js';
+import type { FireOptions, FireResult } from '../../src/scheduler/fire.js';
+import type { LogEvent } from '../../src/scheduler/log.js';
+import { pauseRoutine, readRoutineState } from '../../src/scheduler/routine-store.js';
+import { Scheduler } from '../../src/scheduler/scheduler.js';
+import { eventually } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+const T0 = Date.UTC(2026, 10, 29, 19, 0, 0);
+const routine = (id: string, schedule: string, extra: object = {}) => ({ id, schedule, action: 'command', run: 'true', ...extra });
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+};
+
+function harness(config: object) {
+  const dir = testProject(config);
+  const clock = new ManualClock(T0 + 500);
+  const events: LogEvent[] = [];
+  const fires: { id: string; scheduledAt: string; finish: (r?: Partial<FireResult>) => void }[] = [];
+  const fire = (o: FireOptions): Promise<FireResult> =>
+    new Promise((resolve) => {
+      o.onStarted?.();
+      fires.push({
+        id: o.routine.id,
+        scheduledAt: o.scheduledAt.toISOString(),
+        finish: (r = {}) =>
+          resolve({
+            result: 'success', reason: null, scheduled_at: o.scheduledAt.toISOString(), started_at: new Date(clock.now()).toISOString(),
+            finished_at: new Date(clock.now()).toISOString(), duration_ms: 5, exit_code: 0, run_id: null, child_exit: 0, ...r,
+          }),
+      });
+    });
+  const project = loadProject({ cwd: dir });
+  const scheduler = new Scheduler({
+    project, clock, fire, log: (e) => events.push(e), cli: { node: 'unused', script: 'unused' },
+    reloadProject: () => loadProject({ cwd: dir }), shutdownTimeoutMs: 1000, watchConfig: false, random: () => 0.5,
+  });
+  const stop = new AbortController();
+  const done = scheduler.run(stop.signal);
+  return { dir, clock, events, fires, scheduler, stop, done, project };
+}
+
+describe('Scheduler', () => {
+  it('fires each routine at its times and records the result', async () => {
+    const h = harness({ routines: [routine('ten', '*/10 * * * * *'), routine('off', '* * * * * *', { enabled: false })] });
+    await settle();
+    expect(h.events[0]).toEqual({ event: 'scheduler.started', routines: 1, pid: process.pid });
+    h.clock.advance(9_500);
+    await settle();
+    expect(h.fires.map((f) => [f.id, f.scheduledAt])).toEqual([['ten', '2026-11-29T19:00:10.000Z']]);
+    h.fires[0]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.ten?.counts.success === 1, 5000);
+    expect(h.events.map((e) => e.event)).toContain('routine.succeeded');
+    h.stop.abort();
+    await h.done;
+    expect(h.events.at(-1)).toEqual({ event: 'scheduler.stopped' });
+  });
+
+  it('a tick while the previous fire still runs is a skip, recorded apart from failures', async () => {
+    const h = harness({ routines: [routine('slow', '*/10 * * * * *')] });
+    await settle();
+    h.clock.advance(9_500);
+    await settle();
+    h.clock.advance(10_000);
+    await settle();
+    expect(h.fires).toHaveLength(1);
+    expect(h.events).toContainEqual({ event: 'routine.skipped', routine: 'slow', reason: 'previous run still running' });
+    await eventually(() => readRoutineState(h.project).routines.slow?.last_result === 'skipped', 5000);
+    h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await eventually(() => readRoutineState(h.project).routines.slow?.counts.failure === 1, 5000);
+    expect(readRoutineState(h.project).routines.slow).toMatchObject({ counts: { success: 0, failure: 1, skipped: 1 }, consecutive_failures: 1 });
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('honours pause and resume from the state file without a restart', async () => {
+    const h = harness({ routines: [routine('p', '*/10 * * * * *')] });
+    await settle();
+    await pauseRoutine(h.project, 'p', true, 'maintenance');
+    h.clock.advance(9_500);
+    await settle();
+    expect(h.fires).toHaveLength(0);
+    expect(h.events).toContainEqual({ event: 'routine.paused', routine: 'p', note: 'maintenance' });
+    await pauseRoutine(h.project, 'p', false, null);
+    h.clock.advance(10_000);
+    await settle();
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:20.000Z']);
+    expect(h.events).toContainEqual({ event: 'routine.resumed', routine: 'p' });
+    h.fires[0]!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('reloads a changed config and keeps the old one when the new one is bad', async () => {
+    const h = harness({ routines: [routine('a', '*/10 * * * * *')] });
+    await settle();
+    writeFileSync(join(h.dir, 'routinely.json'), JSON.stringify({ routines: [routine('a', '*/10 * * * * *'), routine('b', '*/5 * * * * *')] }));
+    h.scheduler.requestReload();
+    await settle();
+    expect(h.events).toContainEqual({ event: 'scheduler.reloaded', routines: 2 });
+    h.clock.advance(4_500);
+    await settle();
+    expect(h.fires.map((f) => f.id)).toEqual(['b']);
+    h.fires[0]!.finish();
+    writeFileSync(join(h.dir, 'routinely.json'), '{"routines": [{"id": "a", "schedule": "*/61 * * * *", "action": "register"}]}');
+    h.scheduler.requestReload();
+    await settle();
+    const failed = h.events.find((e) => e.event === 'scheduler.reload_failed');
+    expect(failed).toMatchObject({ error: expect.stringContaining('routines[0].schedule: "*/61 * * * *" is not a valid cron expression') });
+    expect(h.scheduler.routineCount).toBe(2);
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('recomputes fire times after the wall clock steps back', async () => {
+    const h = harness({ routines: [routine('h', '0 * * * *')] }); // hourly
+    await settle();
+    h.clock.jumpWall(-3 * 3600_000); // 16:00:00.5 now; the 20:00 fire time would wait 4 h
+    h.clock.advance(30_000); // the capped sleep wakes the loop, which notices the step
+    await settle();
+    h.clock.advance(3600_000 - 30_500);
+    await settle();
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T17:00:00.000Z']);
+    h.fires[0]!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('catchUp latest fires once at start when the last scheduled time was missed', async () => {
+    const dir = testProject();
+    mkdirState(dir, { version: 1, routines: { nightly: { last_scheduled_at: '2026-11-28T03:00:00.000Z' } } });
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [routine('nightly', '0 3 * * *', { catchUp: 'latest' }), routine('plain', '0 3 * * *')] }));
+    const clock = new ManualClock(T0);
+    const fired: string[] = [];
+    const events: LogEvent[] = [];
+    const scheduler = new Scheduler({
+      project: loadProject({ cwd: dir }), clock, log: (e) => events.push(e), cli: { node: '', script: '' }, watchConfig: false,
+      reloadProject: () => loadProject({ cwd: dir }),
+      fire: async (o) => {
+        fired.push(`${o.routine.id}@${o.scheduledAt.toISOString()}`);
+        return { result: 'success', reason: null, scheduled_at: o.scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null, child_exit: 0 };
+      },
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    await settle();
+    expect(fired).toEqual(['nightly@2026-11-29T03:00:00.000Z']);
+    expect(events).toContainEqual({ event: 'routine.catch_up', routine: 'nightly', scheduled_at: '2026-11-29T03:00:00.000Z' });
+    stop.abort();
+    await done;
+  });
+
+  it('on stop, waits for running fires up to the shutdown timeout, then stops them', async () => {
+    const h = harness({ routines: [routine('long', '*/10 * * * * *')] });
+    await settle();
+    h.clock.advance(9_500);
+    await settle();
+    expect(h.fires).toHaveLength(1);
+    h.stop.abort();
+    await settle();
+    expect(h.events).toContainEqual({ event: 'scheduler.stopping', running: 1 });
+    expect(h.events.at(-1)?.event).toBe('scheduler.stopping');
+    h.fires[0]!.finish();
+    await h.done;
+    expect(h.events.at(-1)).toEqual({ event: 'scheduler.stopped' });
+  });
+});
+
+function mkdirState(dir: string, state: object): void {
+  const stateDir = join(dir, '.routinely');
+  mkdirSync(stateDir, { recursive: true });
+  writeFileSync(join(stateDir, 'routine-state.json'), JSON.stringify(state));
+}
