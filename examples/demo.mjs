@@ -1,74 +1,63 @@
-// `npm run demo`: routinely on a throwaway project. The exec lock (a holder; a second command
-// failing with 75 and naming it; one skipping; one waiting), then an exec run with a
-// dependency and a failure, and its resume.
+// `npm run demo`: the scheduler on the bundled example project (examples/project, copied to a
+// temp folder) for about 20 seconds: routines fire, a manual `exec run` holds the exec lock and
+// the ticks that meet it are skipped (not failed), then `routine list` shows the counts.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const cli = resolve(import.meta.dirname, '../dist/cli.js');
 const project = mkdtempSync(join(tmpdir(), 'routinely-demo-'));
+cpSync(resolve(import.meta.dirname, 'project'), project, { recursive: true });
 const env = { ...process.env };
-delete env.NODE_EXTRA_CA_CERTS;
-writeFileSync(join(project, 'routinely.json'), JSON.stringify({
-  lock: { ttlSeconds: 10 },
-  exec: {
-    parallel: 2,
-    tasks: [
-      { id: 'build', run: 'sleep 0.3; echo built > build.out' },
-      { id: 'test', run: 'test -f fixed || { echo "1 test failed" >&2; exit 1; }', dependsOn: ['build'] },
-      { id: 'docs', run: 'echo docs', dependsOn: ['test'] },
-      { id: 'lint', run: 'sleep 0.2; echo lint ok' },
-    ],
-  },
-}, null, 2));
-
-const bold = (s) => (process.stdout.isTTY && !process.env.NO_COLOR ? `\x1b[1m${s}\x1b[0m` : s);
+delete env.NODE_EXTRA_CA_CERTS; // adds ≈ 65 ms to every node start on some machines
+const tty = process.stdout.isTTY && !process.env.NO_COLOR;
+const bold = (s) => (tty ? `\x1b[1m${s}\x1b[0m` : s);
+const dim = (s) => (tty ? `\x1b[2m${s}\x1b[0m` : s);
 const say = (s) => console.log(`\n${bold(`## ${s}`)}`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function run(args, note) {
-  console.log(`$ routinely ${args.join(' ')}${note ? `    # ${note}` : ''}`);
+function run(args) {
+  console.log(`$ routinely ${args.join(' ')}`);
   const r = spawnSync(process.execPath, [cli, ...args], { cwd: project, env, encoding: 'utf8' });
-  const indent = (text) => (text ? `${text.trimEnd().replace(/^/gm, '  ')}\n` : '');
-  process.stdout.write(indent(r.stdout) + indent(r.stderr));
-  console.log(`  → exit ${r.status}`);
-  return r.stdout;
+  const text = `${r.stdout}${r.stderr}`.trimEnd();
+  if (text) console.log(text.replace(/^/gm, '  '));
+  console.log(dim(`  → exit ${r.status}`));
 }
 
+const scheduler = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: project, env, stdio: ['ignore', 'pipe', 'inherit'] });
+scheduler.stdout.on('data', (d) => process.stdout.write(d.toString().replace(/^(?=.)/gm, `  ${dim('scheduler │')} `)));
+const stopped = new Promise((r) => scheduler.on('close', r));
+
 try {
-  console.log(`demo project: ${project}`);
-  say('a holder takes the exec lock for 3 seconds');
-  console.log('$ routinely lock run -- sh -c "echo working; sleep 3; echo done" &');
-  const holder = spawn(process.execPath, [cli, 'lock', 'run', '--', 'sh', '-c', 'echo "  [holder] working"; sleep 3; echo "  [holder] done"'], {
-    cwd: project, env, stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const holderDone = new Promise((r) => holder.on('close', r));
-  await new Promise((r) => setTimeout(r, 700));
+  console.log(`example project copied to ${project}`);
+  say('the scheduler starts; routines fire every few seconds (heartbeat every 2 s, auto every 4 s, sync every 20 s)');
+  console.log('$ routinely scheduler start');
+  await sleep(6500);
 
-  say('lock status shows who holds it');
+  say('a manual exec run takes the exec lock for 6 s: the ticks that meet it are skipped, not failed');
+  writeFileSync(join(project, 'tasks', 'migrate.json'), JSON.stringify({ id: 'migrate', run: 'echo migrating; sleep 6; echo migrated' }));
+  const manual = spawn(process.execPath, [cli, 'exec', 'run', 'migrate', '--if-busy', 'wait'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  console.log('$ routinely exec run migrate &');
+  let manualOut = '';
+  manual.stdout.on('data', (d) => (manualOut += d));
+  await sleep(1500);
   run(['lock', 'status']);
+  await new Promise((r) => manual.on('close', r));
+  console.log(manualOut.trimEnd().replace(/^/gm, `  ${dim('exec run  │')} `));
 
-  say('a second run fails fast with 75 and names the holder (--if-busy fail, the default)');
-  run(['lock', 'run', '--', 'echo', 'should not run']);
+  say('the lock is free again: the next ticks succeed');
+  await sleep(4500);
 
-  say('a scheduler-style run skips: exit 0, nothing changed');
-  run(['lock', 'run', '--if-busy', 'skip', '--', 'echo', 'should not run']);
+  say('SIGTERM: the scheduler stops firing, lets running routines finish, releases its lock');
+  scheduler.kill('SIGTERM');
+  await stopped;
 
-  say('a waiting run gets the lock as soon as the holder releases it');
-  run(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '30', '--', 'sh', '-c', 'echo "  [waiter] got the lock (generation $ROUTINELY_LOCK_GENERATION)"']);
-  await holderDone;
-
-  say('free again; the generation counter (fencing token) has moved on');
-  run(['lock', 'status']);
-
-  say('exec run: build, then test (which fails) and docs (which depends on it); lint beside them');
-  const runId = /run (r-[A-Za-z0-9-]+)/.exec(run(['exec', 'run']))?.[1];
-
-  say('fix the cause, then resume that run: what succeeded is kept, the rest runs again');
-  writeFileSync(join(project, 'fixed'), '');
-  run(['exec', 'resume', runId]);
-  run(['exec', 'status']);
+  say('routine list: skipped is its own word and count, apart from failures');
+  run(['routine', 'list']);
+  run(['routine', 'history', 'heartbeat', '--limit', '6']);
 } finally {
+  scheduler.kill('SIGKILL');
   rmSync(project, { recursive: true, force: true });
 }
