@@ -3,9 +3,11 @@
 import { cpus } from 'node:os';
 import { execBenchmarks } from './exec.mjs';
 import { lockBenchmarks } from './lock.mjs';
+import { schedulerBenchmarks } from './scheduler.mjs';
 
 const quick = process.argv.includes('--quick');
 console.log(`routinely benchmarks — node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})${quick ? ', quick' : ''}`);
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
 if (!only || only === 'lock') await lockBenchmarks({ quick });
 if (!only || only === 'exec') await execBenchmarks({ quick });
+if (!only || only === 'scheduler') await schedulerBenchmarks({ quick });

@@ -1,5 +1,6 @@
 // `routinely routine list | run | history | pause | resume` (SPEC §6).
 
+import { keepCrons } from '../config/cron.js';
 import { loadProject, type Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
 import { ExitCode, NotFoundError } from '../errors.js';
@@ -54,6 +55,7 @@ const RESULT_WORD: Record<string, [string, Colour]> = {
 };
 
 export async function routineList(flags: { json?: boolean; check?: boolean }, g: GlobalOptions): Promise<number> {
+  keepCrons();
   const project = loadProject({ configPath: g.config });
   const now = new Date();
   const rows = routineRows(project, now);

@@ -1,5 +1,6 @@
 // `routinely validate`: the config is valid, and when each routine fires next.
 
+import { keepCrons } from '../config/cron.js';
 import { displayPath, findConfig, readConfigFile } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { cronSchedule, nextRuns } from '../scheduler/schedule.js';
@@ -7,6 +8,7 @@ import { formatInZone, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 
 export async function validate(g: GlobalOptions): Promise<number> {
+  keepCrons();
   const path = findConfig({ configPath: g.config });
   const config = readConfigFile(path);
   const tasks = config.exec.tasks.length;

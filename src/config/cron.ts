@@ -42,15 +42,23 @@ export function cronProblem(schedule: string, timezone?: string): string | null 
 }
 
 const crons = new Map<string, Cron>();
+let keep = false;
 
-/** One parsed croner instance per pattern and zone, shared by validation and scheduling (a
- * config with 100 routines would otherwise parse every pattern twice at start-up). */
+/** Keep parsed patterns for reuse by this process: the read commands (`routine list`,
+ * `validate`) parse each pattern once for validation and once for next-run times otherwise.
+ * Off by default, because croner holds a 10 000-entry year table per pattern (≈ 80 KB): the
+ * long-running scheduler lets them die young instead (100 routines would pin ≈ 8 MB and grow
+ * its RSS by far more). */
+export function keepCrons(): void {
+  keep = true;
+}
+
 export function cronFor(pattern: string, timezone?: string): Cron {
   const key = `${timezone ?? ''}\u0000${pattern.trim()}`;
   let cron = crons.get(key);
   if (!cron) {
     cron = new Cron(pattern.trim(), { mode: '5-or-6-parts', timezone, paused: true });
-    crons.set(key, cron);
+    if (keep) crons.set(key, cron);
   }
   return cron;
 }

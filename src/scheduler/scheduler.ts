@@ -13,7 +13,7 @@ import { writeConfigSnapshot } from './config-snapshot.js';
 import { fireRoutine, type CliCommand, type FireOptions, type FireResult } from './fire.js';
 import type { Logger } from './log.js';
 import { readRoutineState, recordFire } from './routine-store.js';
-import { cronSchedule, type Schedule } from './schedule.js';
+import { lightSchedule, type Schedule } from './schedule.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
 
 export interface SchedulerOptions {
@@ -109,7 +109,7 @@ export class Scheduler {
       seen.add(def.id);
       const prior = this.routines.get(def.id);
       const sameTiming = prior && prior.def.schedule === def.schedule && prior.def.timezone === def.timezone;
-      const schedule = sameTiming ? prior.schedule : cronSchedule(def.schedule, def.timezone);
+      const schedule = sameTiming ? prior.schedule : lightSchedule(def.schedule, def.timezone);
       this.routines.set(def.id, { def, schedule });
       if (!sameTiming) this.next.set(def.id, nextFire(schedule, now));
     }

@@ -1,0 +1,113 @@
+// Scheduler benchmarks (issue 4): `routine list` cold start with 100 routines against
+// `node -e 0`; the idle scheduler's RSS and CPU over a minute with 100 routines; tick lateness
+// (started_at - scheduled_at) from history.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { benchEnv, fmt, median, percentile, table, timeCommand } from './lib.mjs';
+
+const cli = resolve(import.meta.dirname, '../dist/cli.js');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function project(routines) {
+  const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-sched-'));
+  writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines }));
+  return dir;
+}
+
+/** 100 routines with distinct schedules, half of them in a time zone. */
+const hundred = (schedule) =>
+  Array.from({ length: 100 }, (_, i) => ({
+    id: `r${i}`, schedule: schedule(i), action: 'command', run: 'true', ...(i % 2 ? { timezone: 'Europe/Berlin' } : {}),
+  }));
+
+function listStartup(rounds) {
+  const dir = project(hundred((i) => `${i % 60} ${i % 24} * * *`));
+  const node = [];
+  const ours = [];
+  for (let i = 0; i < 3; i++) {
+    timeCommand(process.execPath, ['-e', '0']);
+    timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir });
+  }
+  for (let i = 0; i < rounds; i++) {
+    node.push(timeCommand(process.execPath, ['-e', '0']));
+    ours.push(timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir }));
+  }
+  rmSync(dir, { recursive: true, force: true });
+  const n = median(node);
+  const o = median(ours);
+  table(`Cold start, ms (median of ${rounds} interleaved runs)`, ['command', 'median ms', 'ratio'], [
+    ['node -e 0', fmt(n), '1.00x'],
+    ['routinely routine list (100 routines, 50 in a time zone)', fmt(o), `${fmt(o / n, 2)}x`],
+  ]);
+  return { node: n, list: o };
+}
+
+function procStat(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks (100 Hz)
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))[1]) / 1024;
+  return { cpuMs: ticks * 10, rssMb: rss };
+}
+
+async function idle(seconds) {
+  // yearly schedules: nothing fires while we watch
+  const dir = project(hundred((i) => `${i % 60} ${i % 24} 1 1 *`));
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  s.stdout.on('data', (d) => (out += d));
+  while (!out.includes('[scheduler] started')) await sleep(20);
+  await sleep(1000);
+  const a = procStat(s.pid);
+  await sleep(seconds * 1000);
+  const b = procStat(s.pid);
+  s.kill('SIGTERM');
+  await new Promise((r) => s.on('close', r));
+  rmSync(dir, { recursive: true, force: true });
+  const cpuPct = ((b.cpuMs - a.cpuMs) / (seconds * 1000)) * 100;
+  table(`Idle scheduler with 100 routines, watched for ${seconds} s`, ['measure', 'value', 'target'], [
+    ['RSS MB', fmt(b.rssMb), '<= 60'],
+    ['CPU ms used', fmt(b.cpuMs - a.cpuMs, 0), '≈ 0'],
+    ['CPU %', fmt(cpuPct, 3), '≈ 0'],
+  ]);
+  return { rssMb: b.rssMb, cpuMs: b.cpuMs - a.cpuMs };
+}
+
+async function lateness(seconds) {
+  const dir = project([
+    { id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' },
+    { id: 'tock', schedule: '*/2 * * * * *', action: 'register' },
+  ]);
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'ignore', 'inherit'] });
+  await sleep(seconds * 1000);
+  s.kill('SIGTERM');
+  await new Promise((r) => s.on('close', r));
+  const late = [];
+  for (const id of ['tick', 'tock']) {
+    let text = '';
+    try {
+      text = readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.trim().split('\n')) {
+      const e = JSON.parse(line);
+      late.push(Date.parse(e.started_at) - Date.parse(e.scheduled_at));
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  table(`Tick lateness (started_at - scheduled_at) over ${seconds} s, per-second routines`, ['fires', 'p50 ms', 'p99 ms', 'target p99'], [
+    [String(late.length), fmt(percentile(late, 50)), fmt(percentile(late, 99)), '<= 50 ms'],
+  ]);
+  return { fires: late.length, p50: percentile(late, 50), p99: percentile(late, 99) };
+}
+
+export async function schedulerBenchmarks({ quick = false } = {}) {
+  return {
+    list: listStartup(quick ? 10 : 30),
+    idle: await idle(quick ? 10 : 60),
+    lateness: await lateness(quick ? 10 : 30),
+  };
+}
