@@ -108,12 +108,8 @@ export class FileLease implements Lease {
   verify(): RefreshResult {
     if (this.lostInfo) return { ok: false, lost: this.lostInfo };
     if (this.released) return { ok: false, lost: { code: 'LOCK_LOST', why: 'the lease was released' } };
-    const elapsed = this.clock.monotonic() - this.confirmedAt;
-    if (elapsed >= this.timing.ttlMs - safetyMarginMs(this.timing.ttlMs)) {
-      return this.markLost(
-        `no heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.timing.ttlMs / 1000}s TTL (was the process paused?)`,
-      );
-    }
+    const expired = this.expiredBy();
+    if (expired) return this.markLost(expired);
     let raw: string | null;
     try {
       raw = readNoFollow(this.paths.lock);
@@ -167,7 +163,26 @@ export class FileLease implements Lease {
    * yet expired by our own clock. No I/O; verify() reads the file. */
   held(): boolean {
     if (this.lostInfo || this.released) return false;
-    return this.clock.monotonic() - this.confirmedAt < this.timing.ttlMs - safetyMarginMs(this.timing.ttlMs);
+    const expired = this.expiredBy();
+    if (expired) this.markLost(expired);
+    return !expired;
+  }
+
+  /** Why our lease has run out, or null. Timed on our own monotonic clock (immune to wall-clock
+   * steps) and also against the wall clock that observers judge `expires_at` by: if the wall
+   * clock jumped forward (a VM resumed, NTP stepped), others may already call the lock stale,
+   * and a holder must never outlive the lease in anyone's eyes. */
+  private expiredBy(): string | null {
+    const margin = safetyMarginMs(this.timing.ttlMs);
+    const elapsed = this.clock.monotonic() - this.confirmedAt;
+    if (elapsed >= this.timing.ttlMs - margin) {
+      return `no heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.timing.ttlMs / 1000}s TTL (was the process paused?)`;
+    }
+    const left = this.rec.expires_at * 1000 - this.clock.now();
+    if (left <= margin) {
+      return `the lease's expiry time has passed by the wall clock (${(-left / 1000).toFixed(1)}s ago; did the clock jump?)`;
+    }
+    return null;
   }
 
   untrackChild(pid: number): void {

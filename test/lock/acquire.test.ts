@@ -281,6 +281,17 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     expect(readFileSync(join(dir, 'exec-run.lock'), 'utf8')).toBe(before);
   });
 
+  it('reports the lease lost when the wall clock jumps past its expiry (observers would call it stale)', async () => {
+    const dir = testdir();
+    const clock = new ManualClock(Date.now());
+    const lease = await mustAcquire(options(dir, { clock }));
+    clock.advance(1_000);
+    expect(lease.held()).toBe(true);
+    clock.jumpWall(10_000);
+    expect(lease.held()).toBe(false);
+    expect(lease.verify()).toMatchObject({ ok: false, lost: { why: expect.stringMatching(/wall clock/) } });
+  });
+
   it('release by a lease that is no longer the owner is a reported no-op', async () => {
     const dir = testdir();
     const lease = await mustAcquire(options(dir));
