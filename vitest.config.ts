@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
     // Real processes and real timers: generous per-test limits, never timing assertions.
     testTimeout: 60_000,
     hookTimeout: 30_000,

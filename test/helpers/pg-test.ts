@@ -1,0 +1,31 @@
+// Access to the test cluster from a test file: a fresh database per test file or test, and the
+// rule that database tests fail, not skip, under CI.
+
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import type { TestCluster } from './postgres.js';
+
+export function pgCluster(): TestCluster | null {
+  const info = inject('pg');
+  if ('unavailable' in info) {
+    if (process.env.CI === 'true') throw new Error(`CI=true but ${info.unavailable}`);
+    return null;
+  }
+  return info;
+}
+
+/** Creates an empty database and returns its URL. */
+export async function freshDatabase(cluster: TestCluster): Promise<string> {
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client({ connectionString: cluster.url });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(cluster.url);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
