@@ -1,12 +1,15 @@
 // The project as a library user sees it (SPEC §8): its config and its exec lock.
 
 import { loadProject, type LoadOptions, type Project } from './config/load.js';
-import { EXEC_LOCK_KEY, fileLockBackend, type BusyPolicy, type LockBackend } from './lock/backend.js';
+import { disposable, openBackend } from './backend.js';
+import { EXEC_LOCK_KEY, type BusyPolicy, type LockBackend } from './lock/backend.js';
 import type { Lease, LockLost, LockOwnerInfo } from './lock/lease.js';
 import type { LockRecord } from './lock/record.js';
 
-export function projectLockBackend(project: Project): LockBackend {
-  return fileLockBackend({ lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs });
+/** The project's lock (files, or the database), for callers that only need the lock. */
+export async function projectLockBackend(project: Project): Promise<LockBackend & { close(): Promise<void> }> {
+  const backend = await openBackend(project);
+  return { ...backend.lock, close: () => backend.close() };
 }
 
 export interface ProjectLockOptions extends LoadOptions, BusyPolicy {
@@ -29,8 +32,8 @@ export async function withProjectLock<T>(
   fn: (lease: Lease) => Promise<T>,
 ): Promise<WithLockResult<T>> {
   const project = options.project ?? loadProject(options);
-  const backend = projectLockBackend(project);
-  const got = await backend.acquire(options.key ?? EXEC_LOCK_KEY, options.owner ?? { command: 'library' }, options);
+  await using backend = disposable(await openBackend(project));
+  const got = await backend.lock.acquire(options.key ?? EXEC_LOCK_KEY, options.owner ?? { command: 'library' }, options);
   if (!got.ok) {
     const reason = got.reason === 'WAIT_TIMEOUT' ? 'timeout' : got.reason === 'ABORTED' ? 'aborted' : 'busy';
     return { ok: false, reason, holder: got.holder, why: got.why };

@@ -163,7 +163,7 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
 
 export async function statusCommand(flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
   const ctx = context(g);
-  const tasks = execStatus(ctx);
+  const tasks = await execStatus(ctx);
   if (flags.json) {
     out(JSON.stringify(tasks, null, 2));
     return ExitCode.OK;
@@ -198,7 +198,7 @@ export function statusColor(status: string) {
 
 export async function runsCommand(flags: { json?: boolean; limit: number }, g: GlobalOptions): Promise<number> {
   const ctx = context(g);
-  const runs = listRuns(ctx, flags.limit);
+  const runs = await listRuns(ctx, flags.limit);
   if (flags.json) {
     out(JSON.stringify(runs.map(({ tasks: _t, ...r }) => ({ ...r, summary: summarize({ ...r, tasks: _t }) })), null, 2));
     return ExitCode.OK;
@@ -216,7 +216,7 @@ export async function runsCommand(flags: { json?: boolean; limit: number }, g: G
 
 export async function showCommand(runId: string, flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
   const ctx = context(g);
-  const run = showRun(ctx, runId);
+  const run = await showRun(ctx, runId);
   if (flags.json) {
     out(JSON.stringify(run, null, 2));
     return ExitCode.OK;

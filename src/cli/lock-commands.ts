@@ -6,7 +6,8 @@ import { killGroup, runProcess, stopGroup } from '../exec/process.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
 import type { LockStatus } from '../lock/status.js';
-import { projectLockBackend } from '../project.js';
+import { disposable, openBackend, withBackend } from '../backend.js';
+import { hostId } from '../lock/identity.js';
 import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out } from './io.js';
 import type { GlobalOptions } from './main.js';
@@ -21,7 +22,8 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   const project = loadProject({ configPath: g.config });
   using stop = new StopSignals();
   const owner = { command: 'lock run', routine: flags.routine ?? null, run_id: process.env.ROUTINELY_RUN_ID ?? null };
-  const got = await projectLockBackend(project).acquire(EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal });
+  await using backend = disposable(await openBackend(project));
+  const got = await backend.lock.acquire(EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal });
   if (!got.ok) {
     if (got.reason === 'ABORTED') return stop.exitCode;
     const code = reportBusy(got, policy);
@@ -72,7 +74,7 @@ async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals): Pr
     return ExitCode.FAILED;
   }
   if (result.pid !== null) lease.untrackChild(result.pid);
-  const released = lease.release();
+  const released = await lease.release();
   if (!released.released) err(`routinely: lock not released: ${released.why}`);
   if (stop.received) return stop.exitCode;
   if (result.reason === 'spawn-error') {
@@ -84,7 +86,7 @@ async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals): Pr
 
 export async function lockStatus(flags: { json?: boolean; key: string }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
-  const status = await projectLockBackend(project).status(flags.key);
+  const status = await withBackend(project, (b) => b.lock.status(flags.key === 'scheduler' ? b.schedulerKey(hostId()) : flags.key));
   if (flags.json) {
     out(JSON.stringify(status, null, 2));
     return ExitCode.OK;
@@ -118,7 +120,7 @@ function describeStatus(s: LockStatus): string[] {
 
 export async function lockBreak(flags: { key: string }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
-  const result = await projectLockBackend(project).breakStale(flags.key);
+  const result = await withBackend(project, (b) => b.lock.breakStale(flags.key === 'scheduler' ? b.schedulerKey(hostId()) : flags.key));
   if (result.broken) {
     out(`broke the stale ${flags.key} lock: ${result.why}`);
     out(`  kept as ${displayPath(result.staleFile)}`);

@@ -5,8 +5,7 @@ import { loadProject, type Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
 import { ExitCode, NotFoundError } from '../errors.js';
 import { fireRoutine } from '../scheduler/fire.js';
-import { readHistory, historyPath } from '../state/history.js';
-import { pauseRoutine, readRoutineState, recordFire } from '../scheduler/routine-store.js';
+import { withBackend } from '../backend.js';
 import { cronSchedule } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
@@ -35,8 +34,8 @@ export interface RoutineRow extends RoutineRecord {
   next_run_at: string | null;
 }
 
-export function routineRows(project: Project, now: Date): RoutineRow[] {
-  const state = readRoutineState(project, warnTo);
+export async function routineRows(project: Project, now: Date): Promise<RoutineRow[]> {
+  const state = await withBackend(project, (b) => b.routines.read(warnTo));
   return project.config.routines.map((r) => ({
     id: r.id,
     schedule: r.schedule,
@@ -58,7 +57,7 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
   keepCrons();
   const project = loadProject({ configPath: g.config });
   const now = new Date();
-  const rows = routineRows(project, now);
+  const rows = await routineRows(project, now);
   const failing = rows.filter((r) => r.enabled && r.last_result === 'failure');
   if (flags.json) out(JSON.stringify(rows, null, 2));
   else printTable(rows, now);
@@ -121,7 +120,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
       waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, killGraceMs: 5000,
       onStarted: () => out(`started ${id}`),
     });
-    await recordFire(project, id, result, warnTo);
+    await withBackend(project, (b) => b.routines.recordFire(id, result, warnTo));
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else if (result.result === 'skipped') out(`skipped ${id}: ${result.reason ?? 'exec busy'}`);
@@ -137,7 +136,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
 export async function routineHistory(id: string, flags: { limit: number; json?: boolean }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   findRoutine(project, id);
-  const entries = readHistory(historyPath(project.stateDir, id)).slice(-flags.limit).reverse();
+  const entries = (await withBackend(project, (b) => b.routines.history(id))).slice(-flags.limit).reverse();
   if (flags.json) {
     out(JSON.stringify(entries, null, 2));
     return ExitCode.OK;
@@ -159,7 +158,7 @@ export async function routineHistory(id: string, flags: { limit: number; json?: 
 export async function routinePause(id: string, flags: { note?: string }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   findRoutine(project, id);
-  await pauseRoutine(project, id, true, flags.note ?? null);
+  await withBackend(project, (b) => b.routines.setPaused(id, true, flags.note ?? null));
   out(`paused ${id}${flags.note ? ` (${flags.note})` : ''}; a running scheduler stops firing it`);
   return ExitCode.OK;
 }
@@ -167,7 +166,7 @@ export async function routinePause(id: string, flags: { note?: string }, g: Glob
 export async function routineResume(id: string, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   findRoutine(project, id);
-  await pauseRoutine(project, id, false, null);
+  await withBackend(project, (b) => b.routines.setPaused(id, false, null));
   out(`resumed ${id}`);
   return ExitCode.OK;
 }

@@ -4,7 +4,8 @@ import { realpathSync } from 'node:fs';
 import { loadProject } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
-import { projectLockBackend } from '../project.js';
+import { disposable, openBackend } from '../backend.js';
+import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { reportBusy } from './busy.js';
@@ -25,7 +26,9 @@ export function selfCli(): { node: string; script: string } {
 
 export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
-  const got = await projectLockBackend(project).acquire(SCHEDULER_LOCK_KEY, { command: 'scheduler' }, { ifBusy: 'fail' });
+  await using backend = disposable(await openBackend(project));
+  const host = hostId();
+  const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   await using lease = got.lease;
 
@@ -36,6 +39,8 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     log,
     reloadProject: () => loadProject({ configPath: project.configPath }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
+    store: backend.routines,
+    host,
   });
   const stop = new AbortController();
   const onStop = (): void => stop.abort();

@@ -28,7 +28,10 @@ export interface Project {
   lockRefreshMs: number;
   /** The exact config text that validated (kept for the scheduler's snapshot). */
   configText?: string;
+  backend: ProjectBackend;
 }
+
+export type ProjectBackend = { type: 'file' } | { type: 'postgres'; url: string; project: string };
 
 /** The config path as the user should read it in messages. */
 export function displayPath(path: string, cwd = process.cwd()): string {
@@ -191,7 +194,41 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
     const source = refreshEnv !== undefined ? 'ROUTINELY_LOCK_REFRESH_SECONDS' : 'lock.refreshSeconds';
     throw new UsageError(`${source}: ${refresh} must be below the lock TTL / 2 (TTL ${ttl}s)`);
   }
-  return { root, configPath, config, stateDir, lockDir, lockTtlMs: ttl * 1000, lockRefreshMs: refresh * 1000 };
+  return {
+    root, configPath, config, stateDir, lockDir, lockTtlMs: ttl * 1000, lockRefreshMs: refresh * 1000,
+    backend: resolveBackend(config, env),
+  };
+}
+
+/** Shows a database URL without its password. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+  }
+}
+
+function resolveBackend(config: Config, env: NodeJS.ProcessEnv): ProjectBackend {
+  if (config.backend.type === 'file') return { type: 'file' };
+  const fromEnv = nonEmpty(env, 'ROUTINELY_DATABASE_URL');
+  const url = fromEnv ?? config.backend.url;
+  const source = fromEnv !== undefined ? 'ROUTINELY_DATABASE_URL' : 'backend.url';
+  if (url === undefined) {
+    throw new UsageError('the postgres backend needs a database URL: set backend.url in the config or ROUTINELY_DATABASE_URL');
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`${source}: ${JSON.stringify(redactUrl(url))} is not a URL (expected postgres://user:password@host:5432/database)`);
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new UsageError(`${source}: ${JSON.stringify(redactUrl(url))} is not a postgres:// URL`);
+  }
+  return { type: 'postgres', url, project: config.project! };
 }
 
 /** An empty variable counts as unset (as in `ROUTINELY_STATE_DIR= routinely …`). */

@@ -37,9 +37,17 @@ export const routineShape = {
   catchUp: z.optional(z.enum(['none', 'latest']).check(z.describe('"latest": on scheduler start, fire once if the last scheduled time was missed.'))),
 };
 
+export const BACKEND_TYPES = ['file', 'postgres'] as const;
+
+export const backendShape = {
+  type: z.enum(BACKEND_TYPES).check(z.describe('"file" (default): state and locks under stateDir. "postgres": in a database shared by several hosts.')),
+  url: z.optional(z.string().check(z.describe('postgres://user:password@host:5432/db (ROUTINELY_DATABASE_URL overrides).'))),
+};
+
 export const lockShape = {
   ttlSeconds: z.optional(z.number().check(z.gte(1), z.lte(86400), z.describe('Lease time to live, 1..86400 s (default 60).'))),
   refreshSeconds: z.optional(seconds('Heartbeat interval; below ttlSeconds/2 (default ttlSeconds/3).')),
+  backend: z.optional(z.enum(BACKEND_TYPES).check(z.describe('Shorthand for backend.type (the URL then comes from ROUTINELY_DATABASE_URL).'))),
 };
 
 export const execShape = {
@@ -53,6 +61,7 @@ export const rootShape = {
   $schema: z.optional(z.string()),
   project: z.optional(z.string().check(z.regex(ID_PATTERN), z.describe('Project name (identifies the project in a shared database backend).'))),
   stateDir: z.optional(z.string().check(z.minLength(1), z.describe('State folder relative to the project root (default ".routinely").'))),
+  backend: z.optional(z.strictObject(backendShape)),
   lock: z.optional(z.strictObject(lockShape)),
   exec: z.optional(z.strictObject(execShape)),
   routines: z.optional(z.array(z.strictObject(routineShape))),
@@ -81,6 +90,7 @@ export interface RoutineDef {
 export interface Config {
   project?: string;
   stateDir: string;
+  backend: { type: (typeof BACKEND_TYPES)[number]; url?: string };
   lock: { ttlSeconds: number; refreshSeconds: number | undefined };
   exec: {
     parallel: number;
@@ -98,6 +108,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], inTaskFile = false):
   const table: Record<string, object> = {
     '': rootShape,
     lock: lockShape,
+    backend: backendShape,
     exec: execShape,
     'exec/tasks/#': taskShape,
     'routines/#': routineShape,

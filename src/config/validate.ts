@@ -101,6 +101,14 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     issues.push({ path: 'lock.refreshSeconds', message: `${refresh} must be below ttlSeconds/2 (${ttl / 2})` });
   }
 
+  const backendType = raw.backend?.type ?? raw.lock?.backend ?? 'file';
+  if (raw.backend && raw.lock?.backend && raw.backend.type !== raw.lock.backend) {
+    issues.push({ path: 'lock.backend', message: `${showValue(raw.lock.backend)} contradicts backend.type ${showValue(raw.backend.type)}` });
+  }
+  if (backendType === 'postgres' && raw.project === undefined) {
+    issues.push({ path: 'project', message: 'is required with the postgres backend (it names the project in the database, where checkout paths differ between hosts)' });
+  }
+
   const providers = raw.exec?.providers ?? {};
   const tasks = raw.exec?.tasks ?? [];
   issues.push(...validateTaskSet(tasks.map((task, i) => ({ task, path: ['exec', 'tasks', i] })), providers));
@@ -142,6 +150,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     value: {
       project: raw.project,
       stateDir: raw.stateDir ?? '.routinely',
+      backend: { type: backendType, ...(raw.backend?.url !== undefined ? { url: raw.backend.url } : {}) },
       lock: { ttlSeconds: ttl, refreshSeconds: refresh },
       exec: {
         parallel: raw.exec?.parallel ?? 2,

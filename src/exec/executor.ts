@@ -12,14 +12,16 @@ import type { Lease } from '../lock/lease.js';
 import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
 import { runProcess, stopGroup, type ProcessResult } from './process.js';
 import type { TaskStatus } from './registry.js';
-import { FencedError, type RunStore } from './run-store.js';
+import { FencedError, type RunWriter } from './store.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
 
 export type StopCause = 'LOCK_LOST' | 'INTERRUPTED' | 'RUN_TIMEOUT';
 
 export interface ExecuteOptions {
   root: string;
-  store: RunStore;
+  writer: RunWriter;
+  /** Where a task's output goes. */
+  logPath: (taskId: string) => string;
   lease: Lease;
   clock: Clock;
   /** The run so far: tasks to do are `pending`. */
@@ -67,7 +69,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   const record = (event: RunEvent): void => {
     if (stoppedBy === 'LOCK_LOST') return; // a holder that lost its lock writes nothing more
     try {
-      o.store.append(event);
+      o.writer.append(event);
     } catch (err) {
       if (!(err instanceof FencedError)) throw err;
       stop('LOCK_LOST');
@@ -101,7 +103,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     const def = o.defs.get(id)!;
     record({ type: 'task-started', gen, at: iso(o.clock), task: id });
     if (stoppedBy) return;
-    const logFd = openLog(o.store.logPath(id), state.tasks[id]!.attempts, state.attempt, o.clock);
+    const logFd = openLog(o.logPath(id), state.tasks[id]!.attempts, state.attempt, o.clock);
     const cwd = taskCwd(o.root, def);
     let childPid: number | null = null;
     const p = (async () => {
@@ -135,7 +137,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         await stopGroup(childPid, o.killGraceMs ?? 2000);
         o.lease.untrackChild(childPid);
       }
-      record(finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.store.logPath(id)), stoppedBy));
+      record(finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy));
     })();
     running.set(id, p.finally(() => running.delete(id)));
   };

@@ -1,7 +1,7 @@
 // The exec commands as library operations (SPEC §5): register, run, resume, reset, and the read
 // views. Each takes the project exec lock itself and returns a typed outcome; the CLI prints it.
 
-import { join } from 'node:path';
+import { openBackend, type Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import type { TaskDef } from '../config/schema.js';
@@ -10,13 +10,12 @@ import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
 import { selfIdentity, systemProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
-import { projectLockBackend } from '../project.js';
 import { executeRun } from './executor.js';
 import { finalStatus, foldRun } from './outcome.js';
 import { dependencyOrder } from './plan.js';
-import { loadRegistry, saveRegistry, syncRegistry, taskHash, type Registry } from './registry.js';
-import { RunStore, listRunIds, loadRun, type Fence } from './run-store.js';
+import { syncRegistry, taskHash, type Registry } from './registry.js';
 import { applyEvent, isRunId, newRunId, type RunEvent, type RunState, type TaskRun } from './run-state.js';
+import { FencedError, type ExecStore } from './store.js';
 import { loadTaskDefinitions, type SourcedTask } from './task-source.js';
 
 export interface ExecContext {
@@ -26,12 +25,20 @@ export interface ExecContext {
   warn?: (message: string) => void;
   /** Environment for tasks (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** An open backend to use (else the project's is opened and closed per operation). */
+  backend?: Backend;
 }
 
-export const execPaths = (project: Project) => {
-  const dir = join(project.stateDir, 'exec');
-  return { dir, registry: join(dir, 'tasks.json'), runs: join(dir, 'runs') };
-};
+/** Runs `fn` with the context's backend, or with the project's, opened for the call. */
+async function withStore<T>(ctx: ExecContext, fn: (backend: Backend) => Promise<T>): Promise<T> {
+  if (ctx.backend) return fn(ctx.backend);
+  const backend = await openBackend(ctx.project);
+  try {
+    return await fn(backend);
+  } finally {
+    await backend.close();
+  }
+}
 
 type Busy = Exclude<AcquireResult, { ok: true }>;
 
@@ -45,16 +52,15 @@ export interface RegisterSummary {
 const nowIso = (c: Clock): string => new Date(c.now()).toISOString();
 
 /** Under the lock: fold runs left unfinished by dead holders, then sync with the definitions. */
-async function prepareRegistry(ctx: ExecContext, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
-  const paths = execPaths(ctx.project);
+async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
   const warn = ctx.warn ?? (() => {});
-  let registry = loadRegistry(paths.registry, warn);
+  let registry = await store.loadRegistry(warn);
   let dirty = false;
   for (const runId of registry.active_runs) {
     if (runId === currentRun) continue;
     let run: RunState | null;
     try {
-      run = isRunId(runId) ? loadRun(paths.runs, runId) : null;
+      run = isRunId(runId) ? await store.loadRun(runId) : null;
     } catch (err) {
       warn((err as Error).message);
       run = null;
@@ -66,14 +72,14 @@ async function prepareRegistry(ctx: ExecContext, clock: Clock, lease: Lease, def
     }
     if (run.status === 'RUNNING') {
       if (ownerAlive(run)) continue; // a holder winding down after losing the lock
-      run = markOwnerDead(paths.runs, run, lease, clock);
+      run = await markOwnerDead(store, run, lease, clock);
     }
     registry = foldRun(registry, run, nowIso(clock));
     dirty = true;
   }
   const sync = syncRegistry(registry, defs, nowIso(clock));
   if (dirty || sync.added.length || sync.changed.length || sync.retired.length) {
-    await saveRegistry(paths.registry, sync.registry, nowIso(clock));
+    await store.saveRegistry(sync.registry, nowIso(clock), lease);
   }
   const summary: RegisterSummary = { added: sync.added, changed: sync.changed, retired: sync.retired, total: defs.length };
   return { registry: sync.registry, summary };
@@ -90,18 +96,18 @@ function ownerAlive(run: RunState): boolean {
   return p.state === 'alive' && (!p.startTime || !o.start_time || p.startTime === o.start_time);
 }
 
-function markOwnerDead(runsDir: string, run: RunState, lease: Lease, clock: Clock): RunState {
+async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, clock: Clock): Promise<RunState> {
   const event: RunEvent = {
     type: 'run-finished', gen: lease.generation, at: nowIso(clock), status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
     why: `its process (pid ${run.owner.pid} on ${run.owner.host}) ended without finishing the run`,
     next: `routinely exec resume ${run.run_id}`,
   };
-  const store = new RunStore(runsDir, run.run_id, fenceOf(lease));
-  store.openJournal();
+  const writer = store.runWriter(run.run_id, lease);
   try {
-    store.append(event);
+    writer.append(event);
+    await writer.flush();
   } finally {
-    store.close();
+    await writer.close();
   }
   return applyEvent(run, event);
 }
@@ -116,22 +122,24 @@ async function withLock<T>(
   command: string,
   routine: string | null | undefined,
   policy: LockedPolicy,
-  fn: (lease: Lease, clock: Clock) => Promise<T>,
+  fn: (lease: Lease, clock: Clock, store: ExecStore) => Promise<T>,
 ): Promise<{ kind: 'busy'; busy: Busy } | { kind: 'ok'; value: T }> {
   const clock = ctx.clock ?? systemClock;
-  const got = await projectLockBackend(ctx.project).acquire(EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy);
-  if (!got.ok) return { kind: 'busy', busy: got };
-  policy.onLocked?.();
-  try {
-    return { kind: 'ok', value: await fn(got.lease, clock) };
-  } finally {
-    got.lease.release();
-  }
+  return withStore(ctx, async (backend) => {
+    const got = await backend.lock.acquire(EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy);
+    if (!got.ok) return { kind: 'busy' as const, busy: got };
+    policy.onLocked?.();
+    try {
+      return { kind: 'ok' as const, value: await fn(got.lease, clock, backend.exec) };
+    } finally {
+      await got.lease.release();
+    }
+  });
 }
 
 export async function register(ctx: ExecContext, policy: LockedPolicy & { routine?: string | null }) {
   const defs = loadTaskDefinitions(ctx.project);
-  return withLock(ctx, 'register', policy.routine, policy, async (lease, clock) => (await prepareRegistry(ctx, clock, lease, defs)).summary);
+  return withLock(ctx, 'register', policy.routine, policy, async (lease, clock, store) => (await prepareRegistry(ctx, store, clock, lease, defs)).summary);
 }
 
 export interface RunOptions extends LockedPolicy {
@@ -186,8 +194,8 @@ function checkNamed(defs: SourcedTask[], named: string[] | undefined): void {
 export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<RunOutcome> {
   const defs = loadTaskDefinitions(ctx.project);
   checkNamed(defs, opts.tasks);
-  const r = await withLock(ctx, 'exec run', opts.routine, opts, async (lease, clock) => {
-    const { registry, summary } = await prepareRegistry(ctx, clock, lease, defs);
+  const r = await withLock(ctx, 'exec run', opts.routine, opts, async (lease, clock, store) => {
+    const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
     const ids = selectTasks(registry, opts.tasks);
     if (ids.length === 0) return { kind: 'nothing' as const, summary, why: 'nothing to run' };
     const defById = new Map(defs.map((d) => [d.task.id, d.task]));
@@ -207,15 +215,13 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
       generation: lease.generation, lock_id: lease.lockId, owner: ownerOf(), attempt: 1,
       parallel: opts.parallel ?? ctx.project.config.exec.parallel, created_at: at, updated_at: at, finished_at: null, tasks,
     };
-    return { kind: 'run' as const, ...(await carryOut(ctx, clock, lease, registry, summary, state, defById, opts, false)) };
+    return { kind: 'run' as const, ...(await carryOut(ctx, store, clock, lease, registry, summary, state, defById, opts, false)) };
   });
   if (r.kind === 'busy') return r;
   if (r.value.kind === 'nothing') return r.value;
   const { kind: _k, ...done } = r.value;
   return { kind: 'done', ...done };
 }
-
-const fenceOf = (lease: Lease): Fence => ({ append: () => lease.held(), snapshot: () => lease.verify().ok });
 
 function ownerOf() {
   const me = selfIdentity();
@@ -225,6 +231,7 @@ function ownerOf() {
 /** Creates (or reopens) the run, executes it, records the outcome, folds it into the registry. */
 async function carryOut(
   ctx: ExecContext,
+  store: ExecStore,
   clock: Clock,
   lease: Lease,
   registry: Registry,
@@ -234,18 +241,18 @@ async function carryOut(
   opts: RunOptions,
   resuming: boolean,
 ): Promise<{ state: RunState; summary: RegisterSummary; bytesWritten: number }> {
-  const paths = execPaths(ctx.project);
   lease.annotate({ run_id: state.run_id });
-  const store = new RunStore(paths.runs, state.run_id, fenceOf(lease));
+  const writer = store.runWriter(state.run_id, lease);
   try {
-    if (resuming) await store.reopen(state);
-    else await store.create(state);
+    if (resuming) await writer.reopen(state);
+    else await writer.create(state);
     const withRun: Registry = { ...registry, active_runs: [...registry.active_runs.filter((r) => r !== state.run_id), state.run_id] };
-    await saveRegistry(paths.registry, withRun, nowIso(clock));
+    await store.saveRegistry(withRun, nowIso(clock), lease);
     opts.onStart?.(state);
     const result = await executeRun({
       root: ctx.project.root,
-      store,
+      writer,
+      logPath: (taskId) => store.logPath(state.run_id, taskId),
       lease,
       clock,
       state,
@@ -258,22 +265,31 @@ async function carryOut(
       env: ctx.env,
       onEvent: opts.onEvent,
     });
+    let fenced = result.stoppedBy === 'LOCK_LOST';
     const final = finalStatus(result.state, result.stoppedBy, lease.lost?.why);
     const event: RunEvent = { type: 'run-finished', gen: lease.generation, at: nowIso(clock), ...final };
-    if (result.stoppedBy === 'LOCK_LOST' || !lease.verify().ok) {
+    let finished = applyEvent(result.state, event);
+    if (!fenced) {
+      try {
+        writer.append(event);
+        await writer.flush();
+        await writer.snapshot(finished);
+      } catch (err) {
+        if (!(err instanceof FencedError)) throw err;
+        fenced = true;
+      }
+    }
+    if (fenced || !lease.verify().ok) {
       // SPEC §4.3: record ABORTED / LOCK_LOST, write nothing else. The append carries our old
       // generation, so it can never override what a newer holder records for this run.
       const lost: RunEvent = { ...event, status: 'ABORTED', why_code: 'LOCK_LOST', why: finalStatus(result.state, 'LOCK_LOST', lease.lost?.why).why };
-      store.appendUnfenced(lost);
-      return { state: applyEvent(result.state, lost), summary, bytesWritten: store.bytesWritten };
+      await writer.appendUnfenced(lost);
+      return { state: applyEvent(result.state, lost), summary, bytesWritten: writer.bytesWritten };
     }
-    store.append(event);
-    const finished = applyEvent(result.state, event);
-    await store.snapshot(finished);
-    const bytes = await saveRegistry(paths.registry, foldRun(withRun, finished, nowIso(clock)), nowIso(clock));
-    return { state: finished, summary, bytesWritten: store.bytesWritten + bytes };
+    const bytes = await store.saveRegistry(foldRun(withRun, finished, nowIso(clock)), nowIso(clock), lease);
+    return { state: finished, summary, bytesWritten: writer.bytesWritten + bytes };
   } finally {
-    store.close();
+    await writer.close();
   }
 }
 
@@ -285,15 +301,18 @@ export type ResumeOutcome =
 const RESUMABLE = new Set(['INTERRUPTED', 'ABORTED']);
 
 export async function execResume(ctx: ExecContext, runId: string | undefined, opts: RunOptions = {}): Promise<ResumeOutcome> {
-  const paths = execPaths(ctx.project);
+  return withStore(ctx, (backend) => resumeWith({ ...ctx, backend }, runId, opts));
+}
+
+async function resumeWith(ctx: ExecContext & { backend: Backend }, runId: string | undefined, opts: RunOptions): Promise<ResumeOutcome> {
   if (runId !== undefined) {
     if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
-    if (loadRun(paths.runs, runId) === null) throw new NotFoundError(`no run ${runId} in ${paths.runs}`);
+    if ((await ctx.backend.exec.loadRun(runId)) === null) throw new NotFoundError(`no run ${runId} in ${ctx.backend.exec.location}`);
   }
   const defs = loadTaskDefinitions(ctx.project);
-  const r = await withLock(ctx, 'exec resume', opts.routine, opts, async (lease, clock) => {
-    const { registry, summary } = await prepareRegistry(ctx, clock, lease, defs);
-    const run = runId !== undefined ? loadRun(paths.runs, runId)! : findResumable(paths.runs);
+  const r = await withLock(ctx, 'exec resume', opts.routine, opts, async (lease, clock, store) => {
+    const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
+    const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store);
     if (!run) return { kind: 'nothing' as const, why: 'nothing to resume' };
     if (run.status === 'SUCCEEDED') return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
     if (run.status === 'RUNNING' && ownerAlive(run)) {
@@ -318,7 +337,7 @@ export async function execResume(ctx: ExecContext, runId: string | undefined, op
         why_code: 'RETIRED', why: 'the task is no longer defined in the config', next: 'nothing to do, or define it again and resume',
       });
     }
-    return { kind: 'run' as const, ...(await carryOut(ctx, clock, lease, registry, summary, state, defById, opts, true)) };
+    return { kind: 'run' as const, ...(await carryOut(ctx, store, clock, lease, registry, summary, state, defById, opts, true)) };
   });
   if (r.kind === 'busy') return { kind: 'conflict', busy: r.busy };
   if (r.value.kind === 'nothing') return r.value;
@@ -327,11 +346,11 @@ export async function execResume(ctx: ExecContext, runId: string | undefined, op
 }
 
 /** The newest run that is INTERRUPTED, ABORTED, or RUNNING with a dead owner. */
-function findResumable(runsDir: string): RunState | null {
-  for (const id of listRunIds(runsDir).slice(0, 200)) {
+async function findResumable(store: ExecStore): Promise<RunState | null> {
+  for (const id of await store.listRunIds(200)) {
     let run: RunState | null;
     try {
-      run = loadRun(runsDir, id);
+      run = await store.loadRun(id);
     } catch {
       continue; // a corrupt run is reported by `exec show`, not resumed blindly
     }
@@ -344,11 +363,11 @@ function findResumable(runsDir: string): RunState | null {
 export async function resetTasks(ctx: ExecContext, ids: string[], policy: BusyPolicy) {
   const defs = loadTaskDefinitions(ctx.project);
   checkNamed(defs, ids);
-  return withLock(ctx, 'exec reset', null, policy, async (lease, clock) => {
-    const { registry } = await prepareRegistry(ctx, clock, lease, defs);
+  return withLock(ctx, 'exec reset', null, policy, async (lease, clock, store) => {
+    const { registry } = await prepareRegistry(ctx, store, clock, lease, defs);
     const tasks = { ...registry.tasks };
     for (const id of ids) tasks[id] = { ...tasks[id]!, status: 'pending', updated_at: nowIso(clock) };
-    await saveRegistry(execPaths(ctx.project).registry, { ...registry, tasks }, nowIso(clock));
+    await store.saveRegistry({ ...registry, tasks }, nowIso(clock), lease);
     return ids;
   });
 }
@@ -366,13 +385,13 @@ export interface TaskView {
 
 /** The registry as it stands, with the live statuses of runs still in progress. Read-only: it
  * neither takes the lock nor registers (run `register` for that). */
-export function execStatus(ctx: ExecContext): TaskView[] {
-  const paths = execPaths(ctx.project);
-  const registry = loadRegistry(paths.registry, ctx.warn ?? (() => {}));
+export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
+  return withStore(ctx, async ({ exec: store }) => {
+  const registry = await store.loadRegistry(ctx.warn ?? (() => {}));
   const live = new Map<string, TaskRun>();
   for (const runId of registry.active_runs) {
     try {
-      const run = isRunId(runId) ? loadRun(paths.runs, runId) : null;
+      const run = isRunId(runId) ? await store.loadRun(runId) : null;
       if (run?.status === 'RUNNING') for (const [id, t] of Object.entries(run.tasks)) live.set(id, t);
     } catch {
       // shown by `exec show`
@@ -388,26 +407,29 @@ export function execStatus(ctx: ExecContext): TaskView[] {
     last_exit_code: e.last_exit_code,
     updated_at: e.updated_at,
   }));
+  });
 }
 
-export function listRuns(ctx: ExecContext, limit = 20): RunState[] {
-  const runs: RunState[] = [];
-  const dir = execPaths(ctx.project).runs;
-  for (const id of listRunIds(dir).slice(0, limit)) {
-    try {
-      const r = loadRun(dir, id);
-      if (r) runs.push(r);
-    } catch (err) {
-      ctx.warn?.((err as Error).message);
+export async function listRuns(ctx: ExecContext, limit = 20): Promise<RunState[]> {
+  return withStore(ctx, async ({ exec: store }) => {
+    const runs: RunState[] = [];
+    for (const id of await store.listRunIds(limit)) {
+      try {
+        const r = await store.loadRun(id);
+        if (r) runs.push(r);
+      } catch (err) {
+        ctx.warn?.((err as Error).message);
+      }
     }
-  }
-  return runs;
+    return runs;
+  });
 }
 
-export function showRun(ctx: ExecContext, runId: string): RunState {
-  const dir = execPaths(ctx.project).runs;
+export async function showRun(ctx: ExecContext, runId: string): Promise<RunState> {
   if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
-  const run = loadRun(dir, runId);
-  if (!run) throw new NotFoundError(`no run ${runId} in ${dir}`);
-  return run;
+  return withStore(ctx, async ({ exec: store }) => {
+    const run = await store.loadRun(runId);
+    if (!run) throw new NotFoundError(`no run ${runId} in ${store.location}`);
+    return run;
+  });
 }

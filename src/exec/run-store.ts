@@ -8,13 +8,10 @@ import { NotFoundError, StateIOError, errnoCode } from '../errors.js';
 import { readNoFollow } from '../lock/files.js';
 import { ensureStateDir, writeJsonAtomic } from '../state/json-file.js';
 import { RUN_STATUSES, applyEventInPlace, isRunId, type RunEvent, type RunState } from './run-state.js';
+import { FencedError, type RunWriter } from './store.js';
 
 const SNAPSHOT = 'run.json';
 const JOURNAL = 'journal.jsonl';
-
-export class FencedError extends Error {
-  readonly code = 'FENCED';
-}
 
 interface Snapshot extends RunState {
   /** Journal bytes already folded into this snapshot. */
@@ -81,9 +78,9 @@ export interface Fence {
   snapshot: () => boolean;
 }
 
-/** Writes one run's state. Every write is fenced, and a snapshot never replaces one written
- * under a newer generation. */
-export class RunStore {
+/** Writes one run's state in its folder. Every write is fenced, and a snapshot never replaces
+ * one written under a newer generation. */
+export class RunStore implements RunWriter {
   private journalFd: number | null = null;
   private journalBytes = 0;
   bytesWritten = 0;
@@ -121,14 +118,18 @@ export class RunStore {
   }
 
   append(event: RunEvent): void {
-    if (this.journalFd === null) throw new Error('journal not open');
+    if (this.journalFd === null) this.openJournal();
     if (!this.fence.append()) throw new FencedError('the lock is no longer ours');
-    this.appendUnfenced(event);
+    this.appendUnfencedSync(event);
   }
 
   /** The one write a holder that lost its lock still makes: its run's ABORTED / LOCK_LOST
    * record. Appended with its old generation, so a newer holder's state always wins. */
-  appendUnfenced(event: RunEvent): void {
+  async appendUnfenced(event: RunEvent): Promise<void> {
+    this.appendUnfencedSync(event);
+  }
+
+  appendUnfencedSync(event: RunEvent): void {
     if (this.journalFd === null) return;
     const line = `${JSON.stringify(event)}\n`;
     const n = writeSync(this.journalFd, line);
@@ -147,7 +148,11 @@ export class RunStore {
     this.bytesWritten += await writeJsonAtomic(path, { ...state, journal_offset: this.journalBytes });
   }
 
-  close(): void {
+  async flush(): Promise<void> {
+    // appends are synchronous here
+  }
+
+  async close(): Promise<void> {
     if (this.journalFd !== null) closeSync(this.journalFd);
     this.journalFd = null;
   }

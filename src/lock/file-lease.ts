@@ -195,7 +195,11 @@ export class FileLease implements Lease {
     this.refresh();
   }
 
-  release(): ReleaseResult {
+  async release(): Promise<ReleaseResult> {
+    return this.releaseSync();
+  }
+
+  releaseSync(): ReleaseResult {
     this.stopHeartbeat();
     clearTimeout(this.childTimer);
     this.childTimer = undefined;
@@ -223,7 +227,7 @@ export class FileLease implements Lease {
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    this.release();
+    this.releaseSync();
   }
 
   private closeChildJournal(remove: boolean): void {

@@ -45,7 +45,7 @@ export interface Lease extends AsyncDisposable {
   /** Adds context to the owner record (e.g. the run id once the run exists). */
   annotate(fields: Partial<LockOwnerInfo>): void;
   /** Removes the lock only if it still carries our lock_id (SPEC §4.6). */
-  release(): ReleaseResult;
+  release(): Promise<ReleaseResult>;
 }
 
 export type AcquireResult =

@@ -12,7 +12,7 @@ import type { Fire } from '../state/routine-state.js';
 import { writeConfigSnapshot } from './config-snapshot.js';
 import { fireRoutine, type CliCommand, type FireOptions, type FireResult } from './fire.js';
 import type { Logger } from './log.js';
-import { readRoutineState, recordFire } from './routine-store.js';
+import type { RoutineStore } from './store.js';
 import { lightSchedule, type Schedule } from './schedule.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
 
@@ -26,6 +26,10 @@ export interface SchedulerOptions {
   shutdownTimeoutMs?: number;
   /** Injected in tests; production spawns the CLI. */
   fire?: (o: FireOptions) => Promise<FireResult>;
+  /** Routine state and tick claims (files, or the database). */
+  store: RoutineStore;
+  /** This scheduler's host identity (claims name it). */
+  host: string;
   random?: () => number;
   /** Watch the config file and reload on change (default true). */
   watchConfig?: boolean;
@@ -42,6 +46,8 @@ export class Scheduler {
   private readonly routines = new Map<string, Entry>();
   private readonly next = new Map<string, number | null>();
   private readonly running = new Map<string, Promise<void>>();
+  /** Every tick in flight (claiming, recording, running), for shutdown. */
+  private readonly ticks = new Set<Promise<void>>();
   private readonly stops = new Map<string, AbortController>();
   private readonly pausedSeen = new Map<string, boolean>();
   private wake = new AbortController();
@@ -72,7 +78,7 @@ export class Scheduler {
     this.configHash = this.hashConfig();
     if (this.o.watchConfig !== false) this.watchConfig();
     this.o.log({ event: 'scheduler.started', routines: this.routines.size, pid: process.pid });
-    this.catchUp();
+    await this.catchUp();
     const onStop = (): void => this.wake.abort();
     stop.addEventListener('abort', onStop, { once: true });
     let previousNow = this.clock.now();
@@ -177,8 +183,8 @@ export class Scheduler {
     }
   }
 
-  private catchUp(): void {
-    const state = readRoutineState(this.project, (m) => this.o.log({ event: 'scheduler.warning', message: m }));
+  private async catchUp(): Promise<void> {
+    const state = await this.o.store.read(this.warn);
     const now = this.clock.now();
     for (const { def, schedule } of this.routines.values()) {
       if (def.catchUp !== 'latest') continue;
@@ -191,27 +197,37 @@ export class Scheduler {
 
   private warn = (message: string): void => this.o.log({ event: 'scheduler.warning', message });
 
+  /** One tick of one routine. Tracked until done, so shutdown waits for it. */
   private launch(def: RoutineDef, scheduledAt: Date): void {
+    const tick = this.tick(def, scheduledAt).catch((err: Error) => this.warn(`${def.id}: ${err.message}`));
+    this.ticks.add(tick);
+    void tick.finally(() => this.ticks.delete(tick));
+  }
+
+  private async tick(def: RoutineDef, scheduledAt: Date): Promise<void> {
     const id = def.id;
+    // Several schedulers may share a database: exactly one of them takes each scheduled time,
+    // and the others stay silent about it (it is not a skip).
+    if (!(await this.o.store.claimTick(id, scheduledAt, this.o.host))) return;
     if (this.running.has(id)) {
       // The previous fire is still going (or waiting out its jitter): a busy skip, recorded.
       const at = new Date(this.clock.now()).toISOString();
       const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null };
       this.o.log({ event: 'routine.skipped', routine: id, reason: fire.reason! });
-      void recordFire(this.project, id, fire, this.warn).catch((err: Error) => this.warn(err.message));
+      await this.o.store.recordFire(id, fire, this.warn);
       return;
     }
-    const record = readRoutineState(this.project, this.warn).routines[id];
-    const paused = record?.paused === true;
-    if (paused !== (this.pausedSeen.get(id) ?? false)) {
-      this.pausedSeen.set(id, paused);
-      this.o.log(paused ? { event: 'routine.paused', routine: id, note: record?.paused_note ?? null } : { event: 'routine.resumed', routine: id });
-    }
-    if (paused) return;
     const stop = new AbortController();
     this.stops.set(id, stop);
     const project = this.project;
     const task = (async () => {
+      const record = (await this.o.store.read(this.warn)).routines[id];
+      const paused = record?.paused === true;
+      if (paused !== (this.pausedSeen.get(id) ?? false)) {
+        this.pausedSeen.set(id, paused);
+        this.o.log(paused ? { event: 'routine.paused', routine: id, note: record?.paused_note ?? null } : { event: 'routine.resumed', routine: id });
+      }
+      if (paused) return;
       const jitterMs = def.jitterSeconds > 0 ? (this.o.random ?? Math.random)() * def.jitterSeconds * 1000 : 0;
       if (jitterMs > 0) await this.clock.sleep(jitterMs, stop.signal);
       if (stop.signal.aborted) return;
@@ -221,12 +237,14 @@ export class Scheduler {
         onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
       });
       this.logResult(id, result);
-      await recordFire(project, id, result, this.warn).catch((err: Error) => this.warn(`could not record ${id}: ${err.message}`));
+      await this.o.store.recordFire(id, result, this.warn).catch((err: Error) => this.warn(`could not record ${id}: ${err.message}`));
     })();
-    this.running.set(id, task.finally(() => {
+    const tracked = task.finally(() => {
       this.running.delete(id);
       this.stops.delete(id);
-    }));
+    });
+    this.running.set(id, tracked);
+    await tracked;
   }
 
   private logResult(id: string, r: FireResult): void {
@@ -238,9 +256,9 @@ export class Scheduler {
   /** Stop firing; let running routines finish up to the shutdown timeout; then stop them. */
   private async shutdown(): Promise<void> {
     this.o.log({ event: 'scheduler.stopping', running: this.running.size });
-    if (this.running.size > 0) {
+    if (this.ticks.size > 0) {
       const timeout = new AbortController();
-      const all = Promise.all(this.running.values()).then(() => timeout.abort());
+      const all = Promise.all(this.ticks).then(() => timeout.abort());
       await this.clock.sleep(this.o.shutdownTimeoutMs ?? 30_000, timeout.signal);
       for (const s of this.stops.values()) s.abort();
       await all;

@@ -110,7 +110,7 @@ describe('the exec lock under real processes', () => {
         const r = await attemptAcquire(opts);
         if (!r.ok) throw new Error(`acquisition ${i}: ${r.reason} ${r.why}`);
         generations.push(r.lease.generation);
-        r.lease.release();
+        await r.lease.release();
       }
     }
     expect(generations).toHaveLength(100);

@@ -1,7 +1,8 @@
 import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FencedError, RunStore, listRunIds, loadRun } from '../../src/exec/run-store.js';
+import { RunStore, listRunIds, loadRun } from '../../src/exec/run-store.js';
+import { FencedError } from '../../src/exec/store.js';
 import type { RunState } from '../../src/exec/run-state.js';
 import { testdir } from '../helpers/testdir.js';
 
@@ -19,7 +20,7 @@ describe('RunStore', () => {
     const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
     await store.create(state());
     store.append({ type: 'task-started', gen: 3, at: 't1', task: 'a' });
-    store.close();
+    await store.close();
     expect(loadRun(runs, 'r-20261129T190000Z-aaaa')?.tasks.a?.status).toBe('running');
     expect(statSync(store.dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(store.dir, 'run.json')).mode & 0o777).toBe(0o600);
@@ -31,13 +32,13 @@ describe('RunStore', () => {
     const runs = testdir();
     const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
     await store.create(state());
-    store.close();
+    await store.close();
     appendFileSync(join(store.dir, 'journal.jsonl'), '{"type":"task-sta');
     expect(loadRun(runs, 'r-20261129T190000Z-aaaa')?.tasks.a?.status).toBe('pending');
     const again = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
     again.openJournal();
     again.append({ type: 'task-started', gen: 3, at: 't1', task: 'a' });
-    again.close();
+    await again.close();
     expect(loadRun(runs, 'r-20261129T190000Z-aaaa')?.tasks.a?.status).toBe('running');
   });
 
@@ -45,7 +46,7 @@ describe('RunStore', () => {
     const runs = testdir();
     const newer = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
     await newer.create(state(9));
-    newer.close();
+    await newer.close();
     const before = readFileSync(join(newer.dir, 'run.json'), 'utf8');
     const stale = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
     stale.openJournal();

@@ -17,8 +17,8 @@ function options(lockDir: string, extra: Partial<FileLockOptions> = {}): FileLoc
 async function mustAcquire(opts: FileLockOptions) {
   const r = await attemptAcquire(opts);
   if (!r.ok) throw new Error(`expected the lock, got ${r.reason}: ${r.why}`);
-  onTestFinished(() => {
-    r.lease.release();
+  onTestFinished(async () => {
+    await r.lease.release();
   });
   return r.lease;
 }
@@ -57,7 +57,7 @@ describe('acquire and release', () => {
     expect(rec).toMatchObject({ version: 1, key: 'exec-run', lock_id: lease.lockId, generation: 1 });
     expect(rec.owner).toMatchObject({ pid: process.pid, host: systemProbe().host, command: 'test' });
     expect(rec.expires_at - rec.heartbeat_at).toBeCloseTo(10, 1);
-    expect(lease.release()).toEqual({ released: true });
+    expect(await lease.release()).toEqual({ released: true });
     expect(existsSync(join(dir, 'exec-run.lock'))).toBe(false);
     // no temp files left behind
     expect(readdirSync(dir).sort()).toEqual(['exec-run.generation']);
@@ -79,7 +79,7 @@ describe('acquire and release', () => {
     for (let i = 0; i < 20; i++) {
       const lease = await mustAcquire(options(dir));
       seen.push(lease.generation);
-      lease.release();
+      await lease.release();
     }
     expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
@@ -101,8 +101,8 @@ describe('acquire and release', () => {
 
   it('releasing twice is harmless', async () => {
     const lease = await mustAcquire(options(testdir()));
-    expect(lease.release()).toEqual({ released: true });
-    expect(lease.release()).toEqual({ released: true });
+    expect(await lease.release()).toEqual({ released: true });
+    expect(await lease.release()).toEqual({ released: true });
   });
 });
 
@@ -267,7 +267,7 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     expect(lease.signal.aborted).toBe(true);
     expect(lease.signal.reason).toMatchObject({ code: 'LOCK_LOST', why: expect.stringMatching(/generation 99/) });
     expect(readLock(dir)).toEqual(intruder);
-    expect(lease.release()).toMatchObject({ released: false, reason: 'NOT_OWNER' });
+    expect(await lease.release()).toMatchObject({ released: false, reason: 'NOT_OWNER' });
     expect(readLock(dir)).toEqual(intruder);
   });
 
@@ -297,7 +297,7 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     const lease = await mustAcquire(options(dir));
     const other = { ...readLock(dir)!, lock_id: 'c'.repeat(32) };
     writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(other));
-    const r = lease.release();
+    const r = await lease.release();
     expect(r).toMatchObject({ released: false, reason: 'NOT_OWNER', holder: { lock_id: 'c'.repeat(32) } });
     expect(readLock(dir)?.lock_id).toBe('c'.repeat(32));
   });
@@ -323,7 +323,7 @@ describe('--if-busy policies', () => {
     setTimeout(() => first.release(), 100);
     const r = await waiting;
     expect(r.ok).toBe(true);
-    if (r.ok) r.lease.release();
+    if (r.ok) await r.lease.release();
   });
 
   it('wait: gives up with WAIT_TIMEOUT', async () => {
@@ -355,7 +355,7 @@ describe('--if-busy policies', () => {
     setTimeout(() => holder.kill('SIGKILL'), 100);
     const r = await waiting;
     expect(r.ok).toBe(true);
-    if (r.ok) r.lease.release();
+    if (r.ok) await r.lease.release();
     await eventually(() => !processRuns(holder.pid!));
   });
 });

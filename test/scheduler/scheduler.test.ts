@@ -9,7 +9,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadProject } from '../../src/config/load.js';
 import type { FireOptions, FireResult } from '../../src/scheduler/fire.js';
 import type { LogEvent } from '../../src/scheduler/log.js';
-import { pauseRoutine, readRoutineState } from '../../src/scheduler/routine-store.js';
+import { fileRoutineStore, pauseRoutine, readRoutineState } from '../../src/scheduler/file-store.js';
 import { Scheduler } from '../../src/scheduler/scheduler.js';
 import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
@@ -42,6 +42,7 @@ function harness(config: object) {
   const scheduler = new Scheduler({
     project, clock, fire, log: (e) => events.push(e), cli: { node: 'unused', script: 'unused' },
     reloadProject: () => loadProject({ cwd: dir }), shutdownTimeoutMs: 1000, watchConfig: false, random: () => 0.5,
+    store: fileRoutineStore(project), host: 'test-host',
   });
   const stop = new AbortController();
   const done = scheduler.run(stop.signal);
@@ -143,6 +144,7 @@ describe('Scheduler', () => {
     const events: LogEvent[] = [];
     const scheduler = new Scheduler({
       project: loadProject({ cwd: dir }), clock, log: (e) => events.push(e), cli: { node: '', script: '' }, watchConfig: false,
+      store: fileRoutineStore(loadProject({ cwd: dir })), host: 'test-host',
       reloadProject: () => loadProject({ cwd: dir }),
       fire: async (o) => {
         fired.push(`${o.routine.id}@${o.scheduledAt.toISOString()}`);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError } from '../errors.js';
 import { acquireFileLease } from '../lock/acquire.js';
-import { appendHistory, historyPath } from '../state/history.js';
+import { appendHistory, historyPath, readHistory } from '../state/history.js';
 import { corruptMessage, readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import {
   applyFire,
@@ -17,6 +17,7 @@ import {
   type Fire,
   type RoutineStateFile,
 } from '../state/routine-state.js';
+import type { RoutineStore } from './store.js';
 
 export const STATE_LOCK_KEY = 'routine-state';
 
@@ -47,7 +48,7 @@ async function withStateLock<T>(project: Project, fn: () => Promise<T>): Promise
   try {
     return await fn();
   } finally {
-    got.lease.release();
+    await got.lease.release();
   }
 }
 
@@ -75,4 +76,15 @@ export async function recordFire(project: Project, routineId: string, fire: Fire
 
 export async function pauseRoutine(project: Project, routineId: string, paused: boolean, note: string | null): Promise<void> {
   await updateRoutineState(project, (s) => ({ ...s, routines: { ...s.routines, [routineId]: setPaused(s.routines[routineId], paused, note) } }));
+}
+
+export function fileRoutineStore(project: Project): RoutineStore {
+  return {
+    read: async (warn) => readRoutineState(project, warn),
+    recordFire: (id, fire, warn) => recordFire(project, id, fire, warn),
+    setPaused: (id, paused, note) => pauseRoutine(project, id, paused, note),
+    history: async (id) => readHistory(historyPath(project.stateDir, id)),
+    // one scheduler per project (the `scheduler` lock): every tick is ours
+    claimTick: async () => true,
+  };
 }

@@ -1,0 +1,53 @@
+// The backend of a project: its lock and its state. Files are the embedded default; a project
+// configured with `backend: { type: "postgres" }` keeps both in PostgreSQL (SPEC §9), loaded
+// lazily so file-backed commands never pay for the driver.
+
+import type { Project } from './config/load.js';
+import { fileExecStore } from './exec/file-store.js';
+import type { ExecStore } from './exec/store.js';
+import { SCHEDULER_LOCK_KEY, fileLockBackend, type LockBackend } from './lock/backend.js';
+import { fileRoutineStore } from './scheduler/file-store.js';
+import type { RoutineStore } from './scheduler/store.js';
+
+export interface Backend {
+  kind: 'file' | 'postgres';
+  lock: LockBackend;
+  exec: ExecStore;
+  routines: RoutineStore;
+  /** The scheduler's lock key: one scheduler per project with files, one per host (and each
+   * tick claimed once across hosts) with a database. */
+  schedulerKey(host: string): string;
+  close(): Promise<void>;
+}
+
+export function fileBackend(project: Project): Backend {
+  return {
+    kind: 'file',
+    lock: fileLockBackend({ lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs }),
+    exec: fileExecStore(project),
+    routines: fileRoutineStore(project),
+    schedulerKey: () => SCHEDULER_LOCK_KEY,
+    close: async () => {},
+  };
+}
+
+export async function openBackend(project: Project): Promise<Backend> {
+  if (project.backend.type === 'file') return fileBackend(project);
+  const { postgresBackend } = await import('./pg/backend.js');
+  return postgresBackend(project);
+}
+
+/** `await using b = disposable(await openBackend(p))` closes it at the end of the scope. */
+export function disposable(backend: Backend): Backend & AsyncDisposable {
+  return Object.assign(backend, { [Symbol.asyncDispose]: () => backend.close() });
+}
+
+/** Runs `fn` with the project's backend open, closing it afterwards. */
+export async function withBackend<T>(project: Project, fn: (backend: Backend) => Promise<T>): Promise<T> {
+  const backend = await openBackend(project);
+  try {
+    return await fn(backend);
+  } finally {
+    await backend.close();
+  }
+}

@@ -1,0 +1,46 @@
+// Where exec state lives, as the exec layer sees it: the task registry and the runs. Files
+// under the state folder are the embedded default; PostgreSQL is the second implementation
+// (SPEC §9). Writes made under the exec lock take the lease, so each backend fences them its own
+// way: the file backend checks the lock file (and readers fence journal events by generation),
+// the database checks the lease row in the same statement.
+
+import type { Lease } from '../lock/lease.js';
+import type { Registry } from './registry.js';
+import type { RunEvent, RunState } from './run-state.js';
+
+export type Warn = (message: string) => void;
+
+export interface ExecStore {
+  loadRegistry(warn: Warn): Promise<Registry>;
+  /** Fenced: refused (FencedError) when `lease` is no longer current. */
+  saveRegistry(registry: Registry, now: string, lease: Lease): Promise<number>;
+  /** null when the run does not exist. */
+  loadRun(runId: string): Promise<RunState | null>;
+  /** Run ids, newest first. */
+  listRunIds(limit: number): Promise<string[]>;
+  runWriter(runId: string, lease: Lease): RunWriter;
+  /** Where task `taskId` of `runId` writes its output (always a local file). */
+  logPath(runId: string, taskId: string): string;
+  /** Where runs are, as a person should read it in messages. */
+  readonly location: string;
+}
+
+export interface RunWriter {
+  create(state: RunState): Promise<void>;
+  reopen(state: RunState): Promise<void>;
+  /** Records one event, in order. Throws FencedError at once when the lease is known lost; a
+   * backend that writes asynchronously reports a later refusal through flush(). */
+  append(event: RunEvent): void;
+  /** The one write a holder that lost its lock still makes (its ABORTED / LOCK_LOST record),
+   * with its old generation so a newer holder's state always wins. */
+  appendUnfenced(event: RunEvent): Promise<void>;
+  snapshot(state: RunState): Promise<void>;
+  /** Waits for every appended event; throws FencedError if one was refused. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+  readonly bytesWritten: number;
+}
+
+export class FencedError extends Error {
+  readonly code = 'FENCED';
+}
