@@ -22,3 +22,5 @@ export { configJsonSchema, taskFileJsonSchema } from './config/json-schema.js';
 export { register, execRun, execResume, execStatus, listRuns, showRun, resetTasks, type ExecContext, type RunOptions, type RunOutcome, type ResumeOutcome, type RegisterSummary, type TaskView } from './exec/operations.js';
 export type { RunState, RunStatus, TaskRun, Why, WhyCode, RunEvent } from './exec/run-state.js';
 export type { TaskStatus } from './exec/registry.js';
+export { openBackend, withBackend, fileBackend, type Backend } from './backend.js';
+export { hostId } from './lock/identity.js';

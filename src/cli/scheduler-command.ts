@@ -4,6 +4,7 @@ import { realpathSync } from 'node:fs';
 import { loadProject } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
+import type { Lease } from '../lock/lease.js';
 import { disposable, openBackend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
@@ -30,7 +31,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const host = hostId();
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
-  await using lease = got.lease;
+  let lease: Lease = got.lease;
 
   const log = createLogger(flags.logFormat, out);
   const scheduler = new Scheduler({
@@ -47,9 +48,24 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const onHup = (): void => scheduler.requestReload();
   let lost = false;
   const onLost = (): void => {
-    lost = true;
-    log({ event: 'scheduler.lock_lost', why: lease.lost?.why ?? 'unknown' });
-    stop.abort();
+    const why = lease.lost?.why ?? 'unknown';
+    if (backend.kind === 'file') {
+      // With files the scheduler lock is what keeps a second scheduler out: stop.
+      lost = true;
+      log({ event: 'scheduler.lock_lost', why });
+      stop.abort();
+      return;
+    }
+    // With a database each tick is claimed once across schedulers, so a lease lost to an outage
+    // is taken again in the background while the loop goes on (claims fail, and are logged,
+    // until the database is back).
+    log({ event: 'scheduler.warning', message: `scheduler lock lost (${why}); taking it again` });
+    void backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'wait', signal: stop.signal }).then((again) => {
+      if (!again.ok) return;
+      lease = again.lease;
+      lease.signal.addEventListener('abort', onLost, { once: true });
+      log({ event: 'scheduler.warning', message: 'scheduler lock taken again' });
+    }).catch(() => {});
   };
   process.on('SIGINT', onStop);
   process.on('SIGTERM', onStop);
@@ -62,6 +78,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     process.off('SIGTERM', onStop);
     process.off('SIGHUP', onHup);
     lease.signal.removeEventListener('abort', onLost);
+    await lease.release();
   }
   return lost ? ExitCode.FAILED : ExitCode.OK;
 }

@@ -87,7 +87,7 @@ export function syncRegistry(current: Registry, defs: readonly SourcedTask[], no
   return { registry: { ...current, tasks }, added, changed, retired };
 }
 
-function checkRegistry(v: unknown): Registry | string {
+export function checkRegistry(v: unknown): Registry | string {
   if (!v || typeof v !== 'object') return 'not an object';
   const r = v as Partial<Registry>;
   if (r.version !== 1) return `unknown version ${JSON.stringify(r.version)}`;

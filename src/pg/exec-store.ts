@@ -1,0 +1,161 @@
+// Exec state in PostgreSQL: the registry as one document per project, each run as a snapshot
+// row plus an event table. Every write under the exec lock checks the lease row in the same
+// statement (fenceCte), so a holder whose lease is gone — taken over, expired by the database
+// clock — is refused in the very transaction that would have written. Task logs stay local
+// files (under stateDir) on the host that ran the task.
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Project } from '../config/load.js';
+import { checkRegistry, emptyRegistry, type Registry } from '../exec/registry.js';
+import { applyEventInPlace, isRunId, type RunEvent, type RunState } from '../exec/run-state.js';
+import { FencedError, type ExecStore, type RunWriter, type Warn } from '../exec/store.js';
+import type { Lease } from '../lock/lease.js';
+import type { Db } from './connect.js';
+import { fenceCte } from './schema.js';
+
+export function pgExecStore(db: Db, project: Project & { backend: { type: 'postgres'; project: string } }): ExecStore {
+  const name = project.backend.project;
+  const logsDir = join(project.stateDir, 'exec', 'runs');
+  return {
+    location: `database ${db.where} (project ${name})`,
+
+    async loadRegistry(warn: Warn): Promise<Registry> {
+      const { rows } = await db.query<{ registry: unknown }>('SELECT registry FROM routinely_registry WHERE project = $1', [name]);
+      if (!rows[0]) return emptyRegistry();
+      const checked = checkRegistry(rows[0].registry);
+      if (typeof checked === 'string') {
+        warn(`the task registry of project ${name} in the database is corrupt (${checked}); starting from an empty one`);
+        return emptyRegistry();
+      }
+      return checked;
+    },
+
+    async saveRegistry(registry: Registry, now: string, lease: Lease): Promise<number> {
+      const doc = JSON.stringify({ ...registry, updated_at: now });
+      const r = await db.query(
+        `WITH ${fenceCte('$3', '$4')}
+         INSERT INTO routinely_registry (project, registry, updated_at)
+         SELECT $1, $2::jsonb, now() FROM fence
+         ON CONFLICT (project) DO UPDATE SET registry = excluded.registry, updated_at = now()`,
+        [name, doc, lease.lockId, lease.generation],
+      );
+      if (r.rowCount === 0) throw new FencedError('the exec lock is no longer ours (database)');
+      return Buffer.byteLength(doc);
+    },
+
+    async loadRun(runId: string): Promise<RunState | null> {
+      if (!isRunId(runId)) return null;
+      const snap = await db.query<{ snapshot: RunState; events_seq: string }>('SELECT snapshot, events_seq FROM routinely_runs WHERE project = $1 AND run_id = $2', [name, runId]);
+      const row = snap.rows[0];
+      if (!row) return null;
+      const state = row.snapshot;
+      const events = await db.query<{ event: RunEvent }>(
+        'SELECT event FROM routinely_run_events WHERE project = $1 AND run_id = $2 AND seq > $3 ORDER BY seq',
+        [name, runId, row.events_seq],
+      );
+      for (const e of events.rows) applyEventInPlace(state, e.event);
+      return state;
+    },
+
+    async listRunIds(limit: number): Promise<string[]> {
+      const { rows } = await db.query<{ run_id: string }>('SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY run_id DESC LIMIT $2', [name, limit]);
+      return rows.map((r) => r.run_id);
+    },
+
+    runWriter: (runId: string, lease: Lease): RunWriter => new PgRunWriter(db, name, runId, lease, join(logsDir, runId)),
+
+    logPath: (runId, taskId) => join(logsDir, runId, `${taskId}.log`),
+  };
+}
+
+class PgRunWriter implements RunWriter {
+  private chain: Promise<void> = Promise.resolve();
+  private fenced: FencedError | null = null;
+  private failure: unknown = null;
+  bytesWritten = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly project: string,
+    private readonly runId: string,
+    private readonly lease: Lease,
+    private readonly logDir: string,
+  ) {}
+
+  async create(state: RunState): Promise<void> {
+    mkdirSync(this.logDir, { recursive: true, mode: 0o700 });
+    await this.writeSnapshot(state, true);
+  }
+
+  async reopen(state: RunState): Promise<void> {
+    mkdirSync(this.logDir, { recursive: true, mode: 0o700 });
+    await this.writeSnapshot(state, false);
+  }
+
+  /** Queued in order; the database refuses it in the same statement if the lease is gone. */
+  append(event: RunEvent): void {
+    if (this.fenced) throw this.fenced;
+    if (!this.lease.held()) throw new FencedError('the exec lock is no longer ours');
+    const doc = JSON.stringify(event);
+    this.bytesWritten += Buffer.byteLength(doc);
+    this.chain = this.chain.then(async () => {
+      if (this.fenced || this.failure) return;
+      try {
+        const r = await this.db.query(
+          `WITH ${fenceCte('$3', '$4')}
+           INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::jsonb FROM fence`,
+          [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
+        );
+        if (r.rowCount === 0) this.fenced = new FencedError('the exec lock is no longer ours (database)');
+      } catch (err) {
+        this.failure = err;
+      }
+    });
+  }
+
+  async appendUnfenced(event: RunEvent): Promise<void> {
+    await this.chain;
+    const doc = JSON.stringify(event);
+    this.bytesWritten += Buffer.byteLength(doc);
+    await this.db
+      .query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::jsonb)', [this.project, this.runId, event.gen, doc])
+      .catch(() => {}); // best effort: a lost holder cannot do more
+  }
+
+  async flush(): Promise<void> {
+    await this.chain;
+    if (this.fenced) throw this.fenced;
+    if (this.failure) throw this.failure;
+  }
+
+  async snapshot(state: RunState): Promise<void> {
+    await this.flush();
+    await this.writeSnapshot(state, false);
+  }
+
+  private async writeSnapshot(state: RunState, insert: boolean): Promise<void> {
+    const doc = JSON.stringify(state);
+    this.bytesWritten += Buffer.byteLength(doc);
+    const seq = `(SELECT coalesce(max(seq), 0) FROM routinely_run_events WHERE project = $1 AND run_id = $2)`;
+    const r = insert
+      ? await this.db.query(
+          `WITH ${fenceCte('$3', '$4')}
+           INSERT INTO routinely_runs (project, run_id, snapshot, generation, events_seq)
+           SELECT $1, $2, $5::jsonb, $4, ${seq} FROM fence`,
+          [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
+        )
+      : await this.db.query(
+          // never replaces a snapshot written under a newer generation
+          `WITH ${fenceCte('$3', '$4')}
+           UPDATE routinely_runs SET snapshot = $5::jsonb, generation = $4, events_seq = ${seq}, updated_at = now()
+            WHERE project = $1 AND run_id = $2 AND generation <= $4 AND EXISTS (SELECT 1 FROM fence)`,
+          [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
+        );
+    if (r.rowCount === 0) throw new FencedError(`run ${this.runId}: the exec lock is no longer ours, or a newer holder wrote this run (database)`);
+  }
+
+  async close(): Promise<void> {
+    await this.chain;
+  }
+}

@@ -1,0 +1,356 @@
+// The lease in PostgreSQL (SPEC §9): one row per (project, key) with holder, lock_id, epoch and
+// expires_at, judged by the database clock. Acquire and reclaim are single conditional
+// statements; heartbeat and release are conditional on lock_id and epoch (0 rows = lost), so
+// exactly one process holds a key however many race, across hosts.
+//
+// Like the file backend, an owner on this host that is confirmed dead (pid gone or reused, host
+// rebooted) is reclaimed at once, and the process groups it started are ended first; any other
+// owner only once its lease has expired by the database clock.
+
+import { systemClock, type Clock } from '../clock.js';
+import { StateIOError, errnoCode } from '../errors.js';
+import type { BusyPolicy, LockBackend } from '../lock/backend.js';
+import { randomHex } from '../lock/files.js';
+import { safetyMarginMs } from '../lock/file-lease.js';
+import { selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
+import type { AcquireResult, Lease, LockLost, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
+import { endOrphanGroups } from '../lock/orphans.js';
+import type { ChildGroup, LockOwner, LockRecord } from '../lock/record.js';
+import { ORPHAN_GRACE_MS } from '../lock/reclaim.js';
+import { describeHolder, judgeLock } from '../lock/stale.js';
+import type { BreakResult, LockStatus } from '../lock/status.js';
+import type { Db } from './connect.js';
+
+export interface PgLockOptions {
+  db: Db;
+  project: string;
+  ttlMs: number;
+  refreshMs: number;
+  clock?: Clock;
+  probe?: LivenessProbe;
+}
+
+interface LeaseRow {
+  lock_id: string;
+  epoch: string;
+  owner: LockOwner;
+  created_at: number;
+  heartbeat_at: number;
+  expires_at: number;
+  released: boolean;
+  db_now: number;
+}
+
+const COLUMNS = `lock_id, epoch, owner, extract(epoch from created_at)::float8 AS created_at,
+  extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at,
+  released_at IS NOT NULL AS released, extract(epoch from now())::float8 AS db_now`;
+
+function toRecord(key: string, r: LeaseRow): LockRecord {
+  return {
+    version: 1, key, lock_id: r.lock_id, generation: Number(r.epoch), owner: r.owner,
+    created_at: r.created_at, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at,
+  };
+}
+
+export function pgLockBackend(o: PgLockOptions): LockBackend {
+  const clock = o.clock ?? systemClock;
+  const probe = o.probe ?? systemProbe();
+  const ttlSecs = o.ttlMs / 1000;
+
+  async function current(key: string): Promise<LeaseRow | null> {
+    const { rows } = await o.db.query<LeaseRow>(`SELECT ${COLUMNS} FROM routinely_leases WHERE project = $1 AND key = $2`, [o.project, key]);
+    return rows[0] ?? null;
+  }
+
+  /** Ends the children of an owner on this host before its lease is taken (SPEC §4.4). */
+  async function endOrphans(row: LeaseRow): Promise<void> {
+    const owner = row.owner;
+    if (owner.host !== probe.host || (owner.boot_id && probe.bootId && owner.boot_id !== probe.bootId)) return;
+    await endOrphanGroups(owner.children ?? [], probe, clock, ORPHAN_GRACE_MS);
+  }
+
+  function staleness(key: string, row: LeaseRow) {
+    return judgeLock(toRecord(key, row), row.db_now * 1000, probe);
+  }
+
+  type Attempt = { ok: true; lease: PgLease } | { ok: false; holder: LockRecord | null; why: string };
+
+  async function attempt(key: string, owner: LockOwnerInfo): Promise<Attempt> {
+    const lockId = randomHex(16);
+    const ownerRec: LockOwner = { ...selfIdentity(probe), ...owner, children: [] };
+    for (let loop = 0; loop < 8; loop++) {
+      const started = clock.monotonic();
+      // Fast path: a free key (never used, or released) is taken in one statement.
+      const taken = await o.db.query<LeaseRow>(
+        `INSERT INTO routinely_leases AS l (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
+         VALUES ($1, $2, $3, 1, $4, now(), now(), now() + make_interval(secs => $5))
+         ON CONFLICT (project, key) DO UPDATE
+           SET lock_id = excluded.lock_id, epoch = l.epoch + 1, owner = excluded.owner, created_at = now(),
+               heartbeat_at = now(), expires_at = excluded.expires_at, released_at = NULL
+         WHERE l.released_at IS NOT NULL
+         RETURNING ${COLUMNS}`,
+        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs],
+      );
+      if (taken.rows[0]) return { ok: true, lease: new PgLease(o, key, taken.rows[0], clock, probe, started) };
+      const row = await current(key);
+      if (!row || row.released) continue;
+      const verdict = staleness(key, row);
+      if (!verdict.stale) return { ok: false, holder: toRecord(key, row), why: describeHolder(toRecord(key, row), row.db_now * 1000) };
+      // Stale: end what the old holder started here, then take over exactly that lease (a
+      // compare-and-set on lock_id and epoch: of several reclaimers, one wins).
+      await endOrphans(row);
+      const dead = verdict.reason !== 'EXPIRED';
+      const reclaimStarted = clock.monotonic();
+      const swapped = await o.db.query<LeaseRow>(
+        `UPDATE routinely_leases SET lock_id = $3, epoch = epoch + 1, owner = $4, created_at = now(), heartbeat_at = now(),
+                expires_at = now() + make_interval(secs => $5), released_at = NULL
+          WHERE project = $1 AND key = $2 AND lock_id = $6 AND epoch = $7 AND released_at IS NULL
+            AND (expires_at < now() OR $8::boolean)
+          RETURNING ${COLUMNS}`,
+        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, row.lock_id, row.epoch, dead],
+      );
+      if (swapped.rows[0]) return { ok: true, lease: new PgLease(o, key, swapped.rows[0], clock, probe, reclaimStarted) };
+    }
+    const row = await current(key);
+    return { ok: false, holder: row ? toRecord(key, row) : null, why: 'the lock changed hands too often to take it' };
+  }
+
+  return {
+    async acquire(key, owner, policy: BusyPolicy = {}): Promise<AcquireResult> {
+      const ifBusy = policy.ifBusy ?? 'fail';
+      const deadline = policy.waitTimeoutMs === undefined ? Infinity : clock.monotonic() + policy.waitTimeoutMs;
+      let delay = 5;
+      for (;;) {
+        let r: Attempt;
+        try {
+          r = await attempt(key, owner);
+        } catch (err) {
+          // A waiter outlives a database outage; fail and skip report it at once.
+          if (ifBusy !== 'wait' || !(err instanceof StateIOError)) throw err;
+          r = { ok: false, holder: null, why: err.message };
+        }
+        if (r.ok) {
+          r.lease.startHeartbeat();
+          return { ok: true, lease: r.lease };
+        }
+        if (ifBusy !== 'wait') return { ok: false, reason: 'LOCK_HELD', holder: r.holder, why: r.why };
+        if (policy.signal?.aborted) return { ok: false, reason: 'ABORTED', holder: r.holder, why: r.why };
+        const left = deadline - clock.monotonic();
+        if (left <= 0) return { ok: false, reason: 'WAIT_TIMEOUT', holder: r.holder, why: r.why };
+        await clock.sleep(Math.min(delay, left), policy.signal);
+        delay = Math.min(delay * 2, 100);
+      }
+    },
+
+    async status(key): Promise<LockStatus> {
+      const row = await current(key);
+      const counter = await o.db.query<{ epoch: string }>('SELECT epoch FROM routinely_leases WHERE project = $1 AND key = $2', [o.project, key]);
+      const base = { key, path: `database ${o.db.where}, project ${o.project}` };
+      if (!row || row.released) {
+        return {
+          ...base, state: 'free', record: null, generation: Number(counter.rows[0]?.epoch ?? 0), holder: null,
+          heartbeat_age_s: null, expires_in_s: null, stale_reason: null, why: null,
+        };
+      }
+      const rec = toRecord(key, row);
+      const v = staleness(key, row);
+      const round1 = (n: number): number => Math.round(n * 10) / 10;
+      return {
+        ...base,
+        state: v.stale ? 'stale' : 'held',
+        record: rec,
+        generation: rec.generation,
+        holder: describeHolder(rec, row.db_now * 1000),
+        heartbeat_age_s: round1(row.db_now - row.heartbeat_at),
+        expires_in_s: round1(row.expires_at - row.db_now),
+        stale_reason: v.stale ? v.reason : null,
+        why: v.stale ? `${v.why} (database clock)` : v.ownerCheck === 'alive' ? `owner pid ${rec.owner.pid} is alive and its heartbeat is fresh` : 'heartbeat is fresh by the database clock',
+      };
+    },
+
+    async breakStale(key): Promise<BreakResult> {
+      const status = await this.status(key);
+      const row = await current(key);
+      if (!row || row.released) return { broken: false, reason: 'FREE', why: 'no lock to break', status };
+      const v = staleness(key, row);
+      if (!v.stale) return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
+      await endOrphans(row);
+      const r = await o.db.query(
+        `UPDATE routinely_leases SET released_at = now(), expires_at = now()
+          WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL
+            AND (expires_at < now() OR $5::boolean)`,
+        [o.project, key, row.lock_id, row.epoch, v.reason !== 'EXPIRED'],
+      );
+      if (r.rowCount === 0) return { broken: false, reason: 'CHANGED', why: 'the lock changed while we looked; run again', status };
+      return { broken: true, why: v.why, staleFile: `row (${o.project}, ${key}) released at epoch ${row.epoch}`, orphans: { ended: [], killed: [] } };
+    },
+  };
+}
+
+export class PgLease implements Lease {
+  private rec: LockRecord;
+  /** Monotonic time at which the last successful heartbeat was sent: the lease runs from here. */
+  private confirmedAt: number;
+  private lostInfo: LockLost | null = null;
+  private released = false;
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private beating: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly o: PgLockOptions,
+    readonly key: string,
+    row: LeaseRow,
+    private readonly clock: Clock,
+    private readonly probe: LivenessProbe,
+    confirmedAt: number,
+  ) {
+    this.rec = toRecord(key, row);
+    this.confirmedAt = confirmedAt;
+  }
+
+  get lockId(): string {
+    return this.rec.lock_id;
+  }
+  get generation(): number {
+    return this.rec.generation;
+  }
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+  get lost(): LockLost | null {
+    return this.lostInfo;
+  }
+  record(): LockRecord {
+    return this.rec;
+  }
+
+  startHeartbeat(): void {
+    this.timer = setInterval(() => void this.beat(), this.o.refreshMs);
+    this.timer.unref();
+  }
+
+  /** One heartbeat; conditional on lock_id and epoch and judged by the database clock. A
+   * database that cannot be reached is retried until our own clock says the lease ran out. */
+  private beat(): Promise<void> {
+    if (this.beating) {
+      this.again = true;
+      return this.beating;
+    }
+    this.beating = (async () => {
+      do {
+        this.again = false;
+        if (this.lostInfo || this.released) return;
+        const expired = this.expiredBy();
+        if (expired) {
+          this.markLost(expired);
+          return;
+        }
+        const sent = this.clock.monotonic();
+        try {
+          const { rows } = await this.o.db.query<{ heartbeat_at: number; expires_at: number }>(
+            `UPDATE routinely_leases SET heartbeat_at = now(), expires_at = now() + make_interval(secs => $5), owner = $6
+              WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL AND expires_at >= now()
+              RETURNING extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at`,
+            [this.o.project, this.key, this.rec.lock_id, this.rec.generation, this.o.ttlMs / 1000, JSON.stringify(this.rec.owner)],
+          );
+          const r = rows[0];
+          if (!r) {
+            this.markLost('the lease row is no longer ours (taken over, released, or expired by the database clock)');
+            return;
+          }
+          this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };
+          this.confirmedAt = sent;
+        } catch (err) {
+          const expired = this.expiredBy();
+          if (expired) this.markLost(`${expired}; last error: ${(err as Error).message}`);
+          return;
+        }
+      } while (this.again);
+    })().finally(() => {
+      this.beating = null;
+    });
+    return this.beating;
+  }
+
+  private expiredBy(): string | null {
+    const elapsed = this.clock.monotonic() - this.confirmedAt;
+    if (elapsed >= this.o.ttlMs - safetyMarginMs(this.o.ttlMs)) {
+      return `no successful heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.o.ttlMs / 1000}s TTL`;
+    }
+    return null;
+  }
+
+  refresh(): RefreshResult {
+    const check = this.verify();
+    if (check.ok) void this.beat();
+    return check;
+  }
+
+  /** No I/O: the database fences each write itself (same statement); this says whether we may
+   * still believe we hold the lease. */
+  verify(): RefreshResult {
+    if (this.lostInfo) return { ok: false, lost: this.lostInfo };
+    if (this.released) return { ok: false, lost: { code: 'LOCK_LOST', why: 'the lease was released' } };
+    const expired = this.expiredBy();
+    if (expired) return { ok: false, lost: this.markLost(expired) };
+    return { ok: true };
+  }
+
+  held(): boolean {
+    return this.verify().ok;
+  }
+
+  trackChild(pid: number): void {
+    const proc = this.probe.inspect(pid);
+    const child: ChildGroup = { pid, start_time: proc.state === 'alive' ? proc.startTime : null };
+    const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
+    children.push(child);
+    this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
+    void this.beat();
+  }
+
+  untrackChild(pid: number): void {
+    const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
+    this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
+  }
+
+  annotate(fields: Partial<LockOwnerInfo>): void {
+    this.rec = { ...this.rec, owner: { ...this.rec.owner, ...fields } };
+    void this.beat();
+  }
+
+  async release(): Promise<ReleaseResult> {
+    if (this.timer) clearInterval(this.timer);
+    if (this.released) return { released: true };
+    if (this.lostInfo) return { released: false, reason: 'NOT_OWNER', holder: null, why: this.lostInfo.why };
+    await this.beating?.catch(() => {});
+    try {
+      const r = await this.o.db.query(
+        `UPDATE routinely_leases SET released_at = now(), expires_at = now()
+          WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL`,
+        [this.o.project, this.key, this.rec.lock_id, this.rec.generation],
+      );
+      if (r.rowCount === 0) return { released: false, reason: 'NOT_OWNER', holder: null, why: 'the lease row is no longer ours; left it alone' };
+    } catch (err) {
+      // The database is unreachable: the lease expires on its own within the TTL.
+      return { released: false, reason: 'NOT_OWNER', holder: null, why: `could not release (${errnoCode(err) ?? (err as Error).message}); it expires within ${this.o.ttlMs / 1000}s` };
+    }
+    this.released = true;
+    return { released: true };
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  private markLost(why: string): LockLost {
+    if (!this.lostInfo) {
+      this.lostInfo = { code: 'LOCK_LOST', why };
+      if (this.timer) clearInterval(this.timer);
+      this.controller.abort(this.lostInfo);
+    }
+    return this.lostInfo;
+  }
+}

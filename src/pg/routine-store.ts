@@ -1,0 +1,77 @@
+// Routine state, history and tick claims in PostgreSQL. Each record is a read-modify-write in
+// one transaction with the row locked (FOR UPDATE), so concurrent writers on any host never lose
+// each other's updates.
+
+import type pg from 'pg';
+import type { RoutineStore, Warn } from '../scheduler/store.js';
+import { HISTORY_LIMIT, type HistoryEntry } from '../state/history.js';
+import { applyFire, checkRoutineState, emptyState, setPaused, type Fire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
+import type { Db } from './connect.js';
+
+export function pgRoutineStore(db: Db, project: string): RoutineStore {
+  async function update(client: pg.PoolClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
+    // make sure the row exists, then lock it
+    await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::jsonb) ON CONFLICT DO NOTHING`, [project, routine]);
+    const { rows } = await client.query<{ record: unknown }>('SELECT record FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
+    const prior = parseRecord(routine, rows[0]?.record);
+    await client.query('UPDATE routinely_routine_state SET record = $3::jsonb WHERE project = $1 AND routine = $2', [project, routine, JSON.stringify(change(prior))]);
+  }
+
+  return {
+    async read(warn: Warn): Promise<RoutineStateFile> {
+      const { rows } = await db.query<{ routine: string; record: unknown }>('SELECT routine, record FROM routinely_routine_state WHERE project = $1', [project]);
+      const raw: Record<string, unknown> = {};
+      for (const r of rows) if (r.record && Object.keys(r.record as object).length > 0) raw[r.routine] = r.record;
+      const checked = checkRoutineState({ version: 1, routines: raw });
+      if (typeof checked === 'string') {
+        warn(`routine state of project ${project} in the database is corrupt (${checked}); reading it as empty`);
+        return emptyState();
+      }
+      return checked;
+    },
+
+    async recordFire(routine: string, fire: Fire): Promise<void> {
+      await db.transaction(async (client) => {
+        await update(client, routine, (prior) => applyFire(prior, fire));
+        const entry: HistoryEntry = {
+          scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
+          result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
+        };
+        await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::jsonb)', [project, routine, JSON.stringify(entry)]);
+        // bounded: keep the newest HISTORY_LIMIT entries of the routine
+        await client.query(
+          `DELETE FROM routinely_history WHERE project = $1 AND routine = $2 AND seq <=
+             (SELECT seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC OFFSET $3 LIMIT 1)`,
+          [project, routine, HISTORY_LIMIT],
+        );
+      });
+    },
+
+    async setPaused(routine: string, paused: boolean, note: string | null): Promise<void> {
+      await db.transaction((client) => update(client, routine, (prior) => setPaused(prior, paused, note)));
+    },
+
+    async history(routine: string): Promise<HistoryEntry[]> {
+      const { rows } = await db.query<{ entry: HistoryEntry }>('SELECT entry FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq', [project, routine]);
+      return rows.map((r) => r.entry);
+    },
+
+    async claimTick(routine: string, scheduledAt: Date, host: string): Promise<boolean> {
+      const r = await db.query(
+        'INSERT INTO routinely_ticks (project, routine, scheduled_at, host) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
+        [project, routine, scheduledAt.toISOString(), host],
+      );
+      if (Math.random() < 0.01) {
+        // now and then, forget claims older than a day
+        await db.query(`DELETE FROM routinely_ticks WHERE project = $1 AND scheduled_at < now() - interval '1 day'`, [project]).catch(() => {});
+      }
+      return r.rowCount === 1;
+    },
+  };
+}
+
+function parseRecord(routine: string, value: unknown): RoutineRecord | undefined {
+  if (!value || Object.keys(value as object).length === 0) return undefined;
+  const checked = checkRoutineState({ version: 1, routines: { [routine]: value } });
+  return typeof checked === 'string' ? undefined : checked.routines[routine];
+}

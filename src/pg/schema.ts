@@ -1,0 +1,86 @@
+// The database schema, as versioned migrations (applied by migrate() in connect.ts). Every table
+// is keyed by the project name, so several projects can share one database.
+
+export interface Migration {
+  version: number;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    sql: `
+      -- One row per (project, key). The row outlives its holders, so epoch (the fencing token)
+      -- keeps increasing across releases, crashes and reclaims.
+      CREATE TABLE routinely_leases (
+        project      text        NOT NULL,
+        key          text        NOT NULL,
+        lock_id      text        NOT NULL,
+        epoch        bigint      NOT NULL,
+        owner        jsonb       NOT NULL,
+        created_at   timestamptz NOT NULL,
+        heartbeat_at timestamptz NOT NULL,
+        expires_at   timestamptz NOT NULL,
+        released_at  timestamptz,
+        PRIMARY KEY (project, key)
+      );
+      CREATE TABLE routinely_registry (
+        project    text        PRIMARY KEY,
+        registry   jsonb       NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      -- A run: its snapshot plus the events appended since (snapshot.events_seq).
+      CREATE TABLE routinely_runs (
+        project    text        NOT NULL,
+        run_id     text        NOT NULL,
+        snapshot   jsonb       NOT NULL,
+        generation bigint      NOT NULL,
+        events_seq bigint      NOT NULL DEFAULT 0,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project, run_id)
+      );
+      CREATE TABLE routinely_run_events (
+        seq     bigserial PRIMARY KEY,
+        project text      NOT NULL,
+        run_id  text      NOT NULL,
+        gen     bigint    NOT NULL,
+        event   jsonb     NOT NULL
+      );
+      CREATE INDEX routinely_run_events_run ON routinely_run_events (project, run_id, seq);
+      CREATE TABLE routinely_routine_state (
+        project text  NOT NULL,
+        routine text  NOT NULL,
+        record  jsonb NOT NULL,
+        PRIMARY KEY (project, routine)
+      );
+      CREATE TABLE routinely_history (
+        seq     bigserial PRIMARY KEY,
+        project text      NOT NULL,
+        routine text      NOT NULL,
+        entry   jsonb     NOT NULL
+      );
+      CREATE INDEX routinely_history_routine ON routinely_history (project, routine, seq);
+      -- Each scheduled time of each routine is fired by exactly one scheduler across hosts.
+      CREATE TABLE routinely_ticks (
+        project      text        NOT NULL,
+        routine      text        NOT NULL,
+        scheduled_at timestamptz NOT NULL,
+        host         text        NOT NULL,
+        claimed_at   timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project, routine, scheduled_at)
+      );
+    `,
+  },
+];
+
+/** The lease check that fences a write: the row must still carry the writer's lock_id and epoch
+ * and be unexpired by the database clock. FOR SHARE makes a concurrent reclaim wait for the
+ * writing transaction, so the check and the write are one atomic step. Parameters: $1 project,
+ * then the three numbered by the caller. */
+export const fenceCte = (lockId: string, epoch: string): string => `
+  fence AS (
+    SELECT 1 FROM routinely_leases
+     WHERE project = $1 AND key = 'exec-run' AND lock_id = ${lockId} AND epoch = ${epoch}
+       AND released_at IS NULL AND expires_at >= now()
+       FOR SHARE
+  )`;

@@ -1,0 +1,224 @@
+// The PostgreSQL backend against a real server (a throwaway cluster started for the run; see
+// test/global-setup.ts). Under CI these tests fail, never skip, when no server can be started.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, eventually, processRuns, runCli, sleep, start, startCli, type Spawned } from '../helpers/cli.js';
+import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { startServer, stopServer } from '../helpers/postgres.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cluster = pgCluster();
+const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
+
+async function pgProject(config: object = {}): Promise<{ dir: string; url: string; env: Record<string, string> }> {
+  const url = await freshDatabase(cluster!);
+  const dir = testProject({ project: 'app', backend: { type: 'postgres' }, ...config });
+  return { dir, url, env: { ROUTINELY_DATABASE_URL: url } };
+}
+
+async function sql<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+const outcome = async (p: Spawned): Promise<{ won: boolean; generation?: number; reason?: string }> =>
+  JSON.parse((await p.waitFor(/^\{"won".*\}$/m))[0]);
+
+suite('PostgreSQL backend', () => {
+  it('lock run, status (epoch, expiry by the database clock), exit codes, as with files', async () => {
+    const { dir, env } = await pgProject({ lock: { ttlSeconds: 30 } });
+    expect(await runCli(['lock', 'run', '--', 'sh', '-c', 'exit 3'], { cwd: dir, env })).toMatchObject({ code: 3 });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 30'], { cwd: dir, env });
+    await holder.waitFor(/started/);
+    const busy = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env });
+    expect(busy.code).toBe(75);
+    expect(busy.stderr).toMatch(new RegExp(`^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago`));
+    expect(await runCli(['lock', 'run', '--if-busy', 'skip', '--', 'true'], { cwd: dir, env })).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
+    const status = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir, env })).stdout);
+    expect(status).toMatchObject({ state: 'held', generation: 2, record: { owner: { pid: holder.pid } } });
+    expect(status.path).toMatch(/^database 127\.0\.0\.1:\d+\/t_[0-9a-f]+, project app$/);
+    expect(status.expires_in_s).toBeGreaterThan(0);
+    holder.child.kill('SIGTERM');
+    expect((await holder.exited).code).toBe(143);
+    expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir, env })).stdout)).toMatchObject({ state: 'free', generation: 2 });
+  });
+
+  it('4 processes x 40 contended cycles: no overlap, epochs strictly increasing', async () => {
+    const { dir, env } = await pgProject();
+    const log = join(dir, 'log');
+    const barrier = join(dir, 'go');
+    writeFileSync(log, '');
+    const workers = Array.from({ length: 4 }, () => start(join(FIXTURES, 'backend-worker.mjs'), [dir, '40', log, barrier], { env }));
+    await sleep(1500);
+    writeFileSync(barrier, '');
+    expect((await Promise.all(workers.map((w) => w.exited))).map((c) => c.code)).toEqual([0, 0, 0, 0]);
+    let open: string | null = null;
+    let last = 0;
+    let sections = 0;
+    for (const line of readFileSync(log, 'utf8').trim().split('\n')) {
+      const [k, pid, gen] = line.split(' ');
+      if (k === 'S') {
+        expect(open).toBeNull();
+        open = pid!;
+        expect(Number(gen)).toBeGreaterThan(last);
+        last = Number(gen);
+      } else {
+        expect(open).toBe(pid);
+        open = null;
+        sections++;
+      }
+    }
+    expect(sections).toBe(160);
+  });
+
+  it('8 processes meeting one expired lease at once: exactly one winner', async () => {
+    for (let round = 0; round < 3; round++) {
+      const { dir, url, env } = await pgProject();
+      // a lease of a dead holder on another host, expired by the database clock
+      await runCli(['lock', 'status'], { cwd: dir, env }); // creates the schema
+      await sql(url, `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
+        VALUES ('app', 'exec-run', 'old', 7, '{"pid": 1, "host": "elsewhere", "boot_id": null, "start_time": null, "command": "exec run"}', now(), now(), now() - interval '1 second')`);
+      const barrier = join(dir, 'go');
+      const racers = Array.from({ length: 8 }, () => start(join(FIXTURES, 'backend-holder.mjs'), [dir, 'fail', '2000', barrier], { env }));
+      await Promise.all(racers.map((r) => r.waitFor(/"ready"/)));
+      writeFileSync(barrier, '');
+      const outcomes = await Promise.all(racers.map(outcome));
+      expect(outcomes.filter((o) => o.won), JSON.stringify(outcomes)).toEqual([{ won: true, generation: 8 }]);
+      await Promise.all(racers.map((r) => r.exited));
+    }
+  });
+
+  it('a killed holder: reclaimed at once on its own host, only after expiry from another host', async () => {
+    const { dir, env } = await pgProject({ lock: { ttlSeconds: 2 } });
+    const local = startCli(['lock', 'run', '--', 'sh', '-c', 'echo "child $$"; sleep 60'], { cwd: dir, env });
+    const child = Number((await local.waitFor(/child (\d+)/))[1]);
+    await sleep(300); // the child is recorded in the lease row by the next heartbeat write
+    local.child.kill('SIGKILL');
+    await local.exited;
+    expect(await runCli(['lock', 'run', '--', 'echo', 'at once'], { cwd: dir, env })).toMatchObject({ code: 0, stdout: 'at once\n' });
+    await eventually(() => !processRuns(child), 5000, 'orphan ended');
+
+    const remote = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 60'], { cwd: dir, env: { ...env, ROUTINELY_HOST_ID: 'other-host' } });
+    await remote.waitFor(/started/);
+    remote.child.kill('SIGKILL');
+    await remote.exited;
+    // its pid is dead here, but it is another host's pid: only expiry counts
+    expect((await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env })).code).toBe(75);
+    expect(await runCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '20', '--', 'echo', 'after expiry'], { cwd: dir, env })).toMatchObject({ code: 0, stdout: 'after expiry\n' });
+  });
+
+  it('SIGSTOP past expiry: the old holder\'s writes are refused by epoch; its run ends ABORTED / LOCK_LOST', async () => {
+    const { dir, url, env } = await pgProject({ lock: { ttlSeconds: 2 }, exec: { tasks: [{ id: 'long', run: 'echo "pid $$" > long.pid; sleep 60' }] } });
+    const p = startCli(['exec', 'run'], { cwd: dir, env });
+    await eventually(() => {
+      try {
+        return readFileSync(join(dir, 'long.pid'), 'utf8').includes('pid');
+      } catch {
+        return false;
+      }
+    }, 10_000, 'task started');
+    process.kill(p.pid, 'SIGSTOP');
+    const thief = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo took-over; sleep 2'], { cwd: dir, env });
+    await thief.waitFor(/took-over/);
+    const epoch = (await sql<{ epoch: string }>(url, `SELECT epoch FROM routinely_leases WHERE project = 'app' AND key = 'exec-run'`))[0]!.epoch;
+    const before = await sql<{ snapshot: unknown; generation: string }>(url, 'SELECT snapshot, generation FROM routinely_runs');
+    const eventsBefore = await sql<{ seq: string }>(url, 'SELECT seq FROM routinely_run_events');
+    process.kill(p.pid, 'SIGCONT');
+    expect((await p.exited).code, p.stdout() + p.stderr()).toBe(1);
+    expect(p.stdout()).toMatch(/ABORTED/);
+    // the old holder's fenced writes never landed: the snapshot is untouched, and its only new
+    // event is the unfenced ABORTED record, under its old (lower) epoch
+    expect(await sql(url, 'SELECT snapshot, generation FROM routinely_runs')).toEqual(before);
+    const added = await sql<{ gen: string; event: { type: string; status: string; why_code: string } }>(url, 'SELECT gen, event FROM routinely_run_events WHERE seq > $1 ORDER BY seq', [eventsBefore.at(-1)?.seq ?? 0]);
+    expect(added.map((a) => a.event)).toEqual([expect.objectContaining({ type: 'run-finished', status: 'ABORTED', why_code: 'LOCK_LOST' })]);
+    expect(Number(added[0]!.gen)).toBeLessThan(Number(epoch));
+    expect((await thief.exited).code).toBe(0);
+    // exec resume (the same as with files) finishes the run
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ project: 'app', backend: { type: 'postgres' }, exec: { tasks: [{ id: 'long', run: 'true' }] } }));
+    const resumed = await runCli(['exec', 'resume', '--json'], { cwd: dir, env });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+  });
+
+  it('two schedulers on two hosts: each per-second tick fires exactly once; killing one, the other goes on', async () => {
+    const { dir, url, env } = await pgProject({ routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'echo tick' }] });
+    const h1 = startCli(['scheduler', 'start'], { cwd: dir, env: { ...env, ROUTINELY_HOST_ID: 'h1' } });
+    const h2 = startCli(['scheduler', 'start'], { cwd: dir, env: { ...env, ROUTINELY_HOST_ID: 'h2' } });
+    await Promise.all([h1.waitFor(/\[scheduler\] started/), h2.waitFor(/\[scheduler\] started/)]);
+    await sleep(6000);
+    h1.child.kill('SIGKILL');
+    await h1.exited;
+    const killedAt = Date.now();
+    await sleep(4000);
+    h2.child.kill('SIGTERM');
+    expect((await h2.exited).code).toBe(0);
+    const ticks = await sql<{ scheduled_at: Date; host: string }>(url, `SELECT scheduled_at, host FROM routinely_ticks WHERE routine = 'tick' ORDER BY scheduled_at`);
+    const history = await sql<{ entry: { scheduled_at: string; result: string } }>(url, `SELECT entry FROM routinely_history WHERE routine = 'tick'`);
+    const times = history.map((h) => h.entry.scheduled_at);
+    expect(new Set(times).size, 'no tick recorded twice').toBe(times.length);
+    expect(times.length).toBeGreaterThanOrEqual(7);
+    expect(new Set(ticks.map((t) => t.host))).toEqual(new Set(['h1', 'h2']));
+    // after the kill, h2 alone fired
+    const late = ticks.filter((t) => t.scheduled_at.getTime() > killedAt + 1000);
+    expect(late.length).toBeGreaterThanOrEqual(2);
+    expect(late.every((t) => t.host === 'h2')).toBe(true);
+    // each scheduler logs only the ticks it fired: no skips for the other's ticks
+    expect(`${h1.stdout()}${h2.stdout()}`).not.toMatch(/skipped tick/);
+    const state = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: dir, env })).stdout) as { counts: { success: number; skipped: number } }[];
+    expect(state[0]!.counts.success).toBe(times.length);
+  });
+
+  it('the database restarting mid-run: clear errors, no corrupt state, firing resumes when it is back', async () => {
+    const { dir, url, env } = await pgProject({ lock: { ttlSeconds: 3 }, routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }] });
+    const s = startCli(['scheduler', 'start'], { cwd: dir, env });
+    await s.waitFor(/succeeded tick/);
+    stopServer(cluster!, 'fast');
+    try {
+      await s.waitFor(/\[scheduler\] warning: tick: database 127\.0\.0\.1:\d+\/t_[0-9a-f]+: (connection refused|the server is shutting down)/, 15_000);
+    } finally {
+      startServer(cluster!);
+    }
+    const n = (await sql<{ n: string }>(url, `SELECT count(*) AS n FROM routinely_history WHERE routine = 'tick'`))[0]!.n;
+    await eventually(() => (s.stdout().match(/succeeded tick/g) ?? []).length > Number(n) + 1, 20_000, 'fires again');
+    expect(s.exited).toBeDefined();
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(s.stdout()).not.toMatch(/password/);
+    const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env });
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)[0].counts.success).toBeGreaterThan(Number(n));
+  });
+
+  it('migrations: processes starting together on an empty database never race', async () => {
+    const { dir, url, env } = await pgProject();
+    const all = await Promise.all(Array.from({ length: 6 }, () => runCli(['lock', 'status'], { cwd: dir, env })));
+    expect(all.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(await sql(url, 'SELECT version FROM routinely_schema')).toEqual([{ version: 1 }]);
+  });
+
+  it('connection problems: exit 2 for a bad URL, 1 for an unreachable server, host named, password never shown', async () => {
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' } });
+    const bad = await runCli(['lock', 'status'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'http://u:hunter2@h/d' } });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/ROUTINELY_DATABASE_URL: "http:\/\/u:\*\*\*@h\/d" is not a postgres:\/\/ URL/);
+    const down = await runCli(['exec', 'run'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/db' } });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/database 127\.0\.0\.1:1\/db: connection refused/);
+    expect(`${bad.stderr}${down.stderr}`).not.toContain('hunter2');
+    const missing = await runCli(['lock', 'status'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: undefined } });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/the postgres backend needs a database URL/);
+    const noName = testProject({ backend: { type: 'postgres', url: 'postgres://x@127.0.0.1:1/d' } });
+    const r = await runCli(['validate'], { cwd: noName });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/project: is required with the postgres backend/);
+  });
+});
