@@ -3,6 +3,7 @@
 import { cpus } from 'node:os';
 import { execBenchmarks } from './exec.mjs';
 import { lockBenchmarks } from './lock.mjs';
+import { pgBenchmarks } from './pg.mjs';
 import { schedulerBenchmarks } from './scheduler.mjs';
 
 const quick = process.argv.includes('--quick');
@@ -11,3 +12,4 @@ const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
 if (!only || only === 'lock') await lockBenchmarks({ quick });
 if (!only || only === 'exec') await execBenchmarks({ quick });
 if (!only || only === 'scheduler') await schedulerBenchmarks({ quick });
+if (!only || only === 'pg') await pgBenchmarks({ quick });
