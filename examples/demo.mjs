@@ -1,6 +1,7 @@
 // `npm run demo`: the scheduler on the bundled example project (examples/project, copied to a
 // temp folder) for about 20 seconds: routines fire, a manual `exec run` holds the exec lock and
-// the ticks that meet it are skipped (not failed), then `routine list` shows the counts.
+// the ticks that meet it are skipped (not failed), then `routine list` shows the counts; last,
+// an exec run with a failing task and a dependant, and its resume after the fix.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +25,7 @@ function run(args) {
   const text = `${r.stdout}${r.stderr}`.trimEnd();
   if (text) console.log(text.replace(/^/gm, '  '));
   console.log(dim(`  → exit ${r.status}`));
+  return r.stdout;
 }
 
 const scheduler = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: project, env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -57,6 +59,15 @@ try {
   say('routine list: skipped is its own word and count, apart from failures');
   run(['routine', 'list']);
   run(['routine', 'history', 'heartbeat', '--limit', '6']);
+
+  say('exec: a task fails and its dependant is skipped (not failed); fix the cause, resume the run');
+  writeFileSync(join(project, 'tasks', 'release.json'), JSON.stringify([
+    { id: 'package', run: 'test -f LICENSE || { echo "package: LICENSE is missing" >&2; exit 1; }' },
+    { id: 'publish', run: 'echo published', dependsOn: ['package'] },
+  ]));
+  const runId = /run (r-[A-Za-z0-9-]+)/.exec(run(['exec', 'run']))?.[1];
+  writeFileSync(join(project, 'LICENSE'), 'MIT\n');
+  run(['exec', 'resume', runId]);
 } finally {
   scheduler.kill('SIGKILL');
   rmSync(project, { recursive: true, force: true });

@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RoutineStateFile } from '../../src/state/routine-state.js';
-import { eventually, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
+import { eventually, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 const stateOf = (p: string): RoutineStateFile => {
@@ -132,6 +132,17 @@ describe('scheduler start', () => {
     expect((await s.exited).code).toBe(0);
     expect(s.stdout()).toMatch(/\[routine\] failed long: stopped at scheduler shutdown/);
     expect(stateOf(project).routines.long).toMatchObject({ last_result: 'failure', last_reason: 'stopped at scheduler shutdown' });
+    expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
+  });
+
+  it('a routine past its timeoutSeconds is stopped and recorded as a failure', async () => {
+    const project = testProject({ routines: [cmd('slow', '*/30 * * * * *', 'echo "pid $$" > slow.pid; sleep 30', { timeoutSeconds: 1 })] });
+    const r = await runCli(['routine', 'run', 'slow'], { cwd: project });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/failed slow: timed out after 1s/);
+    const pid = Number(readFileSync(join(project, 'slow.pid'), 'utf8').split(' ')[1]);
+    await eventually(() => !processRuns(pid), 5000, 'command stopped');
+    expect(stateOf(project).routines.slow).toMatchObject({ last_result: 'failure', last_reason: 'timed out after 1s', consecutive_failures: 1 });
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
   });
 

@@ -160,6 +160,23 @@ describe('Scheduler', () => {
     await done;
   });
 
+  it('jitter delays the start by a random share of jitterSeconds', async () => {
+    const h = harness({ routines: [routine('j', '*/30 * * * * *', { jitterSeconds: 10 })] }); // random() = 0.5: 5 s
+    await settle();
+    h.clock.advance(29_500); // the tick at :30
+    await settle();
+    expect(h.fires).toHaveLength(0);
+    h.clock.advance(4_900);
+    await settle();
+    expect(h.fires).toHaveLength(0);
+    h.clock.advance(200);
+    await settle();
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:30.000Z']);
+    h.fires[0]!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
   it('on stop, waits for running fires up to the shutdown timeout, then stops them', async () => {
     const h = harness({ routines: [routine('long', '*/10 * * * * *')] });
     await settle();
