@@ -13,10 +13,11 @@ import {
   showRun,
   type ExecContext,
   type RegisterSummary,
+  type RunOptions,
 } from '../exec/operations.js';
 import { exitCodeFor } from '../exec/outcome.js';
 import { summarize, type RunState } from '../exec/run-state.js';
-import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
+import { busyPolicy, reportBusy, type BusyFlags, type Policy } from './busy.js';
 import { err, humanDuration, out, paint, useColor } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { Progress } from './progress.js';
@@ -57,16 +58,8 @@ export async function runCommand(taskIds: string[], flags: RunFlags, g: GlobalOp
   const progress = flags.json ? null : new Progress(shownStateDir(ctx));
   try {
     const r = await execRun(ctx, {
-      ...policy,
-      signal: stop.signal,
-      stop: stop.signal,
+      ...runOptions(flags, policy, stop, progress),
       tasks: taskIds.length > 0 ? taskIds : undefined,
-      parallel: flags.parallel,
-      routine: flags.routine ?? null,
-      runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
-      onLocked: () => reportStarted(),
-      onStart: (s) => progress?.start(s),
-      onEvent: (e, s) => progress?.event(e, s),
     });
     if (r.kind === 'busy') return busy(r.busy, policy, stop);
     if (r.kind === 'nothing') {
@@ -79,6 +72,21 @@ export async function runCommand(taskIds: string[], flags: RunFlags, g: GlobalOp
   } finally {
     progress?.stop();
   }
+}
+
+/** What `exec run` and `exec resume` pass alike: busy policy, signals, progress, reporting. */
+function runOptions(flags: RunFlags, policy: Policy, stop: StopSignals, progress: Progress | null): RunOptions {
+  return {
+    ...policy,
+    signal: stop.signal,
+    stop: stop.signal,
+    parallel: flags.parallel,
+    routine: flags.routine ?? null,
+    runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
+    onLocked: () => reportStarted(),
+    onStart: (s) => progress?.start(s),
+    onEvent: (e, s) => progress?.event(e, s),
+  };
 }
 
 function finish(state: RunState, flags: RunFlags, progress: Progress | null, stop: StopSignals): number {
@@ -122,15 +130,7 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
   const progress = flags.json ? null : new Progress(shownStateDir(ctx));
   try {
     const r = await execResume(ctx, runId, {
-      ...policy,
-      signal: stop.signal,
-      stop: stop.signal,
-      parallel: flags.parallel,
-      routine: flags.routine ?? null,
-      runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
-      onLocked: () => reportStarted(),
-      onStart: (s) => progress?.start(s),
-      onEvent: (e, s) => progress?.event(e, s),
+      ...runOptions(flags, policy, stop, progress),
     });
     if (r.kind === 'conflict') {
       if (r.busy.reason === 'ABORTED') return stop.exitCode;

@@ -13,11 +13,14 @@ export interface GlobalOptions {
   config?: string;
 }
 
+/** Node's timers overflow past ≈ 24.8 days; longer values are refused. */
+const MAX_SECONDS = 2_000_000;
+
 function seconds(flag: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n)) {
-      throw new InvalidArgumentError(`${flag} takes a number of seconds, got ${JSON.stringify(value)}`);
+    if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n) || n > MAX_SECONDS) {
+      throw new InvalidArgumentError(`${flag} takes a number of seconds up to ${MAX_SECONDS}, got ${JSON.stringify(value)}`);
     }
     return n;
   };

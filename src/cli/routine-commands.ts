@@ -111,7 +111,11 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   const project = loadProject({ configPath: g.config });
   const def = findRoutine(project, id);
   const stop = new AbortController();
-  const onSignal = (): void => stop.abort();
+  let received: 'SIGINT' | 'SIGTERM' | null = null;
+  const onSignal = (sig: 'SIGINT' | 'SIGTERM'): void => {
+    received ??= sig;
+    stop.abort(`stopped by ${sig}`);
+  };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
@@ -125,6 +129,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else if (result.result === 'skipped') out(`skipped ${id}: ${result.reason ?? 'exec busy'}`);
     else out(`failed ${id}: ${result.reason ?? 'failed'} ${took}  (output: ${project.stateDir}/logs/${id}.log)`);
+    if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
     if (result.result === 'skipped') return result.child_exit === ExitCode.BUSY ? ExitCode.BUSY : ExitCode.OK;
     return result.result === 'success' ? ExitCode.OK : ExitCode.FAILED;
   } finally {

@@ -8,7 +8,10 @@ export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const ROUTINE_ACTIONS = ['exec-auto', 'exec-resume', 'register', 'command'] as const;
 
 const id = z.string().check(z.regex(ID_PATTERN), z.describe('Letters, digits, ".", "_" and "-"; starts with a letter or digit; at most 64 characters.'));
-const seconds = (what: string) => z.number().check(z.positive(), z.describe(what));
+/** Node's timers overflow past 2^31 ms (≈ 24.8 days) and fire at once: longer timeouts are
+ * refused rather than silently turned into "now". */
+export const MAX_TIMER_SECONDS = 2_000_000;
+const seconds = (what: string) => z.number().check(z.positive(), z.lte(MAX_TIMER_SECONDS), z.describe(what));
 
 export const taskShape = {
   id,
@@ -33,7 +36,7 @@ export const routineShape = {
   timezone: z.optional(z.string().check(z.describe('IANA time zone, e.g. "Europe/Berlin"; default the machine zone.'))),
   enabled: z.optional(z.boolean()),
   timeoutSeconds: z.optional(seconds('Stop the routine run after this many seconds.')),
-  jitterSeconds: z.optional(z.number().check(z.gte(0), z.describe('Random delay of 0..N seconds before starting.'))),
+  jitterSeconds: z.optional(z.number().check(z.gte(0), z.lte(86_400), z.describe('Random delay of 0..N seconds before starting (at most a day).'))),
   catchUp: z.optional(z.enum(['none', 'latest']).check(z.describe('"latest": on scheduler start, fire once if the last scheduled time was missed.'))),
 };
 

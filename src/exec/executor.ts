@@ -15,7 +15,7 @@ import type { TaskStatus } from './registry.js';
 import { FencedError, type RunWriter } from './store.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
 
-export type StopCause = 'LOCK_LOST' | 'INTERRUPTED' | 'RUN_TIMEOUT';
+export type StopCause = 'LOCK_LOST' | 'INTERRUPTED' | 'RUN_TIMEOUT' | 'STATE_ERROR';
 
 export interface ExecuteOptions {
   root: string;
@@ -150,6 +150,12 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
       await Promise.race(running.values());
       skipBlocked();
     }
+  } catch (err) {
+    // State could not be written (ENOSPC, EIO, …): stop every task and wait for them before
+    // giving up, so nothing runs on without the lock we are about to leave.
+    stop('STATE_ERROR');
+    await Promise.allSettled(running.values());
+    throw err;
   } finally {
     clearTimeout(timer);
     o.lease.signal.removeEventListener('abort', onLost);
@@ -195,8 +201,9 @@ function finishEvent(
   let why: Why | null = null;
   if (r.canceled) {
     status = 'interrupted';
-    const cause = stoppedBy ?? 'INTERRUPTED';
-    why = { why_code: cause, why: `stopped because ${cause === 'LOCK_LOST' ? 'the exec lock was lost' : cause === 'RUN_TIMEOUT' ? 'the run timed out' : 'the run was interrupted'}`, next: `routinely exec resume ${runId}` };
+    const cause = stoppedBy === 'STATE_ERROR' || stoppedBy === null ? 'INTERRUPTED' : stoppedBy;
+    const because = stoppedBy === 'LOCK_LOST' ? 'the exec lock was lost' : stoppedBy === 'RUN_TIMEOUT' ? 'the run timed out' : stoppedBy === 'STATE_ERROR' ? 'run state could not be written' : 'the run was interrupted';
+    why = { why_code: cause, why: `stopped because ${because}`, next: `routinely exec resume ${runId}` };
   } else if (r.timedOut) {
     status = 'failed';
     why = { why_code: 'TASK_TIMEOUT', why: `killed after its timeout of ${Math.round(r.durationMs / 1000)}s`, next: `${logHint}; raise timeoutSeconds or fix the task, then: routinely exec resume ${runId}` };

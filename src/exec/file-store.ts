@@ -16,7 +16,7 @@ export function fileExecStore(project: Project): ExecStore {
     loadRegistry: async (warn: Warn) => loadRegistry(registryPath, warn),
     saveRegistry: async (registry: Registry, now: string, lease: Lease) => {
       if (!lease.verify().ok) throw new FencedError('the exec lock is no longer ours');
-      return saveRegistry(registryPath, registry, now);
+      return saveRegistry(registryPath, { ...registry, generation: Math.max(registry.generation ?? 0, lease.generation) }, now);
     },
     loadRun: async (runId) => loadRun(runs, runId),
     listRunIds: async (limit) => listRunIds(runs).slice(0, limit),

@@ -8,7 +8,7 @@ import type { TaskDef } from '../config/schema.js';
 import { NotFoundError, UsageError } from '../errors.js';
 import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
-import { selfIdentity, systemProbe } from '../lock/identity.js';
+import { samePidSpace, selfIdentity, systemProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
 import { executeRun } from './executor.js';
 import { finalStatus, foldRun } from './outcome.js';
@@ -55,6 +55,7 @@ const nowIso = (c: Clock): string => new Date(c.now()).toISOString();
 async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
   const warn = ctx.warn ?? (() => {});
   let registry = await store.loadRegistry(warn);
+  await lease.raiseGeneration((registry.generation ?? 0) + 1);
   let dirty = false;
   for (const runId of registry.active_runs) {
     if (runId === currentRun) continue;
@@ -70,6 +71,7 @@ async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock,
       dirty = true;
       continue;
     }
+    await lease.raiseGeneration(run.generation + 1);
     if (run.status === 'RUNNING') {
       if (ownerAlive(run)) continue; // a holder winding down after losing the lock
       run = await markOwnerDead(store, run, lease, clock);
@@ -90,8 +92,7 @@ async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock,
 function ownerAlive(run: RunState): boolean {
   const probe = systemProbe();
   const o = run.owner;
-  if (o.host !== probe.host) return false; // we hold the lock: a remote writer has lost it
-  if (o.boot_id && probe.bootId && o.boot_id !== probe.bootId) return false;
+  if (!samePidSpace(o, probe)) return false; // we hold the lock: a writer elsewhere has lost it
   const p = probe.inspect(o.pid);
   return p.state === 'alive' && (!p.startTime || !o.start_time || p.startTime === o.start_time);
 }
@@ -225,7 +226,7 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
 
 function ownerOf() {
   const me = selfIdentity();
-  return { pid: me.pid, host: me.host, boot_id: me.boot_id, start_time: me.start_time };
+  return { pid: me.pid, host: me.host, boot_id: me.boot_id, start_time: me.start_time, ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}) };
 }
 
 /** Creates (or reopens) the run, executes it, records the outcome, folds it into the registry. */
@@ -244,10 +245,12 @@ async function carryOut(
   lease.annotate({ run_id: state.run_id });
   const writer = store.runWriter(state.run_id, lease);
   try {
-    if (resuming) await writer.reopen(state);
-    else await writer.create(state);
+    // The registry names the run before the run exists: a crash in between leaves a name that
+    // the next command drops, never a run that nobody folds back into the registry.
     const withRun: Registry = { ...registry, active_runs: [...registry.active_runs.filter((r) => r !== state.run_id), state.run_id] };
     await store.saveRegistry(withRun, nowIso(clock), lease);
+    if (resuming) await writer.reopen(state);
+    else await writer.create(state);
     opts.onStart?.(state);
     const result = await executeRun({
       root: ctx.project.root,
@@ -318,6 +321,7 @@ async function resumeWith(ctx: ExecContext & { backend: Backend }, runId: string
     if (run.status === 'RUNNING' && ownerAlive(run)) {
       return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} is still running (pid ${run.owner.pid})` };
     }
+    await lease.raiseGeneration(run.generation + 1);
     const defById = new Map(defs.map((d) => [d.task.id, d.task]));
     const reset: Record<string, string> = {};
     const retired: string[] = [];

@@ -14,6 +14,8 @@ export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWh
       return { status: 'ABORTED', why_code: 'RUN_TIMEOUT', why: 'the run exceeded its timeout; its tasks were stopped', next: resume };
     case 'INTERRUPTED':
       return { status: 'INTERRUPTED', why_code: 'INTERRUPTED', why: 'stopped by a signal; unfinished tasks were stopped', next: resume };
+    case 'STATE_ERROR':
+      return { status: 'INTERRUPTED', why_code: 'INTERRUPTED', why: 'run state could not be written; unfinished tasks were stopped', next: resume };
   }
   const failed = Object.entries(state.tasks).filter(([, t]) => t.status === 'failed');
   const skipped = Object.entries(state.tasks).filter(([, t]) => t.status === 'skipped_dependency');

@@ -30,6 +30,10 @@ export interface Registry {
   updated_at: string | null;
   /** Runs started but not yet folded into the statuses below (a crash leaves them here). */
   active_runs: string[];
+  /** The highest lock generation that wrote exec state: if the lock's counter is ever lost (a
+   * wiped lock folder), the next holder raises its own generation above it, or readers would
+   * fence off its writes as older than the state they already have. */
+  generation?: number;
   tasks: Record<string, RegistryEntry>;
 }
 
@@ -97,7 +101,10 @@ export function checkRegistry(v: unknown): Registry | string {
       return `task entry ${JSON.stringify(id)} is malformed`;
     }
   }
-  return { version: 1, updated_at: r.updated_at ?? null, active_runs: Array.isArray(r.active_runs) ? r.active_runs : [], tasks: r.tasks };
+  return {
+    version: 1, updated_at: r.updated_at ?? null, active_runs: Array.isArray(r.active_runs) ? r.active_runs : [], tasks: r.tasks,
+    ...(typeof r.generation === 'number' ? { generation: r.generation } : {}),
+  };
 }
 
 export function loadRegistry(path: string, warn: (message: string) => void): Registry {

@@ -50,6 +50,7 @@ export interface RunOwner {
   host: string;
   boot_id: string | null;
   start_time: string | null;
+  pid_ns?: string | null;
 }
 
 export interface RunState extends Partial<Why> {

@@ -1,11 +1,11 @@
 // A held file lock: heartbeat, child tracking, loss detection and owner-only release
 // (SPEC §4.3, §4.6). Created only by attemptAcquire().
 
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Clock } from '../clock.js';
+import { ChildJournal } from './children.js';
 import { errnoCode } from '../errors.js';
 import { readNoFollow, replaceFile, unlinkQuiet } from './files.js';
+import { claimGeneration } from './generation.js';
 import type { LivenessProbe } from './identity.js';
 import type { Lease, LockLost, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
 import type { LockPaths } from './paths.js';
@@ -29,7 +29,7 @@ export class FileLease implements Lease {
   private released = false;
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
-  private childJournal: number | null = null;
+  private readonly childJournal: ChildJournal;
   private childTimer: NodeJS.Timeout | undefined;
   private lastChildWrite = -Infinity;
 
@@ -43,6 +43,7 @@ export class FileLease implements Lease {
   ) {
     this.rec = record;
     this.confirmedAt = confirmedAt;
+    this.childJournal = new ChildJournal(paths.dir, paths.key, record.lock_id, probe);
   }
 
   get key(): string {
@@ -135,8 +136,7 @@ export class FileLease implements Lease {
   trackChild(pid: number): void {
     const proc = this.probe.inspect(pid);
     const child = { pid, start_time: proc.state === 'alive' ? proc.startTime : null };
-    this.childJournal ??= openSync(join(this.paths.dir, `${this.paths.childrenPrefix}${this.lockId}`), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-    writeSync(this.childJournal, `${JSON.stringify({ ...child, host: this.probe.host, boot_id: this.probe.bootId })}\n`);
+    this.childJournal.add(child);
     const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
     children.push(child);
     this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
@@ -190,6 +190,15 @@ export class FileLease implements Lease {
     this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
   }
 
+  async raiseGeneration(atLeast: number): Promise<void> {
+    if (atLeast <= this.rec.generation) return;
+    const check = this.verify();
+    if (!check.ok) return;
+    const generation = claimGeneration(this.paths, atLeast);
+    this.rec = { ...this.rec, generation };
+    replaceFile(this.paths.lock, serializeLockRecord(this.rec));
+  }
+
   annotate(fields: Partial<LockOwnerInfo>): void {
     this.rec = { ...this.rec, owner: { ...this.rec.owner, ...fields } };
     this.refresh();
@@ -231,9 +240,7 @@ export class FileLease implements Lease {
   }
 
   private closeChildJournal(remove: boolean): void {
-    if (this.childJournal !== null) closeSync(this.childJournal);
-    this.childJournal = null;
-    if (remove) unlinkQuiet(join(this.paths.dir, `${this.paths.childrenPrefix}${this.lockId}`));
+    this.childJournal.close(remove);
   }
 
   private markLost(why: string): RefreshResult {

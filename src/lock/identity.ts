@@ -4,7 +4,7 @@
 // only learns "dead" from kill(pid, 0) and otherwise falls back to lease expiry.
 
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, readdirSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { errnoCode } from '../errors.js';
 
@@ -18,6 +18,9 @@ export interface LivenessProbe {
   readonly host: string;
   /** null when the platform has no boot id we can read. */
   readonly bootId: string | null;
+  /** The pid namespace (Linux), e.g. "pid:[4026531836]": a container sharing the host name and
+   * boot id still has its own pids. null when unknown. */
+  readonly pidNs?: string | null;
   inspect(pid: number): ProcessState;
   /** Live members of process group `pgid` (used when its leader is gone); [] when unknown. */
   groupMembers(pgid: number): number[];
@@ -28,6 +31,7 @@ export interface ProcessIdentity {
   host: string;
   boot_id: string | null;
   start_time: string | null;
+  pid_ns?: string | null;
 }
 
 interface ProcStat {
@@ -115,9 +119,12 @@ function linuxGroupMembers(pgid: number): number[] {
 function darwinInspect(pid: number): ProcessState {
   let out: string;
   try {
+    // lstart is formatted in the caller's zone and locale: fix both, or two observers with
+    // different TZ would read different start times for one process.
     out = execFileSync('ps', ['-o', 'stat=,pgid=,lstart=', '-p', String(pid)], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, TZ: 'UTC', LC_ALL: 'C' },
     });
   } catch {
     // ps exits 1 when no such process exists
@@ -158,6 +165,23 @@ function readBootId(): string | null {
   return null;
 }
 
+/** Whether pids recorded by `owner` mean the same processes here: same host, same boot, same
+ * pid namespace (unknown parts are given the benefit of the doubt). */
+export function samePidSpace(owner: { host: string; boot_id?: string | null; pid_ns?: string | null }, probe: LivenessProbe): boolean {
+  if (owner.host !== probe.host) return false;
+  if (owner.boot_id && probe.bootId && owner.boot_id !== probe.bootId) return false;
+  return !owner.pid_ns || !probe.pidNs || owner.pid_ns === probe.pidNs;
+}
+
+function readPidNamespace(): string | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    return readlinkSync('/proc/self/ns/pid');
+  } catch {
+    return null;
+  }
+}
+
 /** The host identity; `ROUTINELY_HOST_ID` overrides it (tests, containers; SPEC §9). */
 export function hostId(env: NodeJS.ProcessEnv = process.env): string {
   const override = env.ROUTINELY_HOST_ID;
@@ -174,6 +198,7 @@ export function systemProbe(): LivenessProbe {
   const probe: LivenessProbe = {
     host: hostId(),
     bootId: readBootId(),
+    pidNs: readPidNamespace(),
     inspect,
     groupMembers: platform === 'linux' ? linuxGroupMembers : () => [],
   };
@@ -191,6 +216,7 @@ export function selfIdentity(probe: LivenessProbe = systemProbe()): ProcessIdent
     host: probe.host,
     boot_id: probe.bootId,
     start_time: me.state === 'alive' ? me.startTime : null,
+    ...(probe.pidNs ? { pid_ns: probe.pidNs } : {}),
   };
   return cachedSelf;
 }

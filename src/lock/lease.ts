@@ -42,6 +42,9 @@ export interface Lease extends AsyncDisposable {
   /** Records a process group we started, so a reclaimer can end it if we die (SPEC §4.4). */
   trackChild(pid: number): void;
   untrackChild(pid: number): void;
+  /** Moves our own generation up to at least `atLeast` (state written under an older lock
+   * counter shows a higher one: the counter was lost). Only ever raises. */
+  raiseGeneration(atLeast: number): Promise<void>;
   /** Adds context to the owner record (e.g. the run id once the run exists). */
   annotate(fields: Partial<LockOwnerInfo>): void;
   /** Removes the lock only if it still carries our lock_id (SPEC §4.6). */

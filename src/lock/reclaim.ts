@@ -15,7 +15,8 @@ import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { linkNew, randomHex, readNoFollow, unlinkQuiet, writeNewFile } from './files.js';
 import { raiseGeneration } from './generation.js';
-import { selfIdentity, type LivenessProbe } from './identity.js';
+import { samePidSpace, selfIdentity, type LivenessProbe } from './identity.js';
+import { readChildJournal } from './children.js';
 import { endOrphanGroups, type OrphanReport } from './orphans.js';
 import type { LockPaths } from './paths.js';
 import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
@@ -57,7 +58,7 @@ export async function reclaimStale(judgedRaw: string, ctx: ReclaimContext): Prom
     // also cover groups started since its last lock rewrite (and an unreadable record).
     const journals = readChildJournals(ctx);
     const children = [...journals.children];
-    if (record && record.owner.host === ctx.probe.host && sameBoot(record, ctx.probe)) children.push(...(record.owner.children ?? []));
+    if (record && samePidSpace(record.owner, ctx.probe)) children.push(...(record.owner.children ?? []));
     let orphans: OrphanReport = { ended: [], killed: [] };
     if (children.length > 0) {
       orphans = await endOrphanGroups(uniqueChildren(children), ctx.probe, ctx.clock, ORPHAN_GRACE_MS);
@@ -85,44 +86,20 @@ export async function reclaimStale(judgedRaw: string, ctx: ReclaimContext): Prom
 
 /** Every `<key>.children.<lock_id>` file: while the lock is stale, no live holder owns one. */
 function readChildJournals(ctx: ReclaimContext): { children: ChildGroup[]; files: string[] } {
-  const children: ChildGroup[] = [];
-  const files: string[] = [];
   let names: string[];
   try {
     names = readdirSync(ctx.paths.dir).filter((n) => n.startsWith(ctx.paths.childrenPrefix));
   } catch {
-    return { children, files };
+    return { children: [], files: [] };
   }
-  for (const name of names) {
-    const file = join(ctx.paths.dir, name);
-    files.push(file);
-    let text: string | null = null;
-    try {
-      text = readNoFollow(file);
-    } catch {
-      continue;
-    }
-    for (const line of (text ?? '').split('\n')) {
-      try {
-        const c = JSON.parse(line) as ChildGroup & { host?: string; boot_id?: string | null };
-        const here = c.host === ctx.probe.host && (!c.boot_id || !ctx.probe.bootId || c.boot_id === ctx.probe.bootId);
-        if (here && Number.isSafeInteger(c.pid) && c.pid > 0) children.push({ pid: c.pid, start_time: c.start_time ?? null });
-      } catch {
-        // a torn or empty line
-      }
-    }
-  }
-  return { children, files };
+  const files = names.map((n) => join(ctx.paths.dir, n));
+  return { children: files.flatMap((f) => readChildJournal(f, ctx.probe)), files };
 }
 
 function uniqueChildren(children: ChildGroup[]): ChildGroup[] {
   const seen = new Map<number, ChildGroup>();
   for (const c of children) seen.set(c.pid, c);
   return [...seen.values()];
-}
-
-function sameBoot(record: LockRecord, probe: LivenessProbe): boolean {
-  return !record.owner.boot_id || !probe.bootId || record.owner.boot_id === probe.bootId;
 }
 
 function uniqueStaleName(ctx: ReclaimContext): string {

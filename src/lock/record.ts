@@ -16,6 +16,9 @@ export interface LockOwner {
   run_id?: string | null;
   routine?: string | null;
   children?: ChildGroup[];
+  /** Linux pid namespace of the owner; another namespace on the same host is judged like a
+   * remote host (by expiry), since its pids mean nothing here. */
+  pid_ns?: string | null;
 }
 
 export interface LockRecord {

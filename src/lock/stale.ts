@@ -29,7 +29,8 @@ export function judgeLock(
   }
   const owner = record.owner;
   let ownerCheck: 'alive' | 'remote' | 'unknown' = 'remote';
-  if (owner.host === probe.host) {
+  // Another pid namespace on this host (a container) is judged like another host.
+  if (owner.host === probe.host && (!owner.pid_ns || !probe.pidNs || owner.pid_ns === probe.pidNs)) {
     if (owner.boot_id && probe.bootId && owner.boot_id !== probe.bootId) {
       return { stale: true, reason: 'REBOOTED', why: `host ${owner.host} rebooted since pid ${owner.pid} took the lock` };
     }

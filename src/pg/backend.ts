@@ -14,7 +14,7 @@ export async function postgresBackend(project: Project): Promise<Backend> {
   const db = await connect(url);
   return {
     kind: 'postgres',
-    lock: pgLockBackend({ db, project: name, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs }),
+    lock: pgLockBackend({ db, project: name, lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs }),
     exec: pgExecStore(db, project as Project & { backend: { type: 'postgres'; url: string; project: string } }),
     routines: pgRoutineStore(db, name),
     // one scheduler per host; the ticks are shared out through routinely_ticks

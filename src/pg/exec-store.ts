@@ -7,6 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
+import { StateIOError } from '../errors.js';
 import { checkRegistry, emptyRegistry, type Registry } from '../exec/registry.js';
 import { applyEventInPlace, isRunId, type RunEvent, type RunState } from '../exec/run-state.js';
 import { FencedError, type ExecStore, type RunWriter, type Warn } from '../exec/store.js';
@@ -32,7 +33,7 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
     },
 
     async saveRegistry(registry: Registry, now: string, lease: Lease): Promise<number> {
-      const doc = JSON.stringify({ ...registry, updated_at: now });
+      const doc = JSON.stringify({ ...registry, updated_at: now, generation: Math.max(registry.generation ?? 0, lease.generation) });
       const r = await db.query(
         `WITH ${fenceCte('$3', '$4')}
          INSERT INTO routinely_registry (project, registry, updated_at)
@@ -100,16 +101,22 @@ class PgRunWriter implements RunWriter {
     const doc = JSON.stringify(event);
     this.bytesWritten += Buffer.byteLength(doc);
     this.chain = this.chain.then(async () => {
-      if (this.fenced || this.failure) return;
-      try {
-        const r = await this.db.query(
-          `WITH ${fenceCte('$3', '$4')}
-           INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::jsonb FROM fence`,
-          [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
-        );
-        if (r.rowCount === 0) this.fenced = new FencedError('the exec lock is no longer ours (database)');
-      } catch (err) {
-        this.failure = err;
+      // A database that cannot be reached is retried while our lease may still be valid;
+      // once it cannot be, the writer is fenced (the run then ends ABORTED / LOCK_LOST).
+      while (!this.fenced && !this.failure) {
+        try {
+          const r = await this.db.query(
+            `WITH ${fenceCte('$3', '$4')}
+             INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::jsonb FROM fence`,
+            [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
+          );
+          if (r.rowCount === 0) this.fenced = new FencedError('the exec lock is no longer ours (database)');
+          return;
+        } catch (err) {
+          if (!(err instanceof StateIOError)) this.failure = err;
+          else if (!this.lease.held()) this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
+          else await new Promise((r) => setTimeout(r, 250));
+        }
       }
     });
   }

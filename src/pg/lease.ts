@@ -12,9 +12,11 @@ import { StateIOError, errnoCode } from '../errors.js';
 import type { BusyPolicy, LockBackend } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
 import { safetyMarginMs } from '../lock/file-lease.js';
-import { selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
+import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease, LockLost, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
-import { endOrphanGroups } from '../lock/orphans.js';
+import { ChildJournal, journalPath, readChildJournal } from '../lock/children.js';
+import { unlinkQuiet } from '../lock/files.js';
+import { endOrphanGroups, type OrphanReport } from '../lock/orphans.js';
 import type { ChildGroup, LockOwner, LockRecord } from '../lock/record.js';
 import { ORPHAN_GRACE_MS } from '../lock/reclaim.js';
 import { describeHolder, judgeLock } from '../lock/stale.js';
@@ -24,6 +26,8 @@ import type { Db } from './connect.js';
 export interface PgLockOptions {
   db: Db;
   project: string;
+  /** Local folder for the children journals of leases held on this host. */
+  lockDir: string;
   ttlMs: number;
   refreshMs: number;
   clock?: Clock;
@@ -63,10 +67,14 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
   }
 
   /** Ends the children of an owner on this host before its lease is taken (SPEC §4.4). */
-  async function endOrphans(row: LeaseRow): Promise<void> {
+  async function endOrphans(key: string, row: LeaseRow): Promise<OrphanReport> {
     const owner = row.owner;
-    if (owner.host !== probe.host || (owner.boot_id && probe.bootId && owner.boot_id !== probe.bootId)) return;
-    await endOrphanGroups(owner.children ?? [], probe, clock, ORPHAN_GRACE_MS);
+    if (!samePidSpace(owner, probe)) return { ended: [], killed: [] };
+    const journal = journalPath(o.lockDir, key, row.lock_id);
+    const recorded = [...(owner.children ?? []), ...readChildJournal(journal, probe)];
+    const report = await endOrphanGroups([...new Map(recorded.map((c) => [c.pid, c])).values()], probe, clock, ORPHAN_GRACE_MS);
+    unlinkQuiet(journal);
+    return report;
   }
 
   function staleness(key: string, row: LeaseRow) {
@@ -98,7 +106,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       if (!verdict.stale) return { ok: false, holder: toRecord(key, row), why: describeHolder(toRecord(key, row), row.db_now * 1000) };
       // Stale: end what the old holder started here, then take over exactly that lease (a
       // compare-and-set on lock_id and epoch: of several reclaimers, one wins).
-      await endOrphans(row);
+      await endOrphans(key, row);
       const dead = verdict.reason !== 'EXPIRED';
       const reclaimStarted = clock.monotonic();
       const swapped = await o.db.query<LeaseRow>(
@@ -174,7 +182,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       if (!row || row.released) return { broken: false, reason: 'FREE', why: 'no lock to break', status };
       const v = staleness(key, row);
       if (!v.stale) return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
-      await endOrphans(row);
+      const orphans = await endOrphans(key, row);
       const r = await o.db.query(
         `UPDATE routinely_leases SET released_at = now(), expires_at = now()
           WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL
@@ -182,7 +190,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
         [o.project, key, row.lock_id, row.epoch, v.reason !== 'EXPIRED'],
       );
       if (r.rowCount === 0) return { broken: false, reason: 'CHANGED', why: 'the lock changed while we looked; run again', status };
-      return { broken: true, why: v.why, staleFile: `row (${o.project}, ${key}) released at epoch ${row.epoch}`, orphans: { ended: [], killed: [] } };
+      return { broken: true, why: v.why, staleFile: `row (${o.project}, ${key}) released at epoch ${row.epoch}`, orphans };
     },
   };
 }
@@ -196,6 +204,7 @@ export class PgLease implements Lease {
   private readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | null = null;
+  private journal: ChildJournal | undefined;
   private again = false;
 
   constructor(
@@ -305,6 +314,9 @@ export class PgLease implements Lease {
   trackChild(pid: number): void {
     const proc = this.probe.inspect(pid);
     const child: ChildGroup = { pid, start_time: proc.state === 'alive' ? proc.startTime : null };
+    // At once in the local journal (the database update below is asynchronous)
+    this.journal ??= new ChildJournal(this.o.lockDir, this.key, this.rec.lock_id, this.probe);
+    this.journal.add(child);
     const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
     children.push(child);
     this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
@@ -314,6 +326,17 @@ export class PgLease implements Lease {
   untrackChild(pid: number): void {
     const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
     this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
+  }
+
+  async raiseGeneration(atLeast: number): Promise<void> {
+    if (atLeast <= this.rec.generation || !this.verify().ok) return;
+    const { rows } = await this.o.db.query<{ epoch: string }>(
+      `UPDATE routinely_leases SET epoch = GREATEST(epoch, $5)
+        WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL AND expires_at >= now()
+        RETURNING epoch`,
+      [this.o.project, this.key, this.rec.lock_id, this.rec.generation, atLeast],
+    );
+    if (rows[0]) this.rec = { ...this.rec, generation: Number(rows[0].epoch) };
   }
 
   annotate(fields: Partial<LockOwnerInfo>): void {
@@ -333,6 +356,7 @@ export class PgLease implements Lease {
         [this.o.project, this.key, this.rec.lock_id, this.rec.generation],
       );
       if (r.rowCount === 0) return { released: false, reason: 'NOT_OWNER', holder: null, why: 'the lease row is no longer ours; left it alone' };
+      this.journal?.close(true);
     } catch (err) {
       // The database is unreachable: the lease expires on its own within the TTL.
       return { released: false, reason: 'NOT_OWNER', holder: null, why: `could not release (${errnoCode(err) ?? (err as Error).message}); it expires within ${this.o.ttlMs / 1000}s` };

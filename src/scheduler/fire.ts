@@ -30,7 +30,8 @@ export interface FireOptions {
   scheduledAt: Date;
   ifBusy: IfBusy;
   waitTimeoutMs?: number;
-  /** Aborting it stops the child (SIGTERM to its group, SIGKILL after `killGraceMs`). */
+  /** Aborting it stops the child (SIGTERM to its group, SIGKILL after `killGraceMs`); a string
+   * abort reason becomes the recorded reason. */
   signal?: AbortSignal;
   killGraceMs?: number;
   env?: NodeJS.ProcessEnv;
@@ -103,7 +104,7 @@ export function fireRoutine(o: FireOptions): Promise<FireResult> {
       killGroup(child.pid, 'SIGTERM');
       killTimer = setTimeout(() => child.pid !== undefined && killGroup(child.pid, 'SIGKILL'), o.killGraceMs ?? 10_000);
     };
-    const onAbort = (): void => stop('stopped at scheduler shutdown');
+    const onAbort = (): void => stop(typeof o.signal?.reason === 'string' ? o.signal.reason : 'stopped at scheduler shutdown');
     if (o.signal?.aborted) onAbort();
     else o.signal?.addEventListener('abort', onAbort, { once: true });
     if (routine.timeoutSeconds !== undefined) {

@@ -48,6 +48,12 @@ export class Scheduler {
   private readonly running = new Map<string, Promise<void>>();
   /** Every tick in flight (claiming, recording, running), for shutdown. */
   private readonly ticks = new Set<Promise<void>>();
+  /** Routines whose tick waits out its jitter: not started yet, so shutdown cancels them. */
+  private readonly jittering = new Set<string>();
+  private stopping = false;
+  /** The last scheduled time fired per routine: after a backward clock step a time is never
+   * fired twice. */
+  private readonly lastFired = new Map<string, number>();
   private readonly stops = new Map<string, AbortController>();
   private readonly pausedSeen = new Map<string, boolean>();
   private wake = new AbortController();
@@ -93,6 +99,7 @@ export class Scheduler {
           const scheduledAt = this.next.get(id)!;
           // Late (suspend, clock step forward): fire once, then continue from now.
           this.next.set(id, nextFire(entry.schedule, Math.max(now, scheduledAt)));
+          this.lastFired.set(id, scheduledAt);
           this.launch(entry.def, new Date(scheduledAt));
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
@@ -136,7 +143,7 @@ export class Scheduler {
   }
 
   private recompute(now: number): void {
-    for (const [id, e] of this.routines) this.next.set(id, nextFire(e.schedule, now));
+    for (const [id, e] of this.routines) this.next.set(id, nextFire(e.schedule, Math.max(now, this.lastFired.get(id) ?? -Infinity)));
   }
 
   private reload(): void {
@@ -229,8 +236,12 @@ export class Scheduler {
       }
       if (paused) return;
       const jitterMs = def.jitterSeconds > 0 ? (this.o.random ?? Math.random)() * def.jitterSeconds * 1000 : 0;
-      if (jitterMs > 0) await this.clock.sleep(jitterMs, stop.signal);
-      if (stop.signal.aborted) return;
+      if (jitterMs > 0) {
+        this.jittering.add(id);
+        await this.clock.sleep(jitterMs, stop.signal);
+        this.jittering.delete(id);
+      }
+      if (stop.signal.aborted || this.stopping) return;
       const result = await (this.o.fire ?? fireRoutine)({
         project, routine: def, cli: this.o.cli, clock: this.clock, scheduledAt, ifBusy: 'skip', signal: stop.signal,
         env: this.snapshot ? { ...process.env, [SNAPSHOT_ENV]: this.snapshot } : undefined,
@@ -255,7 +266,10 @@ export class Scheduler {
 
   /** Stop firing; let running routines finish up to the shutdown timeout; then stop them. */
   private async shutdown(): Promise<void> {
-    this.o.log({ event: 'scheduler.stopping', running: this.running.size });
+    // Stop firing means also not starting what still waits out its jitter.
+    this.stopping = true;
+    for (const id of this.jittering) this.stops.get(id)?.abort();
+    this.o.log({ event: 'scheduler.stopping', running: this.running.size - this.jittering.size });
     if (this.ticks.size > 0) {
       const timeout = new AbortController();
       const all = Promise.all(this.ticks).then(() => timeout.abort());

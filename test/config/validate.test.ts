@@ -82,6 +82,11 @@ describe('validateConfig', () => {
     expect(problems({ routines: [{ id: 'a', action: 'register' }] })).toEqual(['routines[0].schedule: is required (string)']);
   });
 
+  it('refuses timeouts past what a timer can hold', () => {
+    expect(problems({ exec: { tasks: [task({ timeoutSeconds: 2_592_000 })] } })).toEqual(['exec.tasks[0].timeoutSeconds: 2592000 is too big (maximum 2000000)']);
+    expect(problems({ routines: [routine({ jitterSeconds: 100_000 })] })).toEqual(['routines[0].jitterSeconds: 100000 is too big (maximum 86400)']);
+  });
+
   it('checks the lock section', () => {
     expect(problems({ lock: { ttlSeconds: 0 } })).toEqual(['lock.ttlSeconds: 0 is too small (minimum 1)']);
     expect(problems({ lock: { ttlSeconds: 86401 } })).toEqual(['lock.ttlSeconds: 86401 is too big (maximum 86400)']);

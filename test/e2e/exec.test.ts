@@ -2,7 +2,7 @@
 // real signals.
 
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadRun } from '../../src/exec/run-store.js';
@@ -279,6 +279,22 @@ describe('exec run', () => {
     expect(added, why()).toEqual([expect.objectContaining({ type: 'run-finished', status: 'ABORTED', why_code: 'LOCK_LOST' })]);
     expect(lastRun(project)).toMatchObject({ status: 'ABORTED', why_code: 'LOCK_LOST' });
     expect((await thief.exited).code).toBe(0);
+  });
+});
+
+describe('exec state outlives a wiped lock folder', () => {
+  it('resume still works after the generation counter was lost (its generation is raised above the state)', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: 'exit 1' }] } });
+    for (let i = 0; i < 3; i++) await runCli(['lock', 'run', '--', 'true'], { cwd: project }); // generation 3
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1);
+    const id = runIds(project)[0]!;
+    rmSync(join(project, '.routinely', 'locks'), { recursive: true, force: true });
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: 'true' }] } }));
+    const r = await runCli(['exec', 'resume', id, '--json'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    const run = JSON.parse(r.stdout) as RunState;
+    expect(run).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
+    expect(run.generation).toBeGreaterThan(4);
   });
 });
 

@@ -219,7 +219,7 @@ describe('unsafe and unusable paths', () => {
 describe('bad input exits 2 and names what is wrong', () => {
   it.each([
     [['lock', 'run', '--if-busy', 'maybe', '--', 'true'], {}, /--if-busy.*maybe.*fail, skip, wait/],
-    [['lock', 'run', '--wait-timeout', 'soon', '--', 'true'], {}, /--wait-timeout takes a number of seconds, got "soon"/],
+    [['lock', 'run', '--wait-timeout', 'soon', '--', 'true'], {}, /--wait-timeout takes a number of seconds up to 2000000, got "soon"/],
     [['lock', 'run', '--if-busy', 'fail', '--wait-timeout', '5', '--', 'true'], {}, /--wait-timeout only applies with --if-busy wait/],
     [['lock', 'run'], {}, /missing required argument 'cmd'/],
     [['lock', 'status', '--key', '../etc'], {}, /--key.*exec-run, scheduler/],

@@ -199,6 +199,15 @@ describe('routine run, history, pause', () => {
     expect((await runCli(['routine', 'run', 'nope'], { cwd: project })).stderr).toMatch(/unknown routine "nope" \(known: auto\)/);
   });
 
+  it('routine run stopped by SIGTERM exits 143 and records why', async () => {
+    const project = testProject({ routines: [cmd('long', '0 0 1 1 *', 'echo started; sleep 30')] });
+    const p = startCli(['routine', 'run', 'long'], { cwd: project });
+    await p.waitFor(/started long/);
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(143);
+    expect(stateOf(project).routines.long).toMatchObject({ last_result: 'failure', last_reason: 'stopped by SIGTERM' });
+  });
+
   it('concurrent writers never lose each other\'s updates', async () => {
     const project = testProject({ routines: [cmd('a', '0 0 1 1 *', 'true'), cmd('b', '0 0 1 1 *', 'true')] });
     const runs = [...Array.from({ length: 5 }, () => runCli(['routine', 'run', 'a'], { cwd: project })), ...Array.from({ length: 5 }, () => runCli(['routine', 'run', 'b', '--if-busy', 'wait'], { cwd: project }))];

@@ -177,6 +177,38 @@ describe('Scheduler', () => {
     await h.done;
   });
 
+  it('never fires a scheduled time twice after the clock steps back', async () => {
+    const h = harness({ routines: [routine('t', '*/10 * * * * *')] });
+    await settle();
+    h.clock.advance(9_500); // fires :10
+    await settle();
+    h.fires[0]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 1, 5000);
+    h.clock.jumpWall(-15_000); // now 18:59:55; the loop sleeps 10 s from :10 towards :20
+    h.clock.advance(10_000); // it wakes at 19:00:05 and notices the step back
+    await settle();
+    h.clock.advance(6_000); // 19:00:11: without care, :10 would come due again
+    await settle();
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z']);
+    h.clock.advance(10_000); // 19:00:21
+    await settle();
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T19:00:20.000Z']);
+    h.fires[1]?.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a tick still waiting out its jitter does not start once the scheduler stops', async () => {
+    const h = harness({ routines: [routine('j', '*/30 * * * * *', { jitterSeconds: 10 })] });
+    await settle();
+    h.clock.advance(29_500); // the tick at :30 waits 5 s of jitter
+    await settle();
+    h.stop.abort();
+    await h.done;
+    expect(h.fires).toHaveLength(0);
+    expect(h.events).toContainEqual({ event: 'scheduler.stopping', running: 0 });
+  });
+
   it('on stop, waits for running fires up to the shutdown timeout, then stops them', async () => {
     const h = harness({ routines: [routine('long', '*/10 * * * * *')] });
     await settle();
