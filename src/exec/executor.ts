@@ -138,6 +138,14 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         o.lease.untrackChild(childPid);
       }
       record(finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy));
+      // A finished task must be on record before anything builds on it: a backend that writes
+      // asynchronously (the database) is waited for, so a crash right after cannot lose it.
+      try {
+        await o.writer.flush();
+      } catch (err) {
+        if (!(err instanceof FencedError)) throw err;
+        stop('LOCK_LOST');
+      }
     })();
     running.set(id, p.finally(() => running.delete(id)));
   };

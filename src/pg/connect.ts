@@ -18,6 +18,8 @@ export interface Db {
   close(): Promise<void>;
 }
 
+const ignore = (): void => {};
+
 const CONNECT_TIMEOUT_MS = 5_000;
 const STATEMENT_TIMEOUT_MS = 15_000;
 
@@ -59,7 +61,7 @@ export async function connect(url: string): Promise<Db> {
   });
   // An idle connection dropped by a restarting server must not crash the process; the next
   // query reports the problem.
-  pool.on('error', () => {});
+  pool.on('error', ignore);
   const wrap = async <T>(fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
@@ -78,6 +80,9 @@ export async function connect(url: string): Promise<Db> {
     transaction: (fn) =>
       wrap(async () => {
         const client = await pool.connect();
+        // A server going away while we hold the connection makes it emit 'error'; unhandled,
+        // that would crash the process. The failing query reports the problem instead.
+        client.on('error', ignore);
         try {
           await client.query('BEGIN');
           const result = await fn(client);
@@ -87,6 +92,7 @@ export async function connect(url: string): Promise<Db> {
           await client.query('ROLLBACK').catch(() => {});
           throw err;
         } finally {
+          client.off('error', ignore);
           client.release();
         }
       }),
@@ -104,6 +110,7 @@ export async function migrate(db: Db): Promise<number> {
   const client = await db.pool.connect().catch((err: unknown) => {
     throw dbError(db.where, err);
   });
+  client.on('error', ignore);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await client.query('CREATE TABLE IF NOT EXISTS routinely_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
@@ -126,6 +133,7 @@ export async function migrate(db: Db): Promise<number> {
     throw dbError(db.where, err);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+    client.off('error', ignore);
     client.release();
   }
 }

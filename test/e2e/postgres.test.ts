@@ -4,10 +4,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { FIXTURES, eventually, processRuns, runCli, sleep, start, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
-import { startServer, stopServer } from '../helpers/postgres.js';
+import { destroyCluster, startCluster, startServer, stopServer } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
 
 const cluster = pgCluster();
@@ -182,14 +182,19 @@ suite('PostgreSQL backend', () => {
   });
 
   it('the database restarting mid-run: clear errors, no corrupt state, firing resumes when it is back', async () => {
-    const { dir, url, env } = await pgProject({ lock: { ttlSeconds: 3 }, routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }] });
+    // its own server: restarting the shared one would disturb the other test files
+    const own = await startCluster();
+    onTestFinished(() => destroyCluster(own));
+    const url = await freshDatabase(own);
+    const env = { ROUTINELY_DATABASE_URL: url };
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 3 }, routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }] });
     const s = startCli(['scheduler', 'start'], { cwd: dir, env });
     await s.waitFor(/succeeded tick/);
-    stopServer(cluster!, 'fast');
+    stopServer(own, 'fast');
     try {
       await s.waitFor(/\[scheduler\] warning: tick: database 127\.0\.0\.1:\d+\/t_[0-9a-f]+: (connection refused|the server is shutting down)/, 15_000);
     } finally {
-      startServer(cluster!);
+      startServer(own);
     }
     const n = (await sql<{ n: string }>(url, `SELECT count(*) AS n FROM routinely_history WHERE routine = 'tick'`))[0]!.n;
     await eventually(() => (s.stdout().match(/succeeded tick/g) ?? []).length > Number(n) + 1, 20_000, 'fires again');
