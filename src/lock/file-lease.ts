@@ -7,7 +7,8 @@ import { errnoCode } from '../errors.js';
 import { readNoFollow, replaceFile, unlinkQuiet } from './files.js';
 import { claimGeneration } from './generation.js';
 import type { LivenessProbe } from './identity.js';
-import type { Lease, LockLost, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
+import type { Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
+import { LeaseState } from './lease-state.js';
 import type { LockPaths } from './paths.js';
 import { parseLockRecord, serializeLockRecord, toEpochSeconds, type LockRecord } from './record.js';
 
@@ -21,14 +22,9 @@ export interface LeaseTiming {
 /** How early a holder stops trusting its own lease, for wall/monotonic drift. */
 export const safetyMarginMs = (ttlMs: number): number => Math.min(500, ttlMs * 0.05);
 
-export class FileLease implements Lease {
-  private rec: LockRecord;
+export class FileLease extends LeaseState implements Lease {
   /** Monotonic time taken just before the last successful write: the lease runs from here. */
   private confirmedAt: number;
-  private lostInfo: LockLost | null = null;
-  private released = false;
-  private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
   private readonly childJournal: ChildJournal;
   private childTimer: NodeJS.Timeout | undefined;
   private lastChildWrite = -Infinity;
@@ -41,32 +37,13 @@ export class FileLease implements Lease {
     private readonly probe: LivenessProbe,
     confirmedAt: number,
   ) {
-    this.rec = record;
+    super(record);
     this.confirmedAt = confirmedAt;
     this.childJournal = new ChildJournal(paths.dir, paths.key, record.lock_id, probe);
   }
 
-  get key(): string {
-    return this.rec.key;
-  }
-  get lockId(): string {
-    return this.rec.lock_id;
-  }
-  get generation(): number {
-    return this.rec.generation;
-  }
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-  get lost(): LockLost | null {
-    return this.lostInfo;
-  }
   get path(): string {
     return this.paths.lock;
-  }
-
-  record(): LockRecord {
-    return this.rec;
   }
 
   /** Starts the heartbeat timer. Unref'd: the heartbeat alone never keeps a process alive. */
@@ -74,11 +51,6 @@ export class FileLease implements Lease {
     if (this.timer || this.released || this.lostInfo) return;
     this.timer = setInterval(() => this.refresh(), this.timing.refreshMs);
     this.timer.unref();
-  }
-
-  stopHeartbeat(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
   }
 
   refresh(): RefreshResult {
@@ -110,7 +82,7 @@ export class FileLease implements Lease {
     if (this.lostInfo) return { ok: false, lost: this.lostInfo };
     if (this.released) return { ok: false, lost: { code: 'LOCK_LOST', why: 'the lease was released' } };
     const expired = this.expiredBy();
-    if (expired) return this.markLost(expired);
+    if (expired) return this.lose(expired);
     let raw: string | null;
     try {
       raw = readNoFollow(this.paths.lock);
@@ -118,13 +90,13 @@ export class FileLease implements Lease {
       if (errnoCode(err) === undefined) throw err;
       return { ok: true }; // unreadable for now; expiry decides if it stays so
     }
-    if (raw === null) return this.markLost(`the lock file ${this.paths.lock} was removed`);
+    if (raw === null) return this.lose(`the lock file ${this.paths.lock} was removed`);
     const current = parseLockRecord(raw);
     if (current?.lock_id !== this.rec.lock_id) {
       const by = current
         ? `pid ${current.owner.pid} on ${current.owner.host} (generation ${current.generation})`
         : 'an unreadable record';
-      return this.markLost(`the lock now belongs to ${by}`);
+      return this.lose(`the lock now belongs to ${by}`);
     }
     return { ok: true };
   }
@@ -137,9 +109,7 @@ export class FileLease implements Lease {
     const proc = this.probe.inspect(pid);
     const child = { pid, start_time: proc.state === 'alive' ? proc.startTime : null };
     this.childJournal.add(child);
-    const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
-    children.push(child);
-    this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
+    this.withChild(child);
     this.scheduleChildWrite();
   }
 
@@ -185,11 +155,6 @@ export class FileLease implements Lease {
     return null;
   }
 
-  untrackChild(pid: number): void {
-    const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
-    this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
-  }
-
   async raiseGeneration(atLeast: number): Promise<void> {
     if (atLeast <= this.rec.generation) return;
     const check = this.verify();
@@ -200,7 +165,7 @@ export class FileLease implements Lease {
   }
 
   annotate(fields: Partial<LockOwnerInfo>): void {
-    this.rec = { ...this.rec, owner: { ...this.rec.owner, ...fields } };
+    this.withOwner(fields);
     this.refresh();
   }
 
@@ -243,14 +208,12 @@ export class FileLease implements Lease {
     this.childJournal.close(remove);
   }
 
-  private markLost(why: string): RefreshResult {
-    if (!this.lostInfo) {
-      this.lostInfo = { code: 'LOCK_LOST', why };
-      this.stopHeartbeat();
-      clearTimeout(this.childTimer);
-      this.closeChildJournal(false); // the reclaimer reads it
-      this.controller.abort(this.lostInfo);
-    }
-    return { ok: false, lost: this.lostInfo };
+  private lose(why: string): RefreshResult {
+    return { ok: false, lost: this.markLost(why) };
+  }
+
+  protected override onLost(): void {
+    clearTimeout(this.childTimer);
+    this.closeChildJournal(false); // the reclaimer reads it
   }
 }

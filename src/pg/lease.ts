@@ -13,7 +13,8 @@ import type { BusyPolicy, LockBackend } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
 import { safetyMarginMs } from '../lock/file-lease.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
-import type { AcquireResult, Lease, LockLost, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
+import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
+import { LeaseState } from '../lock/lease-state.js';
 import { ChildJournal, journalPath, readChildJournal } from '../lock/children.js';
 import { unlinkQuiet } from '../lock/files.js';
 import { endOrphanGroups, type OrphanReport } from '../lock/orphans.js';
@@ -195,44 +196,23 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
   };
 }
 
-export class PgLease implements Lease {
-  private rec: LockRecord;
+export class PgLease extends LeaseState implements Lease {
   /** Monotonic time at which the last successful heartbeat was sent: the lease runs from here. */
   private confirmedAt: number;
-  private lostInfo: LockLost | null = null;
-  private released = false;
-  private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | null = null;
   private journal: ChildJournal | undefined;
   private again = false;
 
   constructor(
     private readonly o: PgLockOptions,
-    readonly key: string,
+    key: string,
     row: LeaseRow,
     private readonly clock: Clock,
     private readonly probe: LivenessProbe,
     confirmedAt: number,
   ) {
-    this.rec = toRecord(key, row);
+    super(toRecord(key, row));
     this.confirmedAt = confirmedAt;
-  }
-
-  get lockId(): string {
-    return this.rec.lock_id;
-  }
-  get generation(): number {
-    return this.rec.generation;
-  }
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-  get lost(): LockLost | null {
-    return this.lostInfo;
-  }
-  record(): LockRecord {
-    return this.rec;
   }
 
   startHeartbeat(): void {
@@ -317,15 +297,8 @@ export class PgLease implements Lease {
     // At once in the local journal (the database update below is asynchronous)
     this.journal ??= new ChildJournal(this.o.lockDir, this.key, this.rec.lock_id, this.probe);
     this.journal.add(child);
-    const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
-    children.push(child);
-    this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
+    this.withChild(child);
     void this.beat();
-  }
-
-  untrackChild(pid: number): void {
-    const children = (this.rec.owner.children ?? []).filter((c) => c.pid !== pid);
-    this.rec = { ...this.rec, owner: { ...this.rec.owner, children } };
   }
 
   async raiseGeneration(atLeast: number): Promise<void> {
@@ -340,12 +313,12 @@ export class PgLease implements Lease {
   }
 
   annotate(fields: Partial<LockOwnerInfo>): void {
-    this.rec = { ...this.rec, owner: { ...this.rec.owner, ...fields } };
+    this.withOwner(fields);
     void this.beat();
   }
 
   async release(): Promise<ReleaseResult> {
-    if (this.timer) clearInterval(this.timer);
+    this.stopHeartbeat();
     if (this.released) return { released: true };
     if (this.lostInfo) return { released: false, reason: 'NOT_OWNER', holder: null, why: this.lostInfo.why };
     await this.beating?.catch(() => {});
@@ -369,12 +342,7 @@ export class PgLease implements Lease {
     await this.release();
   }
 
-  private markLost(why: string): LockLost {
-    if (!this.lostInfo) {
-      this.lostInfo = { code: 'LOCK_LOST', why };
-      if (this.timer) clearInterval(this.timer);
-      this.controller.abort(this.lostInfo);
-    }
-    return this.lostInfo;
+  protected override onLost(): void {
+    this.journal?.close(false); // a reclaimer on this host reads it
   }
 }
