@@ -62,16 +62,19 @@ export async function runCommand(taskIds: string[], flags: RunFlags, g: GlobalOp
       tasks: taskIds.length > 0 ? taskIds : undefined,
     });
     if (r.kind === 'busy') return busy(r.busy, policy, stop);
-    if (r.kind === 'nothing') {
-      if (flags.json) out(JSON.stringify({ status: 'NOTHING_TO_RUN', why: r.why, registered: r.summary }, null, 2));
-      else out(r.why);
-      reportOutcome('success', r.why, ExitCode.OK);
-      return ExitCode.OK;
-    }
+    if (r.kind === 'nothing') return nothingToDo({ status: 'NOTHING_TO_RUN', why: r.why, registered: r.summary }, flags);
     return finish(r.state, flags, progress, stop);
   } finally {
     progress?.stop();
   }
+}
+
+/** Nothing was ready (or resumable): exit 0, said plainly or as JSON. */
+function nothingToDo(result: { status: string; why: string } & Record<string, unknown>, flags: RunFlags): number {
+  if (flags.json) out(JSON.stringify(result, null, 2));
+  else out(result.why);
+  reportOutcome('success', result.why, ExitCode.OK);
+  return ExitCode.OK;
 }
 
 /** What `exec run` and `exec resume` pass alike: busy policy, signals, progress, reporting. */
@@ -149,12 +152,7 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
       else err(`${conflict.why}\n  status: CONFLICT (LOCK_CONFLICT); the run was not touched`);
       return ExitCode.BUSY;
     }
-    if (r.kind === 'nothing') {
-      if (flags.json) out(JSON.stringify({ status: 'NOTHING_TO_RESUME', why: r.why }, null, 2));
-      else out(r.why);
-      reportOutcome('success', r.why, ExitCode.OK);
-      return ExitCode.OK;
-    }
+    if (r.kind === 'nothing') return nothingToDo({ status: 'NOTHING_TO_RESUME', why: r.why }, flags);
     return finish(r.state, flags, progress, stop);
   } finally {
     progress?.stop();
