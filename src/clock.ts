@@ -68,3 +68,16 @@ export class ManualClock implements Clock {
     this.wall += ms;
   }
 }
+
+/** A signal that aborts when any of `signals` does (AbortSignal.any needs Node 20.3). */
+export function anySignal(...signals: AbortSignal[]): AbortSignal {
+  const both = new AbortController();
+  for (const s of signals) {
+    if (s.aborted) {
+      both.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', () => both.abort(s.reason), { once: true, signal: both.signal });
+  }
+  return both.signal;
+}

@@ -6,7 +6,7 @@ import type { RoutineDef } from '../config/schema.js';
 import { ExitCode, NotFoundError } from '../errors.js';
 import { fireRoutine } from '../scheduler/fire.js';
 import { withBackend } from '../backend.js';
-import { cronSchedule } from '../scheduler/schedule.js';
+import { cronSchedule, routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
 import { busyPolicy, type BusyFlags } from './busy.js';
@@ -39,10 +39,10 @@ export async function routineRows(project: Project, now: Date): Promise<RoutineR
   return project.config.routines.map((r) => ({
     id: r.id,
     schedule: r.schedule,
-    timezone: r.timezone ?? null,
+    timezone: routineZone(r, project) ?? null,
     action: r.action,
     enabled: r.enabled,
-    next_run_at: r.enabled ? (cronSchedule(r.schedule, r.timezone).next(now)?.toISOString() ?? null) : null,
+    next_run_at: r.enabled ? (cronSchedule(r.schedule, routineZone(r, project)).next(now)?.toISOString() ?? null) : null,
     ...(state.routines[r.id] ?? emptyRecord()),
   }));
 }

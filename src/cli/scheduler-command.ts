@@ -27,16 +27,17 @@ export function selfCli(): { node: string; script: string } {
 
 export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
+  const cli = selfCli();
+  const log = createLogger(flags.logFormat, out);
   await using backend = disposable(await openBackend(project));
   const host = hostId();
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
 
-  const log = createLogger(flags.logFormat, out);
   const scheduler = new Scheduler({
     project,
-    cli: selfCli(),
+    cli,
     log,
     reloadProject: () => loadProject({ configPath: project.configPath }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
@@ -60,12 +61,26 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     // is taken again in the background while the loop goes on (claims fail, and are logged,
     // until the database is back).
     log({ event: 'scheduler.warning', message: `scheduler lock lost (${why}); taking it again` });
-    void backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'wait', signal: stop.signal }).then((again) => {
-      if (!again.ok) return;
-      lease = again.lease;
-      lease.signal.addEventListener('abort', onLost, { once: true });
-      log({ event: 'scheduler.warning', message: 'scheduler lock taken again' });
-    }).catch(() => {});
+    void retake();
+  };
+  const retake = async (): Promise<void> => {
+    while (!stop.signal.aborted) {
+      try {
+        const again = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'wait', signal: stop.signal });
+        if (!again.ok) return; // stopped while waiting
+        if (stop.signal.aborted) {
+          await again.lease.release();
+          return;
+        }
+        lease = again.lease;
+        lease.signal.addEventListener('abort', onLost, { once: true });
+        log({ event: 'scheduler.warning', message: 'scheduler lock taken again' });
+        return;
+      } catch (err) {
+        log({ event: 'scheduler.warning', message: `cannot take the scheduler lock again: ${(err as Error).message}; retrying` });
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
   };
   process.on('SIGINT', onStop);
   process.on('SIGTERM', onStop);

@@ -3,7 +3,7 @@
 import { keepCrons } from '../config/cron.js';
 import { displayPath, findConfig, readConfigFile } from '../config/load.js';
 import { ExitCode } from '../errors.js';
-import { cronSchedule, nextRuns } from '../scheduler/schedule.js';
+import { cronSchedule, nextRuns, routineZone } from '../scheduler/schedule.js';
 import { formatInZone, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 
@@ -11,15 +11,16 @@ export async function validate(g: GlobalOptions): Promise<number> {
   keepCrons();
   const path = findConfig({ configPath: g.config });
   const config = readConfigFile(path);
+  const backend = { type: config.backend.type };
   const tasks = config.exec.tasks.length;
   out(`${displayPath(path)}: valid (${config.routines.length} routine${config.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`);
   const now = new Date();
   for (const r of config.routines) {
-    const zone = r.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const zone = routineZone(r, { backend }) ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     const flags = [r.action, r.enabled ? null : 'disabled'].filter(Boolean).join(', ');
     out(`${r.id}  ${r.schedule}  (${zone}; ${flags})`);
-    for (const at of nextRuns(cronSchedule(r.schedule, r.timezone), now, 3)) {
-      out(`  ${formatInZone(at, r.timezone)}   ${at.toISOString()}`);
+    for (const at of nextRuns(cronSchedule(r.schedule, routineZone(r, { backend })), now, 3)) {
+      out(`  ${formatInZone(at, routineZone(r, { backend }))}   ${at.toISOString()}`);
     }
   }
   return ExitCode.OK;

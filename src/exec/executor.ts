@@ -99,6 +99,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   };
 
   const running = new Map<string, Promise<void>>();
+  const failures: unknown[] = [];
   const startTask = (id: string): void => {
     const def = o.defs.get(id)!;
     record({ type: 'task-started', gen, at: iso(o.clock), task: id });
@@ -147,7 +148,10 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         stop('LOCK_LOST');
       }
     })();
-    running.set(id, p.finally(() => running.delete(id)));
+    // An error in one task's bookkeeping surfaces in the loop even if another task won the race.
+    running.set(id, p.catch((err: unknown) => {
+      failures.push(err);
+    }).finally(() => running.delete(id)));
   };
 
   try {
@@ -156,6 +160,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
       if (!stoppedBy) for (const id of tasksToStart(plan, status, o.doneBefore, o.caps)) startTask(id);
       if (running.size === 0) break;
       await Promise.race(running.values());
+      if (failures.length > 0) throw failures[0];
       skipBlocked();
     }
   } catch (err) {

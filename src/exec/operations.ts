@@ -282,14 +282,22 @@ async function carryOut(
         fenced = true;
       }
     }
-    if (fenced || !lease.verify().ok) {
+    if (fenced) {
       // SPEC §4.3: record ABORTED / LOCK_LOST, write nothing else. The append carries our old
       // generation, so it can never override what a newer holder records for this run.
       const lost: RunEvent = { ...event, status: 'ABORTED', why_code: 'LOCK_LOST', why: finalStatus(result.state, 'LOCK_LOST', lease.lost?.why).why };
       await writer.appendUnfenced(lost);
       return { state: applyEvent(result.state, lost), summary, bytesWritten: writer.bytesWritten };
     }
-    const bytes = await store.saveRegistry(foldRun(withRun, finished, nowIso(clock)), nowIso(clock), lease);
+    // The run is on record. A lock lost in this last moment only leaves the registry to be
+    // folded by the next command (the run is still in active_runs).
+    let bytes = 0;
+    try {
+      bytes = await store.saveRegistry(foldRun(withRun, finished, nowIso(clock)), nowIso(clock), lease);
+    } catch (err) {
+      if (!(err instanceof FencedError)) throw err;
+      ctx.warn?.(`run ${finished.run_id} is recorded, but the task registry was not updated (${err.message}); the next command does it`);
+    }
     return { state: finished, summary, bytesWritten: writer.bytesWritten + bytes };
   } finally {
     await writer.close();

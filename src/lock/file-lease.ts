@@ -51,6 +51,18 @@ export class FileLease extends LeaseState implements Lease {
     if (this.timer || this.released || this.lostInfo) return;
     this.timer = setInterval(() => this.refresh(), this.timing.refreshMs);
     this.timer.unref();
+    this.armDeadline(this.timeLeftMs());
+  }
+
+  protected checkExpiry(): void {
+    const expired = this.expiredBy();
+    if (expired) this.markLost(expired);
+    else this.armDeadline(this.timeLeftMs());
+  }
+
+  /** Until our own view of the lease runs out (monotonic, with the safety margin). */
+  private timeLeftMs(): number {
+    return this.confirmedAt + this.timing.ttlMs - safetyMarginMs(this.timing.ttlMs) - this.clock.monotonic();
   }
 
   refresh(): RefreshResult {
@@ -75,6 +87,7 @@ export class FileLease extends LeaseState implements Lease {
     }
     this.rec = next;
     this.confirmedAt = mono;
+    if (this.timer) this.armDeadline(this.timeLeftMs());
     return { ok: true };
   }
 

@@ -9,6 +9,7 @@ export abstract class LeaseState {
   protected lostInfo: LockLost | null = null;
   protected released = false;
   protected timer: NodeJS.Timeout | undefined;
+  private deadline: NodeJS.Timeout | undefined;
   private readonly controller = new AbortController();
 
   constructor(record: LockRecord) {
@@ -38,7 +39,22 @@ export abstract class LeaseState {
   stopHeartbeat(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    clearTimeout(this.deadline);
+    this.deadline = undefined;
   }
+
+  /** Checks the lease again the moment it would run out (`inMs` from now), whatever the
+   * heartbeat is doing: a heartbeat that fails or hangs must not let us work past the lease.
+   * Called after every confirmation. */
+  protected armDeadline(inMs: number): void {
+    clearTimeout(this.deadline);
+    if (this.released || this.lostInfo) return;
+    this.deadline = setTimeout(() => this.checkExpiry(), Math.max(0, inMs));
+    this.deadline.unref();
+  }
+
+  /** Marks the lease lost if it has run out (each implementation knows its clocks). */
+  protected abstract checkExpiry(): void;
 
   /** Replaces the recorded child group `child.pid` (or adds it). */
   protected withChild(child: ChildGroup): void {

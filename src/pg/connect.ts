@@ -107,6 +107,14 @@ const MIGRATION_LOCK = 727_001_133; // pg_advisory_lock key: two processes never
 /** Creates or upgrades the schema: versioned migrations, each in its own transaction, under a
  * session advisory lock so processes starting together never race. */
 export async function migrate(db: Db): Promise<number> {
+  const latest = MIGRATIONS.at(-1)?.version ?? 0;
+  // Up to date (the usual case): no lock, no DDL, so a role that may only read and write data
+  // works once the schema exists.
+  const { rows: table } = await db.query<{ ok: boolean }>(`SELECT to_regclass('routinely_schema') IS NOT NULL AS ok`);
+  if (table[0]?.ok) {
+    const { rows: have } = await db.query<{ v: number | null }>('SELECT max(version) AS v FROM routinely_schema');
+    if ((have[0]?.v ?? 0) >= latest) return latest;
+  }
   const client = await db.pool.connect().catch((err: unknown) => {
     throw dbError(db.where, err);
   });

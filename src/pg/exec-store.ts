@@ -26,7 +26,10 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       if (!rows[0]) return emptyRegistry();
       const checked = checkRegistry(rows[0].registry);
       if (typeof checked === 'string') {
-        warn(`the task registry of project ${name} in the database is corrupt (${checked}); starting from an empty one`);
+        // kept under another project name for inspection, as files keep `<name>.corrupt.<ts>`
+        const aside = `${name}.corrupt.${Date.now()}`;
+        await db.query('UPDATE routinely_registry SET project = $2 WHERE project = $1', [name, aside]);
+        warn(`the task registry of project ${name} in the database is corrupt (${checked}); moved aside as project ${aside}, starting from an empty one`);
         return emptyRegistry();
       }
       return checked;

@@ -218,6 +218,17 @@ export class PgLease extends LeaseState implements Lease {
   startHeartbeat(): void {
     this.timer = setInterval(() => void this.beat(), this.o.refreshMs);
     this.timer.unref();
+    this.armDeadline(this.timeLeftMs());
+  }
+
+  protected checkExpiry(): void {
+    const expired = this.expiredBy();
+    if (expired) this.markLost(expired);
+    else this.armDeadline(this.timeLeftMs());
+  }
+
+  private timeLeftMs(): number {
+    return this.confirmedAt + this.o.ttlMs - safetyMarginMs(this.o.ttlMs) - this.clock.monotonic();
   }
 
   /** One heartbeat; conditional on lock_id and epoch and judged by the database clock. A
@@ -225,6 +236,8 @@ export class PgLease extends LeaseState implements Lease {
   private beat(): Promise<void> {
     if (this.beating) {
       this.again = true;
+      const expired = this.expiredBy();
+      if (expired) this.markLost(expired);
       return this.beating;
     }
     this.beating = (async () => {
@@ -251,6 +264,7 @@ export class PgLease extends LeaseState implements Lease {
           }
           this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };
           this.confirmedAt = sent;
+          if (this.timer) this.armDeadline(this.timeLeftMs());
         } catch (err) {
           const expired = this.expiredBy();
           if (expired) this.markLost(`${expired}; last error: ${(err as Error).message}`);
@@ -332,6 +346,7 @@ export class PgLease extends LeaseState implements Lease {
       this.journal?.close(true);
     } catch (err) {
       // The database is unreachable: the lease expires on its own within the TTL.
+      this.journal?.close(false);
       return { released: false, reason: 'NOT_OWNER', holder: null, why: `could not release (${errnoCode(err) ?? (err as Error).message}); it expires within ${this.o.ttlMs / 1000}s` };
     }
     this.released = true;

@@ -40,3 +40,10 @@ export function nextRuns(schedule: Schedule, from: Date, count: number): Date[] 
   }
   return out;
 }
+
+/** The zone a routine is scheduled in. With the database backend, several schedulers on hosts
+ * in different zones claim the same scheduled times, so a routine without `timezone` runs in
+ * UTC there (in the machine's zone with files). */
+export function routineZone(def: { timezone?: string }, project: { backend: { type: string } }): string | undefined {
+  return def.timezone ?? (project.backend.type === 'postgres' ? 'UTC' : undefined);
+}

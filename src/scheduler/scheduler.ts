@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { systemClock, type Clock } from '../clock.js';
+import { anySignal, systemClock, type Clock } from '../clock.js';
 import { SNAPSHOT_ENV, type Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
 import type { Fire } from '../state/routine-state.js';
@@ -13,7 +13,7 @@ import { writeConfigSnapshot } from './config-snapshot.js';
 import { fireRoutine, type CliCommand, type FireOptions, type FireResult } from './fire.js';
 import type { Logger } from './log.js';
 import type { RoutineStore } from './store.js';
-import { lightSchedule, type Schedule } from './schedule.js';
+import { lightSchedule, routineZone, type Schedule } from './schedule.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
 
 export interface SchedulerOptions {
@@ -51,6 +51,8 @@ export class Scheduler {
   /** Routines whose tick waits out its jitter: not started yet, so shutdown cancels them. */
   private readonly jittering = new Set<string>();
   private stopping = false;
+  /** Aborted when shutdown begins: cuts every jitter wait short. */
+  private readonly halt = new AbortController();
   /** The last scheduled time fired per routine: after a backward clock step a time is never
    * fired twice. */
   private readonly lastFired = new Map<string, number>();
@@ -122,7 +124,7 @@ export class Scheduler {
       seen.add(def.id);
       const prior = this.routines.get(def.id);
       const sameTiming = prior && prior.def.schedule === def.schedule && prior.def.timezone === def.timezone;
-      const schedule = sameTiming ? prior.schedule : lightSchedule(def.schedule, def.timezone);
+      const schedule = sameTiming ? prior.schedule : lightSchedule(def.schedule, routineZone(def, project));
       this.routines.set(def.id, { def, schedule });
       if (!sameTiming) this.next.set(def.id, nextFire(schedule, now));
     }
@@ -155,9 +157,12 @@ export class Scheduler {
       this.o.log({ event: 'scheduler.reload_failed', error: (err as Error).message });
       return;
     }
-    if (fresh.stateDir !== this.project.stateDir || fresh.lockDir !== this.project.lockDir) {
-      this.o.log({ event: 'scheduler.warning', message: 'stateDir / lock folder changes take effect after a restart; keeping the old ones' });
-      fresh = { ...fresh, stateDir: this.project.stateDir, lockDir: this.project.lockDir };
+    // Where state and locks live cannot change under a running scheduler: its own lock, its
+    // claims and its records would stay in the old place while routines moved to the new one.
+    const where = (p: Project): string => JSON.stringify([p.stateDir, p.lockDir, p.backend]);
+    if (where(fresh) !== where(this.project)) {
+      this.o.log({ event: 'scheduler.reload_failed', error: 'stateDir, the lock folder, the backend or the project name changed: restart the scheduler for that; keeping the old config' });
+      return;
     }
     this.apply(fresh);
     this.configHash = this.hashConfig();
@@ -191,7 +196,13 @@ export class Scheduler {
   }
 
   private async catchUp(): Promise<void> {
-    const state = await this.o.store.read(this.warn);
+    let state;
+    try {
+      state = await this.o.store.read(this.warn);
+    } catch (err) {
+      this.warn(`catch-up skipped: ${(err as Error).message}`);
+      return;
+    }
     const now = this.clock.now();
     for (const { def, schedule } of this.routines.values()) {
       if (def.catchUp !== 'latest') continue;
@@ -216,6 +227,7 @@ export class Scheduler {
     // Several schedulers may share a database: exactly one of them takes each scheduled time,
     // and the others stay silent about it (it is not a skip).
     if (!(await this.o.store.claimTick(id, scheduledAt, this.o.host))) return;
+    if (this.stopping) return;
     if (this.running.has(id)) {
       // The previous fire is still going (or waiting out its jitter): a busy skip, recorded.
       const at = new Date(this.clock.now()).toISOString();
@@ -228,18 +240,13 @@ export class Scheduler {
     this.stops.set(id, stop);
     const project = this.project;
     const task = (async () => {
-      const record = (await this.o.store.read(this.warn)).routines[id];
-      const paused = record?.paused === true;
-      if (paused !== (this.pausedSeen.get(id) ?? false)) {
-        this.pausedSeen.set(id, paused);
-        this.o.log(paused ? { event: 'routine.paused', routine: id, note: record?.paused_note ?? null } : { event: 'routine.resumed', routine: id });
-      }
-      if (paused) return;
+      if (await this.isPaused(id)) return;
       const jitterMs = def.jitterSeconds > 0 ? (this.o.random ?? Math.random)() * def.jitterSeconds * 1000 : 0;
       if (jitterMs > 0) {
         this.jittering.add(id);
-        await this.clock.sleep(jitterMs, stop.signal);
+        await this.clock.sleep(jitterMs, anySignal(stop.signal, this.halt.signal));
         this.jittering.delete(id);
+        if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
       }
       if (stop.signal.aborted || this.stopping) return;
       const result = await (this.o.fire ?? fireRoutine)({
@@ -258,6 +265,17 @@ export class Scheduler {
     await tracked;
   }
 
+  /** Reads the pause flag (honoured without a restart) and logs when it changed. */
+  private async isPaused(id: string): Promise<boolean> {
+    const record = (await this.o.store.read(this.warn)).routines[id];
+    const paused = record?.paused === true;
+    if (paused !== (this.pausedSeen.get(id) ?? false)) {
+      this.pausedSeen.set(id, paused);
+      this.o.log(paused ? { event: 'routine.paused', routine: id, note: record?.paused_note ?? null } : { event: 'routine.resumed', routine: id });
+    }
+    return paused;
+  }
+
   private logResult(id: string, r: FireResult): void {
     if (r.result === 'success') this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
     else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'exec busy' });
@@ -268,7 +286,7 @@ export class Scheduler {
   private async shutdown(): Promise<void> {
     // Stop firing means also not starting what still waits out its jitter.
     this.stopping = true;
-    for (const id of this.jittering) this.stops.get(id)?.abort();
+    this.halt.abort();
     this.o.log({ event: 'scheduler.stopping', running: this.running.size - this.jittering.size });
     if (this.ticks.size > 0) {
       const timeout = new AbortController();
