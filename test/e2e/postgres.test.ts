@@ -207,6 +207,23 @@ suite('PostgreSQL backend', () => {
     expect(JSON.parse(list.stdout)[0].counts.success).toBeGreaterThan(Number(n));
   });
 
+  it('a holder that cannot reach the database stops its command once its lease runs out', async () => {
+    const own = await startCluster();
+    onTestFinished(() => destroyCluster(own));
+    const url = await freshDatabase(own);
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 } });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo "child $$"; sleep 60'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } });
+    const child = Number((await holder.waitFor(/child (\d+)/))[1]);
+    stopServer(own, 'fast');
+    try {
+      expect((await holder.exited).code).toBe(1);
+      expect(holder.stderr()).toMatch(/lock lost: .*(TTL|database)/);
+      await eventually(() => !processRuns(child), 5000, 'command stopped');
+    } finally {
+      startServer(own);
+    }
+  });
+
   it('migrations: processes starting together on an empty database never race', async () => {
     const { dir, url, env } = await pgProject();
     const all = await Promise.all(Array.from({ length: 6 }, () => runCli(['lock', 'status'], { cwd: dir, env })));
