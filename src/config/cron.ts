@@ -15,8 +15,9 @@ const FIELDS5 = [
 ];
 const SECOND = { name: 'second', min: 0, max: 59 };
 
-/** Returns why the schedule is invalid, or null when croner accepts it. */
-export function cronProblem(schedule: string, timezone?: string): string | null {
+/** Returns why the schedule is invalid, or null when croner accepts it; `use` gets the parsed
+ * pattern when it is valid. */
+export function cronProblem(schedule: string, timezone?: string, use?: (cron: Cron) => void): string | null {
   const trimmed = schedule.trim();
   if (trimmed.startsWith('@')) {
     if (!NICKNAMES.has(trimmed.toLowerCase())) {
@@ -33,11 +34,13 @@ export function cronProblem(schedule: string, timezone?: string): string | null 
       if (problem) return problem;
     }
   }
+  let cron: Cron;
   try {
-    cronFor(trimmed, timezone);
+    cron = cronFor(trimmed, timezone);
   } catch (err) {
     return (err as Error).message.replace(/^CronPattern:\s*/, '');
   }
+  use?.(cron);
   return null;
 }
 

@@ -4,9 +4,14 @@
 
 import { lstatSync, mkdirSync, renameSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
+import { createRequire } from 'node:module';
+import type writeFileAtomicType from 'write-file-atomic';
 import { StateIOError, UnsafePathError, errnoCode } from '../errors.js';
 import { readNoFollow } from '../lock/files.js';
+
+// Loaded on first write: read-only commands (`routine list`, `exec status`) never pay for it.
+let wfa: typeof writeFileAtomicType | undefined;
+const writeFileAtomic = (): typeof writeFileAtomicType => (wfa ??= createRequire(import.meta.url)('write-file-atomic') as typeof writeFileAtomicType);
 
 export function ensureStateDir(dir: string): void {
   try {
@@ -33,7 +38,7 @@ export async function writeJsonAtomic(path: string, value: unknown): Promise<num
   ensureStateDir(dirname(path));
   const text = `${JSON.stringify(value, null, 2)}\n`;
   try {
-    await writeFileAtomic(path, text, { mode: 0o600, fsync: true });
+    await writeFileAtomic()(path, text, { mode: 0o600, fsync: true });
   } catch (err) {
     throw new StateIOError(`cannot write ${path}: ${errnoCode(err) ?? String(err)}`);
   }
@@ -45,7 +50,7 @@ export function writeJsonAtomicSync(path: string, value: unknown): number {
   ensureStateDir(dirname(path));
   const text = `${JSON.stringify(value, null, 2)}\n`;
   try {
-    writeFileAtomic.sync(path, text, { mode: 0o600, fsync: true });
+    writeFileAtomic().sync(path, text, { mode: 0o600, fsync: true });
   } catch (err) {
     throw new StateIOError(`cannot write ${path}: ${errnoCode(err) ?? String(err)}`);
   }
@@ -90,7 +95,7 @@ export function writeJsonLinesAtomicSync(path: string, values: unknown[]): void 
   refuseSymlink(path);
   const text = values.map((v) => `${JSON.stringify(v)}\n`).join('');
   try {
-    writeFileAtomic.sync(path, text, { mode: 0o600, fsync: true });
+    writeFileAtomic().sync(path, text, { mode: 0o600, fsync: true });
   } catch (err) {
     throw new StateIOError(`cannot write ${path}: ${errnoCode(err) ?? String(err)}`);
   }
