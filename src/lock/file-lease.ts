@@ -8,7 +8,7 @@ import { readNoFollow, replaceFile, unlinkQuiet } from './files.js';
 import { claimGeneration } from './generation.js';
 import type { LivenessProbe } from './identity.js';
 import type { Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
-import { LeaseState } from './lease-state.js';
+import { LeaseState, safetyMarginMs } from './lease-state.js';
 import type { LockPaths } from './paths.js';
 import { parseLockRecord, serializeLockRecord, toEpochSeconds, type LockRecord } from './record.js';
 
@@ -19,12 +19,9 @@ export interface LeaseTiming {
   refreshMs: number;
 }
 
-/** How early a holder stops trusting its own lease, for wall/monotonic drift. */
-export const safetyMarginMs = (ttlMs: number): number => Math.min(500, ttlMs * 0.05);
+export { safetyMarginMs } from './lease-state.js';
 
 export class FileLease extends LeaseState implements Lease {
-  /** Monotonic time taken just before the last successful write: the lease runs from here. */
-  private confirmedAt: number;
   private readonly childJournal: ChildJournal;
   private childTimer: NodeJS.Timeout | undefined;
   private lastChildWrite = -Infinity;
@@ -33,12 +30,11 @@ export class FileLease extends LeaseState implements Lease {
     private readonly paths: LockPaths,
     record: LockRecord,
     private readonly timing: LeaseTiming,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly probe: LivenessProbe,
     confirmedAt: number,
   ) {
-    super(record);
-    this.confirmedAt = confirmedAt;
+    super(record, clock, timing.ttlMs, confirmedAt);
     this.childJournal = new ChildJournal(paths.dir, paths.key, record.lock_id, probe);
   }
 
@@ -48,21 +44,7 @@ export class FileLease extends LeaseState implements Lease {
 
   /** Starts the heartbeat timer. Unref'd: the heartbeat alone never keeps a process alive. */
   startHeartbeat(): void {
-    if (this.timer || this.released || this.lostInfo) return;
-    this.timer = setInterval(() => this.refresh(), this.timing.refreshMs);
-    this.timer.unref();
-    this.armDeadline(this.timeLeftMs());
-  }
-
-  protected checkExpiry(): void {
-    const expired = this.expiredBy();
-    if (expired) this.markLost(expired);
-    else this.armDeadline(this.timeLeftMs());
-  }
-
-  /** Until our own view of the lease runs out (monotonic, with the safety margin). */
-  private timeLeftMs(): number {
-    return this.confirmedAt + this.timing.ttlMs - safetyMarginMs(this.timing.ttlMs) - this.clock.monotonic();
+    this.startTimers(() => this.refresh(), this.timing.refreshMs);
   }
 
   refresh(): RefreshResult {
@@ -86,8 +68,7 @@ export class FileLease extends LeaseState implements Lease {
       return { ok: true };
     }
     this.rec = next;
-    this.confirmedAt = mono;
-    if (this.timer) this.armDeadline(this.timeLeftMs());
+    this.confirmed(mono);
     return { ok: true };
   }
 
@@ -151,18 +132,14 @@ export class FileLease extends LeaseState implements Lease {
     return !expired;
   }
 
-  /** Why our lease has run out, or null. Timed on our own monotonic clock (immune to wall-clock
-   * steps) and also against the wall clock that observers judge `expires_at` by: if the wall
-   * clock jumped forward (a VM resumed, NTP stepped), others may already call the lock stale,
-   * and a holder must never outlive the lease in anyone's eyes. */
-  private expiredBy(): string | null {
-    const margin = safetyMarginMs(this.timing.ttlMs);
-    const elapsed = this.clock.monotonic() - this.confirmedAt;
-    if (elapsed >= this.timing.ttlMs - margin) {
-      return `no heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.timing.ttlMs / 1000}s TTL (was the process paused?)`;
-    }
+  /** Also against the wall clock that observers judge `expires_at` by: if it jumped forward (a
+   * VM resumed, NTP stepped), others may already call the lock stale, and a holder must never
+   * outlive its lease in anyone's eyes. */
+  protected override expiredBy(): string | null {
+    const own = super.expiredBy();
+    if (own) return own;
     const left = this.rec.expires_at * 1000 - this.clock.now();
-    if (left <= margin) {
+    if (left <= safetyMarginMs(this.ttlMs)) {
       return `the lease's expiry time has passed by the wall clock (${(-left / 1000).toFixed(1)}s ago; did the clock jump?)`;
     }
     return null;

@@ -1,19 +1,31 @@
 // What every lease implementation keeps the same way: the record it holds, whether it was lost
 // (and the AbortSignal that says so), its heartbeat timer, and the child groups it tracks.
 
+import type { Clock } from '../clock.js';
 import type { ChildGroup, LockRecord } from './record.js';
 import type { LockLost, LockOwnerInfo } from './lease.js';
+
+/** How early a holder stops trusting its own lease, for wall/monotonic drift. */
+export const safetyMarginMs = (ttlMs: number): number => Math.min(500, ttlMs * 0.05);
 
 export abstract class LeaseState {
   protected rec: LockRecord;
   protected lostInfo: LockLost | null = null;
   protected released = false;
   protected timer: NodeJS.Timeout | undefined;
+  /** Monotonic time taken just before the last confirmed heartbeat: the lease runs from here. */
+  protected confirmedAt: number;
   private deadline: NodeJS.Timeout | undefined;
   private readonly controller = new AbortController();
 
-  constructor(record: LockRecord) {
+  constructor(
+    record: LockRecord,
+    protected readonly clock: Clock,
+    protected readonly ttlMs: number,
+    confirmedAt: number,
+  ) {
     this.rec = record;
+    this.confirmedAt = confirmedAt;
   }
 
   get key(): string {
@@ -43,18 +55,44 @@ export abstract class LeaseState {
     this.deadline = undefined;
   }
 
-  /** Checks the lease again the moment it would run out (`inMs` from now), whatever the
-   * heartbeat is doing: a heartbeat that fails or hangs must not let us work past the lease.
-   * Called after every confirmation. */
-  protected armDeadline(inMs: number): void {
+  /** Starts the heartbeat (`beat` every `refreshMs`) and the deadline. Unref'd: a heartbeat
+   * alone never keeps a process alive. */
+  protected startTimers(beat: () => void, refreshMs: number): void {
+    if (this.timer || this.released || this.lostInfo) return;
+    this.timer = setInterval(beat, refreshMs);
+    this.timer.unref();
+    this.armDeadline();
+  }
+
+  /** A heartbeat went through (sent at monotonic `at`): the lease runs from there. */
+  protected confirmed(at: number): void {
+    this.confirmedAt = at;
+    if (this.timer) this.armDeadline();
+  }
+
+  /** Checks the lease again the moment it would run out, whatever the heartbeat is doing: a
+   * heartbeat that fails or hangs must not let us work past the lease. */
+  private armDeadline(): void {
     clearTimeout(this.deadline);
     if (this.released || this.lostInfo) return;
-    this.deadline = setTimeout(() => this.checkExpiry(), Math.max(0, inMs));
+    const left = this.confirmedAt + this.ttlMs - safetyMarginMs(this.ttlMs) - this.clock.monotonic();
+    this.deadline = setTimeout(() => {
+      const expired = this.expiredBy();
+      if (expired) this.markLost(expired);
+      else this.armDeadline();
+    }, Math.max(0, left));
     this.deadline.unref();
   }
 
-  /** Marks the lease lost if it has run out (each implementation knows its clocks). */
-  protected abstract checkExpiry(): void;
+  /** Why our lease has run out, or null: timed on our own monotonic clock, immune to
+   * wall-clock steps. Implementations may add their own reasons. */
+  protected expiredBy(): string | null {
+    const elapsed = this.clock.monotonic() - this.confirmedAt;
+    if (elapsed >= this.ttlMs - safetyMarginMs(this.ttlMs)) {
+      return `no successful heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.ttlMs / 1000}s TTL (was the process paused?)`;
+    }
+    return null;
+  }
 
   /** Replaces the recorded child group `child.pid` (or adds it). */
   protected withChild(child: ChildGroup): void {

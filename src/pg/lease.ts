@@ -11,7 +11,6 @@ import { systemClock, type Clock } from '../clock.js';
 import { StateIOError, errnoCode } from '../errors.js';
 import type { BusyPolicy, LockBackend } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
-import { safetyMarginMs } from '../lock/file-lease.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
 import { LeaseState } from '../lock/lease-state.js';
@@ -197,8 +196,6 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
 }
 
 export class PgLease extends LeaseState implements Lease {
-  /** Monotonic time at which the last successful heartbeat was sent: the lease runs from here. */
-  private confirmedAt: number;
   private beating: Promise<void> | null = null;
   private journal: ChildJournal | undefined;
   private again = false;
@@ -207,28 +204,15 @@ export class PgLease extends LeaseState implements Lease {
     private readonly o: PgLockOptions,
     key: string,
     row: LeaseRow,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly probe: LivenessProbe,
     confirmedAt: number,
   ) {
-    super(toRecord(key, row));
-    this.confirmedAt = confirmedAt;
+    super(toRecord(key, row), clock, o.ttlMs, confirmedAt);
   }
 
   startHeartbeat(): void {
-    this.timer = setInterval(() => void this.beat(), this.o.refreshMs);
-    this.timer.unref();
-    this.armDeadline(this.timeLeftMs());
-  }
-
-  protected checkExpiry(): void {
-    const expired = this.expiredBy();
-    if (expired) this.markLost(expired);
-    else this.armDeadline(this.timeLeftMs());
-  }
-
-  private timeLeftMs(): number {
-    return this.confirmedAt + this.o.ttlMs - safetyMarginMs(this.o.ttlMs) - this.clock.monotonic();
+    this.startTimers(() => void this.beat(), this.o.refreshMs);
   }
 
   /** One heartbeat; conditional on lock_id and epoch and judged by the database clock. A
@@ -263,8 +247,7 @@ export class PgLease extends LeaseState implements Lease {
             return;
           }
           this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };
-          this.confirmedAt = sent;
-          if (this.timer) this.armDeadline(this.timeLeftMs());
+          this.confirmed(sent);
         } catch (err) {
           const expired = this.expiredBy();
           if (expired) this.markLost(`${expired}; last error: ${(err as Error).message}`);
@@ -275,14 +258,6 @@ export class PgLease extends LeaseState implements Lease {
       this.beating = null;
     });
     return this.beating;
-  }
-
-  private expiredBy(): string | null {
-    const elapsed = this.clock.monotonic() - this.confirmedAt;
-    if (elapsed >= this.o.ttlMs - safetyMarginMs(this.o.ttlMs)) {
-      return `no successful heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.o.ttlMs / 1000}s TTL`;
-    }
-    return null;
   }
 
   refresh(): RefreshResult {
