@@ -46,8 +46,17 @@ try {
   manual.stdout.on('data', (d) => (manualOut += d));
   await sleep(1500);
   run(['lock', 'status']);
+  say('by hand, meanwhile: fail names the holder (75), skip exits 0, wait queues for the lock');
+  run(['lock', 'run', '--', 'echo', 'not now']);
+  run(['lock', 'run', '--if-busy', 'skip', '--', 'echo', 'not now']);
+  console.log('$ routinely lock run --if-busy wait -- echo "got it" &');
+  const waiter = spawn(process.execPath, [cli, 'lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo "got it (generation $ROUTINELY_LOCK_GENERATION)"'], { cwd: project, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let waiterOut = '';
+  waiter.stdout.on('data', (d) => (waiterOut += d));
   await new Promise((r) => manual.on('close', r));
   console.log(manualOut.trimEnd().replace(/^/gm, `  ${dim('exec run  │')} `));
+  await new Promise((r) => waiter.on('close', r));
+  console.log(waiterOut.trimEnd().replace(/^/gm, `  ${dim('waiter    │')} `));
 
   say('the lock is free again: the next ticks succeed');
   await sleep(4500);
