@@ -21,6 +21,9 @@ export interface LeaseTiming {
 
 export { safetyMarginMs } from './lease-state.js';
 
+/** When this process last released each lock (monotonic ms), for the waiters' fair turn. */
+export const lastReleased = new Map<string, number>();
+
 export class FileLease extends LeaseState implements Lease {
   private readonly childJournal: ChildJournal;
   private childTimer: NodeJS.Timeout | undefined;
@@ -186,6 +189,7 @@ export class FileLease extends LeaseState implements Lease {
     }
     unlinkQuiet(this.paths.lock);
     this.released = true;
+    lastReleased.set(this.paths.lock, this.clock.monotonic());
     this.closeChildJournal(true);
     return { released: true };
   }
