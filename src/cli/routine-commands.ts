@@ -6,7 +6,7 @@ import type { RoutineDef } from '../config/schema.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
 import { fireRoutine } from '../scheduler/fire.js';
 import { withBackend } from '../backend.js';
-import { cronSchedule, routineZone } from '../scheduler/schedule.js';
+import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
 import { busyPolicy, type BusyFlags } from './busy.js';

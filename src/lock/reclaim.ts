@@ -19,7 +19,7 @@ import { samePidSpace, selfIdentity, type LivenessProbe } from './identity.js';
 import { readChildJournal } from './children.js';
 import { endOrphanGroups, type OrphanReport } from './orphans.js';
 import type { LockPaths } from './paths.js';
-import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
+import { parseLockRecord, type ChildGroup } from './record.js';
 
 export const GUARD_MAX_AGE_MS = 60_000;
 export const ORPHAN_GRACE_MS = 1_000;

@@ -152,11 +152,10 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
 
     async status(key): Promise<LockStatus> {
       const row = await current(key);
-      const counter = await o.db.query<{ epoch: string }>('SELECT epoch FROM routinely_leases WHERE project = $1 AND key = $2', [o.project, key]);
       const base = { key, path: `database ${o.db.where}, project ${o.project}` };
       if (!row || row.released) {
         return {
-          ...base, state: 'free', record: null, generation: Number(counter.rows[0]?.epoch ?? 0), holder: null,
+          ...base, state: 'free', record: null, generation: Number(row?.epoch ?? 0), holder: null,
           heartbeat_age_s: null, expires_in_s: null, stale_reason: null, why: null,
         };
       }
