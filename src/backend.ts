@@ -3,7 +3,7 @@
 // lazily so file-backed commands never pay for the driver.
 
 import type { Project } from './config/load.js';
-import { fileExecStore } from './exec/file-store.js';
+import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
 import type { ExecStore } from './exec/store.js';
 import { SCHEDULER_LOCK_KEY, fileLockBackend, type LockBackend } from './lock/backend.js';
 import { fileRoutineStore } from './scheduler/file-store.js';
@@ -23,7 +23,13 @@ export interface Backend {
 export function fileBackend(project: Project): Backend {
   return {
     kind: 'file',
-    lock: fileLockBackend({ lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs }),
+    lock: fileLockBackend({
+      lockDir: project.lockDir,
+      ttlMs: project.lockTtlMs,
+      refreshMs: project.lockRefreshMs,
+      generationFloor: () => execGenerationFloor(project),
+      hooks: { notice: (m) => process.stderr.write(`routinely: ${m}\n`) },
+    }),
     exec: fileExecStore(project),
     routines: fileRoutineStore(project),
     schedulerKey: () => SCHEDULER_LOCK_KEY,

@@ -10,7 +10,7 @@ export type { Config, RoutineDef, TaskDef, RoutineAction } from './config/schema
 
 export { acquireFileLease, attemptAcquire, type AcquireOptions, type FileLockOptions } from './lock/acquire.js';
 export { fileLockBackend, EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, type LockBackend, type BusyPolicy } from './lock/backend.js';
-export type { Lease, AcquireResult, RefreshResult, ReleaseResult, LockLost, IfBusy, LockOwnerInfo } from './lock/lease.js';
+export type { Lease, AcquireResult, RefreshResult, ReleaseResult, LockLost, LockHooks, IfBusy, LockOwnerInfo } from './lock/lease.js';
 export { readLockStatus, breakStaleLock, type LockStatus, type BreakResult } from './lock/status.js';
 export { judgeLock, describeHolder, type Judgement, type StaleReason } from './lock/stale.js';
 export { systemProbe, type LivenessProbe, type ProcessState } from './lock/identity.js';

@@ -2,7 +2,7 @@
 
 import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
-import { killGroup, runProcess, stopGroup } from '../exec/process.js';
+import { killGroup, leftoverMessage, runProcess, stopGroup } from '../exec/process.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
 import type { LockStatus } from '../lock/status.js';
@@ -16,6 +16,9 @@ import { StopSignals } from './signals.js';
 
 /** How long a forwarded SIGINT/SIGTERM may take before the group gets SIGKILL. */
 const FORWARD_GRACE_MS = 10_000;
+/** SIGTERM → SIGKILL for leftovers of the command's group, and for the command when the lock
+ * is lost (less when the lease has less time left). */
+const LEFTOVER_GRACE_MS = 2_000;
 
 export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: string }, g: GlobalOptions): Promise<number> {
   const policy = busyPolicy(flags, 'fail');
@@ -48,13 +51,15 @@ async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals): Pr
     killGroup(childPid, repeated ? 'SIGKILL' : signal);
     escalate ??= setTimeout(() => childPid !== null && killGroup(childPid, 'SIGKILL'), FORWARD_GRACE_MS);
   });
+  // SIGTERM → SIGKILL time; never past our lease once it is lost (SPEC §4.14).
+  const grace = (): number => Math.min(LEFTOVER_GRACE_MS, lease.lost ? lease.lost.graceMs : LEFTOVER_GRACE_MS);
   const result = await runProcess({
     file: cmd[0]!,
     args: cmd.slice(1),
-    env: { ...process.env, ROUTINELY_LOCK_GENERATION: String(lease.generation) },
+    env: { ...process.env, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId },
     stdio: 'inherit',
     signal: lease.signal, // a lost lock stops the command (SPEC §4.3)
-    killGraceMs: 2000,
+    killGraceMs: grace,
     onSpawn: (pid) => {
       childPid = pid;
       lease.trackChild(pid);
@@ -63,9 +68,13 @@ async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals): Pr
   });
   forward();
   clearTimeout(escalate);
-  // Stopped by a signal: what is left of the group (background jobs that ignored it) must not
-  // run on outside the lock we are about to release.
-  if (stop.received && result.pid !== null) await stopGroup(result.pid, 2000);
+  // What is left of the group (background jobs, or what ignored a signal) must not run on
+  // outside the lock we are about to release (SPEC §4.11). Processes that left the group on
+  // purpose (setsid) are beyond reach, as they are for flock(1).
+  if (result.pid !== null) {
+    const left = await stopGroup(result.pid, grace());
+    if (left > 0) err(`routinely: ${leftoverMessage(left)}`);
+  }
 
   // Checked again after the command ended: a pause may have cost us the lock unnoticed.
   const check = lease.verify();

@@ -10,7 +10,7 @@ import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/schema.js';
 import type { Lease } from '../lock/lease.js';
 import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
-import { runProcess, stopGroup, type ProcessResult } from './process.js';
+import { leftoverMessage, runProcess, stopGroup, type ProcessResult } from './process.js';
 import type { TaskStatus } from './registry.js';
 import { FencedError, type RunWriter } from './store.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
@@ -98,6 +98,13 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     }
   };
 
+  /** SIGTERM → SIGKILL time: the task's own, but never past our lease once it is lost (SPEC
+   * §4.14: the work is dead before anyone else may take the lock). */
+  const graceNow = (): number => {
+    const own = o.killGraceMs ?? 5000;
+    const lost = o.lease.lost;
+    return lost ? Math.min(own, lost.graceMs) : own;
+  };
   const running = new Map<string, Promise<void>>();
   const failures: unknown[] = [];
   const startTask = (id: string): void => {
@@ -118,14 +125,20 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
             file: def.run,
             shell: true,
             cwd,
-            env: { ...(o.env ?? process.env), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id, ROUTINELY_LOCK_GENERATION: String(gen) },
+            env: {
+              ...(o.env ?? process.env), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
+              ROUTINELY_LOCK_GENERATION: String(gen), ROUTINELY_LOCK_ID: o.lease.lockId,
+            },
             stdio: ['ignore', logFd, logFd],
             timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
             signal: stopper.signal,
-            killGraceMs: o.killGraceMs,
+            killGraceMs: graceNow,
             onSpawn: (pid) => {
               childPid = pid;
               o.lease.trackChild(pid);
+              // Checked again once the task exists: a stall between the last check and the spawn
+              // may have cost us the lock, and then the task must not live on (SPEC §4.10).
+              o.lease.held();
             },
           });
           if (result.error) writeSync(logFd, `routinely: ${result.error}\n`);
@@ -135,7 +148,8 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
       }
       // Work left behind in the group (background jobs) must not outlive the task under the lock.
       if (childPid !== null) {
-        await stopGroup(childPid, o.killGraceMs ?? 2000);
+        const left = await stopGroup(childPid, Math.min(o.killGraceMs ?? 2000, graceNow()));
+        if (left > 0) writeLogQuiet(o.logPath(id), `routinely: ${leftoverMessage(left, 'the task\'s group')}\n`);
         o.lease.untrackChild(childPid);
       }
       record(finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy));
@@ -175,6 +189,19 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     o.stop.removeEventListener('abort', onStop);
   }
   return { state, stoppedBy };
+}
+
+function writeLogQuiet(path: string, text: string): void {
+  try {
+    const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW);
+    try {
+      writeSync(fd, text);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // the log is for people; the run record has the result
+  }
 }
 
 function openLog(path: string, attempts: number, runAttempt: number, clock: Clock): number {

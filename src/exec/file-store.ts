@@ -3,9 +3,37 @@
 import { join, relative } from 'node:path';
 import type { Project } from '../config/load.js';
 import type { Lease } from '../lock/lease.js';
+import { readNoFollow } from '../lock/files.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
 import { RunStore, listRunIds, loadRun, runDir } from './run-store.js';
 import { FencedError, type ExecStore, type RunWriter, type Warn } from './store.js';
+
+/** The highest lock generation exec state shows (the registry and the newest runs), read
+ * without changing anything: the floor for a lock folder that lost every slot (SPEC §4.12). */
+export function execGenerationFloor(project: Project): number {
+  const dir = join(project.stateDir, 'exec');
+  let max = 0;
+  try {
+    const reg = JSON.parse(readNoFollow(join(dir, 'tasks.json')) ?? '{}') as { generation?: unknown };
+    if (typeof reg.generation === 'number' && Number.isSafeInteger(reg.generation)) max = reg.generation;
+  } catch {
+    // unreadable: the runs still tell
+  }
+  const runs = join(dir, 'runs');
+  try {
+    for (const id of listRunIds(runs).slice(0, 5)) {
+      try {
+        const run = loadRun(runs, id);
+        if (run && Number.isSafeInteger(run.generation)) max = Math.max(max, run.generation);
+      } catch {
+        // a corrupt run contributes nothing here
+      }
+    }
+  } catch {
+    // no runs folder
+  }
+  return max;
+}
 
 export function fileExecStore(project: Project): ExecStore {
   const dir = join(project.stateDir, 'exec');
@@ -15,7 +43,8 @@ export function fileExecStore(project: Project): ExecStore {
     location: relative(process.cwd(), runs) || runs,
     loadRegistry: async (warn: Warn) => loadRegistry(registryPath, warn),
     saveRegistry: async (registry: Registry, now: string, lease: Lease) => {
-      if (!lease.verify().ok) throw new FencedError('the exec lock is no longer ours');
+      const check = lease.verify();
+      if (!check.ok) throw new FencedError(check.lost.why);
       return saveRegistry(registryPath, { ...registry, generation: Math.max(registry.generation ?? 0, lease.generation) }, now);
     },
     loadRun: async (runId) => loadRun(runs, runId),

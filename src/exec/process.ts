@@ -16,9 +16,10 @@ export interface ProcessSpec {
   env?: NodeJS.ProcessEnv;
   stdio?: StdioOptions;
   timeoutMs?: number;
-  /** Stops the process (its whole group): SIGTERM, then SIGKILL after `killGraceMs`. */
+  /** Stops the process (its whole group): SIGTERM, then SIGKILL after `killGraceMs` (read when
+   * the stop begins: a lease running out leaves less time than a user's Ctrl-C). */
   signal?: AbortSignal;
-  killGraceMs?: number;
+  killGraceMs?: number | (() => number);
   /** Called synchronously right after spawn, before anything else can happen. */
   onSpawn?: (pid: number) => void;
 }
@@ -66,18 +67,38 @@ export function groupExists(pid: number): boolean {
   return process.platform === 'linux' ? systemProbe().groupMembers(pid).length > 0 : true;
 }
 
-/** Ends what is left of a process group: SIGTERM, then SIGKILL after `graceMs`. */
-export async function stopGroup(pid: number, graceMs: number): Promise<void> {
-  if (!groupExists(pid)) return;
+/** Live members of group `pid` (Linux, from /proc); on other systems 1 when the group answers
+ * a signal, else 0. */
+export function groupSize(pid: number): number {
+  if (process.platform === 'linux') return systemProbe().groupMembers(pid).length;
+  return groupExists(pid) ? 1 : 0;
+}
+
+/** Ends what is left of a process group: SIGTERM, then SIGKILL after `graceMs`. Returns how many
+ * processes were left (SPEC §4.11). Call it only for a group whose leader we started and reaped:
+ * while members remain, the kernel gives no other process that group id. */
+export async function stopGroup(pid: number, graceMs: number): Promise<number> {
+  const left = groupSize(pid);
+  if (left === 0 || !groupExists(pid)) return 0;
+  if (graceMs <= 0) {
+    killGroup(pid, 'SIGKILL');
+    return left;
+  }
   killGroup(pid, 'SIGTERM');
   const deadline = performance.now() + graceMs;
   while (groupExists(pid) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   if (groupExists(pid)) killGroup(pid, 'SIGKILL');
+  return left;
+}
+
+/** `ended 2 leftover processes of the command's group` */
+export function leftoverMessage(n: number, what = "the command's group"): string {
+  return `ended ${n} leftover process${n === 1 ? '' : 'es'} of ${what}`;
 }
 
 export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
   const started = performance.now();
-  const grace = spec.killGraceMs ?? 5000;
+  const grace = (): number => (typeof spec.killGraceMs === 'function' ? spec.killGraceMs() : (spec.killGraceMs ?? 5000));
   return new Promise((resolve) => {
     let reason: EndReason = 'exited';
     let done = false;
@@ -92,8 +113,13 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     const stop = (why: EndReason): void => {
       if (reason !== 'exited' || pid === null) return;
       reason = why; // recorded before the kill, so the result says why
+      const wait = grace();
+      if (wait <= 0) {
+        killGroup(pid, 'SIGKILL');
+        return;
+      }
       killGroup(pid, 'SIGTERM');
-      killTimer = setTimeout(() => killGroup(pid, 'SIGKILL'), grace);
+      killTimer = setTimeout(() => killGroup(pid, 'SIGKILL'), wait);
     };
     const onAbort = (): void => stop('canceled');
     if (spec.signal?.aborted) onAbort();

@@ -1,17 +1,27 @@
-// Taking the lock (SPEC §4.1, §4.2, §4.5, §4.7) and the --if-busy policies.
+// Taking the lock (SPEC §4.1, §4.2, §4.5, §4.7, §4.10) and the --if-busy policies.
+//
+// The lock is a sequence of slots, `<key>.slot.<generation>`, each an immutable record created
+// with link(2) from a complete temp file. The holder is the process whose slot is the highest;
+// the lock is free when that slot's holder has linked its release mark `<key>.free.<generation>`,
+// stale when the holder is dead or its heartbeat expired. Taking it means linking the next slot number, which
+// exactly one process can do, whoever else races or stalls. `<key>.lock` is then pointed at the
+// new slot, so people and tools still find the holder's record there (docs/lock.md "Design").
 
-import { watch, type FSWatcher } from 'node:fs';
+import { renameSync, watch, type FSWatcher } from 'node:fs';
 import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode } from '../errors.js';
-import { FileLease, lastReleased, safetyMarginMs } from './file-lease.js';
-import { ensureDir, linkNew, randomHex, readNoFollow, replaceFile, unlinkQuiet, writeNewFile } from './files.js';
-import { claimGeneration, readGeneration } from './generation.js';
+import { FileLease, lastReleased, type ViewStamp } from './file-lease.js';
+import { ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
+import { generationFloor } from './generation.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
-import type { AcquireResult, IfBusy, LockOwnerInfo } from './lease.js';
-import { lockPaths, type LockPaths } from './paths.js';
-import { parseLockRecord, serializeLockRecord, toEpochSeconds, type LockRecord } from './record.js';
-import { ORPHAN_GRACE_MS, reclaimStale } from './reclaim.js';
-import { describeHolder, judgeLock, type Observation } from './stale.js';
+import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
+import { giveUpLeadMs } from './lease-state.js';
+import type { OrphanReport } from './orphans.js';
+import { lockPaths, slotPath, type LockPaths } from './paths.js';
+import { serializeLockRecord, toEpochSeconds, MAX_GENERATION, type LockRecord } from './record.js';
+import { collectGarbage, endHolderOrphans, keepStaleCopy, moveAsideView, type ReclaimContext } from './reclaim.js';
+import { highestFree, highestSlot, listLockDir, readSlot, readView, type SlotHolder, type ViewRead } from './slots.js';
+import { describeHolder, judgeLock, type Judgement, type Observation } from './stale.js';
 
 export interface FileLockOptions {
   lockDir: string;
@@ -21,6 +31,10 @@ export interface FileLockOptions {
   owner: LockOwnerInfo;
   clock?: Clock;
   probe?: LivenessProbe;
+  hooks?: LockHooks;
+  /** The highest generation that state written under this lock shows (exec runs, routine
+   * history): consulted only when no slot survives, so a wiped lock folder never reissues one. */
+  generationFloor?: () => number;
 }
 
 export interface AcquireOptions extends FileLockOptions {
@@ -35,81 +49,238 @@ export interface AcquireOptions extends FileLockOptions {
   heartbeat?: boolean;
 }
 
+/** What taking over from a stale holder did. */
+export interface Takeover {
+  why: string;
+  staleFile: string | null;
+  orphans: OrphanReport;
+}
+
 export type AttemptResult =
-  | { ok: true; lease: FileLease }
-  | { ok: false; reason: 'LOCK_HELD' | 'RECLAIMING'; holder: LockRecord | null; why: string };
+  | { ok: true; lease: FileLease; takeover: Takeover | null }
+  | { ok: false; reason: 'LOCK_HELD'; holder: LockRecord | null; why: string };
 
 const MAX_LOOPS = 16;
 
 export interface AttemptOptions {
-  /** Lets a waiter time how long the record stays unchanged on its own clock. */
-  observe?: (raw: string) => Observation;
-  /** Read the lock before writing anything: a waiter's retry is then one read when it is still
-   * held, instead of a temp file written and removed (waiters are woken on every change). */
-  lookFirst?: boolean;
+  /** Lets a waiter time how long the holder stays unchanged on its own clock. */
+  observe?: (signature: string) => Observation;
 }
 
-/** One non-blocking attempt: link a complete record; if the name is taken, judge the holder and
- * reclaim it when stale. */
+/** The lock as one look at the folder finds it. */
+export type Look =
+  | { kind: 'retry' }
+  | { kind: 'held'; holder: LockRecord; why: string; ownerCheck: 'alive' | 'remote' | 'unknown' }
+  | {
+      kind: 'free';
+      /** The next generation to take. */
+      next: number;
+      names: string[];
+      top: SlotHolder | null;
+      /** Set when the top slot's holder is stale (not released): why. */
+      stale: (Judgement & { stale: true }) | null;
+      /** A `<key>.lock` that is no slot's view, judged stale (moved aside when taking over). */
+      foreign: { record: LockRecord | null; ino: number; text: string; why: string } | null;
+    };
+
+const stepOf = (hooks: LockHooks | undefined) => (name: string): void => hooks?.step?.(name);
+
+/** Reads the folder once and decides: held, free (perhaps after a takeover), or look again. */
+export function lookAtLock(
+  paths: LockPaths,
+  nowMs: number,
+  probe: LivenessProbe,
+  o: { observe?: (signature: string) => Observation; hooks?: LockHooks; floor?: () => number } = {},
+): Look {
+  const step = stepOf(o.hooks);
+  step('acquire:list');
+  const names = listLockDir(paths);
+  // The view is read only when the listing shows one (usually not: release removes it). A view
+  // that appears after the listing belongs to a slot we did not see; our link then fails.
+  let view: ViewRead = { kind: 'missing' };
+  if (names.includes(paths.lockName)) {
+    step('acquire:read-view');
+    view = readView(paths);
+  }
+  const max = highestSlot(paths, names);
+  let top: SlotHolder | null = null;
+  let topBad: string | null = null;
+  // A released top slot needs no reading at all: the common, uncontended case.
+  const released = max !== null && names.includes(`${paths.freePrefix}${max}`);
+  if (max !== null && !released) {
+    step('acquire:read-slot');
+    const r = readSlot(paths, max);
+    if (r.kind === 'missing') return { kind: 'retry' }; // withdrawn or collected meanwhile
+    if (r.kind === 'bad') topBad = r.why;
+    else top = r.holder;
+  }
+  const foreignView = classifyView(view, max, top);
+  const signature = `${top?.signature ?? topBad ?? ''}|${foreignView ? foreignView.text : ''}`;
+  const observation = o.observe?.(signature);
+
+  let stale: (Judgement & { stale: true }) | null = null;
+  if (top) {
+    const verdict = judgeLock(top.record, nowMs, probe, observation);
+    if (!verdict.stale) return { kind: 'held', holder: top.record, why: describeHolder(top.record, nowMs), ownerCheck: verdict.ownerCheck };
+    stale = verdict;
+  } else if (topBad) {
+    stale = { stale: true, reason: 'UNREADABLE', why: topBad };
+  }
+  let foreign: Extract<Look, { kind: 'free' }>['foreign'] = null;
+  if (foreignView) {
+    const verdict = judgeLock(foreignView.record, nowMs, probe, observation);
+    if (!verdict.stale && foreignView.record) {
+      return { kind: 'held', holder: foreignView.record, why: describeHolder(foreignView.record, nowMs), ownerCheck: verdict.ownerCheck };
+    }
+    foreign = { ...foreignView, why: verdict.stale ? verdict.why : 'unreadable' };
+  }
+  const below = Math.max(max ?? 0, highestFree(paths, names), foreign?.record?.generation ?? 0);
+  const floor = max === null ? generationFloor(paths, names, o.floor) : 0;
+  const next = Math.max(below, floor) + 1;
+  return { kind: 'free', next, names, top, stale, foreign };
+}
+
+/** `<key>.lock` when it is not the view of the top slot or of an older one: an earlier version's
+ * record, a hand-written one, or garbage. Such a record is honoured while its owner lives. */
+function classifyView(view: ViewRead, max: number | null, top: SlotHolder | null): { record: LockRecord | null; ino: number; text: string } | null {
+  if (view.kind === 'missing') return null;
+  if (view.kind === 'ok' && max !== null && (view.record.generation < max || view.record.lock_id === top?.record.lock_id)) return null;
+  return { record: view.kind === 'ok' ? view.record : null, ino: view.ino, text: view.text };
+}
+
+/** One non-blocking attempt: look; if free (or stale, after ending the stale holder's orphans),
+ * link the next slot. */
 export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOptions = {}): Promise<AttemptResult> {
   const clock = opts.clock ?? systemClock;
   const probe = opts.probe ?? systemProbe();
   const paths = lockPaths(opts.lockDir, opts.key);
-  const { observe } = attempt;
-  const held = (raw: string): AttemptResult | null => {
-    const holder = parseLockRecord(raw);
-    const verdict = judgeLock(holder, clock.now(), probe, observe?.(raw));
-    if (verdict.stale) return null;
-    return { ok: false, reason: 'LOCK_HELD', holder, why: holder ? describeHolder(holder, clock.now()) : 'held' };
-  };
-  if (attempt.lookFirst) {
-    const raw = readNoFollow(paths.lock);
-    const busy = raw === null ? null : held(raw);
-    if (busy) return busy;
+  const ctx: ReclaimContext = { paths, clock, probe };
+  const step = stepOf(opts.hooks);
+  let garbage: string[] = [];
+  for (let loop = 0; loop < MAX_LOOPS; loop++) {
+    const look = lookAtLock(paths, clock.now(), probe, { observe: attempt.observe, hooks: opts.hooks, floor: opts.generationFloor });
+    if (look.kind === 'retry') continue;
+    if (look.kind === 'held') return { ok: false, reason: 'LOCK_HELD', holder: look.holder, why: look.why };
+
+    let orphans: OrphanReport = { ended: [], killed: [] };
+    const merge = (r: OrphanReport): void => {
+      orphans = { ended: [...orphans.ended, ...r.ended], killed: [...orphans.killed, ...r.killed] };
+    };
+    // The stale holder's work must be gone before ours can start (SPEC §4.4).
+    if (look.stale && look.top) merge(await endHolderOrphans(look.top.record, ctx));
+    let staleFile: string | null = null;
+    if (look.foreign) {
+      if (look.foreign.record) merge(await endHolderOrphans(look.foreign.record, ctx));
+      step('acquire:move-aside');
+      const moved = moveAsideView(ctx, look.foreign.ino);
+      if (!moved.moved) continue; // it changed while we looked
+      staleFile = moved.staleFile;
+    }
+    if (look.next > MAX_GENERATION) {
+      throw new UnsafePathError(`the ${opts.key} lock's generation would pass ${MAX_GENERATION}; a record in ${paths.dir} is not believable`);
+    }
+
+    const started = clock.monotonic();
+    const record = newRecord(opts, probe, look.next, clock.now());
+    const tmp = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
+    step('acquire:write-temp');
+    const ino = writeTemp(paths, tmp, serializeLockRecord(record));
+    let placed = false;
+    let mine: number;
+    try {
+      step('acquire:link-slot');
+      let linked: boolean;
+      try {
+        linked = linkNew(tmp, slotPath(paths, record.generation));
+      } catch (err) {
+        throw lockDirError(paths, err);
+      }
+      if (!linked) continue; // someone else took this generation: look again
+
+      // The slot is ours unless it refilled a gap below the top (we stalled while others went
+      // on, and old slots were collected): then it is withdrawn, and nobody ever judged it.
+      // §4.2's read-back is by inode: the slot is the very file we wrote.
+      step('acquire:recheck');
+      const names = listLockDir(paths);
+      const slot = lstatQuiet(slotPath(paths, record.generation));
+      if (highestSlot(paths, names) !== record.generation || slot?.ino !== ino) {
+        if (slot?.ino === ino) unlinkQuiet(slotPath(paths, record.generation));
+        continue;
+      }
+      mine = slot.ino;
+      garbage = names;
+      // The view: the same file under `<key>.lock` (a third link; no data written again).
+      if (!pausedSince(started, clock, opts)) {
+        try {
+          step('acquire:write-view');
+          placed = placeView(paths, tmp, names.includes(paths.lockName) || look.foreign !== null);
+        } catch {
+          // the view is for people and tools; the slot is the lock
+        }
+      }
+    } finally {
+      unlinkQuiet(tmp);
+    }
+    const view: ViewStamp | null = placed ? stampView(paths, mine) : null;
+    const lease = new FileLease(paths, record, mine, view, opts, clock, probe, started, opts.hooks);
+    if (pausedSince(started, clock, opts)) {
+      // Paused long enough for our own record to expire: someone may judge it stale any moment.
+      lease.releaseSync();
+      return { ok: false, reason: 'LOCK_HELD', holder: null, why: 'paused while acquiring; try again' };
+    }
+    let takeover: Takeover | null = null;
+    if (look.stale && look.top) {
+      staleFile = keepStaleCopy(ctx, serializeLockRecord(look.top.record)) ?? staleFile;
+      takeover = { why: look.stale.why, staleFile, orphans };
+    } else if (look.foreign) {
+      takeover = { why: look.foreign.why, staleFile, orphans };
+    }
+    collectGarbage(ctx, garbage, record.generation, record.lock_id);
+    return { ok: true, lease, takeover };
   }
-  const started = clock.monotonic();
-  const nowMs = clock.now();
-  const record: LockRecord = {
+  const look = lookAtLock(paths, clock.now(), probe, { floor: opts.generationFloor });
+  const holder = look.kind === 'held' ? look.holder : null;
+  return { ok: false, reason: 'LOCK_HELD', holder, why: 'the lock changed hands too often to take it' };
+}
+
+function newRecord(opts: FileLockOptions, probe: LivenessProbe, generation: number, nowMs: number): LockRecord {
+  return {
     version: 1,
     key: opts.key,
     lock_id: randomHex(16),
-    generation: readGeneration(paths) + 1,
+    generation,
     owner: { ...selfIdentity(probe), ...opts.owner, children: [] },
     created_at: toEpochSeconds(nowMs),
     heartbeat_at: toEpochSeconds(nowMs),
     expires_at: toEpochSeconds(nowMs + opts.ttlMs),
   };
-  const tmp = `${paths.lock}.${record.lock_id.slice(0, 12)}.tmp`;
-  writeTemp(paths, tmp, serializeLockRecord(record));
-  try {
-    for (let loop = 0; loop < MAX_LOOPS; loop++) {
-      if (linkNew(tmp, paths.lock)) return confirm(paths, record, opts, clock, probe, started);
-      const raw = readNoFollow(paths.lock);
-      if (raw === null) continue; // released between our link and our read: try again
-      const busy = held(raw);
-      if (busy) return busy;
-      const outcome = await reclaimStale(raw, { paths, clock, probe });
-      if (outcome.kind === 'guard-busy') {
-        const who = outcome.guardPid ? `pid ${outcome.guardPid}, which is` : 'another process';
-        return { ok: false, reason: 'RECLAIMING', holder: parseLockRecord(raw), why: `${who} reclaiming a stale lock` };
-      }
-    }
-    const holder = parseLockRecord(readNoFollow(paths.lock) ?? '');
-    return { ok: false, reason: 'LOCK_HELD', holder, why: 'the lock changed hands too often to take it' };
-  } finally {
-    unlinkQuiet(tmp);
-  }
 }
 
-function writeTemp(paths: LockPaths, tmp: string, data: string): void {
+const pausedSince = (started: number, clock: Clock, opts: FileLockOptions): boolean =>
+  clock.monotonic() - started >= opts.ttlMs - giveUpLeadMs(opts.ttlMs);
+
+/** Puts our record under `<key>.lock` as one more name of the slot's file: link(2) when the name
+ * is free, a rename of our temp name over it when an older view is there. */
+function placeView(paths: LockPaths, tmp: string, replace: boolean): true {
+  if (!replace && linkNew(tmp, paths.lock)) return true;
+  renameSync(tmp, paths.lock);
+  return true;
+}
+
+/** The view as it is now (inode and change time), so the holder notices any later edit. */
+function stampView(paths: LockPaths, ino: number): ViewStamp | null {
+  const st = lstatQuiet(paths.lock);
+  return st && st.ino === ino ? { ino: st.ino, ctimeMs: st.ctimeMs } : null;
+}
+
+function writeTemp(paths: LockPaths, tmp: string, data: string): number {
   try {
-    writeNewFile(tmp, data);
+    return writeNewFile(tmp, data);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') {
       try {
         ensureDir(paths.dir);
-        writeNewFile(tmp, data);
-        return;
+        return writeNewFile(tmp, data);
       } catch (again) {
         throw lockDirError(paths, again);
       }
@@ -119,6 +290,7 @@ function writeTemp(paths: LockPaths, tmp: string, data: string): void {
 }
 
 function lockDirError(paths: LockPaths, err: unknown): Error {
+  if (err instanceof UnsafePathError) return err;
   const code = errnoCode(err);
   if (code === undefined) return err as Error;
   const hint: Record<string, string> = {
@@ -128,54 +300,11 @@ function lockDirError(paths: LockPaths, err: unknown): Error {
     ENOTDIR: 'a path component is not a directory',
     ENOSPC: 'no space left on device',
     EEXIST: 'a leftover temp file is in the way',
+    EMLINK: 'too many links',
   };
   return new UnsafePathError(
     `cannot create the lock in ${paths.dir}: ${hint[code] ?? code} (${code}); check ROUTINELY_LOCK_DIR / stateDir`,
   );
-}
-
-/** We own the name: read it back (§4.2), settle the generation (§4.7), record it. */
-async function confirm(
-  paths: LockPaths,
-  record: LockRecord,
-  opts: FileLockOptions,
-  clock: Clock,
-  probe: LivenessProbe,
-  started: number,
-): Promise<AttemptResult> {
-  let final = record;
-  try {
-    const back = parseLockRecord(readNoFollow(paths.lock) ?? '');
-    if (back?.lock_id !== record.lock_id) {
-      return { ok: false, reason: 'LOCK_HELD', holder: back, why: 'the lock changed right after we took it' };
-    }
-    if (clock.monotonic() - started >= opts.ttlMs - safetyMarginMs(opts.ttlMs)) {
-      // Paused long enough for our own record to expire: it may be reclaimed already, and a
-      // late counter write could move the generation backwards. Give the attempt up.
-      removeIfOurs(paths, record.lock_id);
-      return { ok: false, reason: 'LOCK_HELD', holder: null, why: 'paused while acquiring; try again' };
-    }
-    const generation = claimGeneration(paths, record.generation);
-    if (generation !== record.generation) {
-      // Someone completed a whole acquire/release between our counter read and our link.
-      final = { ...record, generation };
-      replaceFile(paths.lock, serializeLockRecord(final));
-    }
-  } catch (err) {
-    // §4.1: anything failing after the name exists removes it (only if it is still ours).
-    removeIfOurs(paths, record.lock_id);
-    throw err;
-  }
-  return { ok: true, lease: new FileLease(paths, final, opts, clock, probe, started) };
-}
-
-function removeIfOurs(paths: LockPaths, lockId: string): void {
-  try {
-    const raw = readNoFollow(paths.lock);
-    if (raw !== null && parseLockRecord(raw)?.lock_id === lockId) unlinkQuiet(paths.lock);
-  } catch {
-    // unreadable: not provably ours, leave it
-  }
 }
 
 /** Acquires with the `--if-busy` policy of SPEC §4: fail/skip answer at once, wait polls. */
@@ -184,15 +313,13 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
   const ifBusy = opts.ifBusy ?? 'fail';
   const pollMax = opts.pollMaxMs ?? 50;
   const deadline = opts.waitTimeoutMs === undefined ? Infinity : clock.monotonic() + opts.waitTimeoutMs;
-  // A stale lock being reclaimed by someone else resolves within the orphan grace period.
-  const reclaimDeadline = clock.monotonic() + ORPHAN_GRACE_MS + 500;
 
-  let lastRaw: string | null = null;
+  let lastSig: string | null = null;
   let lastChange = clock.monotonic();
-  const observe = (raw: string): Observation => {
+  const observe = (sig: string): Observation => {
     const now = clock.monotonic();
-    if (raw !== lastRaw) {
-      lastRaw = raw;
+    if (sig !== lastSig) {
+      lastSig = sig;
       lastChange = now;
     }
     return { unchangedForMs: now - lastChange };
@@ -201,28 +328,24 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
   let watcher: FSWatcher | undefined;
   let wake: (() => void) | undefined;
   let delay = 1;
-  let first = true;
   // Fair turn: a process that released this lock a moment ago and wants it back (waiting) lets a
   // millisecond pass, so waiters woken by the release can take their turn instead of the
   // releaser re-taking it again and again (4×500 contention: p99 wait 35 → 11 ms, +7 % wall).
-  const released = lastReleased.get(lockPaths(opts.lockDir, opts.key).lock);
+  const paths = lockPaths(opts.lockDir, opts.key);
+  const released = lastReleased.get(paths.lock);
   if (ifBusy === 'wait' && released !== undefined && clock.monotonic() - released < 2) await clock.sleep(1);
   try {
     for (;;) {
-      const attempt = await attemptAcquire(opts, ifBusy === 'wait' ? { observe, lookFirst: !first } : {});
-      first = false;
+      const attempt = await attemptAcquire(opts, ifBusy === 'wait' ? { observe } : {});
       if (attempt.ok) {
         if (opts.heartbeat !== false) attempt.lease.startHeartbeat();
         return { ok: true, lease: attempt.lease };
       }
-      const waiting = ifBusy === 'wait' || (attempt.reason === 'RECLAIMING' && clock.monotonic() < reclaimDeadline);
-      if (!waiting) return { ok: false, reason: 'LOCK_HELD', holder: attempt.holder, why: attempt.why };
+      if (ifBusy !== 'wait') return { ok: false, reason: 'LOCK_HELD', holder: attempt.holder, why: attempt.why };
       if (opts.signal?.aborted) return { ok: false, reason: 'ABORTED', holder: attempt.holder, why: attempt.why };
       const left = deadline - clock.monotonic();
       if (left <= 0) return { ok: false, reason: 'WAIT_TIMEOUT', holder: attempt.holder, why: attempt.why };
-      if (!watcher && ifBusy === 'wait') {
-        watcher = watchLock(opts.lockDir, `${opts.key}.lock`, () => wake?.());
-      }
+      watcher ??= watchLock(paths, () => wake?.());
       const stop = new AbortController();
       wake = () => stop.abort();
       const onAbort = (): void => stop.abort();
@@ -236,13 +359,14 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
   }
 }
 
-/** Wakes a waiter as soon as the lock file changes (a release, a heartbeat). Polling still runs,
- * because a holder killed with SIGKILL changes nothing. Events for other names (our own temp
- * files among them) are ignored, or every attempt would wake the waiter again at once. */
-function watchLock(dir: string, lockName: string, onChange: () => void): FSWatcher | undefined {
+/** Wakes a waiter as soon as a holder releases (its release mark appears). Polling still runs,
+ * because a holder killed with SIGKILL changes nothing; every other name (slots, views,
+ * heartbeats, temp files, other keys) is ignored, or each step of every cycle would wake every
+ * waiter for nothing. */
+function watchLock(paths: LockPaths, onChange: () => void): FSWatcher | undefined {
   try {
-    const w = watch(dir, { persistent: false }, (_event, name) => {
-      if (name === null || name === lockName) onChange();
+    const w = watch(paths.dir, { persistent: false }, (_event, name) => {
+      if (name === null || name.startsWith(paths.freePrefix)) onChange();
     });
     w.on('error', () => w.close());
     return w;

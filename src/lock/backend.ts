@@ -4,7 +4,7 @@
 import type { Clock } from '../clock.js';
 import { acquireFileLease } from './acquire.js';
 import type { LivenessProbe } from './identity.js';
-import type { AcquireResult, IfBusy, LockOwnerInfo } from './lease.js';
+import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
 import { breakStaleLock, readLockStatus, type BreakResult, type LockStatus } from './status.js';
 
 export const EXEC_LOCK_KEY = 'exec-run';
@@ -29,13 +29,16 @@ export interface FileBackendOptions {
   clock?: Clock;
   probe?: LivenessProbe;
   pollMaxMs?: number;
+  hooks?: LockHooks;
+  /** See FileLockOptions.generationFloor. */
+  generationFloor?: () => number;
 }
 
 export function fileLockBackend(o: FileBackendOptions): LockBackend {
-  const common = { lockDir: o.lockDir, clock: o.clock, probe: o.probe };
+  const common = { lockDir: o.lockDir, clock: o.clock, probe: o.probe, generationFloor: o.generationFloor };
   return {
     acquire: (key, owner, policy = {}) =>
-      acquireFileLease({ ...common, key, owner, ttlMs: o.ttlMs, refreshMs: o.refreshMs, pollMaxMs: o.pollMaxMs, ...policy }),
+      acquireFileLease({ ...common, key, owner, ttlMs: o.ttlMs, refreshMs: o.refreshMs, pollMaxMs: o.pollMaxMs, hooks: o.hooks, ...policy }),
     status: async (key) => readLockStatus({ ...common, key }),
     breakStale: (key) => breakStaleLock({ ...common, key }),
   };

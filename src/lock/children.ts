@@ -1,61 +1,91 @@
 // The children journal: a holder appends each process group it starts to
 // `<lockDir>/<key>.children.<lock_id>` the moment it starts it (one write(2), no rename), so a
 // reclaimer on this host knows every group to end even if the holder died before the group
-// reached the lock record itself (SPEC §4.4).
+// reached its heartbeat file (SPEC §4.4). Only its holder writes it; readers validate each line.
 
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { ensureDir, readNoFollow, unlinkQuiet } from './files.js';
+import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { UnsafePathError, errnoCode } from '../errors.js';
+import { LOCK_FILE_CAP, ensureDir, readFileChecked, unlinkQuiet } from './files.js';
 import { samePidSpace, type LivenessProbe } from './identity.js';
-import type { ChildGroup } from './record.js';
+import type { LockHooks } from './lease.js';
+import { journalPath, type LockPaths } from './paths.js';
+import { isChildGroup, type ChildGroup } from './record.js';
 
 export class ChildJournal {
   private fd: number | null = null;
   readonly path: string;
 
-  constructor(dir: string, key: string, lockId: string, private readonly probe: LivenessProbe) {
-    this.path = journalPath(dir, key, lockId);
+  constructor(
+    paths: LockPaths,
+    lockId: string,
+    private readonly probe: LivenessProbe,
+    private readonly hooks: LockHooks = {},
+  ) {
+    this.path = journalPath(paths, lockId);
   }
 
-  /** Best effort (a full disk): the group also reaches the lock record. */
-  add(child: ChildGroup): void {
+  /** Identifies group `pid` (its leader's start time) and appends it. Best effort (a full
+   * disk): the group also reaches the heartbeat file. */
+  add(pid: number): ChildGroup {
+    const proc = this.probe.inspect(pid);
+    const child: ChildGroup = { pid, start_time: proc.state === 'alive' ? proc.startTime : null };
     try {
+      this.hooks.step?.('children:append');
       if (this.fd === null) {
-        ensureDir(dirname(this.path));
-        this.fd = openSync(this.path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+        // O_APPEND: every line goes to the end, and a torn last line (a crash mid-write) is
+        // followed by a fresh one because each line starts with a newline.
+        const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+        try {
+          this.fd = openSync(this.path, flags, 0o600);
+        } catch (err) {
+          if (errnoCode(err) !== 'ENOENT') throw err;
+          ensureDir(dirname(this.path));
+          this.fd = openSync(this.path, flags, 0o600);
+        }
+        if (!fstatSync(this.fd).isFile()) throw new UnsafePathError(`${this.path} is not a regular file`);
       }
-      writeSync(this.fd, `${JSON.stringify({ ...child, host: this.probe.host, boot_id: this.probe.bootId, pid_ns: this.probe.pidNs ?? null })}\n`);
+      const line = { ...child, host: this.probe.host, boot_id: this.probe.bootId, pid_ns: this.probe.pidNs ?? null };
+      writeSync(this.fd, `\n${JSON.stringify(line)}\n`);
     } catch {
       // see above
     }
+    return child;
   }
 
   close(remove: boolean): void {
+    const opened = this.fd !== null;
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
-    if (remove) unlinkQuiet(this.path);
+    if (remove && opened) unlinkQuiet(this.path);
   }
 }
 
-export function journalPath(dir: string, key: string, lockId: string): string {
-  return join(dir, `${key}.children.${lockId}`);
-}
-
-/** The groups recorded in one journal that belong to this host (and this boot). */
+/** The groups recorded in one journal that belong to this host (and this boot). Lines that do
+ * not parse, or that name pid 0 or 1, are skipped; a journal we do not own is not read at all. */
 export function readChildJournal(file: string, probe: LivenessProbe): ChildGroup[] {
   const children: ChildGroup[] = [];
   let text: string | null = null;
   try {
-    text = readNoFollow(file);
+    text = readFileChecked(file, LOCK_FILE_CAP)?.text ?? null;
   } catch {
     return children;
   }
   for (const line of (text ?? '').split('\n')) {
+    if (line.length === 0) continue;
     try {
-      const c = JSON.parse(line) as ChildGroup & { host: string; boot_id?: string | null; pid_ns?: string | null };
-      if (samePidSpace(c, probe) && Number.isSafeInteger(c.pid) && c.pid > 0) children.push({ pid: c.pid, start_time: c.start_time ?? null });
+      const c = JSON.parse(line) as unknown;
+      if (!isChildGroup(c)) continue;
+      const where = c as ChildGroup & { host?: unknown; boot_id?: unknown; pid_ns?: unknown };
+      if (typeof where.host !== 'string') continue;
+      const space = {
+        host: where.host,
+        boot_id: typeof where.boot_id === 'string' ? where.boot_id : null,
+        pid_ns: typeof where.pid_ns === 'string' ? where.pid_ns : null,
+      };
+      if (samePidSpace(space, probe)) children.push({ pid: c.pid, start_time: c.start_time });
     } catch {
-      // a torn or empty line
+      // a torn line
     }
   }
   return children;

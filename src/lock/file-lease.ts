@@ -1,16 +1,23 @@
-// A held file lock: heartbeat, child tracking, loss detection and owner-only release
-// (SPEC §4.3, §4.6). Created only by attemptAcquire().
+// A held file lock (SPEC §4.3, §4.6, §4.10, §4.13): heartbeat, child tracking, loss detection and
+// release. Created only by attemptAcquire().
+//
+// Every write a holder makes goes to a file that carries its own lock_id (its heartbeat
+// `<key>.beat.<lock_id>`, its children journal) or is the view `<key>.lock` re-linked to its own
+// slot while it is the highest. So a holder that stalls anywhere, for any time, can at worst
+// rewrite files nobody else reads as theirs; the slot sequence decides who holds the lock
+// (docs/lock.md "Design").
 
+import { renameSync, type Stats } from 'node:fs';
 import type { Clock } from '../clock.js';
-import { ChildJournal } from './children.js';
 import { errnoCode } from '../errors.js';
-import { readNoFollow, replaceFile, unlinkQuiet } from './files.js';
-import { claimGeneration } from './generation.js';
+import { ChildJournal } from './children.js';
+import { linkNew, lstatQuiet, randomHex, replaceOwnFile, unlinkQuiet, writeNewFile } from './files.js';
 import type { LivenessProbe } from './identity.js';
-import type { Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
-import { LeaseState, safetyMarginMs } from './lease-state.js';
-import type { LockPaths } from './paths.js';
-import { parseLockRecord, serializeLockRecord, toEpochSeconds, type LockRecord } from './record.js';
+import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
+import { LeaseState, giveUpLeadMs } from './lease-state.js';
+import { beatPath, freePath, slotGeneration, slotPath, type LockPaths } from './paths.js';
+import { serializeLockRecord, toEpochSeconds, type LockRecord } from './record.js';
+import { listLockDir, readSlot, readView, serializeBeat, type Beat } from './slots.js';
 
 const CHILD_WRITE_MS = 250;
 
@@ -24,25 +31,41 @@ export { safetyMarginMs } from './lease-state.js';
 /** When this process last released each lock (monotonic ms), for the waiters' fair turn. */
 export const lastReleased = new Map<string, number>();
 
+type FileCheck = { ok: true } | { ok: false; why: string; takenOver: boolean };
+
 export class FileLease extends LeaseState implements Lease {
   private readonly childJournal: ChildJournal;
   private childTimer: NodeJS.Timeout | undefined;
   private lastChildWrite = -Infinity;
+  /** Wall-clock expiry of our last written heartbeat, as observers see it. */
+  private expiresAtMs: number;
+  private jumpCheck = false;
+  private beatWritten = false;
+  /** `<key>.lock` as the last checkFiles() found it. */
+  private viewSeen: Stats | null = null;
 
   constructor(
     private readonly paths: LockPaths,
     record: LockRecord,
+    private slotIno: number,
+    private view: ViewStamp | null,
     private readonly timing: LeaseTiming,
     clock: Clock,
-    private readonly probe: LivenessProbe,
+    probe: LivenessProbe,
     confirmedAt: number,
+    private readonly hooks: LockHooks = {},
   ) {
     super(record, clock, timing.ttlMs, confirmedAt);
-    this.childJournal = new ChildJournal(paths.dir, paths.key, record.lock_id, probe);
+    this.expiresAtMs = record.expires_at * 1000;
+    this.childJournal = new ChildJournal(paths, record.lock_id, probe, hooks);
   }
 
   get path(): string {
     return this.paths.lock;
+  }
+
+  private step(name: string): void {
+    this.hooks.step?.(name);
   }
 
   /** Starts the heartbeat timer. Unref'd: the heartbeat alone never keeps a process alive. */
@@ -53,59 +76,141 @@ export class FileLease extends LeaseState implements Lease {
   refresh(): RefreshResult {
     const check = this.verify();
     if (!check.ok) return check;
-    const mono = this.clock.monotonic();
+    return this.beat();
+  }
+
+  /** Writes our heartbeat (our own file), then checks nobody took over meanwhile. */
+  private beat(): RefreshResult {
+    const sent = this.clock.monotonic();
+    const beat = this.writeBeat();
+    // A transient write error (ENOSPC, EIO) is retried on the next beat; once the lease has run
+    // out without a successful write, verify() reports it lost.
+    if (!beat) return { ok: true };
+    // A stall between verify() and the write may have outlasted the lease: a heartbeat that
+    // lands after our expiry proves nothing, because someone may have judged us stale already.
+    const late = super.expiredBy();
+    if (late) return this.lose(late);
+    const after = this.checkFiles('beat:recheck');
+    if (!after.ok) return this.lose(after.why, after.takenOver);
+    this.rec = { ...this.rec, heartbeat_at: beat.heartbeat_at, expires_at: beat.expires_at };
+    this.expiresAtMs = beat.expires_at * 1000;
+    this.confirmed(sent);
+    this.healView();
+    return { ok: true };
+  }
+
+  /** Replaces `<key>.beat.<lock_id>` (only ever ours). null when an I/O error stopped it. */
+  private writeBeat(): Beat | null {
     const now = this.clock.now();
-    const next: LockRecord = {
-      ...this.rec,
+    const beat: Beat = {
+      version: 1,
+      lock_id: this.rec.lock_id,
       heartbeat_at: toEpochSeconds(now),
       expires_at: toEpochSeconds(now + this.timing.ttlMs),
+      run_id: this.rec.owner.run_id ?? null,
+      routine: this.rec.owner.routine ?? null,
+      children: this.rec.owner.children ?? [],
     };
     try {
-      // The verify() above and this rename are not one atomic step; the monotonic expiry check
-      // keeps the gap to microseconds, because nobody may reclaim a lock that has not expired.
-      replaceFile(this.paths.lock, serializeLockRecord(next));
+      this.step('beat:write');
+      const file = beatPath(this.paths, this.rec.lock_id);
+      // The first write creates the file whole (O_EXCL: nobody else has it); later ones replace
+      // it by rename, so a reader never sees half a heartbeat.
+      if (this.beatWritten) replaceOwnFile(file, this.paths.tmpPrefix, serializeBeat(beat));
+      else writeNewFile(file, serializeBeat(beat));
+      this.beatWritten = true;
+      return beat;
     } catch (err) {
-      // A transient write error (ENOSPC, EIO) is retried on the next beat; once the lease has
-      // run out without a successful write, verify() reports it lost.
+      if (errnoCode(err) === 'EEXIST' && !this.beatWritten) {
+        this.beatWritten = true; // written by an earlier attempt that failed after the create
+        return this.writeBeat();
+      }
       if (errnoCode(err) === undefined) throw err;
-      return { ok: true };
+      return null;
     }
-    this.rec = next;
-    this.confirmed(mono);
-    return { ok: true };
   }
 
   verify(): RefreshResult {
     if (this.lostInfo) return { ok: false, lost: this.lostInfo };
-    if (this.released) return { ok: false, lost: { code: 'LOCK_LOST', why: 'the lease was released' } };
+    if (this.released) return { ok: false, lost: { code: 'LOCK_LOST', why: 'the lease was released', graceMs: 0 } };
     const expired = this.expiredBy();
     if (expired) return this.lose(expired);
-    let raw: string | null;
+    const files = this.checkFiles('verify');
+    if (!files.ok) return this.lose(files.why, files.takenOver);
+    return { ok: true };
+  }
+
+  /** Whether the slot sequence still says we hold the lock: our slot is in place and nobody
+   * has taken the next one. Three lstat(2) calls in the common case. */
+  private checkFiles(step: string): FileCheck {
+    const g = this.rec.generation;
+    this.step(`${step}:slots`);
+    let mine;
+    let next;
     try {
-      raw = readNoFollow(this.paths.lock);
+      mine = lstatQuiet(slotPath(this.paths, g));
+      next = lstatQuiet(slotPath(this.paths, g + 1));
     } catch (err) {
       if (errnoCode(err) === undefined) throw err;
       return { ok: true }; // unreadable for now; expiry decides if it stays so
     }
-    if (raw === null) return this.lose(`the lock file ${this.paths.lock} was removed`);
-    const current = parseLockRecord(raw);
-    if (current?.lock_id !== this.rec.lock_id) {
-      const by = current
-        ? `pid ${current.owner.pid} on ${current.owner.host} (generation ${current.generation})`
-        : 'an unreadable record';
-      return this.lose(`the lock now belongs to ${by}`);
+    if (next) {
+      const r = readSlot(this.paths, g + 1);
+      const by = r.kind === 'ok' ? `pid ${r.holder.record.owner.pid} on ${r.holder.record.owner.host} (generation ${g + 1})` : `generation ${g + 1}`;
+      return { ok: false, why: `the lock now belongs to ${by}`, takenOver: true };
     }
-    return { ok: true };
+    if (!mine || mine.ino !== this.slotIno) {
+      return { ok: false, why: `our lock record ${slotPath(this.paths, g)} was removed or replaced`, takenOver: true };
+    }
+    this.step(`${step}:view`);
+    const view = lstatQuiet(this.paths.lock);
+    this.viewSeen = view;
+    if (!view || (view.ino === this.view?.ino && view.ctimeMs === this.view.ctimeMs)) return { ok: true };
+    // `<key>.lock` is not our view. An older holder's view (a stalled release or acquire put it
+    // back) is harmless and healed; a record that claims our generation or a later one, or one
+    // nobody can read, is someone else's claim and we stop (as SPEC §4.3 always asked).
+    let read;
+    try {
+      read = readView(this.paths);
+    } catch {
+      return { ok: true };
+    }
+    if (read.kind === 'missing') return { ok: true };
+    if (read.kind === 'ok' && (read.record.generation < g || read.record.lock_id === this.rec.lock_id)) {
+      if (read.record.lock_id === this.rec.lock_id && read.record.generation === g) this.view = { ino: view.ino, ctimeMs: view.ctimeMs };
+      return { ok: true };
+    }
+    const who = read.kind === 'ok' ? `pid ${read.record.owner.pid} on ${read.record.owner.host} (generation ${read.record.generation})` : 'an unreadable record';
+    return { ok: false, why: `the lock file ${this.paths.lock} now carries ${who}`, takenOver: true };
   }
 
+  /** Writes `<key>.lock` again if it is missing or shows an older holder. Only the view:
+   * nothing reads it to decide who holds the lock. */
+  private healView(): void {
+    try {
+      const view = lstatQuiet(this.paths.lock);
+      if (view && view.ino === this.view?.ino && view.ctimeMs === this.view.ctimeMs) return;
+      if (view) {
+        const read = readView(this.paths);
+        if (read.kind === 'ok' && read.record.lock_id === this.rec.lock_id && read.record.generation === this.rec.generation) {
+          this.view = { ino: view.ino, ctimeMs: view.ctimeMs };
+          return;
+        }
+      }
+      this.step('beat:heal-view');
+      this.view = linkView(this.paths, this.rec.generation, this.slotIno);
+    } catch {
+      // best effort; the next beat tries again
+    }
+  }
+
+
+
   /** Records a child group: at once in `<key>.children.<lock_id>` (one appended line; if we
-   * die now, the reclaimer must know the group), and in the lock record itself at most every
-   * CHILD_WRITE_MS (each rewrite of the lock is a rename, ≈ 0.3 ms here; an exec run starts
-   * hundreds of tasks). */
+   * die now, the reclaimer must know the group), and in our heartbeat file at most every
+   * CHILD_WRITE_MS (an exec run starts hundreds of tasks). */
   trackChild(pid: number): void {
-    const proc = this.probe.inspect(pid);
-    const child = { pid, start_time: proc.state === 'alive' ? proc.startTime : null };
-    this.childJournal.add(child);
+    const child = this.childJournal.add(pid);
     this.withChild(child);
     this.scheduleChildWrite();
   }
@@ -127,7 +232,7 @@ export class FileLease extends LeaseState implements Lease {
   }
 
   /** Cheap currency check for frequent fenced writes: not lost, not released, and our lease not
-   * yet expired by our own clock. No I/O; verify() reads the file. */
+   * yet expired by our own clock. No I/O unless the wall clock jumped; verify() checks files. */
   held(): boolean {
     if (this.lostInfo || this.released) return false;
     const expired = this.expiredBy();
@@ -135,26 +240,73 @@ export class FileLease extends LeaseState implements Lease {
     return !expired;
   }
 
-  /** Also against the wall clock that observers judge `expires_at` by: if it jumped forward (a
-   * VM resumed, NTP stepped), others may already call the lock stale, and a holder must never
-   * outlive its lease in anyone's eyes. */
+  /** Also against the wall clock that observers judge `expires_at` by. If it jumped forward
+   * (a VM resumed, NTP stepped) while our own clock says the lease is fine, we re-read the slots:
+   * still ours, we renew the heartbeat at once and carry on; someone else's, it is lost
+   * (SPEC §4.13). */
   protected override expiredBy(): string | null {
     const own = super.expiredBy();
     if (own) return own;
-    const left = this.rec.expires_at * 1000 - this.clock.now();
-    if (left <= safetyMarginMs(this.ttlMs)) {
-      return `the lease's expiry time has passed by the wall clock (${(-left / 1000).toFixed(1)}s ago; did the clock jump?)`;
+    if (this.jumpCheck) return null;
+    const left = this.expiresAtMs - this.clock.now();
+    if (left > giveUpLeadMs(this.ttlMs)) return null;
+    this.jumpCheck = true;
+    try {
+      const wallElapsed = this.clock.now() - (this.rec.heartbeat_at * 1000);
+      const files = this.checkFiles('jump');
+      if (!files.ok) return this.markLost(`${files.why} (after the wall clock jumped)`, files.takenOver).why;
+      const r = this.beat();
+      if (!r.ok) return r.lost.why;
+      this.hooks.notice?.(
+        `the wall clock jumped forward (${Math.round(wallElapsed / 1000)}s since our last heartbeat by the wall clock); the ${this.rec.key} lock is still ours, heartbeat renewed`,
+      );
+      return null;
+    } finally {
+      this.jumpCheck = false;
     }
-    return null;
   }
 
+  /** Moves our generation up to at least `atLeast` by taking that slot too (state written under
+   * an older lock folder shows a higher one: the folder was wiped). Only ever raises. */
   async raiseGeneration(atLeast: number): Promise<void> {
     if (atLeast <= this.rec.generation) return;
-    const check = this.verify();
-    if (!check.ok) return;
-    const generation = claimGeneration(this.paths, atLeast);
-    this.rec = { ...this.rec, generation };
-    replaceFile(this.paths.lock, serializeLockRecord(this.rec));
+    if (!this.verify().ok) return;
+    const next: LockRecord = { ...this.rec, generation: atLeast, owner: { ...this.rec.owner, children: [] } };
+    const tmp = `${this.paths.dir}/${this.paths.tmpPrefix}${randomHex(8)}`;
+    const target = slotPath(this.paths, atLeast);
+    this.step('raise:write');
+    writeNewFile(tmp, serializeLockRecord(next));
+    try {
+      this.step('raise:link');
+      if (!linkNew(tmp, target)) {
+        this.markLost(`generation ${atLeast} was taken by someone else while we raised ours`, true);
+        return;
+      }
+    } finally {
+      unlinkQuiet(tmp);
+    }
+    const ino = lstatQuiet(target)?.ino ?? null;
+    // The new slot jumps over numbers: if anyone took one of them (we stalled and lost the lock
+    // meanwhile), the jump would put a second holder above them. Then it is withdrawn.
+    this.step('raise:recheck');
+    const previous = this.rec.generation;
+    const between = listLockDir(this.paths)
+      .map((n) => slotGeneration(this.paths, n))
+      .filter((g): g is number => g !== null && g !== atLeast && g > previous);
+    if (between.length > 0 || ino === null) {
+      if (ino !== null && lstatQuiet(target)?.ino === ino) unlinkQuiet(target);
+      this.markLost(`the lock was taken (generation ${Math.min(...between, atLeast)}) while we raised our generation`, true);
+      return;
+    }
+    this.rec = { ...this.rec, generation: atLeast };
+    this.slotIno = ino;
+    const check = this.checkFiles('raise:recheck');
+    if (!check.ok) {
+      this.markLost(check.why, check.takenOver);
+      return;
+    }
+    this.hooks.notice?.(`raised the ${this.rec.key} lock's generation from ${previous} to ${atLeast} (state showed a higher one)`);
+    this.healView();
   }
 
   annotate(fields: Partial<LockOwnerInfo>): void {
@@ -166,31 +318,46 @@ export class FileLease extends LeaseState implements Lease {
     return this.releaseSync();
   }
 
+  /** Removes our view of the lock if it is still ours, then links our release mark
+   * `<key>.free.<generation>` (a name only we create: safe whatever happened while we were away). */
   releaseSync(): ReleaseResult {
     this.stopHeartbeat();
     clearTimeout(this.childTimer);
     this.childTimer = undefined;
     if (this.released) return { released: true };
-    if (this.lostInfo) return { released: false, reason: 'NOT_OWNER', holder: null, why: this.lostInfo.why };
-    let current: LockRecord | null = null;
+    const lost = this.lostInfo;
+    this.viewSeen = null;
+    const files = lost ? null : this.checkFiles('release');
+    const stillOurs = files?.ok === true;
     try {
-      const raw = readNoFollow(this.paths.lock);
-      current = raw === null ? null : parseLockRecord(raw);
+      this.step('release:view');
+      const view = stillOurs ? this.viewSeen : lstatQuiet(this.paths.lock);
+      if (view && view.ino === this.view?.ino && view.ctimeMs === this.view.ctimeMs) removeView(this.paths, view.ino, (n) => this.step(n));
     } catch {
-      current = null;
+      // the view is only a view
     }
-    if (current?.lock_id !== this.rec.lock_id) {
-      return {
-        released: false,
-        reason: 'NOT_OWNER',
-        holder: current,
-        why: current ? `the lock belongs to pid ${current.owner.pid} now; left it alone` : 'the lock file was already gone',
-      };
+    this.step('release:mark');
+    try {
+      linkNew(slotPath(this.paths, this.rec.generation), freePath(this.paths, this.rec.generation));
+    } catch {
+      // Could not link the mark (a full folder): without a heartbeat file, observers judge our
+      // slot by its creation-time expiry, and by our pid once we exit.
+      unlinkQuiet(beatPath(this.paths, this.rec.lock_id));
     }
-    unlinkQuiet(this.paths.lock);
     this.released = true;
-    lastReleased.set(this.paths.lock, this.clock.monotonic());
     this.closeChildJournal(true);
+    if (!stillOurs) {
+      const why = lost?.why ?? (files && !files.ok ? files.why : 'the lock was no longer ours');
+      let holder: LockRecord | null = null;
+      try {
+        const v = readView(this.paths);
+        holder = v.kind === 'ok' ? v.record : null;
+      } catch {
+        holder = null;
+      }
+      return { released: false, reason: 'NOT_OWNER', holder, why: `${why}; left it alone` };
+    }
+    lastReleased.set(this.paths.lock, this.clock.monotonic());
     return { released: true };
   }
 
@@ -202,12 +369,47 @@ export class FileLease extends LeaseState implements Lease {
     this.childJournal.close(remove);
   }
 
-  private lose(why: string): RefreshResult {
-    return { ok: false, lost: this.markLost(why) };
+  private lose(why: string, takenOver = false): RefreshResult {
+    return { ok: false, lost: this.markLost(why, takenOver) };
   }
 
   protected override onLost(): void {
     clearTimeout(this.childTimer);
     this.closeChildJournal(false); // the reclaimer reads it
   }
+}
+
+/** Removes `<key>.lock` if it is still the copy we wrote (inode `ino`): moved to a temp name of
+ * ours first, then checked, and put back if a successor's view had replaced ours meanwhile (a
+ * stall between our check and the move). So a stalled release never deletes a successor's view;
+ * at worst the name is empty for the moment between the move and the put-back. */
+function removeView(paths: LockPaths, ino: number, step: (name: string) => void): void {
+  const aside = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
+  step('release:move-view');
+  try {
+    renameSync(paths.lock, aside);
+  } catch {
+    return; // gone already
+  }
+  if (lstatQuiet(aside)?.ino !== ino && !lstatQuiet(paths.lock)) linkNew(aside, paths.lock);
+  unlinkQuiet(aside);
+}
+
+export interface ViewStamp {
+  ino: number;
+  ctimeMs: number;
+}
+
+/** Points `<key>.lock` at slot `generation` again (one more link to its file, renamed over
+ * whatever view is there: replaced whole, never half-written). Returns the view's stamp. */
+export function linkView(paths: LockPaths, generation: number, slotIno: number): ViewStamp | null {
+  const tmp = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
+  if (!linkNew(slotPath(paths, generation), tmp)) return null;
+  try {
+    renameSync(tmp, paths.lock);
+  } finally {
+    unlinkQuiet(tmp);
+  }
+  const st = lstatQuiet(paths.lock);
+  return st && st.ino === slotIno ? { ino: st.ino, ctimeMs: st.ctimeMs } : null;
 }

@@ -1,60 +1,113 @@
-// Small synchronous file primitives for lock files. Synchronous on purpose: a lock cycle is a
-// handful of syscalls (≈ 20 µs), while each fs.promises call is a thread-pool round trip
-// (FACTS). No fsync: a lock only has to survive process crashes, which the kernel's page cache
-// does; after a power loss every lock is stale anyway (its owner is gone, boot id changed).
+// Small synchronous file primitives for lock and state files. Synchronous on purpose: a lock
+// cycle is a handful of syscalls (≈ 20 µs each), while each fs.promises call is a thread-pool
+// round trip (FACTS). Every read refuses what is not a plain file of ours (SPEC §12): a symlink
+// (O_NOFOLLOW), a FIFO or device (O_NONBLOCK, then fstat), a file over a size cap, a file owned
+// by another user. Every new file is created with O_EXCL under a name nobody else chooses.
 
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   constants,
+  fstatSync,
   linkSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readSync,
   renameSync,
+  statSync,
   unlinkSync,
-  writeSync,
+  writeFileSync,
+  type Stats,
 } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { UnsafePathError, errnoCode } from '../errors.js';
 
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW;
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
-/** Reads a file without following a symlink at its name. null when it does not exist. */
-export function readNoFollow(path: string): string | null {
+/** A lock record, heartbeat or journal is a few hundred bytes; nothing legitimate comes close. */
+export const LOCK_FILE_CAP = 256 * 1024;
+/** State files (registry, routine state, history, run snapshots). */
+export const STATE_FILE_CAP = 64 * 1024 * 1024;
+
+// The effective uid never changes for routinely (it does not call setuid): read it once.
+const EUID = typeof process.geteuid === 'function' ? process.geteuid() : null;
+export const myUid = (): number | null => EUID;
+
+export interface FileContent {
+  text: string;
+  ino: number;
+  mtimeMs: number;
+}
+
+/** Why `st` is not a file we may read, or null. */
+function refusal(path: string, st: Stats, cap: number): string | null {
+  if (!st.isFile()) {
+    const what = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : st.isDirectory() ? 'a folder' : 'a device or special file';
+    return `${path} is ${what}, not a regular file`;
+  }
+  const uid = myUid();
+  if (uid !== null && st.uid !== uid) return `${path} is owned by uid ${st.uid}, not by this user (uid ${uid})`;
+  if (st.size > cap) return `${path} is ${st.size} bytes, larger than any file routinely writes there (${cap} bytes)`;
+  return null;
+}
+
+/** Reads a file without following a symlink at its name, with the checks above. null when it
+ * does not exist; UnsafePathError when it is something we refuse to read. */
+export function readFileChecked(path: string, cap = STATE_FILE_CAP): FileContent | null {
   let fd: number;
   try {
     fd = openSync(path, READ_FLAGS);
   } catch (err) {
     const code = errnoCode(err);
-    if (code === 'ENOENT') return null;
-    if (code === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to use it as a lock or state file`);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    if (code === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to use it (remove it)`);
     throw err;
   }
   try {
-    return readAll(fd);
+    const st = fstatSync(fd);
+    const why = refusal(path, st, cap);
+    if (why) throw new UnsafePathError(`${why}; refusing to read it (remove or move it)`);
+    return { text: readAll(fd, st.size), ino: st.ino, mtimeMs: st.mtimeMs };
   } finally {
     closeSync(fd);
   }
 }
 
+/** The text of `path`, or null when it does not exist (see readFileChecked). */
+export function readNoFollow(path: string, cap = STATE_FILE_CAP): string | null {
+  return readFileChecked(path, cap)?.text ?? null;
+}
+
 const chunk = Buffer.allocUnsafe(8192);
 
-/** Reads a small file with as few read(2) calls as possible: a short read is the end. */
-function readAll(fd: number): string {
+/** Reads a small file with as few read(2) calls as possible; never past `size` + one chunk (a
+ * file that grows while we read is cut there, and its reader sees a torn record). */
+function readAll(fd: number, size: number): string {
   let n = readSync(fd, chunk, 0, chunk.length, 0);
   if (n < chunk.length) return chunk.toString('utf8', 0, n);
   const parts = [Buffer.from(chunk)];
   let pos = n;
-  while ((n = readSync(fd, chunk, 0, chunk.length, pos)) > 0) {
+  while (pos <= size && (n = readSync(fd, chunk, 0, chunk.length, pos)) > 0) {
     parts.push(Buffer.from(chunk.subarray(0, n)));
     pos += n;
   }
   return Buffer.concat(parts).toString('utf8');
 }
 
-// One randomBytes() call per 4 KiB of lock ids: the call itself costs ≈ 15 µs, more than a
-// whole lock cycle's other syscalls.
+/** lstat that answers null for a missing name. */
+export function lstatQuiet(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return null;
+    throw err;
+  }
+}
+
+// One randomBytes() call per 4 KiB of ids: the call itself costs ≈ 15 µs, more than a whole
+// lock cycle's other syscalls.
 let pool = Buffer.alloc(0);
 let poolOffset = 0;
 
@@ -68,22 +121,32 @@ export function randomHex(bytes: number): string {
   return hex;
 }
 
-/** Creates `path` exclusively (never through a symlink) with `data`, mode 0600. */
-export function writeNewFile(path: string, data: string): void {
+/** Creates `path` exclusively (never through a symlink) with all of `data`, mode 0600. A short
+ * write (a filling disk) is retried by writeFileSync until every byte is written or it fails;
+ * the size is then checked, so a file created here is complete or gone. */
+export function writeNewFile(path: string, data: string | Buffer): number {
   const fd = openSync(path, CREATE_FLAGS, 0o600);
+  let ino: number;
   try {
-    writeSync(fd, data);
+    writeFileSync(fd, data);
+    const want = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
+    const st = fstatSync(fd);
+    if (st.size !== want) throw Object.assign(new Error(`short write: ${st.size} of ${want} bytes`), { code: 'EIO' });
+    ino = st.ino;
   } catch (err) {
     closeSync(fd);
     unlinkQuiet(path);
     throw err;
   }
   closeSync(fd);
+  return ino;
 }
 
-/** Writes a complete temp file beside `path`, then renames it over `path` (atomic replace). */
-export function replaceFile(path: string, data: string): void {
-  const tmp = `${path}.${randomHex(6)}.tmp`;
+/** Writes a complete file under an unpredictable temp name beside `path` (`prefix` + random),
+ * then renames it over `path`: readers see the old file or the new one, never a part. Only for
+ * names that belong to the caller alone (its own heartbeat): a rename replaces whatever is there. */
+export function replaceOwnFile(path: string, tmpPrefix: string, data: string): void {
+  const tmp = `${dirname(path)}/${tmpPrefix}${randomHex(8)}`;
   writeNewFile(tmp, data);
   try {
     renameSync(tmp, path);
@@ -93,11 +156,11 @@ export function replaceFile(path: string, data: string): void {
   }
 }
 
-/** Publishes a complete temp file under `name` with link(2), which fails if `name` exists:
- * there is never a moment when `name` holds a half-written file (SPEC §4.1). */
-export function linkNew(tmp: string, name: string): boolean {
+/** Publishes `existing` under `name` with link(2), which fails if `name` exists: there is never
+ * a moment when `name` holds a half-written file (SPEC §4.1). */
+export function linkNew(existing: string, name: string): boolean {
   try {
-    linkSync(tmp, name);
+    linkSync(existing, name);
     return true;
   } catch (err) {
     if (errnoCode(err) === 'EEXIST') return false;
@@ -113,7 +176,47 @@ export function unlinkQuiet(path: string): void {
   }
 }
 
-/** mkdir -p with mode 0700 for the folders we create. */
+/** Folders routinely must never create anything in: a recursive mkdir under /proc loops for
+ * minutes and ignores SIGTERM (FACTS "Faults"). */
+const PSEUDO_FS = ['/proc', '/sys', '/dev'];
+const MAX_NEW_LEVELS = 32;
+
+/** mkdir -p with mode 0700, bounded: refuses pseudo file systems, creates at most 32 levels,
+ * one mkdir(2) per level (never Node's recursive mkdir). */
 export function ensureDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const abs = resolve(dir);
+  if (PSEUDO_FS.some((p) => abs === p || abs.startsWith(`${p}/`))) {
+    throw new UnsafePathError(`${abs} is on ${abs.split('/')[1] ? `/${abs.split('/')[1]}` : abs}, a kernel pseudo file system; choose a real folder for state and locks`);
+  }
+  const missing: string[] = [];
+  for (let d = abs; ; d = dirname(d)) {
+    const st = lstatQuiet(d);
+    if (st) {
+      if (!st.isDirectory() && !(st.isSymbolicLink() && safeIsDir(d))) {
+        throw Object.assign(new Error(`${d} is not a directory`), { code: 'ENOTDIR' });
+      }
+      break;
+    }
+    missing.push(d);
+    if (missing.length > MAX_NEW_LEVELS) {
+      throw new UnsafePathError(`refusing to create more than ${MAX_NEW_LEVELS} levels of folders for ${abs}`);
+    }
+    if (dirname(d) === d) break;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d, { mode: 0o700 });
+    } catch (err) {
+      if (errnoCode(err) !== 'EEXIST') throw err;
+    }
+  }
+}
+
+/** A symlinked folder above the state folder is allowed (the folders above may be links). */
+function safeIsDir(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }

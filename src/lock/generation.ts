@@ -1,109 +1,43 @@
-// The fencing counter (SPEC §4.7). The lock file is removed on release, so the last generation
-// handed out is kept beside it in `<key>.generation`. Only the current holder writes it (and a
-// reclaimer under the guard, raising it to the stale lock's generation); acquirers re-read it
-// after winning the lock, so an acquirer that read an old value before someone else's whole
-// acquire/release cycle still ends up strictly above every earlier holder.
+// The fencing token (SPEC §4.7, §4.12). The generation of a holder is the number of the slot it
+// linked, `<key>.slot.<n>`: link(2) hands each number to exactly one process, and a new slot is
+// always one above the highest that exists, so the counter cannot be garbled, truncated or
+// rolled back by a full disk, a stall or a crash (there is no counter file to damage).
+//
+// When no slot survives (a new project, a wiped lock folder, the first run after upgrading from
+// a version that kept a `<key>.generation` counter) the first slot goes above every value any
+// surviving record shows: that old counter if it still reads as a number, the kept stale locks,
+// a `<key>.lock` of an earlier version, and what the caller knows from state (exec runs and the
+// registry, routine history) through `floor`.
 
-import { closeSync, constants, fstatSync, ftruncateSync, openSync, readdirSync, readSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
-import { UnsafePathError, errnoCode } from '../errors.js';
-import { readNoFollow } from './files.js';
+import { UnsafePathError } from '../errors.js';
+import { LOCK_FILE_CAP, readFileChecked } from './files.js';
 import type { LockPaths } from './paths.js';
-import { parseLockRecord } from './record.js';
+import { MAX_GENERATION } from './record.js';
+import { highestStaleGeneration } from './reclaim.js';
 
-/** Fixed width, so an in-place overwrite always replaces the whole number. */
-const WIDTH = 16;
-const buf = Buffer.allocUnsafe(64);
-
-// Counter files stay open between acquisitions (a few per process): open(2) costs ≈ 10 µs here,
-// as much as the rest of the read. The counter is only ever overwritten in place; if someone
-// replaces or deletes the file, the cached inode has no links left and is reopened.
-const MAX_CACHED = 8;
-const cache = new Map<string, number>();
-
-/** `verify`: check that the cached inode is still linked (one fstat, ≈ 6 µs here), done before
- * writing; a plain read may use a just-unlinked inode, it is only a hint. */
-function counterFd(paths: LockPaths, create: boolean, verify: boolean): number | null {
-  const cached = cache.get(paths.generation);
-  if (cached !== undefined) {
-    if (!verify || fstatSync(cached).nlink > 0) return cached;
-    cache.delete(paths.generation);
-    closeSync(cached);
-  }
-  let fd: number;
-  try {
-    fd = openSync(paths.generation, constants.O_RDWR | constants.O_NOFOLLOW);
-  } catch (err) {
-    if (errnoCode(err) !== 'ENOENT' || !create) {
-      if (errnoCode(err) === 'ENOENT') return null;
-      throw err;
-    }
-    fd = openSync(paths.generation, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-  }
-  if (cache.size >= MAX_CACHED) {
-    const [oldPath, oldFd] = cache.entries().next().value as [string, number];
-    cache.delete(oldPath);
-    closeSync(oldFd);
-  }
-  cache.set(paths.generation, fd);
-  return fd;
-}
-
-function readCounter(fd: number): { value: number | null; bytes: number } {
-  const bytes = readSync(fd, buf, 0, buf.length, 0);
-  const value = bytes > 0 ? Number(buf.toString('latin1', 0, bytes).trim()) : Number.NaN;
-  return { value: Number.isSafeInteger(value) && value >= 0 ? value : null, bytes };
-}
-
-/** The last generation handed out; recovered from the kept stale locks if the counter is lost. */
-export function readGeneration(paths: LockPaths): number {
-  let fd: number | null = null;
-  try {
-    fd = counterFd(paths, false, false);
-  } catch (err) {
-    if (errnoCode(err) === 'ELOOP') throw new UnsafePathError(`${paths.generation} is a symbolic link; refusing to use it`);
-    fd = null;
-  }
-  return (fd === null ? null : readCounter(fd).value) ?? highestStaleGeneration(paths);
-}
-
-/** Raises the counter to at least `candidate` and returns the generation to use: `candidate`,
- * or one above the counter when someone else got further meanwhile. Overwritten in place, not
- * by rename(2): replacing an existing file by rename (or truncating it) makes ext4 flush the new
- * data at once (auto_da_alloc), ≈ 300 µs here against ≈ 10 µs for one write at offset 0. Only
- * the lock holder (or a reclaimer under the guard) calls this, so there is no concurrent writer. */
-export function claimGeneration(paths: LockPaths, candidate: number): number {
-  const fd = counterFd(paths, true, true)!;
-  const { value, bytes } = readCounter(fd);
-  const current = value ?? highestStaleGeneration(paths);
-  const generation = current >= candidate ? current + 1 : candidate;
-  const text = `${String(generation).padStart(WIDTH, '0')}\n`;
-  writeSync(fd, text, 0);
-  if (bytes !== text.length) ftruncateSync(fd, text.length);
-  return generation;
-}
-
-/** Raises the counter to `generation` if it is lower (a reclaimer recording a dead holder's). */
-export function raiseGeneration(paths: LockPaths, generation: number): void {
-  if (readGeneration(paths) < generation) claimGeneration(paths, generation);
-}
-
-function highestStaleGeneration(paths: LockPaths): number {
-  let max = 0;
-  let names: string[];
-  try {
-    names = readdirSync(paths.dir);
-  } catch {
-    return 0;
-  }
-  for (const name of names) {
-    if (!name.startsWith(`${paths.lockName}.stale.`)) continue;
-    try {
-      const rec = parseLockRecord(readNoFollow(join(paths.dir, name)) ?? '');
-      if (rec && rec.generation > max) max = rec.generation;
-    } catch {
-      // unreadable: contributes nothing
-    }
+/** The highest generation recorded anywhere but in slots; 0 when nothing shows one. */
+export function generationFloor(paths: LockPaths, names: readonly string[], floor?: () => number): number {
+  let max = legacyCounter(paths);
+  max = Math.max(max, highestStaleGeneration(paths, names));
+  if (floor) {
+    const fromState = floor();
+    if (Number.isSafeInteger(fromState) && fromState > 0 && fromState <= MAX_GENERATION) max = Math.max(max, fromState);
   }
   return max;
+}
+
+/** `<key>.generation` as earlier versions wrote it; garbage, a symlink or a FIFO there counts 0. */
+function legacyCounter(paths: LockPaths): number {
+  let text: string | undefined;
+  try {
+    text = readFileChecked(paths.generation, LOCK_FILE_CAP)?.text;
+  } catch (err) {
+    if (err instanceof UnsafePathError) return 0;
+    throw err;
+  }
+  if (text === undefined) return 0;
+  const trimmed = text.trim();
+  if (!/^[0-9]{1,16}$/.test(trimmed)) return 0;
+  const n = Number(trimmed);
+  return Number.isSafeInteger(n) && n <= MAX_GENERATION ? n : 0;
 }

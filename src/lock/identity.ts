@@ -4,7 +4,7 @@
 // only learns "dead" from kill(pid, 0) and otherwise falls back to lease expiry.
 
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readSync, readdirSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { errnoCode } from '../errors.js';
 
@@ -24,6 +24,14 @@ export interface LivenessProbe {
   inspect(pid: number): ProcessState;
   /** Live members of process group `pgid` (used when its leader is gone); [] when unknown. */
   groupMembers(pgid: number): number[];
+  /** The user a process runs as; null when unknown (then only the start time identifies it). */
+  ownerUid?(pid: number): number | null;
+  /** Whether the process's environment holds exactly `entry` (`NAME=value`); null when it
+   * cannot be read (another user's process, no /proc). */
+  environHas?(pid: number, entry: string): boolean | null;
+  /** Live process-group leaders of this user whose environment holds `entry`: how a reclaimer
+   * finds the commands a holder started even if it stalled or died before recording them. */
+  markedGroupLeaders?(entry: string): { pid: number; startTime: string }[];
 }
 
 export interface ProcessIdentity {
@@ -116,6 +124,50 @@ function linuxGroupMembers(pgid: number): number[] {
   return members;
 }
 
+function linuxOwnerUid(pid: number): number | null {
+  try {
+    return quietly(() => statSync(`/proc/${pid}`).uid);
+  } catch {
+    return null;
+  }
+}
+
+function linuxEnvironHas(pid: number, entry: string): boolean | null {
+  let env: Buffer;
+  try {
+    env = quietly(() => readFileSync(`/proc/${pid}/environ`));
+  } catch {
+    return null;
+  }
+  const needle = Buffer.from(`${entry}\0`);
+  if (env.subarray(0, needle.length).equals(needle)) return true;
+  return env.includes(Buffer.concat([Buffer.from([0]), needle]));
+}
+
+function linuxMarkedGroupLeaders(entry: string): { pid: number; startTime: string }[] {
+  const found: { pid: number; startTime: string }[] = [];
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return found;
+  }
+  const uid = typeof process.geteuid === 'function' ? process.geteuid() : null;
+  for (const name of names) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
+    try {
+      const stat = parseProcStat(quietly(() => readProcStat(pid)));
+      if (!stat || stat.pgid !== pid || stat.state === 'Z') continue;
+      if (uid !== null && uid !== 0 && linuxOwnerUid(pid) !== uid) continue;
+      if (linuxEnvironHas(pid, entry) === true) found.push({ pid, startTime: stat.startTime });
+    } catch {
+      // ended while we looked
+    }
+  }
+  return found;
+}
+
 function darwinInspect(pid: number): ProcessState {
   let out: string;
   try {
@@ -201,6 +253,7 @@ export function systemProbe(): LivenessProbe {
     pidNs: readPidNamespace(),
     inspect,
     groupMembers: platform === 'linux' ? linuxGroupMembers : () => [],
+    ...(platform === 'linux' ? { ownerUid: linuxOwnerUid, environHas: linuxEnvironHas, markedGroupLeaders: linuxMarkedGroupLeaders } : {}),
   };
   cachedProbe = probe;
   return probe;

@@ -8,6 +8,14 @@ import type { LockLost, LockOwnerInfo } from './lease.js';
 /** How early a holder stops trusting its own lease, for wall/monotonic drift. */
 export const safetyMarginMs = (ttlMs: number): number => Math.min(500, ttlMs * 0.05);
 
+/** The time between SIGTERM and SIGKILL when work must stop because the lease is running out. */
+export const killGraceMs = (ttlMs: number): number => Math.min(5_000, ttlMs * 0.2);
+
+/** How long before its lease would expire a holder that could not renew it gives up: early
+ * enough that its work is dead, SIGKILL delivered, before anyone else may take the lock (SPEC
+ * §4.14): expiry − kill grace − margin. */
+export const giveUpLeadMs = (ttlMs: number): number => safetyMarginMs(ttlMs) + killGraceMs(ttlMs);
+
 export abstract class LeaseState {
   protected rec: LockRecord;
   protected lostInfo: LockLost | null = null;
@@ -75,7 +83,7 @@ export abstract class LeaseState {
   private armDeadline(): void {
     clearTimeout(this.deadline);
     if (this.released || this.lostInfo) return;
-    const left = this.confirmedAt + this.ttlMs - safetyMarginMs(this.ttlMs) - this.clock.monotonic();
+    const left = this.confirmedAt + this.ttlMs - giveUpLeadMs(this.ttlMs) - this.clock.monotonic();
     this.deadline = setTimeout(() => {
       const expired = this.expiredBy();
       if (expired) this.markLost(expired);
@@ -88,10 +96,18 @@ export abstract class LeaseState {
    * wall-clock steps. Implementations may add their own reasons. */
   protected expiredBy(): string | null {
     const elapsed = this.clock.monotonic() - this.confirmedAt;
-    if (elapsed >= this.ttlMs - safetyMarginMs(this.ttlMs)) {
-      return `no successful heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.ttlMs / 1000}s TTL (was the process paused?)`;
+    if (elapsed >= this.ttlMs - giveUpLeadMs(this.ttlMs)) {
+      const past = elapsed >= this.ttlMs - safetyMarginMs(this.ttlMs);
+      return past
+        ? `no successful heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.ttlMs / 1000}s TTL (was the process paused?)`
+        : `no successful heartbeat for ${(elapsed / 1000).toFixed(1)}s; the lease (TTL ${this.ttlMs / 1000}s) runs out in ${((this.ttlMs - elapsed) / 1000).toFixed(1)}s, so the work stops now`;
     }
     return null;
+  }
+
+  /** Time left for our work to die before the lease may expire for others (SPEC §4.14). */
+  protected graceLeft(): number {
+    return Math.max(0, this.confirmedAt + this.ttlMs - safetyMarginMs(this.ttlMs) - this.clock.monotonic());
   }
 
   /** Replaces the recorded child group `child.pid` (or adds it). */
@@ -110,10 +126,11 @@ export abstract class LeaseState {
     this.rec = { ...this.rec, owner: { ...this.rec.owner, ...fields } };
   }
 
-  /** Marks the lease lost once (stopping the heartbeat and aborting `signal`). */
-  protected markLost(why: string): LockLost {
+  /** Marks the lease lost once (stopping the heartbeat and aborting `signal`). `takenOver`:
+   * someone else holds it already, so the work gets no grace at all. */
+  protected markLost(why: string, takenOver = false): LockLost {
     if (!this.lostInfo) {
-      this.lostInfo = { code: 'LOCK_LOST', why };
+      this.lostInfo = { code: 'LOCK_LOST', why, graceMs: takenOver ? 0 : this.graceLeft() };
       this.stopHeartbeat();
       this.onLost();
       this.controller.abort(this.lostInfo);

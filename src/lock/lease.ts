@@ -15,6 +15,17 @@ export interface LockOwnerInfo {
 export interface LockLost {
   code: 'LOCK_LOST';
   why: string;
+  /** How long the holder's work may still take to stop (SIGTERM, then SIGKILL by then) before
+   * anyone else can take the lock (SPEC §4.14); 0 when someone else holds it already. */
+  graceMs: number;
+}
+
+/** Test and diagnosis hooks (the stall harness): `step` runs before every file-system step of
+ * acquire, heartbeat, raise-generation and release, and may block. */
+export interface LockHooks {
+  step?(name: string): void;
+  /** Things a holder should say but that are not errors (a wall-clock jump it rode out). */
+  notice?(message: string): void;
 }
 
 export type RefreshResult = { ok: true } | { ok: false; lost: LockLost };

@@ -1,21 +1,34 @@
-// Where a key's lock files live (SPEC §3): `<lockDir>/<key>.lock` plus its helpers.
+// Where a key's lock files live (SPEC §3, §4; docs/lock.md "Files"). Every name below is either
+// created exactly once (slots, stale copies, temp files: O_EXCL or link(2)) or written only by
+// the one holder whose lock_id it carries (heartbeat, children journal). `<key>.lock` is a view:
+// a hard link to the current holder's slot.
 
 import { join } from 'node:path';
 
 const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const LOCK_ID = /^[0-9a-f]{32}$/;
 
 export interface LockPaths {
   dir: string;
   key: string;
-  /** `<key>.lock` — the lock itself. */
+  /** `<key>.lock` — the current holder's record (a hard link to its slot). */
   lockName: string;
   lock: string;
-  /** `<key>.generation` — the last generation handed out (fencing counter, SPEC §4.7). */
+  /** `<key>.generation` — the fencing counter of earlier versions; read only as a floor. */
   generation: string;
-  /** `<key>.lock.reclaim` — serializes reclaimers (SPEC §4.5). */
-  guard: string;
+  /** Prefix of `<key>.slot.<generation>`: one immutable record per acquisition. */
+  slotPrefix: string;
+  /** Prefix of `<key>.beat.<lock_id>`: a holder's heartbeat, run and children. */
+  beatPrefix: string;
+  /** Prefix of `<key>.free.<generation>`: the holder of that slot released it (a hard link to
+   * the slot, made by the holder alone: one link(2), no data). */
+  freePrefix: string;
   /** Prefix of `<key>.children.<lock_id>`: child groups appended by a holder as it starts them. */
   childrenPrefix: string;
+  /** Prefix of `<key>.lock.stale.<ts>`: records of reclaimed holders, kept for forensics. */
+  stalePrefix: string;
+  /** Prefix of `<key>.tmp.<random>`: complete files about to be linked or renamed into place. */
+  tmpPrefix: string;
 }
 
 export function lockPaths(dir: string, key: string): LockPaths {
@@ -28,7 +41,47 @@ export function lockPaths(dir: string, key: string): LockPaths {
     lockName,
     lock: join(dir, lockName),
     generation: join(dir, `${key}.generation`),
-    guard: join(dir, `${lockName}.reclaim`),
+    slotPrefix: `${key}.slot.`,
+    beatPrefix: `${key}.beat.`,
+    freePrefix: `${key}.free.`,
     childrenPrefix: `${key}.children.`,
+    stalePrefix: `${lockName}.stale.`,
+    tmpPrefix: `${key}.tmp.`,
   };
+}
+
+export const slotPath = (p: LockPaths, generation: number): string => join(p.dir, `${p.slotPrefix}${generation}`);
+export const freePath = (p: LockPaths, generation: number): string => join(p.dir, `${p.freePrefix}${generation}`);
+
+/** Lock ids name files: only ever 32 lowercase hex digits (SPEC §12). */
+export function isLockId(id: unknown): id is string {
+  return typeof id === 'string' && LOCK_ID.test(id);
+}
+
+export function beatPath(p: LockPaths, lockId: string): string {
+  if (!isLockId(lockId)) throw new Error(`invalid lock id ${JSON.stringify(lockId)}`);
+  return join(p.dir, `${p.beatPrefix}${lockId}`);
+}
+
+export function journalPath(p: LockPaths, lockId: string): string {
+  if (!isLockId(lockId)) throw new Error(`invalid lock id ${JSON.stringify(lockId)}`);
+  return join(p.dir, `${p.childrenPrefix}${lockId}`);
+}
+
+/** The generation a slot file name carries, or null for any other name. */
+export function slotGeneration(p: LockPaths, name: string): number | null {
+  return numberAfter(p.slotPrefix, name);
+}
+
+/** The generation a release mark carries, or null for any other name. */
+export function freeGeneration(p: LockPaths, name: string): number | null {
+  return numberAfter(p.freePrefix, name);
+}
+
+function numberAfter(prefix: string, name: string): number | null {
+  if (!name.startsWith(prefix)) return null;
+  const digits = name.slice(prefix.length);
+  if (!/^[1-9][0-9]{0,15}$/.test(digits)) return null;
+  const n = Number(digits);
+  return Number.isSafeInteger(n) ? n : null;
 }

@@ -1,43 +1,28 @@
-// Race-free reclaim of a stale lock (SPEC §4.5).
+// Taking over from a stale holder (SPEC §4.4, §4.5), and keeping the lock folder small.
 //
-// The naive "judge stale, then rename" lets two reclaimers judge the same stale lock, and the
-// slower one then moves aside the fresh lock the faster one just created (proper-lockfile #121).
-// So reclaimers serialize on a short-lived guard file (`<key>.lock.reclaim`, created with link
-// like the lock itself), and under the guard re-read the lock and move it aside only if its bytes
-// are still exactly the ones judged stale. The rename goes to a unique name and is verified; if a
-// fresh lock slipped in (its owner released and someone re-acquired between our check and our
-// rename), it is linked back. A guard whose owner is dead, or that is older than a minute, is
-// itself broken the same way, so a crashed reclaimer never blocks the lock for long.
+// With slots, a reclaim needs no guard: whoever finds the top slot's holder stale ends that
+// holder's orphaned groups and then tries to link the next slot, which only one process can do.
+// Every reclaimer ends the orphans before its own link, so the winner never runs beside them.
+// What is moved or removed here is named by the stale holder's own lock_id or generation, so a
+// reclaimer that stalls anywhere can only repeat work on files of a holder that is gone anyway.
 
 import { readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
-import { linkNew, randomHex, readNoFollow, unlinkQuiet, writeNewFile } from './files.js';
-import { raiseGeneration } from './generation.js';
-import { samePidSpace, selfIdentity, type LivenessProbe } from './identity.js';
 import { readChildJournal } from './children.js';
-import { endOrphanGroups, type OrphanReport } from './orphans.js';
-import type { LockPaths } from './paths.js';
-import { parseLockRecord, type ChildGroup } from './record.js';
+import { linkNew, lstatQuiet, readFileChecked, unlinkQuiet, writeNewFile, LOCK_FILE_CAP } from './files.js';
+import { samePidSpace, type LivenessProbe } from './identity.js';
+import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
+import { beatPath, freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths } from './paths.js';
+import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
 
-export const GUARD_MAX_AGE_MS = 60_000;
 export const ORPHAN_GRACE_MS = 1_000;
 export const STALE_FILES_KEPT = 20;
-
-interface GuardRecord {
-  guard_id: string;
-  pid: number;
-  host: string;
-  boot_id: string | null;
-  start_time: string | null;
-  created_at: number;
-}
-
-export type ReclaimOutcome =
-  | { kind: 'reclaimed'; staleFile: string; orphans: OrphanReport }
-  | { kind: 'changed' }
-  | { kind: 'guard-busy'; guardPid: number | null };
+/** Slots kept below the current one (forensics; the one below tells how the lock was taken). */
+export const SLOTS_KEPT = 3;
+/** A temp file older than this belongs to a writer that died between creating and linking it. */
+const TEMP_MAX_AGE_MS = 60_000;
 
 export interface ReclaimContext {
   paths: LockPaths;
@@ -45,166 +30,174 @@ export interface ReclaimContext {
   probe: LivenessProbe;
 }
 
-/** Moves aside the lock whose exact bytes were judged stale. */
-export async function reclaimStale(judgedRaw: string, ctx: ReclaimContext): Promise<ReclaimOutcome> {
-  const guard = takeGuard(ctx);
-  if (!guard.ok) return { kind: 'guard-busy', guardPid: guard.holderPid };
-  try {
-    if (readNoFollow(ctx.paths.lock) !== judgedRaw) return { kind: 'changed' };
-    const record = parseLockRecord(judgedRaw);
-    // Fencing survives the reclaim even if the dead holder never recorded its generation.
-    if (record) raiseGeneration(ctx.paths, record.generation);
-    // The stale holder's children: from its record, and from the children journals, which
-    // also cover groups started since its last lock rewrite (and an unreadable record).
-    const journals = readChildJournals(ctx);
-    const children = [...journals.children];
-    if (record && samePidSpace(record.owner, ctx.probe)) children.push(...(record.owner.children ?? []));
-    let orphans: OrphanReport = { ended: [], killed: [] };
-    if (children.length > 0) {
-      orphans = await endOrphanGroups(uniqueChildren(children), ctx.probe, ctx.clock, ORPHAN_GRACE_MS);
-      if (readNoFollow(ctx.paths.lock) !== judgedRaw) return { kind: 'changed' };
-    }
-    const staleFile = uniqueStaleName(ctx);
-    try {
-      renameSync(ctx.paths.lock, staleFile);
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return { kind: 'changed' };
-      throw err;
-    }
-    if (readNoFollow(staleFile) !== judgedRaw) {
-      // A fresh lock slipped in between the check and the rename: put it back.
-      if (linkNew(staleFile, ctx.paths.lock)) unlinkQuiet(staleFile);
-      return { kind: 'changed' };
-    }
-    for (const f of journals.files) unlinkQuiet(f);
-    pruneStaleFiles(ctx.paths);
-    return { kind: 'reclaimed', staleFile, orphans };
-  } finally {
-    dropGuard(ctx, guard.id);
+/** Ends the process groups a stale holder started on this host: those in its heartbeat and its
+ * children journal, and (Linux) every process-group leader that carries its ROUTINELY_LOCK_ID,
+ * which finds a command started in the moment before the holder recorded it (a holder can
+ * stall or die right there). Never a group whose identity is not proven. */
+export async function endHolderOrphans(holder: LockRecord, ctx: ReclaimContext): Promise<OrphanReport> {
+  const none: OrphanReport = { ended: [], killed: [] };
+  if (!samePidSpace(holder.owner, ctx.probe)) return none;
+  const children: ChildGroup[] = [...(holder.owner.children ?? [])];
+  if (isLockId(holder.lock_id)) {
+    children.push(...readChildJournal(journalPath(ctx.paths, holder.lock_id), ctx.probe));
+    for (const p of ctx.probe.markedGroupLeaders?.(lockMarker(holder.lock_id)) ?? []) children.push({ pid: p.pid, start_time: p.startTime });
   }
-}
-
-/** Every `<key>.children.<lock_id>` file: while the lock is stale, no live holder owns one. */
-function readChildJournals(ctx: ReclaimContext): { children: ChildGroup[]; files: string[] } {
-  let names: string[];
-  try {
-    names = readdirSync(ctx.paths.dir).filter((n) => n.startsWith(ctx.paths.childrenPrefix));
-  } catch {
-    return { children: [], files: [] };
-  }
-  const files = names.map((n) => join(ctx.paths.dir, n));
-  return { children: files.flatMap((f) => readChildJournal(f, ctx.probe)), files };
-}
-
-function uniqueChildren(children: ChildGroup[]): ChildGroup[] {
-  const seen = new Map<number, ChildGroup>();
-  for (const c of children) seen.set(c.pid, c);
-  return [...seen.values()];
-}
-
-function uniqueStaleName(ctx: ReclaimContext): string {
-  // Only guard holders create stale names, so checking for a free name is race-free here.
-  const base = `${ctx.paths.lock}.stale.${ctx.clock.now()}`;
-  for (let i = 0; ; i++) {
-    const name = i === 0 ? base : `${base}-${i}`;
-    try {
-      if (readNoFollow(name) === null) return name;
-    } catch {
-      // a symlink or unreadable name: not free
-    }
-  }
-}
-
-/** Keeps the newest STALE_FILES_KEPT reclaimed locks of this key for forensics. */
-export function pruneStaleFiles(paths: LockPaths): void {
-  const prefix = `${paths.lockName}.stale.`;
-  let names: string[];
-  try {
-    names = readdirSync(paths.dir).filter((n) => n.startsWith(prefix));
-  } catch {
-    return;
-  }
-  if (names.length <= STALE_FILES_KEPT) return;
-  const stamp = (n: string): [number, number] => {
-    const [ms, seq] = n.slice(prefix.length).split('-');
-    return [Number(ms) || 0, Number(seq) || 0];
-  };
-  names.sort((a, b) => {
-    const [am, as] = stamp(a);
-    const [bm, bs] = stamp(b);
-    return am - bm || as - bs;
+  if (children.length === 0) return none;
+  const unique = [...new Map(children.map((c) => [c.pid, c])).values()];
+  return endOrphanGroups(unique, {
+    lockId: isLockId(holder.lock_id) ? holder.lock_id : null,
+    holderPid: holder.owner.pid,
+    probe: ctx.probe,
+    clock: ctx.clock,
+    graceMs: ORPHAN_GRACE_MS,
   });
-  for (const n of names.slice(0, names.length - STALE_FILES_KEPT)) unlinkQuiet(join(paths.dir, n));
 }
 
-type GuardTake = { ok: true; id: string } | { ok: false; holderPid: number | null };
-
-function takeGuard(ctx: ReclaimContext): GuardTake {
-  const me = selfIdentity(ctx.probe);
-  const id = randomHex(16);
-  const record: GuardRecord = { guard_id: id, ...me, created_at: ctx.clock.now() / 1000 };
-  const tmp = `${ctx.paths.guard}.${id}.tmp`;
-  writeNewFile(tmp, JSON.stringify(record));
-  try {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      if (linkNew(tmp, ctx.paths.guard)) return { ok: true, id };
-      const raw = readNoFollow(ctx.paths.guard);
-      if (raw === null) continue; // released in between
-      const holder = parseGuard(raw);
-      if (!guardIsStale(holder, ctx)) return { ok: false, holderPid: holder?.pid ?? null };
-      if (!breakGuard(raw, ctx)) return { ok: false, holderPid: holder?.pid ?? null };
+/** Keeps the record of a reclaimed holder as `<key>.lock.stale.<ts>` (a new file). */
+export function keepStaleCopy(ctx: ReclaimContext, text: string): string | null {
+  for (let i = 0; i < 100; i++) {
+    const name = staleName(ctx, i);
+    try {
+      writeNewFile(name, text);
+      pruneStaleFiles(ctx.paths);
+      return name;
+    } catch (err) {
+      if (errnoCode(err) === 'EEXIST') continue;
+      return null; // forensics only: a full disk must not stop the takeover
     }
-    return { ok: false, holderPid: null };
-  } finally {
-    unlinkQuiet(tmp);
-  }
-}
-
-function parseGuard(raw: string): GuardRecord | null {
-  try {
-    const v = JSON.parse(raw) as Partial<GuardRecord>;
-    if (typeof v.guard_id === 'string' && typeof v.pid === 'number' && typeof v.host === 'string' && typeof v.created_at === 'number') {
-      return v as GuardRecord;
-    }
-  } catch {
-    // fall through
   }
   return null;
 }
 
-function guardIsStale(g: GuardRecord | null, ctx: ReclaimContext): boolean {
-  if (g === null) return true;
-  if (ctx.clock.now() / 1000 - g.created_at > GUARD_MAX_AGE_MS / 1000) return true;
-  if (g.host !== ctx.probe.host) return false;
-  if (g.boot_id && ctx.probe.bootId && g.boot_id !== ctx.probe.bootId) return true;
-  const p = ctx.probe.inspect(g.pid);
-  if (p.state === 'dead') return true;
-  return p.state === 'alive' && !!p.startTime && !!g.start_time && p.startTime !== g.start_time;
+function staleName(ctx: ReclaimContext, i: number): string {
+  const base = join(ctx.paths.dir, `${ctx.paths.stalePrefix}${ctx.clock.now()}`);
+  return i === 0 ? base : `${base}-${i}`;
 }
 
-/** Moves aside a stale guard, verifying it is the one judged; puts back anything else. */
-function breakGuard(judgedRaw: string, ctx: ReclaimContext): boolean {
-  const aside = `${ctx.paths.guard}.broken.${randomHex(6)}`;
-  try {
-    renameSync(ctx.paths.guard, aside);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return true;
-    throw err;
+export type MoveAside = { moved: true; staleFile: string } | { moved: false };
+
+/** Moves aside a `<key>.lock` that is no slot's view (a record of an earlier version of
+ * routinely, or one written by hand) after it was judged stale. The rename is verified by inode;
+ * if a fresh view slipped in meanwhile it is linked back (the view is only a view: the slots
+ * still say who holds the lock). */
+export function moveAsideView(ctx: ReclaimContext, judgedIno: number): MoveAside {
+  for (let i = 0; i < 100; i++) {
+    const name = staleName(ctx, i);
+    if (lstatQuiet(name)) continue;
+    try {
+      renameSync(ctx.paths.lock, name);
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return { moved: false };
+      throw err;
+    }
+    if (lstatQuiet(name)?.ino === judgedIno) {
+      pruneStaleFiles(ctx.paths);
+      return { moved: true, staleFile: name };
+    }
+    if (linkNew(name, ctx.paths.lock)) unlinkQuiet(name);
+    return { moved: false };
   }
-  if (readNoFollow(aside) === judgedRaw) {
-    unlinkQuiet(aside);
-    return true;
-  }
-  linkNew(aside, ctx.paths.guard);
-  unlinkQuiet(aside);
-  return false;
+  return { moved: false };
 }
 
-function dropGuard(ctx: ReclaimContext, id: string): void {
+/** Keeps the newest STALE_FILES_KEPT reclaimed locks of this key for forensics. */
+export function pruneStaleFiles(paths: LockPaths, names?: readonly string[]): void {
+  const prefix = paths.stalePrefix;
+  let list: string[];
   try {
-    const raw = readNoFollow(ctx.paths.guard);
-    if (raw !== null && parseGuard(raw)?.guard_id === id) unlinkQuiet(ctx.paths.guard);
+    list = (names ?? listNames(paths)).filter((n) => n.startsWith(prefix));
   } catch {
-    // a guard we cannot read is not ours to remove; it goes stale on its own
+    return;
   }
+  if (list.length <= STALE_FILES_KEPT) return;
+  const stamp = (n: string): [number, number] => {
+    const [ms, seq] = n.slice(prefix.length).split('-');
+    return [Number(ms) || 0, Number(seq) || 0];
+  };
+  list.sort((a, b) => {
+    const [am, as] = stamp(a);
+    const [bm, bs] = stamp(b);
+    return am - bm || as - bs;
+  });
+  for (const n of list.slice(0, list.length - STALE_FILES_KEPT)) unlinkQuiet(join(paths.dir, n));
+}
+
+function listNames(paths: LockPaths): string[] {
+  return readdirSync(paths.dir);
+}
+
+/** After taking slot `generation` (the listing `names` taken just after): once garbage has
+ * piled up a little (so a cycle does not pay for it every time), drops slots SLOTS_KEPT or more
+ * below ours, the heartbeat and journal files of every holder but the kept slots' and ours,
+ * and temp files of writers that died. Everything here is below the top slot or older than any
+ * live writer's file, so removing it can never take anything from a holder. */
+export function collectGarbage(ctx: ReclaimContext, names: readonly string[], generation: number, lockId: string): void {
+  const { paths } = ctx;
+  let slots = 0;
+  let holders = 0;
+  let temps = 0;
+  let stale = 0;
+  for (const name of names) {
+    if (slotGeneration(paths, name) !== null || freeGeneration(paths, name) !== null) slots++;
+    else if (name.startsWith(paths.beatPrefix) || name.startsWith(paths.childrenPrefix)) holders++;
+    else if (name.startsWith(paths.tmpPrefix)) temps++;
+    else if (name.startsWith(paths.stalePrefix)) stale++;
+  }
+  if (slots <= 2 * (SLOTS_KEPT + 3) && holders <= 2 * SLOTS_KEPT + 2 && temps <= 2 && stale <= STALE_FILES_KEPT) return;
+  const keep = new Set([lockId]);
+  for (let g = generation - SLOTS_KEPT + 1; g < generation; g++) {
+    try {
+      const rec = parseLockRecord(readFileChecked(join(paths.dir, `${paths.slotPrefix}${g}`), LOCK_FILE_CAP)?.text ?? '');
+      if (rec) keep.add(rec.lock_id);
+    } catch {
+      // unreadable: its files go
+    }
+  }
+  const now = ctx.clock.now();
+  const old = (name: string, ageMs: number): boolean => {
+    const st = lstatQuiet(join(paths.dir, name));
+    return st !== null && now - st.mtimeMs > ageMs;
+  };
+  for (const name of names) {
+    try {
+      const g = slotGeneration(paths, name) ?? freeGeneration(paths, name);
+      if (g !== null) {
+        if (g <= generation - SLOTS_KEPT) unlinkQuiet(join(paths.dir, name));
+        continue;
+      }
+      const owner = name.startsWith(paths.beatPrefix)
+        ? name.slice(paths.beatPrefix.length)
+        : name.startsWith(paths.childrenPrefix)
+          ? name.slice(paths.childrenPrefix.length)
+          : null;
+      if (owner !== null) {
+        if (!keep.has(owner)) unlinkQuiet(join(paths.dir, name));
+        continue;
+      }
+      if (name.startsWith(paths.tmpPrefix) && old(name, TEMP_MAX_AGE_MS)) unlinkQuiet(join(paths.dir, name));
+    } catch {
+      // garbage collection is best effort
+    }
+  }
+  pruneStaleFiles(paths, names);
+}
+
+/** The files of holder `lockId` that a successor removes once it holds the lock. */
+export function holderFiles(paths: LockPaths, lockId: string): string[] {
+  return isLockId(lockId) ? [beatPath(paths, lockId), journalPath(paths, lockId)] : [];
+}
+
+/** The highest generation any kept stale record shows (a floor when no slot survives). */
+export function highestStaleGeneration(paths: LockPaths, names: readonly string[]): number {
+  let max = 0;
+  for (const name of names) {
+    if (!name.startsWith(paths.stalePrefix)) continue;
+    try {
+      const rec = parseLockRecord(readFileChecked(join(paths.dir, name), LOCK_FILE_CAP)?.text ?? '');
+      if (rec && rec.generation > max) max = rec.generation;
+    } catch {
+      // unreadable: contributes nothing
+    }
+  }
+  return max;
 }

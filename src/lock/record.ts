@@ -1,5 +1,13 @@
 // The lock file format of SPEC §4. Parsed by hand, not with zod: this runs on every acquire,
-// heartbeat and poll, and must stay in the tens of microseconds.
+// heartbeat and poll, and must stay in the tens of microseconds. Every field is checked before
+// anything acts on it (SPEC §12): lock ids are 32 hex digits (they name files), generations are
+// bounded, child pids are above 1 (a signal to group 0 or 1 reaches everything).
+
+import { isLockId } from './paths.js';
+
+/** Far above any real count (a million acquisitions a second for 30 years), and far below where
+ * float arithmetic on it stops being exact. */
+export const MAX_GENERATION = 1e15;
 
 /** A process group the holder started; the leader's start time proves identity (SPEC §4.4). */
 export interface ChildGroup {
@@ -47,8 +55,8 @@ export function parseLockRecord(text: string): LockRecord | null {
   }
   if (!isObj(v) || v.version !== 1) return null;
   const { key, lock_id, generation, owner, created_at, heartbeat_at, expires_at } = v;
-  if (typeof key !== 'string' || typeof lock_id !== 'string' || lock_id.length === 0) return null;
-  if (!Number.isSafeInteger(generation) || (generation as number) < 1) return null;
+  if (typeof key !== 'string' || !isLockId(lock_id)) return null;
+  if (!isGeneration(generation)) return null;
   for (const t of [created_at, heartbeat_at, expires_at]) {
     if (typeof t !== 'number' || !Number.isFinite(t)) return null;
   }
@@ -59,10 +67,18 @@ export function parseLockRecord(text: string): LockRecord | null {
   if (owner.children !== undefined) {
     if (!Array.isArray(owner.children)) return null;
     for (const c of owner.children) {
-      if (!isObj(c) || !Number.isSafeInteger(c.pid) || !isStrOrNull(c.start_time)) return null;
+      if (!isChildGroup(c)) return null;
     }
   }
   return v as unknown as LockRecord;
+}
+
+export function isGeneration(v: unknown): v is number {
+  return Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= MAX_GENERATION;
+}
+
+export function isChildGroup(c: unknown): c is ChildGroup {
+  return isObj(c) && Number.isSafeInteger(c.pid) && (c.pid as number) > 1 && isStrOrNull(c.start_time);
 }
 
 export function serializeLockRecord(record: LockRecord): string {

@@ -1,14 +1,12 @@
 // `lock status` and `lock break` (SPEC §4.8): read-only inspection, and removal of a lock only
-// when the stale rules say so. Nothing here can make a caller the holder.
+// when the stale rules say so. Nothing here can make a caller the holder of a live lock.
 
 import { systemClock, type Clock } from '../clock.js';
-import { readNoFollow } from './files.js';
-import { readGeneration } from './generation.js';
+import { attemptAcquire, lookAtLock } from './acquire.js';
 import { systemProbe, type LivenessProbe } from './identity.js';
 import { lockPaths } from './paths.js';
-import { parseLockRecord, type LockRecord } from './record.js';
-import { reclaimStale } from './reclaim.js';
-import { describeHolder, judgeLock, type StaleReason } from './stale.js';
+import type { LockRecord } from './record.js';
+import type { StaleReason } from './stale.js';
 import type { OrphanReport } from './orphans.js';
 
 export interface LockInspectOptions {
@@ -16,12 +14,14 @@ export interface LockInspectOptions {
   key: string;
   clock?: Clock;
   probe?: LivenessProbe;
+  generationFloor?: () => number;
 }
 
 export interface LockStatus {
   key: string;
   path: string;
   state: 'free' | 'held' | 'stale';
+  /** The holder's record with its latest heartbeat, children and run. */
   record: LockRecord | null;
   /** The last generation handed out for this key (0 when never acquired). */
   generation: number;
@@ -35,67 +35,64 @@ export interface LockStatus {
 const round1 = (n: number): number => Math.round(n * 10) / 10;
 
 export function readLockStatus(opts: LockInspectOptions): LockStatus {
-  return inspect(opts).status;
-}
-
-function inspect(opts: LockInspectOptions): { status: LockStatus; raw: string | null } {
   const clock = opts.clock ?? systemClock;
   const probe = opts.probe ?? systemProbe();
   const paths = lockPaths(opts.lockDir, opts.key);
-  const raw = readNoFollow(paths.lock);
-  return { status: describe(opts.key, paths.lock, raw, readGeneration(paths), clock, probe), raw };
-}
-
-function describe(key: string, path: string, raw: string | null, counter: number, clock: Clock, probe: LivenessProbe): LockStatus {
-  const base = { key, path };
-  if (raw === null) {
+  const nowMs = clock.now();
+  const now = nowMs / 1000;
+  for (let i = 0; ; i++) {
+    const look = lookAtLock(paths, nowMs, probe, { floor: opts.generationFloor });
+    if (look.kind === 'retry' && i < 8) continue;
+    const base = { key: opts.key, path: paths.lock };
+    const timing = (r: LockRecord) => ({
+      heartbeat_age_s: round1(now - r.heartbeat_at),
+      expires_in_s: round1(r.expires_at - now),
+    });
+    if (look.kind === 'held') {
+      const r = look.holder;
+      return {
+        ...base, state: 'held', record: r, generation: r.generation, holder: look.why, ...timing(r),
+        stale_reason: null,
+        why: look.ownerCheck === 'alive' ? `owner pid ${r.owner.pid} is alive and its heartbeat is fresh` : `heartbeat is fresh (owner on ${r.owner.host}, judged by expiry)`,
+      };
+    }
+    if (look.kind === 'free' && (look.stale || look.foreign)) {
+      const r = look.stale ? (look.top?.record ?? null) : (look.foreign?.record ?? null);
+      const reason = look.stale ? look.stale.reason : look.foreign?.record ? 'EXPIRED' : 'UNREADABLE';
+      return {
+        ...base, state: 'stale', record: r, generation: look.next - 1,
+        holder: r ? `pid ${r.owner.pid} on ${r.owner.host}` : null,
+        ...(r ? timing(r) : { heartbeat_age_s: null, expires_in_s: null }),
+        stale_reason: reason,
+        why: look.stale ? look.stale.why : (look.foreign?.why ?? 'unreadable'),
+      };
+    }
     return {
-      ...base, state: 'free', record: null, generation: counter, holder: null,
+      ...base, state: 'free', record: null, generation: look.kind === 'free' ? look.next - 1 : 0, holder: null,
       heartbeat_age_s: null, expires_in_s: null, stale_reason: null, why: null,
     };
   }
-  const record = parseLockRecord(raw);
-  const nowMs = clock.now();
-  const verdict = judgeLock(record, nowMs, probe);
-  const now = nowMs / 1000;
-  return {
-    ...base,
-    state: verdict.stale ? 'stale' : 'held',
-    record,
-    generation: Math.max(counter, record?.generation ?? 0),
-    holder: record ? describeHolder(record, nowMs) : null,
-    heartbeat_age_s: record ? round1(now - record.heartbeat_at) : null,
-    expires_in_s: record ? round1(record.expires_at - now) : null,
-    stale_reason: verdict.stale ? verdict.reason : null,
-    why: verdict.stale
-      ? verdict.why
-      : verdict.ownerCheck === 'alive'
-        ? `owner pid ${record!.owner.pid} is alive and its heartbeat is fresh`
-        : `heartbeat is fresh (owner on ${record!.owner.host}, judged by expiry)`,
-  };
 }
 
 export type BreakResult =
   | { broken: true; why: string; staleFile: string; orphans: OrphanReport }
   | { broken: false; reason: 'FREE' | 'NOT_STALE' | 'RECLAIMING' | 'CHANGED'; why: string; status: LockStatus };
 
-/** Removes the lock only when it is stale (SPEC §4.8), through the same guarded reclaim. */
+/** Breaks a stale lock (SPEC §4.8): takes it over exactly as an acquirer would (ending the stale
+ * holder's orphans, keeping its record as `.stale.<ts>`) and releases it at once. A live or free
+ * lock is left alone. */
 export async function breakStaleLock(opts: LockInspectOptions): Promise<BreakResult> {
-  const clock = opts.clock ?? systemClock;
-  const probe = opts.probe ?? systemProbe();
-  const paths = lockPaths(opts.lockDir, opts.key);
-  const { status, raw } = inspect({ ...opts, clock, probe });
-  if (raw === null || status.state === 'free') return { broken: false, reason: 'FREE', why: 'no lock to break', status };
-  if (status.state === 'held') {
-    return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
+  const status = readLockStatus(opts);
+  if (status.state === 'free') return { broken: false, reason: 'FREE', why: 'no lock to break', status };
+  if (status.state === 'held') return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
+  const r = await attemptAcquire({
+    lockDir: opts.lockDir, key: opts.key, ttlMs: 10_000, refreshMs: 3_000, owner: { command: 'lock break' },
+    clock: opts.clock, probe: opts.probe, generationFloor: opts.generationFloor,
+  });
+  if (!r.ok) {
+    return { broken: false, reason: 'CHANGED', why: `the lock changed while we looked (${r.why}); run again`, status: readLockStatus(opts) };
   }
-  const outcome = await reclaimStale(raw, { paths, clock, probe });
-  switch (outcome.kind) {
-    case 'reclaimed':
-      return { broken: true, why: status.why ?? 'stale', staleFile: outcome.staleFile, orphans: outcome.orphans };
-    case 'guard-busy':
-      return { broken: false, reason: 'RECLAIMING', why: 'another process is reclaiming it right now', status };
-    case 'changed':
-      return { broken: false, reason: 'CHANGED', why: 'the lock changed while we looked; run again', status };
-  }
+  r.lease.releaseSync();
+  if (!r.takeover) return { broken: false, reason: 'CHANGED', why: 'the lock was released meanwhile; nothing to break', status };
+  return { broken: true, why: r.takeover.why, staleFile: r.takeover.staleFile ?? `${lockPaths(opts.lockDir, opts.key).lock}.stale`, orphans: r.takeover.orphans };
 }

@@ -4,7 +4,7 @@
 // clock — is refused in the very transaction that would have written. Task logs stay local
 // files (under stateDir) on the host that ran the task.
 
-import { mkdirSync } from 'node:fs';
+import { ensureDir } from '../lock/files.js';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError } from '../errors.js';
@@ -88,12 +88,12 @@ class PgRunWriter implements RunWriter {
   ) {}
 
   async create(state: RunState): Promise<void> {
-    mkdirSync(this.logDir, { recursive: true, mode: 0o700 });
+    ensureDir(this.logDir);
     await this.writeSnapshot(state, true);
   }
 
   async reopen(state: RunState): Promise<void> {
-    mkdirSync(this.logDir, { recursive: true, mode: 0o700 });
+    ensureDir(this.logDir);
     await this.writeSnapshot(state, false);
   }
 

@@ -14,11 +14,12 @@ import { randomHex } from '../lock/files.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
 import { LeaseState } from '../lock/lease-state.js';
-import { ChildJournal, journalPath, readChildJournal } from '../lock/children.js';
+import { ChildJournal } from '../lock/children.js';
 import { unlinkQuiet } from '../lock/files.js';
-import { endOrphanGroups, type OrphanReport } from '../lock/orphans.js';
-import type { ChildGroup, LockOwner, LockRecord } from '../lock/record.js';
-import { ORPHAN_GRACE_MS } from '../lock/reclaim.js';
+import type { OrphanReport } from '../lock/orphans.js';
+import { journalPath, lockPaths } from '../lock/paths.js';
+import { parseLockRecord, serializeLockRecord, type LockOwner, type LockRecord } from '../lock/record.js';
+import { endHolderOrphans } from '../lock/reclaim.js';
 import { describeHolder, judgeLock } from '../lock/stale.js';
 import type { BreakResult, LockStatus } from '../lock/status.js';
 import type { Db } from './connect.js';
@@ -49,6 +50,11 @@ const COLUMNS = `lock_id, epoch, owner, extract(epoch from created_at)::float8 A
   extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at,
   released_at IS NOT NULL AS released, extract(epoch from now())::float8 AS db_now`;
 
+/** The row as a lock record, only if every field is in range. */
+function validRecord(key: string, r: LeaseRow): LockRecord | null {
+  return parseLockRecord(serializeLockRecord(toRecord(key, r)));
+}
+
 function toRecord(key: string, r: LeaseRow): LockRecord {
   return {
     version: 1, key, lock_id: r.lock_id, generation: Number(r.epoch), owner: r.owner,
@@ -66,14 +72,18 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
     return rows[0] ?? null;
   }
 
-  /** Ends the children of an owner on this host before its lease is taken (SPEC §4.4). */
+  /** Ends the children of an owner on this host before its lease is taken (SPEC §4.4). A row
+   * that does not validate as a lock record (a path-shaped lock_id, pid 0 or 1 among the
+   * children) is never acted on (SPEC §12). */
   async function endOrphans(key: string, row: LeaseRow): Promise<OrphanReport> {
-    const owner = row.owner;
-    if (!samePidSpace(owner, probe)) return { ended: [], killed: [] };
-    const journal = journalPath(o.lockDir, key, row.lock_id);
-    const recorded = [...(owner.children ?? []), ...readChildJournal(journal, probe)];
-    const report = await endOrphanGroups([...new Map(recorded.map((c) => [c.pid, c])).values()], probe, clock, ORPHAN_GRACE_MS);
-    unlinkQuiet(journal);
+    const rec = validRecord(key, row);
+    if (!rec || !samePidSpace(rec.owner, probe)) return { ended: [], killed: [] };
+    const paths = lockPaths(o.lockDir, key);
+    // The groups named in the row are not trusted (anyone who can write the database could name
+    // any process): only our own children journal and the processes carrying the holder's
+    // ROUTINELY_LOCK_ID are ended.
+    const report = await endHolderOrphans({ ...rec, owner: { ...rec.owner, children: [] } }, { paths, clock, probe });
+    unlinkQuiet(journalPath(paths, rec.lock_id));
     return report;
   }
 
@@ -242,7 +252,7 @@ export class PgLease extends LeaseState implements Lease {
           );
           const r = rows[0];
           if (!r) {
-            this.markLost('the lease row is no longer ours (taken over, released, or expired by the database clock)');
+            this.markLost('the lease row is no longer ours (taken over, released, or expired by the database clock)', true);
             return;
           }
           this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };
@@ -269,7 +279,7 @@ export class PgLease extends LeaseState implements Lease {
    * still believe we hold the lease. */
   verify(): RefreshResult {
     if (this.lostInfo) return { ok: false, lost: this.lostInfo };
-    if (this.released) return { ok: false, lost: { code: 'LOCK_LOST', why: 'the lease was released' } };
+    if (this.released) return { ok: false, lost: { code: 'LOCK_LOST', why: 'the lease was released', graceMs: 0 } };
     const expired = this.expiredBy();
     if (expired) return { ok: false, lost: this.markLost(expired) };
     return { ok: true };
@@ -280,12 +290,9 @@ export class PgLease extends LeaseState implements Lease {
   }
 
   trackChild(pid: number): void {
-    const proc = this.probe.inspect(pid);
-    const child: ChildGroup = { pid, start_time: proc.state === 'alive' ? proc.startTime : null };
     // At once in the local journal (the database update below is asynchronous)
-    this.journal ??= new ChildJournal(this.o.lockDir, this.key, this.rec.lock_id, this.probe);
-    this.journal.add(child);
-    this.withChild(child);
+    this.journal ??= new ChildJournal(lockPaths(this.o.lockDir, this.key), this.rec.lock_id, this.probe);
+    this.withChild(this.journal.add(pid));
     void this.beat();
   }
 

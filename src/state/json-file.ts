@@ -2,12 +2,12 @@
 // fsync, rename), mode 0600, never through a symlink; a corrupt file is moved aside as
 // `<name>.corrupt.<ts>` and reported, never crashes the caller and never silently vanishes.
 
-import { lstatSync, mkdirSync, renameSync } from 'node:fs';
+import { lstatSync, renameSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import type writeFileAtomicType from 'write-file-atomic';
 import { StateIOError, UnsafePathError, errnoCode } from '../errors.js';
-import { readNoFollow } from '../lock/files.js';
+import { ensureDir, readNoFollow } from '../lock/files.js';
 
 // Loaded on first write: read-only commands (`routine list`, `exec status`) never pay for it.
 let wfa: typeof writeFileAtomicType | undefined;
@@ -15,8 +15,9 @@ const writeFileAtomic = (): typeof writeFileAtomicType => (wfa ??= createRequire
 
 export function ensureStateDir(dir: string): void {
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    ensureDir(dir);
   } catch (err) {
+    if (err instanceof UnsafePathError) throw err;
     throw new StateIOError(`cannot create the state folder ${dir}: ${errnoCode(err) ?? String(err)}`);
   }
 }

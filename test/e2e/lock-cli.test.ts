@@ -5,11 +5,22 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseLockRecord, type LockRecord } from '../../src/lock/record.js';
+import { readLockStatus } from '../../src/lock/status.js';
 import { CLI, childEnv, eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 const lockFile = (project: string): string => join(project, '.routinely', 'locks', 'exec-run.lock');
+/** The holder's record with its live heartbeat and children, as `lock status --json` shows it
+ * (`exec-run.lock` itself is immutable once linked, SPEC §4.10). */
 const readLock = (project: string): LockRecord | null => {
+  try {
+    return readLockStatus({ lockDir: join(project, '.routinely', 'locks'), key: 'exec-run' }).record;
+  } catch {
+    return null;
+  }
+};
+/** The `exec-run.lock` file itself. */
+const readLockFile = (project: string): LockRecord | null => {
   try {
     return parseLockRecord(readFileSync(lockFile(project), 'utf8'));
   } catch {
@@ -129,6 +140,7 @@ describe('lock run', () => {
     const after = readLock(project)!;
     expect(after.lock_id).toBe(newLock.lock_id);
     expect(after.owner.pid).toBe(next.pid);
+    expect(readLockFile(project)?.lock_id).toBe(newLock.lock_id);
     expect((await next.exited).code).toBe(0);
   });
 

@@ -224,6 +224,29 @@ suite('PostgreSQL backend', () => {
     }
   });
 
+  it('a command that ignores SIGTERM is SIGKILLed before its lease expires, when the database is gone (SPEC §4.14)', async () => {
+    const own = await startCluster();
+    onTestFinished(() => destroyCluster(own));
+    const url = await freshDatabase(own);
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 } });
+    const marks = join(dir, 'marks');
+    const holder = startCli(['lock', 'run', '--', 'bash', '-c', `trap '' TERM; echo up; while :; do echo "$EPOCHREALTIME" >> '${marks}'; sleep 0.02; done`], {
+      cwd: dir, env: { ROUTINELY_DATABASE_URL: url },
+    });
+    await holder.waitFor(/up/);
+    await sleep(700); // at least one heartbeat
+    stopServer(own, 'fast');
+    try {
+      expect((await holder.exited).code).toBe(1);
+      expect(holder.stderr()).toMatch(/lock lost: no successful heartbeat/);
+    } finally {
+      startServer(own);
+    }
+    const [row] = await sql<{ expires: number }>(url, `SELECT extract(epoch from expires_at)::float8 AS expires FROM routinely_leases WHERE key = 'exec-run'`);
+    const last = Math.max(...readFileSync(marks, 'utf8').trim().split('\n').map(Number));
+    expect(last, `the command still ran ${(last - row!.expires).toFixed(3)}s after the lease expired`).toBeLessThan(row!.expires);
+  });
+
   it('migrations: processes starting together on an empty database never race', async () => {
     const { dir, url, env } = await pgProject();
     const all = await Promise.all(Array.from({ length: 6 }, () => runCli(['lock', 'status'], { cwd: dir, env })));

@@ -10,6 +10,9 @@ export interface RunOptions {
   cwd?: string;
   env?: Record<string, string | undefined>;
   timeoutMs?: number;
+  /** Registers clean-up at the end of the test: concurrent tests must pass their own context's
+   * `onTestFinished` (the global one may belong to another test running at the same time). */
+  onFinished?: (fn: () => void) => void;
 }
 
 /** Child environment: ours minus the CA bundle that slows every node start (FACTS). */
@@ -68,7 +71,7 @@ export function start(file: string, args: string[], opts: RunOptions = {}): Spaw
   void exited.then(() => {
     done = true;
   });
-  onTestFinished(() => {
+  (opts.onFinished ?? onTestFinished)(() => {
     if (!done) child.kill('SIGKILL');
   });
   const timeoutMs = opts.timeoutMs ?? 30_000;

@@ -7,6 +7,7 @@ import { UnsafePathError } from '../../src/errors.js';
 import { acquireFileLease, attemptAcquire, type FileLockOptions } from '../../src/lock/acquire.js';
 import { systemProbe } from '../../src/lock/identity.js';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
+import { readLockStatus } from '../../src/lock/status.js';
 import { processRuns, eventually } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 
@@ -29,6 +30,11 @@ const readLock = (dir: string): LockRecord | null => parseLockRecord(readFileSyn
 function deadPid(): number {
   const r = spawnSync('sh', ['-c', 'echo $$']);
   return Number(r.stdout.toString().trim());
+}
+
+function selfStart(): string | null {
+  const me = systemProbe().inspect(process.pid);
+  return me.state === 'alive' ? me.startTime : null;
 }
 
 function staleRecord(over: Partial<LockRecord> = {}, owner: Partial<LockRecord['owner']> = {}): LockRecord {
@@ -57,10 +63,36 @@ describe('acquire and release', () => {
     expect(rec).toMatchObject({ version: 1, key: 'exec-run', lock_id: lease.lockId, generation: 1 });
     expect(rec.owner).toMatchObject({ pid: process.pid, host: systemProbe().host, command: 'test' });
     expect(rec.expires_at - rec.heartbeat_at).toBeCloseTo(10, 1);
+    // the slot is the same record
+    expect(parseLockRecord(readFileSync(join(dir, 'exec-run.slot.1'), 'utf8'))).toEqual(rec);
+    lease.refresh();
     expect(await lease.release()).toEqual({ released: true });
     expect(existsSync(join(dir, 'exec-run.lock'))).toBe(false);
-    // no temp files left behind
-    expect(readdirSync(dir).sort()).toEqual(['exec-run.generation']);
+    // the slot stays (it carries the generation), the release mark says it is free; no temp files
+    expect(readdirSync(dir).sort()).toEqual(['exec-run.beat.' + lease.lockId, 'exec-run.free.1', 'exec-run.slot.1']);
+    for (const name of readdirSync(dir)) expect(statSync(join(dir, name)).mode & 0o777).toBe(0o600);
+    const beat = JSON.parse(readFileSync(join(dir, `exec-run.beat.${lease.lockId}`), 'utf8'));
+    expect(beat).toMatchObject({ lock_id: lease.lockId, expires_at: expect.any(Number) });
+    expect(readLockStatus({ lockDir: dir, key: 'exec-run' })).toMatchObject({ state: 'free', generation: 1 });
+  });
+
+  it('keeps only a few slots and no files of earlier holders', async () => {
+    const dir = testdir();
+    for (let i = 0; i < 30; i++) {
+      const l = await mustAcquire(options(dir));
+      l.refresh();
+      await l.release();
+    }
+    const lease = await mustAcquire(options(dir));
+    expect(lease.generation).toBe(31);
+    // collected in batches: a bounded handful of the newest slots and marks, beats of those only
+    const names = readdirSync(dir);
+    const slots = names.filter((n) => n.startsWith('exec-run.slot.')).map((n) => Number(n.split('.').pop()));
+    expect(slots).toContain(31);
+    expect(slots.length).toBeLessThanOrEqual(12);
+    expect(Math.min(...slots)).toBeGreaterThan(31 - 12);
+    expect(names.filter((n) => n.startsWith('exec-run.beat.')).length).toBeLessThanOrEqual(8);
+    expect(names.filter((n) => n.includes('.tmp.'))).toEqual([]);
   });
 
   it('reports the holder when busy', async () => {
@@ -195,24 +227,27 @@ describe('stale locks and reclaim (SPEC §4.4, §4.5)', () => {
     expect(kept).not.toContain('exec-run.lock.stale.1000');
   });
 
-  it('breaks the guard of a crashed reclaimer', async () => {
+  it('takes over a holder whose slot is the highest and whose owner died, keeping its record', async () => {
     const dir = testdir();
-    const guard = { guard_id: 'x', pid: deadPid(), host: systemProbe().host, boot_id: systemProbe().bootId, start_time: '1', created_at: Date.now() / 1000 };
-    writeFileSync(join(dir, 'exec-run.lock.reclaim'), JSON.stringify(guard));
-    writeFileSync(join(dir, 'exec-run.lock'), '');
-    await mustAcquire(options(dir));
-    expect(existsSync(join(dir, 'exec-run.lock.reclaim'))).toBe(false);
+    const dead = staleRecord({ generation: 7 });
+    writeFileSync(join(dir, 'exec-run.slot.7'), serializeLockRecord(dead));
+    const lease = await mustAcquire(options(dir));
+    expect(lease.generation).toBe(8);
+    const kept = readdirSync(dir).filter((n) => n.startsWith('exec-run.lock.stale.'));
+    expect(kept).toHaveLength(1);
+    expect(parseLockRecord(readFileSync(join(dir, kept[0]!), 'utf8'))?.lock_id).toBe(dead.lock_id);
   });
 
-  it('waits for a live reclaimer instead of racing it', async () => {
+  it('withdraws a slot that refilled a gap below the highest one', async () => {
     const dir = testdir();
-    const me = systemProbe().inspect(process.pid);
-    const guard = { guard_id: 'x', pid: process.pid, host: systemProbe().host, boot_id: systemProbe().bootId, start_time: me.state === 'alive' ? me.startTime : null, created_at: Date.now() / 1000 };
-    writeFileSync(join(dir, 'exec-run.lock.reclaim'), JSON.stringify(guard));
-    writeFileSync(join(dir, 'exec-run.lock'), '');
+    const first = await mustAcquire(options(dir));
+    first.releaseSync();
+    // a slot far above, as if others went on while we stalled and old slots were collected
+    const ahead = staleRecord({ generation: 40 }, { pid: process.pid, start_time: selfStart() });
+    writeFileSync(join(dir, 'exec-run.slot.40'), serializeLockRecord(ahead));
     const r = await attemptAcquire(options(dir));
-    expect(r).toMatchObject({ ok: false, reason: 'RECLAIMING' });
-    expect(readFileSync(join(dir, 'exec-run.lock'), 'utf8')).toBe('');
+    expect(r).toMatchObject({ ok: false, reason: 'LOCK_HELD', holder: { generation: 40 } });
+    expect(existsSync(join(dir, 'exec-run.slot.2'))).toBe(false);
   });
 });
 
@@ -243,14 +278,17 @@ describe('paths we refuse (security)', () => {
 });
 
 describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
-  it('moves heartbeat_at and expires_at forward on refresh', async () => {
+  it('moves heartbeat_at and expires_at forward on refresh (in its own heartbeat file)', async () => {
     const dir = testdir();
     const clock = new ManualClock(Date.now());
     const lease = await mustAcquire(options(dir, { clock }));
-    const before = readLock(dir)!;
+    const view = readFileSync(join(dir, 'exec-run.lock'), 'utf8');
+    const before = readLockStatus({ lockDir: dir, key: 'exec-run', clock }).record!;
     clock.advance(3_000);
     expect(lease.refresh()).toEqual({ ok: true });
-    const after = readLock(dir)!;
+    // the lock record never changes once linked (SPEC §4.10)
+    expect(readFileSync(join(dir, 'exec-run.lock'), 'utf8')).toBe(view);
+    const after = readLockStatus({ lockDir: dir, key: 'exec-run', clock }).record!;
     expect(after.heartbeat_at - before.heartbeat_at).toBeCloseTo(3, 2);
     expect(after.expires_at - before.expires_at).toBeCloseTo(3, 2);
     expect(after.lock_id).toBe(before.lock_id);
@@ -281,15 +319,37 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     expect(readFileSync(join(dir, 'exec-run.lock'), 'utf8')).toBe(before);
   });
 
-  it('reports the lease lost when the wall clock jumps past its expiry (observers would call it stale)', async () => {
+  it.each([
+    ['+2 h', 2 * 3600_000],
+    ['-10 min', -600_000],
+  ])('rides out a wall-clock jump of %s while the lock is still ours (SPEC §4.13)', async (_name, jump) => {
+    const dir = testdir();
+    const clock = new ManualClock(Date.now());
+    const notices: string[] = [];
+    const lease = await mustAcquire(options(dir, { clock, hooks: { notice: (m) => notices.push(m) } }));
+    clock.advance(1_000);
+    expect(lease.held()).toBe(true);
+    clock.jumpWall(jump);
+    expect(lease.held()).toBe(true);
+    expect(lease.verify()).toEqual({ ok: true });
+    expect(lease.refresh()).toEqual({ ok: true });
+    const status = readLockStatus({ lockDir: dir, key: 'exec-run', clock });
+    expect(status).toMatchObject({ state: 'held', generation: 1 });
+    expect(status.expires_in_s).toBeGreaterThan(8);
+    if (jump > 0) expect(notices.join('\n')).toMatch(/wall clock jumped forward.*still ours/);
+    else expect(notices).toEqual([]);
+  });
+
+  it('after a wall-clock jump, a lock someone else took meanwhile is lost', async () => {
     const dir = testdir();
     const clock = new ManualClock(Date.now());
     const lease = await mustAcquire(options(dir, { clock }));
-    clock.advance(1_000);
-    expect(lease.held()).toBe(true);
-    clock.jumpWall(10_000);
+    clock.jumpWall(2 * 3600_000);
+    // an observer judged it expired and took the next slot
+    const next = staleRecord({ generation: 2, lock_id: 'a'.repeat(32) }, { pid: process.pid, start_time: selfStart() });
+    writeFileSync(join(dir, 'exec-run.slot.2'), serializeLockRecord(next));
     expect(lease.held()).toBe(false);
-    expect(lease.verify()).toMatchObject({ ok: false, lost: { why: expect.stringMatching(/wall clock/) } });
+    expect(lease.lost).toMatchObject({ why: expect.stringMatching(/generation 2/), graceMs: 0 });
   });
 
   it('release by a lease that is no longer the owner is a reported no-op', async () => {
@@ -302,7 +362,7 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     expect(readLock(dir)?.lock_id).toBe('c'.repeat(32));
   });
 
-  it('records tracked children in the lock at once', async () => {
+  it('records tracked children at once (journal and heartbeat)', async () => {
     const dir = testdir();
     const lease = await mustAcquire(options(dir));
     const child = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
@@ -310,8 +370,9 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
       child.kill('SIGKILL');
     });
     lease.trackChild(child.pid!);
-    const rec = readLock(dir)!;
+    const rec = readLockStatus({ lockDir: dir, key: 'exec-run' }).record!;
     expect(rec.owner.children).toEqual([{ pid: child.pid, start_time: expect.any(String) }]);
+    expect(readFileSync(join(dir, `exec-run.children.${lease.lockId}`), 'utf8')).toContain(`"pid":${child.pid}`);
   });
 });
 
