@@ -21,7 +21,7 @@ export function cronProblem(schedule: string, timezone?: string, use?: (cron: Cr
   const trimmed = schedule.trim();
   if (trimmed.startsWith('@')) {
     if (!NICKNAMES.has(trimmed.toLowerCase())) {
-      return `unknown nickname ${trimmed} (allowed: @hourly, @daily, @weekly, @monthly, @yearly)`;
+      return `unknown nickname ${trimmed} (allowed: ${[...NICKNAMES].join(', ')})`;
     }
   } else {
     const parts = trimmed.split(/\s+/);
