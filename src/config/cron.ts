@@ -3,8 +3,7 @@
 // `minute 61 out of range 0-59` instead of croner's generic wording.
 
 import { Cron } from 'croner';
-
-const NICKNAMES = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
+import { cronerPattern, NICKNAMES } from './dialect.js';
 
 const FIELDS5 = [
   { name: 'minute', min: 0, max: 59 },
@@ -16,12 +15,12 @@ const FIELDS5 = [
 const SECOND = { name: 'second', min: 0, max: 59 };
 
 /** Returns why the schedule is invalid, or null when croner accepts it; `use` gets the parsed
- * pattern when it is valid. */
+ * pattern when it is valid (as cronFor builds it, so its next runs follow our DST rule). */
 export function cronProblem(schedule: string, timezone?: string, use?: (cron: Cron) => void): string | null {
   const trimmed = schedule.trim();
   if (trimmed.startsWith('@')) {
     if (!NICKNAMES.has(trimmed.toLowerCase())) {
-      return `unknown nickname ${trimmed} (allowed: @hourly, @daily, @weekly, @monthly, @yearly)`;
+      return `unknown nickname ${trimmed} (allowed: ${[...NICKNAMES.keys()].join(', ')})`;
     }
   } else {
     const parts = trimmed.split(/\s+/);
@@ -56,14 +55,20 @@ export function keepCrons(): void {
   keep = true;
 }
 
+/** croner as a calculator for `pattern` in our dialect (Vixie's fixed-time rule, dialect.ts). */
 export function cronFor(pattern: string, timezone?: string): Cron {
   const key = `${timezone ?? ''}\u0000${pattern.trim()}`;
   let cron = crons.get(key);
   if (!cron) {
-    cron = new Cron(pattern.trim(), { mode: '5-or-6-parts', timezone, paused: true });
+    cron = croner(cronerPattern(pattern, timezone), timezone);
     if (keep) crons.set(key, cron);
   }
   return cron;
+}
+
+/** A croner calculator for a pattern cronerPattern has already translated. */
+export function croner(translated: string, timezone?: string): Cron {
+  return new Cron(translated, { mode: '5-or-6-parts', timezone, paused: true, fixedTimeRule: 'no-wildcard' });
 }
 
 function fieldProblem(field: string, spec: { name: string; min: number; max: number }): string | null {

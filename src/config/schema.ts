@@ -30,7 +30,7 @@ export const providerShape = {
 
 export const routineShape = {
   id,
-  schedule: z.string().check(z.describe('5-field cron, 6-field cron with seconds first, or @hourly/@daily/@weekly/@monthly/@yearly.')),
+  schedule: z.string().check(z.describe('5-field cron, 6-field cron with seconds first, or a nickname: @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly.')),
   action: z.enum(ROUTINE_ACTIONS).check(z.describe('What the routine runs under the exec lock.')),
   run: z.optional(z.string().check(z.minLength(1), z.describe('Shell command; required for action "command", forbidden otherwise.'))),
   timezone: z.optional(z.string().check(z.describe('IANA time zone, e.g. "Europe/Berlin"; default the machine zone.'))),

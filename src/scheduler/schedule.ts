@@ -1,8 +1,11 @@
 // Schedule math behind a small interface (STYLE lesson 3, supercronic's Expression): croner is
-// used as a calculator only; the scheduler loop owns every timer.
+// used as a calculator only; the scheduler loop owns every timer. Both schedules below follow
+// Vixie cron's fixed-time rule on DST days (config/dialect.ts), so `validate`, `routine list`
+// and the scheduler agree on every fire time.
 
-import { Cron } from 'croner';
-import { cronFor } from '../config/cron.js';
+import type { Cron } from 'croner';
+import { croner, cronFor } from '../config/cron.js';
+import { cronerPattern } from '../config/dialect.js';
 
 export interface Schedule {
   /** The first fire time strictly after `from`, or null when there is none. */
@@ -24,7 +27,9 @@ export function cronSchedule(pattern: string, timezone?: string): Schedule {
  * routines would otherwise keep ≈ 8 MB of croner tables alive to save 0.2 ms per fire (see
  * keepCrons in config/cron.ts). */
 export function lightSchedule(pattern: string, timezone?: string): Schedule {
-  const make = (): Cron => new Cron(pattern.trim(), { mode: '5-or-6-parts', timezone, paused: true });
+  // The translated pattern is a short string; the parsed tables are what is not kept.
+  const translated = cronerPattern(pattern, timezone);
+  const make = (): Cron => croner(translated, timezone);
   return {
     next: (from) => make().nextRun(from),
     previous: (at) => make().previousRuns(1, new Date(at.getTime() + 1))[0] ?? null,

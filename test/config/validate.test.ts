@@ -39,13 +39,17 @@ describe('validateConfig', () => {
     ['60 * * * * *', 'second 60 out of range 0-59'],
     ['* * * *', 'has 4 fields'],
     ['0 0 0 * * * 2030', 'has 7 fields'],
-    ['@reboot', 'unknown nickname @reboot'],
+    ['@reboot', 'unknown nickname @reboot (allowed: @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly)'],
     ['*/0 * * * *', 'minute step 0 must be at least 1'],
   ])('rejects schedule %j: %s', (schedule, why) => {
     expect(problems({ routines: [routine({ schedule })] })[0]).toContain(why);
   });
 
-  it.each(['@hourly', '@daily', '@weekly', '@monthly', '@yearly', '*/10 * * * * *', '0 9 * * MON-FRI', '0 3 * * *'])(
+  it.each([
+    '@hourly', '@daily', '@midnight', '@weekly', '@monthly', '@yearly', '@annually', '*/10 * * * * *', '0 9 * * MON-FRI', '0 3 * * *',
+    // croner's extensions (docs/routines.md, "Schedules")
+    '0 0 L * *', '0 0 15W * *', '0 0 LW * *', '0 0 * * 5L', '0 0 * * FRI#2', '0 0 ? * MON', '0 0 */2 * +1',
+  ])(
     'accepts schedule %j',
     (schedule) => {
       expect(problems({ routines: [routine({ schedule })] })).toEqual([]);

@@ -20,9 +20,9 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
 };
 
-function harness(config: object) {
+function harness(config: object, startMs = T0 + 500) {
   const dir = testProject(config);
-  const clock = new ManualClock(T0 + 500);
+  const clock = new ManualClock(startMs);
   const events: LogEvent[] = [];
   const fires: { id: string; scheduledAt: string; finish: (r?: Partial<FireResult>) => void }[] = [];
   const fire = (o: FireOptions): Promise<FireResult> =>
@@ -207,6 +207,45 @@ describe('Scheduler', () => {
     await h.done;
     expect(h.fires).toHaveLength(0);
     expect(h.events).toContainEqual({ event: 'scheduler.stopping', running: 0 });
+  });
+
+  /** Drives the loop in 30 s steps (its longest sleep) up to `endMs`, finishing every fire and
+   * waiting until it is recorded, so that no later tick meets it still running (a busy skip). */
+  async function runUntil(h: ReturnType<typeof harness>, endMs: number): Promise<void> {
+    const recorded = (): number => Object.values(readRoutineState(h.project).routines).reduce((n, r) => n + r.counts.success, 0);
+    let finished = 0;
+    while (h.clock.now() < endMs) {
+      h.clock.advance(30_000);
+      await settle();
+      if (h.fires.length === finished) continue;
+      for (const f of h.fires.slice(finished)) f.finish();
+      finished = h.fires.length;
+      await eventually(() => recorded() === finished, 5000);
+    }
+    expect(h.events.filter((e) => e.event === 'routine.skipped')).toEqual([]);
+  }
+
+  it('across a fall-back night, a 0 1,13 routine fires once at 01:00; an hourly one in both passes', async () => {
+    // America/New_York 2026-11-01: 02:00 EDT (06:00Z) falls back to 01:00 EST, so 01:00-01:59 happens twice.
+    const zone = { timezone: 'America/New_York' };
+    const h = harness({ routines: [routine('night', '0 1,13 * * *', zone), routine('hourly', '0 * * * *', zone)] }, Date.parse('2026-11-01T04:00:00.500Z'));
+    await settle();
+    await runUntil(h, Date.parse('2026-11-01T07:30:00Z')); // 02:30 EST
+    const at = (id: string): string[] => h.fires.filter((f) => f.id === id).map((f) => f.scheduledAt);
+    expect(at('night')).toEqual(['2026-11-01T05:00:00.000Z']); // 01:00 EDT, not also 01:00 EST
+    expect(at('hourly')).toEqual(['2026-11-01T05:00:00.000Z', '2026-11-01T06:00:00.000Z', '2026-11-01T07:00:00.000Z']);
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('on a spring-forward day, a 30 2,14 routine fires at the first minute after the gap', async () => {
+    // Europe/Berlin 2026-03-29: 02:00 CET (01:00Z) jumps to 03:00 CEST; cron runs the 02:30 job at 03:00.
+    const h = harness({ routines: [routine('list', '30 2,14 * * *', { timezone: 'Europe/Berlin' })] }, Date.parse('2026-03-29T00:00:00.500Z'));
+    await settle();
+    await runUntil(h, Date.parse('2026-03-29T02:00:00Z')); // 04:00 CEST
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-03-29T01:00:00.000Z']);
+    h.stop.abort();
+    await h.done;
   });
 
   it('on stop, waits for running fires up to the shutdown timeout, then stops them', async () => {
