@@ -7,6 +7,7 @@ import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
 import type { ExecStore } from './exec/store.js';
 import { SCHEDULER_LOCK_KEY, fileLockBackend, type LockBackend } from './lock/backend.js';
 import { fileRoutineStore } from './scheduler/file-store.js';
+import { ensureStateRoot } from './state/json-file.js';
 import type { RoutineStore } from './scheduler/store.js';
 
 export interface Backend {
@@ -21,15 +22,22 @@ export interface Backend {
 }
 
 export function fileBackend(project: Project): Backend {
-  return {
-    kind: 'file',
-    lock: fileLockBackend({
+  const lock = fileLockBackend({
       lockDir: project.lockDir,
       ttlMs: project.lockTtlMs,
       refreshMs: project.lockRefreshMs,
       generationFloor: () => execGenerationFloor(project),
       hooks: { notice: (m) => process.stderr.write(`routinely: ${m}\n`) },
-    }),
+  });
+  return {
+    kind: 'file',
+    lock: {
+      ...lock,
+      acquire: (key, owner, policy) => {
+        ensureStateRoot(project.stateDir);
+        return lock.acquire(key, owner, policy);
+      },
+    },
     exec: fileExecStore(project),
     routines: fileRoutineStore(project),
     schedulerKey: () => SCHEDULER_LOCK_KEY,

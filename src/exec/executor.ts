@@ -4,8 +4,8 @@
 // (ABORTED / LOCK_LOST), on SIGINT/SIGTERM (INTERRUPTED) or when the whole run times out
 // (ABORTED / RUN_TIMEOUT). The decisions are in plan.ts; this file only carries them out.
 
-import { closeSync, constants, openSync, realpathSync, writeSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { closeSync, constants, openSync, realpathSync, statfsSync, writeSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/schema.js';
 import type { Lease } from '../lock/lease.js';
@@ -152,7 +152,15 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         if (left > 0) writeLogQuiet(o.logPath(id), `routinely: ${leftoverMessage(left, 'the task\'s group')}\n`);
         o.lease.untrackChild(childPid);
       }
-      record(finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy));
+      const event = finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy);
+      if (event.type === 'task-finished' && event.status === 'failed' && event.why_code === 'TASK_FAILED' && diskFull(o.logPath(id))) {
+        Object.assign(event, {
+          why_code: 'LOG_WRITE_FAILED',
+          why: `its output could not be written to ${relative(o.root, o.logPath(id))} (no space left on device); ${event.why}`,
+          next: `free space on the state folder's disk, then: routinely exec resume ${state.run_id}`,
+        });
+      }
+      record(event);
       // A finished task must be on record before anything builds on it: a backend that writes
       // asynchronously (the database) is waited for, so a crash right after cannot lose it.
       try {
@@ -207,9 +215,24 @@ function writeLogQuiet(path: string, text: string): void {
 function openLog(path: string, attempts: number, runAttempt: number, clock: Clock): number {
   const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   if (attempts > 1 || runAttempt > 1) {
-    writeSync(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);
+    try {
+      writeSync(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);
+    } catch {
+      // a full disk: the task's own output fails the same way, and its result says so
+    }
   }
   return fd;
+}
+
+/** Whether the folder's file system has no room left: a task that failed while it could not
+ * write its log is told apart from one that failed on its own. */
+function diskFull(path: string): boolean {
+  try {
+    const s = statfsSync(dirname(path));
+    return s.bavail === 0 || s.ffree === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** The task's working folder, which must stay inside the project even through symlinks. */
@@ -241,7 +264,7 @@ function finishEvent(
   let why: Why | null = null;
   if (r.canceled) {
     status = 'interrupted';
-    const cause = stoppedBy === 'STATE_ERROR' || stoppedBy === null ? 'INTERRUPTED' : stoppedBy;
+    const cause = stoppedBy === 'STATE_ERROR' ? 'STATE_WRITE_FAILED' : stoppedBy === null ? 'INTERRUPTED' : stoppedBy;
     const because = stoppedBy === 'LOCK_LOST' ? 'the exec lock was lost' : stoppedBy === 'RUN_TIMEOUT' ? 'the run timed out' : stoppedBy === 'STATE_ERROR' ? 'run state could not be written' : 'the run was interrupted';
     why = { why_code: cause, why: `stopped because ${because}`, next: `routinely exec resume ${runId}` };
   } else if (r.timedOut) {

@@ -6,7 +6,7 @@ import type { Lease } from '../lock/lease.js';
 import { readNoFollow } from '../lock/files.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
 import { RunStore, listRunIds, loadRun, runDir } from './run-store.js';
-import { FencedError, type ExecStore, type RunWriter, type Warn } from './store.js';
+import { FencedError, type ExecStore, type RunWriter } from './store.js';
 
 /** The highest lock generation exec state shows (the registry and the newest runs), read
  * without changing anything: the floor for a lock folder that lost every slot (SPEC §4.12). */
@@ -41,7 +41,8 @@ export function fileExecStore(project: Project): ExecStore {
   const runs = join(dir, 'runs');
   return {
     location: relative(process.cwd(), runs) || runs,
-    loadRegistry: async (warn: Warn) => loadRegistry(registryPath, warn),
+    registryLocation: relative(process.cwd(), registryPath) || registryPath,
+    loadRegistry: async ({ write }) => loadRegistry(registryPath, write),
     saveRegistry: async (registry: Registry, now: string, lease: Lease) => {
       const check = lease.verify();
       if (!check.ok) throw new FencedError(check.lost.why);

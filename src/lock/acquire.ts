@@ -9,7 +9,7 @@
 
 import { renameSync, watch, type FSWatcher } from 'node:fs';
 import { systemClock, type Clock } from '../clock.js';
-import { UnsafePathError, errnoCode } from '../errors.js';
+import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { FileLease, lastReleased, type ViewStamp } from './file-lease.js';
 import { ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
 import { generationFloor } from './generation.js';
@@ -293,6 +293,8 @@ function lockDirError(paths: LockPaths, err: unknown): Error {
   if (err instanceof UnsafePathError) return err;
   const code = errnoCode(err);
   if (code === undefined) return err as Error;
+  // A full or failing disk is an I/O error on state (exit 74), not bad usage.
+  if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || code === 'EROFS') return stateWriteError(err, paths.dir, 'creating the lock in');
   const hint: Record<string, string> = {
     EACCES: 'permission denied',
     EPERM: 'operation not permitted',

@@ -37,6 +37,8 @@ export const myUid = (): number | null => EUID;
 
 export interface FileContent {
   text: string;
+  /** The bytes read (text is their UTF-8 decoding). */
+  bytes: Buffer;
   ino: number;
   mtimeMs: number;
 }
@@ -69,7 +71,8 @@ export function readFileChecked(path: string, cap = STATE_FILE_CAP): FileContent
     const st = fstatSync(fd);
     const why = refusal(path, st, cap);
     if (why) throw new UnsafePathError(`${why}; refusing to read it (remove or move it)`);
-    return { text: readAll(fd, st.size), ino: st.ino, mtimeMs: st.mtimeMs };
+    const bytes = readAll(fd, st.size);
+    return { text: bytes.toString('utf8'), bytes, ino: st.ino, mtimeMs: st.mtimeMs };
   } finally {
     closeSync(fd);
   }
@@ -84,16 +87,16 @@ const chunk = Buffer.allocUnsafe(8192);
 
 /** Reads a small file with as few read(2) calls as possible; never past `size` + one chunk (a
  * file that grows while we read is cut there, and its reader sees a torn record). */
-function readAll(fd: number, size: number): string {
+function readAll(fd: number, size: number): Buffer {
   let n = readSync(fd, chunk, 0, chunk.length, 0);
-  if (n < chunk.length) return chunk.toString('utf8', 0, n);
+  if (n < chunk.length) return Buffer.from(chunk.subarray(0, n));
   const parts = [Buffer.from(chunk)];
   let pos = n;
   while (pos <= size && (n = readSync(fd, chunk, 0, chunk.length, pos)) > 0) {
     parts.push(Buffer.from(chunk.subarray(0, n)));
     pos += n;
   }
-  return Buffer.concat(parts).toString('utf8');
+  return Buffer.concat(parts);
 }
 
 /** lstat that answers null for a missing name. */

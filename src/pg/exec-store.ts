@@ -7,10 +7,10 @@
 import { ensureDir } from '../lock/files.js';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
-import { StateIOError } from '../errors.js';
-import { checkRegistry, emptyRegistry, type Registry } from '../exec/registry.js';
+import { DatabaseError } from '../errors.js';
+import { checkRegistry, type Registry } from '../exec/registry.js';
 import { applyEventInPlace, isRunId, type RunEvent, type RunState } from '../exec/run-state.js';
-import { FencedError, type ExecStore, type RunWriter, type Warn } from '../exec/store.js';
+import { FencedError, type ExecStore, type RegistryRead, type RunWriter } from '../exec/store.js';
 import type { Lease } from '../lock/lease.js';
 import type { Db } from './connect.js';
 import { fenceCte } from './schema.js';
@@ -21,18 +21,18 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
   return {
     location: `database ${db.where} (project ${name})`,
 
-    async loadRegistry(warn: Warn): Promise<Registry> {
+    registryLocation: `the task registry of project ${name} in database ${db.where}`,
+
+    async loadRegistry({ write }): Promise<RegistryRead> {
       const { rows } = await db.query<{ registry: unknown }>('SELECT registry FROM routinely_registry WHERE project = $1', [name]);
-      if (!rows[0]) return emptyRegistry();
+      if (!rows[0]) return { kind: 'missing' };
       const checked = checkRegistry(rows[0].registry);
-      if (typeof checked === 'string') {
-        // kept under another project name for inspection, as files keep `<name>.corrupt.<ts>`
-        const aside = `${name}.corrupt.${Date.now()}`;
-        await db.query('UPDATE routinely_registry SET project = $2 WHERE project = $1', [name, aside]);
-        warn(`the task registry of project ${name} in the database is corrupt (${checked}); moved aside as project ${aside}, starting from an empty one`);
-        return emptyRegistry();
-      }
-      return checked;
+      if (typeof checked !== 'string') return { kind: 'ok', registry: checked };
+      if (!write) return { kind: 'corrupt', problem: checked, movedTo: null };
+      // kept under another project name for inspection, as files keep `<name>.corrupt.<ts>`
+      const aside = `${name}.corrupt.${Date.now()}`;
+      await db.query('UPDATE routinely_registry SET project = $2 WHERE project = $1', [name, aside]);
+      return { kind: 'corrupt', problem: checked, movedTo: `project ${aside}` };
     },
 
     async saveRegistry(registry: Registry, now: string, lease: Lease): Promise<number> {
@@ -116,7 +116,7 @@ class PgRunWriter implements RunWriter {
           if (r.rowCount === 0) this.fenced = new FencedError('the exec lock is no longer ours (database)');
           return;
         } catch (err) {
-          if (!(err instanceof StateIOError)) this.failure = err;
+          if (!(err instanceof DatabaseError)) this.failure = err;
           else if (!this.lease.held()) this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
           else await new Promise((r) => setTimeout(r, 250));
         }

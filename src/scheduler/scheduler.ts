@@ -231,7 +231,7 @@ export class Scheduler {
     if (this.running.has(id)) {
       // The previous fire is still going (or waiting out its jitter): a busy skip, recorded.
       const at = new Date(this.clock.now()).toISOString();
-      const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null };
+      const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, trigger: 'schedule' };
       this.o.log({ event: 'routine.skipped', routine: id, reason: fire.reason! });
       await this.o.store.recordFire(id, fire, this.warn);
       return;
@@ -255,7 +255,7 @@ export class Scheduler {
         onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
       });
       this.logResult(id, result);
-      await this.o.store.recordFire(id, result, this.warn).catch((err: Error) => this.warn(`could not record ${id}: ${err.message}`));
+      await this.o.store.recordFire(id, { ...result, trigger: 'schedule' }, this.warn).catch((err: Error) => this.warn(`could not record ${id}: ${err.message}`));
     })();
     const tracked = task.finally(() => {
       this.running.delete(id);

@@ -1,13 +1,13 @@
 // `routinely lock …` end to end: the built CLI, real processes, real signals.
 
-import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseLockRecord, type LockRecord } from '../../src/lock/record.js';
 import { readLockStatus } from '../../src/lock/status.js';
 import { CLI, childEnv, eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
-import { testProject } from '../helpers/testdir.js';
+import { testdir, testProject } from '../helpers/testdir.js';
 
 const lockFile = (project: string): string => join(project, '.routinely', 'locks', 'exec-run.lock');
 /** The holder's record with its live heartbeat and children, as `lock status --json` shows it
@@ -28,10 +28,20 @@ const readLockFile = (project: string): LockRecord | null => {
   }
 };
 
+/** The built CLI copied where any user can read it: the clone itself may sit in a folder only
+ * its owner can enter (/root, `mktemp -d`), and the bundle needs nothing outside dist/. */
+function reachableCli(): string {
+  const dir = testdir('routinely-dist-');
+  chmodSync(dir, 0o755);
+  cpSync(dirname(CLI), join(dir, 'dist'), { recursive: true });
+  spawnSync('chmod', ['-R', 'a+rX', dir]);
+  return join(dir, 'dist', 'cli.js');
+}
+
 /** Runs the CLI as an unprivileged user when we are root (root ignores file permissions). */
 function asUnprivileged(args: string[], cwd: string) {
   const argv = process.getuid?.() === 0
-    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, ...args]
+    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, reachableCli(), ...args]
     : [process.execPath, CLI, ...args];
   return new Promise<{ code: number | null; stderr: string }>((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), { cwd, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
