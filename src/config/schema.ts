@@ -68,6 +68,11 @@ export const rootShape = {
   lock: z.optional(z.strictObject(lockShape)),
   exec: z.optional(z.strictObject(execShape)),
   routines: z.optional(z.array(z.strictObject(routineShape))),
+  passEnv: z.optional(
+    z.array(z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/))).check(
+      z.describe('Environment variables that tasks and routine commands may see although routinely withholds them by default (ROUTINELY_DATABASE_URL, ROUTINELY_HTTP_TOKEN, the scheduler\'s config snapshot).'),
+    ),
+  ),
 };
 
 export const configSchema = z.strictObject(rootShape);
@@ -102,6 +107,8 @@ export interface Config {
     taskDirs: string[];
   };
   routines: RoutineDef[];
+  /** Withheld variables that commands may see anyway (SPEC §12). */
+  passEnv: string[];
 }
 
 /** Allowed keys of the object at a JSON path, for "unknown key" messages. */

@@ -159,6 +159,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
         taskDirs: raw.exec?.taskDirs ?? [],
       },
       routines,
+      passEnv: raw.passEnv ?? [],
     },
   };
 }

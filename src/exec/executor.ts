@@ -10,7 +10,8 @@ import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/schema.js';
 import type { Lease } from '../lock/lease.js';
 import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
-import { leftoverMessage, runProcess, stopGroup, type ProcessResult } from './process.js';
+import { openAppend } from '../state/durable.js';
+import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from './process.js';
 import type { TaskStatus } from './registry.js';
 import { FencedError, type RunWriter } from './store.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
@@ -36,6 +37,8 @@ export interface ExecuteOptions {
   /** Grace between SIGTERM and SIGKILL when tasks are stopped. */
   killGraceMs?: number;
   env?: NodeJS.ProcessEnv;
+  /** Withheld variables the tasks may see anyway (config `passEnv`). */
+  passEnv?: readonly string[];
   onEvent?: (event: RunEvent, state: RunState) => void;
 }
 
@@ -126,7 +129,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
             shell: true,
             cwd,
             env: {
-              ...(o.env ?? process.env), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
+              ...commandEnv(o.env ?? process.env, o.passEnv ?? []), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
               ROUTINELY_LOCK_GENERATION: String(gen), ROUTINELY_LOCK_ID: o.lease.lockId,
             },
             stdio: ['ignore', logFd, logFd],
@@ -213,7 +216,7 @@ function writeLogQuiet(path: string, text: string): void {
 }
 
 function openLog(path: string, attempts: number, runAttempt: number, clock: Clock): number {
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  const fd = openAppend(path);
   if (attempts > 1 || runAttempt > 1) {
     try {
       writeSync(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);

@@ -2,6 +2,7 @@
 // views. Each takes the project exec lock itself and returns a typed outcome; the CLI prints it.
 
 import { basename } from 'node:path';
+import { printable } from '../printable.js';
 import { openBackend, type Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
@@ -133,7 +134,7 @@ function ownerAlive(run: RunState): boolean {
 async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, clock: Clock): Promise<RunState> {
   const event: RunEvent = {
     type: 'run-finished', gen: lease.generation, at: nowIso(clock), status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
-    why: `its process (pid ${run.owner.pid} on ${run.owner.host}) ended without finishing the run`,
+    why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
     next: `routinely exec resume ${run.run_id}`,
   };
   const writer = store.runWriter(run.run_id, lease);
@@ -301,6 +302,7 @@ async function carryOut(
       runTimeoutMs: opts.runTimeoutMs,
       killGraceMs: opts.killGraceMs,
       env: ctx.env,
+      passEnv: ctx.project.config.passEnv,
       onEvent: opts.onEvent,
     });
     } catch (err) {
@@ -500,7 +502,7 @@ export function asSeen(run: RunState): RunState {
   const tasks = Object.fromEntries(Object.entries(run.tasks).map(([id, t]) => [id, t.status === 'running' ? { ...t, status: 'interrupted' as const } : t]));
   return {
     ...run, tasks, status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
-    why: `its process (pid ${run.owner.pid} on ${run.owner.host}) ended without finishing the run`,
+    why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
     next: `routinely exec resume ${run.run_id}`,
   };
 }

@@ -6,13 +6,15 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, read
 import { join } from 'node:path';
 import { NotFoundError, StateIOError, UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { STATE_FILE_CAP, readFileChecked, readNoFollow } from '../lock/files.js';
-import { writeAll } from '../state/durable.js';
+import { openAppend, writeAll } from '../state/durable.js';
 import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';
 import { RUN_STATUSES, applyEventInPlace, isRunId, type RunEvent, type RunState } from './run-state.js';
 import { FencedError, type RunWriter } from './store.js';
 
 const SNAPSHOT = 'run.json';
+/** Task ids name log files: the config's id pattern, never a path. */
+const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const JOURNAL = 'journal.jsonl';
 
 interface Snapshot extends RunState {
@@ -45,6 +47,7 @@ export function checkSnapshot(v: unknown, runId: string): Snapshot | string {
   if (!RUN_STATUSES.includes(s.status as never)) return `unknown status ${JSON.stringify(s.status)}`;
   if (!s.tasks || typeof s.tasks !== 'object' || !Number.isSafeInteger(s.generation)) return 'malformed tasks or generation';
   for (const [id, t] of Object.entries(s.tasks)) {
+    if (!TASK_ID.test(id) || id.includes('..')) return `task id ${JSON.stringify(id)} is not a task id`;
     if (!t || typeof t !== 'object' || !(TASK_STATUSES as readonly unknown[]).includes((t as { status?: unknown }).status)) return `task ${JSON.stringify(id)} is malformed`;
   }
   if (!s.owner || typeof s.owner !== 'object' || !Number.isSafeInteger(s.owner.pid)) return 'malformed owner';
@@ -229,7 +232,7 @@ export class RunStore implements RunWriter {
   /** Opens the journal for appending (done by create() and reopen()). */
   openJournal(): void {
     const path = join(this.dir, JOURNAL);
-    this.journalFd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    this.journalFd = openAppend(path);
     this.journalBytes = fstatSync(this.journalFd).size;
     if (this.journalBytes > 0) {
       // A crash mid-append leaves a torn last line; start ours on a fresh line.

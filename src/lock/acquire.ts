@@ -11,7 +11,7 @@ import { renameSync, watch, type FSWatcher } from 'node:fs';
 import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { FileLease, lastReleased, type ViewStamp } from './file-lease.js';
-import { ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
+import { checkFolder, ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
 import { generationFloor } from './generation.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
@@ -156,6 +156,7 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
   const paths = lockPaths(opts.lockDir, opts.key);
   const ctx: ReclaimContext = { paths, clock, probe };
   const step = stepOf(opts.hooks);
+  checkFolder(paths.dir);
   let garbage: string[] = [];
   for (let loop = 0; loop < MAX_LOOPS; loop++) {
     const look = lookAtLock(paths, clock.now(), probe, { observe: attempt.observe, hooks: opts.hooks, floor: opts.generationFloor });

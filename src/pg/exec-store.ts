@@ -10,6 +10,7 @@ import type { Project } from '../config/load.js';
 import { DatabaseError } from '../errors.js';
 import { checkRegistry, type Registry } from '../exec/registry.js';
 import { applyEventInPlace, isRunId, type RunEvent, type RunState } from '../exec/run-state.js';
+import { checkSnapshot, runDir } from '../exec/run-store.js';
 import { FencedError, type ExecStore, type RegistryRead, type RunWriter } from '../exec/store.js';
 import type { Lease } from '../lock/lease.js';
 import type { Db } from './connect.js';
@@ -53,23 +54,29 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       const snap = await db.query<{ snapshot: RunState; events_seq: string }>('SELECT snapshot, events_seq FROM routinely_runs WHERE project = $1 AND run_id = $2', [name, runId]);
       const row = snap.rows[0];
       if (!row) return null;
-      const state = row.snapshot;
+      // A row is input (SPEC §12): its run id must be the one asked for, every field in range,
+      // before anything (a log path) is made from it.
+      const checked = checkSnapshot(row.snapshot, runId);
+      if (typeof checked === 'string') throw new DatabaseError(`run ${runId} in the database is unreadable (${checked})`);
+      const { journal_offset: _o, ...state } = checked;
       const events = await db.query<{ event: RunEvent }>(
         'SELECT event FROM routinely_run_events WHERE project = $1 AND run_id = $2 AND seq > $3 ORDER BY seq',
         [name, runId, row.events_seq],
       );
-      for (const e of events.rows) applyEventInPlace(state, e.event);
+      for (const e of events.rows) {
+        if (e.event && typeof e.event === 'object' && Number.isSafeInteger(e.event.gen) && e.event.type !== 'run-created') applyEventInPlace(state, e.event);
+      }
       return state;
     },
 
     async listRunIds(limit: number): Promise<string[]> {
       const { rows } = await db.query<{ run_id: string }>('SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY run_id DESC LIMIT $2', [name, limit]);
-      return rows.map((r) => r.run_id);
+      return rows.map((r) => r.run_id).filter(isRunId);
     },
 
-    runWriter: (runId: string, lease: Lease): RunWriter => new PgRunWriter(db, name, runId, lease, join(logsDir, runId)),
+    runWriter: (runId: string, lease: Lease): RunWriter => new PgRunWriter(db, name, runId, lease, runDir(logsDir, runId)),
 
-    logPath: (runId, taskId) => join(logsDir, runId, `${taskId}.log`),
+    logPath: (runId, taskId) => join(runDir(logsDir, runId), `${taskId}.log`),
   };
 }
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError } from '../errors.js';
 import { acquireFileLease } from '../lock/acquire.js';
-import { lstatQuiet } from '../lock/files.js';
+import { checkFolder, lstatQuiet, trustRoot } from '../lock/files.js';
 import {
   HISTORY_LIMIT,
   TRIM_AT_BYTES,
@@ -48,6 +48,9 @@ interface Reading {
 /** The current state: the index, checked against every history file. `write`: the caller is
  * about to rewrite the index (under the lock), so a corrupt one is moved aside. */
 export function readRoutineStateChecked(project: Project, warn: Warn, mode: 'view' | 'write' = 'view'): Reading {
+  trustRoot(project.stateDir);
+  checkFolder(project.stateDir);
+  checkFolder(join(project.stateDir, 'history'));
   const path = statePath(project);
   const r = readJsonState(path, checkRoutineState, { moveAside: mode === 'write' });
   let state: RoutineStateFile;

@@ -24,7 +24,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
-import { ensureDir, randomHex, unlinkQuiet } from '../lock/files.js';
+import { ensureDir, myUid, randomHex, unlinkQuiet } from '../lock/files.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
 export interface DurableIo {
@@ -157,20 +157,28 @@ export function removeLeftoverTemps(path: string): number {
   return removed;
 }
 
-/** Opens `path` for appending (O_APPEND, never through a symlink, 0600), creating it. */
+/** Opens `path` for appending (O_APPEND | O_NOFOLLOW | O_NONBLOCK, created 0600), in a folder
+ * of ours, and checks what it opened before anything is written (SPEC §12): a regular file, ours,
+ * writable by us alone. A log or journal another user planted or can read along is refused. */
 export function openAppend(path: string): number {
   let fd: number;
   try {
     ensureDir(dirname(path));
-    fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   } catch (err) {
     if (errnoCode(err) === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to append to it`);
+    if (err instanceof UnsafePathError) throw err;
     throw stateWriteError(err, path, 'appending to');
   }
   const st = fstatSync(fd);
-  if (!st.isFile()) {
+  const uid = myUid();
+  let why: string | null = null;
+  if (!st.isFile()) why = `${path} is not a regular file; refusing to write to it (remove it)`;
+  else if (uid !== null && st.uid !== uid) why = `${path} is owned by uid ${st.uid}, not by this user; refusing to write to it (remove it)`;
+  else if ((st.mode & 0o077) !== 0) why = `${path} can be read or written by other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); refusing to write to it; fix it with: chmod 600 ${path}`;
+  if (why) {
     closeSync(fd);
-    throw new UnsafePathError(`${path} is not a regular file; refusing to append to it`);
+    throw new UnsafePathError(why);
   }
   return fd;
 }

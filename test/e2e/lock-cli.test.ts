@@ -1,7 +1,7 @@
 // `routinely lock …` end to end: the built CLI, real processes, real signals.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseLockRecord, type LockRecord } from '../../src/lock/record.js';
@@ -230,11 +230,20 @@ describe('unsafe and unusable paths', () => {
     const project = testProject();
     chmodSync(project, 0o755);
     chmodSync(join(project, 'routinely.json'), 0o644);
+    if (process.getuid?.() === 0) {
+      // the project is the unprivileged user's; its lock folder is not
+      chownSync(project, 65534, 65534);
+      chownSync(join(project, 'routinely.json'), 65534, 65534);
+      mkdirSync(join(project, '.routinely'), { mode: 0o700 });
+      chownSync(join(project, '.routinely'), 65534, 65534);
+    }
     mkdirSync(join(project, '.routinely', 'locks'), { recursive: true, mode: 0o755 });
     chmodSync(join(project, '.routinely', 'locks'), 0o555);
     const r = await asUnprivileged(['lock', 'run', '--if-busy', 'wait', '--', 'true'], project);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/cannot create the lock in .*\.routinely\/locks: permission denied \(EACCES\)/);
+    expect(r.stderr).toMatch(process.getuid?.() === 0
+      ? /\.routinely\/locks is owned by uid 0, not by this user/
+      : /cannot create the lock in .*\.routinely\/locks: permission denied \(EACCES\)/);
   });
 });
 
