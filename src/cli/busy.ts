@@ -14,15 +14,17 @@ export interface Policy {
   waitTimeoutMs?: number;
 }
 
-/** `--wait-timeout` alone implies `--if-busy wait`; with fail or skip it is a usage error. */
+/** `--wait-timeout` only means something while waiting: without `--if-busy wait` it is refused
+ * rather than silently ignored (or silently turned into a wait), so a typo never changes what a
+ * script does when the lock is busy. */
 export function busyPolicy(flags: BusyFlags, fallback: IfBusy): Policy {
-  if (flags.waitTimeout !== undefined) {
-    if (flags.ifBusy !== undefined && flags.ifBusy !== 'wait') {
-      throw new UsageError(`--wait-timeout only applies with --if-busy wait (got --if-busy ${flags.ifBusy})`);
-    }
-    return { ifBusy: 'wait', waitTimeoutMs: flags.waitTimeout * 1000 };
+  const ifBusy = flags.ifBusy ?? fallback;
+  if (flags.waitTimeout === undefined) return { ifBusy };
+  if (ifBusy !== 'wait') {
+    const given = flags.ifBusy !== undefined ? `got --if-busy ${flags.ifBusy}` : `--if-busy is ${fallback} by default`;
+    throw new UsageError(`--wait-timeout only applies with --if-busy wait (${given}); to wait up to ${flags.waitTimeout}s, add --if-busy wait`);
   }
-  return { ifBusy: flags.ifBusy ?? fallback };
+  return { ifBusy, waitTimeoutMs: flags.waitTimeout * 1000 };
 }
 
 const NOUN: Record<string, string> = { 'exec-run': 'exec', scheduler: 'scheduler' };

@@ -60,3 +60,24 @@ describe('help without a command', () => {
     expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
   });
 });
+
+describe('--wait-timeout without --if-busy wait is refused, never ignored', () => {
+  it.each([
+    [['lock', 'run', '--wait-timeout', '5', '--', 'echo', 'ran']],
+    [['register', '--wait-timeout', '5']],
+    [['exec', 'run', '--wait-timeout', '5']],
+    [['exec', 'resume', '--wait-timeout', '5']],
+    [['exec', 'reset', 'build', '--wait-timeout', '5']],
+    [['routine', 'run', 'nightly', '--wait-timeout', '5']],
+    [['exec', 'run', '--if-busy', 'skip', '--wait-timeout', '5']],
+  ])('%j', async (args) => {
+    const project = testProject({
+      exec: { tasks: [{ id: 'build', run: 'echo built' }] },
+      routines: [{ id: 'nightly', schedule: '0 3 * * *', action: 'command', run: 'echo fired' }],
+    });
+    const r = await runCli(args, { cwd: project });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^routinely: --wait-timeout only applies with --if-busy wait \((got --if-busy skip|--if-busy is fail by default)\); to wait up to 5s, add --if-busy wait\n$/);
+  });
+});

@@ -75,7 +75,7 @@ describe('lock run', () => {
     const project = testProject();
     const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 30'], { cwd: project });
     await holder.waitFor(/started/);
-    const r = await runCli(['lock', 'run', '--wait-timeout', '0.3', '--', 'true'], { cwd: project });
+    const r = await runCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '0.3', '--', 'true'], { cwd: project });
     expect(r.code).toBe(75);
     expect(r.stderr).toMatch(/exec busy: still held by pid \d+ .* after waiting 0.3s/);
     holder.child.kill('SIGTERM');
