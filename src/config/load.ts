@@ -5,6 +5,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { ConfigError, UsageError, errnoCode } from '../errors.js';
+import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
 import type { Config } from './schema.js';
 import { validateConfig, type ValidateOptions } from './validate.js';
 
@@ -105,21 +106,21 @@ export function stripJsonComments(text: string): string {
   return out;
 }
 
-/** Parses JSON (comments allowed), naming the line and column of a syntax error. */
+/** Parses JSON (comments allowed); a syntax error names its line and column
+ * (`routinely.json: line 7, column 3: invalid JSON: trailing comma before "}" (JSON allows none)`). */
 export function parseJsonFile(text: string, shown: string): unknown {
+  const json = text.includes('/') ? stripJsonComments(text) : text;
   try {
-    return JSON.parse(text.includes('/') ? stripJsonComments(text) : text);
+    return JSON.parse(json);
   } catch (err) {
-    const msg = (err as Error).message;
-    const pos = /position (\d+)/.exec(msg);
-    let where = '';
-    if (pos) {
-      const before = text.slice(0, Number(pos[1]));
-      const line = before.split('\n').length;
-      const col = before.length - before.lastIndexOf('\n');
-      where = ` at line ${line}, column ${col}`;
+    const syntax = findJsonSyntaxError(json);
+    if (syntax) {
+      const { line, column } = lineColumn(json, syntax.offset);
+      throw new ConfigError(shown, [{ path: '', message: `line ${line}, column ${column}: invalid JSON: ${syntax.message}` }]);
     }
-    throw new ConfigError(shown, [{ path: '', message: `invalid JSON${where}: ${msg}` }]);
+    // Not found by our checker (it should be): JSON.parse's own words, without the quoted text.
+    const msg = (err as Error).message.split('\n')[0]!.slice(0, 200);
+    throw new ConfigError(shown, [{ path: '', message: `invalid JSON: ${msg}` }]);
   }
 }
 

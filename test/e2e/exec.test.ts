@@ -74,7 +74,9 @@ describe('register', () => {
     expect(r.stderr).toContain('tasks/bad.json: [0].id: "build" is a duplicate (also exec.tasks[0])');
     expect(r.stderr).toContain('tasks/bad.json: [1].dependsOn[0]: "x" is the task itself');
     writeFileSync(join(project, 'tasks', 'bad.json'), '{ nope');
-    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: invalid JSON/);
+    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: line 1, column 3: invalid JSON: expected a property name in double quotes, found "n"/);
+    writeFileSync(join(project, 'tasks', 'bad.json'), '[\n  { "id": "a", "run": "true" },\n]\n');
+    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: line 2, column 31: invalid JSON: trailing comma before "\]"/);
   });
 });
 
