@@ -40,6 +40,14 @@ export function reportBusy(result: Exclude<AcquireResult, { ok: true }>, policy:
     err(`${noun} busy: still held by ${result.why} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
   } else {
     err(`${noun} busy: held by ${result.why}`);
+    // Only the exec lock's commands have --if-busy (the scheduler lock is never waited for).
+    if (key === 'exec-run') err('  to wait for it instead, add --if-busy wait (--wait-timeout S gives up after S seconds)');
   }
   return ExitCode.BUSY;
+}
+
+/** Said once on stderr when `--if-busy wait` starts waiting: whom we wait for, and how long. */
+export function waitNotice(policy: Policy, key = 'exec-run'): (holder: string) => void {
+  const limit = policy.waitTimeoutMs !== undefined ? `; giving up after ${policy.waitTimeoutMs / 1000}s` : '';
+  return (holder) => err(`waiting for the ${NOUN[key] ?? key} lock, held by ${holder}${limit}`);
 }

@@ -6,9 +6,10 @@ import { killGroup, leftoverMessage, runProcess, stopGroup } from '../exec/proce
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
 import type { LockStatus } from '../lock/status.js';
+import { acquireAnnounced } from '../announced-wait.js';
 import { disposable, openBackend, withBackend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
-import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
+import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { reportOutcome, reportStarted } from './outcome.js';
@@ -26,7 +27,7 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   using stop = new StopSignals();
   const owner = { command: 'lock run', routine: flags.routine ?? null, run_id: process.env.ROUTINELY_RUN_ID ?? null };
   await using backend = disposable(await openBackend(project));
-  const got = await backend.lock.acquire(EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal });
+  const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal }, waitNotice(policy));
   if (!got.ok) {
     if (got.reason === 'ABORTED') return stop.exitCode;
     const code = reportBusy(got, policy);

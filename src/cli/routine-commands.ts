@@ -6,10 +6,11 @@ import type { RoutineDef } from '../config/schema.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
 import { fireRoutine } from '../scheduler/fire.js';
 import { withBackend } from '../backend.js';
+import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
-import { busyPolicy, type BusyFlags } from './busy.js';
+import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, type Colour } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { selfCli } from './scheduler-command.js';
@@ -125,6 +126,12 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   const policy = busyPolicy(flags, 'fail');
   const project = loadProject({ configPath: g.config });
   const def = findRoutine(project, id);
+  if (policy.ifBusy === 'wait') {
+    // The fired child does the waiting, with its output in the routine's log: say here, once,
+    // whom this terminal waits for.
+    const lock = await withBackend(project, (b) => b.lock.status(EXEC_LOCK_KEY));
+    if (lock.state === 'held' && lock.holder) waitNotice(policy)(lock.holder);
+  }
   const stop = new AbortController();
   let received: 'SIGINT' | 'SIGTERM' | null = null;
   const onSignal = (sig: 'SIGINT' | 'SIGTERM'): void => {
