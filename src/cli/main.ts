@@ -229,8 +229,16 @@ wait for running routines up to --shutdown-timeout, stop them, exit 0.`)
   program
     .command('init')
     .description('write a commented starter routinely.json (with $schema) here')
-    .option('--force', 'overwrite an existing routinely.json')
-    .action(act(async (opts) => (await import('./init-command.js')).init(opts)));
+    .option('--force', 'write it even if a routinely.json exists here (overwritten) or in a parent folder (a nested project)')
+    .addHelpText('after', `
+Refuses (exit 2) when this folder already has a routinely.json, or is inside a project (a
+routinely.json in a parent folder, which commands run here already use); --force overrides both.
+With --config PATH it writes PATH instead of ./routinely.json.
+
+"$schema" points at ./node_modules/routinely/config/routinely.schema.json (relative to the file)
+when routinely is installed in the project or a parent folder; otherwise at the schema of the
+routinely running init, as a file:// URL that works on this machine only.`)
+    .action(act(async (opts) => (await import('./init-command.js')).init(opts, globals())));
 
   program
     .command('validate')

@@ -50,17 +50,23 @@ export function findConfig(options: LoadOptions = {}): string {
     if (!isFile(p)) throw new UsageError(`${source}: ${explicit} does not exist or is not a file`);
     return p;
   }
-  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
-    const candidate = join(dir, CONFIG_FILE);
-    if (isFile(candidate)) return candidate;
-    if (dirname(dir) === dir) break;
-  }
+  const found = findConfigUpward(resolve(cwd));
+  if (found) return found;
   throw new UsageError(
     `no ${CONFIG_FILE} found in ${resolve(cwd)} or any parent folder; run \`routinely init\` or pass --config PATH`,
   );
 }
 
-function isFile(p: string): boolean {
+/** The nearest `routinely.json` in `dir` or one of its parent folders. */
+export function findConfigUpward(dir: string): string | null {
+  for (let d = dir; ; d = dirname(d)) {
+    const candidate = join(d, CONFIG_FILE);
+    if (isFile(candidate)) return candidate;
+    if (dirname(d) === d) return null;
+  }
+}
+
+export function isFile(p: string): boolean {
   try {
     return statSync(p).isFile();
   } catch {
