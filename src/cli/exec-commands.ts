@@ -23,6 +23,7 @@ import type { GlobalOptions } from './main.js';
 import { Progress } from './progress.js';
 import { reportOutcome, reportStarted } from './outcome.js';
 import { StopSignals } from './signals.js';
+import { loadForView } from './view-project.js';
 
 export interface RunFlags extends BusyFlags {
   parallel?: number;
@@ -33,6 +34,11 @@ export interface RunFlags extends BusyFlags {
 
 function context(g: GlobalOptions): ExecContext {
   return { project: loadProject({ configPath: g.config }), warn: (m) => err(`routinely: warning: ${m}`) };
+}
+
+/** For the read-only views: the state is shown even while the config is invalid. */
+function viewContext(g: GlobalOptions): ExecContext {
+  return { project: loadForView(g).project, warn: (m) => err(`routinely: warning: ${m}`) };
 }
 
 const shownStateDir = (ctx: ExecContext): string => relative(process.cwd(), ctx.project.stateDir) || '.';
@@ -163,7 +169,7 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
 }
 
 export async function statusCommand(flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
-  const ctx = context(g);
+  const ctx = viewContext(g);
   const tasks = await execStatus(ctx);
   if (flags.json) {
     out(JSON.stringify(tasks, null, 2));
@@ -198,7 +204,7 @@ export function statusColor(status: string) {
 }
 
 export async function runsCommand(flags: { json?: boolean; limit: number }, g: GlobalOptions): Promise<number> {
-  const ctx = context(g);
+  const ctx = viewContext(g);
   const runs = await listRuns(ctx, flags.limit);
   if (flags.json) {
     out(JSON.stringify(runs.map(({ tasks: _t, ...r }) => ({ ...r, summary: summarize({ ...r, tasks: _t }) })), null, 2));
@@ -216,7 +222,7 @@ export async function runsCommand(flags: { json?: boolean; limit: number }, g: G
 }
 
 export async function showCommand(runId: string, flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
-  const ctx = context(g);
+  const ctx = viewContext(g);
   const run = await showRun(ctx, runId);
   if (flags.json) {
     out(JSON.stringify(run, null, 2));

@@ -14,6 +14,7 @@ import { err, formatInZone, humanDuration, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { reportOutcome, reportStarted } from './outcome.js';
 import { StopSignals } from './signals.js';
+import { loadForView } from './view-project.js';
 
 /** How long a forwarded SIGINT/SIGTERM may take before the group gets SIGKILL. */
 const FORWARD_GRACE_MS = 10_000;
@@ -95,7 +96,7 @@ async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals): Pr
 }
 
 export async function lockStatus(flags: { json?: boolean; key: string }, g: GlobalOptions): Promise<number> {
-  const project = loadProject({ configPath: g.config });
+  const { project } = loadForView(g);
   const status = await withBackend(project, (b) => b.lock.status(flags.key === 'scheduler' ? b.schedulerKey(hostId()) : flags.key));
   if (flags.json) {
     out(JSON.stringify(status, null, 2));

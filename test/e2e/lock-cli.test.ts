@@ -254,7 +254,7 @@ describe('bad input exits 2 and names what is wrong', () => {
 
   it('bad config: exit 2 naming file, path and value', async () => {
     const project = testProject({ routines: [{ id: 'x', schedule: '*/61 * * * *', action: 'exec-auto' }] });
-    const r = await runCli(['lock', 'status'], { cwd: project });
+    const r = await runCli(['lock', 'run', '--', 'true'], { cwd: project });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('routinely: routinely.json: routines[0].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)\n');
     writeFileSync(join(project, 'routinely.json'), '{\n  "lock": { "ttlSeconds": 5, }\n}');
