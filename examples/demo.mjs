@@ -19,8 +19,12 @@ const dim = (s) => (tty ? `\x1b[2m${s}\x1b[0m` : s);
 const say = (s) => console.log(`\n${bold(`## ${s}`)}`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Every command is printed from the very argv it runs with, so what the demo shows is what ran.
+const quote = (arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`);
+const shown = (args) => `$ routinely ${args.map(quote).join(' ')}`;
+
 function run(args) {
-  console.log(`$ routinely ${args.join(' ')}`);
+  console.log(shown(args));
   const r = spawnSync(process.execPath, [cli, ...args], { cwd: project, env, encoding: 'utf8' });
   const text = `${r.stdout}${r.stderr}`.trimEnd();
   if (text) console.log(text.replace(/^/gm, '  '));
@@ -28,29 +32,34 @@ function run(args) {
   return r.stdout;
 }
 
-const scheduler = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: project, env, stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts a command in the background, printed as a shell would show it (`… &`). */
+function background(args, stdio = ['ignore', 'pipe', 'pipe']) {
+  console.log(`${shown(args)} &`);
+  return spawn(process.execPath, [cli, ...args], { cwd: project, env, stdio });
+}
+
+console.log(`example project copied to ${project}`);
+say('the scheduler starts; routines fire every few seconds (heartbeat every 2 s, auto every 4 s, sync every 20 s)');
+const scheduler = background(['scheduler', 'start'], ['ignore', 'pipe', 'inherit']);
 scheduler.stdout.on('data', (d) => process.stdout.write(d.toString().replace(/^(?=.)/gm, `  ${dim('scheduler │')} `)));
 const stopped = new Promise((r) => scheduler.on('close', r));
 
 try {
-  console.log(`example project copied to ${project}`);
-  say('the scheduler starts; routines fire every few seconds (heartbeat every 2 s, auto every 4 s, sync every 20 s)');
-  console.log('$ routinely scheduler start');
   await sleep(6500);
 
   say('a manual exec run takes the exec lock for 6 s: the ticks that meet it are skipped, not failed');
   writeFileSync(join(project, 'tasks', 'migrate.json'), JSON.stringify({ id: 'migrate', run: 'echo migrating; sleep 6; echo migrated' }));
-  const manual = spawn(process.execPath, [cli, 'exec', 'run', 'migrate', '--if-busy', 'wait'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  console.log('$ routinely exec run migrate &');
+  // --if-busy wait: a routine's tick may hold the lock at this very moment; the run waits for it.
+  const manual = background(['exec', 'run', 'migrate', '--if-busy', 'wait']);
   let manualOut = '';
   manual.stdout.on('data', (d) => (manualOut += d));
+  manual.stderr.on('data', (d) => (manualOut += d));
   await sleep(1500);
   run(['lock', 'status']);
   say('by hand, meanwhile: fail names the holder (75), skip exits 0, wait queues for the lock');
   run(['lock', 'run', '--', 'echo', 'not now']);
   run(['lock', 'run', '--if-busy', 'skip', '--', 'echo', 'not now']);
-  console.log('$ routinely lock run --if-busy wait -- echo "got it" &');
-  const waiter = spawn(process.execPath, [cli, 'lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo "got it (generation $ROUTINELY_LOCK_GENERATION)"'], { cwd: project, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const waiter = background(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo "got it (generation $ROUTINELY_LOCK_GENERATION)"'], ['ignore', 'pipe', 'inherit']);
   let waiterOut = '';
   waiter.stdout.on('data', (d) => (waiterOut += d));
   await new Promise((r) => manual.on('close', r));

@@ -1,5 +1,12 @@
 // Builds dist/: the CLI and the library as ESM bundles (one esbuild run, shared chunks, each CLI
-// command in its own lazily loaded chunk), plus .d.ts files from tsc.
+// command in its own lazily loaded chunk), plus .d.ts files from tsc. `npm pack` runs it
+// (prepack), so a package packed from a fresh clone has its dist/.
+//
+// What the bundle leaves outside decides package.json's `dependencies`: commander, croner and pg
+// are bundled (devDependencies); zod's types are imported by the published .d.ts files (Config,
+// the schemas), so it is a dependency (durable writes are our own, src/state/durable.ts, not
+// write-file-atomic). test/e2e/pack.test.ts installs the packed tarball into a fresh project and
+// runs it, which catches a dependency missing from that list.
 import { build } from 'esbuild';
 import { readFileSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -17,7 +24,7 @@ await build({
   minifySyntax: true,
   chunkNames: 'chunks/[name]-[hash]',
   define: { __ROUTINELY_VERSION__: JSON.stringify(pkg.version) },
-  // commander and write-file-atomic are CommonJS: give the ESM bundle require() and __filename.
+  // commander and pg are CommonJS: give the ESM bundle require() and __filename.
   banner: {
     js: [
       "import { createRequire as __routinelyRequire } from 'node:module';",

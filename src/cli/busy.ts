@@ -14,15 +14,17 @@ export interface Policy {
   waitTimeoutMs?: number;
 }
 
-/** `--wait-timeout` alone implies `--if-busy wait`; with fail or skip it is a usage error. */
+/** `--wait-timeout` only means something while waiting: without `--if-busy wait` it is refused
+ * rather than silently ignored (or silently turned into a wait), so a typo never changes what a
+ * script does when the lock is busy. */
 export function busyPolicy(flags: BusyFlags, fallback: IfBusy): Policy {
-  if (flags.waitTimeout !== undefined) {
-    if (flags.ifBusy !== undefined && flags.ifBusy !== 'wait') {
-      throw new UsageError(`--wait-timeout only applies with --if-busy wait (got --if-busy ${flags.ifBusy})`);
-    }
-    return { ifBusy: 'wait', waitTimeoutMs: flags.waitTimeout * 1000 };
+  const ifBusy = flags.ifBusy ?? fallback;
+  if (flags.waitTimeout === undefined) return { ifBusy };
+  if (ifBusy !== 'wait') {
+    const given = flags.ifBusy !== undefined ? `got --if-busy ${flags.ifBusy}` : `--if-busy is ${fallback} by default`;
+    throw new UsageError(`--wait-timeout only applies with --if-busy wait (${given}); to wait up to ${flags.waitTimeout}s, add --if-busy wait`);
   }
-  return { ifBusy: flags.ifBusy ?? fallback };
+  return { ifBusy, waitTimeoutMs: flags.waitTimeout * 1000 };
 }
 
 const NOUN: Record<string, string> = { 'exec-run': 'exec', scheduler: 'scheduler' };
@@ -38,6 +40,14 @@ export function reportBusy(result: Exclude<AcquireResult, { ok: true }>, policy:
     err(`${noun} busy: still held by ${result.why} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
   } else {
     err(`${noun} busy: held by ${result.why}`);
+    // Only the exec lock's commands have --if-busy (the scheduler lock is never waited for).
+    if (key === 'exec-run') err('  to wait for it instead, add --if-busy wait (--wait-timeout S gives up after S seconds)');
   }
   return ExitCode.BUSY;
+}
+
+/** Said once on stderr when `--if-busy wait` starts waiting: whom we wait for, and how long. */
+export function waitNotice(policy: Policy, key = 'exec-run'): (holder: string) => void {
+  const limit = policy.waitTimeoutMs !== undefined ? `; giving up after ${policy.waitTimeoutMs / 1000}s` : '';
+  return (holder) => err(`waiting for the ${NOUN[key] ?? key} lock, held by ${holder}${limit}`);
 }

@@ -15,14 +15,15 @@ import {
   type RegisterSummary,
   type RunOptions,
 } from '../exec/operations.js';
-import { exitCodeFor } from '../exec/outcome.js';
+import { attemptStart, exitCodeFor, nextBesideShow } from '../exec/outcome.js';
 import { summarize, type RunState } from '../exec/run-state.js';
-import { busyPolicy, reportBusy, type BusyFlags, type Policy } from './busy.js';
+import { busyPolicy, reportBusy, waitNotice, type BusyFlags, type Policy } from './busy.js';
 import { err, humanDuration, out, paint, useColor } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { Progress } from './progress.js';
 import { reportOutcome, reportStarted } from './outcome.js';
 import { StopSignals } from './signals.js';
+import { loadForView } from './view-project.js';
 
 export interface RunFlags extends BusyFlags {
   parallel?: number;
@@ -35,6 +36,11 @@ function context(g: GlobalOptions): ExecContext {
   return { project: loadProject({ configPath: g.config }), warn: (m) => err(`routinely: warning: ${m}`) };
 }
 
+/** For the read-only views: the state is shown even while the config is invalid. */
+function viewContext(g: GlobalOptions): ExecContext {
+  return { project: loadForView(g).project, warn: (m) => err(`routinely: warning: ${m}`) };
+}
+
 const shownStateDir = (ctx: ExecContext): string => relative(process.cwd(), ctx.project.stateDir) || '.';
 
 export const describeSummary = (s: RegisterSummary): string =>
@@ -44,7 +50,7 @@ export async function registerCommand(flags: BusyFlags & { routine?: string }, g
   const policy = busyPolicy(flags, 'fail');
   const ctx = context(g);
   using stop = new StopSignals();
-  const r = await register(ctx, { ...policy, signal: stop.signal, routine: flags.routine ?? null, onLocked: () => reportStarted() });
+  const r = await register(ctx, { ...policy, signal: stop.signal, routine: flags.routine ?? null, onLocked: () => reportStarted(), onWait: waitNotice(policy) });
   if (r.kind === 'busy') return busy(r.busy, policy, stop);
   out(describeSummary(r.value));
   reportOutcome('success', describeSummary(r.value), ExitCode.OK);
@@ -87,6 +93,7 @@ function runOptions(flags: RunFlags, policy: Policy, stop: StopSignals, progress
     routine: flags.routine ?? null,
     runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
     onLocked: () => reportStarted(),
+    onWait: waitNotice(policy),
     onStart: (s) => progress?.start(s),
     onEvent: (e, s) => progress?.event(e, s),
   };
@@ -118,9 +125,11 @@ export function runSummary(state: RunState): string[] {
   if (c.skipped_dependency) parts.push(`${c.skipped_dependency} skipped`);
   if (c.interrupted) parts.push(`${c.interrupted} interrupted`);
   if (c.pending) parts.push(`${c.pending} not started`);
-  const took = state.finished_at ? ` in ${humanDuration(Date.parse(state.finished_at) - Date.parse(state.created_at))}` : '';
+  // A resumed run reports this attempt's time, not the time since the run was first created.
+  const took = state.finished_at ? ` in ${humanDuration(Date.parse(state.finished_at) - Date.parse(attemptStart(state)))}` : '';
   const statusColor = state.status === 'SUCCEEDED' ? 'green' : state.status === 'INTERRUPTED' ? 'yellow' : 'red';
-  const lines = [`run ${state.run_id} ${paint(state.status, statusColor, color)}: ${parts.join(', ')}${took}`];
+  const attempt = state.attempt > 1 ? ` (resume, attempt ${state.attempt})` : '';
+  const lines = [`run ${state.run_id} ${paint(state.status, statusColor, color)}${attempt}: ${parts.join(', ')}${took}`];
   if (state.why) lines.push(`  why:  ${state.why}`);
   if (state.next) lines.push(`  next: ${state.next}`);
   return lines;
@@ -152,7 +161,7 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
       else err(`${conflict.why}\n  status: CONFLICT (LOCK_CONFLICT); the run was not touched`);
       return ExitCode.BUSY;
     }
-    if (r.kind === 'nothing') return nothingToDo({ status: 'NOTHING_TO_RESUME', why: r.why }, flags);
+    if (r.kind === 'nothing') return nothingToDo({ status: 'NOTHING_TO_RESUME', why: r.why, ...(r.next ? { next: r.next } : {}) }, flags);
     return finish(r.state, flags, progress, stop);
   } finally {
     progress?.stop();
@@ -160,7 +169,7 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
 }
 
 export async function statusCommand(flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
-  const ctx = context(g);
+  const ctx = viewContext(g);
   const tasks = await execStatus(ctx);
   if (flags.json) {
     out(JSON.stringify(tasks, null, 2));
@@ -195,7 +204,7 @@ export function statusColor(status: string) {
 }
 
 export async function runsCommand(flags: { json?: boolean; limit: number }, g: GlobalOptions): Promise<number> {
-  const ctx = context(g);
+  const ctx = viewContext(g);
   const runs = await listRuns(ctx, flags.limit);
   if (flags.json) {
     out(JSON.stringify(runs.map((run) => {
@@ -222,7 +231,7 @@ export async function runsCommand(flags: { json?: boolean; limit: number }, g: G
 }
 
 export async function showCommand(runId: string, flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
-  const ctx = context(g);
+  const ctx = viewContext(g);
   const run = await showRun(ctx, runId);
   if (flags.json) {
     out(JSON.stringify(run, null, 2));
@@ -230,9 +239,11 @@ export async function showCommand(runId: string, flags: { json?: boolean }, g: G
   }
   const color = useColor();
   out(`run ${run.run_id}: ${run.status} (attempt ${run.attempt}, generation ${run.generation}, ${run.command}${run.routine ? `, routine ${run.routine}` : ''})`);
-  out(`  started ${run.created_at}${run.finished_at ? `, finished ${run.finished_at}` : ''}`);
+  const resumed = run.resumed_at ? `, resumed ${run.resumed_at}` : '';
+  const took = run.finished_at ? ` (${humanDuration(Date.parse(run.finished_at) - Date.parse(attemptStart(run)))})` : '';
+  out(`  started ${run.created_at}${resumed}${run.finished_at ? `, finished ${run.finished_at}${took}` : ''}`);
   if (run.why) out(`  why:  ${run.why_code}: ${run.why}`);
-  if (run.next) out(`  next: ${run.next}`);
+  if (run.next) out(`  next: ${nextBesideShow(run.run_id, run.next)}`);
   const width = Math.max(4, ...Object.keys(run.tasks).map((k) => k.length));
   for (const [id, t] of Object.entries(run.tasks)) {
     const took = t.duration_ms !== null ? ` ${humanDuration(t.duration_ms)}` : '';
@@ -246,7 +257,7 @@ export async function showCommand(runId: string, flags: { json?: boolean }, g: G
 export async function resetCommand(ids: string[], flags: BusyFlags, g: GlobalOptions): Promise<number> {
   const policy = busyPolicy(flags, 'fail');
   const ctx = context(g);
-  const r = await resetTasks(ctx, ids, policy);
+  const r = await resetTasks(ctx, ids, { ...policy, onWait: waitNotice(policy) });
   if (r.kind === 'busy') return reportBusy(r.busy, policy);
   out(`reset to pending: ${r.value.join(', ')}`);
   return ExitCode.OK;

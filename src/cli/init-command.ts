@@ -1,14 +1,21 @@
-// `routinely init`: a commented starter routinely.json with `$schema`.
+// `routinely init`: a commented starter routinely.json with `$schema`, unless the folder already
+// belongs to a project (then commands run here use that project's config, and a second,
+// nested project is almost always a mistake).
 
-import { existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { displayPath, findConfigUpward } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { out } from './io.js';
+import type { GlobalOptions } from './main.js';
+import { schemaRefFor, type SchemaRef } from './schema-ref.js';
 
-export const STARTER = `{
+export function starter(schema: SchemaRef): string {
+  return `{
   // routinely project configuration. Comments are allowed; unknown keys are errors.
-  // Reference: https://github.com/routinely (README), schema below for editor completion.
-  "$schema": "./node_modules/routinely/config/routinely.schema.json",
+  // Reference: routinely's README and docs/; \`routinely validate\` checks this file.
+${schema.comment.map((c) => `  // ${c}`).join('\n')}
+  "$schema": ${JSON.stringify(schema.ref)},
 
   // State (routine-state.json, history, locks, exec runs), relative to this file.
   "stateDir": ".routinely",
@@ -37,14 +44,34 @@ export const STARTER = `{
   ]
 }
 `;
+}
 
-export async function init(flags: { force?: boolean }): Promise<number> {
-  const path = join(process.cwd(), 'routinely.json');
+/** `--config PATH` names the file to write (default ./routinely.json). */
+export async function init(flags: { force?: boolean }, g: GlobalOptions): Promise<number> {
+  const path = resolve(g.config ?? 'routinely.json');
+  const dir = dirname(path);
+  if (!isDirectory(dir)) throw new UsageError(`cannot write ${path}: the folder ${dir} does not exist`);
   if (existsSync(path) && !flags.force) {
     throw new UsageError(`${path} already exists; pass --force to overwrite it`);
   }
-  writeFileSync(path, STARTER, { mode: 0o644 });
+  const outer = dirname(dir) === dir ? null : findConfigUpward(dirname(dir));
+  if (outer && !flags.force) {
+    throw new UsageError(
+      `${displayPath(dir) || '.'} is already inside the project of ${outer} (routinely commands run here use it); ` +
+        'to start a separate project nested in it, pass --force',
+    );
+  }
+  writeFileSync(path, starter(schemaRefFor(dir)), { mode: 0o644 });
   out(`wrote ${path}`);
+  if (outer) out(`note: a nested project; commands run in ${dirname(outer)} outside this folder still use ${outer}`);
   out('next: routinely validate, then routinely scheduler start');
   return ExitCode.OK;
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }

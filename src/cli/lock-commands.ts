@@ -6,14 +6,16 @@ import { commandEnv, killGroup, leftoverMessage, runProcess, stopGroup } from '.
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
 import type { LockStatus } from '../lock/status.js';
+import { acquireAnnounced } from '../announced-wait.js';
 import { disposable, openBackend, withBackend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
-import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
+import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
 import { printable } from '../printable.js';
 import { err, formatInZone, humanDuration, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { reportOutcome, reportStarted } from './outcome.js';
 import { StopSignals } from './signals.js';
+import { loadForView } from './view-project.js';
 
 /** How long a forwarded SIGINT/SIGTERM may take before the group gets SIGKILL. */
 const FORWARD_GRACE_MS = 10_000;
@@ -27,7 +29,7 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   using stop = new StopSignals();
   const owner = { command: 'lock run', routine: flags.routine ?? null, run_id: process.env.ROUTINELY_RUN_ID ?? null };
   await using backend = disposable(await openBackend(project));
-  const got = await backend.lock.acquire(EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal });
+  const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal }, waitNotice(policy));
   if (!got.ok) {
     if (got.reason === 'ABORTED') return stop.exitCode;
     const code = reportBusy(got, policy);
@@ -98,7 +100,7 @@ async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals, bas
 }
 
 export async function lockStatus(flags: { json?: boolean; key: string }, g: GlobalOptions): Promise<number> {
-  const project = loadProject({ configPath: g.config });
+  const { project } = loadForView(g);
   const status = await withBackend(project, (b) => b.lock.status(flags.key === 'scheduler' ? b.schedulerKey(hostId()) : flags.key));
   if (flags.json) {
     out(JSON.stringify(status, null, 2));

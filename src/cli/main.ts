@@ -52,7 +52,8 @@ function buildProgram(setExit: (code: number) => void): Command {
   const program = new Command('routinely')
     .description('Run a project\'s recurring work safely under one crash-safe project exec lock.')
     .version(VERSION, '-V, --version', 'print the version')
-    .option('-c, --config <path>', 'config file (default: routinely.json found upward; env ROUTINELY_CONFIG)')
+    .addOption(configOption())
+    .configureHelp({ showGlobalOptions: true })
     .enablePositionalOptions()
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
@@ -68,7 +69,11 @@ Examples:
 Exit codes: 0 ok or skipped, 1 work failed or lock lost, 2 bad usage or config,
 75 lock busy, 130/143 stopped by SIGINT/SIGTERM.`,
     );
-  const globals = (): GlobalOptions => program.opts<GlobalOptions>();
+  let active: Command = program;
+  program.hook('preAction', (_program, actionCommand) => {
+    active = actionCommand;
+  });
+  const globals = (): GlobalOptions => globalsOf(active);
   const act =
     <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
     async (...args: A): Promise<void> => {
@@ -224,15 +229,53 @@ wait for running routines up to --shutdown-timeout, stop them, exit 0.`)
   program
     .command('init')
     .description('write a commented starter routinely.json (with $schema) here')
-    .option('--force', 'overwrite an existing routinely.json')
-    .action(act(async (opts) => (await import('./init-command.js')).init(opts)));
+    .option('--force', 'write it even if a routinely.json exists here (overwritten) or in a parent folder (a nested project)')
+    .addHelpText('after', `
+Refuses (exit 2) when this folder already has a routinely.json, or is inside a project (a
+routinely.json in a parent folder, which commands run here already use); --force overrides both.
+With --config PATH it writes PATH instead of ./routinely.json.
+
+"$schema" points at ./node_modules/routinely/config/routinely.schema.json (relative to the file)
+when routinely is installed in the project or a parent folder; otherwise at the schema of the
+routinely running init, as a file:// URL that works on this machine only.`)
+    .action(act(async (opts) => (await import('./init-command.js')).init(opts, globals())));
 
   program
     .command('validate')
     .description('check the config and print the next 3 fire times of each routine')
     .action(act(async () => (await import('./validate-command.js')).validate(globals())));
 
+  acceptGlobalsEverywhere(program);
   return program;
+}
+
+const configOption = (): Option =>
+  new Option('-c, --config <path>', 'config file (default: routinely.json found upward; env ROUTINELY_CONFIG)');
+
+/** The global options are accepted after any subcommand too (`routinely validate --config X`, as
+ * users type them). commander reads an option only on the command that defines it, and the
+ * positional options that `lock run -- CMD` needs stop the program's own options at the first
+ * subcommand, so every command gets hidden copies (help lists them once, as global options). */
+function acceptGlobalsEverywhere(cmd: Command): void {
+  for (const sub of cmd.commands) {
+    sub.addOption(configOption().hideHelp());
+    sub.version(VERSION, '-V, --version');
+    sub.options.find((o) => o.long === '--version')?.hideHelp();
+    acceptGlobalsEverywhere(sub);
+  }
+}
+
+/** The global options as given anywhere on the command line; given twice, the one nearest the
+ * subcommand (the later one) wins. */
+function globalsOf(command: Command): GlobalOptions {
+  const chain: Command[] = [];
+  for (let c: Command | null = command; c; c = c.parent) chain.unshift(c);
+  const merged: GlobalOptions = {};
+  for (const c of chain) {
+    const config = c.opts<GlobalOptions>().config;
+    if (config !== undefined) merged.config = config;
+  }
+  return merged;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -241,6 +284,13 @@ export async function main(argv: string[]): Promise<number> {
     exitCode = code;
   });
   try {
+    const bare = helpWithoutCommand(program, argv.slice(2));
+    if (bare) {
+      // `routinely` or `routinely exec` alone: asked for nothing wrong, so the help goes to
+      // stdout (commander would print it to stderr) and the exit code is 0.
+      bare.outputHelp();
+      return ExitCode.OK;
+    }
     await program.parseAsync(argv);
     return exitCode;
   } catch (error) {
@@ -251,6 +301,15 @@ export async function main(argv: string[]): Promise<number> {
     }
     return code;
   }
+}
+
+/** The command whose help answers these arguments: none at all, or a group (`exec`, `lock`, …)
+ * without its subcommand. */
+function helpWithoutCommand(program: Command, args: string[]): Command | null {
+  if (args.length === 0) return program;
+  if (args.length !== 1) return null;
+  const group = program.commands.find((c) => c.name() === args[0]);
+  return group && group.commands.length > 0 ? group : null;
 }
 
 function reportError(error: unknown): number {

@@ -2,17 +2,19 @@
 
 import { cronProblem } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
-import type { RoutineDef } from '../config/schema.js';
+import { ID_PATTERN, type RoutineDef } from '../config/schema.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
 import { fireRoutine } from '../scheduler/fire.js';
 import { withBackend } from '../backend.js';
+import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
-import { busyPolicy, type BusyFlags } from './busy.js';
+import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, type Colour } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { selfCli } from './scheduler-command.js';
+import { loadForView, stateOnly } from './view-project.js';
 
 const warnTo = (m: string): void => err(`routinely: warning: ${m}`);
 
@@ -49,6 +51,22 @@ function nextRunOf(project: Project, r: RoutineDef, now: Date): string | null {
   return next;
 }
 
+/** A row of `routine list`: a routine of the config, or, while the config is invalid, one found
+ * only in the state (no schedule, action or next run known). */
+export type ListedRow = Omit<RoutineRow, 'schedule' | 'action' | 'enabled'> & {
+  schedule: string | null;
+  action: string | null;
+  enabled: boolean | null;
+};
+
+/** The routines the state knows, for when the config cannot say which there are. */
+async function stateRows(project: Project): Promise<ListedRow[]> {
+  const state = await withBackend(project, (b) => b.routines.read(warnTo));
+  return Object.entries(state.routines).map(([id, record]) => ({
+    id, schedule: null, timezone: null, action: null, enabled: null, next_run_at: null, ...record,
+  }));
+}
+
 export async function routineRows(project: Project, now: Date): Promise<RoutineRow[]> {
   const state = await withBackend(project, (b) => b.routines.read(warnTo));
   return project.config.routines.map((r) => ({
@@ -69,13 +87,22 @@ const RESULT_WORD: Record<string, [string, Colour]> = {
 };
 
 export async function routineList(flags: { json?: boolean; check?: boolean }, g: GlobalOptions): Promise<number> {
-  // Schedules are checked while their next run is computed, one parse each (see nextRunOf).
-  const project = loadProject({ configPath: g.config, schedules: false });
   const now = new Date();
-  const rows = await routineRows(project, now);
+  let rows: ListedRow[];
+  let fromState = false;
+  try {
+    // Schedules are checked while their next run is computed, one parse each (see nextRunOf).
+    rows = await routineRows(loadProject({ configPath: g.config, schedules: false }), now);
+  } catch (error) {
+    // --check is for monitoring: an invalid config is a problem to report (exit 2), not to
+    // look past.
+    if (flags.check || !(error instanceof ConfigError)) throw error;
+    rows = await stateRows(stateOnly(g, error));
+    fromState = true;
+  }
   const failing = rows.filter((r) => r.enabled && r.last_result === 'failure');
   if (flags.json) out(JSON.stringify(rows, null, 2));
-  else printTable(rows, now);
+  else printTable(rows, now, fromState);
   if (flags.check && failing.length > 0) {
     err(`routinely: failing routine${failing.length > 1 ? 's' : ''}: ${failing.map((r) => `${r.id} (${r.last_reason ?? 'failed'})`).join(', ')}`);
     return ExitCode.FAILED;
@@ -83,21 +110,21 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
   return ExitCode.OK;
 }
 
-function printTable(rows: RoutineRow[], now: Date): void {
+function printTable(rows: ListedRow[], now: Date, fromState: boolean): void {
   if (rows.length === 0) {
-    out('no routines in the config');
+    out(fromState ? 'no routines recorded in the state' : 'no routines in the config');
     return;
   }
   const color = useColor();
   const table = rows.map((r) => {
-    const next = r.next_run_at ? `${formatInZone(new Date(r.next_run_at), r.timezone ?? undefined).slice(0, 19)} (in ${humanDuration(Date.parse(r.next_run_at) - now.getTime())})` : r.enabled ? '-' : 'disabled';
+    const next = r.next_run_at ? `${formatInZone(new Date(r.next_run_at), r.timezone ?? undefined).slice(0, 19)} (in ${humanDuration(Date.parse(r.next_run_at) - now.getTime())})` : r.enabled === false ? 'disabled' : '-';
     const last = r.last_finished_at ? `${humanDuration(now.getTime() - Date.parse(r.last_finished_at))} ago` : 'never';
     const [word, colour] = r.last_result ? RESULT_WORD[r.last_result]! : ['-', 'gray' as Colour];
     const result = r.last_result === 'failure' && r.consecutive_failures > 1 ? `${word} x${r.consecutive_failures}` : word;
     return {
       cells: [
         r.id,
-        `${r.schedule}${r.timezone ? ` (${r.timezone})` : ''}`,
+        `${r.schedule ?? '-'}${r.timezone ? ` (${r.timezone})` : ''}`,
         next,
         last,
         result,
@@ -125,6 +152,12 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   const policy = busyPolicy(flags, 'fail');
   const project = loadProject({ configPath: g.config });
   const def = findRoutine(project, id);
+  if (policy.ifBusy === 'wait') {
+    // The fired child does the waiting, with its output in the routine's log: say here, once,
+    // whom this terminal waits for.
+    const lock = await withBackend(project, (b) => b.lock.status(EXEC_LOCK_KEY));
+    if (lock.state === 'held' && lock.holder) waitNotice(policy)(lock.holder);
+  }
   const stop = new AbortController();
   let received: 'SIGINT' | 'SIGTERM' | null = null;
   const onSignal = (sig: 'SIGINT' | 'SIGTERM'): void => {
@@ -154,8 +187,9 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
 }
 
 export async function routineHistory(id: string, flags: { limit: number; json?: boolean }, g: GlobalOptions): Promise<number> {
-  const project = loadProject({ configPath: g.config });
-  findRoutine(project, id);
+  const { project, invalid } = loadForView(g);
+  if (!invalid) findRoutine(project, id); // with an invalid config, any id's history is shown
+  else if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
   const entries = (await withBackend(project, (b) => b.routines.history(id, warnTo))).slice(-flags.limit).reverse();
   if (flags.json) {
     out(JSON.stringify(entries, null, 2));

@@ -1,7 +1,7 @@
 // `routinely validate`: the config is valid, and when each routine fires next.
 
 import { keepCrons } from '../config/cron.js';
-import { displayPath, findConfig, readConfigFile } from '../config/load.js';
+import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { cronSchedule, nextRuns, routineZone } from '../scheduler/schedule.js';
 import { formatInZone, out } from './io.js';
@@ -9,8 +9,9 @@ import type { GlobalOptions } from './main.js';
 
 export async function validate(g: GlobalOptions): Promise<number> {
   keepCrons();
-  const path = findConfig({ configPath: g.config });
-  const config = readConfigFile(path);
+  // The environment overrides (SPEC §2) are checked as every other command checks them, so a
+  // value that would make them exit 2 never passes as valid here.
+  const { configPath: path, config } = loadProject({ configPath: g.config });
   const backend = { type: config.backend.type };
   const tasks = config.exec.tasks.length;
   out(`${displayPath(path)}: valid (${config.routines.length} routine${config.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`);

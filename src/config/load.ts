@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { ConfigError, UsageError, errnoCode } from '../errors.js';
+import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
 import type { Config } from './schema.js';
 import { validateConfig, type ValidateOptions } from './validate.js';
 
@@ -51,23 +52,8 @@ export function findConfig(options: LoadOptions = {}): string {
     checkConfigOwner(p, source);
     return p;
   }
-  // Like git's safe.directory: the search never crosses into a folder of another user, and a
-  // config that another user owns or may write is refused (it decides what runs as you).
-  const me = uid();
-  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
-    const owner = ownerOf(dir);
-    if (me !== null && owner !== null && owner !== me) {
-      throw new UsageError(
-        `no ${CONFIG_FILE} found in ${resolve(cwd)}${dir === resolve(cwd) ? '' : ' or its parents'}: the search stopped at ${dir}, which belongs to uid ${owner}, not to this user (uid ${me}); routinely never reads a config from another user's folder — pass --config PATH for one of yours`,
-      );
-    }
-    const candidate = join(dir, CONFIG_FILE);
-    if (isFile(candidate)) {
-      checkConfigOwner(candidate, 'the config search');
-      return candidate;
-    }
-    if (dirname(dir) === dir) break;
-  }
+  const found = findConfigUpward(resolve(cwd), true);
+  if (found) return found;
   throw new UsageError(
     `no ${CONFIG_FILE} found in ${resolve(cwd)} or any parent folder; run \`routinely init\` or pass --config PATH`,
   );
@@ -95,7 +81,30 @@ function checkConfigOwner(p: string, source: string): void {
   }
 }
 
-function isFile(p: string): boolean {
+/** The nearest `routinely.json` in `dir` or one of its parent folders. Like git's
+ * safe.directory, the search never crosses into a folder of another user, and a config that
+ * another user owns or may write is refused (it decides what runs as you): `strict` says so
+ * (exit 2), otherwise the search just ends there (null). */
+export function findConfigUpward(dir: string, strict = false): string | null {
+  const me = uid();
+  for (let d = dir; ; d = dirname(d)) {
+    const owner = ownerOf(d);
+    if (me !== null && owner !== null && owner !== me) {
+      if (!strict) return null;
+      throw new UsageError(
+        `no ${CONFIG_FILE} found in ${dir}${d === dir ? '' : ' or its parents'}: the search stopped at ${d}, which belongs to uid ${owner}, not to this user (uid ${me}); routinely never reads a config from another user's folder — pass --config PATH for one of yours`,
+      );
+    }
+    const candidate = join(d, CONFIG_FILE);
+    if (isFile(candidate)) {
+      if (strict) checkConfigOwner(candidate, 'the config search');
+      return candidate;
+    }
+    if (dirname(d) === d) return null;
+  }
+}
+
+export function isFile(p: string): boolean {
   try {
     return statSync(p).isFile();
   } catch {
@@ -141,21 +150,21 @@ export function stripJsonComments(text: string): string {
   return out;
 }
 
-/** Parses JSON (comments allowed), naming the line and column of a syntax error. */
+/** Parses JSON (comments allowed); a syntax error names its line and column
+ * (`routinely.json: line 7, column 3: invalid JSON: trailing comma before "}" (JSON allows none)`). */
 export function parseJsonFile(text: string, shown: string): unknown {
+  const json = text.includes('/') ? stripJsonComments(text) : text;
   try {
-    return JSON.parse(text.includes('/') ? stripJsonComments(text) : text);
+    return JSON.parse(json);
   } catch (err) {
-    const msg = (err as Error).message;
-    const pos = /position (\d+)/.exec(msg);
-    let where = '';
-    if (pos) {
-      const before = text.slice(0, Number(pos[1]));
-      const line = before.split('\n').length;
-      const col = before.length - before.lastIndexOf('\n');
-      where = ` at line ${line}, column ${col}`;
+    const syntax = findJsonSyntaxError(json);
+    if (syntax) {
+      const { line, column } = lineColumn(json, syntax.offset);
+      throw new ConfigError(shown, [{ path: '', message: `line ${line}, column ${column}: invalid JSON: ${syntax.message}` }]);
     }
-    throw new ConfigError(shown, [{ path: '', message: `invalid JSON${where}: ${msg}` }]);
+    // Not found by our checker (it should be): JSON.parse's own words, without the quoted text.
+    const msg = (err as Error).message.split('\n')[0]!.slice(0, 200);
+    throw new ConfigError(shown, [{ path: '', message: `invalid JSON: ${msg}` }]);
   }
 }
 

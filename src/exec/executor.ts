@@ -155,7 +155,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         if (left > 0) writeLogQuiet(o.logPath(id), `routinely: ${leftoverMessage(left, 'the task\'s group')}\n`);
         o.lease.untrackChild(childPid);
       }
-      const event = finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy);
+      const event = finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy, def.timeoutSeconds);
       if (event.type === 'task-finished' && event.status === 'failed' && event.why_code === 'TASK_FAILED' && diskFull(o.logPath(id))) {
         Object.assign(event, {
           why_code: 'LOG_WRITE_FAILED',
@@ -260,6 +260,7 @@ function finishEvent(
   runId: string,
   logPath: string,
   stoppedBy: StopCause | null,
+  timeoutSeconds: number | undefined,
 ): RunEvent {
   const base = { type: 'task-finished' as const, gen, at, task, exit_code: r.pid === null ? null : r.exitCode, signal: r.signal, duration_ms: Math.round(r.durationMs) };
   const logHint = `see ${logPath}`;
@@ -272,7 +273,8 @@ function finishEvent(
     why = { why_code: cause, why: `stopped because ${because}`, next: `routinely exec resume ${runId}` };
   } else if (r.timedOut) {
     status = 'failed';
-    why = { why_code: 'TASK_TIMEOUT', why: `killed after its timeout of ${Math.round(r.durationMs / 1000)}s`, next: `${logHint}; raise timeoutSeconds or fix the task, then: routinely exec resume ${runId}` };
+    // The limit, not the time taken: that is printed beside it (`timed out (…) in 5.0s`).
+    why = { why_code: 'TASK_TIMEOUT', why: `timed out (timeoutSeconds: ${timeoutSeconds})`, next: `${logHint}; raise timeoutSeconds or fix the task, then: routinely exec resume ${runId}` };
   } else if (r.reason === 'spawn-error') {
     status = 'failed';
     why = { why_code: 'SPAWN_FAILED', why: r.error ?? 'could not be started', next: `fix the task definition, then: routinely exec resume ${runId}` };

@@ -3,6 +3,7 @@
 
 import { basename } from 'node:path';
 import { printable } from '../printable.js';
+import { acquireAnnounced } from '../announced-wait.js';
 import { openBackend, type Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
@@ -16,7 +17,7 @@ import { executeRun } from './executor.js';
 import { finalStatus, foldRun, rebuildRegistry } from './outcome.js';
 import { dependencyOrder } from './plan.js';
 import { emptyRegistry, syncRegistry, taskHash, type Registry } from './registry.js';
-import { applyEvent, isRunId, newRunId, type RunEvent, type RunState, type TaskRun } from './run-state.js';
+import { applyEvent, isRunId, newRunId, summarize, type RunEvent, type RunState, type TaskRun } from './run-state.js';
 import { FencedError, type ExecStore } from './store.js';
 import { loadTaskDefinitions, type SourcedTask } from './task-source.js';
 
@@ -150,6 +151,8 @@ async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, cloc
 export interface LockedPolicy extends BusyPolicy {
   /** Called once the exec lock is held, before any work. */
   onLocked?: () => void;
+  /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
+  onWait?: (holder: string) => void;
 }
 
 async function withLock<T>(
@@ -161,7 +164,7 @@ async function withLock<T>(
 ): Promise<{ kind: 'busy'; busy: Busy } | { kind: 'ok'; value: T }> {
   const clock = ctx.clock ?? systemClock;
   return withStore(ctx, async (backend) => {
-    const got = await backend.lock.acquire(EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy);
+    const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy, policy.onWait);
     if (!got.ok) return { kind: 'busy' as const, busy: got };
     policy.onLocked?.();
     try {
@@ -357,7 +360,7 @@ async function carryOut(
 
 export type ResumeOutcome =
   | { kind: 'conflict'; busy: Busy }
-  | { kind: 'nothing'; why: string }
+  | { kind: 'nothing'; why: string; next?: string }
   | { kind: 'done'; state: RunState; summary: RegisterSummary; bytesWritten: number };
 
 const RESUMABLE = new Set(['INTERRUPTED', 'ABORTED']);
@@ -375,7 +378,7 @@ async function resumeWith(ctx: ExecContext & { backend: Backend }, runId: string
   const r = await withLock(ctx, 'exec resume', opts.routine, opts, async (lease, clock, store) => {
     const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
     const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store);
-    if (!run) return { kind: 'nothing' as const, why: 'nothing to resume' };
+    if (!run) return { kind: 'nothing' as const, ...(await nothingInterrupted(store)) };
     if (run.status === 'SUCCEEDED') return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
     if (run.status === 'RUNNING' && ownerAlive(run)) {
       return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} is still running (pid ${run.owner.pid})` };
@@ -437,7 +440,24 @@ async function findResumable(store: ExecStore): Promise<RunState | null> {
   return null;
 }
 
-export async function resetTasks(ctx: ExecContext, ids: string[], policy: BusyPolicy) {
+/** Nothing was interrupted. A FAILED newest run is not resumed unasked (its failures need a
+ * fix first), but the user is told how to resume it once fixed, rather than "nothing to do". */
+async function nothingInterrupted(store: ExecStore): Promise<{ why: string; next?: string }> {
+  const [newest] = await store.listRunIds(1);
+  let run: RunState | null = null;
+  try {
+    run = newest ? await store.loadRun(newest) : null;
+  } catch {
+    // a corrupt run is reported by `exec show`
+  }
+  if (run?.status !== 'FAILED') return { why: 'nothing to resume' };
+  const c = summarize(run);
+  const counts = [c.failed ? `${c.failed} task${c.failed === 1 ? '' : 's'} failed` : null, c.skipped_dependency ? `${c.skipped_dependency} skipped` : null];
+  const next = `routinely exec resume ${run.run_id}`;
+  return { why: `nothing interrupted to resume; the newest run ${run.run_id} FAILED (${counts.filter(Boolean).join(', ')}); fix them and run: ${next}`, next };
+}
+
+export async function resetTasks(ctx: ExecContext, ids: string[], policy: LockedPolicy) {
   const defs = loadTaskDefinitions(ctx.project);
   checkNamed(defs, ids);
   return withLock(ctx, 'exec reset', null, policy, async (lease, clock, store) => {

@@ -28,9 +28,20 @@ export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWh
     status: 'FAILED',
     why_code: first?.why_code ?? 'DEPENDENCY_FAILED',
     why: `${failed.length} of ${counts.total} task${counts.total === 1 ? '' : 's'} failed${names.length ? `: ${names.join(', ')}` : ''}${skipped.length ? `; ${skipped.length} skipped (dependency failed)` : ''}`,
-    next: `routinely exec show ${state.run_id} (logs beside it), fix, then: ${resume}`,
+    next: `${showStep(state.run_id)}fix, then: ${resume}`,
   };
 }
+
+const showStep = (runId: string): string => `routinely exec show ${runId} (logs beside it), `;
+
+/** A run's `next` as `exec show` of that same run prints it: without the advice to run it. */
+export function nextBesideShow(runId: string, next: string): string {
+  const step = showStep(runId);
+  return next.startsWith(step) ? `fix the failed tasks (logs below), then: ${next.slice(step.length + 'fix, then: '.length)}` : next;
+}
+
+/** When this attempt of the run began: its latest resume, else its creation. */
+export const attemptStart = (state: RunState): string => state.resumed_at ?? state.created_at;
 
 /** Folds a run's task outcomes into the registry, per task, and removes the run from
  * `active_runs`. Pure. A task is folded only where its definition is unchanged since the run

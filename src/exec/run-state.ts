@@ -72,6 +72,9 @@ export interface RunState extends Partial<Why> {
   attempt: number;
   parallel: number;
   created_at: string;
+  /** When the latest resume began (absent before the first resume, and in runs recorded by older
+   * versions): a resumed run's duration is counted from here, not from `created_at`. */
+  resumed_at?: string;
   updated_at: string;
   finished_at: string | null;
   tasks: Record<string, TaskRun>;
@@ -165,7 +168,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
       }
       Object.assign(state, {
         status: 'RUNNING', lock_id: ev.lock_id, owner: ev.owner, command: ev.command, routine: ev.routine,
-        parallel: ev.parallel, attempt: state.attempt + 1, finished_at: null,
+        parallel: ev.parallel, attempt: state.attempt + 1, resumed_at: ev.at, finished_at: null,
       });
       setWhy(state, {});
       return;

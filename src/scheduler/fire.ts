@@ -112,7 +112,7 @@ export function fireRoutine(o: FireOptions): Promise<FireResult> {
       // exec actions get --timeout and stop themselves; this is the backstop (and the only
       // timeout for command routines).
       const grace = routine.action === 'command' ? 0 : 5_000;
-      timeoutTimer = setTimeout(() => stop(`timed out after ${routine.timeoutSeconds}s`), routine.timeoutSeconds * 1000 + grace);
+      timeoutTimer = setTimeout(() => stop(`timed out (timeoutSeconds: ${routine.timeoutSeconds})`), routine.timeoutSeconds * 1000 + grace);
     }
     child.on('message', (m: unknown) => {
       const msg = m as { type?: string; outcome?: RoutineResult; reason?: string | null; run_id?: string | null };

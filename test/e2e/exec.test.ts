@@ -74,7 +74,9 @@ describe('register', () => {
     expect(r.stderr).toContain('tasks/bad.json: [0].id: "build" is a duplicate (also exec.tasks[0])');
     expect(r.stderr).toContain('tasks/bad.json: [1].dependsOn[0]: "x" is the task itself');
     writeFileSync(join(project, 'tasks', 'bad.json'), '{ nope');
-    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: invalid JSON/);
+    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: line 1, column 3: invalid JSON: expected a property name in double quotes, found "n"/);
+    writeFileSync(join(project, 'tasks', 'bad.json'), '[\n  { "id": "a", "run": "true" },\n]\n');
+    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: line 2, column 31: invalid JSON: trailing comma before "\]"/);
   });
 });
 
@@ -155,9 +157,14 @@ describe('exec run', () => {
     const r = await runCli(['exec', 'run', '--json'], { cwd: project });
     expect(r.code).toBe(1);
     const run = JSON.parse(r.stdout) as RunState;
-    expect(run.tasks.hang).toMatchObject({ status: 'failed', why_code: 'TASK_TIMEOUT' });
+    expect(run.tasks.hang).toMatchObject({ status: 'failed', why_code: 'TASK_TIMEOUT', why: 'timed out (timeoutSeconds: 0.5)' });
     const gc = Number(readFileSync(join(project, 'gc.pid'), 'utf8'));
     await eventually(() => !processRuns(gc), 5000, 'grandchild gone');
+    // the limit once, the time taken once: never "timed out after 0.5s in 0.5s"
+    const plain = await runCli(['exec', 'run', 'hang'], { cwd: project });
+    expect(plain.stdout).toMatch(/^failed hang: timed out \(timeoutSeconds: 0\.5\) in \d+\.\ds {2}\(log: /m);
+    const id = /^run (r-\S+) FAILED/m.exec(plain.stdout)![1]!;
+    expect((await runCli(['exec', 'show', id], { cwd: project })).stdout).toMatch(/^ {2}hang {2}failed +(exit \d+ )?\d+\.\ds {2}— timed out \(timeoutSeconds: 0\.5\)$/m);
   });
 
   it('runs tasks in the project root or their cwd, with their env and the routinely variables', async () => {

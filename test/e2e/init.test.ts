@@ -1,8 +1,18 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { stripJsonComments } from '../../src/config/load.js';
 import { runCli } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
+
+const schemaOf = (dir: string): string => (JSON.parse(stripJsonComments(readFileSync(join(dir, 'routinely.json'), 'utf8'))) as { $schema: string }).$schema;
+
+/** A stand-in for `npm install routinely` in `dir`: the package's schema where Node would find it. */
+function installedIn(dir: string): void {
+  mkdirSync(join(dir, 'node_modules', 'routinely', 'config'), { recursive: true });
+  writeFileSync(join(dir, 'node_modules', 'routinely', 'config', 'routinely.schema.json'), readFileSync(resolve(import.meta.dirname, '../../config/routinely.schema.json')));
+}
 
 describe('init', () => {
   it('writes a commented starter with $schema that validates, and never overwrites without --force', async () => {
@@ -11,7 +21,11 @@ describe('init', () => {
     expect(r.code).toBe(0);
     const text = readFileSync(join(dir, 'routinely.json'), 'utf8');
     expect(text).toMatch(/^\{\n {2}\/\/ /);
-    expect(text).toContain('"$schema": "./node_modules/routinely/config/routinely.schema.json"');
+    // routinely is not installed in this folder: the schema of the routinely that ran init
+    const schema = schemaOf(dir);
+    expect(schema).toBe(`file://${resolve(import.meta.dirname, '../../config/routinely.schema.json')}`);
+    expect(existsSync(fileURLToPath(schema))).toBe(true);
+    expect(text).toContain('(npm install -D routinely), use "./node_modules/routinely/config/routinely.schema.json"');
     const v = await runCli(['validate'], { cwd: dir });
     expect(v.code).toBe(0);
     expect(v.stdout).toMatch(/^routinely\.json: valid \(3 routines, 2 inline tasks\)/);
@@ -23,6 +37,47 @@ describe('init', () => {
     expect(readFileSync(join(dir, 'routinely.json'), 'utf8')).toBe(text);
   });
 
+  it('$schema is relative to the file when routinely is installed in the project or a parent folder', async () => {
+    const dir = testdir();
+    installedIn(dir);
+    expect((await runCli(['init'], { cwd: dir })).code).toBe(0);
+    expect(schemaOf(dir)).toBe('./node_modules/routinely/config/routinely.schema.json');
+    const mono = testdir();
+    installedIn(mono);
+    mkdirSync(join(mono, 'packages', 'api'), { recursive: true });
+    expect((await runCli(['init'], { cwd: join(mono, 'packages', 'api') })).code).toBe(0);
+    expect(schemaOf(join(mono, 'packages', 'api'))).toBe('../../node_modules/routinely/config/routinely.schema.json');
+    expect((await runCli(['validate'], { cwd: join(mono, 'packages', 'api') })).code).toBe(0);
+  });
+
+  it('refuses inside an existing project, naming its routinely.json; --force makes a nested project', async () => {
+    const outer = testdir();
+    expect((await runCli(['init'], { cwd: outer })).code).toBe(0);
+    const sub = join(outer, 'services', 'api');
+    mkdirSync(sub, { recursive: true });
+    const r = await runCli(['init'], { cwd: sub });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`routinely: ${sub} is already inside the project of ${join(outer, 'routinely.json')} (routinely commands run here use it); to start a separate project nested in it, pass --force\n`);
+    expect(existsSync(join(sub, 'routinely.json'))).toBe(false);
+    const forced = await runCli(['init', '--force'], { cwd: sub });
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toContain(`note: a nested project; commands run in ${outer} outside this folder still use ${join(outer, 'routinely.json')}`);
+    expect((await runCli(['validate'], { cwd: sub })).stdout).toMatch(/^routinely\.json: valid/);
+  });
+
+  it('--config names the file to write; init --help says what --force does and where $schema points', async () => {
+    const dir = testdir();
+    const r = await runCli(['init', '--config', 'ci/routinely.json'], { cwd: dir });
+    expect(r.code).toBe(2); // no such folder
+    mkdirSync(join(dir, 'ci'));
+    expect((await runCli(['init', '--config', 'ci/routinely.json'], { cwd: dir })).code).toBe(0);
+    expect((await runCli(['validate', '--config', 'ci/routinely.json'], { cwd: dir })).code).toBe(0);
+    const help = await runCli(['init', '--help']);
+    expect(help.stdout).toMatch(/--force\s+write it even if a routinely\.json exists here\s+\(overwritten\)\s+or\s+in\s+a\s+parent\s+folder\s+\(a\s+nested\s+project\)/);
+    expect(help.stdout).toContain('file:// URL');
+  });
+
   it('config comments keep error positions; a "//" inside a string is not a comment', async () => {
     const dir = testdir();
     writeFileSync(join(dir, 'routinely.json'), '{\n  // note\n  "routines": [ /* one */ { "id": "a", "schedule": "@daily", "action": "command", "run": "echo http://x" } ]\n}\n');
@@ -31,6 +86,6 @@ describe('init', () => {
     writeFileSync(join(dir, 'routinely.json'), '{\n  // note\n  "lock": { "ttlSeconds": 5, }\n}\n');
     const bad = await runCli(['validate'], { cwd: dir });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/invalid JSON at line 3, column 30/);
+    expect(bad.stderr).toBe('routinely: routinely.json: line 3, column 28: invalid JSON: trailing comma before "}" (JSON allows none)\n');
   });
 });

@@ -139,10 +139,10 @@ describe('scheduler start', () => {
     const project = testProject({ routines: [cmd('slow', '*/30 * * * * *', 'echo "pid $$" > slow.pid; sleep 30', { timeoutSeconds: 1 })] });
     const r = await runCli(['routine', 'run', 'slow'], { cwd: project });
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/failed slow: timed out after 1s/);
+    expect(r.stdout).toMatch(/failed slow: timed out \(timeoutSeconds: 1\) in \d+\.\ds/);
     const pid = Number(readFileSync(join(project, 'slow.pid'), 'utf8').split(' ')[1]);
     await eventually(() => !processRuns(pid), 5000, 'command stopped');
-    expect(stateOf(project).routines.slow).toMatchObject({ last_result: 'failure', last_reason: 'timed out after 1s', consecutive_failures: 1 });
+    expect(stateOf(project).routines.slow).toMatchObject({ last_result: 'failure', last_reason: 'timed out (timeoutSeconds: 1)', consecutive_failures: 1 });
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
   });
 

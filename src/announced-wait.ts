@@ -1,0 +1,21 @@
+// Taking a lock with `--if-busy wait` while telling the user, once, whom they are waiting for.
+// The lock's wait loop (src/lock) polls silently until it succeeds; a first attempt that does not
+// wait finds the holder, which is named once, and only then does the wait begin. A lock freed in
+// between is simply taken by the wait at once.
+
+import type { BusyPolicy, LockBackend } from './lock/backend.js';
+import type { AcquireResult, LockOwnerInfo } from './lock/lease.js';
+
+export async function acquireAnnounced(
+  lock: LockBackend,
+  key: string,
+  owner: LockOwnerInfo,
+  policy: BusyPolicy,
+  onWait?: (holder: string) => void,
+): Promise<AcquireResult> {
+  if (policy.ifBusy !== 'wait' || !onWait) return lock.acquire(key, owner, policy);
+  const first = await lock.acquire(key, owner, { ...policy, ifBusy: 'fail' });
+  if (first.ok || first.reason !== 'LOCK_HELD') return first;
+  onWait(first.why);
+  return lock.acquire(key, owner, policy);
+}

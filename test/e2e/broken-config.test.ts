@@ -1,0 +1,97 @@
+// An invalid routinely.json must not hide the state: the read-only views warn and show what the
+// state folder holds (exit 0); the commands that act, and `routine list --check`, exit 2.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli, startCli } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+const config = {
+  exec: { tasks: [{ id: 'build', run: 'echo built' }] },
+  routines: [{ id: 'tick', schedule: '*/5 * * * *', action: 'command', run: 'echo tick' }],
+};
+
+/** A project that has run a routine and an exec run, and whose config then broke. */
+async function brokenProject(extra: object = {}): Promise<{ project: string; runId: string }> {
+  const project = testProject({ ...config, ...extra });
+  expect((await runCli(['routine', 'run', 'tick'], { cwd: project })).code).toBe(0);
+  const run = await runCli(['exec', 'run'], { cwd: project });
+  const runId = /^run (r-\S+) SUCCEEDED/m.exec(run.stdout)![1]!;
+  const text = readFileSync(join(project, 'routinely.json'), 'utf8');
+  writeFileSync(join(project, 'routinely.json'), text.replace(/\n\}$/, ',\n}')); // a trailing comma
+  return { project, runId };
+}
+
+const WARNING = /^routinely: warning: routinely\.json is invalid, so this shows only what the state in (\S+) holds:\nroutinely: {3}routinely\.json: line \d+, column \d+: invalid JSON: trailing comma before "\}" \(JSON allows none\)\n/;
+
+describe('read-only views with an invalid config', () => {
+  it('routine list shows the routines of the state, without schedules, and warns', async () => {
+    const { project } = await brokenProject();
+    const r = await runCli(['routine', 'list'], { cwd: project });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(WARNING);
+    expect(WARNING.exec(r.stderr)![1]).toBe('.routinely');
+    expect(r.stdout).toMatch(/^tick +- +- +\S+ ago +ok +1 \/ 0 \/ 0$/m);
+    const json = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as object[];
+    expect(json).toEqual([expect.objectContaining({ id: 'tick', schedule: null, action: null, next_run_at: null, last_result: 'success' })]);
+  });
+
+  it('routine list --check still fails with exit 2: monitoring must notice', async () => {
+    const { project } = await brokenProject();
+    const r = await runCli(['routine', 'list', '--check'], { cwd: project });
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr).toMatch(/^routinely: routinely\.json: line \d+, column \d+: invalid JSON/);
+  });
+
+  it('routine history, exec status, exec runs and exec show still show the state', async () => {
+    const { project, runId } = await brokenProject();
+    const history = await runCli(['routine', 'history', 'tick'], { cwd: project });
+    expect(history).toMatchObject({ code: 0, stderr: expect.stringMatching(WARNING) });
+    expect(history.stdout).toMatch(/ ok /);
+    const status = await runCli(['exec', 'status'], { cwd: project });
+    expect(status).toMatchObject({ code: 0, stderr: expect.stringMatching(WARNING) });
+    expect(status.stdout).toMatch(/^build +succeeded/m);
+    expect((await runCli(['exec', 'runs'], { cwd: project })).stdout).toContain(`${runId}  SUCCEEDED`);
+    expect((await runCli(['exec', 'show', runId], { cwd: project })).stdout).toMatch(new RegExp(`^run ${runId}: SUCCEEDED`));
+  });
+
+  it('lock status still names the holder', async () => {
+    const { project } = await brokenProject();
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify(config));
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; while [ ! -f go ]; do sleep 0.02; done'], { cwd: project });
+    await holder.waitFor(/started/);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ ...config, lock: { ttlSeconds: 'soon' } }));
+    const r = await runCli(['lock', 'status'], { cwd: project });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^routinely: warning: routinely\.json is invalid, so this shows only what the state in \.routinely holds:\nroutinely: {3}routinely\.json: lock\.ttlSeconds: "soon" is a string; expected number\n$/);
+    expect(r.stdout).toMatch(/^exec-run lock: held\n/);
+    expect(r.stdout).toMatch(new RegExp(`holder: +pid ${holder.pid} `));
+    writeFileSync(join(project, 'go'), '');
+    expect((await holder.exited).code).toBe(0);
+  });
+
+  it('the state folder comes from what still validates, or ROUTINELY_STATE_DIR', async () => {
+    const { project } = await brokenProject({ stateDir: 'var/state' });
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ ...config, stateDir: 'var/state', routines: [{ id: 'tick', schedule: '*/61 * * * *', action: 'command', run: 'echo tick' }] }));
+    const r = await runCli(['routine', 'list'], { cwd: project });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('routinely: warning: routinely.json is invalid, so this shows only what the state in var/state holds:\nroutinely:   routinely.json: routines[0].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)\n');
+    expect(r.stdout).toMatch(/^tick +- +- +\S+ ago +ok/m);
+    const env = await runCli(['routine', 'list'], { cwd: project, env: { ROUTINELY_STATE_DIR: 'elsewhere' } });
+    expect(env.stderr).toContain('the state in elsewhere holds');
+    expect(env.stdout).toBe('no routines recorded in the state\n');
+    const bad = await runCli(['routine', 'list'], { cwd: project, env: { ROUTINELY_LOCK_TTL_SECONDS: 'abc' } });
+    expect(bad.code).toBe(2); // a bad environment override stays an error
+  });
+
+  it.each([[['exec', 'run']], [['routine', 'run', 'tick']], [['lock', 'run', '--', 'true']], [['register']], [['routine', 'pause', 'tick']]])(
+    'commands that act still refuse: %j exits 2',
+    async (args) => {
+      const { project } = await brokenProject();
+      const r = await runCli(args, { cwd: project });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^routinely: routinely\.json: line \d+, column \d+: invalid JSON/);
+    },
+  );
+});

@@ -1,0 +1,83 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { testdir, testProject } from '../helpers/testdir.js';
+
+/** A folder without a config, and a project elsewhere that `--config` names. */
+function elsewhere(): { cwd: string; config: string } {
+  const project = testProject({ routines: [{ id: 'nightly', schedule: '0 3 * * *', timezone: 'UTC', action: 'command', run: 'true' }] });
+  return { cwd: testdir(), config: join(project, 'routinely.json') };
+}
+
+describe('global options', () => {
+  it.each([
+    [['validate', '--config', '$CONFIG'], /valid \(1 routine, 0 inline tasks\)/],
+    [['validate', '-c', '$CONFIG'], /valid \(1 routine/],
+    [['--config', '$CONFIG', 'validate'], /valid \(1 routine/],
+    [['routine', 'list', '--config', '$CONFIG'], /nightly/],
+    [['routine', '--config', '$CONFIG', 'list'], /nightly/],
+    [['exec', 'run', '--config', '$CONFIG'], /nothing to run/],
+    [['exec', 'runs', '--config', '$CONFIG', '--json'], /^\[\]/],
+    [['lock', 'status', '--config', '$CONFIG'], /exec-run lock: free/],
+    [['lock', 'run', '--config', '$CONFIG', '--', 'echo', 'ran', '--config', 'x'], /^ran --config x$/m],
+  ])('are accepted after the subcommand too: %j', async (args, expected) => {
+    const { cwd, config } = elsewhere();
+    const r = await runCli(args.map((a) => (a === '$CONFIG' ? config : a)), { cwd });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(expected);
+  });
+
+  it('given twice, the one nearer the subcommand wins; --version works after a subcommand', async () => {
+    const { cwd, config } = elsewhere();
+    const r = await runCli(['--config', 'nope.json', 'validate', '--config', config], { cwd });
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const v = await runCli(['validate', '--version'], { cwd });
+    expect(v).toMatchObject({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+  });
+
+  it('subcommand help lists them as global options', async () => {
+    const r = await runCli(['validate', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Global Options:\n(.*\n)*\s+-c, --config <path>/);
+  });
+});
+
+describe('help without a command', () => {
+  it('bare `routinely` prints the help to stdout and exits 0', async () => {
+    const r = await runCli([]);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/^Usage: routinely \[options\] \[command\]/);
+    expect(r.stdout).toMatch(/Commands:/);
+  });
+
+  it('a command group alone prints its help to stdout; an unknown subcommand is still an error', async () => {
+    const r = await runCli(['exec']);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toMatch(/^Usage: routinely exec/);
+    const bad = await runCli(['exec', 'frobnicate']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
+  });
+});
+
+describe('--wait-timeout without --if-busy wait is refused, never ignored', () => {
+  it.each([
+    [['lock', 'run', '--wait-timeout', '5', '--', 'echo', 'ran']],
+    [['register', '--wait-timeout', '5']],
+    [['exec', 'run', '--wait-timeout', '5']],
+    [['exec', 'resume', '--wait-timeout', '5']],
+    [['exec', 'reset', 'build', '--wait-timeout', '5']],
+    [['routine', 'run', 'nightly', '--wait-timeout', '5']],
+    [['exec', 'run', '--if-busy', 'skip', '--wait-timeout', '5']],
+  ])('%j', async (args) => {
+    const project = testProject({
+      exec: { tasks: [{ id: 'build', run: 'echo built' }] },
+      routines: [{ id: 'nightly', schedule: '0 3 * * *', action: 'command', run: 'echo fired' }],
+    });
+    const r = await runCli(args, { cwd: project });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^routinely: --wait-timeout only applies with --if-busy wait \((got --if-busy skip|--if-busy is fail by default)\); to wait up to 5s, add --if-busy wait\n$/);
+  });
+});

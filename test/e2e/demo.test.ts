@@ -1,0 +1,39 @@
+// `npm run demo` prints each command it runs: what it prints must be exactly what it runs.
+
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CLI, FIXTURES, start } from '../helpers/cli.js';
+import { testdir } from '../helpers/testdir.js';
+
+const DEMO = resolve(import.meta.dirname, '../../examples/demo.mjs');
+
+/** The command line as a POSIX shell would read it back. */
+const shellWords = (args: string[]): string =>
+  args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`)).join(' ');
+
+describe('the demo', () => {
+  it('prints exactly the commands it runs, with every flag', { timeout: 120_000 }, async () => {
+    const log = join(testdir(), 'argv.jsonl');
+    const demo = start(DEMO, [], {
+      timeoutMs: 110_000,
+      env: { NODE_OPTIONS: `--require ${join(FIXTURES, 'argv-recorder.cjs')}`, ROUTINELY_ARGV_LOG: log },
+    });
+    const { code } = await demo.exited;
+    expect(code, demo.stderr()).toBe(0);
+    const printed = demo
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('$ routinely '))
+      .map((l) => l.slice('$ routinely '.length).replace(/ &$/, ''));
+    const ran = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { pid: number; ppid: number; argv: string[] })
+      .filter((p) => p.ppid === demo.pid && p.argv[0] === CLI)
+      .map((p) => shellWords(p.argv.slice(1)));
+    expect(ran.length).toBeGreaterThanOrEqual(8);
+    // sorted: a background command may start after the next one is printed
+    expect(printed.sort()).toEqual(ran.sort());
+  });
+});

@@ -1,0 +1,137 @@
+// The package as users get it: `npm pack` of a fresh clone (prepack builds dist/), installed from
+// the tarball into a new project, then `npx routinely init`, `validate`, `exec run` and
+// `scheduler start`. Dependencies come from the npm registry or the local npm cache.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { stripJsonComments } from '../../src/config/load.js';
+import { testdir } from '../helpers/testdir.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+/** Our environment for npm, without what the outer `npm test` told its scripts (npm_config_local_prefix
+ * and friends would point the inner npm at this repository). Registry settings stay. */
+function npmEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', npm_config_update_notifier: 'false' };
+  for (const k of Object.keys(env)) {
+    if (k === 'INIT_CWD' || (/^npm_/i.test(k) && !/^npm_config_(cache|registry|userconfig|globalconfig|update_notifier)$/i.test(k))) delete env[k];
+  }
+  return env;
+}
+
+interface Done {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function started(cmd: string, args: string[], cwd: string, timeoutMs: number, detached = false): { child: ChildProcess; out: () => string; done: Promise<Done> } {
+  const child = spawn(cmd, args, { cwd, env: npmEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const kill = (): void => {
+    try {
+      if (detached) process.kill(-child.pid!, 'SIGKILL');
+      else child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  const timer = setTimeout(kill, timeoutMs);
+  const done = new Promise<Done>((res) =>
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      res({ code, signal, stdout, stderr });
+    }),
+  );
+  let finished = false;
+  void done.then(() => (finished = true));
+  onTestFinished(() => {
+    if (!finished) kill();
+  });
+  return { child, out: () => stdout + stderr, done };
+}
+
+const run = (cmd: string, args: string[], cwd: string, timeoutMs = 60_000): Promise<Done> => started(cmd, args, cwd, timeoutMs).done;
+
+/** Resolves when the output matches; rejects when the process ends first or after `limitMs`. */
+async function waitFor(p: ReturnType<typeof started>, pattern: RegExp, limitMs = 30_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  let ended = false;
+  void p.done.then(() => (ended = true));
+  while (!pattern.test(p.out())) {
+    if (ended || Date.now() > deadline) throw new Error(`no ${pattern} in: ${p.out()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** What a fresh clone holds: the files git tracks (plus new ones not ignored), no dist/. */
+function freshClone(): string {
+  const clone = testdir('routinely-clone-');
+  const files = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' });
+  expect(files.status, files.stderr).toBe(0);
+  for (const f of files.stdout.split('\0')) {
+    if (!f || f === 'node_modules' || !existsSync(join(ROOT, f))) continue;
+    mkdirSync(dirname(join(clone, f)), { recursive: true });
+    cpSync(join(ROOT, f), join(clone, f));
+  }
+  // the clone's `npm ci` (devDependencies for the build): ours
+  symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'));
+  return clone;
+}
+
+describe('the packed package', () => {
+  it('npm pack builds dist/; installed from the tarball, npx routinely init, validate, exec run and scheduler start work', { timeout: 300_000 }, async () => {
+    const clone = freshClone();
+    expect(existsSync(join(clone, 'dist'))).toBe(false);
+    const packs = testdir('routinely-pack-');
+    const pack = await run('npm', ['pack', '--json', '--pack-destination', packs], clone, 120_000);
+    expect(pack.code, pack.stderr).toBe(0);
+    const [info] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
+    const packed = info!.files.map((f) => f.path);
+    expect(packed).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'config/routinely.schema.json', 'package.json', 'README.md']));
+    expect(packed.filter((p) => p.startsWith('src/') || p.startsWith('test/'))).toEqual([]);
+
+    const project = testdir('routinely-user-');
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'routinely-user', private: true }));
+    const install = await run('npm', ['install', '--no-audit', '--no-fund', join(packs, info!.filename)], project, 180_000);
+    expect(install.code, install.stderr).toBe(0);
+
+    // --no: never fetch a package named routinely from the registry; use the installed one
+    const init = await run('npx', ['--no', 'routinely', 'init'], project);
+    expect(init.code, init.stderr).toBe(0);
+    const schema = (JSON.parse(stripJsonComments(readFileSync(join(project, 'routinely.json'), 'utf8'))) as { $schema: string }).$schema;
+    expect(schema).toBe('./node_modules/routinely/config/routinely.schema.json');
+    expect(existsSync(join(project, schema))).toBe(true);
+
+    const validate = await run('npx', ['--no', 'routinely', 'validate'], project);
+    expect(validate.code, validate.stderr).toBe(0);
+    expect(validate.stdout).toMatch(/^routinely\.json: valid \(3 routines, 2 inline tasks\)/);
+
+    // takes the lock and writes state: the run-time dependencies outside the bundle load
+    const exec = await run('npx', ['--no', 'routinely', 'exec', 'run'], project);
+    expect(exec.code, exec.stderr).toBe(0);
+    expect(exec.stdout).toMatch(/SUCCEEDED: 2 succeeded/);
+
+    // npm runs the bin through `sh -c`, which does not pass SIGTERM on: signal the process group,
+    // as a terminal (Ctrl-C) or systemd (KillMode=control-group) does.
+    const viaNpx = started('npx', ['--no', 'routinely', 'scheduler', 'start'], project, 60_000, true);
+    await waitFor(viaNpx, /\[scheduler\] started \(3 routines\)/);
+    process.kill(-viaNpx.child.pid!, 'SIGTERM');
+    await viaNpx.done;
+    expect(viaNpx.out()).toMatch(/\[scheduler\] stopping\n.*\[scheduler\] stopped\n/);
+
+    // the installed bin itself: SIGTERM, exit 0
+    const direct = started(join(project, 'node_modules', '.bin', 'routinely'), ['scheduler', 'start'], project, 60_000);
+    await waitFor(direct, /\[scheduler\] started \(3 routines\)/);
+    direct.child.kill('SIGTERM');
+    const stopped = await direct.done;
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stdout).toMatch(/\[scheduler\] stopped\n$/);
+  });
+});
