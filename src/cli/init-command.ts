@@ -2,7 +2,8 @@
 // belongs to a project (then commands run here use that project's config, and a second,
 // nested project is almost always a mistake).
 
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
+import { lstatQuiet } from '../lock/files.js';
 import { dirname, resolve } from 'node:path';
 import { displayPath, findConfigUpward } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
@@ -51,7 +52,10 @@ export async function init(flags: { force?: boolean }, g: GlobalOptions): Promis
   const path = resolve(g.config ?? 'routinely.json');
   const dir = dirname(path);
   if (!isDirectory(dir)) throw new UsageError(`cannot write ${path}: the folder ${dir} does not exist`);
-  if (existsSync(path) && !flags.force) {
+  // Never through a symlink, even a dangling one: it could point anywhere (SPEC §12).
+  const st = lstatQuiet(path);
+  if (st?.isSymbolicLink()) throw new UsageError(`${path} is a symbolic link; refusing to write through it (remove it first)`);
+  if (st && !flags.force) {
     throw new UsageError(`${path} already exists; pass --force to overwrite it`);
   }
   const outer = dirname(dir) === dir ? null : findConfigUpward(dirname(dir));
@@ -61,7 +65,12 @@ export async function init(flags: { force?: boolean }, g: GlobalOptions): Promis
         'to start a separate project nested in it, pass --force',
     );
   }
-  writeFileSync(path, starter(schemaRefFor(dir)), { mode: 0o644 });
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (flags.force ? constants.O_TRUNC : constants.O_EXCL), 0o644);
+  try {
+    writeFileSync(fd, starter(schemaRefFor(dir)));
+  } finally {
+    closeSync(fd);
+  }
   out(`wrote ${path}`);
   if (outer) out(`note: a nested project; commands run in ${dirname(outer)} outside this folder still use ${outer}`);
   out('next: routinely validate, then routinely scheduler start');

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -87,5 +87,17 @@ describe('init', () => {
     const bad = await runCli(['validate'], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('routinely: routinely.json: line 3, column 28: invalid JSON: trailing comma before "}" (JSON allows none)\n');
+  });
+
+  it('never writes through a symlink at ./routinely.json, even a dangling one', async () => {
+    const dir = testdir();
+    const target = join(testdir(), 'elsewhere.json');
+    symlinkSync(target, join(dir, 'routinely.json'));
+    for (const args of [['init'], ['init', '--force']]) {
+      const r = await runCli(args, { cwd: dir });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/routinely\.json is a symbolic link; refusing to write through it/);
+      expect(existsSync(target)).toBe(false);
+    }
   });
 });
