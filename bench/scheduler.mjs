@@ -1,7 +1,7 @@
 // Scheduler benchmarks (issue 4): `routine list` cold start with 100 routines against
 // `node -e 0`; the idle scheduler's RSS and CPU over a minute with 100 routines; tick lateness
 // (started_at - scheduled_at) from history.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -48,8 +48,59 @@ function procStat(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks (100 Hz)
+  const children = Number(f[13]) + Number(f[14]); // cutime + cstime: children it has waited for
   const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))[1]) / 1024;
-  return { cpuMs: ticks * 10, rssMb: rss };
+  return { cpuMs: ticks * 10, allCpuMs: (ticks + children) * 10, rssMb: rss };
+}
+
+/** CPU (the scheduler and every child it ran) of a scheduler over `seconds`, and its fires. */
+async function schedulerCpu(routines, seconds) {
+  const dir = project(routines);
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  s.stdout.on('data', (d) => (out += d));
+  while (!out.includes('[scheduler] started')) await sleep(20);
+  await sleep(1500); // past start-up, one fire or so
+  const firesBefore = (out.match(/\[routine\] (succeeded|failed)/g) ?? []).length;
+  const a = procStat(s.pid);
+  await sleep(seconds * 1000);
+  const b = procStat(s.pid);
+  const fires = (out.match(/\[routine\] (succeeded|failed)/g) ?? []).length - firesBefore;
+  s.kill('SIGTERM');
+  await new Promise((r) => s.on('close', r));
+  rmSync(dir, { recursive: true, force: true });
+  return { cpuMs: b.allCpuMs - a.allCpuMs, fires };
+}
+
+/** CPU of `n` × `sh -c true` from a shell loop (what cron pays per fire), from bash's `times`. */
+function shellLoopCpu(n) {
+  const r = spawnSync('bash', ['-c', `for i in $(seq ${n}); do sh -c true; done; times`], { encoding: 'utf8', env: benchEnv() });
+  const lines = r.stdout.trim().split('\n');
+  const toMs = (t) => {
+    const m = /(\d+)m([\d.]+)s/.exec(t);
+    return m ? (Number(m[1]) * 60 + Number(m[2])) * 1000 : 0;
+  };
+  const [self, children] = lines.slice(-2).map((l) => l.trim().split(/\s+/).map(toMs));
+  return self[0] + self[1] + children[0] + children[1];
+}
+
+/** SPEC §6 / issue 12: CPU per fire of `true`, scheduler and children, against cron's cost. */
+async function fireCost(seconds, rounds) {
+  const perFire = [];
+  const shell = [];
+  for (let i = 0; i < rounds; i++) {
+    const busy = await schedulerCpu([{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }], seconds);
+    const idleRun = await schedulerCpu([{ id: 'never', schedule: '0 0 1 1 *', action: 'command', run: 'true' }], seconds);
+    perFire.push((busy.cpuMs - idleRun.cpuMs) / Math.max(1, busy.fires));
+    shell.push(shellLoopCpu(Math.max(1, busy.fires)) / Math.max(1, busy.fires));
+  }
+  const ours = median(perFire);
+  const cron = median(shell);
+  table(`CPU per fire of \`true\` (scheduler + children, minus an idle scheduler), ${seconds} s x ${rounds} rounds`, ['what', 'ms CPU per fire', 'ratio', 'target'], [
+    ['sh -c true from a shell loop (cron)', fmt(cron, 1), '1.00x', ''],
+    ['routinely scheduler', fmt(ours, 1), `${fmt(ours / cron, 2)}x`, '<= 3x'],
+  ]);
+  return { perFireMs: ours, cronMs: cron, ratio: ours / cron };
 }
 
 async function idle(seconds) {
@@ -94,6 +145,7 @@ async function lateness(seconds) {
     }
     for (const line of text.trim().split('\n')) {
       const e = JSON.parse(line);
+      if (typeof e.result !== 'string') continue; // open markers, pauses
       late.push(Date.parse(e.started_at) - Date.parse(e.scheduled_at));
     }
   }
@@ -106,6 +158,7 @@ async function lateness(seconds) {
 
 export async function schedulerBenchmarks({ quick = false } = {}) {
   return {
+    fireCost: await fireCost(quick ? 8 : 16, quick ? 1 : 3),
     list: listStartup(quick ? 10 : 30),
     idle: await idle(quick ? 10 : 60),
     lateness: await lateness(quick ? 10 : 30),

@@ -21,7 +21,6 @@ import { busyPolicy, reportBusy, waitNotice, type BusyFlags, type Policy } from 
 import { err, humanDuration, out, paint, useColor } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { Progress } from './progress.js';
-import { reportOutcome, reportStarted } from './outcome.js';
 import { StopSignals } from './signals.js';
 import { loadForView } from './view-project.js';
 
@@ -50,10 +49,9 @@ export async function registerCommand(flags: BusyFlags & { routine?: string }, g
   const policy = busyPolicy(flags, 'fail');
   const ctx = context(g);
   using stop = new StopSignals();
-  const r = await register(ctx, { ...policy, signal: stop.signal, routine: flags.routine ?? null, onLocked: () => reportStarted(), onWait: waitNotice(policy) });
+  const r = await register(ctx, { ...policy, signal: stop.signal, routine: flags.routine ?? null, onWait: waitNotice(policy) });
   if (r.kind === 'busy') return busy(r.busy, policy, stop);
   out(describeSummary(r.value));
-  reportOutcome('success', describeSummary(r.value), ExitCode.OK);
   return ExitCode.OK;
 }
 
@@ -79,7 +77,6 @@ export async function runCommand(taskIds: string[], flags: RunFlags, g: GlobalOp
 function nothingToDo(result: { status: string; why: string } & Record<string, unknown>, flags: RunFlags): number {
   if (flags.json) out(JSON.stringify(result, null, 2));
   else out(result.why);
-  reportOutcome('success', result.why, ExitCode.OK);
   return ExitCode.OK;
 }
 
@@ -92,7 +89,6 @@ function runOptions(flags: RunFlags, policy: Policy, stop: StopSignals, progress
     parallel: flags.parallel,
     routine: flags.routine ?? null,
     runTimeoutMs: flags.timeout !== undefined ? flags.timeout * 1000 : undefined,
-    onLocked: () => reportStarted(),
     onWait: waitNotice(policy),
     onStart: (s) => progress?.start(s),
     onEvent: (e, s) => progress?.event(e, s),
@@ -105,7 +101,6 @@ function finish(state: RunState, flags: RunFlags, progress: Progress | null, sto
   else for (const line of runSummary(state)) out(line);
   const code = exitCodeFor(state.status, stop.received ? stop.exitCode : null);
   const reason = state.status === 'SUCCEEDED' ? null : `run ${state.run_id} ${state.status}${state.why ? `: ${state.why}` : ''}`;
-  reportOutcome(state.status === 'SUCCEEDED' ? 'success' : 'failure', reason, code, state.run_id);
   return code;
 }
 
@@ -113,7 +108,6 @@ function finish(state: RunState, flags: RunFlags, progress: Progress | null, sto
 function busy(b: Parameters<typeof reportBusy>[0], policy: ReturnType<typeof busyPolicy>, stop: StopSignals): number {
   if (b.reason === 'ABORTED') return stop.exitCode;
   const code = reportBusy(b, policy);
-  reportOutcome('skipped', 'exec busy', code);
   return code;
 }
 
@@ -146,7 +140,6 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
     });
     if (r.kind === 'conflict') {
       if (r.busy.reason === 'ABORTED') return stop.exitCode;
-      reportOutcome('skipped', 'exec busy', policy.ifBusy === 'skip' && r.busy.reason === 'LOCK_HELD' ? ExitCode.OK : ExitCode.BUSY);
       if (policy.ifBusy === 'skip' && r.busy.reason === 'LOCK_HELD') {
         if (flags.json) out(JSON.stringify({ status: 'CONFLICT', why_code: 'LOCK_CONFLICT', why: `exec busy: held by ${r.busy.why}`, next: 'skipped; try again later' }, null, 2));
         else out('skipped: exec busy');

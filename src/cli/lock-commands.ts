@@ -13,7 +13,6 @@ import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
 import { printable } from '../printable.js';
 import { err, formatInZone, humanDuration, out } from './io.js';
 import type { GlobalOptions } from './main.js';
-import { reportOutcome, reportStarted } from './outcome.js';
 import { StopSignals } from './signals.js';
 import { loadForView } from './view-project.js';
 
@@ -33,10 +32,8 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   if (!got.ok) {
     if (got.reason === 'ABORTED') return stop.exitCode;
     const code = reportBusy(got, policy);
-    reportOutcome('skipped', 'exec busy', code);
     return code;
   }
-  reportStarted(owner.run_id);
   await using lease = got.lease;
   // A routine's command (the scheduler runs command routines through here) does not get what
   // routinely withholds; a person's `lock run` keeps their environment as it is.
@@ -44,7 +41,6 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   const code = await runUnderLease(cmd, lease, stop, env);
   const reason =
     code === 0 ? null : stop.received ? `stopped by ${stop.received}` : lease.lost ? `lock lost: ${lease.lost.why}` : code === 127 || code === 126 ? `cannot run ${cmd[0]}` : `exit code ${code}`;
-  reportOutcome(code === 0 ? 'success' : 'failure', reason, code, owner.run_id);
   return code;
 }
 

@@ -294,12 +294,7 @@ export async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     return exitCode;
   } catch (error) {
-    const code = reportError(error);
-    // Fired by a scheduler: say why, so its log shows the cause and not just an exit code.
-    if (process.send && code !== ExitCode.OK) {
-      (await import('./outcome.js')).reportOutcome('failure', error instanceof Error ? error.message : String(error), code);
-    }
-    return code;
+    return reportError(error);
   }
 }
 
@@ -330,9 +325,12 @@ function reportError(error: unknown): number {
   return ExitCode.FAILED;
 }
 
-// Flush stdout (pipes are asynchronous on some platforms) and a scheduler's outcome channel
-// before exiting.
-main(process.argv).then(async (code) => {
-  if (process.send) await (await import('./outcome.js')).flushOutcome();
+// A reader that goes away (`routinely routine list | head -1`) is no error of ours: output to a
+// closed pipe is dropped, never an unhandled 'error' event with a stack trace.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+
+// Flush stdout (pipes are asynchronous on some platforms) before exiting.
+main(process.argv).then((code) => {
+  if (process.stdout.destroyed || !process.stdout.writable) process.exit(code);
   process.stdout.write('', () => process.exit(code));
 });

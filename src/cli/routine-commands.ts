@@ -4,16 +4,14 @@ import { cronProblem } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ID_PATTERN, type RoutineDef } from '../config/schema.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
-import { fireRoutine } from '../scheduler/fire.js';
-import { withBackend } from '../backend.js';
-import { EXEC_LOCK_KEY } from '../lock/backend.js';
+import { fireRoutine, ownerGone } from '../scheduler/firing.js';
+import { disposable, openBackend, withBackend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, type Colour } from './io.js';
 import type { GlobalOptions } from './main.js';
-import { selfCli } from './scheduler-command.js';
 import { loadForView, stateOnly } from './view-project.js';
 
 const warnTo = (m: string): void => err(`routinely: warning: ${m}`);
@@ -152,12 +150,6 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   const policy = busyPolicy(flags, 'fail');
   const project = loadProject({ configPath: g.config });
   const def = findRoutine(project, id);
-  if (policy.ifBusy === 'wait') {
-    // The fired child does the waiting, with its output in the routine's log: say here, once,
-    // whom this terminal waits for.
-    const lock = await withBackend(project, (b) => b.lock.status(EXEC_LOCK_KEY));
-    if (lock.state === 'held' && lock.holder) waitNotice(policy)(lock.holder);
-  }
   const stop = new AbortController();
   let received: 'SIGINT' | 'SIGTERM' | null = null;
   const onSignal = (sig: 'SIGINT' | 'SIGTERM'): void => {
@@ -166,19 +158,25 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  await using backend = disposable(await openBackend(project));
   try {
+    // Fires left open by a process that died are recorded first, once each (SPEC §6).
+    await backend.routines.reconcile(ownerGone, new Date(), warnTo);
     const result = await fireRoutine({
-      project, routine: def, cli: selfCli(), clock: systemClock, scheduledAt: new Date(), ifBusy: policy.ifBusy,
-      waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, killGraceMs: 5000,
+      project, backend, clock: systemClock, trigger: 'manual', ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs,
+      signal: stop.signal, killGraceMs: 5000, warn: warnTo,
       onStarted: () => out(`started ${id}`),
-    });
-    await withBackend(project, (b) => b.routines.recordFire(id, { ...result, trigger: 'manual' }, warnTo));
+      onWait: waitNotice(policy),
+      // the command's output also goes to this terminal (SPEC §10), and always to its log
+      echo: (chunk) => process.stdout.write(chunk),
+    }, def, new Date());
+    await backend.routines.recordFire(id, result, warnTo);
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else if (result.result === 'skipped') out(`skipped ${id}: ${result.reason ?? 'exec busy'}`);
     else out(`failed ${id}: ${result.reason ?? 'failed'} ${took}  (output: ${project.stateDir}/logs/${id}.log)`);
     if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
-    if (result.result === 'skipped') return result.child_exit === ExitCode.BUSY ? ExitCode.BUSY : ExitCode.OK;
+    if (result.result === 'skipped') return policy.ifBusy === 'skip' ? ExitCode.OK : ExitCode.BUSY;
     return result.result === 'success' ? ExitCode.OK : ExitCode.FAILED;
   } finally {
     process.off('SIGINT', onSignal);

@@ -1,8 +1,9 @@
 // `routinely scheduler start` (SPEC §6): foreground, one per project (the `scheduler` lock).
 
-import { realpathSync } from 'node:fs';
+import { systemClock } from '../clock.js';
 import { loadProject } from '../config/load.js';
-import { ExitCode, UsageError } from '../errors.js';
+import { ExitCode } from '../errors.js';
+import { fireRoutine, ownerGone } from '../scheduler/firing.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
 import { disposable, openBackend } from '../backend.js';
@@ -18,16 +19,22 @@ export interface SchedulerFlags {
   shutdownTimeout: number;
 }
 
-/** The CLI the scheduler fires routines with: this very script. */
-export function selfCli(): { node: string; script: string } {
-  const script = process.argv[1];
-  if (!script) throw new UsageError('cannot tell which script is running; start routinely through its CLI');
-  return { node: process.execPath, script: realpathSync(script) };
+/** EPIPE (or any error) on stdout/stderr is ignored from now on: the scheduler's work does not
+ * depend on anyone reading its log. */
+function keepGoingOnBrokenPipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') return;
+      // nothing to do: further writes to a closed pipe are dropped
+    });
+  }
 }
 
 export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
-  const cli = selfCli();
+  // A closed stdout or stderr (`scheduler start | head -3`, a terminal that went away) must not
+  // stop the scheduler: its log lines are dropped, and it goes on firing and recording.
+  keepGoingOnBrokenPipes();
   const log = createLogger(flags.logFormat, out);
   await using backend = disposable(await openBackend(project));
   const host = hostId();
@@ -35,9 +42,18 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
 
+  // Fires left open by an earlier scheduler that died (SIGKILL) are recorded now, once each.
+  const warn = (message: string): void => log({ event: 'scheduler.warning', message });
+  try {
+    const closed = await backend.routines.reconcile(ownerGone, new Date(), warn);
+    if (closed > 0) warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
+  } catch (err) {
+    warn(`could not reconcile open fires: ${(err as Error).message}`);
+  }
   const scheduler = new Scheduler({
     project,
-    cli,
+    fire: (def, scheduledAt, o) =>
+      fireRoutine({ project: o.project, backend, clock: systemClock, trigger: o.trigger, ifBusy: 'skip', signal: o.signal, warn, onStarted: () => o.onStarted() }, def, scheduledAt),
     log,
     reloadProject: () => loadProject({ configPath: project.configPath }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,

@@ -2,8 +2,7 @@
 // up from the current directory, `--config` / ROUTINELY_CONFIG overriding, environment
 // overrides winning over the file. Bad values are errors, never silent defaults.
 
-import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { ConfigError, UsageError, errnoCode } from '../errors.js';
 import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
@@ -172,43 +171,7 @@ export function readConfigFile(path: string, options: ValidateOptions = {}, cwd 
   return readConfig(path, options, cwd).config;
 }
 
-/** The environment variable through which the scheduler hands its children the config text it
- * validated: a routine keeps running with the config the scheduler kept, even while the file
- * on disk holds a newer, invalid one (SPEC §6: a bad new config is logged and the old one kept). */
-export const SNAPSHOT_ENV = 'ROUTINELY_CONFIG_SNAPSHOT';
-
-/** The SHA-256 of the snapshot file's content, handed to children beside its path: a child uses
- * the snapshot only if it is exactly what its scheduler wrote (SPEC §12). */
-export const SNAPSHOT_HASH_ENV = 'ROUTINELY_CONFIG_SNAPSHOT_SHA256';
-
-export interface ConfigSnapshot {
-  config_path: string;
-  text: string;
-}
-
-function configText(path: string, shown: string, env: NodeJS.ProcessEnv): string {
-  const snapshotPath = env[SNAPSHOT_ENV];
-  const hash = env[SNAPSHOT_HASH_ENV];
-  if (snapshotPath && hash) {
-    try {
-      // never through a symlink, only a file of ours, and only the exact bytes the scheduler wrote
-      const fd = openSync(snapshotPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      let bytes: Buffer;
-      try {
-        const st = fstatSync(fd);
-        if (!st.isFile() || (uid() !== null && st.uid !== uid()) || st.size > 16 * 1024 * 1024) throw new Error('not ours');
-        bytes = readFileSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      if (createHash('sha256').update(bytes).digest('hex') === hash) {
-        const snap = JSON.parse(bytes.toString('utf8')) as Partial<ConfigSnapshot>;
-        if (snap.config_path === path && typeof snap.text === 'string') return snap.text;
-      }
-    } catch {
-      // no usable snapshot: read the file itself
-    }
-  }
+function configText(path: string, shown: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
@@ -218,7 +181,7 @@ function configText(path: string, shown: string, env: NodeJS.ProcessEnv): string
 
 export function readConfig(path: string, options: ValidateOptions = {}, cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): { config: Config; text: string } {
   const shown = displayPath(path, cwd);
-  const text = configText(path, shown, env);
+  const text = configText(path, shown);
   const result = validateConfig(parseJsonFile(text, shown), options);
   if (!result.ok) throw new ConfigError(shown, result.issues);
   return { config: result.value, text };

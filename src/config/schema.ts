@@ -38,6 +38,8 @@ export const routineShape = {
   timeoutSeconds: z.optional(seconds('Stop the routine run after this many seconds.')),
   jitterSeconds: z.optional(z.number().check(z.gte(0), z.lte(86_400), z.describe('Random delay of 0..N seconds before starting (at most a day).'))),
   catchUp: z.optional(z.enum(['none', 'latest']).check(z.describe('"latest": on scheduler start, fire once if the last scheduled time was missed.'))),
+  env: z.optional(z.record(z.string(), z.string()).check(z.describe('Extra environment variables for a command routine.'))),
+  cwd: z.optional(z.string().check(z.describe('Working directory of a command routine, relative to the project root; must stay inside it.'))),
 };
 
 export const BACKEND_TYPES = ['file', 'postgres'] as const;
@@ -92,6 +94,8 @@ export interface RoutineDef {
   timeoutSeconds?: number;
   jitterSeconds: number;
   catchUp: 'none' | 'latest';
+  env?: Record<string, string>;
+  cwd?: string;
 }
 
 /** The config after validation, with defaults applied. */

@@ -130,6 +130,13 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     if (r.action !== 'command' && r.run !== undefined) {
       issues.push({ path: at('run'), message: `is only allowed with action "command" (action is "${r.action}")` });
     }
+    if ((r.env !== undefined || r.cwd !== undefined) && r.action !== 'command') {
+      issues.push({ path: at(r.env !== undefined ? 'env' : 'cwd'), message: `is only allowed with action "command" (action is "${r.action}")` });
+    }
+    if (r.cwd !== undefined) {
+      const problem = relativePathProblem(r.cwd);
+      if (problem) issues.push({ path: at('cwd'), message: `${showValue(r.cwd)} ${problem}` });
+    }
     if (r.timezone !== undefined && !isValidTimezone(r.timezone)) {
       issues.push({ path: at('timezone'), message: `${showValue(r.timezone)} is not a known IANA time zone (e.g. "Europe/Berlin", "UTC")` });
     } else if (options.schedules !== false) {

@@ -238,8 +238,9 @@ function diskFull(path: string): boolean {
   }
 }
 
-/** The task's working folder, which must stay inside the project even through symlinks. */
-function taskCwd(root: string, def: TaskDef): string | { error: string } {
+/** The task's (or command routine's) working folder, which must stay inside the project even
+ * through symlinks. */
+export function taskCwd(root: string, def: Pick<TaskDef, 'cwd'>): string | { error: string } {
   const wanted = resolve(root, def.cwd ?? '.');
   let real: string;
   try {

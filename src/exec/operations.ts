@@ -149,8 +149,9 @@ async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, cloc
 }
 
 export interface LockedPolicy extends BusyPolicy {
-  /** Called once the exec lock is held, before any work. */
-  onLocked?: () => void;
+  /** Called once the exec lock is held, before any work (awaited: a fire records that it has
+   * started before its work begins). */
+  onLocked?: () => void | Promise<void>;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
   onWait?: (holder: string) => void;
 }
@@ -166,8 +167,8 @@ async function withLock<T>(
   return withStore(ctx, async (backend) => {
     const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy, policy.onWait);
     if (!got.ok) return { kind: 'busy' as const, busy: got };
-    policy.onLocked?.();
     try {
+      await policy.onLocked?.();
       return { kind: 'ok' as const, value: await fn(got.lease, clock, backend.exec) };
     } finally {
       await got.lease.release();

@@ -22,6 +22,8 @@ export interface ProcessSpec {
   killGraceMs?: number | (() => number);
   /** Called synchronously right after spawn, before anything else can happen. */
   onSpawn?: (pid: number) => void;
+  /** With stdio 'pipe' for stdout/stderr: every chunk of output, in order. */
+  onOutput?: (chunk: Buffer) => void;
 }
 
 export type EndReason = 'exited' | 'timeout' | 'canceled' | 'spawn-error';
@@ -66,6 +68,16 @@ export function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** Whether the group has any member at all (zombies included): kill(-pgid, 0). */
+function anyInGroup(pid: number): boolean {
+  try {
+    quietly(() => process.kill(-pid, 0));
+    return true;
+  } catch (err) {
+    return errnoCode(err) !== 'ESRCH';
+  }
+}
+
 /** Whether any live process of the group remains. kill(-pgid, 0) answers in a microsecond but
  * counts zombies (a child whose parent died stays one until init reaps it, which can take a
  * while); on Linux a positive answer is confirmed from /proc, where zombies do not count. */
@@ -89,8 +101,10 @@ export function groupSize(pid: number): number {
  * processes were left (SPEC §4.11). Call it only for a group whose leader we started and reaped:
  * while members remain, the kernel gives no other process that group id. */
 export async function stopGroup(pid: number, graceMs: number): Promise<number> {
+  // kill(-pgid, 0) answers in a microsecond: the usual case, an empty group, never scans /proc
+  if (!anyInGroup(pid)) return 0;
   const left = groupSize(pid);
-  if (left === 0 || !groupExists(pid)) return 0;
+  if (left === 0) return 0;
   if (graceMs <= 0) {
     killGroup(pid, 'SIGKILL');
     return left;
@@ -119,6 +133,10 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
       ? spawn('/bin/sh', ['-c', spec.file], { cwd: spec.cwd, env: spec.env, stdio: spec.stdio ?? 'inherit', detached: true })
       : spawn(spec.file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio: spec.stdio ?? 'inherit', detached: true });
     const pid = child.pid ?? null;
+    if (spec.onOutput) {
+      child.stdout?.on('data', spec.onOutput);
+      child.stderr?.on('data', spec.onOutput);
+    }
     if (pid !== null) spec.onSpawn?.(pid);
 
     const stop = (why: EndReason): void => {

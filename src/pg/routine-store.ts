@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import type { PauseChange, RoutineStore, Warn } from '../scheduler/store.js';
 import { HISTORY_LIMIT, type HistoryEntry } from '../state/history.js';
-import { applyFire, checkRoutineState, emptyState, setPaused, type Fire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
+import { applyFire, checkRoutineState, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db } from './connect.js';
 
 export function pgRoutineStore(db: Db, project: string): RoutineStore {
@@ -30,9 +30,37 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
       return checked;
     },
 
+    async openFire(routine: string, open: OpenFire): Promise<void> {
+      await db.transaction((client) =>
+        update(client, routine, (prior) => {
+          const r = prior ?? emptyRecord();
+          return { ...r, open_fires: [...(r.open_fires ?? []).filter((o) => o.id !== open.id), open] };
+        }),
+      );
+    },
+
+    async reconcile(isGone, now, warn): Promise<number> {
+      const state = await this.read(warn);
+      let closed = 0;
+      for (const [id, record] of Object.entries(state.routines)) {
+        for (const open of record.open_fires ?? []) {
+          if (!isGone(open.owner)) continue;
+          await this.recordFire(id, interruptedFire(open, now), warn);
+          closed++;
+        }
+      }
+      return closed;
+    },
+
     async recordFire(routine: string, fire: Fire): Promise<void> {
       await db.transaction(async (client) => {
-        await update(client, routine, (prior) => applyFire(prior, fire));
+        await update(client, routine, (prior) => {
+          const next = applyFire(prior, fire);
+          if (!fire.closes) return next;
+          const left = (next.open_fires ?? []).filter((o) => o.id !== fire.closes);
+          const { open_fires: _o, ...rest } = next;
+          return left.length > 0 ? { ...rest, open_fires: left } : rest;
+        });
         const entry: HistoryEntry = {
           scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
           result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,

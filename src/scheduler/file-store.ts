@@ -19,6 +19,7 @@ import {
   fireLine,
   historyIds,
   historyPath,
+  openLine,
   parseHistory,
   pauseLine,
   readHistoryBytes,
@@ -28,7 +29,7 @@ import {
   type HistoryEntry,
 } from '../state/history.js';
 import { corruptMessage, ensureStateRoot, readJsonState, writeJsonDurable } from '../state/json-file.js';
-import { checkRecord, checkRoutineState, emptyState, foldLines, type Fire, type Folded, type RoutineStateFile } from '../state/routine-state.js';
+import { checkRecord, checkRoutineState, emptyState, foldLines, interruptedFire, type Fire, type Folded, type OpenFire, type RoutineStateFile } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 
 export const STATE_LOCK_KEY = 'routine-state';
@@ -174,6 +175,28 @@ export async function recordFire(project: Project, routineId: string, fire: Fire
   await recordFact(project, routineId, fireLine(fire), warn);
 }
 
+/** The open marker is a fact appended on its own (one O_APPEND write, no lock: appends never
+ * interleave within a line); the index learns of it from the history at the next read or write. */
+export async function openFire(project: Project, routineId: string, open: OpenFire, _warn: Warn = () => {}): Promise<void> {
+  trustRoot(project.stateDir);
+  ensureStateRoot(project.stateDir);
+  appendHistoryLine(historyPath(project.stateDir, routineId), openLine(open));
+}
+
+/** Closes every open fire whose process is gone, as a failure: its outcome was lost. */
+export async function reconcileOpenFires(project: Project, isGone: (owner: OpenFire['owner']) => boolean, now: Date, warn: Warn = () => {}): Promise<number> {
+  const state = readRoutineState(project, warn);
+  let closed = 0;
+  for (const [id, record] of Object.entries(state.routines)) {
+    for (const open of record.open_fires ?? []) {
+      if (!isGone(open.owner)) continue;
+      await recordFire(project, id, interruptedFire(open, now), warn);
+      closed++;
+    }
+  }
+  return closed;
+}
+
 /** Pauses or resumes. Pausing again without a note keeps the note given first. */
 export async function pauseRoutine(project: Project, routineId: string, paused: boolean, note: string | null, warn: Warn = () => {}): Promise<PauseChange> {
   const before = readRoutineState(project, warn).routines[routineId];
@@ -209,6 +232,8 @@ export function fileRoutineStore(project: Project): RoutineStore {
   return {
     read: async (warn) => readRoutineState(project, warn),
     recordFire: (id, fire, warn) => recordFire(project, id, fire, warn),
+    openFire: (id, open, warn) => openFire(project, id, open, warn),
+    reconcile: (isGone, now, warn) => reconcileOpenFires(project, isGone, now, warn),
     setPaused: (id, paused, note) => pauseRoutine(project, id, paused, note),
     history: async (id, warn) => readFires(project, id, warn),
     // one scheduler per project (the `scheduler` lock): every tick is ours

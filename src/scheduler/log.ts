@@ -1,3 +1,5 @@
+import { printable } from '../printable.js';
+
 // Scheduler log lines (SPEC §6): one per event on stdout, prefixed by an ISO-8601 UTC
 // timestamp, e.g. `2026-11-29T19:05:00.012Z [routine] skipped auto: exec busy`; with
 // `--log-format json`, the same events as JSON lines.
@@ -13,12 +15,20 @@ export type LogEvent =
   | { event: 'routine.started'; routine: string; scheduled_at: string }
   | { event: 'routine.succeeded'; routine: string; duration_ms: number; run_id: string | null }
   | { event: 'routine.failed'; routine: string; reason: string; duration_ms: number; run_id: string | null }
-  | { event: 'routine.skipped'; routine: string; reason: string }
+  | { event: 'routine.skipped'; routine: string; reason: string; holder?: string }
   | { event: 'routine.catch_up'; routine: string; scheduled_at: string }
   | { event: 'routine.paused'; routine: string; note: string | null }
   | { event: 'routine.resumed'; routine: string };
 
 const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+
+/** `exec run r-… since 12:01:07` — who holds the exec lock, for a skip's log line (SPEC §10). */
+export function holderText(h: { owner: { command: string; run_id?: string | null; routine?: string | null; pid: number; host: string }; created_at: number }): string {
+  const what = h.owner.routine ? `routine ${h.owner.routine}` : h.owner.command;
+  const run = h.owner.run_id ? ` ${h.owner.run_id}` : '';
+  const since = new Date(h.created_at * 1000).toISOString().slice(11, 19);
+  return printable(`${what}${run} since ${since}`);
+}
 
 export function formatText(e: LogEvent): string {
   switch (e.event) {
@@ -43,7 +53,7 @@ export function formatText(e: LogEvent): string {
     case 'routine.failed':
       return `[routine] failed ${e.routine}: ${e.reason} in ${secs(e.duration_ms)}`;
     case 'routine.skipped':
-      return `[routine] skipped ${e.routine}: ${e.reason}`;
+      return `[routine] skipped ${e.routine}: ${e.reason}${e.holder ? ` (held by ${e.holder})` : ''}`;
     case 'routine.catch_up':
       return `[routine] catching up ${e.routine} (missed ${e.scheduled_at})`;
     case 'routine.paused':

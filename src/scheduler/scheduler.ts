@@ -1,31 +1,32 @@
-// The scheduler loop (SPEC §6): fires every enabled, unpaused routine on its schedule as a child
-// process, records each fire, honours pause/resume without a restart, reloads its config, and
-// shuts down gracefully. Timing decisions are pure (timing.ts); this file carries them out.
+// The scheduler loop (SPEC §6): fires every enabled, unpaused routine on its schedule (firing.ts,
+// in this process), records each fire, honours pause/resume without a restart, reloads its
+// config, and shuts down gracefully. Timing decisions are pure (timing.ts); this file carries
+// them out.
 
 import { createHash } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { anySignal, systemClock, type Clock } from '../clock.js';
-import { SNAPSHOT_ENV, SNAPSHOT_HASH_ENV, type Project } from '../config/load.js';
+import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
 import type { Fire } from '../state/routine-state.js';
-import { writeConfigSnapshot } from './config-snapshot.js';
-import { fireRoutine, type CliCommand, type FireOptions, type FireResult } from './fire.js';
-import type { Logger } from './log.js';
+import type { FireResult, Trigger } from './firing.js';
+import { holderText, type Logger } from './log.js';
 import type { RoutineStore } from './store.js';
 import { lightSchedule, routineZone, type Schedule } from './schedule.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
 
+/** Fires one routine (firing.ts in production, a stub in tests) and returns its record. */
+export type FireFn = (def: RoutineDef, scheduledAt: Date, o: { project: Project; signal: AbortSignal; trigger: Trigger; onStarted: () => void }) => Promise<FireResult>;
+
 export interface SchedulerOptions {
   project: Project;
-  cli: CliCommand;
+  fire: FireFn;
   log: Logger;
   /** Reads and validates the config again (throws on a bad config). */
   reloadProject: () => Project;
   clock?: Clock;
   shutdownTimeoutMs?: number;
-  /** Injected in tests; production spawns the CLI. */
-  fire?: (o: FireOptions) => Promise<FireResult>;
   /** Routine state and tick claims (files, or the database). */
   store: RoutineStore;
   /** This scheduler's host identity (claims name it). */
@@ -56,6 +57,8 @@ export class Scheduler {
   /** The last scheduled time fired per routine: after a backward clock step a time is never
    * fired twice. */
   private readonly lastFired = new Map<string, number>();
+  /** When each routine last ran (not skipped), for taking turns. */
+  private readonly lastRan = new Map<string, number>();
   private readonly stops = new Map<string, AbortController>();
   private readonly pausedSeen = new Map<string, boolean>();
   private wake = new AbortController();
@@ -63,8 +66,6 @@ export class Scheduler {
   private configHash = '';
   private watcher: FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
-  /** Where the children read the config this scheduler validated. */
-  private snapshot: { path: string; sha256: string } | undefined;
 
   constructor(private readonly o: SchedulerOptions) {
     this.project = o.project;
@@ -96,7 +97,10 @@ export class Scheduler {
         const now = this.clock.now();
         if (clockWentBack(previousNow, now)) this.recompute(now);
         previousNow = now;
-        for (const id of dueIds(this.next, now)) {
+        // Due at the same moment, the routine that ran longest ago goes first: routines that
+        // meet on every tick take turns at the exec lock instead of one always winning.
+        const due = dueIds(this.next, now).sort((a, b) => (this.lastRan.get(a) ?? -Infinity) - (this.lastRan.get(b) ?? -Infinity));
+        for (const id of due) {
           const entry = this.routines.get(id)!;
           const scheduledAt = this.next.get(id)!;
           // Late (suspend, clock step forward): fire once, then continue from now.
@@ -134,14 +138,9 @@ export class Scheduler {
         this.next.delete(id);
       }
     }
+    // Routines fire in this process with this validated config: nothing reads the file again
+    // until a reload accepts a new one.
     this.project = project;
-    if (project.configText !== undefined) {
-      try {
-        this.snapshot = writeConfigSnapshot(project);
-      } catch (err) {
-        this.warn(`cannot write the config snapshot for routines: ${(err as Error).message}`);
-      }
-    }
   }
 
   private recompute(now: number): void {
@@ -249,13 +248,21 @@ export class Scheduler {
         if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
       }
       if (stop.signal.aborted || this.stopping) return;
-      const result = await (this.o.fire ?? fireRoutine)({
-        project, routine: def, cli: this.o.cli, clock: this.clock, scheduledAt, ifBusy: 'skip', signal: stop.signal,
-        env: this.snapshot ? { ...process.env, [SNAPSHOT_ENV]: this.snapshot.path, [SNAPSHOT_HASH_ENV]: this.snapshot.sha256 } : undefined,
-        onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
-      });
+      let result: FireResult;
+      try {
+        result = await this.o.fire(def, scheduledAt, {
+          project, signal: stop.signal, trigger: 'schedule',
+          onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
+        });
+      } catch (err) {
+        // Nothing ran (its log may not be written, the start could not be recorded): a failure
+        // all the same, so that `routine list --check` shows it.
+        const at = new Date(this.clock.now()).toISOString();
+        result = { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null };
+      }
       this.logResult(id, result);
-      await this.o.store.recordFire(id, { ...result, trigger: 'schedule' }, this.warn).catch((err: Error) => this.warn(`could not record ${id}: ${err.message}`));
+      if (result.result !== 'skipped') this.lastRan.set(id, this.clock.monotonic());
+      await this.record(id, { ...result, trigger: 'schedule' });
     })();
     const tracked = task.finally(() => {
       this.running.delete(id);
@@ -263,6 +270,25 @@ export class Scheduler {
     });
     this.running.set(id, tracked);
     await tracked;
+  }
+
+  /** Records a fire, retrying for a while (a full disk, a database outage); if it never can be,
+   * the fire's open marker stays and the next reconcile records it as interrupted. */
+  private async record(id: string, fire: Fire): Promise<void> {
+    let delay = 200;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.o.store.recordFire(id, fire, this.warn);
+        return;
+      } catch (err) {
+        if (attempt >= 5 || this.halt.signal.aborted) {
+          this.warn(`could not record ${id}: ${(err as Error).message}`);
+          return;
+        }
+        await this.clock.sleep(delay, this.halt.signal);
+        delay *= 2;
+      }
+    }
   }
 
   /** Reads the pause flag (honoured without a restart) and logs when it changed. */
@@ -278,7 +304,7 @@ export class Scheduler {
 
   private logResult(id: string, r: FireResult): void {
     if (r.result === 'success') this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
-    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'exec busy' });
+    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'exec busy', ...(r.holder ? { holder: holderText(r.holder) } : {}) });
     else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
   }
 

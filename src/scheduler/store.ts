@@ -2,7 +2,7 @@
 // (the default), or tables in PostgreSQL (SPEC §9).
 
 import type { HistoryEntry } from '../state/history.js';
-import type { Fire, RoutineStateFile } from '../state/routine-state.js';
+import type { Fire, OpenFire, RoutineStateFile } from '../state/routine-state.js';
 
 export type Warn = (message: string) => void;
 
@@ -14,7 +14,13 @@ export interface PauseChange {
 
 export interface RoutineStore {
   read(warn: Warn): Promise<RoutineStateFile>;
+  /** Records that a fire has started (before its work starts); the fire's record (recordFire with
+   * `closes: open.id`) closes it. A fire whose process dies in between is found by reconcile. */
+  openFire(routineId: string, open: OpenFire, warn: Warn): Promise<void>;
   recordFire(routineId: string, fire: Fire, warn: Warn): Promise<void>;
+  /** Records every open fire whose process is gone as a failure (reason `interrupted`): each fire
+   * that started is then recorded exactly once (SPEC §6). Returns how many it closed. */
+  reconcile(isGone: (owner: OpenFire['owner']) => boolean, now: Date, warn: Warn): Promise<number>;
   /** Pausing again without a note keeps the first note. */
   setPaused(routineId: string, paused: boolean, note: string | null): Promise<PauseChange>;
   /** Oldest first. */

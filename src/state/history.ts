@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { errnoCode, stateWriteError } from '../errors.js';
 import { STATE_FILE_CAP, randomHex, readFileChecked, unlinkQuiet } from '../lock/files.js';
 import { appendLine, openAppend, writeFileDurable } from './durable.js';
-import type { Fire, RoutineRecord, RoutineResult } from './routine-state.js';
+import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord, type RoutineResult } from './routine-state.js';
 
 export const HISTORY_LIMIT = 1000;
 /** Rotate when the file is this many bytes (≈ 1.5 × the limit at ≈ 250 bytes per line). */
@@ -35,11 +35,14 @@ export interface HistoryEntry {
   attempt?: number;
   /** Unique per line. */
   id?: string;
+  /** The open fire (its `open` line's id) this entry records. */
+  closes?: string;
 }
 
 export type HistoryLine =
   | { kind: 'fire'; id: string | null; entry: HistoryEntry }
   | { kind: 'pause'; id: string | null; paused: boolean; note: string | null; at: string }
+  | { kind: 'open'; id: string | null; open: OpenFire }
   | { kind: 'summary'; id: string | null; record: RoutineRecord; recent: string[]; at: string };
 
 const ROUTINE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -71,9 +74,15 @@ export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger'];
     run_id: fire.run_id,
     ...(fire.trigger ?? extra.trigger ? { trigger: fire.trigger ?? extra.trigger } : {}),
     ...(fire.attempt ?? extra.attempt ? { attempt: fire.attempt ?? extra.attempt } : {}),
+    ...(fire.closes ? { closes: fire.closes } : {}),
     id: randomHex(8),
   };
   return JSON.stringify(entry);
+}
+
+/** The line that opens a fire (written before its work starts). */
+export function openLine(open: OpenFire): string {
+  return JSON.stringify({ event: 'open', ...open });
 }
 
 export function pauseLine(paused: boolean, note: string | null, at: string): string {
@@ -98,6 +107,10 @@ export function parseHistoryLine(text: string, checkRecord: (v: unknown) => Rout
   if (o.event === 'paused' || o.event === 'resumed') {
     if (!isStr(o.at)) return null;
     return { kind: 'pause', id, paused: o.event === 'paused', note: isStr(o.note) ? o.note : null, at: o.at };
+  }
+  if (o.event === 'open') {
+    const open = checkOpenFire(o);
+    return open ? { kind: 'open', id: open.id, open } : null;
   }
   if (o.event === 'summary') {
     const record = checkRecord(o.record);

@@ -20,6 +20,21 @@ export interface RoutineRecord {
   consecutive_failures: number;
   paused: boolean;
   paused_note: string | null;
+  /** Fires that have started and not been recorded yet (SPEC §6: each is recorded exactly once,
+   * by its own process or, when that process is gone, by the next one that reconciles). */
+  open_fires?: OpenFire[];
+}
+
+/** A fire in progress: written before its work starts, closed by the fire's record. */
+export interface OpenFire {
+  id: string;
+  scheduled_at: string;
+  started_at: string;
+  run_id: string | null;
+  trigger: 'schedule' | 'manual' | 'retry';
+  attempt?: number;
+  /** The process that runs it (a scheduler, or `routine run`). */
+  owner: { pid: number; host: string; boot_id: string | null; start_time: string | null; pid_ns?: string | null };
 }
 
 /** Where the index stands in a routine's history file: its inode and size when folded, and the
@@ -52,6 +67,8 @@ export interface Fire {
   run_id: string | null;
   trigger?: 'schedule' | 'manual' | 'retry';
   attempt?: number;
+  /** The open fire this record closes. */
+  closes?: string;
 }
 
 export const emptyState = (): RoutineStateFile => ({ version: 1, routines: {} });
@@ -122,9 +139,40 @@ export function checkRecord(rec: unknown): RoutineRecord | null {
   out.counts = { success: count(c.success), failure: count(c.failure), skipped: count(c.skipped) };
   out.consecutive_failures = count(rec.consecutive_failures);
   out.paused = rec.paused === true;
+  if (Array.isArray(rec.open_fires)) {
+    const open = rec.open_fires.map(checkOpenFire).filter((o): o is OpenFire => o !== null);
+    if (open.length > 0) out.open_fires = open;
+  }
   // fields added by later versions are kept
   for (const [k, v] of Object.entries(rec)) if (!(k in out)) (out as unknown as Record<string, unknown>)[k] = v;
   return out;
+}
+
+/** An open fire, every field checked; null when it is not one. */
+export function checkOpenFire(v: unknown): OpenFire | null {
+  if (!isObj(v) || typeof v.id !== 'string' || typeof v.scheduled_at !== 'string' || typeof v.started_at !== 'string') return null;
+  if (v.run_id !== null && typeof v.run_id !== 'string') return null;
+  const o = v.owner;
+  if (!isObj(o) || !Number.isSafeInteger(o.pid) || (o.pid as number) < 1 || typeof o.host !== 'string') return null;
+  const strOrNull = (x: unknown): string | null => (typeof x === 'string' ? x : null);
+  return {
+    id: v.id, scheduled_at: v.scheduled_at, started_at: v.started_at, run_id: v.run_id as string | null,
+    trigger: v.trigger === 'manual' || v.trigger === 'retry' ? v.trigger : 'schedule',
+    ...(Number.isSafeInteger(v.attempt) ? { attempt: v.attempt as number } : {}),
+    owner: { pid: o.pid as number, host: o.host, boot_id: strOrNull(o.boot_id), start_time: strOrNull(o.start_time), pid_ns: strOrNull(o.pid_ns) },
+  };
+}
+
+/** The record of a fire whose outcome was lost with its process (SPEC §6). */
+export function interruptedFire(open: OpenFire, now: Date): Fire {
+  const finished = now.toISOString();
+  return {
+    result: 'failure',
+    reason: `interrupted: pid ${open.owner.pid} on ${open.owner.host} ended before the outcome was recorded`,
+    scheduled_at: open.scheduled_at, started_at: open.started_at, finished_at: finished,
+    duration_ms: Math.max(0, now.getTime() - Date.parse(open.started_at)) || 0, exit_code: null, run_id: open.run_id,
+    trigger: open.trigger, ...(open.attempt ? { attempt: open.attempt } : {}), closes: open.id,
+  };
 }
 
 /** Validates the file's shape; every record checked field by field. */
@@ -182,8 +230,17 @@ export function foldLines(lines: readonly HistoryLineLike[], base?: Folded): Fol
       recent.push(l.id);
       if (recent.length > RECENT_KEPT) recent.shift();
     }
+    if (l.kind === 'open') {
+      record = { ...record, open_fires: [...(record.open_fires ?? []).filter((o) => o.id !== l.open.id), l.open] };
+      continue;
+    }
     if (l.kind === 'fire') {
       const e = l.entry;
+      if (e.closes) {
+        const left = (record.open_fires ?? []).filter((o) => o.id !== e.closes);
+        record = { ...record, open_fires: left };
+        if (left.length === 0) delete record.open_fires;
+      }
       record = applyFire(record, {
         result: e.result, reason: e.reason ?? null, scheduled_at: e.scheduled_at, started_at: e.started_at, finished_at: e.finished_at,
         duration_ms: Math.max(0, Date.parse(e.finished_at) - Date.parse(e.started_at)) || 0, exit_code: e.exit_code ?? null, run_id: e.run_id ?? null,
@@ -197,6 +254,7 @@ export function foldLines(lines: readonly HistoryLineLike[], base?: Folded): Fol
 
 /** The shape foldLines needs (history.ts's HistoryLine), stated here to keep imports one-way. */
 export type HistoryLineLike =
-  | { kind: 'fire'; id: string | null; entry: { scheduled_at: string; started_at: string; finished_at: string; result: RoutineResult; reason?: string | null; exit_code?: number | null; run_id?: string | null } }
+  | { kind: 'fire'; id: string | null; entry: { scheduled_at: string; started_at: string; finished_at: string; result: RoutineResult; reason?: string | null; exit_code?: number | null; run_id?: string | null; closes?: string } }
+  | { kind: 'open'; id: string | null; open: OpenFire }
   | { kind: 'pause'; id: string | null; paused: boolean; note: string | null; at: string }
   | { kind: 'summary'; id: string | null; record: RoutineRecord; recent: string[]; at: string };

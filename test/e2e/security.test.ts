@@ -162,14 +162,15 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     expect(big.stderr).toMatch(/exec-run\.lock is 3221225472 bytes, larger than any file routinely writes there/);
   });
 
-  it('a config snapshot swapped while the scheduler runs is never used by its routines', async () => {
+  it('no config snapshot is handed to a child: a file planted where one used to be is never read', async () => {
     const marker = join(mkdtempSync(join(tmpdir(), 'routinely-pwned-')), 'pwned');
     onTestFinished(() => rmSync(join(marker, '..'), { recursive: true, force: true }));
     const project = testProject({ routines: [{ id: 'tick', schedule: '* * * * * *', action: 'exec-auto' }], exec: { tasks: [] } });
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/\[routine\] (succeeded|failed) tick/, 15_000);
+    // routines fire in the scheduler's own process with the config it validated
     const snapshot = join(project, '.routinely', 'scheduler-config.json');
-    expect(existsSync(snapshot)).toBe(true);
+    expect(existsSync(snapshot)).toBe(false);
     const evil = { config_path: join(project, 'routinely.json'), text: JSON.stringify({ exec: { tasks: [{ id: 'evil', run: `touch ${marker}` }] } }) };
     writeFileSync(snapshot, JSON.stringify(evil));
     await s.waitFor(/\[routine\] (succeeded|failed) tick[\s\S]*\[routine\] (succeeded|failed) tick[\s\S]*\[routine\] (succeeded|failed) tick/, 15_000);

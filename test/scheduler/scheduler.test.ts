@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadProject } from '../../src/config/load.js';
-import type { FireOptions, FireResult } from '../../src/scheduler/fire.js';
+import type { FireResult } from '../../src/scheduler/firing.js';
 import type { LogEvent } from '../../src/scheduler/log.js';
 import { fileRoutineStore, pauseRoutine, readRoutineState } from '../../src/scheduler/file-store.js';
-import { Scheduler } from '../../src/scheduler/scheduler.js';
+import { Scheduler, type FireFn } from '../../src/scheduler/scheduler.js';
 import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -25,22 +25,22 @@ function harness(config: object, startMs = T0 + 500) {
   const clock = new ManualClock(startMs);
   const events: LogEvent[] = [];
   const fires: { id: string; scheduledAt: string; finish: (r?: Partial<FireResult>) => void }[] = [];
-  const fire = (o: FireOptions): Promise<FireResult> =>
+  const fire: FireFn = (def, scheduledAt, o) =>
     new Promise((resolve) => {
-      o.onStarted?.();
+      o.onStarted();
       fires.push({
-        id: o.routine.id,
-        scheduledAt: o.scheduledAt.toISOString(),
+        id: def.id,
+        scheduledAt: scheduledAt.toISOString(),
         finish: (r = {}) =>
           resolve({
-            result: 'success', reason: null, scheduled_at: o.scheduledAt.toISOString(), started_at: new Date(clock.now()).toISOString(),
-            finished_at: new Date(clock.now()).toISOString(), duration_ms: 5, exit_code: 0, run_id: null, child_exit: 0, ...r,
+            result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: new Date(clock.now()).toISOString(),
+            finished_at: new Date(clock.now()).toISOString(), duration_ms: 5, exit_code: 0, run_id: null, ...r,
           }),
       });
     });
   const project = loadProject({ cwd: dir });
   const scheduler = new Scheduler({
-    project, clock, fire, log: (e) => events.push(e), cli: { node: 'unused', script: 'unused' },
+    project, clock, fire, log: (e) => events.push(e),
     reloadProject: () => loadProject({ cwd: dir }), shutdownTimeoutMs: 1000, watchConfig: false, random: () => 0.5,
     store: fileRoutineStore(project), host: 'test-host',
   });
@@ -143,12 +143,12 @@ describe('Scheduler', () => {
     const fired: string[] = [];
     const events: LogEvent[] = [];
     const scheduler = new Scheduler({
-      project: loadProject({ cwd: dir }), clock, log: (e) => events.push(e), cli: { node: '', script: '' }, watchConfig: false,
+      project: loadProject({ cwd: dir }), clock, log: (e) => events.push(e), watchConfig: false,
       store: fileRoutineStore(loadProject({ cwd: dir })), host: 'test-host',
       reloadProject: () => loadProject({ cwd: dir }),
-      fire: async (o) => {
-        fired.push(`${o.routine.id}@${o.scheduledAt.toISOString()}`);
-        return { result: 'success', reason: null, scheduled_at: o.scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null, child_exit: 0 };
+      fire: async (def, scheduledAt) => {
+        fired.push(`${def.id}@${scheduledAt.toISOString()}`);
+        return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };
       },
     });
     const stop = new AbortController();

@@ -1,0 +1,328 @@
+// Firing one routine (SPEC §6), in the process that fires it — the scheduler, or `routine run` —
+// with no second Node process: a `command` routine costs what cron pays (a shell), and the exec
+// actions run through the library. Every fire that starts is recorded exactly once: an open
+// marker is written once the exec lock is held and before any work starts, and the fire's record
+// closes it; a marker left open by a process that died is closed by the next one (reconcile).
+
+import { closeSync, renameSync, statSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Backend } from '../backend.js';
+import { anySignal, type Clock } from '../clock.js';
+import type { Project } from '../config/load.js';
+import type { RoutineDef } from '../config/schema.js';
+import { taskCwd } from '../exec/executor.js';
+import { execResume, execRun, register, type ExecContext } from '../exec/operations.js';
+import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from '../exec/process.js';
+import { newRunId, type RunState } from '../exec/run-state.js';
+import { EXEC_LOCK_KEY } from '../lock/backend.js';
+import { randomHex } from '../lock/files.js';
+import { samePidSpace, selfIdentity, systemProbe } from '../lock/identity.js';
+import type { IfBusy, Lease } from '../lock/lease.js';
+import type { LockRecord } from '../lock/record.js';
+import { openAppend } from '../state/durable.js';
+import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
+import type { Warn } from './store.js';
+
+const LOG_ROTATE_BYTES = 4 * 1024 * 1024;
+/** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
+const KILL_GRACE_MS = 5_000;
+
+export type Trigger = 'schedule' | 'manual' | 'retry';
+
+export interface FireContext {
+  project: Project;
+  backend: Backend;
+  clock: Clock;
+  trigger: Trigger;
+  ifBusy: IfBusy;
+  waitTimeoutMs?: number;
+  /** Stops the fire (scheduler shutdown, SIGINT/SIGTERM of `routine run`); a string reason is
+   * recorded as the failure's reason. */
+  signal?: AbortSignal;
+  killGraceMs?: number;
+  attempt?: number;
+  warn: Warn;
+  /** The fire holds the exec lock and its work begins. */
+  onStarted?: (runId: string | null) => void;
+  /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
+  onWait?: (holder: string) => void;
+  /** Also copy a command's output here (`routine run` streams it to the terminal). */
+  echo?: (chunk: Buffer) => void;
+}
+
+export interface FireResult extends Fire {
+  /** Skipped because the exec lock was held: by whom (for the log line). */
+  holder?: LockRecord | null;
+}
+
+/** `<stateDir>/logs/<id>.log`, rotated once past 4 MiB; opened O_NOFOLLOW and checked. */
+export function routineLogPath(project: Project, id: string): string {
+  return join(project.stateDir, 'logs', `${id}.log`);
+}
+
+function openRoutineLog(project: Project, id: string): number {
+  const path = routineLogPath(project, id);
+  try {
+    if (statSync(path).size > LOG_ROTATE_BYTES) renameSync(path, `${path}.1`);
+  } catch {
+    // no log yet
+  }
+  return openAppend(path);
+}
+
+function writeQuiet(fd: number, text: string): void {
+  try {
+    writeSync(fd, text);
+  } catch {
+    // the log is for people; the record has the result
+  }
+}
+
+const owner = (): OpenFire['owner'] => {
+  const me = selfIdentity();
+  return { pid: me.pid, host: me.host, boot_id: me.boot_id, start_time: me.start_time, ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}) };
+};
+
+/** Whether the process behind an open fire is gone (this host only; elsewhere it cannot be told). */
+export function ownerGone(o: OpenFire['owner']): boolean {
+  const probe = systemProbe();
+  if (!samePidSpace(o, probe)) return false;
+  const p = probe.inspect(o.pid);
+  if (p.state === 'dead') return true;
+  return p.state === 'alive' && !!p.startTime && !!o.start_time && p.startTime !== o.start_time;
+}
+
+/** Fires `def` once for `scheduledAt` and returns its record (with `closes` naming the open
+ * marker it wrote), which the caller records. Never throws for the routine's own failure; throws
+ * only when not even the start could be recorded (then nothing ran). */
+export async function fireRoutine(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult> {
+  return def.action === 'command' ? fireCommand(ctx, def, scheduledAt) : fireExec(ctx, def, scheduledAt);
+}
+
+/** Records a fire, retrying for a while (a full disk, a database outage): a fire that ran is
+ * recorded once with its real result; if it never can be, its open marker stays, and the next
+ * reconcile records it as interrupted. */
+export async function recordFireResult(ctx: Pick<FireContext, 'backend' | 'clock' | 'warn'>, id: string, fire: Fire, attempts = 5): Promise<boolean> {
+  let delay = 200;
+  for (let i = 1; ; i++) {
+    try {
+      await ctx.backend.routines.recordFire(id, fire, ctx.warn);
+      return true;
+    } catch (err) {
+      if (i >= attempts) {
+        ctx.warn(`could not record ${id}: ${(err as Error).message}`);
+        return false;
+      }
+      await ctx.clock.sleep(delay);
+      delay *= 2;
+    }
+  }
+}
+
+interface Span {
+  startedMs: number;
+  started: number;
+}
+
+function finish(ctx: FireContext, scheduledAt: Date, span: Span, f: Omit<FireResult, 'scheduled_at' | 'started_at' | 'finished_at' | 'duration_ms'>): FireResult {
+  return {
+    ...f,
+    scheduled_at: scheduledAt.toISOString(),
+    started_at: new Date(span.startedMs).toISOString(),
+    finished_at: new Date(ctx.clock.now()).toISOString(),
+    duration_ms: Math.round(performance.now() - span.started),
+    trigger: ctx.trigger,
+    ...(ctx.attempt ? { attempt: ctx.attempt } : {}),
+  };
+}
+
+/** Writes the open marker; the fire's record will close it. */
+async function open(ctx: FireContext, def: RoutineDef, scheduledAt: Date, span: Span, runId: string | null): Promise<OpenFire> {
+  const marker: OpenFire = {
+    id: randomHex(8), scheduled_at: scheduledAt.toISOString(), started_at: new Date(span.startedMs).toISOString(),
+    run_id: runId, trigger: ctx.trigger, ...(ctx.attempt ? { attempt: ctx.attempt } : {}), owner: owner(),
+  };
+  await ctx.backend.routines.openFire(def.id, marker, ctx.warn);
+  return marker;
+}
+
+async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult> {
+  const span: Span = { startedMs: ctx.clock.now(), started: performance.now() };
+  const runId = newRunId(span.startedMs, randomHex(2));
+  // The log first: a log we may not write (another user's, readable by others) stops the fire
+  // before anything runs, and says so (exit 2 for `routine run`).
+  const logFd = openRoutineLog(ctx.project, def.id);
+  let lease: Lease;
+  let marker: OpenFire;
+  try {
+    const got = await acquire(ctx, { command: 'routine', routine: def.id, run_id: runId });
+    if (!got.ok) return finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder: got.holder });
+    lease = got.lease;
+    try {
+      marker = await open(ctx, def, scheduledAt, span, runId);
+    } catch (err) {
+      await lease.release();
+      throw err; // nothing ran; the caller reports why it could not even be recorded
+    }
+  } catch (err) {
+    closeSync(logFd);
+    throw err;
+  }
+  try {
+    ctx.onStarted?.(runId);
+    writeQuiet(logFd, `--- routinely: ${def.id} run ${runId} started ${marker.started_at} (scheduled ${marker.scheduled_at}, ${ctx.trigger}) ---\n`);
+    const r = await runCommand(ctx, def, lease, runId, logFd);
+    const stopReason = typeof ctx.signal?.reason === 'string' ? ctx.signal.reason : 'stopped at scheduler shutdown';
+    const { result, reason } = describe(r.process, r.stoppedBy, lease, def, stopReason);
+    if (r.leftovers > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(r.leftovers)}\n`);
+    const out = finish(ctx, scheduledAt, span, { result, reason, exit_code: r.process.pid === null ? null : r.process.exitCode, run_id: runId, closes: marker.id });
+    writeQuiet(logFd, `--- routinely: ${def.id} run ${runId} finished ${out.finished_at}: ${result}${reason ? ` (${reason})` : ''} in ${(out.duration_ms / 1000).toFixed(1)}s ---\n`);
+    return out;
+  } catch (err) {
+    return finish(ctx, scheduledAt, span, { result: 'failure', reason: `could not run: ${(err as Error).message}`, exit_code: null, run_id: runId, closes: marker.id });
+  } finally {
+    closeSync(logFd);
+    const released = await lease.release();
+    if (!released.released && !lease.lost) ctx.warn(`${def.id}: exec lock not released: ${released.why}`);
+  }
+}
+
+async function acquire(ctx: FireContext, owner: { command: string; routine: string; run_id: string }) {
+  const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal };
+  if (ctx.ifBusy !== 'wait' || !ctx.onWait) return ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, policy);
+  const first = await ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, { ...policy, ifBusy: 'fail' });
+  if (first.ok || first.reason !== 'LOCK_HELD') return first;
+  ctx.onWait(first.why);
+  return ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, policy);
+}
+
+interface CommandRun {
+  process: ProcessResult;
+  stoppedBy: 'timeout' | 'lock' | 'stop' | null;
+  leftovers: number;
+}
+
+/** Runs `sh -c RUN` in its own process group under the held lease: the routine's cwd, env and
+ * timeout, output to the routine's log, and whatever is left of its group ended before the
+ * lock is released (SPEC §4.11). */
+async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease, runId: string, logFd: number): Promise<CommandRun> {
+  const grace = ctx.killGraceMs ?? KILL_GRACE_MS;
+  const graceNow = (): number => (lease.lost ? Math.min(grace, lease.lost.graceMs) : grace);
+  const stop = anySignal(...[lease.signal, ctx.signal].filter((s): s is AbortSignal => s !== undefined));
+  const env = {
+    ...commandEnv(process.env, ctx.project.config.passEnv),
+    ...(def.env ?? {}),
+    ROUTINELY_ROUTINE_ID: def.id,
+    ROUTINELY_RUN_ID: runId,
+    ROUTINELY_LOCK_GENERATION: String(lease.generation),
+    ROUTINELY_LOCK_ID: lease.lockId,
+  };
+  let childPid: number | null = null;
+  const cwd = taskCwd(ctx.project.root, { cwd: def.cwd });
+  if (typeof cwd !== 'string') {
+    const failed: ProcessResult = { exitCode: 127, signal: null, timedOut: false, canceled: false, reason: 'spawn-error', durationMs: 0, error: cwd.error, pid: null };
+    return { process: failed, stoppedBy: null, leftovers: 0 };
+  }
+  const result = await runProcess({
+    file: def.run!,
+    shell: true,
+    cwd,
+    env,
+    stdio: ['ignore', ctx.echo ? 'pipe' : logFd, ctx.echo ? 'pipe' : logFd],
+    timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
+    signal: stop,
+    killGraceMs: graceNow,
+    onSpawn: (pid) => {
+      childPid = pid;
+      lease.trackChild(pid);
+      lease.held(); // a stall right before the spawn may have cost the lock: then it stops at once
+    },
+    onOutput: ctx.echo
+      ? (chunk) => {
+          writeQuiet(logFd, chunk.toString('utf8'));
+          ctx.echo!(chunk);
+        }
+      : undefined,
+  });
+  const leftovers = childPid !== null ? await stopGroup(childPid, graceNow()) : 0;
+  if (childPid !== null) lease.untrackChild(childPid);
+  let stoppedBy: CommandRun['stoppedBy'] = null;
+  if (result.timedOut) stoppedBy = 'timeout';
+  else if (result.canceled) stoppedBy = lease.lost ? 'lock' : 'stop';
+  return { process: result, stoppedBy, leftovers };
+}
+
+function describe(r: ProcessResult, stoppedBy: CommandRun['stoppedBy'], lease: Lease, def: RoutineDef, stopReason: string): { result: RoutineResult; reason: string | null } {
+  if (stoppedBy === 'timeout') return { result: 'failure', reason: `timed out (timeoutSeconds: ${def.timeoutSeconds})` };
+  if (stoppedBy === 'lock') return { result: 'failure', reason: `lock lost: ${lease.lost?.why ?? 'unknown'}` };
+  if (stoppedBy === 'stop') return { result: 'failure', reason: stopReason };
+  if (r.reason === 'spawn-error') return { result: 'failure', reason: `could not start: ${r.error ?? 'unknown'}` };
+  if (r.exitCode === 0 && !r.signal) {
+    // Success, unless the lock was lost meanwhile (the work may have overlapped a new holder).
+    return lease.verify().ok ? { result: 'success', reason: null } : { result: 'failure', reason: `lock lost: ${lease.lost?.why ?? 'unknown'}` };
+  }
+  return { result: 'failure', reason: r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}` };
+}
+
+/** exec-auto, exec-resume and register, through the library in this process. */
+async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult> {
+  const span: Span = { startedMs: ctx.clock.now(), started: performance.now() };
+  let marker: OpenFire | null = null;
+  let runId: string | null = null;
+  const exec: ExecContext = { project: ctx.project, backend: ctx.backend, clock: ctx.clock, warn: ctx.warn };
+  const stop = ctx.signal ?? new AbortController().signal;
+  const policy = {
+    ifBusy: ctx.ifBusy,
+    waitTimeoutMs: ctx.waitTimeoutMs,
+    signal: ctx.signal,
+    routine: def.id,
+    onWait: ctx.onWait,
+    onLocked: async () => {
+      marker = await open(ctx, def, scheduledAt, span, null);
+      ctx.onStarted?.(null);
+    },
+  };
+  const closes = (): { closes?: string } => (marker ? { closes: (marker as OpenFire).id } : {});
+  const busy = (holder: LockRecord | null): FireResult => finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder });
+  const ran = (state: RunState): FireResult => {
+    const ok = state.status === 'SUCCEEDED';
+    return finish(ctx, scheduledAt, span, {
+      result: ok ? 'success' : 'failure', reason: ok ? null : `${state.status.toLowerCase()}: ${state.why ?? state.why_code ?? ''}`.trim(),
+      exit_code: ok ? 0 : 1, run_id: state.run_id, ...closes(),
+    });
+  };
+  const logLine = (text: string): void => {
+    try {
+      const fd = openRoutineLog(ctx.project, def.id);
+      writeQuiet(fd, `--- routinely: ${def.id} ${text} ---\n`);
+      closeSync(fd);
+    } catch {
+      // the log is for people
+    }
+  };
+  try {
+    const runOpts = { ...policy, stop, runTimeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined, onStart: (s: RunState) => void (runId = s.run_id) };
+    let out: FireResult;
+    switch (def.action) {
+      case 'exec-auto': {
+        const r = await execRun(exec, runOpts);
+        out = r.kind === 'busy' ? busy(r.busy.holder) : r.kind === 'nothing' ? finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() }) : ran(r.state);
+        break;
+      }
+      case 'exec-resume': {
+        const r = await execResume(exec, undefined, runOpts);
+        out = r.kind === 'conflict' ? busy(r.busy.holder) : r.kind === 'nothing' ? finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() }) : ran(r.state);
+        break;
+      }
+      default: {
+        const r = await register(exec, policy);
+        out = r.kind === 'busy' ? busy(r.busy.holder) : finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() });
+      }
+    }
+    if (out.result !== 'skipped') logLine(`${out.result}${out.run_id ? ` run ${out.run_id}` : ''} at ${out.finished_at}${out.reason ? `: ${out.reason}` : ''}`);
+    return out;
+  } catch (err) {
+    // A bad task definition, a full disk: the fire failed, and says why.
+    return finish(ctx, scheduledAt, span, { result: 'failure', reason: (err as Error).message, exit_code: null, run_id: runId, ...closes() });
+  }
+}

@@ -1,0 +1,92 @@
+// Firing in the scheduler's own process (SPEC §6): every fire that started is recorded exactly
+// once across SIGKILLs of the scheduler, a killed scheduler's command never outlives it beside the
+// next holder, and a closed stdout never stops the scheduler.
+
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { CLI, childEnv, eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+interface Entry {
+  result: string;
+  reason: string | null;
+  run_id: string | null;
+}
+
+describe('the scheduler fires in its own process', () => {
+  it('SIGKILL at random moments while a per-second routine runs: every run id the command saw is recorded exactly once', async () => {
+    const project = testProject({
+      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'echo "$ROUTINELY_RUN_ID" >> seen; sleep 0.3; echo "$ROUTINELY_RUN_ID" >> done' }],
+    });
+    let seed = 7;
+    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    for (let round = 0; round < 8; round++) {
+      const s = startCli(['scheduler', 'start'], { cwd: project });
+      await s.waitFor(/\[scheduler\] started/);
+      await sleep(1200 + Math.floor(random() * 1500));
+      s.child.kill('SIGKILL');
+      await s.exited;
+    }
+    const last = startCli(['scheduler', 'start'], { cwd: project });
+    await last.waitFor(/\[routine\] (succeeded|failed) tick/, 15_000);
+    last.child.kill('SIGTERM');
+    expect((await last.exited).code).toBe(0);
+
+    const seen = readFileSync(join(project, 'seen'), 'utf8').trim().split('\n');
+    const history = JSON.parse((await runCli(['routine', 'history', 'tick', '--json', '--limit', '1000'], { cwd: project })).stdout) as Entry[];
+    const recorded = history.filter((h) => h.run_id !== null).map((h) => h.run_id!);
+    expect(new Set(recorded).size, 'no run recorded twice').toBe(recorded.length);
+    for (const id of seen) expect(recorded.filter((r) => r === id), `run ${id}`).toHaveLength(1);
+    // a run that finished got its real result; one cut off by the kill is a failure, "interrupted"
+    const finished = new Set(existsSync(join(project, 'done')) ? readFileSync(join(project, 'done'), 'utf8').trim().split('\n') : []);
+    for (const h of history.filter((x) => x.run_id !== null)) {
+      if (h.result === 'failure') expect(h.reason, h.run_id!).toMatch(/^interrupted|killed by|lock lost/);
+      else if (!finished.has(h.run_id!)) expect.fail(`run ${h.run_id} recorded ${h.result} but never finished`);
+    }
+    const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { counts: { success: number; failure: number } }[];
+    expect(list[0]!.counts.success + list[0]!.counts.failure).toBe(recorded.length);
+  }, 120_000);
+
+  it('a scheduler SIGKILLed mid-fire: the next lock run gets the lock at once and the command\'s group is gone', async () => {
+    const project = testProject({ routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'echo "pid $$" >> pids; sleep 60' }] });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await eventually(() => existsSync(join(project, 'pids')), 15_000, 'command started');
+    const pid = Number(/pid (\d+)/.exec(readFileSync(join(project, 'pids'), 'utf8'))![1]);
+    expect(processRuns(pid)).toBe(true);
+    s.child.kill('SIGKILL');
+    await s.exited;
+    const next = await runCli(['lock', 'run', '--if-busy', 'fail', '--', 'echo', 'next'], { cwd: project });
+    expect(next).toMatchObject({ code: 0, stdout: 'next\n' });
+    await eventually(() => !processRuns(pid), 5000, 'the killed scheduler\'s command ended');
+  });
+
+  it('scheduler start | head -1: the scheduler goes on firing and recording', async () => {
+    const project = testProject({ routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }] });
+    const sh = spawn('sh', ['-c', `'${process.execPath}' '${CLI}' scheduler start | head -1`], { cwd: project, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    onTestFinished(() => {
+      sh.kill('SIGKILL');
+      spawn('pkill', ['-f', `${CLI} scheduler start`]);
+    });
+    let out = '';
+    let errText = '';
+    sh.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    sh.stderr.on('data', (d: Buffer) => (errText += d.toString()));
+    await eventually(() => out.includes('[scheduler] started'), 15_000, 'first line');
+    // head has exited; the scheduler writes into a closed pipe from now on
+    const count = async (): Promise<number> => {
+      const r = await runCli(['routine', 'list', '--json'], { cwd: project });
+      return (JSON.parse(r.stdout) as { counts: { success: number } }[])[0]!.counts.success;
+    };
+    const before = await count();
+    const deadline = Date.now() + 15_000;
+    while ((await count()) < before + 3) {
+      if (Date.now() > deadline) throw new Error('no fires recorded after the pipe closed');
+      await sleep(200);
+    }
+    const status = await runCli(['lock', 'status', '--key', 'scheduler', '--json'], { cwd: project });
+    expect(JSON.parse(status.stdout)).toMatchObject({ state: 'held' });
+    expect(errText).not.toMatch(/EPIPE|Unhandled/);
+  });
+});
