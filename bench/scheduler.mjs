@@ -22,7 +22,7 @@ const hundred = (schedule) =>
     id: `r${i}`, schedule: schedule(i), action: 'command', run: 'true', ...(i % 2 ? { timezone: 'Europe/Berlin' } : {}),
   }));
 
-function listStartup(rounds) {
+export function listStartup(rounds) {
   const dir = project(hundred((i) => `${i % 60} ${i % 24} * * *`));
   const node = [];
   const ours = [];
@@ -85,7 +85,7 @@ function shellLoopCpu(n) {
 }
 
 /** SPEC §6 / issue 12: CPU per fire of `true`, scheduler and children, against cron's cost. */
-async function fireCost(seconds, rounds) {
+export async function fireCost(seconds, rounds) {
   const perFire = [];
   const shell = [];
   for (let i = 0; i < rounds; i++) {

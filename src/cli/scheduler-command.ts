@@ -1,9 +1,10 @@
 // `routinely scheduler start` (SPEC §6): foreground, one per project (the `scheduler` lock).
 
 import { systemClock } from '../clock.js';
-import { loadProject } from '../config/load.js';
+import { loadProject, type Project } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { fireRoutine, ownerGone } from '../scheduler/firing.js';
+import { commandEnv } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
 import { disposable, openBackend } from '../backend.js';
@@ -50,10 +51,17 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   } catch (err) {
     warn(`could not reconcile open fires: ${(err as Error).message}`);
   }
+  // The commands' environment, copied from ours once per config (reloads may change passEnv).
+  const envFor = new WeakMap<Project, NodeJS.ProcessEnv>();
+  const baseEnv = (p: Project): NodeJS.ProcessEnv => {
+    let env = envFor.get(p);
+    if (!env) envFor.set(p, (env = commandEnv(process.env, p.config.passEnv)));
+    return env;
+  };
   const scheduler = new Scheduler({
     project,
     fire: (def, scheduledAt, o) =>
-      fireRoutine({ project: o.project, backend, clock: systemClock, trigger: o.trigger, ifBusy: 'skip', signal: o.signal, warn, onStarted: () => o.onStarted() }, def, scheduledAt),
+      fireRoutine({ project: o.project, backend, clock: systemClock, trigger: o.trigger, ifBusy: 'skip', signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: () => o.onStarted() }, def, scheduledAt),
     log,
     reloadProject: () => loadProject({ configPath: project.configPath }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,

@@ -37,7 +37,9 @@ type FileCheck = { ok: true } | { ok: false; why: string; takenOver: boolean };
 export class FileLease extends LeaseState implements Lease {
   private readonly childJournal: ChildJournal;
   private childTimer: NodeJS.Timeout | undefined;
-  private lastChildWrite = -Infinity;
+  /** The journal has every child at once; the heartbeat copy waits CHILD_WRITE_MS from the
+   * start, so a short command (a routine's `true`) costs no extra heartbeat file. */
+  private lastChildWrite: number;
   /** Wall-clock expiry of our last written heartbeat, as observers see it. */
   private expiresAtMs: number;
   private jumpCheck = false;
@@ -59,6 +61,7 @@ export class FileLease extends LeaseState implements Lease {
     super(record, clock, timing.ttlMs, confirmedAt);
     this.expiresAtMs = record.expires_at * 1000;
     this.childJournal = new ChildJournal(paths, record.lock_id, probe, hooks);
+    this.lastChildWrite = clock.monotonic();
   }
 
   get path(): string {

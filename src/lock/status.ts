@@ -5,7 +5,8 @@ import { systemClock, type Clock } from '../clock.js';
 import { attemptAcquire, lookAtLock } from './acquire.js';
 import { systemProbe, type LivenessProbe } from './identity.js';
 import { checkFolder } from './files.js';
-import { lockPaths } from './paths.js';
+import { readChildJournal } from './children.js';
+import { journalPath, lockPaths, type LockPaths } from './paths.js';
 import type { LockRecord } from './record.js';
 import type { StaleReason } from './stale.js';
 import type { OrphanReport } from './orphans.js';
@@ -35,6 +36,18 @@ export interface LockStatus {
 
 const round1 = (n: number): number => Math.round(n * 10) / 10;
 
+/** The holder's children: its heartbeat copies them at most every 250 ms, its journal has each
+ * at once; the live ones of both. */
+function withJournalChildren(r: LockRecord, paths: LockPaths, probe: LivenessProbe): LockRecord {
+  const known = new Map((r.owner.children ?? []).map((c) => [c.pid, c]));
+  for (const c of readChildJournal(journalPath(paths, r.lock_id), probe)) {
+    if (known.has(c.pid)) continue;
+    const p = probe.inspect(c.pid);
+    if (p.state === 'alive' && (!c.start_time || !p.startTime || p.startTime === c.start_time)) known.set(c.pid, c);
+  }
+  return known.size === (r.owner.children ?? []).length ? r : { ...r, owner: { ...r.owner, children: [...known.values()] } };
+}
+
 export function readLockStatus(opts: LockInspectOptions): LockStatus {
   const clock = opts.clock ?? systemClock;
   const probe = opts.probe ?? systemProbe();
@@ -51,7 +64,7 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
       expires_in_s: round1(r.expires_at - now),
     });
     if (look.kind === 'held') {
-      const r = look.holder;
+      const r = withJournalChildren(look.holder, paths, probe);
       return {
         ...base, state: 'held', record: r, generation: r.generation, holder: look.why, ...timing(r),
         stale_reason: null,

@@ -46,6 +46,10 @@ export interface FireContext {
   onStarted?: (runId: string | null) => void;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
   onWait?: (holder: string) => void;
+  /** The environment commands start from, already without withheld variables (the scheduler
+   * computes it once per config: copying `process.env` costs more than the rest of a fire's
+   * set-up). Default: computed from `process.env` now. */
+  baseEnv?: NodeJS.ProcessEnv;
   /** Also copy a command's output here (`routine run` streams it to the terminal). */
   echo?: (chunk: Buffer) => void;
 }
@@ -210,7 +214,7 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease, runId
   const graceNow = (): number => (lease.lost ? Math.min(grace, lease.lost.graceMs) : grace);
   const stop = anySignal(...[lease.signal, ctx.signal].filter((s): s is AbortSignal => s !== undefined));
   const env = {
-    ...commandEnv(process.env, ctx.project.config.passEnv),
+    ...(ctx.baseEnv ?? commandEnv(process.env, ctx.project.config.passEnv)),
     ...(def.env ?? {}),
     ROUTINELY_ROUTINE_ID: def.id,
     ROUTINELY_RUN_ID: runId,
