@@ -60,6 +60,10 @@ export const execShape = {
   taskDirs: z.optional(z.array(z.string()).check(z.describe('Folders whose *.json files each hold one task or an array of tasks.'))),
 };
 
+export const httpShape = {
+  listen: z.string().check(z.describe('[HOST:]PORT for /metrics, /healthz, /api/* and the status page of `scheduler start` and `serve`, e.g. "127.0.0.1:9464" (loopback by default; any other address needs ROUTINELY_HTTP_TOKEN). --http overrides it.')),
+};
+
 export const rootShape = {
   $schema: z.optional(z.string()),
   project: z.optional(z.string().check(z.regex(ID_PATTERN), z.describe('Project name (identifies the project in a shared database backend).'))),
@@ -68,6 +72,7 @@ export const rootShape = {
   lock: z.optional(z.strictObject(lockShape)),
   exec: z.optional(z.strictObject(execShape)),
   routines: z.optional(z.array(z.strictObject(routineShape))),
+  http: z.optional(z.strictObject(httpShape).check(z.describe('The read-only HTTP server: metrics, health, status page (SPEC §11).'))),
 };
 
 export const configSchema = z.strictObject(rootShape);
@@ -102,6 +107,8 @@ export interface Config {
     taskDirs: string[];
   };
   routines: RoutineDef[];
+  /** Where `scheduler start` and `serve` listen when --http is not given (parsed and checked). */
+  http: { listen: string } | null;
 }
 
 /** Allowed keys of the object at a JSON path, for "unknown key" messages. */
@@ -112,6 +119,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], inTaskFile = false):
     '': rootShape,
     lock: lockShape,
     backend: backendShape,
+    http: httpShape,
     exec: execShape,
     'exec/tasks/#': taskShape,
     'routines/#': routineShape,
