@@ -5,7 +5,7 @@ import { displayPath, loadProject, type Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
 import { fireRoutine } from '../scheduler/fire.js';
-import { withBackend } from '../backend.js';
+import { withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
@@ -49,8 +49,10 @@ function nextRunOf(project: Project, r: RoutineDef, now: Date): string | null {
   return next;
 }
 
-export async function routineRows(project: Project, now: Date): Promise<RoutineRow[]> {
-  const state = await withBackend(project, (b) => b.routines.read(warnTo));
+/** The `routine list --json` rows; with `backend`, read through that open backend (the HTTP
+ * server's, SPEC §11) instead of opening one for the call. */
+export async function routineRows(project: Project, now: Date, backend?: Backend): Promise<RoutineRow[]> {
+  const state = backend ? await backend.routines.read(warnTo) : await withBackend(project, (b) => b.routines.read(warnTo));
   return project.config.routines.map((r) => ({
     id: r.id,
     schedule: r.schedule,

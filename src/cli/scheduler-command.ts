@@ -1,21 +1,24 @@
 // `routinely scheduler start` (SPEC §6): foreground, one per project (the `scheduler` lock).
 
 import { realpathSync } from 'node:fs';
-import { loadProject } from '../config/load.js';
+import { loadProject, type Project } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
-import { disposable, openBackend } from '../backend.js';
+import { disposable, openBackend, type Backend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { reportBusy } from './busy.js';
 import { out } from './io.js';
+import type { SchedulerHttp } from './http-status.js';
 import type { GlobalOptions } from './main.js';
 
 export interface SchedulerFlags {
   logFormat: LogFormat;
   shutdownTimeout: number;
+  /** `[HOST:]PORT` of the metrics/health/status server (SPEC §11). */
+  http?: string;
 }
 
 /** The CLI the scheduler fires routines with: this very script. */
@@ -29,11 +32,21 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const project = loadProject({ configPath: g.config });
   const cli = selfCli();
   const log = createLogger(flags.logFormat, out);
+  // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
+  const http = flags.http !== undefined || project.config.http ? (await import('./http-options.js')).httpSetup(flags.http, project) : null;
   await using backend = disposable(await openBackend(project));
   const host = hostId();
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
+  let current = (): Project => project;
+  let served: SchedulerHttp | null = null;
+  try {
+    served = http && (await (await import('./http-status.js')).schedulerHttp({ setup: http, backend, host, log, project: () => current(), lockProblem: () => lockProblem(lease, backend.kind) }));
+  } catch (err) {
+    await lease.release();
+    throw err;
+  }
 
   const scheduler = new Scheduler({
     project,
@@ -43,8 +56,11 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
     store: backend.routines,
     host,
+    observer: served?.observer,
   });
+  current = () => scheduler.currentProject;
   const stop = new AbortController();
+  stop.signal.addEventListener('abort', () => served?.stopping(), { once: true });
   const onStop = (): void => stop.abort();
   const onHup = (): void => scheduler.requestReload();
   let lost = false;
@@ -89,6 +105,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   try {
     await scheduler.run(stop.signal);
   } finally {
+    await served?.close();
     process.off('SIGINT', onStop);
     process.off('SIGTERM', onStop);
     process.off('SIGHUP', onHup);
@@ -96,4 +113,11 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     await lease.release();
   }
   return lost ? ExitCode.FAILED : ExitCode.OK;
+}
+
+/** Why the scheduler does not hold its lock now (for /healthz); null while it does. */
+function lockProblem(lease: Lease, kind: Backend['kind']): string | null {
+  if (lease.held()) return null;
+  const why = `scheduler lock lost (${lease.lost?.why ?? 'released'})`;
+  return kind === 'postgres' ? `${why}; taking it again` : why;
 }
