@@ -24,8 +24,9 @@ export interface LoopReading {
 
 /** Pure judgement over one reading. */
 export function judgeHealth(r: LoopReading): Health {
-  if (r.stopping) return { ok: false, reason: 'scheduler stopping' };
+  // a lost lock is the cause of a stop that follows it: name it first
   if (r.lockProblem !== null) return { ok: false, reason: r.lockProblem };
+  if (r.stopping) return { ok: false, reason: 'scheduler stopping' };
   if (r.dueBy === null) return { ok: false, reason: 'scheduler starting: the loop has not run yet' };
   const late = r.nowMs - r.dueBy;
   if (late > (r.graceMs ?? STALL_GRACE_MS)) {
