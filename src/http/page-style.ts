@@ -34,9 +34,9 @@ tbody th { font-weight: 600; }
 .num { white-space: nowrap; font-variant-numeric: tabular-nums; }
 .reason { color: var(--muted); }
 /* two rows of 15, newest last: fits beside the other columns at 1280 px and on a phone */
-.strip { display: flex; flex-wrap: wrap; gap: 2px; margin: 0; padding: 0; list-style: none; width: calc(15 * 16px); }
-.r { flex: none; width: 14px; height: 14px; display: inline-flex; align-items: center; justify-content: center;
-  font: 700 9px/1 ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace; }
+.strip { display: flex; flex-wrap: wrap; gap: 2px; margin: 0; padding: 0; list-style: none; width: calc(15 * 17px); }
+.r { flex: none; width: 15px; height: 15px; display: inline-flex; align-items: center; justify-content: center;
+  font: 700 10px/1 ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace; }
 time { white-space: nowrap; }
 .r-success { background: var(--ok); color: #fff; border-radius: 50%; }
 .r-failure { background: var(--fail); color: #fff; border-radius: 1px; }

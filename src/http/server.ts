@@ -79,6 +79,8 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     '/api/history': json(history),
     '/api/lock': json(() => s.lock()),
     '/api/runs': json(() => s.runs()),
+    // browsers ask for it on their own; an empty answer keeps their consoles quiet
+    '/favicon.ico': async () => [204, TEXT, ''],
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
