@@ -16,7 +16,6 @@ import { recentResults, type RunView, type ServerInfo, type StatusSources } from
 import type { Logger } from '../scheduler/log.js';
 import type { SchedulerObserver } from '../scheduler/observer.js';
 import type { HttpSetup } from './http-options.js';
-import { routineRows } from './routine-commands.js';
 
 interface Wiring {
   setup: HttpSetup;
@@ -32,7 +31,9 @@ async function start(w: Wiring, mode: ServerInfo['mode'], health: () => Promise<
   const first = w.project();
   const sources: StatusSources = {
     info: { project: first.config.project ?? basename(first.root), host: w.host, backend: w.backend.kind, mode, pid: process.pid },
-    routines: () => routineRows(w.project(), new Date(), w.backend),
+    // imported on use: a static import would make esbuild split routine-commands into a shared
+    // chunk, one more file for every `routine list` to load
+    routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(), w.backend),
     recent: async (ids) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id))] as const))),
     lock: () => w.backend.lock.status(EXEC_LOCK_KEY),
     runs: async (): Promise<RunView[]> =>

@@ -231,7 +231,7 @@ wait for running routines up to --shutdown-timeout, stop them, exit 0.
     .description('serve the metrics, health, API and status page without firing anything (a host that only watches)')
     .addOption(httpOption())
     .addOption(new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'))
-    .action(act(async (opts) => (await import('./serve-command.js')).serve(opts, globals())));
+    .action(act(async (opts) => (await import('./scheduler-command.js')).serve(opts, globals())));
 
   program
     .command('init')

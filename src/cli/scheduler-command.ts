@@ -10,9 +10,15 @@ import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { reportBusy } from './busy.js';
+import { httpSetup } from './http-options.js';
 import { out } from './io.js';
 import type { SchedulerHttp } from './http-status.js';
 import type { GlobalOptions } from './main.js';
+
+// `serve` is reached through this module on purpose: the two share the logger and the HTTP
+// setup, and as one entry for esbuild they stay in one chunk instead of splitting out small
+// shared ones that `routine list` (which imports selfCli from here) would then load one by one.
+export { serve } from './serve-command.js';
 
 export interface SchedulerFlags {
   logFormat: LogFormat;
@@ -33,7 +39,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const cli = selfCli();
   const log = createLogger(flags.logFormat, out);
   // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
-  const http = flags.http !== undefined || project.config.http ? (await import('./http-options.js')).httpSetup(flags.http, project) : null;
+  const http = await httpSetup(flags.http, project);
   await using backend = disposable(await openBackend(project));
   const host = hostId();
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'fail' });

@@ -19,7 +19,7 @@ export interface ServeFlags {
 export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number> {
   let project: Project = loadProject({ configPath: g.config });
   const log = createLogger(flags.logFormat, out);
-  const setup = httpSetup(flags.http, project);
+  const setup = await httpSetup(flags.http, project);
   if (!setup) throw new UsageError('serve needs an address: --http [HOST:]PORT, or "http": { "listen": … } in the config');
   await using backend = disposable(await openBackend(project));
   const host = hostId();

@@ -5,7 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
-import { formatListen, type ListenAddress } from '../config/listen.js';
+import type { ListenAddress } from '../config/listen.js';
 
 export const TOKEN_ENV = 'ROUTINELY_HTTP_TOKEN';
 /** A shorter token can be guessed by anyone who can reach the port. */
@@ -22,7 +22,8 @@ const isWildcard = (host: string): boolean => host === '0.0.0.0' || host === '::
 
 export type Exposure = { ok: true; token: string | null } | { ok: false; why: string };
 
-/** Whether the server may listen there with the environment's token (exit 2 when not). */
+/** Whether the server may listen there with the environment's token (exit 2 when not); `why`
+ * follows the address in the message. */
 export function checkExposure(listen: ListenAddress, env: NodeJS.ProcessEnv): Exposure {
   const raw = env[TOKEN_ENV];
   const token = raw === undefined || raw === '' ? null : raw;
@@ -31,10 +32,7 @@ export function checkExposure(listen: ListenAddress, env: NodeJS.ProcessEnv): Ex
   }
   if (token === null && !isLoopback(listen.host)) {
     const what = isWildcard(listen.host) ? 'every interface' : 'a non-loopback address';
-    return {
-      ok: false,
-      why: `--http ${formatListen(listen)} listens on ${what}: set ${TOKEN_ENV} (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1`,
-    };
+    return { ok: false, why: `listens on ${what}: set ${TOKEN_ENV} (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1` };
   }
   return { ok: true, token };
 }

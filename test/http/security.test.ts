@@ -18,10 +18,10 @@ describe('exposure', () => {
     for (const host of ['0.0.0.0', '::', '10.1.2.3', 'metrics.internal']) {
       const r = checkExposure({ host, port: 9464 }, {});
       expect(r.ok, host).toBe(false);
-      if (!r.ok) expect(r.why).toMatch(/set ROUTINELY_HTTP_TOKEN \(clients send "Authorization: Bearer <token>"\), or listen on 127\.0\.0\.1/);
+      if (!r.ok) expect(r.why).toMatch(/^listens on (every interface|a non-loopback address): set ROUTINELY_HTTP_TOKEN \(clients send "Authorization: Bearer <token>"\), or listen on 127\.0\.0\.1/);
       expect(checkExposure({ host, port: 9464 }, { ROUTINELY_HTTP_TOKEN: TOKEN })).toEqual({ ok: true, token: TOKEN });
     }
-    expect(checkExposure({ host: '0.0.0.0', port: 1 }, {})).toMatchObject({ why: expect.stringMatching(/^--http 0\.0\.0\.0:1 listens on every interface/) });
+    expect(checkExposure({ host: '0.0.0.0', port: 1 }, {})).toMatchObject({ why: expect.stringMatching(/^listens on every interface/) });
     // an empty variable is unset
     expect(checkExposure({ host: '::', port: 1 }, { ROUTINELY_HTTP_TOKEN: '' }).ok).toBe(false);
   });
