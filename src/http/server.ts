@@ -10,7 +10,7 @@ import { UsageError, errnoCode } from '../errors.js';
 import { Metrics, type SharedState } from './metrics.js';
 import { PAGE_CSP, renderPage } from './page.js';
 import { bearerMatches, hostAllowed } from './security.js';
-import { cachedSources, consecutiveSkips, type StatusSources } from './sources.js';
+import { cachedSources, consecutiveSkips, type RoutineView, type StatusSources } from './sources.js';
 import type { PageData, StatusView } from './view.js';
 
 export interface StatusServerOptions {
@@ -53,7 +53,9 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
   const history = async () => s.recent((await s.routines()).map((r) => r.id));
   const shared = async (): Promise<SharedState> => {
     const [rows, lock, up] = await Promise.all([s.routines(), s.lock(), s.schedulerUp()]);
-    const recent = await s.recent(rows.map((r) => r.id));
+    // history only for rows that do not count their consecutive skips themselves
+    const counted = (r: RoutineView): boolean => typeof r.consecutive_skips === 'number';
+    const recent = rows.every(counted) ? {} : await s.recent(rows.map((r) => r.id));
     return {
       routines: rows.map((r) => ({ id: r.id, paused: r.paused, last_success_at: r.last_success_at, consecutive_skips: consecutiveSkips(r, recent[r.id]) })),
       execLockHeld: lock.state === 'held',
