@@ -7,6 +7,8 @@ import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
 import type { ExecStore } from './exec/store.js';
 import { SCHEDULER_LOCK_KEY, fileLockBackend, type LockBackend } from './lock/backend.js';
 import { fileRoutineStore } from './scheduler/file-store.js';
+import { ensureStateRoot } from './state/json-file.js';
+import { trustRoot } from './lock/files.js';
 import type { RoutineStore } from './scheduler/store.js';
 
 export interface Backend {
@@ -20,16 +22,31 @@ export interface Backend {
   close(): Promise<void>;
 }
 
+/** The project's state and lock folders: routinely uses them only while they are its own user's,
+ * writable by it alone (SPEC §12); see checkFolder. */
+export function trustProjectRoots(project: Project): void {
+  trustRoot(project.stateDir);
+  trustRoot(project.lockDir);
+}
+
 export function fileBackend(project: Project): Backend {
-  return {
-    kind: 'file',
-    lock: fileLockBackend({
+  trustProjectRoots(project);
+  const lock = fileLockBackend({
       lockDir: project.lockDir,
       ttlMs: project.lockTtlMs,
       refreshMs: project.lockRefreshMs,
       generationFloor: () => execGenerationFloor(project),
       hooks: { notice: (m) => process.stderr.write(`routinely: ${m}\n`) },
-    }),
+  });
+  return {
+    kind: 'file',
+    lock: {
+      ...lock,
+      acquire: (key, owner, policy) => {
+        ensureStateRoot(project.stateDir);
+        return lock.acquire(key, owner, policy);
+      },
+    },
     exec: fileExecStore(project),
     routines: fileRoutineStore(project),
     schedulerKey: () => SCHEDULER_LOCK_KEY,
@@ -38,6 +55,7 @@ export function fileBackend(project: Project): Backend {
 }
 
 export async function openBackend(project: Project): Promise<Backend> {
+  trustProjectRoots(project);
   if (project.backend.type === 'file') return fileBackend(project);
   const { postgresBackend } = await import('./pg/backend.js');
   return postgresBackend(project);

@@ -6,6 +6,8 @@ export const ExitCode = {
   OK: 0,
   FAILED: 1,
   USAGE: 2,
+  NOT_RUNNING: 3,
+  IO: 74,
   BUSY: 75,
   SIGINT: 130,
   SIGTERM: 143,
@@ -49,10 +51,44 @@ export class UnsafePathError extends RoutinelyError {
   readonly exitCode = ExitCode.USAGE;
 }
 
-/** State or lock I/O failed in a way we cannot work around (disk full, EIO, ...). */
+/** State or lock files could not be written or read (disk full, read-only, EIO): the message
+ * names the file; the previous state is intact (SPEC §3, §7: exit 74). */
 export class StateIOError extends RoutinelyError {
   readonly code = 'STATE_IO';
+  readonly exitCode = ExitCode.IO;
+}
+
+/** The database backend cannot be reached or answered with an error. */
+export class DatabaseError extends RoutinelyError {
+  readonly code = 'DATABASE';
   readonly exitCode = ExitCode.FAILED;
+}
+
+const IO_WORDS: Record<string, string> = {
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'disk quota exceeded',
+  EROFS: 'read-only file system',
+  EIO: 'input/output error',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ENOTDIR: 'a path component is not a directory',
+  EMLINK: 'too many links',
+  EFBIG: 'file too large',
+};
+
+/** `no space left on device writing .routinely/routine-state.json` */
+export function ioMessage(err: unknown, verb: string, path: string): string {
+  const code = errnoCode(err);
+  const words = code ? (IO_WORDS[code] ?? code) : err instanceof Error ? err.message : String(err);
+  return `${words} ${verb} ${path}`;
+}
+
+/** The error to throw for a failed state write: 74 for I/O faults, 2 for a path we may not use. */
+export function stateWriteError(err: unknown, path: string, verb = 'writing'): RoutinelyError {
+  if (err instanceof RoutinelyError) return err;
+  const code = errnoCode(err);
+  if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR') return new UnsafePathError(ioMessage(err, verb, path));
+  return new StateIOError(ioMessage(err, verb, path));
 }
 
 /** Input names a thing that does not exist or is malformed (run id, task id, routine id). */

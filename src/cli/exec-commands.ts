@@ -198,14 +198,23 @@ export async function runsCommand(flags: { json?: boolean; limit: number }, g: G
   const ctx = context(g);
   const runs = await listRuns(ctx, flags.limit);
   if (flags.json) {
-    out(JSON.stringify(runs.map(({ tasks: _t, ...r }) => ({ ...r, summary: summarize({ ...r, tasks: _t }) })), null, 2));
+    out(JSON.stringify(runs.map((run) => {
+      if (run.status === 'UNREADABLE') return run;
+      const { tasks: _t, ...r } = run as RunState;
+      return { ...r, summary: summarize({ ...r, tasks: _t }) };
+    }), null, 2));
     return ExitCode.OK;
   }
   if (runs.length === 0) {
     out('no runs yet');
     return ExitCode.OK;
   }
-  for (const r of runs) {
+  for (const run of runs) {
+    if (run.status === 'UNREADABLE') {
+      out(`${run.run_id}  UNREADABLE   ${run.why}`);
+      continue;
+    }
+    const r = run as RunState;
     const c = summarize(r);
     out(`${r.run_id}  ${r.status.padEnd(11)}  ${c.succeeded}/${c.total} succeeded${r.attempt > 1 ? `  (attempt ${r.attempt})` : ''}${r.why_code ? `  ${r.why_code}` : ''}`);
   }

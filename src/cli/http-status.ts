@@ -7,7 +7,7 @@ import type { Backend } from '../backend.js';
 import { systemClock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import { listRuns } from '../exec/operations.js';
-import { summarize } from '../exec/run-state.js';
+import { summarize, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import { LoopWatch, type Health } from '../http/health.js';
 import { Metrics } from '../http/metrics.js';
@@ -36,8 +36,13 @@ async function start(w: Wiring, mode: ServerInfo['mode'], health: () => Promise<
     routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(), w.backend),
     recent: async (ids) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id))] as const))),
     lock: () => w.backend.lock.status(EXEC_LOCK_KEY),
+    // as `exec runs --json` prints them
     runs: async (): Promise<RunView[]> =>
-      (await listRuns({ project: w.project(), backend: w.backend, warn }, 20)).map(({ tasks, ...run }) => ({ ...run, summary: summarize({ ...run, tasks }) })),
+      (await listRuns({ project: w.project(), backend: w.backend, warn }, 20)).map((run) => {
+        if (run.status === 'UNREADABLE') return run;
+        const { tasks, ...rest } = run as RunState;
+        return { ...rest, summary: summarize({ ...rest, tasks }) };
+      }),
     health,
     schedulerUp,
   };

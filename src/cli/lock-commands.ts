@@ -2,13 +2,14 @@
 
 import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
-import { killGroup, leftoverMessage, runProcess, stopGroup } from '../exec/process.js';
+import { commandEnv, killGroup, leftoverMessage, runProcess, stopGroup } from '../exec/process.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
 import type { LockStatus } from '../lock/status.js';
 import { disposable, openBackend, withBackend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { busyPolicy, reportBusy, type BusyFlags } from './busy.js';
+import { printable } from '../printable.js';
 import { err, formatInZone, humanDuration, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { reportOutcome, reportStarted } from './outcome.js';
@@ -35,7 +36,10 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   }
   reportStarted(owner.run_id);
   await using lease = got.lease;
-  const code = await runUnderLease(cmd, lease, stop);
+  // A routine's command (the scheduler runs command routines through here) does not get what
+  // routinely withholds; a person's `lock run` keeps their environment as it is.
+  const env = flags.routine ? commandEnv(process.env, project.config.passEnv) : process.env;
+  const code = await runUnderLease(cmd, lease, stop, env);
   const reason =
     code === 0 ? null : stop.received ? `stopped by ${stop.received}` : lease.lost ? `lock lost: ${lease.lost.why}` : code === 127 || code === 126 ? `cannot run ${cmd[0]}` : `exit code ${code}`;
   reportOutcome(code === 0 ? 'success' : 'failure', reason, code, owner.run_id);
@@ -43,7 +47,7 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
 }
 
 /** Runs CMD in its own group while `lease` is held; returns the exit code `lock run` exits with. */
-async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals): Promise<number> {
+async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals, baseEnv: NodeJS.ProcessEnv): Promise<number> {
   let childPid: number | null = null;
   let escalate: NodeJS.Timeout | undefined;
   const forward = stop.onSignal((signal, repeated) => {
@@ -56,7 +60,7 @@ async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals): Pr
   const result = await runProcess({
     file: cmd[0]!,
     args: cmd.slice(1),
-    env: { ...process.env, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId },
+    env: { ...baseEnv, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId },
     stdio: 'inherit',
     signal: lease.signal, // a lost lock stops the command (SPEC §4.3)
     killGraceMs: grace,
@@ -105,14 +109,14 @@ export async function lockStatus(flags: { json?: boolean; key: string }, g: Glob
 }
 
 function describeStatus(s: LockStatus): string[] {
-  const lines = [`${s.key} lock: ${s.state}${s.state === 'stale' ? ` (${s.why})` : ''}`];
+  const lines = [`${s.key} lock: ${s.state}${s.state === 'stale' ? ` (${printable(s.why ?? '')})` : ''}`];
   const row = (k: string, v: string): void => {
     lines.push(`  ${`${k}:`.padEnd(12)}${v}`);
   };
   if (s.record) {
     const o = s.record.owner;
-    row('holder', s.holder ?? '');
-    row('command', [o.command, o.routine && `routine ${o.routine}`, o.run_id && `run ${o.run_id}`].filter(Boolean).join(', '));
+    row('holder', printable(s.holder ?? ''));
+    row('command', printable([o.command, o.routine && `routine ${o.routine}`, o.run_id && `run ${o.run_id}`].filter(Boolean).join(', ')));
     row('since', formatInZone(new Date(s.record.created_at * 1000)));
     row('heartbeat', `${humanDuration((s.heartbeat_age_s ?? 0) * 1000)} ago`);
     const exp = s.expires_in_s ?? 0;
@@ -122,7 +126,7 @@ function describeStatus(s: LockStatus): string[] {
     row('holder', 'unreadable lock file');
   }
   row('generation', String(s.generation));
-  if (s.state === 'held') row('stale', `no (${s.why})`);
+  if (s.state === 'held') row('stale', `no (${printable(s.why ?? '')})`);
   row('file', displayPath(s.path));
   return lines;
 }

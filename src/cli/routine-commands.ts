@@ -141,7 +141,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
       waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, killGraceMs: 5000,
       onStarted: () => out(`started ${id}`),
     });
-    await withBackend(project, (b) => b.routines.recordFire(id, result, warnTo));
+    await withBackend(project, (b) => b.routines.recordFire(id, { ...result, trigger: 'manual' }, warnTo));
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else if (result.result === 'skipped') out(`skipped ${id}: ${result.reason ?? 'exec busy'}`);
@@ -158,7 +158,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
 export async function routineHistory(id: string, flags: { limit: number; json?: boolean }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   findRoutine(project, id);
-  const entries = (await withBackend(project, (b) => b.routines.history(id))).slice(-flags.limit).reverse();
+  const entries = (await withBackend(project, (b) => b.routines.history(id, warnTo))).slice(-flags.limit).reverse();
   if (flags.json) {
     out(JSON.stringify(entries, null, 2));
     return ExitCode.OK;
@@ -180,15 +180,16 @@ export async function routineHistory(id: string, flags: { limit: number; json?: 
 export async function routinePause(id: string, flags: { note?: string }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   findRoutine(project, id);
-  await withBackend(project, (b) => b.routines.setPaused(id, true, flags.note ?? null));
-  out(`paused ${id}${flags.note ? ` (${flags.note})` : ''}; a running scheduler stops firing it`);
+  const change = await withBackend(project, (b) => b.routines.setPaused(id, true, flags.note ?? null));
+  const note = change.note ? ` (${change.note})` : '';
+  out(change.wasPaused ? `${id} was already paused${note}` : `paused ${id}${note}; a running scheduler stops firing it`);
   return ExitCode.OK;
 }
 
 export async function routineResume(id: string, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   findRoutine(project, id);
-  await withBackend(project, (b) => b.routines.setPaused(id, false, null));
-  out(`resumed ${id}`);
+  const change = await withBackend(project, (b) => b.routines.setPaused(id, false, null));
+  out(change.wasPaused ? `resumed ${id}` : `${id} was not paused; nothing to resume`);
   return ExitCode.OK;
 }

@@ -2,7 +2,8 @@
 // up from the current directory, `--config` / ROUTINELY_CONFIG overriding, environment
 // overrides winning over the file. Bad values are errors, never silent defaults.
 
-import { readFileSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { ConfigError, UsageError, errnoCode } from '../errors.js';
 import type { Config } from './schema.js';
@@ -47,16 +48,51 @@ export function findConfig(options: LoadOptions = {}): string {
     const p = resolve(cwd, explicit);
     const source = options.configPath !== undefined ? '--config' : 'ROUTINELY_CONFIG';
     if (!isFile(p)) throw new UsageError(`${source}: ${explicit} does not exist or is not a file`);
+    checkConfigOwner(p, source);
     return p;
   }
+  // Like git's safe.directory: the search never crosses into a folder of another user, and a
+  // config that another user owns or may write is refused (it decides what runs as you).
+  const me = uid();
   for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    const owner = ownerOf(dir);
+    if (me !== null && owner !== null && owner !== me) {
+      throw new UsageError(
+        `no ${CONFIG_FILE} found in ${resolve(cwd)}${dir === resolve(cwd) ? '' : ' or its parents'}: the search stopped at ${dir}, which belongs to uid ${owner}, not to this user (uid ${me}); routinely never reads a config from another user's folder — pass --config PATH for one of yours`,
+      );
+    }
     const candidate = join(dir, CONFIG_FILE);
-    if (isFile(candidate)) return candidate;
+    if (isFile(candidate)) {
+      checkConfigOwner(candidate, 'the config search');
+      return candidate;
+    }
     if (dirname(dir) === dir) break;
   }
   throw new UsageError(
     `no ${CONFIG_FILE} found in ${resolve(cwd)} or any parent folder; run \`routinely init\` or pass --config PATH`,
   );
+}
+
+const uid = (): number | null => (typeof process.geteuid === 'function' ? process.geteuid() : null);
+
+function ownerOf(p: string): number | null {
+  try {
+    return statSync(p).uid;
+  } catch {
+    return null;
+  }
+}
+
+/** A config owned by another user, or writable by group or others, is refused (SPEC §12). */
+function checkConfigOwner(p: string, source: string): void {
+  const st = statSync(p);
+  const me = uid();
+  if (me !== null && st.uid !== me) {
+    throw new UsageError(`${source}: refusing ${p}: it belongs to uid ${st.uid}, not to this user (uid ${me}); a config decides what runs as you — run routinely as its owner`);
+  }
+  if ((st.mode & 0o022) !== 0) {
+    throw new UsageError(`${source}: refusing ${p}: other users may write it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); fix it with: chmod 644 ${p}`);
+  }
 }
 
 function isFile(p: string): boolean {
@@ -132,6 +168,10 @@ export function readConfigFile(path: string, options: ValidateOptions = {}, cwd 
  * on disk holds a newer, invalid one (SPEC §6: a bad new config is logged and the old one kept). */
 export const SNAPSHOT_ENV = 'ROUTINELY_CONFIG_SNAPSHOT';
 
+/** The SHA-256 of the snapshot file's content, handed to children beside its path: a child uses
+ * the snapshot only if it is exactly what its scheduler wrote (SPEC §12). */
+export const SNAPSHOT_HASH_ENV = 'ROUTINELY_CONFIG_SNAPSHOT_SHA256';
+
 export interface ConfigSnapshot {
   config_path: string;
   text: string;
@@ -139,10 +179,23 @@ export interface ConfigSnapshot {
 
 function configText(path: string, shown: string, env: NodeJS.ProcessEnv): string {
   const snapshotPath = env[SNAPSHOT_ENV];
-  if (snapshotPath) {
+  const hash = env[SNAPSHOT_HASH_ENV];
+  if (snapshotPath && hash) {
     try {
-      const snap = JSON.parse(readFileSync(snapshotPath, 'utf8')) as Partial<ConfigSnapshot>;
-      if (snap.config_path === path && typeof snap.text === 'string') return snap.text;
+      // never through a symlink, only a file of ours, and only the exact bytes the scheduler wrote
+      const fd = openSync(snapshotPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      let bytes: Buffer;
+      try {
+        const st = fstatSync(fd);
+        if (!st.isFile() || (uid() !== null && st.uid !== uid()) || st.size > 16 * 1024 * 1024) throw new Error('not ours');
+        bytes = readFileSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      if (createHash('sha256').update(bytes).digest('hex') === hash) {
+        const snap = JSON.parse(bytes.toString('utf8')) as Partial<ConfigSnapshot>;
+        if (snap.config_path === path && typeof snap.text === 'string') return snap.text;
+      }
     } catch {
       // no usable snapshot: read the file itself
     }
@@ -200,15 +253,22 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
   };
 }
 
-/** Shows a database URL without its password. */
+/** Shows a database URL (or any text holding one) without its password (SPEC §12): the
+ * `user:password@` part with or without a scheme, and `password=` parameters of a URL query or
+ * a libpq key-value string. */
 export function redactUrl(url: string): string {
+  let out = url;
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
-    return u.toString();
+    for (const key of [...u.searchParams.keys()]) if (/password/i.test(key)) u.searchParams.set(key, '***');
+    out = u.toString().replace(/%2A%2A%2A/g, '***');
   } catch {
-    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+    // not a URL: the patterns below
   }
+  return out
+    .replace(/(^|[\s/"'=(])([^\s:/@"'=(]+):[^@\s/"']*@/g, '$1$2:***@')
+    .replace(/(password\s*=\s*)('[^']*'|"[^"]*"|[^\s&;'"]+)/gi, '$1***');
 }
 
 function resolveBackend(config: Config, env: NodeJS.ProcessEnv): ProjectBackend {

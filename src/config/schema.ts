@@ -72,6 +72,11 @@ export const rootShape = {
   lock: z.optional(z.strictObject(lockShape)),
   exec: z.optional(z.strictObject(execShape)),
   routines: z.optional(z.array(z.strictObject(routineShape))),
+  passEnv: z.optional(
+    z.array(z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/))).check(
+      z.describe('Environment variables that tasks and routine commands may see although routinely withholds them by default (ROUTINELY_DATABASE_URL, ROUTINELY_HTTP_TOKEN, the scheduler\'s config snapshot).'),
+    ),
+  ),
   http: z.optional(z.strictObject(httpShape).check(z.describe('The read-only HTTP server: metrics, health, status page (SPEC §11).'))),
 };
 
@@ -107,6 +112,8 @@ export interface Config {
     taskDirs: string[];
   };
   routines: RoutineDef[];
+  /** Withheld variables that commands may see anyway (SPEC §12). */
+  passEnv: string[];
   /** Where `scheduler start` and `serve` listen when --http is not given (parsed and checked). */
   http: { listen: string } | null;
 }

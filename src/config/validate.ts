@@ -165,6 +165,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
         taskDirs: raw.exec?.taskDirs ?? [],
       },
       routines,
+      passEnv: raw.passEnv ?? [],
       http: raw.http ? { listen: raw.http.listen } : null,
     },
   };

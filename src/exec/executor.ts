@@ -4,13 +4,14 @@
 // (ABORTED / LOCK_LOST), on SIGINT/SIGTERM (INTERRUPTED) or when the whole run times out
 // (ABORTED / RUN_TIMEOUT). The decisions are in plan.ts; this file only carries them out.
 
-import { closeSync, constants, openSync, realpathSync, writeSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { closeSync, constants, openSync, realpathSync, statfsSync, writeSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/schema.js';
 import type { Lease } from '../lock/lease.js';
 import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
-import { leftoverMessage, runProcess, stopGroup, type ProcessResult } from './process.js';
+import { openAppend } from '../state/durable.js';
+import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from './process.js';
 import type { TaskStatus } from './registry.js';
 import { FencedError, type RunWriter } from './store.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
@@ -36,6 +37,8 @@ export interface ExecuteOptions {
   /** Grace between SIGTERM and SIGKILL when tasks are stopped. */
   killGraceMs?: number;
   env?: NodeJS.ProcessEnv;
+  /** Withheld variables the tasks may see anyway (config `passEnv`). */
+  passEnv?: readonly string[];
   onEvent?: (event: RunEvent, state: RunState) => void;
 }
 
@@ -126,7 +129,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
             shell: true,
             cwd,
             env: {
-              ...(o.env ?? process.env), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
+              ...commandEnv(o.env ?? process.env, o.passEnv ?? []), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
               ROUTINELY_LOCK_GENERATION: String(gen), ROUTINELY_LOCK_ID: o.lease.lockId,
             },
             stdio: ['ignore', logFd, logFd],
@@ -152,7 +155,15 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         if (left > 0) writeLogQuiet(o.logPath(id), `routinely: ${leftoverMessage(left, 'the task\'s group')}\n`);
         o.lease.untrackChild(childPid);
       }
-      record(finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy));
+      const event = finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy);
+      if (event.type === 'task-finished' && event.status === 'failed' && event.why_code === 'TASK_FAILED' && diskFull(o.logPath(id))) {
+        Object.assign(event, {
+          why_code: 'LOG_WRITE_FAILED',
+          why: `its output could not be written to ${relative(o.root, o.logPath(id))} (no space left on device); ${event.why}`,
+          next: `free space on the state folder's disk, then: routinely exec resume ${state.run_id}`,
+        });
+      }
+      record(event);
       // A finished task must be on record before anything builds on it: a backend that writes
       // asynchronously (the database) is waited for, so a crash right after cannot lose it.
       try {
@@ -205,11 +216,26 @@ function writeLogQuiet(path: string, text: string): void {
 }
 
 function openLog(path: string, attempts: number, runAttempt: number, clock: Clock): number {
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  const fd = openAppend(path);
   if (attempts > 1 || runAttempt > 1) {
-    writeSync(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);
+    try {
+      writeSync(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);
+    } catch {
+      // a full disk: the task's own output fails the same way, and its result says so
+    }
   }
   return fd;
+}
+
+/** Whether the folder's file system has no room left: a task that failed while it could not
+ * write its log is told apart from one that failed on its own. */
+function diskFull(path: string): boolean {
+  try {
+    const s = statfsSync(dirname(path));
+    return s.bavail === 0 || s.ffree === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** The task's working folder, which must stay inside the project even through symlinks. */
@@ -241,7 +267,7 @@ function finishEvent(
   let why: Why | null = null;
   if (r.canceled) {
     status = 'interrupted';
-    const cause = stoppedBy === 'STATE_ERROR' || stoppedBy === null ? 'INTERRUPTED' : stoppedBy;
+    const cause = stoppedBy === 'STATE_ERROR' ? 'STATE_WRITE_FAILED' : stoppedBy === null ? 'INTERRUPTED' : stoppedBy;
     const because = stoppedBy === 'LOCK_LOST' ? 'the exec lock was lost' : stoppedBy === 'RUN_TIMEOUT' ? 'the run timed out' : stoppedBy === 'STATE_ERROR' ? 'run state could not be written' : 'the run was interrupted';
     why = { why_code: cause, why: `stopped because ${because}`, next: `routinely exec resume ${runId}` };
   } else if (r.timedOut) {

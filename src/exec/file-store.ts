@@ -3,10 +3,10 @@
 import { join, relative } from 'node:path';
 import type { Project } from '../config/load.js';
 import type { Lease } from '../lock/lease.js';
-import { readNoFollow } from '../lock/files.js';
+import { checkFolder, readNoFollow, trustRoot } from '../lock/files.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
 import { RunStore, listRunIds, loadRun, runDir } from './run-store.js';
-import { FencedError, type ExecStore, type RunWriter, type Warn } from './store.js';
+import { FencedError, type ExecStore, type RunWriter } from './store.js';
 
 /** The highest lock generation exec state shows (the registry and the newest runs), read
  * without changing anything: the floor for a lock folder that lost every slot (SPEC §4.12). */
@@ -36,21 +36,37 @@ export function execGenerationFloor(project: Project): number {
 }
 
 export function fileExecStore(project: Project): ExecStore {
+  trustRoot(project.stateDir);
   const dir = join(project.stateDir, 'exec');
+  const checked = (): void => {
+    checkFolder(project.stateDir);
+    checkFolder(dir);
+    checkFolder(join(dir, 'runs'));
+  };
   const registryPath = join(dir, 'tasks.json');
   const runs = join(dir, 'runs');
   return {
     location: relative(process.cwd(), runs) || runs,
-    loadRegistry: async (warn: Warn) => loadRegistry(registryPath, warn),
+    registryLocation: relative(process.cwd(), registryPath) || registryPath,
+    loadRegistry: async ({ write }) => {
+      checked();
+      return loadRegistry(registryPath, write);
+    },
     saveRegistry: async (registry: Registry, now: string, lease: Lease) => {
       const check = lease.verify();
       if (!check.ok) throw new FencedError(check.lost.why);
       return saveRegistry(registryPath, { ...registry, generation: Math.max(registry.generation ?? 0, lease.generation) }, now);
     },
-    loadRun: async (runId) => loadRun(runs, runId),
-    listRunIds: async (limit) => listRunIds(runs).slice(0, limit),
+    loadRun: async (runId) => {
+      checked();
+      return loadRun(runs, runId);
+    },
+    listRunIds: async (limit) => {
+      checked();
+      return listRunIds(runs).slice(0, limit);
+    },
     runWriter: (runId: string, lease: Lease): RunWriter =>
       new RunStore(runs, runId, { append: () => lease.held(), snapshot: () => lease.verify().ok }),
-    logPath: (runId, taskId) => join(runDir(runs, runId), `${taskId}.log`),
+    logPath: (runId, taskId) => join(runDir(runs, runId), `${taskId}.log`), // ids checked: no path
   };
 }

@@ -1,19 +1,21 @@
 // The exec commands as library operations (SPEC §5): register, run, resume, reset, and the read
 // views. Each takes the project exec lock itself and returns a typed outcome; the CLI prints it.
 
+import { basename } from 'node:path';
+import { printable } from '../printable.js';
 import { openBackend, type Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import type { TaskDef } from '../config/schema.js';
-import { NotFoundError, UsageError } from '../errors.js';
+import { NotFoundError, StateIOError, UsageError } from '../errors.js';
 import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
 import { samePidSpace, selfIdentity, systemProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
 import { executeRun } from './executor.js';
-import { finalStatus, foldRun } from './outcome.js';
+import { finalStatus, foldRun, rebuildRegistry } from './outcome.js';
 import { dependencyOrder } from './plan.js';
-import { syncRegistry, taskHash, type Registry } from './registry.js';
+import { emptyRegistry, syncRegistry, taskHash, type Registry } from './registry.js';
 import { applyEvent, isRunId, newRunId, type RunEvent, type RunState, type TaskRun } from './run-state.js';
 import { FencedError, type ExecStore } from './store.js';
 import { loadTaskDefinitions, type SourcedTask } from './task-source.js';
@@ -51,12 +53,44 @@ export interface RegisterSummary {
 
 const nowIso = (c: Clock): string => new Date(c.now()).toISOString();
 
+/** Every run the store can read, oldest first (unreadable ones reported and skipped). */
+async function allRuns(store: ExecStore, warn: (m: string) => void): Promise<RunState[]> {
+  const runs: RunState[] = [];
+  for (const id of await store.listRunIds(100_000)) {
+    try {
+      const run = await store.loadRun(id);
+      if (run) runs.push(run);
+    } catch (err) {
+      warn((err as Error).message);
+    }
+  }
+  return runs.reverse();
+}
+
+/** The registry; a missing or corrupt one is rebuilt from the runs, never taken for "nothing
+ * ever ran" (SPEC §3). `write`: under the exec lock, about to save it (a corrupt file is moved
+ * aside); else a read-only view (nothing is moved or written). */
+async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: SourcedTask[], write: boolean): Promise<{ registry: Registry; rebuilt: boolean }> {
+  const warn = ctx.warn ?? (() => {});
+  const read = await store.loadRegistry({ write });
+  if (read.kind === 'ok') return { registry: read.registry, rebuilt: false };
+  const runs = await allRuns(store, warn);
+  if (read.kind === 'missing' && runs.length === 0) return { registry: emptyRegistry(), rebuilt: false };
+  const how = read.kind === 'missing' ? 'is missing' : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
+  warn(`${store.registryLocation} ${how}; rebuilt from ${runs.length} run${runs.length === 1 ? '' : 's'}`);
+  const registry = rebuildRegistry(runs, defs, nowIso(ctx.clock ?? systemClock));
+  // A run still RUNNING is either someone's live run (a read-only view) or a dead holder's (we
+  // hold the lock): either way it must be folded again when it ends.
+  registry.active_runs = runs.filter((r) => r.status === 'RUNNING').map((r) => r.run_id);
+  return { registry, rebuilt: true };
+}
+
 /** Under the lock: fold runs left unfinished by dead holders, then sync with the definitions. */
 async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
   const warn = ctx.warn ?? (() => {});
-  let registry = await store.loadRegistry(warn);
+  let { registry, rebuilt } = await currentRegistry(ctx, store, defs, true);
   await lease.raiseGeneration((registry.generation ?? 0) + 1);
-  let dirty = false;
+  let dirty = rebuilt;
   for (const runId of registry.active_runs) {
     if (runId === currentRun) continue;
     let run: RunState | null;
@@ -79,7 +113,7 @@ async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock,
     registry = foldRun(registry, run, nowIso(clock));
     dirty = true;
   }
-  const sync = syncRegistry(registry, defs, nowIso(clock));
+  const sync = syncRegistry(registry, defs, nowIso(clock), lease.generation);
   if (dirty || sync.added.length || sync.changed.length || sync.retired.length) {
     await store.saveRegistry(sync.registry, nowIso(clock), lease);
   }
@@ -100,7 +134,7 @@ function ownerAlive(run: RunState): boolean {
 async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, clock: Clock): Promise<RunState> {
   const event: RunEvent = {
     type: 'run-finished', gen: lease.generation, at: nowIso(clock), status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
-    why: `its process (pid ${run.owner.pid} on ${run.owner.host}) ended without finishing the run`,
+    why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
     next: `routinely exec resume ${run.run_id}`,
   };
   const writer = store.runWriter(run.run_id, lease);
@@ -252,7 +286,9 @@ async function carryOut(
     if (resuming) await writer.reopen(state);
     else await writer.create(state);
     opts.onStart?.(state);
-    const result = await executeRun({
+    let result;
+    try {
+      result = await executeRun({
       root: ctx.project.root,
       writer,
       logPath: (taskId) => store.logPath(state.run_id, taskId),
@@ -266,8 +302,23 @@ async function carryOut(
       runTimeoutMs: opts.runTimeoutMs,
       killGraceMs: opts.killGraceMs,
       env: ctx.env,
+      passEnv: ctx.project.config.passEnv,
       onEvent: opts.onEvent,
     });
+    } catch (err) {
+      if (err instanceof StateIOError) {
+        // SPEC §3: say what could not be written (exit 74), and record the run as ABORTED if the
+        // state folder still takes a line (the journal usually does when a snapshot does not).
+        const final = finalStatus(state, 'STATE_ERROR', err.message);
+        try {
+          writer.append({ type: 'run-finished', gen: lease.generation, at: nowIso(clock), ...final });
+          await writer.flush();
+        } catch {
+          // nothing more can be written; the next command finds the run's owner gone
+        }
+      }
+      throw err;
+    }
     let fenced = result.stoppedBy === 'LOCK_LOST';
     const final = finalStatus(result.state, result.stoppedBy, lease.lost?.why);
     const event: RunEvent = { type: 'run-finished', gen: lease.generation, at: nowIso(clock), ...final };
@@ -333,11 +384,25 @@ async function resumeWith(ctx: ExecContext & { backend: Backend }, runId: string
     const defById = new Map(defs.map((d) => [d.task.id, d.task]));
     const reset: Record<string, string> = {};
     const retired: string[] = [];
+    const doneSince: string[] = [];
     for (const [id, t] of Object.entries(run.tasks)) {
       if (t.status === 'succeeded') continue;
       const def = defById.get(id);
-      if (def) reset[id] = taskHash(def);
-      else retired.push(id);
+      if (!def) {
+        retired.push(id);
+        continue;
+      }
+      // Succeeded since in a newer run (of a newer generation), unchanged: never run again.
+      const entry = registry.tasks[id];
+      if (entry?.status === 'succeeded' && entry.hash === taskHash(def) && (entry.generation ?? 0) > (t.gen ?? run.generation)) {
+        doneSince.push(id);
+        continue;
+      }
+      reset[id] = taskHash(def);
+    }
+    if (Object.keys(reset).length === 0 && retired.length === 0) {
+      const where = [...new Set(doneSince.map((id) => registry.tasks[id]?.last_run_id).filter(Boolean))].join(', ');
+      return { kind: 'nothing' as const, why: `nothing to resume: the unfinished tasks of run ${run.run_id} (${doneSince.join(', ')}) have succeeded since${where ? ` (run ${where})` : ''}` };
     }
     let state = applyEvent(run, {
       type: 'run-resumed', gen: lease.generation, at: nowIso(clock), lock_id: lease.lockId, owner: ownerOf(),
@@ -378,7 +443,7 @@ export async function resetTasks(ctx: ExecContext, ids: string[], policy: BusyPo
   return withLock(ctx, 'exec reset', null, policy, async (lease, clock, store) => {
     const { registry } = await prepareRegistry(ctx, store, clock, lease, defs);
     const tasks = { ...registry.tasks };
-    for (const id of ids) tasks[id] = { ...tasks[id]!, status: 'pending', updated_at: nowIso(clock) };
+    for (const id of ids) tasks[id] = { ...tasks[id]!, status: 'pending', updated_at: nowIso(clock), generation: lease.generation };
     await store.saveRegistry({ ...registry, tasks }, nowIso(clock), lease);
     return ids;
   });
@@ -398,13 +463,20 @@ export interface TaskView {
 /** The registry as it stands, with the live statuses of runs still in progress. Read-only: it
  * neither takes the lock nor registers (run `register` for that). */
 export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
+  const defs = loadTaskDefinitions(ctx.project);
   return withStore(ctx, async ({ exec: store }) => {
-  const registry = await store.loadRegistry(ctx.warn ?? (() => {}));
+  const { registry } = await currentRegistry(ctx, store, defs, false);
   const live = new Map<string, TaskRun>();
   for (const runId of registry.active_runs) {
     try {
-      const run = isRunId(runId) ? await store.loadRun(runId) : null;
-      if (run?.status === 'RUNNING') for (const [id, t] of Object.entries(run.tasks)) live.set(id, t);
+      const loaded = isRunId(runId) ? await store.loadRun(runId) : null;
+      const run = loaded ? asSeen(loaded) : null;
+      if (!run) continue;
+      for (const [id, t] of Object.entries(run.tasks)) {
+        // never over what a newer generation recorded (a run of a holder that lost the lock)
+        if ((t.gen ?? run.generation) < (registry.tasks[id]?.generation ?? 0)) continue;
+        if (run.status === 'RUNNING' || t.status !== 'pending') live.set(id, t);
+      }
     } catch {
       // shown by `exec show`
     }
@@ -422,15 +494,35 @@ export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
   });
 }
 
-export async function listRuns(ctx: ExecContext, limit = 20): Promise<RunState[]> {
+/** A run as a read-only view shows it: one left RUNNING by a process that is gone (SIGKILL, a
+ * crash) reads as INTERRUPTED / OWNER_DEAD, as the next command will record it — without
+ * writing anything now. */
+export function asSeen(run: RunState): RunState {
+  if (run.status !== 'RUNNING' || ownerAlive(run) || !samePidSpace(run.owner, systemProbe())) return run;
+  const tasks = Object.fromEntries(Object.entries(run.tasks).map(([id, t]) => [id, t.status === 'running' ? { ...t, status: 'interrupted' as const } : t]));
+  return {
+    ...run, tasks, status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
+    why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
+    next: `routinely exec resume ${run.run_id}`,
+  };
+}
+
+/** A run whose state cannot be read at all (its run.json damaged and no journal to rebuild it). */
+export interface UnreadableRun {
+  run_id: string;
+  status: 'UNREADABLE';
+  why: string;
+}
+
+export async function listRuns(ctx: ExecContext, limit = 20): Promise<(RunState | UnreadableRun)[]> {
   return withStore(ctx, async ({ exec: store }) => {
-    const runs: RunState[] = [];
+    const runs: (RunState | UnreadableRun)[] = [];
     for (const id of await store.listRunIds(limit)) {
       try {
         const r = await store.loadRun(id);
-        if (r) runs.push(r);
+        if (r) runs.push(asSeen(r));
       } catch (err) {
-        ctx.warn?.((err as Error).message);
+        runs.push({ run_id: id, status: 'UNREADABLE', why: (err as Error).message });
       }
     }
     return runs;
@@ -442,6 +534,6 @@ export async function showRun(ctx: ExecContext, runId: string): Promise<RunState
   return withStore(ctx, async ({ exec: store }) => {
     const run = await store.loadRun(runId);
     if (!run) throw new NotFoundError(`no run ${runId} in ${store.location}`);
-    return run;
+    return asSeen(run);
   });
 }

@@ -2,7 +2,8 @@
 // the task registry.
 
 import type { StopCause } from './executor.js';
-import type { Registry, RegistryStatus } from './registry.js';
+import { emptyRegistry, syncRegistry, type Registry, type RegistryStatus } from './registry.js';
+import type { SourcedTask } from './task-source.js';
 import { summarize, type RunState, type RunStatus, type Why } from './run-state.js';
 
 export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWhy?: string): { status: RunStatus } & Partial<Why> {
@@ -15,7 +16,7 @@ export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWh
     case 'INTERRUPTED':
       return { status: 'INTERRUPTED', why_code: 'INTERRUPTED', why: 'stopped by a signal; unfinished tasks were stopped', next: resume };
     case 'STATE_ERROR':
-      return { status: 'INTERRUPTED', why_code: 'INTERRUPTED', why: 'run state could not be written; unfinished tasks were stopped', next: resume };
+      return { status: 'ABORTED', why_code: 'STATE_WRITE_FAILED', why: `run state could not be written${lostWhy ? ` (${lostWhy})` : ''}; unfinished tasks were stopped`, next: `free space or fix the state folder, then: ${resume}` };
   }
   const failed = Object.entries(state.tasks).filter(([, t]) => t.status === 'failed');
   const skipped = Object.entries(state.tasks).filter(([, t]) => t.status === 'skipped_dependency');
@@ -31,21 +32,43 @@ export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWh
   };
 }
 
-/** Folds a run's task outcomes into the registry (only where the definition is unchanged since
- * the run took it), and removes the run from `active_runs`. Pure. */
+/** Folds a run's task outcomes into the registry, per task, and removes the run from
+ * `active_runs`. Pure. A task is folded only where its definition is unchanged since the run
+ * took it, and only from a lock generation at least as new as the one that set its current
+ * status: a run written by a holder that lost the lock (an older generation) never replaces what
+ * a newer holder recorded, whatever order the runs are folded in (SPEC §4.7). */
 export function foldRun(registry: Registry, run: RunState, now: string): Registry {
   const unfinished = run.status === 'INTERRUPTED' || run.status === 'ABORTED' || run.status === 'RUNNING';
   const tasks = { ...registry.tasks };
   for (const [id, t] of Object.entries(run.tasks)) {
     const entry = tasks[id];
     if (!entry || entry.status === 'retired' || entry.hash !== t.hash) continue;
+    const gen = t.gen ?? run.generation;
+    if (entry.generation !== undefined && gen < entry.generation) continue;
     let status: RegistryStatus;
     if (t.status === 'running' || t.status === 'interrupted' || (t.status === 'pending' && unfinished)) status = 'interrupted';
     else if (t.status === 'pending') continue;
     else status = t.status;
-    tasks[id] = { ...entry, status, updated_at: now, last_run_id: run.run_id, last_exit_code: t.exit_code };
+    // An interrupted attempt does not undo a success of the same generation folded before.
+    if (status === 'interrupted' && entry.status === 'succeeded' && entry.generation === gen) continue;
+    tasks[id] = { ...entry, status, updated_at: now, last_run_id: run.run_id, last_exit_code: t.exit_code, generation: gen };
   }
   return { ...registry, tasks, active_runs: registry.active_runs.filter((r) => r !== run.run_id) };
+}
+
+/** The registry rebuilt from the runs (SPEC §3: it is their index): every defined task pending,
+ * then every run folded in, oldest first, each task only from the newest generation that
+ * touched it. A task that succeeded and did not change since stays succeeded. Pure. */
+export function rebuildRegistry(runs: readonly RunState[], defs: readonly SourcedTask[], now: string): Registry {
+  let registry = syncRegistry(emptyRegistry(), defs, now).registry;
+  for (const entry of Object.values(registry.tasks)) delete entry.generation;
+  const ordered = [...runs].sort((a, b) => (a.run_id < b.run_id ? -1 : a.run_id > b.run_id ? 1 : 0));
+  let generation = 0;
+  for (const run of ordered) {
+    registry = foldRun(registry, run, now);
+    generation = Math.max(generation, run.generation);
+  }
+  return { ...registry, active_runs: [], ...(generation > 0 ? { generation } : {}) };
 }
 
 export function exitCodeFor(status: RunStatus, signalExit: number | null): number {

@@ -41,6 +41,17 @@ export interface ProcessResult {
   pid: number | null;
 }
 
+/** Variables routinely holds that tasks and routine commands do not get unless the config lists
+ * them in `passEnv` (SPEC §12): the database URL with its password, the HTTP token, and the
+ * scheduler's config snapshot (path and hash). */
+export const WITHHELD_ENV = ['ROUTINELY_DATABASE_URL', 'ROUTINELY_HTTP_TOKEN', 'ROUTINELY_CONFIG_SNAPSHOT', 'ROUTINELY_CONFIG_SNAPSHOT_SHA256'];
+
+export function commandEnv(base: NodeJS.ProcessEnv, passEnv: readonly string[]): NodeJS.ProcessEnv {
+  const env = { ...base };
+  for (const name of WITHHELD_ENV) if (!passEnv.includes(name)) delete env[name];
+  return env;
+}
+
 export function signalExitCode(signal: NodeJS.Signals | null): number {
   const n = signal ? (constants.signals as Record<string, number>)[signal] : undefined;
   return 128 + (n ?? 0);

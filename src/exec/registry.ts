@@ -6,7 +6,8 @@
 
 import { createHash } from 'node:crypto';
 import type { TaskDef } from '../config/schema.js';
-import { corruptMessage, readJsonState, writeJsonAtomic } from '../state/json-file.js';
+import { readJsonState, writeJsonAtomic } from '../state/json-file.js';
+import type { RegistryRead } from './store.js';
 import type { SourcedTask } from './task-source.js';
 
 export const TASK_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'skipped_dependency', 'interrupted'] as const;
@@ -23,6 +24,8 @@ export interface RegistryEntry {
   updated_at: string;
   last_run_id: string | null;
   last_exit_code: number | null;
+  /** Lock generation that set `status`: a run of an older generation never replaces it. */
+  generation?: number;
 }
 
 export interface Registry {
@@ -58,8 +61,10 @@ export interface SyncResult {
 }
 
 /** Pure: new → pending, changed definition → pending, unchanged keep their status, removed →
- * retired (a retired task that comes back counts as new). */
-export function syncRegistry(current: Registry, defs: readonly SourcedTask[], now: string): SyncResult {
+ * retired (a retired task that comes back counts as new). `generation`: the lock generation
+ * making the change (statuses it sets are not replaced by older runs). */
+export function syncRegistry(current: Registry, defs: readonly SourcedTask[], now: string, generation?: number): SyncResult {
+  const gen = generation !== undefined ? { generation } : {};
   const tasks: Record<string, RegistryEntry> = { ...current.tasks };
   const added: string[] = [];
   const changed: string[] = [];
@@ -73,19 +78,19 @@ export function syncRegistry(current: Registry, defs: readonly SourcedTask[], no
       added.push(task.id);
       tasks[task.id] = {
         id: task.id, hash, source, definition: task, status: 'pending', registered_at: now, updated_at: now,
-        last_run_id: prior?.last_run_id ?? null, last_exit_code: null,
+        last_run_id: prior?.last_run_id ?? null, last_exit_code: null, ...gen,
       };
     } else if (prior.hash !== hash) {
       changed.push(task.id);
-      tasks[task.id] = { ...prior, hash, source, definition: task, status: 'pending', updated_at: now };
-    } else if (prior.source !== source) {
-      tasks[task.id] = { ...prior, source };
+      tasks[task.id] = { ...prior, hash, source, definition: task, status: 'pending', updated_at: now, ...gen };
+    } else if (prior.source !== source || prior.definition === undefined) {
+      tasks[task.id] = { ...prior, source, definition: task };
     }
   }
   for (const [id, entry] of Object.entries(tasks)) {
     if (!seen.has(id) && entry.status !== 'retired') {
       retired.push(id);
-      tasks[id] = { ...entry, status: 'retired', updated_at: now };
+      tasks[id] = { ...entry, status: 'retired', updated_at: now, ...gen };
     }
   }
   return { registry: { ...current, tasks }, added, changed, retired };
@@ -107,13 +112,13 @@ export function checkRegistry(v: unknown): Registry | string {
   };
 }
 
-export function loadRegistry(path: string, warn: (message: string) => void): Registry {
-  const r = readJsonState(path, checkRegistry);
-  if (r.kind === 'ok') return r.value;
-  if (r.kind === 'corrupt') warn(corruptMessage(path, r));
-  return emptyRegistry();
+export function loadRegistry(path: string, write: boolean): RegistryRead {
+  const r = readJsonState(path, checkRegistry, { moveAside: write });
+  if (r.kind === 'ok') return { kind: 'ok', registry: r.value };
+  if (r.kind === 'missing') return r;
+  return { kind: 'corrupt', problem: r.problem, movedTo: r.movedTo };
 }
 
 export async function saveRegistry(path: string, registry: Registry, now: string): Promise<number> {
-  return writeJsonAtomic(path, { ...registry, updated_at: now });
+  return writeJsonAtomic(path, { ...registry, updated_at: now }, { cleanTemps: true });
 }

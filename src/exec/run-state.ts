@@ -20,7 +20,9 @@ export type WhyCode =
   | 'DEPENDENCY_FAILED'
   | 'SPAWN_FAILED'
   | 'RUN_TIMEOUT'
-  | 'RETIRED';
+  | 'RETIRED'
+  | 'STATE_WRITE_FAILED'
+  | 'LOG_WRITE_FAILED';
 
 /** Explainability for every non-success (SPEC §5). */
 export interface Why {
@@ -43,6 +45,9 @@ export interface TaskRun extends Partial<Why> {
   log: string;
   /** Definition hash when the task joined the run. */
   hash: string;
+  /** Lock generation of the writer that last set this task's status (the registry folds a task
+   * only from a generation at least as new as the one it has: SPEC §4.7). */
+  gen?: number;
 }
 
 export interface RunOwner {
@@ -78,6 +83,8 @@ interface EventBase {
 }
 
 export type RunEvent =
+  /** The run as created: the journal alone can rebuild the run if run.json is lost. */
+  | (EventBase & { type: 'run-created'; state: RunState })
   | (EventBase & { type: 'task-started'; task: string })
   | (EventBase & {
       type: 'task-finished';
@@ -116,6 +123,10 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
     delete target.next;
     if (e.why_code) Object.assign(target, { why_code: e.why_code, why: e.why ?? '', next: e.next ?? '' });
   };
+  if (ev.type === 'run-created') {
+    Object.assign(state, structuredClone(ev.state));
+    return;
+  }
   state.generation = ev.gen;
   state.updated_at = ev.at;
   switch (ev.type) {
@@ -124,7 +135,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
       if (!t) return;
       state.tasks[ev.task] = {
         status: 'running', provider: t.provider, attempts: t.attempts + 1, started_at: ev.at, finished_at: null,
-        duration_ms: null, exit_code: null, signal: null, log: t.log, hash: t.hash,
+        duration_ms: null, exit_code: null, signal: null, log: t.log, hash: t.hash, gen: ev.gen,
       };
       return;
     }
@@ -133,7 +144,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
       if (!t) return;
       const finished: TaskRun = {
         status: ev.status, provider: t.provider, attempts: t.attempts, started_at: t.started_at, finished_at: ev.at,
-        duration_ms: ev.duration_ms, exit_code: ev.exit_code, signal: ev.signal, log: t.log, hash: t.hash,
+        duration_ms: ev.duration_ms, exit_code: ev.exit_code, signal: ev.signal, log: t.log, hash: t.hash, gen: ev.gen,
       };
       setWhy(finished, ev);
       state.tasks[ev.task] = finished;
@@ -141,7 +152,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
     }
     case 'run-finished': {
       // A task still running when its run ended was cut off with it.
-      for (const [id, t] of Object.entries(state.tasks)) if (t.status === 'running') state.tasks[id] = { ...t, status: 'interrupted' };
+      for (const [id, t] of Object.entries(state.tasks)) if (t.status === 'running') state.tasks[id] = { ...t, status: 'interrupted', gen: ev.gen };
       state.status = ev.status;
       state.finished_at = ev.at;
       setWhy(state, ev);
@@ -150,7 +161,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
     case 'run-resumed': {
       for (const [id, hash] of Object.entries(ev.reset)) {
         const t = state.tasks[id];
-        if (t) state.tasks[id] = { status: 'pending', provider: t.provider, attempts: t.attempts, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: t.log, hash };
+        if (t) state.tasks[id] = { status: 'pending', provider: t.provider, attempts: t.attempts, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: t.log, hash, gen: ev.gen };
       }
       Object.assign(state, {
         status: 'RUNNING', lock_id: ev.lock_id, owner: ev.owner, command: ev.command, routine: ev.routine,

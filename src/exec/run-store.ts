@@ -4,13 +4,17 @@
 
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { NotFoundError, StateIOError, errnoCode } from '../errors.js';
-import { readNoFollow } from '../lock/files.js';
-import { ensureStateDir, writeJsonAtomic } from '../state/json-file.js';
+import { NotFoundError, StateIOError, UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
+import { STATE_FILE_CAP, readFileChecked, readNoFollow } from '../lock/files.js';
+import { openAppend, writeAll } from '../state/durable.js';
+import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
+import { TASK_STATUSES } from './registry.js';
 import { RUN_STATUSES, applyEventInPlace, isRunId, type RunEvent, type RunState } from './run-state.js';
 import { FencedError, type RunWriter } from './store.js';
 
 const SNAPSHOT = 'run.json';
+/** Task ids name log files: the config's id pattern, never a path. */
+const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const JOURNAL = 'journal.jsonl';
 
 interface Snapshot extends RunState {
@@ -33,42 +37,97 @@ export function listRunIds(runsDir: string): string[] {
   }
 }
 
-function checkSnapshot(v: unknown): Snapshot | string {
-  if (!v || typeof v !== 'object') return 'not an object';
+/** Checks a snapshot field by field before anything uses it (SPEC §12): its run id must be the
+ * folder's, every task status known. */
+export function checkSnapshot(v: unknown, runId: string): Snapshot | string {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return 'not an object';
   const s = v as Partial<Snapshot>;
   if (s.version !== 1 || typeof s.run_id !== 'string') return 'not a run snapshot';
+  if (s.run_id !== runId) return `it names run ${JSON.stringify(s.run_id)}, not ${runId}`;
   if (!RUN_STATUSES.includes(s.status as never)) return `unknown status ${JSON.stringify(s.status)}`;
-  if (!s.tasks || typeof s.tasks !== 'object' || typeof s.generation !== 'number') return 'malformed tasks or generation';
-  return { ...(s as Snapshot), journal_offset: typeof s.journal_offset === 'number' ? s.journal_offset : 0 };
+  if (!s.tasks || typeof s.tasks !== 'object' || !Number.isSafeInteger(s.generation)) return 'malformed tasks or generation';
+  for (const [id, t] of Object.entries(s.tasks)) {
+    if (!TASK_ID.test(id) || id.includes('..')) return `task id ${JSON.stringify(id)} is not a task id`;
+    if (!t || typeof t !== 'object' || !(TASK_STATUSES as readonly unknown[]).includes((t as { status?: unknown }).status)) return `task ${JSON.stringify(id)} is malformed`;
+  }
+  if (!s.owner || typeof s.owner !== 'object' || !Number.isSafeInteger(s.owner.pid)) return 'malformed owner';
+  return { ...(s as Snapshot), journal_offset: Number.isSafeInteger(s.journal_offset) && (s.journal_offset as number) >= 0 ? (s.journal_offset as number) : 0 };
 }
 
-/** The run's current state: its snapshot plus the journal written since. null when the run
- * does not exist. A torn last journal line (a crash mid-append) is ignored. */
-export function loadRun(runsDir: string, runId: string): RunState | null {
+export interface LoadedRun {
+  state: RunState;
+  /** run.json was missing or corrupt and the run was rebuilt from its journal. */
+  recovered: string | null;
+}
+
+/** The run's current state: its snapshot plus the journal written since; if the snapshot is
+ * missing or corrupt, the whole journal (it starts with the run as created). null when the run
+ * does not exist. A torn journal line (a crash mid-append) is skipped. */
+export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | null {
   const dir = runDir(runsDir, runId);
-  const text = readNoFollow(join(dir, SNAPSHOT));
-  if (text === null) return null;
-  let parsed: Snapshot | string;
+  const snapPath = join(dir, SNAPSHOT);
+  let snapText: string | null = null;
+  let problem: string | null = null;
   try {
-    parsed = checkSnapshot(JSON.parse(text));
+    snapText = readNoFollow(snapPath);
   } catch (err) {
-    parsed = (err as Error).message;
+    if (!(err instanceof UnsafePathError)) throw err;
+    problem = err.message;
   }
-  if (typeof parsed === 'string') throw new StateIOError(`${join(dir, SNAPSHOT)} is corrupt (${parsed})`);
-  const { journal_offset, ...snapshot } = parsed;
-  const state: RunState = snapshot;
-  const journal = readNoFollow(join(dir, JOURNAL));
-  if (journal === null) return state;
-  const tail = Buffer.from(journal, 'utf8').subarray(journal_offset).toString('utf8');
-  for (const line of tail.split('\n')) {
-    if (!line) continue;
+  let journal: Buffer | null;
+  try {
+    journal = readFileChecked(join(dir, JOURNAL), STATE_FILE_CAP)?.bytes ?? null;
+  } catch {
+    journal = null;
+  }
+  if (snapText === null && problem === null && journal === null) return null;
+  let parsed: Snapshot | string = problem ?? 'missing';
+  if (snapText !== null) {
     try {
-      applyEventInPlace(state, JSON.parse(line) as RunEvent);
-    } catch {
-      // a torn line: the event never completed
+      parsed = checkSnapshot(JSON.parse(snapText), runId);
+    } catch (err) {
+      parsed = `not valid JSON (${(err as Error).message})`;
     }
   }
-  return state;
+  if (typeof parsed !== 'string') {
+    const { journal_offset, ...state } = parsed;
+    if (journal) replay(state, journal.subarray(Math.min(journal_offset, journal.length)));
+    return { state, recovered: null };
+  }
+  // The snapshot is lost: the journal's first line is the run as created.
+  const first = journal ? firstEvent(journal) : null;
+  if (first?.type !== 'run-created' || first.state.run_id !== runId || typeof checkSnapshot(first.state, runId) === 'string') {
+    throw new StateIOError(`${snapPath} is ${parsed === 'missing' ? 'missing' : `corrupt (${parsed})`} and its journal cannot rebuild the run`);
+  }
+  const state = structuredClone(first.state);
+  replay(state, journal!);
+  return { state, recovered: parsed === 'missing' ? 'run.json is missing' : `run.json is corrupt (${parsed})` };
+}
+
+export function loadRun(runsDir: string, runId: string): RunState | null {
+  return loadRunDetailed(runsDir, runId)?.state ?? null;
+}
+
+function firstEvent(journal: Buffer): RunEvent | null {
+  const end = journal.indexOf(0x0a);
+  try {
+    return JSON.parse(journal.subarray(0, end < 0 ? journal.length : end).toString('utf8')) as RunEvent;
+  } catch {
+    return null;
+  }
+}
+
+function replay(state: RunState, bytes: Buffer): void {
+  for (const line of bytes.toString('utf8').split('\n')) {
+    if (!line) continue;
+    let ev: RunEvent;
+    try {
+      ev = JSON.parse(line) as RunEvent;
+    } catch {
+      continue; // a torn line: the event never completed
+    }
+    if (ev && typeof ev === 'object' && Number.isSafeInteger(ev.gen) && ev.type !== 'run-created') applyEventInPlace(state, ev);
+  }
 }
 
 export interface Fence {
@@ -83,6 +142,8 @@ export interface Fence {
 export class RunStore implements RunWriter {
   private journalFd: number | null = null;
   private journalBytes = 0;
+  /** The last append failed part-way: the next one starts on a fresh line. */
+  private torn = false;
   bytesWritten = 0;
 
   constructor(
@@ -99,15 +160,17 @@ export class RunStore implements RunWriter {
     return join(this.dir, `${taskId}.log`);
   }
 
-  /** Creates the run folder (exclusively: a run id is never reused) and the first snapshot. */
+  /** Creates the run folder (exclusively: a run id is never reused), the journal's first line
+   * (the run as created: the journal alone can rebuild the run), and the first snapshot. */
   async create(state: RunState): Promise<void> {
     ensureStateDir(this.runsDir);
     try {
       mkdirSync(this.dir, { mode: 0o700 });
     } catch (err) {
-      throw new StateIOError(`cannot create run folder ${this.dir}: ${errnoCode(err) ?? String(err)}`);
+      throw stateWriteError(err, this.dir, 'creating');
     }
     this.openJournal();
+    this.append({ type: 'run-created', gen: state.generation, at: state.created_at, state });
     await this.snapshot(state);
   }
 
@@ -131,21 +194,30 @@ export class RunStore implements RunWriter {
 
   appendUnfencedSync(event: RunEvent): void {
     if (this.journalFd === null) return;
-    const line = `${JSON.stringify(event)}\n`;
-    const n = writeSync(this.journalFd, line);
-    this.journalBytes += n;
-    this.bytesWritten += n;
+    const path = join(this.dir, JOURNAL);
+    const buf = Buffer.from(`${this.torn ? '\n' : ''}${JSON.stringify(event)}\n`, 'utf8');
+    try {
+      writeAll(this.journalFd, buf, null);
+    } catch (err) {
+      // Part of the line may have reached the file: the next line starts on a fresh one.
+      this.torn = true;
+      this.journalBytes = fstatSync(this.journalFd).size;
+      throw stateWriteError(err, path, 'appending to');
+    }
+    this.torn = false;
+    this.journalBytes += buf.length;
+    this.bytesWritten += buf.length;
   }
 
   async snapshot(state: RunState): Promise<void> {
     if (!this.fence.snapshot()) throw new FencedError('the lock is no longer ours');
     const path = join(this.dir, SNAPSHOT);
-    const existing = readNoFollow(path);
-    if (existing !== null) {
-      const gen = (JSON.parse(existing) as { generation?: number }).generation ?? 0;
+    const existing = readJsonState(path, (v) => (v && typeof v === 'object' ? (v as { generation?: unknown }) : 'not an object'), { moveAside: true });
+    if (existing.kind === 'ok') {
+      const gen = Number.isSafeInteger(existing.value.generation) ? (existing.value.generation as number) : 0;
       if (gen > state.generation) throw new FencedError(`${path} was written by a newer lock holder (generation ${gen})`);
     }
-    this.bytesWritten += await writeJsonAtomic(path, { ...state, journal_offset: this.journalBytes });
+    this.bytesWritten += await writeJsonAtomic(path, { ...state, journal_offset: this.journalBytes }, { cleanTemps: true });
   }
 
   async flush(): Promise<void> {
@@ -160,7 +232,7 @@ export class RunStore implements RunWriter {
   /** Opens the journal for appending (done by create() and reopen()). */
   openJournal(): void {
     const path = join(this.dir, JOURNAL);
-    this.journalFd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    this.journalFd = openAppend(path);
     this.journalBytes = fstatSync(this.journalFd).size;
     if (this.journalBytes > 0) {
       // A crash mid-append leaves a torn last line; start ours on a fresh line.
@@ -171,7 +243,7 @@ export class RunStore implements RunWriter {
       } finally {
         closeSync(fd);
       }
-      if (last[0] !== 0x0a) this.journalBytes += writeSync(this.journalFd, '\n');
+      if (last[0] !== 0x0a) this.torn = true;
     }
   }
 }

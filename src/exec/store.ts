@@ -11,8 +11,19 @@ import type { RunEvent, RunState } from './run-state.js';
 
 export type Warn = (message: string) => void;
 
+/** The registry as stored. `missing` and `corrupt` are rebuilt from the runs by the caller
+ * (the registry is an index of them, SPEC §3). */
+export type RegistryRead =
+  | { kind: 'ok'; registry: Registry }
+  | { kind: 'missing' }
+  | { kind: 'corrupt'; problem: string; movedTo: string | null };
+
 export interface ExecStore {
-  loadRegistry(warn: Warn): Promise<Registry>;
+  /** `write`: the caller holds the exec lock and will save the registry, so a corrupt one is
+   * moved aside; read-only views leave it where it is. */
+  loadRegistry(opts: { write: boolean }): Promise<RegistryRead>;
+  /** Where the registry is, as a person should read it in messages. */
+  readonly registryLocation: string;
   /** Fenced: refused (FencedError) when `lease` is no longer current. */
   saveRegistry(registry: Registry, now: string, lease: Lease): Promise<number>;
   /** null when the run does not exist. */

@@ -3,6 +3,7 @@
 // serves the same rows as `routine list --json`, `lock status --json` and `exec runs --json`.
 
 import type { TaskStatus } from '../exec/registry.js';
+import type { UnreadableRun } from '../exec/operations.js';
 import type { RunState } from '../exec/run-state.js';
 import type { LockStatus } from '../lock/status.js';
 import type { HistoryEntry } from '../state/history.js';
@@ -22,8 +23,9 @@ export interface RoutineView extends RoutineRecord {
   starved?: boolean;
 }
 
-/** An `exec runs --json` row: the run without its tasks, with their counts. */
-export type RunView = Omit<RunState, 'tasks'> & { summary: Record<TaskStatus, number> & { total: number } };
+/** An `exec runs --json` row: the run without its tasks, with their counts; or a run whose
+ * state cannot be read, with why. */
+export type RunView = (Omit<RunState, 'tasks'> & { summary: Record<TaskStatus, number> & { total: number } }) | UnreadableRun;
 
 export type RecentResult = Pick<HistoryEntry, 'result' | 'scheduled_at' | 'finished_at' | 'reason' | 'run_id'>;
 

@@ -168,6 +168,14 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
   // --- recent exec runs -----------------------------------------------------------------------
   const STATUS_KIND: Record<string, string> = { SUCCEEDED: 'success', FAILED: 'failure', ABORTED: 'failure', INTERRUPTED: 'skipped', RUNNING: 'running' };
   const runRows = d.runs.slice(0, 10).map((r) => {
+    if (r.status === 'UNREADABLE' || !('summary' in r)) {
+      return (
+        `<tr role="row"><th scope="row" role="rowheader"><code>${esc(r.run_id)}</code></th>` +
+        `<td role="cell" data-label="Status">${badge('failure', 'UNREADABLE')}</td>` +
+        `<td role="cell" data-label="Started"><span class="muted">–</span></td><td role="cell" data-label="Tasks" class="num">–</td>` +
+        `<td role="cell" data-label="By"><span class="muted">–</span></td><td role="cell" data-label="Why">${esc(r.why)}</td></tr>`
+      );
+    }
     const started = ms(r.created_at);
     const finished = ms(r.finished_at);
     const took = started !== null && finished !== null ? span(finished - started) : r.status === 'RUNNING' ? 'running' : '–';

@@ -9,9 +9,9 @@
 
 import { renameSync, watch, type FSWatcher } from 'node:fs';
 import { systemClock, type Clock } from '../clock.js';
-import { UnsafePathError, errnoCode } from '../errors.js';
+import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { FileLease, lastReleased, type ViewStamp } from './file-lease.js';
-import { ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
+import { checkFolder, ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
 import { generationFloor } from './generation.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
@@ -156,6 +156,7 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
   const paths = lockPaths(opts.lockDir, opts.key);
   const ctx: ReclaimContext = { paths, clock, probe };
   const step = stepOf(opts.hooks);
+  checkFolder(paths.dir);
   let garbage: string[] = [];
   for (let loop = 0; loop < MAX_LOOPS; loop++) {
     const look = lookAtLock(paths, clock.now(), probe, { observe: attempt.observe, hooks: opts.hooks, floor: opts.generationFloor });
@@ -293,6 +294,8 @@ function lockDirError(paths: LockPaths, err: unknown): Error {
   if (err instanceof UnsafePathError) return err;
   const code = errnoCode(err);
   if (code === undefined) return err as Error;
+  // A full or failing disk is an I/O error on state (exit 74), not bad usage.
+  if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || code === 'EROFS') return stateWriteError(err, paths.dir, 'creating the lock in');
   const hint: Record<string, string> = {
     EACCES: 'permission denied',
     EPERM: 'operation not permitted',

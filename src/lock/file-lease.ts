@@ -9,6 +9,7 @@
 
 import { renameSync, type Stats } from 'node:fs';
 import type { Clock } from '../clock.js';
+import { printable } from '../printable.js';
 import { errnoCode } from '../errors.js';
 import { ChildJournal } from './children.js';
 import { linkNew, lstatQuiet, randomHex, replaceOwnFile, unlinkQuiet, writeNewFile } from './files.js';
@@ -156,7 +157,7 @@ export class FileLease extends LeaseState implements Lease {
     }
     if (next) {
       const r = readSlot(this.paths, g + 1);
-      const by = r.kind === 'ok' ? `pid ${r.holder.record.owner.pid} on ${r.holder.record.owner.host} (generation ${g + 1})` : `generation ${g + 1}`;
+      const by = r.kind === 'ok' ? `pid ${r.holder.record.owner.pid} on ${printable(r.holder.record.owner.host)} (generation ${g + 1})` : `generation ${g + 1}`;
       return { ok: false, why: `the lock now belongs to ${by}`, takenOver: true };
     }
     if (!mine || mine.ino !== this.slotIno) {
@@ -180,7 +181,7 @@ export class FileLease extends LeaseState implements Lease {
       if (read.record.lock_id === this.rec.lock_id && read.record.generation === g) this.view = { ino: view.ino, ctimeMs: view.ctimeMs };
       return { ok: true };
     }
-    const who = read.kind === 'ok' ? `pid ${read.record.owner.pid} on ${read.record.owner.host} (generation ${read.record.generation})` : 'an unreadable record';
+    const who = read.kind === 'ok' ? `pid ${read.record.owner.pid} on ${printable(read.record.owner.host)} (generation ${read.record.generation})` : 'an unreadable record';
     return { ok: false, why: `the lock file ${this.paths.lock} now carries ${who}`, takenOver: true };
   }
 

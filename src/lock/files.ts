@@ -37,6 +37,8 @@ export const myUid = (): number | null => EUID;
 
 export interface FileContent {
   text: string;
+  /** The bytes read (text is their UTF-8 decoding). */
+  bytes: Buffer;
   ino: number;
   mtimeMs: number;
 }
@@ -69,7 +71,8 @@ export function readFileChecked(path: string, cap = STATE_FILE_CAP): FileContent
     const st = fstatSync(fd);
     const why = refusal(path, st, cap);
     if (why) throw new UnsafePathError(`${why}; refusing to read it (remove or move it)`);
-    return { text: readAll(fd, st.size), ino: st.ino, mtimeMs: st.mtimeMs };
+    const bytes = readAll(fd, st.size);
+    return { text: bytes.toString('utf8'), bytes, ino: st.ino, mtimeMs: st.mtimeMs };
   } finally {
     closeSync(fd);
   }
@@ -84,16 +87,16 @@ const chunk = Buffer.allocUnsafe(8192);
 
 /** Reads a small file with as few read(2) calls as possible; never past `size` + one chunk (a
  * file that grows while we read is cut there, and its reader sees a torn record). */
-function readAll(fd: number, size: number): string {
+function readAll(fd: number, size: number): Buffer {
   let n = readSync(fd, chunk, 0, chunk.length, 0);
-  if (n < chunk.length) return chunk.toString('utf8', 0, n);
+  if (n < chunk.length) return Buffer.from(chunk.subarray(0, n));
   const parts = [Buffer.from(chunk)];
   let pos = n;
   while (pos <= size && (n = readSync(fd, chunk, 0, chunk.length, pos)) > 0) {
     parts.push(Buffer.from(chunk.subarray(0, n)));
     pos += n;
   }
-  return Buffer.concat(parts).toString('utf8');
+  return Buffer.concat(parts);
 }
 
 /** lstat that answers null for a missing name. */
@@ -181,12 +184,76 @@ export function unlinkQuiet(path: string): void {
 const PSEUDO_FS = ['/proc', '/sys', '/dev'];
 const MAX_NEW_LEVELS = 32;
 
+// The folders routinely keeps state and locks in (a project's stateDir and lockDir). Every
+// folder at or below one of them that routinely uses must be ours and writable by us alone
+// (SPEC §12, as OpenSSH's StrictModes): otherwise another user could rename, replace or plant
+// files in it. Checked once per folder per process.
+const roots = new Set<string>();
+const checked = new Set<string>();
+
+/** Declares `dir` a state or lock root: it and every folder below it that routinely uses are
+ * checked before use. */
+export function trustRoot(dir: string): void {
+  roots.add(resolve(dir));
+}
+
+function rootOf(abs: string): string | null {
+  let best: string | null = null;
+  for (const r of roots) if ((abs === r || abs.startsWith(`${r}/`)) && (best === null || r.length > best.length)) best = r;
+  return best;
+}
+
+/** Why folder `dir` (already stat'ed) may not be used, or null. */
+function folderRefusal(dir: string, st: Stats): string | null {
+  if (!st.isDirectory()) return `${dir} is not a folder`;
+  const uid = myUid();
+  if (uid !== null && st.uid !== uid) {
+    return `${dir} is owned by uid ${st.uid}, not by this user (uid ${uid}); routinely keeps state only in folders of its own user (use another stateDir, or run as the folder's owner)`;
+  }
+  if ((st.mode & 0o022) !== 0) {
+    return `${dir} is writable by ${st.mode & 0o020 ? 'its group' : ''}${(st.mode & 0o022) === 0o022 ? ' and ' : ''}${st.mode & 0o002 ? 'other users' : ''} (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); fix it with: chmod 700 ${dir}`;
+  }
+  return null;
+}
+
+/** Checks `dir` and, when it is under a declared root, every folder from that root down to it:
+ * each must be a folder of ours, writable by us alone; below the root none may be a symlink.
+ * Missing folders are fine (they are created 0700). Throws UnsafePathError (exit 2) naming the
+ * folder and the fix. */
+export function checkFolder(dir: string): void {
+  const abs = resolve(dir);
+  if (checked.has(abs)) return;
+  const root = rootOf(abs);
+  const chain: string[] = [];
+  for (let d = abs; ; d = dirname(d)) {
+    chain.unshift(d);
+    if (d === root || root === null || dirname(d) === d) break;
+  }
+  for (const d of chain) {
+    if (checked.has(d)) continue;
+    let st: Stats;
+    try {
+      // the root may be a symlink to a folder elsewhere; below it, nothing may be
+      st = d === chain[0] ? statSync(d) : lstatSync(d);
+    } catch (err) {
+      // missing (created 0700 when needed), or a file in the way (reported by whoever creates)
+      if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return;
+      throw err;
+    }
+    if (st.isSymbolicLink()) throw new UnsafePathError(`${d} is a symbolic link inside routinely's state; refusing to follow it`);
+    const why = folderRefusal(d, st);
+    if (why) throw new UnsafePathError(why);
+    checked.add(d);
+  }
+}
+
 /** mkdir -p with mode 0700, bounded: refuses pseudo file systems, creates at most 32 levels,
- * one mkdir(2) per level (never Node's recursive mkdir). */
+ * one mkdir(2) per level (never Node's recursive mkdir); then checks the folder (checkFolder). */
 export function ensureDir(dir: string): void {
   const abs = resolve(dir);
+  if (checked.has(abs)) return;
   if (PSEUDO_FS.some((p) => abs === p || abs.startsWith(`${p}/`))) {
-    throw new UnsafePathError(`${abs} is on ${abs.split('/')[1] ? `/${abs.split('/')[1]}` : abs}, a kernel pseudo file system; choose a real folder for state and locks`);
+    throw new UnsafePathError(`${abs} is on /${abs.split('/')[1]}, a kernel pseudo file system; choose a real folder for state and locks`);
   }
   const missing: string[] = [];
   for (let d = abs; ; d = dirname(d)) {
@@ -210,6 +277,7 @@ export function ensureDir(dir: string): void {
       if (errnoCode(err) !== 'EEXIST') throw err;
     }
   }
+  checkFolder(abs);
 }
 
 /** A symlinked folder above the state folder is allowed (the folders above may be links). */

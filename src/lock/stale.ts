@@ -1,6 +1,7 @@
 // Whether a lock may be reclaimed (SPEC §4.4). Pure: the record, the time and the process table
 // come in as data, so every rule is tested with fixed values.
 
+import { printable } from '../printable.js';
 import type { LivenessProbe } from './identity.js';
 import type { LockRecord } from './record.js';
 
@@ -76,5 +77,5 @@ export function describeHolder(record: LockRecord, nowMs: number): string {
     .filter(Boolean)
     .join(', ');
   const age = Math.max(0, nowMs / 1000 - record.heartbeat_at);
-  return `pid ${o.pid} on ${o.host} (${context}), heartbeat ${Math.round(age)}s ago`;
+  return printable(`pid ${o.pid} on ${o.host} (${context}), heartbeat ${Math.round(age)}s ago`);
 }

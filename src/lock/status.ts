@@ -4,6 +4,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import { attemptAcquire, lookAtLock } from './acquire.js';
 import { systemProbe, type LivenessProbe } from './identity.js';
+import { checkFolder } from './files.js';
 import { lockPaths } from './paths.js';
 import type { LockRecord } from './record.js';
 import type { StaleReason } from './stale.js';
@@ -38,6 +39,7 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
   const clock = opts.clock ?? systemClock;
   const probe = opts.probe ?? systemProbe();
   const paths = lockPaths(opts.lockDir, opts.key);
+  checkFolder(paths.dir);
   const nowMs = clock.now();
   const now = nowMs / 1000;
   for (let i = 0; ; i++) {

@@ -5,7 +5,7 @@
 
 import pg from 'pg';
 import { redactUrl } from '../config/load.js';
-import { StateIOError } from '../errors.js';
+import { DatabaseError } from '../errors.js';
 import { MIGRATIONS } from './schema.js';
 
 export interface Db {
@@ -33,7 +33,7 @@ function describe(url: string): string {
 }
 
 /** A connection problem as a person reads it; never the password. */
-export function dbError(where: string, err: unknown): StateIOError {
+export function dbError(where: string, err: unknown): DatabaseError {
   const e = err as { code?: string; message?: string };
   const reason =
     e.code === 'ECONNREFUSED' ? 'connection refused' :
@@ -43,7 +43,7 @@ export function dbError(where: string, err: unknown): StateIOError {
     e.code === '3D000' ? 'database does not exist' :
     e.code === '57P01' || e.code === '57P03' ? 'the server is shutting down or starting up' :
     (e.message ?? String(err)).replace(/\/\/[^@\s]*@/g, '//***@');
-  return new StateIOError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`);
+  return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`);
 }
 
 export async function connect(url: string): Promise<Db> {
@@ -66,7 +66,7 @@ export async function connect(url: string): Promise<Db> {
     try {
       return await fn();
     } catch (err) {
-      if (err instanceof StateIOError) throw err;
+      if (err instanceof DatabaseError) throw err;
       const code = (err as { code?: string }).code;
       // SQL errors of our own statements are bugs, connection errors are the environment's
       if (code && /^[0-9A-Z]{5}$/.test(code) && !/^(08|57|53|28|3D)/.test(code)) throw err;
@@ -137,7 +137,7 @@ export async function migrate(db: Db): Promise<number> {
     }
     return MIGRATIONS.at(-1)?.version ?? 0;
   } catch (err) {
-    if (err instanceof StateIOError) throw err;
+    if (err instanceof DatabaseError) throw err;
     throw dbError(db.where, err);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});

@@ -7,10 +7,11 @@
 import { ensureDir } from '../lock/files.js';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
-import { StateIOError } from '../errors.js';
-import { checkRegistry, emptyRegistry, type Registry } from '../exec/registry.js';
+import { DatabaseError } from '../errors.js';
+import { checkRegistry, type Registry } from '../exec/registry.js';
 import { applyEventInPlace, isRunId, type RunEvent, type RunState } from '../exec/run-state.js';
-import { FencedError, type ExecStore, type RunWriter, type Warn } from '../exec/store.js';
+import { checkSnapshot, runDir } from '../exec/run-store.js';
+import { FencedError, type ExecStore, type RegistryRead, type RunWriter } from '../exec/store.js';
 import type { Lease } from '../lock/lease.js';
 import type { Db } from './connect.js';
 import { fenceCte } from './schema.js';
@@ -21,18 +22,18 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
   return {
     location: `database ${db.where} (project ${name})`,
 
-    async loadRegistry(warn: Warn): Promise<Registry> {
+    registryLocation: `the task registry of project ${name} in database ${db.where}`,
+
+    async loadRegistry({ write }): Promise<RegistryRead> {
       const { rows } = await db.query<{ registry: unknown }>('SELECT registry FROM routinely_registry WHERE project = $1', [name]);
-      if (!rows[0]) return emptyRegistry();
+      if (!rows[0]) return { kind: 'missing' };
       const checked = checkRegistry(rows[0].registry);
-      if (typeof checked === 'string') {
-        // kept under another project name for inspection, as files keep `<name>.corrupt.<ts>`
-        const aside = `${name}.corrupt.${Date.now()}`;
-        await db.query('UPDATE routinely_registry SET project = $2 WHERE project = $1', [name, aside]);
-        warn(`the task registry of project ${name} in the database is corrupt (${checked}); moved aside as project ${aside}, starting from an empty one`);
-        return emptyRegistry();
-      }
-      return checked;
+      if (typeof checked !== 'string') return { kind: 'ok', registry: checked };
+      if (!write) return { kind: 'corrupt', problem: checked, movedTo: null };
+      // kept under another project name for inspection, as files keep `<name>.corrupt.<ts>`
+      const aside = `${name}.corrupt.${Date.now()}`;
+      await db.query('UPDATE routinely_registry SET project = $2 WHERE project = $1', [name, aside]);
+      return { kind: 'corrupt', problem: checked, movedTo: `project ${aside}` };
     },
 
     async saveRegistry(registry: Registry, now: string, lease: Lease): Promise<number> {
@@ -53,23 +54,29 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       const snap = await db.query<{ snapshot: RunState; events_seq: string }>('SELECT snapshot, events_seq FROM routinely_runs WHERE project = $1 AND run_id = $2', [name, runId]);
       const row = snap.rows[0];
       if (!row) return null;
-      const state = row.snapshot;
+      // A row is input (SPEC §12): its run id must be the one asked for, every field in range,
+      // before anything (a log path) is made from it.
+      const checked = checkSnapshot(row.snapshot, runId);
+      if (typeof checked === 'string') throw new DatabaseError(`run ${runId} in the database is unreadable (${checked})`);
+      const { journal_offset: _o, ...state } = checked;
       const events = await db.query<{ event: RunEvent }>(
         'SELECT event FROM routinely_run_events WHERE project = $1 AND run_id = $2 AND seq > $3 ORDER BY seq',
         [name, runId, row.events_seq],
       );
-      for (const e of events.rows) applyEventInPlace(state, e.event);
+      for (const e of events.rows) {
+        if (e.event && typeof e.event === 'object' && Number.isSafeInteger(e.event.gen) && e.event.type !== 'run-created') applyEventInPlace(state, e.event);
+      }
       return state;
     },
 
     async listRunIds(limit: number): Promise<string[]> {
       const { rows } = await db.query<{ run_id: string }>('SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY run_id DESC LIMIT $2', [name, limit]);
-      return rows.map((r) => r.run_id);
+      return rows.map((r) => r.run_id).filter(isRunId);
     },
 
-    runWriter: (runId: string, lease: Lease): RunWriter => new PgRunWriter(db, name, runId, lease, join(logsDir, runId)),
+    runWriter: (runId: string, lease: Lease): RunWriter => new PgRunWriter(db, name, runId, lease, runDir(logsDir, runId)),
 
-    logPath: (runId, taskId) => join(logsDir, runId, `${taskId}.log`),
+    logPath: (runId, taskId) => join(runDir(logsDir, runId), `${taskId}.log`),
   };
 }
 
@@ -116,7 +123,7 @@ class PgRunWriter implements RunWriter {
           if (r.rowCount === 0) this.fenced = new FencedError('the exec lock is no longer ours (database)');
           return;
         } catch (err) {
-          if (!(err instanceof StateIOError)) this.failure = err;
+          if (!(err instanceof DatabaseError)) this.failure = err;
           else if (!this.lease.held()) this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
           else await new Promise((r) => setTimeout(r, 250));
         }

@@ -8,7 +8,7 @@
 // owner only once its lease has expired by the database clock.
 
 import { systemClock, type Clock } from '../clock.js';
-import { StateIOError, errnoCode } from '../errors.js';
+import { DatabaseError, errnoCode } from '../errors.js';
 import type { BusyPolicy, LockBackend } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
@@ -144,7 +144,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
           r = await attempt(key, owner);
         } catch (err) {
           // A waiter outlives a database outage; fail and skip report it at once.
-          if (ifBusy !== 'wait' || !(err instanceof StateIOError)) throw err;
+          if (ifBusy !== 'wait' || !(err instanceof DatabaseError)) throw err;
           r = { ok: false, holder: null, why: err.message };
         }
         if (r.ok) {

@@ -3,7 +3,7 @@
 // each other's updates.
 
 import type pg from 'pg';
-import type { RoutineStore, Warn } from '../scheduler/store.js';
+import type { PauseChange, RoutineStore, Warn } from '../scheduler/store.js';
 import { HISTORY_LIMIT, type HistoryEntry } from '../state/history.js';
 import { applyFire, checkRoutineState, emptyState, setPaused, type Fire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db } from './connect.js';
@@ -36,6 +36,7 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
         const entry: HistoryEntry = {
           scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
           result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
+          ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}),
         };
         await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::jsonb)', [project, routine, JSON.stringify(entry)]);
         // bounded: keep the newest HISTORY_LIMIT entries of the routine
@@ -47,8 +48,17 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
       });
     },
 
-    async setPaused(routine: string, paused: boolean, note: string | null): Promise<void> {
-      await db.transaction((client) => update(client, routine, (prior) => setPaused(prior, paused, note)));
+    async setPaused(routine: string, paused: boolean, note: string | null): Promise<PauseChange> {
+      let change: PauseChange = { wasPaused: false, note: null };
+      await db.transaction((client) =>
+        update(client, routine, (prior) => {
+          const wasPaused = prior?.paused === true;
+          const kept = paused ? (note ?? (wasPaused ? (prior?.paused_note ?? null) : null)) : null;
+          change = { wasPaused, note: kept };
+          return setPaused(prior, paused, kept);
+        }),
+      );
+      return change;
     },
 
     async history(routine: string): Promise<HistoryEntry[]> {

@@ -13,6 +13,7 @@ import { killGroup } from '../exec/process.js';
 import { newRunId } from '../exec/run-state.js';
 import { randomHex } from '../lock/files.js';
 import type { IfBusy } from '../lock/lease.js';
+import { openAppend } from '../state/durable.js';
 import { ensureStateDir } from '../state/json-file.js';
 import type { Fire, RoutineResult } from '../state/routine-state.js';
 
@@ -72,7 +73,7 @@ function openRoutineLog(project: Project, id: string): number {
   } catch {
     // no log yet
   }
-  return openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  return openAppend(path);
 }
 
 export function fireRoutine(o: FireOptions): Promise<FireResult> {

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { anySignal, systemClock, type Clock } from '../clock.js';
-import { SNAPSHOT_ENV, type Project } from '../config/load.js';
+import { SNAPSHOT_ENV, SNAPSHOT_HASH_ENV, type Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
 import type { Fire } from '../state/routine-state.js';
 import { writeConfigSnapshot } from './config-snapshot.js';
@@ -67,7 +67,7 @@ export class Scheduler {
   private watcher: FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
   /** Where the children read the config this scheduler validated. */
-  private snapshot: string | undefined;
+  private snapshot: { path: string; sha256: string } | undefined;
 
   constructor(private readonly o: SchedulerOptions) {
     this.project = o.project;
@@ -241,7 +241,7 @@ export class Scheduler {
     if (this.running.has(id)) {
       // The previous fire is still going (or waiting out its jitter): a busy skip, recorded.
       const at = new Date(this.clock.now()).toISOString();
-      const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null };
+      const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, trigger: 'schedule' };
       this.o.log({ event: 'routine.skipped', routine: id, reason: fire.reason! });
       await this.o.store.recordFire(id, fire, this.warn).finally(() => this.o.observer?.fired?.(id, fire));
       return;
@@ -261,11 +261,11 @@ export class Scheduler {
       if (stop.signal.aborted || this.stopping) return;
       const result = await (this.o.fire ?? fireRoutine)({
         project, routine: def, cli: this.o.cli, clock: this.clock, scheduledAt, ifBusy: 'skip', signal: stop.signal,
-        env: this.snapshot ? { ...process.env, [SNAPSHOT_ENV]: this.snapshot } : undefined,
+        env: this.snapshot ? { ...process.env, [SNAPSHOT_ENV]: this.snapshot.path, [SNAPSHOT_HASH_ENV]: this.snapshot.sha256 } : undefined,
         onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
       });
       this.logResult(id, result);
-      await this.o.store.recordFire(id, result, this.warn).catch((err: Error) => this.warn(`could not record ${id}: ${err.message}`));
+      await this.o.store.recordFire(id, { ...result, trigger: 'schedule' }, this.warn).catch((err: Error) => this.warn(`could not record ${id}: ${err.message}`));
       this.o.observer?.fired?.(id, result);
     })();
     const tracked = task.finally(() => {

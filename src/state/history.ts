@@ -1,24 +1,66 @@
-// `history/<routine-id>.jsonl`: one line per fire, bounded to the newest HISTORY_LIMIT lines.
-// Appends are single write(2)s with O_APPEND, so concurrent writers never interleave within a
-// line; trimming rewrites the file (atomically) only once it has grown well past the limit.
+// `history/<routine-id>.jsonl` (SPEC §3, §6): the facts about a routine, one line each — every
+// fire, every pause and resume — appended and never rewritten in place. `routine-state.json` is
+// an index of these files and is rebuilt from them when it is lost or damaged.
+//
+// Bounded: when a file passes TRIM_AT_BYTES it is rotated, under the routine-state lock: the
+// current file becomes `<id>.jsonl.1` (replacing the previous one) and a new file starts with a
+// summary line that carries the routine's record so far, so counts and the paused state survive
+// the rotation. Every line has an id; a line re-appended because a rotation happened while it was
+// being written (a stalled writer) is counted once.
 
-import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readdirSync, readSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { readNoFollow } from '../lock/files.js';
-import { ensureStateDir, writeJsonLinesAtomicSync } from './json-file.js';
-import type { Fire } from './routine-state.js';
+import { errnoCode, stateWriteError } from '../errors.js';
+import { STATE_FILE_CAP, randomHex, readFileChecked, unlinkQuiet } from '../lock/files.js';
+import { appendLine, openAppend, writeFileDurable } from './durable.js';
+import type { Fire, RoutineRecord, RoutineResult } from './routine-state.js';
 
 export const HISTORY_LIMIT = 1000;
-/** Trim when the file is this many bytes (≈ 1.5 × the limit at ≈ 250 bytes per line). */
-const TRIM_AT_BYTES = 384 * 1024;
+/** Rotate when the file is this many bytes (≈ 1.5 × the limit at ≈ 250 bytes per line). */
+export const TRIM_AT_BYTES = 384 * 1024;
+/** Ids of the newest lines a summary remembers, to count a re-appended line once. */
+const RECENT_IDS = 64;
 
-export type HistoryEntry = Pick<Fire, 'scheduled_at' | 'started_at' | 'finished_at' | 'result' | 'reason' | 'exit_code' | 'run_id'>;
+/** One fire, as `routine history` shows it. */
+export interface HistoryEntry {
+  scheduled_at: string;
+  started_at: string;
+  finished_at: string;
+  result: RoutineResult;
+  reason: string | null;
+  exit_code: number | null;
+  run_id: string | null;
+  /** What started it: the schedule, a person (`routine run`), or a retry. */
+  trigger?: 'schedule' | 'manual' | 'retry';
+  attempt?: number;
+  /** Unique per line. */
+  id?: string;
+}
+
+export type HistoryLine =
+  | { kind: 'fire'; id: string | null; entry: HistoryEntry }
+  | { kind: 'pause'; id: string | null; paused: boolean; note: string | null; at: string }
+  | { kind: 'summary'; id: string | null; record: RoutineRecord; recent: string[]; at: string };
+
+const ROUTINE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 export function historyPath(stateDir: string, routineId: string): string {
+  if (!ROUTINE_ID.test(routineId) || routineId.includes('..')) throw new Error(`invalid routine id ${JSON.stringify(routineId)}`);
   return join(stateDir, 'history', `${routineId}.jsonl`);
 }
 
-export function appendHistory(path: string, fire: Fire): void {
+/** Routine ids that have a history file. */
+export function historyIds(stateDir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(join(stateDir, 'history'));
+  } catch {
+    return [];
+  }
+  return names.filter((n) => n.endsWith('.jsonl')).map((n) => n.slice(0, -6)).filter((id) => ROUTINE_ID.test(id) && !id.includes('..'));
+}
+
+export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger']; attempt?: number } = {}): string {
   const entry: HistoryEntry = {
     scheduled_at: fire.scheduled_at,
     started_at: fire.started_at,
@@ -27,35 +69,153 @@ export function appendHistory(path: string, fire: Fire): void {
     reason: fire.reason,
     exit_code: fire.exit_code,
     run_id: fire.run_id,
+    ...(fire.trigger ?? extra.trigger ? { trigger: fire.trigger ?? extra.trigger } : {}),
+    ...(fire.attempt ?? extra.attempt ? { attempt: fire.attempt ?? extra.attempt } : {}),
+    id: randomHex(8),
   };
-  ensureStateDir(join(path, '..'));
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
-  let size: number;
+  return JSON.stringify(entry);
+}
+
+export function pauseLine(paused: boolean, note: string | null, at: string): string {
+  return JSON.stringify(paused ? { event: 'paused', at, note, id: randomHex(8) } : { event: 'resumed', at, id: randomHex(8) });
+}
+
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isStrOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
+const RESULTS = new Set(['success', 'failure', 'skipped']);
+
+/** Parses one line; null when it is torn or not a history line. */
+export function parseHistoryLine(text: string, checkRecord: (v: unknown) => RoutineRecord | null): HistoryLine | null {
+  let v: unknown;
   try {
-    writeSync(fd, `${JSON.stringify(entry)}\n`);
-    size = fstatSync(fd).size;
-  } finally {
-    closeSync(fd);
+    v = JSON.parse(text);
+  } catch {
+    return null;
   }
-  if (size > TRIM_AT_BYTES) {
-    const entries = readHistory(path);
-    if (entries.length > HISTORY_LIMIT) writeJsonLinesAtomicSync(path, entries.slice(-HISTORY_LIMIT));
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  const o = v as Record<string, unknown>;
+  const id = isStr(o.id) ? o.id : null;
+  if (o.event === 'paused' || o.event === 'resumed') {
+    if (!isStr(o.at)) return null;
+    return { kind: 'pause', id, paused: o.event === 'paused', note: isStr(o.note) ? o.note : null, at: o.at };
+  }
+  if (o.event === 'summary') {
+    const record = checkRecord(o.record);
+    if (!record || !isStr(o.at)) return null;
+    const recent = Array.isArray(o.recent) ? o.recent.filter(isStr) : [];
+    return { kind: 'summary', id, record, recent, at: o.at };
+  }
+  if (!isStr(o.scheduled_at) || !isStr(o.started_at) || !isStr(o.finished_at) || !RESULTS.has(o.result as string)) return null;
+  if (!isStrOrNull(o.reason ?? null) || !isStrOrNull(o.run_id ?? null)) return null;
+  const exit = o.exit_code ?? null;
+  if (exit !== null && !Number.isInteger(exit)) return null;
+  return { kind: 'fire', id, entry: o as unknown as HistoryEntry };
+}
+
+export interface ParsedHistory {
+  lines: HistoryLine[];
+  /** 1-based numbers of lines that could not be read. */
+  unreadable: number[];
+}
+
+export function parseHistory(text: string, checkRecord: (v: unknown) => RoutineRecord | null, firstLine = 1): ParsedHistory {
+  const lines: HistoryLine[] = [];
+  const unreadable: number[] = [];
+  const raw = text.split('\n');
+  raw.forEach((l, i) => {
+    if (l.length === 0) return;
+    const parsed = parseHistoryLine(l, checkRecord);
+    if (parsed) lines.push(parsed);
+    else unreadable.push(firstLine + i);
+  });
+  return { lines, unreadable };
+}
+
+export function unreadableMessage(path: string, numbers: number[]): string {
+  const shown = numbers.slice(0, 5).join(', ');
+  return `${path}: line${numbers.length > 1 ? 's' : ''} ${shown}${numbers.length > 5 ? ` and ${numbers.length - 5} more` : ''} could not be read (torn or corrupt) and ${numbers.length > 1 ? 'were' : 'was'} skipped`;
+}
+
+/** Appends one line to the history file (starting on a fresh line). If the file was rotated
+ * while we wrote (our descriptor no longer is the file's), the line goes to the new file too;
+ * its id makes the fold count it once. */
+export function appendHistoryLine(path: string, line: string): void {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const fd = openAppend(path);
+    let ino: number;
+    try {
+      const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+      try {
+        appendLine(fd, path, line, rfd);
+      } finally {
+        closeSync(rfd);
+      }
+      ino = fstatSync(fd).ino;
+    } finally {
+      closeSync(fd);
+    }
+    let now: number | null;
+    try {
+      now = lstatSync(path).ino;
+    } catch {
+      now = null;
+    }
+    if (now === ino) return;
   }
 }
 
-/** Every readable entry, oldest first (a torn or foreign line is skipped). */
-export function readHistory(path: string): HistoryEntry[] {
-  const text = readNoFollow(path);
-  if (text === null) return [];
-  const out: HistoryEntry[] = [];
-  for (const line of text.split('\n')) {
-    if (!line) continue;
-    try {
-      const e = JSON.parse(line) as HistoryEntry;
-      if (typeof e.scheduled_at === 'string' && typeof e.result === 'string') out.push(e);
-    } catch {
-      // torn line
-    }
-  }
-  return out;
+/** Reads `path` from byte `offset` (0: all of it). */
+export function readHistoryText(path: string, offset = 0): { text: string; ino: number; size: number } | null {
+  const r = readHistoryBytes(path, offset);
+  return r ? { text: r.bytes.toString('utf8'), ino: r.ino, size: r.size } : null;
 }
+
+/** The bytes of `path` from `offset` (a regular file of ours, never through a symlink). */
+export function readHistoryBytes(path: string, offset = 0): { bytes: Buffer; ino: number; size: number } | null {
+  if (offset === 0) {
+    const c = readFileChecked(path, STATE_FILE_CAP);
+    return c ? { bytes: c.bytes, ino: c.ino, size: c.bytes.length } : null;
+  }
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw stateWriteError(err, path, 'reading');
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return null;
+    const len = Math.max(0, Math.min(st.size, STATE_FILE_CAP) - offset);
+    const buf = Buffer.alloc(len);
+    let got = 0;
+    while (got < len) {
+      const n = readSync(fd, buf, got, len - got, offset + got);
+      if (n <= 0) break;
+      got += n;
+    }
+    return { bytes: buf.subarray(0, got), ino: st.ino, size: offset + got };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Rotates the history file (caller holds the routine-state lock): the current file becomes
+ * `<id>.jsonl.1`, and a new one starts with `summary` — the record as of the current file's end.
+ * The current name is never missing: `.1` is made by link + rename, then the new file (complete,
+ * durable) is renamed over the current name. */
+export function rotateHistory(path: string, summaryRecord: RoutineRecord, recent: string[], at: string): void {
+  const old = `${path}.1`;
+  const aside = `${path}.1.tmp-${randomHex(8)}`;
+  try {
+    linkSync(path, aside);
+    renameSync(aside, old);
+  } catch (err) {
+    unlinkQuiet(aside);
+    throw stateWriteError(err, old);
+  }
+  const summary = JSON.stringify({ event: 'summary', at, record: summaryRecord, recent: recent.slice(-RECENT_IDS), id: randomHex(8) });
+  writeFileDurable(path, `${summary}\n`);
+}
+
+export { RECENT_IDS };

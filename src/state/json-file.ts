@@ -1,17 +1,13 @@
-// Durable JSON state files (SPEC §3): written atomically with write-file-atomic (temp file,
-// fsync, rename), mode 0600, never through a symlink; a corrupt file is moved aside as
-// `<name>.corrupt.<ts>` and reported, never crashes the caller and never silently vanishes.
+// JSON state files (SPEC §3): written durably (durable.ts), mode 0600, never through a symlink;
+// read through the checked open of lock/files.ts (regular file, ours, size cap). A corrupt file
+// is reported, and — by a writer that is about to replace it, never by a read-only view —
+// moved aside as `<name>.corrupt.<ts>`, so the evidence is kept.
 
-import { lstatSync, renameSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
-import { createRequire } from 'node:module';
-import type writeFileAtomicType from 'write-file-atomic';
+import { renameSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { StateIOError, UnsafePathError, errnoCode } from '../errors.js';
-import { ensureDir, readNoFollow } from '../lock/files.js';
-
-// Loaded on first write: read-only commands (`routine list`, `exec status`) never pay for it.
-let wfa: typeof writeFileAtomicType | undefined;
-const writeFileAtomic = (): typeof writeFileAtomicType => (wfa ??= createRequire(import.meta.url)('write-file-atomic') as typeof writeFileAtomicType);
+import { ensureDir, lstatQuiet, readNoFollow, writeNewFile } from '../lock/files.js';
+import { writeFileDurable, type DurableOptions } from './durable.js';
 
 export function ensureStateDir(dir: string): void {
   try {
@@ -22,40 +18,29 @@ export function ensureStateDir(dir: string): void {
   }
 }
 
-/** write-file-atomic resolves symlinks and writes to their target; we refuse them instead. */
-function refuseSymlink(path: string): void {
+/** Creates the project's state folder when it does not exist yet, with a `.gitignore` that
+ * keeps it out of `git status` (locks, runs and history are not for version control). */
+export function ensureStateRoot(stateDir: string): void {
+  if (lstatQuiet(stateDir)) return;
+  ensureStateDir(stateDir);
   try {
-    if (lstatSync(path).isSymbolicLink()) {
-      throw new UnsafePathError(`${path} is a symbolic link; refusing to write state through it`);
-    }
-  } catch (err) {
-    if (err instanceof UnsafePathError) throw err;
-    if (errnoCode(err) !== 'ENOENT') throw err;
+    writeNewFile(join(stateDir, '.gitignore'), '# routinely state (locks, runs, history): not for version control\n*\n');
+  } catch {
+    // someone else created it first, or the disk is full: neither matters here
   }
 }
 
-export async function writeJsonAtomic(path: string, value: unknown): Promise<number> {
-  refuseSymlink(path);
-  ensureStateDir(dirname(path));
-  const text = `${JSON.stringify(value, null, 2)}\n`;
-  try {
-    await writeFileAtomic()(path, text, { mode: 0o600, fsync: true });
-  } catch (err) {
-    throw new StateIOError(`cannot write ${path}: ${errnoCode(err) ?? String(err)}`);
-  }
-  return Buffer.byteLength(text);
+export function writeJsonDurable(path: string, value: unknown, opts: DurableOptions = {}): number {
+  return writeFileDurable(path, `${JSON.stringify(value, null, 2)}\n`, opts);
 }
 
-export function writeJsonAtomicSync(path: string, value: unknown): number {
-  refuseSymlink(path);
-  ensureStateDir(dirname(path));
-  const text = `${JSON.stringify(value, null, 2)}\n`;
-  try {
-    writeFileAtomic().sync(path, text, { mode: 0o600, fsync: true });
-  } catch (err) {
-    throw new StateIOError(`cannot write ${path}: ${errnoCode(err) ?? String(err)}`);
-  }
-  return Buffer.byteLength(text);
+/** Kept for callers that await: the write itself is synchronous. */
+export async function writeJsonAtomic(path: string, value: unknown, opts: DurableOptions = {}): Promise<number> {
+  return writeJsonDurable(path, value, opts);
+}
+
+export function writeJsonAtomicSync(path: string, value: unknown, opts: DurableOptions = {}): number {
+  return writeJsonDurable(path, value, opts);
 }
 
 export type ReadResult<T> =
@@ -63,21 +48,33 @@ export type ReadResult<T> =
   | { kind: 'missing' }
   | { kind: 'corrupt'; movedTo: string | null; problem: string };
 
+export interface ReadOptions {
+  /** Move a corrupt file aside (writers about to replace it). Read-only views leave it. */
+  moveAside?: boolean;
+  now?: number;
+}
+
 /** Reads and checks a JSON state file. `check` returns the typed value or a problem string. A
- * corrupt file is renamed to `<name>.corrupt.<ts>` so the next write starts clean and the
- * evidence is kept. */
-export function readJsonState<T>(path: string, check: (v: unknown) => T | string, now = Date.now()): ReadResult<T> {
-  const text = readNoFollow(path);
-  if (text === null) return { kind: 'missing' };
+ * file we refuse to read (a FIFO, another user's, oversized) counts as corrupt. */
+export function readJsonState<T>(path: string, check: (v: unknown) => T | string, opts: ReadOptions = {}): ReadResult<T> {
+  let text: string | null;
   let problem: string;
+  try {
+    text = readNoFollow(path);
+  } catch (err) {
+    if (!(err instanceof UnsafePathError)) throw new StateIOError(`cannot read ${path}: ${errnoCode(err) ?? String(err)}`);
+    return { kind: 'corrupt', movedTo: null, problem: err.message };
+  }
+  if (text === null) return { kind: 'missing' };
   try {
     const checked = check(JSON.parse(text));
     if (typeof checked !== 'string') return { kind: 'ok', value: checked };
     problem = checked;
   } catch (err) {
-    problem = `not valid JSON (${(err as Error).message})`;
+    problem = text.length === 0 ? 'empty' : `not valid JSON (${(err as Error).message})`;
   }
-  const movedTo = `${path}.corrupt.${now}`;
+  if (!opts.moveAside) return { kind: 'corrupt', movedTo: null, problem };
+  const movedTo = `${path}.corrupt.${opts.now ?? Date.now()}`;
   try {
     renameSync(path, movedTo);
     return { kind: 'corrupt', movedTo, problem };
@@ -86,18 +83,7 @@ export function readJsonState<T>(path: string, check: (v: unknown) => T | string
   }
 }
 
-export function corruptMessage(path: string, r: { movedTo: string | null; problem: string }): string {
-  const where = r.movedTo ? `moved aside to ${basename(r.movedTo)}` : 'could not be moved aside';
-  return `${path} is corrupt (${r.problem}); ${where}, starting from empty state`;
-}
-
-/** Replaces a JSON-lines file atomically (used to trim history). */
-export function writeJsonLinesAtomicSync(path: string, values: unknown[]): void {
-  refuseSymlink(path);
-  const text = values.map((v) => `${JSON.stringify(v)}\n`).join('');
-  try {
-    writeFileAtomic().sync(path, text, { mode: 0o600, fsync: true });
-  } catch (err) {
-    throw new StateIOError(`cannot write ${path}: ${errnoCode(err) ?? String(err)}`);
-  }
+export function corruptMessage(path: string, r: { movedTo: string | null; problem: string }, rebuilt?: string): string {
+  const where = r.movedTo ? `moved aside to ${basename(r.movedTo)}` : 'left in place';
+  return `${path} is corrupt (${r.problem}); ${where}${rebuilt ? `, ${rebuilt}` : ', starting from empty state'}`;
 }

@@ -1,7 +1,6 @@
 // `routine-state.json` (SPEC §6): the last result and counters of every routine, and whether it
-// is paused. Pure reducers here; the read-modify-write happens under a short state lock
-// (scheduler/routine-store.ts) so the scheduler and a manual `routine run` never lose each
-// other's updates.
+// is paused. It is an index of the history files (history.ts), which hold the facts; the
+// reducers here fold those facts into records, so the index can always be rebuilt (SPEC §3).
 
 export type RoutineResult = 'success' | 'failure' | 'skipped';
 
@@ -23,9 +22,22 @@ export interface RoutineRecord {
   paused_note: string | null;
 }
 
+/** Where the index stands in a routine's history file: its inode and size when folded, and the
+ * ids of the newest lines (a line re-appended across a rotation is counted once). */
+export interface HistorySource {
+  ino: number;
+  size: number;
+  recent: string[];
+  /** The last bytes folded (up to 64, base64): the file must still have them where they were
+   * for the fold to go on from `size` (it was not truncated and rewritten meanwhile). */
+  tail?: string;
+}
+
 export interface RoutineStateFile {
   version: 1;
   routines: Record<string, RoutineRecord>;
+  /** Bookkeeping of the index (absent in files written by earlier versions). */
+  sources?: Record<string, HistorySource>;
 }
 
 /** One firing of a routine, as recorded in state and history. */
@@ -38,6 +50,8 @@ export interface Fire {
   duration_ms: number;
   exit_code: number | null;
   run_id: string | null;
+  trigger?: 'schedule' | 'manual' | 'retry';
+  attempt?: number;
 }
 
 export const emptyState = (): RoutineStateFile => ({ version: 1, routines: {} });
@@ -89,25 +103,100 @@ export function setPaused(prior: RoutineRecord | undefined, paused: boolean, not
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Validates the file's shape; unknown extra fields are kept, missing ones filled in. */
+const RECORD_STRINGS = [
+  'last_reason', 'last_scheduled_at', 'last_started_at', 'last_finished_at', 'last_run_id', 'last_success_at',
+  'last_failure_at', 'last_skipped_at', 'paused_note',
+] as const;
+const count = (v: unknown): number => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
+
+/** One record, every field checked (a garbled value becomes its empty default); null when it is
+ * not a record at all. */
+export function checkRecord(rec: unknown): RoutineRecord | null {
+  if (!isObj(rec)) return null;
+  const out = emptyRecord();
+  for (const k of RECORD_STRINGS) out[k] = typeof rec[k] === 'string' ? rec[k] : null;
+  out.last_result = rec.last_result === 'success' || rec.last_result === 'failure' || rec.last_result === 'skipped' ? rec.last_result : null;
+  out.last_duration_ms = Number.isFinite(rec.last_duration_ms) ? (rec.last_duration_ms as number) : null;
+  out.last_exit_code = Number.isInteger(rec.last_exit_code) ? (rec.last_exit_code as number) : null;
+  const c = isObj(rec.counts) ? rec.counts : {};
+  out.counts = { success: count(c.success), failure: count(c.failure), skipped: count(c.skipped) };
+  out.consecutive_failures = count(rec.consecutive_failures);
+  out.paused = rec.paused === true;
+  // fields added by later versions are kept
+  for (const [k, v] of Object.entries(rec)) if (!(k in out)) (out as unknown as Record<string, unknown>)[k] = v;
+  return out;
+}
+
+/** Validates the file's shape; every record checked field by field. */
 export function checkRoutineState(v: unknown): RoutineStateFile | string {
   if (!isObj(v)) return 'not an object';
   if (v.version !== 1) return `unknown version ${JSON.stringify(v.version)}`;
   if (!isObj(v.routines)) return 'no "routines" object';
   const routines: Record<string, RoutineRecord> = {};
   for (const [id, rec] of Object.entries(v.routines)) {
-    if (!isObj(rec)) return `routines.${id} is not an object`;
-    const counts = isObj(rec.counts) ? rec.counts : {};
-    routines[id] = {
-      ...emptyRecord(),
-      ...(rec as Partial<RoutineRecord>),
-      counts: {
-        success: Number(counts.success) || 0,
-        failure: Number(counts.failure) || 0,
-        skipped: Number(counts.skipped) || 0,
-      },
-      paused: rec.paused === true,
-    };
+    const checked = checkRecord(rec);
+    if (!checked) return `routines.${id} is not an object`;
+    routines[id] = checked;
   }
-  return { version: 1, routines };
+  if (!isObj(v.sources)) return { version: 1, routines };
+  const sources: Record<string, HistorySource> = {};
+  {
+    for (const [id, s] of Object.entries(v.sources)) {
+      if (isObj(s) && Number.isSafeInteger(s.ino) && Number.isSafeInteger(s.size)) {
+        sources[id] = {
+          ino: s.ino as number, size: s.size as number,
+          recent: Array.isArray(s.recent) ? s.recent.filter((x): x is string => typeof x === 'string') : [],
+          ...(typeof s.tail === 'string' ? { tail: s.tail } : {}),
+        };
+      }
+    }
+  }
+  return { version: 1, routines, sources };
 }
+
+/** A routine's record folded from its history lines, with the ids of the newest lines. */
+export interface Folded {
+  record: RoutineRecord;
+  recent: string[];
+}
+
+const RECENT_KEPT = 64;
+
+/** Folds history lines (history.ts) on top of `base`: a summary line starts over from the record
+ * it carries, a fire applies, a pause or resume sets the paused state. A line whose id was
+ * already folded (re-appended across a rotation) counts once. Pure. */
+export function foldLines(lines: readonly HistoryLineLike[], base?: Folded): Folded {
+  let record = base?.record ?? emptyRecord();
+  let recent = [...(base?.recent ?? [])];
+  let seen = new Set(recent);
+  for (const l of lines) {
+    if (l.kind === 'summary') {
+      record = l.record;
+      recent = [...l.recent];
+      seen = new Set(recent);
+      continue;
+    }
+    if (l.id) {
+      if (seen.has(l.id)) continue;
+      seen.add(l.id);
+      recent.push(l.id);
+      if (recent.length > RECENT_KEPT) recent.shift();
+    }
+    if (l.kind === 'fire') {
+      const e = l.entry;
+      record = applyFire(record, {
+        result: e.result, reason: e.reason ?? null, scheduled_at: e.scheduled_at, started_at: e.started_at, finished_at: e.finished_at,
+        duration_ms: Math.max(0, Date.parse(e.finished_at) - Date.parse(e.started_at)) || 0, exit_code: e.exit_code ?? null, run_id: e.run_id ?? null,
+      });
+    } else {
+      record = setPaused(record, l.paused, l.note);
+    }
+  }
+  return { record, recent };
+}
+
+/** The shape foldLines needs (history.ts's HistoryLine), stated here to keep imports one-way. */
+export type HistoryLineLike =
+  | { kind: 'fire'; id: string | null; entry: { scheduled_at: string; started_at: string; finished_at: string; result: RoutineResult; reason?: string | null; exit_code?: number | null; run_id?: string | null } }
+  | { kind: 'pause'; id: string | null; paused: boolean; note: string | null; at: string }
+  | { kind: 'summary'; id: string | null; record: RoutineRecord; recent: string[]; at: string };

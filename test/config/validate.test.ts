@@ -60,7 +60,7 @@ describe('validateConfig', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
       'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp)',
     ]);
-    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, http\)$/);
+    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http\)$/);
   });
 
   it('http.listen: [HOST:]PORT, checked with its path (SPEC §11)', () => {

@@ -1,13 +1,13 @@
 // `routinely lock …` end to end: the built CLI, real processes, real signals.
 
-import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseLockRecord, type LockRecord } from '../../src/lock/record.js';
 import { readLockStatus } from '../../src/lock/status.js';
 import { CLI, childEnv, eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
-import { testProject } from '../helpers/testdir.js';
+import { testdir, testProject } from '../helpers/testdir.js';
 
 const lockFile = (project: string): string => join(project, '.routinely', 'locks', 'exec-run.lock');
 /** The holder's record with its live heartbeat and children, as `lock status --json` shows it
@@ -28,10 +28,20 @@ const readLockFile = (project: string): LockRecord | null => {
   }
 };
 
+/** The built CLI copied where any user can read it: the clone itself may sit in a folder only
+ * its owner can enter (/root, `mktemp -d`), and the bundle needs nothing outside dist/. */
+function reachableCli(): string {
+  const dir = testdir('routinely-dist-');
+  chmodSync(dir, 0o755);
+  cpSync(dirname(CLI), join(dir, 'dist'), { recursive: true });
+  spawnSync('chmod', ['-R', 'a+rX', dir]);
+  return join(dir, 'dist', 'cli.js');
+}
+
 /** Runs the CLI as an unprivileged user when we are root (root ignores file permissions). */
 function asUnprivileged(args: string[], cwd: string) {
   const argv = process.getuid?.() === 0
-    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, ...args]
+    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, reachableCli(), ...args]
     : [process.execPath, CLI, ...args];
   return new Promise<{ code: number | null; stderr: string }>((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), { cwd, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
@@ -220,11 +230,20 @@ describe('unsafe and unusable paths', () => {
     const project = testProject();
     chmodSync(project, 0o755);
     chmodSync(join(project, 'routinely.json'), 0o644);
+    if (process.getuid?.() === 0) {
+      // the project is the unprivileged user's; its lock folder is not
+      chownSync(project, 65534, 65534);
+      chownSync(join(project, 'routinely.json'), 65534, 65534);
+      mkdirSync(join(project, '.routinely'), { mode: 0o700 });
+      chownSync(join(project, '.routinely'), 65534, 65534);
+    }
     mkdirSync(join(project, '.routinely', 'locks'), { recursive: true, mode: 0o755 });
     chmodSync(join(project, '.routinely', 'locks'), 0o555);
     const r = await asUnprivileged(['lock', 'run', '--if-busy', 'wait', '--', 'true'], project);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/cannot create the lock in .*\.routinely\/locks: permission denied \(EACCES\)/);
+    expect(r.stderr).toMatch(process.getuid?.() === 0
+      ? /\.routinely\/locks is owned by uid 0, not by this user/
+      : /cannot create the lock in .*\.routinely\/locks: permission denied \(EACCES\)/);
   });
 });
 

@@ -1,5 +1,6 @@
 // The stall rule (SPEC §4.10) from the outside: the built CLI's `lock run` is paused by strace for
-// 4 s at a chosen system call on `exec-run.lock` — once while taking the lock, once in a
+// 4 s at chosen system calls on `exec-run.lock` (strace counts each system call apart, so
+// `when=K` pauses the K-th call of every kind) — once while taking the lock, once in a
 // heartbeat — while a second `lock run --if-busy wait` takes over. The second keeps the lock to
 // the end, generations rise, and the two commands never run at the same time.
 

@@ -1,7 +1,10 @@
 // The PostgreSQL backend against a real server (a throwaway cluster started for the run; see
 // test/global-setup.ts). Under CI these tests fail, never skip, when no server can be started.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { spawn, spawnSync } from 'node:child_process';
+import { systemProbe } from '../../src/lock/identity.js';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -245,6 +248,55 @@ suite('PostgreSQL backend', () => {
     const [row] = await sql<{ expires: number }>(url, `SELECT extract(epoch from expires_at)::float8 AS expires FROM routinely_leases WHERE key = 'exec-run'`);
     const last = Math.max(...readFileSync(marks, 'utf8').trim().split('\n').map(Number));
     expect(last, `the command still ran ${(last - row!.expires).toFixed(3)}s after the lease expired`).toBeLessThan(row!.expires);
+  });
+
+  it('rows are input (SPEC §12): a path-shaped lock_id deletes nothing, children named in a row are never signalled, a path-shaped run or task id writes nothing outside', async () => {
+    const { dir, url, env } = await pgProject({ exec: { tasks: [{ id: 't', run: 'true' }] } });
+    expect((await runCli(['lock', 'status'], { cwd: dir, env })).code).toBe(0); // migrates
+    const victimDir = mkdtempSync(join(tmpdir(), 'routinely-victim-'));
+    onTestFinished(() => rmSync(victimDir, { recursive: true, force: true }));
+    writeFileSync(join(victimDir, 'victim'), 'keep');
+    const sleeper = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    onTestFinished(() => {
+      try {
+        process.kill(-sleeper.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    });
+    const info = systemProbe().inspect(sleeper.pid!);
+    const probe = systemProbe();
+    const deadOwner = { pid: Number(spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim()), host: probe.host, boot_id: probe.bootId, start_time: '1', command: 'exec run',
+      children: [{ pid: sleeper.pid, start_time: info.state === 'alive' ? info.startTime : null }] };
+    const lockId = `x/../../../../..${victimDir}/victim`;
+    await sql(url, `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
+      VALUES ('app', 'exec-run', $1, 7, $2::jsonb, now(), now(), now() + interval '60 seconds')`, [lockId, JSON.stringify(deadOwner)]);
+    const r = await runCli(['lock', 'run', '--', 'sh', '-c', 'echo gen $ROUTINELY_LOCK_GENERATION'], { cwd: dir, env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/gen 8/);
+    expect(readFileSync(join(victimDir, 'victim'), 'utf8')).toBe('keep');
+    expect(processRuns(sleeper.pid!)).toBe(true);
+    // run rows whose ids are paths
+    const snap = (runId: string, task: string) => JSON.stringify({
+      version: 1, run_id: runId, status: 'INTERRUPTED', command: 'exec run', routine: null, generation: 1, lock_id: 'a'.repeat(32),
+      owner: { pid: 1, host: 'elsewhere', boot_id: null, start_time: null }, attempt: 1, parallel: 1, created_at: 'c', updated_at: 'c', finished_at: null,
+      tasks: { [task]: { status: 'interrupted', provider: 'default', attempts: 1, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: 'x.log', hash: 'h' } },
+    });
+    const escape = `../../../../..${victimDir}/out`;
+    await sql(url, `INSERT INTO routinely_runs (project, run_id, snapshot, generation) VALUES ('app', $1, $2::jsonb, 1)`, [escape, snap(escape, 't')]);
+    await sql(url, `INSERT INTO routinely_runs (project, run_id, snapshot, generation) VALUES ('app', 'r-20990101T000000Z-0001', $1::jsonb, 1)`, [snap(escape, 't')]);
+    await sql(url, `INSERT INTO routinely_runs (project, run_id, snapshot, generation) VALUES ('app', 'r-20990101T000000Z-0002', $1::jsonb, 1)`, [snap('r-20990101T000000Z-0002', escape)]);
+    const resume = await runCli(['exec', 'resume'], { cwd: dir, env });
+    expect(resume.stderr).not.toMatch(/unexpected error/);
+    const runs = await runCli(['exec', 'runs', '--json'], { cwd: dir, env });
+    const listed = JSON.parse(runs.stdout) as { run_id: string; status: string }[];
+    expect(listed.filter((x) => x.run_id.startsWith('r-2099')).map((x) => x.status)).toEqual(['UNREADABLE', 'UNREADABLE']);
+    expect(listed.some((x) => x.run_id.includes('..'))).toBe(false);
+    expect(existsSync(join(victimDir, 'out'))).toBe(false);
+    const show = await runCli(['exec', 'resume', 'r-20990101T000000Z-0002'], { cwd: dir, env });
+    expect(show.code).not.toBe(0);
+    expect(show.stderr).toMatch(/unreadable/);
+    expect(existsSync(join(victimDir, 'out'))).toBe(false);
   });
 
   it('migrations: processes starting together on an empty database never race', async () => {

@@ -53,6 +53,9 @@ describe('renderParts', () => {
     expect(p.runs).toContain('1/2 succeeded');
     expect(p.runs).toContain('routine auto');
     expect(renderParts(pageData({ runs: [] }), NOW).runs).toContain('No exec runs yet.');
+    const unreadable = renderParts(pageData({ runs: [{ run_id: 'r-20261129T185800Z-dead', status: 'UNREADABLE', why: 'run.json is corrupt <x>' }] }), NOW).runs;
+    expect(unreadable).toContain('UNREADABLE');
+    expect(unreadable).toContain('run.json is corrupt &lt;x&gt;');
   });
 
   it('escapes every string from state, and control characters', () => {

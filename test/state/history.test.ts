@@ -1,34 +1,105 @@
-import { appendFileSync, readFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HISTORY_LIMIT, appendHistory, readHistory } from '../../src/state/history.js';
+import { loadProject } from '../../src/config/load.js';
+import { readFires, readRoutineState, recordFire, pauseRoutine, statePath } from '../../src/scheduler/file-store.js';
+import { HISTORY_LIMIT, TRIM_AT_BYTES, historyPath } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
-import { testdir } from '../helpers/testdir.js';
+import { testProject } from '../helpers/testdir.js';
 
-const fire = (i: number): Fire => ({
-  result: i % 3 === 0 ? 'skipped' : 'success', reason: i % 3 === 0 ? 'exec busy' : null,
-  scheduled_at: new Date(Date.UTC(2026, 10, 29) + i * 1000).toISOString(), started_at: 'x', finished_at: 'x',
-  duration_ms: 1, exit_code: 0, run_id: `r-${i}`.padEnd(200, '0'),
+const fire = (i: number, pad = 0): Fire => ({
+  result: i % 3 === 0 ? 'skipped' : i % 3 === 1 ? 'success' : 'failure', reason: i % 3 === 0 ? 'exec busy' : null,
+  scheduled_at: new Date(Date.UTC(2026, 10, 29) + i * 1000).toISOString(),
+  started_at: new Date(Date.UTC(2026, 10, 29) + i * 1000).toISOString(),
+  finished_at: new Date(Date.UTC(2026, 10, 29) + i * 1000 + 5).toISOString(),
+  duration_ms: 5, exit_code: 0, run_id: `r-${i}`.padEnd(pad, '0'),
 });
 
-describe('history', () => {
-  it('keeps one line per fire, the newest HISTORY_LIMIT, oldest first', () => {
-    const path = join(testdir(), 'history', 'a.jsonl');
-    for (let i = 0; i < 1700; i++) appendHistory(path, fire(i));
-    const entries = readHistory(path);
-    expect(entries.length).toBeGreaterThanOrEqual(HISTORY_LIMIT);
-    expect(entries.length).toBeLessThan(1700);
-    expect(entries.at(-1)?.run_id).toBe(fire(1699).run_id);
-    const times = entries.map((e) => Date.parse(e.scheduled_at));
-    expect([...times].sort((a, b) => a - b)).toEqual(times);
-    expect(Object.keys(entries[0]!).sort()).toEqual(['exit_code', 'finished_at', 'reason', 'result', 'run_id', 'scheduled_at', 'started_at']);
-    expect(readFileSync(path, 'utf8').endsWith('\n')).toBe(true);
+function project() {
+  const dir = testProject({ routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] });
+  return loadProject({ cwd: dir });
+}
+
+describe('history: the facts behind routine-state.json (SPEC §3)', () => {
+  it('is bounded by rotation, and counts survive it exactly', async () => {
+    const p = project();
+    const n = 1700;
+    for (let i = 0; i < n; i++) await recordFire(p, 'a', fire(i, 240));
+    const file = historyPath(p.stateDir, 'a');
+    expect(statSync(file).size).toBeLessThanOrEqual(TRIM_AT_BYTES + 1024);
+    expect(existsSync(`${file}.1`)).toBe(true);
+    const fires = readFires(p, 'a');
+    expect(fires.length).toBeLessThanOrEqual(HISTORY_LIMIT);
+    expect(fires.at(-1)?.run_id).toBe(fire(n - 1, 240).run_id);
+    const times = fires.map((e) => Date.parse(e.scheduled_at));
+    expect([...times].sort((x, y) => x - y)).toEqual(times);
+    const expected = { success: 0, failure: 0, skipped: 0 };
+    for (let i = 0; i < n; i++) expected[fire(i).result]++;
+    expect(readRoutineState(p).routines.a?.counts).toEqual(expected);
+    // the index lost: rebuilt from the (rotated) history, counts still exact
+    writeFileSync(statePath(p), 'garbage');
+    expect(readRoutineState(p).routines.a?.counts).toEqual(expected);
   });
 
-  it('skips a torn last line', () => {
-    const path = join(testdir(), 'a.jsonl');
-    appendHistory(path, fire(1));
-    appendFileSync(path, '{"scheduled_at":');
-    expect(readHistory(path)).toHaveLength(1);
+  it('a torn last line never swallows the next entry, and is reported with its line number', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    await recordFire(p, 'a', fire(2));
+    const file = historyPath(p.stateDir, 'a');
+    const text = readFileSync(file, 'utf8');
+    writeFileSync(file, text.slice(0, -20)); // truncate -s -20
+    await recordFire(p, 'a', fire(4));
+    const warnings: string[] = [];
+    const fires = readFires(p, 'a', (m) => warnings.push(m));
+    expect(fires.map((f) => f.run_id)).toEqual(['r-1', 'r-4']);
+    expect(warnings.join('\n')).toMatch(/a\.jsonl: line 2 could not be read \(torn or corrupt\) and was skipped/);
+    expect(readFileSync(file, 'utf8').split('\n')).toHaveLength(4);
+    expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 2, failure: 0, skipped: 0 });
+    // the same with the index left as it was before the damage
+    writeFileSync(file, `${readFileSync(file, 'utf8')}{"scheduled_at":"2026`);
+    await recordFire(p, 'a', fire(7));
+    expect(readFires(p, 'a').map((f) => f.run_id)).toEqual(['r-1', 'r-4', 'r-7']);
+    expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 3, failure: 0, skipped: 0 });
+  });
+
+  it('pause and resume are facts too: a garbled index keeps a paused routine paused, with its note', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    expect(await pauseRoutine(p, 'a', true, 'maintenance')).toEqual({ wasPaused: false, note: 'maintenance' });
+    // pausing again without a note keeps the first note
+    expect(await pauseRoutine(p, 'a', true, null)).toEqual({ wasPaused: true, note: 'maintenance' });
+    for (const garble of ['{"version":1,"routines":', '', '[]', '{"version":1,"routines":{"a":7},"sources":{}}']) {
+      writeFileSync(statePath(p), garble);
+      const a = readRoutineState(p).routines.a!;
+      expect(a.paused).toBe(true);
+      expect(a.paused_note).toBe('maintenance');
+      expect(a.counts.success).toBe(1);
+    }
+    expect(await pauseRoutine(p, 'a', false, null)).toEqual({ wasPaused: true, note: null });
+    expect(await pauseRoutine(p, 'a', false, null)).toEqual({ wasPaused: false, note: null });
+    writeFileSync(statePath(p), 'garbage');
+    expect(readRoutineState(p).routines.a).toMatchObject({ paused: false, counts: { success: 1 } });
+  });
+
+  it('a stale index (an older copy put back by a stalled writer) is folded forward from the history', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    const old = readFileSync(statePath(p), 'utf8');
+    await pauseRoutine(p, 'a', true, 'x');
+    await recordFire(p, 'a', fire(4));
+    writeFileSync(statePath(p), old); // the lost update of a stalled writer
+    expect(readRoutineState(p).routines.a).toMatchObject({ paused: true, paused_note: 'x', counts: { success: 2 } });
+  });
+
+  it('read-only views never move a corrupt index aside; writers do', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    writeFileSync(statePath(p), 'garbage');
+    const warnings: string[] = [];
+    readRoutineState(p, (m) => warnings.push(m));
+    expect(readFileSync(statePath(p), 'utf8')).toBe('garbage');
+    expect(warnings.join()).toMatch(/routine-state\.json is corrupt .*left in place, rebuilt from the history files/);
+    await recordFire(p, 'a', fire(4));
+    expect(JSON.parse(readFileSync(statePath(p), 'utf8')).routines.a.counts.success).toBe(2);
   });
 });

@@ -1,0 +1,220 @@
+// Durable writes of state files (SPEC §3): a temp file under an unpredictable name (O_EXCL,
+// never through a symlink), every byte written, its size checked, fsync, rename over the old
+// file, fsync of the folder. A short write is not an error to write(2) — a filling disk returns
+// a smaller count — so the loop goes on until every byte is written or write(2) fails, and the
+// size is checked before the rename: a full disk or an I/O error leaves the previous file
+// intact and is reported with its path (exit 74). write-file-atomic, on the original package
+// list, calls write once and ignores a short count, so it could publish a truncated file
+// (FACTS "Faults"); this replaces it.
+//
+// Appends (journals, history) go through appendLine: the line starts on a fresh line, so a
+// torn last line (a crash or a full disk mid-append) never swallows the next entry.
+
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  writeSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
+import { ensureDir, myUid, randomHex, unlinkQuiet } from '../lock/files.js';
+
+/** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
+export interface DurableIo {
+  write(fd: number, buf: Buffer, offset: number, length: number, position: number | null): number;
+  fsync(fd: number): void;
+}
+
+const realIo: DurableIo = {
+  write: (fd, buf, offset, length, position) => writeSync(fd, buf, offset, length, position),
+  fsync: (fd) => fsyncSync(fd),
+};
+let io: DurableIo = realIo;
+
+/** Tests only: replaces (part of) the I/O layer; returns a function that restores it. */
+export function setDurableIoForTests(partial: Partial<DurableIo>): () => void {
+  io = { ...realIo, ...partial };
+  return () => {
+    io = realIo;
+  };
+}
+
+/** Writes all of `buf` at `position` (null: the file offset), looping over short writes. */
+export function writeAll(fd: number, buf: Buffer, position: number | null = null): void {
+  let done = 0;
+  while (done < buf.length) {
+    const n = io.write(fd, buf, done, buf.length - done, position === null ? null : position + done);
+    if (!(n > 0)) throw Object.assign(new Error(`write returned ${n}`), { code: 'EIO' });
+    done += n;
+  }
+}
+
+const TEMP_MARK = '.tmp-';
+
+/** Refuses a symlink (or anything but a regular file) where a state file goes. */
+function refuseOdd(path: string): void {
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return;
+    throw err;
+  }
+  if (st.isSymbolicLink()) throw new UnsafePathError(`${path} is a symbolic link; refusing to write state through it`);
+  if (!st.isFile()) throw new UnsafePathError(`${path} is not a regular file; refusing to replace it`);
+}
+
+export interface DurableOptions {
+  /** Remove temp files that killed writers left beside `path` (only under the lock that
+   * serializes this file's writers, where no other writer can be mid-write). */
+  cleanTemps?: boolean;
+}
+
+/** Replaces `path` with `data` durably. Returns the bytes written. Throws StateIOError (74)
+ * naming the file on I/O faults, UnsafePathError (2) for a path we may not use. */
+export function writeFileDurable(path: string, data: string, opts: DurableOptions = {}): number {
+  const buf = Buffer.from(data, 'utf8');
+  const dir = dirname(path);
+  try {
+    refuseOdd(path);
+    ensureDir(dir);
+  } catch (err) {
+    throw stateWriteError(err, path);
+  }
+  if (opts.cleanTemps) removeLeftoverTemps(path);
+  const tmp = `${path}${TEMP_MARK}${randomHex(8)}`;
+  let fd: number;
+  try {
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch (err) {
+    throw stateWriteError(err, path);
+  }
+  try {
+    writeAll(fd, buf, 0);
+    const size = fstatSync(fd).size;
+    if (size !== buf.length) throw Object.assign(new Error(`only ${size} of ${buf.length} bytes reached the disk`), { code: 'EIO' });
+    io.fsync(fd);
+  } catch (err) {
+    closeSync(fd);
+    unlinkQuiet(tmp);
+    throw stateWriteError(err, path);
+  }
+  closeSync(fd);
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    unlinkQuiet(tmp);
+    throw stateWriteError(err, path);
+  }
+  syncDir(dir);
+  return buf.length;
+}
+
+/** fsync of a folder makes a rename in it durable; some file systems refuse it (EINVAL). */
+export function syncDir(dir: string): void {
+  let fd: number;
+  try {
+    fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  } catch {
+    return;
+  }
+  try {
+    io.fsync(fd);
+  } catch {
+    // best effort: the rename itself is atomic
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Temp files of killed writers: ours (`<name>.tmp-<hex>`) and write-file-atomic's
+ * (`<name>.<number>`), left beside `path`. */
+export function removeLeftoverTemps(path: string): number {
+  const name = basename(path);
+  const dir = dirname(path);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const n of names) {
+    if (!n.startsWith(`${name}.`)) continue;
+    const rest = n.slice(name.length + 1);
+    if (/^tmp-[0-9a-f]{16}$/.test(rest) || /^\d{1,12}$/.test(rest)) {
+      unlinkQuiet(join(dir, n));
+      removed++;
+    }
+  }
+  return removed;
+}
+
+/** Opens `path` for appending (O_APPEND | O_NOFOLLOW | O_NONBLOCK, created 0600), in a folder
+ * of ours, and checks what it opened before anything is written (SPEC §12): a regular file, ours,
+ * writable by us alone. A log or journal another user planted or can read along is refused. */
+export function openAppend(path: string): number {
+  let fd: number;
+  try {
+    ensureDir(dirname(path));
+    fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  } catch (err) {
+    if (errnoCode(err) === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to append to it`);
+    if (err instanceof UnsafePathError) throw err;
+    throw stateWriteError(err, path, 'appending to');
+  }
+  const st = fstatSync(fd);
+  const uid = myUid();
+  let why: string | null = null;
+  if (!st.isFile()) why = `${path} is not a regular file; refusing to write to it (remove it)`;
+  else if (uid !== null && st.uid !== uid) why = `${path} is owned by uid ${st.uid}, not by this user; refusing to write to it (remove it)`;
+  else if ((st.mode & 0o077) !== 0) why = `${path} can be read or written by other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); refusing to write to it; fix it with: chmod 600 ${path}`;
+  if (why) {
+    closeSync(fd);
+    throw new UnsafePathError(why);
+  }
+  return fd;
+}
+
+/** Whether the file behind `fd` ends in the middle of a line (a torn last line). */
+export function endsMidLine(fd: number, size = fstatSync(fd).size): boolean {
+  if (size === 0) return false;
+  const last = Buffer.alloc(1);
+  return readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a;
+}
+
+/** Appends one line (which must not contain a newline) to an fd opened by openAppend, starting
+ * on a fresh line if the file ends mid-line. Every byte or an error (with `path` named). */
+export function appendLine(fd: number, path: string, line: string, readFd?: number): number {
+  try {
+    const torn = endsMidLine(readFd ?? fd);
+    const buf = Buffer.from(`${torn ? '\n' : ''}${line}\n`, 'utf8');
+    writeAll(fd, buf, null);
+    return buf.length;
+  } catch (err) {
+    throw stateWriteError(err, path, 'appending to');
+  }
+}
+
+/** Appends one line to `path` (open, append, close). */
+export function appendLineTo(path: string, line: string): number {
+  const fd = openAppend(path);
+  try {
+    // O_APPEND descriptors cannot pread on every system; read the last byte through another.
+    const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      return appendLine(fd, path, line, rfd);
+    } finally {
+      closeSync(rfd);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,256 @@
+// The security model (SPEC §12), attacked the way a second local user would: routinely runs as
+// root (the victim), `nobody` (uid 65534) plants files. Every attack must fail: nothing of the
+// victim's is signalled, run, written or deleted, and the command says what it refused (exit 2).
+// Needs root (to be the victim and to act as nobody); skipped otherwise, except under CI=true.
+
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { systemProbe } from '../../src/lock/identity.js';
+import { serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
+import { processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+const isRoot = process.getuid?.() === 0;
+const NOBODY = 65534;
+
+/** A process group of the victim (root) that must survive. */
+function victim(): { pid: number; startTime: string } {
+  const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+  onTestFinished(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  });
+  const info = systemProbe().inspect(child.pid!);
+  if (info.state !== 'alive' || !info.startTime) throw new Error('victim not running');
+  return { pid: child.pid!, startTime: info.startTime };
+}
+
+/** A pid that existed and has exited. */
+function deadPid(): number {
+  return Number(spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim());
+}
+
+/** A stale lock record (dead owner on this host) naming `children`. */
+function forged(children: { pid: number; start_time: string | null }[]): string {
+  const probe = systemProbe();
+  const now = Date.now() / 1000;
+  const rec = {
+    version: 1, key: 'exec-run', lock_id: 'f'.repeat(32), generation: 3,
+    owner: { pid: deadPid(), host: probe.host, boot_id: probe.bootId, start_time: '1', command: 'exec run', children },
+    created_at: now - 10, heartbeat_at: now - 5, expires_at: now + 55,
+  } as LockRecord;
+  return serializeLockRecord(rec);
+}
+
+/** A folder `nobody` can write into, as on a shared machine. */
+function attackerWritable(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o777);
+}
+
+describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another local user (SPEC §12)', () => {
+  it('a forged lock record in an attacker-writable lock folder kills nothing: the folder is refused', async () => {
+    expect(isRoot, 'these tests run as root (CI does)').toBe(true);
+    const project = testProject();
+    const v = victim();
+    const locks = join(project, '.routinely', 'locks');
+    mkdirSync(join(project, '.routinely'), { mode: 0o700 });
+    attackerWritable(locks);
+    writeFileSync(join(locks, 'exec-run.lock'), forged([{ pid: v.pid, start_time: v.startTime }]));
+    chownSync(join(locks, 'exec-run.lock'), NOBODY, NOBODY);
+    const r = await runCli(['lock', 'run', '--', 'true'], { cwd: project });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/\.routinely\/locks is writable by .*other users \(mode 0777\); fix it with: chmod 700 /);
+    await sleep(200);
+    expect(processRuns(v.pid)).toBe(true);
+  });
+
+  it('a lock record owned by another user is never acted on, even in a folder of ours', async () => {
+    const project = testProject();
+    const v = victim();
+    const locks = join(project, '.routinely', 'locks');
+    mkdirSync(locks, { recursive: true, mode: 0o700 });
+    writeFileSync(join(locks, 'exec-run.lock'), forged([{ pid: v.pid, start_time: v.startTime }]));
+    chownSync(join(locks, 'exec-run.lock'), NOBODY, NOBODY);
+    for (const args of [['lock', 'run', '--', 'true'], ['lock', 'status']]) {
+      const r = await runCli(args, { cwd: project });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/exec-run\.lock is owned by uid 65534, not by this user/);
+    }
+    expect(processRuns(v.pid)).toBe(true);
+  });
+
+  it.each([
+    ['pid 0 (our own process group)', 0],
+    ['pid 1 (kill(-1): every process)', 1],
+  ])('a record naming %s is invalid and signals nothing', async (_name, pid) => {
+    const project = testProject();
+    const locks = join(project, '.routinely', 'locks');
+    mkdirSync(locks, { recursive: true, mode: 0o700 });
+    writeFileSync(join(locks, 'exec-run.lock'), forged([{ pid, start_time: '1' }]));
+    // run inside a process group of its own that must survive too
+    const wrapper = spawn('sh', ['-c', `${process.execPath} ${join(import.meta.dirname, '../../dist/cli.js')} lock run -- true; echo "exit $?"; sleep 1; echo alive`], {
+      cwd: project, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_EXTRA_CA_CERTS: '' },
+    });
+    let out = '';
+    wrapper.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((res) => wrapper.on('exit', (c) => res(c)));
+    expect(out).toMatch(/exit 0\nalive/);
+    expect(code).toBe(0);
+  });
+
+  it('a symlink farm in an attacker-writable state folder overwrites nothing', async () => {
+    const project = testProject({ routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    const precious = join(mkdtempSync(join(tmpdir(), 'routinely-victim-')), 'precious');
+    writeFileSync(precious, 'root data');
+    onTestFinished(() => rmSync(join(precious, '..'), { recursive: true, force: true }));
+    const state = join(project, '.routinely');
+    attackerWritable(state);
+    for (let i = 0; i < 300; i++) symlinkSync(precious, join(state, `routine-state.json.${1000 + i}`));
+    symlinkSync(precious, join(state, 'routine-state.json'));
+    const r = await runCli(['routine', 'run', 'r'], { cwd: project });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/\.routinely is writable by .*other users/);
+    expect(readFileSync(precious, 'utf8')).toBe('root data');
+    // even in a folder of ours, a symlink where state goes is never followed: it is reported as
+    // a damaged state file and moved aside (the link itself, not its target)
+    chmodSync(state, 0o700);
+    const again = await runCli(['routine', 'run', 'r'], { cwd: project });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/routine-state\.json is corrupt \(.*routine-state\.json is a symbolic link/);
+    expect(readFileSync(precious, 'utf8')).toBe('root data');
+  });
+
+  it('a pre-created world-readable log collects nothing: refused, named', async () => {
+    const project = testProject({ routines: [{ id: 'secret', schedule: '0 0 1 1 *', action: 'command', run: 'echo TOPSECRET' }] });
+    const logs = join(project, '.routinely', 'logs');
+    mkdirSync(logs, { recursive: true, mode: 0o700 });
+    writeFileSync(join(logs, 'secret.log'), '');
+    chmodSync(join(logs, 'secret.log'), 0o666);
+    const r = await runCli(['routine', 'run', 'secret'], { cwd: project });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/secret\.log can be read or written by other users \(mode 0666\).*chmod 600/);
+    expect(readFileSync(join(logs, 'secret.log'), 'utf8')).not.toContain('TOPSECRET');
+    chownSync(join(logs, 'secret.log'), NOBODY, NOBODY);
+    chmodSync(join(logs, 'secret.log'), 0o600);
+    const r2 = await runCli(['routine', 'run', 'secret'], { cwd: project });
+    expect(r2.code).toBe(2);
+    expect(r2.stderr).toMatch(/secret\.log is owned by uid 65534/);
+  });
+
+  it('a FIFO or a 3 GB file at the lock path: refused at once, named, no hang', async () => {
+    const project = testProject();
+    const locks = join(project, '.routinely', 'locks');
+    mkdirSync(locks, { recursive: true, mode: 0o700 });
+    expect(spawnSync('mkfifo', [join(locks, 'exec-run.lock')]).status).toBe(0);
+    for (const args of [['lock', 'status'], ['lock', 'run', '--', 'true']]) {
+      const r = await runCli(args, { cwd: project, timeoutMs: 10_000 });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/exec-run\.lock is a FIFO, not a regular file/);
+    }
+    rmSync(join(locks, 'exec-run.lock'));
+    writeFileSync(join(locks, 'exec-run.lock'), '');
+    truncateSync(join(locks, 'exec-run.lock'), 3 * 1024 ** 3);
+    const big = await runCli(['lock', 'status'], { cwd: project, timeoutMs: 10_000 });
+    expect(big.code).toBe(2);
+    expect(big.stderr).toMatch(/exec-run\.lock is 3221225472 bytes, larger than any file routinely writes there/);
+  });
+
+  it('a config snapshot swapped while the scheduler runs is never used by its routines', async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), 'routinely-pwned-')), 'pwned');
+    onTestFinished(() => rmSync(join(marker, '..'), { recursive: true, force: true }));
+    const project = testProject({ routines: [{ id: 'tick', schedule: '* * * * * *', action: 'exec-auto' }], exec: { tasks: [] } });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] (succeeded|failed) tick/, 15_000);
+    const snapshot = join(project, '.routinely', 'scheduler-config.json');
+    expect(existsSync(snapshot)).toBe(true);
+    const evil = { config_path: join(project, 'routinely.json'), text: JSON.stringify({ exec: { tasks: [{ id: 'evil', run: `touch ${marker}` }] } }) };
+    writeFileSync(snapshot, JSON.stringify(evil));
+    await s.waitFor(/\[routine\] (succeeded|failed) tick[\s\S]*\[routine\] (succeeded|failed) tick[\s\S]*\[routine\] (succeeded|failed) tick/, 15_000);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('a config planted by another user above the working folder is refused; the search never enters their folders', async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), 'routinely-pwned-')), 'pwned');
+    onTestFinished(() => rmSync(join(marker, '..'), { recursive: true, force: true }));
+    const shared = mkdtempSync(join(tmpdir(), 'routinely-shared-'));
+    onTestFinished(() => rmSync(shared, { recursive: true, force: true }));
+    chmodSync(shared, 0o755);
+    writeFileSync(join(shared, 'routinely.json'), JSON.stringify({ stateDir: '/tmp', exec: { tasks: [{ id: 'evil', run: `touch ${marker}` }] } }));
+    chownSync(join(shared, 'routinely.json'), NOBODY, NOBODY);
+    const work = join(shared, 'victimwork', 'sub');
+    mkdirSync(work, { recursive: true });
+    const r = await runCli(['exec', 'run'], { cwd: work });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/refusing .*routinely\.json: it belongs to uid 65534, not to this user/);
+    expect(existsSync(marker)).toBe(false);
+    // a folder of the attacker's between us and the file: the search stops there
+    chownSync(join(shared, 'victimwork'), NOBODY, NOBODY);
+    const r2 = await runCli(['exec', 'run'], { cwd: work });
+    expect(r2.code).toBe(2);
+    expect(r2.stderr).toMatch(/the search stopped at .*victimwork, which belongs to uid 65534/);
+    // --config gets the same owner check
+    const r3 = await runCli(['exec', 'run', '--config', join(shared, 'routinely.json')], { cwd: work });
+    expect(r3.code).toBe(2);
+    expect(existsSync(marker)).toBe(false);
+    // and a config of ours that others may write
+    const mine = testProject({});
+    chmodSync(join(mine, 'routinely.json'), 0o666);
+    const r4 = await runCli(['validate'], { cwd: mine });
+    expect(r4.code).toBe(2);
+    expect(r4.stderr).toMatch(/other users may write it \(mode 0666\); fix it with: chmod 644/);
+  });
+
+  it('the database URL and the config snapshot never reach task and routine commands unless passEnv says so', async () => {
+    const project = testProject({
+      exec: { tasks: [{ id: 'env', run: 'echo "url=${ROUTINELY_DATABASE_URL:-none} snap=${ROUTINELY_CONFIG_SNAPSHOT:-none}" >> seen' }] },
+    });
+    const env = { ROUTINELY_DATABASE_URL: 'postgres://u:S3cret@h/db', ROUTINELY_CONFIG_SNAPSHOT: '/x' };
+    expect((await runCli(['exec', 'run'], { cwd: project, env })).code).toBe(0);
+    expect(readFileSync(join(project, 'seen'), 'utf8')).toBe('url=none snap=none\n');
+    const cfg = JSON.parse(readFileSync(join(project, 'routinely.json'), 'utf8'));
+    cfg.passEnv = ['ROUTINELY_DATABASE_URL'];
+    cfg.exec.tasks[0].run += ' #2';
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify(cfg));
+    expect((await runCli(['exec', 'run'], { cwd: project, env })).code).toBe(0);
+    expect(readFileSync(join(project, 'seen'), 'utf8')).toBe('url=none snap=none\nurl=postgres://u:S3cret@h/db snap=none\n');
+  });
+
+  it('a record\'s host and command are printed with control characters escaped', async () => {
+    const project = testProject();
+    const locks = join(project, '.routinely', 'locks');
+    mkdirSync(locks, { recursive: true, mode: 0o700 });
+    const now = Date.now() / 1000;
+    const rec: LockRecord = {
+      version: 1, key: 'exec-run', lock_id: 'e'.repeat(32), generation: 2,
+      owner: { pid: 4242, host: 'elsewhere\u001b]0;pwned\u0007', boot_id: null, start_time: null, command: 'exec run\u001b[2J' },
+      created_at: now, heartbeat_at: now, expires_at: now + 60,
+    };
+    writeFileSync(join(locks, 'exec-run.lock'), serializeLockRecord(rec));
+    const r = await runCli(['lock', 'run', '--', 'true'], { cwd: project });
+    expect(r.code).toBe(75);
+    expect(r.stderr).not.toMatch(/\u001b/);
+    expect(r.stderr).toMatch(/elsewhere\\x1b\]0;pwned\\x07/);
+    const s = await runCli(['lock', 'status'], { cwd: project });
+    expect(s.stdout).not.toMatch(/\u001b/);
+  });
+
+  it('ordinary use in a 0700 project is unaffected', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] }, routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    expect(statSync(project).mode & 0o777).toBe(0o700);
+    for (const args of [['exec', 'run'], ['routine', 'run', 'r'], ['routine', 'list'], ['lock', 'status'], ['exec', 'status'], ['validate']]) {
+      const r = await runCli(args, { cwd: project });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+    }
+    expect(statSync(join(project, '.routinely')).mode & 0o777).toBe(0o700);
+    expect(readFileSync(join(project, '.routinely', '.gitignore'), 'utf8')).toMatch(/^\*$/m);
+  });
+});
