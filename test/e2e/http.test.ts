@@ -25,8 +25,9 @@ async function startServing(args: string[], opts: RunOptions & { cwd: string }):
 }
 
 const stateOf = (dir: string): RoutineStateFile => JSON.parse(readFileSync(join(dir, '.routinely', 'routine-state.json'), 'utf8')) as RoutineStateFile;
+/** The fires in a routine's history file (it also records pauses and resumes). */
 const historyOf = (dir: string, id: string): HistoryEntry[] =>
-  readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as HistoryEntry);
+  readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as HistoryEntry).filter((e) => typeof e.result === 'string');
 const trailingSkips = (h: HistoryEntry[]): number => {
   let n = 0;
   for (let i = h.length - 1; i >= 0 && h[i]!.result === 'skipped'; i--) n++;
