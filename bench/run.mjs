@@ -2,6 +2,7 @@
 // `--quick` runs fewer rounds. Machine: 2 vCPU, noisy neighbours; read medians and ratios.
 import { cpus } from 'node:os';
 import { execBenchmarks } from './exec.mjs';
+import { httpBenchmarks } from './http.mjs';
 import { lockBenchmarks } from './lock.mjs';
 import { pgBenchmarks } from './pg.mjs';
 import { schedulerBenchmarks } from './scheduler.mjs';
@@ -12,4 +13,5 @@ const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
 if (!only || only === 'lock') await lockBenchmarks({ quick });
 if (!only || only === 'exec') await execBenchmarks({ quick });
 if (!only || only === 'scheduler') await schedulerBenchmarks({ quick });
+if (!only || only === 'http') await httpBenchmarks({ quick });
 if (!only || only === 'pg') await pgBenchmarks({ quick });

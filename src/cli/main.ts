@@ -45,6 +45,9 @@ const waitTimeoutOption = (): Option =>
     seconds('--wait-timeout'),
   );
 
+const httpOption = (): Option =>
+  new Option('--http <[host:]port>', 'serve /metrics, /healthz, /api/* and a status page here (default host 127.0.0.1; any other needs ROUTINELY_HTTP_TOKEN)');
+
 const keyOption = (): Option =>
   new Option('--key <key>', 'which lock').choices(['exec-run', 'scheduler']).default('exec-run');
 
@@ -218,13 +221,22 @@ Examples:
     .description('run the scheduler in the foreground (systemd, a container, a terminal)')
     .addOption(new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'))
     .addOption(new Option('--shutdown-timeout <seconds>', 'on SIGTERM/SIGINT, wait this long for running routines').argParser(seconds('--shutdown-timeout')).default(30))
+    .addOption(httpOption())
     .addHelpText('after', `
 Fires every enabled, unpaused routine as a child process (exec run / exec resume / register /
 lock run, each with --if-busy skip). A tick that meets a busy lock is logged as
 "[routine] skipped <id>: exec busy" and recorded as skipped. SIGHUP or a change of the config
 file reloads it (a bad config is logged and the old one kept). SIGTERM/SIGINT: stop firing,
-wait for running routines up to --shutdown-timeout, stop them, exit 0.`)
+wait for running routines up to --shutdown-timeout, stop them, exit 0.
+--http serves /metrics, /healthz, /api/* and a status page (docs/http.md).`)
     .action(act(async (opts) => (await import('./scheduler-command.js')).schedulerStart(opts, globals())));
+
+  program
+    .command('serve')
+    .description('serve the metrics, health, API and status page without firing anything (a host that only watches)')
+    .addOption(httpOption())
+    .addOption(new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'))
+    .action(act(async (opts) => (await import('./scheduler-command.js')).serve(opts, globals())));
 
   program
     .command('init')

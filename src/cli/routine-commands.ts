@@ -5,7 +5,7 @@ import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ID_PATTERN, type RoutineDef } from '../config/schema.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
 import { fireRoutine, ownerGone } from '../scheduler/firing.js';
-import { disposable, openBackend, withBackend } from '../backend.js';
+import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
@@ -65,8 +65,10 @@ async function stateRows(project: Project): Promise<ListedRow[]> {
   }));
 }
 
-export async function routineRows(project: Project, now: Date): Promise<RoutineRow[]> {
-  const state = await withBackend(project, (b) => b.routines.read(warnTo));
+/** The `routine list --json` rows; with `backend`, read through that open backend (the HTTP
+ * server's, SPEC §11) instead of opening one for the call. */
+export async function routineRows(project: Project, now: Date, backend?: Backend): Promise<RoutineRow[]> {
+  const state = backend ? await backend.routines.read(warnTo) : await withBackend(project, (b) => b.routines.read(warnTo));
   return project.config.routines.map((r) => ({
     id: r.id,
     schedule: r.schedule,

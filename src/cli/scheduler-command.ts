@@ -7,17 +7,26 @@ import { fireRoutine, ownerGone } from '../scheduler/firing.js';
 import { commandEnv } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
-import { disposable, openBackend } from '../backend.js';
+import { disposable, openBackend, type Backend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { reportBusy } from './busy.js';
+import { httpSetup } from './http-options.js';
 import { out } from './io.js';
+import type { SchedulerHttp } from './http-status.js';
 import type { GlobalOptions } from './main.js';
+
+// `serve` is reached through this module on purpose: the two share the logger and the HTTP
+// setup, and as one entry for esbuild they stay in one chunk instead of splitting out small
+// shared ones that `routine list` (which imports selfCli from here) would then load one by one.
+export { serve } from './serve-command.js';
 
 export interface SchedulerFlags {
   logFormat: LogFormat;
   shutdownTimeout: number;
+  /** `[HOST:]PORT` of the metrics/health/status server (SPEC §11). */
+  http?: string;
 }
 
 /** EPIPE (or any error) on stdout/stderr is ignored from now on: the scheduler's work does not
@@ -37,11 +46,21 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   // stop the scheduler: its log lines are dropped, and it goes on firing and recording.
   keepGoingOnBrokenPipes();
   const log = createLogger(flags.logFormat, out);
+  // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
+  const http = await httpSetup(flags.http, project);
   await using backend = disposable(await openBackend(project));
   const host = hostId();
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
+  let current = (): Project => project;
+  let served: SchedulerHttp | null = null;
+  try {
+    served = http && (await (await import('./http-status.js')).schedulerHttp({ setup: http, backend, host, log, project: () => current(), lockProblem: () => lockProblem(lease, backend.kind) }));
+  } catch (err) {
+    await lease.release();
+    throw err;
+  }
 
   // Fires left open by an earlier scheduler that died (SIGKILL) are recorded now, once each.
   const warn = (message: string): void => log({ event: 'scheduler.warning', message });
@@ -67,8 +86,11 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
     store: backend.routines,
     host,
+    observer: served?.observer,
   });
+  current = () => scheduler.currentProject;
   const stop = new AbortController();
+  stop.signal.addEventListener('abort', () => served?.stopping(), { once: true });
   const onStop = (): void => stop.abort();
   const onHup = (): void => scheduler.requestReload();
   let lost = false;
@@ -113,6 +135,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   try {
     await scheduler.run(stop.signal);
   } finally {
+    await served?.close();
     process.off('SIGINT', onStop);
     process.off('SIGTERM', onStop);
     process.off('SIGHUP', onHup);
@@ -120,4 +143,11 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     await lease.release();
   }
   return lost ? ExitCode.FAILED : ExitCode.OK;
+}
+
+/** Why the scheduler does not hold its lock now (for /healthz); null while it does. */
+function lockProblem(lease: Lease, kind: Backend['kind']): string | null {
+  if (lease.held()) return null;
+  const why = `scheduler lock lost (${lease.lost?.why ?? 'released'})`;
+  return kind === 'postgres' ? `${why}; taking it again` : why;
 }

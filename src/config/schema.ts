@@ -62,6 +62,10 @@ export const execShape = {
   taskDirs: z.optional(z.array(z.string()).check(z.describe('Folders whose *.json files each hold one task or an array of tasks.'))),
 };
 
+export const httpShape = {
+  listen: z.string().check(z.describe('[HOST:]PORT for /metrics, /healthz, /api/* and the status page of `scheduler start` and `serve`, e.g. "127.0.0.1:9464" (loopback by default; any other address needs ROUTINELY_HTTP_TOKEN). --http overrides it.')),
+};
+
 export const rootShape = {
   $schema: z.optional(z.string()),
   project: z.optional(z.string().check(z.regex(ID_PATTERN), z.describe('Project name (identifies the project in a shared database backend).'))),
@@ -75,6 +79,7 @@ export const rootShape = {
       z.describe('Environment variables that tasks and routine commands may see although routinely withholds them by default (ROUTINELY_DATABASE_URL, ROUTINELY_HTTP_TOKEN, the scheduler\'s config snapshot).'),
     ),
   ),
+  http: z.optional(z.strictObject(httpShape).check(z.describe('The read-only HTTP server: metrics, health, status page (SPEC §11).'))),
 };
 
 export const configSchema = z.strictObject(rootShape);
@@ -113,6 +118,8 @@ export interface Config {
   routines: RoutineDef[];
   /** Withheld variables that commands may see anyway (SPEC §12). */
   passEnv: string[];
+  /** Where `scheduler start` and `serve` listen when --http is not given (parsed and checked). */
+  http: { listen: string } | null;
 }
 
 /** Allowed keys of the object at a JSON path, for "unknown key" messages. */
@@ -123,6 +130,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], inTaskFile = false):
     '': rootShape,
     lock: lockShape,
     backend: backendShape,
+    http: httpShape,
     exec: execShape,
     'exec/tasks/#': taskShape,
     'routines/#': routineShape,

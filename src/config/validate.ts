@@ -5,6 +5,7 @@ import { isAbsolute, normalize } from 'node:path';
 import * as z from 'zod/mini';
 import type { ConfigIssue } from '../errors.js';
 import { cronProblem, isValidTimezone } from './cron.js';
+import { parseListen } from './listen.js';
 import {
   ID_PATTERN,
   allowedKeysAt,
@@ -117,6 +118,11 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     if (problem) issues.push({ path: formatPath(['exec', 'taskDirs', i]), message: `${showValue(dir)} ${problem}` });
   }
 
+  if (raw.http !== undefined) {
+    const listen = parseListen(raw.http.listen);
+    if (typeof listen === 'string') issues.push({ path: 'http.listen', message: `${showValue(raw.http.listen)} is not [HOST:]PORT: ${listen}` });
+  }
+
   const routines: RoutineDef[] = [];
   const seen = new Map<string, number>();
   for (const [i, r] of (raw.routines ?? []).entries()) {
@@ -167,6 +173,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
       },
       routines,
       passEnv: raw.passEnv ?? [],
+      http: raw.http ? { listen: raw.http.listen } : null,
     },
   };
 }

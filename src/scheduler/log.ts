@@ -18,7 +18,9 @@ export type LogEvent =
   | { event: 'routine.skipped'; routine: string; reason: string; holder?: string }
   | { event: 'routine.catch_up'; routine: string; scheduled_at: string }
   | { event: 'routine.paused'; routine: string; note: string | null }
-  | { event: 'routine.resumed'; routine: string };
+  | { event: 'routine.resumed'; routine: string }
+  | { event: 'http.listening'; url: string; token: boolean }
+  | { event: 'http.warning'; message: string };
 
 const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 
@@ -60,6 +62,10 @@ export function formatText(e: LogEvent): string {
       return `[routine] paused ${e.routine}${e.note ? ` (${e.note})` : ''}`;
     case 'routine.resumed':
       return `[routine] resumed ${e.routine}`;
+    case 'http.listening':
+      return `[http] listening on ${e.url}${e.token ? ' (token required)' : ''}`;
+    case 'http.warning':
+      return `[http] warning: ${e.message}`;
   }
 }
 

@@ -12,6 +12,7 @@ import type { RoutineDef } from '../config/schema.js';
 import type { Fire } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
+import type { SchedulerObserver } from './observer.js';
 import type { RoutineStore } from './store.js';
 import { lightSchedule, routineZone, type Schedule } from './schedule.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
@@ -34,6 +35,8 @@ export interface SchedulerOptions {
   random?: () => number;
   /** Watch the config file and reload on change (default true). */
   watchConfig?: boolean;
+  /** Told of every recorded fire and every loop sleep (metrics and health, SPEC §11). */
+  observer?: SchedulerObserver;
 }
 
 interface Entry {
@@ -76,6 +79,11 @@ export class Scheduler {
     return this.routines.size;
   }
 
+  /** The config in force (the last one a reload accepted), for views of this scheduler. */
+  get currentProject(): Project {
+    return this.project;
+  }
+
   /** Asks the loop to reload the config (SIGHUP, or the file changed). */
   requestReload(): void {
     this.reloadRequested = true;
@@ -109,7 +117,9 @@ export class Scheduler {
           this.launch(entry.def, new Date(scheduledAt));
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
-        await this.clock.sleep(sleepMs(this.next, this.clock.now()), this.wake.signal);
+        const ms = sleepMs(this.next, this.clock.now());
+        this.o.observer?.sleeping?.(ms);
+        await this.clock.sleep(ms, this.wake.signal);
       }
     } finally {
       stop.removeEventListener('abort', onStop);
@@ -232,7 +242,7 @@ export class Scheduler {
       const at = new Date(this.clock.now()).toISOString();
       const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, trigger: 'schedule' };
       this.o.log({ event: 'routine.skipped', routine: id, reason: fire.reason! });
-      await this.o.store.recordFire(id, fire, this.warn);
+      await this.o.store.recordFire(id, fire, this.warn).finally(() => this.o.observer?.fired?.(id, fire));
       return;
     }
     const stop = new AbortController();
@@ -263,6 +273,7 @@ export class Scheduler {
       this.logResult(id, result);
       if (result.result !== 'skipped') this.lastRan.set(id, this.clock.monotonic());
       await this.record(id, { ...result, trigger: 'schedule' });
+      this.o.observer?.fired?.(id, result);
     })();
     const tracked = task.finally(() => {
       this.running.delete(id);

@@ -60,7 +60,15 @@ describe('validateConfig', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
       'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd)',
     ]);
-    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv\)$/);
+    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http\)$/);
+  });
+
+  it('http.listen: [HOST:]PORT, checked with its path (SPEC §11)', () => {
+    expect(validateConfig({ http: { listen: '127.0.0.1:9464' } })).toMatchObject({ ok: true, value: { http: { listen: '127.0.0.1:9464' } } });
+    expect(validateConfig({})).toMatchObject({ ok: true, value: { http: null } });
+    expect(problems({ http: { listen: '127.0.0.1:99999' } })).toEqual(['http.listen: "127.0.0.1:99999" is not [HOST:]PORT: "99999" is not a port (0-65535)']);
+    expect(problems({ http: { listen: '::1:9464' } })).toEqual(['http.listen: "::1:9464" is not [HOST:]PORT: an IPv6 address goes in brackets, e.g. [::1]:9464']);
+    expect(problems({ http: { listen: '9464', port: 1 } })).toEqual(['http: unknown key "port" (allowed: listen)']);
   });
 
   it('checks routine rules: ids, action, run, time zone, duplicates', () => {

@@ -45,7 +45,7 @@ describe('scheduler start', () => {
     await holder.exited;
     // the lock is free again: success
     const skippedBefore = stateOf(project).routines.tick!.counts.skipped;
-    await eventually(() => stateOf(project).routines.tick?.last_result === 'success', 10_000, 'success after the lock frees');
+    await eventually(() => stateOf(project).routines.tick?.last_result === 'success', 10_000, 'success after the lock frees', () => `scheduler output (last 40 lines):\n${s.stdout().split('\n').slice(-40).join('\n')}\nholder: ${holder.stdout()}${holder.stderr()}`);
     const tick = stateOf(project).routines.tick!;
     expect(tick.counts.skipped).toBeGreaterThanOrEqual(skippedBefore);
     expect(tick.counts.failure).toBe(0);

@@ -1,0 +1,48 @@
+// `routinely serve --http [HOST:]PORT` (SPEC §11): the scheduler's HTTP server without the
+// scheduler, for hosts that only watch a project (typically one shared through PostgreSQL). It
+// fires nothing and takes no lock; SIGINT/SIGTERM stop it (exit 0), SIGHUP re-reads the config.
+
+import { loadProject, type Project } from '../config/load.js';
+import { ExitCode, UsageError } from '../errors.js';
+import { disposable, openBackend } from '../backend.js';
+import { hostId } from '../lock/identity.js';
+import { createLogger, type LogFormat } from '../scheduler/log.js';
+import { httpSetup } from './http-options.js';
+import { out } from './io.js';
+import type { GlobalOptions } from './main.js';
+
+export interface ServeFlags {
+  http?: string;
+  logFormat: LogFormat;
+}
+
+export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number> {
+  let project: Project = loadProject({ configPath: g.config });
+  const log = createLogger(flags.logFormat, out);
+  const setup = await httpSetup(flags.http, project);
+  if (!setup) throw new UsageError('serve needs an address: --http [HOST:]PORT, or "http": { "listen": … } in the config');
+  await using backend = disposable(await openBackend(project));
+  const host = hostId();
+  const { serveHttp } = await import('./http-status.js');
+  const server = await serveHttp({ setup, backend, host, log, project: () => project, schedulerKey: backend.schedulerKey(host) });
+  const stopped = new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  const onHup = (): void => {
+    try {
+      project = loadProject({ configPath: project.configPath });
+      log({ event: 'scheduler.reloaded', routines: project.config.routines.length });
+    } catch (err) {
+      log({ event: 'scheduler.reload_failed', error: (err as Error).message });
+    }
+  };
+  process.on('SIGHUP', onHup);
+  try {
+    await stopped;
+  } finally {
+    process.off('SIGHUP', onHup);
+    await server.close();
+  }
+  return ExitCode.OK;
+}

@@ -1,0 +1,104 @@
+// What the HTTP server reads, as small provider functions handed in by whoever starts it (the
+// scheduler, or `serve`): the server never opens a backend or loads a config itself, so it
+// serves the same rows as `routine list --json`, `lock status --json` and `exec runs --json`.
+
+import type { TaskStatus } from '../exec/registry.js';
+import type { UnreadableRun } from '../exec/operations.js';
+import type { RunState } from '../exec/run-state.js';
+import type { LockStatus } from '../lock/status.js';
+import type { HistoryEntry } from '../state/history.js';
+import type { RoutineRecord } from '../state/routine-state.js';
+import type { Health } from './health.js';
+
+/** A `routine list --json` row: the fields the page and the metrics read. Fields added to the
+ * rows later (`consecutive_skips`, `starved`) are optional here and shown when present. */
+export interface RoutineView extends RoutineRecord {
+  id: string;
+  schedule: string;
+  timezone: string | null;
+  action: string;
+  enabled: boolean;
+  next_run_at: string | null;
+  consecutive_skips?: number;
+  starved?: boolean;
+}
+
+/** An `exec runs --json` row: the run without its tasks, with their counts; or a run whose
+ * state cannot be read, with why. */
+export type RunView = (Omit<RunState, 'tasks'> & { summary: Record<TaskStatus, number> & { total: number } }) | UnreadableRun;
+
+export type RecentResult = Pick<HistoryEntry, 'result' | 'scheduled_at' | 'finished_at' | 'reason' | 'run_id'>;
+
+export interface RecentResults {
+  /** The newest STRIP_LENGTH results, oldest first. */
+  results: RecentResult[];
+  /** Skips since the last fire that ran (the whole history, not only the strip). */
+  trailing_skips: number;
+}
+
+export interface ServerInfo {
+  project: string;
+  host: string;
+  backend: 'file' | 'postgres';
+  /** `scheduler`: this process fires routines; `serve`: it only shows them. */
+  mode: 'scheduler' | 'serve';
+  pid: number;
+}
+
+export interface StatusSources {
+  info: ServerInfo;
+  routines(): Promise<RoutineView[]>;
+  recent(routineIds: string[]): Promise<Record<string, RecentResults>>;
+  lock(): Promise<LockStatus>;
+  runs(): Promise<RunView[]>;
+  health(): Promise<Health>;
+  /** Whether a scheduler runs: this one (healthy), or for `serve` the one holding the lock. */
+  schedulerUp(): Promise<boolean>;
+}
+
+export const STRIP_LENGTH = 30;
+
+/** The strip of a routine from its history (oldest first). */
+export function recentResults(history: readonly HistoryEntry[], n = STRIP_LENGTH): RecentResults {
+  let trailing = 0;
+  for (let i = history.length - 1; i >= 0 && history[i]!.result === 'skipped'; i--) trailing++;
+  const results = history.slice(-n).map(({ result, scheduled_at, finished_at, reason, run_id }) => ({ result, scheduled_at, finished_at, reason, run_id }));
+  return { results, trailing_skips: trailing };
+}
+
+/** Consecutive skips of a routine: the row's own count once routine state keeps one, else the
+ * skips at the end of its history (the same number, counted from the records). */
+export function consecutiveSkips(row: RoutineView, recent: RecentResults | undefined): number {
+  return typeof row.consecutive_skips === 'number' ? row.consecutive_skips : (recent?.trailing_skips ?? 0);
+}
+
+/** Coalesces reads: a page refreshing every 5 s in several tabs, a scrape and a probe share one
+ * read of the state per `ttlMs` instead of one each. */
+export function cachedSources(s: StatusSources, ttlMs = 1000, now: () => number = () => performance.now()): StatusSources {
+  const memo = <A extends unknown[], T>(fn: (...a: A) => Promise<T>): ((...a: A) => Promise<T>) => {
+    const cache = new Map<string, { at: number; value: Promise<T> }>();
+    return (...a: A) => {
+      const key = JSON.stringify(a);
+      const hit = cache.get(key);
+      if (hit && now() - hit.at < ttlMs) return hit.value;
+      const value = fn(...a);
+      if (cache.size > 32) cache.clear();
+      cache.set(key, { at: now(), value });
+      // a failed read is not kept: the next request tries again
+      value.catch(() => {
+        if (cache.get(key)?.value === value) cache.delete(key);
+      });
+      return value;
+    };
+  };
+  return {
+    info: s.info,
+    routines: memo(() => s.routines()),
+    recent: memo((ids: string[]) => s.recent(ids)),
+    lock: memo(() => s.lock()),
+    runs: memo(() => s.runs()),
+    // health is cheap and must not lag: a probe reads it fresh
+    health: () => s.health(),
+    schedulerUp: memo(() => s.schedulerUp()),
+  };
+}

@@ -1,0 +1,195 @@
+// The status page's dynamic parts as HTML (SPEC §11), rendered by one function that runs twice:
+// on the server for the first response, and in the browser (its source is inlined in the page,
+// see page.ts) on every refresh from /api/*. One renderer, so the refreshed page can never drift
+// from the served one. It must therefore stay self-contained: no imports, no references to
+// anything outside its body (types are erased). Every string from state is HTML-escaped.
+
+import type { LockStatus } from '../lock/status.js';
+import type { Health } from './health.js';
+import type { RecentResults, RoutineView, RunView, ServerInfo } from './sources.js';
+
+export interface StatusView extends ServerInfo {
+  health: Health;
+  scheduler_up: boolean;
+  /** Server time of the reading (ISO): relative times are computed from it, not the browser's clock. */
+  now: string;
+}
+
+export interface PageData {
+  status: StatusView;
+  routines: RoutineView[];
+  recent: Record<string, RecentResults>;
+  lock: LockStatus;
+  runs: RunView[];
+}
+
+/** The page's four live regions, each the inner HTML of its container. */
+export interface PageParts {
+  status: string;
+  routines: string;
+  lock: string;
+  runs: string;
+}
+
+export function renderParts(d: PageData, nowMs: number): PageParts {
+  const esc = (v: unknown): string =>
+    String(v ?? '')
+      .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c)
+      // control characters from records are shown, not interpreted (SPEC §12)
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  const span = (ms: number): string => {
+    const abs = Math.abs(ms);
+    if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;
+    const s = Math.round(abs / 1000);
+    if (s < 60) return `${s}s`;
+    const m = Math.floor(s / 60);
+    if (m < 60) return s % 60 ? `${m}m ${s % 60}s` : `${m}m`;
+    const h = Math.floor(m / 60);
+    if (h < 48) return m % 60 ? `${h}h ${m % 60}m` : `${h}h`;
+    const days = Math.floor(h / 24);
+    return h % 24 ? `${days}d ${h % 24}h` : `${days}d`;
+  };
+  const ms = (iso: string | null | undefined): number | null => {
+    const t = iso ? Date.parse(iso) : NaN;
+    return Number.isFinite(t) ? t : null;
+  };
+  // one formatter per zone and render: making one costs far more than using it (≈ 3 000 times
+  // per page with 100 routines)
+  const formats = new Map<string, Intl.DateTimeFormat | null>();
+  const absolute = (t: number, zone?: string | null): string => {
+    const z = zone ?? 'UTC';
+    if (!formats.has(z)) {
+      try {
+        formats.set(z, new Intl.DateTimeFormat('sv-SE', { timeZone: z, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }));
+      } catch {
+        formats.set(z, null);
+      }
+    }
+    const f = formats.get(z);
+    return f ? `${f.format(new Date(t))} ${z}` : new Date(t).toISOString();
+  };
+  const time = (t: number, text: string, zone?: string | null): string =>
+    `<time datetime="${esc(new Date(t).toISOString())}" title="${esc(absolute(t, zone))}">${esc(text)}</time>`;
+  const ago = (iso: string | null | undefined): string => {
+    const t = ms(iso);
+    return t === null ? '<span class="muted">never</span>' : time(t, `${span(nowMs - t)} ago`);
+  };
+  const badge = (kind: string, text: string): string => `<span class="badge b-${kind}">${esc(text)}</span>`;
+  const RESULTS: Record<string, { letter: string; word: string }> = {
+    success: { letter: 'O', word: 'ok' },
+    failure: { letter: 'F', word: 'failed' },
+    skipped: { letter: 'S', word: 'skipped' },
+  };
+  const resultOf = (r: string | null | undefined): { key: string; letter: string; word: string } =>
+    r && RESULTS[r] ? { key: r, ...RESULTS[r]! } : { key: 'unknown', letter: '?', word: String(r ?? 'unknown') };
+
+  // --- status line ---------------------------------------------------------------------------
+  const s = d.status;
+  const healthText = s.health.ok ? 'healthy' : `unhealthy: ${s.health.reason}`;
+  const who =
+    s.mode === 'scheduler'
+      ? `Scheduler pid ${s.pid} on ${s.host}`
+      : `Watching only (pid ${s.pid} on ${s.host}); a scheduler is ${s.scheduler_up ? 'running' : 'not seen'}`;
+  const status =
+    `<p class="health ${s.health.ok ? 'ok' : 'bad'}">${badge(s.health.ok ? 'success' : 'failure', s.health.ok ? 'OK' : 'NOT OK')} ` +
+    `${esc(who)} · ${esc(healthText)}</p>` +
+    `<p class="muted">Project <strong>${esc(s.project)}</strong> · ${esc(s.backend)} backend · updated ${time(nowMs, absolute(nowMs).slice(11))}</p>`;
+
+  // --- routines -------------------------------------------------------------------------------
+  const holder = d.lock.state === 'held' && d.lock.record ? d.lock.record : null;
+  const rows = d.routines.map((r) => {
+    const recent = d.recent[r.id];
+    const results = recent?.results ?? [];
+    const counted = { success: 0, failure: 0, skipped: 0, unknown: 0 } as Record<string, number>;
+    const strip = results
+      .map((e) => {
+        const k = resultOf(e.result);
+        counted[k.key] = (counted[k.key] ?? 0) + 1;
+        const at = ms(e.finished_at) ?? ms(e.scheduled_at);
+        const title = `${k.word}${e.reason ? `: ${e.reason}` : ''}${at !== null ? ` · ${absolute(at)}` : ''}`;
+        return `<li class="r r-${esc(k.key)}" title="${esc(title)}">${esc(k.letter)}</li>`;
+      })
+      .join('');
+    const newest = results.length ? resultOf(results[results.length - 1]!.result).word : null;
+    const summary = results.length
+      ? `Last ${results.length} results, oldest first: ${counted.success} ok, ${counted.failure} failed, ${counted.skipped} skipped; newest ${newest}.`
+      : 'No results yet.';
+    const last = r.last_result ? resultOf(r.last_result) : null;
+    const lastText = last
+      ? `${badge(last.key, last.key === 'failure' && r.consecutive_failures > 1 ? `${last.word} ×${r.consecutive_failures}` : last.word)}${r.last_reason ? ` <span class="reason">${esc(r.last_reason)}</span>` : ''}`
+      : '<span class="muted">never ran</span>';
+    const next = ms(r.next_run_at);
+    const nextText = !r.enabled
+      ? '<span class="muted">disabled</span>'
+      : r.paused
+        ? '<span class="muted">paused</span>'
+        : next === null
+          ? '<span class="muted">none</span>'
+          : `${time(next, next >= nowMs ? `in ${span(next - nowMs)}` : `due ${span(nowMs - next)} ago`, r.timezone)}<span class="sub">${esc(absolute(next, r.timezone))}</span>`;
+    const took = typeof r.last_duration_ms === 'number' ? `<span class="sub">took ${esc(span(r.last_duration_ms))}</span>` : '';
+    const skips = typeof r.consecutive_skips === 'number' ? r.consecutive_skips : (recent?.trailing_skips ?? 0);
+    const states: string[] = [];
+    if (holder && holder.owner.routine === r.id) states.push(badge('running', `running ${span(Math.max(0, nowMs - holder.created_at * 1000))}`));
+    if (!r.enabled) states.push(badge('muted', 'disabled'));
+    if (r.paused) states.push(badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused'));
+    if (r.starved === true) states.push(badge('starved', `starved (${skips} skips in a row)`));
+    else if (skips > 0) states.push(badge('skipped', `${skips} skip${skips === 1 ? '' : 's'} in a row`));
+    return (
+      `<tr role="row"><th scope="row" role="rowheader"><span class="id">${esc(r.id)}</span>` +
+      `<span class="sub"><code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''} · ${esc(r.action)}</span></th>` +
+      `<td role="cell" data-label="Last 30 results"><span class="visually-hidden">${esc(summary)}</span>` +
+      `<ol class="strip" aria-hidden="true">${strip}</ol></td>` +
+      `<td role="cell" data-label="Last result">${lastText}</td>` +
+      `<td role="cell" data-label="Next run">${nextText}</td>` +
+      `<td role="cell" data-label="Last run">${ago(r.last_finished_at)}${took}</td>` +
+      `<td role="cell" data-label="State">${states.join(' ') || '<span class="muted">idle</span>'}</td>` +
+      `<td role="cell" data-label="OK / failed / skipped" class="num">${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}</td></tr>`
+    );
+  });
+  const routines = rows.join('') || '<tr role="row"><td role="cell" colspan="7" class="muted">No routines in the config.</td></tr>';
+
+  // --- the exec lock --------------------------------------------------------------------------
+  const l = d.lock;
+  const item = (k: string, v: string): string => `<div><dt>${esc(k)}</dt><dd>${v}</dd></div>`;
+  const lockItems: string[] = [item('State', badge(l.state === 'held' ? 'running' : l.state === 'stale' ? 'failure' : 'success', l.state))];
+  if (l.record) {
+    const o = l.record.owner;
+    lockItems.push(item('Holder', `pid ${esc(o.pid)} on ${esc(o.host)}`));
+    const what = [o.command === 'routine' && o.routine ? null : o.command, o.routine ? `routine ${o.routine}` : null, o.run_id ? `run ${o.run_id}` : null].filter(Boolean).join(', ');
+    lockItems.push(item('Doing', esc(what)));
+    lockItems.push(item('Since', time(l.record.created_at * 1000, `${span(Math.max(0, nowMs - l.record.created_at * 1000))} ago`)));
+    if (typeof l.heartbeat_age_s === 'number') lockItems.push(item('Heartbeat', `${esc(span(l.heartbeat_age_s * 1000))} ago`));
+    if (typeof l.expires_in_s === 'number') lockItems.push(item('Expires', l.expires_in_s >= 0 ? `in ${esc(span(l.expires_in_s * 1000))}` : `${esc(span(-l.expires_in_s * 1000))} ago`));
+  }
+  if (l.state === 'stale' && l.why) lockItems.push(item('Why stale', esc(l.why)));
+  lockItems.push(item('Generation', esc(l.generation)));
+  const lock = lockItems.join('');
+
+  // --- recent exec runs -----------------------------------------------------------------------
+  const STATUS_KIND: Record<string, string> = { SUCCEEDED: 'success', FAILED: 'failure', ABORTED: 'failure', INTERRUPTED: 'skipped', RUNNING: 'running' };
+  const runRows = d.runs.slice(0, 10).map((r) => {
+    if (r.status === 'UNREADABLE' || !('summary' in r)) {
+      return (
+        `<tr role="row"><th scope="row" role="rowheader"><code>${esc(r.run_id)}</code></th>` +
+        `<td role="cell" data-label="Status">${badge('failure', 'UNREADABLE')}</td>` +
+        `<td role="cell" data-label="Started"><span class="muted">–</span></td><td role="cell" data-label="Tasks" class="num">–</td>` +
+        `<td role="cell" data-label="By"><span class="muted">–</span></td><td role="cell" data-label="Why">${esc(r.why)}</td></tr>`
+      );
+    }
+    const started = ms(r.created_at);
+    const finished = ms(r.finished_at);
+    const took = started !== null && finished !== null ? span(finished - started) : r.status === 'RUNNING' ? 'running' : '–';
+    const why = r.why_code ? `<code>${esc(r.why_code)}</code> ${esc(r.why ?? '')}` : '<span class="muted">–</span>';
+    return (
+      `<tr role="row"><th scope="row" role="rowheader"><code>${esc(r.run_id)}</code></th>` +
+      `<td role="cell" data-label="Status">${badge(STATUS_KIND[r.status] ?? 'muted', r.status)}</td>` +
+      `<td role="cell" data-label="Started">${ago(r.created_at)}<span class="sub">took ${esc(took)}</span></td>` +
+      `<td role="cell" data-label="Tasks" class="num">${r.summary.succeeded}/${r.summary.total} succeeded</td>` +
+      `<td role="cell" data-label="By">${esc(r.command)}${r.routine ? ` <span class="sub">routine ${esc(r.routine)}</span>` : ''}</td>` +
+      `<td role="cell" data-label="Why">${why}</td></tr>`
+    );
+  });
+  const runs = runRows.join('') || '<tr role="row"><td role="cell" colspan="6" class="muted">No exec runs yet.</td></tr>';
+
+  return { status, routines, lock, runs };
+}

@@ -1,0 +1,139 @@
+/// <reference lib="dom" />
+// The status page in a real browser (SPEC §11): Debian's Chromium, driven by playwright-core,
+// against a running scheduler. Rows, the result strip with its letters, the lock holder, one
+// auto-refresh showing a new fire without a reload, keyboard use, nothing from another host, and
+// screenshots at 1280 px and phone width: test-artifacts/ always, docs/status-page.png (the
+// README's picture) when ROUTINELY_UPDATE_DOCS_SCREENSHOT=1.
+
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { RoutineStateFile } from '../../src/state/routine-state.js';
+import { chromiumMissing, openBrowser } from '../helpers/browser.js';
+import { eventually, runCli, startCli } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const ARTIFACTS = join(ROOT, 'test-artifacts');
+const missing = chromiumMissing();
+if (missing) console.warn(`status page browser test skipped: ${missing}`);
+
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+const stateOf = (dir: string): RoutineStateFile['routines'] => {
+  try {
+    return (JSON.parse(readFileSync(join(dir, '.routinely', 'routine-state.json'), 'utf8')) as RoutineStateFile).routines;
+  } catch {
+    return {};
+  }
+};
+
+describe.skipIf(missing !== null)('status page in Chromium', () => {
+  it('shows routines with their strips, the lock holder and runs; refreshes itself; works by keyboard and on a phone', async () => {
+    const project = testProject({
+      project: 'shop',
+      exec: { tasks: [{ id: 'build', run: 'true' }, { id: 'test', run: 'exit 1', dependsOn: ['build'] }, { id: 'docs', run: 'true', dependsOn: ['test'] }] },
+      routines: [
+        cmd('heartbeat', '* * * * * *', 'true'),
+        // its 2nd, 5th, 8th… run fails
+        cmd('flaky', '*/2 * * * * *', 'n=$(cat .flaky 2>/dev/null || echo 0); echo $((n + 1)) > .flaky; test $((n % 3)) -ne 1'),
+        cmd('sync', '*/3 * * * * *', 'sleep 0.5'),
+        // holds the exec lock for a while once resumed: the others' ticks meet it and skip
+        cmd('deploy', '*/5 * * * * *', 'sleep 60'),
+        { id: 'auto', schedule: '@hourly', action: 'exec-auto' },
+        cmd('backup', '0 3 * * *', 'true', { timezone: 'Europe/Berlin' }),
+        cmd('cleanup', '@weekly', 'true', { enabled: false }),
+      ],
+    });
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1); // a FAILED run, with why
+    expect((await runCli(['routine', 'pause', 'deploy', '--note', 'until the others ran'], { cwd: project })).code).toBe(0);
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '2'], { cwd: project, timeoutMs: 120_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const ran = (): boolean => {
+      const st = stateOf(project);
+      return (st.heartbeat?.counts.success ?? 0) >= 3 && (st.flaky?.counts.failure ?? 0) >= 1 && (st.sync?.counts.success ?? 0) >= 1;
+    };
+    await eventually(ran, 60_000, 'successes and a failure');
+    expect((await runCli(['routine', 'pause', 'sync', '--note', 'waiting for the new API key'], { cwd: project })).code).toBe(0);
+    expect((await runCli(['routine', 'resume', 'deploy'], { cwd: project })).code).toBe(0);
+    await s.waitFor(/\[routine\] started deploy/, 30_000);
+    const skipsBefore = stateOf(project).heartbeat?.counts.skipped ?? 0;
+    await eventually(() => (stateOf(project).heartbeat?.counts.skipped ?? 0) > skipsBefore, 20_000, 'a busy skip');
+    const held = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout) as { record: { owner: { pid: number; routine: string } } };
+    expect(held.record.owner.routine).toBe('deploy');
+
+    const context = await openBrowser();
+    const page = await context.newPage();
+    const requests: string[] = [];
+    const problems: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.goto(url);
+
+    // one row per routine, with a header cell naming it
+    const routines = page.getByRole('table', { name: 'Routines' });
+    await expect.poll(() => routines.getByRole('rowheader').count()).toBe(7);
+    expect(await routines.getByRole('columnheader').allTextContents()).toEqual(['Routine', 'Last 30 results', 'Last result', 'Next run', 'Last run', 'State', 'OK / failed / skipped']);
+    const row = (id: string) => routines.getByRole('row').filter({ has: page.getByRole('rowheader', { name: new RegExp(`^${id}\\b`) }) });
+    // the strip: a letter for every result, each kind with its own class (colour and shape)
+    const strip = await row('heartbeat').locator('.strip li').evaluateAll((els) => els.map((e) => [e.textContent, e.className]));
+    expect(strip.length).toBeGreaterThanOrEqual(3);
+    expect(strip).toContainEqual(['O', 'r r-success']);
+    expect(strip).toContainEqual(['S', 'r r-skipped']);
+    expect(await row('flaky').locator('.strip li.r-failure').first().textContent()).toBe('F');
+    expect(await row('heartbeat').locator('.visually-hidden').textContent()).toMatch(/^Last \d+ results, oldest first: \d+ ok, 0 failed, \d+ skipped; newest skipped\.$/);
+    await expect.poll(() => row('sync').textContent()).toContain('paused: waiting for the new API key');
+    expect(await row('deploy').textContent()).toMatch(/running [\d.]+s/);
+    expect(await row('cleanup').textContent()).toContain('disabled');
+    expect(await row('backup').textContent()).toContain('Europe/Berlin');
+    // the exec lock's holder (the deploy routine) with its heartbeat age
+    const lock = page.locator('#lock');
+    expect(await lock.textContent()).toContain(`pid ${held.record.owner.pid} on`);
+    expect(await lock.textContent()).toMatch(/Doing\s*routine deploy, run r-/);
+    expect(await lock.textContent()).toMatch(/Heartbeat\s*[\d.]+[smh]/);
+    // recent exec runs with status and why
+    const runs = page.getByRole('table', { name: 'Recent exec runs' });
+    expect(await runs.textContent()).toMatch(/FAILED.*TASK_FAILED 1 of 3 tasks failed: test \(exit 1\); 1 skipped \(dependency failed\)/);
+
+    // one auto-refresh shows a new fire, without reloading the page
+    await page.evaluate(() => Object.assign(window, { notReloaded: true }));
+    const countsBefore = await row('heartbeat').locator('td.num').textContent();
+    await page.waitForFunction(
+      (before) => Number(document.body.dataset.refreshes ?? 0) >= 1 && document.querySelector('#routines tr th .id')?.closest('tr')?.querySelector('td.num')?.textContent !== before,
+      countsBefore,
+      { timeout: 30_000 },
+    );
+    expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
+
+    // keyboard: the skip link first, and it moves focus to the routines; the pause button toggles
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to routines');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('routines-title');
+    const pause = page.getByRole('button', { name: 'Pause auto-refresh' });
+    await pause.focus();
+    await page.keyboard.press('Enter');
+    expect(await page.getByRole('button', { name: 'Resume auto-refresh' }).getAttribute('aria-pressed')).toBe('true');
+    await page.keyboard.press('Enter');
+    expect(await pause.getAttribute('aria-pressed')).toBe('false');
+
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'status-page.png'), fullPage: true });
+    // phone width: tables become cards, nothing scrolls sideways, the rows keep their headers
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.getByRole('rowheader', { name: /^heartbeat\b/ }).isVisible()).toBe(true);
+    await page.screenshot({ path: join(ARTIFACTS, 'status-page-phone.png'), fullPage: true });
+    if (process.env.ROUTINELY_UPDATE_DOCS_SCREENSHOT === '1') copyFileSync(join(ARTIFACTS, 'status-page.png'), join(ROOT, 'docs', 'status-page.png'));
+
+    // nothing from another host; the inline script ran under the page's CSP without complaint
+    const origin = new URL(url).origin;
+    expect(requests.filter((r) => !r.startsWith(origin))).toEqual([]);
+    expect(requests.some((r) => r.endsWith('/api/routines'))).toBe(true);
+    expect(problems).toEqual([]);
+
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  }, 180_000); // a browser and a scheduler with many routines on a loaded 2-core machine
+});

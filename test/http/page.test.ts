@@ -1,0 +1,101 @@
+// The status page (SPEC §11): rows, strip letters, lock holder, runs; every string escaped; one
+// renderer for the server and the browser; an inline script and style allowed by hash only.
+
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { PAGE_CSP, renderPage } from '../../src/http/page.js';
+import { renderParts, type PageData } from '../../src/http/view.js';
+import { NOW, heldLock, pageData, row, run } from './fixtures.js';
+
+describe('renderParts', () => {
+  it('a row per routine with its strip (letter and class per result), state and counts', () => {
+    const p = renderParts(pageData({ routines: [row(), row({ id: 'nightly', schedule: '0 3 * * *', timezone: 'Europe/Berlin', next_run_at: '2026-11-30T02:00:00.000Z', last_result: null, last_finished_at: null })] }), NOW);
+    expect(p.routines.match(/<tr role="row">/g)).toHaveLength(2);
+    expect(p.routines).toContain('<th scope="row" role="rowheader"><span class="id">tick</span>');
+    expect(p.routines).toContain('<li class="r r-success" title="ok · 2026-11-29 19:00:27 UTC">O</li><li class="r r-failure" title="failed: exit code 3 · 2026-11-29 19:00:28 UTC">F</li><li class="r r-skipped" title="skipped: exec busy · 2026-11-29 19:00:29 UTC">S</li>');
+    expect(p.routines).toContain('Last 3 results, oldest first: 1 ok, 1 failed, 1 skipped; newest skipped.');
+    expect(p.routines).toContain('running 12s'); // the exec lock is held for routine tick
+    expect(p.routines).toContain('1 skip in a row');
+    expect(p.routines).toContain('3 / 1 / 2');
+    expect(p.routines).toContain('2026-11-30 03:00:00 Europe/Berlin'); // next run in the routine's zone
+    expect(p.routines).toContain('never ran');
+  });
+
+  it('paused, disabled, starved (when the row says so), repeated failures', () => {
+    const p = renderParts(pageData({ routines: [
+      row({ id: 'p', paused: true, paused_note: 'deploy freeze' }),
+      row({ id: 'd', enabled: false, next_run_at: null }),
+      row({ id: 's', starved: true, consecutive_skips: 4 }),
+      row({ id: 'f', last_result: 'failure', consecutive_failures: 3, last_reason: 'exit code 2' }),
+    ] }), NOW);
+    expect(p.routines).toContain('paused: deploy freeze');
+    expect(p.routines).toMatch(/data-label="Next run"><span class="muted">disabled/);
+    expect(p.routines).toContain('starved (4 skips in a row)');
+    expect(p.routines).toContain('failed ×3</span> <span class="reason">exit code 2</span>');
+  });
+
+  it('the lock holder with heartbeat age; free and stale locks', () => {
+    const held = renderParts(pageData(), NOW).lock;
+    expect(held).toContain('<dd>pid 4711 on build-01</dd>');
+    expect(held).toContain('<dd>routine tick, run r-20261129T190018Z-ab12</dd>');
+    expect(held).toContain('<dt>Heartbeat</dt><dd>1.5s ago</dd>');
+    expect(held).toContain('<dt>Expires</dt><dd>in 59s</dd>');
+    const free = renderParts(pageData({ lock: { ...heldLock(), state: 'free', record: null, heartbeat_age_s: null, expires_in_s: null } }), NOW).lock;
+    expect(free).toContain('free');
+    expect(free).not.toContain('Holder');
+    const stale = renderParts(pageData({ lock: { ...heldLock(), state: 'stale', why: 'owner pid 4711 is dead' } }), NOW).lock;
+    expect(stale).toContain('<dt>Why stale</dt><dd>owner pid 4711 is dead</dd>');
+  });
+
+  it('recent exec runs with status and why', () => {
+    const p = renderParts(pageData({ runs: [run(), run({ run_id: 'r-20261129T185900Z-0001', status: 'SUCCEEDED', why_code: undefined, why: undefined, routine: 'auto' })] }), NOW);
+    expect(p.runs).toContain('<code>TASK_FAILED</code> 1 of 2 tasks failed: test (exit 1)');
+    expect(p.runs).toContain('1/2 succeeded');
+    expect(p.runs).toContain('routine auto');
+    expect(renderParts(pageData({ runs: [] }), NOW).runs).toContain('No exec runs yet.');
+    const unreadable = renderParts(pageData({ runs: [{ run_id: 'r-20261129T185800Z-dead', status: 'UNREADABLE', why: 'run.json is corrupt <x>' }] }), NOW).runs;
+    expect(unreadable).toContain('UNREADABLE');
+    expect(unreadable).toContain('run.json is corrupt &lt;x&gt;');
+  });
+
+  it('escapes every string from state, and control characters', () => {
+    const evil = '<img src=x onerror=alert(1)>"\'&\u0007';
+    const d: PageData = pageData({
+      routines: [row({ paused: true, paused_note: evil, last_reason: evil, last_result: 'failure' })],
+      recent: { tick: { results: [{ result: '<b>' as never, scheduled_at: evil, finished_at: evil, reason: evil, run_id: null }], trailing_skips: 0 } },
+      lock: heldLock({ record: { ...heldLock().record!, owner: { ...heldLock().record!.owner, host: evil, command: evil, routine: evil } } }),
+      runs: [run({ why: evil, command: evil, run_id: evil })],
+    });
+    d.status.project = evil;
+    const html = renderPage(d, NOW);
+    expect(html).not.toContain('<img');
+    expect(html).not.toContain('<b>');
+    expect(html).not.toContain('\u0007');
+    expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;\\x07');
+    expect(html).toContain('class="r r-unknown"');
+  });
+
+  it('is self-contained: its source alone renders the same in a fresh scope (the browser runs it)', () => {
+    const fresh = new Function(`return (${renderParts.toString()})`)() as typeof renderParts;
+    expect(fresh(pageData(), NOW)).toEqual(renderParts(pageData(), NOW));
+  });
+});
+
+describe('renderPage', () => {
+  it('landmarks, headers with scope, a labelled table; inline script and style allowed by their hashes', () => {
+    const html = renderPage(pageData(), NOW);
+    expect(html).toMatch(/<html lang="en">/);
+    for (const tag of ['<header>', '<main class="wrap">', '<nav aria-label="Sections">', '<footer']) expect(html).toContain(tag);
+    expect(html.match(/<th scope="col"/g)!.length).toBe(13);
+    expect(html).toContain('<table role="table" aria-labelledby="routines-title">');
+    const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1]!;
+    const style = /<style>([\s\S]*?)<\/style>/.exec(html)![1]!;
+    const hash = (s: string): string => createHash('sha256').update(s).digest('base64');
+    expect(PAGE_CSP).toContain(`script-src 'sha256-${hash(script)}'`);
+    expect(PAGE_CSP).toContain(`style-src 'sha256-${hash(style)}'`);
+    expect(PAGE_CSP).toContain("default-src 'none'");
+    expect(PAGE_CSP).toContain("connect-src 'self'");
+    // nothing from another host
+    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+  });
+});

@@ -1,0 +1,135 @@
+// The HTTP server in-process with fixed data (SPEC §11, §12): routes, content types, the Host
+// check, the token, read-only methods, errors that do not leak, and the cache of reads.
+
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { Metrics } from '../../src/http/metrics.js';
+import { startStatusServer, type StatusServer } from '../../src/http/server.js';
+import { cachedSources, type StatusSources } from '../../src/http/sources.js';
+import { httpGet, sample } from '../helpers/http.js';
+import { fixedSources, pageData } from './fixtures.js';
+
+const TOKEN = 'test-token-0123456789abcdef';
+
+async function serve(o: { sources?: StatusSources; token?: string | null; host?: string; warn?: (m: string) => void } = {}): Promise<StatusServer> {
+  const server = await startStatusServer({
+    listen: { host: o.host ?? '127.0.0.1', port: 0 }, token: o.token ?? null, sources: o.sources ?? fixedSources(), metrics: new Metrics(true), warn: o.warn ?? (() => {}),
+  });
+  onTestFinished(() => server.close());
+  return server;
+}
+
+describe('status server', () => {
+  it('serves the page, metrics, health and the API on loopback', async () => {
+    const s = await serve();
+    expect(s.url).toBe(`http://127.0.0.1:${s.port}/`);
+    const page = await httpGet(s.url);
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['content-security-policy']).toMatch(/^default-src 'none'; script-src 'sha256-/);
+    expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.headers['x-content-type-options']).toBe('nosniff');
+    expect(page.body).toContain('<span class="id">tick</span>');
+    const metrics = await httpGet(`${s.url}metrics`);
+    expect(metrics.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(sample(metrics.body, 'routinely_consecutive_skips', { routine: 'tick' })).toBe(1);
+    expect(sample(metrics.body, 'routinely_exec_lock_held')).toBe(1);
+    expect(await httpGet(`${s.url}healthz`)).toMatchObject({ status: 200, body: 'ok\n' });
+    const d = pageData();
+    expect(JSON.parse((await httpGet(`${s.url}api/routines`)).body)).toEqual(d.routines);
+    expect(JSON.parse((await httpGet(`${s.url}api/lock`)).body)).toEqual(d.lock);
+    expect(JSON.parse((await httpGet(`${s.url}api/runs`)).body)).toEqual(d.runs);
+    expect(JSON.parse((await httpGet(`${s.url}api/history`)).body)).toEqual(d.recent);
+    expect(JSON.parse((await httpGet(`${s.url}api/status?x=1`)).body)).toMatchObject({ project: 'app', mode: 'scheduler', health: { ok: true }, scheduler_up: true });
+    expect((await httpGet(`${s.url}nope`)).status).toBe(404);
+    expect((await httpGet(`${s.url}healthz`, {}, 'HEAD'))).toMatchObject({ status: 200, body: '' });
+  });
+
+  it('is read-only: other methods get 405', async () => {
+    const s = await serve();
+    for (const m of ['POST', 'PUT', 'DELETE', 'PATCH']) {
+      const r = await httpGet(`${s.url}api/routines`, {}, m);
+      expect(r.status, m).toBe(405);
+      expect(r.headers.allow).toBe('GET, HEAD');
+    }
+  });
+
+  it('answers 421 to a Host header that does not name it (DNS rebinding), before anything else', async () => {
+    const s = await serve({ token: TOKEN });
+    for (const host of ['rebound.evil.example', `rebound.evil.example:${s.port}`, `localhost:${s.port + 1}`]) {
+      const r = await httpGet(`${s.url}api/routines`, { host, authorization: `Bearer ${TOKEN}` });
+      expect(r.status, host).toBe(421);
+      expect(r.body).not.toContain('tick');
+    }
+    expect((await httpGet(`${s.url}healthz`, { host: `localhost:${s.port}`, authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+  });
+
+  it('with a token: 401 without it or with a wrong one, on every path', async () => {
+    const s = await serve({ token: TOKEN });
+    for (const path of ['', 'metrics', 'healthz', 'api/routines', 'api/lock', 'api/runs', 'nope']) {
+      for (const auth of [undefined, 'Bearer wrong-token-0123456789abcdef', `Basic ${TOKEN}`, `Bearer ${TOKEN}x`]) {
+        const r = await httpGet(`${s.url}${path}`, auth ? { authorization: auth } : {});
+        expect(r.status, `${path} ${auth}`).toBe(401);
+        expect(r.headers['www-authenticate']).toBe('Bearer realm="routinely"');
+        expect(r.body).not.toContain('tick');
+      }
+    }
+    expect((await httpGet(`${s.url}api/routines`, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+  });
+
+  it('a failing read is a 500 (503 for /healthz) that names nothing; the details go to the log', async () => {
+    const warned: string[] = [];
+    const fail = async (): Promise<never> => {
+      throw new Error('connect ECONNREFUSED 10.1.1.1:5432 password=hunter2');
+    };
+    const s = await serve({ sources: fixedSources(pageData(), { routines: fail, health: fail }), warn: (m) => warned.push(m) });
+    for (const path of ['', 'metrics', 'api/routines']) {
+      const r = await httpGet(`${s.url}${path}`);
+      expect(r.status, path).toBe(500);
+      expect(r.body).not.toMatch(/ECONNREFUSED|hunter2/);
+    }
+    const health = await httpGet(`${s.url}healthz`);
+    expect(health.status).toBe(503);
+    expect(health.body).not.toMatch(/hunter2/);
+    expect(warned.join('\n')).toMatch(/ECONNREFUSED/);
+    // the server goes on
+    expect((await httpGet(`${s.url}api/lock`)).status).toBe(200);
+  });
+
+  it('503 with the reason while unhealthy', async () => {
+    const s = await serve({ sources: fixedSources(pageData(), { health: async () => ({ ok: false, reason: 'scheduler lock lost (taken over)' }) }) });
+    expect(await httpGet(`${s.url}healthz`)).toMatchObject({ status: 503, body: 'scheduler lock lost (taken over)\n' });
+  });
+
+  it('a port in use is a usage error (exit 2) naming the address', async () => {
+    const s = await serve();
+    await expect(startStatusServer({ listen: { host: '127.0.0.1', port: s.port }, token: null, sources: fixedSources(), metrics: new Metrics(true), warn: () => {} })).rejects.toMatchObject({
+      exitCode: 2, message: `--http 127.0.0.1:${s.port}: the address is already in use`,
+    });
+  });
+});
+
+describe('cachedSources', () => {
+  it('shares one read per second between requests, and does not keep failures', async () => {
+    let reads = 0;
+    let clock = 0;
+    let failNext = false;
+    const base = fixedSources(pageData(), {
+      routines: async () => {
+        reads++;
+        if (failNext) {
+          failNext = false;
+          throw new Error('down');
+        }
+        return [];
+      },
+    });
+    const s = cachedSources(base, 1000, () => clock);
+    await Promise.all([s.routines(), s.routines(), s.routines()]);
+    expect(reads).toBe(1);
+    clock = 1500;
+    failNext = true;
+    await expect(s.routines()).rejects.toThrow('down');
+    await s.routines();
+    expect(reads).toBe(3);
+  });
+});
