@@ -39,6 +39,9 @@ export function cronProblem(schedule: string, timezone?: string, use?: (cron: Cr
   } catch (err) {
     return (err as Error).message.replace(/^CronPattern:\s*/, '');
   }
+  // Valid fields that no date satisfies (30 February, 31 April) would never fire: refused, not
+  // scheduled into silence.
+  if (cron.nextRun() === null) return 'never fires: no date matches it (like 30 February or 31 April)';
   use?.(cron);
   return null;
 }

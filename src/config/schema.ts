@@ -28,6 +28,20 @@ export const providerShape = {
   maxConcurrency: z.int().check(z.gte(1), z.describe('At most this many tasks of the provider run at once.')),
 };
 
+export const NOTIFY_EVENTS = ['failure', 'recovery', 'starved'] as const;
+
+export const notifyShape = {
+  webhook: z.optional(z.string().check(z.describe('URL (http: or https:) that receives each event as a JSON POST.'))),
+  command: z.optional(z.string().check(z.minLength(1), z.describe('Shell command run with `sh -c` in the project root; the event is JSON on its stdin and in ROUTINELY_EVENT, ROUTINELY_ROUTINE_ID, ROUTINELY_RUN_ID, ROUTINELY_RESULT, ROUTINELY_LOG.'))),
+  on: z.optional(z.array(z.enum(NOTIFY_EVENTS)).check(z.describe('Events to send (default all three): "failure" (after its retries), "recovery" (first success after a failure), "starved". An ordinary busy skip never notifies.'))),
+};
+const notifySchema = z.strictObject(notifyShape).check(z.describe('Where failures, recoveries and starvation are announced (SPEC §10).'));
+
+export const retryShape = {
+  attempts: z.int().check(z.gte(1), z.lte(10), z.describe('Tries after the first failed one, 1..10.')),
+  backoffSeconds: seconds('Wait before the first retry; doubled for each next one (with jitter).'),
+};
+
 export const routineShape = {
   id,
   schedule: z.string().check(z.describe('5-field cron, 6-field cron with seconds first, or a nickname: @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly.')),
@@ -40,6 +54,11 @@ export const routineShape = {
   catchUp: z.optional(z.enum(['none', 'latest']).check(z.describe('"latest": on scheduler start, fire once if the last scheduled time was missed.'))),
   env: z.optional(z.record(z.string(), z.string()).check(z.describe('Extra environment variables for a command routine.'))),
   cwd: z.optional(z.string().check(z.describe('Working directory of a command routine, relative to the project root; must stay inside it.'))),
+  ifBusy: z.optional(z.enum(['skip', 'wait']).check(z.describe('"skip" (default): a tick that meets a busy exec lock is skipped. "wait": it waits for the lock (up to waitTimeoutSeconds) and runs as soon as it frees.'))),
+  waitTimeoutSeconds: z.optional(seconds('With ifBusy "wait": give up (a skip) after this many seconds; default the routine\'s interval, at most 3600.')),
+  retry: z.optional(z.strictObject(retryShape).check(z.describe('Try a failed fire again after backoffSeconds, then 2x, 4x... Skips are never retried.'))),
+  starvedAfterSkips: z.optional(z.int().check(z.gte(1), z.lte(1000), z.describe('Consecutive busy skips after which the routine is starved (default 3).'))),
+  notify: z.optional(z.union([z.literal(false), notifySchema]).check(z.describe('This routine\'s notifications: replaces the top-level "notify"; false silences the routine.'))),
 };
 
 export const BACKEND_TYPES = ['file', 'postgres'] as const;
@@ -80,6 +99,7 @@ export const rootShape = {
     ),
   ),
   http: z.optional(z.strictObject(httpShape).check(z.describe('The read-only HTTP server: metrics, health, status page (SPEC §11).'))),
+  notify: z.optional(notifySchema),
 };
 
 export const configSchema = z.strictObject(rootShape);
@@ -101,6 +121,21 @@ export interface RoutineDef {
   catchUp: 'none' | 'latest';
   env?: Record<string, string>;
   cwd?: string;
+  ifBusy: 'skip' | 'wait';
+  /** With ifBusy "wait"; absent: the routine's interval, at most an hour (decided at fire time). */
+  waitTimeoutSeconds?: number;
+  retry?: { attempts: number; backoffSeconds: number };
+  starvedAfterSkips: number;
+  /** The routine's own notify (false: silenced); absent: the top-level one. */
+  notify?: NotifyDef | false;
+}
+
+export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
+
+export interface NotifyDef {
+  webhook?: string;
+  command?: string;
+  on: NotifyEvent[];
 }
 
 /** The config after validation, with defaults applied. */
@@ -120,6 +155,8 @@ export interface Config {
   passEnv: string[];
   /** Where `scheduler start` and `serve` listen when --http is not given (parsed and checked). */
   http: { listen: string } | null;
+  /** Top-level notifications (routines may replace or silence them). */
+  notify: NotifyDef | null;
 }
 
 /** Allowed keys of the object at a JSON path, for "unknown key" messages. */
@@ -134,6 +171,9 @@ export function allowedKeysAt(path: readonly PropertyKey[], inTaskFile = false):
     exec: execShape,
     'exec/tasks/#': taskShape,
     'routines/#': routineShape,
+    notify: notifyShape,
+    'routines/#/notify': notifyShape,
+    'routines/#/retry': retryShape,
   };
   if (/^exec\/providers\/[^/]+$/.test(p)) return Object.keys(providerShape);
   const shape = table[p];

@@ -8,10 +8,13 @@ import { cronProblem, isValidTimezone } from './cron.js';
 import { parseListen } from './listen.js';
 import {
   ID_PATTERN,
+  NOTIFY_EVENTS,
   allowedKeysAt,
   configSchema,
   taskSchema,
   type Config,
+  type NotifyDef,
+  type NotifyEvent,
   type RawConfig,
   type RoutineDef,
   type TaskDef,
@@ -149,13 +152,22 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
       const problem = cronProblem(r.schedule, r.timezone);
       if (problem) issues.push({ path: at('schedule'), message: `${showValue(r.schedule)} is not a valid cron expression (${problem})` });
     }
+    if (r.waitTimeoutSeconds !== undefined && r.ifBusy !== 'wait') {
+      issues.push({ path: at('waitTimeoutSeconds'), message: 'is only allowed with "ifBusy": "wait"' });
+    }
+    if (r.notify) issues.push(...notifyProblems(r.notify, ['routines', i, 'notify']));
+    const { notify, ...rest } = r;
     routines.push({
-      ...r,
+      ...rest,
       enabled: r.enabled ?? true,
       jitterSeconds: r.jitterSeconds ?? 0,
       catchUp: r.catchUp ?? 'none',
+      ifBusy: r.ifBusy ?? 'skip',
+      starvedAfterSkips: r.starvedAfterSkips ?? 3,
+      ...(notify === false ? { notify: false as const } : notify ? { notify: notifyDef(notify) } : {}),
     });
   }
+  if (raw.notify) issues.push(...notifyProblems(raw.notify, ['notify']));
   if (issues.length > 0) return { ok: false, issues };
 
   return {
@@ -174,8 +186,35 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
       routines,
       passEnv: raw.passEnv ?? [],
       http: raw.http ? { listen: raw.http.listen } : null,
+      notify: raw.notify ? notifyDef(raw.notify) : null,
     },
   };
+}
+
+type RawNotify = { webhook?: string; command?: string; on?: NotifyEvent[] };
+
+function notifyDef(n: RawNotify): NotifyDef {
+  return { ...(n.webhook !== undefined ? { webhook: n.webhook } : {}), ...(n.command !== undefined ? { command: n.command } : {}), on: n.on ?? [...NOTIFY_EVENTS] };
+}
+
+function notifyProblems(n: RawNotify, path: PropertyKey[]): ConfigIssue[] {
+  const out: ConfigIssue[] = [];
+  if (n.webhook === undefined && n.command === undefined) {
+    out.push({ path: formatPath(path), message: 'needs "webhook" or "command" (or both); to silence a routine use "notify": false' });
+  }
+  if (n.webhook !== undefined) {
+    let url: URL | null = null;
+    try {
+      url = new URL(n.webhook);
+    } catch {
+      // reported below
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      out.push({ path: formatPath([...path, 'webhook']), message: 'is not an http: or https: URL' });
+    }
+  }
+  if (n.on !== undefined && n.on.length === 0) out.push({ path: formatPath([...path, 'on']), message: 'is empty: list at least one event, or use "notify": false' });
+  return out;
 }
 
 export interface LocatedTask {

@@ -10,8 +10,8 @@ import type { HistoryEntry } from '../state/history.js';
 import type { RoutineRecord } from '../state/routine-state.js';
 import type { Health } from './health.js';
 
-/** A `routine list --json` row: the fields the page and the metrics read. Fields added to the
- * rows later (`consecutive_skips`, `starved`) are optional here and shown when present. */
+/** A `routine list --json` row: the fields the page and the metrics read (`starved` and
+ * `running_since` are shown when present). */
 export interface RoutineView extends RoutineRecord {
   id: string;
   schedule: string;
@@ -19,8 +19,8 @@ export interface RoutineView extends RoutineRecord {
   action: string;
   enabled: boolean;
   next_run_at: string | null;
-  consecutive_skips?: number;
   starved?: boolean;
+  running_since?: string | null;
 }
 
 /** An `exec runs --json` row: the run without its tasks, with their counts; or a run whose

@@ -18,6 +18,9 @@ export interface RoutineRecord {
   last_skipped_at: string | null;
   counts: { success: number; failure: number; skipped: number };
   consecutive_failures: number;
+  /** Busy skips since the routine last ran (success or failure); at the routine's
+   * `starvedAfterSkips` it is starved (SPEC §10). */
+  consecutive_skips: number;
   paused: boolean;
   paused_note: string | null;
   /** Fires that have started and not been recorded yet (SPEC §6: each is recorded exactly once,
@@ -76,7 +79,7 @@ export const emptyState = (): RoutineStateFile => ({ version: 1, routines: {} })
 export const emptyRecord = (): RoutineRecord => ({
   last_result: null, last_reason: null, last_scheduled_at: null, last_started_at: null, last_finished_at: null,
   last_duration_ms: null, last_exit_code: null, last_run_id: null, last_success_at: null, last_failure_at: null,
-  last_skipped_at: null, counts: { success: 0, failure: 0, skipped: 0 }, consecutive_failures: 0, paused: false,
+  last_skipped_at: null, counts: { success: 0, failure: 0, skipped: 0 }, consecutive_failures: 0, consecutive_skips: 0, paused: false,
   paused_note: null,
 });
 
@@ -100,15 +103,18 @@ export function applyFire(prior: RoutineRecord | undefined, fire: Fire): Routine
       next.counts.success++;
       next.last_success_at = fire.finished_at;
       next.consecutive_failures = 0;
+      next.consecutive_skips = 0;
       break;
     case 'failure':
       next.counts.failure++;
       next.last_failure_at = fire.finished_at;
       next.consecutive_failures = r.consecutive_failures + 1;
+      next.consecutive_skips = 0;
       break;
     case 'skipped':
       next.counts.skipped++;
       next.last_skipped_at = fire.finished_at;
+      next.consecutive_skips = (r.consecutive_skips ?? 0) + 1;
       break;
   }
   return next;
@@ -138,6 +144,7 @@ export function checkRecord(rec: unknown): RoutineRecord | null {
   const c = isObj(rec.counts) ? rec.counts : {};
   out.counts = { success: count(c.success), failure: count(c.failure), skipped: count(c.skipped) };
   out.consecutive_failures = count(rec.consecutive_failures);
+  out.consecutive_skips = count(rec.consecutive_skips);
   out.paused = rec.paused === true;
   if (Array.isArray(rec.open_fires)) {
     const open = rec.open_fires.map(checkOpenFire).filter((o): o is OpenFire => o !== null);

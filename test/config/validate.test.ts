@@ -56,11 +56,56 @@ describe('validateConfig', () => {
     },
   );
 
+  it.each(['0 0 30 2 *', '0 0 31 4 *', '0 0 0 31 11 *'])('refuses schedule %j, which never fires', (schedule) => {
+    expect(problems({ routines: [routine({ schedule })] })).toEqual([
+      `routines[0].schedule: ${JSON.stringify(schedule)} is not a valid cron expression (never fires: no date matches it (like 30 February or 31 April))`,
+    ]);
+  });
+
+  it('accepts the operations fields of SPEC §10 and applies their defaults', () => {
+    const r = validateConfig({
+      notify: { webhook: 'https://alerts.example/hook' },
+      routines: [
+        routine({ id: 'plain' }),
+        routine({ id: 'daily', schedule: '0 3 * * *', ifBusy: 'wait', waitTimeoutSeconds: 600, retry: { attempts: 2, backoffSeconds: 30 }, starvedAfterSkips: 5, notify: { command: './alert.sh', on: ['failure'] } }),
+        routine({ id: 'quiet', notify: false }),
+      ],
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.notify).toEqual({ webhook: 'https://alerts.example/hook', on: ['failure', 'recovery', 'starved'] });
+    const [plain, daily, quiet] = r.value.routines;
+    expect(plain).toMatchObject({ ifBusy: 'skip', starvedAfterSkips: 3 });
+    expect(plain).not.toHaveProperty('notify');
+    expect(daily).toMatchObject({ ifBusy: 'wait', waitTimeoutSeconds: 600, retry: { attempts: 2, backoffSeconds: 30 }, starvedAfterSkips: 5, notify: { command: './alert.sh', on: ['failure'] } });
+    expect(quiet).toMatchObject({ notify: false });
+  });
+
+  it('names what is wrong with the operations fields', () => {
+    expect(problems({
+      notify: { on: ['failure'] },
+      routines: [
+        routine({ id: 'a', waitTimeoutSeconds: 5 }),
+        routine({ id: 'b' }),
+        routine({ id: 'c', notify: { webhook: 'ftp://x', on: [] } }),
+      ],
+    })).toEqual(expect.arrayContaining([
+      'notify: needs "webhook" or "command" (or both); to silence a routine use "notify": false',
+      'routines[0].waitTimeoutSeconds: is only allowed with "ifBusy": "wait"',
+      'routines[2].notify.webhook: is not an http: or https: URL',
+      'routines[2].notify.on: is empty: list at least one event, or use "notify": false',
+    ]));
+    const shapeProblems = problems({ routines: [routine({ retry: { attempts: 11, backoffSeconds: 1 } }), routine({ id: 'd', ifBusy: 'queue' }), routine({ id: 'e', starvedAfterSkips: 0 })] });
+    expect(shapeProblems.join('\n')).toMatch(/routines\[0\]\.retry\.attempts/);
+    expect(shapeProblems.join('\n')).toMatch(/routines\[1\]\.ifBusy/);
+    expect(shapeProblems.join('\n')).toMatch(/routines\[2\]\.starvedAfterSkips/);
+  });
+
   it('rejects unknown keys and lists the allowed ones', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
-      'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd)',
+      'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
     ]);
-    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http\)$/);
+    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http, notify\)$/);
   });
 
   it('http.listen: [HOST:]PORT, checked with its path (SPEC §11)', () => {

@@ -12,7 +12,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export const row = (over: Partial<RoutineView> = {}): RoutineView => ({
   id: 'tick', schedule: '* * * * * *', timezone: null, action: 'command', enabled: true, next_run_at: iso(NOW + 500),
   ...emptyRecord(), last_result: 'success', last_finished_at: iso(NOW - 1000), last_duration_ms: 120, last_success_at: iso(NOW - 1000),
-  counts: { success: 3, failure: 1, skipped: 2 }, ...over,
+  counts: { success: 3, failure: 1, skipped: 2 }, consecutive_skips: 1, ...over,
 });
 
 export const heldLock = (over: Partial<LockStatus> = {}): LockStatus => ({
