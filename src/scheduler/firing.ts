@@ -74,6 +74,17 @@ function openRoutineLog(project: Project, id: string): number {
   return openAppend(path);
 }
 
+/** The line that opens a run in the routine's log (SPEC §10: `routine logs` finds runs by these
+ * frames). `runId` is null for exec actions until the run has its id: the end frame names it. */
+export function startFrame(id: string, runId: string | null, startedAt: string, scheduledAt: string, trigger: Trigger): string {
+  return `--- routinely: ${id} run ${runId ?? 'pending'} started ${startedAt} (scheduled ${scheduledAt}, ${trigger}) ---\n`;
+}
+
+/** The line that closes a run in the routine's log. */
+export function endFrame(id: string, f: Pick<Fire, 'run_id' | 'finished_at' | 'result' | 'reason' | 'duration_ms'>): string {
+  return `--- routinely: ${id} run ${f.run_id ?? 'none'} finished ${f.finished_at}: ${f.result}${f.reason ? ` (${f.reason})` : ''} in ${(f.duration_ms / 1000).toFixed(1)}s ---\n`;
+}
+
 function writeQuiet(fd: number, text: string): void {
   try {
     writeSync(fd, text);
@@ -174,13 +185,13 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   }
   try {
     ctx.onStarted?.(runId);
-    writeQuiet(logFd, `--- routinely: ${def.id} run ${runId} started ${marker.started_at} (scheduled ${marker.scheduled_at}, ${ctx.trigger}) ---\n`);
+    writeQuiet(logFd, startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger));
     const r = await runCommand(ctx, def, lease, runId, logFd);
     const stopReason = typeof ctx.signal?.reason === 'string' ? ctx.signal.reason : 'stopped at scheduler shutdown';
     const { result, reason } = describe(r.process, r.stoppedBy, lease, def, stopReason);
     if (r.leftovers > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(r.leftovers)}\n`);
     const out = finish(ctx, scheduledAt, span, { result, reason, exit_code: r.process.pid === null ? null : r.process.exitCode, run_id: runId, closes: marker.id });
-    writeQuiet(logFd, `--- routinely: ${def.id} run ${runId} finished ${out.finished_at}: ${result}${reason ? ` (${reason})` : ''} in ${(out.duration_ms / 1000).toFixed(1)}s ---\n`);
+    writeQuiet(logFd, endFrame(def.id, out));
     return out;
   } catch (err) {
     return finish(ctx, scheduledAt, span, { result: 'failure', reason: `could not run: ${(err as Error).message}`, exit_code: null, run_id: runId, closes: marker.id });
@@ -283,6 +294,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     onWait: ctx.onWait,
     onLocked: async () => {
       marker = await open(ctx, def, scheduledAt, span, null);
+      logLine(startFrame(def.id, null, (marker as OpenFire).started_at, (marker as OpenFire).scheduled_at, ctx.trigger));
       ctx.onStarted?.(null);
     },
   };
@@ -295,15 +307,15 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
       exit_code: ok ? 0 : 1, run_id: state.run_id, ...closes(),
     });
   };
-  const logLine = (text: string): void => {
+  function logLine(line: string): void {
     try {
       const fd = openRoutineLog(ctx.project, def.id);
-      writeQuiet(fd, `--- routinely: ${def.id} ${text} ---\n`);
+      writeQuiet(fd, line);
       closeSync(fd);
     } catch {
       // the log is for people
     }
-  };
+  }
   try {
     const runOpts = { ...policy, stop, runTimeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined, onStart: (s: RunState) => void (runId = s.run_id) };
     let out: FireResult;
@@ -323,10 +335,12 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
         out = r.kind === 'busy' ? busy(r.busy.holder) : finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() });
       }
     }
-    if (out.result !== 'skipped') logLine(`${out.result}${out.run_id ? ` run ${out.run_id}` : ''} at ${out.finished_at}${out.reason ? `: ${out.reason}` : ''}`);
+    if (marker) logLine(endFrame(def.id, out));
     return out;
   } catch (err) {
     // A bad task definition, a full disk: the fire failed, and says why.
-    return finish(ctx, scheduledAt, span, { result: 'failure', reason: (err as Error).message, exit_code: null, run_id: runId, ...closes() });
+    const out = finish(ctx, scheduledAt, span, { result: 'failure', reason: (err as Error).message, exit_code: null, run_id: runId, ...closes() });
+    if (marker) logLine(endFrame(def.id, out));
+    return out;
   }
 }
