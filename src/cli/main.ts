@@ -204,6 +204,14 @@ Examples:
     .option('--json', 'print JSON')
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineHistory(id, opts, globals())));
   routine
+    .command('logs')
+    .description("a routine's output, every run framed by a start and an end line (the rotated .1 file first)")
+    .argument('<id>')
+    .option('--run <run-id>', "only this run's section, frames included")
+    .addOption(new Option('--lines <n>', 'only the last N lines (default: all; 10 with --follow)').argParser(positiveInt('--lines')))
+    .option('-f, --follow', 'keep printing new output, through rotation, until Ctrl-C; with --run, until that run ends')
+    .action(act(async (id: string, opts) => (await import('./routine-logs.js')).routineLogs(id, opts, globals())));
+  routine
     .command('pause')
     .description('stop firing a routine (a running scheduler honours it at once)')
     .argument('<id>')
