@@ -70,7 +70,7 @@ Examples:
   routinely lock status --json                who holds the lock, heartbeat, expiry
 
 Exit codes: 0 ok or skipped, 1 work failed or lock lost, 2 bad usage or config,
-75 lock busy, 130/143 stopped by SIGINT/SIGTERM.`,
+3 no scheduler running (scheduler status), 75 lock busy, 130/143 stopped by SIGINT/SIGTERM.`,
     );
   let active: Command = program;
   program.hook('preAction', (_program, actionCommand) => {
@@ -238,6 +238,17 @@ file reloads it (a bad config is logged and the old one kept). SIGTERM/SIGINT: s
 wait for running routines up to --shutdown-timeout, stop them, exit 0.
 --http serves /metrics, /healthz, /api/* and a status page (docs/http.md).`)
     .action(act(async (opts) => (await import('./scheduler-command.js')).schedulerStart(opts, globals())));
+
+  scheduler
+    .command('status')
+    .description('whether a scheduler runs for this project: pid, host, since, heartbeat (exit 3 when none runs)')
+    .option('--json', 'print JSON')
+    .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStatus(opts, globals())));
+  scheduler
+    .command('stop')
+    .description('SIGTERM to the scheduler on this host, then wait until it has exited')
+    .addOption(new Option('--timeout <seconds>', 'give up waiting after this long (exit 1)').argParser(seconds('--timeout')).default(60))
+    .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStop(opts, globals())));
 
   program
     .command('serve')

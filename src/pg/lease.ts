@@ -193,6 +193,14 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       };
     },
 
+    async keys(prefix): Promise<string[]> {
+      const { rows } = await o.db.query<{ key: string }>(
+        'SELECT key FROM routinely_leases WHERE project = $1 AND left(key, length($2)) = $2 ORDER BY key',
+        [o.project, prefix],
+      );
+      return rows.map((r) => r.key);
+    },
+
     async breakStale(key): Promise<BreakResult> {
       const status = await this.status(key);
       const row = await current(key);
