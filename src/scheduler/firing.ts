@@ -45,7 +45,7 @@ export interface FireContext {
   /** The fire holds the exec lock and its work begins. */
   onStarted?: (runId: string | null) => void;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
-  onWait?: (holder: string) => void;
+  onWait?: (why: string, holder: LockRecord | null) => void;
   /** The environment commands start from, already without withheld variables (the scheduler
    * computes it once per config: copying `process.env` costs more than the rest of a fire's
    * set-up). Default: computed from `process.env` now. */
@@ -201,7 +201,7 @@ async function acquire(ctx: FireContext, owner: { command: string; routine: stri
   if (ctx.ifBusy !== 'wait' || !ctx.onWait) return ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, policy);
   const first = await ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, { ...policy, ifBusy: 'fail' });
   if (first.ok || first.reason !== 'LOCK_HELD') return first;
-  ctx.onWait(first.why);
+  ctx.onWait(first.why, first.holder);
   return ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, policy);
 }
 
