@@ -5,17 +5,18 @@
 
 import type { BusyPolicy, LockBackend } from './lock/backend.js';
 import type { AcquireResult, LockOwnerInfo } from './lock/lease.js';
+import type { LockRecord } from './lock/record.js';
 
 export async function acquireAnnounced(
   lock: LockBackend,
   key: string,
   owner: LockOwnerInfo,
   policy: BusyPolicy,
-  onWait?: (holder: string) => void,
+  onWait?: (why: string, holder: LockRecord | null) => void,
 ): Promise<AcquireResult> {
   if (policy.ifBusy !== 'wait' || !onWait) return lock.acquire(key, owner, policy);
   const first = await lock.acquire(key, owner, { ...policy, ifBusy: 'fail' });
   if (first.ok || first.reason !== 'LOCK_HELD') return first;
-  onWait(first.why);
+  onWait(first.why, first.holder);
   return lock.acquire(key, owner, policy);
 }

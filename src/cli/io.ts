@@ -37,6 +37,21 @@ export function humanDuration(ms: number): string {
 /** `2026-11-29 20:05:00 GMT+1` in the given zone (machine zone when undefined). */
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
+/** A time as `routine list` shows it, in the routine's zone (machine zone when undefined):
+ * `{ date: '2026-12-01', time: '03:00:00', zone: 'GMT+1' }`. The scheduler stores these with its
+ * next fire times, so `routine list` can show them without loading ICU's zone data. */
+export interface ZoneTime {
+  at: number;
+  date: string;
+  time: string;
+  zone: string;
+}
+
+export function zoneTime(date: Date, timeZone?: string): ZoneTime {
+  const [day, time, zone] = formatInZone(date, timeZone).split(' ');
+  return { at: date.getTime(), date: day!, time: time!, zone: zone ?? '' };
+}
+
 export function formatInZone(date: Date, timeZone?: string): string {
   let fmt = formatters.get(timeZone ?? '');
   if (!fmt) {

@@ -10,7 +10,9 @@ import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
-import { err, formatInZone, humanDuration, out, paint, useColor, type Colour } from './io.js';
+import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
+import { checkProblems, listRows, renderTable, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
+import { hostId } from '../lock/identity.js';
 import type { GlobalOptions } from './main.js';
 import { loadForView, stateOnly } from './view-project.js';
 
@@ -34,51 +36,39 @@ export interface RoutineRow extends RoutineRecord {
   next_run_at: string | null;
 }
 
-/** The next run of a routine, checking its schedule on the way: one croner parse per routine,
- * dropped at once (croner keeps an 80 KB year table per pattern; parsing all 100 routines for
- * validation first and again here cost a third of `routine list`'s start-up in GC). */
-function nextRunOf(project: Project, r: RoutineDef, now: Date): string | null {
-  let next: string | null = null;
-  const problem = cronProblem(r.schedule, routineZone(r, project), (cron) => {
-    next = r.enabled ? (cron.nextRun(now)?.toISOString() ?? null) : null;
+/** The next run of a routine in its zone, checking its schedule on the way: one croner parse
+ * per routine, dropped at once (croner keeps an 80 KB year table per pattern; parsing all 100
+ * routines for validation first and again here cost a third of `routine list`'s start-up in GC). */
+function nextRunOf(project: Project, r: RoutineDef, now: Date): ZoneTime | null {
+  let next: Date | null = null;
+  const zone = routineZone(r, project);
+  const problem = cronProblem(r.schedule, zone, (cron) => {
+    next = r.enabled ? cron.nextRun(now) : null;
   });
   if (problem) {
     const i = project.config.routines.indexOf(r);
     throw new ConfigError(displayPath(project.configPath), [{ path: `routines[${i}].schedule`, message: `${JSON.stringify(r.schedule)} is not a valid cron expression (${problem})` }]);
   }
-  return next;
+  return next ? zoneTime(next, zone) : null;
 }
 
-/** A row of `routine list`: a routine of the config, or, while the config is invalid, one found
- * only in the state (no schedule, action or next run known). */
-export type ListedRow = Omit<RoutineRow, 'schedule' | 'action' | 'enabled'> & {
-  schedule: string | null;
-  action: string | null;
-  enabled: boolean | null;
-};
-
-/** The routines the state knows, for when the config cannot say which there are. */
-async function stateRows(project: Project): Promise<ListedRow[]> {
-  const state = await withBackend(project, (b) => b.routines.read(warnTo));
-  return Object.entries(state.routines).map(([id, record]) => ({
-    id, schedule: null, timezone: null, action: null, enabled: null, next_run_at: null, ...record,
+/** The routines of a validated config as the list shows them. */
+export function listedRoutines(project: Project, now: Date): ListedRoutine[] {
+  return project.config.routines.map((r) => ({
+    id: r.id, schedule: r.schedule, timezone: routineZone(r, project) ?? null, action: r.action, enabled: r.enabled,
+    starvedAfterSkips: r.starvedAfterSkips, next: nextRunOf(project, r, now),
   }));
 }
 
 /** The `routine list --json` rows; with `backend`, read through that open backend (the HTTP
  * server's, SPEC §11) instead of opening one for the call. */
-export async function routineRows(project: Project, now: Date, backend?: Backend): Promise<RoutineRow[]> {
+export async function routineRows(project: Project, now: Date, backend?: Backend): Promise<ConfiguredRow[]> {
   const state = backend ? await backend.routines.read(warnTo) : await withBackend(project, (b) => b.routines.read(warnTo));
-  return project.config.routines.map((r) => ({
-    id: r.id,
-    schedule: r.schedule,
-    timezone: routineZone(r, project) ?? null,
-    action: r.action,
-    enabled: r.enabled,
-    next_run_at: nextRunOf(project, r, now),
-    ...(state.routines[r.id] ?? emptyRecord()),
-  }));
+  return listRows(listedRoutines(project, now), state.routines, emptyRecord) as ConfiguredRow[];
 }
+
+/** A row of a routine in a valid config: schedule, action and enabled are known. */
+export type ConfiguredRow = ListRow & { schedule: string; action: string; enabled: boolean };
 
 const RESULT_WORD: Record<string, [string, Colour]> = {
   success: ['ok', 'green'],
@@ -86,66 +76,44 @@ const RESULT_WORD: Record<string, [string, Colour]> = {
   skipped: ['skipped', 'yellow'],
 };
 
+/** Whether a scheduler runs for the project (this host's, with a database). */
+export async function schedulerLine(backend: Backend): Promise<SchedulerLine> {
+  return schedulerLineOf(await backend.lock.status(backend.schedulerKey(hostId())));
+}
+
 export async function routineList(flags: { json?: boolean; check?: boolean }, g: GlobalOptions): Promise<number> {
   const now = new Date();
-  let rows: ListedRow[];
+  let project: Project;
+  let routines: ListedRoutine[] | null = null;
   let fromState = false;
   try {
     // Schedules are checked while their next run is computed, one parse each (see nextRunOf).
-    rows = await routineRows(loadProject({ configPath: g.config, schedules: false }), now);
+    project = loadProject({ configPath: g.config, schedules: false });
+    routines = listedRoutines(project, now);
   } catch (error) {
     // --check is for monitoring: an invalid config is a problem to report (exit 2), not to
     // look past.
     if (flags.check || !(error instanceof ConfigError)) throw error;
-    rows = await stateRows(stateOnly(g, error));
+    project = stateOnly(g, error);
     fromState = true;
   }
-  const failing = rows.filter((r) => r.enabled && r.last_result === 'failure');
-  if (flags.json) out(JSON.stringify(rows, null, 2));
-  else printTable(rows, now, fromState);
-  if (flags.check && failing.length > 0) {
-    err(`routinely: failing routine${failing.length > 1 ? 's' : ''}: ${failing.map((r) => `${r.id} (${r.last_reason ?? 'failed'})`).join(', ')}`);
-    return ExitCode.FAILED;
-  }
-  return ExitCode.OK;
+  const { state, scheduler } = await withBackend(project, async (b) => ({ state: await b.routines.read(warnTo), scheduler: await schedulerLine(b) }));
+  // With an invalid config, the routines the state knows (no schedule, action or next run).
+  routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, starvedAfterSkips: 3, next: null }));
+  return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);
 }
 
-function printTable(rows: ListedRow[], now: Date, fromState: boolean): void {
-  if (rows.length === 0) {
-    out(fromState ? 'no routines recorded in the state' : 'no routines in the config');
-    return;
+/** Prints the list (or its JSON) and answers --check: shared by the full and the fast path. */
+export function printList(routines: ListedRoutine[], rows: ListRow[], scheduler: SchedulerLine, nowMs: number, flags: { json?: boolean; check?: boolean }, fromState = false): number {
+  if (flags.json) out(JSON.stringify(rows, null, 2));
+  else {
+    const width = process.stdout.isTTY && process.stdout.columns ? process.stdout.columns : 80;
+    for (const l of renderTable(routines, rows, scheduler, nowMs, { color: useColor(), width, fromState })) out(l);
   }
-  const color = useColor();
-  const table = rows.map((r) => {
-    const next = r.next_run_at ? `${formatInZone(new Date(r.next_run_at), r.timezone ?? undefined).slice(0, 19)} (in ${humanDuration(Date.parse(r.next_run_at) - now.getTime())})` : r.enabled === false ? 'disabled' : '-';
-    const last = r.last_finished_at ? `${humanDuration(now.getTime() - Date.parse(r.last_finished_at))} ago` : 'never';
-    const [word, colour] = r.last_result ? RESULT_WORD[r.last_result]! : ['-', 'gray' as Colour];
-    const result = r.last_result === 'failure' && r.consecutive_failures > 1 ? `${word} x${r.consecutive_failures}` : word;
-    return {
-      cells: [
-        r.id,
-        `${r.schedule ?? '-'}${r.timezone ? ` (${r.timezone})` : ''}`,
-        next,
-        last,
-        result,
-        `${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}`,
-        r.paused ? `paused${r.paused_note ? `: ${r.paused_note}` : ''}` : '',
-      ],
-      colour,
-    };
-  });
-  const header = ['ROUTINE', 'SCHEDULE', 'NEXT', 'LAST', 'RESULT', 'OK / FAILED / SKIPPED', 'PAUSED'];
-  const widths = header.map((h, i) => Math.max(h.length, ...table.map((t) => t.cells[i]!.length)));
-  const line = (cells: string[], resultColour?: Colour): string =>
-    cells
-      .map((c, i) => {
-        const padded = c.padEnd(widths[i]!);
-        return i === 4 && resultColour ? paint(padded, resultColour, color) : padded;
-      })
-      .join('  ')
-      .trimEnd();
-  out(line(header));
-  for (const t of table) out(line(t.cells, t.colour));
+  if (!flags.check) return ExitCode.OK;
+  const problems = checkProblems(rows, scheduler);
+  for (const p of problems) err(`routinely: ${p}`);
+  return problems.length > 0 ? ExitCode.FAILED : ExitCode.OK;
 }
 
 export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions): Promise<number> {

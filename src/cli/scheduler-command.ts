@@ -80,7 +80,10 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const scheduler = new Scheduler({
     project,
     fire: (def, scheduledAt, o) =>
-      fireRoutine({ project: o.project, backend, clock: systemClock, trigger: o.trigger, ifBusy: 'skip', signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: () => o.onStarted() }, def, scheduledAt),
+      fireRoutine({
+        project: o.project, backend, clock: systemClock, trigger: o.trigger, attempt: o.attempt, ifBusy: o.ifBusy, waitTimeoutMs: o.waitTimeoutMs,
+        signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait,
+      }, def, scheduledAt),
     log,
     reloadProject: () => loadProject({ configPath: project.configPath }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,

@@ -6,6 +6,7 @@ import { printable } from '../printable.js';
 import { acquireAnnounced } from '../announced-wait.js';
 import { openBackend, type Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
+import type { LockRecord } from '../lock/record.js';
 import type { Project } from '../config/load.js';
 import type { TaskDef } from '../config/schema.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';
@@ -153,7 +154,7 @@ export interface LockedPolicy extends BusyPolicy {
    * started before its work begins). */
   onLocked?: () => void | Promise<void>;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
-  onWait?: (holder: string) => void;
+  onWait?: (why: string, holder: LockRecord | null) => void;
 }
 
 async function withLock<T>(

@@ -273,3 +273,13 @@ export function selfIdentity(probe: LivenessProbe = systemProbe()): ProcessIdent
   };
   return cachedSelf;
 }
+
+/** Whether the process `o` names is gone: dead, or its pid now belongs to a process started at
+ * another time. Only on this host (and boot, and pid namespace); elsewhere it cannot be told
+ * (false). */
+export function processGone(o: { pid: number; host: string; boot_id?: string | null; start_time?: string | null; pid_ns?: string | null }, probe: LivenessProbe = systemProbe()): boolean {
+  if (!samePidSpace(o, probe)) return false;
+  const p = probe.inspect(o.pid);
+  if (p.state === 'dead') return true;
+  return p.state === 'alive' && !!p.startTime && !!o.start_time && p.startTime !== o.start_time;
+}

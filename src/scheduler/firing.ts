@@ -16,7 +16,7 @@ import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult 
 import { newRunId, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
-import { samePidSpace, selfIdentity, systemProbe } from '../lock/identity.js';
+import { processGone, selfIdentity } from '../lock/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { openAppend } from '../state/durable.js';
@@ -45,7 +45,7 @@ export interface FireContext {
   /** The fire holds the exec lock and its work begins. */
   onStarted?: (runId: string | null) => void;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
-  onWait?: (holder: string) => void;
+  onWait?: (why: string, holder: LockRecord | null) => void;
   /** The environment commands start from, already without withheld variables (the scheduler
    * computes it once per config: copying `process.env` costs more than the rest of a fire's
    * set-up). Default: computed from `process.env` now. */
@@ -99,13 +99,7 @@ const owner = (): OpenFire['owner'] => {
 };
 
 /** Whether the process behind an open fire is gone (this host only; elsewhere it cannot be told). */
-export function ownerGone(o: OpenFire['owner']): boolean {
-  const probe = systemProbe();
-  if (!samePidSpace(o, probe)) return false;
-  const p = probe.inspect(o.pid);
-  if (p.state === 'dead') return true;
-  return p.state === 'alive' && !!p.startTime && !!o.start_time && p.startTime !== o.start_time;
-}
+export const ownerGone = (o: OpenFire['owner']): boolean => processGone(o);
 
 /** Fires `def` once for `scheduledAt` and returns its record (with `closes` naming the open
  * marker it wrote), which the caller records. Never throws for the routine's own failure; throws
@@ -207,7 +201,7 @@ async function acquire(ctx: FireContext, owner: { command: string; routine: stri
   if (ctx.ifBusy !== 'wait' || !ctx.onWait) return ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, policy);
   const first = await ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, { ...policy, ifBusy: 'fail' });
   if (first.ok || first.reason !== 'LOCK_HELD') return first;
-  ctx.onWait(first.why);
+  ctx.onWait(first.why, first.holder);
   return ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, policy);
 }
 

@@ -16,6 +16,8 @@ export type LogEvent =
   | { event: 'routine.succeeded'; routine: string; duration_ms: number; run_id: string | null }
   | { event: 'routine.failed'; routine: string; reason: string; duration_ms: number; run_id: string | null }
   | { event: 'routine.skipped'; routine: string; reason: string; holder?: string }
+  | { event: 'routine.waiting'; routine: string; holder: string }
+  | { event: 'routine.retrying'; routine: string; attempt: number; of: number; in_ms: number }
   | { event: 'routine.catch_up'; routine: string; scheduled_at: string }
   | { event: 'routine.paused'; routine: string; note: string | null }
   | { event: 'routine.resumed'; routine: string }
@@ -62,6 +64,10 @@ export function formatText(e: LogEvent): string {
       return `[routine] failed ${e.routine}: ${e.reason} in ${secs(e.duration_ms)}`;
     case 'routine.skipped':
       return `[routine] skipped ${e.routine}: ${e.reason}${e.holder ? ` (held by ${e.holder})` : ''}`;
+    case 'routine.waiting':
+      return `[routine] waiting ${e.routine}: exec busy (held by ${e.holder})`;
+    case 'routine.retrying':
+      return `[routine] retrying ${e.routine} in ${secs(e.in_ms)} (attempt ${e.attempt} of ${e.of})`;
     case 'routine.catch_up':
       return `[routine] catching up ${e.routine} (missed ${e.scheduled_at})`;
     case 'routine.paused':

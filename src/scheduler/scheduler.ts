@@ -9,6 +9,7 @@ import { basename, dirname } from 'node:path';
 import { anySignal, systemClock, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
+import type { LockRecord } from '../lock/record.js';
 import type { Fire } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
@@ -17,8 +18,26 @@ import type { RoutineStore } from './store.js';
 import { lightSchedule, routineZone, type Schedule } from './schedule.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
 
+/** What a tick asks of one fire. */
+export interface FireRequest {
+  project: Project;
+  signal: AbortSignal;
+  trigger: Trigger;
+  /** Set when the routine has `retry`: 1 for the scheduled fire, 2… for its retries. */
+  attempt?: number;
+  /** The routine's `ifBusy` (SPEC §10): skip, or wait up to `waitTimeoutMs` for the lock. */
+  ifBusy: 'skip' | 'wait';
+  waitTimeoutMs?: number;
+  onStarted: () => void;
+  /** With ifBusy "wait": the lock is busy and the fire waits for it. */
+  onWait: (why: string, holder: LockRecord | null) => void;
+}
+
 /** Fires one routine (firing.ts in production, a stub in tests) and returns its record. */
-export type FireFn = (def: RoutineDef, scheduledAt: Date, o: { project: Project; signal: AbortSignal; trigger: Trigger; onStarted: () => void }) => Promise<FireResult>;
+export type FireFn = (def: RoutineDef, scheduledAt: Date, o: FireRequest) => Promise<FireResult>;
+
+/** The longest a routine with ifBusy "wait" waits by default: its interval, at most an hour. */
+export const MAX_DEFAULT_WAIT_MS = 3_600_000;
 
 export interface SchedulerOptions {
   project: Project;
@@ -114,7 +133,7 @@ export class Scheduler {
           // Late (suspend, clock step forward): fire once, then continue from now.
           this.next.set(id, nextFire(entry.schedule, Math.max(now, scheduledAt)));
           this.lastFired.set(id, scheduledAt);
-          this.launch(entry.def, new Date(scheduledAt));
+          this.launch(entry, new Date(scheduledAt));
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
         const ms = sleepMs(this.next, this.clock.now());
@@ -213,36 +232,40 @@ export class Scheduler {
       return;
     }
     const now = this.clock.now();
-    for (const { def, schedule } of this.routines.values()) {
+    for (const entry of this.routines.values()) {
+      const { def, schedule } = entry;
       if (def.catchUp !== 'latest') continue;
       const missed = catchUpTime(schedule, state.routines[def.id]?.last_scheduled_at ?? null, now);
       if (!missed) continue;
       this.o.log({ event: 'routine.catch_up', routine: def.id, scheduled_at: missed.toISOString() });
-      this.launch(def, missed);
+      this.launch(entry, missed);
     }
   }
 
   private warn = (message: string): void => this.o.log({ event: 'scheduler.warning', message });
 
   /** One tick of one routine. Tracked until done, so shutdown waits for it. */
-  private launch(def: RoutineDef, scheduledAt: Date): void {
-    const tick = this.tick(def, scheduledAt).catch((err: Error) => this.warn(`${def.id}: ${err.message}`));
+  private launch(entry: Entry, scheduledAt: Date): void {
+    const tick = this.tick(entry, scheduledAt).catch((err: Error) => this.warn(`${entry.def.id}: ${err.message}`));
     this.ticks.add(tick);
     void tick.finally(() => this.ticks.delete(tick));
   }
 
-  private async tick(def: RoutineDef, scheduledAt: Date): Promise<void> {
+  private async tick(entry: Entry, scheduledAt: Date): Promise<void> {
+    const def = entry.def;
     const id = def.id;
     // Several schedulers may share a database: exactly one of them takes each scheduled time,
     // and the others stay silent about it (it is not a skip).
     if (!(await this.o.store.claimTick(id, scheduledAt, this.o.host))) return;
     if (this.stopping) return;
     if (this.running.has(id)) {
-      // The previous fire is still going (or waiting out its jitter): a busy skip, recorded.
+      // The previous fire is still going (waiting out its jitter, waiting for the lock, or
+      // between retries): a busy skip, recorded.
       const at = new Date(this.clock.now()).toISOString();
       const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, trigger: 'schedule' };
       this.o.log({ event: 'routine.skipped', routine: id, reason: fire.reason! });
-      await this.o.store.recordFire(id, fire, this.warn).finally(() => this.o.observer?.fired?.(id, fire));
+      await this.record(id, fire);
+      this.o.observer?.fired?.(id, fire);
       return;
     }
     const stop = new AbortController();
@@ -257,23 +280,24 @@ export class Scheduler {
         this.jittering.delete(id);
         if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
       }
-      if (stop.signal.aborted || this.stopping) return;
-      let result: FireResult;
-      try {
-        result = await this.o.fire(def, scheduledAt, {
-          project, signal: stop.signal, trigger: 'schedule',
-          onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
-        });
-      } catch (err) {
-        // Nothing ran (its log may not be written, the start could not be recorded): a failure
-        // all the same, so that `routine list --check` shows it.
-        const at = new Date(this.clock.now()).toISOString();
-        result = { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null };
+      const retry = def.retry;
+      for (let attempt = 1; ; attempt++) {
+        if (stop.signal.aborted || this.stopping) return;
+        const trigger: Trigger = attempt === 1 ? 'schedule' : 'retry';
+        const result = await this.fireOnce(entry, scheduledAt, project, stop.signal, trigger, retry ? attempt : undefined);
+        this.logResult(id, result);
+        if (result.result !== 'skipped') this.lastRan.set(id, this.clock.monotonic());
+        // Skips are never retried; a failure is, while attempts remain.
+        const again = retry !== undefined && result.result === 'failure' && attempt <= retry.attempts && !this.stopping && !stop.signal.aborted;
+        await this.record(id, { ...result, trigger, ...(retry ? { attempt } : {}) });
+        this.o.observer?.fired?.(id, result);
+        if (!again) return;
+        // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out.
+        const delayMs = retry.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * (this.o.random ?? Math.random)());
+        this.o.log({ event: 'routine.retrying', routine: id, attempt: attempt + 1, of: retry.attempts + 1, in_ms: Math.round(delayMs) });
+        await this.clock.sleep(delayMs, anySignal(stop.signal, this.halt.signal));
+        if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
       }
-      this.logResult(id, result);
-      if (result.result !== 'skipped') this.lastRan.set(id, this.clock.monotonic());
-      await this.record(id, { ...result, trigger: 'schedule' });
-      this.o.observer?.fired?.(id, result);
     })();
     const tracked = task.finally(() => {
       this.running.delete(id);
@@ -281,6 +305,33 @@ export class Scheduler {
     });
     this.running.set(id, tracked);
     await tracked;
+  }
+
+  /** One fire of the routine, never throwing: a fire that could not even start is a failure. */
+  private async fireOnce(entry: Entry, scheduledAt: Date, project: Project, signal: AbortSignal, trigger: Trigger, attempt: number | undefined): Promise<FireResult> {
+    const { def } = entry;
+    const id = def.id;
+    try {
+      return await this.o.fire(def, scheduledAt, {
+        project, signal, trigger, attempt, ifBusy: def.ifBusy,
+        waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
+        onStarted: () => this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() }),
+        onWait: (why, holder) => this.o.log({ event: 'routine.waiting', routine: id, holder: holder ? holderText(holder) : why }),
+      });
+    } catch (err) {
+      // Nothing ran (its log may not be written, the start could not be recorded): a failure
+      // all the same, so that `routine list --check` shows it.
+      const at = new Date(this.clock.now()).toISOString();
+      return { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null };
+    }
+  }
+
+  /** `waitTimeoutSeconds`, or by default the routine's interval (from this fire to the next),
+   * at most an hour: a wait never runs into the routine's next tick. */
+  private waitTimeoutMs(entry: Entry, scheduledAt: Date): number {
+    if (entry.def.waitTimeoutSeconds !== undefined) return entry.def.waitTimeoutSeconds * 1000;
+    const next = nextFire(entry.schedule, scheduledAt.getTime());
+    return next === null ? MAX_DEFAULT_WAIT_MS : Math.max(1000, Math.min(MAX_DEFAULT_WAIT_MS, next - scheduledAt.getTime()));
   }
 
   /** Records a fire, retrying for a while (a full disk, a database outage); if it never can be,

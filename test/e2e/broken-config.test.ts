@@ -32,7 +32,8 @@ describe('read-only views with an invalid config', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(WARNING);
     expect(WARNING.exec(r.stderr)![1]).toBe('.routinely');
-    expect(r.stdout).toMatch(/^tick +- +- +\S+ ago +ok +1 \/ 0 \/ 0$/m);
+    expect(r.stdout).toMatch(/^scheduler: not running\n/);
+    expect(r.stdout).toMatch(/^tick +- +- +ok \S+ ago +1\/0\/0$/m);
     const json = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as object[];
     expect(json).toEqual([expect.objectContaining({ id: 'tick', schedule: null, action: null, next_run_at: null, last_result: 'success' })]);
   });
@@ -77,10 +78,10 @@ describe('read-only views with an invalid config', () => {
     const r = await runCli(['routine', 'list'], { cwd: project });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('routinely: warning: routinely.json is invalid, so this shows only what the state in var/state holds:\nroutinely:   routinely.json: routines[0].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)\n');
-    expect(r.stdout).toMatch(/^tick +- +- +\S+ ago +ok/m);
+    expect(r.stdout).toMatch(/^tick +- +- +ok \S+ ago/m);
     const env = await runCli(['routine', 'list'], { cwd: project, env: { ROUTINELY_STATE_DIR: 'elsewhere' } });
     expect(env.stderr).toContain('the state in elsewhere holds');
-    expect(env.stdout).toBe('no routines recorded in the state\n');
+    expect(env.stdout).toBe('scheduler: not running\nno routines recorded in the state\n');
     const bad = await runCli(['routine', 'list'], { cwd: project, env: { ROUTINELY_LOCK_TTL_SECONDS: 'abc' } });
     expect(bad.code).toBe(2); // a bad environment override stays an error
   });

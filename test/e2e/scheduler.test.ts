@@ -38,7 +38,8 @@ describe('scheduler start', () => {
     await s.waitFor(/\[routine\] skipped tick: exec busy/);
     await eventually(() => stateOf(project).routines.tick?.last_result === 'skipped', 10_000, 'skip recorded');
     const list = await runCli(['routine', 'list'], { cwd: project });
-    expect(list.stdout).toMatch(/\ntick +\* \* \* \* \* \* +.* +skipped +\d+ \/ 0 \/ [1-9]/);
+    expect(list.stdout).toMatch(/^scheduler: running, pid \d+ on \S+ since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\n/);
+    expect(list.stdout).toMatch(/\ntick +\* \* \* \* \* \* +\S+ UTC, in \S+ +(skipped \S+ ago|running \S+) +\d+\/0\/[1-9]\d*\n/);
     const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<string, unknown>[];
     expect(rows.find((r) => r.id === 'tick')).toMatchObject({ last_result: 'skipped', last_reason: 'exec busy', action: 'command', enabled: true, schedule: '* * * * * *', consecutive_failures: 0 });
     expect(rows.find((r) => r.id === 'tick')?.next_run_at).toMatch(/^\d{4}-\d\d-\d\dT/);
@@ -59,8 +60,11 @@ describe('scheduler start', () => {
       expect(check.code).toBe(1);
       expect(check.stderr).toMatch(/failing routine: bad \(exit code 3\)/);
     }
+    // skips never fail --check; with the scheduler stopped, its absence does
     writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [cmd('tick', '* * * * * *', 'echo tick')] }));
-    expect((await runCli(['routine', 'list', '--check'], { cwd: project })).code).toBe(0);
+    const stopped = await runCli(['routine', 'list', '--check'], { cwd: project });
+    expect(stopped.code).toBe(1);
+    expect(stopped.stderr).toBe('routinely: no scheduler is running (1 enabled routine will not fire): start one with `routinely scheduler start`\n');
     expect(lines(s).every((l) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[(scheduler|routine)\] /.test(l))).toBe(true);
   });
 

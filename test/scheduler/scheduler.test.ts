@@ -10,7 +10,8 @@ import { loadProject } from '../../src/config/load.js';
 import type { FireResult } from '../../src/scheduler/firing.js';
 import type { LogEvent } from '../../src/scheduler/log.js';
 import { fileRoutineStore, pauseRoutine, readRoutineState } from '../../src/scheduler/file-store.js';
-import { Scheduler, type FireFn } from '../../src/scheduler/scheduler.js';
+import { Scheduler, type FireFn, type FireRequest } from '../../src/scheduler/scheduler.js';
+import { readFires } from '../../src/scheduler/file-store.js';
 import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -24,13 +25,14 @@ function harness(config: object, startMs = T0 + 500) {
   const dir = testProject(config);
   const clock = new ManualClock(startMs);
   const events: LogEvent[] = [];
-  const fires: { id: string; scheduledAt: string; finish: (r?: Partial<FireResult>) => void }[] = [];
+  const fires: { id: string; scheduledAt: string; request: FireRequest; finish: (r?: Partial<FireResult>) => void }[] = [];
   const fire: FireFn = (def, scheduledAt, o) =>
     new Promise((resolve) => {
       o.onStarted();
       fires.push({
         id: def.id,
         scheduledAt: scheduledAt.toISOString(),
+        request: o,
         finish: (r = {}) =>
           resolve({
             result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: new Date(clock.now()).toISOString(),
@@ -50,6 +52,84 @@ function harness(config: object, startMs = T0 + 500) {
 }
 
 describe('Scheduler', () => {
+  it('retries a failed fire after S, 2S… with jitter, each attempt its own history line; never a skip', async () => {
+    const h = harness({ routines: [routine('flaky', '0 * * * *', { retry: { attempts: 2, backoffSeconds: 10 } }), routine('busy', '0 * * * *', { retry: { attempts: 3, backoffSeconds: 10 } })] });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    expect(h.fires.map((f) => [f.id, f.request.trigger, f.request.attempt])).toEqual([['flaky', 'schedule', 1], ['busy', 'schedule', 1]]);
+    h.fires[1]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null });
+    h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await eventually(() => h.events.some((e) => e.event === 'routine.retrying'), 5000);
+    // random() is 0.5 in the harness: 10 s x 1.1
+    expect(h.events).toContainEqual({ event: 'routine.retrying', routine: 'flaky', attempt: 2, of: 3, in_ms: 11_000 });
+    h.clock.advance(10_999);
+    await settle();
+    expect(h.fires).toHaveLength(2);
+    h.clock.advance(1);
+    await eventually(() => h.fires.length === 3, 5000);
+    expect(h.fires[2]!.request).toMatchObject({ trigger: 'retry', attempt: 2 });
+    h.fires[2]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await eventually(() => h.events.filter((e) => e.event === 'routine.retrying').length === 2, 5000);
+    expect(h.events).toContainEqual({ event: 'routine.retrying', routine: 'flaky', attempt: 3, of: 3, in_ms: 22_000 });
+    h.clock.advance(22_000);
+    await eventually(() => h.fires.length === 4, 5000);
+    h.fires[3]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await eventually(() => readFires(h.project, 'flaky').length === 3, 5000);
+    // the attempts are used up: no fourth
+    h.clock.advance(100_000);
+    await settle();
+    expect(h.fires).toHaveLength(4);
+    expect(readFires(h.project, 'flaky').map((f) => [f.trigger, f.attempt, f.result])).toEqual([['schedule', 1, 'failure'], ['retry', 2, 'failure'], ['retry', 3, 'failure']]);
+    expect(readFires(h.project, 'busy').map((f) => [f.trigger, f.attempt, f.result])).toEqual([['schedule', 1, 'skipped']]);
+    expect(h.events.filter((e) => e.event === 'routine.retrying' && e.routine === 'busy')).toEqual([]);
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a success ends the retries', async () => {
+    const h = harness({ routines: [routine('flaky', '0 * * * *', { retry: { attempts: 5, backoffSeconds: 1 } })] });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await eventually(() => h.events.some((e) => e.event === 'routine.retrying'), 5000);
+    h.clock.advance(1100);
+    await eventually(() => h.fires.length === 2, 5000);
+    h.fires[1]!.finish();
+    await eventually(() => readFires(h.project, 'flaky').length === 2, 5000);
+    h.clock.advance(60_000);
+    await settle();
+    expect(h.fires).toHaveLength(2);
+    expect(readRoutineState(h.project).routines.flaky).toMatchObject({ last_result: 'success', consecutive_failures: 0, counts: { success: 1, failure: 1 } });
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('ifBusy "wait": the fire waits for the lock up to waitTimeoutSeconds, by default the interval (at most an hour), and says whom it waits for', async () => {
+    const h = harness({ routines: [
+      routine('hourly', '0 * * * *', { ifBusy: 'wait' }),
+      routine('daily', '0 0 * * *', { ifBusy: 'wait' }),
+      routine('often', '*/10 * * * * *', { ifBusy: 'wait' }),
+      routine('told', '0 * * * *', { ifBusy: 'wait', waitTimeoutSeconds: 30 }),
+      routine('plain', '0 * * * *'),
+    ] }, Date.UTC(2026, 10, 29, 23, 59, 59, 500));
+    await settle();
+    h.clock.advance(500);
+    await eventually(() => h.fires.length === 5, 5000);
+    const req = Object.fromEntries(h.fires.map((f) => [f.id, f.request]));
+    expect(req.hourly).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 3_600_000 });
+    expect(req.daily).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 3_600_000 });
+    expect(req.often).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 10_000 });
+    expect(req.told).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 30_000 });
+    expect(req.plain).toMatchObject({ ifBusy: 'skip', waitTimeoutMs: undefined });
+    req.told!.onWait('pid 1 on h', null);
+    expect(h.events).toContainEqual({ event: 'routine.waiting', routine: 'told', holder: 'pid 1 on h' });
+    for (const f of h.fires) f.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
   it('fires each routine at its times and records the result', async () => {
     const h = harness({ routines: [routine('ten', '*/10 * * * * *'), routine('off', '* * * * * *', { enabled: false })] });
     await settle();

@@ -1,0 +1,192 @@
+// `routine list` (SPEC §6, §10): its rows, the scheduler line, a table that fits an 80-column
+// terminal, `--json` and `--check`. Two paths lead here and share all of it: the full one (the
+// config validated, next runs computed with croner and ICU) and the fast one (fast-list.ts: the
+// running scheduler's cache of the same values). So the two print the same bytes.
+//
+// Keep this module light: the fast path loads it, and its whole budget is a few milliseconds.
+
+import { processGone } from '../lock/identity.js';
+import type { OpenFire, RoutineRecord } from '../state/routine-state.js';
+import { humanDuration, paint, type Colour, type ZoneTime } from './io.js';
+
+/** A routine as the list knows it: from the config, or (config invalid) only from the state. */
+export interface ListedRoutine {
+  id: string;
+  schedule: string | null;
+  timezone: string | null;
+  action: string | null;
+  enabled: boolean | null;
+  starvedAfterSkips: number;
+  /** The next fire time in the routine's zone; null when none (disabled, unknown). */
+  next: ZoneTime | null;
+}
+
+/** Whether a scheduler runs for the project, and the words for the first line. */
+export interface SchedulerLine {
+  running: boolean;
+  text: string;
+}
+
+/** A `routine list --json` row: the routine-state record plus what the config says, whether it
+ * is starved and since when a fire of it is running. */
+export type ListRow = {
+  id: string;
+  schedule: string | null;
+  timezone: string | null;
+  action: string | null;
+  enabled: boolean | null;
+  next_run_at: string | null;
+} & Omit<RoutineRecord, 'open_fires'> & {
+  starved: boolean;
+  running_since: string | null;
+};
+
+/** When the oldest fire still in progress started (its process is alive, or lives on another
+ * host where it cannot be told); null when none runs. */
+export function runningSince(open: readonly OpenFire[] | undefined, gone: (o: OpenFire['owner']) => boolean = processGone): string | null {
+  let since: string | null = null;
+  for (const o of open ?? []) {
+    if (gone(o.owner)) continue;
+    if (since === null || o.started_at < since) since = o.started_at;
+  }
+  return since;
+}
+
+export function listRows(routines: readonly ListedRoutine[], records: Record<string, RoutineRecord>, emptyRecord: () => RoutineRecord): ListRow[] {
+  return routines.map((r) => {
+    const { open_fires: open, ...record } = records[r.id] ?? emptyRecord();
+    const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
+    return {
+      id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled,
+      next_run_at: r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null,
+      ...record,
+      starved,
+      running_since: runningSince(open),
+    };
+  });
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const WEEKDAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+
+/** One unit, rounded, as `systemctl list-timers` would: `<1s`, `45s`, `12m`, `6h`, `3d`. */
+export function shortDuration(ms: number): string {
+  if (ms < 1000) return '<1s';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.round(m / 60);
+  if (h < 48) return `${h}h`;
+  return `${Math.round(h / 24)}d`;
+}
+
+/** The next fire time, absolute in the routine's zone and relative: `03:00 GMT+1, in 6h`; a
+ * day or more ahead with its weekday (`Mon 04:00 UTC, in 3d`), a week or more with its date
+ * (`Dec 25 04:00 UTC, in 25d`). Seconds only when the time has them. */
+export function nextText(next: ZoneTime, nowMs: number): string {
+  const time = next.time.endsWith(':00') ? next.time.slice(0, 5) : next.time;
+  const [year, month, day] = next.date.split('-').map(Number) as [number, number, number];
+  const ahead = next.at - nowMs;
+  let date = '';
+  if (ahead >= 7 * 86_400_000) date = `${MONTHS[month - 1]} ${String(day).padStart(2, '0')} `;
+  else if (ahead >= 86_400_000) date = `${WEEKDAYS[new Date(Date.UTC(year, month - 1, day)).getUTCDay()]} `;
+  return `${date}${time}${next.zone ? ` ${next.zone}` : ''}, in ${shortDuration(Math.max(0, ahead))}`;
+}
+
+interface Cell {
+  text: string;
+  colour?: Colour;
+}
+
+function lastCell(r: ListRow, nowMs: number): Cell {
+  if (r.running_since) return { text: `running ${humanDuration(Math.max(0, nowMs - Date.parse(r.running_since)))}`, colour: 'cyan' };
+  if (r.starved) return { text: `starved: ${r.consecutive_skips} skips`, colour: 'magenta' };
+  if (!r.last_result) return { text: 'never', colour: 'gray' };
+  const ago = r.last_finished_at ? ` ${shortDuration(Math.max(0, nowMs - Date.parse(r.last_finished_at)))} ago` : '';
+  if (r.last_result === 'success') return { text: `ok${ago}`, colour: 'green' };
+  if (r.last_result === 'skipped') return { text: `skipped${ago}`, colour: 'yellow' };
+  return { text: `failed${r.consecutive_failures > 1 ? ` x${r.consecutive_failures}` : ''}${ago}`, colour: 'red' };
+}
+
+function nextCell(r: ListRow, routine: ListedRoutine, nowMs: number): Cell {
+  if (r.paused) return { text: `paused${r.paused_note ? `: ${r.paused_note}` : ''}`, colour: 'yellow' };
+  if (r.enabled === false) return { text: 'disabled', colour: 'gray' };
+  if (!routine.next || r.enabled === null) return { text: '-' };
+  return { text: nextText(routine.next, nowMs) };
+}
+
+/** Shortens `text` to `width` characters with an ellipsis. */
+function cut(text: string, width: number): string {
+  return text.length <= width ? text : `${text.slice(0, Math.max(0, width - 1))}…`;
+}
+
+const HEADER = ['ROUTINE', 'SCHEDULE', 'NEXT', 'LAST', 'OK/FAIL/SKIP'];
+const GAP = '  ';
+/** Narrowest a shortened column gets, and the order they give way in when the table is too
+ * wide: a long pause note first, then the id, the schedule, the last run. */
+const MIN = [12, 9, 20, 12, 12];
+const SHRINK = [2, 0, 1, 3];
+
+/** The table's lines (no trailing newline), at most `width` columns where the content allows. */
+export function renderTable(routines: readonly ListedRoutine[], rows: readonly ListRow[], scheduler: SchedulerLine | null, nowMs: number, o: { color: boolean; width: number; fromState?: boolean }): string[] {
+  const lines: string[] = [];
+  if (scheduler) lines.push(`scheduler: ${scheduler.text}`);
+  if (rows.length === 0) {
+    lines.push(o.fromState ? 'no routines recorded in the state' : 'no routines in the config');
+    return lines;
+  }
+  const table = rows.map((r, i) => {
+    const routine = routines[i]!;
+    const schedule = r.schedule ?? '-';
+    return [{ text: r.id }, { text: schedule }, nextCell(r, routine, nowMs), lastCell(r, nowMs), { text: `${r.counts.success}/${r.counts.failure}/${r.counts.skipped}` }] as Cell[];
+  });
+  const widths = HEADER.map((h, i) => Math.max(h.length, ...table.map((t) => t[i]!.text.length)));
+  // a pause note gives way first, but the next times stay whole
+  const min = [...MIN];
+  min[2] = Math.max(12, ...table.filter((_, i) => !rows[i]!.paused).map((t) => t[2]!.text.length));
+  const total = (): number => widths.reduce((a, b) => a + b, 0) + GAP.length * (widths.length - 1);
+  // Too wide: shorten NEXT (a long pause note), then SCHEDULE, then ROUTINE, down to their minimum.
+  for (const col of SHRINK) {
+    const over = total() - o.width;
+    if (over <= 0) break;
+    widths[col] = Math.max(Math.min(min[col]!, widths[col]!), HEADER[col]!.length, widths[col]! - over);
+  }
+  const line = (cells: Cell[]): string =>
+    cells
+      .map((c, i) => {
+        const text = cut(c.text, widths[i]!).padEnd(i === cells.length - 1 ? 0 : widths[i]!);
+        return c.colour ? paint(text, c.colour, o.color) : text;
+      })
+      .join(GAP)
+      .trimEnd();
+  lines.push(line(HEADER.map((text) => ({ text }))));
+  for (const t of table) lines.push(line(t));
+  return lines;
+}
+
+/** What `--check` fails on (SPEC §10): failed, starved, or no scheduler while routines are
+ * enabled. One line each; none when all is well. */
+export function checkProblems(rows: readonly ListRow[], scheduler: SchedulerLine | null): string[] {
+  const problems: string[] = [];
+  for (const r of rows) {
+    if (r.enabled === false) continue;
+    if (r.last_result === 'failure') problems.push(`failing routine: ${r.id} (${r.last_reason ?? 'failed'})`);
+    if (r.starved && !r.paused) problems.push(`starved routine: ${r.id} (${r.consecutive_skips} busy skips in a row)`);
+  }
+  const enabled = rows.filter((r) => r.enabled !== false && !r.paused).length;
+  if (scheduler && !scheduler.running && enabled > 0) {
+    problems.push(`no scheduler is running (${enabled} enabled routine${enabled === 1 ? '' : 's'} will not fire): start one with \`routinely scheduler start\``);
+  }
+  return problems;
+}
+
+/** The first line from the scheduler lock's status (`lock status` of key "scheduler"). */
+export function schedulerLineOf(st: { state: 'free' | 'held' | 'stale'; record: { owner: { pid: number; host: string }; created_at: number } | null; why: string | null }): SchedulerLine {
+  if (st.state === 'held' && st.record) {
+    const since = new Date(st.record.created_at * 1000).toISOString().replace('T', ' ').slice(0, 19);
+    return { running: true, text: `running, pid ${st.record.owner.pid} on ${st.record.owner.host} since ${since} UTC` };
+  }
+  if (st.state === 'stale') return { running: false, text: `not running (a scheduler left its lock behind: ${st.why ?? 'stale'})` };
+  return { running: false, text: 'not running' };
+}
