@@ -174,4 +174,12 @@ describe('notifyFire', () => {
     const got = JSON.parse(readFileSync(join(dir, 'events.jsonl'), 'utf8')) as Record<string, unknown>;
     expect(got).toMatchObject({ event: 'starved', why: 'skipped 1 time in a row: exec busy (held by exec run r-20261130T120107Z-7f3a since 12:01:07)' });
   });
+
+  it('a failing command is logged without its command string; JSON lines carry the same fields', async () => {
+    const project = loadProject({ cwd: testProject({ notify: { command: 'echo "TOKEN=abc"; echo "pager down" >&2; exit 4' }, routines: [routine('a')] }) });
+    const logged: LogEvent[] = [];
+    await notifyFire({ project, def: project.config.routines[0]!, prior: undefined, fire: fire('failure'), final: true, delivery: fast, log: (e) => logged.push(e) });
+    expect(logged.map(formatText)).toEqual(['[notify] failure a: command failed after 3 attempts: exit code 4: pager down']);
+    expect(logged[0]).toEqual({ event: 'notify.failed', routine: 'a', notify_event: 'failure', channel: 'command', target: 'command', attempts: 3, error: 'exit code 4: pager down' });
+  });
 });
