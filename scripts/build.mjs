@@ -13,16 +13,12 @@ import { execFileSync } from 'node:child_process';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 rmSync('dist', { recursive: true, force: true });
-await build({
-  entryPoints: { cli: 'src/cli/main.ts', index: 'src/index.ts' },
-  outdir: 'dist',
+const common = {
   bundle: true,
-  splitting: true,
   format: 'esm',
   platform: 'node',
   target: 'node20',
   minifySyntax: true,
-  chunkNames: 'chunks/[name]-[hash]',
   define: { __ROUTINELY_VERSION__: JSON.stringify(pkg.version) },
   // commander and pg are CommonJS: give the ESM bundle require() and __filename.
   banner: {
@@ -34,5 +30,29 @@ await build({
     ].join(' '),
   },
   logLevel: 'warning',
+};
+// The library and the CLI's commands: shared chunks, each command in its own lazily loaded chunk.
+await build({
+  ...common,
+  entryPoints: { index: 'src/index.ts', 'cli-program': 'src/cli/program.ts' },
+  outdir: 'dist',
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
+});
+// The CLI's entry, one file with the fast `routine list` in it (issue 12: loading a dozen chunks
+// cost it more than its work); everything else it imports from cli-program.js above.
+await build({
+  ...common,
+  entryPoints: { cli: 'src/cli/main.ts' },
+  outdir: 'dist',
+  splitting: false,
+  plugins: [
+    {
+      name: 'program-outside',
+      setup(b) {
+        b.onResolve({ filter: /^\.\/program\.js$/ }, () => ({ path: './cli-program.js', external: true }));
+      },
+    },
+  ],
 });
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--emitDeclarationOnly'], { stdio: 'inherit' });

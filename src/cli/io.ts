@@ -9,7 +9,7 @@ export const err = (line: string): void => {
 };
 
 /** Colour only on a TTY and only when NO_COLOR is unset (https://no-color.org). */
-export function useColor(stream: NodeJS.WriteStream = process.stdout): boolean {
+export function useColor(stream: { isTTY?: boolean } = process.stdout): boolean {
   return Boolean(stream.isTTY) && !process.env.NO_COLOR && process.env.TERM !== 'dumb';
 }
 

@@ -11,7 +11,7 @@ import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { systemClock } from '../clock.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
-import { checkProblems, listRows, renderTable, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
+import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
 import { hostId } from '../lock/identity.js';
 import type { GlobalOptions } from './main.js';
 import { loadForView, stateOnly } from './view-project.js';
@@ -101,19 +101,6 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
   // With an invalid config, the routines the state knows (no schedule, action or next run).
   routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, starvedAfterSkips: 3, next: null }));
   return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);
-}
-
-/** Prints the list (or its JSON) and answers --check: shared by the full and the fast path. */
-export function printList(routines: ListedRoutine[], rows: ListRow[], scheduler: SchedulerLine, nowMs: number, flags: { json?: boolean; check?: boolean }, fromState = false): number {
-  if (flags.json) out(JSON.stringify(rows, null, 2));
-  else {
-    const width = process.stdout.isTTY && process.stdout.columns ? process.stdout.columns : 80;
-    for (const l of renderTable(routines, rows, scheduler, nowMs, { color: useColor(), width, fromState })) out(l);
-  }
-  if (!flags.check) return ExitCode.OK;
-  const problems = checkProblems(rows, scheduler);
-  for (const p of problems) err(`routinely: ${p}`);
-  return problems.length > 0 ? ExitCode.FAILED : ExitCode.OK;
 }
 
 export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions): Promise<number> {

@@ -7,7 +7,8 @@
 
 import { processGone } from '../lock/identity.js';
 import type { OpenFire, RoutineRecord } from '../state/routine-state.js';
-import { humanDuration, paint, type Colour, type ZoneTime } from './io.js';
+import { ExitCode } from '../errors.js';
+import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
 
 /** A routine as the list knows it: from the config, or (config invalid) only from the state. */
 export interface ListedRoutine {
@@ -189,4 +190,25 @@ export function schedulerLineOf(st: { state: 'free' | 'held' | 'stale'; record: 
   }
   if (st.state === 'stale') return { running: false, text: `not running (a scheduler left its lock behind: ${st.why ?? 'stale'})` };
   return { running: false, text: 'not running' };
+}
+
+/** Where the list goes: stdout and stderr lines (the fast path collects them). */
+export interface ListSink {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const consoleSink: ListSink = { out, err };
+
+/** Prints the list (or its JSON) and answers --check: shared by the full and the fast path. */
+export function printList(routines: ListedRoutine[], rows: ListRow[], scheduler: SchedulerLine, nowMs: number, flags: { json?: boolean; check?: boolean }, fromState = false, sink: ListSink = consoleSink, tty: { isTTY: boolean; columns?: number } = process.stdout): number {
+  if (flags.json) sink.out(JSON.stringify(rows, null, 2));
+  else {
+    const width = tty.isTTY && tty.columns ? tty.columns : 80;
+    for (const l of renderTable(routines, rows, scheduler, nowMs, { color: useColor(tty), width, fromState })) sink.out(l);
+  }
+  if (!flags.check) return ExitCode.OK;
+  const problems = checkProblems(rows, scheduler);
+  for (const p of problems) sink.err(`routinely: ${p}`);
+  return problems.length > 0 ? ExitCode.FAILED : ExitCode.OK;
 }

@@ -11,6 +11,7 @@ import { disposable, openBackend, type Backend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
+import { cacheSchedules } from '../scheduler/upcoming.js';
 import { reportBusy } from './busy.js';
 import { httpSetup } from './http-options.js';
 import { out } from './io.js';
@@ -87,6 +88,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     log,
     reloadProject: () => loadProject({ configPath: project.configPath }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
+    cacheSchedules,
     store: backend.routines,
     host,
     observer: served?.observer,

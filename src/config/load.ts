@@ -2,14 +2,16 @@
 // up from the current directory, `--config` / ROUTINELY_CONFIG overriding, environment
 // overrides winning over the file. Bad values are errors, never silent defaults.
 
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { ConfigError, UsageError, errnoCode } from '../errors.js';
+import { CONFIG_FILE, findConfig, findConfigUpward, isFile, stripJsonComments } from './find.js';
 import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
+
+export { CONFIG_FILE, findConfig, findConfigUpward, isFile, stripJsonComments };
 import type { Config } from './schema.js';
 import { validateConfig, type ValidateOptions } from './validate.js';
 
-export const CONFIG_FILE = 'routinely.json';
 
 export interface LoadOptions extends ValidateOptions {
   cwd?: string;
@@ -38,115 +40,6 @@ export type ProjectBackend = { type: 'file' } | { type: 'postgres'; url: string;
 export function displayPath(path: string, cwd = process.cwd()): string {
   const rel = relative(cwd, path);
   return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
-}
-
-export function findConfig(options: LoadOptions = {}): string {
-  const cwd = options.cwd ?? process.cwd();
-  const env = options.env ?? process.env;
-  const explicit = options.configPath ?? (env.ROUTINELY_CONFIG || undefined);
-  if (explicit !== undefined) {
-    const p = resolve(cwd, explicit);
-    const source = options.configPath !== undefined ? '--config' : 'ROUTINELY_CONFIG';
-    if (!isFile(p)) throw new UsageError(`${source}: ${explicit} does not exist or is not a file`);
-    checkConfigOwner(p, source);
-    return p;
-  }
-  const found = findConfigUpward(resolve(cwd), true);
-  if (found) return found;
-  throw new UsageError(
-    `no ${CONFIG_FILE} found in ${resolve(cwd)} or any parent folder; run \`routinely init\` or pass --config PATH`,
-  );
-}
-
-const uid = (): number | null => (typeof process.geteuid === 'function' ? process.geteuid() : null);
-
-function ownerOf(p: string): number | null {
-  try {
-    return statSync(p).uid;
-  } catch {
-    return null;
-  }
-}
-
-/** A config owned by another user, or writable by group or others, is refused (SPEC §12). */
-function checkConfigOwner(p: string, source: string): void {
-  const st = statSync(p);
-  const me = uid();
-  if (me !== null && st.uid !== me) {
-    throw new UsageError(`${source}: refusing ${p}: it belongs to uid ${st.uid}, not to this user (uid ${me}); a config decides what runs as you — run routinely as its owner`);
-  }
-  if ((st.mode & 0o022) !== 0) {
-    throw new UsageError(`${source}: refusing ${p}: other users may write it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); fix it with: chmod 644 ${p}`);
-  }
-}
-
-/** The nearest `routinely.json` in `dir` or one of its parent folders. Like git's
- * safe.directory, the search never crosses into a folder of another user, and a config that
- * another user owns or may write is refused (it decides what runs as you): `strict` says so
- * (exit 2), otherwise the search just ends there (null). */
-export function findConfigUpward(dir: string, strict = false): string | null {
-  const me = uid();
-  for (let d = dir; ; d = dirname(d)) {
-    const owner = ownerOf(d);
-    if (me !== null && owner !== null && owner !== me) {
-      if (!strict) return null;
-      throw new UsageError(
-        `no ${CONFIG_FILE} found in ${dir}${d === dir ? '' : ' or its parents'}: the search stopped at ${d}, which belongs to uid ${owner}, not to this user (uid ${me}); routinely never reads a config from another user's folder — pass --config PATH for one of yours`,
-      );
-    }
-    const candidate = join(d, CONFIG_FILE);
-    if (isFile(candidate)) {
-      if (strict) checkConfigOwner(candidate, 'the config search');
-      return candidate;
-    }
-    if (dirname(d) === d) return null;
-  }
-}
-
-export function isFile(p: string): boolean {
-  try {
-    return statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** Blanks out line (`//`) and block comments outside strings (JSONC, as `routinely init` writes and
- * editors accept), keeping every line and column where it was for error messages. */
-export function stripJsonComments(text: string): string {
-  let out = '';
-  let i = 0;
-  let inString = false;
-  while (i < text.length) {
-    const c = text[i]!;
-    if (inString) {
-      out += c;
-      if (c === '\\') {
-        out += text[i + 1] ?? '';
-        i += 2;
-        continue;
-      }
-      if (c === '"') inString = false;
-      i++;
-    } else if (c === '"') {
-      inString = true;
-      out += c;
-      i++;
-    } else if (c === '/' && text[i + 1] === '/') {
-      while (i < text.length && text[i] !== '\n') {
-        out += ' ';
-        i++;
-      }
-    } else if (c === '/' && text[i + 1] === '*') {
-      const end = text.indexOf('*/', i + 2);
-      const stop = end === -1 ? text.length : end + 2;
-      for (; i < stop; i++) out += text[i] === '\n' ? '\n' : ' ';
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return out;
 }
 
 /** Parses JSON (comments allowed); a syntax error names its line and column

@@ -4,7 +4,7 @@
 // (O_NOFOLLOW), a FIFO or device (O_NONBLOCK, then fstat), a file over a size cap, a file owned
 // by another user. Every new file is created with O_EXCL under a name nobody else chooses.
 
-import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import {
   closeSync,
   constants,
@@ -113,10 +113,12 @@ export function lstatQuiet(path: string): Stats | null {
 // lock cycle's other syscalls.
 let pool = Buffer.alloc(0);
 let poolOffset = 0;
+// node:crypto on first use: readers (`routine list`, `lock status`) never need it.
+const lazyRequire = createRequire(import.meta.url);
 
 export function randomHex(bytes: number): string {
   if (poolOffset + bytes > pool.length) {
-    pool = randomBytes(4096);
+    pool = (lazyRequire('node:crypto') as typeof import('node:crypto')).randomBytes(4096);
     poolOffset = 0;
   }
   const hex = pool.toString('hex', poolOffset, poolOffset + bytes);

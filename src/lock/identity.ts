@@ -3,10 +3,18 @@
 // pid + start time (FACTS "Crash recovery"). Linux reads /proc; macOS asks ps; anything else
 // only learns "dead" from kill(pid, 0) and otherwise falls back to lease expiry.
 
-import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { closeSync, openSync, readFileSync, readSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { errnoCode } from '../errors.js';
+
+// child_process only where Linux's /proc is missing (macOS: ps, sysctl): loading it costs a few
+// milliseconds of every start-up that reads a lock (`routine list`'s budget, issue 12).
+const lazyRequire = createRequire(import.meta.url);
+function execText(file: string, args: string[], options: { timeout?: number; env?: NodeJS.ProcessEnv } = {}): string {
+  const cp = lazyRequire('node:child_process') as typeof import('node:child_process');
+  return cp.execFileSync(file, args, { ...options, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+}
 
 export type ProcessState =
   | { state: 'dead'; why: 'no-process' | 'zombie' }
@@ -173,11 +181,7 @@ function darwinInspect(pid: number): ProcessState {
   try {
     // lstart is formatted in the caller's zone and locale: fix both, or two observers with
     // different TZ would read different start times for one process.
-    out = execFileSync('ps', ['-o', 'stat=,pgid=,lstart=', '-p', String(pid)], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      env: { ...process.env, TZ: 'UTC', LC_ALL: 'C' },
-    });
+    out = execText('ps', ['-o', 'stat=,pgid=,lstart=', '-p', String(pid)], { env: { ...process.env, TZ: 'UTC', LC_ALL: 'C' } });
   } catch {
     // ps exits 1 when no such process exists
     return killProbe(pid);
@@ -209,7 +213,7 @@ function readBootId(): string | null {
   }
   if (process.platform === 'darwin') {
     try {
-      return execFileSync('sysctl', ['-n', 'kern.boottime'], { encoding: 'utf8' }).trim() || null;
+      return execText('sysctl', ['-n', 'kern.boottime']).trim() || null;
     } catch {
       return null;
     }

@@ -56,6 +56,9 @@ export interface SchedulerOptions {
   watchConfig?: boolean;
   /** Told of every recorded fire and every loop sleep (metrics and health, SPEC §11). */
   observer?: SchedulerObserver;
+  /** Writes `routine list`'s cache of upcoming fire times for this config (list-cache.ts) and
+   * returns when to write it again; called after each (re)load and when that time comes. */
+  cacheSchedules?: (project: Project, nowMs: number) => number | null;
 }
 
 interface Entry {
@@ -88,6 +91,8 @@ export class Scheduler {
   private configHash = '';
   private watcher: FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
+  private cacheAt: number | null = null;
+  private cacheFailed = false;
 
   constructor(private readonly o: SchedulerOptions) {
     this.project = o.project;
@@ -112,6 +117,7 @@ export class Scheduler {
   async run(stop: AbortSignal): Promise<void> {
     this.apply(this.project);
     this.configHash = this.hashConfig();
+    this.writeCache();
     if (this.o.watchConfig !== false) this.watchConfig();
     this.o.log({ event: 'scheduler.started', routines: this.routines.size, pid: process.pid });
     await this.catchUp();
@@ -122,8 +128,12 @@ export class Scheduler {
       while (!stop.aborted) {
         if (this.reloadRequested) this.reload();
         const now = this.clock.now();
-        if (clockWentBack(previousNow, now)) this.recompute(now);
+        if (clockWentBack(previousNow, now)) {
+          this.recompute(now);
+          this.writeCache();
+        }
         previousNow = now;
+        if (this.cacheAt !== null && now >= this.cacheAt) this.writeCache();
         // Due at the same moment, the routine that ran longest ago goes first: routines that
         // meet on every tick take turns at the exec lock instead of one always winning.
         const due = dueIds(this.next, now).sort((a, b) => (this.lastRan.get(a) ?? -Infinity) - (this.lastRan.get(b) ?? -Infinity));
@@ -194,7 +204,21 @@ export class Scheduler {
     }
     this.apply(fresh);
     this.configHash = this.hashConfig();
+    this.writeCache();
     this.o.log({ event: 'scheduler.reloaded', routines: this.routines.size });
+  }
+
+  /** A cache that cannot be written only costs `routine list` its fast start: said once. */
+  private writeCache(): void {
+    if (!this.o.cacheSchedules) return;
+    const now = this.clock.now();
+    try {
+      this.cacheAt = this.o.cacheSchedules(this.project, now);
+    } catch (err) {
+      this.cacheAt = now + 60_000;
+      if (!this.cacheFailed) this.warn(`could not write the routine list cache (routine list computes its times itself): ${(err as Error).message}`);
+      this.cacheFailed = true;
+    }
   }
 
   private hashConfig(): string {

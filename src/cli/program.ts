@@ -1,0 +1,355 @@
+// The command line: commander wiring only. Each command's module is imported when the command
+// runs, so `routinely --version` never pays for zod or croner. This is the only file that calls
+// process.exit; it maps errors to the exit codes of SPEC §7 and never prints a stack trace.
+
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ExitCode, RoutinelyError } from '../errors.js';
+
+import { VERSION } from '../version.js';
+
+export interface GlobalOptions {
+  config?: string;
+}
+
+/** Node's timers overflow past ≈ 24.8 days; longer values are refused. */
+const MAX_SECONDS = 2_000_000;
+
+function seconds(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n) || n > MAX_SECONDS) {
+      throw new InvalidArgumentError(`${flag} takes a number of seconds up to ${MAX_SECONDS}, got ${JSON.stringify(value)}`);
+    }
+    return n;
+  };
+}
+
+function positiveInt(flag: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || n < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got ${JSON.stringify(value)}`);
+    return n;
+  };
+}
+
+const ifBusyOption = (defaultMode: string): Option =>
+  new Option('--if-busy <mode>', `what to do when the exec lock is held (default: ${defaultMode})`).choices([
+    'fail',
+    'skip',
+    'wait',
+  ]);
+const waitTimeoutOption = (): Option =>
+  new Option('--wait-timeout <seconds>', 'with --if-busy wait: give up (exit 75) after this long').argParser(
+    seconds('--wait-timeout'),
+  );
+
+const httpOption = (): Option =>
+  new Option('--http <[host:]port>', 'serve /metrics, /healthz, /api/* and a status page here (default host 127.0.0.1; any other needs ROUTINELY_HTTP_TOKEN)');
+
+const keyOption = (): Option =>
+  new Option('--key <key>', 'which lock').choices(['exec-run', 'scheduler']).default('exec-run');
+
+function buildProgram(setExit: (code: number) => void): Command {
+  const program = new Command('routinely')
+    .description('Run a project\'s recurring work safely under one crash-safe project exec lock.')
+    .version(VERSION, '-V, --version', 'print the version')
+    .addOption(configOption())
+    .configureHelp({ showGlobalOptions: true })
+    .enablePositionalOptions()
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Examples:
+  routinely validate                          check routinely.json, show next fire times
+  routinely lock run -- ./scripts/deploy.sh   run a command under the project exec lock
+  routinely lock run --if-busy skip -- make   skip (exit 0) when the lock is busy
+  routinely lock status --json                who holds the lock, heartbeat, expiry
+
+Exit codes: 0 ok or skipped, 1 work failed or lock lost, 2 bad usage or config,
+3 no scheduler running (scheduler status), 75 lock busy, 130/143 stopped by SIGINT/SIGTERM.`,
+    );
+  let active: Command = program;
+  program.hook('preAction', (_program, actionCommand) => {
+    active = actionCommand;
+  });
+  const globals = (): GlobalOptions => globalsOf(active);
+  const act =
+    <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
+    async (...args: A): Promise<void> => {
+      setExit(await fn(...args));
+    };
+
+  const lock = program.command('lock').description('the project exec lock (like flock, crash-safe)');
+  lock
+    .command('run')
+    .description('run CMD while holding the project exec lock')
+    .addOption(ifBusyOption('fail'))
+    .addOption(waitTimeoutOption())
+    .addOption(new Option('--routine <id>', 'record the hold as fired by this routine').hideHelp())
+    .argument('<cmd...>', 'the command and its arguments (after --)')
+    .passThroughOptions()
+    .addHelpText(
+      'after',
+      `
+CMD runs in its own process group with the lock held and heartbeated; SIGINT/SIGTERM are
+forwarded to it. Exits with CMD's exit code; 75 when busy (or 0 with --if-busy skip);
+1 when the lock was lost while CMD ran. CMD sees ROUTINELY_LOCK_GENERATION (fencing token).
+
+Examples:
+  routinely lock run -- npm run migrate
+  routinely lock run --if-busy wait --wait-timeout 60 -- ./backup.sh`,
+    )
+    .action(act(async (cmd: string[], opts) => (await import('./lock-commands.js')).lockRun(cmd, opts, globals())));
+  lock
+    .command('status')
+    .description('show the holder, generation, heartbeat age, expiry and staleness')
+    .option('--json', 'print JSON')
+    .addOption(keyOption())
+    .action(act(async (opts) => (await import('./lock-commands.js')).lockStatus(opts, globals())));
+  lock
+    .command('break')
+    .description('remove the lock, only if it is stale (dead owner, expired, unreadable)')
+    .addOption(keyOption())
+    .action(act(async (opts) => (await import('./lock-commands.js')).lockBreak(opts, globals())));
+
+  const routineOption = (): Option => new Option('--routine <id>', 'record the run as fired by this routine').hideHelp();
+  const runOptions = (c: Command): Command =>
+    c
+      .addOption(ifBusyOption('fail'))
+      .addOption(waitTimeoutOption())
+      .addOption(new Option('--parallel <n>', 'tasks at once (default exec.parallel)').argParser(positiveInt('--parallel')))
+      .addOption(new Option('--timeout <seconds>', 'stop the whole run after this long (ABORTED / RUN_TIMEOUT)').argParser(seconds('--timeout')))
+      .option('--json', 'print the final run state as JSON')
+      .addOption(routineOption());
+
+  program
+    .command('register')
+    .description('sync the task registry with the config and task files (takes the lock)')
+    .addOption(ifBusyOption('fail'))
+    .addOption(waitTimeoutOption())
+    .addOption(routineOption())
+    .action(act(async (opts) => (await import('./exec-commands.js')).registerCommand(opts, globals())));
+
+  const exec = program.command('exec').description('exec tasks: run, resume, inspect');
+  runOptions(
+    exec
+      .command('run')
+      .description('run the ready tasks (or the named ones) under the exec lock')
+      .argument('[task...]', 'run exactly these tasks'),
+  )
+    .addHelpText('after', `
+Ready tasks are the pending ones whose dependencies have succeeded. Each task runs with sh -c in
+its own process group, output to <stateDir>/exec/runs/<run-id>/<task>.log.
+Exit 0 when all succeeded (or nothing was ready), 1 when any failed, 75 when busy.
+
+Examples:
+  routinely exec run
+  routinely exec run build docs --parallel 4
+  routinely exec run --if-busy wait --json`)
+    .action(act(async (tasks: string[], opts) => (await import('./exec-commands.js')).runCommand(tasks, opts, globals())));
+  runOptions(
+    exec
+      .command('resume')
+      .description('finish an interrupted run: keep what succeeded, run the rest again')
+      .argument('[run-id]', 'the run (default: the newest INTERRUPTED, ABORTED or orphaned RUNNING run)'),
+  ).action(act(async (runId: string | undefined, opts) => (await import('./exec-commands.js')).resumeCommand(runId, opts, globals())));
+  exec
+    .command('status')
+    .description('tasks and their statuses')
+    .option('--json', 'print JSON')
+    .action(act(async (opts) => (await import('./exec-commands.js')).statusCommand(opts, globals())));
+  exec
+    .command('runs')
+    .description('recent runs, newest first')
+    .option('--json', 'print JSON')
+    .addOption(new Option('--limit <n>', 'how many').argParser(positiveInt('--limit')).default(20))
+    .action(act(async (opts) => (await import('./exec-commands.js')).runsCommand(opts, globals())));
+  exec
+    .command('show')
+    .description('one run: status, explanation, every task')
+    .argument('<run-id>')
+    .option('--json', 'print JSON')
+    .action(act(async (runId: string, opts) => (await import('./exec-commands.js')).showCommand(runId, opts, globals())));
+  exec
+    .command('reset')
+    .description('set tasks back to pending (takes the lock)')
+    .argument('<task...>')
+    .addOption(ifBusyOption('fail'))
+    .addOption(waitTimeoutOption())
+    .action(act(async (tasks: string[], opts) => (await import('./exec-commands.js')).resetCommand(tasks, opts, globals())));
+
+  const routine = program.command('routine').description('routines: list, fire now, history, pause');
+  routine
+    .command('list')
+    .description('every routine: schedule, next and last run, last result, counts, paused')
+    .option('--json', 'print JSON (the fields of routine-state.json plus schedule and next_run_at)')
+    .option('--check', 'exit 1 when an enabled routine last failed (skips do not count)')
+    .action(act(async (opts) => (await import('./routine-commands.js')).routineList(opts, globals())));
+  routine
+    .command('run')
+    .description('fire one routine now, exactly as the scheduler would, and record it')
+    .argument('<id>')
+    .addOption(ifBusyOption('fail'))
+    .addOption(waitTimeoutOption())
+    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineRun(id, opts, globals())));
+  routine
+    .command('history')
+    .description('past fires of a routine, newest first')
+    .argument('<id>')
+    .addOption(new Option('--limit <n>', 'how many').argParser(positiveInt('--limit')).default(20))
+    .option('--json', 'print JSON')
+    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineHistory(id, opts, globals())));
+  routine
+    .command('logs')
+    .description("a routine's output, every run framed by a start and an end line (the rotated .1 file first)")
+    .argument('<id>')
+    .option('--run <run-id>', "only this run's section, frames included")
+    .addOption(new Option('--lines <n>', 'only the last N lines (default: all; 10 with --follow)').argParser(positiveInt('--lines')))
+    .option('-f, --follow', 'keep printing new output, through rotation, until Ctrl-C; with --run, until that run ends')
+    .action(act(async (id: string, opts) => (await import('./routine-logs.js')).routineLogs(id, opts, globals())));
+  routine
+    .command('pause')
+    .description('stop firing a routine (a running scheduler honours it at once)')
+    .argument('<id>')
+    .option('--note <text>', 'why, shown in routine list')
+    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routinePause(id, opts, globals())));
+  routine
+    .command('resume')
+    .description('fire a paused routine again on its schedule')
+    .argument('<id>')
+    .action(act(async (id: string) => (await import('./routine-commands.js')).routineResume(id, globals())));
+
+  const scheduler = program.command('scheduler').description('the long-running scheduler');
+  scheduler
+    .command('start')
+    .description('run the scheduler in the foreground (systemd, a container, a terminal)')
+    .addOption(new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'))
+    .addOption(new Option('--shutdown-timeout <seconds>', 'on SIGTERM/SIGINT, wait this long for running routines').argParser(seconds('--shutdown-timeout')).default(30))
+    .addOption(httpOption())
+    .addHelpText('after', `
+Fires every enabled, unpaused routine as a child process (exec run / exec resume / register /
+lock run, each with --if-busy skip). A tick that meets a busy lock is logged as
+"[routine] skipped <id>: exec busy" and recorded as skipped. SIGHUP or a change of the config
+file reloads it (a bad config is logged and the old one kept). SIGTERM/SIGINT: stop firing,
+wait for running routines up to --shutdown-timeout, stop them, exit 0.
+--http serves /metrics, /healthz, /api/* and a status page (docs/http.md).`)
+    .action(act(async (opts) => (await import('./scheduler-command.js')).schedulerStart(opts, globals())));
+
+  scheduler
+    .command('status')
+    .description('whether a scheduler runs for this project: pid, host, since, heartbeat (exit 3 when none runs)')
+    .option('--json', 'print JSON')
+    .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStatus(opts, globals())));
+  scheduler
+    .command('stop')
+    .description('SIGTERM to the scheduler on this host, then wait until it has exited')
+    .addOption(new Option('--timeout <seconds>', 'give up waiting after this long (exit 1)').argParser(seconds('--timeout')).default(60))
+    .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStop(opts, globals())));
+
+  program
+    .command('serve')
+    .description('serve the metrics, health, API and status page without firing anything (a host that only watches)')
+    .addOption(httpOption())
+    .addOption(new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'))
+    .action(act(async (opts) => (await import('./scheduler-command.js')).serve(opts, globals())));
+
+  program
+    .command('init')
+    .description('write a commented starter routinely.json (with $schema) here')
+    .option('--force', 'write it even if a routinely.json exists here (overwritten) or in a parent folder (a nested project)')
+    .addHelpText('after', `
+Refuses (exit 2) when this folder already has a routinely.json, or is inside a project (a
+routinely.json in a parent folder, which commands run here already use); --force overrides both.
+With --config PATH it writes PATH instead of ./routinely.json.
+
+"$schema" points at ./node_modules/routinely/config/routinely.schema.json (relative to the file)
+when routinely is installed in the project or a parent folder; otherwise at the schema of the
+routinely running init, as a file:// URL that works on this machine only.`)
+    .action(act(async (opts) => (await import('./init-command.js')).init(opts, globals())));
+
+  program
+    .command('validate')
+    .description('check the config and print the next 3 fire times of each routine')
+    .action(act(async () => (await import('./validate-command.js')).validate(globals())));
+
+  acceptGlobalsEverywhere(program);
+  return program;
+}
+
+const configOption = (): Option =>
+  new Option('-c, --config <path>', 'config file (default: routinely.json found upward; env ROUTINELY_CONFIG)');
+
+/** The global options are accepted after any subcommand too (`routinely validate --config X`, as
+ * users type them). commander reads an option only on the command that defines it, and the
+ * positional options that `lock run -- CMD` needs stop the program's own options at the first
+ * subcommand, so every command gets hidden copies (help lists them once, as global options). */
+function acceptGlobalsEverywhere(cmd: Command): void {
+  for (const sub of cmd.commands) {
+    sub.addOption(configOption().hideHelp());
+    sub.version(VERSION, '-V, --version');
+    sub.options.find((o) => o.long === '--version')?.hideHelp();
+    acceptGlobalsEverywhere(sub);
+  }
+}
+
+/** The global options as given anywhere on the command line; given twice, the one nearest the
+ * subcommand (the later one) wins. */
+function globalsOf(command: Command): GlobalOptions {
+  const chain: Command[] = [];
+  for (let c: Command | null = command; c; c = c.parent) chain.unshift(c);
+  const merged: GlobalOptions = {};
+  for (const c of chain) {
+    const config = c.opts<GlobalOptions>().config;
+    if (config !== undefined) merged.config = config;
+  }
+  return merged;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let exitCode: number = ExitCode.OK;
+  const program = buildProgram((code) => {
+    exitCode = code;
+  });
+  try {
+    const bare = helpWithoutCommand(program, argv.slice(2));
+    if (bare) {
+      // `routinely` or `routinely exec` alone: asked for nothing wrong, so the help goes to
+      // stdout (commander would print it to stderr) and the exit code is 0.
+      bare.outputHelp();
+      return ExitCode.OK;
+    }
+    await program.parseAsync(argv);
+    return exitCode;
+  } catch (error) {
+    return reportError(error);
+  }
+}
+
+/** The command whose help answers these arguments: none at all, or a group (`exec`, `lock`, …)
+ * without its subcommand. */
+function helpWithoutCommand(program: Command, args: string[]): Command | null {
+  if (args.length === 0) return program;
+  if (args.length !== 1) return null;
+  const group = program.commands.find((c) => c.name() === args[0]);
+  return group && group.commands.length > 0 ? group : null;
+}
+
+function reportError(error: unknown): number {
+  if (error instanceof CommanderError) {
+    // commander printed its message already; help and version are not errors
+    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') {
+      return ExitCode.OK;
+    }
+    return ExitCode.USAGE;
+  }
+  if (error instanceof RoutinelyError) {
+    process.stderr.write(`routinely: ${error.message}\n`);
+    return error.exitCode;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`routinely: unexpected error: ${message}\n`);
+  if (process.env.ROUTINELY_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+  return ExitCode.FAILED;
+}

@@ -1,0 +1,136 @@
+// The cache `routine list` starts from (issue 12, SPEC §6): the running scheduler writes, for the
+// config it validated, each routine's next fire times already formatted in its zone, keyed by
+// the config file's identity and the environment. `routine list` (cli/fast-list.ts) uses it
+// while the key matches and a future time is left for every routine, so it needs neither zod,
+// croner nor ICU's zone data; otherwise it computes everything as before.
+//
+// It is a cache: losing it, or finding it stale, garbled or not ours, only costs speed. Written
+// atomically (temp + rename, no fsync: a torn cache after a power cut is discarded on read).
+
+import { closeSync, constants, fstatSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomHex, readFileChecked } from '../lock/files.js';
+import { removeLeftoverTemps } from '../state/durable.js';
+import type { ZoneTime } from '../cli/io.js';
+
+export const LIST_CACHE_FILE = 'list-cache.json';
+/** Upcoming fire times kept per routine: enough to cover COVER_MS, at least 2, at most 16 (a
+ * daily routine keeps 2, a per-second one 16). The cache is rewritten when a routine is down to
+ * its last quarter. Small, because every `routine list` parses all of it. */
+export const UPCOMING_MIN = 2;
+export const UPCOMING_MAX = 16;
+export const COVER_MS = 10 * 60_000;
+const CACHE_CAP = 4 * 1024 * 1024;
+
+export interface CachedRoutine {
+  id: string;
+  schedule: string;
+  timezone: string | null;
+  action: string;
+  enabled: boolean;
+  starvedAfterSkips: number;
+  /** The next fire times in the routine's zone, ascending (none when disabled). */
+  upcoming: ZoneTime[];
+}
+
+export interface ListCache {
+  version: 1;
+  key: string;
+  /** When the times were computed: a reader whose clock is earlier cannot use them. */
+  written_at: number;
+  routines: CachedRoutine[];
+}
+
+/** Variables that change nothing listed: diagnostics and this cache's own switch. */
+const UNKEYED = new Set(['ROUTINELY_DEBUG', 'ROUTINELY_LIST_CACHE']);
+
+/** What the cache is valid for: this config file, unchanged (inode, size, change time to the
+ * nanosecond), read with this environment (every ROUTINELY_* variable and TZ) by this version
+ * under this user. */
+export function listCacheKey(configPath: string, env: NodeJS.ProcessEnv, version: string): string | null {
+  let st;
+  try {
+    st = statSync(configPath, { bigint: true });
+  } catch {
+    return null;
+  }
+  const vars = Object.keys(env)
+    .filter((k) => (k.startsWith('ROUTINELY_') && !UNKEYED.has(k)) || k === 'TZ')
+    .sort()
+    .map((k) => [k, env[k]]);
+  const uid = typeof process.geteuid === 'function' ? process.geteuid() : null;
+  return JSON.stringify([version, uid, configPath, String(st.dev), String(st.ino), String(st.size), String(st.mtimeNs), String(st.ctimeNs), vars]);
+}
+
+/** Writes the cache; returns when it should be written again (the earliest time a routine is
+ * down to its last few cached times), or null when no routine has a future time. */
+export function writeListCache(stateDir: string, key: string, routines: CachedRoutine[], writtenAt: number): number | null {
+  const cache: ListCache = { version: 1, key, written_at: writtenAt, routines };
+  const path = join(stateDir, LIST_CACHE_FILE);
+  removeLeftoverTemps(path); // of a scheduler killed mid-write (only the scheduler writes it)
+  const tmp = `${path}.tmp-${randomHex(8)}`;
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    const buf = Buffer.from(JSON.stringify(cache));
+    let off = 0;
+    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+    if (fstatSync(fd).size !== buf.length) throw new Error(`short write to ${tmp}`);
+  } catch (err) {
+    closeSync(fd);
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // gone already
+    }
+    throw err;
+  }
+  closeSync(fd);
+  renameSync(tmp, path);
+  let refill: number | null = null;
+  for (const r of routines) {
+    if (r.upcoming.length === 0) continue;
+    const left = Math.ceil(r.upcoming.length / 4);
+    const at = r.upcoming[Math.max(0, r.upcoming.length - left - 1)]!.at;
+    if (refill === null || at < refill) refill = at;
+  }
+  return refill;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isZoneTime = (v: unknown): v is ZoneTime =>
+  isObj(v) && Number.isSafeInteger(v.at) && typeof v.date === 'string' && /^\d{4}-\d\d-\d\d$/.test(v.date) && typeof v.time === 'string' && /^\d\d:\d\d:\d\d$/.test(v.time) && typeof v.zone === 'string' && v.zone.length <= 64;
+
+function checkRoutine(v: unknown): CachedRoutine | null {
+  if (!isObj(v)) return null;
+  if (typeof v.id !== 'string' || typeof v.schedule !== 'string' || typeof v.action !== 'string' || typeof v.enabled !== 'boolean') return null;
+  if (v.timezone !== null && typeof v.timezone !== 'string') return null;
+  if (!Number.isSafeInteger(v.starvedAfterSkips) || (v.starvedAfterSkips as number) < 1) return null;
+  if (!Array.isArray(v.upcoming) || !v.upcoming.every(isZoneTime)) return null;
+  return { id: v.id, schedule: v.schedule, timezone: v.timezone, action: v.action, enabled: v.enabled, starvedAfterSkips: v.starvedAfterSkips as number, upcoming: v.upcoming };
+}
+
+/** The cache in `stateDir` when it is there, ours, whole and for `key`; else null. */
+export function readListCache(stateDir: string, key: string): ListCache | null {
+  let text: string | null;
+  try {
+    text = readFileChecked(join(stateDir, LIST_CACHE_FILE), CACHE_CAP)?.text ?? null;
+  } catch {
+    return null;
+  }
+  if (text === null) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isObj(v) || v.version !== 1 || v.key !== key || !Number.isSafeInteger(v.written_at) || !Array.isArray(v.routines)) return null;
+  const routines: CachedRoutine[] = [];
+  for (const r of v.routines) {
+    const checked = checkRoutine(r);
+    if (!checked) return null;
+    routines.push(checked);
+  }
+  return { version: 1, key, written_at: v.written_at as number, routines };
+}
+

@@ -1,0 +1,98 @@
+// `routine list` from the running scheduler's cache (issue 12): the same bytes as the full path,
+// and only while the cache is for this very config, environment and user; a stale, damaged or
+// planted cache is never used (the full path answers, as if there were none).
+
+import { chownSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli, startCli, type Spawned } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+const FROM_CACHE = "routinely: debug: routine list from the scheduler's cache\n";
+// yearly and weekly times: their relative times ("in 31d") do not move between two runs
+const routines = [
+  { id: 'new-year', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+  { id: 'berlin', schedule: '30 6 * * 1', timezone: 'Europe/Berlin', action: 'command', run: 'true' },
+  { id: 'off', schedule: '0 0 1 1 *', action: 'register', enabled: false },
+];
+
+async function withScheduler(config: object): Promise<{ project: string; s: Spawned }> {
+  const project = testProject(config);
+  const s = startCli(['scheduler', 'start'], { cwd: project });
+  await s.waitFor(/\[scheduler\] started/);
+  return { project, s };
+}
+
+const list = (project: string, args: string[] = [], env: Record<string, string> = {}) => runCli(['routine', 'list', ...args], { cwd: project, env: { ROUTINELY_DEBUG: '1', ...env } });
+const full = (project: string, args: string[] = []) => runCli(['routine', 'list', ...args], { cwd: project, env: { ROUTINELY_LIST_CACHE: '0' } });
+
+describe('routine list from the scheduler cache', () => {
+  it('prints what the full path prints, table, --json and --check alike', async () => {
+    const { project, s } = await withScheduler({ routines });
+    await runCli(['routine', 'pause', 'berlin', '--note', 'freeze'], { cwd: project });
+    for (const args of [[], ['--json'], ['--check'], ['--json', '--check']]) {
+      const fast = await list(project, args);
+      expect(fast.stderr.startsWith(FROM_CACHE)).toBe(true);
+      const slow = await full(project, args);
+      expect(fast.stdout).toBe(slow.stdout);
+      expect(fast.stderr.slice(FROM_CACHE.length)).toBe(slow.stderr);
+      expect(fast.code).toBe(slow.code);
+    }
+    expect((await list(project)).stdout).toMatch(/^scheduler: running, pid \d+/);
+    s.child.kill('SIGTERM');
+    await s.exited;
+  });
+
+  it('is not used once the config changes, the environment differs, or the cache is damaged or not a plain file of ours', async () => {
+    const { project, s } = await withScheduler({ routines });
+    const cache = join(project, '.routinely', 'list-cache.json');
+    expect((await list(project)).stderr).toBe(FROM_CACHE);
+    // another TZ (a routine without timezone runs in the machine zone) or ROUTINELY_* variable
+    expect((await list(project, [], { TZ: 'Asia/Tokyo' })).stderr).toBe('');
+    expect((await list(project, [], { ROUTINELY_LOCK_TTL_SECONDS: '90' })).stderr).toBe('');
+    // the same text written again: a new change time, so not this cache (until the scheduler's reload rewrites it)
+    const configPath = join(project, 'routinely.json');
+    const text = readFileSync(configPath, 'utf8');
+    s.child.kill('SIGSTOP'); // no reload meanwhile
+    try {
+      writeFileSync(configPath, text.replace('new-year', 'new-years-day'));
+      const changed = await list(project);
+      expect(changed.stderr).toBe('');
+      expect(changed.stdout).toMatch(/\nnew-years-day /);
+      writeFileSync(configPath, text);
+      utimesSync(configPath, new Date(0), new Date(0));
+      expect((await list(project)).stderr).toBe('');
+    } finally {
+      s.child.kill('SIGCONT');
+    }
+    s.child.kill('SIGTERM');
+    await s.exited;
+    // a restarted scheduler writes it again for the current text
+    const again = startCli(['scheduler', 'start'], { cwd: project });
+    await again.waitFor(/\[scheduler\] started/);
+    expect((await list(project)).stderr).toBe(FROM_CACHE);
+    again.child.kill('SIGTERM');
+    await again.exited;
+    const good = readFileSync(cache, 'utf8');
+    const expected = (await full(project)).stdout;
+    for (const damage of ['', '{', good.slice(0, good.length / 2), good.replace('"upcoming":[{"at":', '"upcoming":[{"at":"x","y":')]) {
+      writeFileSync(cache, damage);
+      const r = await list(project);
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toBe(expected);
+    }
+    // a symlink, or a file of another user: refused (and the list still answers)
+    rmSync(cache);
+    const elsewhere = join(project, 'planted.json');
+    writeFileSync(elsewhere, good);
+    symlinkSync(elsewhere, cache);
+    expect(await list(project)).toMatchObject({ code: 0, stderr: '', stdout: expected });
+    rmSync(cache);
+    writeFileSync(cache, good);
+    expect((await list(project)).stderr).toBe(FROM_CACHE); // the same bytes, ours: used
+    if (process.getuid?.() === 0) {
+      chownSync(cache, 65534, 65534);
+      expect(await list(project)).toMatchObject({ code: 0, stderr: '', stdout: expected });
+    }
+  });
+});
