@@ -95,7 +95,7 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     mkdirSync(locks, { recursive: true, mode: 0o700 });
     writeFileSync(join(locks, 'exec-run.lock'), forged([{ pid, start_time: '1' }]));
     // run inside a process group of its own that must survive too
-    const wrapper = spawn('sh', ['-c', `${process.execPath} ${join(import.meta.dirname, '../../dist/cli.js')} lock run -- true; echo "exit $?"; sleep 1; echo alive`], {
+    const wrapper = spawn('sh', ['-c', `${process.execPath} ${join(import.meta.dirname, '../../dist/cli.cjs')} lock run -- true; echo "exit $?"; sleep 1; echo alive`], {
       cwd: project, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_EXTRA_CA_CERTS: '' },
     });
     let out = '';
