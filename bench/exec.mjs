@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { execRun, loadProject } from '../dist/index.js';
 import { fmt, median, table, timeCommand } from './lib.mjs';
 
-const cli = resolve(import.meta.dirname, '../dist/cli.js');
+const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 
 function project(n) {
   const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-exec-'));

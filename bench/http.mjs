@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchEnv, fmt, median, nowMs, table } from './lib.mjs';
 
-const cli = resolve(import.meta.dirname, '../dist/cli.js');
+const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** 100 yearly routines (nothing fires while we measure), each with 200 history lines. */

@@ -107,7 +107,7 @@ export async function deadHolder(impl) {
 }
 
 function startup() {
-  const cli = resolve(here, '../dist/cli.js');
+  const cli = resolve(here, '../dist/cli.cjs');
   const node = [];
   const ours = [];
   for (let i = 0; i < 5; i++) {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchEnv, fmt, median, percentile, table, timeCommand } from './lib.mjs';
 
-const cli = resolve(import.meta.dirname, '../dist/cli.js');
+const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function project(routines) {
@@ -22,26 +22,40 @@ const hundred = (schedule) =>
     id: `r${i}`, schedule: schedule(i), action: 'command', run: 'true', ...(i % 2 ? { timezone: 'Europe/Berlin' } : {}),
   }));
 
-export function listStartup(rounds) {
+/** `routine list` cold start against `node -e 0` (issue 12): from the running scheduler's cache
+ * (the goal: <= 1.5x), and the full path (config validated, times computed; ROUTINELY_LIST_CACHE=0). */
+export async function listStartup(rounds) {
   const dir = project(hundred((i) => `${i % 60} ${i % 24} * * *`));
-  const node = [];
-  const ours = [];
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  s.stdout.on('data', (d) => (out += d));
+  while (!out.includes('[scheduler] started')) await sleep(20);
+  const full = { ...benchEnv(), ROUTINELY_LIST_CACHE: '0' };
   for (let i = 0; i < 3; i++) {
     timeCommand(process.execPath, ['-e', '0']);
     timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir });
+    timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir, env: full });
   }
+  const node = [];
+  const ours = [];
+  const slow = [];
   for (let i = 0; i < rounds; i++) {
     node.push(timeCommand(process.execPath, ['-e', '0']));
     ours.push(timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir }));
+    slow.push(timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir, env: full }));
   }
+  s.kill('SIGTERM');
+  await new Promise((r) => s.on('close', r));
   rmSync(dir, { recursive: true, force: true });
   const n = median(node);
   const o = median(ours);
-  table(`Cold start, ms (median of ${rounds} interleaved runs)`, ['command', 'median ms', 'ratio'], [
-    ['node -e 0', fmt(n), '1.00x'],
-    ['routinely routine list (100 routines, 50 in a time zone)', fmt(o), `${fmt(o / n, 2)}x`],
+  const f = median(slow);
+  table(`routine list cold start, ms (median of ${rounds} interleaved runs; 100 routines, 50 in a time zone)`, ['command', 'median ms', 'ratio', 'target'], [
+    ['node -e 0', fmt(n), '1.00x', ''],
+    ['routinely routine list (scheduler running: its cache)', fmt(o), `${fmt(o / n, 2)}x`, '<= 1.5x'],
+    ['routinely routine list (full path: ROUTINELY_LIST_CACHE=0)', fmt(f), `${fmt(f / n, 2)}x`, ''],
   ]);
-  return { node: n, list: o };
+  return { node: n, list: o, full: f };
 }
 
 function procStat(pid) {
@@ -159,7 +173,7 @@ async function lateness(seconds) {
 export async function schedulerBenchmarks({ quick = false } = {}) {
   return {
     fireCost: await fireCost(quick ? 8 : 16, quick ? 1 : 3),
-    list: listStartup(quick ? 10 : 30),
+    list: await listStartup(quick ? 10 : 30),
     idle: await idle(quick ? 10 : 60),
     lateness: await lateness(quick ? 10 : 30),
   };

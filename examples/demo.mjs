@@ -8,7 +8,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-const cli = resolve(import.meta.dirname, '../dist/cli.js');
+const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 const project = mkdtempSync(join(tmpdir(), 'routinely-demo-'));
 cpSync(resolve(import.meta.dirname, 'project'), project, { recursive: true });
 const env = { ...process.env };

@@ -39,13 +39,22 @@ await build({
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
 });
-// The CLI's entry, one file with the fast `routine list` in it (issue 12: loading a dozen chunks
-// cost it more than its work); everything else it imports from cli-program.js above.
+// The CLI's entry: one CommonJS file with the fast `routine list` in it (issue 12: loading a
+// dozen ESM chunks and the ESM facades of six builtins cost it more than its own work); every
+// other command it imports from cli-program.js above.
 await build({
   ...common,
   entryPoints: { cli: 'src/cli/main.ts' },
+  outExtension: { '.js': '.cjs' },
+  // small to parse: this file is compiled on every start
+  minify: true,
+  keepNames: false,
   outdir: 'dist',
+  format: 'cjs',
   splitting: false,
+  // CommonJS has require() and __filename; import.meta.url (createRequire) comes from the latter.
+  define: { ...common.define, 'import.meta.url': '__routinelyUrl' },
+  banner: { js: "const __routinelyUrl = require('node:url').pathToFileURL(__filename).href;" },
   plugins: [
     {
       name: 'program-outside',

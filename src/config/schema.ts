@@ -95,7 +95,7 @@ export const rootShape = {
   routines: z.optional(z.array(z.strictObject(routineShape))),
   passEnv: z.optional(
     z.array(z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/))).check(
-      z.describe('Environment variables that tasks and routine commands may see although routinely withholds them by default (ROUTINELY_DATABASE_URL, ROUTINELY_HTTP_TOKEN, the scheduler\'s config snapshot).'),
+      z.describe('Environment variables that tasks and routine commands may see although routinely withholds them by default (ROUTINELY_DATABASE_URL, ROUTINELY_HTTP_TOKEN).'),
     ),
   ),
   http: z.optional(z.strictObject(httpShape).check(z.describe('The read-only HTTP server: metrics, health, status page (SPEC §11).'))),

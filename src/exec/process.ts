@@ -44,9 +44,8 @@ export interface ProcessResult {
 }
 
 /** Variables routinely holds that tasks and routine commands do not get unless the config lists
- * them in `passEnv` (SPEC §12): the database URL with its password, the HTTP token, and the
- * scheduler's config snapshot (path and hash). */
-export const WITHHELD_ENV = ['ROUTINELY_DATABASE_URL', 'ROUTINELY_HTTP_TOKEN', 'ROUTINELY_CONFIG_SNAPSHOT', 'ROUTINELY_CONFIG_SNAPSHOT_SHA256'];
+ * them in `passEnv` (SPEC §12): the database URL with its password and the HTTP token. */
+export const WITHHELD_ENV = ['ROUTINELY_DATABASE_URL', 'ROUTINELY_HTTP_TOKEN'];
 
 export function commandEnv(base: NodeJS.ProcessEnv, passEnv: readonly string[]): NodeJS.ProcessEnv {
   const env = { ...base };

@@ -35,7 +35,7 @@ function reachableCli(): string {
   chmodSync(dir, 0o755);
   cpSync(dirname(CLI), join(dir, 'dist'), { recursive: true });
   spawnSync('chmod', ['-R', 'a+rX', dir]);
-  return join(dir, 'dist', 'cli.js');
+  return join(dir, 'dist', 'cli.cjs');
 }
 
 /** Runs the CLI as an unprivileged user when we are root (root ignores file permissions). */

@@ -94,7 +94,7 @@ describe('the packed package', () => {
     expect(pack.code, pack.stderr).toBe(0);
     const [info] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     const packed = info!.files.map((f) => f.path);
-    expect(packed).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/index.js', 'dist/index.d.ts', 'config/routinely.schema.json', 'package.json', 'README.md']));
+    expect(packed).toEqual(expect.arrayContaining(['dist/cli.cjs', 'dist/cli-program.js', 'dist/index.js', 'dist/index.d.ts', 'config/routinely.schema.json', 'package.json', 'README.md']));
     expect(packed.filter((p) => p.startsWith('src/') || p.startsWith('test/'))).toEqual([]);
 
     const project = testdir('routinely-user-');

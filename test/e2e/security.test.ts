@@ -95,7 +95,7 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     mkdirSync(locks, { recursive: true, mode: 0o700 });
     writeFileSync(join(locks, 'exec-run.lock'), forged([{ pid, start_time: '1' }]));
     // run inside a process group of its own that must survive too
-    const wrapper = spawn('sh', ['-c', `${process.execPath} ${join(import.meta.dirname, '../../dist/cli.js')} lock run -- true; echo "exit $?"; sleep 1; echo alive`], {
+    const wrapper = spawn('sh', ['-c', `${process.execPath} ${join(import.meta.dirname, '../../dist/cli.cjs')} lock run -- true; echo "exit $?"; sleep 1; echo alive`], {
       cwd: project, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_EXTRA_CA_CERTS: '' },
     });
     let out = '';
@@ -210,19 +210,19 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     expect(r4.stderr).toMatch(/other users may write it \(mode 0666\); fix it with: chmod 644/);
   });
 
-  it('the database URL and the config snapshot never reach task and routine commands unless passEnv says so', async () => {
+  it('the database URL and the HTTP token never reach task and routine commands unless passEnv says so', async () => {
     const project = testProject({
-      exec: { tasks: [{ id: 'env', run: 'echo "url=${ROUTINELY_DATABASE_URL:-none} snap=${ROUTINELY_CONFIG_SNAPSHOT:-none}" >> seen' }] },
+      exec: { tasks: [{ id: 'env', run: 'echo "url=${ROUTINELY_DATABASE_URL:-none} token=${ROUTINELY_HTTP_TOKEN:-none}" >> seen' }] },
     });
-    const env = { ROUTINELY_DATABASE_URL: 'postgres://u:S3cret@h/db', ROUTINELY_CONFIG_SNAPSHOT: '/x' };
+    const env = { ROUTINELY_DATABASE_URL: 'postgres://u:S3cret@h/db', ROUTINELY_HTTP_TOKEN: 't0ken' };
     expect((await runCli(['exec', 'run'], { cwd: project, env })).code).toBe(0);
-    expect(readFileSync(join(project, 'seen'), 'utf8')).toBe('url=none snap=none\n');
+    expect(readFileSync(join(project, 'seen'), 'utf8')).toBe('url=none token=none\n');
     const cfg = JSON.parse(readFileSync(join(project, 'routinely.json'), 'utf8'));
     cfg.passEnv = ['ROUTINELY_DATABASE_URL'];
     cfg.exec.tasks[0].run += ' #2';
     writeFileSync(join(project, 'routinely.json'), JSON.stringify(cfg));
     expect((await runCli(['exec', 'run'], { cwd: project, env })).code).toBe(0);
-    expect(readFileSync(join(project, 'seen'), 'utf8')).toBe('url=none snap=none\nurl=postgres://u:S3cret@h/db snap=none\n');
+    expect(readFileSync(join(project, 'seen'), 'utf8')).toBe('url=none token=none\nurl=postgres://u:S3cret@h/db token=none\n');
   });
 
   it('a record\'s host and command are printed with control characters escaped', async () => {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
 
-export const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
+export const CLI = resolve(import.meta.dirname, '../../dist/cli.cjs');
 export const FIXTURES = resolve(import.meta.dirname, '../fixtures');
 
 export interface RunOptions {
