@@ -68,7 +68,7 @@ Examples:
   routinely lock status --json                who holds the lock, heartbeat, expiry
 
 Exit codes: 0 ok or skipped, 1 work failed or lock lost, 2 bad usage or config,
-75 lock busy, 130/143 stopped by SIGINT/SIGTERM.`,
+3 no scheduler running (scheduler status), 75 lock busy, 130/143 stopped by SIGINT/SIGTERM.`,
     );
   let active: Command = program;
   program.hook('preAction', (_program, actionCommand) => {
@@ -202,6 +202,14 @@ Examples:
     .option('--json', 'print JSON')
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineHistory(id, opts, globals())));
   routine
+    .command('logs')
+    .description("a routine's output, every run framed by a start and an end line (the rotated .1 file first)")
+    .argument('<id>')
+    .option('--run <run-id>', "only this run's section, frames included")
+    .addOption(new Option('--lines <n>', 'only the last N lines (default: all; 10 with --follow)').argParser(positiveInt('--lines')))
+    .option('-f, --follow', 'keep printing new output, through rotation, until Ctrl-C; with --run, until that run ends')
+    .action(act(async (id: string, opts) => (await import('./routine-logs.js')).routineLogs(id, opts, globals())));
+  routine
     .command('pause')
     .description('stop firing a routine (a running scheduler honours it at once)')
     .argument('<id>')
@@ -228,6 +236,17 @@ file reloads it (a bad config is logged and the old one kept). SIGTERM/SIGINT: s
 wait for running routines up to --shutdown-timeout, stop them, exit 0.
 --http serves /metrics, /healthz, /api/* and a status page (docs/http.md).`)
     .action(act(async (opts) => (await import('./scheduler-command.js')).schedulerStart(opts, globals())));
+
+  scheduler
+    .command('status')
+    .description('whether a scheduler runs for this project: pid, host, since, heartbeat (exit 3 when none runs)')
+    .option('--json', 'print JSON')
+    .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStatus(opts, globals())));
+  scheduler
+    .command('stop')
+    .description('SIGTERM to the scheduler on this host, then wait until it has exited')
+    .addOption(new Option('--timeout <seconds>', 'give up waiting after this long (exit 1)').argParser(seconds('--timeout')).default(60))
+    .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStop(opts, globals())));
 
   program
     .command('serve')

@@ -1,7 +1,9 @@
 // The lock as the rest of routinely sees it: a backend with acquire / status / break. Files are
 // the embedded default; a database backend (SPEC §9) implements the same interface.
 
+import { readdirSync } from 'node:fs';
 import type { Clock } from '../clock.js';
+import { errnoCode } from '../errors.js';
 import { acquireFileLease } from './acquire.js';
 import type { LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
@@ -20,6 +22,9 @@ export interface LockBackend {
   acquire(key: string, owner: LockOwnerInfo, policy?: BusyPolicy): Promise<AcquireResult>;
   status(key: string): Promise<LockStatus>;
   breakStale(key: string): Promise<BreakResult>;
+  /** The keys starting with `prefix` that have a lock record (held, stale or released): with a
+   * database there is one scheduler key per host (`scheduler@<host>`). */
+  keys(prefix: string): Promise<string[]>;
 }
 
 export interface FileBackendOptions {
@@ -41,5 +46,25 @@ export function fileLockBackend(o: FileBackendOptions): LockBackend {
       acquireFileLease({ ...common, key, owner, ttlMs: o.ttlMs, refreshMs: o.refreshMs, pollMaxMs: o.pollMaxMs, hooks: o.hooks, ...policy }),
     status: async (key) => readLockStatus({ ...common, key }),
     breakStale: (key) => breakStaleLock({ ...common, key }),
+    keys: async (prefix) => lockKeys(o.lockDir, prefix),
   };
+}
+
+const LOCK_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,63})\.(?:lock|slot\.[1-9][0-9]{0,15})$/;
+
+/** The keys whose lock files are in `dir` (the view `<key>.lock` or a slot `<key>.slot.<n>`). */
+export function lockKeys(dir: string, prefix: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return [];
+    throw err;
+  }
+  const keys = new Set<string>();
+  for (const n of names) {
+    const key = LOCK_FILE.exec(n)?.[1];
+    if (key && key.startsWith(prefix) && !key.includes('..')) keys.add(key);
+  }
+  return [...keys].sort();
 }

@@ -44,7 +44,7 @@ export interface FileContent {
 }
 
 /** Why `st` is not a file we may read, or null. */
-function refusal(path: string, st: Stats, cap: number): string | null {
+export function refusal(path: string, st: Stats, cap: number): string | null {
   if (!st.isFile()) {
     const what = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : st.isDirectory() ? 'a folder' : 'a device or special file';
     return `${path} is ${what}, not a regular file`;

@@ -10,6 +10,8 @@ export interface LockOwnerInfo {
   command: string;
   run_id?: string | null;
   routine?: string | null;
+  /** The config file a scheduler runs with (shown by `scheduler status`). */
+  config?: string | null;
 }
 
 export interface LockLost {

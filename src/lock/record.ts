@@ -23,6 +23,8 @@ export interface LockOwner {
   command: string;
   run_id?: string | null;
   routine?: string | null;
+  /** The config file a scheduler runs with (shown by `scheduler status`). */
+  config?: string | null;
   children?: ChildGroup[];
   /** Linux pid namespace of the owner; another namespace on the same host is judged like a
    * remote host (by expiry), since its pids mean nothing here. */

@@ -17,7 +17,7 @@ import { LeaseState } from '../lock/lease-state.js';
 import { ChildJournal } from '../lock/children.js';
 import { unlinkQuiet } from '../lock/files.js';
 import type { OrphanReport } from '../lock/orphans.js';
-import { journalPath, lockPaths } from '../lock/paths.js';
+import { journalPath, lockPaths, type LockPaths } from '../lock/paths.js';
 import { parseLockRecord, serializeLockRecord, type LockOwner, type LockRecord } from '../lock/record.js';
 import { endHolderOrphans } from '../lock/reclaim.js';
 import { describeHolder, judgeLock } from '../lock/stale.js';
@@ -50,6 +50,14 @@ const COLUMNS = `lock_id, epoch, owner, extract(epoch from created_at)::float8 A
   extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at,
   released_at IS NOT NULL AS released, extract(epoch from now())::float8 AS db_now`;
 
+/** The local files of a lease held in the database (its children journal). A key such as
+ * `scheduler@<host>` is no file name, so it is made one: every character outside the lock key
+ * pattern becomes `_`. Names may then coincide; the journals in them are named by lock id. */
+export function localLockPaths(lockDir: string, key: string): LockPaths {
+  const safe = key.replace(/[^A-Za-z0-9._-]/g, '_').replace(/\.{2,}/g, '_').replace(/^[._-]/, '_').slice(0, 64);
+  return lockPaths(lockDir, safe);
+}
+
 /** The row as a lock record, only if every field is in range. */
 function validRecord(key: string, r: LeaseRow): LockRecord | null {
   return parseLockRecord(serializeLockRecord(toRecord(key, r)));
@@ -78,7 +86,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
   async function endOrphans(key: string, row: LeaseRow): Promise<OrphanReport> {
     const rec = validRecord(key, row);
     if (!rec || !samePidSpace(rec.owner, probe)) return { ended: [], killed: [] };
-    const paths = lockPaths(o.lockDir, key);
+    const paths = localLockPaths(o.lockDir, key);
     // The groups named in the row are not trusted (anyone who can write the database could name
     // any process): only our own children journal and the processes carrying the holder's
     // ROUTINELY_LOCK_ID are ended.
@@ -183,6 +191,14 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
         stale_reason: v.stale ? v.reason : null,
         why: v.stale ? `${v.why} (database clock)` : v.ownerCheck === 'alive' ? `owner pid ${rec.owner.pid} is alive and its heartbeat is fresh` : 'heartbeat is fresh by the database clock',
       };
+    },
+
+    async keys(prefix): Promise<string[]> {
+      const { rows } = await o.db.query<{ key: string }>(
+        'SELECT key FROM routinely_leases WHERE project = $1 AND left(key, length($2)) = $2 ORDER BY key',
+        [o.project, prefix],
+      );
+      return rows.map((r) => r.key);
     },
 
     async breakStale(key): Promise<BreakResult> {
@@ -291,7 +307,7 @@ export class PgLease extends LeaseState implements Lease {
 
   trackChild(pid: number): void {
     // At once in the local journal (the database update below is asynchronous)
-    this.journal ??= new ChildJournal(lockPaths(this.o.lockDir, this.key), this.rec.lock_id, this.probe);
+    this.journal ??= new ChildJournal(localLockPaths(this.o.lockDir, this.key), this.rec.lock_id, this.probe);
     this.withChild(this.journal.add(pid));
     void this.beat();
   }

@@ -21,8 +21,14 @@ export type LogEvent =
   | { event: 'routine.catch_up'; routine: string; scheduled_at: string }
   | { event: 'routine.paused'; routine: string; note: string | null }
   | { event: 'routine.resumed'; routine: string }
+  | { event: 'notify.sent'; routine: string; notify_event: NotifyEventName; channel: 'webhook' | 'command'; target: string; attempts: number }
+  | { event: 'notify.failed'; routine: string; notify_event: NotifyEventName | null; channel: 'webhook' | 'command' | null; target: string | null; attempts: number; error: string }
   | { event: 'http.listening'; url: string; token: boolean }
   | { event: 'http.warning'; message: string };
+
+/** SPEC §10's notification events (config/schema.ts's NotifyEvent; stated here to keep this file
+ * free of imports). */
+type NotifyEventName = 'failure' | 'recovery' | 'starved';
 
 const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
 
@@ -68,6 +74,11 @@ export function formatText(e: LogEvent): string {
       return `[routine] paused ${e.routine}${e.note ? ` (${e.note})` : ''}`;
     case 'routine.resumed':
       return `[routine] resumed ${e.routine}`;
+    case 'notify.sent':
+      return `[notify] ${e.notify_event} ${e.routine}: sent to ${e.target}${e.attempts > 1 ? ` (attempt ${e.attempts})` : ''}`;
+    case 'notify.failed':
+      if (e.channel === null) return `[notify] ${e.routine}: could not notify: ${printable(e.error)}`;
+      return `[notify] ${e.notify_event} ${e.routine}: ${e.channel === 'webhook' ? `webhook ${e.target}` : 'command'} failed after ${e.attempts} attempt${e.attempts === 1 ? '' : 's'}: ${printable(e.error)}`;
     case 'http.listening':
       return `[http] listening on ${e.url}${e.token ? ' (token required)' : ''}`;
     case 'http.warning':

@@ -1,0 +1,80 @@
+// One notify-command attempt: `sh -c COMMAND` in the project root, in its own process group, the
+// payload as JSON on stdin. Bounded by a timeout that ends the whole group, and abortable.
+
+import { spawn } from 'node:child_process';
+import { killGroup } from '../exec/process.js';
+import type { AttemptResult } from './webhook.js';
+
+export interface CommandAttempt {
+  command: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  stdin: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** SIGTERM → SIGKILL for a notify command that is stopped. */
+const KILL_GRACE_MS = 1_000;
+/** The end of the command's output kept for the log line of a failed attempt. */
+const KEEP_OUTPUT = 2_048;
+
+export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
+  return new Promise((resolve) => {
+    if (a.signal?.aborted) return resolve({ ok: false, error: 'stopped', retry: false });
+    let output = '';
+    let stoppedFor: string | null = null;
+    let settled = false;
+    let kill: NodeJS.Timeout | undefined;
+    const child = spawn('/bin/sh', ['-c', a.command], { cwd: a.cwd, env: a.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const pid = child.pid;
+    const keep = (chunk: Buffer): void => {
+      output = (output + chunk.toString('utf8')).slice(-KEEP_OUTPUT);
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    // A command that does not read its stdin closes the pipe: EPIPE here is no failure.
+    child.stdin.on('error', () => {});
+    child.stdin.end(a.stdin);
+    const signalGroup = (sig: NodeJS.Signals): void => {
+      try {
+        if (pid !== undefined) killGroup(pid, sig);
+      } catch {
+        // not ours to signal any more
+      }
+    };
+    const stop = (why: string): void => {
+      if (stoppedFor !== null || pid === undefined) return;
+      stoppedFor = why;
+      signalGroup('SIGTERM');
+      kill = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);
+    };
+    const onAbort = (): void => stop('stopped');
+    const timer = setTimeout(() => stop(`no exit within ${a.timeoutMs / 1000}s (its process group was ended)`), a.timeoutMs);
+    a.signal?.addEventListener('abort', onAbort, { once: true });
+    const finish = (r: AttemptResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(kill);
+      a.signal?.removeEventListener('abort', onAbort);
+      // 'exit', not 'close': a background process of the command may hold the pipes open.
+      child.stdout.destroy();
+      child.stderr.destroy();
+      if (stoppedFor !== null) signalGroup('SIGKILL');
+      resolve(r);
+    };
+    child.once('error', (err) => finish({ ok: false, error: `cannot run /bin/sh: ${err.message}`, retry: false }));
+    child.once('exit', (code, signal) => {
+      if (stoppedFor !== null) return finish({ ok: false, error: stoppedFor, retry: stoppedFor !== 'stopped' });
+      if (code === 0) return finish({ ok: true });
+      // The last of its output says why; it may still be in the pipe for a moment.
+      const judge = (): void => {
+        const last = output.trimEnd().split('\n').pop()?.trim();
+        finish({ ok: false, error: `${signal ? `killed by ${signal}` : `exit code ${code}`}${last ? `: ${last}` : ''}`, retry: true });
+      };
+      child.once('close', judge);
+      setTimeout(judge, 200);
+    });
+  });
+}

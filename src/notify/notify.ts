@@ -1,0 +1,85 @@
+// The one entry point for notifications (SPEC §10): after a fire is recorded, its events are
+// worked out, filtered by the routine's target, built into payloads and delivered. Both the
+// scheduler and `routine run` call it. It never throws and never changes the fire's result: a
+// delivery that fails is a `[notify] …` log line.
+
+import { basename, join } from 'node:path';
+import type { Project } from '../config/load.js';
+import type { NotifyEvent, RoutineDef } from '../config/schema.js';
+import { hostId } from '../lock/identity.js';
+import type { LockRecord } from '../lock/record.js';
+import { holderText, type Logger } from '../scheduler/log.js';
+import type { Fire, RoutineRecord } from '../state/routine-state.js';
+import { deliver, type Delivery, type DeliveryOptions } from './deliver.js';
+import { notifyEvents, notifyTarget, wanted } from './events.js';
+import { buildPayload } from './payload.js';
+
+export interface NotifyFireOptions {
+  project: Project;
+  def: RoutineDef;
+  /** The routine's record before this fire was recorded (undefined: it never fired). */
+  prior: RoutineRecord | undefined;
+  /** The fire as recorded; a skip's `holder` names who held the exec lock. */
+  fire: Fire & { holder?: LockRecord | null };
+  /** False for a failed attempt that will be retried (it announces nothing). */
+  final: boolean;
+  /** [notify] log lines: the scheduler's logger, or one to stderr for `routine run`. */
+  log: Logger;
+  /** Default: this host's identity (ROUTINELY_HOST_ID or the host name). */
+  host?: string;
+  /** The routine's log file; default `<stateDir>/logs/<id>.log`. */
+  logPath?: string;
+  /** Aborts deliveries in flight (scheduler shutdown). */
+  signal?: AbortSignal;
+  /** The commands' environment, already without withheld variables (the scheduler's copy). */
+  baseEnv?: NodeJS.ProcessEnv;
+  /** Tests: shorter timeouts and back-off. */
+  delivery?: Pick<DeliveryOptions, 'timeoutMs' | 'attempts' | 'backoffMs'>;
+}
+
+export interface NotifyOutcome {
+  event: NotifyEvent;
+  deliveries: Delivery[];
+}
+
+/** The project's name in payloads: `project` from the config, else its folder's name. */
+export function projectName(project: Project): string {
+  return project.config.project ?? basename(project.root);
+}
+
+export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]> {
+  const outcomes: NotifyOutcome[] = [];
+  try {
+    const target = notifyTarget(o.def, o.project.config);
+    const events = wanted(target, notifyEvents(o.prior, o.fire, o.def, o.final));
+    if (!target || events.length === 0) return outcomes;
+    for (const event of events) {
+      const payload = buildPayload({
+        event,
+        project: projectName(o.project),
+        host: o.host ?? hostId(),
+        routine: o.def.id,
+        prior: o.prior,
+        fire: o.fire,
+        log: o.logPath ?? join(o.project.stateDir, 'logs', `${o.def.id}.log`),
+        holder: o.fire.holder ? holderText(o.fire.holder) : null,
+      });
+      const deliveries = await deliver(target, payload, {
+        cwd: o.project.root, passEnv: o.project.config.passEnv, baseEnv: o.baseEnv, signal: o.signal, ...o.delivery,
+      });
+      for (const d of deliveries) {
+        const base = { routine: o.def.id, notify_event: event, channel: d.channel, target: d.target, attempts: d.attempts };
+        o.log(d.delivered ? { event: 'notify.sent', ...base } : { event: 'notify.failed', ...base, error: d.error ?? 'unknown' });
+      }
+      outcomes.push({ event, deliveries });
+    }
+  } catch (err) {
+    // A bug or an impossible state here must not reach the fire that was just recorded.
+    try {
+      o.log({ event: 'notify.failed', routine: o.def.id, notify_event: null, channel: null, target: null, attempts: 0, error: (err as Error).message });
+    } catch {
+      // nothing left to tell
+    }
+  }
+  return outcomes;
+}

@@ -1,0 +1,139 @@
+// A routine's output (SPEC §10 `routine logs`): `<stateDir>/logs/<id>.log` and its one rotated
+// predecessor `<id>.log.1` (firing.ts rotates past 4 MiB), shown whole, as its last lines, as
+// one run's section, or followed as it grows like `tail -F` (through rotation and truncation).
+
+import { join } from 'node:path';
+import { ID_PATTERN } from '../config/schema.js';
+import { NotFoundError } from '../errors.js';
+import { checkFolder, lstatQuiet, trustRoot } from '../lock/files.js';
+import { LogReader } from '../state/log-file.js';
+import { LastLines, RunFilter } from './log-frames.js';
+
+export const RUN_ID_PATTERN = /^r-[A-Za-z0-9-]+$/;
+
+/** The files of a routine's log, the id checked before it becomes part of a path. */
+export function routineLogFiles(stateDir: string, id: string): { dir: string; current: string; rotated: string } {
+  if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
+  const dir = join(stateDir, 'logs');
+  const current = join(dir, `${id}.log`);
+  return { dir, current, rotated: `${current}.1` };
+}
+
+export interface LogView {
+  stateDir: string;
+  id: string;
+  /** Only this run's section (frames included). */
+  runId?: string;
+  /** Only the last N lines (of the section, with runId); default all, or 10 when following the
+   * whole log (as tail -f and journalctl -f). */
+  lines?: number;
+  /** Keep printing what is written, until `signal` aborts (or, with runId, the run ends). */
+  follow?: boolean;
+  signal?: AbortSignal;
+  write(chunk: Buffer): void;
+  /** Things to tell the person (stderr), not output. */
+  notice(message: string): void;
+  /** How often a followed log is looked at; default 200 ms. */
+  pollMs?: number;
+}
+
+export type LogViewResult =
+  | { kind: 'shown' }
+  | { kind: 'no-log'; path: string }
+  | { kind: 'run-not-found'; path: string; inProgress: boolean }
+  | { kind: 'run-ended' }
+  | { kind: 'stopped' };
+
+const DEFAULT_FOLLOW_LINES = 10;
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+export async function showRoutineLog(v: LogView): Promise<LogViewResult> {
+  const files = routineLogFiles(v.stateDir, v.id);
+  trustRoot(v.stateDir);
+  checkFolder(files.dir);
+  const filter = v.runId !== undefined ? new RunFilter(v.id, v.runId) : null;
+  // Following the whole log goes on byte by byte once the lines so far are shown; following one
+  // run needs whole lines, to see its end frame.
+  const raw = v.follow === true && filter === null;
+  const keep = new LastLines(v.lines ?? (raw ? DEFAULT_FOLLOW_LINES : undefined));
+  const take = (lines: Buffer[]): void => keep.push(filter ? lines.flatMap((l) => filter.push(l)) : lines);
+
+  const old = LogReader.open(files.rotated);
+  if (old) {
+    try {
+      old.lines(take);
+      const rest = old.rest();
+      if (rest) take([Buffer.concat([rest, Buffer.from('\n')])]); // it ends there: the current file starts a new line
+    } finally {
+      old.close();
+    }
+  }
+  let cur = LogReader.open(files.current);
+  try {
+    if (cur) {
+      cur.lines(take);
+      // A last line without its newline is output so far (a run mid-line), unless we follow one
+      // run, which needs the line whole.
+      if (!v.follow || raw) {
+        const rest = cur.rest();
+        if (rest) take([rest]);
+      }
+    }
+    if (!old && !cur && !v.follow) return { kind: 'no-log', path: files.current };
+    for (const l of keep.take()) v.write(l);
+    if (filter) {
+      if (filter.complete) return { kind: 'shown' };
+      if (!filter.found && (!v.follow || !filter.waiting)) return { kind: 'run-not-found', path: files.current, inProgress: filter.waiting };
+      if (!v.follow) return { kind: 'shown' };
+      if (!filter.found) v.notice(`waiting for the run in progress to end: a run of an exec action is named by its end frame`);
+    } else if (!v.follow) {
+      return { kind: 'shown' };
+    }
+    if (!old && !cur) v.notice(`no output logged for ${v.id} yet; waiting for it`);
+
+    const pump = (r: LogReader): void => {
+      if (raw) for (const b of r.bytes()) v.write(b);
+      else r.lines((lines) => { for (const l of lines.flatMap((x) => filter!.push(x))) v.write(l); });
+    };
+    while (!v.signal?.aborted) {
+      if (cur) pump(cur);
+      if (filter?.complete) return { kind: 'run-ended' };
+      const st = lstatQuiet(files.current);
+      if (st && (!cur || st.ino !== cur.ino)) {
+        // Rotated (renamed to .1, a new file begun) or created: finish the old file, then read
+        // the new one from its start.
+        if (cur) {
+          pump(cur);
+          const rest = cur.rest();
+          if (rest) {
+            const line = Buffer.concat([rest, Buffer.from('\n')]);
+            for (const l of filter ? filter.push(line) : [line]) v.write(l);
+          }
+          cur.close();
+        }
+        cur = LogReader.open(files.current);
+        continue;
+      }
+      if (st && cur && st.size < cur.pos) {
+        v.notice(`${files.current} was truncated; reading it from its start`);
+        cur.rewind();
+        continue;
+      }
+      await sleep(v.pollMs ?? 200, v.signal);
+    }
+    return { kind: 'stopped' };
+  } finally {
+    cur?.close();
+  }
+}

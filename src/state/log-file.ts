@@ -1,0 +1,121 @@
+// Reading a routine's log (SPEC §10 `routine logs`): opened without following a symlink and
+// without blocking on a FIFO, checked to be a regular file of this user (SPEC §12), then read
+// in chunks, line by line, from where the last read stopped — so the same reader serves a whole
+// file and one that is still growing. Logs are not size-capped like state files (a run may
+// write a lot); they are never read into memory whole.
+
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { UnsafePathError, errnoCode } from '../errors.js';
+import { refusal } from '../lock/files.js';
+
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const CHUNK = 64 * 1024;
+const NEWLINE = 0x0a;
+/** Output that never ends its line is handed out in pieces of this size. */
+const LONGEST_LINE = 1024 * 1024;
+
+export class LogReader {
+  /** Bytes consumed so far. */
+  pos = 0;
+  private partial: Buffer = Buffer.alloc(0);
+  private readonly buf = Buffer.allocUnsafe(CHUNK);
+
+  private constructor(
+    readonly path: string,
+    readonly fd: number,
+    readonly ino: number,
+  ) {}
+
+  /** Opens `path` for reading; null when it does not exist. UnsafePathError (exit 2) for a
+   * symlink, a FIFO or device, or another user's file. */
+  static open(path: string): LogReader | null {
+    let fd: number;
+    try {
+      fd = openSync(path, READ_FLAGS);
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+      if (code === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to read it (remove it)`);
+      throw err;
+    }
+    try {
+      const st = fstatSync(fd);
+      const why = refusal(path, st, Number.MAX_SAFE_INTEGER);
+      if (why) throw new UnsafePathError(`${why}; refusing to read it (remove or move it)`);
+      return new LogReader(path, fd, st.ino);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+  }
+
+  /** The file's size now. */
+  size(): number {
+    return fstatSync(this.fd).size;
+  }
+
+  /** Reads what has been written since the last call and returns its complete lines (each with
+   * its newline); a last line without one is kept for the next call (see `rest`). Calls `each`
+   * per chunk's lines when given, so a large file never sits in memory whole. */
+  lines(each?: (lines: Buffer[]) => void): Buffer[] {
+    const all: Buffer[] = [];
+    for (;;) {
+      const n = readSync(this.fd, this.buf, 0, CHUNK, this.pos);
+      if (n <= 0) break;
+      this.pos += n;
+      const got = this.split(this.buf.subarray(0, n));
+      if (each) each(got);
+      else all.push(...got);
+    }
+    return all;
+  }
+
+  /** Reads what has been written since the last call, as it is (lines or not). */
+  bytes(): Buffer[] {
+    const out: Buffer[] = [];
+    if (this.partial.length > 0) out.push(this.rest()!);
+    for (;;) {
+      const n = readSync(this.fd, this.buf, 0, CHUNK, this.pos);
+      if (n <= 0) break;
+      this.pos += n;
+      out.push(Buffer.from(this.buf.subarray(0, n)));
+    }
+    return out;
+  }
+
+  /** The last line read so far without a newline (at the end of a file), once. */
+  rest(): Buffer | null {
+    if (this.partial.length === 0) return null;
+    const r = this.partial;
+    this.partial = Buffer.alloc(0);
+    return r;
+  }
+
+  /** Starts over from the beginning (the file was truncated). */
+  rewind(): void {
+    this.pos = 0;
+    this.partial = Buffer.alloc(0);
+  }
+
+  close(): void {
+    try {
+      closeSync(this.fd);
+    } catch {
+      // already closed
+    }
+  }
+
+  private split(chunk: Buffer): Buffer[] {
+    const out: Buffer[] = [];
+    let start = 0;
+    for (let i = chunk.indexOf(NEWLINE); i >= 0; i = chunk.indexOf(NEWLINE, start)) {
+      const piece = chunk.subarray(start, i + 1);
+      out.push(this.partial.length > 0 ? Buffer.concat([this.partial, piece]) : Buffer.from(piece));
+      this.partial = Buffer.alloc(0);
+      start = i + 1;
+    }
+    if (start < chunk.length) this.partial = Buffer.concat([this.partial, chunk.subarray(start)]);
+    if (this.partial.length > LONGEST_LINE) out.push(this.rest()!);
+    return out;
+  }
+}

@@ -1,0 +1,169 @@
+// `scheduler status` and `scheduler stop` with real schedulers (SPEC §10), on both backends:
+// exit 0 running / 3 not running, a stop that waits for the scheduler to exit, a stop that
+// times out, a scheduler on another host (named, never signalled), a stale lock left by a
+// SIGKILLed scheduler, and a forged lock that names a process that is not the scheduler.
+
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { systemProbe } from '../../src/lock/identity.js';
+import { serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
+import { processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
+import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cluster = pgCluster();
+const backends = cluster ? (['file', 'postgres'] as const) : (['file'] as const);
+
+const HERE = { ROUTINELY_HOST_ID: 'host-a' };
+const THERE = { ROUTINELY_HOST_ID: 'host-b' };
+
+async function project(kind: 'file' | 'postgres', config: object = {}) {
+  const url = kind === 'postgres' ? await freshDatabase(cluster!) : null;
+  const extra = url ? { project: 'app', backend: { type: 'postgres', url } } : {};
+  const dir = testProject({ ...extra, routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }], ...config });
+  return { dir, url };
+}
+
+async function scheduler(dir: string, env: Record<string, string>, args: string[] = []): Promise<Spawned> {
+  const s = startCli(['scheduler', 'start', ...args], { cwd: dir, env, timeoutMs: 120_000 });
+  await s.waitFor(/\[scheduler\] started/);
+  return s;
+}
+
+const cli = (dir: string, args: string[], env: Record<string, string> = HERE) => runCli(args, { cwd: dir, env });
+
+/** A process of ours that is not a scheduler, and its start time. */
+function bystander(): { pid: number; startTime: string } {
+  const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+  onTestFinished(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  });
+  const info = systemProbe().inspect(child.pid!);
+  if (info.state !== 'alive' || !info.startTime) throw new Error('not running');
+  return { pid: child.pid!, startTime: info.startTime };
+}
+
+describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
+  it('status exits 3 while none runs and 0 while one does; stop sends SIGTERM and waits until it has exited', async () => {
+    const { dir } = await project(kind);
+    expect(await cli(dir, ['scheduler', 'status'])).toMatchObject({ code: 3, stdout: 'scheduler: not running\n' });
+    expect(JSON.parse((await cli(dir, ['scheduler', 'status', '--json'])).stdout)).toEqual({ running: false, backend: kind, schedulers: [], stale: [] });
+    const s = await scheduler(dir, HERE);
+    const status = await cli(dir, ['scheduler', 'status']);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`^scheduler: running, pid ${s.pid} on host-a since \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d \\S+ \\(heartbeat \\d+s ago\\)\\n`));
+    const json = JSON.parse((await cli(dir, ['scheduler', 'status', '--json'])).stdout);
+    expect(json).toMatchObject({ running: true, backend: kind, schedulers: [{ pid: s.pid, host: 'host-a', here: true, key: kind === 'file' ? 'scheduler' : 'scheduler@host-a' }], stale: [] });
+    expect(Date.parse(json.schedulers[0].since)).toBeGreaterThan(Date.now() - 120_000);
+    const stop = await cli(dir, ['scheduler', 'stop']);
+    expect(stop.stdout).toMatch(new RegExp(`^stopping the scheduler \\(pid ${s.pid} on host-a\\): sent SIGTERM, waiting up to 60s for it to exit\\nscheduler stopped \\(pid ${s.pid}, after \\d+\\.\\ds\\)\\n$`));
+    expect(stop.code).toBe(0);
+    // it had exited when stop returned: its last log line is written, its exit code is 0
+    expect(processRuns(s.pid)).toBe(false);
+    expect(await s.exited).toEqual({ code: 0, signal: null });
+    expect(s.stdout()).toMatch(/\[scheduler\] stopped\n$/);
+    expect((await cli(dir, ['scheduler', 'status'])).code).toBe(3);
+    expect(await cli(dir, ['scheduler', 'stop'])).toMatchObject({ code: 3, stdout: 'scheduler: not running; nothing to stop\n' });
+  });
+
+  it('stop gives up after --timeout while the scheduler waits for a running routine (exit 1), and leaves it running', async () => {
+    const { dir } = await project(kind, { routines: [{ id: 'slow', schedule: '* * * * * *', action: 'command', run: 'touch started; sleep 60' }] });
+    const s = await scheduler(dir, HERE, ['--shutdown-timeout', '60']);
+    await s.waitFor(/\[routine\] started slow/);
+    const stop = await cli(dir, ['scheduler', 'stop', '--timeout', '1']);
+    expect(stop.code).toBe(1);
+    expect(stop.stderr).toMatch(new RegExp(`^routinely: the scheduler \\(pid ${s.pid}\\) is still running after 1s: it lets running routines finish for up to its --shutdown-timeout\\. .*kill -KILL ${s.pid}`));
+    await s.waitFor(/\[scheduler\] stopping \(waiting for 1 running routine\)/);
+    expect(processRuns(s.pid)).toBe(true);
+    s.child.kill('SIGKILL');
+    await s.exited;
+  });
+
+  it('a scheduler on another host is named and never signalled', async () => {
+    const { dir } = await project(kind);
+    const s = await scheduler(dir, THERE);
+    const status = await cli(dir, ['scheduler', 'status']);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`^scheduler: running, pid ${s.pid} on host-b since `));
+    expect(JSON.parse((await cli(dir, ['scheduler', 'status', '--json'])).stdout).schedulers[0]).toMatchObject({ host: 'host-b', here: false });
+    const stop = await cli(dir, ['scheduler', 'stop', '--timeout', '5']);
+    if (kind === 'file') {
+      // one scheduler per project: it is this project's, but not ours to signal
+      expect(stop).toMatchObject({ code: 1, stdout: '' });
+      expect(stop.stderr).toBe(`routinely: the scheduler runs on host-b (pid ${s.pid}), not on this host (host-a): not signalling it; stop it there with: routinely scheduler stop\n`);
+    } else {
+      // one scheduler per host: none runs on this one
+      expect(stop).toMatchObject({ code: 3, stdout: `scheduler: not running on this host (host-a); nothing to stop here. Running on: host-b (pid ${s.pid})\n` });
+    }
+    expect(processRuns(s.pid)).toBe(true);
+    expect(s.stdout()).not.toMatch(/\[scheduler\] stopping/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+
+  it('a scheduler killed with SIGKILL is not running; its stale lock is reported', async () => {
+    const { dir } = await project(kind);
+    const s = await scheduler(dir, HERE);
+    s.child.kill('SIGKILL');
+    await s.exited;
+    const status = await cli(dir, ['scheduler', 'status']);
+    expect(status.code).toBe(3);
+    // (the database backend adds that it judged by the database clock)
+    expect(status.stdout).toMatch(new RegExp(`^scheduler: not running \\(a stale lock is left by pid ${s.pid} on host-a: owner pid ${s.pid} is not running( \\(database clock\\))?\\)\n$`));
+    expect(JSON.parse((await cli(dir, ['scheduler', 'status', '--json'])).stdout)).toMatchObject({ running: false, stale: [{ pid: s.pid, host: 'host-a', why: expect.stringMatching(`^owner pid ${s.pid} is not running`) }] });
+    expect((await cli(dir, ['scheduler', 'stop'])).code).toBe(3);
+    // a view changes nothing: the next scheduler takes the stale lock over
+    const next = await scheduler(dir, HERE);
+    expect((await cli(dir, ['scheduler', 'stop'])).code).toBe(0);
+    await next.exited;
+  });
+
+  it('a forged scheduler lock naming a process that is not a scheduler: nothing is signalled', async () => {
+    const { dir, url } = await project(kind);
+    const victim = bystander();
+    const probe = systemProbe();
+    const now = Date.now() / 1000;
+    const owner = { pid: victim.pid, host: 'host-a', boot_id: probe.bootId, start_time: victim.startTime, command: 'scheduler' };
+    if (url) {
+      await cli(dir, ['scheduler', 'status']); // creates the schema
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query(
+        `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
+         VALUES ('app', 'scheduler@host-a', $1, 1, $2, now(), now(), now() + interval '60 seconds')`,
+        ['f'.repeat(32), JSON.stringify(owner)],
+      );
+      await client.end();
+    } else {
+      const locks = join(dir, '.routinely', 'locks');
+      mkdirSync(locks, { recursive: true, mode: 0o700 });
+      const rec: LockRecord = { version: 1, key: 'scheduler', lock_id: 'f'.repeat(32), generation: 1, owner, created_at: now, heartbeat_at: now, expires_at: now + 60 };
+      writeFileSync(join(locks, 'scheduler.lock'), serializeLockRecord(rec), { mode: 0o600 });
+    }
+    expect((await cli(dir, ['scheduler', 'status'])).stdout).toMatch(new RegExp(`^scheduler: running, pid ${victim.pid} on host-a`));
+    const stop = await cli(dir, ['scheduler', 'stop', '--timeout', '2']);
+    expect(stop.code).toBe(1);
+    expect(stop.stderr).toBe(`routinely: not signalling pid ${victim.pid}: pid ${victim.pid} does not run "scheduler start"\n`);
+    expect(processRuns(victim.pid)).toBe(true);
+  });
+
+  it('works while the config is invalid (a warning, then the answer)', async () => {
+    const { dir } = await project(kind);
+    const s = await scheduler(dir, HERE);
+    const good = (await import('node:fs')).readFileSync(join(dir, 'routinely.json'), 'utf8');
+    writeFileSync(join(dir, 'routinely.json'), good.replace('"routines"', '"routinez"'));
+    const status = await cli(dir, ['scheduler', 'status']);
+    expect(status.code).toBe(0);
+    expect(status.stderr).toMatch(/^routinely: warning: routinely\.json is invalid/);
+    expect(status.stdout).toMatch(new RegExp(`^scheduler: running, pid ${s.pid} on host-a`));
+    expect((await cli(dir, ['scheduler', 'stop'])).code).toBe(0);
+    expect((await s.exited).code).toBe(0);
+  });
+});
