@@ -12,6 +12,8 @@ import { findConfig, stripJsonComments } from '../config/find.js';
 import type { Project } from '../config/load.js';
 import { trustRoot } from '../lock/files.js';
 import { readLockStatus } from '../lock/status.js';
+import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
+import { stateOf } from '../scheduler/status.js';
 import { readRoutineState } from '../scheduler/file-store.js';
 import { listCacheKey, readListCache } from '../scheduler/list-cache.js';
 import { emptyRecord } from '../state/routine-state.js';
@@ -66,7 +68,7 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
   trustRoot(lockDir);
   const warnings: string[] = [];
   const state = readRoutineState({ stateDir } as Project, (m) => warnings.push(m));
-  const scheduler = schedulerLineOf(readLockStatus({ lockDir, key: 'scheduler' }));
+  const scheduler = schedulerLineOf(stateOf([readLockStatus({ lockDir, key: SCHEDULER_LOCK_KEY })], 'file'));
   return { routines, records: state.routines, scheduler, warnings, now };
 }
 

@@ -5,6 +5,8 @@ import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ID_PATTERN, type RoutineDef } from '../config/schema.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
 import { fireRoutine, ownerGone } from '../scheduler/firing.js';
+import { notifyFire } from '../notify/notify.js';
+import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
@@ -12,7 +14,7 @@ import { systemClock } from '../clock.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
-import { hostId } from '../lock/identity.js';
+import { readSchedulerState } from '../scheduler/status.js';
 import type { GlobalOptions } from './main.js';
 import { loadForView, stateOnly } from './view-project.js';
 
@@ -76,9 +78,9 @@ const RESULT_WORD: Record<string, [string, Colour]> = {
   skipped: ['skipped', 'yellow'],
 };
 
-/** Whether a scheduler runs for the project (this host's, with a database). */
-export async function schedulerLine(backend: Backend): Promise<SchedulerLine> {
-  return schedulerLineOf(await backend.lock.status(backend.schedulerKey(hostId())));
+/** Whether a scheduler runs for the project (on any host, with a database). */
+async function schedulerLine(project: Project, backend: Backend): Promise<SchedulerLine> {
+  return schedulerLineOf(await readSchedulerState(project, backend));
 }
 
 export async function routineList(flags: { json?: boolean; check?: boolean }, g: GlobalOptions): Promise<number> {
@@ -97,7 +99,7 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
     project = stateOnly(g, error);
     fromState = true;
   }
-  const { state, scheduler } = await withBackend(project, async (b) => ({ state: await b.routines.read(warnTo), scheduler: await schedulerLine(b) }));
+  const { state, scheduler } = await withBackend(project, async (b) => ({ state: await b.routines.read(warnTo), scheduler: await schedulerLine(project, b) }));
   // With an invalid config, the routines the state knows (no schedule, action or next run).
   routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, starvedAfterSkips: 3, next: null }));
   return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);
@@ -127,7 +129,11 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
       // the command's output also goes to this terminal (SPEC §10), and always to its log
       echo: (chunk) => process.stdout.write(chunk),
     }, def, new Date());
+    // the record before this fire, for its notifications (SPEC §10: `routine run` notifies too)
+    const notifies = def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
+    const prior = notifies ? (await backend.routines.read(warnTo)).routines[id] : undefined;
     await backend.routines.recordFire(id, result, warnTo);
+    if (notifies) await notifyFire({ project, def, prior, fire: result, final: true, log: createLogger('text', err), signal: stop.signal });
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else if (result.result === 'skipped') out(`skipped ${id}: ${result.reason ?? 'exec busy'}`);

@@ -6,6 +6,8 @@
 // Keep this module light: the fast path loads it, and its whole budget is a few milliseconds.
 
 import { processGone } from '../lock/identity.js';
+import type { SchedulerState } from '../scheduler/status.js';
+import { schedulerLine } from './scheduler-line.js';
 import type { OpenFire, RoutineRecord } from '../state/routine-state.js';
 import { ExitCode } from '../errors.js';
 import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
@@ -182,14 +184,9 @@ export function checkProblems(rows: readonly ListRow[], scheduler: SchedulerLine
   return problems;
 }
 
-/** The first line from the scheduler lock's status (`lock status` of key "scheduler"). */
-export function schedulerLineOf(st: { state: 'free' | 'held' | 'stale'; record: { owner: { pid: number; host: string }; created_at: number } | null; why: string | null }): SchedulerLine {
-  if (st.state === 'held' && st.record) {
-    const since = new Date(st.record.created_at * 1000).toISOString().replace('T', ' ').slice(0, 19);
-    return { running: true, text: `running, pid ${st.record.owner.pid} on ${st.record.owner.host} since ${since} UTC` };
-  }
-  if (st.state === 'stale') return { running: false, text: `not running (a scheduler left its lock behind: ${st.why ?? 'stale'})` };
-  return { running: false, text: 'not running' };
+/** The first line, and whether a scheduler runs (`--check`). */
+export function schedulerLineOf(state: SchedulerState): SchedulerLine {
+  return { running: state.running, text: schedulerLine(state, false).slice('scheduler: '.length) };
 }
 
 /** Where the list goes: stdout and stderr lines (the fast path collects them). */

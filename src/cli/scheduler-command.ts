@@ -12,6 +12,7 @@ import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
+import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
 import { httpSetup } from './http-options.js';
 import { out } from './io.js';
@@ -51,7 +52,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const http = await httpSetup(flags.http, project);
   await using backend = disposable(await openBackend(project));
   const host = hostId();
-  const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler' }, { ifBusy: 'fail' });
+  const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
   let current = (): Project => project;
@@ -89,6 +90,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     reloadProject: () => loadProject({ configPath: project.configPath }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
     cacheSchedules,
+    notify: (n) => notifyFire({ ...n, log, host, baseEnv: baseEnv(n.project) }),
     store: backend.routines,
     host,
     observer: served?.observer,

@@ -3,13 +3,15 @@
 
 import { printable } from '../printable.js';
 import type { SchedulerInstance, SchedulerState } from '../scheduler/status.js';
-import { formatInZone, humanDuration } from './io.js';
+import { humanDuration } from './io.js';
 
 const ago = (s: number | null): string => (s === null ? 'unknown' : s < 60 ? `${Math.max(0, Math.round(s))}s ago` : `${humanDuration(s * 1000)} ago`);
 
-/** `running, pid 4711 on build-01 since 2026-11-30 12:01:07 UTC (heartbeat 2s ago)` */
-export function describeScheduler(s: SchedulerInstance): string {
-  return printable(`running, pid ${s.pid} on ${s.host} since ${formatInZone(new Date(s.since))} (heartbeat ${ago(s.heartbeat_age_s)})`);
+/** `running, pid 4711 on build-01 since 2026-11-30 12:01:07 UTC (heartbeat 2s ago)`: in UTC,
+ * which needs no time-zone data (`routine list` prints it from its fast path too). */
+export function describeScheduler(s: SchedulerInstance, heartbeat = true): string {
+  const since = s.since.replace('T', ' ').slice(0, 19);
+  return printable(`running, pid ${s.pid} on ${s.host} since ${since} UTC${heartbeat ? ` (heartbeat ${ago(s.heartbeat_age_s)})` : ''}`);
 }
 
 /** ` (a stale lock is left by pid 4711 on build-01: owner pid 4711 is not running)`, or ''. */
@@ -20,12 +22,13 @@ function staleNote(state: SchedulerState): string {
   return printable(` (a stale lock is left by ${who}: ${first.why}${more.length ? `; and ${more.length} more` : ''})`);
 }
 
-/** One line: `scheduler: running, pid 4711 on build-01 since … (heartbeat 2s ago)`, `scheduler:
+/** One line (`routine list`'s first, without the heartbeat's age, which moves every second):
+ * `scheduler: running, pid 4711 on build-01 since … (heartbeat 2s ago)`, `scheduler:
  * running on 2 hosts: build-01 (pid 4711), build-02 (pid 88)`, or `scheduler: not running`. */
-export function schedulerLine(state: SchedulerState): string {
+export function schedulerLine(state: SchedulerState, heartbeat = true): string {
   const [one, ...more] = state.schedulers;
   if (!one) return `scheduler: not running${staleNote(state)}`;
-  if (more.length === 0) return `scheduler: ${describeScheduler(one)}`;
+  if (more.length === 0) return `scheduler: ${describeScheduler(one, heartbeat)}`;
   return printable(`scheduler: running on ${state.schedulers.length} hosts: ${state.schedulers.map((s) => `${s.host} (pid ${s.pid})`).join(', ')}`);
 }
 

@@ -4,7 +4,7 @@
 // marker is written once the exec lock is held and before any work starts, and the fire's record
 // closes it; a marker left open by a process that died is closed by the next one (reconcile).
 
-import { closeSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backend } from '../backend.js';
 import { anySignal, type Clock } from '../clock.js';
@@ -19,7 +19,7 @@ import { randomHex } from '../lock/files.js';
 import { processGone, selfIdentity } from '../lock/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
-import { openAppend } from '../state/durable.js';
+import { appendLine, openAppend } from '../state/durable.js';
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from './store.js';
 
@@ -82,7 +82,24 @@ export function startFrame(id: string, runId: string | null, startedAt: string, 
 
 /** The line that closes a run in the routine's log. */
 export function endFrame(id: string, f: Pick<Fire, 'run_id' | 'finished_at' | 'result' | 'reason' | 'duration_ms'>): string {
-  return `--- routinely: ${id} run ${f.run_id ?? 'none'} finished ${f.finished_at}: ${f.result}${f.reason ? ` (${f.reason})` : ''} in ${(f.duration_ms / 1000).toFixed(1)}s ---\n`;
+  // one line whatever the reason holds (a config error's message has several)
+  const reason = f.reason ? ` (${f.reason.replace(/\s*\n\s*/g, '; ')})` : '';
+  return `--- routinely: ${id} run ${f.run_id ?? 'none'} finished ${f.finished_at}: ${f.result}${reason} in ${(f.duration_ms / 1000).toFixed(1)}s ---\n`;
+}
+
+/** Appends a line of routinely's own (a frame, a note) to the routine's log, on a line of its
+ * own even when the command's output did not end with a newline. */
+function noteQuiet(fd: number, path: string, line: string): void {
+  try {
+    const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      appendLine(fd, path, line.replace(/\n$/, ''), rfd);
+    } finally {
+      closeSync(rfd);
+    }
+  } catch {
+    // the log is for people; the record has the result
+  }
 }
 
 function writeQuiet(fd: number, text: string): void {
@@ -179,13 +196,13 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   }
   try {
     ctx.onStarted?.(runId);
-    writeQuiet(logFd, startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger));
+    noteQuiet(logFd, routineLogPath(ctx.project, def.id), startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger));
     const r = await runCommand(ctx, def, lease, runId, logFd);
     const stopReason = typeof ctx.signal?.reason === 'string' ? ctx.signal.reason : 'stopped at scheduler shutdown';
     const { result, reason } = describe(r.process, r.stoppedBy, lease, def, stopReason);
-    if (r.leftovers > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(r.leftovers)}\n`);
+    if (r.leftovers > 0) noteQuiet(logFd, routineLogPath(ctx.project, def.id), `routinely: ${leftoverMessage(r.leftovers)}`);
     const out = finish(ctx, scheduledAt, span, { result, reason, exit_code: r.process.pid === null ? null : r.process.exitCode, run_id: runId, closes: marker.id });
-    writeQuiet(logFd, endFrame(def.id, out));
+    noteQuiet(logFd, routineLogPath(ctx.project, def.id), endFrame(def.id, out));
     return out;
   } catch (err) {
     return finish(ctx, scheduledAt, span, { result: 'failure', reason: `could not run: ${(err as Error).message}`, exit_code: null, run_id: runId, closes: marker.id });
@@ -304,7 +321,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
   function logLine(line: string): void {
     try {
       const fd = openRoutineLog(ctx.project, def.id);
-      writeQuiet(fd, line);
+      noteQuiet(fd, routineLogPath(ctx.project, def.id), line);
       closeSync(fd);
     } catch {
       // the log is for people

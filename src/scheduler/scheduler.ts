@@ -10,7 +10,7 @@ import { anySignal, systemClock, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/schema.js';
 import type { LockRecord } from '../lock/record.js';
-import type { Fire } from '../state/routine-state.js';
+import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
@@ -56,6 +56,10 @@ export interface SchedulerOptions {
   watchConfig?: boolean;
   /** Told of every recorded fire and every loop sleep (metrics and health, SPEC §11). */
   observer?: SchedulerObserver;
+  /** Announces a recorded fire (SPEC §10 notifications; notify/notify.ts): with the routine's
+   * record from before it, and whether it is final (false: a failure that will be retried).
+   * Called only for routines with a notify target; never awaited by the tick itself. */
+  notify?: (n: { project: Project; def: RoutineDef; prior: RoutineRecord | undefined; fire: FireResult; final: boolean; signal: AbortSignal }) => Promise<unknown>;
   /** Writes `routine list`'s cache of upcoming fire times for this config (list-cache.ts) and
    * returns when to write it again; called after each (re)load and when that time comes. */
   cacheSchedules?: (project: Project, nowMs: number) => number | null;
@@ -92,6 +96,8 @@ export class Scheduler {
   private watcher: FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
   private cacheAt: number | null = null;
+  /** Aborted when shutdown gives up waiting: cuts notification deliveries short. */
+  private readonly notifyStop = new AbortController();
   private cacheFailed = false;
 
   constructor(private readonly o: SchedulerOptions) {
@@ -288,8 +294,10 @@ export class Scheduler {
       const at = new Date(this.clock.now()).toISOString();
       const fire: Fire = { result: 'skipped', reason: 'previous run still running', scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, trigger: 'schedule' };
       this.o.log({ event: 'routine.skipped', routine: id, reason: fire.reason! });
+      const prior = await this.priorRecord(def);
       await this.record(id, fire);
       this.o.observer?.fired?.(id, fire);
+      this.announce(def, prior, fire, true);
       return;
     }
     const stop = new AbortController();
@@ -305,22 +313,38 @@ export class Scheduler {
         if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
       }
       const retry = def.retry;
-      for (let attempt = 1; ; attempt++) {
-        if (stop.signal.aborted || this.stopping) return;
-        const trigger: Trigger = attempt === 1 ? 'schedule' : 'retry';
-        const result = await this.fireOnce(entry, scheduledAt, project, stop.signal, trigger, retry ? attempt : undefined);
-        this.logResult(id, result);
-        if (result.result !== 'skipped') this.lastRan.set(id, this.clock.monotonic());
-        // Skips are never retried; a failure is, while attempts remain.
-        const again = retry !== undefined && result.result === 'failure' && attempt <= retry.attempts && !this.stopping && !stop.signal.aborted;
-        await this.record(id, { ...result, trigger, ...(retry ? { attempt } : {}) });
-        this.o.observer?.fired?.(id, result);
-        if (!again) return;
-        // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out.
-        const delayMs = retry.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * (this.o.random ?? Math.random)());
-        this.o.log({ event: 'routine.retrying', routine: id, attempt: attempt + 1, of: retry.attempts + 1, in_ms: Math.round(delayMs) });
-        await this.clock.sleep(delayMs, anySignal(stop.signal, this.halt.signal));
-        if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
+      /** A failure whose announcement waits for its retries. */
+      let pending: { prior: RoutineRecord | undefined; fire: FireResult } | null = null;
+      try {
+        for (let attempt = 1; ; attempt++) {
+          if (stop.signal.aborted || this.stopping) return;
+          const trigger: Trigger = attempt === 1 ? 'schedule' : 'retry';
+          const result = await this.fireOnce(entry, scheduledAt, project, stop.signal, trigger, retry ? attempt : undefined);
+          this.logResult(id, result);
+          if (result.result !== 'skipped') this.lastRan.set(id, this.clock.monotonic());
+          // Skips are never retried; a failure is, while attempts remain.
+          const again = retry !== undefined && result.result === 'failure' && attempt <= retry.attempts && !this.stopping && !stop.signal.aborted;
+          const recorded: FireResult = { ...result, trigger, ...(retry ? { attempt } : {}) };
+          const prior = await this.priorRecord(def, project);
+          await this.record(id, recorded);
+          this.o.observer?.fired?.(id, result);
+          if (result.result === 'skipped' && pending) {
+            // a retry that met a busy lock ends the retries: the failure is final after all
+            this.announce(def, pending.prior, pending.fire, true, project);
+            pending = null;
+          }
+          this.announce(def, prior, recorded, !again, project);
+          pending = again ? { prior, fire: recorded } : null;
+          if (!again) return;
+          // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out.
+          const delayMs = retry!.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * (this.o.random ?? Math.random)());
+          this.o.log({ event: 'routine.retrying', routine: id, attempt: attempt + 1, of: retry!.attempts + 1, in_ms: Math.round(delayMs) });
+          await this.clock.sleep(delayMs, anySignal(stop.signal, this.halt.signal));
+          if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
+        }
+      } finally {
+        // retries cut short (shutdown, pause): the last failure stands, and is announced
+        if (pending) this.announce(def, pending.prior, pending.fire, true, project);
       }
     })();
     const tracked = task.finally(() => {
@@ -329,6 +353,30 @@ export class Scheduler {
     });
     this.running.set(id, tracked);
     await tracked;
+  }
+
+  /** Whether the routine has somewhere to announce its fires. */
+  private notifies(def: RoutineDef, project: Project): boolean {
+    return this.o.notify !== undefined && def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
+  }
+
+  /** The routine's record before a fire is recorded, for its notifications (read only then). */
+  private async priorRecord(def: RoutineDef, project: Project = this.project): Promise<RoutineRecord | undefined> {
+    if (!this.notifies(def, project)) return undefined;
+    try {
+      return (await this.o.store.read(this.warn)).routines[def.id];
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Sends a fire's notifications in the background (a slow webhook must not hold the routine
+   * "running"), tracked so that shutdown waits for them. */
+  private announce(def: RoutineDef, prior: RoutineRecord | undefined, fire: FireResult, final: boolean, project: Project = this.project): void {
+    if (!this.notifies(def, project)) return;
+    const sent = this.o.notify!({ project, def, prior, fire, final, signal: this.notifyStop.signal }).catch((err: Error) => this.warn(`${def.id}: notification failed: ${err.message}`)).then(() => {});
+    this.ticks.add(sent);
+    void sent.finally(() => this.ticks.delete(sent));
   }
 
   /** One fire of the routine, never throwing: a fire that could not even start is a failure. */
@@ -405,6 +453,7 @@ export class Scheduler {
       const all = Promise.all(this.ticks).then(() => timeout.abort());
       await this.clock.sleep(this.o.shutdownTimeoutMs ?? 30_000, timeout.signal);
       for (const s of this.stops.values()) s.abort();
+      this.notifyStop.abort();
       await all;
     }
     this.o.log({ event: 'scheduler.stopped' });

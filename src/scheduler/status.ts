@@ -64,6 +64,12 @@ export async function readSchedulerState(project: Project, backend: Backend, pro
         // generation floor, which a view of the scheduler does not need
         [readLockStatus({ lockDir: project.lockDir, key: SCHEDULER_LOCK_KEY, probe })]
       : await Promise.all((await backend.lock.keys(`${SCHEDULER_LOCK_KEY}@`)).map((k) => backend.lock.status(k)));
+  return stateOf(statuses, backend.kind, probe);
+}
+
+/** The state from the scheduler locks' statuses (also `routine list`'s fast path, which reads
+ * the one file lock itself). */
+export function stateOf(statuses: readonly LockStatus[], kind: Backend['kind'], probe: LivenessProbe = systemProbe()): SchedulerState {
   const schedulers: SchedulerInstance[] = [];
   const stale: StaleScheduler[] = [];
   for (const s of statuses) {
@@ -74,5 +80,5 @@ export async function readSchedulerState(project: Project, backend: Backend, pro
   }
   // this host's first, then by host
   schedulers.sort((a, b) => Number(b.here) - Number(a.here) || a.host.localeCompare(b.host));
-  return { running: schedulers.length > 0, backend: backend.kind, schedulers, stale };
+  return { running: schedulers.length > 0, backend: kind, schedulers, stale };
 }

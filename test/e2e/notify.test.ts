@@ -1,0 +1,79 @@
+// Notifications from the running scheduler and from `routine run` (SPEC §10), end to end: a real
+// scheduler, real commands, a real local webhook receiver. (notify/*.test.ts cover the events,
+// payloads and delivery rules in detail, on both backends.)
+
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { eventually, runCli, startCli, type Spawned } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+import { closedPort, webhookServer } from '../helpers/webhook-server.js';
+
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+
+async function stop(s: Spawned): Promise<void> {
+  s.child.kill('SIGTERM');
+  expect((await s.exited).code).toBe(0);
+}
+
+describe('the scheduler notifies', () => {
+  it('a failure once, then the recovery; busy skips only once starved; never an ordinary skip', async () => {
+    const hook = await webhookServer();
+    const project = testProject({
+      notify: { webhook: hook.url },
+      routines: [
+        // fails on its first fire, succeeds from then on
+        cmd('flaky', '* * * * * *', 'if [ -f failed-once ]; then echo fine; else touch failed-once; echo broken >&2; exit 3; fi'),
+        cmd('blocked', '* * * * * *', 'true', { starvedAfterSkips: 3, notify: { webhook: hook.url, on: ['starved'] } }),
+        cmd('quiet', '* * * * * *', 'exit 1', { notify: false }),
+      ],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await eventually(() => hook.payloads().some((p) => p.event === 'recovery'), 20_000, 'a recovery', () => JSON.stringify(hook.payloads()));
+    const flaky = hook.payloads().filter((p) => p.routine === 'flaky');
+    expect(flaky.map((p) => p.event)).toEqual(['failure', 'recovery']);
+    expect(flaky[0]).toMatchObject({
+      event: 'failure', routine: 'flaky', result: 'failure', why: 'exit code 3', exit_code: 3, consecutive_failures: 1, consecutive_skips: 0,
+      run_id: expect.stringMatching(/^r-/), log: expect.stringMatching(/\.routinely\/logs\/flaky\.log$/),
+    });
+    expect(Object.keys(flaky[0]!).sort()).toEqual(['consecutive_failures', 'consecutive_skips', 'event', 'exit_code', 'finished_at', 'host', 'log', 'next', 'project', 'result', 'routine', 'run_id', 'scheduled_at', 'why'].sort());
+    expect(hook.payloads().filter((p) => p.routine === 'quiet')).toEqual([]);
+
+    // hold the exec lock: every routine is skipped; `blocked` is starved once, after 3 skips
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -f go ]; do sleep 0.05; done'], { cwd: project });
+    await holder.waitFor(/holding/);
+    await s.waitFor(/skipped blocked: exec busy[^]*skipped blocked: exec busy[^]*skipped blocked: exec busy[^]*skipped blocked: exec busy/);
+    await eventually(() => hook.payloads().some((p) => p.event === 'starved'), 10_000, 'starved');
+    writeFileSync(join(project, 'go'), '');
+    await holder.exited;
+    await s.waitFor(/succeeded blocked/);
+    await stop(s);
+    const events = hook.payloads().map((p) => `${String(p.routine)}:${String(p.event)}`);
+    expect(events.filter((e) => e === 'blocked:starved')).toHaveLength(1);
+    // the skips of flaky (which notifies failures and recoveries) announced nothing
+    expect(events.filter((e) => e.startsWith('flaky:'))).toEqual(['flaky:failure', 'flaky:recovery']);
+    expect(hook.payloads().find((p) => p.event === 'starved')).toMatchObject({ routine: 'blocked', result: 'skipped', consecutive_skips: 3 });
+  });
+
+  it('a webhook that is down never changes a result, and says so in the log', async () => {
+    const port = await closedPort();
+    const project = testProject({ notify: { webhook: `http://127.0.0.1:${port}/hook` }, routines: [cmd('bad', '* * * * * *', 'exit 5')] });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[notify\] /, 60_000);
+    await stop(s);
+    expect(s.stdout()).toMatch(/failed bad: exit code 5/);
+    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { last_result: string; last_reason: string }[];
+    expect(rows[0]).toMatchObject({ last_result: 'failure', last_reason: 'exit code 5' });
+  });
+});
+
+describe('routine run notifies', () => {
+  it('a failure of a manual fire', async () => {
+    const hook = await webhookServer();
+    const project = testProject({ notify: { webhook: hook.url }, routines: [cmd('manual', '0 0 1 1 *', 'exit 7')] });
+    const r = await runCli(['routine', 'run', 'manual'], { cwd: project });
+    expect(r.code).toBe(1);
+    expect(hook.payloads()).toEqual([expect.objectContaining({ event: 'failure', routine: 'manual', exit_code: 7, why: 'exit code 7' })]);
+    expect(existsSync(join(project, '.routinely', 'logs', 'manual.log'))).toBe(true);
+  });
+});
