@@ -48,9 +48,15 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();
-      const entry = { until: this.mono + ms, resolve };
+      const entry = {
+        until: this.mono + ms,
+        resolve: () => {
+          signal?.removeEventListener('abort', entry.resolve);
+          resolve();
+        },
+      };
       this.sleepers.push(entry);
-      signal?.addEventListener('abort', () => resolve(), { once: true });
+      signal?.addEventListener('abort', entry.resolve, { once: true });
     });
   }
 
@@ -69,15 +75,18 @@ export class ManualClock implements Clock {
   }
 }
 
-/** A signal that aborts when any of `signals` does (AbortSignal.any needs Node 20.3). */
-export function anySignal(...signals: AbortSignal[]): AbortSignal {
+/** A signal that aborts when any of `signals` does, and `unlink()`, which takes its listeners off
+ * the sources again. Call it once the signal is no longer needed: a long-lived source (the
+ * scheduler's halt signal) would otherwise keep one listener per sleep for ever. */
+export function anySignal(...signals: AbortSignal[]): { signal: AbortSignal; unlink(): void } {
   const both = new AbortController();
+  const unlinked = new AbortController();
   for (const s of signals) {
     if (s.aborted) {
       both.abort(s.reason);
       break;
     }
-    s.addEventListener('abort', () => both.abort(s.reason), { once: true, signal: both.signal });
+    s.addEventListener('abort', () => both.abort(s.reason), { once: true, signal: unlinked.signal });
   }
-  return both.signal;
+  return { signal: both.signal, unlink: () => unlinked.abort() };
 }

@@ -234,7 +234,8 @@ interface CommandRun {
 async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease, runId: string, logFd: number): Promise<CommandRun> {
   const grace = ctx.killGraceMs ?? KILL_GRACE_MS;
   const graceNow = (): number => (lease.lost ? Math.min(grace, lease.lost.graceMs) : grace);
-  const stop = anySignal(...[lease.signal, ctx.signal].filter((s): s is AbortSignal => s !== undefined));
+  const link = anySignal(...[lease.signal, ctx.signal].filter((s): s is AbortSignal => s !== undefined));
+  const stop = link.signal;
   const env = {
     ...(ctx.baseEnv ?? commandEnv(process.env, ctx.project.config.passEnv)),
     ...(def.env ?? {}),
@@ -270,6 +271,7 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease, runId
         }
       : undefined,
   });
+  link.unlink();
   const leftovers = childPid !== null ? await stopGroup(childPid, graceNow()) : 0;
   if (childPid !== null) lease.untrackChild(childPid);
   let stoppedBy: CommandRun['stoppedBy'] = null;

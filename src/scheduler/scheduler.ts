@@ -274,6 +274,16 @@ export class Scheduler {
 
   private warn = (message: string): void => this.o.log({ event: 'scheduler.warning', message });
 
+  /** Sleeps `ms`, or less once the routine's fire is stopped or the scheduler halts. */
+  private async sleepUnless(ms: number, stop: AbortSignal): Promise<void> {
+    const link = anySignal(stop, this.halt.signal);
+    try {
+      await this.clock.sleep(ms, link.signal);
+    } finally {
+      link.unlink();
+    }
+  }
+
   /** One tick of one routine. Tracked until done, so shutdown waits for it. */
   private launch(entry: Entry, scheduledAt: Date): void {
     const tick = this.tick(entry, scheduledAt).catch((err: Error) => this.warn(`${entry.def.id}: ${err.message}`));
@@ -308,7 +318,7 @@ export class Scheduler {
       const jitterMs = def.jitterSeconds > 0 ? (this.o.random ?? Math.random)() * def.jitterSeconds * 1000 : 0;
       if (jitterMs > 0) {
         this.jittering.add(id);
-        await this.clock.sleep(jitterMs, anySignal(stop.signal, this.halt.signal));
+        await this.sleepUnless(jitterMs, stop.signal);
         this.jittering.delete(id);
         if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
       }
@@ -339,7 +349,7 @@ export class Scheduler {
           // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out.
           const delayMs = retry!.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * (this.o.random ?? Math.random)());
           this.o.log({ event: 'routine.retrying', routine: id, attempt: attempt + 1, of: retry!.attempts + 1, in_ms: Math.round(delayMs) });
-          await this.clock.sleep(delayMs, anySignal(stop.signal, this.halt.signal));
+          await this.sleepUnless(delayMs, stop.signal);
           if (stop.signal.aborted || this.stopping || (await this.isPaused(id))) return;
         }
       } finally {
