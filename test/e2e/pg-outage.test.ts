@@ -1,0 +1,171 @@
+// The PostgreSQL backend when the server stalls or the network splits (issue 15): a holder that
+// loses its lease has its work dead before the next holder starts (SPEC §4.14), whether the
+// server was paused (SIGSTOP) or a partition cut the holder off while another host still reached
+// the database. Each test runs its own cluster: pausing or stopping the shared one would disturb
+// the other test files.
+
+import { readFileSync, readdirSync } from 'node:fs';
+import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
+import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { destroyCluster, startCluster, type TestCluster } from '../helpers/postgres.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cluster = pgCluster();
+const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
+
+/** Marks (epoch seconds with microseconds, this host's clock) a command wrote, one per line. */
+function marks(file: string): number[] {
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** A shell loop that writes a mark every 20 ms and ignores SIGTERM (a task slow to exit). */
+const stubborn = (file: string): string => `trap '' TERM; echo up; while :; do echo "$EPOCHREALTIME" >> '${file}'; sleep 0.02; done`;
+
+/** The postmaster of a cluster and every process it started (its backends and workers). */
+function serverPids(c: TestCluster): number[] {
+  const postmaster = Number(readFileSync(join(c.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+    } catch {
+      return false;
+    }
+  });
+  return [postmaster, ...children];
+}
+
+/** A TCP proxy in front of the server that can be cut: while cut, nothing is forwarded and
+ * sockets stay open (a partition, not a refused connection); healing destroys the connections
+ * that were cut, as a long partition's TCP connections end. */
+async function partitionProxy(target: URL): Promise<{ url: string; cut(): void; heal(): void; close(): void }> {
+  let cut = false;
+  const pairs = new Set<[Socket, Socket | null]>();
+  const server: Server = createServer((client) => {
+    const pair: [Socket, Socket | null] = [client, null];
+    pairs.add(pair);
+    client.on('error', () => {});
+    client.on('close', () => {
+      pair[1]?.destroy();
+      pairs.delete(pair);
+    });
+    if (cut) return; // held open, never answered
+    const upstream = netConnect(Number(target.port), target.hostname);
+    pair[1] = upstream;
+    upstream.on('error', () => client.destroy());
+    upstream.on('close', () => client.destroy());
+    client.on('data', (d) => {
+      if (!cut) upstream.write(d);
+    });
+    upstream.on('data', (d) => {
+      if (!cut) client.write(d);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = new URL(target);
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    cut: () => {
+      cut = true;
+    },
+    heal: () => {
+      for (const [a, b] of pairs) {
+        a.destroy();
+        b?.destroy();
+      }
+      cut = false;
+    },
+    close: () => {
+      for (const [a, b] of pairs) {
+        a.destroy();
+        b?.destroy();
+      }
+      server.close();
+    },
+  };
+}
+
+async function ownCluster(): Promise<{ own: TestCluster; url: string }> {
+  const own = await startCluster();
+  onTestFinished(() => destroyCluster(own));
+  return { own, url: await freshDatabase(own) };
+}
+
+/** B takes the lock with `--if-busy wait` and writes its own marks until we stop it. */
+function nextHolder(dir: string, url: string, file: string): Spawned {
+  return startCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '40', '--', 'bash', '-c', `echo took-over; while :; do echo "$EPOCHREALTIME" >> '${file}'; sleep 0.02; done`], {
+    cwd: dir, env: { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: 'host-b' }, timeoutMs: 60_000,
+  });
+}
+
+/** A's last mark must come before B's first (same host clock); returns the gap in ms. */
+function gapMs(a: string, b: string): number {
+  const lastA = Math.max(...marks(a));
+  const firstB = Math.min(...marks(b));
+  expect(marks(a).length).toBeGreaterThan(0);
+  expect(marks(b).length, 'the next holder ran').toBeGreaterThan(0);
+  expect(lastA, `A still worked ${((lastA - firstB) * 1000).toFixed(0)} ms after B started`).toBeLessThan(firstB);
+  return Math.round((firstB - lastA) * 1000);
+}
+
+suite('PostgreSQL backend: outages', () => {
+  it('the server paused (SIGSTOP) past the TTL: the holder\'s command, which ignores SIGTERM, is dead before the next holder starts', async () => {
+    const { own, url } = await ownCluster();
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 } });
+    const [fa, fb] = [join(dir, 'marks.A'), join(dir, 'marks.B')];
+    const a = startCli(['lock', 'run', '--', 'bash', '-c', stubborn(fa)], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: 'host-a' } });
+    await a.waitFor(/up/);
+    await sleep(800); // a heartbeat or two
+    const pids = serverPids(own);
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    let b: Spawned;
+    try {
+      b = nextHolder(dir, url, fb);
+      await sleep(4000); // 2× TTL
+    } finally {
+      for (const pid of pids) process.kill(pid, 'SIGCONT');
+    }
+    expect((await a.exited).code, a.stderr()).toBe(1);
+    expect(a.stderr()).toMatch(/lock lost: /);
+    await b.waitFor(/took-over/, 30_000);
+    await sleep(300);
+    b.child.kill('SIGTERM');
+    await b.exited;
+    const gap = gapMs(fa, fb);
+    console.log(`pause: A's last mark ${gap} ms before B's first`);
+  });
+
+  it('a partition cuts the holder off while the next holder reaches the server: the holder\'s command is dead before the next holder starts', async () => {
+    const { url } = await ownCluster();
+    const proxy = await partitionProxy(new URL(url));
+    onTestFinished(() => proxy.close());
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 } });
+    const [fa, fb] = [join(dir, 'marks.A'), join(dir, 'marks.B')];
+    const a = startCli(['lock', 'run', '--', 'bash', '-c', stubborn(fa)], { cwd: dir, env: { ROUTINELY_DATABASE_URL: proxy.url, ROUTINELY_HOST_ID: 'host-a' } });
+    await a.waitFor(/up/);
+    await sleep(800);
+    proxy.cut();
+    const b = nextHolder(dir, url, fb);
+    try {
+      await b.waitFor(/took-over/, 30_000);
+      await sleep(4000 - 0); // the cut lasts at least 2× TTL
+    } finally {
+      proxy.heal();
+    }
+    expect((await a.exited).code, a.stderr()).toBe(1);
+    expect(a.stderr()).toMatch(/lock lost: /);
+    b.child.kill('SIGTERM');
+    await b.exited;
+    const gap = gapMs(fa, fb);
+    console.log(`partition: A's last mark ${gap} ms before B's first`);
+    expect((await runCli(['lock', 'status', '--json'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } })).code).toBe(0);
+  });
+});
