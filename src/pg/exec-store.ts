@@ -16,6 +16,11 @@ import type { Lease } from '../lock/lease.js';
 import type { Db } from './connect.js';
 import { fenceCte } from './schema.js';
 
+/** How long a holder that lost its lease keeps trying to store its run's final record. */
+const FINAL_WRITE_RETRY_MS = 12_000;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
 export function pgExecStore(db: Db, project: Project & { backend: { type: 'postgres'; project: string } }): ExecStore {
   const name = project.backend.project;
   const logsDir = join(project.stateDir, 'exec', 'runs');
@@ -84,6 +89,7 @@ class PgRunWriter implements RunWriter {
   private chain: Promise<void> = Promise.resolve();
   private fenced: FencedError | null = null;
   private failure: unknown = null;
+  private readonly lost: RunEvent[] = [];
   bytesWritten = 0;
 
   constructor(
@@ -120,24 +126,44 @@ class PgRunWriter implements RunWriter {
              INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::jsonb FROM fence`,
             [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
           );
-          if (r.rowCount === 0) this.fenced = new FencedError('the exec lock is no longer ours (database)');
+          if (r.rowCount === 0) break;
           return;
         } catch (err) {
           if (!(err instanceof DatabaseError)) this.failure = err;
           else if (!this.lease.held()) this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
-          else await new Promise((r) => setTimeout(r, 250));
+          else await sleep(250);
         }
       }
+      this.fenced ??= new FencedError('the exec lock is no longer ours (database)');
+      this.lost.push(event);
     });
   }
 
-  async appendUnfenced(event: RunEvent): Promise<void> {
+  unrecorded(): readonly RunEvent[] {
+    return this.lost;
+  }
+
+  /** The final record of a holder that lost its lease (its old epoch, so it never overrides a
+   * newer holder). The lease is usually lost because the database could not be reached, so the
+   * database is tried again for a bounded time: a run left RUNNING reads as interrupted, but
+   * its record should say what happened. */
+  async appendUnfenced(event: RunEvent): Promise<string | null> {
     await this.chain;
     const doc = JSON.stringify(event);
     this.bytesWritten += Buffer.byteLength(doc);
-    await this.db
-      .query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::jsonb)', [this.project, this.runId, event.gen, doc])
-      .catch(() => {}); // best effort: a lost holder cannot do more
+    const deadline = Date.now() + FINAL_WRITE_RETRY_MS;
+    let delay = 250;
+    for (;;) {
+      try {
+        await this.db.query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::jsonb)', [this.project, this.runId, event.gen, doc]);
+        return null;
+      } catch (err) {
+        const why = err instanceof DatabaseError ? err.message : `database ${this.db.where}: ${(err as Error).message}`;
+        if (!(err instanceof DatabaseError) || Date.now() + delay > deadline) return why;
+        await sleep(delay);
+        delay = Math.min(delay * 2, 2_000);
+      }
+    }
   }
 
   async flush(): Promise<void> {

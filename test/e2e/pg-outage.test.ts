@@ -4,13 +4,13 @@
 // the database. Each test runs its own cluster: pausing or stopping the shared one would disturb
 // the other test files.
 
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
+import { eventually, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
-import { destroyCluster, startCluster, type TestCluster } from '../helpers/postgres.js';
+import { destroyCluster, startCluster, startServer, stopServer, type TestCluster } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
 
 const cluster = pgCluster();
@@ -167,5 +167,82 @@ suite('PostgreSQL backend: outages', () => {
     const gap = gapMs(fa, fb);
     console.log(`partition: A's last mark ${gap} ms before B's first`);
     expect((await runCli(['lock', 'status', '--json'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } })).code).toBe(0);
+  });
+
+  /** Task `a` succeeds once `go` exists; `b` runs until `fast` exists. Both started, then the
+   * server stops: `a`'s success cannot be stored, the lease runs out, `b` is stopped. */
+  async function abortedDuringOutage(own: TestCluster, url: string): Promise<{ dir: string; holder: Spawned; runId: string }> {
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 }, exec: { parallel: 2, tasks: [
+      { id: 'a', run: 'echo started > a.up; while [ ! -f go ]; do sleep 0.05; done' },
+      { id: 'b', run: 'echo "$$" > b.pid; [ -f fast ] || sleep 60' },
+    ] } });
+    const holder = startCli(['exec', 'run'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url }, timeoutMs: 60_000 });
+    await eventually(() => existsSync(join(dir, 'a.up')) && existsSync(join(dir, 'b.pid')), 15_000, 'tasks started');
+    await holder.waitFor(/started a[\s\S]*started b|started b[\s\S]*started a/);
+    await sleep(300); // their start events are stored
+    const runId = (await holder.waitFor(/run (r-[A-Za-z0-9-]+)/))[1]!;
+    stopServer(own, 'fast');
+    writeFileSync(join(dir, 'go'), '');
+    await holder.waitFor(/succeeded a/);
+    const b = Number(readFileSync(join(dir, 'b.pid'), 'utf8'));
+    await eventually(() => !processRuns(b), 10_000, 'b stopped when the lease ran out');
+    return { dir, holder, runId };
+  }
+
+  it('a holder that aborted during an outage: its final record is retried until the server is back; the CLI says a success was not recorded', async () => {
+    const { own, url } = await ownCluster();
+    let started = false;
+    try {
+      const { dir, holder, runId } = await abortedDuringOutage(own, url);
+      // back after the lease expired by the database clock too (so `a`'s success, refused
+      // until then, can no longer be stored), but within the holder's retry of its final record
+      await sleep(1500);
+      startServer(own);
+      started = true;
+      expect((await holder.exited).code, holder.stderr()).toBe(1);
+      expect(holder.stdout()).toMatch(/succeeded a/); // said live, before the outage mattered
+      expect(holder.stdout()).toMatch(new RegExp(`run ${runId} ABORTED: 0 succeeded, 2 interrupted`));
+      expect(holder.stdout()).toMatch(/^ {2}a: succeeded, but the result could not be recorded \(.+\); exec resume will run it again$/m);
+      const shown = JSON.parse((await runCli(['exec', 'show', runId, '--json'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: 'elsewhere' } })).stdout);
+      expect(shown).toMatchObject({ status: 'ABORTED', why_code: 'LOCK_LOST', tasks: { a: { status: 'interrupted' }, b: { status: 'interrupted' } } });
+    } finally {
+      if (!started) startServer(own);
+    }
+  });
+
+  it('a holder that aborted during an outage longer than its retries: the run reads as interrupted (never written by a reader), and exec resume finishes it', async () => {
+    const { own, url } = await ownCluster();
+    let started = false;
+    try {
+      const { dir, holder, runId } = await abortedDuringOutage(own, url);
+      expect((await holder.exited).code, holder.stderr()).toBe(1);
+      expect(holder.stdout()).toMatch(/this could not be recorded \(database 127\.0\.0\.1:\d+\/t_[0-9a-f]+: connection refused \(ECONNREFUSED\)\), so the run reads as interrupted until resumed/);
+      expect(holder.stdout()).toMatch(/^ {2}a: succeeded, but the result could not be recorded/m);
+      startServer(own);
+      started = true;
+      // read from another host, where the holder's pid says nothing: judged by the lease alone
+      const env = { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: 'elsewhere' };
+      const runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: dir, env })).stdout);
+      expect(runs[0]).toMatchObject({ run_id: runId, status: 'INTERRUPTED', why_code: 'LOCK_LOST', summary: { running: 0, interrupted: 2 } });
+      expect(runs[0].why).toMatch(/no longer holds the exec lock \(its lease expired\)/);
+      const shown = JSON.parse((await runCli(['exec', 'show', runId, '--json'], { cwd: dir, env })).stdout);
+      expect(shown).toMatchObject({ status: 'INTERRUPTED', why_code: 'LOCK_LOST', next: `routinely exec resume ${runId}`, tasks: { a: { status: 'interrupted' }, b: { status: 'interrupted' } } });
+      const human = await runCli(['exec', 'runs'], { cwd: dir, env });
+      expect(human.stdout).toMatch(new RegExp(`${runId}.*INTERRUPTED`));
+      expect(human.stdout).not.toMatch(/RUNNING/);
+      // derived on read: the row still says RUNNING
+      const { default: pg } = await import('pg');
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      const row = (await client.query(`SELECT snapshot->>'status' AS s FROM routinely_runs WHERE run_id = $1`, [runId])).rows[0];
+      await client.end();
+      expect(row.s).toBe('RUNNING');
+      writeFileSync(join(dir, 'fast'), '');
+      const resumed = await runCli(['exec', 'resume', '--json'], { cwd: dir, env });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ run_id: runId, status: 'SUCCEEDED', tasks: { a: { status: 'succeeded' }, b: { status: 'succeeded' } } });
+    } finally {
+      if (!started) startServer(own);
+    }
   });
 });
