@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { eventually, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
-import { destroyCluster, startCluster, startServer, stopServer, type TestCluster } from '../helpers/postgres.js';
+import { destroyCluster, pgCommand, startCluster, startServer, stopServer, type TestCluster } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
 
 const cluster = pgCluster();
@@ -244,5 +244,30 @@ suite('PostgreSQL backend: outages', () => {
     } finally {
       if (!started) startServer(own);
     }
+  });
+
+  it('at the connection limit: scheduler start exits 1 and says what to do (raise max_connections, or a pooler in session mode)', async () => {
+    const { own, url } = await ownCluster();
+    stopServer(own);
+    const port = new URL(own.url).port;
+    pgCommand(own, 'pg_ctl', [
+      '-D', own.dataDir, '-w', '-t', '30', '-l', join(own.dataDir, 'server.log'),
+      '-o', `-p ${port} -k ${own.dataDir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=3 -c superuser_reserved_connections=0`,
+      'start',
+    ]);
+    const { default: pg } = await import('pg');
+    const held: InstanceType<typeof pg.Client>[] = [];
+    onTestFinished(async () => {
+      await Promise.all(held.map((c) => c.end().catch(() => {})));
+    });
+    for (let i = 0; i < 3; i++) {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      held.push(c);
+    }
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, routines: [{ id: 'tick', schedule: '@hourly', action: 'command', run: 'true' }] });
+    const r = await runCli(['scheduler', 'start'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } });
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/database 127\.0\.0\.1:\d+\/t_[0-9a-f]+: sorry, too many clients already \(53300\): raise max_connections on the server, or put a pooler in session mode in front of it \(e\.g\. PgBouncer with pool_mode = session\); each routinely process opens up to 4 connections/);
   });
 });
