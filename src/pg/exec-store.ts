@@ -46,7 +46,7 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       const r = await db.query(
         `WITH ${fenceCte('$3', '$4')}
          INSERT INTO routinely_registry (project, registry, updated_at)
-         SELECT $1, $2::jsonb, now() FROM fence
+         SELECT $1, $2::json, now() FROM fence
          ON CONFLICT (project) DO UPDATE SET registry = excluded.registry, updated_at = now()`,
         [name, doc, lease.lockId, lease.generation],
       );
@@ -123,7 +123,7 @@ class PgRunWriter implements RunWriter {
         try {
           const r = await this.db.query(
             `WITH ${fenceCte('$3', '$4')}
-             INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::jsonb FROM fence`,
+             INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::json FROM fence`,
             [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
           );
           if (r.rowCount === 0) break;
@@ -155,7 +155,7 @@ class PgRunWriter implements RunWriter {
     let delay = 250;
     for (;;) {
       try {
-        await this.db.query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::jsonb)', [this.project, this.runId, event.gen, doc]);
+        await this.db.query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::json)', [this.project, this.runId, event.gen, doc]);
         return null;
       } catch (err) {
         const why = err instanceof DatabaseError ? err.message : `database ${this.db.where}: ${(err as Error).message}`;
@@ -185,13 +185,13 @@ class PgRunWriter implements RunWriter {
       ? await this.db.query(
           `WITH ${fenceCte('$3', '$4')}
            INSERT INTO routinely_runs (project, run_id, snapshot, generation, events_seq)
-           SELECT $1, $2, $5::jsonb, $4, ${seq} FROM fence`,
+           SELECT $1, $2, $5::json, $4, ${seq} FROM fence`,
           [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
         )
       : await this.db.query(
           // never replaces a snapshot written under a newer generation
           `WITH ${fenceCte('$3', '$4')}
-           UPDATE routinely_runs SET snapshot = $5::jsonb, generation = $4, events_seq = ${seq}, updated_at = now()
+           UPDATE routinely_runs SET snapshot = $5::json, generation = $4, events_seq = ${seq}, updated_at = now()
             WHERE project = $1 AND run_id = $2 AND generation <= $4 AND EXISTS (SELECT 1 FROM fence)`,
           [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
         );
