@@ -117,12 +117,14 @@ function gapMs(a: string, b: string): number {
 }
 
 suite('PostgreSQL backend: outages', () => {
-  it('the server paused (SIGSTOP) past the TTL: the holder\'s command, which ignores SIGTERM, is dead before the next holder starts', async () => {
+  it.each(['lock run', 'exec run'] as const)('the server paused (SIGSTOP) for 2× the TTL: the holder\'s %s command, which ignores SIGTERM, is dead before the next holder starts', async (how) => {
     const { own, url } = await ownCluster();
-    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 } });
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 }, exec: { tasks: [{ id: 't', run: 'bash ./stubborn.sh' }] } });
     const [fa, fb] = [join(dir, 'marks.A'), join(dir, 'marks.B')];
-    const a = startCli(['lock', 'run', '--', 'bash', '-c', stubborn(fa)], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: 'host-a' } });
-    await a.waitFor(/up/);
+    writeFileSync(join(dir, 'stubborn.sh'), stubborn(fa));
+    const args = how === 'lock run' ? ['lock', 'run', '--', 'bash', './stubborn.sh'] : ['exec', 'run', 't'];
+    const a = startCli(args, { cwd: dir, env: { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: 'host-a' }, timeoutMs: 60_000 });
+    await eventually(() => marks(fa).length > 0, 15_000, 'A works');
     await sleep(800); // a heartbeat or two
     const pids = serverPids(own);
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
@@ -133,40 +135,41 @@ suite('PostgreSQL backend: outages', () => {
     } finally {
       for (const pid of pids) process.kill(pid, 'SIGCONT');
     }
-    expect((await a.exited).code, a.stderr()).toBe(1);
-    expect(a.stderr()).toMatch(/lock lost: /);
+    expect((await a.exited).code, a.stdout() + a.stderr()).toBe(1);
+    expect(a.stdout() + a.stderr()).toMatch(how === 'lock run' ? /lock lost: / : /ABORTED/);
     await b.waitFor(/took-over/, 30_000);
     await sleep(300);
     b.child.kill('SIGTERM');
     await b.exited;
     const gap = gapMs(fa, fb);
-    console.log(`pause: A's last mark ${gap} ms before B's first`);
+    console.log(`pause (${how}): A's last mark ${gap} ms before B's first`);
   });
 
-  it('a partition cuts the holder off while the next holder reaches the server: the holder\'s command is dead before the next holder starts', async () => {
+  it.each(['lock run', 'exec run'] as const)('a partition cuts the holder off while the next holder reaches the server: its %s command is dead before the next holder starts', async (how) => {
     const { url } = await ownCluster();
     const proxy = await partitionProxy(new URL(url));
     onTestFinished(() => proxy.close());
-    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 } });
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 2 }, exec: { tasks: [{ id: 't', run: 'bash ./stubborn.sh' }] } });
     const [fa, fb] = [join(dir, 'marks.A'), join(dir, 'marks.B')];
-    const a = startCli(['lock', 'run', '--', 'bash', '-c', stubborn(fa)], { cwd: dir, env: { ROUTINELY_DATABASE_URL: proxy.url, ROUTINELY_HOST_ID: 'host-a' } });
-    await a.waitFor(/up/);
+    writeFileSync(join(dir, 'stubborn.sh'), stubborn(fa));
+    const args = how === 'lock run' ? ['lock', 'run', '--', 'bash', './stubborn.sh'] : ['exec', 'run', 't'];
+    const a = startCli(args, { cwd: dir, env: { ROUTINELY_DATABASE_URL: proxy.url, ROUTINELY_HOST_ID: 'host-a' }, timeoutMs: 60_000 });
+    await eventually(() => marks(fa).length > 0, 15_000, 'A works');
     await sleep(800);
     proxy.cut();
     const b = nextHolder(dir, url, fb);
     try {
       await b.waitFor(/took-over/, 30_000);
-      await sleep(4000 - 0); // the cut lasts at least 2× TTL
+      await sleep(4000); // the cut lasts at least 2× TTL
     } finally {
       proxy.heal();
     }
-    expect((await a.exited).code, a.stderr()).toBe(1);
-    expect(a.stderr()).toMatch(/lock lost: /);
+    expect((await a.exited).code, a.stdout() + a.stderr()).toBe(1);
+    expect(a.stdout() + a.stderr()).toMatch(how === 'lock run' ? /lock lost: / : /ABORTED/);
     b.child.kill('SIGTERM');
     await b.exited;
     const gap = gapMs(fa, fb);
-    console.log(`partition: A's last mark ${gap} ms before B's first`);
-    expect((await runCli(['lock', 'status', '--json'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } })).code).toBe(0);
+    console.log(`partition (${how}): A's last mark ${gap} ms before B's first`);
   });
 
   /** Task `a` succeeds once `go` exists; `b` runs until `fast` exists. Both started, then the
