@@ -125,6 +125,10 @@ export function runSummary(state: RunState): string[] {
   const attempt = state.attempt > 1 ? ` (resume, attempt ${state.attempt})` : '';
   const lines = [`run ${state.run_id} ${paint(state.status, statusColor, color)}${attempt}: ${parts.join(', ')}${took}`];
   if (state.why) lines.push(`  why:  ${state.why}`);
+  // Said after the live `succeeded a` line: the record does not have it (issue 15).
+  for (const [id, t] of Object.entries(state.tasks)) {
+    if (t.why_code === 'NOT_RECORDED') lines.push(`  ${id}: ${t.why}; exec resume will run it again`);
+  }
   if (state.next) lines.push(`  next: ${state.next}`);
   return lines;
 }

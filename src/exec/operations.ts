@@ -15,7 +15,7 @@ import { randomHex } from '../lock/files.js';
 import { samePidSpace, selfIdentity, systemProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
 import { executeRun } from './executor.js';
-import { finalStatus, foldRun, rebuildRegistry } from './outcome.js';
+import { asRecorded, finalStatus, foldRun, rebuildRegistry } from './outcome.js';
 import { dependencyOrder } from './plan.js';
 import { emptyRegistry, syncRegistry, taskHash, type Registry } from './registry.js';
 import { applyEvent, isRunId, newRunId, summarize, type RunEvent, type RunState, type TaskRun } from './run-state.js';
@@ -342,8 +342,11 @@ async function carryOut(
       // SPEC §4.3: record ABORTED / LOCK_LOST, write nothing else. The append carries our old
       // generation, so it can never override what a newer holder records for this run.
       const lost: RunEvent = { ...event, status: 'ABORTED', why_code: 'LOCK_LOST', why: finalStatus(result.state, 'LOCK_LOST', lease.lost?.why).why };
-      await writer.appendUnfenced(lost);
-      return { state: applyEvent(result.state, lost), summary, bytesWritten: writer.bytesWritten };
+      const notStored = await writer.appendUnfenced(lost);
+      // What we report is what the record says: a task whose result never reached it is run
+      // again by resume, so it is not reported as done (issue 15).
+      const state = asRecorded(applyEvent(result.state, lost), writer.unrecorded(), notStored);
+      return { state, summary, bytesWritten: writer.bytesWritten };
     }
     // The run is on record. A lock lost in this last moment only leaves the registry to be
     // folded by the next command (the run is still in active_runs).
@@ -486,21 +489,26 @@ export interface TaskView {
  * neither takes the lock nor registers (run `register` for that). */
 export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
   const defs = loadTaskDefinitions(ctx.project);
-  return withStore(ctx, async ({ exec: store }) => {
+  return withStore(ctx, async (backend) => {
+  const store = backend.exec;
+  const before = await holderGeneration(backend);
   const { registry } = await currentRegistry(ctx, store, defs, false);
-  const live = new Map<string, TaskRun>();
+  const loaded: RunState[] = [];
   for (const runId of registry.active_runs) {
     try {
-      const loaded = isRunId(runId) ? await store.loadRun(runId) : null;
-      const run = loaded ? asSeen(loaded) : null;
-      if (!run) continue;
-      for (const [id, t] of Object.entries(run.tasks)) {
-        // never over what a newer generation recorded (a run of a holder that lost the lock)
-        if ((t.gen ?? run.generation) < (registry.tasks[id]?.generation ?? 0)) continue;
-        if (run.status === 'RUNNING' || t.status !== 'pending') live.set(id, t);
-      }
+      const run = isRunId(runId) ? await store.loadRun(runId) : null;
+      if (run) loaded.push(run);
     } catch {
       // shown by `exec show`
+    }
+  }
+  const holders = [before, await holderGeneration(backend)];
+  const live = new Map<string, TaskRun>();
+  for (const run of loaded.map((r) => asSeen(r, holders))) {
+    for (const [id, t] of Object.entries(run.tasks)) {
+      // never over what a newer generation recorded (a run of a holder that lost the lock)
+      if ((t.gen ?? run.generation) < (registry.tasks[id]?.generation ?? 0)) continue;
+      if (run.status === 'RUNNING' || t.status !== 'pending') live.set(id, t);
     }
   }
   return Object.values(registry.tasks).map((e) => ({
@@ -516,17 +524,41 @@ export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
   });
 }
 
-/** A run as a read-only view shows it: one left RUNNING by a process that is gone (SIGKILL, a
- * crash) reads as INTERRUPTED / OWNER_DEAD, as the next command will record it — without
- * writing anything now. */
-export function asSeen(run: RunState): RunState {
-  if (run.status !== 'RUNNING' || ownerAlive(run) || !samePidSpace(run.owner, systemProbe())) return run;
-  const tasks = Object.fromEntries(Object.entries(run.tasks).map(([id, t]) => [id, t.status === 'running' ? { ...t, status: 'interrupted' as const } : t]));
-  return {
-    ...run, tasks, status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
-    why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
-    next: `routinely exec resume ${run.run_id}`,
-  };
+/** Who holds the exec lock, as a reader judges a RUNNING run by it: the generation of a live
+ * holder, `free`, `expired` (stale: whoever had it can write nothing more, every write is
+ * fenced), or undefined when it cannot be read (then nothing is concluded from it). */
+type LockSeen = number | 'free' | 'expired' | undefined;
+
+async function holderGeneration(backend: Backend): Promise<LockSeen> {
+  try {
+    const s = await backend.lock.status(EXEC_LOCK_KEY);
+    return s.state === 'free' ? 'free' : s.state === 'stale' ? 'expired' : s.generation;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A run as a read-only view shows it, without writing anything now:
+ * - one left RUNNING by a process that is gone (SIGKILL, a crash) reads as INTERRUPTED /
+ *   OWNER_DEAD, as the next command will record it;
+ * - one left RUNNING by a writer whose generation no longer holds the exec lock (free, expired,
+ *   or held at another epoch) reads as INTERRUPTED too: nothing runs it any more, and its final record
+ *   may have been lost with the database (issue 15). `holders` are the lock's holder
+ *   generations read before and after the run was read; only when every read agrees, so a run
+ *   that starts or ends between the reads is not misjudged. */
+export function asSeen(run: RunState, holders?: readonly LockSeen[]): RunState {
+  if (run.status !== 'RUNNING') return run;
+  const interrupted = (why_code: 'OWNER_DEAD' | 'LOCK_LOST', why: string): RunState => ({
+    ...run,
+    tasks: Object.fromEntries(Object.entries(run.tasks).map(([id, t]) => [id, t.status === 'running' ? { ...t, status: 'interrupted' as const } : t])),
+    status: 'INTERRUPTED', why_code, why, next: `routinely exec resume ${run.run_id}`,
+  });
+  const who = `pid ${run.owner.pid} on ${printable(run.owner.host)}`;
+  if (!ownerAlive(run) && samePidSpace(run.owner, systemProbe())) return interrupted('OWNER_DEAD', `its process (${who}) ended without finishing the run`);
+  const now = holders?.at(-1);
+  if (!holders?.length || !holders.every((h) => h !== undefined && h !== run.generation)) return run;
+  const lock = now === 'free' ? 'the exec lock is free' : now === 'expired' ? 'its lease expired' : `the exec lock is held at epoch ${now}`;
+  return interrupted('LOCK_LOST', `its writer (${who}, epoch ${run.generation}) no longer holds the exec lock (${lock}); the run did not finish on record`);
 }
 
 /** A run whose state cannot be read at all (its run.json damaged and no journal to rebuild it). */
@@ -537,25 +569,29 @@ export interface UnreadableRun {
 }
 
 export async function listRuns(ctx: ExecContext, limit = 20): Promise<(RunState | UnreadableRun)[]> {
-  return withStore(ctx, async ({ exec: store }) => {
+  return withStore(ctx, async (backend) => {
+    const store = backend.exec;
+    const before = await holderGeneration(backend);
     const runs: (RunState | UnreadableRun)[] = [];
     for (const id of await store.listRunIds(limit)) {
       try {
         const r = await store.loadRun(id);
-        if (r) runs.push(asSeen(r));
+        if (r) runs.push(r);
       } catch (err) {
         runs.push({ run_id: id, status: 'UNREADABLE', why: (err as Error).message });
       }
     }
-    return runs;
+    const holders = [before, await holderGeneration(backend)];
+    return runs.map((r) => (r.status === 'UNREADABLE' ? r : asSeen(r as RunState, holders)));
   });
 }
 
 export async function showRun(ctx: ExecContext, runId: string): Promise<RunState> {
   if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
-  return withStore(ctx, async ({ exec: store }) => {
-    const run = await store.loadRun(runId);
-    if (!run) throw new NotFoundError(`no run ${runId} in ${store.location}`);
-    return asSeen(run);
+  return withStore(ctx, async (backend) => {
+    const before = await holderGeneration(backend);
+    const run = await backend.exec.loadRun(runId);
+    if (!run) throw new NotFoundError(`no run ${runId} in ${backend.exec.location}`);
+    return asSeen(run, [before, await holderGeneration(backend)]);
   });
 }

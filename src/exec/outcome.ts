@@ -4,7 +4,7 @@
 import type { StopCause } from './executor.js';
 import { emptyRegistry, syncRegistry, type Registry, type RegistryStatus } from './registry.js';
 import type { SourcedTask } from './task-source.js';
-import { summarize, type RunState, type RunStatus, type Why } from './run-state.js';
+import { summarize, type RunEvent, type RunState, type RunStatus, type Why } from './run-state.js';
 
 export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWhy?: string): { status: RunStatus } & Partial<Why> {
   const resume = `routinely exec resume ${state.run_id}`;
@@ -86,4 +86,27 @@ export function exitCodeFor(status: RunStatus, signalExit: number | null): numbe
   if (status === 'SUCCEEDED') return 0;
   if (status === 'INTERRUPTED' && signalExit) return signalExit;
   return 1;
+}
+
+/** The final state of a holder that lost its lock, as its record has it: a task whose finish
+ * event never reached the record (the store was unreachable until the lease ran out) reads as
+ * interrupted there and `exec resume` runs it again, so it is reported so, with what it did;
+ * and a final record that could not be stored is said too (`notStored`: why). Pure. */
+export function asRecorded(state: RunState, unrecorded: readonly RunEvent[], notStored: string | null): RunState {
+  const tasks = { ...state.tasks };
+  const because = notStored ?? 'the exec lock was lost before it was stored';
+  for (const e of unrecorded) {
+    const t = tasks[e.type === 'task-finished' ? e.task : ''];
+    if (e.type !== 'task-finished' || !t || t.status !== e.status) continue;
+    tasks[e.task] = {
+      ...t, status: 'interrupted', why_code: 'NOT_RECORDED',
+      why: `${e.status}, but the result could not be recorded (${because})`,
+      next: `routinely exec resume ${state.run_id} will run it again`,
+    };
+  }
+  if (notStored === null) return { ...state, tasks };
+  return {
+    ...state, tasks,
+    why: `${state.why ?? state.status}; this could not be recorded (${notStored}), so the run reads as interrupted until resumed`,
+  };
 }

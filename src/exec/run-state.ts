@@ -22,7 +22,8 @@ export type WhyCode =
   | 'RUN_TIMEOUT'
   | 'RETIRED'
   | 'STATE_WRITE_FAILED'
-  | 'LOG_WRITE_FAILED';
+  | 'LOG_WRITE_FAILED'
+  | 'NOT_RECORDED';
 
 /** Explainability for every non-success (SPEC §5). */
 export interface Why {

@@ -188,8 +188,14 @@ export class RunStore implements RunWriter {
 
   /** The one write a holder that lost its lock still makes: its run's ABORTED / LOCK_LOST
    * record. Appended with its old generation, so a newer holder's state always wins. */
-  async appendUnfenced(event: RunEvent): Promise<void> {
+  async appendUnfenced(event: RunEvent): Promise<string | null> {
     this.appendUnfencedSync(event);
+    return null;
+  }
+
+  /** Appends are synchronous: one that was not stored threw to its caller. */
+  unrecorded(): readonly RunEvent[] {
+    return [];
   }
 
   appendUnfencedSync(event: RunEvent): void {

@@ -44,8 +44,12 @@ export interface RunWriter {
    * backend that writes asynchronously reports a later refusal through flush(). */
   append(event: RunEvent): void;
   /** The one write a holder that lost its lock still makes (its ABORTED / LOCK_LOST record),
-   * with its old generation so a newer holder's state always wins. */
-  appendUnfenced(event: RunEvent): Promise<void>;
+   * with its old generation so a newer holder's state always wins. Tried again for a bounded
+   * time while the store cannot be reached; resolves to null once stored, else to why not. */
+  appendUnfenced(event: RunEvent): Promise<string | null>;
+  /** Events that append() took but that were never stored (refused by the fence, or the store
+   * could not be reached until the lease ran out): what the record does not know. */
+  unrecorded(): readonly RunEvent[];
   snapshot(state: RunState): Promise<void>;
   /** Waits for every appended event; throws FencedError if one was refused. */
   flush(): Promise<void>;

@@ -21,6 +21,7 @@ export interface Db {
 const ignore = (): void => {};
 
 const CONNECT_TIMEOUT_MS = 5_000;
+const POOL_SIZE = 4;
 const STATEMENT_TIMEOUT_MS = 15_000;
 
 function describe(url: string): string {
@@ -30,6 +31,14 @@ function describe(url: string): string {
   } catch {
     return redactUrl(url);
   }
+}
+
+/** The server refused a connection at its limit (53300): say what to do, not only that. */
+function tooManyConnections(message: string): string {
+  const fix = /for (role|database)/.test(message)
+    ? `raise its CONNECTION LIMIT (ALTER ${message.includes('for role') ? 'ROLE' : 'DATABASE'} … CONNECTION LIMIT n)`
+    : 'raise max_connections on the server, or put a pooler in session mode in front of it (e.g. PgBouncer with pool_mode = session)';
+  return `${message} (53300): ${fix}; each routinely process opens up to ${POOL_SIZE} connections`;
 }
 
 /** A connection problem as a person reads it; never the password. */
@@ -42,6 +51,7 @@ export function dbError(where: string, err: unknown): DatabaseError {
     e.code === '28P01' || e.code === '28000' ? 'authentication failed' :
     e.code === '3D000' ? 'database does not exist' :
     e.code === '57P01' || e.code === '57P03' ? 'the server is shutting down or starting up' :
+    e.code === '53300' ? tooManyConnections(e.message ?? 'too many clients') :
     (e.message ?? String(err)).replace(/\/\/[^@\s]*@/g, '//***@');
   return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`);
 }
@@ -50,7 +60,7 @@ export async function connect(url: string): Promise<Db> {
   const where = describe(url);
   const pool = new pg.Pool({
     connectionString: url,
-    max: 4,
+    max: POOL_SIZE,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 10_000,
     keepAlive: true,

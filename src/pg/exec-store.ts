@@ -16,6 +16,11 @@ import type { Lease } from '../lock/lease.js';
 import type { Db } from './connect.js';
 import { fenceCte } from './schema.js';
 
+/** How long a holder that lost its lease keeps trying to store its run's final record. */
+const FINAL_WRITE_RETRY_MS = 12_000;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
 export function pgExecStore(db: Db, project: Project & { backend: { type: 'postgres'; project: string } }): ExecStore {
   const name = project.backend.project;
   const logsDir = join(project.stateDir, 'exec', 'runs');
@@ -41,7 +46,7 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       const r = await db.query(
         `WITH ${fenceCte('$3', '$4')}
          INSERT INTO routinely_registry (project, registry, updated_at)
-         SELECT $1, $2::jsonb, now() FROM fence
+         SELECT $1, $2::json, now() FROM fence
          ON CONFLICT (project) DO UPDATE SET registry = excluded.registry, updated_at = now()`,
         [name, doc, lease.lockId, lease.generation],
       );
@@ -84,6 +89,7 @@ class PgRunWriter implements RunWriter {
   private chain: Promise<void> = Promise.resolve();
   private fenced: FencedError | null = null;
   private failure: unknown = null;
+  private readonly lost: RunEvent[] = [];
   bytesWritten = 0;
 
   constructor(
@@ -117,27 +123,47 @@ class PgRunWriter implements RunWriter {
         try {
           const r = await this.db.query(
             `WITH ${fenceCte('$3', '$4')}
-             INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::jsonb FROM fence`,
+             INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::json FROM fence`,
             [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
           );
-          if (r.rowCount === 0) this.fenced = new FencedError('the exec lock is no longer ours (database)');
+          if (r.rowCount === 0) break;
           return;
         } catch (err) {
           if (!(err instanceof DatabaseError)) this.failure = err;
           else if (!this.lease.held()) this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
-          else await new Promise((r) => setTimeout(r, 250));
+          else await sleep(250);
         }
       }
+      this.fenced ??= new FencedError('the exec lock is no longer ours (database)');
+      this.lost.push(event);
     });
   }
 
-  async appendUnfenced(event: RunEvent): Promise<void> {
+  unrecorded(): readonly RunEvent[] {
+    return this.lost;
+  }
+
+  /** The final record of a holder that lost its lease (its old epoch, so it never overrides a
+   * newer holder). The lease is usually lost because the database could not be reached, so the
+   * database is tried again for a bounded time: a run left RUNNING reads as interrupted, but
+   * its record should say what happened. */
+  async appendUnfenced(event: RunEvent): Promise<string | null> {
     await this.chain;
     const doc = JSON.stringify(event);
     this.bytesWritten += Buffer.byteLength(doc);
-    await this.db
-      .query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::jsonb)', [this.project, this.runId, event.gen, doc])
-      .catch(() => {}); // best effort: a lost holder cannot do more
+    const deadline = Date.now() + FINAL_WRITE_RETRY_MS;
+    let delay = 250;
+    for (;;) {
+      try {
+        await this.db.query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::json)', [this.project, this.runId, event.gen, doc]);
+        return null;
+      } catch (err) {
+        const why = err instanceof DatabaseError ? err.message : `database ${this.db.where}: ${(err as Error).message}`;
+        if (!(err instanceof DatabaseError) || Date.now() + delay > deadline) return why;
+        await sleep(delay);
+        delay = Math.min(delay * 2, 2_000);
+      }
+    }
   }
 
   async flush(): Promise<void> {
@@ -159,13 +185,13 @@ class PgRunWriter implements RunWriter {
       ? await this.db.query(
           `WITH ${fenceCte('$3', '$4')}
            INSERT INTO routinely_runs (project, run_id, snapshot, generation, events_seq)
-           SELECT $1, $2, $5::jsonb, $4, ${seq} FROM fence`,
+           SELECT $1, $2, $5::json, $4, ${seq} FROM fence`,
           [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
         )
       : await this.db.query(
           // never replaces a snapshot written under a newer generation
           `WITH ${fenceCte('$3', '$4')}
-           UPDATE routinely_runs SET snapshot = $5::jsonb, generation = $4, events_seq = ${seq}, updated_at = now()
+           UPDATE routinely_runs SET snapshot = $5::json, generation = $4, events_seq = ${seq}, updated_at = now()
             WHERE project = $1 AND run_id = $2 AND generation <= $4 AND EXISTS (SELECT 1 FROM fence)`,
           [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
         );

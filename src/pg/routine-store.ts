@@ -11,10 +11,10 @@ import type { Db } from './connect.js';
 export function pgRoutineStore(db: Db, project: string): RoutineStore {
   async function update(client: pg.PoolClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
     // make sure the row exists, then lock it
-    await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::jsonb) ON CONFLICT DO NOTHING`, [project, routine]);
+    await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
     const { rows } = await client.query<{ record: unknown }>('SELECT record FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
     const prior = parseRecord(routine, rows[0]?.record);
-    await client.query('UPDATE routinely_routine_state SET record = $3::jsonb WHERE project = $1 AND routine = $2', [project, routine, JSON.stringify(change(prior))]);
+    await client.query('UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2', [project, routine, JSON.stringify(change(prior))]);
   }
 
   return {
@@ -66,7 +66,7 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
           result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
           ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}),
         };
-        await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::jsonb)', [project, routine, JSON.stringify(entry)]);
+        await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', [project, routine, JSON.stringify(entry)]);
         // bounded: keep the newest HISTORY_LIMIT entries of the routine
         await client.query(
           `DELETE FROM routinely_history WHERE project = $1 AND routine = $2 AND seq <=

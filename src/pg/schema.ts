@@ -71,6 +71,20 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    // jsonb stores keys in its own order (shorter first), so JSON read back differed from what
+    // the file backend shows; json keeps the text as written (issue 15). Rows written before
+    // keep the jsonb order.
+    sql: `
+      ALTER TABLE routinely_leases ALTER COLUMN owner TYPE json USING owner::json;
+      ALTER TABLE routinely_registry ALTER COLUMN registry TYPE json USING registry::json;
+      ALTER TABLE routinely_runs ALTER COLUMN snapshot TYPE json USING snapshot::json;
+      ALTER TABLE routinely_run_events ALTER COLUMN event TYPE json USING event::json;
+      ALTER TABLE routinely_routine_state ALTER COLUMN record TYPE json USING record::json;
+      ALTER TABLE routinely_history ALTER COLUMN entry TYPE json USING entry::json;
+    `,
+  },
 ];
 
 /** The lease check that fences a write: the row must still carry the writer's lock_id and epoch

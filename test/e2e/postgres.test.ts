@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { spawn, spawnSync } from 'node:child_process';
 import { systemProbe } from '../../src/lock/identity.js';
+import { MIGRATIONS } from '../../src/pg/schema.js';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -303,7 +304,7 @@ suite('PostgreSQL backend', () => {
     const { dir, url, env } = await pgProject();
     const all = await Promise.all(Array.from({ length: 6 }, () => runCli(['lock', 'status'], { cwd: dir, env })));
     expect(all.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0]);
-    expect(await sql(url, 'SELECT version FROM routinely_schema')).toEqual([{ version: 1 }]);
+    expect(await sql(url, 'SELECT version FROM routinely_schema ORDER BY version')).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
   });
 
   it('connection problems: exit 2 for a bad URL, 1 for an unreachable server, host named, password never shown', async () => {
