@@ -10,7 +10,6 @@ import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
-import { systemClock } from '../clock.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
@@ -120,15 +119,15 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   await using backend = disposable(await openBackend(project));
   try {
     // Fires left open by a process that died are recorded first, once each (SPEC §6).
-    await backend.routines.reconcile(ownerGone, new Date(), warnTo);
+    await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warnTo);
     const result = await fireRoutine({
-      project, backend, clock: systemClock, trigger: 'manual', ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs,
+      project, backend, clock: backend.clock, trigger: 'manual', ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs,
       signal: stop.signal, killGraceMs: 5000, warn: warnTo,
       onStarted: () => out(`started ${id}`),
       onWait: waitNotice(policy),
       // the command's output also goes to this terminal (SPEC §10), and always to its log
       echo: (chunk) => process.stdout.write(chunk),
-    }, def, new Date());
+    }, def, new Date(backend.clock.now()));
     // the record before this fire, for its notifications (SPEC §10: `routine run` notifies too)
     const notifies = def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
     const prior = notifies ? (await backend.routines.read(warnTo)).routines[id] : undefined;

@@ -303,7 +303,7 @@ suite('PostgreSQL backend', () => {
     const { dir, url, env } = await pgProject();
     const all = await Promise.all(Array.from({ length: 6 }, () => runCli(['lock', 'status'], { cwd: dir, env })));
     expect(all.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0]);
-    expect(await sql(url, 'SELECT version FROM routinely_schema')).toEqual([{ version: 1 }]);
+    expect(await sql(url, 'SELECT version FROM routinely_schema ORDER BY version')).toEqual([{ version: 1 }, { version: 2 }]);
   });
 
   it('connection problems: exit 2 for a bad URL, 1 for an unreachable server, host named, password never shown', async () => {
