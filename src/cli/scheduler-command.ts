@@ -9,7 +9,7 @@ import type { Lease } from '../lock/lease.js';
 import { disposable, openBackend, type Backend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat, type Logger } from '../scheduler/log.js';
-import { describeOffset, offsetNews, skewWarning, type DbClock, type OffsetSample } from '../pg/db-clock.js';
+import type { DbClock, OffsetSample } from '../pg/db-clock.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
@@ -100,7 +100,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     observer: served?.observer,
     clock: backend.clock,
   });
-  const unwatchClock = backend.dbClock ? watchDbClock(backend.dbClock, log, () => scheduler.clockStepped()) : () => {};
+  const unwatchClock = backend.dbClock ? await watchDbClock(backend.dbClock, log, () => scheduler.clockStepped()) : () => {};
   current = () => scheduler.currentProject;
   const stop = new AbortController();
   stop.signal.addEventListener('abort', () => served?.stopping(), { once: true });
@@ -161,7 +161,9 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
 
 /** Logs the offset to the database clock when first measured and whenever it moves notably, with
  * a warning past SKEW_WARN_MS; a notable move wakes the loop (a clock step). */
-function watchDbClock(clock: DbClock, log: Logger, stepped: () => void): () => void {
+async function watchDbClock(clock: DbClock, log: Logger, stepped: () => void): Promise<() => void> {
+  // loaded with the database backend only (routine list loads this module, and stays lean)
+  const { describeOffset, offsetNews, skewWarning } = await import('../pg/db-clock.js');
   let logged: number | null = null;
   const seen = (offset: number, sample: OffsetSample): void => {
     const news = offsetNews(logged, offset);
