@@ -83,7 +83,7 @@ async function schedulerLine(project: Project, backend: Backend): Promise<Schedu
 }
 
 export async function routineList(flags: { json?: boolean; check?: boolean }, g: GlobalOptions): Promise<number> {
-  const now = new Date();
+  let now = new Date();
   let project: Project;
   let routines: ListedRoutine[] | null = null;
   let fromState = false;
@@ -98,7 +98,12 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
     project = stateOnly(g, error);
     fromState = true;
   }
-  const { state, scheduler } = await withBackend(project, async (b) => ({ state: await b.routines.read(warnTo), scheduler: await schedulerLine(project, b) }));
+  const { state, scheduler, clockNow } = await withBackend(project, async (b) => ({ state: await b.routines.read(warnTo), scheduler: await schedulerLine(project, b), clockNow: b.kind === 'postgres' ? b.clock.now() : null }));
+  // With a database, next and last runs are reckoned by its clock, as the scheduler fires by it.
+  if (clockNow !== null) {
+    now = new Date(clockNow);
+    if (!fromState) routines = listedRoutines(project, now);
+  }
   // With an invalid config, the routines the state knows (no schedule, action or next run).
   routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, starvedAfterSkips: 3, next: null }));
   return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);

@@ -103,6 +103,10 @@ suite('PostgreSQL backend with skewed host clocks', () => {
       expect(Math.abs(Date.parse(entry.started_at) - Date.parse(entry.scheduled_at)), JSON.stringify(entry)).toBeLessThan(3000);
       expect(Date.parse(entry.finished_at)).toBeGreaterThanOrEqual(Date.parse(entry.started_at));
     }
+    // routine list on a host 10 s slow reckons the next run by the database clock too
+    const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env: { ...env, ...skewed(-10) } });
+    const [row] = JSON.parse(list.stdout) as { next_run_at: string }[];
+    expect(Math.abs(Date.parse(row!.next_run_at) - Date.now()), list.stdout).toBeLessThan(5000);
   });
 
   it('exec resume without a run id picks the latest run by database order, whatever the hosts\' clocks say', async () => {
