@@ -2,6 +2,7 @@
 // configured with `backend: { type: "postgres" }` keeps both in PostgreSQL (SPEC §9), loaded
 // lazily so file-backed commands never pay for the driver.
 
+import { systemClock, type Clock } from './clock.js';
 import type { Project } from './config/load.js';
 import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
 import type { ExecStore } from './exec/store.js';
@@ -10,6 +11,7 @@ import { fileRoutineStore } from './scheduler/file-store.js';
 import { ensureStateRoot } from './state/json-file.js';
 import { trustRoot } from './lock/files.js';
 import type { RoutineStore } from './scheduler/store.js';
+import type { DbClock } from './pg/db-clock.js';
 
 export interface Backend {
   kind: 'file' | 'postgres';
@@ -19,7 +21,18 @@ export interface Backend {
   /** The scheduler's lock key: one scheduler per project with files, one per host (and each
    * tick claimed once across hosts) with a database. */
   schedulerKey(host: string): string;
+  /** The clock for times other hosts read — ticks, history times, run ids: the wall clock with
+   * files, the database's (measured, docs/postgres.md "Clock model") with PostgreSQL. */
+  clock: Clock;
+  /** With PostgreSQL: the measured offset to the database clock, for the scheduler's log. */
+  dbClock?: DbClock;
   close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** Told once at connect when this host's clock is far off the database's (default: a warning
+   * on stderr); the scheduler logs it instead. */
+  skewNotice?: (message: string) => void;
 }
 
 /** The project's state and lock folders: routinely uses them only while they are its own user's,
@@ -50,15 +63,16 @@ export function fileBackend(project: Project): Backend {
     exec: fileExecStore(project),
     routines: fileRoutineStore(project),
     schedulerKey: () => SCHEDULER_LOCK_KEY,
+    clock: systemClock,
     close: async () => {},
   };
 }
 
-export async function openBackend(project: Project): Promise<Backend> {
+export async function openBackend(project: Project, opts: OpenOptions = {}): Promise<Backend> {
   trustProjectRoots(project);
   if (project.backend.type === 'file') return fileBackend(project);
   const { postgresBackend } = await import('./pg/backend.js');
-  return postgresBackend(project);
+  return postgresBackend(project, opts.skewNotice ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)));
 }
 
 /** `await using b = disposable(await openBackend(p))` closes it at the end of the scope. */

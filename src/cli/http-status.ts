@@ -33,7 +33,7 @@ async function start(w: Wiring, mode: ServerInfo['mode'], health: () => Promise<
     info: { project: first.config.project ?? basename(first.root), host: w.host, backend: w.backend.kind, mode, pid: process.pid },
     // imported on use: a static import would make esbuild split routine-commands into a shared
     // chunk, one more file for every `routine list` to load
-    routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(), w.backend),
+    routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
     recent: async (ids) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id, warn))] as const))),
     lock: () => w.backend.lock.status(EXEC_LOCK_KEY),
     // as `exec runs --json` prints them

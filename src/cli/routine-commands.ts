@@ -10,7 +10,6 @@ import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
-import { systemClock } from '../clock.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
@@ -84,7 +83,7 @@ async function schedulerLine(project: Project, backend: Backend): Promise<Schedu
 }
 
 export async function routineList(flags: { json?: boolean; check?: boolean }, g: GlobalOptions): Promise<number> {
-  const now = new Date();
+  let now = new Date();
   let project: Project;
   let routines: ListedRoutine[] | null = null;
   let fromState = false;
@@ -99,7 +98,12 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
     project = stateOnly(g, error);
     fromState = true;
   }
-  const { state, scheduler } = await withBackend(project, async (b) => ({ state: await b.routines.read(warnTo), scheduler: await schedulerLine(project, b) }));
+  const { state, scheduler, clockNow } = await withBackend(project, async (b) => ({ state: await b.routines.read(warnTo), scheduler: await schedulerLine(project, b), clockNow: b.kind === 'postgres' ? b.clock.now() : null }));
+  // With a database, next and last runs are reckoned by its clock, as the scheduler fires by it.
+  if (clockNow !== null) {
+    now = new Date(clockNow);
+    if (!fromState) routines = listedRoutines(project, now);
+  }
   // With an invalid config, the routines the state knows (no schedule, action or next run).
   routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, starvedAfterSkips: 3, next: null }));
   return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);
@@ -120,15 +124,15 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   await using backend = disposable(await openBackend(project));
   try {
     // Fires left open by a process that died are recorded first, once each (SPEC §6).
-    await backend.routines.reconcile(ownerGone, new Date(), warnTo);
+    await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warnTo);
     const result = await fireRoutine({
-      project, backend, clock: systemClock, trigger: 'manual', ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs,
+      project, backend, clock: backend.clock, trigger: 'manual', ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs,
       signal: stop.signal, killGraceMs: 5000, warn: warnTo,
       onStarted: () => out(`started ${id}`),
       onWait: waitNotice(policy),
       // the command's output also goes to this terminal (SPEC §10), and always to its log
       echo: (chunk) => process.stdout.write(chunk),
-    }, def, new Date());
+    }, def, new Date(backend.clock.now()));
     // the record before this fire, for its notifications (SPEC §10: `routine run` notifies too)
     const notifies = def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
     const prior = notifies ? (await backend.routines.read(warnTo)).routines[id] : undefined;

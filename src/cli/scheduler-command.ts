@@ -1,6 +1,5 @@
 // `routinely scheduler start` (SPEC §6): foreground, one per project (the `scheduler` lock).
 
-import { systemClock } from '../clock.js';
 import { loadProject, type Project } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { fireRoutine, ownerGone } from '../scheduler/firing.js';
@@ -9,7 +8,8 @@ import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
 import { disposable, openBackend, type Backend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
-import { createLogger, type LogFormat } from '../scheduler/log.js';
+import { createLogger, type LogFormat, type Logger } from '../scheduler/log.js';
+import type { DbClock, OffsetSample } from '../pg/db-clock.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
@@ -47,10 +47,14 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   // A closed stdout or stderr (`scheduler start | head -3`, a terminal that went away) must not
   // stop the scheduler: its log lines are dropped, and it goes on firing and recording.
   keepGoingOnBrokenPipes();
-  const log = createLogger(flags.logFormat, out);
+  // Log lines carry the backend's clock (the database's with PostgreSQL), as history does.
+  let clockNow = (): number => Date.now();
+  const log = createLogger(flags.logFormat, out, () => clockNow());
   // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
   const http = await httpSetup(flags.http, project);
-  await using backend = disposable(await openBackend(project));
+  // The skew warning goes to the log (below), not to stderr.
+  await using backend = disposable(await openBackend(project, { skewNotice: () => {} }));
+  clockNow = () => backend.clock.now();
   const host = hostId();
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
@@ -67,7 +71,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   // Fires left open by an earlier scheduler that died (SIGKILL) are recorded now, once each.
   const warn = (message: string): void => log({ event: 'scheduler.warning', message });
   try {
-    const closed = await backend.routines.reconcile(ownerGone, new Date(), warn);
+    const closed = await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warn);
     if (closed > 0) warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
   } catch (err) {
     warn(`could not reconcile open fires: ${(err as Error).message}`);
@@ -83,7 +87,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     project,
     fire: (def, scheduledAt, o) =>
       fireRoutine({
-        project: o.project, backend, clock: systemClock, trigger: o.trigger, attempt: o.attempt, ifBusy: o.ifBusy, waitTimeoutMs: o.waitTimeoutMs,
+        project: o.project, backend, clock: backend.clock, trigger: o.trigger, attempt: o.attempt, ifBusy: o.ifBusy, waitTimeoutMs: o.waitTimeoutMs,
         signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait,
       }, def, scheduledAt),
     log,
@@ -94,7 +98,9 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     store: backend.routines,
     host,
     observer: served?.observer,
+    clock: backend.clock,
   });
+  const unwatchClock = backend.dbClock ? await watchDbClock(backend.dbClock, log, () => scheduler.clockStepped()) : () => {};
   current = () => scheduler.currentProject;
   const stop = new AbortController();
   stop.signal.addEventListener('abort', () => served?.stopping(), { once: true });
@@ -147,9 +153,29 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     process.off('SIGTERM', onStop);
     process.off('SIGHUP', onHup);
     lease.signal.removeEventListener('abort', onLost);
+    unwatchClock();
     await lease.release();
   }
   return lost ? ExitCode.FAILED : ExitCode.OK;
+}
+
+/** Logs the offset to the database clock when first measured and whenever it moves notably, with
+ * a warning past SKEW_WARN_MS; a notable move wakes the loop (a clock step). */
+async function watchDbClock(clock: DbClock, log: Logger, stepped: () => void): Promise<() => void> {
+  // loaded with the database backend only (routine list loads this module, and stays lean)
+  const { describeOffset, offsetNews, skewWarning } = await import('../pg/db-clock.js');
+  let logged: number | null = null;
+  const seen = (offset: number, sample: OffsetSample): void => {
+    const news = offsetNews(logged, offset);
+    if (!news) return;
+    logged = offset;
+    log({ event: 'scheduler.clock', offset_ms: Math.round(offset * 10) / 10, rtt_ms: Math.round(sample.rttMs * 10) / 10, change: news, text: describeOffset(offset) });
+    const warning = skewWarning(offset);
+    if (warning) log({ event: 'scheduler.warning', message: warning });
+    if (news === 'changed') stepped();
+  };
+  if (clock.offsetMs !== null) seen(clock.offsetMs, clock.lastSample ?? { offsetMs: clock.offsetMs, rttMs: 0 });
+  return clock.onMeasured(seen);
 }
 
 /** Why the scheduler does not hold its lock now (for /healthz); null while it does. */

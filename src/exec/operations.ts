@@ -72,7 +72,7 @@ async function allRuns(store: ExecStore, warn: (m: string) => void): Promise<Run
 /** The registry; a missing or corrupt one is rebuilt from the runs, never taken for "nothing
  * ever ran" (SPEC §3). `write`: under the exec lock, about to save it (a corrupt file is moved
  * aside); else a read-only view (nothing is moved or written). */
-async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: SourcedTask[], write: boolean): Promise<{ registry: Registry; rebuilt: boolean }> {
+async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: SourcedTask[], write: boolean, clock: Clock = ctx.clock ?? systemClock): Promise<{ registry: Registry; rebuilt: boolean }> {
   const warn = ctx.warn ?? (() => {});
   const read = await store.loadRegistry({ write });
   if (read.kind === 'ok') return { registry: read.registry, rebuilt: false };
@@ -80,7 +80,7 @@ async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: Sourced
   if (read.kind === 'missing' && runs.length === 0) return { registry: emptyRegistry(), rebuilt: false };
   const how = read.kind === 'missing' ? 'is missing' : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
   warn(`${store.registryLocation} ${how}; rebuilt from ${runs.length} run${runs.length === 1 ? '' : 's'}`);
-  const registry = rebuildRegistry(runs, defs, nowIso(ctx.clock ?? systemClock));
+  const registry = rebuildRegistry(runs, defs, nowIso(clock));
   // A run still RUNNING is either someone's live run (a read-only view) or a dead holder's (we
   // hold the lock): either way it must be folded again when it ends.
   registry.active_runs = runs.filter((r) => r.status === 'RUNNING').map((r) => r.run_id);
@@ -90,7 +90,7 @@ async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: Sourced
 /** Under the lock: fold runs left unfinished by dead holders, then sync with the definitions. */
 async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
   const warn = ctx.warn ?? (() => {});
-  let { registry, rebuilt } = await currentRegistry(ctx, store, defs, true);
+  let { registry, rebuilt } = await currentRegistry(ctx, store, defs, true, clock);
   await lease.raiseGeneration((registry.generation ?? 0) + 1);
   let dirty = rebuilt;
   for (const runId of registry.active_runs) {
@@ -164,8 +164,9 @@ async function withLock<T>(
   policy: LockedPolicy,
   fn: (lease: Lease, clock: Clock, store: ExecStore) => Promise<T>,
 ): Promise<{ kind: 'busy'; busy: Busy } | { kind: 'ok'; value: T }> {
-  const clock = ctx.clock ?? systemClock;
   return withStore(ctx, async (backend) => {
+    // the backend's clock: with a database, run ids and times follow the database clock
+    const clock = ctx.clock ?? backend.clock;
     const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy, policy.onWait);
     if (!got.ok) return { kind: 'busy' as const, busy: got };
     try {
@@ -492,7 +493,7 @@ export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
   return withStore(ctx, async (backend) => {
   const store = backend.exec;
   const before = await holderGeneration(backend);
-  const { registry } = await currentRegistry(ctx, store, defs, false);
+  const { registry } = await currentRegistry(ctx, store, defs, false, ctx.clock ?? backend.clock);
   const loaded: RunState[] = [];
   for (const runId of registry.active_runs) {
     try {

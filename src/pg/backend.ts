@@ -4,14 +4,30 @@ import type { Backend } from '../backend.js';
 import type { Project } from '../config/load.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import { connect } from './connect.js';
+import { DbClock, skewWarning } from './db-clock.js';
 import { pgExecStore } from './exec-store.js';
 import { pgLockBackend } from './lease.js';
 import { pgRoutineStore } from './routine-store.js';
 
-export async function postgresBackend(project: Project): Promise<Backend> {
+/** How often the offset to the database clock is measured again, at most. */
+const CLOCK_REFRESH_MAX_MS = 30_000;
+
+export async function postgresBackend(project: Project, skewNotice: (message: string) => void = () => {}): Promise<Backend> {
   if (project.backend.type !== 'postgres') throw new Error('not a postgres project');
   const { url, project: name } = project.backend;
   const db = await connect(url);
+  // Times that other hosts read (ticks, history, run ids) follow the database clock, measured
+  // now (three round trips, the shortest wins) and again about as often as a lease heartbeat.
+  const clock = new DbClock(db);
+  try {
+    await clock.measure(3);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  const warning = skewWarning(clock.offsetMs ?? 0);
+  if (warning) skewNotice(warning);
+  clock.startRefreshing(Math.max(1000, Math.min(project.lockRefreshMs, CLOCK_REFRESH_MAX_MS)));
   return {
     kind: 'postgres',
     lock: pgLockBackend({ db, project: name, lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs }),
@@ -19,6 +35,11 @@ export async function postgresBackend(project: Project): Promise<Backend> {
     routines: pgRoutineStore(db, name),
     // one scheduler per host; the ticks are shared out through routinely_ticks
     schedulerKey: (host) => `${SCHEDULER_LOCK_KEY}@${host}`,
-    close: () => db.close(),
+    clock,
+    dbClock: clock,
+    close: () => {
+      clock.stopRefreshing();
+      return db.close();
+    },
   };
 }

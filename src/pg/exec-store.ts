@@ -75,7 +75,8 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
     },
 
     async listRunIds(limit: number): Promise<string[]> {
-      const { rows } = await db.query<{ run_id: string }>('SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY run_id DESC LIMIT $2', [name, limit]);
+      // newest by the database's order, not by the ids (they carry the creating host's clock)
+      const { rows } = await db.query<{ run_id: string }>('SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY created_seq DESC LIMIT $2', [name, limit]);
       return rows.map((r) => r.run_id).filter(isRunId);
     },
 

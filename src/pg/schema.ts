@@ -85,6 +85,24 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE routinely_history ALTER COLUMN entry TYPE json USING entry::json;
     `,
   },
+  {
+    version: 3,
+    sql: `
+      -- The order runs were created in, by the database (issue 15): run ids carry a host's clock,
+      -- so with skewed hosts the "newest" by id is not the newest run; exec resume and exec runs
+      -- go by this. Runs from before keep the only order they had, their ids'.
+      ALTER TABLE routinely_runs ADD COLUMN created_seq bigint;
+      CREATE SEQUENCE routinely_runs_created_seq OWNED BY routinely_runs.created_seq;
+      UPDATE routinely_runs r SET created_seq = o.n
+        FROM (SELECT project, run_id, row_number() OVER (ORDER BY run_id) AS n FROM routinely_runs) o
+       WHERE r.project = o.project AND r.run_id = o.run_id;
+      SELECT setval('routinely_runs_created_seq', coalesce((SELECT max(created_seq) FROM routinely_runs), 0) + 1, false);
+      ALTER TABLE routinely_runs ALTER COLUMN created_seq SET DEFAULT nextval('routinely_runs_created_seq'),
+                                 ALTER COLUMN created_seq SET NOT NULL;
+      ALTER TABLE routinely_runs ADD COLUMN created_at timestamptz NOT NULL DEFAULT now();
+      CREATE INDEX routinely_runs_created ON routinely_runs (project, created_seq);
+    `,
+  },
 ];
 
 /** The lease check that fences a write: the row must still carry the writer's lock_id and epoch

@@ -12,6 +12,7 @@ export type LogEvent =
   | { event: 'scheduler.reload_failed'; error: string }
   | { event: 'scheduler.warning'; message: string }
   | { event: 'scheduler.lock_lost'; why: string }
+  | { event: 'scheduler.clock'; offset_ms: number; rtt_ms: number; change: 'first' | 'changed'; text: string }
   | { event: 'routine.started'; routine: string; scheduled_at: string }
   | { event: 'routine.succeeded'; routine: string; duration_ms: number; run_id: string | null }
   | { event: 'routine.failed'; routine: string; reason: string; duration_ms: number; run_id: string | null }
@@ -56,6 +57,8 @@ export function formatText(e: LogEvent): string {
       return `[scheduler] warning: ${e.message}`;
     case 'scheduler.lock_lost':
       return `[scheduler] scheduler lock lost (${e.why}); stopping`;
+    case 'scheduler.clock':
+      return `[scheduler] database clock ${e.change === 'first' ? 'offset' : 'offset changed'}: ${e.offset_ms >= 0 ? '+' : '-'}${(Math.abs(e.offset_ms) / 1000).toFixed(3)}s (${e.text}; measured to ±${(e.rtt_ms / 2).toFixed(1)}ms); ticks and times follow the database`;
     case 'routine.started':
       return `[routine] started ${e.routine}`;
     case 'routine.succeeded':

@@ -114,6 +114,13 @@ export class Scheduler {
     return this.project;
   }
 
+  /** The clock stepped (with a database: the measured offset to its clock moved): the loop wakes
+   * at once and treats it like a wall-clock step (recomputes after a backward one, fires a late
+   * tick once after a forward one; claims keep any tick from firing twice). */
+  clockStepped(): void {
+    this.wake.abort();
+  }
+
   /** Asks the loop to reload the config (SIGHUP, or the file changed). */
   requestReload(): void {
     this.reloadRequested = true;

@@ -215,6 +215,40 @@ describe('Scheduler', () => {
     await h.done;
   });
 
+  it('a step of the clock reported by clockStepped() (the database clock offset moved) is handled at once, like a wall-clock step', async () => {
+    const h = harness({ routines: [routine('t', '*/10 * * * * *')] });
+    await settle();
+    // the offset moved 25 s forward while the loop sleeps towards :10 (no time passes here)
+    h.clock.jumpWall(25_000);
+    h.scheduler.clockStepped();
+    await settle();
+    // the late tick fires once, at once; :20 is not fired on top of it
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z']);
+    h.fires[0]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 1, 5000);
+    h.clock.advance(5_000); // 19:00:30.5
+    await settle();
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T19:00:30.000Z']);
+    h.fires[1]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 2, 5000);
+    // and 60 s back: recomputed at once (not after a 30 s capped sleep), nothing fired twice
+    h.clock.jumpWall(-60_000); // 18:59:30.5
+    h.scheduler.clockStepped();
+    await settle();
+    h.clock.advance(20_000); // 18:59:50.5
+    await settle();
+    expect(h.fires).toHaveLength(2);
+    h.clock.advance(20_000); // 19:00:10.5 — :10 again, already fired
+    await settle();
+    expect(h.fires).toHaveLength(2);
+    h.clock.advance(30_000); // 19:00:40.5
+    await settle();
+    expect(h.fires.map((f) => f.scheduledAt).at(-1)).toBe('2026-11-29T19:00:40.000Z');
+    h.fires.at(-1)!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
   it('catchUp latest fires once at start when the last scheduled time was missed', async () => {
     const dir = testProject();
     mkdirState(dir, { version: 1, routines: { nightly: { last_scheduled_at: '2026-11-28T03:00:00.000Z' } } });

@@ -1,0 +1,145 @@
+// Hosts whose clocks disagree (issue 15), against a real PostgreSQL server: schedulers and exec
+// commands run with their host clock shifted by libfaketime (Debian package `faketime`), and
+// everything other hosts see — ticks, history times, run ids, which run is the latest — must
+// follow the database clock. Under CI these tests fail, never skip, when a tool is missing.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { eventually, runCli, sleep, startCli } from '../helpers/cli.js';
+import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cluster = pgCluster();
+const FAKETIME_LIB = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((p) => existsSync(p));
+if (!FAKETIME_LIB && process.env.CI === 'true') throw new Error('CI=true but libfaketime is missing (Debian package "faketime")');
+const suite = cluster && FAKETIME_LIB ? describe : describe.skip; // skipped only outside CI
+
+/** The environment of a process whose host clock is `skewS` seconds off. Node reads its wall
+ * clock through clock_gettime(CLOCK_REALTIME), which libfaketime shifts; the monotonic clock is
+ * left alone (durations, timers). */
+const skewed = (skewS: number): Record<string, string> => ({
+  LD_PRELOAD: FAKETIME_LIB!,
+  FAKETIME: `${skewS >= 0 ? '+' : ''}${skewS}s`,
+  FAKETIME_DONT_FAKE_MONOTONIC: '1',
+});
+
+/** A shell command run with the real clock (the routine inherits the scheduler's LD_PRELOAD). */
+const unfaked = (script: string): string => `env -u LD_PRELOAD -u FAKETIME sh -c '${script}'`;
+
+async function sql<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** r-20261129T190000Z-7f3a → its epoch ms. */
+const runIdTime = (id: string): number => {
+  const m = /^r-(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z-/.exec(id)!;
+  return Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!);
+};
+
+suite('PostgreSQL backend with skewed host clocks', () => {
+  it('libfaketime shifts Node\'s Date.now() (the premise of these tests)', () => {
+    const p = spawnSync(process.execPath, ['-e', 'console.log(Date.now())'], { env: { ...process.env, ...skewed(-3600) }, encoding: 'utf8' });
+    expect(Date.now() - Number(p.stdout)).toBeGreaterThan(3_500_000);
+  });
+
+  it('two schedulers at +10 s and -10 s: at most one fire per real second, no silence after the fast one is killed', async () => {
+    const url = await freshDatabase(cluster!);
+    const dir = testProject();
+    const stamps = join(dir, 'stamps');
+    // The command appends the real time of each fire (the scheduler's faked clock stripped).
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({
+      project: 'app', backend: { type: 'postgres' },
+      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: unfaked(`date +%s.%N >> ${stamps}`) }],
+    }));
+    const env = { ROUTINELY_DATABASE_URL: url };
+    const fast = startCli(['scheduler', 'start'], { cwd: dir, env: { ...env, ...skewed(10), ROUTINELY_HOST_ID: 'fast' } });
+    const slow = startCli(['scheduler', 'start'], { cwd: dir, env: { ...env, ...skewed(-10), ROUTINELY_HOST_ID: 'slow' } });
+    // each measured its offset to the database clock, logged it, and warned (past 1 s)
+    await Promise.all([fast.waitFor(/\[scheduler\] started/), slow.waitFor(/\[scheduler\] started/)]);
+    expect(fast.stdout()).toMatch(/\[scheduler\] database clock offset: -(9\.9|10\.0)\d*s \(this host's clock is 10\.0s ahead of the database's/);
+    expect(slow.stdout()).toMatch(/\[scheduler\] database clock offset: \+(9\.9|10\.0)\d*s \(this host's clock is 10\.0s behind the database's/);
+    expect(fast.stdout()).toMatch(/\[scheduler\] warning: this host's clock is 10\.0s ahead of the database's; .*fix this host's time sync/);
+    const startedAt = Date.now() / 1000;
+    await sleep(8000);
+    fast.child.kill('SIGKILL');
+    await fast.exited;
+    const killedAt = Date.now() / 1000;
+    await sleep(6000);
+    slow.child.kill('SIGTERM');
+    expect((await slow.exited).code).toBe(0);
+    const stoppedAt = Date.now() / 1000;
+
+    const fires = readFileSync(stamps, 'utf8').trim().split('\n').map(Number).sort((a, b) => a - b);
+    const both = fires.filter((t) => t >= startedAt && t < killedAt);
+    const after = fires.filter((t) => t >= killedAt && t < stoppedAt);
+    // Both running: never two fires in one real second (before the fix every real second had two
+    // fires, t+10 and t-10, one of them a busy skip), and each host fired some of them.
+    expect(both.length).toBeGreaterThanOrEqual(5);
+    for (let i = 1; i < both.length; i++) expect(both[i]! - both[i - 1]!, `fires at ${both.join(', ')}`).toBeGreaterThan(0.5);
+    const perSecond = new Map<number, number>();
+    for (const t of both) perSecond.set(Math.floor(t), (perSecond.get(Math.floor(t)) ?? 0) + 1);
+    expect(Math.max(...perSecond.values())).toBe(1);
+    // After the kill: the slow host goes on at once (before the fix: silent until its clock
+    // reached the ticks the fast one had claimed ahead, here up to 10 s).
+    const gaps = [killedAt, ...after, stoppedAt].slice(1).map((t, i, xs) => t - (i === 0 ? killedAt : xs[i - 1]!));
+    expect(Math.max(...gaps), `fires after the kill at ${after.map((t) => (t - killedAt).toFixed(2)).join(', ')}`).toBeLessThanOrEqual(2);
+
+    // Recorded once each, no busy skips, and the history times are the database's (within a
+    // second or two of the real clock on this machine, never ±10 s).
+    const history = await sql<{ entry: { scheduled_at: string; started_at: string; finished_at: string; result: string } }>(url, `SELECT entry FROM routinely_history WHERE routine = 'tick'`);
+    const times = history.map((h) => h.entry.scheduled_at);
+    expect(new Set(times).size).toBe(times.length);
+    expect(history.filter((h) => h.entry.result === 'skipped')).toEqual([]);
+    for (const { entry } of history) {
+      expect(Math.abs(Date.parse(entry.started_at) - Date.parse(entry.scheduled_at)), JSON.stringify(entry)).toBeLessThan(3000);
+      expect(Date.parse(entry.finished_at)).toBeGreaterThanOrEqual(Date.parse(entry.started_at));
+    }
+    // routine list on a host 10 s slow reckons the next run by the database clock too
+    const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env: { ...env, ...skewed(-10) } });
+    const [row] = JSON.parse(list.stdout) as { next_run_at: string }[];
+    expect(Math.abs(Date.parse(row!.next_run_at) - Date.now()), list.stdout).toBeLessThan(5000);
+  });
+
+  it('exec resume without a run id picks the latest run by database order, whatever the hosts\' clocks say', async () => {
+    const url = await freshDatabase(cluster!);
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' } });
+    const task = (id: string) => ({ id, run: unfaked(`touch ${id}.started; [ -e done ] || sleep 60`) });
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ project: 'app', backend: { type: 'postgres' }, exec: { tasks: [task('a'), task('b')] } }));
+    const env = { ROUTINELY_DATABASE_URL: url };
+    // One host 60 s fast starts a run and dies; later a host 60 s slow starts another and dies.
+    // By the host clocks the first run is the "newer" one.
+    const interrupted = async (taskId: string, skewS: number): Promise<void> => {
+      const p = startCli(['exec', 'run', taskId], { cwd: dir, env: { ...env, ...skewed(skewS) } });
+      await eventually(() => existsSync(join(dir, `${taskId}.started`)), 30_000, `task ${taskId} started`, () => p.stdout() + p.stderr());
+      p.child.kill('SIGKILL');
+      await p.exited;
+    };
+    await interrupted('a', 60);
+    await interrupted('b', -60);
+    const runs = await sql<{ run_id: string; created_seq: string }>(url, 'SELECT run_id, created_seq FROM routinely_runs ORDER BY created_seq');
+    expect(runs).toHaveLength(2);
+    const [first, second] = runs.map((r) => r.run_id) as [string, string];
+    // run ids carry the database's time, not the hosts' ±60 s
+    const [dbNow] = await sql<{ ms: number }>(url, 'SELECT extract(epoch from now())::float8 * 1000 AS ms');
+    for (const id of [first, second]) expect(Math.abs(runIdTime(id) - dbNow!.ms), id).toBeLessThan(30_000);
+
+    writeFileSync(join(dir, 'done'), '');
+    const resume = await runCli(['exec', 'resume'], { cwd: dir, env: { ...env, ...skewed(60) } });
+    expect(resume.code, resume.stdout + resume.stderr).toBe(0);
+    expect(resume.stdout).toContain(`run ${second} SUCCEEDED`);
+    // a one-shot command warns on stderr about its host's clock
+    expect(resume.stderr).toMatch(/warning: this host's clock is 60\.0s ahead of the database's/);
+    const listed = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: dir, env })).stdout) as { run_id: string; status: string }[];
+    expect(listed.map((r) => r.run_id)).toEqual([second, first]);
+    expect(listed.map((r) => r.status)).toEqual(['SUCCEEDED', 'INTERRUPTED']);
+  });
+});
