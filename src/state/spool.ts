@@ -11,10 +11,10 @@
 // fired it. Every file is input when read back (SPEC §12): checked field by field; a file that is
 // not one of ours is moved aside and reported, never recorded.
 
-import { readdirSync } from 'node:fs';
+import { readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoCode } from '../errors.js';
-import { unlinkQuiet } from '../lock/files.js';
+import { lstatQuiet, unlinkQuiet } from '../lock/files.js';
 import { readJsonState, writeJsonDurable } from './json-file.js';
 import { checkFire, type Fire } from './routine-state.js';
 
@@ -89,6 +89,19 @@ export function listSpool(stateDir: string, warn: (message: string) => void): Sp
     const m = NAME.exec(name);
     if (!m) continue; // temp files of a writer, files moved aside
     const path = join(dir, name);
+    // written 0600 by us: a file others could have written is not taken as a fact
+    const st = lstatQuiet(path);
+    if (st?.isFile() && (st.mode & 0o022) !== 0) {
+      const aside = `${path}.corrupt.${Date.now()}`;
+      let moved = true;
+      try {
+        renameSync(path, aside);
+      } catch {
+        moved = false;
+      }
+      warn(`spool file ${path} is not a record of ours (others may write it, mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ${moved ? `moved aside to ${aside}` : 'left in place'}, not recorded`);
+      continue;
+    }
     const r = readJsonState(path, (v) => checkSpoolRecord(v, m[1]!), { moveAside: true, cap: SPOOL_FILE_CAP });
     if (r.kind === 'ok') out.push({ path, record: r.value });
     else if (r.kind === 'corrupt') warn(`spool file ${path} is not a record of ours (${r.problem}); ${r.movedTo ? `moved aside to ${r.movedTo}` : 'left in place'}, not recorded`);
