@@ -61,7 +61,7 @@ suite('a database outage while a fire runs', () => {
     expect(history).toHaveLength(logged.length);
     expect(new Set(history.map((h) => h.scheduled_at)).size).toBe(history.length);
     const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env });
-    const row = JSON.parse(list.stdout)[0] as { counts: Record<string, number>; open_fires?: unknown };
+    const row = JSON.parse(list.stdout)[0] as { counts: { success: number; failure: number; skipped: number }; open_fires?: unknown };
     expect(row.counts.success + row.counts.failure + row.counts.skipped).toBe(history.length);
     expect(row.counts.success).toBe(history.filter((h) => h.result === 'success').length);
     expect(row.open_fires).toBeUndefined();
