@@ -13,7 +13,13 @@ import type { RoutineStore } from '../../src/scheduler/store.js';
 import type { Fire, OpenFire } from '../../src/state/routine-state.js';
 import { listSpool, spoolDir } from '../../src/state/spool.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
-import { testdir } from '../helpers/testdir.js';
+import { testdir, testProject } from '../helpers/testdir.js';
+import { ManualClock } from '../../src/clock.js';
+import { loadProject } from '../../src/config/load.js';
+import { fileRoutineStore, readFires } from '../../src/scheduler/file-store.js';
+import type { LogEvent } from '../../src/scheduler/log.js';
+import { Scheduler } from '../../src/scheduler/scheduler.js';
+import { eventually } from '../helpers/cli.js';
 
 const cluster = pgCluster();
 const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
@@ -156,5 +162,76 @@ suite('recording through an outage', () => {
     ]);
     // given back, the tick can be claimed again (a catch-up of this host may fire it)
     expect(await real.claimTick('a', at, 'h1')).toBe(true);
+  });
+});
+
+describe('the scheduler with a spool (stub store, no server)', () => {
+  it('a claim without an answer is not fired and is spooled to be given back; a record the database refused is spooled and flushed with backoff', async () => {
+    const dir = testProject({ routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] });
+    const project = loadProject({ cwd: dir });
+    const real = fileRoutineStore(project);
+    const clock = new ManualClock(Date.UTC(2026, 11, 1, 10, 0, 30));
+    let claimFails = 1;
+    let recordFails = 2;
+    const released: string[] = [];
+    const sent: (boolean | undefined)[] = [];
+    const store: RoutineStore = {
+      ...real,
+      async claimTick(id, at, host) {
+        if (claimFails-- > 0) throw new DatabaseError('database db:5432/x: timed out');
+        return real.claimTick(id, at, host);
+      },
+      async releaseClaim(id, at, host) {
+        released.push(`${id} ${at.toISOString()} ${host}`);
+        return true;
+      },
+      async recordFire(id, f, warn, opts) {
+        sent.push(opts?.again);
+        if (recordFails-- > 0) throw new DatabaseError('database db:5432/x: connection refused');
+        return real.recordFire(id, f, warn, opts);
+      },
+    };
+    const fired: string[] = [];
+    const events: LogEvent[] = [];
+    const scheduler = new Scheduler({
+      project, clock, log: (e) => events.push(e), reloadProject: () => project, shutdownTimeoutMs: 1000, watchConfig: false,
+      store, host: 'h1', spool: true,
+      fire: async (def, at) => {
+        fired.push(at.toISOString());
+        const t = new Date(clock.now()).toISOString();
+        return { result: 'success', reason: null, scheduled_at: at.toISOString(), started_at: t, finished_at: t, duration_ms: 1, exit_code: 0, run_id: null };
+      },
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    const settle = async (): Promise<void> => {
+      for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    };
+    await settle();
+    clock.advance(30_000); // 10:01:00, its claim unanswered
+    await eventually(() => listSpool(project.stateDir, () => {}).length === 1, 5000);
+    expect(fired).toEqual([]);
+    expect(listSpool(project.stateDir, () => {})[0]!.record).toMatchObject({ kind: 'claim', routine: 'a', scheduled_at: '2026-12-01T10:01:00.000Z', host: 'h1' });
+    // kicked: a second later the claim is given back
+    clock.advance(1000);
+    await eventually(() => released.length === 1, 5000);
+    expect(released).toEqual(['a 2026-12-01T10:01:00.000Z h1']);
+    expect(listSpool(project.stateDir, () => {})).toEqual([]);
+    // 10:02:00 fires; the database refuses its record, and refuses it once more from the spool
+    for (let i = 0; i < 59; i++) {
+      clock.advance(1000);
+      await settle();
+    }
+    await eventually(() => fired.length === 1 && sent.length >= 1, 5000);
+    for (let i = 0; i < 60 && readFires(project, 'a').length === 0; i++) {
+      clock.advance(1000);
+      await settle();
+    }
+    expect(readFires(project, 'a')).toHaveLength(1);
+    expect(sent).toEqual([undefined, true, true]);
+    expect(listSpool(project.stateDir, () => {})).toEqual([]);
+    expect(events).toContainEqual({ event: 'scheduler.warning', message: 'database back: recorded 1 spooled fire' });
+    stop.abort();
+    await done;
   });
 });
