@@ -45,7 +45,8 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
       for (const [id, record] of Object.entries(state.routines)) {
         for (const open of record.open_fires ?? []) {
           if (!isGone(open.owner)) continue;
-          await this.recordFire(id, interruptedFire(open, now), warn);
+          // as "again": of two processes of this host reconciling at once, one records it
+          await this.recordFire(id, interruptedFire(open, now), warn, { again: true });
           closed++;
         }
       }

@@ -136,6 +136,17 @@ suite('recording through an outage', () => {
     expect(readdirSync(spool).filter((n) => n.includes('.corrupt.'))).toHaveLength(5);
   });
 
+  it('two processes reconciling the same open fire at once record it once, as interrupted', async () => {
+    const { store: real } = await store();
+    await real.openFire('a', { ...opened('0d0d0d0d', 0), owner: { pid: 999_999, host: 'gone', boot_id: null, start_time: null } }, () => {});
+    const closed = await Promise.all([real.reconcile(() => true, new Date(T0 + 5000), () => {}), real.reconcile(() => true, new Date(T0 + 5000), () => {})]);
+    expect(closed.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
+    const history = await real.history('a');
+    expect(history).toHaveLength(1);
+    expect(history[0]).toMatchObject({ result: 'failure', reason: expect.stringMatching(/^interrupted: pid 999999 on gone/) });
+    expect((await real.read(() => {})).routines.a).toMatchObject({ counts: { success: 0, failure: 1, skipped: 0 } });
+  });
+
   it('a claim whose answer was lost is given back once the database answers, unless that tick was fired', async () => {
     const { store: real, query } = await store();
     const dir = testdir();
