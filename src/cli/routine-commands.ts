@@ -10,6 +10,8 @@ import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
+import { spoolCount, spoolDir } from '../state/spool.js';
+import { flushSpool, recordOrSpool } from '../scheduler/record.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
@@ -18,6 +20,20 @@ import type { GlobalOptions } from './main.js';
 import { loadForView, stateOnly } from './view-project.js';
 
 const warnTo = (m: string): void => err(`routinely: warning: ${m}`);
+
+/** Sends what this host spooled while the database was away (SPEC §6), before anything reads or
+ * records; returns how many records are still spooled. Only the database backend spools. */
+async function flushSpooled(project: Project, b: Backend): Promise<number> {
+  if (b.kind !== 'postgres') return 0;
+  try {
+    const r = await flushSpool(b.routines, project.stateDir, warnTo);
+    if (r.recorded > 0) warnTo(`recorded ${r.recorded} fire${r.recorded === 1 ? '' : 's'} spooled on this host while the database was away`);
+    return r.left;
+  } catch (e) {
+    warnTo(`could not read the spool: ${(e as Error).message}`);
+    return spoolCount(project.stateDir);
+  }
+}
 
 function findRoutine(project: Project, id: string): RoutineDef {
   const def = project.config.routines.find((r) => r.id === id);
@@ -98,7 +114,11 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
     project = stateOnly(g, error);
     fromState = true;
   }
-  const { state, scheduler, clockNow } = await withBackend(project, async (b) => ({ state: await b.routines.read(warnTo), scheduler: await schedulerLine(project, b), clockNow: b.kind === 'postgres' ? b.clock.now() : null }));
+  const { state, scheduler, clockNow, spooled } = await withBackend(project, async (b) => {
+    const left = await flushSpooled(project, b);
+    return { state: await b.routines.read(warnTo), scheduler: await schedulerLine(project, b), clockNow: b.kind === 'postgres' ? b.clock.now() : null, spooled: left };
+  });
+  if (spooled > 0) warnTo(`${spooled} record${spooled === 1 ? '' : 's'} of fires on this host ${spooled === 1 ? 'waits' : 'wait'} in ${spoolDir(project.stateDir)}, not in the counts yet`);
   // With a database, next and last runs are reckoned by its clock, as the scheduler fires by it.
   if (clockNow !== null) {
     now = new Date(clockNow);
@@ -123,7 +143,9 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   process.on('SIGTERM', onSignal);
   await using backend = disposable(await openBackend(project));
   try {
-    // Fires left open by a process that died are recorded first, once each (SPEC §6).
+    // What this host spooled goes first (its real results), then fires left open by a process
+    // that died are recorded, once each (SPEC §6).
+    await flushSpooled(project, backend);
     await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warnTo);
     const result = await fireRoutine({
       project, backend, clock: backend.clock, trigger: 'manual', ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs,
@@ -136,7 +158,10 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     // the record before this fire, for its notifications (SPEC §10: `routine run` notifies too)
     const notifies = def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
     const prior = notifies ? (await backend.routines.read(warnTo)).routines[id] : undefined;
-    await backend.routines.recordFire(id, result, warnTo);
+    // The fire ran: a database that went away meanwhile does not lose it (spooled on this host,
+    // recorded by the next scheduler or routine command here).
+    const recorded = await recordOrSpool(backend.routines, project.stateDir, id, result, warnTo);
+    if (!recorded.recorded) warnTo(`could not record ${id} now (${recorded.why}); spooled to ${recorded.spooledTo}: the next scheduler or routine command on this host records it`);
     if (notifies) await notifyFire({ project, def, prior, fire: result, final: true, log: createLogger('text', err), signal: stop.signal });
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
@@ -155,7 +180,10 @@ export async function routineHistory(id: string, flags: { limit: number; json?: 
   const { project, invalid } = loadForView(g);
   if (!invalid) findRoutine(project, id); // with an invalid config, any id's history is shown
   else if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
-  const entries = (await withBackend(project, (b) => b.routines.history(id, warnTo))).slice(-flags.limit).reverse();
+  const entries = (await withBackend(project, async (b) => {
+    await flushSpooled(project, b);
+    return b.routines.history(id, warnTo);
+  })).slice(-flags.limit).reverse();
   if (flags.json) {
     out(JSON.stringify(entries, null, 2));
     return ExitCode.OK;

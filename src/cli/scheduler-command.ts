@@ -11,6 +11,7 @@ import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat, type Logger } from '../scheduler/log.js';
 import type { DbClock, OffsetSample } from '../pg/db-clock.js';
 import { Scheduler } from '../scheduler/scheduler.js';
+import { flushSpool } from '../scheduler/record.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
@@ -71,6 +72,12 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   // Fires left open by an earlier scheduler that died (SIGKILL) are recorded now, once each.
   const warn = (message: string): void => log({ event: 'scheduler.warning', message });
   try {
+    // What this host spooled while the database was away goes first, with its real results
+    // (before reconcile would call those fires interrupted).
+    if (backend.kind === 'postgres') {
+      const f = await flushSpool(backend.routines, project.stateDir, warn);
+      if (f.recorded > 0) warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
+    }
     const closed = await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warn);
     if (closed > 0) warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
   } catch (err) {
@@ -97,6 +104,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     notify: (n) => notifyFire({ ...n, log, host, baseEnv: baseEnv(n.project) }),
     store: backend.routines,
     host,
+    spool: backend.kind === 'postgres',
     observer: served?.observer,
     clock: backend.clock,
   });

@@ -3,9 +3,9 @@
 // each other's updates.
 
 import type pg from 'pg';
-import type { PauseChange, RoutineStore, Warn } from '../scheduler/store.js';
+import type { PauseChange, RecordOptions, RoutineStore, Warn } from '../scheduler/store.js';
 import { HISTORY_LIMIT, type HistoryEntry } from '../state/history.js';
-import { applyFire, checkRoutineState, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
+import { applyFire, applyLateFire, checkRoutineState, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db } from './connect.js';
 
 export function pgRoutineStore(db: Db, project: string): RoutineStore {
@@ -45,26 +45,42 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
       for (const [id, record] of Object.entries(state.routines)) {
         for (const open of record.open_fires ?? []) {
           if (!isGone(open.owner)) continue;
-          await this.recordFire(id, interruptedFire(open, now), warn);
+          // as "again": of two processes of this host reconciling at once, one records it
+          await this.recordFire(id, interruptedFire(open, now), warn, { again: true });
           closed++;
         }
       }
       return closed;
     },
 
-    async recordFire(routine: string, fire: Fire): Promise<void> {
+    async recordFire(routine: string, fire: Fire, _warn: Warn, opts: RecordOptions = {}): Promise<void> {
       await db.transaction(async (client) => {
+        // Sent again after a lost answer (the spool): whether it is stored already is decided
+        // with the routine's row locked, so once, whoever else sends it at the same time.
+        await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::jsonb) ON CONFLICT DO NOTHING`, [project, routine]);
+        await client.query('SELECT 1 FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
+        if (opts.again && !fire.closes && fire.key) {
+          const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'key' = $3 LIMIT 1`, [project, routine, fire.key]);
+          if ((rowCount ?? 0) > 0) return;
+        }
+        let stored = false;
         await update(client, routine, (prior) => {
-          const next = applyFire(prior, fire);
+          if (opts.again && fire.closes && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
+            stored = true; // its open fire is closed: recorded already (unchanged below)
+            return prior ?? emptyRecord();
+          }
+          const next = opts.again && isLate(prior, fire) ? applyLateFire(prior!, fire) : applyFire(prior, fire);
           if (!fire.closes) return next;
           const left = (next.open_fires ?? []).filter((o) => o.id !== fire.closes);
           const { open_fires: _o, ...rest } = next;
           return left.length > 0 ? { ...rest, open_fires: left } : rest;
         });
+        if (stored) return;
         const entry: HistoryEntry = {
           scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
           result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
           ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}),
+          ...(fire.key ? { key: fire.key } : {}),
         };
         await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', [project, routine, JSON.stringify(entry)]);
         // bounded: keep the newest HISTORY_LIMIT entries of the routine
@@ -90,7 +106,8 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
     },
 
     async history(routine: string): Promise<HistoryEntry[]> {
-      const { rows } = await db.query<{ entry: HistoryEntry }>('SELECT entry FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq', [project, routine]);
+      // by start: a record that waited in the spool through an outage takes its place in time
+      const { rows } = await db.query<{ entry: HistoryEntry }>(`SELECT entry FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY entry->>'started_at', seq`, [project, routine]);
       return rows.map((r) => r.entry);
     },
 
@@ -104,6 +121,20 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
         await db.query(`DELETE FROM routinely_ticks WHERE project = $1 AND scheduled_at < now() - interval '1 day'`, [project]).catch(() => {});
       }
       return r.rowCount === 1;
+    },
+
+    async releaseClaim(routine: string, scheduledAt: Date, host: string): Promise<boolean> {
+      const at = scheduledAt.toISOString();
+      return db.transaction(async (client) => {
+        // a fire of that tick, open or recorded, keeps its claim (locked: no record meanwhile)
+        const { rows } = await client.query<{ record: unknown }>('SELECT record FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
+        const record = parseRecord(routine, rows[0]?.record);
+        if ((record?.open_fires ?? []).some((o) => Date.parse(o.scheduled_at) === scheduledAt.getTime())) return false;
+        const fired = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND (entry->>'scheduled_at')::timestamptz = $3::timestamptz LIMIT 1`, [project, routine, at]);
+        if ((fired.rowCount ?? 0) > 0) return false;
+        const r = await client.query('DELETE FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND host = $4', [project, routine, at, host]);
+        return r.rowCount === 1;
+      });
     },
   };
 }

@@ -238,5 +238,6 @@ export function fileRoutineStore(project: Project): RoutineStore {
     history: async (id, warn) => readFires(project, id, warn),
     // one scheduler per project (the `scheduler` lock): every tick is ours
     claimTick: async () => true,
+    releaseClaim: async () => false,
   };
 }

@@ -14,6 +14,7 @@ import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
+import { claimMayHaveCommitted, recordOrSpool, spoolClaim, SpoolFlusher } from './record.js';
 import type { RoutineStore } from './store.js';
 import { lightSchedule, routineZone, type Schedule } from './schedule.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
@@ -63,6 +64,9 @@ export interface SchedulerOptions {
   /** Writes `routine list`'s cache of upcoming fire times for this config (list-cache.ts) and
    * returns when to write it again; called after each (re)load and when that time comes. */
   cacheSchedules?: (project: Project, nowMs: number) => number | null;
+  /** Spool records (and lost claims) the database does not take, and flush them in the
+   * background until it takes them (record.ts; SPEC §6). */
+  spool?: boolean;
 }
 
 interface Entry {
@@ -99,10 +103,17 @@ export class Scheduler {
   /** Aborted when shutdown gives up waiting: cuts notification deliveries short. */
   private readonly notifyStop = new AbortController();
   private cacheFailed = false;
+  private readonly flusher: SpoolFlusher | null;
 
   constructor(private readonly o: SchedulerOptions) {
     this.project = o.project;
     this.clock = o.clock ?? systemClock;
+    this.flusher = o.spool
+      ? new SpoolFlusher({
+          store: o.store, stateDir: () => this.project.stateDir, clock: this.clock, warn: (m) => this.warn(m),
+          log: (f) => this.o.log({ event: 'scheduler.warning', message: `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}` }),
+        })
+      : null;
   }
 
   get routineCount(): number {
@@ -136,6 +147,7 @@ export class Scheduler {
     await this.catchUp();
     const onStop = (): void => this.wake.abort();
     stop.addEventListener('abort', onStop, { once: true });
+    this.flusher?.start(this.halt.signal);
     let previousNow = this.clock.now();
     try {
       while (!stop.aborted) {
@@ -303,7 +315,7 @@ export class Scheduler {
     const id = def.id;
     // Several schedulers may share a database: exactly one of them takes each scheduled time,
     // and the others stay silent about it (it is not a skip).
-    if (!(await this.o.store.claimTick(id, scheduledAt, this.o.host))) return;
+    if (!(await this.claim(id, scheduledAt))) return;
     if (this.stopping) return;
     if (this.running.has(id)) {
       // The previous fire is still going (waiting out its jitter, waiting for the lock, or
@@ -423,13 +435,42 @@ export class Scheduler {
     return next === null ? MAX_DEFAULT_WAIT_MS : Math.max(1000, Math.min(MAX_DEFAULT_WAIT_MS, next - scheduledAt.getTime()));
   }
 
-  /** Records a fire, retrying for a while (a full disk, a database outage); if it never can be,
-   * the fire's open marker stays and the next reconcile records it as interrupted. */
+  /** Claims the tick. A claim whose answer was lost may have committed: this host does not fire
+   * the tick (it cannot know it is its own), and spools the claim so that it is given back once
+   * the database answers again (no tick stays attributed to a host that never fired it). */
+  private async claim(id: string, scheduledAt: Date): Promise<boolean> {
+    try {
+      return await this.o.store.claimTick(id, scheduledAt, this.o.host);
+    } catch (err) {
+      if (this.flusher && claimMayHaveCommitted(err)) {
+        try {
+          spoolClaim(this.project.stateDir, id, scheduledAt, this.o.host, (err as Error).message);
+          this.flusher.kick();
+        } catch (spoolErr) {
+          this.warn(`${id}: could not spool the unanswered claim of ${scheduledAt.toISOString()}: ${(spoolErr as Error).message}`);
+        }
+      }
+      throw err;
+    }
+  }
+
+  /** Records a fire. With the spool, a record the database does not take is spooled at once
+   * and flushed in the background until it is stored (once: SPEC §6). Other errors (a full
+   * disk) are retried for a while; if the record never can be written, the fire's open marker
+   * stays and the next reconcile records it as interrupted. */
   private async record(id: string, fire: Fire): Promise<void> {
     let delay = 200;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.o.store.recordFire(id, fire, this.warn);
+        if (!this.flusher) {
+          await this.o.store.recordFire(id, fire, this.warn);
+          return;
+        }
+        const r = await recordOrSpool(this.o.store, this.project.stateDir, id, fire, this.warn);
+        if (!r.recorded) {
+          this.warn(`could not record ${id} now (${r.why}); spooled to ${r.spooledTo}, recorded when the database is back`);
+          this.flusher.kick();
+        }
         return;
       } catch (err) {
         if (attempt >= 5 || this.halt.signal.aborted) {
@@ -472,6 +513,10 @@ export class Scheduler {
       for (const s of this.stops.values()) s.abort();
       this.notifyStop.abort();
       await all;
+    }
+    if (this.flusher) {
+      const left = (await this.flusher.stopped())?.left ?? 0;
+      if (left > 0) this.warn(`${left} record${left === 1 ? '' : 's'} still spooled in ${this.project.stateDir}/spool: the next scheduler or routine command on this host records ${left === 1 ? 'it' : 'them'}`);
     }
     this.o.log({ event: 'scheduler.stopped' });
   }

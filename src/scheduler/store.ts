@@ -12,12 +12,20 @@ export interface PauseChange {
   note: string | null;
 }
 
+export interface RecordOptions {
+  again?: boolean;
+}
+
 export interface RoutineStore {
   read(warn: Warn): Promise<RoutineStateFile>;
   /** Records that a fire has started (before its work starts); the fire's record (recordFire with
    * `closes: open.id`) closes it. A fire whose process dies in between is found by reconcile. */
   openFire(routineId: string, open: OpenFire, warn: Warn): Promise<void>;
-  recordFire(routineId: string, fire: Fire, warn: Warn): Promise<void>;
+  /** With `again` (the record is sent once more after an answer was lost, from the spool): a
+   * record whose open fire is already closed, or whose key is already in history, is stored
+   * already and is not stored twice; one older than the last fire recorded counts without
+   * replacing the last result. */
+  recordFire(routineId: string, fire: Fire, warn: Warn, opts?: RecordOptions): Promise<void>;
   /** Records every open fire whose process is gone as a failure (reason `interrupted`): each fire
    * that started is then recorded exactly once (SPEC §6). Returns how many it closed. */
   reconcile(isGone: (owner: OpenFire['owner']) => boolean, now: Date, warn: Warn): Promise<number>;
@@ -28,4 +36,8 @@ export interface RoutineStore {
   /** Claims one scheduled time of a routine for this scheduler; false when another scheduler
    * already did (several schedulers share a database backend, SPEC §9). */
   claimTick(routineId: string, scheduledAt: Date, host: string): Promise<boolean>;
+  /** Gives back a claim this host made but did not fire (its answer was lost, so the tick was
+   * not fired): the tick is no longer attributed to this host. Not when a fire of that tick is
+   * open or recorded. Returns whether a claim was released. */
+  releaseClaim(routineId: string, scheduledAt: Date, host: string): Promise<boolean>;
 }

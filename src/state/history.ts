@@ -37,6 +37,8 @@ export interface HistoryEntry {
   id?: string;
   /** The open fire (its `open` line's id) this entry records. */
   closes?: string;
+  /** The record's own id when it closes no open fire (Fire.key). */
+  key?: string;
 }
 
 export type HistoryLine =

@@ -52,6 +52,8 @@ export interface ReadOptions {
   /** Move a corrupt file aside (writers about to replace it). Read-only views leave it. */
   moveAside?: boolean;
   now?: number;
+  /** Largest file read (default: the state file cap). */
+  cap?: number;
 }
 
 /** Reads and checks a JSON state file. `check` returns the typed value or a problem string. A
@@ -60,7 +62,7 @@ export function readJsonState<T>(path: string, check: (v: unknown) => T | string
   let text: string | null;
   let problem: string;
   try {
-    text = readNoFollow(path);
+    text = opts.cap === undefined ? readNoFollow(path) : readNoFollow(path, opts.cap);
   } catch (err) {
     if (!(err instanceof UnsafePathError)) throw new StateIOError(`cannot read ${path}: ${errnoCode(err) ?? String(err)}`);
     return { kind: 'corrupt', movedTo: null, problem: err.message };

@@ -72,6 +72,9 @@ export interface Fire {
   attempt?: number;
   /** The open fire this record closes. */
   closes?: string;
+  /** Identifies a record that closes no open fire (a skip, a fire that could not start), so
+   * that recording it again after a lost answer from the database stores it once. */
+  key?: string;
 }
 
 export const emptyState = (): RoutineStateFile => ({ version: 1, routines: {} });
@@ -118,6 +121,55 @@ export function applyFire(prior: RoutineRecord | undefined, fire: Fire): Routine
       break;
   }
   return next;
+}
+
+/** Records a fire that reaches the record after a newer one (it waited in the spool through a
+ * database outage, SPEC §6): it counts, but the last result stays the newer fire's, so a
+ * failure recorded meanwhile still shows in `routine list --check`. */
+export function applyLateFire(prior: RoutineRecord, fire: Fire): RoutineRecord {
+  const later = (a: string | null, b: string): string => (a !== null && a > b ? a : b);
+  const next: RoutineRecord = { ...prior, counts: { ...prior.counts } };
+  if (fire.result === 'success') {
+    next.counts.success++;
+    next.last_success_at = later(prior.last_success_at, fire.finished_at);
+  } else if (fire.result === 'failure') {
+    next.counts.failure++;
+    next.last_failure_at = later(prior.last_failure_at, fire.finished_at);
+  } else {
+    next.counts.skipped++;
+    next.last_skipped_at = later(prior.last_skipped_at, fire.finished_at);
+  }
+  return next;
+}
+
+/** Whether `fire` started before the fire the record shows last. */
+export const isLate = (prior: RoutineRecord | undefined, fire: Fire): boolean =>
+  prior?.last_started_at != null && Date.parse(fire.started_at) < Date.parse(prior.last_started_at);
+
+const ISO = (v: unknown): v is string => typeof v === 'string' && v.length <= 40 && Number.isFinite(Date.parse(v));
+const SHORT = (v: unknown, max: number): v is string => typeof v === 'string' && v.length <= max;
+
+/** A fire read back from outside (a spool file, SPEC §12): every field checked; null when it is
+ * not one. */
+export function checkFire(v: unknown): Fire | null {
+  if (!isObj(v)) return null;
+  if (v.result !== 'success' && v.result !== 'failure' && v.result !== 'skipped') return null;
+  if (!ISO(v.scheduled_at) || !ISO(v.started_at) || !ISO(v.finished_at)) return null;
+  if (v.reason !== null && !SHORT(v.reason, 8192)) return null;
+  if (v.run_id !== null && !(SHORT(v.run_id, 128) && /^[A-Za-z0-9._-]+$/.test(v.run_id))) return null;
+  if (v.exit_code !== null && !Number.isSafeInteger(v.exit_code)) return null;
+  if (!Number.isFinite(v.duration_ms) || (v.duration_ms as number) < 0) return null;
+  const token = (x: unknown): x is string => typeof x === 'string' && /^[0-9a-f]{1,64}$/.test(x);
+  if (v.closes !== undefined && !token(v.closes)) return null;
+  if (v.key !== undefined && !token(v.key)) return null;
+  return {
+    result: v.result, reason: v.reason as string | null, scheduled_at: v.scheduled_at, started_at: v.started_at, finished_at: v.finished_at,
+    duration_ms: v.duration_ms as number, exit_code: v.exit_code as number | null, run_id: v.run_id as string | null,
+    ...(v.trigger === 'schedule' || v.trigger === 'manual' || v.trigger === 'retry' ? { trigger: v.trigger } : {}),
+    ...(Number.isSafeInteger(v.attempt) && (v.attempt as number) > 0 ? { attempt: v.attempt as number } : {}),
+    ...(v.closes !== undefined ? { closes: v.closes } : {}),
+    ...(v.key !== undefined ? { key: v.key } : {}),
+  };
 }
 
 export function setPaused(prior: RoutineRecord | undefined, paused: boolean, note: string | null): RoutineRecord {
