@@ -185,7 +185,10 @@ export async function routineHistory(id: string, flags: { limit: number; json?: 
     return b.routines.history(id, warnTo);
   })).slice(-flags.limit).reverse();
   if (flags.json) {
-    out(JSON.stringify(entries, null, 2));
+    // the fields of SPEC §3, in one order on both backends; the bookkeeping (id, closes, key)
+    // stays in the files
+    const shown = entries.map(({ id: _i, closes: _c, key: _k, ...e }) => e);
+    out(JSON.stringify(shown, null, 2));
     return ExitCode.OK;
   }
   if (entries.length === 0) {
