@@ -342,12 +342,35 @@ export class PgLease extends LeaseState implements Lease {
       if (r.rowCount === 0) return { released: false, reason: 'NOT_OWNER', holder: null, why: 'the lease row is no longer ours; left it alone' };
       this.journal?.close(true);
     } catch (err) {
-      // The database is unreachable: the lease expires on its own within the TTL.
+      // The database is unreachable: the lease expires on its own within the TTL. Until then
+      // the release is tried again now and then in the background (the same conditional
+      // statement, so it can only ever free this lease), so that the next holder need not wait
+      // out the TTL when the database comes back sooner.
       this.journal?.close(false);
+      this.releaseLater();
       return { released: false, reason: 'NOT_OWNER', holder: null, why: `could not release (${errnoCode(err) ?? (err as Error).message}); it expires within ${this.o.ttlMs / 1000}s` };
     }
     this.released = true;
     return { released: true };
+  }
+
+  private releaseLater(): void {
+    const attempt = (): void => {
+      if (this.released || this.expiredBy()) return;
+      this.o.db
+        .query(
+          `UPDATE routinely_leases SET released_at = now(), expires_at = now()
+            WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL`,
+          [this.o.project, this.key, this.rec.lock_id, this.rec.generation],
+        )
+        .then(
+          () => {
+            this.released = true;
+          },
+          () => setTimeout(attempt, 500).unref(),
+        );
+    };
+    setTimeout(attempt, 500).unref();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

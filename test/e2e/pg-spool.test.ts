@@ -99,4 +99,32 @@ suite('a database outage while a fire runs', () => {
     expect(history).toHaveLength(1);
     expect(history[0]).toMatchObject({ result: 'success', trigger: 'manual', run_id: expect.stringMatching(/^r-/) });
   });
+
+  it('scheduler: the exec lock its fire could not release during the outage is released once the database is back, not after the TTL', async () => {
+    const { own, url } = await ownServer();
+    const env = { ROUTINELY_DATABASE_URL: url };
+    // a TTL far longer than the test: only a release can free the lock in time
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 300 }, routines: [{ id: 'slow', schedule: '*/5 * * * * *', action: 'command', run: 'sleep 2' }] });
+    const s = startCli(['scheduler', 'start'], { cwd: dir, env, timeoutMs: 120_000 });
+    onTestFinished(() => void s.child.kill('SIGKILL'));
+    await s.waitFor(/\[routine\] started slow/, 20_000);
+    const [held] = await sql<{ epoch: string }>(url, `SELECT epoch FROM routinely_leases WHERE key = 'exec-run' AND released_at IS NULL`);
+    expect(held).toBeDefined();
+    stopServer(own, 'fast');
+    try {
+      await s.waitFor(/spooled to/, 20_000);
+    } finally {
+      startServer(own);
+    }
+    // a TTL of 300 s: without a release the row stays ours for minutes; 60 s is ample for one
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const [row] = await sql<{ epoch: string; released: boolean }>(url, `SELECT epoch, released_at IS NOT NULL AS released FROM routinely_leases WHERE key = 'exec-run'`).catch(() => []);
+      if (row && (row.released || Number(row.epoch) > Number(held!.epoch))) break;
+      if (Date.now() > deadline) throw new Error(`the outage fire's lease was never released\n${s.stdout()}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
 });
