@@ -11,7 +11,7 @@ import { disposable, openBackend, withBackend, type Backend } from '../backend.j
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
-import { flushSpool, recordOrSpool } from '../scheduler/record.js';
+import { flushSpool, reconcilable, recordOrSpool } from '../scheduler/record.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
@@ -146,7 +146,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     // What this host spooled goes first (its real results), then fires left open by a process
     // that died are recorded, once each (SPEC §6).
     await flushSpooled(project, backend);
-    await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warnTo);
+    await backend.routines.reconcile(reconcilable(project.stateDir, ownerGone), new Date(backend.clock.now()), warnTo);
     const result = await fireRoutine({
       project, backend, clock: backend.clock, trigger: 'manual', ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs,
       signal: stop.signal, killGraceMs: 5000, warn: warnTo,

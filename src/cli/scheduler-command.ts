@@ -11,7 +11,7 @@ import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat, type Logger } from '../scheduler/log.js';
 import type { DbClock, OffsetSample } from '../pg/db-clock.js';
 import { Scheduler } from '../scheduler/scheduler.js';
-import { flushSpool } from '../scheduler/record.js';
+import { flushSpool, reconcilable } from '../scheduler/record.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
@@ -78,7 +78,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
       const f = await flushSpool(backend.routines, project.stateDir, warn);
       if (f.recorded > 0) warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
     }
-    const closed = await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warn);
+    const closed = await backend.routines.reconcile(reconcilable(project.stateDir, ownerGone), new Date(backend.clock.now()), warn);
     if (closed > 0) warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
   } catch (err) {
     warn(`could not reconcile open fires: ${(err as Error).message}`);

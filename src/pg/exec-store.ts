@@ -152,7 +152,7 @@ class PgRunWriter implements RunWriter {
     await this.chain;
     const doc = JSON.stringify(event);
     this.bytesWritten += Buffer.byteLength(doc);
-    const deadline = Date.now() + FINAL_WRITE_RETRY_MS;
+    const deadline = performance.now() + FINAL_WRITE_RETRY_MS; // monotonic: a clock step changes nothing
     let delay = 250;
     for (;;) {
       try {
@@ -160,7 +160,7 @@ class PgRunWriter implements RunWriter {
         return null;
       } catch (err) {
         const why = err instanceof DatabaseError ? err.message : `database ${this.db.where}: ${(err as Error).message}`;
-        if (!(err instanceof DatabaseError) || Date.now() + delay > deadline) return why;
+        if (!(err instanceof DatabaseError) || performance.now() + delay > deadline) return why;
         await sleep(delay);
         delay = Math.min(delay * 2, 2_000);
       }

@@ -44,7 +44,7 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
       let closed = 0;
       for (const [id, record] of Object.entries(state.routines)) {
         for (const open of record.open_fires ?? []) {
-          if (!isGone(open.owner)) continue;
+          if (!isGone(open.owner, open)) continue;
           // as "again": of two processes of this host reconciling at once, one records it
           await this.recordFire(id, interruptedFire(open, now), warn, { again: true });
           closed++;
@@ -57,7 +57,7 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
       await db.transaction(async (client) => {
         // Sent again after a lost answer (the spool): whether it is stored already is decided
         // with the routine's row locked, so once, whoever else sends it at the same time.
-        await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::jsonb) ON CONFLICT DO NOTHING`, [project, routine]);
+        await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
         await client.query('SELECT 1 FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
         if (opts.again && !fire.closes && fire.key) {
           const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'key' = $3 LIMIT 1`, [project, routine, fire.key]);

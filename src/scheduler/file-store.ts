@@ -184,12 +184,12 @@ export async function openFire(project: Project, routineId: string, open: OpenFi
 }
 
 /** Closes every open fire whose process is gone, as a failure: its outcome was lost. */
-export async function reconcileOpenFires(project: Project, isGone: (owner: OpenFire['owner']) => boolean, now: Date, warn: Warn = () => {}): Promise<number> {
+export async function reconcileOpenFires(project: Project, isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn = () => {}): Promise<number> {
   const state = readRoutineState(project, warn);
   let closed = 0;
   for (const [id, record] of Object.entries(state.routines)) {
     for (const open of record.open_fires ?? []) {
-      if (!isGone(open.owner)) continue;
+      if (!isGone(open.owner, open)) continue;
       await recordFire(project, id, interruptedFire(open, now), warn);
       closed++;
     }

@@ -7,12 +7,13 @@
 // Other errors (a full disk with the file backend) are not spooled: a spool on the same disk
 // would not help; the caller's own retries and the open marker handle those.
 
+import { readdirSync } from 'node:fs';
 import { anySignal, type Clock } from '../clock.js';
 import { DatabaseError } from '../errors.js';
 import { randomHex } from '../lock/files.js';
-import { listSpool, removeSpooled, writeSpool } from '../state/spool.js';
-import type { Fire } from '../state/routine-state.js';
-import type { RoutineStore, Warn } from './store.js';
+import { listSpool, removeSpooled, spoolDir, writeSpool } from '../state/spool.js';
+import type { Fire, OpenFire } from '../state/routine-state.js';
+import type { RecordOptions, RoutineStore, Warn } from './store.js';
 
 export type RecordOutcome = { recorded: true } | { recorded: false; spooledTo: string; why: string };
 
@@ -22,15 +23,33 @@ export const withKey = (fire: Fire): Fire => (fire.closes || fire.key ? fire : {
 
 /** Records `fire`; when the database does not take it, spools it (durably) and says where.
  * Throws what is not a database error, and when even the spool cannot be written. */
-export async function recordOrSpool(store: RoutineStore, stateDir: string, routine: string, fire: Fire, warn: Warn): Promise<RecordOutcome> {
+export async function recordOrSpool(store: RoutineStore, stateDir: string, routine: string, fire: Fire, warn: Warn, opts: RecordOptions = {}): Promise<RecordOutcome> {
   const keyed = withKey(fire);
   try {
-    await store.recordFire(routine, keyed, warn);
+    await store.recordFire(routine, keyed, warn, opts);
     return { recorded: true };
   } catch (err) {
     if (!(err instanceof DatabaseError)) throw err;
     const spooledTo = writeSpool(stateDir, { kind: 'fire', routine, fire: keyed, spooled_at: new Date().toISOString(), why: err.message });
     return { recorded: false, spooledTo, why: err.message };
+  }
+}
+
+/** Whether the owner of an open fire is gone and nothing of this host still holds its record:
+ * an open fire whose record waits in this host's spool (its process spooled it, then ended) is
+ * left for the spool, which records it with its real result, never called interrupted by a
+ * reconcile that ran while the database (or the spool's flush) could not take it yet. Checked
+ * when each open fire is judged, so a record spooled a moment ago counts too. */
+export function reconcilable(stateDir: string, ownerGone: (owner: OpenFire['owner']) => boolean): (owner: OpenFire['owner'], open: OpenFire) => boolean {
+  return (owner, open) => ownerGone(owner) && !isSpooled(stateDir, open.id);
+}
+
+/** Whether the spool holds a record closing `openId`. */
+function isSpooled(stateDir: string, openId: string): boolean {
+  try {
+    return readdirSync(spoolDir(stateDir)).some((name) => name.endsWith(`.${openId}.json`));
+  } catch {
+    return false; // no spool folder: nothing spooled
   }
 }
 

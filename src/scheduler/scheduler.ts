@@ -14,7 +14,7 @@ import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
-import { claimMayHaveCommitted, recordOrSpool, spoolClaim, SpoolFlusher } from './record.js';
+import { claimMayHaveCommitted, recordOrSpool, spoolClaim, SpoolFlusher, withKey } from './record.js';
 import type { RoutineStore } from './store.js';
 import { lightSchedule, routineZone, type Schedule } from './schedule.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
@@ -460,13 +460,17 @@ export class Scheduler {
    * stays and the next reconcile records it as interrupted. */
   private async record(id: string, fire: Fire): Promise<void> {
     let delay = 200;
+    // one key for every attempt, and each attempt after the first sent "again": a first try that
+    // committed although its answer was lost is then not stored a second time
+    const keyed = this.flusher ? withKey(fire) : fire;
     for (let attempt = 1; ; attempt++) {
+      const opts = attempt > 1 ? { again: true } : {};
       try {
         if (!this.flusher) {
-          await this.o.store.recordFire(id, fire, this.warn);
+          await this.o.store.recordFire(id, keyed, this.warn, opts);
           return;
         }
-        const r = await recordOrSpool(this.o.store, this.project.stateDir, id, fire, this.warn);
+        const r = await recordOrSpool(this.o.store, this.project.stateDir, id, keyed, this.warn, opts);
         if (!r.recorded) {
           this.warn(`could not record ${id} now (${r.why}); spooled to ${r.spooledTo}, recorded when the database is back`);
           this.flusher.kick();

@@ -28,7 +28,7 @@ export interface RoutineStore {
   recordFire(routineId: string, fire: Fire, warn: Warn, opts?: RecordOptions): Promise<void>;
   /** Records every open fire whose process is gone as a failure (reason `interrupted`): each fire
    * that started is then recorded exactly once (SPEC §6). Returns how many it closed. */
-  reconcile(isGone: (owner: OpenFire['owner']) => boolean, now: Date, warn: Warn): Promise<number>;
+  reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn): Promise<number>;
   /** Pausing again without a note keeps the first note. */
   setPaused(routineId: string, paused: boolean, note: string | null): Promise<PauseChange>;
   /** Oldest first. */

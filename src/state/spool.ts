@@ -44,7 +44,8 @@ export function spoolKey(r: SpoolRecord): string {
 
 /** Writes the record durably and returns its path. */
 export function writeSpool(stateDir: string, record: SpoolRecord): string {
-  if (!ROUTINE_ID.test(record.routine) || record.routine.includes('..')) throw new Error(`invalid routine id ${JSON.stringify(record.routine)}`);
+  // (an id has no `/`, so even `a..b` names a file in the spool folder, as config ids may)
+  if (!ROUTINE_ID.test(record.routine)) throw new Error(`invalid routine id ${JSON.stringify(record.routine)}`);
   const path = join(spoolDir(stateDir), `${record.routine}.${spoolKey(record)}.json`);
   writeJsonDurable(path, { version: 1, ...record });
   return path;

@@ -8,7 +8,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { DatabaseError } from '../../src/errors.js';
 import { connect } from '../../src/pg/connect.js';
 import { pgRoutineStore } from '../../src/pg/routine-store.js';
-import { flushSpool, recordOrSpool, spoolClaim } from '../../src/scheduler/record.js';
+import { flushSpool, reconcilable, recordOrSpool, spoolClaim, withKey } from '../../src/scheduler/record.js';
 import type { RoutineStore } from '../../src/scheduler/store.js';
 import type { Fire, OpenFire } from '../../src/state/routine-state.js';
 import { listSpool, spoolDir } from '../../src/state/spool.js';
@@ -145,6 +145,32 @@ suite('recording through an outage', () => {
     expect(history).toHaveLength(1);
     expect(history[0]).toMatchObject({ result: 'failure', reason: expect.stringMatching(/^interrupted: pid 999999 on gone/) });
     expect((await real.read(() => {})).routines.a).toMatchObject({ counts: { success: 0, failure: 1, skipped: 0 } });
+  });
+
+  it('reconcile leaves an open fire whose record waits in the spool: the flush records its real result, never "interrupted"', async () => {
+    const { store: real } = await store();
+    const dir = testdir();
+    const gone = { pid: 999_999, host: 'gone', boot_id: null, start_time: null };
+    await real.openFire('a', { ...opened('0e0e0e0e', 0), owner: gone }, () => {});
+    await real.openFire('a', { ...opened('0f0f0f0f', 1), owner: gone }, () => {});
+    // the first fire's process spooled its record (the database was away), then ended
+    const spooled = await recordOrSpool({ ...real, ...down }, dir, 'a', fire(0, 'success', { closes: '0e0e0e0e', run_id: 'r-0e0e0e0e' }), () => {});
+    expect(spooled.recorded).toBe(false);
+    // a reconcile that runs before the spool is flushed (the flush met a passing error)
+    expect(await real.reconcile(reconcilable(dir, () => true), new Date(T0 + 5000), () => {})).toBe(1);
+    expect(await flushSpool(real, dir, () => {})).toMatchObject({ recorded: 1, left: 0 });
+    const history = await real.history('a');
+    expect(history.map((h) => [h.run_id, h.result])).toEqual([['r-0e0e0e0e', 'success'], ['r-0f0f0f0f', 'failure']]);
+    expect(history[1]!.reason).toMatch(/^interrupted/);
+  });
+
+  it('a record sent again after a lost answer with the same key is stored once (the scheduler\'s retries after a failed spool write)', async () => {
+    const { store: real } = await store();
+    const keyed = withKey(fire(0, 'skipped', { reason: 'exec busy' }));
+    await expect(ackLost(real, 1).recordFire('a', keyed, () => {})).rejects.toThrow(/timed out/);
+    await real.recordFire('a', keyed, () => {}, { again: true });
+    expect(await real.history('a')).toHaveLength(1);
+    expect((await real.read(() => {})).routines.a).toMatchObject({ counts: { success: 0, failure: 0, skipped: 1 } });
   });
 
   it('a claim whose answer was lost is given back once the database answers, unless that tick was fired', async () => {
