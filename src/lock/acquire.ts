@@ -170,6 +170,25 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
     // The stale holder's work must be gone before ours can start (SPEC §4.4).
     if (look.stale && look.top) merge(await endHolderOrphans(look.top.record, ctx));
     let staleFile: string | null = null;
+    // A stale `<key>.lock` of no slot (an earlier version's, or written by hand) whose generation
+    // is above every slot first becomes a slot of its own generation, and the takeover goes on
+    // from that slot. Moving it aside first would let a racer that listed the folder before the
+    // move and read the view after it see neither slot nor view, start again at generation 1 and
+    // hold the lock beside us (observed with 8 racers). With the slot, everyone computes the next
+    // generation from the same name.
+    if (look.foreign?.record && look.foreign.record.generation > (highestSlot(paths, look.names) ?? 0)) {
+      const legacy = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
+      step('acquire:legacy-slot');
+      writeTemp(paths, legacy, look.foreign.text);
+      try {
+        linkNew(legacy, slotPath(paths, look.foreign.record.generation)); // or someone was quicker: the same
+      } catch (err) {
+        throw lockDirError(paths, err);
+      } finally {
+        unlinkQuiet(legacy);
+      }
+      continue;
+    }
     if (look.foreign) {
       if (look.foreign.record) merge(await endHolderOrphans(look.foreign.record, ctx));
       step('acquire:move-aside');

@@ -124,6 +124,31 @@ describe('acquire and release', () => {
     expect(lease.generation).toBe(51);
   });
 
+  it('an earlier version\'s stale lock becomes a slot before it is taken over: at no step does a looker find neither (two-holder race)', async () => {
+    for (const slotsBefore of [0, 2]) {
+      const dir = testdir();
+      for (let g = 1; g <= slotsBefore; g++) {
+        const done = await mustAcquire(options(dir));
+        await done.release();
+      }
+      writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(staleRecord({ generation: 13 })));
+      // What a racer that listed the folder a moment ago and reads now relies on: a slot of
+      // generation 13 or more, or the view that names it. Checked at every step of the takeover.
+      const gaps: string[] = [];
+      const check = (step: string): void => {
+        const names = readdirSync(dir);
+        const slot = names.some((n) => /^exec-run\.slot\.(\d+)$/.test(n) && Number(n.split('.').pop()) >= 13);
+        if (!slot && !names.includes('exec-run.lock')) gaps.push(step);
+      };
+      const lease = await mustAcquire(options(dir, { hooks: { step: check } }));
+      check('after');
+      expect(gaps).toEqual([]);
+      expect(lease.generation).toBe(14);
+      // the earlier version's record is kept for forensics, as every reclaimed one
+      expect(readdirSync(dir).filter((n) => n.startsWith('exec-run.lock.stale.'))).toHaveLength(1);
+    }
+  });
+
   it('takes a fresh start when the counter is lost, above the reclaimed locks kept for forensics', async () => {
     const dir = testdir();
     writeFileSync(join(dir, 'exec-run.lock.stale.1000'), serializeLockRecord(staleRecord({ generation: 9 })));
