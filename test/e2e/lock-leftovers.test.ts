@@ -40,7 +40,10 @@ describe('leftovers of the command end before the lock is released (SPEC §4.11)
   it('a process that left the group with setsid is not ended (documented)', async () => {
     const project = testProject();
     const tag = uniqueSleep();
-    const r = await runCli(['lock', 'run', '--', 'sh', '-c', `setsid ${tag} </dev/null >/dev/null 2>&1 & exit 0`], { cwd: project });
+    // the command ends only once the process has left the group (setsid ran, it wrote its pid),
+    // so the leftover sweep cannot meet it while it is still a member
+    const left = join(project, 'left');
+    const r = await runCli(['lock', 'run', '--', 'sh', '-c', `setsid sh -c 'echo $$ > ${left}; exec ${tag}' </dev/null >/dev/null 2>&1 & while [ ! -s ${left} ]; do sleep 0.01; done; exit 0`], { cwd: project });
     expect(r.code).toBe(0);
     await eventually(() => pgrep(tag).length === 1, 5000, 'setsid process running');
     for (const p of pgrep(tag)) process.kill(p, 'SIGKILL');
