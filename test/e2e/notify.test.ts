@@ -29,7 +29,7 @@ describe('the scheduler notifies', () => {
       ],
     });
     const s = startCli(['scheduler', 'start'], { cwd: project });
-    await eventually(() => hook.payloads().some((p) => p.event === 'recovery'), 60_000, 'a recovery', () => `${JSON.stringify(hook.payloads())}\n${s.stdout()}\n${s.stderr()}`);
+    await eventually(() => hook.payloads().some((p) => p.event === 'recovery'), 30_000, 'a recovery', () => `${JSON.stringify(hook.payloads())}\n${s.stdout()}\n${s.stderr()}`);
     const flaky = hook.payloads().filter((p) => p.routine === 'flaky');
     expect(flaky.map((p) => p.event)).toEqual(['failure', 'recovery']);
     expect(flaky[0]).toMatchObject({

@@ -2,7 +2,7 @@
 // once across SIGKILLs of the scheduler, a killed scheduler's command never outlives it beside the
 // next holder, and a closed stdout never stops the scheduler.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -66,8 +66,10 @@ describe('the scheduler fires in its own process', () => {
     const project = testProject({ routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }] });
     const sh = spawn('sh', ['-c', `'${process.execPath}' '${CLI}' scheduler start | head -1`], { cwd: project, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     onTestFinished(() => {
+      // only this test's scheduler (a child of that shell): a pattern would also kill the
+      // schedulers of tests running beside this one
+      spawnSync('pkill', ['-KILL', '-P', String(sh.pid)]);
       sh.kill('SIGKILL');
-      spawn('pkill', ['-f', `${CLI} scheduler start`]);
     });
     let out = '';
     let errText = '';
