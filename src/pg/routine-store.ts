@@ -63,10 +63,19 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
           const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'key' = $3 LIMIT 1`, [project, routine, fire.key]);
           if ((rowCount ?? 0) > 0) return;
         }
+        if (opts.again && fire.closes) {
+          // a record that closes an open fire is stored already when history holds a record
+          // closing it (this one, or reconcile's); its marker may never have been stored at all
+          // (a fire that did not start because the marker's answer was lost)
+          const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'closes' = $3 LIMIT 1`, [project, routine, fire.closes]);
+          if ((rowCount ?? 0) > 0) return;
+        }
         let stored = false;
         await update(client, routine, (prior) => {
-          if (opts.again && fire.closes && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
-            stored = true; // its open fire is closed: recorded already (unchanged below)
+          if (opts.again && fire.closes && !fire.reason?.startsWith('not started') && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
+            // its open fire is closed: recorded already (unchanged below) — for records from
+            // before history lines carried `closes`; a fire that did not start may close none
+            stored = true;
             return prior ?? emptyRecord();
           }
           const next = opts.again && isLate(prior, fire) ? applyLateFire(prior!, fire) : applyFire(prior, fire);
@@ -80,7 +89,7 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
           scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
           result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
           ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}),
-          ...(fire.key ? { key: fire.key } : {}),
+          ...(fire.key ? { key: fire.key } : {}), ...(fire.closes ? { closes: fire.closes } : {}),
         };
         await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', [project, routine, JSON.stringify(entry)]);
         // bounded: keep the newest HISTORY_LIMIT entries of the routine

@@ -4,6 +4,7 @@
 // marker is written once the exec lock is held and before any work starts, and the fire's record
 // closes it; a marker left open by a process that died is closed by the next one (reconcile).
 
+import { markUnstarted } from './unstarted.js';
 import { closeSync, constants, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backend } from '../backend.js';
@@ -168,7 +169,14 @@ async function open(ctx: FireContext, def: RoutineDef, scheduledAt: Date, span: 
     id: randomHex(8), scheduled_at: scheduledAt.toISOString(), started_at: new Date(span.startedMs).toISOString(),
     run_id: runId, trigger: ctx.trigger, ...(ctx.attempt ? { attempt: ctx.attempt } : {}), owner: owner(),
   };
-  await ctx.backend.routines.openFire(def.id, marker, ctx.warn);
+  try {
+    await ctx.backend.routines.openFire(def.id, marker, ctx.warn);
+  } catch (err) {
+    // The marker may be stored all the same (the database committed it and the answer was
+    // lost): the record of this fire that did not start closes it, if it is there.
+    markUnstarted(err, marker.id);
+    throw err;
+  }
   return marker;
 }
 

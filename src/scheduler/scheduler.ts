@@ -17,6 +17,7 @@ import type { SchedulerObserver } from './observer.js';
 import { claimMayHaveCommitted, recordOrSpool, spoolClaim, SpoolFlusher, withKey } from './record.js';
 import type { RoutineStore } from './store.js';
 import { lightSchedule, routineZone, type Schedule } from './schedule.js';
+import { unstartedMarker } from './unstarted.js';
 import { catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from './timing.js';
 
 /** What a tick asks of one fire. */
@@ -423,7 +424,8 @@ export class Scheduler {
       // Nothing ran (its log may not be written, the start could not be recorded): a failure
       // all the same, so that `routine list --check` shows it.
       const at = new Date(this.clock.now()).toISOString();
-      return { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null };
+      const marker = unstartedMarker(err);
+      return { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, ...(marker ? { closes: marker } : {}) };
     }
   }
 

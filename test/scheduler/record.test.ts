@@ -19,6 +19,7 @@ import { loadProject } from '../../src/config/load.js';
 import { fileRoutineStore, readFires } from '../../src/scheduler/file-store.js';
 import type { LogEvent } from '../../src/scheduler/log.js';
 import { Scheduler } from '../../src/scheduler/scheduler.js';
+import { markUnstarted } from '../../src/scheduler/unstarted.js';
 import { eventually } from '../helpers/cli.js';
 
 const cluster = pgCluster();
@@ -173,6 +174,26 @@ suite('recording through an outage', () => {
     expect((await real.read(() => {})).routines.a).toMatchObject({ counts: { success: 0, failure: 0, skipped: 1 } });
   });
 
+  it('a fire that did not start because its marker\'s answer was lost: its record closes the marker if it was stored, and is kept once either way', async () => {
+    const { store: real } = await store();
+    const dir = testdir();
+    const notStarted = (s: number, closes: string): Fire => ({ ...fire(s, 'failure', { closes }), reason: 'not started: database 127.0.0.1:5432/x: timed out', exit_code: null });
+    // the marker was stored (the answer lost): the record closes it; reconcile finds nothing later
+    await real.openFire('a', { ...opened('1a1a1a1a', 0), owner: { pid: 999_999, host: 'gone', boot_id: null, start_time: null } }, () => {});
+    expect((await recordOrSpool({ ...real, ...down }, dir, 'a', notStarted(0, '1a1a1a1a'), () => {})).recorded).toBe(false);
+    // the marker never was stored: its record is kept all the same
+    expect((await recordOrSpool({ ...real, ...down }, dir, 'a', notStarted(1, '1b1b1b1b'), () => {})).recorded).toBe(false);
+    expect(await flushSpool(real, dir, () => {})).toMatchObject({ recorded: 2, left: 0 });
+    // sent once more (two flushers, a lost answer): nothing new
+    await real.recordFire('a', notStarted(0, '1a1a1a1a'), () => {}, { again: true });
+    await real.recordFire('a', notStarted(1, '1b1b1b1b'), () => {}, { again: true });
+    expect(await real.reconcile(() => true, new Date(T0 + 5000), () => {})).toBe(0);
+    const history = await real.history('a');
+    expect(history.map((h) => h.reason)).toEqual([expect.stringMatching(/^not started/), expect.stringMatching(/^not started/)]);
+    expect((await real.read(() => {})).routines.a).toMatchObject({ counts: { success: 0, failure: 2, skipped: 0 } });
+    expect((await real.read(() => {})).routines.a?.open_fires).toBeUndefined();
+  });
+
   it('a claim whose answer was lost is given back once the database answers, unless that tick was fired', async () => {
     const { store: real, query } = await store();
     const dir = testdir();
@@ -268,6 +289,34 @@ describe('the scheduler with a spool (stub store, no server)', () => {
     expect(sent).toEqual([undefined, true, true]);
     expect(listSpool(project.stateDir, () => {})).toEqual([]);
     expect(events).toContainEqual({ event: 'scheduler.warning', message: 'database back: recorded 1 spooled fire' });
+    stop.abort();
+    await done;
+  });
+
+  it('a fire whose marker could not be written is recorded "not started", closing that marker', async () => {
+    const dir = testProject({ routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] });
+    const project = loadProject({ cwd: dir });
+    const real = fileRoutineStore(project);
+    const clock = new ManualClock(Date.UTC(2026, 11, 1, 10, 0, 30));
+    const recorded: Fire[] = [];
+    const store: RoutineStore = { ...real, async recordFire(id, f, warn, opts) {
+      recorded.push(f);
+      return real.recordFire(id, f, warn, opts);
+    } };
+    const scheduler = new Scheduler({
+      project, clock, log: () => {}, reloadProject: () => project, shutdownTimeoutMs: 1000, watchConfig: false, store, host: 'h1', spool: true,
+      fire: async () => {
+        const err = new DatabaseError('database db:5432/x: timed out');
+        markUnstarted(err, '2c2c2c2c');
+        throw err;
+      },
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    clock.advance(30_000);
+    await eventually(() => recorded.length === 1, 5000);
+    expect(recorded[0]).toMatchObject({ result: 'failure', reason: 'not started: database db:5432/x: timed out', closes: '2c2c2c2c' });
     stop.abort();
     await done;
   });
