@@ -1,10 +1,9 @@
 // The lock as the rest of routinely sees it: a backend with acquire / status / break. Files are
 // the embedded default; a database backend (SPEC §9) implements the same interface.
 
-import { readdirSync } from 'node:fs';
 import type { Clock } from '../clock.js';
-import { errnoCode } from '../errors.js';
 import { acquireFileLease } from './acquire.js';
+import { namesIn } from './files.js';
 import type { LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
 import { breakStaleLock, readLockStatus, type BreakResult, type LockStatus } from './status.js';
@@ -54,13 +53,7 @@ const LOCK_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,63})\.(?:lock|slot\.[1-9][0-9]{
 
 /** The keys whose lock files are in `dir` (the view `<key>.lock` or a slot `<key>.slot.<n>`). */
 export function lockKeys(dir: string, prefix: string): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return [];
-    throw err;
-  }
+  const names = namesIn(dir);
   const keys = new Set<string>();
   for (const n of names) {
     const key = LOCK_FILE.exec(n)?.[1];

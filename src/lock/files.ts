@@ -14,6 +14,7 @@ import {
   mkdirSync,
   openSync,
   readSync,
+  readdirSync,
   renameSync,
   statSync,
   unlinkSync,
@@ -97,6 +98,16 @@ function readAll(fd: number, size: number): Buffer {
     pos += n;
   }
   return Buffer.concat(parts);
+}
+
+/** The names in a folder; none when the folder does not exist (other errors are thrown). */
+export function namesIn(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return [];
+    throw err;
+  }
 }
 
 /** lstat that answers null for a missing name. */

@@ -126,26 +126,6 @@ export async function fireRoutine(ctx: FireContext, def: RoutineDef, scheduledAt
   return def.action === 'command' ? fireCommand(ctx, def, scheduledAt) : fireExec(ctx, def, scheduledAt);
 }
 
-/** Records a fire, retrying for a while (a full disk, a database outage): a fire that ran is
- * recorded once with its real result; if it never can be, its open marker stays, and the next
- * reconcile records it as interrupted. */
-export async function recordFireResult(ctx: Pick<FireContext, 'backend' | 'clock' | 'warn'>, id: string, fire: Fire, attempts = 5): Promise<boolean> {
-  let delay = 200;
-  for (let i = 1; ; i++) {
-    try {
-      await ctx.backend.routines.recordFire(id, fire, ctx.warn);
-      return true;
-    } catch (err) {
-      if (i >= attempts) {
-        ctx.warn(`could not record ${id}: ${(err as Error).message}`);
-        return false;
-      }
-      await ctx.clock.sleep(delay);
-      delay *= 2;
-    }
-  }
-}
-
 interface Span {
   startedMs: number;
   started: number;

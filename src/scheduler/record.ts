@@ -7,10 +7,9 @@
 // Other errors (a full disk with the file backend) are not spooled: a spool on the same disk
 // would not help; the caller's own retries and the open marker handle those.
 
-import { readdirSync } from 'node:fs';
 import { anySignal, type Clock } from '../clock.js';
 import { DatabaseError } from '../errors.js';
-import { randomHex } from '../lock/files.js';
+import { namesIn, randomHex } from '../lock/files.js';
 import { listSpool, removeSpooled, spoolDir, writeSpool } from '../state/spool.js';
 import type { Fire, OpenFire } from '../state/routine-state.js';
 import type { RecordOptions, RoutineStore, Warn } from './store.js';
@@ -47,9 +46,9 @@ export function reconcilable(stateDir: string, ownerGone: (owner: OpenFire['owne
 /** Whether the spool holds a record closing `openId`. */
 function isSpooled(stateDir: string, openId: string): boolean {
   try {
-    return readdirSync(spoolDir(stateDir)).some((name) => name.endsWith(`.${openId}.json`));
+    return namesIn(spoolDir(stateDir)).some((name) => name.endsWith(`.${openId}.json`));
   } catch {
-    return false; // no spool folder: nothing spooled
+    return false; // a spool that cannot be read cannot be recorded from either (missing: nothing spooled)
   }
 }
 

@@ -11,10 +11,9 @@
 // fired it. Every file is input when read back (SPEC §12): checked field by field; a file that is
 // not one of ours is moved aside and reported, never recorded.
 
-import { readdirSync, renameSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoCode } from '../errors.js';
-import { lstatQuiet, unlinkQuiet } from '../lock/files.js';
+import { lstatQuiet, namesIn, unlinkQuiet } from '../lock/files.js';
 import { readJsonState, writeJsonDurable } from './json-file.js';
 import { checkFire, type Fire } from './routine-state.js';
 
@@ -78,13 +77,7 @@ export function checkSpoolRecord(v: unknown, routine: string): SpoolRecord | str
  * a FIFO) is moved aside as `<name>.corrupt.<ts>` and reported through `warn`. */
 export function listSpool(stateDir: string, warn: (message: string) => void): Spooled[] {
   const dir = spoolDir(stateDir);
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return [];
-    throw err;
-  }
+  const names = namesIn(dir);
   const out: Spooled[] = [];
   for (const name of names) {
     const m = NAME.exec(name);
@@ -114,7 +107,7 @@ export function listSpool(stateDir: string, warn: (message: string) => void): Sp
 /** How many records wait in the spool (for `routine list`). */
 export function spoolCount(stateDir: string): number {
   try {
-    return readdirSync(spoolDir(stateDir)).filter((n) => NAME.test(n)).length;
+    return namesIn(spoolDir(stateDir)).filter((n) => NAME.test(n)).length;
   } catch {
     return 0;
   }

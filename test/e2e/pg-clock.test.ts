@@ -6,10 +6,9 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { eventually, runCli, sleep, startCli } from '../helpers/cli.js';
-import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
 import { testProject } from '../helpers/testdir.js';
 
 const cluster = pgCluster();
@@ -29,15 +28,6 @@ const skewed = (skewS: number): Record<string, string> => ({
 /** A shell command run with the real clock (the routine inherits the scheduler's LD_PRELOAD). */
 const unfaked = (script: string): string => `env -u LD_PRELOAD -u FAKETIME sh -c '${script}'`;
 
-async function sql<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 /** r-20261129T190000Z-7f3a → its epoch ms. */
 const runIdTime = (id: string): number => {

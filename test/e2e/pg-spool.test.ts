@@ -4,25 +4,15 @@
 
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
-import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
 import { destroyCluster, startCluster, startServer, stopServer, type TestCluster } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
 
 const cluster = pgCluster();
 const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
 
-async function sql<R extends pg.QueryResultRow>(url: string, text: string): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(text)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 async function ownServer(): Promise<{ own: TestCluster; url: string }> {
   const own = await startCluster();

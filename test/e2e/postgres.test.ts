@@ -7,10 +7,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { systemProbe } from '../../src/lock/identity.js';
 import { MIGRATIONS } from '../../src/pg/schema.js';
 import { join } from 'node:path';
-import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { FIXTURES, eventually, processRuns, runCli, sleep, start, startCli, type Spawned } from '../helpers/cli.js';
-import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
 import { destroyCluster, startCluster, startServer, stopServer } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -23,15 +22,6 @@ async function pgProject(config: object = {}): Promise<{ dir: string; url: strin
   return { dir, url, env: { ROUTINELY_DATABASE_URL: url } };
 }
 
-async function sql<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 const outcome = async (p: Spawned): Promise<{ won: boolean; generation?: number; reason?: string }> =>
   JSON.parse((await p.waitFor(/^\{"won".*\}$/m))[0]);

@@ -29,3 +29,14 @@ export async function freshDatabase(cluster: TestCluster): Promise<string> {
   url.pathname = `/${name}`;
   return url.toString();
 }
+
+/** Runs one statement on its own connection and returns its rows. */
+export async function sql<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
