@@ -8,6 +8,16 @@ export const err = (line: string): void => {
   process.stderr.write(`${line}\n`);
 };
 
+let exitFlushMs: number | null = null;
+
+/** At exit a command waits until its output is written, as any command that prints does; the
+ * scheduler limits that wait (a stalled reader must not keep it alive, SPEC §6 "Stop"). */
+export function limitExitFlush(ms: number): void {
+  exitFlushMs = ms;
+}
+
+export const exitFlushLimit = (): number | null => exitFlushMs;
+
 /** Colour only on a TTY and only when NO_COLOR is unset (https://no-color.org). */
 export function useColor(stream: { isTTY?: boolean } = process.stdout): boolean {
   return Boolean(stream.isTTY) && !process.env.NO_COLOR && process.env.TERM !== 'dumb';
@@ -34,34 +44,4 @@ export function humanDuration(ms: number): string {
   return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
 }
 
-/** `2026-11-29 20:05:00 GMT+1` in the given zone (machine zone when undefined). */
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-/** A time as `routine list` shows it, in the routine's zone (machine zone when undefined):
- * `{ date: '2026-12-01', time: '03:00:00', zone: 'GMT+1' }`. The scheduler stores these with its
- * next fire times, so `routine list` can show them without loading ICU's zone data. */
-export interface ZoneTime {
-  at: number;
-  date: string;
-  time: string;
-  zone: string;
-}
-
-export function zoneTime(date: Date, timeZone?: string): ZoneTime {
-  const [day, time, zone] = formatInZone(date, timeZone).split(' ');
-  return { at: date.getTime(), date: day!, time: time!, zone: zone ?? '' };
-}
-
-export function formatInZone(date: Date, timeZone?: string): string {
-  let fmt = formatters.get(timeZone ?? '');
-  if (!fmt) {
-    fmt = new Intl.DateTimeFormat('en-CA', {
-      timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
-      second: '2-digit', hourCycle: 'h23', timeZoneName: 'short',
-    });
-    formatters.set(timeZone ?? '', fmt);
-  }
-  const parts = fmt.formatToParts(date);
-  const get = (t: string): string => parts.find((p) => p.type === t)?.value ?? '';
-  return `${get('year')}-${get('month')}-${get('day')} ${get('hour')}:${get('minute')}:${get('second')} ${get('timeZoneName')}`;
-}
+export { formatInZone, zoneTime, type ZoneTime } from '../zone-time.js';

@@ -21,9 +21,13 @@ async function run(argv: string[]): Promise<void> {
   // A reader that goes away (`routinely routine list | head -1`) is no error of ours: output to
   // a closed pipe is dropped, never an unhandled 'error' event with a stack trace.
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
-  const code = await (await import('./program.js')).main(argv);
-  // Flush stdout (pipes are asynchronous on some platforms) before exiting.
+  const program = await import('./program.js');
+  const code = await program.main(argv);
+  // Flush stdout (pipes are asynchronous) before exiting; within a limit where one is set (the
+  // limit is the command's, set in the program's own bundle).
   if (process.stdout.destroyed || !process.stdout.writable) process.exit(code);
+  const limit = program.exitFlushLimit();
+  if (limit !== null) setTimeout(() => process.exit(code), limit);
   process.stdout.write('', () => process.exit(code));
 }
 

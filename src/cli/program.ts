@@ -307,6 +307,9 @@ function globalsOf(command: Command): GlobalOptions {
   return merged;
 }
 
+/** How long the process may wait at exit for its output (set by the scheduler; io.ts). */
+export { exitFlushLimit } from './io.js';
+
 export async function main(argv: string[]): Promise<number> {
   let exitCode: number = ExitCode.OK;
   const program = buildProgram((code) => {

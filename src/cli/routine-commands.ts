@@ -16,6 +16,7 @@ import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
 import { readSchedulerState } from '../scheduler/status.js';
+import { describeHolder } from '../lock/stale.js';
 import type { GlobalOptions } from './main.js';
 import { loadForView, stateOnly } from './view-project.js';
 
@@ -130,9 +131,11 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
 }
 
 export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions): Promise<number> {
-  const policy = busyPolicy(flags, 'fail');
   const project = loadProject({ configPath: g.config });
   const def = findRoutine(project, id);
+  // The routine's own ifBusy unless --if-busy is given, else the manual default (SPEC §4).
+  const policy = busyPolicy(flags, def.manualIfBusy);
+  if (policy.ifBusy === 'wait' && flags.ifBusy === undefined && def.waitTimeoutSeconds !== undefined) policy.waitTimeoutMs = def.waitTimeoutSeconds * 1000;
   const stop = new AbortController();
   let received: 'SIGINT' | 'SIGTERM' | null = null;
   const onSignal = (sig: 'SIGINT' | 'SIGTERM'): void => {
@@ -155,6 +158,23 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
       // the command's output also goes to this terminal (SPEC §10), and always to its log
       echo: (chunk) => process.stdout.write(chunk),
     }, def, new Date(backend.clock.now()));
+    if (result === null) throw new Error('bug: a manual fire was not started');
+    if (result.result === 'skipped') {
+      // Refused as busy, a manual run is not a tick: nothing recorded, not counted towards
+      // starvation, nobody notified (SPEC §4); the holder is named as every command names it.
+      if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
+      const holder = result.holder ? describeHolder(result.holder, backend.clock.now()) : 'another process';
+      if (policy.ifBusy === 'skip') {
+        out('skipped: exec busy');
+        return ExitCode.OK;
+      }
+      if (policy.ifBusy === 'wait') err(`exec busy: still held by ${holder} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
+      else {
+        err(`exec busy: held by ${holder}`);
+        err(`  to wait for it instead, add --if-busy wait (--wait-timeout S gives up after S seconds)`);
+      }
+      return ExitCode.BUSY;
+    }
     // the record before this fire, for its notifications (SPEC §10: `routine run` notifies too)
     const notifies = def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
     const prior = notifies ? (await backend.routines.read(warnTo)).routines[id] : undefined;
@@ -165,10 +185,8 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     if (notifies) await notifyFire({ project, def, prior, fire: result, final: true, log: createLogger('text', err), signal: stop.signal });
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
-    else if (result.result === 'skipped') out(`skipped ${id}: ${result.reason ?? 'exec busy'}`);
     else out(`failed ${id}: ${result.reason ?? 'failed'} ${took}  (output: ${project.stateDir}/logs/${id}.log)`);
     if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
-    if (result.result === 'skipped') return policy.ifBusy === 'skip' ? ExitCode.OK : ExitCode.BUSY;
     return result.result === 'success' ? ExitCode.OK : ExitCode.FAILED;
   } finally {
     process.off('SIGINT', onSignal);

@@ -40,6 +40,8 @@ export type ListRow = {
   enabled: boolean | null;
   next_run_at: string | null;
 } & Omit<RoutineRecord, 'open_fires'> & {
+  /** Its last run failed (`consecutive_failures > 0`), whatever skips came after (SPEC §6). */
+  failing: boolean;
   starved: boolean;
   running_since: string | null;
 };
@@ -63,6 +65,7 @@ export function listRows(routines: readonly ListedRoutine[], records: Record<str
       id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled,
       next_run_at: r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null,
       ...record,
+      failing: record.consecutive_failures > 0,
       starved,
       running_since: runningSince(open),
     };
@@ -102,14 +105,23 @@ interface Cell {
   colour?: Colour;
 }
 
+/** Skips after the last run, in words: `2 skips`. */
+const skipsText = (n: number): string => `${n} skip${n === 1 ? '' : 's'}`;
+
 function lastCell(r: ListRow, nowMs: number): Cell {
   if (r.running_since) return { text: `running ${humanDuration(Math.max(0, nowMs - Date.parse(r.running_since)))}`, colour: 'cyan' };
+  const ago = r.last_finished_at ? ` ${shortDuration(Math.max(0, nowMs - Date.parse(r.last_finished_at)))} ago` : '';
+  // Failing until a run succeeds: skips after a failure never make it look fine (SPEC §6).
+  if (r.consecutive_failures > 0) {
+    const times = r.consecutive_failures > 1 ? ` x${r.consecutive_failures}` : '';
+    const skips = r.last_result === 'skipped' && r.consecutive_skips > 0 ? ` (then ${skipsText(r.consecutive_skips)})` : ago;
+    return { text: `failing${times}${skips}`, colour: 'red' };
+  }
   if (r.starved) return { text: `starved: ${r.consecutive_skips} skips`, colour: 'magenta' };
   if (!r.last_result) return { text: 'never', colour: 'gray' };
-  const ago = r.last_finished_at ? ` ${shortDuration(Math.max(0, nowMs - Date.parse(r.last_finished_at)))} ago` : '';
   if (r.last_result === 'success') return { text: `ok${ago}`, colour: 'green' };
   if (r.last_result === 'skipped') return { text: `skipped${ago}`, colour: 'yellow' };
-  return { text: `failed${r.consecutive_failures > 1 ? ` x${r.consecutive_failures}` : ''}${ago}`, colour: 'red' };
+  return { text: `failed${ago}`, colour: 'red' };
 }
 
 function nextCell(r: ListRow, routine: ListedRoutine, nowMs: number): Cell {
@@ -174,7 +186,12 @@ export function checkProblems(rows: readonly ListRow[], scheduler: SchedulerLine
   const problems: string[] = [];
   for (const r of rows) {
     if (r.enabled === false) continue;
-    if (r.last_result === 'failure') problems.push(`failing routine: ${r.id} (${r.last_reason ?? 'failed'})`);
+    if (r.consecutive_failures > 0) {
+      const why = r.last_result === 'failure'
+        ? (r.last_reason ?? 'failed')
+        : `${r.consecutive_failures > 1 ? `${r.consecutive_failures} failures in a row, the last` : 'failed'} at ${r.last_failure_at ?? 'an unknown time'}, then ${r.consecutive_skips > 0 ? skipsText(r.consecutive_skips) : 'a skip'}`;
+      problems.push(`failing routine: ${r.id} (${why})`);
+    }
     if (r.starved && !r.paused) problems.push(`starved routine: ${r.id} (${r.consecutive_skips} busy skips in a row)`);
   }
   const enabled = rows.filter((r) => r.enabled !== false && !r.paused).length;

@@ -16,7 +16,8 @@ import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
 import { httpSetup } from './http-options.js';
-import { out } from './io.js';
+import { boundedLines } from './bounded-output.js';
+import { limitExitFlush } from './io.js';
 import type { SchedulerHttp } from './http-status.js';
 import type { GlobalOptions } from './main.js';
 
@@ -24,6 +25,10 @@ import type { GlobalOptions } from './main.js';
 // setup, and as one entry for esbuild they stay in one chunk instead of splitting out small
 // shared ones that `routine list` (which imports selfCli from here) would then load one by one.
 export { serve } from './serve-command.js';
+
+/** How long a stopping scheduler waits for its output to be read (before and after its lock is
+ * released). */
+const EXIT_FLUSH_MS = 2_000;
 
 export interface SchedulerFlags {
   logFormat: LogFormat;
@@ -50,7 +55,10 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   keepGoingOnBrokenPipes();
   // Log lines carry the backend's clock (the database's with PostgreSQL), as history does.
   let clockNow = (): number => Date.now();
-  const log = createLogger(flags.logFormat, out, () => clockNow());
+  // A reader that stalls costs log lines, never memory or the exit (SPEC §6 "Stop").
+  const sink = boundedLines(process.stdout);
+  limitExitFlush(EXIT_FLUSH_MS);
+  const log = createLogger(flags.logFormat, sink, () => clockNow());
   // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
   const http = await httpSetup(flags.http, project);
   // The skew warning goes to the log (below), not to stderr.
@@ -95,7 +103,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     fire: (def, scheduledAt, o) =>
       fireRoutine({
         project: o.project, backend, clock: backend.clock, trigger: o.trigger, attempt: o.attempt, ifBusy: o.ifBusy, waitTimeoutMs: o.waitTimeoutMs,
-        signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait,
+        signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait, mayStart: o.mayStart,
       }, def, scheduledAt),
     log,
     reloadProject: () => loadProject({ configPath: project.configPath }),
@@ -107,11 +115,19 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     spool: backend.kind === 'postgres',
     observer: served?.observer,
     clock: backend.clock,
+    // With files the scheduler lock is what keeps a second scheduler out: before every start it
+    // is confirmed (a scheduler paused past its TTL finds another in charge and stops without
+    // firing). With a database every tick is claimed once across schedulers, which decides.
+    inCharge: backend.kind === 'file' ? () => lease.verify().ok : undefined,
   });
   const unwatchClock = backend.dbClock ? await watchDbClock(backend.dbClock, log, () => scheduler.clockStepped()) : () => {};
   current = () => scheduler.currentProject;
   const stop = new AbortController();
-  stop.signal.addEventListener('abort', () => served?.stopping(), { once: true });
+  stop.signal.addEventListener('abort', () => {
+    served?.stopping();
+    // `scheduler status` says `stopping` until the lock is released, just before the exit
+    if (!lost) lease.annotate({ stopping: true });
+  }, { once: true });
   const onStop = (): void => stop.abort();
   const onHup = (): void => scheduler.requestReload();
   let lost = false;
@@ -162,6 +178,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     process.off('SIGHUP', onHup);
     lease.signal.removeEventListener('abort', onLost);
     unwatchClock();
+    await sink.flush(EXIT_FLUSH_MS);
     await lease.release();
   }
   return lost ? ExitCode.FAILED : ExitCode.OK;

@@ -7,11 +7,12 @@ import { humanDuration } from './io.js';
 
 const ago = (s: number | null): string => (s === null ? 'unknown' : s < 60 ? `${Math.max(0, Math.round(s))}s ago` : `${humanDuration(s * 1000)} ago`);
 
-/** `running, pid 4711 on build-01 since 2026-11-30 12:01:07 UTC (heartbeat 2s ago)`: in UTC,
+/** `running, pid 4711 on build-01 since 2026-11-30 12:01:07 UTC (heartbeat 2s ago)` (`stopping, …`
+ * while it shuts down): in UTC,
  * which needs no time-zone data (`routine list` prints it from its fast path too). */
 export function describeScheduler(s: SchedulerInstance, heartbeat = true): string {
   const since = s.since.replace('T', ' ').slice(0, 19);
-  return printable(`running, pid ${s.pid} on ${s.host} since ${since} UTC${heartbeat ? ` (heartbeat ${ago(s.heartbeat_age_s)})` : ''}`);
+  return printable(`${s.stopping ? 'stopping' : 'running'}, pid ${s.pid} on ${s.host} since ${since} UTC${heartbeat ? ` (heartbeat ${ago(s.heartbeat_age_s)})` : ''}`);
 }
 
 /** ` (a stale lock is left by pid 4711 on build-01: owner pid 4711 is not running)`, or ''. */

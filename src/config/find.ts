@@ -2,7 +2,7 @@
 // routinely.json upward, never another user's. Kept apart from validation (zod) so that the
 // fast `routine list` path can find its config without loading it.
 
-import { statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 
@@ -124,3 +124,36 @@ export function stripJsonComments(text: string): string {
   return out;
 }
 
+
+/** The most a config or task file may hold: thousands of routines stay far below it. */
+export const CONFIG_FILE_CAP = 4 * 1024 * 1024;
+
+/** Why an opened config or task file must not be read, or null (SPEC §6 "Reload", §12). */
+function configRefusal(st: Stats, cap: number): string | null {
+  if (!st.isFile()) return `it is ${st.isFIFO() ? 'a FIFO' : st.isDirectory() ? 'a folder' : st.isSocket() ? 'a socket' : 'a device or special file'}, not a regular file`;
+  const me = uid();
+  if (me !== null && st.uid !== me) return `it belongs to uid ${st.uid}, not to this user (uid ${me})`;
+  if ((st.mode & 0o022) !== 0) return `other users may write it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')})`;
+  if (st.size > cap) return `it is ${st.size} bytes, more than a config may hold (${cap})`;
+  return null;
+}
+
+/** Reads a config or task file as start-up and every reload do: opened O_NONBLOCK (a FIFO never
+ * blocks the reader), then checked on the open file (a regular file of ours that nobody else
+ * may write, at most `cap` bytes: a link to /dev/zero is refused, never read), and read to its
+ * size. Throws an Error saying why. */
+export function readConfigBytes(path: string, cap = CONFIG_FILE_CAP): Buffer {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const why = configRefusal(fstatSync(fd), cap);
+    if (why) throw new Error(`refusing to read it: ${why}`);
+    const buf = Buffer.allocUnsafe(Math.min(cap + 1, fstatSync(fd).size + 1));
+    let n = 0;
+    for (let r; n < buf.length && (r = readSync(fd, buf, n, buf.length - n, n)) > 0; ) n += r;
+    // it grew while we read: no half-read config is ever used
+    if (n === buf.length) throw new Error('refusing to read it: it changed while being read');
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -2,10 +2,9 @@
 // up from the current directory, `--config` / ROUTINELY_CONFIG overriding, environment
 // overrides winning over the file. Bad values are errors, never silent defaults.
 
-import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { ConfigError, UsageError, errnoCode } from '../errors.js';
-import { CONFIG_FILE, findConfig, findConfigUpward, isFile, stripJsonComments } from './find.js';
+import { CONFIG_FILE, findConfig, findConfigUpward, isFile, readConfigBytes, stripJsonComments } from './find.js';
 import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
 
 export { CONFIG_FILE, findConfig, findConfigUpward, isFile, stripJsonComments };
@@ -66,9 +65,9 @@ export function readConfigFile(path: string, options: ValidateOptions = {}, cwd 
 
 function configText(path: string, shown: string): string {
   try {
-    return readFileSync(path, 'utf8');
+    return readConfigBytes(path).toString('utf8');
   } catch (err) {
-    throw new ConfigError(shown, [{ path: '', message: `cannot read the file (${errnoCode(err) ?? String(err)})` }]);
+    throw new ConfigError(shown, [{ path: '', message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message }]);
   }
 }
 

@@ -54,7 +54,8 @@ export const routineShape = {
   catchUp: z.optional(z.enum(['none', 'latest']).check(z.describe('"latest": on scheduler start, fire once if the last scheduled time was missed.'))),
   env: z.optional(z.record(z.string(), z.string()).check(z.describe('Extra environment variables for a command routine.'))),
   cwd: z.optional(z.string().check(z.describe('Working directory of a command routine, relative to the project root; must stay inside it.'))),
-  ifBusy: z.optional(z.enum(['skip', 'wait']).check(z.describe('"skip" (default): a tick that meets a busy exec lock is skipped. "wait": it waits for the lock (up to waitTimeoutSeconds) and runs as soon as it frees.'))),
+  ifBusy: z.optional(z.enum(['skip', 'wait']).check(z.describe('"skip" (default): a tick that meets the exec lock held by something else than this scheduler (a manual command, lock run, another host) is skipped. "wait": it waits for the lock (up to waitTimeoutSeconds) and runs as soon as it frees. Routines of one scheduler never skip each other: they take turns. Also what `routine run` does when busy, unless --if-busy is given.'))),
+  exclusive: z.optional(z.boolean().check(z.describe('Command routines only. true (default): runs under the project exec lock. false: takes no lock and may run beside other work, as a cron job does; never beside itself.'))),
   waitTimeoutSeconds: z.optional(seconds('With ifBusy "wait": give up (a skip) after this many seconds; default the routine\'s interval, at most 3600.')),
   retry: z.optional(z.strictObject(retryShape).check(z.describe('Try a failed fire again after backoffSeconds, then 2x, 4x... Skips are never retried.'))),
   starvedAfterSkips: z.optional(z.int().check(z.gte(1), z.lte(1000), z.describe('Consecutive busy skips after which the routine is starved (default 3).'))),
@@ -122,6 +123,11 @@ export interface RoutineDef {
   env?: Record<string, string>;
   cwd?: string;
   ifBusy: 'skip' | 'wait';
+  /** What `routine run` does when the exec lock is busy and no --if-busy is given: the routine's
+   * own ifBusy when the config sets one, else the manual default "fail" (SPEC §4). */
+  manualIfBusy: 'fail' | 'skip' | 'wait';
+  /** Takes the project exec lock (default); false only for command routines (SPEC §6). */
+  exclusive: boolean;
   /** With ifBusy "wait"; absent: the routine's interval, at most an hour (decided at fire time). */
   waitTimeoutSeconds?: number;
   retry?: { attempts: number; backoffSeconds: number };

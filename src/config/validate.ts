@@ -155,6 +155,10 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     if (r.waitTimeoutSeconds !== undefined && r.ifBusy !== 'wait') {
       issues.push({ path: at('waitTimeoutSeconds'), message: 'is only allowed with "ifBusy": "wait"' });
     }
+    if (r.exclusive === false) {
+      if (r.action !== 'command') issues.push({ path: at('exclusive'), message: `false is only allowed with action "command" (action "${r.action}" always runs under the exec lock)` });
+      else if (r.ifBusy !== undefined) issues.push({ path: at('ifBusy'), message: 'is only allowed for a routine that takes the exec lock ("exclusive": false takes none, so it is never busy)' });
+    }
     if (r.notify) issues.push(...notifyProblems(r.notify, ['routines', i, 'notify']));
     const { notify, ...rest } = r;
     routines.push({
@@ -163,6 +167,8 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
       jitterSeconds: r.jitterSeconds ?? 0,
       catchUp: r.catchUp ?? 'none',
       ifBusy: r.ifBusy ?? 'skip',
+      manualIfBusy: r.ifBusy ?? 'fail',
+      exclusive: r.exclusive ?? true,
       starvedAfterSkips: r.starvedAfterSkips ?? 3,
       ...(notify === false ? { notify: false as const } : notify ? { notify: notifyDef(notify) } : {}),
     });

@@ -1,8 +1,9 @@
 // The task definitions of a project: inline `exec.tasks` plus every `*.json` file in
 // `exec.taskDirs` (one task or an array each), validated together (SPEC §2, §5).
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { readConfigBytes } from '../config/find.js';
 import { displayPath, parseJsonFile, type Project } from '../config/load.js';
 import type { TaskDef } from '../config/schema.js';
 import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
@@ -33,9 +34,9 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       const shown = relative(project.root, file);
       let text: string;
       try {
-        text = readFileSync(file, 'utf8');
+        text = readConfigBytes(file).toString('utf8');
       } catch (err) {
-        issues.push({ file: shown, path: '', message: `cannot read the file (${errnoCode(err) ?? String(err)})` });
+        issues.push({ file: shown, path: '', message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message });
         continue;
       }
       let json: unknown;

@@ -132,8 +132,11 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
     if (holder && holder.owner.routine === r.id) states.push(badge('running', `running ${span(Math.max(0, nowMs - holder.created_at * 1000))}`));
     if (!r.enabled) states.push(badge('muted', 'disabled'));
     if (r.paused) states.push(badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused'));
+    // failing until a run succeeds, whatever skips came after (SPEC §6)
+    const failures = typeof r.consecutive_failures === 'number' ? r.consecutive_failures : 0;
+    if (failures > 0) states.push(badge('failure', `failing${failures > 1 ? ` ×${failures}` : ''}${r.last_result === 'skipped' && skips > 0 ? ` (then ${skips} skip${skips === 1 ? '' : 's'})` : ''}`));
     if (r.starved === true) states.push(badge('starved', `starved (${skips} skips in a row)`));
-    else if (skips > 0) states.push(badge('skipped', `${skips} skip${skips === 1 ? '' : 's'} in a row`));
+    else if (skips > 0 && failures === 0) states.push(badge('skipped', `${skips} skip${skips === 1 ? '' : 's'} in a row`));
     return (
       `<tr role="row"><th scope="row" role="rowheader"><span class="id">${esc(r.id)}</span>` +
       `<span class="sub"><code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''} · ${esc(r.action)}</span></th>` +

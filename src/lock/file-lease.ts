@@ -114,6 +114,7 @@ export class FileLease extends LeaseState implements Lease {
       run_id: this.rec.owner.run_id ?? null,
       routine: this.rec.owner.routine ?? null,
       children: this.rec.owner.children ?? [],
+      ...(this.rec.owner.stopping ? { stopping: true as const } : {}),
     };
     try {
       this.step('beat:write');

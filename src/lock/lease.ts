@@ -12,6 +12,8 @@ export interface LockOwnerInfo {
   routine?: string | null;
   /** The config file a scheduler runs with (shown by `scheduler status`). */
   config?: string | null;
+  /** A scheduler that is shutting down (`scheduler status` says `stopping`). */
+  stopping?: boolean;
 }
 
 export interface LockLost {

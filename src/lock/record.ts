@@ -26,6 +26,8 @@ export interface LockOwner {
   /** The config file a scheduler runs with (shown by `scheduler status`). */
   config?: string | null;
   children?: ChildGroup[];
+  /** A scheduler that is shutting down (its lock is released once it has). */
+  stopping?: boolean;
   /** Linux pid namespace of the owner; another namespace on the same host is judged like a
    * remote host (by expiry), since its pids mean nothing here. */
   pid_ns?: string | null;

@@ -18,6 +18,8 @@ export interface Beat {
   run_id: string | null;
   routine: string | null;
   children: ChildGroup[];
+  /** A scheduler that is shutting down (SPEC §6: `scheduler status` says `stopping`). */
+  stopping?: true;
 }
 
 export function parseBeat(text: string, lockId: string): Beat | null {
@@ -35,6 +37,7 @@ export function parseBeat(text: string, lockId: string): Beat | null {
   if (!num(b.heartbeat_at) || !num(b.expires_at)) return null;
   if (!strOrNull(b.run_id) || !strOrNull(b.routine)) return null;
   if (!Array.isArray(b.children) || !b.children.every(isChildGroup)) return null;
+  if (b.stopping !== undefined && b.stopping !== true) return null;
   return b as unknown as Beat;
 }
 
@@ -127,6 +130,7 @@ export function withBeat(rec: LockRecord, slotIno: number, beat: Beat | null): S
       run_id: beat.run_id ?? rec.owner.run_id ?? null,
       routine: beat.routine ?? rec.owner.routine ?? null,
       children: beat.children,
+      ...(beat.stopping ? { stopping: true } : {}),
     },
   };
   return {

@@ -63,6 +63,7 @@ export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]>
         fire: o.fire,
         log: o.logPath ?? join(o.project.stateDir, 'logs', `${o.def.id}.log`),
         holder: o.fire.holder ? holderText(o.fire.holder) : null,
+        ifBusy: o.def.ifBusy,
       });
       const deliveries = await deliver(target, payload, {
         cwd: o.project.root, passEnv: o.project.config.passEnv, baseEnv: o.baseEnv, signal: o.signal, ...o.delivery,

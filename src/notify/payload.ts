@@ -35,6 +35,8 @@ export interface PayloadInput {
   log: string;
   /** Who held the exec lock, for a starved routine (`exec run r-… since 12:01:07`). */
   holder?: string | null;
+  /** The routine's ifBusy (the advice for a starved routine depends on it). */
+  ifBusy?: 'skip' | 'wait';
 }
 
 const plural = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 's'}`;
@@ -53,7 +55,7 @@ export function buildPayload(i: PayloadInput): NotifyPayload {
     finished_at: f.finished_at,
     exit_code: f.exit_code,
     why: why(i, after),
-    next: nextStep(i.event, i.routine, f.run_id),
+    next: nextStep(i.event, i.routine, f.run_id, i.ifBusy),
     log: i.log,
     consecutive_failures: after.consecutive_failures,
     consecutive_skips: after.consecutive_skips,
@@ -72,7 +74,7 @@ function why(i: PayloadInput, after: RoutineRecord): string | null {
 }
 
 /** One line: what a person should run now. */
-export function nextStep(event: NotifyEvent, routine: string, runId: string | null): string {
+export function nextStep(event: NotifyEvent, routine: string, runId: string | null, ifBusy: 'skip' | 'wait' = 'skip'): string {
   switch (event) {
     case 'failure':
       return runId
@@ -81,6 +83,9 @@ export function nextStep(event: NotifyEvent, routine: string, runId: string | nu
     case 'recovery':
       return `nothing to do; earlier runs: routinely routine history ${routine}`;
     case 'starved':
-      return `routinely lock status shows what holds the exec lock; give ${routine} "ifBusy": "wait" or another schedule`;
+      // never advice the routine already follows
+      return ifBusy === 'wait'
+        ? `routinely lock status shows what holds the exec lock; give ${routine} a longer "waitTimeoutSeconds", or move the work that holds the lock to another time`
+        : `routinely lock status shows what holds the exec lock; give ${routine} "ifBusy": "wait" or another schedule`;
   }
 }

@@ -4,9 +4,9 @@
 // marker is written once the exec lock is held and before any work starts, and the fire's record
 // closes it; a marker left open by a process that died is closed by the next one (reconcile).
 
-import { markUnstarted } from './unstarted.js';
 import { closeSync, constants, openSync, renameSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { acquireAnnounced } from '../announced-wait.js';
 import type { Backend } from '../backend.js';
 import { anySignal, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
@@ -23,6 +23,7 @@ import type { LockRecord } from '../lock/record.js';
 import { appendLine, openAppend } from '../state/durable.js';
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from './store.js';
+import { markUnstarted } from './unstarted.js';
 
 const LOG_ROTATE_BYTES = 4 * 1024 * 1024;
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
@@ -47,6 +48,9 @@ export interface FireContext {
   onStarted?: (runId: string | null) => void;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
   onWait?: (why: string, holder: LockRecord | null) => void;
+  /** Asked once the exec lock is held, before anything starts: false gives the lock back and
+   * the fire does not start (the scheduler that fires it lost its own lock meanwhile). */
+  mayStart?: () => boolean;
   /** The environment commands start from, already without withheld variables (the scheduler
    * computes it once per config: copying `process.env` costs more than the rest of a fire's
    * set-up). Default: computed from `process.env` now. */
@@ -120,9 +124,10 @@ const owner = (): OpenFire['owner'] => {
 export const ownerGone = (o: OpenFire['owner']): boolean => processGone(o);
 
 /** Fires `def` once for `scheduledAt` and returns its record (with `closes` naming the open
- * marker it wrote), which the caller records. Never throws for the routine's own failure; throws
- * only when not even the start could be recorded (then nothing ran). */
-export async function fireRoutine(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult> {
+ * marker it wrote), which the caller records; null when `mayStart` said no (nothing started,
+ * nothing to record). Never throws for the routine's own failure; throws only when not even the
+ * start could be recorded (then nothing ran). */
+export async function fireRoutine(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult | null> {
   return def.action === 'command' ? fireCommand(ctx, def, scheduledAt) : fireExec(ctx, def, scheduledAt);
 }
 
@@ -160,22 +165,35 @@ async function open(ctx: FireContext, def: RoutineDef, scheduledAt: Date, span: 
   return marker;
 }
 
-async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult> {
+async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult | null> {
   const span: Span = { startedMs: ctx.clock.now(), started: performance.now() };
   const runId = newRunId(span.startedMs, randomHex(2));
   // The log first: a log we may not write (another user's, readable by others) stops the fire
   // before anything runs, and says so (exit 2 for `routine run`).
   const logFd = openRoutineLog(ctx.project, def.id);
-  let lease: Lease;
+  // `"exclusive": false`: no exec lock (SPEC §6), as a cron job runs beside other work.
+  let lease: Lease | null = null;
   let marker: OpenFire;
   try {
-    const got = await acquire(ctx, { command: 'routine', routine: def.id, run_id: runId });
-    if (!got.ok) return finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder: got.holder });
-    lease = got.lease;
+    if (def.exclusive) {
+      const owner = { command: 'routine', routine: def.id, run_id: runId };
+      const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal };
+      const got = await acquireAnnounced(ctx.backend.lock, EXEC_LOCK_KEY, owner, policy, ctx.onWait);
+      if (!got.ok) {
+        closeSync(logFd);
+        return finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder: got.holder });
+      }
+      lease = got.lease;
+    }
+    if (ctx.mayStart && !ctx.mayStart()) {
+      await lease?.release();
+      closeSync(logFd);
+      return null;
+    }
     try {
       marker = await open(ctx, def, scheduledAt, span, runId);
     } catch (err) {
-      await lease.release();
+      await lease?.release();
       throw err; // nothing ran; the caller reports why it could not even be recorded
     }
   } catch (err) {
@@ -196,18 +214,11 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
     return finish(ctx, scheduledAt, span, { result: 'failure', reason: `could not run: ${(err as Error).message}`, exit_code: null, run_id: runId, closes: marker.id });
   } finally {
     closeSync(logFd);
-    const released = await lease.release();
-    if (!released.released && !lease.lost) ctx.warn(`${def.id}: exec lock not released: ${released.why}`);
+    if (lease) {
+      const released = await lease.release();
+      if (!released.released && !lease.lost) ctx.warn(`${def.id}: exec lock not released: ${released.why}`);
+    }
   }
-}
-
-async function acquire(ctx: FireContext, owner: { command: string; routine: string; run_id: string }) {
-  const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal };
-  if (ctx.ifBusy !== 'wait' || !ctx.onWait) return ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, policy);
-  const first = await ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, { ...policy, ifBusy: 'fail' });
-  if (first.ok || first.reason !== 'LOCK_HELD') return first;
-  ctx.onWait(first.why, first.holder);
-  return ctx.backend.lock.acquire(EXEC_LOCK_KEY, owner, policy);
 }
 
 interface CommandRun {
@@ -216,21 +227,20 @@ interface CommandRun {
   leftovers: number;
 }
 
-/** Runs `sh -c RUN` in its own process group under the held lease: the routine's cwd, env and
- * timeout, output to the routine's log, and whatever is left of its group ended before the
- * lock is released (SPEC §4.11). */
-async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease, runId: string, logFd: number): Promise<CommandRun> {
+/** Runs `sh -c RUN` in its own process group under the held lease (none for a routine that is
+ * not exclusive): the routine's cwd, env and timeout, output to the routine's log, and whatever
+ * is left of its group ended before the lock is released (SPEC §4.11). */
+async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease | null, runId: string, logFd: number): Promise<CommandRun> {
   const grace = ctx.killGraceMs ?? KILL_GRACE_MS;
-  const graceNow = (): number => (lease.lost ? Math.min(grace, lease.lost.graceMs) : grace);
-  const link = anySignal(...[lease.signal, ctx.signal].filter((s): s is AbortSignal => s !== undefined));
+  const graceNow = (): number => (lease?.lost ? Math.min(grace, lease.lost.graceMs) : grace);
+  const link = anySignal(...[lease?.signal, ctx.signal].filter((s): s is AbortSignal => s !== undefined));
   const stop = link.signal;
   const env = {
     ...(ctx.baseEnv ?? commandEnv(process.env, ctx.project.config.passEnv)),
     ...(def.env ?? {}),
     ROUTINELY_ROUTINE_ID: def.id,
     ROUTINELY_RUN_ID: runId,
-    ROUTINELY_LOCK_GENERATION: String(lease.generation),
-    ROUTINELY_LOCK_ID: lease.lockId,
+    ...(lease ? { ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId } : {}),
   };
   let childPid: number | null = null;
   const cwd = taskCwd(ctx.project.root, { cwd: def.cwd });
@@ -249,8 +259,8 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease, runId
     killGraceMs: graceNow,
     onSpawn: (pid) => {
       childPid = pid;
-      lease.trackChild(pid);
-      lease.held(); // a stall right before the spawn may have cost the lock: then it stops at once
+      lease?.trackChild(pid);
+      lease?.held(); // a stall right before the spawn may have cost the lock: then it stops at once
     },
     onOutput: ctx.echo
       ? (chunk) => {
@@ -261,27 +271,30 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease, runId
   });
   link.unlink();
   const leftovers = childPid !== null ? await stopGroup(childPid, graceNow()) : 0;
-  if (childPid !== null) lease.untrackChild(childPid);
+  if (childPid !== null) lease?.untrackChild(childPid);
   let stoppedBy: CommandRun['stoppedBy'] = null;
   if (result.timedOut) stoppedBy = 'timeout';
-  else if (result.canceled) stoppedBy = lease.lost ? 'lock' : 'stop';
+  else if (result.canceled) stoppedBy = lease?.lost ? 'lock' : 'stop';
   return { process: result, stoppedBy, leftovers };
 }
 
-function describe(r: ProcessResult, stoppedBy: CommandRun['stoppedBy'], lease: Lease, def: RoutineDef, stopReason: string): { result: RoutineResult; reason: string | null } {
+function describe(r: ProcessResult, stoppedBy: CommandRun['stoppedBy'], lease: Lease | null, def: RoutineDef, stopReason: string): { result: RoutineResult; reason: string | null } {
   if (stoppedBy === 'timeout') return { result: 'failure', reason: `timed out (timeoutSeconds: ${def.timeoutSeconds})` };
-  if (stoppedBy === 'lock') return { result: 'failure', reason: `lock lost: ${lease.lost?.why ?? 'unknown'}` };
+  if (stoppedBy === 'lock') return { result: 'failure', reason: `lock lost: ${lease?.lost?.why ?? 'unknown'}` };
   if (stoppedBy === 'stop') return { result: 'failure', reason: stopReason };
   if (r.reason === 'spawn-error') return { result: 'failure', reason: `could not start: ${r.error ?? 'unknown'}` };
   if (r.exitCode === 0 && !r.signal) {
     // Success, unless the lock was lost meanwhile (the work may have overlapped a new holder).
-    return lease.verify().ok ? { result: 'success', reason: null } : { result: 'failure', reason: `lock lost: ${lease.lost?.why ?? 'unknown'}` };
+    return !lease || lease.verify().ok ? { result: 'success', reason: null } : { result: 'failure', reason: `lock lost: ${lease.lost?.why ?? 'unknown'}` };
   }
   return { result: 'failure', reason: r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}` };
 }
 
+/** Thrown from inside the exec lock when `mayStart` says no: the lock is given back unused. */
+class NotStarted extends Error {}
+
 /** exec-auto, exec-resume and register, through the library in this process. */
-async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult> {
+async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult | null> {
   const span: Span = { startedMs: ctx.clock.now(), started: performance.now() };
   let marker: OpenFire | null = null;
   let runId: string | null = null;
@@ -294,6 +307,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     routine: def.id,
     onWait: ctx.onWait,
     onLocked: async () => {
+      if (ctx.mayStart && !ctx.mayStart()) throw new NotStarted();
       marker = await open(ctx, def, scheduledAt, span, null);
       logLine(startFrame(def.id, null, (marker as OpenFire).started_at, (marker as OpenFire).scheduled_at, ctx.trigger));
       ctx.onStarted?.(null);
@@ -339,6 +353,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     if (marker) logLine(endFrame(def.id, out));
     return out;
   } catch (err) {
+    if (err instanceof NotStarted) return null;
     // A bad task definition, a full disk: the fire failed, and says why.
     const out = finish(ctx, scheduledAt, span, { result: 'failure', reason: (err as Error).message, exit_code: null, run_id: runId, ...closes() });
     if (marker) logLine(endFrame(def.id, out));

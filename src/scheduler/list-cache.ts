@@ -11,7 +11,7 @@ import { closeSync, constants, fstatSync, openSync, renameSync, statSync, unlink
 import { join } from 'node:path';
 import { randomHex, readFileChecked } from '../lock/files.js';
 import { removeLeftoverTemps } from '../state/durable.js';
-import type { ZoneTime } from '../cli/io.js';
+import type { ZoneTime } from '../zone-time.js';
 
 export const LIST_CACHE_FILE = 'list-cache.json';
 /** Upcoming fire times kept per routine: enough to cover COVER_MS, at least 2, at most 16 (a

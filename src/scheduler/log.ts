@@ -1,4 +1,5 @@
 import { printable } from '../printable.js';
+import { stepText } from './timing.js';
 
 // Scheduler log lines (SPEC §6): one per event on stdout, prefixed by an ISO-8601 UTC
 // timestamp, e.g. `2026-11-29T19:05:00.012Z [routine] skipped auto: exec busy`; with
@@ -12,12 +13,14 @@ export type LogEvent =
   | { event: 'scheduler.reload_failed'; error: string }
   | { event: 'scheduler.warning'; message: string }
   | { event: 'scheduler.lock_lost'; why: string }
+  | { event: 'scheduler.clock_step'; direction: 'back'; step_ms: number }
   | { event: 'scheduler.clock'; offset_ms: number; rtt_ms: number; change: 'first' | 'changed'; text: string }
   | { event: 'routine.started'; routine: string; scheduled_at: string }
   | { event: 'routine.succeeded'; routine: string; duration_ms: number; run_id: string | null }
   | { event: 'routine.failed'; routine: string; reason: string; duration_ms: number; run_id: string | null }
   | { event: 'routine.skipped'; routine: string; reason: string; holder?: string }
   | { event: 'routine.waiting'; routine: string; holder: string }
+  | { event: 'routine.queued'; routine: string; behind: string }
   | { event: 'routine.retrying'; routine: string; attempt: number; of: number; in_ms: number }
   | { event: 'routine.catch_up'; routine: string; scheduled_at: string }
   | { event: 'routine.paused'; routine: string; note: string | null }
@@ -57,6 +60,8 @@ export function formatText(e: LogEvent): string {
       return `[scheduler] warning: ${e.message}`;
     case 'scheduler.lock_lost':
       return `[scheduler] scheduler lock lost (${e.why}); stopping`;
+    case 'scheduler.clock_step':
+      return `[scheduler] wall clock stepped back ${stepText(e.step_ms)}; firing on the new time, no tick fired twice`;
     case 'scheduler.clock':
       return `[scheduler] database clock ${e.change === 'first' ? 'offset' : 'offset changed'}: ${e.offset_ms >= 0 ? '+' : '-'}${(Math.abs(e.offset_ms) / 1000).toFixed(3)}s (${e.text}; measured to ±${(e.rtt_ms / 2).toFixed(1)}ms); ticks and times follow the database`;
     case 'routine.started':
@@ -67,6 +72,8 @@ export function formatText(e: LogEvent): string {
       return `[routine] failed ${e.routine}: ${e.reason} in ${secs(e.duration_ms)}`;
     case 'routine.skipped':
       return `[routine] skipped ${e.routine}: ${e.reason}${e.holder ? ` (held by ${e.holder})` : ''}`;
+    case 'routine.queued':
+      return `[routine] queued ${e.routine}: behind ${e.behind}`;
     case 'routine.waiting':
       return `[routine] waiting ${e.routine}: exec busy (held by ${e.holder})`;
     case 'routine.retrying':

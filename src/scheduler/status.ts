@@ -23,6 +23,8 @@ export interface SchedulerInstance {
   here: boolean;
   /** The config file it runs with, when its lock records one. */
   config: string | null;
+  /** It is shutting down: stopped firing, lets running routines finish (SPEC §6 "Stop"). */
+  stopping: boolean;
   /** The lock record, validated (SPEC §12); what `scheduler stop` checks the process against. */
   record: LockRecord;
 }
@@ -51,7 +53,7 @@ function instance(s: LockStatus, probe: LivenessProbe): SchedulerInstance | null
   const o = record.owner;
   return {
     key: s.key, pid: o.pid, host: o.host, since: new Date(record.created_at * 1000).toISOString(),
-    heartbeat_age_s: s.heartbeat_age_s, here: samePidSpace(o, probe), config: typeof o.config === 'string' ? o.config : null, record,
+    heartbeat_age_s: s.heartbeat_age_s, here: samePidSpace(o, probe), config: typeof o.config === 'string' ? o.config : null, stopping: o.stopping === true, record,
   };
 }
 

@@ -30,6 +30,65 @@ export function clockWentBack(previousNowMs: number, nowMs: number, toleranceMs 
   return nowMs < previousNowMs - toleranceMs;
 }
 
+/** A reading of both clocks, taken each time the loop wakes. */
+export interface ClockReading {
+  wall: number;
+  mono: number;
+}
+
+/** How far the wall clock stepped back between two readings (ms, > 0), or 0: the wall clock
+ * advanced less than the monotonic one by more than the tolerance. A monotonic clock that went
+ * back itself (a faked one) cannot tell, and the wall clock alone is judged. */
+export function backwardStep(before: ClockReading, after: ClockReading, toleranceMs = 1000): number {
+  const wall = after.wall - before.wall;
+  const mono = after.mono - before.mono;
+  const step = mono >= 0 ? mono - wall : -wall;
+  return step > toleranceMs ? step : 0;
+}
+
+/** Scheduled times this scheduler has already dealt with (fired, queued, skipped or passed over
+ * as late), as intervals (from, to]: after a backward clock step none of them fires again, while
+ * every time outside them does (SPEC §6 "Clock steps"). */
+export interface Covered {
+  from: number;
+  to: number;
+}
+
+/** The covered intervals after a backward step from `beforeMs` to `nowMs`, given that every time
+ * in (epochStartMs, beforeMs] was dealt with; merged, and without intervals wholly in the past. */
+export function coverAfterStep(covered: readonly Covered[], epochStartMs: number, beforeMs: number, nowMs: number): Covered[] {
+  const all = [...covered, { from: epochStartMs, to: beforeMs }].filter((c) => c.to > nowMs && c.to > c.from).sort((a, b) => a.from - b.from);
+  const merged: Covered[] = [];
+  for (const c of all) {
+    const last = merged[merged.length - 1];
+    if (last && c.from <= last.to) last.to = Math.max(last.to, c.to);
+    else merged.push({ ...c });
+  }
+  return merged;
+}
+
+/** The first fire time after `afterMs` that no covered interval holds. `sinceMs`: the routine
+ * was scheduled by this process then (times before it were never its own to deal with). */
+export function nextUncovered(schedule: Schedule, afterMs: number, covered: readonly Covered[], sinceMs = -Infinity): number | null {
+  let t = nextFire(schedule, afterMs);
+  for (let i = 0; t !== null && i <= covered.length; i++) {
+    const hit = covered.find((c) => t! > Math.max(c.from, sinceMs) && t! <= c.to);
+    if (!hit) return t;
+    t = nextFire(schedule, hit.to);
+  }
+  return t;
+}
+
+/** `2h0m0s`, `3m20s`, `45s` (whole seconds, as the log shows a clock step). */
+export function stepText(ms: number): string {
+  const s = Math.round(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (h > 0) return `${h}h${m}m${s % 60}s`;
+  if (m > 0) return `${m}m${s % 60}s`;
+  return `${s}s`;
+}
+
 /** `catchUp: "latest"`: the most recent scheduled time, if it passed after the last recorded
  * one (missed while no scheduler ran). A routine with no record has nothing to catch up. */
 export function catchUpTime(schedule: Schedule, lastScheduledAt: string | null, nowMs: number): Date | null {

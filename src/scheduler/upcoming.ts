@@ -1,11 +1,11 @@
 // The scheduler's side of `routine list`'s cache (list-cache.ts): each routine's next fire times
 // in its zone, computed with the same croner calculator and DST rule as everything else.
 
-import { readFileSync } from 'node:fs';
+import { readConfigBytes } from '../config/find.js';
 import { croner } from '../config/cron.js';
 import { cronerPattern } from '../config/dialect.js';
 import type { Project } from '../config/load.js';
-import { zoneTime } from '../cli/io.js';
+import { zoneTime } from '../zone-time.js';
 import { VERSION } from '../version.js';
 import { COVER_MS, UPCOMING_MAX, UPCOMING_MIN, listCacheKey, writeListCache, type CachedRoutine } from './list-cache.js';
 import { routineZone } from './schedule.js';
@@ -34,7 +34,7 @@ export function cacheSchedules(project: Project, nowMs: number, env: NodeJS.Proc
   const key = listCacheKey(project.configPath, env, VERSION);
   let text: string;
   try {
-    text = readFileSync(project.configPath, 'utf8');
+    text = readConfigBytes(project.configPath).toString('utf8');
   } catch {
     return nowMs + 5_000;
   }

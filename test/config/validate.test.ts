@@ -101,9 +101,21 @@ describe('validateConfig', () => {
     expect(shapeProblems.join('\n')).toMatch(/routines\[2\]\.starvedAfterSkips/);
   });
 
+  it('"exclusive": false only for command routines, and then without ifBusy; routine run\'s busy default follows the routine\'s own ifBusy', () => {
+    expect(problems({ routines: [routine({ id: 'a', action: 'command', run: 'true', exclusive: false, ifBusy: 'wait' }), { id: 'b', schedule: '* * * * *', action: 'register', exclusive: false }] })).toEqual([
+      'routines[0].ifBusy: is only allowed for a routine that takes the exec lock ("exclusive": false takes none, so it is never busy)',
+      'routines[1].exclusive: false is only allowed with action "command" (action "register" always runs under the exec lock)',
+    ]);
+    const ok = validateConfig({ routines: [routine({ id: 'a' }), routine({ id: 'b', ifBusy: 'wait' }), routine({ id: 'c', ifBusy: 'skip' }), routine({ id: 'd', action: 'command', run: 'true', exclusive: false })] });
+    if (!ok.ok) throw new Error(JSON.stringify(ok.issues));
+    expect(ok.value.routines.map((r) => [r.id, r.ifBusy, r.manualIfBusy, r.exclusive])).toEqual([
+      ['a', 'skip', 'fail', true], ['b', 'wait', 'wait', true], ['c', 'skip', 'skip', true], ['d', 'skip', 'fail', false],
+    ]);
+  });
+
   it('rejects unknown keys and lists the allowed ones', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
-      'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
+      'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, exclusive, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
     ]);
     expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http, notify\)$/);
   });

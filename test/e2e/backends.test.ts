@@ -87,15 +87,16 @@ describe.each(backends)('%s backend', (kind) => {
     expect((await runCli(['routine', 'run', 'bad'], { cwd: dir })).code).toBe(1);
     const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 30'], { cwd: dir });
     await holder.waitFor(/holding/);
-    expect(await runCli(['routine', 'run', 'ok', '--if-busy', 'skip'], { cwd: dir })).toMatchObject({ code: 0, stdout: 'skipped ok: exec busy\n' });
+    // a manual run refused as busy is not a tick: nothing is recorded (SPEC §4)
+    expect(await runCli(['routine', 'run', 'ok', '--if-busy', 'skip'], { cwd: dir })).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
     holder.child.kill('SIGTERM');
     await holder.exited;
     const rows = await json<{ id: string; last_result: string; counts: object; consecutive_failures: number }[]>(['routine', 'list'], dir);
-    expect(rows.find((r) => r.id === 'ok')).toMatchObject({ last_result: 'skipped', counts: { success: 1, failure: 0, skipped: 1 }, consecutive_failures: 0 });
+    expect(rows.find((r) => r.id === 'ok')).toMatchObject({ last_result: 'success', counts: { success: 1, failure: 0, skipped: 0 }, consecutive_failures: 0 });
     expect(rows.find((r) => r.id === 'bad')).toMatchObject({ last_result: 'failure', counts: { success: 0, failure: 1, skipped: 0 }, consecutive_failures: 1 });
     expect((await runCli(['routine', 'list', '--check'], { cwd: dir })).code).toBe(1);
     const history = await json<{ result: string }[]>(['routine', 'history', 'ok'], dir);
-    expect(history.map((h) => h.result)).toEqual(['skipped', 'success']);
+    expect(history.map((h) => h.result)).toEqual(['success']);
     await runCli(['routine', 'pause', 'bad', '--note', 'flaky'], { cwd: dir });
     expect((await json<{ id: string; paused: boolean; paused_note: string }[]>(['routine', 'list'], dir)).find((r) => r.id === 'bad')).toMatchObject({ paused: true, paused_note: 'flaky' });
   });

@@ -20,7 +20,7 @@ describe('the demo', () => {
       env: { NODE_OPTIONS: `--require ${join(FIXTURES, 'argv-recorder.cjs')}`, ROUTINELY_ARGV_LOG: log },
     });
     const { code } = await demo.exited;
-    expect(code, demo.stderr()).toBe(0);
+    expect(code, `${demo.stderr()}\n--- stdout (last 60 lines) ---\n${demo.stdout().split('\n').slice(-60).join('\n')}`).toBe(0);
     const printed = demo
       .stdout()
       .split('\n')

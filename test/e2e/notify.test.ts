@@ -23,7 +23,7 @@ describe('the scheduler notifies', () => {
       notify: { webhook: hook.url },
       routines: [
         // fails on its first fire, succeeds from then on
-        cmd('flaky', '* * * * * *', 'if [ -f failed-once ]; then echo fine; else touch failed-once; echo broken >&2; exit 3; fi'),
+        cmd('flaky', '* * * * * *', 'if [ -f failed-once ]; then echo fine; else touch failed-once; echo broken >&2; exit 3; fi', { starvedAfterSkips: 1000 }),
         cmd('blocked', '* * * * * *', 'true', { starvedAfterSkips: 3, notify: { webhook: hook.url, on: ['starved'] } }),
         cmd('quiet', '* * * * * *', 'exit 1', { notify: false }),
       ],

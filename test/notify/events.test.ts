@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NotifyDef } from '../../src/config/schema.js';
 import { notifyEvents, notifyTarget, wanted } from '../../src/notify/events.js';
+import { nextStep } from '../../src/notify/payload.js';
 import { applyFire, emptyRecord, type Fire, type RoutineRecord, type RoutineResult } from '../../src/state/routine-state.js';
 
 const T = '2026-11-30T12:00:00.000Z';
@@ -92,5 +93,14 @@ describe('notifyTarget', () => {
     expect(wanted(own, ['recovery'])).toEqual([]);
     expect(wanted(own, ['failure'])).toEqual(['failure']);
     expect(wanted(null, ['failure'])).toEqual([]);
+  });
+});
+
+describe('nextStep', () => {
+  it('a starved routine is never advised what it already does', () => {
+    expect(nextStep('starved', 'sync', null)).toMatch(/give sync "ifBusy": "wait" or another schedule$/);
+    const waiting = nextStep('starved', 'sync', null, 'wait');
+    expect(waiting).not.toMatch(/"ifBusy": "wait"/);
+    expect(waiting).toMatch(/longer "waitTimeoutSeconds"/);
   });
 });

@@ -13,7 +13,7 @@ function instance(owner: Partial<LockRecord['owner']> = {}): SchedulerInstance {
     version: 1, key: 'scheduler', lock_id: 'a'.repeat(32), generation: 1, created_at: 1, heartbeat_at: 1, expires_at: 2,
     owner: { pid: 4711, host: 'host-a', boot_id: 'boot-1', start_time: '1000', command: 'scheduler', ...owner },
   };
-  return { key: 'scheduler', pid: record.owner.pid, host: 'host-a', since: '', heartbeat_age_s: 1, here: true, config: null, record };
+  return { key: 'scheduler', pid: record.owner.pid, host: 'host-a', since: '', heartbeat_age_s: 1, here: true, config: null, stopping: false, record };
 }
 
 const alive = (startTime: string | null, uid?: number): LivenessProbe => ({

@@ -57,9 +57,13 @@ describe('Scheduler', () => {
     await settle();
     h.clock.advance(3600_000 - 500);
     await settle();
-    expect(h.fires.map((f) => [f.id, f.request.trigger, f.request.attempt])).toEqual([['flaky', 'schedule', 1], ['busy', 'schedule', 1]]);
-    h.fires[1]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null });
+    // due together: they take turns at the exec lock, in config order
+    expect(h.fires.map((f) => [f.id, f.request.trigger, f.request.attempt])).toEqual([['flaky', 'schedule', 1]]);
+    expect(h.events).toContainEqual({ event: 'routine.queued', routine: 'busy', behind: 'flaky' });
     h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await eventually(() => h.fires.length === 2, 5000);
+    // a lock held by something else: a busy skip, never retried
+    h.fires[1]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null });
     await eventually(() => h.events.some((e) => e.event === 'routine.retrying'), 5000);
     // random() is 0.5 in the harness: 10 s x 1.1
     expect(h.events).toContainEqual({ event: 'routine.retrying', routine: 'flaky', attempt: 2, of: 3, in_ms: 11_000 });
@@ -116,6 +120,11 @@ describe('Scheduler', () => {
     ] }, Date.UTC(2026, 10, 29, 23, 59, 59, 500));
     await settle();
     h.clock.advance(500);
+    // due together, they start one after another; each is asked what to do with a foreign holder
+    for (let n = 1; n <= 4; n++) {
+      await eventually(() => h.fires.length === n, 5000);
+      h.fires[n - 1]!.finish();
+    }
     await eventually(() => h.fires.length === 5, 5000);
     const req = Object.fromEntries(h.fires.map((f) => [f.id, f.request]));
     expect(req.hourly).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 3_600_000 });
@@ -123,9 +132,9 @@ describe('Scheduler', () => {
     expect(req.often).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 10_000 });
     expect(req.told).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 30_000 });
     expect(req.plain).toMatchObject({ ifBusy: 'skip', waitTimeoutMs: undefined });
-    req.told!.onWait('pid 1 on h', null);
-    expect(h.events).toContainEqual({ event: 'routine.waiting', routine: 'told', holder: 'pid 1 on h' });
-    for (const f of h.fires) f.finish();
+    req.plain!.onWait('pid 1 on h', null);
+    expect(h.events).toContainEqual({ event: 'routine.waiting', routine: 'plain', holder: 'pid 1 on h' });
+    h.fires[4]!.finish();
     h.stop.abort();
     await h.done;
   });
@@ -231,17 +240,24 @@ describe('Scheduler', () => {
     expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T19:00:30.000Z']);
     h.fires[1]!.finish();
     await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 2, 5000);
-    // and 60 s back: recomputed at once (not after a 30 s capped sleep), nothing fired twice
+    // and 60 s back: recomputed at once (not after a 30 s capped sleep), and logged; the times
+    // before this scheduler started fire on schedule, none it dealt with fires twice
     h.clock.jumpWall(-60_000); // 18:59:30.5
     h.scheduler.clockStepped();
     await settle();
-    h.clock.advance(20_000); // 18:59:50.5
+    expect(h.events).toContainEqual({ event: 'scheduler.clock_step', direction: 'back', step_ms: 60_000 });
+    for (const [advance, at] of [[10_000, '18:59:40'], [10_000, '18:59:50'], [10_000, '19:00:00']] as const) {
+      h.clock.advance(advance);
+      await settle();
+      expect(h.fires.map((f) => f.scheduledAt).at(-1)).toBe(`2026-11-29T${at}.000Z`);
+      h.fires.at(-1)!.finish();
+      await eventually(() => readRoutineState(h.project).routines.t?.counts.success === h.fires.length, 5000);
+    }
+    const before = h.fires.length;
+    h.clock.advance(30_000); // 19:00:30.5: :10, :20 and :30 were dealt with before the step
     await settle();
-    expect(h.fires).toHaveLength(2);
-    h.clock.advance(20_000); // 19:00:10.5 — :10 again, already fired
-    await settle();
-    expect(h.fires).toHaveLength(2);
-    h.clock.advance(30_000); // 19:00:40.5
+    expect(h.fires.slice(before).map((f) => f.scheduledAt)).toEqual([]);
+    h.clock.advance(10_000); // 19:00:40.5
     await settle();
     expect(h.fires.map((f) => f.scheduledAt).at(-1)).toBe('2026-11-29T19:00:40.000Z');
     h.fires.at(-1)!.finish();
@@ -375,6 +391,112 @@ describe('Scheduler', () => {
     h.fires[0]!.finish();
     await h.done;
     expect(h.events.at(-1)).toEqual({ event: 'scheduler.stopped' });
+  });
+});
+
+describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never competes with itself")', () => {
+  const own = { owner: { pid: process.pid, host: 'test-host', boot_id: null, start_time: null, command: 'routine', routine: 'x' }, version: 1 as const, key: 'exec-run', lock_id: 'a'.repeat(32), generation: 1, created_at: 1, heartbeat_at: 1, expires_at: 2 };
+
+  it('routines due together all run, one after another in config order, each logged as queued behind the one holding', async () => {
+    const h = harness({ routines: [routine('a', '0 * * * *'), routine('b', '0 * * * *'), routine('c', '0 * * * *'), routine('free', '0 * * * *', { exclusive: false })] });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    // the one that takes no lock starts beside the first
+    expect(h.fires.map((f) => f.id)).toEqual(['a', 'free']);
+    expect(h.events.filter((e) => e.event === 'routine.queued')).toEqual([
+      { event: 'routine.queued', routine: 'b', behind: 'a' },
+      { event: 'routine.queued', routine: 'c', behind: 'a' },
+    ]);
+    h.fires[1]!.finish();
+    h.fires[0]!.finish();
+    await eventually(() => h.fires.length === 3, 5000);
+    expect(h.fires[2]!.id).toBe('b');
+    h.clock.advance(50); // lateness shows in history: started after scheduled
+    h.fires[2]!.finish();
+    await eventually(() => h.fires.length === 4, 5000);
+    h.fires[3]!.finish();
+    await eventually(() => ['a', 'b', 'c', 'free'].every((id) => readRoutineState(h.project).routines[id]?.counts.success === 1), 5000);
+    expect(h.events.filter((e) => e.event === 'routine.skipped')).toEqual([]);
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a queued tick is skipped (exec busy) only when its own next tick comes first; the new tick takes its place', async () => {
+    const h = harness({ routines: [routine('long', '*/10 * * * * *'), routine('often', '*/10 * * * * *')] });
+    await settle();
+    h.clock.advance(9_500); // :10 — long runs, often waits
+    await settle();
+    expect(h.fires.map((f) => f.id)).toEqual(['long']);
+    h.clock.advance(10_000); // :20 — often's :10 is superseded; long's :20 is a previous-run skip
+    await settle();
+    await eventually(() => readRoutineState(h.project).routines.often?.counts.skipped === 1, 5000);
+    expect(readRoutineState(h.project).routines.often).toMatchObject({ last_result: 'skipped', last_reason: 'exec busy', last_scheduled_at: '2026-11-29T19:00:10.000Z' });
+    expect(h.events).toContainEqual({ event: 'routine.skipped', routine: 'often', reason: 'exec busy', holder: 'routine long' });
+    h.fires[0]!.finish();
+    await eventually(() => h.fires.length === 2, 5000);
+    expect(h.fires[1]).toMatchObject({ id: 'often', scheduledAt: '2026-11-29T19:00:20.000Z' });
+    h.fires[1]!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a fire that meets the lock held by a fire of ours waits for its turn instead of skipping; a foreign holder is a busy skip', async () => {
+    const h = harness({ routines: [routine('w', '0 * * * *', { ifBusy: 'wait' }), routine('s', '0 * * * *'), routine('t', '0 * * * *')] });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    expect(h.fires.map((f) => f.id)).toEqual(['w']);
+    // w waits for a foreign holder: s may try the lock meanwhile, and meets that holder
+    h.fires[0]!.request.onWait('pid 1 on elsewhere', null);
+    await eventually(() => h.fires.length === 2, 5000);
+    expect(h.fires[1]!.id).toBe('s');
+    h.fires[1]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null });
+    // t tries next and finds w holding (w got the lock at that moment): back in the queue
+    await eventually(() => h.fires.length === 3, 5000);
+    h.fires[2]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null, holder: own });
+    await settle();
+    expect(h.fires).toHaveLength(3);
+    h.fires[0]!.finish();
+    await eventually(() => h.fires.length === 4, 5000);
+    expect(h.fires[3]!.id).toBe('t');
+    h.fires[3]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 1, 5000);
+    expect(readRoutineState(h.project).routines.t?.counts.skipped).toBe(0);
+    expect(readRoutineState(h.project).routines.s).toMatchObject({ counts: { skipped: 1 } });
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a scheduler no longer in charge of its lock starts nothing', async () => {
+    let inCharge = true;
+    const dir = testProject({ routines: [routine('a', '*/10 * * * * *')] });
+    const clock = new ManualClock(T0 + 500);
+    const fired: string[] = [];
+    const project = loadProject({ cwd: dir });
+    const scheduler = new Scheduler({
+      project, clock, log: () => {}, watchConfig: false, store: fileRoutineStore(project), host: 'test-host', reloadProject: () => project,
+      inCharge: () => inCharge,
+      fire: async (def, scheduledAt, o) => {
+        if (!o.mayStart()) return null;
+        fired.push(scheduledAt.toISOString());
+        return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };
+      },
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    await settle();
+    clock.advance(9_500);
+    await eventually(() => fired.length === 1, 5000);
+    inCharge = false;
+    clock.advance(10_000);
+    await settle();
+    clock.advance(10_000);
+    await settle();
+    expect(fired).toEqual(['2026-11-29T19:00:10.000Z']);
+    expect(readFires(project, 'a')).toHaveLength(1);
+    stop.abort();
+    await done;
   });
 });
 

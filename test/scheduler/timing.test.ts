@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cronSchedule, nextRuns } from '../../src/scheduler/schedule.js';
-import { MAX_SLEEP_MS, catchUpTime, clockWentBack, dueIds, nextFire, sleepMs } from '../../src/scheduler/timing.js';
+import { MAX_SLEEP_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, nextFire, nextUncovered, sleepMs, stepText } from '../../src/scheduler/timing.js';
 
 const at = (iso: string): number => Date.parse(iso);
 
@@ -134,5 +134,42 @@ describe('loop decisions', () => {
     expect(catchUpTime(s, '2026-11-28T03:00:00.000Z', now)?.toISOString()).toBe('2026-11-29T03:00:00.000Z');
     expect(catchUpTime(s, '2026-11-29T03:00:00.000Z', now)).toBeNull();
     expect(catchUpTime(s, null, now)).toBeNull();
+  });
+});
+
+describe('clock steps (SPEC §6)', () => {
+  it('a backward step is the wall clock falling behind the monotonic one, beyond a tolerance', () => {
+    expect(backwardStep({ wall: 10_000, mono: 0 }, { wall: 11_000, mono: 1_000 })).toBe(0);
+    expect(backwardStep({ wall: 10_000, mono: 0 }, { wall: 5_000, mono: 30_000 })).toBe(35_000);
+    expect(backwardStep({ wall: 10_000, mono: 0 }, { wall: 10_500, mono: 1_200 })).toBe(0); // 700 ms: within the tolerance
+    expect(backwardStep({ wall: 10_000, mono: 0 }, { wall: 60_000, mono: 1_000 })).toBe(0); // forward
+    // a faked monotonic clock that went back too: the wall clock alone
+    expect(backwardStep({ wall: 10_000, mono: 5_000 }, { wall: 4_000, mono: 0 })).toBe(6_000);
+  });
+
+  it('times dealt with before a step back are covered, and skipped; times outside fire', () => {
+    const s = cronSchedule('*/10 * * * * *');
+    // dealt with (19:00:00.5, 19:00:30.5]; stepped back to 18:59:30.5
+    const covered = coverAfterStep([], at('2026-11-29T19:00:00.500Z'), at('2026-11-29T19:00:30.500Z'), at('2026-11-29T18:59:30.500Z'));
+    expect(covered).toEqual([{ from: at('2026-11-29T19:00:00.500Z'), to: at('2026-11-29T19:00:30.500Z') }]);
+    const walk: string[] = [];
+    for (let t: number | null = at('2026-11-29T18:59:30.500Z'); walk.length < 5 && t !== null; ) {
+      t = nextUncovered(s, t, covered);
+      if (t !== null) walk.push(new Date(t).toISOString().slice(11, 19));
+    }
+    expect(walk).toEqual(['18:59:40', '18:59:50', '19:00:00', '19:00:40', '19:00:50']);
+    // a routine scheduled after the covered stretch began owns only what came after
+    expect(nextUncovered(s, at('2026-11-29T19:00:05Z'), covered, at('2026-11-29T19:00:15Z'))).toBe(at('2026-11-29T19:00:10Z'));
+  });
+
+  it('covered stretches merge, and those wholly in the past are dropped', () => {
+    const c = coverAfterStep([{ from: 100, to: 200 }, { from: 10, to: 40 }], 150, 300, 50);
+    expect(c).toEqual([{ from: 100, to: 300 }]);
+  });
+
+  it('says a step as the log shows it', () => {
+    expect(stepText(7_200_000)).toBe('2h0m0s');
+    expect(stepText(200_000)).toBe('3m20s');
+    expect(stepText(45_400)).toBe('45s');
   });
 });

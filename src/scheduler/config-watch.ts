@@ -1,0 +1,58 @@
+// Reload on change (SPEC §6): the scheduler reloads when its config file's content changes. The
+// file is read with the same checks as at start-up (config/find.ts readConfigBytes): a FIFO, a
+// device or a huge file swapped in is never read, so it can neither block the loop nor fill
+// memory; the reload that follows refuses it and keeps the old config.
+
+import { createHash } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { readConfigBytes } from '../config/find.js';
+
+export class ConfigWatch {
+  private watcher: FSWatcher | undefined;
+  private debounce: NodeJS.Timeout | undefined;
+  private hash = '';
+
+  constructor(
+    private readonly path: () => string,
+    private readonly changed: () => void,
+  ) {}
+
+  /** The config now in force is the file's current content. */
+  accepted(): void {
+    this.hash = this.contentHash();
+  }
+
+  /** Editors replace the file by rename, so the folder is watched; a touch without a change
+   * does not reload. */
+  start(): void {
+    const file = this.path();
+    const name = basename(file);
+    try {
+      this.watcher = watch(dirname(file), { persistent: false }, (_e, changed) => {
+        if (changed !== null && changed !== name) return;
+        clearTimeout(this.debounce);
+        this.debounce = setTimeout(() => {
+          if (this.contentHash() !== this.hash) this.changed();
+        }, 150);
+      });
+      this.watcher.on('error', () => this.watcher?.close());
+    } catch {
+      // no watch available: SIGHUP still reloads
+    }
+  }
+
+  stop(): void {
+    this.watcher?.close();
+    clearTimeout(this.debounce);
+  }
+
+  /** '' when the file cannot be read as a config (the reload then says why). */
+  private contentHash(): string {
+    try {
+      return createHash('sha256').update(readConfigBytes(this.path())).digest('hex');
+    } catch {
+      return '';
+    }
+  }
+}

@@ -1,0 +1,124 @@
+// The scheduler's recorder (SPEC §6: every fire that started is recorded exactly once): writes
+// each fire's record to the routine store, retrying an error a few times; with a database, a
+// record it does not take is spooled at once and flushed in the background until it is stored
+// (record.ts). Also reads a routine's record before a fire, for its notifications.
+
+import type { Clock } from '../clock.js';
+import type { Project } from '../config/load.js';
+import type { Fire, RoutineRecord } from '../state/routine-state.js';
+import type { Logger } from './log.js';
+import { claimMayHaveCommitted, recordOrSpool, spoolClaim, SpoolFlusher, withKey } from './record.js';
+import type { RoutineStore, Warn } from './store.js';
+
+export interface RecorderOptions {
+  store: RoutineStore;
+  clock: Clock;
+  log: Logger;
+  warn: Warn;
+  /** The state folder of the config in force (the spool lives there). */
+  stateDir: () => string;
+  /** Spool what the database does not take (the PostgreSQL backend). */
+  spool: boolean;
+  /** Aborted at shutdown: retries stop waiting. */
+  halt: AbortSignal;
+  /** This scheduler's host identity (claims name it). */
+  host: string;
+}
+
+const RECORD_ATTEMPTS = 5;
+
+export class Recorder {
+  private readonly flusher: SpoolFlusher | null;
+
+  constructor(private readonly o: RecorderOptions) {
+    this.flusher = o.spool
+      ? new SpoolFlusher({
+          store: o.store, stateDir: o.stateDir, clock: o.clock, warn: o.warn,
+          log: (f) => o.log({ event: 'scheduler.warning', message: `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}` }),
+        })
+      : null;
+  }
+
+  start(): void {
+    this.flusher?.start(this.o.halt);
+  }
+
+  /** After the halt: one more flush; says what is still spooled. */
+  async stopped(): Promise<void> {
+    if (!this.flusher) return;
+    const left = (await this.flusher.stopped())?.left ?? 0;
+    if (left > 0) this.o.warn(`${left} record${left === 1 ? '' : 's'} still spooled in ${this.o.stateDir()}/spool: the next scheduler or routine command on this host records ${left === 1 ? 'it' : 'them'}`);
+  }
+
+  /** Claims a scheduled time for this scheduler (several schedulers share a database: one of
+   * them takes each). A claim whose answer was lost may have committed: the tick is not fired
+   * (this host cannot know it is its own), and the claim is spooled, to be given back once the
+   * database answers again, so no tick stays attributed to a host that never fired it. */
+  async claim(id: string, scheduledAt: Date): Promise<boolean> {
+    try {
+      return await this.o.store.claimTick(id, scheduledAt, this.o.host);
+    } catch (err) {
+      if (this.flusher && claimMayHaveCommitted(err)) {
+        try {
+          spoolClaim(this.o.stateDir(), id, scheduledAt, this.o.host, (err as Error).message);
+          this.flusher.kick();
+        } catch (spoolErr) {
+          this.o.warn(`${id}: could not spool the unanswered claim of ${scheduledAt.toISOString()}: ${(spoolErr as Error).message}`);
+        }
+      }
+      throw err;
+    }
+  }
+
+  /** Records a fire. Other errors than the database's (a full disk) are retried for a while; if
+   * the record never can be written, the fire's open marker stays and the next reconcile records
+   * it as interrupted. */
+  async record(id: string, fire: Fire): Promise<void> {
+    let delay = 200;
+    // one key for every attempt, and each attempt after the first sent "again": a first try
+    // that committed although its answer was lost is then not stored a second time
+    const keyed = this.flusher ? withKey(fire) : fire;
+    for (let attempt = 1; ; attempt++) {
+      const opts = attempt > 1 ? { again: true } : {};
+      try {
+        if (!this.flusher) {
+          await this.o.store.recordFire(id, keyed, this.o.warn, opts);
+          return;
+        }
+        const r = await recordOrSpool(this.o.store, this.o.stateDir(), id, keyed, this.o.warn, opts);
+        if (!r.recorded) {
+          this.o.warn(`could not record ${id} now (${r.why}); spooled to ${r.spooledTo}, recorded when the database is back`);
+          this.flusher.kick();
+        }
+        return;
+      } catch (err) {
+        if (attempt >= RECORD_ATTEMPTS || this.o.halt.aborted) {
+          this.o.warn(`could not record ${id}: ${(err as Error).message}`);
+          return;
+        }
+        await this.o.clock.sleep(delay, this.o.halt);
+        delay *= 2;
+      }
+    }
+  }
+
+  /** The routine's record as it stands (before a fire is recorded, for its notifications). */
+  async current(id: string): Promise<RoutineRecord | undefined> {
+    try {
+      return (await this.o.store.read(this.o.warn)).routines[id];
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Whether the routine is paused (read each time: honoured without a restart). */
+  async paused(id: string): Promise<{ paused: boolean; note: string | null }> {
+    const record = (await this.o.store.read(this.o.warn)).routines[id];
+    return { paused: record?.paused === true, note: record?.paused_note ?? null };
+  }
+}
+
+/** Whether a routine has somewhere to announce its fires (its own notify, or the project's). */
+export function notifies(def: { notify?: unknown }, project: Project): boolean {
+  return def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
+}

@@ -1,0 +1,355 @@
+// Runs the ticks the loop hands it (SPEC §6, §10): per tick of a routine — the claim, a skip when
+// its previous run still goes, the pause flag, jitter, its turn at the exec lock (turns.ts), the
+// fire, retries with back-off, the record (recorder.ts) and its notifications. A fire starts only
+// while this scheduler still holds its scheduler lock.
+
+import { anySignal, type Clock } from '../clock.js';
+import type { Project } from '../config/load.js';
+import type { RoutineDef } from '../config/schema.js';
+import type { LockRecord } from '../lock/record.js';
+import type { Fire, RoutineRecord } from '../state/routine-state.js';
+import type { FireResult, Trigger } from './firing.js';
+import { holderText, type Logger } from './log.js';
+import type { SchedulerObserver } from './observer.js';
+import { notifies, type Recorder } from './recorder.js';
+import { nextFire } from './timing.js';
+import type { Schedule } from './schedule.js';
+import { unstartedMarker } from './unstarted.js';
+import { ExecTurns, type TurnRequest } from './turns.js';
+
+/** What a tick asks of one fire. */
+export interface FireRequest {
+  project: Project;
+  signal: AbortSignal;
+  trigger: Trigger;
+  /** Set when the routine has `retry`: 1 for the scheduled fire, 2… for its retries. */
+  attempt?: number;
+  /** The routine's `ifBusy` (SPEC §10): skip, or wait up to `waitTimeoutMs` for the lock. */
+  ifBusy: 'skip' | 'wait';
+  waitTimeoutMs?: number;
+  /** Checked once the exec lock is held and before any work starts: false means this
+   * scheduler no longer holds its own lock, and the fire gives the exec lock back unstarted. */
+  mayStart: () => boolean;
+  onStarted: () => void;
+  /** With ifBusy "wait": the lock is busy and the fire waits for it. */
+  onWait: (why: string, holder: LockRecord | null) => void;
+}
+
+/** Fires one routine (firing.ts in production, a stub in tests) and returns its record; null
+ * when it did not start because `mayStart()` said no (nothing to record). */
+export type FireFn = (def: RoutineDef, scheduledAt: Date, o: FireRequest) => Promise<FireResult | null>;
+
+/** The longest a routine with ifBusy "wait" waits by default: its interval, at most an hour. */
+export const MAX_DEFAULT_WAIT_MS = 3_600_000;
+
+export interface Entry {
+  def: RoutineDef;
+  schedule: Schedule;
+  /** Its index in the config (the queue's order among routines due at the same time). */
+  order: number;
+}
+
+export type Announce = (n: { project: Project; def: RoutineDef; prior: RoutineRecord | undefined; fire: FireResult; final: boolean; signal: AbortSignal }) => Promise<unknown>;
+
+export interface RunnerOptions {
+  fire: FireFn;
+  log: Logger;
+  clock: Clock;
+  random: () => number;
+  recorder: Recorder;
+  /** The config in force. */
+  project: () => Project;
+  notify?: Announce;
+  observer?: SchedulerObserver;
+  /** Whether this scheduler still holds its scheduler lock (checked before every start). */
+  inCharge: () => boolean;
+  /** Whether a lock holder is a fire of this scheduler (then a busy lock means "wait your turn"). */
+  ownHolder: (holder: LockRecord) => boolean;
+}
+
+/** What became of a request waiting for its turn. */
+type TurnOutcome = 'start' | 'superseded' | 'cancelled';
+
+interface Active {
+  stop: AbortController;
+  /** Waiting out its jitter: not started, so shutdown cancels it. */
+  jitter: boolean;
+  /** Its scheduled fire (not a retry) waits in the queue: its next tick supersedes it. */
+  queuedTick: boolean;
+}
+
+export class Runner {
+  readonly turns = new ExecTurns();
+  private readonly active = new Map<string, Active>();
+  private readonly waiters = new Map<string, (o: TurnOutcome) => void>();
+  /** Every tick and delivery in flight, for shutdown. */
+  private readonly inFlight = new Set<Promise<void>>();
+  private stopping = false;
+  /** Aborted when shutdown begins: cuts every jitter and back-off wait short. */
+  private readonly halt = new AbortController();
+  /** Aborted when shutdown gives up waiting: cuts notification deliveries short. */
+  private readonly notifyStop = new AbortController();
+
+  constructor(private readonly o: RunnerOptions) {}
+
+  get haltSignal(): AbortSignal {
+    return this.halt.signal;
+  }
+
+  /** Routines with a fire started or about to start (not those only queued or jittering). */
+  get runningCount(): number {
+    let n = 0;
+    for (const [id, a] of this.active) if (!a.jitter && !this.turns.isQueued(id)) n++;
+    return n;
+  }
+
+  /** One tick of one routine, tracked until done so that shutdown waits for it. */
+  launch(entry: Entry, scheduledAt: Date): void {
+    this.track(this.tick(entry, scheduledAt).catch((err: Error) => this.warn(`${entry.def.id}: ${err.message}`)));
+  }
+
+  /** Stop firing; let running routines finish up to `timeoutMs`; then stop them. */
+  async shutdown(timeoutMs: number): Promise<void> {
+    this.stopping = true;
+    this.halt.abort();
+    // queued ticks never started: they are dropped, not fired
+    for (const req of this.turns.queued()) if (this.turns.drop(req.id)) this.settle(req.id, 'cancelled');
+    this.o.log({ event: 'scheduler.stopping', running: this.runningCount });
+    if (this.inFlight.size === 0) return;
+    const timeout = new AbortController();
+    const all = Promise.all(this.inFlight).then(() => timeout.abort());
+    await this.o.clock.sleep(timeoutMs, timeout.signal);
+    for (const a of this.active.values()) a.stop.abort();
+    this.notifyStop.abort();
+    await all;
+  }
+
+  private warn = (message: string): void => this.o.log({ event: 'scheduler.warning', message });
+
+  private track(p: Promise<void>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  private async tick(entry: Entry, scheduledAt: Date): Promise<void> {
+    const { def } = entry;
+    const id = def.id;
+    // Several schedulers may share a database: exactly one of them takes each scheduled time,
+    // and the others stay silent about it (it is not a skip).
+    if (!(await this.o.recorder.claim(id, scheduledAt))) return;
+    if (this.stopping) return;
+    // Still waiting for its turn when its own next tick comes: that waiting tick is skipped
+    // (busy), and this one takes its place, so the queue never grows. (A queued retry is a run
+    // still going, as while it waits out its back-off.)
+    const prev = this.active.get(id);
+    if (prev?.queuedTick && this.turns.drop(id)) {
+      this.active.delete(id);
+      this.settle(id, 'superseded');
+    }
+    if (this.active.has(id)) {
+      // The previous fire is still going (its jitter, the lock, its retries): a busy skip.
+      await this.skip(def, this.skipFire(scheduledAt, 'previous run still running'), null);
+      return;
+    }
+    const active: Active = { stop: new AbortController(), jitter: false, queuedTick: false };
+    this.active.set(id, active);
+    try {
+      await this.run(entry, scheduledAt, active);
+    } finally {
+      if (this.active.get(id) === active) this.active.delete(id);
+    }
+  }
+
+  private async run(entry: Entry, scheduledAt: Date, active: Active): Promise<void> {
+    const { def } = entry;
+    const project = this.o.project();
+    if (await this.isPaused(def.id)) return;
+    if (def.jitterSeconds > 0) {
+      active.jitter = true;
+      await this.sleepUnless(this.o.random() * def.jitterSeconds * 1000, active.stop.signal);
+      active.jitter = false;
+      if (active.stop.signal.aborted || this.stopping || (await this.isPaused(def.id))) return;
+    }
+    const retry = def.retry;
+    /** A failure whose announcement waits for its retries. */
+    let pending: { prior: RoutineRecord | undefined; fire: FireResult } | null = null;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        if (active.stop.signal.aborted || this.stopping) return;
+        const trigger: Trigger = attempt === 1 ? 'schedule' : 'retry';
+        const result = await this.inTurn(entry, scheduledAt, project, active, trigger, retry ? attempt : undefined);
+        if (result === 'superseded') {
+          await this.skip(def, this.skipFire(scheduledAt, 'exec busy'), this.turns.activeId());
+          return;
+        }
+        if (result === null) return; // not started: shutdown, or this scheduler lost its lock
+        this.logResult(def.id, result);
+        // Skips are never retried; a failure is, while attempts remain.
+        const again = retry !== undefined && result.result === 'failure' && attempt <= retry.attempts && !this.stopping && !active.stop.signal.aborted;
+        const recorded: FireResult = { ...result, trigger, ...(retry ? { attempt } : {}) };
+        const prior = await this.priorRecord(def, project);
+        await this.o.recorder.record(def.id, recorded);
+        this.o.observer?.fired?.(def.id, result);
+        if (result.result === 'skipped' && pending) {
+          // a retry that met a busy lock ends the retries: the failure is final after all
+          this.announce(def, pending.prior, pending.fire, true, project);
+          pending = null;
+        }
+        this.announce(def, prior, recorded, !again, project);
+        pending = again ? { prior, fire: recorded } : null;
+        if (!again) return;
+        // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out.
+        const delayMs = retry!.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * this.o.random());
+        this.o.log({ event: 'routine.retrying', routine: def.id, attempt: attempt + 1, of: retry!.attempts + 1, in_ms: Math.round(delayMs) });
+        await this.sleepUnless(delayMs, active.stop.signal);
+        if (active.stop.signal.aborted || this.stopping || (await this.isPaused(def.id))) return;
+      }
+    } finally {
+      // retries cut short (shutdown, pause): the last failure stands, and is announced
+      if (pending) this.announce(def, pending.prior, pending.fire, true, project);
+    }
+  }
+
+  /** One fire in this scheduler's turn at the exec lock (exclusive routines) or at once. */
+  private async inTurn(entry: Entry, scheduledAt: Date, project: Project, active: Active, trigger: Trigger, attempt: number | undefined): Promise<FireResult | null | 'superseded'> {
+    const { def } = entry;
+    const signal = active.stop.signal;
+    if (!def.exclusive) return this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
+    const req: TurnRequest = { id: def.id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy };
+    const ask = this.turns.ask(req);
+    if (!ask.now) {
+      this.o.log({ event: 'routine.queued', routine: def.id, behind: ask.behind });
+      active.queuedTick = trigger !== 'retry';
+      const outcome = await this.turnCame(def.id);
+      active.queuedTick = false;
+      if (outcome !== 'start') return outcome === 'superseded' ? 'superseded' : this.pass(def.id);
+      // it waited: it may have been paused meanwhile
+      if (this.stopping || signal.aborted || (await this.isPaused(def.id))) return this.pass(def.id);
+    }
+    for (;;) {
+      const r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
+      const metOwn = r !== null && r.result === 'skipped' && r.reason === 'exec busy' && !!r.holder && this.o.ownHolder(r.holder);
+      const done = this.turns.done(def.id, metOwn);
+      this.startAll(done.start);
+      if (!done.requeued) return r;
+      // the lock was taken by a fire of ours a moment earlier: wait for it, as in the queue
+      active.queuedTick = trigger !== 'retry';
+      const outcome = await this.turnCame(def.id);
+      active.queuedTick = false;
+      if (outcome !== 'start') return outcome === 'superseded' ? 'superseded' : this.pass(def.id);
+    }
+  }
+
+  /** Gives the turn back unused; nothing to record. */
+  private pass(id: string): null {
+    this.startAll(this.turns.done(id).start);
+    return null;
+  }
+
+  private turnCame(id: string): Promise<TurnOutcome> {
+    return new Promise((resolve) => this.waiters.set(id, resolve));
+  }
+
+  private settle(id: string, outcome: TurnOutcome): void {
+    const w = this.waiters.get(id);
+    this.waiters.delete(id);
+    w?.(outcome);
+  }
+
+  private startAll(reqs: readonly TurnRequest[]): void {
+    for (const r of reqs) this.settle(r.id, 'start');
+  }
+
+  /** One fire of the routine, never throwing: a fire that could not even start is a failure. */
+  private async fireOnce(entry: Entry, scheduledAt: Date, project: Project, signal: AbortSignal, trigger: Trigger, attempt: number | undefined): Promise<FireResult | null> {
+    const { def } = entry;
+    const id = def.id;
+    // A scheduler that lost its lock (paused past its TTL while another took over) starts
+    // nothing (SPEC §6).
+    if (this.stopping || !this.o.inCharge()) return null;
+    try {
+      return await this.o.fire(def, scheduledAt, {
+        project, signal, trigger, attempt, ifBusy: def.ifBusy,
+        waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
+        mayStart: () => this.o.inCharge(),
+        onStarted: () => {
+          this.turns.locked(id);
+          this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() });
+        },
+        onWait: (why, holder) => {
+          this.o.log({ event: 'routine.waiting', routine: id, holder: holder ? holderText(holder) : why });
+          this.startAll(this.turns.waiting(id));
+        },
+      });
+    } catch (err) {
+      // Nothing ran (its log may not be written, the start could not be recorded): a failure
+      // all the same, so that `routine list --check` shows it.
+      const at = new Date(this.o.clock.now()).toISOString();
+      const marker = unstartedMarker(err);
+      return { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, ...(marker ? { closes: marker } : {}) };
+    }
+  }
+
+  private skipFire(scheduledAt: Date, reason: string): Fire {
+    const at = new Date(this.o.clock.now()).toISOString();
+    return { result: 'skipped', reason, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, trigger: 'schedule' };
+  }
+
+  /** A tick that did not run: logged, recorded, counted, announced (starvation only). */
+  private async skip(def: RoutineDef, fire: Fire, behind: string | null): Promise<void> {
+    this.o.log({ event: 'routine.skipped', routine: def.id, reason: fire.reason!, ...(behind ? { holder: `routine ${behind}` } : {}) });
+    const project = this.o.project();
+    const prior = await this.priorRecord(def, project);
+    await this.o.recorder.record(def.id, fire);
+    this.o.observer?.fired?.(def.id, fire);
+    this.announce(def, prior, fire, true, project);
+  }
+
+  /** `waitTimeoutSeconds`, or by default the routine's interval (from this fire to the next),
+   * at most an hour: a wait never runs into the routine's next tick. */
+  private waitTimeoutMs(entry: Entry, scheduledAt: Date): number {
+    if (entry.def.waitTimeoutSeconds !== undefined) return entry.def.waitTimeoutSeconds * 1000;
+    const next = nextFire(entry.schedule, scheduledAt.getTime());
+    return next === null ? MAX_DEFAULT_WAIT_MS : Math.max(1000, Math.min(MAX_DEFAULT_WAIT_MS, next - scheduledAt.getTime()));
+  }
+
+  private readonly pausedSeen = new Map<string, boolean>();
+
+  /** Reads the pause flag (honoured without a restart) and logs when it changed. */
+  private async isPaused(id: string): Promise<boolean> {
+    const { paused, note } = await this.o.recorder.paused(id);
+    if (paused !== (this.pausedSeen.get(id) ?? false)) {
+      this.pausedSeen.set(id, paused);
+      this.o.log(paused ? { event: 'routine.paused', routine: id, note } : { event: 'routine.resumed', routine: id });
+    }
+    return paused;
+  }
+
+  /** The routine's record before a fire is recorded, for its notifications (read only then). */
+  private async priorRecord(def: RoutineDef, project: Project): Promise<RoutineRecord | undefined> {
+    return this.o.notify && notifies(def, project) ? this.o.recorder.current(def.id) : undefined;
+  }
+
+  /** Sends a fire's notifications in the background (a slow webhook must not hold the routine
+   * "running"), tracked so that shutdown waits for them. */
+  private announce(def: RoutineDef, prior: RoutineRecord | undefined, fire: FireResult, final: boolean, project: Project): void {
+    if (!this.o.notify || !notifies(def, project)) return;
+    this.track(this.o.notify({ project, def, prior, fire, final, signal: this.notifyStop.signal }).catch((err: Error) => this.warn(`${def.id}: notification failed: ${err.message}`)).then(() => {}));
+  }
+
+  /** Sleeps `ms`, or less once the routine's fire is stopped or the scheduler halts. */
+  private async sleepUnless(ms: number, stop: AbortSignal): Promise<void> {
+    const link = anySignal(stop, this.halt.signal);
+    try {
+      await this.o.clock.sleep(ms, link.signal);
+    } finally {
+      link.unlink();
+    }
+  }
+
+  private logResult(id: string, r: FireResult): void {
+    if (r.result === 'success') this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
+    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'exec busy', ...(r.holder ? { holder: holderText(r.holder) } : {}) });
+    else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
+  }
+}

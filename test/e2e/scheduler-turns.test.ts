@@ -1,0 +1,247 @@
+// SPEC §6 "The scheduler never competes with itself", "Failing until a success", `routine run`
+// when busy (§4): the built CLI, real fires, a real exec lock held from outside.
+
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { HistoryEntry } from '../../src/state/history.js';
+import { CLI, childEnv, eventually, runCli, startCli, type Spawned } from '../helpers/cli.js';
+import { httpGet } from '../helpers/http.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+
+/** The fires in a routine's history file (it also records pauses and open markers). */
+function fires(dir: string, id: string): HistoryEntry[] {
+  try {
+    return readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as HistoryEntry).filter((e) => typeof e.result === 'string');
+  } catch {
+    return [];
+  }
+}
+
+async function stop(s: Spawned): Promise<number | null> {
+  s.child.kill('SIGTERM');
+  return (await s.exited).code;
+}
+
+describe('the scheduler takes turns at the exec lock', () => {
+  it('five routines sharing ticks (one 0.3 s long) all run on every tick with no busy skip; a lock held from outside makes them skip, a non-exclusive routine runs on', async () => {
+    const project = testProject({
+      routines: [
+        cmd('one', '* * * * * *', 'true'),
+        cmd('two', '* * * * * *', 'true'),
+        cmd('three', '* * * * * *', 'true'),
+        cmd('slow', '*/2 * * * * *', 'sleep 0.3'),
+        cmd('even', '*/2 * * * * *', 'true'),
+        cmd('beside', '* * * * * *', 'true', { exclusive: false }),
+      ],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 90_000 });
+    await s.waitFor(/\[scheduler\] started \(6 routines\)/);
+    const ids = ['one', 'two', 'three', 'slow', 'even'];
+    // 8 s of shared ticks
+    await eventually(() => fires(project, 'one').length >= 9, 30_000, 'nine ticks of "one"');
+    const counted = Object.fromEntries(ids.map((id) => [id, fires(project, id)]));
+    for (const id of ids) {
+      const f = counted[id]!;
+      expect(f.filter((e) => e.result !== 'success'), id).toEqual([]);
+      // every tick, none missing between the first and the last
+      const step = id === 'slow' || id === 'even' ? 2000 : 1000;
+      const at = f.map((e) => Date.parse(e.scheduled_at));
+      expect(at.slice(1).map((t, i) => t - at[i]!), id).toEqual(at.slice(1).map(() => step));
+    }
+    expect(s.stdout()).toMatch(/\[routine\] queued (two|three|slow|even): behind \w+/);
+    expect(s.stdout()).not.toMatch(/exec busy/);
+    // late, not skipped: a queued fire starts after its scheduled time
+    expect(counted.three!.some((e) => Date.parse(e.started_at) > Date.parse(e.scheduled_at))).toBe(true);
+    // held by something else: the seed's busy skip; the routine without the lock runs on
+    const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 3'], { cwd: project });
+    await holder.waitFor(/holding/);
+    const besideBefore = fires(project, 'beside').length;
+    await s.waitFor(/\[routine\] skipped one: exec busy \(held by lock run since/, 10_000);
+    await eventually(() => fires(project, 'beside').length >= besideBefore + 2, 10_000, 'beside runs while the lock is held');
+    expect((await holder.exited).code).toBe(0);
+    expect(fires(project, 'beside').every((e) => e.result === 'success')).toBe(true);
+    expect(await stop(s)).toBe(0);
+  });
+
+  it('a failure, then a busy skip: still failing in routine list, --check, --json and the status page', async () => {
+    const project = testProject({ routines: [cmd('bad', '* * * * * *', 'exit 3')] });
+    expect((await runCli(['routine', 'run', 'bad'], { cwd: project })).code).toBe(1);
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 60'], { cwd: project, timeoutMs: 90_000 });
+    await holder.waitFor(/holding/);
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 90_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    await eventually(() => fires(project, 'bad').filter((e) => e.result === 'skipped').length >= 2, 15_000, 'two busy skips');
+    const check = await runCli(['routine', 'list', '--check'], { cwd: project });
+    expect(check.code).toBe(1);
+    expect(check.stderr).toMatch(/^routinely: failing routine: bad \(failed at \d{4}-\d\d-\d\dT[\d:.]+Z, then \d+ skips?\)$/m);
+    const list = await runCli(['routine', 'list'], { cwd: project });
+    expect(list.stdout).toMatch(/\nbad +\* \* \* \* \* \* +.+ +failing \(then \d+ skips?\) +0\/1\/\d+\n/);
+    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<string, unknown>[];
+    expect(rows[0]).toMatchObject({ id: 'bad', last_result: 'skipped', last_reason: 'exec busy', failing: true, consecutive_failures: 1 });
+    const api = JSON.parse((await httpGet(new URL("/api/routines", url).href)).body) as Record<string, unknown>[];
+    expect(api[0]).toMatchObject({ id: 'bad', failing: true });
+    expect((await httpGet(url)).body).toMatch(/>failing \(then \d+ skips?\)</);
+    holder.child.kill('SIGTERM');
+    await holder.exited;
+    expect(await stop(s)).toBe(0);
+  });
+});
+
+describe('routine run when the exec lock is busy (SPEC §4)', () => {
+  it('refused: exit 75 with the holder on stderr; nothing recorded, not counted, nobody notified; --if-busy skip exits 0; the routine\'s own ifBusy applies', async () => {
+    const project = testProject({
+      notify: { command: 'touch notified' },
+      routines: [cmd('job', '0 3 * * *', 'true', { starvedAfterSkips: 1 }), cmd('patient', '0 3 * * *', 'true', { ifBusy: 'wait', waitTimeoutSeconds: 1 }), cmd('skipper', '0 3 * * *', 'true', { ifBusy: 'skip' })],
+    });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 60'], { cwd: project, timeoutMs: 90_000 });
+    await holder.waitFor(/holding/);
+    const refused = await runCli(['routine', 'run', 'job'], { cwd: project });
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).toMatch(new RegExp(`^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago\\n`));
+    expect(refused.stdout).not.toMatch(/skipped/);
+    const skip = await runCli(['routine', 'run', 'job', '--if-busy', 'skip'], { cwd: project });
+    expect([skip.code, skip.stdout]).toEqual([0, 'skipped: exec busy\n']);
+    const own = await runCli(['routine', 'run', 'skipper'], { cwd: project });
+    expect([own.code, own.stdout]).toEqual([0, 'skipped: exec busy\n']);
+    const waited = await runCli(['routine', 'run', 'patient'], { cwd: project });
+    expect(waited.code).toBe(75);
+    expect(waited.stderr).toMatch(/^waiting for the exec lock, held by pid \d+ .*; giving up after 1s\nexec busy: still held by pid \d+ on \S+ \(lock run\), heartbeat \d+s ago after waiting 1s\n/);
+    for (const id of ['job', 'patient', 'skipper']) expect(fires(project, id), id).toEqual([]);
+    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { id: string; counts: object; starved: boolean }[];
+    expect(rows.map((r) => [r.id, r.counts, r.starved])).toEqual(['job', 'patient', 'skipper'].map((id) => [id, { success: 0, failure: 0, skipped: 0 }, false]));
+    expect(existsSync(join(project, 'notified'))).toBe(false);
+    holder.child.kill('SIGTERM');
+    await holder.exited;
+    // free again: it runs and is recorded
+    expect((await runCli(['routine', 'run', 'job'], { cwd: project })).code).toBe(0);
+    expect(fires(project, 'job').map((e) => e.result)).toEqual(['success']);
+  });
+});
+
+describe('reload with the start-up checks (SPEC §6 "Reload")', () => {
+  it('a config swapped for a FIFO or a link to /dev/zero is refused and logged; firing goes on', async () => {
+    const project = testProject({ routines: [cmd('tick', '* * * * * *', 'true')] });
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 90_000 });
+    await s.waitFor(/\[scheduler\] started/);
+    const config = join(project, 'routinely.json');
+    const refusals = (): string[] => s.stdout().split('\n').filter((l) => l.includes('[scheduler] config reload failed, keeping the old config: '));
+    for (const how of [`rm ${config} && mkfifo ${config}`, `rm ${config} && ln -s /dev/zero ${config}`]) {
+      const before = refusals().length;
+      execFileSync('sh', ['-c', how], { cwd: project });
+      s.child.kill('SIGHUP'); // the watcher may see it first; either way the reload refuses it
+      await eventually(() => refusals().length > before, 10_000, `a refused reload after: ${how}`, () => s.stdout());
+      expect(refusals().at(-1)).toMatch(/routinely\.json.* (does not exist or )?is not a (regular )?file/);
+      const ticks = fires(project, 'tick').length;
+      await eventually(() => fires(project, 'tick').length >= ticks + 2, 10_000, 'ticks after the refused reload');
+    }
+    expect(await stop(s)).toBe(0);
+    rmSync(config);
+    writeFileSync(config, '{}');
+  });
+});
+
+describe('a scheduler that lost its lock starts nothing (SPEC §6)', () => {
+  it('paused past its TTL just before a tick while a second scheduler takes over (catchUp latest): no tick fires twice', async () => {
+    const project = testProject({ lock: { ttlSeconds: 3, refreshSeconds: 1 }, routines: [cmd('ten', '*/10 * * * * *', 'true', { catchUp: 'latest' })] });
+    const a = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 120_000 });
+    await a.waitFor(/\[scheduler\] started/);
+    await eventually(() => fires(project, 'ten').length >= 1, 20_000, 'a first fire');
+    // 150 ms before the next tick
+    const tick = Math.ceil((Date.now() + 1000) / 10_000) * 10_000;
+    await new Promise((r) => setTimeout(r, tick - 150 - Date.now()));
+    a.child.kill('SIGSTOP');
+    try {
+      // a second scheduler gets in once the first one's lease has expired
+      let b: Spawned | null = null;
+      while (!b) {
+        const candidate = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 120_000 });
+        const outcome = await Promise.race([candidate.waitFor(/\[scheduler\] started/).then(() => 'started'), candidate.exited.then(() => 'refused')]);
+        if (outcome === 'started') b = candidate;
+        else await new Promise((r) => setTimeout(r, 200));
+      }
+      await eventually(() => fires(project, 'ten').some((e) => Date.parse(e.scheduled_at) === tick), 15_000, 'the missed tick caught up by the second scheduler');
+      await new Promise((r) => setTimeout(r, Math.max(0, tick + 4000 - Date.now())));
+      a.child.kill('SIGCONT');
+      const { code } = await a.exited;
+      expect(code).toBe(1);
+      expect(a.stdout()).toMatch(/\[scheduler\] scheduler lock lost/);
+      await eventually(() => fires(project, 'ten').some((e) => Date.parse(e.scheduled_at) === tick + 10_000), 20_000, 'the next tick, by the second scheduler');
+      expect(await stop(b)).toBe(0);
+    } finally {
+      a.child.kill('SIGCONT');
+    }
+    const times = fires(project, 'ten').map((e) => e.scheduled_at);
+    expect(times.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(times).size).toBe(times.length);
+  });
+});
+
+const FAKETIME_LIB = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((p) => existsSync(p));
+if (!FAKETIME_LIB && process.env.CI === 'true') throw new Error('CI=true but libfaketime is missing (Debian package "faketime")');
+
+(FAKETIME_LIB ? describe : describe.skip)('the wall clock steps back (SPEC §6 "Clock steps")', () => {
+  it('a scheduler started 2 h fast keeps firing a per-second routine on the corrected clock at once, and logs the step', async () => {
+    const project = testProject({ routines: [cmd('sec', '* * * * * *', 'true')] });
+    const stamp = join(project, 'faketime');
+    writeFileSync(stamp, '+7200\n');
+    const s = startCli(['scheduler', 'start'], {
+      cwd: project, timeoutMs: 90_000,
+      // the monotonic clock is not stepped by NTP either
+      env: { LD_PRELOAD: FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE: stamp, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+    });
+    await s.waitFor(/\[scheduler\] started/);
+    await eventually(() => fires(project, 'sec').length >= 2, 15_000, 'fires at +2 h');
+    expect(Date.parse(fires(project, 'sec')[0]!.scheduled_at)).toBeGreaterThan(Date.now() + 7000_000);
+    const stepped = Date.now();
+    writeFileSync(stamp, '+0\n');
+    await s.waitFor(/\[scheduler\] wall clock stepped back 2h0m0s/, 15_000);
+    const now = (): HistoryEntry[] => fires(project, 'sec').filter((e) => Date.parse(e.scheduled_at) < stepped + 3600_000);
+    await eventually(() => now().length >= 4, 15_000, 'fires on the corrected clock', () => s.stdout());
+    const at = now().map((e) => Date.parse(e.scheduled_at));
+    // from the step on, every second: no gap the size of the step
+    expect(at[0]! - stepped).toBeLessThan(3000);
+    expect(at.slice(1).map((t, i) => t - at[i]!)).toEqual(at.slice(1).map(() => 1000));
+    expect(now().every((e) => e.result === 'success')).toBe(true);
+    expect(await stop(s)).toBe(0);
+  });
+});
+
+describe('stopping with a stalled log reader (SPEC §6 "Stop")', () => {
+  it('exits within its shutdown timeout although nobody reads its output; scheduler status says stopping until then', async () => {
+    const chatty = Array.from({ length: 8 }, (_, i) => `chatty-${i}-${'x'.repeat(48)}`);
+    const project = testProject({
+      routines: [...chatty.map((id) => cmd(id, '* * * * * *', 'true', { exclusive: false })), cmd('long', '* * * * * *', 'sleep 30', { exclusive: false })],
+    });
+    // Its stdout is a pipe of 4 KiB that nobody reads (python3 sets the pipe's size).
+    const wrapper = [
+      'import fcntl, os, subprocess, sys',
+      'r, w = os.pipe()',
+      'fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ',
+      'p = subprocess.Popen(sys.argv[1:], stdout=w, stderr=subprocess.DEVNULL)',
+      'os.close(w)',
+      'print(p.pid, flush=True)',
+      "print('exit', p.wait(), flush=True)",
+    ].join('\n');
+    const py = spawn('python3', ['-c', wrapper, process.execPath, CLI, 'scheduler', 'start', '--shutdown-timeout', '6'], { cwd: project, env: childEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+    let said = '';
+    py.stdout!.on('data', (d: Buffer) => (said += d.toString()));
+    try {
+      await eventually(() => /^\d+\n/.test(said), 10_000, 'the scheduler pid');
+      const pid = Number(said.split('\n')[0]);
+      // many lines a second into a 4 KiB pipe: its log is stalled by now; "long" runs
+      await eventually(() => fires(project, chatty[0]!).length >= 5 && fires(project, 'long').length >= 2, 30_000, 'fires while the log is not read');
+      process.kill(pid, 'SIGTERM');
+      const status = await runCli(['scheduler', 'status'], { cwd: project });
+      expect(status.stdout).toMatch(new RegExp(`^scheduler: stopping, pid ${pid} on `));
+      await eventually(() => /exit 0\n/.test(said), 30_000, 'the scheduler to exit although its output is not read', () => said);
+      expect(fires(project, 'long').at(-1)).toMatchObject({ result: 'failure', reason: 'stopped at scheduler shutdown' });
+      expect((await runCli(['scheduler', 'status'], { cwd: project })).code).toBe(3);
+    } finally {
+      py.kill('SIGKILL');
+    }
+  });
+});
