@@ -172,11 +172,70 @@ async function lateness(seconds) {
   return { fires: late.length, p50: percentile(late, 50), p99: percentile(late, 99) };
 }
 
+/** The fires of a history file (not open markers or pauses). */
+function historyFires(dir, id) {
+  let text = '';
+  try {
+    text = readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8');
+  } catch {
+    return [];
+  }
+  return text.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => typeof e.result === 'string');
+}
+
+/** SPEC §6 "The scheduler never competes with itself": five routines sharing ticks (three
+ * per-second, two every 2 s, one of those 50 ms long) — how many of the due fires ran, against
+ * cron + `flock -n` (the jobs of a tick started side by side, each under `flock -n` on one lock
+ * file), and the lateness of a routine queued behind its 50 ms sibling. */
+export async function sharedTicks(seconds) {
+  const routines = [
+    { id: 'sibling', schedule: '* * * * * *', action: 'command', run: 'sleep 0.05' },
+    { id: 'queued', schedule: '* * * * * *', action: 'command', run: 'true' },
+    { id: 'third', schedule: '* * * * * *', action: 'command', run: 'true' },
+    { id: 'even', schedule: '*/2 * * * * *', action: 'command', run: 'true' },
+    { id: 'even2', schedule: '*/2 * * * * *', action: 'command', run: 'true' },
+  ];
+  const dir = project(routines);
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'ignore', 'inherit'] });
+  await sleep(seconds * 1000);
+  s.kill('SIGTERM');
+  await new Promise((r) => s.on('close', r));
+  let due = 0;
+  let ran = 0;
+  for (const r of routines) {
+    const f = historyFires(dir, r.id);
+    due += f.length;
+    ran += f.filter((e) => e.result === 'success').length;
+  }
+  const late = historyFires(dir, 'queued').filter((e) => e.result === 'success').map((e) => Date.parse(e.started_at) - Date.parse(e.scheduled_at));
+  rmSync(dir, { recursive: true, force: true });
+  // cron + flock -n: every second, the jobs due start side by side, each under flock -n
+  const lockDir = mkdtempSync(join(tmpdir(), 'routinely-bench-flock-'));
+  const script = `lock=${lockDir}/lock; ran=0; due=0
+    for t in $(seq ${seconds}); do
+      n=3; [ $((t % 2)) -eq 0 ] && n=5
+      for j in $(seq $n); do (flock -n $lock sh -c 'sleep 0.05' && echo ran) & done
+      due=$((due + n)); wait; sleep 0.95
+    done | grep -c ran`;
+  const flockRan = Number(spawnSync('bash', ['-c', script], { encoding: 'utf8' }).stdout.trim());
+  const flockDue = Array.from({ length: seconds }, (_, t) => ((t + 1) % 2 === 0 ? 5 : 3)).reduce((a, b) => a + b, 0);
+  rmSync(lockDir, { recursive: true, force: true });
+  table(`Routines sharing ticks (3 per second, 2 every 2 s) for ${seconds} s: due fires that ran`, ['what', 'ran / due', 'share', 'target'], [
+    ['cron + flock -n (jobs of a tick side by side)', `${flockRan} / ${flockDue}`, `${fmt((flockRan / flockDue) * 100, 0)} %`, ''],
+    ['routinely scheduler (its routines take turns)', `${ran} / ${due}`, `${fmt((ran / Math.max(1, due)) * 100, 0)} %`, '100 %'],
+  ]);
+  table('Lateness of a routine queued behind a 50 ms sibling (started_at - scheduled_at)', ['fires', 'p50 ms', 'p99 ms'], [
+    [String(late.length), fmt(percentile(late, 50)), fmt(percentile(late, 99))],
+  ]);
+  return { ran, due, flockRan, flockDue, queuedP50: percentile(late, 50), queuedP99: percentile(late, 99) };
+}
+
 export async function schedulerBenchmarks({ quick = false } = {}) {
   return {
     fireCost: await fireCost(quick ? 8 : 16, quick ? 1 : 3),
     list: await listStartup(quick ? 10 : 30),
     idle: await idle(quick ? 10 : 60),
     lateness: await lateness(quick ? 10 : 30),
+    sharedTicks: await sharedTicks(quick ? 10 : 30),
   };
 }
