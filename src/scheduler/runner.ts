@@ -13,43 +13,9 @@ import { holderText, type Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
 import { notifies, type Recorder } from './recorder.js';
 import { nextFire } from './timing.js';
-import type { Schedule } from './schedule.js';
 import { unstartedMarker } from './unstarted.js';
-import { ExecTurns, type TurnRequest } from './turns.js';
-
-/** What a tick asks of one fire. */
-export interface FireRequest {
-  project: Project;
-  signal: AbortSignal;
-  trigger: Trigger;
-  /** Set when the routine has `retry`: 1 for the scheduled fire, 2… for its retries. */
-  attempt?: number;
-  /** The routine's `ifBusy` (SPEC §10): skip, or wait up to `waitTimeoutMs` for the lock. */
-  ifBusy: 'skip' | 'wait';
-  waitTimeoutMs?: number;
-  /** Checked once the exec lock is held and before any work starts: false means this
-   * scheduler no longer holds its own lock, and the fire gives the exec lock back unstarted. */
-  mayStart: () => boolean;
-  onStarted: () => void;
-  /** With ifBusy "wait": the lock is busy and the fire waits for it. */
-  onWait: (why: string, holder: LockRecord | null) => void;
-}
-
-/** Fires one routine (firing.ts in production, a stub in tests) and returns its record; null
- * when it did not start because `mayStart()` said no (nothing to record). */
-export type FireFn = (def: RoutineDef, scheduledAt: Date, o: FireRequest) => Promise<FireResult | null>;
-
-/** The longest a routine with ifBusy "wait" waits by default: its interval, at most an hour. */
-export const MAX_DEFAULT_WAIT_MS = 3_600_000;
-
-export interface Entry {
-  def: RoutineDef;
-  schedule: Schedule;
-  /** Its index in the config (the queue's order among routines due at the same time). */
-  order: number;
-}
-
-export type Announce = (n: { project: Project; def: RoutineDef; prior: RoutineRecord | undefined; fire: FireResult; final: boolean; signal: AbortSignal }) => Promise<unknown>;
+import { TurnGate, type TurnOutcome } from './turn-gate.js';
+import { MAX_DEFAULT_WAIT_MS, type Announce, type Entry, type FireFn } from './fire-request.js';
 
 export interface RunnerOptions {
   fire: FireFn;
@@ -67,9 +33,6 @@ export interface RunnerOptions {
   ownHolder: (holder: LockRecord) => boolean;
 }
 
-/** What became of a request waiting for its turn. */
-type TurnOutcome = 'start' | 'superseded' | 'cancelled';
-
 interface Active {
   stop: AbortController;
   /** Waiting out its jitter: not started, so shutdown cancels it. */
@@ -79,9 +42,8 @@ interface Active {
 }
 
 export class Runner {
-  readonly turns = new ExecTurns();
+  private readonly turns = new TurnGate();
   private readonly active = new Map<string, Active>();
-  private readonly waiters = new Map<string, (o: TurnOutcome) => void>();
   /** Every tick and delivery in flight, for shutdown. */
   private readonly inFlight = new Set<Promise<void>>();
   private stopping = false;
@@ -113,7 +75,7 @@ export class Runner {
     this.stopping = true;
     this.halt.abort();
     // queued ticks never started: they are dropped, not fired
-    for (const req of this.turns.queued()) if (this.turns.drop(req.id)) this.settle(req.id, 'cancelled');
+    this.turns.cancelAll();
     this.o.log({ event: 'scheduler.stopping', running: this.runningCount });
     if (this.inFlight.size === 0) return;
     const timeout = new AbortController();
@@ -142,10 +104,7 @@ export class Runner {
     // (busy), and this one takes its place, so the queue never grows. (A queued retry is a run
     // still going, as while it waits out its back-off.)
     const prev = this.active.get(id);
-    if (prev?.queuedTick && this.turns.drop(id)) {
-      this.active.delete(id);
-      this.settle(id, 'superseded');
-    }
+    if (prev?.queuedTick && this.turns.supersede(id)) this.active.delete(id);
     if (this.active.has(id)) {
       // The previous fire is still going (its jitter, the lock, its retries): a busy skip.
       await this.skip(def, this.skipFire(scheduledAt, 'previous run still running'), null);
@@ -215,49 +174,34 @@ export class Runner {
     const { def } = entry;
     const signal = active.stop.signal;
     if (!def.exclusive) return this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
-    const req: TurnRequest = { id: def.id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy };
-    const ask = this.turns.ask(req);
-    if (!ask.now) {
-      this.o.log({ event: 'routine.queued', routine: def.id, behind: ask.behind });
+    const id = def.id;
+    // While it waits in the queue, its own next tick supersedes it (a retry is not superseded).
+    const waited = async (turn: Promise<TurnOutcome>): Promise<TurnOutcome> => {
       active.queuedTick = trigger !== 'retry';
-      const outcome = await this.turnCame(def.id);
+      const outcome = await turn;
       active.queuedTick = false;
-      if (outcome !== 'start') return outcome === 'superseded' ? 'superseded' : this.pass(def.id);
-      // it waited: it may have been paused meanwhile
-      if (this.stopping || signal.aborted || (await this.isPaused(def.id))) return this.pass(def.id);
+      if (outcome === 'cancelled') this.turns.leave(id);
+      return outcome;
+    };
+    let queued = false;
+    let outcome = await waited(this.turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
+      queued = true;
+      this.o.log({ event: 'routine.queued', routine: id, behind });
+    }));
+    // it waited: it may have been paused meanwhile
+    if (outcome === 'start' && queued && (this.stopping || signal.aborted || (await this.isPaused(id)))) {
+      this.turns.leave(id);
+      return null;
     }
-    for (;;) {
+    while (outcome === 'start') {
       const r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
       const metOwn = r !== null && r.result === 'skipped' && r.reason === 'exec busy' && !!r.holder && this.o.ownHolder(r.holder);
-      const done = this.turns.done(def.id, metOwn);
-      this.startAll(done.start);
-      if (!done.requeued) return r;
-      // the lock was taken by a fire of ours a moment earlier: wait for it, as in the queue
-      active.queuedTick = trigger !== 'retry';
-      const outcome = await this.turnCame(def.id);
-      active.queuedTick = false;
-      if (outcome !== 'start') return outcome === 'superseded' ? 'superseded' : this.pass(def.id);
+      // the lock was taken by a fire of ours a moment earlier: back in the queue, no skip
+      const again = this.turns.done(id, metOwn);
+      if (!again) return r;
+      outcome = await waited(again);
     }
-  }
-
-  /** Gives the turn back unused; nothing to record. */
-  private pass(id: string): null {
-    this.startAll(this.turns.done(id).start);
-    return null;
-  }
-
-  private turnCame(id: string): Promise<TurnOutcome> {
-    return new Promise((resolve) => this.waiters.set(id, resolve));
-  }
-
-  private settle(id: string, outcome: TurnOutcome): void {
-    const w = this.waiters.get(id);
-    this.waiters.delete(id);
-    w?.(outcome);
-  }
-
-  private startAll(reqs: readonly TurnRequest[]): void {
-    for (const r of reqs) this.settle(r.id, 'start');
+    return outcome === 'superseded' ? 'superseded' : null;
   }
 
   /** One fire of the routine, never throwing: a fire that could not even start is a failure. */
@@ -278,7 +222,7 @@ export class Runner {
         },
         onWait: (why, holder) => {
           this.o.log({ event: 'routine.waiting', routine: id, holder: holder ? holderText(holder) : why });
-          this.startAll(this.turns.waiting(id));
+          this.turns.waiting(id);
         },
       });
     } catch (err) {

@@ -10,12 +10,13 @@ import { ConfigWatch } from './config-watch.js';
 import type { Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
 import { Recorder } from './recorder.js';
-import { Runner, type Announce, type Entry, type FireFn } from './runner.js';
+import type { Announce, Entry, FireFn } from './fire-request.js';
+import { Runner } from './runner.js';
 import { lightSchedule, routineZone } from './schedule.js';
 import type { RoutineStore } from './store.js';
 import { backwardStep, catchUpTime, coverAfterStep, dueIds, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
 
-export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from './runner.js';
+export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from './fire-request.js';
 
 export interface SchedulerOptions {
   project: Project;

@@ -1,0 +1,43 @@
+// What the runner asks of one fire (firing.ts in production, a stub in tests): the contract
+// between the scheduler's runner and the code that fires a routine.
+
+import type { Project } from '../config/load.js';
+import type { RoutineDef } from '../config/schema.js';
+import type { LockRecord } from '../lock/record.js';
+import type { RoutineRecord } from '../state/routine-state.js';
+import type { FireResult, Trigger } from './firing.js';
+import type { Schedule } from './schedule.js';
+
+/** What a tick asks of one fire. */
+export interface FireRequest {
+  project: Project;
+  signal: AbortSignal;
+  trigger: Trigger;
+  /** Set when the routine has `retry`: 1 for the scheduled fire, 2… for its retries. */
+  attempt?: number;
+  /** The routine's `ifBusy` (SPEC §10): skip, or wait up to `waitTimeoutMs` for the lock. */
+  ifBusy: 'skip' | 'wait';
+  waitTimeoutMs?: number;
+  /** Checked once the exec lock is held and before any work starts: false means this
+   * scheduler no longer holds its own lock, and the fire gives the exec lock back unstarted. */
+  mayStart: () => boolean;
+  onStarted: () => void;
+  /** With ifBusy "wait": the lock is busy and the fire waits for it. */
+  onWait: (why: string, holder: LockRecord | null) => void;
+}
+
+/** Fires one routine (firing.ts in production, a stub in tests) and returns its record; null
+ * when it did not start because `mayStart()` said no (nothing to record). */
+export type FireFn = (def: RoutineDef, scheduledAt: Date, o: FireRequest) => Promise<FireResult | null>;
+
+/** The longest a routine with ifBusy "wait" waits by default: its interval, at most an hour. */
+export const MAX_DEFAULT_WAIT_MS = 3_600_000;
+
+export interface Entry {
+  def: RoutineDef;
+  schedule: Schedule;
+  /** Its index in the config (the queue's order among routines due at the same time). */
+  order: number;
+}
+
+export type Announce = (n: { project: Project; def: RoutineDef; prior: RoutineRecord | undefined; fire: FireResult; final: boolean; signal: AbortSignal }) => Promise<unknown>;
