@@ -185,13 +185,13 @@ Examples:
     .command('list')
     .description('every routine: schedule, next and last run, last result, counts, paused')
     .option('--json', 'print JSON (the fields of routine-state.json plus schedule and next_run_at)')
-    .option('--check', 'exit 1 when an enabled routine last failed (skips do not count)')
+    .option('--check', 'exit 1 when an enabled routine is failing (its last run failed, whatever skips came after), starved, or no scheduler runs')
     .action(act(async (opts) => (await import('./routine-commands.js')).routineList(opts, globals())));
   routine
     .command('run')
-    .description('fire one routine now, exactly as the scheduler would, and record it')
+    .description('fire one routine now, exactly as the scheduler would, and record it (refused as busy: nothing recorded)')
     .argument('<id>')
-    .addOption(ifBusyOption('fail'))
+    .addOption(ifBusyOption('the routine\'s own ifBusy, else fail'))
     .addOption(waitTimeoutOption())
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineRun(id, opts, globals())));
   routine
