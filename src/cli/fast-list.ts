@@ -5,17 +5,17 @@
 // every enabled routine; otherwise it returns null before printing anything, and the full path
 // runs as if this did not exist.
 
-import { fstatSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { fstatSync, statSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
-import { findConfig, stripJsonComments } from '../config/find.js';
+import { findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import type { Project } from '../config/load.js';
 import { trustRoot } from '../lock/files.js';
 import { readLockStatus } from '../lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import { stateOf } from '../scheduler/status.js';
 import { readRoutineState } from '../scheduler/file-store.js';
-import { listCacheKey, readListCache } from '../scheduler/list-cache.js';
+import { listCacheKey, nextCached, readListCache } from '../scheduler/list-cache.js';
 import { emptyRecord } from '../state/routine-state.js';
 import { VERSION } from '../version.js';
 import type { FastListArgs } from './fast-args.js';
@@ -39,7 +39,7 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
   const configPath = findConfig({ configPath: a.config, env });
   const key = listCacheKey(configPath, env, VERSION);
   if (key === null) return null;
-  const text = readFileSync(configPath, 'utf8');
+  const text = readConfigBytes(configPath).toString('utf8');
   const raw: unknown = JSON.parse(text.includes('/') ? stripJsonComments(text) : text);
   if (!isObj(raw)) return null;
   // files only (the database backend has no cache)
@@ -58,7 +58,7 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
   for (const r of cache.routines) {
     let next = null;
     if (r.enabled) {
-      next = r.upcoming.find((t) => t.at > now) ?? null;
+      next = nextCached(r, now);
       if (!next) return null; // the cache ran out: the full path computes it
     }
     routines.push({ id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled, starvedAfterSkips: r.starvedAfterSkips, next });

@@ -30,6 +30,11 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
       return checked;
     },
 
+    async readOne(routine: string): Promise<RoutineRecord | undefined> {
+      const { rows } = await db.query<{ record: unknown }>('SELECT record FROM routinely_routine_state WHERE project = $1 AND routine = $2', [project, routine]);
+      return parseRecord(routine, rows[0]?.record);
+    },
+
     async openFire(routine: string, open: OpenFire): Promise<void> {
       await db.transaction((client) =>
         update(client, routine, (prior) => {

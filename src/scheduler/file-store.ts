@@ -1,11 +1,16 @@
 // Routine state in files (SPEC §3, §6). The history files hold the facts — every fire, every
-// pause and resume, appended — and routine-state.json is their index, rewritten after each
-// change under a short lock (`routine-state`). Readers check the index against the history files
-// (inode and size: one lstat per routine) and fold in whatever it is missing, so:
-// - a lost, garbled or truncated index is rebuilt from history, counts and paused state included;
-// - a writer that stalls between reading and writing the index (its lock expired meanwhile) can
-//   at worst put back an older index, and the next reader folds the newer facts in again: no
-//   update is ever lost, because no fact lives only in the index.
+// pause and resume, every open marker — appended with one O_APPEND write each. Two indexes sit
+// on top, and both may be lost, stale or garbled at any moment without losing anything:
+// - `history/<id>.index.json`, one per routine: its record folded from its history, with where
+//   the fold stopped (inode, size, last bytes) and the ids of the newest lines. Whoever records a
+//   fact of the routine rewrites it (atomically; no lock: a writer that puts back an older copy
+//   only makes the next reader fold a few more lines).
+// - `routine-state.json`: every routine's record and where each was folded to, rewritten now
+//   and then by the scheduler (coalesced), never per fire.
+// Readers take a routine's record from routine-state.json when its history file is still the
+// size it was folded at, else from its own index, folded forward from its history — so no reader
+// ever shows less than the history holds, and a fire costs the same with 1 or 1 000 routines
+// (SPEC §3 "The cost of a fire does not grow with the project").
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
@@ -28,81 +33,99 @@ import {
   unreadableMessage,
   type HistoryEntry,
 } from '../state/history.js';
+import { removeLeftoverTemps } from '../state/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState, writeJsonDurable } from '../state/json-file.js';
-import { checkRecord, checkRoutineState, emptyState, foldLines, interruptedFire, type Fire, type Folded, type OpenFire, type RoutineStateFile } from '../state/routine-state.js';
+import { checkRecord, foldLines, interruptedFire, type Fire, type Folded, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
-
-export const STATE_LOCK_KEY = 'routine-state';
 
 export function statePath(project: Project): string {
   return join(project.stateDir, 'routine-state.json');
 }
 
-const checkRec = (v: unknown) => checkRecord(v);
-
-interface Reading {
-  state: RoutineStateFile;
-  /** The index on disk no longer matches the history (rebuilt or folded forward). */
-  stale: boolean;
+export function indexPath(project: Project, routineId: string): string {
+  return `${historyPath(project.stateDir, routineId).slice(0, -'.jsonl'.length)}.index.json`;
 }
 
-/** The current state: the index, checked against every history file. `write`: the caller is
- * about to rewrite the index (under the lock), so a corrupt one is moved aside. */
-export function readRoutineStateChecked(project: Project, warn: Warn, mode: 'view' | 'write' = 'view'): Reading {
-  trustRoot(project.stateDir);
-  checkFolder(project.stateDir);
-  checkFolder(join(project.stateDir, 'history'));
-  const path = statePath(project);
-  const r = readJsonState(path, checkRoutineState, { moveAside: mode === 'write' });
-  let state: RoutineStateFile;
-  let stale = false;
-  if (r.kind === 'ok') state = r.value;
-  else {
-    state = emptyState();
-    stale = true;
-    if (r.kind === 'corrupt') warn(corruptMessage(path, r, 'rebuilt from the history files'));
+const checkRec = (v: unknown) => checkRecord(v);
+
+/** Where a fold of a history file stopped: the file (inode), its size and modification time
+ * then (a file rewritten to the same size is folded again). */
+interface FoldedAt {
+  ino: number;
+  size: number;
+  mtime: number;
+}
+
+const unmoved = (at: FoldedAt, st: { ino: number; size: number; mtimeMs: number }): boolean => at.ino === st.ino && at.size === st.size && at.mtime === st.mtimeMs;
+
+/** A routine's own index: its record and the bookkeeping to fold on from where it stopped. */
+interface RoutineIndex extends FoldedAt {
+  record: RoutineRecord;
+  /** The last up to 64 bytes folded (base64): the file must still have them where they were. */
+  tail: string;
+  /** Ids of the newest lines folded (a line re-appended across a rotation counts once). */
+  recent: string[];
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+function checkIndex(v: unknown): RoutineIndex | string {
+  if (!isObj(v) || v.version !== 1) return 'not a routine index';
+  const record = checkRecord(v.record);
+  if (!record || !isCount(v.ino) || !isCount(v.size) || !Number.isFinite(v.mtime) || typeof v.tail !== 'string' || !Array.isArray(v.recent)) return 'not a routine index';
+  return { record, ino: v.ino, size: v.size, mtime: v.mtime as number, tail: v.tail, recent: v.recent.filter((x): x is string => typeof x === 'string').slice(-64) };
+}
+
+/** routine-state.json: the records, and where each routine's history was folded to. */
+interface StateFile {
+  routines: Record<string, RoutineRecord>;
+  at: Record<string, FoldedAt>;
+}
+
+function checkStateFile(v: unknown): StateFile | string {
+  if (!isObj(v)) return 'not an object';
+  if (v.version !== 1) return `unknown version ${JSON.stringify(v.version)}`;
+  if (!isObj(v.routines)) return 'no "routines" object';
+  const routines: Record<string, RoutineRecord> = {};
+  for (const [id, rec] of Object.entries(v.routines)) {
+    const checked = checkRecord(rec);
+    if (!checked) return `routines.${id} is not an object`;
+    routines[id] = checked;
   }
-  // An index written before history files carried pauses (no `sources`): its records are the
-  // truth as they stand, and it is simply marked up to date.
-  const legacy = r.kind === 'ok' && state.sources === undefined;
-  const sources = { ...(state.sources ?? {}) };
-  const routines = { ...state.routines };
-  for (const id of historyIds(project.stateDir)) {
-    const file = historyPath(project.stateDir, id);
-    const st = lstatQuiet(file);
-    if (!st || !st.isFile()) continue;
-    if (legacy && routines[id]) {
-      sources[id] = { ino: st.ino, size: st.size, recent: [] };
-      stale = true;
-      continue;
+  const at: Record<string, FoldedAt> = {};
+  if (isObj(v.history_at)) {
+    for (const [id, pos] of Object.entries(v.history_at)) {
+      if (Array.isArray(pos) && isCount(pos[0]) && isCount(pos[1]) && Number.isFinite(pos[2])) at[id] = { ino: pos[0], size: pos[1], mtime: pos[2] };
     }
-    const src = sources[id];
-    if (r.kind === 'ok' && src && src.ino === st.ino && src.size === st.size) continue;
-    stale = true;
-    // Forward from where the index stopped, when it is the same file and it only grew;
-    // otherwise the whole file (rotated, truncated, or no index).
-    let forward = r.kind === 'ok' && src !== undefined && src.ino === st.ino && src.size < st.size && routines[id] !== undefined && src.tail !== undefined;
-    let read: { text: string; ino: number; size: number } | null = null;
-    if (forward) {
-      const tail = Buffer.from(src!.tail!, 'base64');
-      const bytes = readHistoryBytes(file, Math.max(0, src!.size - tail.length));
-      if (bytes && bytes.bytes.subarray(0, tail.length).equals(tail)) {
-        read = { text: bytes.bytes.subarray(tail.length).toString('utf8'), ino: bytes.ino, size: bytes.size };
-      } else forward = false;
-    }
-    if (!forward) read = readHistoryText(file, 0);
-    if (!read) continue;
-    const parsed = parseHistory(read.text, checkRec);
-    if (parsed.unreadable.length > 0) {
-      const numbers = forward ? lineNumbers(file, src!.size, parsed.unreadable) : parsed.unreadable;
-      warn(unreadableMessage(file, numbers));
-    }
-    const base: Folded | undefined = forward ? { record: routines[id]!, recent: src!.recent } : undefined;
-    const folded = foldLines(parsed.lines, base);
-    routines[id] = folded.record;
-    sources[id] = { ino: read.ino, size: read.size, recent: folded.recent, tail: tailOf(file, read.size) };
   }
-  return { state: { version: 1, routines, sources }, stale };
+  return { routines, at };
+}
+
+/** The routine's record as its history holds it: from `base` (its index) when the file is still
+ * the one folded to that point, folded on from there when it only grew, else folded whole. null
+ * when it has no history file. */
+function foldHistory(project: Project, id: string, base: RoutineIndex | null, warn: Warn): RoutineIndex | null {
+  const file = historyPath(project.stateDir, id);
+  const st = lstatQuiet(file);
+  if (!st || !st.isFile()) return null;
+  if (base && unmoved(base, st)) return base;
+  let read: { text: string; ino: number; size: number; mtimeMs: number } | null = null;
+  let from: Folded | undefined;
+  if (base && base.ino === st.ino && base.size < st.size) {
+    const tail = Buffer.from(base.tail, 'base64');
+    const bytes = readHistoryBytes(file, Math.max(0, base.size - tail.length));
+    if (bytes && bytes.bytes.subarray(0, tail.length).equals(tail)) {
+      read = { text: bytes.bytes.subarray(tail.length).toString('utf8'), ino: bytes.ino, size: bytes.size, mtimeMs: bytes.mtimeMs };
+      from = { record: base.record, recent: base.recent };
+    }
+  }
+  read ??= readHistoryText(file, 0);
+  if (!read) return null;
+  const parsed = parseHistory(read.text, checkRec);
+  if (parsed.unreadable.length > 0) warn(unreadableMessage(file, from ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
+  const folded = foldLines(parsed.lines, from);
+  return { record: folded.record, recent: folded.recent, ino: read.ino, size: read.size, mtime: read.mtimeMs, tail: tailOf(file, read.size) };
 }
 
 /** The last up to 64 bytes before `size`, base64. */
@@ -119,66 +142,132 @@ function lineNumbers(file: string, offset: number, relative: number[]): number[]
   return relative.map((n) => n + before);
 }
 
-/** The state as read-only views show it (nothing is written). */
-export function readRoutineState(project: Project, warn: Warn = () => {}): RoutineStateFile {
-  return readRoutineStateChecked(project, warn).state;
+function readIndex(project: Project, id: string): RoutineIndex | null {
+  const r = readJsonState(indexPath(project, id), checkIndex, { cap: 1024 * 1024 });
+  return r.kind === 'ok' ? r.value : null;
 }
 
-async function withStateLock<T>(project: Project, fn: () => Promise<T>): Promise<T> {
+/** One routine's current record (O(1) in the number of routines). */
+function readRoutineIndexed(project: Project, id: string, warn: Warn): RoutineIndex | null {
+  return foldHistory(project, id, readIndex(project, id), warn);
+}
+
+function checkFolders(project: Project): void {
+  trustRoot(project.stateDir);
+  checkFolder(project.stateDir);
+  checkFolder(join(project.stateDir, 'history'));
+}
+
+/** One routine's record as the history holds it; undefined when it has none. */
+export function readRoutine(project: Project, id: string, warn: Warn = () => {}): RoutineRecord | undefined {
+  checkFolders(project);
+  return readRoutineIndexed(project, id, warn)?.record;
+}
+
+/** Every routine's record: from routine-state.json where a routine's history has not moved since
+ * it was written, else from the routine's own index and history. Nothing is written. */
+export function readRoutineState(project: Project, warn: Warn = () => {}): RoutineStateFile {
+  return readWithPositions(project, warn, false).state;
+}
+
+function readWithPositions(project: Project, warn: Warn, moveAside: boolean): { state: RoutineStateFile; at: Record<string, FoldedAt> } {
+  checkFolders(project);
+  const path = statePath(project);
+  const r = readJsonState(path, checkStateFile, { moveAside });
+  if (r.kind === 'corrupt') warn(corruptMessage(path, r, 'rebuilt from the history files'));
+  const file = r.kind === 'ok' ? r.value : { routines: {}, at: {} };
+  const routines = { ...file.routines };
+  const at: Record<string, FoldedAt> = {};
+  for (const id of historyIds(project.stateDir)) {
+    const st = lstatQuiet(historyPath(project.stateDir, id));
+    if (!st || !st.isFile()) continue;
+    const pos = file.at[id];
+    if (pos && unmoved(pos, st) && routines[id]) {
+      at[id] = pos;
+      continue;
+    }
+    const folded = readRoutineIndexed(project, id, warn);
+    if (!folded) continue;
+    routines[id] = folded.record;
+    at[id] = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
+  }
+  return { state: { version: 1, routines }, at };
+}
+
+/** Rewrites routine-state.json from the history (the scheduler does, now and then: SPEC §3
+ * allows the shared index to be refreshed lazily). A corrupt one is moved aside first. */
+export function writeRoutineState(project: Project, warn: Warn = () => {}): number {
   ensureStateRoot(project.stateDir);
+  const { state, at } = readWithPositions(project, warn, true);
+  const history_at = Object.fromEntries(Object.entries(at).map(([id, p]) => [id, [p.ino, p.size, p.mtime]]));
+  writeJsonDurable(statePath(project), { version: 1, routines: state.routines, history_at }, { cleanTemps: true });
+  return Object.keys(state.routines).length;
+}
+
+/** After a fact was appended: brings the routine's own index up to date (rotating a history
+ * file that grew past its bound). The fact is safe in the history already: an index that cannot
+ * be written is only a warning (it is rebuilt from the history by the next reader). */
+async function indexAfterAppend(project: Project, id: string, warn: Warn): Promise<RoutineIndex | null> {
+  let folded = readRoutineIndexed(project, id, warn);
+  if (folded && folded.size > TRIM_AT_BYTES) folded = await rotate(project, id, warn);
+  if (!folded) return null;
+  try {
+    // a cache of the history: atomic (never torn), not fsynced (lost on power loss, then rebuilt)
+    writeJsonDurable(indexPath(project, id), { version: 1, ...folded }, { fsync: false });
+  } catch (err) {
+    warn(`${(err as Error).message}; the fact is recorded in ${historyPath(project.stateDir, id)} and the index is rebuilt from it later`);
+  }
+  return folded;
+}
+
+/** Rotates the routine's history file (history.ts), one rotator at a time: a per-routine lock
+ * taken only for this, once per about a thousand lines. */
+async function rotate(project: Project, id: string, warn: Warn): Promise<RoutineIndex | null> {
   const got = await acquireFileLease({
     lockDir: project.lockDir,
-    key: STATE_LOCK_KEY,
-    // as short as the project's lock: a writer that stalls loses it as soon as the exec lock would
+    key: `history-${id}`,
     ttlMs: Math.min(30_000, project.lockTtlMs),
     refreshMs: Math.min(10_000, project.lockRefreshMs),
-    owner: { command: 'routine state' },
+    owner: { command: 'history rotation', routine: id },
     ifBusy: 'wait',
     waitTimeoutMs: 30_000,
   });
-  if (!got.ok) throw new StateIOError(`cannot update ${statePath(project)}: its lock is ${got.why}`);
+  if (!got.ok) throw new StateIOError(`cannot rotate ${historyPath(project.stateDir, id)}: its lock is ${got.why}`);
   try {
-    return await fn();
+    // index temp files of writers killed mid-write (a live writer's is seconds old at most)
+    removeLeftoverTemps(indexPath(project, id), 60_000);
+    const folded = readRoutineIndexed(project, id, warn);
+    if (!folded || folded.size <= TRIM_AT_BYTES) return folded; // another writer rotated it
+    const file = historyPath(project.stateDir, id);
+    try {
+      rotateHistory(file, folded.record, folded.recent, new Date().toISOString());
+    } catch (err) {
+      warn(`could not rotate ${file}: ${(err as Error).message}`);
+      return folded;
+    }
+    return readRoutineIndexed(project, id, warn);
   } finally {
     await got.lease.release();
   }
 }
 
-/** Under the lock: appends the fact, then brings the index up to date (and rotates a history
- * file that grew past its bound). A full disk that stops the append is an error (the fact is not
- * recorded: exit 74); one that only stops the index is a warning (the index is rebuilt later). */
-async function recordFact(project: Project, id: string, line: string, warn: Warn): Promise<RoutineStateFile> {
-  return withStateLock(project, async () => {
-    const file = historyPath(project.stateDir, id);
-    appendHistoryLine(file, line);
-    const { state } = readRoutineStateChecked(project, warn, 'write');
-    const src = state.sources?.[id];
-    if (src && src.size > TRIM_AT_BYTES) {
-      try {
-        rotateHistory(file, state.routines[id]!, src.recent, new Date().toISOString());
-        const st = lstatQuiet(file);
-        if (st) state.sources![id] = { ino: st.ino, size: st.size, recent: src.recent, tail: tailOf(file, st.size) };
-      } catch (err) {
-        warn(`could not rotate ${file}: ${(err as Error).message}`);
-      }
-    }
-    try {
-      writeJsonDurable(statePath(project), state, { cleanTemps: true });
-    } catch (err) {
-      warn(`${(err as Error).message}; the fact is recorded in ${file} and the index is rebuilt from it later`);
-    }
-    return state;
-  });
+/** Appends the fact, then brings the routine's index up to date. A full disk that stops the
+ * append is an error (the fact is not recorded: exit 74). */
+async function recordFact(project: Project, id: string, line: string, warn: Warn): Promise<RoutineIndex | null> {
+  checkFolders(project);
+  ensureStateRoot(project.stateDir);
+  appendHistoryLine(historyPath(project.stateDir, id), line);
+  return indexAfterAppend(project, id, warn);
 }
 
 export async function recordFire(project: Project, routineId: string, fire: Fire, warn: Warn = () => {}): Promise<void> {
   await recordFact(project, routineId, fireLine(fire), warn);
 }
 
-/** The open marker is a fact appended on its own (one O_APPEND write, no lock: appends never
- * interleave within a line); the index learns of it from the history at the next read or write. */
+/** The open marker is a fact appended on its own (one O_APPEND write: appends never interleave
+ * within a line); readers learn of it from the history. */
 export async function openFire(project: Project, routineId: string, open: OpenFire, _warn: Warn = () => {}): Promise<void> {
-  trustRoot(project.stateDir);
+  checkFolders(project);
   ensureStateRoot(project.stateDir);
   appendHistoryLine(historyPath(project.stateDir, routineId), openLine(open));
 }
@@ -199,7 +288,7 @@ export async function reconcileOpenFires(project: Project, isGone: (owner: OpenF
 
 /** Pauses or resumes. Pausing again without a note keeps the note given first. */
 export async function pauseRoutine(project: Project, routineId: string, paused: boolean, note: string | null, warn: Warn = () => {}): Promise<PauseChange> {
-  const before = readRoutineState(project, warn).routines[routineId];
+  const before = readRoutine(project, routineId, warn);
   const wasPaused = before?.paused === true;
   const keptNote = paused ? (note ?? (wasPaused ? (before?.paused_note ?? null) : null)) : null;
   await recordFact(project, routineId, pauseLine(paused, keptNote, new Date().toISOString()), warn);
@@ -231,6 +320,8 @@ export function readFires(project: Project, routineId: string, warn: Warn = () =
 export function fileRoutineStore(project: Project): RoutineStore {
   return {
     read: async (warn) => readRoutineState(project, warn),
+    readOne: async (id, warn) => readRoutine(project, id, warn),
+    refreshIndex: async (warn) => writeRoutineState(project, warn),
     recordFire: (id, fire, warn) => recordFire(project, id, fire, warn),
     openFire: (id, open, warn) => openFire(project, id, open, warn),
     reconcile: (isGone, now, warn) => reconcileOpenFires(project, isGone, now, warn),
@@ -241,3 +332,4 @@ export function fileRoutineStore(project: Project): RoutineStore {
     releaseClaim: async () => false,
   };
 }
+

@@ -31,6 +31,37 @@ export interface CachedRoutine {
   starvedAfterSkips: number;
   /** The next fire times in the routine's zone, ascending (none when disabled). */
   upcoming: ZoneTime[];
+  /** After the last of `upcoming`, the routine fires every `step` ms up to `until`, on the same
+   * zone offset (the scheduler checked every one of those times): a per-second routine covers
+   * ten minutes in a few bytes, so the cache is rewritten every few minutes, not seconds. */
+  every?: { step: number; until: number };
+}
+
+/** Wall-clock milliseconds of a zone time (its date and time read as if UTC). */
+const wallMs = (t: ZoneTime): number => {
+  const [y, mo, d] = t.date.split('-').map(Number) as [number, number, number];
+  const [h, mi, se] = t.time.split(':').map(Number) as [number, number, number];
+  return Date.UTC(y, mo - 1, d, h, mi, se);
+};
+
+/** `t` moved by `ms` on the same zone offset. */
+export function shifted(t: ZoneTime, ms: number): ZoneTime {
+  const iso = new Date(wallMs(t) + ms).toISOString();
+  return { at: t.at + ms, date: iso.slice(0, 10), time: iso.slice(11, 19), zone: t.zone };
+}
+
+/** Whether `b` is `a` moved by their difference on the same zone offset (no DST change between). */
+export const sameOffset = (a: ZoneTime, b: ZoneTime): boolean => a.zone === b.zone && wallMs(b) - wallMs(a) === b.at - a.at;
+
+/** The routine's first cached fire time after `nowMs`, or null when the cache has run out. */
+export function nextCached(r: CachedRoutine, nowMs: number): ZoneTime | null {
+  const listed = r.upcoming.find((t) => t.at > nowMs);
+  if (listed) return listed;
+  const last = r.upcoming.at(-1);
+  if (!last || !r.every) return null;
+  const k = Math.floor((nowMs - last.at) / r.every.step) + 1;
+  const at = last.at + k * r.every.step;
+  return at <= r.every.until ? shifted(last, k * r.every.step) : null;
 }
 
 export interface ListCache {
@@ -90,7 +121,9 @@ export function writeListCache(stateDir: string, key: string, routines: CachedRo
   for (const r of routines) {
     if (r.upcoming.length === 0) continue;
     const left = Math.ceil(r.upcoming.length / 4);
-    const at = r.upcoming[Math.max(0, r.upcoming.length - left - 1)]!.at;
+    const at = r.every
+      ? r.every.until - (r.every.until - r.upcoming[0]!.at) / 4
+      : r.upcoming[Math.max(0, r.upcoming.length - left - 1)]!.at;
     if (refill === null || at < refill) refill = at;
   }
   return refill;
@@ -106,7 +139,12 @@ function checkRoutine(v: unknown): CachedRoutine | null {
   if (v.timezone !== null && typeof v.timezone !== 'string') return null;
   if (!Number.isSafeInteger(v.starvedAfterSkips) || (v.starvedAfterSkips as number) < 1) return null;
   if (!Array.isArray(v.upcoming) || !v.upcoming.every(isZoneTime)) return null;
-  return { id: v.id, schedule: v.schedule, timezone: v.timezone, action: v.action, enabled: v.enabled, starvedAfterSkips: v.starvedAfterSkips as number, upcoming: v.upcoming };
+  let every: CachedRoutine['every'];
+  if (v.every !== undefined) {
+    if (!isObj(v.every) || !Number.isSafeInteger(v.every.step) || (v.every.step as number) < 1000 || !Number.isSafeInteger(v.every.until)) return null;
+    every = { step: v.every.step as number, until: v.every.until as number };
+  }
+  return { id: v.id, schedule: v.schedule, timezone: v.timezone, action: v.action, enabled: v.enabled, starvedAfterSkips: v.starvedAfterSkips as number, upcoming: v.upcoming, ...(every ? { every } : {}) };
 }
 
 /** The cache in `stateDir` when it is there, ours, whole and for `key`; else null. */

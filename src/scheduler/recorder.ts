@@ -23,12 +23,23 @@ export interface RecorderOptions {
   halt: AbortSignal;
   /** This scheduler's host identity (claims name it). */
   host: string;
+  /** How many routines the config has (the shared index is rewritten once per that many fires). */
+  routineCount: () => number;
 }
 
 const RECORD_ATTEMPTS = 5;
+/** The shared index is rewritten after at least this many fires (and as many as it holds
+ * routines): with one routine, a rewrite (and its two fsyncs) per fire would cost more than the
+ * fire. */
+const MIN_FIRES_PER_REFRESH = 32;
 
 export class Recorder {
   private readonly flusher: SpoolFlusher | null;
+  /** Fires recorded since the shared index was last rewritten, and when that was (monotonic). */
+  private unsaved = 0;
+  private savedAt = -Infinity;
+  /** Routines the shared index held when last written (more than the config may have). */
+  private indexed = 0;
 
   constructor(private readonly o: RecorderOptions) {
     this.flusher = o.spool
@@ -39,12 +50,17 @@ export class Recorder {
       : null;
   }
 
-  start(): void {
+  /** At start: the shared index is brought up to date once (a damaged one moved aside), then the
+   * spool's flusher runs in the background. */
+  async start(): Promise<void> {
+    await this.refreshIndex();
     this.flusher?.start(this.o.halt);
   }
 
-  /** After the halt: one more flush; says what is still spooled. */
+  /** After the halt: the shared index brought up to date; one more flush of the spool, saying
+   * what is still spooled. */
   async stopped(): Promise<void> {
+    if (this.unsaved > 0) await this.refreshIndex();
     if (!this.flusher) return;
     const left = (await this.flusher.stopped())?.left ?? 0;
     if (left > 0) this.o.warn(`${left} record${left === 1 ? '' : 's'} still spooled in ${this.o.stateDir()}/spool: the next scheduler or routine command on this host records ${left === 1 ? 'it' : 'them'}`);
@@ -74,6 +90,26 @@ export class Recorder {
    * the record never can be written, the fire's open marker stays and the next reconcile records
    * it as interrupted. */
   async record(id: string, fire: Fire): Promise<void> {
+    await this.write(id, fire);
+    this.unsaved++;
+    // The shared index (routine-state.json) is rewritten once per as many fires as it holds
+    // routines, at most once a second: O(1) amortised per fire (SPEC §3); readers fold in what
+    // it lacks.
+    if (this.unsaved >= Math.max(MIN_FIRES_PER_REFRESH, this.o.routineCount(), this.indexed) && this.o.clock.monotonic() - this.savedAt >= 1000) await this.refreshIndex();
+  }
+
+  private async refreshIndex(): Promise<void> {
+    if (!this.o.store.refreshIndex) return;
+    this.unsaved = 0;
+    this.savedAt = this.o.clock.monotonic();
+    try {
+      this.indexed = await this.o.store.refreshIndex(this.o.warn);
+    } catch (err) {
+      this.o.warn(`could not rewrite the routine state index (the history has every fire; readers fold it in): ${(err as Error).message}`);
+    }
+  }
+
+  private async write(id: string, fire: Fire): Promise<void> {
     let delay = 200;
     // one key for every attempt, and each attempt after the first sent "again": a first try
     // that committed although its answer was lost is then not stored a second time
@@ -105,7 +141,7 @@ export class Recorder {
   /** The routine's record as it stands (before a fire is recorded, for its notifications). */
   async current(id: string): Promise<RoutineRecord | undefined> {
     try {
-      return (await this.o.store.read(this.o.warn)).routines[id];
+      return await this.o.store.readOne(id, this.o.warn);
     } catch {
       return undefined;
     }
@@ -113,7 +149,7 @@ export class Recorder {
 
   /** Whether the routine is paused (read each time: honoured without a restart). */
   async paused(id: string): Promise<{ paused: boolean; note: string | null }> {
-    const record = (await this.o.store.read(this.o.warn)).routines[id];
+    const record = await this.o.store.readOne(id, this.o.warn);
     return { paused: record?.paused === true, note: record?.paused_note ?? null };
   }
 }

@@ -73,7 +73,7 @@ export class Scheduler {
     this.project = o.project;
     this.clock = o.clock ?? systemClock;
     const halt = new AbortController();
-    this.recorder = new Recorder({ store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, spool: o.spool === true, halt: halt.signal, host: o.host });
+    this.recorder = new Recorder({ store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, spool: o.spool === true, halt: halt.signal, host: o.host, routineCount: () => this.routines.size });
     this.runner = new Runner({
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       notify: o.notify, observer: o.observer, inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
@@ -113,7 +113,7 @@ export class Scheduler {
     await this.catchUp();
     const onStop = (): void => this.wake.abort();
     stop.addEventListener('abort', onStop, { once: true });
-    this.recorder.start();
+    await this.recorder.start();
     let before: ClockReading = { wall: this.clock.now(), mono: this.clock.monotonic() };
     try {
       while (!stop.aborted) {

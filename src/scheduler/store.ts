@@ -2,7 +2,7 @@
 // (the default), or tables in PostgreSQL (SPEC §9).
 
 import type { HistoryEntry } from '../state/history.js';
-import type { Fire, OpenFire, RoutineStateFile } from '../state/routine-state.js';
+import type { Fire, OpenFire, RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
 
 export type Warn = (message: string) => void;
 
@@ -18,6 +18,13 @@ export interface RecordOptions {
 
 export interface RoutineStore {
   read(warn: Warn): Promise<RoutineStateFile>;
+  /** One routine's record, at a cost that does not grow with the number of routines (what a
+   * fire reads: its pause flag, its record before it for notifications). */
+  readOne(routineId: string, warn: Warn): Promise<RoutineRecord | undefined>;
+  /** Where the shared index of every routine is kept apart from the records (files): rewrites
+   * it, and returns how many routines it holds. The scheduler calls it now and then, never per
+   * fire (SPEC §3). */
+  refreshIndex?(warn: Warn): Promise<number>;
   /** Records that a fire has started (before its work starts); the fire's record (recordFire with
    * `closes: open.id`) closes it. A fire whose process dies in between is found by reconcile. */
   openFire(routineId: string, open: OpenFire, warn: Warn): Promise<void>;

@@ -5,9 +5,9 @@ import { readConfigBytes } from '../config/find.js';
 import { croner } from '../config/cron.js';
 import { cronerPattern } from '../config/dialect.js';
 import type { Project } from '../config/load.js';
-import { zoneTime } from '../zone-time.js';
+import { zoneTime, type ZoneTime } from '../zone-time.js';
 import { VERSION } from '../version.js';
-import { COVER_MS, UPCOMING_MAX, UPCOMING_MIN, listCacheKey, writeListCache, type CachedRoutine } from './list-cache.js';
+import { COVER_MS, UPCOMING_MAX, UPCOMING_MIN, listCacheKey, sameOffset, writeListCache, type CachedRoutine } from './list-cache.js';
 import { routineZone } from './schedule.js';
 
 /** The cache entries for a validated config at `nowMs`. */
@@ -15,6 +15,7 @@ export function cachedRoutines(project: Project, nowMs: number): CachedRoutine[]
   return project.config.routines.map((def) => {
     const zone = routineZone(def, project);
     const upcoming = [];
+    let every: CachedRoutine['every'];
     if (def.enabled) {
       // one parse per routine, dropped afterwards (see lightSchedule)
       const cron = croner(cronerPattern(def.schedule, zone), zone);
@@ -22,9 +23,26 @@ export function cachedRoutines(project: Project, nowMs: number): CachedRoutine[]
       while (upcoming.length < UPCOMING_MAX && (upcoming.length < UPCOMING_MIN || upcoming.at(-1)!.at - nowMs < COVER_MS) && (cursor = cron.nextRun(cursor))) {
         upcoming.push(zoneTime(cursor, zone));
       }
+      every = evenlyOn(cron, upcoming, nowMs + COVER_MS, zone);
     }
-    return { id: def.id, schedule: def.schedule, timezone: zone ?? null, action: def.action, enabled: def.enabled, starvedAfterSkips: def.starvedAfterSkips, upcoming };
+    return { id: def.id, schedule: def.schedule, timezone: zone ?? null, action: def.action, enabled: def.enabled, starvedAfterSkips: def.starvedAfterSkips, upcoming, ...(every ? { every } : {}) };
   });
+}
+
+/** A routine that fires at an even step (every second, every 10 s) keeps doing so up to `until`
+ * on the same zone offset: checked fire time by fire time (at most COVER_MS / 1 s of them), and
+ * only then is the rest of the cover left to `routine list` to count out (list-cache.ts). */
+function evenlyOn(cron: { nextRun(d: Date): Date | null }, upcoming: ZoneTime[], until: number, zone: string | undefined): CachedRoutine['every'] {
+  if (upcoming.length < UPCOMING_MAX) return undefined; // already covered
+  const step = upcoming[1]!.at - upcoming[0]!.at;
+  if (step < 1000 || !upcoming.every((t, i) => i === 0 || t.at - upcoming[i - 1]!.at === step)) return undefined;
+  let last = upcoming.at(-1)!.at;
+  for (let at = cron.nextRun(new Date(last)); at && at.getTime() <= until; at = cron.nextRun(at)) {
+    if (at.getTime() !== last + step) return undefined;
+    last = at.getTime();
+  }
+  if (last === upcoming.at(-1)!.at) return undefined;
+  return sameOffset(upcoming.at(-1)!, zoneTime(new Date(last), zone)) ? { step, until: last } : undefined;
 }
 
 /** Writes the cache for `project` when its config file still holds the text that validated (a

@@ -24,7 +24,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
-import { ensureDir, myUid, randomHex, unlinkQuiet } from '../lock/files.js';
+import { ensureDir, lstatQuiet, myUid, randomHex, unlinkQuiet } from '../lock/files.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
 export interface DurableIo {
@@ -75,6 +75,9 @@ export interface DurableOptions {
   /** Remove temp files that killed writers left beside `path` (only under the lock that
    * serializes this file's writers, where no other writer can be mid-write). */
   cleanTemps?: boolean;
+  /** false: atomic (a complete temp file renamed over the old one) but not fsynced — for an
+   * index that is rebuilt from durable facts when a power loss takes it. Default true. */
+  fsync?: boolean;
 }
 
 /** Replaces `path` with `data` durably. Returns the bytes written. Throws StateIOError (74)
@@ -100,7 +103,7 @@ export function writeFileDurable(path: string, data: string, opts: DurableOption
     writeAll(fd, buf, 0);
     const size = fstatSync(fd).size;
     if (size !== buf.length) throw Object.assign(new Error(`only ${size} of ${buf.length} bytes reached the disk`), { code: 'EIO' });
-    io.fsync(fd);
+    if (opts.fsync !== false) io.fsync(fd);
   } catch (err) {
     closeSync(fd);
     unlinkQuiet(tmp);
@@ -113,7 +116,7 @@ export function writeFileDurable(path: string, data: string, opts: DurableOption
     unlinkQuiet(tmp);
     throw stateWriteError(err, path);
   }
-  syncDir(dir);
+  if (opts.fsync !== false) syncDir(dir);
   return buf.length;
 }
 
@@ -135,8 +138,9 @@ export function syncDir(dir: string): void {
 }
 
 /** Temp files of killed writers: ours (`<name>.tmp-<hex>`) and write-file-atomic's
- * (`<name>.<number>`), left beside `path`. */
-export function removeLeftoverTemps(path: string): number {
+ * (`<name>.<number>`), left beside `path`. `minAgeMs`: only those untouched for that long (where
+ * another writer may be mid-write, unserialized). */
+export function removeLeftoverTemps(path: string, minAgeMs = 0): number {
   const name = basename(path);
   const dir = dirname(path);
   let names: string[];
@@ -150,6 +154,10 @@ export function removeLeftoverTemps(path: string): number {
     if (!n.startsWith(`${name}.`)) continue;
     const rest = n.slice(name.length + 1);
     if (/^tmp-[0-9a-f]{16}$/.test(rest) || /^\d{1,12}$/.test(rest)) {
+      if (minAgeMs > 0) {
+        const st = lstatQuiet(join(dir, n));
+        if (!st || Date.now() - st.mtimeMs < minAgeMs) continue;
+      }
       unlinkQuiet(join(dir, n));
       removed++;
     }

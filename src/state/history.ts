@@ -180,16 +180,16 @@ export function appendHistoryLine(path: string, line: string): void {
 }
 
 /** Reads `path` from byte `offset` (0: all of it). */
-export function readHistoryText(path: string, offset = 0): { text: string; ino: number; size: number } | null {
+export function readHistoryText(path: string, offset = 0): { text: string; ino: number; size: number; mtimeMs: number } | null {
   const r = readHistoryBytes(path, offset);
-  return r ? { text: r.bytes.toString('utf8'), ino: r.ino, size: r.size } : null;
+  return r ? { text: r.bytes.toString('utf8'), ino: r.ino, size: r.size, mtimeMs: r.mtimeMs } : null;
 }
 
 /** The bytes of `path` from `offset` (a regular file of ours, never through a symlink). */
-export function readHistoryBytes(path: string, offset = 0): { bytes: Buffer; ino: number; size: number } | null {
+export function readHistoryBytes(path: string, offset = 0): { bytes: Buffer; ino: number; size: number; mtimeMs: number } | null {
   if (offset === 0) {
     const c = readFileChecked(path, STATE_FILE_CAP);
-    return c ? { bytes: c.bytes, ino: c.ino, size: c.bytes.length } : null;
+    return c ? { bytes: c.bytes, ino: c.ino, size: c.bytes.length, mtimeMs: c.mtimeMs } : null;
   }
   let fd: number;
   try {
@@ -209,7 +209,7 @@ export function readHistoryBytes(path: string, offset = 0): { bytes: Buffer; ino
       if (n <= 0) break;
       got += n;
     }
-    return { bytes: buf.subarray(0, got), ino: st.ino, size: offset + got };
+    return { bytes: buf.subarray(0, got), ino: st.ino, size: offset + got, mtimeMs: st.mtimeMs };
   } finally {
     closeSync(fd);
   }

@@ -10,6 +10,7 @@ import type { RoutineStateFile } from '../../src/state/routine-state.js';
 import { FIXTURES, eventually, runCli, start, startCli, type RunOptions, type Spawned } from '../helpers/cli.js';
 import { httpGet, sample } from '../helpers/http.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { routineStateOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
 const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
@@ -24,7 +25,7 @@ async function startServing(args: string[], opts: RunOptions & { cwd: string }):
   return { p, url };
 }
 
-const stateOf = (dir: string): RoutineStateFile => JSON.parse(readFileSync(join(dir, '.routinely', 'routine-state.json'), 'utf8')) as RoutineStateFile;
+const stateOf = (dir: string): RoutineStateFile => routineStateOf(dir);
 /** The fires in a routine's history file (it also records pauses and resumes). */
 const historyOf = (dir: string, id: string): HistoryEntry[] =>
   readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as HistoryEntry).filter((e) => typeof e.result === 'string');

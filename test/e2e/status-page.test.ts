@@ -5,12 +5,13 @@
 // screenshots at 1280 px and phone width: test-artifacts/ always, docs/status-page.png (the
 // README's picture) when ROUTINELY_UPDATE_DOCS_SCREENSHOT=1.
 
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RoutineStateFile } from '../../src/state/routine-state.js';
 import { chromiumMissing, openBrowser } from '../helpers/browser.js';
 import { eventually, runCli, startCli } from '../helpers/cli.js';
+import { routineStateOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -19,13 +20,7 @@ const missing = chromiumMissing();
 if (missing) console.warn(`status page browser test skipped: ${missing}`);
 
 const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
-const stateOf = (dir: string): RoutineStateFile['routines'] => {
-  try {
-    return (JSON.parse(readFileSync(join(dir, '.routinely', 'routine-state.json'), 'utf8')) as RoutineStateFile).routines;
-  } catch {
-    return {};
-  }
-};
+const stateOf = (dir: string): RoutineStateFile['routines'] => routineStateOf(dir).routines;
 
 describe.skipIf(missing !== null)('status page in Chromium', () => {
   it('shows routines with their strips, the lock holder and runs; refreshes itself; works by keyboard and on a phone', async () => {

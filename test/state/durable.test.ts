@@ -10,7 +10,7 @@ import { ExitCode, StateIOError } from '../../src/errors.js';
 import { loadRun, RunStore } from '../../src/exec/run-store.js';
 import { saveRegistry, loadRegistry, emptyRegistry } from '../../src/exec/registry.js';
 import type { RunState } from '../../src/exec/run-state.js';
-import { readRoutineState, recordFire, statePath } from '../../src/scheduler/file-store.js';
+import { indexPath, readRoutineState, recordFire, statePath, writeRoutineState } from '../../src/scheduler/file-store.js';
 import { appendLineTo, setDurableIoForTests, writeFileDurable } from '../../src/state/durable.js';
 import { historyPath } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
@@ -117,31 +117,45 @@ describe('each state writer under a full disk', () => {
   it('routine history: the fire is not recorded, exit 74 names the history file; the index is untouched', async () => {
     const p = project();
     await recordFire(p, 'a', fire(1));
-    const before = readFileSync(statePath(p), 'utf8');
+    const before = readFileSync(indexPath(p, 'a'), 'utf8');
     failAfter(10);
     await expect(recordFire(p, 'a', fire(2))).rejects.toThrow(/no space left on device appending to .*history\/a\.jsonl/);
     restore?.();
     restore = null;
-    expect(readFileSync(statePath(p), 'utf8')).toBe(before);
+    expect(readFileSync(indexPath(p, 'a'), 'utf8')).toBe(before);
     expect(readRoutineState(p).routines.a?.counts.success).toBe(1);
     await recordFire(p, 'a', fire(3));
     expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
   });
 
-  it('routine-state.json: the fact is recorded in history, the index write fails with a warning and is rebuilt', async () => {
+  it('a routine\'s index: the fact is recorded in history, the index write fails with a warning and is rebuilt', async () => {
     const p = project();
     await recordFire(p, 'a', fire(1));
-    const before = readFileSync(statePath(p), 'utf8');
+    const before = readFileSync(indexPath(p, 'a'), 'utf8');
     // the history line (small) gets through, the index (larger) does not
     failAfter(300);
     const warnings: string[] = [];
     await recordFire(p, 'a', fire(2), (m) => warnings.push(m));
     restore?.();
     restore = null;
-    expect(warnings.join()).toMatch(/no space left on device writing .*routine-state\.json; the fact is recorded in .*a\.jsonl/);
-    expect(readFileSync(statePath(p), 'utf8')).toBe(before);
+    expect(warnings.join()).toMatch(/no space left on device writing .*history\/a\.index\.json; the fact is recorded in .*a\.jsonl/);
+    expect(readFileSync(indexPath(p, 'a'), 'utf8')).toBe(before);
     expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
     expect(readFileSync(historyPath(p.stateDir, 'a'), 'utf8').trim().split('\n')).toHaveLength(2);
+  });
+
+  it('routine-state.json (the shared index, rewritten now and then): a full disk keeps the previous file; readers fold in the rest', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    writeRoutineState(p);
+    const before = readFileSync(statePath(p), 'utf8');
+    await recordFire(p, 'a', fire(2));
+    failAfter(10);
+    expect(() => writeRoutineState(p)).toThrow(/no space left on device writing .*routine-state\.json/);
+    restore?.();
+    restore = null;
+    expect(readFileSync(statePath(p), 'utf8')).toBe(before);
+    expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
   });
 
   it('the task registry keeps its previous content', async () => {

@@ -2,7 +2,7 @@ import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { readFires, readRoutineState, recordFire, pauseRoutine, statePath } from '../../src/scheduler/file-store.js';
+import { indexPath, readFires, readRoutineState, recordFire, pauseRoutine, statePath, writeRoutineState } from '../../src/scheduler/file-store.js';
 import { HISTORY_LIMIT, TRIM_AT_BYTES, historyPath } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
@@ -81,14 +81,38 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     expect(readRoutineState(p).routines.a).toMatchObject({ paused: false, counts: { success: 1 } });
   });
 
-  it('a stale index (an older copy put back by a stalled writer) is folded forward from the history', async () => {
+  it('stale indexes (older copies put back by a stalled writer) are folded forward from the history', async () => {
     const p = project();
     await recordFire(p, 'a', fire(1));
-    const old = readFileSync(statePath(p), 'utf8');
+    writeRoutineState(p);
+    const oldState = readFileSync(statePath(p), 'utf8');
+    const oldIndex = readFileSync(indexPath(p, 'a'), 'utf8');
     await pauseRoutine(p, 'a', true, 'x');
     await recordFire(p, 'a', fire(4));
-    writeFileSync(statePath(p), old); // the lost update of a stalled writer
+    writeRoutineState(p);
+    // the lost updates of stalled writers, of both indexes
+    writeFileSync(statePath(p), oldState);
     expect(readRoutineState(p).routines.a).toMatchObject({ paused: true, paused_note: 'x', counts: { success: 2 } });
+    writeFileSync(indexPath(p, 'a'), oldIndex);
+    expect(readRoutineState(p).routines.a).toMatchObject({ paused: true, paused_note: 'x', counts: { success: 2 } });
+    // both gone: rebuilt from the history alone
+    writeFileSync(statePath(p), 'garbage');
+    writeFileSync(indexPath(p, 'a'), '{"version":1');
+    expect(readRoutineState(p).routines.a).toMatchObject({ paused: true, paused_note: 'x', counts: { success: 2 } });
+  });
+
+  it('recording a fire writes only the routine\'s own files; routine-state.json is rewritten by the scheduler, now and then', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    expect(existsSync(statePath(p))).toBe(false);
+    expect(readRoutineState(p).routines.a?.counts.success).toBe(1);
+    writeRoutineState(p);
+    const written = JSON.parse(readFileSync(statePath(p), 'utf8'));
+    expect(written.routines.a.counts.success).toBe(1);
+    // no exactly-once bookkeeping in the shared file: just where each history was folded to
+    expect(Object.keys(written).sort()).toEqual(['history_at', 'routines', 'version']);
+    const st = statSync(historyPath(p.stateDir, 'a'));
+    expect(written.history_at.a).toEqual([st.ino, st.size, st.mtimeMs]);
   });
 
   it('read-only views never move a corrupt index aside; writers do', async () => {
@@ -100,6 +124,7 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     expect(readFileSync(statePath(p), 'utf8')).toBe('garbage');
     expect(warnings.join()).toMatch(/routine-state\.json is corrupt .*left in place, rebuilt from the history files/);
     await recordFire(p, 'a', fire(4));
+    writeRoutineState(p);
     expect(JSON.parse(readFileSync(statePath(p), 'utf8')).routines.a.counts.success).toBe(2);
   });
 });

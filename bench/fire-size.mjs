@@ -1,0 +1,96 @@
+// SPEC §3 "The cost of a fire does not grow with the project": CPU and bytes written per fire of
+// one per-second routine in projects of 1, 100 and 1 000 routines, each with a full history
+// (1 000 lines) and its indexes in place, as a project that has run for a while has them. The
+// shared index (routine-state.json) is rewritten once per as many fires as there are routines:
+// its cost is measured apart and added, divided by that number.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { benchEnv, fmt, median, table } from './lib.mjs';
+
+const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function procIo(pid) {
+  const io = readFileSync(`/proc/${pid}/io`, 'latin1');
+  return Number(/wchar:\s+(\d+)/.exec(io)[1]);
+}
+
+function procCpuMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
+}
+
+/** A project of `n` routines (the first fires every second, the rest yearly), each with a full
+ * history and its own index, and the shared index written. */
+export async function project(n) {
+  const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-size-'));
+  const routines = Array.from({ length: n }, (_, i) => ({ id: `r${i}`, schedule: i === 0 ? '* * * * * *' : `${i % 60} ${i % 24} 1 1 *`, action: 'command', run: 'true' }));
+  writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines }));
+  const history = join(dir, '.routinely', 'history');
+  mkdirSync(history, { recursive: true, mode: 0o700 });
+  const t0 = Date.UTC(2026, 0, 1);
+  for (let i = 0; i < n; i++) {
+    const lines = [];
+    for (let k = 0; k < 1000; k++) {
+      const at = new Date(t0 + k * 60_000).toISOString();
+      lines.push(JSON.stringify({ scheduled_at: at, started_at: at, finished_at: at, result: 'success', reason: null, exit_code: 0, run_id: `r-20260101T000000Z-${(k % 65536).toString(16).padStart(4, '0')}`, trigger: 'schedule', id: `${i.toString(16).padStart(8, '0')}${k.toString(16).padStart(8, '0')}` }));
+    }
+    writeFileSync(join(history, `r${i}.jsonl`), `${lines.join('\n')}\n`, { mode: 0o600 });
+  }
+  const { loadProject, openBackend } = await import('../dist/index.js');
+  const p = loadProject({ cwd: dir });
+  const b = await openBackend(p);
+  // each routine's own index, as its writers leave it; then the shared one
+  const at = new Date().toISOString();
+  for (let i = 0; i < n; i++) await b.routines.recordFire(`r${i}`, { result: 'success', reason: null, scheduled_at: at, started_at: at, finished_at: at, duration_ms: 1, exit_code: 0, run_id: null }, () => {});
+  const before = process.cpuUsage();
+  await b.routines.refreshIndex(() => {});
+  const used = process.cpuUsage(before);
+  const refresh = { cpuMs: (used.user + used.system) / 1000, bytes: statSync(join(dir, '.routinely', 'routine-state.json')).size };
+  await b.close?.();
+  return { dir, refresh };
+}
+
+async function measure(n, seconds) {
+  const { dir, refresh } = await project(n);
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  s.stdout.on('data', (d) => (out += d));
+  while (!out.includes('[scheduler] started')) await sleep(20);
+  await sleep(2500); // past start-up and the first fires
+  const count = () => (out.match(/\[routine\] succeeded/g) ?? []).length;
+  const a = { cpu: procCpuMs(s.pid), io: procIo(s.pid), fires: count() };
+  await sleep(seconds * 1000);
+  const b = { cpu: procCpuMs(s.pid), io: procIo(s.pid), fires: count() };
+  s.kill('SIGTERM');
+  await new Promise((r) => s.on('close', r));
+  rmSync(dir, { recursive: true, force: true });
+  const fires = Math.max(1, b.fires - a.fires);
+  // the shared index is rewritten once per max(32, n) fires (scheduler/recorder.ts)
+  const every = Math.max(32, n);
+  return {
+    cpuMs: (b.cpu - a.cpu) / fires + refresh.cpuMs / every,
+    bytes: (b.io - a.io) / fires + refresh.bytes / every,
+    refresh,
+  };
+}
+
+export async function fireCostBySize({ seconds = 20, rounds = 3 } = {}) {
+  const sizes = [1, 100, 1000];
+  const runs = Object.fromEntries(sizes.map((n) => [n, []]));
+  // interleaved, so that the machine's drift falls on every size alike
+  for (let r = 0; r < rounds; r++) for (const n of sizes) runs[n].push(await measure(n, seconds));
+  const results = {};
+  for (const n of sizes) results[n] = { cpuMs: median(runs[n].map((x) => x.cpuMs)), bytes: median(runs[n].map((x) => x.bytes)), refresh: runs[n][0].refresh };
+  const base = results[1];
+  table(`Cost per fire by project size (one per-second routine; every routine with 1 000 history lines; ${seconds} s x ${rounds}, median; the shared index's rewrite added per fire)`,
+    ['routines', 'ms CPU per fire', 'ratio', 'bytes written per fire', 'ratio', 'shared index: ms CPU / KB, once per max(32, N) fires', 'target'],
+    sizes.map((n) => [String(n), fmt(results[n].cpuMs, 2), `${fmt(results[n].cpuMs / base.cpuMs, 2)}x`, fmt(results[n].bytes, 0), `${fmt(results[n].bytes / base.bytes, 2)}x`,
+      `${fmt(results[n].refresh.cpuMs, 1)} / ${fmt(results[n].refresh.bytes / 1024, 1)}`, n === 1 ? '' : '<= 1.2x']));
+  return results;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await fireCostBySize();
