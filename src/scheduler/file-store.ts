@@ -1,7 +1,7 @@
 // Routine state in files (SPEC §3, §6). The history files hold the facts — every fire, every
 // pause and resume, every open marker — appended with one O_APPEND write each. Two indexes sit
 // on top, and both may be lost, stale or garbled at any moment without losing anything:
-// - `history/<id>.index.json`, one per routine: its record folded from its history, with where
+// - `history/<id>.index`, one per routine: its record folded from its history, with where
 //   the fold stopped (inode, size, last bytes) and the ids of the newest lines. Whoever records a
 //   fact of the routine rewrites it (atomically; no lock: a writer that puts back an older copy
 //   only makes the next reader fold a few more lines).
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError } from '../errors.js';
 import { acquireFileLease } from '../lock/acquire.js';
-import { checkFolder, lstatQuiet, trustRoot } from '../lock/files.js';
+import { checkFolder, lstatQuiet, readFileChecked, trustRoot } from '../lock/files.js';
 import {
   HISTORY_LIMIT,
   TRIM_AT_BYTES,
@@ -33,7 +33,7 @@ import {
   unreadableMessage,
   type HistoryEntry,
 } from '../state/history.js';
-import { removeLeftoverTemps } from '../state/durable.js';
+import { readChecksummed, writeChecksummed } from '../state/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState, writeJsonDurable } from '../state/json-file.js';
 import { checkRecord, foldLines, interruptedFire, type Fire, type Folded, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
@@ -43,7 +43,7 @@ export function statePath(project: Project): string {
 }
 
 export function indexPath(project: Project, routineId: string): string {
-  return `${historyPath(project.stateDir, routineId).slice(0, -'.jsonl'.length)}.index.json`;
+  return `${historyPath(project.stateDir, routineId).slice(0, -'.jsonl'.length)}.index`;
 }
 
 const checkRec = (v: unknown) => checkRecord(v);
@@ -143,8 +143,20 @@ function lineNumbers(file: string, offset: number, relative: number[]): number[]
 }
 
 function readIndex(project: Project, id: string): RoutineIndex | null {
-  const r = readJsonState(indexPath(project, id), checkIndex, { cap: 1024 * 1024 });
-  return r.kind === 'ok' ? r.value : null;
+  let content;
+  try {
+    content = readFileChecked(indexPath(project, id), 1024 * 1024);
+  } catch {
+    return null; // not ours, not a file: rebuilt from the history, and replaced by the next writer
+  }
+  const text = content && readChecksummed(content.text);
+  if (!text) return null;
+  try {
+    const v = checkIndex(JSON.parse(text));
+    return typeof v === 'string' ? null : v;
+  } catch {
+    return null;
+  }
 }
 
 /** One routine's current record (O(1) in the number of routines). */
@@ -212,8 +224,9 @@ async function indexAfterAppend(project: Project, id: string, warn: Warn): Promi
   if (folded && folded.size > TRIM_AT_BYTES) folded = await rotate(project, id, warn);
   if (!folded) return null;
   try {
-    // a cache of the history: atomic (never torn), not fsynced (lost on power loss, then rebuilt)
-    writeJsonDurable(indexPath(project, id), { version: 1, ...folded }, { fsync: false });
+    // a cache of the history, rewritten in place with a checksum: a torn one reads as missing,
+    // and is rebuilt from the history
+    writeChecksummed(indexPath(project, id), JSON.stringify({ version: 1, ...folded }));
   } catch (err) {
     warn(`${(err as Error).message}; the fact is recorded in ${historyPath(project.stateDir, id)} and the index is rebuilt from it later`);
   }
@@ -234,8 +247,6 @@ async function rotate(project: Project, id: string, warn: Warn): Promise<Routine
   });
   if (!got.ok) throw new StateIOError(`cannot rotate ${historyPath(project.stateDir, id)}: its lock is ${got.why}`);
   try {
-    // index temp files of writers killed mid-write (a live writer's is seconds old at most)
-    removeLeftoverTemps(indexPath(project, id), 60_000);
     const folded = readRoutineIndexed(project, id, warn);
     if (!folded || folded.size <= TRIM_AT_BYTES) return folded; // another writer rotated it
     const file = historyPath(project.stateDir, id);

@@ -15,6 +15,7 @@ import {
   constants,
   fstatSync,
   fsyncSync,
+  ftruncateSync,
   lstatSync,
   openSync,
   readdirSync,
@@ -24,7 +25,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
-import { ensureDir, lstatQuiet, myUid, randomHex, unlinkQuiet } from '../lock/files.js';
+import { ensureDir, myUid, randomHex, unlinkQuiet } from '../lock/files.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
 export interface DurableIo {
@@ -75,9 +76,6 @@ export interface DurableOptions {
   /** Remove temp files that killed writers left beside `path` (only under the lock that
    * serializes this file's writers, where no other writer can be mid-write). */
   cleanTemps?: boolean;
-  /** false: atomic (a complete temp file renamed over the old one) but not fsynced — for an
-   * index that is rebuilt from durable facts when a power loss takes it. Default true. */
-  fsync?: boolean;
 }
 
 /** Replaces `path` with `data` durably. Returns the bytes written. Throws StateIOError (74)
@@ -103,7 +101,7 @@ export function writeFileDurable(path: string, data: string, opts: DurableOption
     writeAll(fd, buf, 0);
     const size = fstatSync(fd).size;
     if (size !== buf.length) throw Object.assign(new Error(`only ${size} of ${buf.length} bytes reached the disk`), { code: 'EIO' });
-    if (opts.fsync !== false) io.fsync(fd);
+    io.fsync(fd);
   } catch (err) {
     closeSync(fd);
     unlinkQuiet(tmp);
@@ -116,7 +114,7 @@ export function writeFileDurable(path: string, data: string, opts: DurableOption
     unlinkQuiet(tmp);
     throw stateWriteError(err, path);
   }
-  if (opts.fsync !== false) syncDir(dir);
+  syncDir(dir);
   return buf.length;
 }
 
@@ -138,9 +136,8 @@ export function syncDir(dir: string): void {
 }
 
 /** Temp files of killed writers: ours (`<name>.tmp-<hex>`) and write-file-atomic's
- * (`<name>.<number>`), left beside `path`. `minAgeMs`: only those untouched for that long (where
- * another writer may be mid-write, unserialized). */
-export function removeLeftoverTemps(path: string, minAgeMs = 0): number {
+ * (`<name>.<number>`), left beside `path`. */
+export function removeLeftoverTemps(path: string): number {
   const name = basename(path);
   const dir = dirname(path);
   let names: string[];
@@ -154,10 +151,6 @@ export function removeLeftoverTemps(path: string, minAgeMs = 0): number {
     if (!n.startsWith(`${name}.`)) continue;
     const rest = n.slice(name.length + 1);
     if (/^tmp-[0-9a-f]{16}$/.test(rest) || /^\d{1,12}$/.test(rest)) {
-      if (minAgeMs > 0) {
-        const st = lstatQuiet(join(dir, n));
-        if (!st || Date.now() - st.mtimeMs < minAgeMs) continue;
-      }
       unlinkQuiet(join(dir, n));
       removed++;
     }
@@ -225,4 +218,53 @@ export function appendLineTo(path: string, line: string): number {
   } finally {
     closeSync(fd);
   }
+}
+
+/** FNV-1a (32 bit) of a string, in hex: enough to tell a torn mix of two versions from either. */
+export function fnv1a(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/** Rewrites a cache file in place: `text` and its checksum on a second line, written over the
+ * old content (pwrite, then ftruncate), without a temp file or a rename — a rename over an
+ * existing file costs ext4 an implicit flush (auto_da_alloc), more than the rest of a fire's
+ * bookkeeping. A reader that meets the file mid-write (or a crash that tore it, or two writers
+ * at once) finds a checksum that does not match, and treats the cache as missing
+ * (readChecksummed); so only for files whose content can be rebuilt. Opened O_NOFOLLOW and
+ * checked like every state file. */
+export function writeChecksummed(path: string, text: string): void {
+  const buf = Buffer.from(`${text}\n${fnv1a(text)}\n`, 'utf8');
+  let fd: number;
+  try {
+    ensureDir(dirname(path));
+    fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  } catch (err) {
+    throw stateWriteError(err, path);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new UnsafePathError(`${path} is not a regular file; refusing to write state through it`);
+    const uid = myUid();
+    if (uid !== null && st.uid !== uid) throw new UnsafePathError(`${path} is owned by uid ${st.uid}, not by this user (uid ${uid}); refusing to write it`);
+    writeAll(fd, buf, 0);
+    if (st.size > buf.length) ftruncateSync(fd, buf.length);
+  } catch (err) {
+    if (err instanceof UnsafePathError) throw err;
+    throw stateWriteError(err, path);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The text written by writeChecksummed, or null when the file is torn or not one of those. */
+export function readChecksummed(content: string): string | null {
+  const end = content.lastIndexOf('\n', content.length - 2);
+  if (end < 0 || !content.endsWith('\n')) return null;
+  const text = content.slice(0, end);
+  return content.slice(end + 1, -1) === fnv1a(text) ? text : null;
 }
