@@ -110,29 +110,36 @@ function foldHistory(project: Project, id: string, base: RoutineIndex | null, wa
   const st = lstatQuiet(file);
   if (!st || !st.isFile()) return null;
   if (base && unmoved(base, st)) return base;
-  let read: { text: string; ino: number; size: number; mtimeMs: number } | null = null;
+  // the bytes from `start` to the end, folded on top of `from`
+  let read: { bytes: Buffer; start: number; ino: number; size: number; mtimeMs: number } | null = null;
   let from: Folded | undefined;
   if (base && base.ino === st.ino && base.size < st.size) {
     const tail = Buffer.from(base.tail, 'base64');
-    const bytes = readHistoryBytes(file, Math.max(0, base.size - tail.length));
+    const start = Math.max(0, base.size - tail.length);
+    const bytes = readHistoryBytes(file, start);
     if (bytes && bytes.bytes.subarray(0, tail.length).equals(tail)) {
-      read = { text: bytes.bytes.subarray(tail.length).toString('utf8'), ino: bytes.ino, size: bytes.size, mtimeMs: bytes.mtimeMs };
+      read = { ...bytes, bytes: bytes.bytes.subarray(tail.length), start: base.size };
       from = { record: base.record, recent: base.recent };
     }
   }
-  read ??= readHistoryText(file, 0);
-  if (!read) return null;
-  const parsed = parseHistory(read.text, checkRec);
+  if (!read) {
+    const whole = readHistoryBytes(file, 0);
+    if (!whole) return null;
+    read = { ...whole, start: 0 };
+  }
+  const parsed = parseHistory(read.bytes.toString('utf8'), checkRec);
   if (parsed.unreadable.length > 0) warn(unreadableMessage(file, from ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
   const folded = foldLines(parsed.lines, from);
-  return { record: folded.record, recent: folded.recent, ino: read.ino, size: read.size, mtime: read.mtimeMs, tail: tailOf(file, read.size) };
+  return { record: folded.record, recent: folded.recent, ino: read.ino, size: read.size, mtime: read.mtimeMs, tail: tailOf(file, read) };
 }
 
-/** The last up to 64 bytes before `size`, base64. */
-function tailOf(file: string, size: number): string {
-  const start = Math.max(0, size - 64);
-  const read = readHistoryBytes(file, start);
-  return read ? read.bytes.subarray(0, size - start).toString('base64') : '';
+/** The last up to 64 bytes of the file as read (base64): from the bytes in hand when they
+ * reach back that far, else read again. */
+function tailOf(file: string, read: { bytes: Buffer; start: number; size: number }): string {
+  const want = Math.min(64, read.size);
+  if (read.size - read.start >= want) return read.bytes.subarray(read.bytes.length - want).toString('base64');
+  const again = readHistoryBytes(file, read.size - want);
+  return again ? again.bytes.subarray(0, want).toString('base64') : '';
 }
 
 /** Line numbers in the whole file of lines numbered from `offset`. */
@@ -159,9 +166,25 @@ function readIndex(project: Project, id: string): RoutineIndex | null {
   }
 }
 
+/** Indexes this process wrote or read last, per routine: a base to fold on from without reading
+ * the index file again (the history decides: a cached index only saves reading, never answers
+ * for a file that moved on). */
+export type IndexCache = Map<string, RoutineIndex>;
+
 /** One routine's current record (O(1) in the number of routines). */
-function readRoutineIndexed(project: Project, id: string, warn: Warn): RoutineIndex | null {
-  return foldHistory(project, id, readIndex(project, id), warn);
+function readRoutineIndexed(project: Project, id: string, warn: Warn, cache?: IndexCache): RoutineIndex | null {
+  const cached = cache?.get(id);
+  let base = cached ?? null;
+  if (cached) {
+    const st = lstatQuiet(historyPath(project.stateDir, id));
+    if (!st || st.ino !== cached.ino || st.size < cached.size) base = null;
+  }
+  const folded = foldHistory(project, id, base ?? readIndex(project, id), warn);
+  if (cache) {
+    if (folded) cache.set(id, folded);
+    else cache.delete(id);
+  }
+  return folded;
 }
 
 function checkFolders(project: Project): void {
@@ -171,9 +194,9 @@ function checkFolders(project: Project): void {
 }
 
 /** One routine's record as the history holds it; undefined when it has none. */
-export function readRoutine(project: Project, id: string, warn: Warn = () => {}): RoutineRecord | undefined {
+export function readRoutine(project: Project, id: string, warn: Warn = () => {}, cache?: IndexCache): RoutineRecord | undefined {
   checkFolders(project);
-  return readRoutineIndexed(project, id, warn)?.record;
+  return readRoutineIndexed(project, id, warn, cache)?.record;
 }
 
 /** Every routine's record: from routine-state.json where a routine's history has not moved since
@@ -219,9 +242,12 @@ export function writeRoutineState(project: Project, warn: Warn = () => {}): numb
 /** After a fact was appended: brings the routine's own index up to date (rotating a history
  * file that grew past its bound). The fact is safe in the history already: an index that cannot
  * be written is only a warning (it is rebuilt from the history by the next reader). */
-async function indexAfterAppend(project: Project, id: string, warn: Warn): Promise<RoutineIndex | null> {
-  let folded = readRoutineIndexed(project, id, warn);
-  if (folded && folded.size > TRIM_AT_BYTES) folded = await rotate(project, id, warn);
+async function indexAfterAppend(project: Project, id: string, warn: Warn, cache?: IndexCache): Promise<RoutineIndex | null> {
+  let folded = readRoutineIndexed(project, id, warn, cache);
+  if (folded && folded.size > TRIM_AT_BYTES) {
+    folded = await rotate(project, id, warn);
+    if (cache && folded) cache.set(id, folded);
+  }
   if (!folded) return null;
   try {
     // a cache of the history, rewritten in place with a checksum: a torn one reads as missing,
@@ -264,15 +290,15 @@ async function rotate(project: Project, id: string, warn: Warn): Promise<Routine
 
 /** Appends the fact, then brings the routine's index up to date. A full disk that stops the
  * append is an error (the fact is not recorded: exit 74). */
-async function recordFact(project: Project, id: string, line: string, warn: Warn): Promise<RoutineIndex | null> {
+async function recordFact(project: Project, id: string, line: string, warn: Warn, cache?: IndexCache): Promise<RoutineIndex | null> {
   checkFolders(project);
   ensureStateRoot(project.stateDir);
   appendHistoryLine(historyPath(project.stateDir, id), line);
-  return indexAfterAppend(project, id, warn);
+  return indexAfterAppend(project, id, warn, cache);
 }
 
-export async function recordFire(project: Project, routineId: string, fire: Fire, warn: Warn = () => {}): Promise<void> {
-  await recordFact(project, routineId, fireLine(fire), warn);
+export async function recordFire(project: Project, routineId: string, fire: Fire, warn: Warn = () => {}, cache?: IndexCache): Promise<void> {
+  await recordFact(project, routineId, fireLine(fire), warn, cache);
 }
 
 /** The open marker is a fact appended on its own (one O_APPEND write: appends never interleave
@@ -329,11 +355,12 @@ export function readFires(project: Project, routineId: string, warn: Warn = () =
 }
 
 export function fileRoutineStore(project: Project): RoutineStore {
+  const cache: IndexCache = new Map();
   return {
     read: async (warn) => readRoutineState(project, warn),
-    readOne: async (id, warn) => readRoutine(project, id, warn),
+    readOne: async (id, warn) => readRoutine(project, id, warn, cache),
     refreshIndex: async (warn) => writeRoutineState(project, warn),
-    recordFire: (id, fire, warn) => recordFire(project, id, fire, warn),
+    recordFire: (id, fire, warn) => recordFire(project, id, fire, warn, cache),
     openFire: (id, open, warn) => openFire(project, id, open, warn),
     reconcile: (isGone, now, warn) => reconcileOpenFires(project, isGone, now, warn),
     setPaused: (id, paused, note) => pauseRoutine(project, id, paused, note),

@@ -4,7 +4,7 @@
 // marker is written once the exec lock is held and before any work starts, and the fire's record
 // closes it; a marker left open by a process that died is closed by the next one (reconcile).
 
-import { closeSync, constants, openSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, renameSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { acquireAnnounced } from '../announced-wait.js';
 import type { Backend } from '../backend.js';
@@ -20,7 +20,7 @@ import { randomHex } from '../lock/files.js';
 import { processGone, selfIdentity } from '../lock/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
-import { appendLine, openAppend } from '../state/durable.js';
+import { appendLineToFile, openAppendTo, type AppendFile } from '../state/durable.js';
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from './store.js';
 import { markUnstarted } from './unstarted.js';
@@ -69,14 +69,14 @@ export function routineLogPath(project: Project, id: string): string {
   return join(project.stateDir, 'logs', `${id}.log`);
 }
 
-function openRoutineLog(project: Project, id: string): number {
+function openRoutineLog(project: Project, id: string): AppendFile {
   const path = routineLogPath(project, id);
   try {
     if (statSync(path).size > LOG_ROTATE_BYTES) renameSync(path, `${path}.1`);
   } catch {
     // no log yet
   }
-  return openAppend(path);
+  return openAppendTo(path);
 }
 
 /** The line that opens a run in the routine's log (SPEC §10: `routine logs` finds runs by these
@@ -94,14 +94,9 @@ export function endFrame(id: string, f: Pick<Fire, 'run_id' | 'finished_at' | 'r
 
 /** Appends a line of routinely's own (a frame, a note) to the routine's log, on a line of its
  * own even when the command's output did not end with a newline. */
-function noteQuiet(fd: number, path: string, line: string): void {
+function noteQuiet(log: AppendFile, path: string, line: string): void {
   try {
-    const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      appendLine(fd, path, line.replace(/\n$/, ''), rfd);
-    } finally {
-      closeSync(rfd);
-    }
+    appendLineToFile(log, path, line.replace(/\n$/, ''));
   } catch {
     // the log is for people; the record has the result
   }
@@ -170,7 +165,8 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   const runId = newRunId(span.startedMs, randomHex(2));
   // The log first: a log we may not write (another user's, readable by others) stops the fire
   // before anything runs, and says so (exit 2 for `routine run`).
-  const logFd = openRoutineLog(ctx.project, def.id);
+  const log = openRoutineLog(ctx.project, def.id);
+  const logFd = log.fd;
   // `"exclusive": false`: no exec lock (SPEC §6), as a cron job runs beside other work.
   let lease: Lease | null = null;
   let marker: OpenFire;
@@ -202,13 +198,13 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   }
   try {
     ctx.onStarted?.(runId);
-    noteQuiet(logFd, routineLogPath(ctx.project, def.id), startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger));
+    noteQuiet(log, routineLogPath(ctx.project, def.id), startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger));
     const r = await runCommand(ctx, def, lease, runId, logFd);
     const stopReason = typeof ctx.signal?.reason === 'string' ? ctx.signal.reason : 'stopped at scheduler shutdown';
     const { result, reason } = describe(r.process, r.stoppedBy, lease, def, stopReason);
-    if (r.leftovers > 0) noteQuiet(logFd, routineLogPath(ctx.project, def.id), `routinely: ${leftoverMessage(r.leftovers)}`);
+    if (r.leftovers > 0) noteQuiet(log, routineLogPath(ctx.project, def.id), `routinely: ${leftoverMessage(r.leftovers)}`);
     const out = finish(ctx, scheduledAt, span, { result, reason, exit_code: r.process.pid === null ? null : r.process.exitCode, run_id: runId, closes: marker.id });
-    noteQuiet(logFd, routineLogPath(ctx.project, def.id), endFrame(def.id, out));
+    noteQuiet(log, routineLogPath(ctx.project, def.id), endFrame(def.id, out));
     return out;
   } catch (err) {
     return finish(ctx, scheduledAt, span, { result: 'failure', reason: `could not run: ${(err as Error).message}`, exit_code: null, run_id: runId, closes: marker.id });
@@ -324,9 +320,9 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
   };
   function logLine(line: string): void {
     try {
-      const fd = openRoutineLog(ctx.project, def.id);
-      noteQuiet(fd, routineLogPath(ctx.project, def.id), line);
-      closeSync(fd);
+      const log = openRoutineLog(ctx.project, def.id);
+      noteQuiet(log, routineLogPath(ctx.project, def.id), line);
+      closeSync(log.fd);
     } catch {
       // the log is for people
     }

@@ -23,13 +23,29 @@ export function cronSchedule(pattern: string, timezone?: string): Schedule {
   };
 }
 
-/** The same, holding no parsed pattern between calls: for the long-running scheduler, where 100
- * routines would otherwise keep ≈ 8 MB of croner tables alive to save 0.2 ms per fire (see
- * keepCrons in config/cron.ts). */
+/** Parsed patterns the long-running scheduler keeps: the few it used last (the routines that
+ * fire often), not one per routine. */
+const RECENT_CRONS = 16;
+const recentCrons = new Map<string, Cron>();
+
+function recentCron(translated: string, timezone: string | undefined): Cron {
+  const key = `${timezone ?? ''}\u0000${translated}`;
+  let cron = recentCrons.get(key);
+  if (cron) recentCrons.delete(key);
+  else cron = croner(translated, timezone);
+  recentCrons.set(key, cron);
+  if (recentCrons.size > RECENT_CRONS) recentCrons.delete(recentCrons.keys().next().value!);
+  return cron;
+}
+
+/** The same, holding no parsed pattern per routine: for the long-running scheduler, where 100
+ * routines would otherwise keep ≈ 8 MB of croner tables alive (see keepCrons in config/cron.ts);
+ * only the 16 used last are kept, so a routine that fires every second is not parsed again at
+ * every fire (0.3 ms). */
 export function lightSchedule(pattern: string, timezone?: string): Schedule {
   // The translated pattern is a short string; the parsed tables are what is not kept.
   const translated = cronerPattern(pattern, timezone);
-  const make = (): Cron => croner(translated, timezone);
+  const make = (): Cron => recentCron(translated, timezone);
   return {
     next: (from) => make().nextRun(from),
     previous: (at) => make().previousRuns(1, new Date(at.getTime() + 1))[0] ?? null,

@@ -162,10 +162,26 @@ export function removeLeftoverTemps(path: string): number {
  * of ours, and checks what it opened before anything is written (SPEC §12): a regular file, ours,
  * writable by us alone. A log or journal another user planted or can read along is refused. */
 export function openAppend(path: string): number {
+  return openAppendTo(path).fd;
+}
+
+/** Linux reads through an O_APPEND descriptor (pread ignores the flag): one descriptor serves
+ * the append and the look at the last byte. Elsewhere a second one is opened for that. */
+const READS_ON_APPEND = process.platform === 'linux';
+
+export interface AppendFile {
+  fd: number;
+  ino: number;
+  /** The descriptor also reads (endsMidLine needs no second one). */
+  readable: boolean;
+}
+
+/** openAppend, with what the checks saw: the inode, and whether the descriptor reads too. */
+export function openAppendTo(path: string): AppendFile {
   let fd: number;
   try {
     ensureDir(dirname(path));
-    fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+    fd = openSync(path, (READS_ON_APPEND ? constants.O_RDWR : constants.O_WRONLY) | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   } catch (err) {
     if (errnoCode(err) === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to append to it`);
     if (err instanceof UnsafePathError) throw err;
@@ -181,7 +197,7 @@ export function openAppend(path: string): number {
     closeSync(fd);
     throw new UnsafePathError(why);
   }
-  return fd;
+  return { fd, ino: st.ino, readable: READS_ON_APPEND };
 }
 
 /** Whether the file behind `fd` ends in the middle of a line (a torn last line). */
@@ -204,19 +220,25 @@ export function appendLine(fd: number, path: string, line: string, readFd?: numb
   }
 }
 
+/** Appends one line to a file opened by openAppendTo (reading its last byte through a second
+ * descriptor where the first one cannot). */
+export function appendLineToFile(f: AppendFile, path: string, line: string): number {
+  if (f.readable) return appendLine(f.fd, path, line);
+  const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    return appendLine(f.fd, path, line, rfd);
+  } finally {
+    closeSync(rfd);
+  }
+}
+
 /** Appends one line to `path` (open, append, close). */
 export function appendLineTo(path: string, line: string): number {
-  const fd = openAppend(path);
+  const f = openAppendTo(path);
   try {
-    // O_APPEND descriptors cannot pread on every system; read the last byte through another.
-    const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      return appendLine(fd, path, line, rfd);
-    } finally {
-      closeSync(rfd);
-    }
+    return appendLineToFile(f, path, line);
   } finally {
-    closeSync(fd);
+    closeSync(f.fd);
   }
 }
 

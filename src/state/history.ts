@@ -12,7 +12,7 @@ import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readdir
 import { join } from 'node:path';
 import { errnoCode, stateWriteError } from '../errors.js';
 import { STATE_FILE_CAP, randomHex, readFileChecked, unlinkQuiet } from '../lock/files.js';
-import { appendLine, openAppend, writeFileDurable } from './durable.js';
+import { appendLineToFile, openAppendTo, writeFileDurable } from './durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord, type RoutineResult } from './routine-state.js';
 
 export const HISTORY_LIMIT = 1000;
@@ -156,19 +156,13 @@ export function unreadableMessage(path: string, numbers: number[]): string {
  * its id makes the fold count it once. */
 export function appendHistoryLine(path: string, line: string): void {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const fd = openAppend(path);
-    let ino: number;
+    const f = openAppendTo(path);
     try {
-      const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-      try {
-        appendLine(fd, path, line, rfd);
-      } finally {
-        closeSync(rfd);
-      }
-      ino = fstatSync(fd).ino;
+      appendLineToFile(f, path, line);
     } finally {
-      closeSync(fd);
+      closeSync(f.fd);
     }
+    const ino = f.ino;
     let now: number | null;
     try {
       now = lstatSync(path).ino;
