@@ -6,6 +6,8 @@ import { httpBenchmarks } from './http.mjs';
 import { lockBenchmarks } from './lock.mjs';
 import { pgBenchmarks } from './pg.mjs';
 import { schedulerBenchmarks } from './scheduler.mjs';
+import { fireCostBySize } from './fire-size.mjs';
+import { coldStart } from './cold-start.mjs';
 
 const quick = process.argv.includes('--quick');
 console.log(`routinely benchmarks — node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})${quick ? ', quick' : ''}`);
@@ -13,5 +15,7 @@ const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
 if (!only || only === 'lock') await lockBenchmarks({ quick });
 if (!only || only === 'exec') await execBenchmarks({ quick });
 if (!only || only === 'scheduler') await schedulerBenchmarks({ quick });
+if (!only || only === 'size') await fireCostBySize(quick ? { seconds: 10, rounds: 1 } : {});
+if (!only || only === 'cold') await coldStart(quick ? { rounds: 8 } : {});
 if (!only || only === 'http') await httpBenchmarks({ quick });
 if (!only || only === 'pg') await pgBenchmarks({ quick });

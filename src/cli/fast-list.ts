@@ -7,24 +7,20 @@
 
 import { fstatSync, statSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
-import { findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import type { Project } from '../config/load.js';
 import { trustRoot } from '../lock/files.js';
 import { readLockStatus } from '../lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import { stateOf } from '../scheduler/status.js';
 import { readRoutineState } from '../scheduler/file-store.js';
-import { listCacheKey, nextCached, readListCache } from '../scheduler/list-cache.js';
+import { nextCached, readListCache } from '../scheduler/list-cache.js';
 import { emptyRecord } from '../state/routine-state.js';
-import { VERSION } from '../version.js';
 import type { FastListArgs } from './fast-args.js';
+import { cachedConfig } from './fast-config.js';
 import { err } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListedRoutine, type SchedulerLine } from './routine-list.js';
 import type { RoutineRecord } from '../state/routine-state.js';
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
 
 interface Gathered {
   routines: ListedRoutine[];
@@ -36,22 +32,10 @@ interface Gathered {
 
 /** Everything the list needs, or null when the cache cannot answer (nothing printed yet). */
 function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
-  const configPath = findConfig({ configPath: a.config, env });
-  const key = listCacheKey(configPath, env, VERSION);
-  if (key === null) return null;
-  const text = readConfigBytes(configPath).toString('utf8');
-  const raw: unknown = JSON.parse(text.includes('/') ? stripJsonComments(text) : text);
-  if (!isObj(raw)) return null;
-  // files only (the database backend has no cache)
-  if (raw.backend !== undefined && !(isObj(raw.backend) && raw.backend.type === 'file')) return null;
-  if (isObj(raw.lock) && raw.lock.backend !== undefined && raw.lock.backend !== 'file') return null;
-  const stateDirRaw = raw.stateDir ?? '.routinely';
-  if (typeof stateDirRaw !== 'string') return null;
-  // as resolveProject (config/load.ts) places them
-  const root = dirname(configPath);
-  const stateDir = resolve(root, nonEmpty(env.ROUTINELY_STATE_DIR) ?? stateDirRaw);
-  const lockDir = resolve(root, nonEmpty(env.ROUTINELY_LOCK_DIR) ?? join(stateDir, 'locks'));
-  const cache = readListCache(stateDir, key);
+  const found = cachedConfig(a.config, env);
+  if (!found) return null;
+  const { stateDir, lockDir } = found.project;
+  const cache = readListCache(stateDir, found.key);
   const now = Date.now();
   if (!cache || now < cache.written_at) return null;
   const routines: ListedRoutine[] = [];

@@ -1,11 +1,23 @@
 // Terminal output helpers for the CLI layer.
 
+/** A reader that goes away (`… | head -1`) is no error of ours: output to a closed pipe is
+ * dropped, never an unhandled 'error' event with a stack trace. Attached on first use, so a
+ * command that prints nothing never creates Node's stdout or stderr stream. */
+const guarded = new WeakSet<NodeJS.WriteStream>();
+function guard(stream: NodeJS.WriteStream): NodeJS.WriteStream {
+  if (!guarded.has(stream)) {
+    guarded.add(stream);
+    stream.on('error', () => {});
+  }
+  return stream;
+}
+
 export const out = (line: string): void => {
-  process.stdout.write(`${line}\n`);
+  guard(process.stdout).write(`${line}\n`);
 };
 
 export const err = (line: string): void => {
-  process.stderr.write(`${line}\n`);
+  guard(process.stderr).write(`${line}\n`);
 };
 
 let exitFlushMs: number | null = null;

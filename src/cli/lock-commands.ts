@@ -2,29 +2,23 @@
 
 import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
-import { commandEnv, killGroup, leftoverMessage, runProcess, stopGroup } from '../exec/process.js';
+import { commandEnv } from '../exec/process.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
-import type { Lease } from '../lock/lease.js';
-import type { LockStatus } from '../lock/status.js';
 import { acquireAnnounced } from '../announced-wait.js';
 import { disposable, openBackend, withBackend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
-import { printable } from '../printable.js';
-import { err, formatInZone, humanDuration, out } from './io.js';
+import { ensureListCache } from '../scheduler/upcoming.js';
+import { err, out } from './io.js';
+import { describeStatus, runUnderLease } from './lock-run.js';
 import type { GlobalOptions } from './main.js';
 import { StopSignals } from './signals.js';
 import { loadForView } from './view-project.js';
 
-/** How long a forwarded SIGINT/SIGTERM may take before the group gets SIGKILL. */
-const FORWARD_GRACE_MS = 10_000;
-/** SIGTERM → SIGKILL for leftovers of the command's group, and for the command when the lock
- * is lost (less when the lease has less time left). */
-const LEFTOVER_GRACE_MS = 2_000;
-
 export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: string }, g: GlobalOptions): Promise<number> {
   const policy = busyPolicy(flags, 'fail');
   const project = loadProject({ configPath: g.config });
+  ensureListCache(project); // the next lock run starts fast (fast-lock.ts)
   using stop = new StopSignals();
   const owner = { command: 'lock run', routine: flags.routine ?? null, run_id: process.env.ROUTINELY_RUN_ID ?? null };
   await using backend = disposable(await openBackend(project));
@@ -38,65 +32,12 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   // A routine's command (the scheduler runs command routines through here) does not get what
   // routinely withholds; a person's `lock run` keeps their environment as it is.
   const env = flags.routine ? commandEnv(process.env, project.config.passEnv) : process.env;
-  const code = await runUnderLease(cmd, lease, stop, env);
-  const reason =
-    code === 0 ? null : stop.received ? `stopped by ${stop.received}` : lease.lost ? `lock lost: ${lease.lost.why}` : code === 127 || code === 126 ? `cannot run ${cmd[0]}` : `exit code ${code}`;
-  return code;
-}
-
-/** Runs CMD in its own group while `lease` is held; returns the exit code `lock run` exits with. */
-async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals, baseEnv: NodeJS.ProcessEnv): Promise<number> {
-  let childPid: number | null = null;
-  let escalate: NodeJS.Timeout | undefined;
-  const forward = stop.onSignal((signal, repeated) => {
-    if (childPid === null) return;
-    killGroup(childPid, repeated ? 'SIGKILL' : signal);
-    escalate ??= setTimeout(() => childPid !== null && killGroup(childPid, 'SIGKILL'), FORWARD_GRACE_MS);
-  });
-  // SIGTERM → SIGKILL time; never past our lease once it is lost (SPEC §4.14).
-  const grace = (): number => Math.min(LEFTOVER_GRACE_MS, lease.lost ? lease.lost.graceMs : LEFTOVER_GRACE_MS);
-  const result = await runProcess({
-    file: cmd[0]!,
-    args: cmd.slice(1),
-    env: { ...baseEnv, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId },
-    stdio: 'inherit',
-    signal: lease.signal, // a lost lock stops the command (SPEC §4.3)
-    killGraceMs: grace,
-    onSpawn: (pid) => {
-      childPid = pid;
-      lease.trackChild(pid);
-      if (stop.received) killGroup(pid, stop.received);
-    },
-  });
-  forward();
-  clearTimeout(escalate);
-  // What is left of the group (background jobs, or what ignored a signal) must not run on
-  // outside the lock we are about to release (SPEC §4.11). Processes that left the group on
-  // purpose (setsid) are beyond reach, as they are for flock(1).
-  if (result.pid !== null) {
-    const left = await stopGroup(result.pid, grace());
-    if (left > 0) err(`routinely: ${leftoverMessage(left)}`);
-  }
-
-  // Checked again after the command ended: a pause may have cost us the lock unnoticed.
-  const check = lease.verify();
-  if (!check.ok) {
-    err(`routinely: lock lost: ${check.lost.why}; stopped ${cmd[0]} and left the lock alone`);
-    return ExitCode.FAILED;
-  }
-  if (result.pid !== null) lease.untrackChild(result.pid);
-  const released = await lease.release();
-  if (!released.released) err(`routinely: lock not released: ${released.why}`);
-  if (stop.received) return stop.exitCode;
-  if (result.reason === 'spawn-error') {
-    err(`routinely: lock run: cannot run ${JSON.stringify(cmd[0])}: ${result.error}`);
-    return /EACCES|EPERM/.test(result.error ?? '') ? 126 : 127;
-  }
-  return result.exitCode;
+  return await runUnderLease(cmd, lease, stop, env);
 }
 
 export async function lockStatus(flags: { json?: boolean; key: string }, g: GlobalOptions): Promise<number> {
-  const { project } = loadForView(g);
+  const { project, invalid } = loadForView(g);
+  if (!invalid) ensureListCache(project);
   const status = await withBackend(project, (b) => b.lock.status(flags.key === 'scheduler' ? b.schedulerKey(hostId()) : flags.key));
   if (flags.json) {
     out(JSON.stringify(status, null, 2));
@@ -104,29 +45,6 @@ export async function lockStatus(flags: { json?: boolean; key: string }, g: Glob
   }
   for (const line of describeStatus(status)) out(line);
   return ExitCode.OK;
-}
-
-function describeStatus(s: LockStatus): string[] {
-  const lines = [`${s.key} lock: ${s.state}${s.state === 'stale' ? ` (${printable(s.why ?? '')})` : ''}`];
-  const row = (k: string, v: string): void => {
-    lines.push(`  ${`${k}:`.padEnd(12)}${v}`);
-  };
-  if (s.record) {
-    const o = s.record.owner;
-    row('holder', printable(s.holder ?? ''));
-    row('command', printable([o.command, o.routine && `routine ${o.routine}`, o.run_id && `run ${o.run_id}`].filter(Boolean).join(', ')));
-    row('since', formatInZone(new Date(s.record.created_at * 1000)));
-    row('heartbeat', `${humanDuration((s.heartbeat_age_s ?? 0) * 1000)} ago`);
-    const exp = s.expires_in_s ?? 0;
-    row('expires', exp >= 0 ? `in ${humanDuration(exp * 1000)}` : `${humanDuration(-exp * 1000)} ago`);
-    if (o.children && o.children.length > 0) row('children', o.children.map((c) => `pid ${c.pid}`).join(', '));
-  } else if (s.state === 'stale') {
-    row('holder', 'unreadable lock file');
-  }
-  row('generation', String(s.generation));
-  if (s.state === 'held') row('stale', `no (${printable(s.why ?? '')})`);
-  row('file', displayPath(s.path));
-  return lines;
 }
 
 export async function lockBreak(flags: { key: string }, g: GlobalOptions): Promise<number> {

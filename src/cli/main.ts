@@ -3,17 +3,40 @@
 // path (fast-list.ts: the running scheduler's cache, no commander, zod, croner or ICU); every
 // other command, and a list the cache cannot answer, goes through commander (program.ts).
 
-import { fastListArgs } from './fast-args.js';
+import { fastListArgs, fastLockArgs, fastValidateArgs } from './fast-args.js';
 import { fastList } from './fast-list.js';
+import { fastValidate } from './fast-validate.js';
+import { createRequire } from 'node:module';
+
+const lazyRequire = createRequire(import.meta.url);
 
 export type { GlobalOptions } from './program.js';
 
 async function run(argv: string[]): Promise<void> {
-  const fast = fastListArgs(argv.slice(2));
+  const args = argv.slice(2);
+  const fast = fastListArgs(args);
   if (fast) {
     const code = fastList(fast);
     if (code !== null) {
       // everything is written (synchronously); nothing else keeps the process alive
+      process.exitCode = code;
+      return;
+    }
+  }
+  const validate = fastValidateArgs(args);
+  if (validate) {
+    const code = fastValidate(validate);
+    if (code !== null) {
+      process.exitCode = code;
+      return;
+    }
+  }
+  const lock = fastLockArgs(args);
+  if (lock) {
+    // in a file of its own (cli-lock.cjs: it spawns, and other commands never load that),
+    // required, not imported (import() would start the ESM loader: 10 ms)
+    const code = await (lazyRequire('./cli-lock.cjs') as typeof import('./fast-lock.js')).fastLock(lock);
+    if (code !== null) {
       process.exitCode = code;
       return;
     }

@@ -16,6 +16,7 @@ import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
 import { readSchedulerState } from '../scheduler/status.js';
+import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
 import type { GlobalOptions } from './main.js';
 import { loadForView, stateOnly } from './view-project.js';
@@ -127,6 +128,8 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
   }
   // With an invalid config, the routines the state knows (no schedule, action or next run).
   routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, starvedAfterSkips: 3, next: null }));
+  // the next `routine list` starts from the cache (fast-list.ts), scheduler or not
+  if (!fromState) ensureListCache(project, now.getTime());
   return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);
 }
 

@@ -4,6 +4,7 @@ import { keepCrons } from '../config/cron.js';
 import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { cronSchedule, nextRuns, routineZone } from '../scheduler/schedule.js';
+import { ensureListCache } from '../scheduler/upcoming.js';
 import { formatInZone, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 
@@ -11,7 +12,8 @@ export async function validate(g: GlobalOptions): Promise<number> {
   keepCrons();
   // The environment overrides (SPEC §2) are checked as every other command checks them, so a
   // value that would make them exit 2 never passes as valid here.
-  const { configPath: path, config } = loadProject({ configPath: g.config });
+  const project = loadProject({ configPath: g.config });
+  const { configPath: path, config } = project;
   const backend = { type: config.backend.type };
   const tasks = config.exec.tasks.length;
   out(`${displayPath(path)}: valid (${config.routines.length} routine${config.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`);
@@ -24,5 +26,8 @@ export async function validate(g: GlobalOptions): Promise<number> {
       out(`  ${formatInZone(at, routineZone(r, { backend }))}   ${at.toISOString()}`);
     }
   }
+  // the next `validate`, `routine list` or `lock run` of this very config starts without
+  // validating it again (fast-config.ts)
+  ensureListCache(project);
   return ExitCode.OK;
 }

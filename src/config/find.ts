@@ -3,10 +3,16 @@
 // fast `routine list` path can find its config without loading it.
 
 import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 
 export const CONFIG_FILE = 'routinely.json';
+
+/** The config path as the user should read it in messages. */
+export function displayPath(path: string, cwd = process.cwd()): string {
+  const rel = relative(cwd, path);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
+}
 
 export interface FindOptions {
   cwd?: string;

@@ -2,12 +2,12 @@
 // up from the current directory, `--config` / ROUTINELY_CONFIG overriding, environment
 // overrides winning over the file. Bad values are errors, never silent defaults.
 
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { ConfigError, UsageError, errnoCode } from '../errors.js';
-import { CONFIG_FILE, findConfig, findConfigUpward, isFile, readConfigBytes, stripJsonComments } from './find.js';
+import { CONFIG_FILE, displayPath, findConfig, findConfigUpward, isFile, readConfigBytes, stripJsonComments } from './find.js';
 import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
 
-export { CONFIG_FILE, findConfig, findConfigUpward, isFile, stripJsonComments };
+export { CONFIG_FILE, displayPath, findConfig, findConfigUpward, isFile, stripJsonComments };
 import type { Config } from './schema.js';
 import { validateConfig, type ValidateOptions } from './validate.js';
 
@@ -35,11 +35,6 @@ export interface Project {
 
 export type ProjectBackend = { type: 'file' } | { type: 'postgres'; url: string; project: string };
 
-/** The config path as the user should read it in messages. */
-export function displayPath(path: string, cwd = process.cwd()): string {
-  const rel = relative(cwd, path);
-  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
-}
 
 /** Parses JSON (comments allowed); a syntax error names its line and column
  * (`routinely.json: line 7, column 3: invalid JSON: trailing comma before "}" (JSON allows none)`). */

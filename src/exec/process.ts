@@ -2,7 +2,8 @@
 // reason a process ended recorded before it is killed, each child in its own process group
 // (a new session) so a timeout or a stop reaches its grandchildren too.
 
-import { spawn, type StdioOptions } from 'node:child_process';
+import type { StdioOptions } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { errnoCode } from '../errors.js';
 import { quietly, systemProbe } from '../lock/identity.js';
@@ -118,6 +119,13 @@ export async function stopGroup(pid: number, graceMs: number): Promise<number> {
 /** `ended 2 leftover processes of the command's group` */
 export function leftoverMessage(n: number, what = "the command's group"): string {
   return `ended ${n} leftover process${n === 1 ? '' : 'es'} of ${what}`;
+}
+
+// node:child_process (with node:net and the stream machinery) only once something is spawned:
+// `lock status` and the other short commands that share this module never pay for it.
+const lazyRequire = createRequire(import.meta.url);
+function spawn(file: string, args: readonly string[], options: import('node:child_process').SpawnOptions): import('node:child_process').ChildProcess {
+  return (lazyRequire('node:child_process') as typeof import('node:child_process')).spawn(file, args, options);
 }
 
 export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {

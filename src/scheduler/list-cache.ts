@@ -14,10 +14,10 @@ import { removeLeftoverTemps } from '../state/durable.js';
 import type { ZoneTime } from '../zone-time.js';
 
 export const LIST_CACHE_FILE = 'list-cache.json';
-/** Upcoming fire times kept per routine: enough to cover COVER_MS, at least 2, at most 16 (a
- * daily routine keeps 2, a per-second one 16). The cache is rewritten when a routine is down to
- * its last quarter. Small, because every `routine list` parses all of it. */
-export const UPCOMING_MIN = 2;
+/** Upcoming fire times kept per routine: enough to cover COVER_MS, at least 3 (what `validate`
+ * prints), at most 16 (a per-second one keeps 16 and a step). The cache is rewritten when a
+ * routine is down to its last quarter. Small, because every `routine list` parses all of it. */
+export const UPCOMING_MIN = 3;
 export const UPCOMING_MAX = 16;
 export const COVER_MS = 10 * 60_000;
 const CACHE_CAP = 4 * 1024 * 1024;
@@ -64,13 +64,30 @@ export function nextCached(r: CachedRoutine, nowMs: number): ZoneTime | null {
   return at <= r.every.until ? shifted(last, k * r.every.step) : null;
 }
 
+/** What the short commands need of a validated config (lock run, lock status, validate): with
+ * the cache's key matching, the config is the one that validated, so they load no validator. */
+export interface CachedProject {
+  stateDir: string;
+  lockDir: string;
+  lockTtlMs: number;
+  lockRefreshMs: number;
+  passEnv: string[];
+  /** The machine's time zone (routines without `timezone` run in it). */
+  machineZone: string;
+  inlineTasks: number;
+}
+
 export interface ListCache {
-  version: 1;
+  version: 2;
   key: string;
   /** When the times were computed: a reader whose clock is earlier cannot use them. */
   written_at: number;
   routines: CachedRoutine[];
 }
+
+/** The short commands' settings: a file of its own beside the list cache, so that `lock run`
+ * reads a few hundred bytes however many routines the project has. */
+export const PROJECT_CACHE_FILE = 'config-cache.json';
 
 /** Variables that change nothing listed: diagnostics and this cache's own switch. */
 const UNKEYED = new Set(['ROUTINELY_DEBUG', 'ROUTINELY_LIST_CACHE']);
@@ -95,14 +112,13 @@ export function listCacheKey(configPath: string, env: NodeJS.ProcessEnv, version
 
 /** Writes the cache; returns when it should be written again (the earliest time a routine is
  * down to its last few cached times), or null when no routine has a future time. */
-export function writeListCache(stateDir: string, key: string, routines: CachedRoutine[], writtenAt: number): number | null {
-  const cache: ListCache = { version: 1, key, written_at: writtenAt, routines };
-  const path = join(stateDir, LIST_CACHE_FILE);
-  removeLeftoverTemps(path); // of a scheduler killed mid-write (only the scheduler writes it)
+/** Writes a cache file whole (temp file, rename). */
+function writeCacheFile(path: string, value: unknown): void {
+  removeLeftoverTemps(path); // of a writer killed mid-write
   const tmp = `${path}.tmp-${randomHex(8)}`;
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
-    const buf = Buffer.from(JSON.stringify(cache));
+    const buf = Buffer.from(JSON.stringify(value));
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
     if (fstatSync(fd).size !== buf.length) throw new Error(`short write to ${tmp}`);
@@ -117,6 +133,12 @@ export function writeListCache(stateDir: string, key: string, routines: CachedRo
   }
   closeSync(fd);
   renameSync(tmp, path);
+}
+
+export function writeListCache(project: CachedProject, key: string, routines: CachedRoutine[], writtenAt: number): number | null {
+  writeCacheFile(join(project.stateDir, PROJECT_CACHE_FILE), { version: 1, key, project });
+  const cache: ListCache = { version: 2, key, written_at: writtenAt, routines };
+  writeCacheFile(join(project.stateDir, LIST_CACHE_FILE), cache);
   let refill: number | null = null;
   for (const r of routines) {
     if (r.upcoming.length === 0) continue;
@@ -147,11 +169,24 @@ function checkRoutine(v: unknown): CachedRoutine | null {
   return { id: v.id, schedule: v.schedule, timezone: v.timezone, action: v.action, enabled: v.enabled, starvedAfterSkips: v.starvedAfterSkips as number, upcoming: v.upcoming, ...(every ? { every } : {}) };
 }
 
-/** The cache in `stateDir` when it is there, ours, whole and for `key`; else null. */
-export function readListCache(stateDir: string, key: string): ListCache | null {
+function checkProject(v: unknown): CachedProject | null {
+  if (!isObj(v)) return null;
+  const str = (x: unknown): x is string => typeof x === 'string' && x.length > 0 && x.length < 4096;
+  if (!str(v.stateDir) || !str(v.lockDir) || !str(v.machineZone)) return null;
+  const ms = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x > 0;
+  if (!ms(v.lockTtlMs) || !ms(v.lockRefreshMs) || v.lockRefreshMs * 2 >= v.lockTtlMs) return null;
+  if (!Array.isArray(v.passEnv) || !v.passEnv.every((x) => typeof x === 'string') || !Number.isSafeInteger(v.inlineTasks)) return null;
+  return {
+    stateDir: v.stateDir, lockDir: v.lockDir, lockTtlMs: v.lockTtlMs, lockRefreshMs: v.lockRefreshMs,
+    passEnv: v.passEnv as string[], machineZone: v.machineZone, inlineTasks: v.inlineTasks as number,
+  };
+}
+
+/** A cache file's JSON when it is there, ours, whole and for `key`; else null. */
+function readCacheFile(path: string, key: string, version: number): Record<string, unknown> | null {
   let text: string | null;
   try {
-    text = readFileChecked(join(stateDir, LIST_CACHE_FILE), CACHE_CAP)?.text ?? null;
+    text = readFileChecked(path, CACHE_CAP)?.text ?? null;
   } catch {
     return null;
   }
@@ -162,13 +197,25 @@ export function readListCache(stateDir: string, key: string): ListCache | null {
   } catch {
     return null;
   }
-  if (!isObj(v) || v.version !== 1 || v.key !== key || !Number.isSafeInteger(v.written_at) || !Array.isArray(v.routines)) return null;
+  return isObj(v) && v.version === version && v.key === key ? v : null;
+}
+
+/** The short commands' settings for `key`, or null. */
+export function readProjectCache(stateDir: string, key: string): CachedProject | null {
+  const v = readCacheFile(join(stateDir, PROJECT_CACHE_FILE), key, 1);
+  return v ? checkProject(v.project) : null;
+}
+
+/** The cache in `stateDir` when it is there, ours, whole and for `key`; else null. */
+export function readListCache(stateDir: string, key: string): ListCache | null {
+  const v = readCacheFile(join(stateDir, LIST_CACHE_FILE), key, 2);
+  if (!v || !Number.isSafeInteger(v.written_at) || !Array.isArray(v.routines)) return null;
   const routines: CachedRoutine[] = [];
   for (const r of v.routines) {
     const checked = checkRoutine(r);
     if (!checked) return null;
     routines.push(checked);
   }
-  return { version: 1, key, written_at: v.written_at as number, routines };
+  return { version: 2, key, written_at: v.written_at as number, routines };
 }
 

@@ -7,7 +7,8 @@ import { cronerPattern } from '../config/dialect.js';
 import type { Project } from '../config/load.js';
 import { zoneTime, type ZoneTime } from '../zone-time.js';
 import { VERSION } from '../version.js';
-import { COVER_MS, UPCOMING_MAX, UPCOMING_MIN, listCacheKey, sameOffset, writeListCache, type CachedRoutine } from './list-cache.js';
+import { COVER_MS, UPCOMING_MAX, UPCOMING_MIN, listCacheKey, nextCached, readListCache, readProjectCache, sameOffset, writeListCache, type CachedProject, type CachedRoutine } from './list-cache.js';
+import { ensureStateRoot } from '../state/json-file.js';
 import { routineZone } from './schedule.js';
 
 /** The cache entries for a validated config at `nowMs`. */
@@ -16,7 +17,7 @@ export function cachedRoutines(project: Project, nowMs: number): CachedRoutine[]
     const zone = routineZone(def, project);
     const upcoming = [];
     let every: CachedRoutine['every'];
-    if (def.enabled) {
+    {
       // one parse per routine, dropped afterwards (see lightSchedule)
       const cron = croner(cronerPattern(def.schedule, zone), zone);
       let cursor: Date | null = new Date(nowMs);
@@ -57,5 +58,30 @@ export function cacheSchedules(project: Project, nowMs: number, env: NodeJS.Proc
     return nowMs + 5_000;
   }
   if (key === null || text !== project.configText || listCacheKey(project.configPath, env, VERSION) !== key) return nowMs + 5_000;
-  return writeListCache(project.stateDir, key, cachedRoutines(project, nowMs), nowMs);
+  return writeListCache(cachedProject(project), key, cachedRoutines(project, nowMs), nowMs);
+}
+
+/** The settings the short commands take from the cache. */
+export function cachedProject(project: Project): CachedProject {
+  return {
+    stateDir: project.stateDir, lockDir: project.lockDir, lockTtlMs: project.lockTtlMs, lockRefreshMs: project.lockRefreshMs,
+    passEnv: project.config.passEnv, machineZone: Intl.DateTimeFormat().resolvedOptions().timeZone, inlineTasks: project.config.exec.tasks.length,
+  };
+}
+
+/** Writes the cache for `project` unless one for this config, this environment and this version
+ * is there and can still answer (the full path of the short commands leaves it behind, so their
+ * next start is fast). A cache that cannot be written only costs speed. */
+export function ensureListCache(project: Project, nowMs = Date.now(), env: NodeJS.ProcessEnv = process.env): void {
+  if (project.backend.type !== 'file' || env.ROUTINELY_LIST_CACHE === '0') return;
+  try {
+    const key = listCacheKey(project.configPath, env, VERSION);
+    if (key === null) return;
+    const cache = readListCache(project.stateDir, key);
+    if (cache && readProjectCache(project.stateDir, key) && cache.written_at <= nowMs && cache.routines.every((r) => nextCached(r, nowMs) !== null)) return;
+    ensureStateRoot(project.stateDir);
+    cacheSchedules(project, nowMs, env);
+  } catch {
+    // a cache
+  }
 }

@@ -1,0 +1,56 @@
+// The validated config as the short commands find it without validating it again (SPEC §3 "the
+// cost of a fire does not grow", issue 20): the cache of scheduler/list-cache.ts, written by the
+// scheduler and by the full path of `routine list`, `validate`, `lock run` and `lock status`
+// once they have validated the config, keyed by this very config file (inode, size and times),
+// every ROUTINELY_* variable and TZ, the version and the user. A key that does not match means
+// the full path, which validates and reports exactly as before.
+
+import { dirname, join, resolve } from 'node:path';
+import { findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
+import { listCacheKey, readProjectCache, type CachedProject } from '../scheduler/list-cache.js';
+import { VERSION } from '../version.js';
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
+
+export interface CachedConfig {
+  configPath: string;
+  root: string;
+  /** The cache's key (list-cache.ts): the list cache is read with it. */
+  key: string;
+  project: CachedProject;
+}
+
+/** The cache for the config the command would use, or null (then the full path runs). Throws
+ * nothing the full path would not report itself: callers treat a throw as null. */
+export function cachedConfig(configArg: string | undefined, env: NodeJS.ProcessEnv): CachedConfig | null {
+  if (env.ROUTINELY_LIST_CACHE === '0') return null;
+  const configPath = findConfig({ configPath: configArg, env });
+  const key = listCacheKey(configPath, env, VERSION);
+  if (key === null) return null;
+  // where the cache is: stateDir as resolveProject (config/load.ts) places it
+  const text = readConfigBytes(configPath).toString('utf8');
+  const raw = parseJsonc(text);
+  if (!isObj(raw)) return null;
+  // files only (the database backend has no cache)
+  if (raw.backend !== undefined && !(isObj(raw.backend) && raw.backend.type === 'file')) return null;
+  if (isObj(raw.lock) && raw.lock.backend !== undefined && raw.lock.backend !== 'file') return null;
+  const stateDirRaw = raw.stateDir ?? '.routinely';
+  if (typeof stateDirRaw !== 'string') return null;
+  const root = dirname(configPath);
+  const stateDir = resolve(root, nonEmpty(env.ROUTINELY_STATE_DIR) ?? stateDirRaw);
+  const project = readProjectCache(stateDir, key);
+  if (!project || project.stateDir !== stateDir) return null;
+  if (project.lockDir !== resolve(root, nonEmpty(env.ROUTINELY_LOCK_DIR) ?? join(stateDir, 'locks'))) return null;
+  return { configPath, root, key, project };
+}
+
+/** JSON, or JSON with comments: the native parser first (a zone like "Europe/Berlin" has a slash
+ * but no comment), the comments blanked only when that fails. */
+function parseJsonc(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return JSON.parse(stripJsonComments(text));
+  }
+}

@@ -1,0 +1,96 @@
+// `lock run -- CMD` and `lock status` started like bare node (issue 20): a crontab line
+// `routinely lock run -- job` pays its start-up before the job. With the validated config's
+// cache for this very config file (fast-config.ts), they take their settings from it and load
+// neither the command-line parser nor the config validator; they then do exactly what the full
+// commands do (lock-run.ts is shared with them). Without the cache, null: the full path runs.
+
+import { writeSync } from 'node:fs';
+import { trustProjectRoots } from '../backend.js';
+import type { Project } from '../config/load.js';
+import { ExitCode, RoutinelyError } from '../errors.js';
+import { execGenerationFloor } from '../exec/file-store.js';
+import { EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, fileLockBackend } from '../lock/backend.js';
+import { ensureStateRoot } from '../state/json-file.js';
+import { acquireAnnounced } from '../announced-wait.js';
+import type { FastLockArgs } from './fast-args.js';
+import { cachedConfig } from './fast-config.js';
+import { busyPolicy, reportBusy, waitNotice } from './busy.js';
+import { err } from './io.js';
+import { describeStatus, runUnderLease } from './lock-run.js';
+import { StopSignals } from './signals.js';
+
+/** The exit code, or null to leave the command to the full path (nothing printed yet). */
+export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process.env): Promise<number | null> {
+  let project: Project;
+  try {
+    const found = cachedConfig(a.config, env);
+    if (!found) return null;
+    const p = found.project;
+    project = {
+      root: found.root, configPath: found.configPath, stateDir: p.stateDir, lockDir: p.lockDir, lockTtlMs: p.lockTtlMs, lockRefreshMs: p.lockRefreshMs,
+      backend: { type: 'file' },
+      // what the lock commands read of the config
+      config: { passEnv: p.passEnv } as Project['config'],
+    };
+  } catch {
+    return null; // whatever it is, the full path reports it properly
+  }
+  if (env.ROUTINELY_DEBUG) err(`routinely: debug: lock ${a.kind} from the cache of a config that validated`);
+  // the lock alone, as fileBackend (backend.ts) builds it: no state stores to load
+  trustProjectRoots(project);
+  const lock = fileLockBackend({
+    lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs,
+    generationFloor: () => execGenerationFloor(project),
+    hooks: { notice: (m) => err(`routinely: ${m}`) },
+  });
+  if (a.kind === 'status') {
+    let text: string;
+    try {
+      const status = await lock.status(a.key === 'scheduler' ? SCHEDULER_LOCK_KEY : a.key);
+      text = a.json ? JSON.stringify(status, null, 2) : describeStatus(status).join('\n');
+    } catch {
+      return null; // a lock folder it refuses (a symlink, a FIFO): the full path says why
+    }
+    // written at once, without creating Node's stdout stream (a few ms of a short start)
+    writeAll(`${text}\n`);
+    return ExitCode.OK;
+  }
+  const policy = busyPolicy({ ifBusy: a.ifBusy, waitTimeout: a.waitTimeout }, 'fail');
+  using stop = new StopSignals();
+  const owner = { command: 'lock run', routine: null, run_id: env.ROUTINELY_RUN_ID ?? null };
+  let got;
+  try {
+    ensureStateRoot(project.stateDir);
+    got = await acquireAnnounced(lock, EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal }, waitNotice(policy));
+  } catch {
+    return null; // nothing ran: the full path tries again, and reports what stops it
+  }
+  if (!got.ok) return got.reason === 'ABORTED' ? stop.exitCode : reportBusy(got, policy);
+  try {
+    await using lease = got.lease;
+    return await runUnderLease(a.cmd, lease, stop, process.env);
+  } catch (error) {
+    // as the full path reports it (program.ts)
+    if (error instanceof RoutinelyError) {
+      err(`routinely: ${error.message}`);
+      return error.exitCode;
+    }
+    err(`routinely: unexpected error: ${error instanceof Error ? error.message : String(error)}`);
+    return ExitCode.FAILED;
+  }
+}
+
+/** All of `text` to stdout; a full pipe (EAGAIN) is waited out, a reader gone (EPIPE) is not ours. */
+function writeAll(text: string): void {
+  const buf = Buffer.from(text);
+  for (let off = 0; off < buf.length; ) {
+    try {
+      off += writeSync(1, buf, off, buf.length - off);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') continue;
+      if (code === 'EPIPE') return;
+      throw e;
+    }
+  }
+}

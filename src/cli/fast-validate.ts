@@ -1,0 +1,41 @@
+// `routinely validate` from the validated config's cache (fast-config.ts): when this very config
+// file, with this environment, validated before, it is valid now; the next three fire times of
+// each routine come from the cache (computed with the same calculator and DST rule). It prints
+// what the full command prints, byte for byte; without a usable cache, null (the full path).
+
+import { displayPath } from '../config/find.js';
+import { ExitCode } from '../errors.js';
+import { nextCached, readListCache } from '../scheduler/list-cache.js';
+import type { ZoneTime } from '../zone-time.js';
+import { cachedConfig } from './fast-config.js';
+import { err, out } from './io.js';
+
+export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = process.env): number | null {
+  let lines: string[];
+  try {
+    const found = cachedConfig(a.config, env);
+    if (!found) return null;
+    const cache = readListCache(found.project.stateDir, found.key);
+    const now = Date.now();
+    if (!cache || now < cache.written_at) return null;
+    const tasks = found.project.inlineTasks;
+    lines = [`${displayPath(found.configPath)}: valid (${cache.routines.length} routine${cache.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`];
+    for (const r of cache.routines) {
+      const flags = [r.action, r.enabled ? null : 'disabled'].filter(Boolean).join(', ');
+      lines.push(`${r.id}  ${r.schedule}  (${r.timezone ?? found.project.machineZone}; ${flags})`);
+      const times: ZoneTime[] = [];
+      for (let t = now; times.length < 3; ) {
+        const next = nextCached(r, t);
+        if (!next) return null; // the cache ran out
+        times.push(next);
+        t = next.at;
+      }
+      for (const z of times) lines.push(`  ${z.date} ${z.time} ${z.zone}   ${new Date(z.at).toISOString()}`);
+    }
+  } catch {
+    return null;
+  }
+  if (env.ROUTINELY_DEBUG) err('routinely: debug: validate from the cache of a config that validated');
+  out(lines.join('\n'));
+  return ExitCode.OK;
+}

@@ -1,0 +1,93 @@
+// The heart of `lock run` and `lock status` (SPEC §4), shared by the full commands
+// (lock-commands.ts) and their fast start (fast-lock.ts): nothing here loads the config
+// validator or the command-line parser.
+
+import { displayPath } from '../config/find.js';
+import { ExitCode } from '../errors.js';
+import { killGroup, leftoverMessage, runProcess, stopGroup } from '../exec/process.js';
+import type { Lease } from '../lock/lease.js';
+import type { LockStatus } from '../lock/status.js';
+import { printable } from '../printable.js';
+import { err, formatInZone, humanDuration } from './io.js';
+import type { StopSignals } from './signals.js';
+
+/** How long a forwarded SIGINT/SIGTERM may take before the group gets SIGKILL. */
+const FORWARD_GRACE_MS = 10_000;
+/** SIGTERM → SIGKILL for leftovers of the command's group, and for the command when the lock
+ * is lost (less when the lease has less time left). */
+const LEFTOVER_GRACE_MS = 2_000;
+
+/** Runs CMD in its own group while `lease` is held; returns the exit code `lock run` exits with. */
+export async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals, baseEnv: NodeJS.ProcessEnv): Promise<number> {
+  let childPid: number | null = null;
+  let escalate: NodeJS.Timeout | undefined;
+  const forward = stop.onSignal((signal, repeated) => {
+    if (childPid === null) return;
+    killGroup(childPid, repeated ? 'SIGKILL' : signal);
+    escalate ??= setTimeout(() => childPid !== null && killGroup(childPid, 'SIGKILL'), FORWARD_GRACE_MS);
+  });
+  // SIGTERM → SIGKILL time; never past our lease once it is lost (SPEC §4.14).
+  const grace = (): number => Math.min(LEFTOVER_GRACE_MS, lease.lost ? lease.lost.graceMs : LEFTOVER_GRACE_MS);
+  const result = await runProcess({
+    file: cmd[0]!,
+    args: cmd.slice(1),
+    env: { ...baseEnv, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId },
+    stdio: 'inherit',
+    signal: lease.signal, // a lost lock stops the command (SPEC §4.3)
+    killGraceMs: grace,
+    onSpawn: (pid) => {
+      childPid = pid;
+      lease.trackChild(pid);
+      if (stop.received) killGroup(pid, stop.received);
+    },
+  });
+  forward();
+  clearTimeout(escalate);
+  // What is left of the group (background jobs, or what ignored a signal) must not run on
+  // outside the lock we are about to release (SPEC §4.11). Processes that left the group on
+  // purpose (setsid) are beyond reach, as they are for flock(1).
+  if (result.pid !== null) {
+    const left = await stopGroup(result.pid, grace());
+    if (left > 0) err(`routinely: ${leftoverMessage(left)}`);
+  }
+
+  // Checked again after the command ended: a pause may have cost us the lock unnoticed.
+  const check = lease.verify();
+  if (!check.ok) {
+    err(`routinely: lock lost: ${check.lost.why}; stopped ${cmd[0]} and left the lock alone`);
+    return ExitCode.FAILED;
+  }
+  if (result.pid !== null) lease.untrackChild(result.pid);
+  const released = await lease.release();
+  if (!released.released) err(`routinely: lock not released: ${released.why}`);
+  if (stop.received) return stop.exitCode;
+  if (result.reason === 'spawn-error') {
+    err(`routinely: lock run: cannot run ${JSON.stringify(cmd[0])}: ${result.error}`);
+    return /EACCES|EPERM/.test(result.error ?? '') ? 126 : 127;
+  }
+  return result.exitCode;
+}
+
+export function describeStatus(s: LockStatus): string[] {
+  const lines = [`${s.key} lock: ${s.state}${s.state === 'stale' ? ` (${printable(s.why ?? '')})` : ''}`];
+  const row = (k: string, v: string): void => {
+    lines.push(`  ${`${k}:`.padEnd(12)}${v}`);
+  };
+  if (s.record) {
+    const o = s.record.owner;
+    row('holder', printable(s.holder ?? ''));
+    row('command', printable([o.command, o.routine && `routine ${o.routine}`, o.run_id && `run ${o.run_id}`].filter(Boolean).join(', ')));
+    row('since', formatInZone(new Date(s.record.created_at * 1000)));
+    row('heartbeat', `${humanDuration((s.heartbeat_age_s ?? 0) * 1000)} ago`);
+    const exp = s.expires_in_s ?? 0;
+    row('expires', exp >= 0 ? `in ${humanDuration(exp * 1000)}` : `${humanDuration(-exp * 1000)} ago`);
+    if (o.children && o.children.length > 0) row('children', o.children.map((c) => `pid ${c.pid}`).join(', '));
+  } else if (s.state === 'stale') {
+    row('holder', 'unreadable lock file');
+  }
+  row('generation', String(s.generation));
+  if (s.state === 'held') row('stale', `no (${printable(s.why ?? '')})`);
+  row('file', displayPath(s.path));
+  return lines;
+}
+

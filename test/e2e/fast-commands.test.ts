@@ -1,0 +1,77 @@
+// `validate`, `lock run` and `lock status` from the validated config's cache (fast-config.ts):
+// after one full run they start without the config validator or the command-line parser, and
+// print and exit exactly as the full path does; a changed config is validated again.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli, startCli } from '../helpers/cli.js';
+import { testProject } from '../helpers/testdir.js';
+
+const FROM_CACHE = /^routinely: debug: (validate|lock run|lock status) from the cache of a config that validated\n/;
+const routines = [
+  { id: 'new-year', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+  { id: 'berlin', schedule: '30 6 * * 1', timezone: 'Europe/Berlin', action: 'command', run: 'true' },
+  { id: 'off', schedule: '0 0 1 1 *', action: 'register', enabled: false },
+  { id: 'often', schedule: '*/10 * * * * *', action: 'command', run: 'true' },
+];
+const fast = (project: string, args: string[]) => runCli(args, { cwd: project, env: { ROUTINELY_DEBUG: '1' } });
+const full = (project: string, args: string[]) => runCli(args, { cwd: project, env: { ROUTINELY_LIST_CACHE: '0' } });
+
+describe('short commands from the validated config', () => {
+  it('validate: the same bytes as the full path once the config validated; a changed config is validated again', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 't', run: 'true' }] }, routines });
+    const first = await fast(project, ['validate']);
+    expect(first.stderr).not.toMatch(FROM_CACHE); // nothing cached yet: validated
+    const again = await fast(project, ['validate']);
+    expect(again.stderr).toMatch(FROM_CACHE);
+    const reference = await full(project, ['validate']);
+    expect(again.stdout).toBe(reference.stdout);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/^routinely\.json: valid \(4 routines, 1 inline task\)\noff {2}0 0 1 1 \* {2}\(\S+; register, disabled\)|^routinely\.json: valid \(4 routines, 1 inline task\)\n/);
+    // edited into an invalid config: the full path refuses it
+    const config = join(project, 'routinely.json');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('*/10 * * * * *', '*/61 * * * *'));
+    const bad = await fast(project, ['validate']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).not.toMatch(FROM_CACHE);
+    expect(bad.stderr).toMatch(/routines\[3\]\.schedule: "\*\/61 \* \* \* \*" is not a valid cron expression/);
+  });
+
+  it('lock status and lock run: the same output and exit codes as the full path, busy or not', async () => {
+    const project = testProject({ routines });
+    expect((await full(project, ['validate'])).code).toBe(0);
+    await fast(project, ['lock', 'status']); // leaves the cache
+    for (const args of [['lock', 'status'], ['lock', 'status', '--json'], ['lock', 'status', '--key', 'scheduler']]) {
+      const f = await fast(project, args);
+      expect(f.stderr, args.join(' ')).toMatch(FROM_CACHE);
+      const s = await full(project, args);
+      expect(f.stdout, args.join(' ')).toBe(s.stdout);
+    }
+    const ran = await fast(project, ['lock', 'run', '--', 'sh', '-c', 'echo "gen $ROUTINELY_LOCK_GENERATION"; exit 7']);
+    expect(ran.stderr).toMatch(FROM_CACHE);
+    expect(ran.code).toBe(7);
+    expect(ran.stdout).toMatch(/^gen \d+\n$/);
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 30'], { cwd: project });
+    await holder.waitFor(/holding/);
+    for (const [args, code, out] of [
+      [['lock', 'run', '--', 'true'], 75, ''],
+      [['lock', 'run', '--if-busy', 'skip', '--', 'true'], 0, 'skipped: exec busy\n'],
+      [['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '0.3', '--', 'true'], 75, ''],
+    ] as const) {
+      const f = await fast(project, [...args]);
+      const s = await full(project, [...args]);
+      expect([f.code, f.stdout], args.join(' ')).toEqual([code, out]);
+      expect([s.code, s.stdout], args.join(' ')).toEqual([code, out]);
+      expect(f.stderr.replace(FROM_CACHE, '').replace(/heartbeat \d+s ago/g, 'heartbeat Ns ago'), args.join(' ')).toBe(s.stderr.replace(/heartbeat \d+s ago/g, 'heartbeat Ns ago'));
+    }
+    const status = JSON.parse((await fast(project, ['lock', 'status', '--json'])).stdout) as { state: string; record: { owner: { pid: number } } };
+    expect(status).toMatchObject({ state: 'held', record: { owner: { pid: holder.pid } } });
+    holder.child.kill('SIGTERM');
+    await holder.exited;
+    // --wait-timeout without --if-busy wait is the full path's to refuse
+    const refused = await fast(project, ['lock', 'run', '--wait-timeout', '5', '--', 'true']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).not.toMatch(FROM_CACHE);
+  });
+});
