@@ -8,6 +8,7 @@ import { pgBenchmarks } from './pg.mjs';
 import { schedulerBenchmarks } from './scheduler.mjs';
 import { fireCostBySize } from './fire-size.mjs';
 import { coldStart } from './cold-start.mjs';
+import { cronAnchor } from './cron.mjs';
 
 const quick = process.argv.includes('--quick');
 console.log(`routinely benchmarks — node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})${quick ? ', quick' : ''}`);
@@ -17,5 +18,6 @@ if (!only || only === 'exec') await execBenchmarks({ quick });
 if (!only || only === 'scheduler') await schedulerBenchmarks({ quick });
 if (!only || only === 'size') await fireCostBySize(quick ? { seconds: 10, rounds: 1 } : {});
 if (!only || only === 'cold') await coldStart(quick ? { rounds: 8 } : {});
+if ((!only && !quick) || only === 'cron') await cronAnchor();
 if (!only || only === 'http') await httpBenchmarks({ quick });
 if (!only || only === 'pg') await pgBenchmarks({ quick });
