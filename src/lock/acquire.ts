@@ -17,7 +17,7 @@ import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
 import { giveUpLeadMs } from './lease-state.js';
 import type { OrphanReport } from './orphans.js';
-import { lockPaths, slotPath, type LockPaths } from './paths.js';
+import { beatPath, lockPaths, slotPath, type LockPaths } from './paths.js';
 import { serializeLockRecord, toEpochSeconds, MAX_GENERATION, type LockRecord } from './record.js';
 import { collectGarbage, endHolderOrphans, keepStaleCopy, moveAsideView, type ReclaimContext } from './reclaim.js';
 import { highestFree, highestSlot, listLockDir, readSlot, readView, type SlotHolder, type ViewRead } from './slots.js';
@@ -243,6 +243,14 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
     }
     const view: ViewStamp | null = placed ? stampView(paths, mine) : null;
     const lease = new FileLease(paths, record, mine, view, opts, clock, probe, started, opts.hooks);
+    try {
+      // the heartbeat file exists from now on, rewritten in place: keeping the lease needs no
+      // new blocks or inodes (SPEC §4.15)
+      lease.createBeat();
+    } catch (err) {
+      lease.releaseSync();
+      throw stateWriteError(err, beatPath(paths, record.lock_id), 'creating the lock in');
+    }
     if (pausedSince(started, clock, opts)) {
       // Paused long enough for our own record to expire: someone may judge it stale any moment.
       lease.releaseSync();

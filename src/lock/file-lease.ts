@@ -7,12 +7,13 @@
 // rewrite files nobody else reads as theirs; the slot sequence decides who holds the lock
 // (docs/lock.md "Design").
 
-import { renameSync, type Stats } from 'node:fs';
+import { closeSync, constants, openSync, renameSync, writeSync, type Stats } from 'node:fs';
+import { frameChecksummed } from '../checksum.js';
 import type { Clock } from '../clock.js';
 import { printable } from '../printable.js';
 import { errnoCode } from '../errors.js';
 import { ChildJournal } from './children.js';
-import { linkNew, lstatQuiet, randomHex, replaceOwnFile, unlinkQuiet, writeNewFile } from './files.js';
+import { linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
 import type { LivenessProbe } from './identity.js';
 import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
 import { LeaseState, giveUpLeadMs } from './lease-state.js';
@@ -21,6 +22,17 @@ import { serializeLockRecord, toEpochSeconds, type LockRecord } from './record.j
 import { listLockDir, readSlot, readView, serializeBeat, type Beat } from './slots.js';
 
 const CHILD_WRITE_MS = 250;
+/** A heartbeat record is a few hundred bytes: written padded to one block, always the same one. */
+const BEAT_BYTES = 4096;
+
+/** Writes all of `buf` at offset 0 (a short write, on a filling disk, is continued). */
+function writeAllAt(fd: number, buf: Buffer): void {
+  for (let off = 0; off < buf.length; ) {
+    const n = writeSync(fd, buf, off, buf.length - off, off);
+    if (!(n > 0)) throw Object.assign(new Error(`write returned ${n}`), { code: 'EIO' });
+    off += n;
+  }
+}
 
 export interface LeaseTiming {
   ttlMs: number;
@@ -43,7 +55,10 @@ export class FileLease extends LeaseState implements Lease {
   /** Wall-clock expiry of our last written heartbeat, as observers see it. */
   private expiresAtMs: number;
   private jumpCheck = false;
-  private beatWritten = false;
+  /** Our heartbeat file, open for its in-place rewrites (SPEC §4.15); created at acquisition. */
+  private beatFd: number | null = null;
+  /** Why the last heartbeat could not be written (cleared by the next one that is). */
+  private lastWriteError: NodeJS.ErrnoException | null = null;
   /** `<key>.lock` as the last checkFiles() found it. */
   private viewSeen: Stats | null = null;
 
@@ -103,10 +118,27 @@ export class FileLease extends LeaseState implements Lease {
     return { ok: true };
   }
 
-  /** Replaces `<key>.beat.<lock_id>` (only ever ours). null when an I/O error stopped it. */
-  private writeBeat(): Beat | null {
+  /** Creates `<key>.beat.<lock_id>` (only ever ours) with the heartbeat as of acquisition, and
+   * keeps it open: every later heartbeat rewrites it in place, over the blocks it has, so a
+   * full disk or a folder out of inodes never costs a holder its lease (SPEC §4.15). Throws
+   * the I/O error when even this cannot be written (the lock is then not taken). */
+  createBeat(): void {
+    const file = beatPath(this.paths, this.rec.lock_id);
+    this.step('acquire:beat');
+    const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      writeAllAt(fd, frameChecksummed(serializeBeat(this.beatNow()).trimEnd(), BEAT_BYTES));
+    } catch (err) {
+      closeSync(fd);
+      unlinkQuiet(file);
+      throw err;
+    }
+    this.beatFd = fd;
+  }
+
+  private beatNow(): Beat {
     const now = this.clock.now();
-    const beat: Beat = {
+    return {
       version: 1,
       lock_id: this.rec.lock_id,
       heartbeat_at: toEpochSeconds(now),
@@ -116,21 +148,21 @@ export class FileLease extends LeaseState implements Lease {
       children: this.rec.owner.children ?? [],
       ...(this.rec.owner.stopping ? { stopping: true as const } : {}),
     };
+  }
+
+  /** Rewrites our heartbeat file in place (a reader that meets the write half done sees a
+   * checksum that does not match, and reads again). null when an I/O error stopped it. */
+  private writeBeat(): Beat | null {
+    const beat = this.beatNow();
     try {
       this.step('beat:write');
-      const file = beatPath(this.paths, this.rec.lock_id);
-      // The first write creates the file whole (O_EXCL: nobody else has it); later ones replace
-      // it by rename, so a reader never sees half a heartbeat.
-      if (this.beatWritten) replaceOwnFile(file, this.paths.tmpPrefix, serializeBeat(beat));
-      else writeNewFile(file, serializeBeat(beat));
-      this.beatWritten = true;
+      if (this.beatFd === null) this.createBeat();
+      else writeAllAt(this.beatFd, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
+      this.lastWriteError = null;
       return beat;
     } catch (err) {
-      if (errnoCode(err) === 'EEXIST' && !this.beatWritten) {
-        this.beatWritten = true; // written by an earlier attempt that failed after the create
-        return this.writeBeat();
-      }
       if (errnoCode(err) === undefined) throw err;
+      this.lastWriteError = err as NodeJS.ErrnoException;
       return null;
     }
   }
@@ -251,7 +283,7 @@ export class FileLease extends LeaseState implements Lease {
    * (SPEC §4.13). */
   protected override expiredBy(): string | null {
     const own = super.expiredBy();
-    if (own) return own;
+    if (own) return `${own}${this.writeTrouble()}`;
     if (this.jumpCheck) return null;
     const left = this.expiresAtMs - this.clock.now();
     if (left > giveUpLeadMs(this.ttlMs)) return null;
@@ -262,6 +294,8 @@ export class FileLease extends LeaseState implements Lease {
       if (!files.ok) return this.markLost(`${files.why} (after the wall clock jumped)`, files.takenOver).why;
       const r = this.beat();
       if (!r.ok) return r.lost.why;
+      // not renewed after all: the heartbeat could not be written (said when the lease runs out)
+      if (this.lastWriteError) return null;
       this.hooks.notice?.(
         `the wall clock jumped forward (${Math.round(wallElapsed / 1000)}s since our last heartbeat by the wall clock); the ${this.rec.key} lock is still ours, heartbeat renewed`,
       );
@@ -329,6 +363,7 @@ export class FileLease extends LeaseState implements Lease {
     this.stopHeartbeat();
     clearTimeout(this.childTimer);
     this.childTimer = undefined;
+    this.closeBeat();
     if (this.released) return { released: true };
     const lost = this.lostInfo;
     this.viewSeen = null;
@@ -378,7 +413,31 @@ export class FileLease extends LeaseState implements Lease {
     return { ok: false, lost: this.markLost(why, takenOver) };
   }
 
+  /** Why our heartbeat cannot be written, for a lease that runs out because of it (the path and
+   * the error: a read-only or failing state folder), or ''. */
+  private writeTrouble(): string {
+    const e = this.lastWriteError;
+    return e ? `; its heartbeat could not be written to ${beatPath(this.paths, this.rec.lock_id)} (${e.code ?? 'error'}: ${e.message.replace(/^\w+: /, '').split(',')[0]})` : '';
+  }
+
+  /** Whether the lease was lost because its own heartbeats could not be written (the state
+   * folder is read-only or failing), not because someone else took the lock. */
+  get lostToWriteErrors(): boolean {
+    return this.lostInfo !== null && this.lostInfo.graceMs > 0 && this.lastWriteError !== null;
+  }
+
+  private closeBeat(): void {
+    if (this.beatFd === null) return;
+    try {
+      closeSync(this.beatFd);
+    } catch {
+      // closed already
+    }
+    this.beatFd = null;
+  }
+
   protected override onLost(): void {
+    this.closeBeat();
     clearTimeout(this.childTimer);
     this.closeChildJournal(false); // the reclaimer reads it
   }

@@ -3,6 +3,7 @@
 
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { readChecksummed } from '../checksum.js';
 import { UnsafePathError, errnoCode } from '../errors.js';
 import { LOCK_FILE_CAP, lstatQuiet, readFileChecked } from './files.js';
 import { beatPath, freeGeneration, isLockId, slotGeneration, slotPath, type LockPaths } from './paths.js';
@@ -110,13 +111,22 @@ export function readSlot(paths: LockPaths, generation: number): SlotRead {
 
 export function readBeat(paths: LockPaths, lockId: string): Beat | null {
   if (!isLockId(lockId)) return null;
-  try {
-    const content = readFileChecked(beatPath(paths, lockId), LOCK_FILE_CAP);
-    return content ? parseBeat(content.text, lockId) : null;
-  } catch (err) {
-    if (err instanceof UnsafePathError) return null; // not trusted: judged by the record alone
-    throw err;
+  // Rewritten in place by its holder (SPEC §4.15): a read that meets the write half done sees a
+  // checksum that does not match, and reads again; a beat torn for good (a crash mid-write) is
+  // as good as none: the slot's record and the owner's liveness judge it.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let content;
+    try {
+      content = readFileChecked(beatPath(paths, lockId), LOCK_FILE_CAP);
+    } catch (err) {
+      if (err instanceof UnsafePathError) return null; // not trusted: judged by the record alone
+      throw err;
+    }
+    if (!content) return null;
+    const text = readChecksummed(content.text);
+    if (text !== null) return parseBeat(text, lockId);
   }
+  return null;
 }
 
 export function withBeat(rec: LockRecord, slotIno: number, beat: Beat | null): SlotHolder {

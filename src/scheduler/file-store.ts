@@ -33,7 +33,8 @@ import {
   unreadableMessage,
   type HistoryEntry,
 } from '../state/history.js';
-import { readChecksummed, writeChecksummed } from '../state/durable.js';
+import { readChecksummed } from '../checksum.js';
+import { writeChecksummed } from '../state/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState, writeJsonDurable } from '../state/json-file.js';
 import { checkRecord, foldLines, interruptedFire, type Fire, type Folded, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';

@@ -25,6 +25,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
+import { frameChecksummed } from '../checksum.js';
 import { ensureDir, myUid, randomHex, unlinkQuiet } from '../lock/files.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
@@ -242,16 +243,6 @@ export function appendLineTo(path: string, line: string): number {
   }
 }
 
-/** FNV-1a (32 bit) of a string, in hex: enough to tell a torn mix of two versions from either. */
-export function fnv1a(text: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return (h >>> 0).toString(16).padStart(8, '0');
-}
-
 /** Rewrites a cache file in place: `text` and its checksum on a second line, written over the
  * old content (pwrite, then ftruncate), without a temp file or a rename — a rename over an
  * existing file costs ext4 an implicit flush (auto_da_alloc), more than the rest of a fire's
@@ -260,7 +251,7 @@ export function fnv1a(text: string): string {
  * (readChecksummed); so only for files whose content can be rebuilt. Opened O_NOFOLLOW and
  * checked like every state file. */
 export function writeChecksummed(path: string, text: string): void {
-  const buf = Buffer.from(`${text}\n${fnv1a(text)}\n`, 'utf8');
+  const buf = frameChecksummed(text);
   let fd: number;
   try {
     ensureDir(dirname(path));
@@ -281,12 +272,4 @@ export function writeChecksummed(path: string, text: string): void {
   } finally {
     closeSync(fd);
   }
-}
-
-/** The text written by writeChecksummed, or null when the file is torn or not one of those. */
-export function readChecksummed(content: string): string | null {
-  const end = content.lastIndexOf('\n', content.length - 2);
-  if (end < 0 || !content.endsWith('\n')) return null;
-  const text = content.slice(0, end);
-  return content.slice(end + 1, -1) === fnv1a(text) ? text : null;
 }

@@ -8,7 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { readChecksummed } from '../../src/state/durable.js';
+import { readChecksummed } from '../../src/checksum.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';

@@ -4,6 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readChecksummed } from '../../src/checksum.js';
 import { describe, expect, it } from 'vitest';
 import { CLI, childEnv, eventually, processRuns, runCli, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
@@ -110,8 +111,9 @@ describe('the work dies with the lease (SPEC §4.14)', () => {
     const project = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 } });
     const marks = join(project, 'marks');
     const work = (name: string) => ['bash', '-c', `trap '' TERM; echo up; while :; do echo "${name} $EPOCHREALTIME" >> '${marks}'; sleep 0.02; done`];
-    // Every heartbeat of A fails from its 3rd rename on (as on a full disk): A cannot renew.
-    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:error=ENOSPC:when=3+', process.execPath, CLI, 'lock', 'run', '--', ...work('A')], {
+    // Every heartbeat of A fails from its 3rd in-place write on (as on a failing disk): A cannot
+    // renew. (A full disk no longer stops a heartbeat: it rewrites the same block, SPEC §4.15.)
+    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=pwrite64', '-e', 'inject=pwrite64:error=EIO:when=3+', process.execPath, CLI, 'lock', 'run', '--', ...work('A')], {
       cwd: project, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'],
     });
     let aErr = '';
@@ -124,7 +126,7 @@ describe('the work dies with the lease (SPEC §4.14)', () => {
     const watchBeats = setInterval(() => {
       for (const n of readdirSync(locks).filter((x) => x.startsWith('exec-run.beat.'))) {
         try {
-          const beat = JSON.parse(readFileSync(join(locks, n), 'utf8')) as { expires_at: number };
+          const beat = JSON.parse(readChecksummed(readFileSync(join(locks, n), 'utf8')) ?? 'null') as { expires_at: number };
           expiredA = Math.max(expiredA, beat.expires_at);
         } catch {
           // replaced while we read it
@@ -136,7 +138,7 @@ describe('the work dies with the lease (SPEC §4.14)', () => {
     expect((await b.exited).code).toBe(0);
     expect(await aExit).toBe(1);
     clearInterval(watchBeats);
-    expect(aErr).toMatch(/lock lost: no successful heartbeat/);
+    expect(aErr).toMatch(/lock lost: no successful heartbeat for [\d.]+s.*; its heartbeat could not be written to \S+exec-run\.beat\.[0-9a-f]{32} \(EIO: i\/o error/);
     const lines = readFileSync(marks, 'utf8').trim().split('\n').map((l) => l.split(' '));
     const lastA = Math.max(...lines.filter((l) => l[0] === 'A').map((l) => Number(l[1])));
     const firstB = Math.min(...lines.filter((l) => l[0] === 'B').map((l) => Number(l[1])));

@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readChecksummed } from '../../src/checksum.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { UnsafePathError } from '../../src/errors.js';
@@ -71,7 +72,10 @@ describe('acquire and release', () => {
     // the slot stays (it carries the generation), the release mark says it is free; no temp files
     expect(readdirSync(dir).sort()).toEqual(['exec-run.beat.' + lease.lockId, 'exec-run.free.1', 'exec-run.slot.1']);
     for (const name of readdirSync(dir)) expect(statSync(join(dir, name)).mode & 0o777).toBe(0o600);
-    const beat = JSON.parse(readFileSync(join(dir, `exec-run.beat.${lease.lockId}`), 'utf8'));
+    // rewritten in place: the record, its checksum, padding to one block
+    const beatFile = readFileSync(join(dir, `exec-run.beat.${lease.lockId}`), 'utf8');
+    expect(beatFile.length).toBe(4096);
+    const beat = JSON.parse(readChecksummed(beatFile)!);
     expect(beat).toMatchObject({ lock_id: lease.lockId, expires_at: expect.any(Number) });
     expect(readLockStatus({ lockDir: dir, key: 'exec-run' })).toMatchObject({ state: 'free', generation: 1 });
   });

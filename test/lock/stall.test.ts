@@ -18,7 +18,7 @@ const HOLD_A = 1500;
 const HOLD_B = 5000;
 
 /** Every step the file lease reports to its hook; a new step must be added here to be tested. */
-const ACQUIRE = ['acquire:list', 'acquire:read-slot', 'acquire:write-temp', 'acquire:link-slot', 'acquire:recheck', 'acquire:write-view'];
+const ACQUIRE = ['acquire:list', 'acquire:read-slot', 'acquire:write-temp', 'acquire:link-slot', 'acquire:recheck', 'acquire:write-view', 'acquire:beat'];
 const HOLD = ['children:append', 'verify:slots', 'verify:view', 'beat:write', 'beat:recheck:slots', 'beat:recheck:view'];
 const RELEASE = ['release:slots', 'release:view', 'release:move-view', 'release:mark'];
 const RAISE = ['raise:write', 'raise:link', 'raise:recheck', 'raise:recheck:slots', 'raise:recheck:view'];
