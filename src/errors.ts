@@ -58,10 +58,11 @@ export class StateIOError extends RoutinelyError {
   readonly exitCode = ExitCode.IO;
 }
 
-/** The database backend cannot be reached or answered with an error. */
+/** The database backend cannot be reached or answered with an error: the work did not run
+ * (SPEC §7: 74, like any state that cannot be read or written). */
 export class DatabaseError extends RoutinelyError {
   readonly code = 'DATABASE';
-  readonly exitCode = ExitCode.FAILED;
+  readonly exitCode = ExitCode.IO;
 }
 
 const IO_WORDS: Record<string, string> = {
@@ -74,7 +75,31 @@ const IO_WORDS: Record<string, string> = {
   ENOTDIR: 'a path component is not a directory',
   EMLINK: 'too many links',
   EFBIG: 'file too large',
+  EMFILE: 'too many open files',
+  ENFILE: 'too many open files in the system',
 };
+
+/** Errors of the storage itself (SPEC §7, §4.15: exit 74): full, out of quota or inodes, read-only,
+ * failing, or out of descriptors. */
+const STORAGE_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EIO', 'EMFILE', 'ENFILE', 'EFBIG']);
+
+/** Whether `err` says the state could not be read or written because of the storage (not a
+ * bad path, not a bug): a StateIOError, or an errno of the storage. */
+export function isStorageError(err: unknown): boolean {
+  if (err instanceof StateIOError) return true;
+  const code = errnoCode(err);
+  return code !== undefined && STORAGE_CODES.has(code);
+}
+
+/** A storage errno from Node (`EIO: i/o error, scandir '/x/.routinely/locks'`) as a StateIOError
+ * naming the path and the error, for exit 74; other errors are returned as they are. */
+export function asStorageError(err: unknown): unknown {
+  if (err instanceof RoutinelyError || !isStorageError(err)) return err;
+  const e = err as NodeJS.ErrnoException;
+  const words = IO_WORDS[e.code!] ?? e.code;
+  const op = e.syscall ? `${e.syscall === 'scandir' ? 'listing' : e.syscall === 'open' ? 'opening' : e.syscall === 'write' || e.syscall === 'pwrite' ? 'writing' : e.syscall === 'read' ? 'reading' : e.syscall}` : 'using';
+  return new StateIOError(e.path ? `${words} ${op} ${e.path}` : `${words} (${e.message})`);
+}
 
 /** `no space left on device writing .routinely/routine-state.json` */
 export function ioMessage(err: unknown, verb: string, path: string): string {

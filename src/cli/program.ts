@@ -3,7 +3,7 @@
 // process.exit; it maps errors to the exit codes of SPEC §7 and never prints a stack trace.
 
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ExitCode, RoutinelyError } from '../errors.js';
+import { ExitCode, RoutinelyError, asStorageError } from '../errors.js';
 
 import { VERSION } from '../version.js';
 
@@ -339,7 +339,9 @@ function helpWithoutCommand(program: Command, args: string[]): Command | null {
   return group && group.commands.length > 0 ? group : null;
 }
 
-function reportError(error: unknown): number {
+function reportError(thrown: unknown): number {
+  // a storage fault reached here unnamed (a listing, a read): 74 with the path, as SPEC §7 says
+  const error = asStorageError(thrown);
   if (error instanceof CommanderError) {
     // commander printed its message already; help and version are not errors
     if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') {

@@ -29,6 +29,8 @@ export { serve } from './serve-command.js';
 /** How long a stopping scheduler waits for its output to be read (before and after its lock is
  * released). */
 const EXIT_FLUSH_MS = 2_000;
+/** How often a scheduler that could not keep its lock (state folder not writable) tries again. */
+const STATE_RETRY_MS = 2_000;
 
 export interface SchedulerFlags {
   logFormat: LogFormat;
@@ -69,9 +71,15 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
   let current = (): Project => project;
+  let stateProblem = (): string | null => null;
   let served: SchedulerHttp | null = null;
   try {
-    served = http && (await (await import('./http-status.js')).schedulerHttp({ setup: http, backend, host, log, project: () => current(), lockProblem: () => lockProblem(lease, backend.kind) }));
+    // /healthz: 503 with the reason while the lock is not held, or the state cannot be written
+    const problem = (): string | null => {
+      const state = stateProblem();
+      return state !== null ? `state folder not writable: ${state}` : lockProblem(lease, backend.kind);
+    };
+    served = http && (await (await import('./http-status.js')).schedulerHttp({ setup: http, backend, host, log, project: () => current(), lockProblem: problem }));
   } catch (err) {
     await lease.release();
     throw err;
@@ -122,6 +130,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   });
   const unwatchClock = backend.dbClock ? await watchDbClock(backend.dbClock, log, () => scheduler.clockStepped()) : () => {};
   current = () => scheduler.currentProject;
+  stateProblem = () => scheduler.stateUnwritable;
   const stop = new AbortController();
   stop.signal.addEventListener('abort', () => {
     served?.stopping();
@@ -133,6 +142,14 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   let lost = false;
   const onLost = (): void => {
     const why = lease.lost?.why ?? 'unknown';
+    if (backend.kind === 'file' && lease.lostToWriteErrors) {
+      // Its heartbeat could not be written (a read-only or failing state folder), and nobody
+      // took the lock: the scheduler stays up with its fires held, and takes its lock again once
+      // the folder can be written (SPEC §4.15).
+      scheduler.stateTrouble(new Error(`the scheduler lock cannot be kept: ${why}`));
+      void retakeWhenWritable();
+      return;
+    }
     if (backend.kind === 'file') {
       // With files the scheduler lock is what keeps a second scheduler out: stop.
       lost = true;
@@ -163,6 +180,35 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
         log({ event: 'scheduler.warning', message: `cannot take the scheduler lock again: ${(err as Error).message}; retrying` });
         await new Promise((r) => setTimeout(r, 1000));
       }
+    }
+  };
+  /** The file scheduler lock again, once the state folder can be written: taken (ours was only
+   * let run out), or held by another scheduler meanwhile (then this one stops, as for any loss). */
+  const retakeWhenWritable = async (): Promise<void> => {
+    while (!stop.signal.aborted) {
+      await new Promise((r) => setTimeout(r, STATE_RETRY_MS));
+      if (stop.signal.aborted) return;
+      let again;
+      try {
+        again = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail' });
+      } catch {
+        continue; // still not writable
+      }
+      if (!again.ok) {
+        lost = true;
+        log({ event: 'scheduler.lock_lost', why: `while the state folder could not be written, the lock was taken by ${again.why}` });
+        stop.abort();
+        return;
+      }
+      if (stop.signal.aborted) {
+        await again.lease.release();
+        return;
+      }
+      lease = again.lease;
+      lease.signal.addEventListener('abort', onLost, { once: true });
+      log({ event: 'scheduler.warning', message: 'scheduler lock taken again' });
+      scheduler.stateTrouble(null);
+      return;
     }
   };
   process.on('SIGINT', onStop);

@@ -55,8 +55,8 @@ export class FileLease extends LeaseState implements Lease {
   /** Wall-clock expiry of our last written heartbeat, as observers see it. */
   private expiresAtMs: number;
   private jumpCheck = false;
-  /** Our heartbeat file, open for its in-place rewrites (SPEC §4.15); created at acquisition. */
-  private beatFd: number | null = null;
+  /** Our heartbeat file exists (created at acquisition): later beats rewrite it in place. */
+  private beatCreated = false;
   /** Why the last heartbeat could not be written (cleared by the next one that is). */
   private lastWriteError: NodeJS.ErrnoException | null = null;
   /** `<key>.lock` as the last checkFiles() found it. */
@@ -118,10 +118,11 @@ export class FileLease extends LeaseState implements Lease {
     return { ok: true };
   }
 
-  /** Creates `<key>.beat.<lock_id>` (only ever ours) with the heartbeat as of acquisition, and
-   * keeps it open: every later heartbeat rewrites it in place, over the blocks it has, so a
-   * full disk or a folder out of inodes never costs a holder its lease (SPEC §4.15). Throws
-   * the I/O error when even this cannot be written (the lock is then not taken). */
+  /** Creates `<key>.beat.<lock_id>` (only ever ours) with the heartbeat as of acquisition: every
+   * later heartbeat rewrites it in place, over the blocks it has, so a full disk or a folder out
+   * of inodes never costs a holder its lease (SPEC §4.15). It is not kept open between beats (an
+   * open file would keep `mount -o remount,ro` from making the folder read-only). Throws the
+   * I/O error when even this cannot be written (the lock is then not taken). */
   createBeat(): void {
     const file = beatPath(this.paths, this.rec.lock_id);
     this.step('acquire:beat');
@@ -133,7 +134,8 @@ export class FileLease extends LeaseState implements Lease {
       unlinkQuiet(file);
       throw err;
     }
-    this.beatFd = fd;
+    closeSync(fd);
+    this.beatCreated = true;
   }
 
   private beatNow(): Beat {
@@ -156,8 +158,15 @@ export class FileLease extends LeaseState implements Lease {
     const beat = this.beatNow();
     try {
       this.step('beat:write');
-      if (this.beatFd === null) this.createBeat();
-      else writeAllAt(this.beatFd, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
+      if (!this.beatCreated) this.createBeat();
+      else {
+        const fd = openSync(beatPath(this.paths, this.rec.lock_id), constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+        try {
+          writeAllAt(fd, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
+        } finally {
+          closeSync(fd);
+        }
+      }
       this.lastWriteError = null;
       return beat;
     } catch (err) {
@@ -363,7 +372,6 @@ export class FileLease extends LeaseState implements Lease {
     this.stopHeartbeat();
     clearTimeout(this.childTimer);
     this.childTimer = undefined;
-    this.closeBeat();
     if (this.released) return { released: true };
     const lost = this.lostInfo;
     this.viewSeen = null;
@@ -426,18 +434,7 @@ export class FileLease extends LeaseState implements Lease {
     return this.lostInfo !== null && this.lostInfo.graceMs > 0 && this.lastWriteError !== null;
   }
 
-  private closeBeat(): void {
-    if (this.beatFd === null) return;
-    try {
-      closeSync(this.beatFd);
-    } catch {
-      // closed already
-    }
-    this.beatFd = null;
-  }
-
   protected override onLost(): void {
-    this.closeBeat();
     clearTimeout(this.childTimer);
     this.closeChildJournal(false); // the reclaimer reads it
   }

@@ -46,6 +46,9 @@ export interface Lease extends AsyncDisposable {
   /** Aborted (with a LockLost reason) as soon as the lease is found lost. */
   readonly signal: AbortSignal;
   readonly lost: LockLost | null;
+  /** Lost because its own heartbeats could not be written (the state folder is read-only or
+   * failing), not because anyone took the lock (files only). */
+  readonly lostToWriteErrors?: boolean;
   record(): LockRecord;
   /** Rewrites the heartbeat if the lock is still ours; called by the heartbeat timer. */
   refresh(): RefreshResult;

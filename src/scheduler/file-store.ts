@@ -14,9 +14,9 @@
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
-import { StateIOError } from '../errors.js';
+import { StateIOError, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../lock/acquire.js';
-import { checkFolder, lstatQuiet, readFileChecked, trustRoot } from '../lock/files.js';
+import { checkFolder, lstatQuiet, randomHex, readFileChecked, trustRoot, unlinkQuiet, writeNewFile } from '../lock/files.js';
 import {
   HISTORY_LIMIT,
   TRIM_AT_BYTES,
@@ -355,12 +355,28 @@ export function readFires(project: Project, routineId: string, warn: Warn = () =
   return out.slice(-HISTORY_LIMIT);
 }
 
+/** Creates a file with a byte of data in the history folder, and removes it: what every fire
+ * needs (a new lock slot, an appended line) in the smallest form. Throws the error. */
+export function probeWritable(project: Project): void {
+  const dir = join(project.stateDir, 'history');
+  ensureStateRoot(project.stateDir);
+  const path = join(dir, `.probe-${process.pid}-${randomHex(4)}`);
+  try {
+    writeNewFile(path, '\n');
+  } catch (err) {
+    throw stateWriteError(err, dir, 'creating a file in');
+  } finally {
+    unlinkQuiet(path);
+  }
+}
+
 export function fileRoutineStore(project: Project): RoutineStore {
   const cache: IndexCache = new Map();
   return {
     read: async (warn) => readRoutineState(project, warn),
     readOne: async (id, warn) => readRoutine(project, id, warn, cache),
     refreshIndex: async (warn) => writeRoutineState(project, warn),
+    probeWritable: () => probeWritable(project),
     recordFire: (id, fire, warn) => recordFire(project, id, fire, warn, cache),
     openFire: (id, open, warn) => openFire(project, id, open, warn),
     reconcile: (isGone, now, warn) => reconcileOpenFires(project, isGone, now, warn),

@@ -14,6 +14,7 @@ export type LogEvent =
   | { event: 'scheduler.warning'; message: string }
   | { event: 'scheduler.lock_lost'; why: string }
   | { event: 'scheduler.clock_step'; direction: 'back'; step_ms: number }
+  | { event: 'scheduler.state'; writable: boolean; message: string | null }
   | { event: 'scheduler.clock'; offset_ms: number; rtt_ms: number; change: 'first' | 'changed'; text: string }
   | { event: 'routine.started'; routine: string; scheduled_at: string }
   | { event: 'routine.succeeded'; routine: string; duration_ms: number; run_id: string | null }
@@ -60,6 +61,8 @@ export function formatText(e: LogEvent): string {
       return `[scheduler] warning: ${e.message}`;
     case 'scheduler.lock_lost':
       return `[scheduler] scheduler lock lost (${e.why}); stopping`;
+    case 'scheduler.state':
+      return e.writable ? '[scheduler] state folder writable again; fires go on' : `[scheduler] state folder not writable: ${printable(e.message ?? 'unknown')}; fires are held until it is writable`;
     case 'scheduler.clock_step':
       return `[scheduler] wall clock stepped back ${stepText(e.step_ms)}; firing on the new time, no tick fired twice`;
     case 'scheduler.clock':

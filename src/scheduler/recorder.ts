@@ -4,6 +4,7 @@
 // (record.ts). Also reads a routine's record before a fire, for its notifications.
 
 import type { Clock } from '../clock.js';
+import { isStorageError } from '../errors.js';
 import type { Project } from '../config/load.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { Logger } from './log.js';
@@ -128,12 +129,16 @@ export class Recorder {
         }
         return;
       } catch (err) {
-        if (attempt >= RECORD_ATTEMPTS || this.o.halt.aborted) {
+        // A state folder that cannot be written (full, read-only) is waited out for as long as the
+        // scheduler runs: the fire ran, and its record goes in once it can (SPEC §4.15). Other
+        // errors a few times; then the open marker stays, and reconcile records it as interrupted.
+        const storage = isStorageError(err);
+        if ((!storage && attempt >= RECORD_ATTEMPTS) || this.o.halt.aborted) {
           this.o.warn(`could not record ${id}: ${(err as Error).message}`);
           return;
         }
         await this.o.clock.sleep(delay, this.o.halt);
-        delay *= 2;
+        delay = Math.min(delay * 2, 30_000);
       }
     }
   }

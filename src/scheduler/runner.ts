@@ -13,6 +13,7 @@ import { holderText, type Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
 import { notifies, type Recorder } from './recorder.js';
 import { nextFire } from './timing.js';
+import { isStorageError } from '../errors.js';
 import { unstartedMarker } from './unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { MAX_DEFAULT_WAIT_MS, type Announce, type Entry, type FireFn } from './fire-request.js';
@@ -31,6 +32,11 @@ export interface RunnerOptions {
   inCharge: () => boolean;
   /** Whether a lock holder is a fire of this scheduler (then a busy lock means "wait your turn"). */
   ownHolder: (holder: LockRecord) => boolean;
+  /** Told when a fire could not start because the state cannot be written (the error), and when
+   * one started again (null): SPEC §4.15, the scheduler holds its fires meanwhile. */
+  stateTrouble?: (err: unknown) => void;
+  /** Whether the state is known not to be writable now (nothing is recorded meanwhile). */
+  stateBroken?: () => boolean;
 }
 
 interface Active {
@@ -217,6 +223,7 @@ export class Runner {
         waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
         mayStart: () => this.o.inCharge(),
         onStarted: () => {
+          this.o.stateTrouble?.(null);
           this.turns.locked(id);
           this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() });
         },
@@ -226,6 +233,12 @@ export class Runner {
         },
       });
     } catch (err) {
+      // The state folder cannot be written (full, out of inodes, read-only, failing): nothing
+      // ran, and nothing can be recorded; the scheduler holds its fires until it can (SPEC §4.15).
+      if (isStorageError(err)) {
+        this.o.stateTrouble?.(err);
+        return null;
+      }
       // Nothing ran (its log may not be written, the start could not be recorded): a failure
       // all the same, so that `routine list --check` shows it.
       const at = new Date(this.o.clock.now()).toISOString();
@@ -242,6 +255,8 @@ export class Runner {
   /** A tick that did not run: logged, recorded, counted, announced (starvation only). */
   private async skip(def: RoutineDef, fire: Fire, behind: string | null): Promise<void> {
     this.o.log({ event: 'routine.skipped', routine: def.id, reason: fire.reason!, ...(behind ? { holder: `routine ${behind}` } : {}) });
+    // held ticks of a state folder that cannot be written are not recorded (they would pile up)
+    if (this.o.stateBroken?.()) return;
     const project = this.o.project();
     const prior = await this.priorRecord(def, project);
     await this.o.recorder.record(def.id, fire);

@@ -52,6 +52,9 @@ export interface SchedulerOptions {
   ownHolder?: (holder: LockRecord) => boolean;
 }
 
+/** How often a scheduler whose state folder cannot be written looks at it again. */
+const STATE_PROBE_MS = 2_000;
+
 export class Scheduler {
   private project: Project;
   private readonly clock: Clock;
@@ -66,6 +69,8 @@ export class Scheduler {
   private cacheFailed = false;
   /** Scheduled times dealt with before a backward clock step, never fired again. */
   private covered: Covered[] = [];
+  /** Why the state folder cannot be written now (fires are held), or null. */
+  private stateProblem: string | null = null;
   /** Every time after this (and before the last reading) has been dealt with. */
   private epochStart = 0;
 
@@ -77,6 +82,7 @@ export class Scheduler {
     this.runner = new Runner({
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       notify: o.notify, observer: o.observer, inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
+      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateProblem !== null,
     });
     this.runner.haltSignal.addEventListener('abort', () => halt.abort(), { once: true });
     this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());
@@ -95,6 +101,39 @@ export class Scheduler {
    * at once and treats it like a wall-clock step. */
   clockStepped(): void {
     this.wake.abort();
+  }
+
+  /** Whether the state folder can be written again (checked while fires are held). */
+  private probeState(): void {
+    if (!this.o.store.probeWritable || this.o.inCharge?.() === false) return;
+    try {
+      this.o.store.probeWritable();
+    } catch {
+      return;
+    }
+    this.stateTrouble(null);
+  }
+
+  /** Why the state folder cannot be written now (for /healthz), or null. */
+  get stateUnwritable(): string | null {
+    return this.stateProblem;
+  }
+
+  /** A fire could not start because the state cannot be written (`err`), or one started again
+   * (null). Said once per change; when writable again, a missed tick of a `catchUp: "latest"`
+   * routine fires once (SPEC §4.15). Also told by the command when the scheduler's own lock
+   * cannot be kept for the same reason. */
+  stateTrouble(err: unknown): void {
+    if (err !== null) {
+      if (this.stateProblem !== null) return;
+      this.stateProblem = err instanceof Error ? err.message : String(err);
+      this.o.log({ event: 'scheduler.state', writable: false, message: this.stateProblem });
+      return;
+    }
+    if (this.stateProblem === null) return;
+    this.stateProblem = null;
+    this.o.log({ event: 'scheduler.state', writable: true, message: null });
+    void this.catchUp();
   }
 
   /** Asks the loop to reload the config (SIGHUP, or the file changed). */
@@ -131,7 +170,9 @@ export class Scheduler {
           this.runner.launch(entry, new Date(scheduledAt));
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
-        const ms = sleepMs(this.next, this.clock.now());
+        if (this.stateProblem !== null) this.probeState();
+        // while fires are held, the state folder is looked at again every few seconds
+        const ms = Math.min(sleepMs(this.next, this.clock.now()), this.stateProblem !== null ? STATE_PROBE_MS : Infinity);
         this.o.observer?.sleeping?.(ms);
         await this.clock.sleep(ms, this.wake.signal);
       }

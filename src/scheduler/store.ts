@@ -25,6 +25,10 @@ export interface RoutineStore {
    * it, and returns how many routines it holds. The scheduler calls it now and then, never per
    * fire (SPEC §3). */
   refreshIndex?(warn: Warn): Promise<number>;
+  /** Where the state lives in a folder: throws the error when a file with data cannot be created
+   * in it now (full, out of inodes, read-only, failing), for a scheduler that holds its fires
+   * until it can (SPEC §4.15). */
+  probeWritable?(): void;
   /** Records that a fire has started (before its work starts); the fire's record (recordFire with
    * `closes: open.id`) closes it. A fire whose process dies in between is found by reconcile. */
   openFire(routineId: string, open: OpenFire, warn: Warn): Promise<void>;

@@ -249,7 +249,7 @@ suite('PostgreSQL backend: outages', () => {
     }
   });
 
-  it('at the connection limit: scheduler start exits 1 and says what to do (raise max_connections, or a pooler in session mode)', async () => {
+  it('at the connection limit: scheduler start exits 74 and says what to do (raise max_connections, or a pooler in session mode)', async () => {
     const { own, url } = await ownCluster();
     stopServer(own);
     const port = new URL(own.url).port;
@@ -270,7 +270,7 @@ suite('PostgreSQL backend: outages', () => {
     }
     const dir = testProject({ project: 'app', backend: { type: 'postgres' }, routines: [{ id: 'tick', schedule: '@hourly', action: 'command', run: 'true' }] });
     const r = await runCli(['scheduler', 'start'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } });
-    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.code, r.stdout + r.stderr).toBe(74);
     expect(r.stderr).toMatch(/database 127\.0\.0\.1:\d+\/t_[0-9a-f]+: sorry, too many clients already \(53300\): raise max_connections on the server, or put a pooler in session mode in front of it \(e\.g\. PgBouncer with pool_mode = session\); each routinely process opens up to 4 connections/);
   });
 });

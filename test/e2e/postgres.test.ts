@@ -297,14 +297,20 @@ suite('PostgreSQL backend', () => {
     expect(await sql(url, 'SELECT version FROM routinely_schema ORDER BY version')).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
   });
 
-  it('connection problems: exit 2 for a bad URL, 1 for an unreachable server, host named, password never shown', async () => {
+  it('connection problems: exit 2 for a bad URL, 74 for an unreachable server (the command never ran), host named, password never shown', async () => {
     const dir = testProject({ project: 'app', backend: { type: 'postgres' } });
     const bad = await runCli(['lock', 'status'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'http://u:hunter2@h/d' } });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/ROUTINELY_DATABASE_URL: "http:\/\/u:\*\*\*@h\/d" is not a postgres:\/\/ URL/);
     const down = await runCli(['exec', 'run'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/db' } });
-    expect(down.code).toBe(1);
+    expect(down.code).toBe(74);
     expect(down.stderr).toMatch(/database 127\.0\.0\.1:1\/db: connection refused/);
+    const marker = join(dir, 'ran');
+    const locked = await runCli(['lock', 'run', '--', 'sh', '-c', `touch ${marker}`], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/db' } });
+    expect(locked.code, locked.stderr).toBe(74);
+    expect(locked.stderr).toMatch(/database 127\.0\.0\.1:1\/db: connection refused/);
+    expect(locked.stderr).not.toMatch(/unexpected error|hunter2/);
+    expect(existsSync(marker)).toBe(false);
     expect(`${bad.stderr}${down.stderr}`).not.toContain('hunter2');
     const missing = await runCli(['lock', 'status'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: undefined } });
     expect(missing.code).toBe(2);
