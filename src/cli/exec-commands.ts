@@ -18,7 +18,7 @@ import {
 import { attemptStart, exitCodeFor, nextBesideShow } from '../exec/outcome.js';
 import { summarize, type RunState } from '../exec/run-state.js';
 import { busyPolicy, reportBusy, waitNotice, type BusyFlags, type Policy } from './busy.js';
-import { err, humanDuration, out, paint, useColor } from './io.js';
+import { err, humanBytes, humanDuration, out, paint, useColor } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { Progress } from './progress.js';
 import { StopSignals } from './signals.js';
@@ -245,7 +245,8 @@ export async function showCommand(runId: string, flags: { json?: boolean }, g: G
   for (const [id, t] of Object.entries(run.tasks)) {
     const took = t.duration_ms !== null ? ` ${humanDuration(t.duration_ms)}` : '';
     const code = t.exit_code !== null ? ` exit ${t.exit_code}` : '';
-    out(`  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${t.why}` : ''}`);
+    const cut = t.output_cut_bytes ? `  (output cut: ${humanBytes(t.output_cut_bytes)} left out of the middle, retention.runLogBytes)` : '';
+    out(`  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${t.why}` : ''}${cut}`);
   }
   out(`  logs: ${shownStateDir(ctx)}/exec/runs/${run.run_id}/<task>.log`);
   return ExitCode.OK;

@@ -8,6 +8,7 @@
 import { fstatSync, statSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Project } from '../config/load.js';
+import { ExitCode, asStorageError, isStorageError } from '../errors.js';
 import { trustRoot } from '../lock/files.js';
 import { readLockStatus } from '../lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
@@ -93,7 +94,13 @@ export function fastList(a: FastListArgs, env: NodeJS.ProcessEnv = process.env):
   let g: Gathered | null;
   try {
     g = gather(a, env);
-  } catch {
+  } catch (e) {
+    if (isStorageError(e)) {
+      // a failing disk is reported as it is (exit 74, SPEC §7), not read again by the full path
+      const error = asStorageError(e);
+      err(`routinely: ${error instanceof Error ? error.message : String(error)}`);
+      return ExitCode.IO;
+    }
     return null; // whatever it is, the full path reports it properly
   }
   if (!g) return null;

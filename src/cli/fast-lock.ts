@@ -7,7 +7,7 @@
 import { writeSync } from 'node:fs';
 import { trustProjectRoots } from '../backend.js';
 import type { Project } from '../config/load.js';
-import { ExitCode, RoutinelyError } from '../errors.js';
+import { ExitCode, RoutinelyError, asStorageError, isStorageError } from '../errors.js';
 import { execGenerationFloor } from '../exec/file-store.js';
 import { EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, fileLockBackend } from '../lock/backend.js';
 import { ensureStateRoot } from '../state/json-file.js';
@@ -48,7 +48,10 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
     try {
       const status = await lock.status(a.key === 'scheduler' ? SCHEDULER_LOCK_KEY : a.key);
       text = a.json ? JSON.stringify(status, null, 2) : describeStatus(status).join('\n');
-    } catch {
+    } catch (e) {
+      // a failing disk is reported as it is (exit 74), not looked at again by the full path
+      // (which, a moment later, might read past a fault that hid a holder)
+      if (isStorageError(e)) return storageFault(e);
       return null; // a lock folder it refuses (a symlink, a FIFO): the full path says why
     }
     // written at once, without creating Node's stdout stream (a few ms of a short start)
@@ -62,7 +65,8 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
   try {
     ensureStateRoot(project.stateDir);
     got = await acquireAnnounced(lock, EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal }, waitNotice(policy));
-  } catch {
+  } catch (e) {
+    if (isStorageError(e)) return storageFault(e); // nothing ran; the disk fails: exit 74
     return null; // nothing ran: the full path tries again, and reports what stops it
   }
   if (!got.ok) return got.reason === 'ABORTED' ? stop.exitCode : reportBusy(got, policy);
@@ -78,6 +82,13 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
     err(`routinely: unexpected error: ${error instanceof Error ? error.message : String(error)}`);
     return ExitCode.FAILED;
   }
+}
+
+/** A storage fault as program.ts reports it: the path and the error, exit 74 (SPEC §7). */
+function storageFault(e: unknown): number {
+  const error = asStorageError(e);
+  err(`routinely: ${error instanceof Error ? error.message : String(error)}`);
+  return error instanceof RoutinelyError ? error.exitCode : ExitCode.IO;
 }
 
 /** All of `text` to stdout; a full pipe (EAGAIN) is waited out, a reader gone (EPIPE) is not ours. */

@@ -56,4 +56,17 @@ export function humanDuration(ms: number): string {
   return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
 }
 
+/** "512 B", "3.2 KiB", "18.1 MiB", "2.0 GiB". */
+export function humanBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(1)} ${units[i]}`;
+}
+
 export { formatInZone, zoneTime, type ZoneTime } from '../zone-time.js';

@@ -86,6 +86,17 @@ export const httpShape = {
   listen: z.string().check(z.describe('[HOST:]PORT for /metrics, /healthz, /api/* and the status page of `scheduler start` and `serve`, e.g. "127.0.0.1:9464" (loopback by default; any other address needs ROUTINELY_HTTP_TOKEN). --http overrides it.')),
 };
 
+/** Bounds on what runs leave on the state disk (SPEC §3 "Output is bounded"). */
+export const RETENTION_DEFAULTS = { runLogBytes: 4 * 1024 * 1024, routineLogBytes: 16 * 1024 * 1024, historyLines: 1000, execRuns: 50 } as const;
+const MAX_LOG_BYTES = 1024 * 1024 * 1024;
+
+export const retentionShape = {
+  runLogBytes: z.optional(z.int().check(z.gte(1024), z.lte(MAX_LOG_BYTES), z.describe("Output kept of one run (a fire's or an exec task's), 1 KiB..1 GiB (default 4 MiB): past it the first and last halves are kept, with a line saying how many bytes were left out."))),
+  routineLogBytes: z.optional(z.int().check(z.gte(2048), z.lte(2 * MAX_LOG_BYTES), z.describe("A routine's log files together (logs/<id>.log and its rotated .1), at least 2 x runLogBytes (default 16 MiB)."))),
+  historyLines: z.optional(z.int().check(z.gte(1), z.lte(100_000), z.describe('Fires kept in each routine\'s history, 1..100000 (default 1000).'))),
+  execRuns: z.optional(z.int().check(z.gte(1), z.lte(100_000), z.describe('Exec runs kept (default 50): the oldest finished runs are removed first; a run that can still be resumed is never removed.'))),
+};
+
 export const rootShape = {
   $schema: z.optional(z.string()),
   project: z.optional(z.string().check(z.regex(ID_PATTERN), z.describe('Project name (identifies the project in a shared database backend).'))),
@@ -101,6 +112,7 @@ export const rootShape = {
   ),
   http: z.optional(z.strictObject(httpShape).check(z.describe('The read-only HTTP server: metrics, health, status page (SPEC §11).'))),
   notify: z.optional(notifySchema),
+  retention: z.optional(z.strictObject(retentionShape).check(z.describe('How much output, history and how many exec runs are kept on the state disk (SPEC §3).'))),
 };
 
 export const configSchema = z.strictObject(rootShape);
@@ -163,6 +175,14 @@ export interface Config {
   http: { listen: string } | null;
   /** Top-level notifications (routines may replace or silence them). */
   notify: NotifyDef | null;
+  retention: Retention;
+}
+
+export interface Retention {
+  runLogBytes: number;
+  routineLogBytes: number;
+  historyLines: number;
+  execRuns: number;
 }
 
 /** Allowed keys of the object at a JSON path, for "unknown key" messages. */
@@ -174,6 +194,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], inTaskFile = false):
     lock: lockShape,
     backend: backendShape,
     http: httpShape,
+    retention: retentionShape,
     exec: execShape,
     'exec/tasks/#': taskShape,
     'routines/#': routineShape,

@@ -9,6 +9,7 @@ import { parseListen } from './listen.js';
 import {
   ID_PATTERN,
   NOTIFY_EVENTS,
+  RETENTION_DEFAULTS,
   allowedKeysAt,
   configSchema,
   taskSchema,
@@ -126,6 +127,15 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     if (typeof listen === 'string') issues.push({ path: 'http.listen', message: `${showValue(raw.http.listen)} is not [HOST:]PORT: ${listen}` });
   }
 
+  const retention = { ...RETENTION_DEFAULTS, ...raw.retention };
+  if (retention.routineLogBytes < 2 * retention.runLogBytes) {
+    const which = raw.retention?.routineLogBytes !== undefined ? 'routineLogBytes' : 'runLogBytes';
+    issues.push({
+      path: `retention.${which}`,
+      message: `routineLogBytes (${retention.routineLogBytes}) must be at least 2 x runLogBytes (${retention.runLogBytes}): a routine's log holds its last run whole`,
+    });
+  }
+
   const routines: RoutineDef[] = [];
   const seen = new Map<string, number>();
   for (const [i, r] of (raw.routines ?? []).entries()) {
@@ -193,6 +203,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
       passEnv: raw.passEnv ?? [],
       http: raw.http ? { listen: raw.http.listen } : null,
       notify: raw.notify ? notifyDef(raw.notify) : null,
+      retention,
     },
   };
 }

@@ -4,10 +4,10 @@
 // (ABORTED / LOCK_LOST), on SIGINT/SIGTERM (INTERRUPTED) or when the whole run times out
 // (ABORTED / RUN_TIMEOUT). The decisions are in plan.ts; this file only carries them out.
 
-import { closeSync, constants, openSync, realpathSync, statfsSync, writeSync } from 'node:fs';
+import { closeSync, realpathSync, statfsSync, writeSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import type { Clock } from '../clock.js';
-import type { TaskDef } from '../config/schema.js';
+import { RETENTION_DEFAULTS, type TaskDef } from '../config/schema.js';
 import type { Lease } from '../lock/lease.js';
 import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
 import { openAppend } from '../state/durable.js';
@@ -36,6 +36,8 @@ export interface ExecuteOptions {
   runTimeoutMs?: number;
   /** Grace between SIGTERM and SIGKILL when tasks are stopped. */
   killGraceMs?: number;
+  /** Output kept of one task attempt (retention.runLogBytes; default 4 MiB). */
+  runLogBytes?: number;
   env?: NodeJS.ProcessEnv;
   /** Withheld variables the tasks may see anyway (config `passEnv`). */
   passEnv?: readonly string[];
@@ -117,12 +119,13 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     const logFd = openLog(o.logPath(id), state.tasks[id]!.attempts, state.attempt, o.clock);
     const cwd = taskCwd(o.root, def);
     let childPid: number | null = null;
+    let endOutput: ProcessResult['endOutput'];
     const p = (async () => {
       let result: ProcessResult;
+      let cutBytes = 0;
       try {
         if (typeof cwd !== 'string') {
           result = { exitCode: 127, signal: null, timedOut: false, canceled: false, reason: 'spawn-error', durationMs: 0, error: cwd.error, pid: null };
-          writeSync(logFd, `routinely: ${cwd.error}\n`);
         } else {
           result = await runProcess({
             file: def.run,
@@ -132,7 +135,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
               ...commandEnv(o.env ?? process.env, o.passEnv ?? []), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
               ROUTINELY_LOCK_GENERATION: String(gen), ROUTINELY_LOCK_ID: o.lease.lockId,
             },
-            stdio: ['ignore', logFd, logFd],
+            output: { fd: logFd, capBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
             timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
             signal: stopper.signal,
             killGraceMs: graceNow,
@@ -144,18 +147,24 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
               o.lease.held();
             },
           });
-          if (result.error) writeSync(logFd, `routinely: ${result.error}\n`);
+          endOutput = result.endOutput;
         }
+        // Work left behind in the group (background jobs) must not outlive the task under the
+        // lock; then the rest of its output (the pipe closes with the group) goes to the log.
+        if (childPid !== null) {
+          const left = await stopGroup(childPid, Math.min(o.killGraceMs ?? 2000, graceNow()));
+          cutBytes = (await endOutput?.()) ?? 0;
+          if (left > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(left, 'the task\'s group')}\n`);
+          o.lease.untrackChild(childPid);
+        } else {
+          cutBytes = (await endOutput?.()) ?? 0;
+        }
+        if (result.error) writeQuiet(logFd, `routinely: ${result.error}\n`);
       } finally {
         closeSync(logFd);
       }
-      // Work left behind in the group (background jobs) must not outlive the task under the lock.
-      if (childPid !== null) {
-        const left = await stopGroup(childPid, Math.min(o.killGraceMs ?? 2000, graceNow()));
-        if (left > 0) writeLogQuiet(o.logPath(id), `routinely: ${leftoverMessage(left, 'the task\'s group')}\n`);
-        o.lease.untrackChild(childPid);
-      }
       const event = finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy, def.timeoutSeconds);
+      if (cutBytes > 0 && event.type === 'task-finished') event.output_cut_bytes = cutBytes;
       if (event.type === 'task-finished' && event.status === 'failed' && event.why_code === 'TASK_FAILED' && diskFull(o.logPath(id))) {
         Object.assign(event, {
           why_code: 'LOG_WRITE_FAILED',
@@ -202,14 +211,9 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   return { state, stoppedBy };
 }
 
-function writeLogQuiet(path: string, text: string): void {
+function writeQuiet(fd: number, text: string): void {
   try {
-    const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW);
-    try {
-      writeSync(fd, text);
-    } finally {
-      closeSync(fd);
-    }
+    writeSync(fd, text);
   } catch {
     // the log is for people; the run record has the result
   }

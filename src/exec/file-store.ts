@@ -1,5 +1,6 @@
 // Exec state in files: `<stateDir>/exec/tasks.json` (the registry) and one folder per run.
 
+import { rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Project } from '../config/load.js';
 import type { Lease } from '../lock/lease.js';
@@ -67,6 +68,13 @@ export function fileExecStore(project: Project): ExecStore {
     },
     runWriter: (runId: string, lease: Lease): RunWriter =>
       new RunStore(runs, runId, { append: () => lease.held(), snapshot: () => lease.verify().ok }),
+    removeRun: async (runId, lease) => {
+      const check = lease.verify();
+      if (!check.ok) throw new FencedError(check.lost.why);
+      checked();
+      // the id is checked before it becomes a path; rmSync removes a link, never its target
+      rmSync(runDir(runs, runId), { recursive: true, force: true });
+    },
     logPath: (runId, taskId) => join(runDir(runs, runId), `${taskId}.log`), // ids checked: no path
   };
 }

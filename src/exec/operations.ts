@@ -307,6 +307,7 @@ async function carryOut(
       stop: opts.stop ?? new AbortController().signal,
       runTimeoutMs: opts.runTimeoutMs,
       killGraceMs: opts.killGraceMs,
+      runLogBytes: ctx.project.config.retention.runLogBytes,
       env: ctx.env,
       passEnv: ctx.project.config.passEnv,
       onEvent: opts.onEvent,
@@ -358,9 +359,36 @@ async function carryOut(
       if (!(err instanceof FencedError)) throw err;
       ctx.warn?.(`run ${finished.run_id} is recorded, but the task registry was not updated (${err.message}); the next command does it`);
     }
+    await pruneRuns(ctx, store, lease, new Set([finished.run_id, ...withRun.active_runs]));
     return { state: finished, summary, bytesWritten: writer.bytesWritten + bytes };
   } finally {
     await writer.close();
+  }
+}
+
+/** retention.execRuns: after a run is on record, the oldest finished runs past the newest
+ * `execRuns` are removed, record and task logs. Never one that `exec resume` could pick up
+ * (RUNNING, INTERRUPTED, ABORTED) nor one the registry still names; a FAILED one may go, as its
+ * failed tasks stay pending in the registry and the next `exec run` runs them. Retention is
+ * housekeeping: a removal that fails is a warning, and is tried again after the next run. */
+async function pruneRuns(ctx: ExecContext, store: ExecStore, lease: Lease, keep: Set<string>): Promise<void> {
+  const limit = ctx.project.config.retention.execRuns;
+  try {
+    const ids = await store.listRunIds(limit + 1000);
+    for (const id of ids.slice(limit)) {
+      if (keep.has(id)) continue;
+      let run: RunState | null;
+      try {
+        run = await store.loadRun(id);
+      } catch {
+        continue; // a corrupt run stays for `exec show` to report
+      }
+      if (!run || (run.status !== 'SUCCEEDED' && run.status !== 'FAILED')) continue;
+      await store.removeRun(id, lease);
+    }
+  } catch (err) {
+    if (err instanceof FencedError) return;
+    ctx.warn?.(`could not remove old runs (retention.execRuns ${limit}): ${(err as Error).message}`);
   }
 }
 

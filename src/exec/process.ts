@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { errnoCode } from '../errors.js';
 import { quietly, systemProbe } from '../lock/identity.js';
+import { CappedOutput } from './capped-output.js';
 
 export interface ProcessSpec {
   /** argv[0] and arguments; with `shell: true`, `file` is a shell string run by `sh -c`. */
@@ -25,6 +26,12 @@ export interface ProcessSpec {
   onSpawn?: (pid: number) => void;
   /** With stdio 'pipe' for stdout/stderr: every chunk of output, in order. */
   onOutput?: (chunk: Buffer) => void;
+  /** Write stdout and stderr to this descriptor, at most `capBytes` of them (capped-output.ts).
+   * They share one pipe, in the order they were written, as cron and systemd give a job one
+   * stream: a shell command starts with `exec 2>&1;` (on its first line, so the line numbers of
+   * its messages do not change), and stdio is set accordingly. The result comes at the command's
+   * exit, not when the pipe closes (a background job may hold it): `endOutput` then waits. */
+  output?: { fd: number; capBytes: number };
 }
 
 export type EndReason = 'exited' | 'timeout' | 'canceled' | 'spawn-error';
@@ -42,6 +49,10 @@ export interface ProcessResult {
   /** Spawn failure (ENOENT, EACCES). */
   error?: string;
   pid: number | null;
+  /** With `output`: call once what is left of the group is ended (stopGroup); waits up to
+   * `waitMs` for the pipe to close (a process that left the group may still hold it: it is
+   * closed then), writes the kept tail, and resolves to how many bytes were left out. */
+  endOutput?: (waitMs?: number) => Promise<number>;
 }
 
 /** Variables routinely holds that tasks and routine commands do not get unless the config lists
@@ -136,14 +147,33 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     let done = false;
     let killTimer: NodeJS.Timeout | undefined;
     let timeoutTimer: NodeJS.Timeout | undefined;
+    const out = spec.output;
+    const capped = out ? new CappedOutput(out.fd, out.capBytes) : null;
+    // With `output`, stderr joins stdout in the shell; what the shell says before that (a syntax
+    // error on the first line) goes to the log directly, or through its own pipe to be echoed.
+    const stdio: StdioOptions = out ? ['ignore', 'pipe', spec.shell && !spec.onOutput ? out.fd : 'pipe'] : (spec.stdio ?? 'inherit');
+    const file = out && spec.shell ? `exec 2>&1; ${spec.file}` : spec.file;
     const child = spec.shell
-      ? spawn('/bin/sh', ['-c', spec.file], { cwd: spec.cwd, env: spec.env, stdio: spec.stdio ?? 'inherit', detached: true })
-      : spawn(spec.file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio: spec.stdio ?? 'inherit', detached: true });
+      ? spawn('/bin/sh', ['-c', file], { cwd: spec.cwd, env: spec.env, stdio, detached: true })
+      : spawn(file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
     const pid = child.pid ?? null;
-    if (spec.onOutput) {
-      child.stdout?.on('data', spec.onOutput);
-      child.stderr?.on('data', spec.onOutput);
-    }
+    const streams = [child.stdout, child.stderr].filter((s): s is NonNullable<typeof s> => s !== null);
+    const onChunk = (chunk: Buffer): void => {
+      capped?.write(chunk);
+      spec.onOutput?.(chunk);
+    };
+    for (const s of streams) s.on('data', onChunk);
+    const closed = Promise.all(streams.map((s) => new Promise<void>((r) => (s.closed ? r() : s.once('close', () => r())))));
+    const endOutput = capped
+      ? async (waitMs = 1000): Promise<number> => {
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<void>((r) => (timer = setTimeout(r, pid === null ? 0 : waitMs)));
+          await Promise.race([closed, late]);
+          clearTimeout(timer);
+          for (const s of streams) s.destroy();
+          return capped.end();
+        }
+      : undefined;
     if (pid !== null) spec.onSpawn?.(pid);
 
     const stop = (why: EndReason): void => {
@@ -171,6 +201,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
       if (pid !== null && reason !== 'exited') killGroup(pid, 'SIGKILL'); // leftovers of a stopped group
       resolve({
         ...result,
+        ...(endOutput ? { endOutput } : {}),
         reason,
         timedOut: reason === 'timeout',
         canceled: reason === 'canceled',
@@ -183,7 +214,9 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
       reason = 'spawn-error';
       finish({ exitCode: 127, signal: null, error: `${spec.shell ? '/bin/sh' : spec.file}: ${err.message}` });
     });
-    child.once('close', (code, signal) => {
+    // Through a pipe the result comes at exit: a background job that holds the pipe would
+    // otherwise keep 'close' (and the group's clean-up) waiting for it.
+    child.once(capped ? 'exit' : 'close', (code: number | null, signal: NodeJS.Signals | null) => {
       finish({ exitCode: signal ? signalExitCode(signal) : (code ?? 0), signal });
     });
   });

@@ -44,6 +44,8 @@ export interface TaskRun extends Partial<Why> {
   signal: string | null;
   /** Log file name inside the run folder. */
   log: string;
+  /** Bytes of the task's output left out of its log (retention.runLogBytes; absent: none). */
+  output_cut_bytes?: number;
   /** Definition hash when the task joined the run. */
   hash: string;
   /** Lock generation of the writer that last set this task's status (the registry folds a task
@@ -97,6 +99,8 @@ export type RunEvent =
       exit_code: number | null;
       signal: string | null;
       duration_ms: number | null;
+      /** Output left out of the task's log (retention.runLogBytes). */
+      output_cut_bytes?: number;
     } & Partial<Why>)
   | (EventBase & { type: 'run-finished'; status: RunStatus } & Partial<Why>)
   | (EventBase & {
@@ -149,6 +153,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
       const finished: TaskRun = {
         status: ev.status, provider: t.provider, attempts: t.attempts, started_at: t.started_at, finished_at: ev.at,
         duration_ms: ev.duration_ms, exit_code: ev.exit_code, signal: ev.signal, log: t.log, hash: t.hash, gen: ev.gen,
+        ...(ev.output_cut_bytes ? { output_cut_bytes: ev.output_cut_bytes } : {}),
       };
       setWhy(finished, ev);
       state.tasks[ev.task] = finished;

@@ -2,7 +2,7 @@
 // one `<task-id>.log` per task. Run ids come from users (`exec show`, `exec resume`): they are
 // checked against `^r-[A-Za-z0-9-]+$` before they ever become a path.
 
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { NotFoundError, StateIOError, UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { STATE_FILE_CAP, readFileChecked, readNoFollow } from '../lock/files.js';
@@ -27,13 +27,36 @@ export function runDir(runsDir: string, runId: string): string {
   return join(runsDir, runId);
 }
 
-/** Newest first. Names that are not run ids are ignored. */
+/** Newest first. Names that are not run ids are ignored. An id carries its second, then random
+ * hex: runs created in the same second are ordered by their folders' birth times (when the file
+ * system keeps them), so "the newest N" is exact even for runs a few milliseconds apart. */
 export function listRunIds(runsDir: string): string[] {
+  let ids: string[];
   try {
-    return readdirSync(runsDir).filter(isRunId).sort().reverse();
+    ids = readdirSync(runsDir).filter(isRunId).sort().reverse();
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return [];
     throw err;
+  }
+  const second = (id: string): string => id.slice(0, id.lastIndexOf('-'));
+  for (let i = 0; i < ids.length; ) {
+    let j = i + 1;
+    while (j < ids.length && second(ids[j]!) === second(ids[i]!)) j++;
+    if (j - i > 1) {
+      const born = new Map(ids.slice(i, j).map((id) => [id, birthMs(join(runsDir, id))]));
+      const group = ids.slice(i, j).sort((x, y) => born.get(y)! - born.get(x)! || (x < y ? 1 : -1));
+      ids.splice(i, j - i, ...group);
+    }
+    i = j;
+  }
+  return ids;
+}
+
+function birthMs(path: string): number {
+  try {
+    return lstatSync(path).birthtimeMs;
+  } catch {
+    return 0;
   }
 }
 

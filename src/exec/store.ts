@@ -31,6 +31,8 @@ export interface ExecStore {
   /** Run ids, newest first. */
   listRunIds(limit: number): Promise<string[]>;
   runWriter(runId: string, lease: Lease): RunWriter;
+  /** Removes a finished run (its record and its task logs): retention.execRuns. Fenced. */
+  removeRun(runId: string, lease: Lease): Promise<void>;
   /** Where task `taskId` of `runId` writes its output (always a local file). */
   logPath(runId: string, taskId: string): string;
   /** Where runs are, as a person should read it in messages. */

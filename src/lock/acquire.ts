@@ -221,8 +221,17 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
       // on, and old slots were collected): then it is withdrawn, and nobody ever judged it.
       // §4.2's read-back is by inode: the slot is the very file we wrote.
       step('acquire:recheck');
-      const names = listLockDir(paths);
-      const slot = lstatQuiet(slotPath(paths, record.generation));
+      let names: string[];
+      let slot: ReturnType<typeof lstatQuiet>;
+      try {
+        names = listLockDir(paths);
+        slot = lstatQuiet(slotPath(paths, record.generation));
+      } catch (err) {
+        // a folder we cannot list now: withdraw the slot we cannot vouch for (left, it would
+        // read as a live holder — ourselves — to our next look) and report the fault
+        unlinkIfInode(slotPath(paths, record.generation), ino);
+        throw lockDirError(paths, err);
+      }
       if (highestSlot(paths, names) !== record.generation || slot?.ino !== ino) {
         if (slot?.ino === ino) unlinkQuiet(slotPath(paths, record.generation));
         continue;
@@ -314,6 +323,15 @@ function writeTemp(paths: LockPaths, tmp: string, data: string): number {
       }
     }
     throw lockDirError(paths, err);
+  }
+}
+
+/** Removes `path` if it is still the file `ino` (quietly: this is clean-up on a failing path). */
+function unlinkIfInode(path: string, ino: number): void {
+  try {
+    if (lstatQuiet(path)?.ino === ino) unlinkQuiet(path);
+  } catch {
+    // the folder fails: the slot stays, and its holder (us) is gone when we exit
   }
 }
 

@@ -32,7 +32,7 @@ export async function postgresBackend(project: Project, skewNotice: (message: st
     kind: 'postgres',
     lock: pgLockBackend({ db, project: name, lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs }),
     exec: pgExecStore(db, project as Project & { backend: { type: 'postgres'; url: string; project: string } }),
-    routines: pgRoutineStore(db, name),
+    routines: pgRoutineStore(db, name, project.config.retention.historyLines),
     // one scheduler per host; the ticks are shared out through routinely_ticks
     schedulerKey: (host) => `${SCHEDULER_LOCK_KEY}@${host}`,
     clock,

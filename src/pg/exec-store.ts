@@ -5,6 +5,7 @@
 // files (under stateDir) on the host that ran the task.
 
 import { ensureDir } from '../lock/files.js';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { DatabaseError } from '../errors.js';
@@ -78,6 +79,20 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       // newest by the database's order, not by the ids (they carry the creating host's clock)
       const { rows } = await db.query<{ run_id: string }>('SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY created_seq DESC LIMIT $2', [name, limit]);
       return rows.map((r) => r.run_id).filter(isRunId);
+    },
+
+    async removeRun(runId: string, lease: Lease): Promise<void> {
+      if (!isRunId(runId)) return;
+      const { rows } = await db.query<{ ours: boolean }>(
+        `WITH ${fenceCte('$3', '$4')},
+         gone AS (DELETE FROM routinely_runs WHERE project = $1 AND run_id = $2 AND EXISTS (SELECT 1 FROM fence) RETURNING run_id),
+         events AS (DELETE FROM routinely_run_events WHERE project = $1 AND run_id IN (SELECT run_id FROM gone))
+         SELECT EXISTS (SELECT 1 FROM fence) AS ours`,
+        [name, runId, lease.lockId, lease.generation],
+      );
+      if (!rows[0]?.ours) throw new FencedError('the exec lock is no longer ours (database)');
+      // its task logs are local files, on the host that ran it (if this is that host)
+      rmSync(runDir(logsDir, runId), { recursive: true, force: true });
     },
 
     runWriter: (runId: string, lease: Lease): RunWriter => new PgRunWriter(db, name, runId, lease, runDir(logsDir, runId)),

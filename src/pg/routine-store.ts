@@ -4,11 +4,12 @@
 
 import type pg from 'pg';
 import type { PauseChange, RecordOptions, RoutineStore, Warn } from '../scheduler/store.js';
-import { HISTORY_LIMIT, type HistoryEntry } from '../state/history.js';
+import type { HistoryEntry } from '../state/history.js';
 import { applyFire, applyLateFire, checkRoutineState, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db } from './connect.js';
 
-export function pgRoutineStore(db: Db, project: string): RoutineStore {
+/** `historyLines`: fires kept per routine (retention.historyLines). */
+export function pgRoutineStore(db: Db, project: string, historyLines: number): RoutineStore {
   async function update(client: pg.PoolClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
     // make sure the row exists, then lock it
     await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
@@ -97,11 +98,11 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
           ...(fire.key ? { key: fire.key } : {}), ...(fire.closes ? { closes: fire.closes } : {}),
         };
         await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', [project, routine, JSON.stringify(entry)]);
-        // bounded: keep the newest HISTORY_LIMIT entries of the routine
+        // bounded: keep the newest historyLines entries of the routine
         await client.query(
           `DELETE FROM routinely_history WHERE project = $1 AND routine = $2 AND seq <=
              (SELECT seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC OFFSET $3 LIMIT 1)`,
-          [project, routine, HISTORY_LIMIT],
+          [project, routine, historyLines],
         );
       });
     },
@@ -121,7 +122,12 @@ export function pgRoutineStore(db: Db, project: string): RoutineStore {
 
     async history(routine: string): Promise<HistoryEntry[]> {
       // by start: a record that waited in the spool through an outage takes its place in time
-      const { rows } = await db.query<{ entry: HistoryEntry }>(`SELECT entry FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY entry->>'started_at', seq`, [project, routine]);
+      // never more rows than are kept, even when a writer with a larger limit left more
+      const { rows } = await db.query<{ entry: HistoryEntry }>(
+        `SELECT entry FROM (SELECT entry, seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC LIMIT $3) newest
+           ORDER BY entry->>'started_at', seq`,
+        [project, routine, historyLines],
+      );
       return rows.map((r) => r.entry);
     },
 

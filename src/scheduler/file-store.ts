@@ -18,8 +18,7 @@ import { StateIOError, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../lock/acquire.js';
 import { checkFolder, lstatQuiet, randomHex, readFileChecked, trustRoot, unlinkQuiet, writeNewFile } from '../lock/files.js';
 import {
-  HISTORY_LIMIT,
-  TRIM_AT_BYTES,
+  historyTrimBytes,
   appendHistoryLine,
   fireLine,
   historyIds,
@@ -245,7 +244,7 @@ export function writeRoutineState(project: Project, warn: Warn = () => {}): numb
  * be written is only a warning (it is rebuilt from the history by the next reader). */
 async function indexAfterAppend(project: Project, id: string, warn: Warn, cache?: IndexCache): Promise<RoutineIndex | null> {
   let folded = readRoutineIndexed(project, id, warn, cache);
-  if (folded && folded.size > TRIM_AT_BYTES) {
+  if (folded && folded.size > historyTrimBytes(project.config.retention.historyLines)) {
     folded = await rotate(project, id, warn);
     if (cache && folded) cache.set(id, folded);
   }
@@ -275,7 +274,7 @@ async function rotate(project: Project, id: string, warn: Warn): Promise<Routine
   if (!got.ok) throw new StateIOError(`cannot rotate ${historyPath(project.stateDir, id)}: its lock is ${got.why}`);
   try {
     const folded = readRoutineIndexed(project, id, warn);
-    if (!folded || folded.size <= TRIM_AT_BYTES) return folded; // another writer rotated it
+    if (!folded || folded.size <= historyTrimBytes(project.config.retention.historyLines)) return folded; // another writer rotated it
     const file = historyPath(project.stateDir, id);
     try {
       rotateHistory(file, folded.record, folded.recent, new Date().toISOString());
@@ -333,7 +332,7 @@ export async function pauseRoutine(project: Project, routineId: string, paused: 
   return { wasPaused, note: keptNote };
 }
 
-/** Every fire in the routine's history (the rotated file too), oldest first. */
+/** The routine's newest `retention.historyLines` fires (from the rotated file too), oldest first. */
 export function readFires(project: Project, routineId: string, warn: Warn = () => {}): HistoryEntry[] {
   const file = historyPath(project.stateDir, routineId);
   const out: HistoryEntry[] = [];
@@ -352,7 +351,7 @@ export function readFires(project: Project, routineId: string, warn: Warn = () =
       out.push(l.entry);
     }
   }
-  return out.slice(-HISTORY_LIMIT);
+  return out.slice(-project.config.retention.historyLines);
 }
 
 /** Creates a file with a byte of data in the history folder, and removes it: what every fire

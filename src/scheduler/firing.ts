@@ -4,7 +4,7 @@
 // marker is written once the exec lock is held and before any work starts, and the fire's record
 // closes it; a marker left open by a process that died is closed by the next one (reconcile).
 
-import { closeSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { acquireAnnounced } from '../announced-wait.js';
 import type { Backend } from '../backend.js';
@@ -25,7 +25,6 @@ import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from './store.js';
 import { markUnstarted } from './unstarted.js';
 
-const LOG_ROTATE_BYTES = 4 * 1024 * 1024;
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
 const KILL_GRACE_MS = 5_000;
 
@@ -64,15 +63,21 @@ export interface FireResult extends Fire {
   holder?: LockRecord | null;
 }
 
-/** `<stateDir>/logs/<id>.log`, rotated once past 4 MiB; opened O_NOFOLLOW and checked. */
+/** `<stateDir>/logs/<id>.log`; opened O_NOFOLLOW and checked. */
 export function routineLogPath(project: Project, id: string): string {
   return join(project.stateDir, 'logs', `${id}.log`);
 }
 
+/** Opens the routine's log for one more run, first rotating it to `<id>.log.1` (replacing the
+ * one before) when that run could take it past half of `retention.routineLogBytes`: the two
+ * files together stay within it (a run's output is at most runLogBytes; its frames, a few
+ * hundred bytes, come on top). */
 function openRoutineLog(project: Project, id: string): AppendFile {
   const path = routineLogPath(project, id);
+  const { runLogBytes, routineLogBytes } = project.config.retention;
   try {
-    if (statSync(path).size > LOG_ROTATE_BYTES) renameSync(path, `${path}.1`);
+    const size = statSync(path).size;
+    if (size > 0 && size + runLogBytes > routineLogBytes / 2) renameSync(path, `${path}.1`);
   } catch {
     // no log yet
   }
@@ -97,14 +102,6 @@ export function endFrame(id: string, f: Pick<Fire, 'run_id' | 'finished_at' | 'r
 function noteQuiet(log: AppendFile, path: string, line: string): void {
   try {
     appendLineToFile(log, path, line.replace(/\n$/, ''));
-  } catch {
-    // the log is for people; the record has the result
-  }
-}
-
-function writeQuiet(fd: number, text: string): void {
-  try {
-    writeSync(fd, text);
   } catch {
     // the log is for people; the record has the result
   }
@@ -221,6 +218,8 @@ interface CommandRun {
   process: ProcessResult;
   stoppedBy: 'timeout' | 'lock' | 'stop' | null;
   leftovers: number;
+  /** Output left out of the log (retention.runLogBytes). */
+  cutBytes: number;
 }
 
 /** Runs `sh -c RUN` in its own process group under the held lease (none for a routine that is
@@ -242,14 +241,14 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease | null
   const cwd = taskCwd(ctx.project.root, { cwd: def.cwd });
   if (typeof cwd !== 'string') {
     const failed: ProcessResult = { exitCode: 127, signal: null, timedOut: false, canceled: false, reason: 'spawn-error', durationMs: 0, error: cwd.error, pid: null };
-    return { process: failed, stoppedBy: null, leftovers: 0 };
+    return { process: failed, stoppedBy: null, leftovers: 0, cutBytes: 0 };
   }
   const result = await runProcess({
     file: def.run!,
     shell: true,
     cwd,
     env,
-    stdio: ['ignore', ctx.echo ? 'pipe' : logFd, ctx.echo ? 'pipe' : logFd],
+    output: { fd: logFd, capBytes: ctx.project.config.retention.runLogBytes },
     timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
     signal: stop,
     killGraceMs: graceNow,
@@ -258,20 +257,16 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease | null
       lease?.trackChild(pid);
       lease?.held(); // a stall right before the spawn may have cost the lock: then it stops at once
     },
-    onOutput: ctx.echo
-      ? (chunk) => {
-          writeQuiet(logFd, chunk.toString('utf8'));
-          ctx.echo!(chunk);
-        }
-      : undefined,
+    onOutput: ctx.echo,
   });
   link.unlink();
   const leftovers = childPid !== null ? await stopGroup(childPid, graceNow()) : 0;
   if (childPid !== null) lease?.untrackChild(childPid);
+  const cutBytes = (await result.endOutput?.()) ?? 0;
   let stoppedBy: CommandRun['stoppedBy'] = null;
   if (result.timedOut) stoppedBy = 'timeout';
   else if (result.canceled) stoppedBy = lease?.lost ? 'lock' : 'stop';
-  return { process: result, stoppedBy, leftovers };
+  return { process: result, stoppedBy, leftovers, cutBytes };
 }
 
 function describe(r: ProcessResult, stoppedBy: CommandRun['stoppedBy'], lease: Lease | null, def: RoutineDef, stopReason: string): { result: RoutineResult; reason: string | null } {

@@ -1,9 +1,11 @@
 // A routine's output (SPEC §10 `routine logs`): `<stateDir>/logs/<id>.log` and its one rotated
-// predecessor `<id>.log.1` (firing.ts rotates past 4 MiB), shown whole, as its last lines, as
-// one run's section, or followed as it grows like `tail -F` (through rotation and truncation).
+// predecessor `<id>.log.1` (firing.ts rotates so both stay within retention.routineLogBytes),
+// shown whole, as its last lines, as one run's section, or followed as it grows like `tail -F`
+// (through rotation and truncation).
 
 import { join } from 'node:path';
 import { ID_PATTERN } from '../config/schema.js';
+import { CUT_LINE_PATTERN, CUT_LINE_PREFIX } from '../exec/capped-output.js';
 import { NotFoundError } from '../errors.js';
 import { checkFolder, lstatQuiet, trustRoot } from '../lock/files.js';
 import { LogReader } from '../state/log-file.js';
@@ -45,6 +47,13 @@ export type LogViewResult =
   | { kind: 'stopped' };
 
 const DEFAULT_FOLLOW_LINES = 10;
+
+/** The bytes a cut line says were left out, or 0 for any other line. */
+function cutBytesOf(line: Buffer): number {
+  if (line.length > 120 || line.length < CUT_LINE_PREFIX.length || line.toString('latin1', 0, CUT_LINE_PREFIX.length) !== CUT_LINE_PREFIX) return 0;
+  const m = CUT_LINE_PATTERN.exec(line.toString('utf8').replace(/\r?\n$/, ''));
+  return m ? Number(m[1]) : 0;
+}
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
@@ -91,7 +100,21 @@ export async function showRoutineLog(v: LogView): Promise<LogViewResult> {
       }
     }
     if (!old && !cur && !v.follow) return { kind: 'no-log', path: files.current };
-    for (const l of keep.take()) v.write(l);
+    let cut = 0;
+    let cutRuns = 0;
+    for (const l of keep.take()) {
+      v.write(l);
+      const bytes = cutBytesOf(l);
+      if (bytes > 0) {
+        cut += bytes;
+        cutRuns++;
+      }
+    }
+    if (cutRuns > 0) {
+      v.notice(
+        `${cutRuns === 1 ? 'a run' : `${cutRuns} runs`} shown here printed more than retention.runLogBytes: ${cut} bytes were left out of the middle (marked by a '${CUT_LINE_PREFIX}…' line)`,
+      );
+    }
     if (filter) {
       if (filter.complete) return { kind: 'shown' };
       if (!filter.found && (!v.follow || !filter.waiting)) return { kind: 'run-not-found', path: files.current, inProgress: filter.waiting };

@@ -2,7 +2,7 @@
 // fire, every pause and resume — appended and never rewritten in place. `routine-state.json` is
 // an index of these files and is rebuilt from them when it is lost or damaged.
 //
-// Bounded: when a file passes TRIM_AT_BYTES it is rotated, under the routine-state lock: the
+// Bounded (retention.historyLines): when a file passes historyTrimBytes() it is rotated, under the routine-state lock: the
 // current file becomes `<id>.jsonl.1` (replacing the previous one) and a new file starts with a
 // summary line that carries the routine's record so far, so counts and the paused state survive
 // the rotation. Every line has an id; a line re-appended because a rotation happened while it was
@@ -10,14 +10,17 @@
 
 import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readdirSync, readSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoCode, stateWriteError } from '../errors.js';
+import { asStorageError, errnoCode, stateWriteError } from '../errors.js';
 import { STATE_FILE_CAP, randomHex, readFileChecked, unlinkQuiet } from '../lock/files.js';
 import { appendLineToFile, openAppendTo, writeFileDurable } from './durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord, type RoutineResult } from './routine-state.js';
 
-export const HISTORY_LIMIT = 1000;
-/** Rotate when the file is this many bytes (≈ 1.5 × the limit at ≈ 250 bytes per line). */
-export const TRIM_AT_BYTES = 384 * 1024;
+/** Rotate when the file is this many bytes: ≈ 1.5 × the lines kept at ≈ 250 bytes a line (so
+ * the file and its rotated predecessor hold at least `historyLines` fires), and never less than
+ * 32 KiB, so a small limit does not rotate at every fire. */
+export function historyTrimBytes(historyLines: number): number {
+  return Math.max(32 * 1024, historyLines * 384);
+}
 /** Ids of the newest lines a summary remembers, to count a re-appended line once. */
 const RECENT_IDS = 64;
 
@@ -59,8 +62,11 @@ export function historyIds(stateDir: string): string[] {
   let names: string[];
   try {
     names = readdirSync(join(stateDir, 'history'));
-  } catch {
-    return [];
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    // a folder that cannot be listed must not read as "no history" (never ran, 0/0/0)
+    throw asStorageError(err);
   }
   return names.filter((n) => n.endsWith('.jsonl')).map((n) => n.slice(0, -6)).filter((id) => ROUTINE_ID.test(id) && !id.includes('..'));
 }

@@ -117,7 +117,7 @@ describe('validateConfig', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
       'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, exclusive, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
     ]);
-    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http, notify\)$/);
+    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http, notify, retention\)$/);
   });
 
   it('http.listen: [HOST:]PORT, checked with its path (SPEC §11)', () => {

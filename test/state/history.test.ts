@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
 import { indexPath, readFires, readRoutineState, recordFire, pauseRoutine, statePath, writeRoutineState } from '../../src/scheduler/file-store.js';
-import { HISTORY_LIMIT, TRIM_AT_BYTES, historyPath } from '../../src/state/history.js';
+import { historyPath, historyTrimBytes } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -26,10 +26,10 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     const n = 1700;
     for (let i = 0; i < n; i++) await recordFire(p, 'a', fire(i, 240));
     const file = historyPath(p.stateDir, 'a');
-    expect(statSync(file).size).toBeLessThanOrEqual(TRIM_AT_BYTES + 1024);
+    expect(statSync(file).size).toBeLessThanOrEqual(historyTrimBytes(1000) + 1024);
     expect(existsSync(`${file}.1`)).toBe(true);
     const fires = readFires(p, 'a');
-    expect(fires.length).toBeLessThanOrEqual(HISTORY_LIMIT);
+    expect(fires.length).toBeLessThanOrEqual(1000);
     expect(fires.at(-1)?.run_id).toBe(fire(n - 1, 240).run_id);
     const times = fires.map((e) => Date.parse(e.scheduled_at));
     expect([...times].sort((x, y) => x - y)).toEqual(times);
@@ -38,6 +38,21 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     expect(readRoutineState(p).routines.a?.counts).toEqual(expected);
     // the index lost: rebuilt from the (rotated) history, counts still exact
     writeFileSync(statePath(p), 'garbage');
+    expect(readRoutineState(p).routines.a?.counts).toEqual(expected);
+  });
+
+  it('keeps retention.historyLines fires: a small limit keeps that many, the files stay small, counts stay exact', async () => {
+    const dir = testProject({ retention: { historyLines: 50 }, routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] });
+    const p = loadProject({ cwd: dir });
+    const n = 600;
+    for (let i = 0; i < n; i++) await recordFire(p, 'a', fire(i, 240));
+    const file = historyPath(p.stateDir, 'a');
+    expect(existsSync(`${file}.1`)).toBe(true); // rotated, at 32 KiB rather than at 384 KiB
+    expect(statSync(file).size + statSync(`${file}.1`).size).toBeLessThanOrEqual(2 * (historyTrimBytes(50) + 1024));
+    const fires = readFires(p, 'a');
+    expect(fires.map((f) => f.run_id)).toEqual(Array.from({ length: 50 }, (_, k) => fire(n - 50 + k, 240).run_id));
+    const expected = { success: 0, failure: 0, skipped: 0 };
+    for (let i = 0; i < n; i++) expected[fire(i).result]++;
     expect(readRoutineState(p).routines.a?.counts).toEqual(expected);
   });
 

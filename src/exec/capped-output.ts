@@ -1,0 +1,74 @@
+// A run's output, bounded (SPEC §3 "Output is bounded"): the first half of `retention.runLogBytes`
+// goes to the log as it comes; past it, only the newest half is kept (in memory, at most that
+// much), and at the end it follows a line saying how many bytes were left out. So a command that
+// prints 300 MB leaves a few MB in its log, and no run can fill the state disk.
+
+import { writeSync } from 'node:fs';
+
+/** How the line that marks a cut starts (`routine logs` looks for it to say so). */
+export const CUT_LINE_PREFIX = '--- routinely: ';
+export const CUT_LINE_PATTERN = /^--- routinely: (\d+) bytes of output left out \(runLogBytes \d+\) ---$/;
+
+/** Room kept for the line that says what was left out, so that line is inside the cap too. */
+const CUT_LINE_ROOM = 120;
+
+export class CappedOutput {
+  private written = 0;
+  private readonly tail: Buffer[] = [];
+  private tailBytes = 0;
+  private cut = 0;
+  private ended = false;
+
+  constructor(
+    private readonly fd: number,
+    private readonly capBytes: number,
+  ) {}
+
+  write(chunk: Buffer): void {
+    if (this.ended) return;
+    const half = Math.floor(this.capBytes / 2);
+    if (this.written < half) {
+      const take = Math.min(chunk.length, half - this.written);
+      this.put(chunk.subarray(0, take));
+      this.written += take;
+      if (take === chunk.length) return;
+      chunk = chunk.subarray(take);
+    }
+    this.tail.push(chunk);
+    this.tailBytes += chunk.length;
+    // whole chunks that fall out of the newest half
+    while (this.tail.length > 1 && this.tailBytes - this.tail[0]!.length >= half) {
+      const dropped = this.tail.shift()!;
+      this.tailBytes -= dropped.length;
+      this.cut += dropped.length;
+    }
+  }
+
+  /** Writes what was kept of the end (after the line that says what was left out); returns how
+   * many bytes were left out. */
+  end(): number {
+    if (this.ended) return this.cut;
+    this.ended = true;
+    let tail = Buffer.concat(this.tail);
+    if (this.cut > 0 || this.written + tail.length > this.capBytes) {
+      const room = Math.max(0, this.capBytes - this.written - CUT_LINE_ROOM);
+      if (tail.length > room) {
+        this.cut += tail.length - room;
+        tail = tail.subarray(tail.length - room);
+      }
+    }
+    if (this.cut > 0) this.put(Buffer.from(`\n${CUT_LINE_PREFIX}${this.cut} bytes of output left out (runLogBytes ${this.capBytes}) ---\n`));
+    this.put(tail);
+    return this.cut;
+  }
+
+  private put(buf: Buffer): void {
+    for (let off = 0; off < buf.length; ) {
+      try {
+        off += writeSync(this.fd, buf, off, buf.length - off);
+      } catch {
+        return; // the log is for people; the record has the result
+      }
+    }
+  }
+}

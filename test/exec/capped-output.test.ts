@@ -1,0 +1,52 @@
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CUT_LINE_PATTERN, CappedOutput } from '../../src/exec/capped-output.js';
+
+function capture(cap: number, chunks: Buffer[]): { text: string; cut: number } {
+  const file = join(mkdtempSync(join(tmpdir(), 'capped-')), 'log');
+  const fd = openSync(file, 'w');
+  const out = new CappedOutput(fd, cap);
+  for (const c of chunks) out.write(c);
+  const cut = out.end();
+  closeSync(fd);
+  return { text: readFileSync(file, 'latin1'), cut };
+}
+
+describe('CappedOutput: a run\'s output bounded to runLogBytes (SPEC §3)', () => {
+  it('output within the cap is kept whole, byte for byte, with no cut line', () => {
+    const chunks = Array.from({ length: 50 }, (_, i) => Buffer.from(`line ${i}\n`));
+    const r = capture(4096, chunks);
+    expect(r.cut).toBe(0);
+    expect(r.text).toBe(Buffer.concat(chunks).toString('latin1'));
+  });
+
+  it('past the cap: the first half and the newest bytes are kept, the total within the cap, the cut counted exactly', () => {
+    // chunk sizes that do not line up with the halves
+    const sizes = Array.from({ length: 400 }, (_, i) => 1 + ((i * 7919) % 997));
+    let n = 0;
+    const chunks = sizes.map((s) => Buffer.from(Array.from({ length: s }, () => String.fromCharCode(33 + (n++ % 90))).join('')));
+    const all = Buffer.concat(chunks).toString('latin1');
+    const cap = 16 * 1024;
+    const r = capture(cap, chunks);
+    expect(r.text.length).toBeLessThanOrEqual(cap);
+    const m = /\n(--- routinely: \d+ bytes of output left out \(runLogBytes \d+\) ---)\n/.exec(r.text)!;
+    expect(CUT_LINE_PATTERN.test(m[1]!)).toBe(true);
+    const head = r.text.slice(0, m.index);
+    const tail = r.text.slice(m.index + m[0].length);
+    expect(head).toBe(all.slice(0, cap / 2));
+    expect(all.endsWith(tail)).toBe(true);
+    expect(head.length + r.cut + tail.length).toBe(all.length);
+    expect(Number(/(\d+) bytes/.exec(m[1]!)![1])).toBe(r.cut);
+  });
+
+  it('one huge chunk is cut too', () => {
+    const big = Buffer.alloc(100_000, 'z');
+    const r = capture(2048, [Buffer.from('A'), big, Buffer.from('Z')]);
+    expect(r.text.length).toBeLessThanOrEqual(2048);
+    expect(r.text.startsWith('Az')).toBe(true);
+    expect(r.text.endsWith('zZ')).toBe(true);
+    expect(r.cut).toBeGreaterThan(97_000);
+  });
+});
