@@ -316,6 +316,10 @@ export async function reconcileOpenFires(project: Project, isGone: (owner: OpenF
   for (const [id, record] of Object.entries(state.routines)) {
     for (const open of record.open_fires ?? []) {
       if (!isGone(open.owner, open)) continue;
+      // `state` may predate the owner's own record: it may have closed the fire and ended between
+      // the read and the judgement. Judged gone, it appends nothing more: still open now means
+      // its outcome is lost.
+      if (!readRoutine(project, id, warn)?.open_fires?.some((o) => o.id === open.id)) continue;
       await recordFire(project, id, interruptedFire(open, now), warn);
       closed++;
     }
@@ -347,6 +351,11 @@ export function readFires(project: Project, routineId: string, warn: Warn = () =
       if (l.id) {
         if (seen.has(l.id)) continue;
         seen.add(l.id);
+      }
+      if (l.entry.closes) {
+        // one entry per fire, as the fold counts it (routine-state.ts foldLines)
+        if (seen.has(`closes:${l.entry.closes}`)) continue;
+        seen.add(`closes:${l.entry.closes}`);
       }
       out.push(l.entry);
     }

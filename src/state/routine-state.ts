@@ -296,6 +296,9 @@ export function foldLines(lines: readonly HistoryLineLike[], base?: Folded): Fol
     if (l.kind === 'fire') {
       const e = l.entry;
       if (e.closes) {
+        // a second record of a fire already closed (two reconciles at once, a reconcile that
+        // judged a stale read): the first counts, as the database backend stores it once
+        if (seen.has(e.closes) && !(record.open_fires ?? []).some((o) => o.id === e.closes)) continue;
         const left = (record.open_fires ?? []).filter((o) => o.id !== e.closes);
         record = { ...record, open_fires: left };
         if (left.length === 0) delete record.open_fires;

@@ -2,9 +2,9 @@ import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { indexPath, readFires, readRoutineState, recordFire, pauseRoutine, statePath, writeRoutineState } from '../../src/scheduler/file-store.js';
+import { indexPath, openFire, readFires, readRoutineState, reconcileOpenFires, recordFire, pauseRoutine, statePath, writeRoutineState } from '../../src/scheduler/file-store.js';
 import { historyPath, historyTrimBytes } from '../../src/state/history.js';
-import type { Fire } from '../../src/state/routine-state.js';
+import { interruptedFire, type Fire, type OpenFire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
 
 const fire = (i: number, pad = 0): Fire => ({
@@ -54,6 +54,27 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     const expected = { success: 0, failure: 0, skipped: 0 };
     for (let i = 0; i < n; i++) expected[fire(i).result]++;
     expect(readRoutineState(p).routines.a?.counts).toEqual(expected);
+  });
+
+  it('a fire closed twice (its owner, then a reconcile that read before it) is counted and listed once, as its owner recorded it', async () => {
+    const p = project();
+    const open: OpenFire = { id: 'o-1', scheduled_at: fire(1).scheduled_at, started_at: fire(1).started_at, run_id: 'r-1', trigger: 'manual', owner: { pid: 999_999, host: 'elsewhere', boot_id: null, start_time: null } };
+    await openFire(p, 'a', open);
+    await recordFire(p, 'a', { ...fire(1), result: 'success', reason: null, closes: 'o-1' });
+    await recordFire(p, 'a', interruptedFire(open, new Date()));
+    expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 1, failure: 0, skipped: 0 });
+    expect(readFires(p, 'a').map((f) => f.result)).toEqual(['success']);
+    // and a reconcile now finds nothing open to close
+    expect(await reconcileOpenFires(p, () => true, new Date())).toBe(0);
+  });
+
+  it('a reconcile closes an open fire whose owner is gone, once', async () => {
+    const p = project();
+    const open: OpenFire = { id: 'o-2', scheduled_at: fire(1).scheduled_at, started_at: fire(1).started_at, run_id: 'r-2', trigger: 'manual', owner: { pid: 999_999, host: 'elsewhere', boot_id: null, start_time: null } };
+    await openFire(p, 'a', open);
+    expect(await reconcileOpenFires(p, () => true, new Date())).toBe(1);
+    expect(await reconcileOpenFires(p, () => true, new Date())).toBe(0);
+    expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 0, failure: 1, skipped: 0 });
   });
 
   it('a torn last line never swallows the next entry, and is reported with its line number', async () => {
