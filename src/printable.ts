@@ -9,3 +9,23 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
 export function printable(s: string): string {
   return s.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
+
+// What a terminal may be sent: text, newlines, tabs, and colour (SGR: ESC [ digits ; m) — the
+// colours our own views paint. Every other control character is escaped: nothing from a record
+// can clear the screen, move the cursor, set a window title (OSC) or forge a line.
+// eslint-disable-next-line no-control-regex
+const TERMINAL_UNSAFE = /\u001b\[[0-9;]*m|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+const hex2 = (c: string): string => c.charCodeAt(0).toString(16).padStart(2, '0');
+
+/** Output for a terminal or a log file (SPEC §12): see TERMINAL_UNSAFE. C1 controls and DEL
+ * become `\u00XX`, which also keeps JSON output valid; other C0 controls become `\xHH`. */
+export function terminalText(s: string): string {
+  return s.replace(TERMINAL_UNSAFE, (m) => (m.length > 1 ? m : m.charCodeAt(0) >= 0x7f ? `\\u00${hex2(m)}` : `\\x${hex2(m)}`));
+}
+
+/** A JSON document (JSON.stringify escapes C0 but leaves DEL and C1 raw): those escaped too. */
+export function jsonText(json: string): string {
+  // eslint-disable-next-line no-control-regex
+  return json.replace(/[\u007f-\u009f]/g, (c) => `\\u00${hex2(c)}`);
+}

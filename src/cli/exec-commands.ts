@@ -1,5 +1,6 @@
 // `routinely register`, `routinely exec run | resume | status | runs | show | reset` (SPEC §5).
 
+import { printable } from '../printable.js';
 import { relative } from 'node:path';
 import { loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
@@ -124,7 +125,7 @@ export function runSummary(state: RunState): string[] {
   const statusColor = state.status === 'SUCCEEDED' ? 'green' : state.status === 'INTERRUPTED' ? 'yellow' : 'red';
   const attempt = state.attempt > 1 ? ` (resume, attempt ${state.attempt})` : '';
   const lines = [`run ${state.run_id} ${paint(state.status, statusColor, color)}${attempt}: ${parts.join(', ')}${took}`];
-  if (state.why) lines.push(`  why:  ${state.why}`);
+  if (state.why) lines.push(`  why:  ${printable(state.why)}`);
   // Said after the live `succeeded a` line: the record does not have it (issue 15).
   for (const [id, t] of Object.entries(state.tasks)) {
     if (t.why_code === 'NOT_RECORDED') lines.push(`  ${id}: ${t.why}; exec resume will run it again`);
@@ -217,7 +218,7 @@ export async function runsCommand(flags: { json?: boolean; limit: number }, g: G
   }
   for (const run of runs) {
     if (run.status === 'UNREADABLE') {
-      out(`${run.run_id}  UNREADABLE   ${run.why}`);
+      out(`${run.run_id}  UNREADABLE   ${printable(run.why)}`);
       continue;
     }
     const r = run as RunState;
@@ -239,14 +240,14 @@ export async function showCommand(runId: string, flags: { json?: boolean }, g: G
   const resumed = run.resumed_at ? `, resumed ${run.resumed_at}` : '';
   const took = run.finished_at ? ` (${humanDuration(Date.parse(run.finished_at) - Date.parse(attemptStart(run)))})` : '';
   out(`  started ${run.created_at}${resumed}${run.finished_at ? `, finished ${run.finished_at}${took}` : ''}`);
-  if (run.why) out(`  why:  ${run.why_code}: ${run.why}`);
+  if (run.why) out(`  why:  ${run.why_code}: ${printable(run.why)}`);
   if (run.next) out(`  next: ${nextBesideShow(run.run_id, run.next)}`);
   const width = Math.max(4, ...Object.keys(run.tasks).map((k) => k.length));
   for (const [id, t] of Object.entries(run.tasks)) {
     const took = t.duration_ms !== null ? ` ${humanDuration(t.duration_ms)}` : '';
     const code = t.exit_code !== null ? ` exit ${t.exit_code}` : '';
     const cut = t.output_cut_bytes ? `  (output cut: ${humanBytes(t.output_cut_bytes)} left out of the middle, retention.runLogBytes)` : '';
-    out(`  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${t.why}` : ''}${cut}`);
+    out(`  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${printable(t.why)}` : ''}${cut}`);
   }
   out(`  logs: ${shownStateDir(ctx)}/exec/runs/${run.run_id}/<task>.log`);
   return ExitCode.OK;

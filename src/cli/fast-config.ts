@@ -5,6 +5,7 @@
 // every ROUTINELY_* variable and TZ, the version and the user. A key that does not match means
 // the full path, which validates and reports exactly as before.
 
+import { checkTrustedPaths } from '../config/trust.js';
 import { dirname, join, resolve } from 'node:path';
 import { findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import { listCacheKey, readProjectCache, type CachedProject } from '../scheduler/list-cache.js';
@@ -39,6 +40,8 @@ export function cachedConfig(configArg: string | undefined, env: NodeJS.ProcessE
   if (typeof stateDirRaw !== 'string') return null;
   const root = dirname(configPath);
   const stateDir = resolve(root, nonEmpty(env.ROUTINELY_STATE_DIR) ?? stateDirRaw);
+  // SPEC §12 on every start, as the full path does (a refusal: the full path says why)
+  checkTrustedPaths({ configPath, root, stateDir });
   const project = readProjectCache(stateDir, key);
   if (!project || project.stateDir !== stateDir) return null;
   if (project.lockDir !== resolve(root, nonEmpty(env.ROUTINELY_LOCK_DIR) ?? join(stateDir, 'locks'))) return null;

@@ -19,6 +19,7 @@ import { emptyRecord } from '../state/routine-state.js';
 import type { FastListArgs } from './fast-args.js';
 import { cachedConfig } from './fast-config.js';
 import { err } from './io.js';
+import { terminalText } from '../printable.js';
 import { listRows, printList, schedulerLineOf, type ListedRoutine, type SchedulerLine } from './routine-list.js';
 import type { RoutineRecord } from '../state/routine-state.js';
 
@@ -113,7 +114,7 @@ export function fastList(a: FastListArgs, env: NodeJS.ProcessEnv = process.env):
   let stdout = '';
   let stderr = notes.map((n) => `${n}\n`).join('');
   const code = printList(g.routines, rows, g.scheduler, g.now, a, false, { out: (l) => (stdout += `${l}\n`), err: (l) => (stderr += `${l}\n`) }, { isTTY: false });
-  writeAllSync(2, stderr);
-  writeAllSync(1, stdout);
+  writeAllSync(2, terminalText(stderr));
+  writeAllSync(1, terminalText(stdout));
   return code;
 }

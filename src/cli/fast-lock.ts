@@ -16,6 +16,7 @@ import type { FastLockArgs } from './fast-args.js';
 import { cachedConfig } from './fast-config.js';
 import { busyPolicy, reportBusy, waitNotice } from './busy.js';
 import { err } from './io.js';
+import { terminalText } from '../printable.js';
 import { describeStatus, runUnderLease } from './lock-run.js';
 import { StopSignals } from './signals.js';
 
@@ -55,7 +56,7 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
       return null; // a lock folder it refuses (a symlink, a FIFO): the full path says why
     }
     // written at once, without creating Node's stdout stream (a few ms of a short start)
-    writeAll(`${text}\n`);
+    writeAll(`${terminalText(text)}\n`);
     return ExitCode.OK;
   }
   const policy = busyPolicy({ ifBusy: a.ifBusy, waitTimeout: a.waitTimeout }, 'fail');

@@ -1,5 +1,7 @@
 // Terminal output helpers for the CLI layer.
 
+import { terminalText } from '../printable.js';
+
 /** A reader that goes away (`… | head -1`) is no error of ours: output to a closed pipe is
  * dropped, never an unhandled 'error' event with a stack trace. Attached on first use, so a
  * command that prints nothing never creates Node's stdout or stderr stream. */
@@ -12,12 +14,14 @@ function guard(stream: NodeJS.WriteStream): NodeJS.WriteStream {
   return stream;
 }
 
+// Every line printed goes through terminalText (SPEC §12): strings from records and rows (a
+// pause note, a reason, a holder's command) cannot send control sequences to the terminal.
 export const out = (line: string): void => {
-  guard(process.stdout).write(`${line}\n`);
+  guard(process.stdout).write(`${terminalText(line)}\n`);
 };
 
 export const err = (line: string): void => {
-  guard(process.stderr).write(`${line}\n`);
+  guard(process.stderr).write(`${terminalText(line)}\n`);
 };
 
 let exitFlushMs: number | null = null;

@@ -1,5 +1,6 @@
 // `routinely routine list | run | history | pause | resume` (SPEC §6).
 
+import { printable } from '../printable.js';
 import { cronProblem } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ID_PATTERN, type RoutineDef } from '../config/schema.js';
@@ -221,7 +222,7 @@ export async function routineHistory(id: string, flags: { limit: number; json?: 
     const [word, colour] = RESULT_WORD[e.result] ?? [e.result, 'gray' as Colour];
     const late = Date.parse(e.started_at) - Date.parse(e.scheduled_at);
     const took = humanDuration(Date.parse(e.finished_at) - Date.parse(e.started_at));
-    out(`${e.scheduled_at}  ${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${e.reason}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`);
+    out(`${e.scheduled_at}  ${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`);
   }
   return ExitCode.OK;
 }
@@ -230,7 +231,7 @@ export async function routinePause(id: string, flags: { note?: string }, g: Glob
   const project = loadProject({ configPath: g.config });
   findRoutine(project, id);
   const change = await withBackend(project, (b) => b.routines.setPaused(id, true, flags.note ?? null));
-  const note = change.note ? ` (${change.note})` : '';
+  const note = change.note ? ` (${printable(change.note)})` : '';
   out(change.wasPaused ? `${id} was already paused${note}` : `paused ${id}${note}; a running scheduler stops firing it`);
   return ExitCode.OK;
 }

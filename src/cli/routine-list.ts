@@ -5,6 +5,7 @@
 //
 // Keep this module light: the fast path loads it, and its whole budget is a few milliseconds.
 
+import { printable } from '../printable.js';
 import { processGone } from '../lock/identity.js';
 import type { SchedulerState } from '../scheduler/status.js';
 import { schedulerLine } from './scheduler-line.js';
@@ -125,7 +126,7 @@ function lastCell(r: ListRow, nowMs: number): Cell {
 }
 
 function nextCell(r: ListRow, routine: ListedRoutine, nowMs: number): Cell {
-  if (r.paused) return { text: `paused${r.paused_note ? `: ${r.paused_note}` : ''}`, colour: 'yellow' };
+  if (r.paused) return { text: `paused${r.paused_note ? `: ${printable(r.paused_note)}` : ''}`, colour: 'yellow' };
   if (r.enabled === false) return { text: 'disabled', colour: 'gray' };
   if (!routine.next || r.enabled === null) return { text: '-' };
   return { text: nextText(routine.next, nowMs) };
@@ -188,7 +189,7 @@ export function checkProblems(rows: readonly ListRow[], scheduler: SchedulerLine
     if (r.enabled === false) continue;
     if (r.consecutive_failures > 0) {
       const why = r.last_result === 'failure'
-        ? (r.last_reason ?? 'failed')
+        ? printable(r.last_reason ?? 'failed')
         : `${r.consecutive_failures > 1 ? `${r.consecutive_failures} failures in a row, the last` : 'failed'} at ${r.last_failure_at ?? 'an unknown time'}, then ${r.consecutive_skips > 0 ? skipsText(r.consecutive_skips) : 'a skip'}`;
       problems.push(`failing routine: ${r.id} (${why})`);
     }

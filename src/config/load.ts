@@ -3,7 +3,10 @@
 // overrides winning over the file. Bad values are errors, never silent defaults.
 
 import { dirname, join, resolve } from 'node:path';
-import { ConfigError, UsageError, errnoCode } from '../errors.js';
+import { parsePgUrl } from '../pg/url.js';
+import { redactSecrets } from '../redact.js';
+import { ConfigError, UnsafePathError, UsageError, errnoCode } from '../errors.js';
+import { UntrustedPathError, checkTrustedPaths } from './trust.js';
 import { CONFIG_FILE, displayPath, findConfig, findConfigUpward, isFile, readConfigBytes, stripJsonComments } from './find.js';
 import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
 
@@ -102,6 +105,12 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
   const ttl = envSeconds(env, 'ROUTINELY_LOCK_TTL_SECONDS', 1, 86400) ?? config.lock.ttlSeconds;
   const refreshEnv = envSeconds(env, 'ROUTINELY_LOCK_REFRESH_SECONDS', 0, 86400, true);
   const refresh = refreshEnv ?? config.lock.refreshSeconds ?? ttl / 3;
+  try {
+    checkTrustedPaths({ configPath, root, stateDir });
+  } catch (err) {
+    if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
+    throw err;
+  }
   if (refresh >= ttl / 2) {
     const source = refreshEnv !== undefined ? 'ROUTINELY_LOCK_REFRESH_SECONDS' : 'lock.refreshSeconds';
     throw new UsageError(`${source}: ${refresh} must be below the lock TTL / 2 (TTL ${ttl}s)`);
@@ -116,18 +125,7 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
  * `user:password@` part with or without a scheme, and `password=` parameters of a URL query or
  * a libpq key-value string. */
 export function redactUrl(url: string): string {
-  let out = url;
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    for (const key of [...u.searchParams.keys()]) if (/password/i.test(key)) u.searchParams.set(key, '***');
-    out = u.toString().replace(/%2A%2A%2A/g, '***');
-  } catch {
-    // not a URL: the patterns below
-  }
-  return out
-    .replace(/(^|[\s/"'=(])([^\s:/@"'=(]+):[^@\s/"']*@/g, '$1$2:***@')
-    .replace(/(password\s*=\s*)('[^']*'|"[^"]*"|[^\s&;'"]+)/gi, '$1***');
+  return redactSecrets(url);
 }
 
 function resolveBackend(config: Config, env: NodeJS.ProcessEnv): ProjectBackend {
@@ -138,15 +136,9 @@ function resolveBackend(config: Config, env: NodeJS.ProcessEnv): ProjectBackend 
   if (url === undefined) {
     throw new UsageError('the postgres backend needs a database URL: set backend.url in the config or ROUTINELY_DATABASE_URL');
   }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new UsageError(`${source}: ${JSON.stringify(redactUrl(url))} is not a URL (expected postgres://user:password@host:5432/database)`);
-  }
-  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
-    throw new UsageError(`${source}: ${JSON.stringify(redactUrl(url))} is not a postgres:// URL`);
-  }
+  // libpq's forms too: several hosts, target_session_attrs, a password holding '/' (SPEC §9)
+  const parsed = parsePgUrl(url);
+  if (typeof parsed === 'string') throw new UsageError(`${source}: ${JSON.stringify(redactUrl(url))} is ${parsed}`);
   return { type: 'postgres', url, project: config.project! };
 }
 

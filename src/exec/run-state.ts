@@ -5,7 +5,7 @@
 // has seen: a holder that lost the lock can append, but can never overwrite a newer holder's
 // state (fencing, SPEC §4.7).
 
-import type { TaskStatus } from './registry.js';
+import { TASK_STATUSES, type TaskStatus } from './registry.js';
 
 export const RUN_STATUSES = ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'INTERRUPTED'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -113,6 +113,56 @@ export type RunEvent =
       /** Tasks set back to pending (all but those that succeeded), with their current hashes. */
       reset: Record<string, string>;
     });
+
+const LOCK_ID = /^[0-9a-f]{32}$/;
+const EVENT_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const TEXT_CAP = 8192;
+const str = (v: unknown, cap = TEXT_CAP): v is string => typeof v === 'string' && v.length <= cap;
+const strOrNull = (v: unknown, cap = TEXT_CAP): boolean => v === null || v === undefined || str(v, cap);
+const intOrNull = (v: unknown): boolean => v === null || v === undefined || Number.isSafeInteger(v);
+
+/** Why an owner read from a record cannot be believed, or null (SPEC §12): a pid of 0 or 1 would
+ * make a run look alive for ever (and name every process to signal). */
+export function ownerProblem(o: unknown): string | null {
+  if (!o || typeof o !== 'object') return 'malformed owner';
+  const w = o as Partial<RunOwner>;
+  if (!Number.isSafeInteger(w.pid) || (w.pid as number) <= 1 || (w.pid as number) > 4_194_304) return `owner pid ${JSON.stringify(w.pid)} is not a process id above 1`;
+  if (!str(w.host, 255) || !strOrNull(w.boot_id, 128) || !strOrNull(w.start_time, 64) || !strOrNull(w.pid_ns, 128)) return 'malformed owner';
+  return null;
+}
+
+/** Checks an event read back (from a journal or a database row) field by field before it is
+ * applied (SPEC §12), as file records are: a forged owner, lock id or command is refused. */
+export function checkEvent(v: unknown): RunEvent | string {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return 'not an object';
+  const e = v as Record<string, unknown>;
+  if (!Number.isSafeInteger(e.gen) || (e.gen as number) < 0 || !str(e.at, 64)) return 'malformed gen or at';
+  const why = (): string | null => (strOrNull(e.why_code, 64) && strOrNull(e.why) && strOrNull(e.next) ? null : 'malformed why');
+  switch (e.type) {
+    case 'run-created':
+      return e.state && typeof e.state === 'object' ? (v as RunEvent) : 'malformed state';
+    case 'task-started':
+      return str(e.task) && EVENT_TASK_ID.test(e.task) ? (v as RunEvent) : 'malformed task id';
+    case 'task-finished':
+      if (!str(e.task) || !EVENT_TASK_ID.test(e.task)) return 'malformed task id';
+      if (!(TASK_STATUSES as readonly unknown[]).includes(e.status)) return `unknown task status ${JSON.stringify(e.status)}`;
+      if (!intOrNull(e.exit_code) || !strOrNull(e.signal, 32) || !intOrNull(e.duration_ms) || !intOrNull(e.output_cut_bytes)) return 'malformed task result';
+      return why() ?? (v as RunEvent);
+    case 'run-finished':
+      if (!(RUN_STATUSES as readonly unknown[]).includes(e.status)) return `unknown run status ${JSON.stringify(e.status)}`;
+      return why() ?? (v as RunEvent);
+    case 'run-resumed': {
+      if (!str(e.lock_id) || !LOCK_ID.test(e.lock_id)) return 'lock_id is not 32 hex digits';
+      const owner = ownerProblem(e.owner);
+      if (owner) return owner;
+      if (!str(e.command, 4096) || !strOrNull(e.routine, 128) || !Number.isSafeInteger(e.parallel)) return 'malformed command, routine or parallel';
+      if (!e.reset || typeof e.reset !== 'object' || Object.entries(e.reset).some(([k, h]) => !EVENT_TASK_ID.test(k) || !str(h, 128))) return 'malformed reset';
+      return v as RunEvent;
+    }
+    default:
+      return `unknown event type ${JSON.stringify(e.type)}`;
+  }
+}
 
 /** Applies one event. Pure (copies what it changes). Events older than the state's generation
  * are fenced off. */

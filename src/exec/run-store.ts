@@ -9,7 +9,7 @@ import { STATE_FILE_CAP, readFileChecked, readNoFollow } from '../lock/files.js'
 import { openAppend, writeAll } from '../state/durable.js';
 import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';
-import { RUN_STATUSES, applyEventInPlace, isRunId, type RunEvent, type RunState } from './run-state.js';
+import { RUN_STATUSES, applyEventInPlace, checkEvent, isRunId, ownerProblem, type RunEvent, type RunState } from './run-state.js';
 import { FencedError, type RunWriter } from './store.js';
 
 const SNAPSHOT = 'run.json';
@@ -73,7 +73,10 @@ export function checkSnapshot(v: unknown, runId: string): Snapshot | string {
     if (!TASK_ID.test(id) || id.includes('..')) return `task id ${JSON.stringify(id)} is not a task id`;
     if (!t || typeof t !== 'object' || !(TASK_STATUSES as readonly unknown[]).includes((t as { status?: unknown }).status)) return `task ${JSON.stringify(id)} is malformed`;
   }
-  if (!s.owner || typeof s.owner !== 'object' || !Number.isSafeInteger(s.owner.pid)) return 'malformed owner';
+  const owner = ownerProblem(s.owner);
+  if (owner) return owner;
+  if (typeof s.lock_id !== 'string' || !/^[0-9a-f]{32}$/.test(s.lock_id)) return 'its lock_id is not 32 hex digits';
+  if (typeof s.command !== 'string' || s.command.length > 4096) return 'malformed command';
   return { ...(s as Snapshot), journal_offset: Number.isSafeInteger(s.journal_offset) && (s.journal_offset as number) >= 0 ? (s.journal_offset as number) : 0 };
 }
 
@@ -149,7 +152,8 @@ function replay(state: RunState, bytes: Buffer): void {
     } catch {
       continue; // a torn line: the event never completed
     }
-    if (ev && typeof ev === 'object' && Number.isSafeInteger(ev.gen) && ev.type !== 'run-created') applyEventInPlace(state, ev);
+    // checked field by field, as every record (SPEC §12): a malformed or forged event is skipped
+    if (ev && typeof ev === 'object' && ev.type !== 'run-created' && typeof checkEvent(ev) !== 'string') applyEventInPlace(state, ev);
   }
 }
 

@@ -3,7 +3,8 @@
 // name this server in its Host header and, when a token is set, carry it; only GET and HEAD
 // exist; slow clients are cut off by header, request and idle timeouts.
 
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { formatListen, type ListenAddress } from '../config/listen.js';
 import { UsageError, errnoCode } from '../errors.js';
@@ -30,6 +31,47 @@ export interface StatusServer {
 }
 
 const TIMEOUTS = { headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000, idleMs: 30_000 };
+/** Connections that have not sent a whole request head yet, at most: past it, the oldest of them
+ * is closed to make room (never the newest: a probe's connection sends its request at once). */
+const PENDING_MAX = 64;
+/** The same, per client address. */
+const PENDING_PER_CLIENT = 16;
+/** Every connection, at most (keep-alive ones close after keepAliveTimeout). */
+const CONNECTIONS_MAX = 256;
+
+/** Half-open connections (a client that opens many and trickles its headers, or sends none) can
+ * neither fill the server nor keep a probe out (SPEC §11, §12): the oldest connection still
+ * without a request head is closed when a client, or everyone together, has too many. */
+function guardConnections(server: Server): void {
+  const pending = new Map<Socket, string>(); // in arrival order
+  const perClient = new Map<string, number>();
+  const forget = (socket: Socket): void => {
+    const who = pending.get(socket);
+    if (who === undefined) return;
+    pending.delete(socket);
+    const n = (perClient.get(who) ?? 1) - 1;
+    if (n <= 0) perClient.delete(who);
+    else perClient.set(who, n);
+  };
+  const evictOldest = (who?: string): void => {
+    for (const [socket, w] of pending) {
+      if (who !== undefined && w !== who) continue;
+      forget(socket);
+      socket.destroy();
+      return;
+    }
+  };
+  server.maxConnections = CONNECTIONS_MAX;
+  server.on('connection', (socket: Socket) => {
+    const who = socket.remoteAddress ?? '?';
+    pending.set(socket, who);
+    perClient.set(who, (perClient.get(who) ?? 0) + 1);
+    socket.once('close', () => forget(socket));
+    if ((perClient.get(who) ?? 0) > PENDING_PER_CLIENT) evictOldest(who);
+    if (pending.size > PENDING_MAX) evictOldest();
+  });
+  server.on('request', (req: IncomingMessage) => forget(req.socket));
+}
 
 const COMMON_HEADERS = {
   'cache-control': 'no-store',
@@ -111,7 +153,11 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     }
   };
 
-  const server = createServer({ headersTimeout: TIMEOUTS.headersTimeout, requestTimeout: TIMEOUTS.requestTimeout, keepAliveTimeout: TIMEOUTS.keepAliveTimeout, maxHeaderSize: 16 * 1024 }, (req, res) => {
+  const server = createServer({
+    headersTimeout: TIMEOUTS.headersTimeout, requestTimeout: TIMEOUTS.requestTimeout, keepAliveTimeout: TIMEOUTS.keepAliveTimeout, maxHeaderSize: 16 * 1024,
+    // the timeouts above are enforced within a second, not at Node's default 30 s sweep
+    connectionsCheckingInterval: 1_000,
+  }, (req, res) => {
     handle(req, res).catch((err: Error) => {
       o.warn(`request failed: ${err.message}`);
       if (!res.headersSent) res.writeHead(500).end();
@@ -119,7 +165,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     });
   });
   server.setTimeout(TIMEOUTS.idleMs, (socket) => socket.destroy());
-  server.maxConnections = 64;
+  guardConnections(server);
 
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error): void => {

@@ -64,11 +64,29 @@ export abstract class LeaseState {
   }
 
   /** Starts the heartbeat (`beat` every `refreshMs`) and the deadline. Unref'd: a heartbeat
-   * alone never keeps a process alive. */
-  protected startTimers(beat: () => void, refreshMs: number): void {
+   * alone never keeps a process alive. `paced`: each heartbeat is sent `refreshMs` after the one
+   * before was sent (the first one `refreshMs` after the lease was confirmed), waiting for it to
+   * end first; on a slow link the time a statement takes then counts against the refresh, not
+   * on top of it (a lease acquired in 3 s with refresh 3 s beats at once). */
+  protected startTimers(beat: () => unknown, refreshMs: number, paced = false): void {
     if (this.timer || this.released || this.lostInfo) return;
-    this.timer = setInterval(beat, refreshMs);
-    this.timer.unref();
+    if (!paced) {
+      this.timer = setInterval(beat, refreshMs);
+      this.timer.unref();
+    } else {
+      const schedule = (sentAt: number): NodeJS.Timeout => {
+        const t = setTimeout(() => {
+          const sent = this.clock.monotonic();
+          void Promise.resolve(beat()).finally(() => {
+            // stopped meanwhile (released, lost): stopHeartbeat cleared this.timer
+            if (this.timer === t && !this.released && !this.lostInfo) this.timer = schedule(sent);
+          });
+        }, Math.max(0, sentAt + refreshMs - this.clock.monotonic()));
+        t.unref();
+        return t;
+      };
+      this.timer = schedule(this.confirmedAt);
+    }
     this.armDeadline();
   }
 

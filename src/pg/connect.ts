@@ -4,17 +4,20 @@
 // name the host and never the password.
 
 import pg from 'pg';
-import { redactUrl } from '../config/load.js';
 import { DatabaseError } from '../errors.js';
 import { MIGRATIONS } from './schema.js';
+import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl } from './url.js';
 
 export interface Db {
-  pool: pg.Pool;
-  /** host:port/database, for messages. */
+  /** host:port/database (every host, with several), for messages. */
   where: string;
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
-  /** Runs `fn` in a transaction on one connection. */
+  /** Runs `fn` in a transaction on one connection (with its statement timeout set for the
+   * transaction only: nothing of it outlives the transaction in a pooler's server connection). */
   transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+  /** A held lease's own statements (heartbeat, release): on connections of their own, so a
+   * heartbeat never waits behind this process's other statements on a slow link. */
+  leaseQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
   close(): Promise<void>;
 }
 
@@ -22,136 +25,229 @@ const ignore = (): void => {};
 
 const CONNECT_TIMEOUT_MS = 5_000;
 const POOL_SIZE = 4;
+/** Connections for the heartbeats of held leases (opened when first used): a scheduler holds
+ * its own lease and, while a routine runs, the exec lock. */
+const LEASE_POOL_SIZE = 2;
 const STATEMENT_TIMEOUT_MS = 15_000;
-
-function describe(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname || 'localhost'}:${u.port || 5432}${u.pathname}`;
-  } catch {
-    return redactUrl(url);
-  }
-}
+/** Client side: a statement with no answer by then is given up (its connection is dropped). */
+const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 2_000;
 
 /** The server refused a connection at its limit (53300): say what to do, not only that. */
 function tooManyConnections(message: string): string {
   const fix = /for (role|database)/.test(message)
     ? `raise its CONNECTION LIMIT (ALTER ${message.includes('for role') ? 'ROLE' : 'DATABASE'} … CONNECTION LIMIT n)`
-    : 'raise max_connections on the server, or put a pooler in session mode in front of it (e.g. PgBouncer with pool_mode = session)';
-  return `${message} (53300): ${fix}; each routinely process opens up to ${POOL_SIZE} connections`;
+    : 'raise max_connections on the server, or put a pooler in front of it (e.g. PgBouncer; session and transaction pooling both work)';
+  return `${message} (53300): ${fix}; each routinely process opens up to ${POOL_SIZE + LEASE_POOL_SIZE} connections (${LEASE_POOL_SIZE} of them for lease heartbeats)`;
 }
 
-/** A connection problem as a person reads it; never the password. */
+const STANDBY_FIX = 'point the URL at the primary, or list every host with target_session_attrs=read-write (postgres://h1:5432,h2:5432/db?target_session_attrs=read-write)';
+
+/** A connection problem as a person reads it; never the password. Each cause is told by its
+ * code or by the driver's exact words, never by a word that may be part of another message
+ * (PgBouncer's `unsupported startup parameter: statement_timeout` is not a timeout). */
 export function dbError(where: string, err: unknown): DatabaseError {
   const e = err as { code?: string; message?: string };
+  const msg = e.message ?? String(err);
   const reason =
     e.code === 'ECONNREFUSED' ? 'connection refused' :
+    e.code === 'ECONNRESET' ? 'connection reset' :
     e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'unknown host' :
-    e.code === 'ETIMEDOUT' || /timeout/i.test(e.message ?? '') ? 'timed out' :
+    e.code === 'ETIMEDOUT' ? 'timed out connecting' :
+    msg === 'timeout exceeded when trying to connect' ? `all ${POOL_SIZE} connections of this process stayed busy for ${CONNECT_TIMEOUT_MS / 1000}s (a wait for this process's own connection pool, not for the database)` :
+    msg.startsWith('Connection terminated due to connection timeout') ? `timed out connecting (no answer within ${CONNECT_TIMEOUT_MS / 1000}s)` :
+    msg === 'Query read timeout' ? `no answer within ${QUERY_TIMEOUT_MS / 1000}s (timed out)` :
+    e.code === '57014' ? `a statement ran past ${STATEMENT_TIMEOUT_MS / 1000}s and was canceled (57014)` :
     e.code === '28P01' || e.code === '28000' ? 'authentication failed' :
     e.code === '3D000' ? 'database does not exist' :
     e.code === '57P01' || e.code === '57P03' ? 'the server is shutting down or starting up' :
-    e.code === '53300' ? tooManyConnections(e.message ?? 'too many clients') :
-    (e.message ?? String(err)).replace(/\/\/[^@\s]*@/g, '//***@');
+    e.code === '25006' ? `the server is read-only (a standby?) (25006): ${STANDBY_FIX}` :
+    e.code === '53300' ? tooManyConnections(msg) :
+    msg.replace(/\/\/[^@\s]*@/g, '//***@');
   return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`);
 }
 
-export async function connect(url: string): Promise<Db> {
-  const where = describe(url);
+/** Errors of the environment (the server, the network, the pooler), as opposed to errors of our
+ * own statements (bugs, thrown as they are). */
+function environmental(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  if (!code || !/^[0-9A-Z]{5}$/.test(code)) return true; // a socket error, a driver timeout
+  return /^(08|57|53|28|3D)/.test(code) || code === '25006';
+}
+
+interface Target {
+  url: string;
+  where: string;
+}
+
+function makePool(t: Target, max = POOL_SIZE, keepIdle = false): pg.Pool {
   const pool = new pg.Pool({
-    connectionString: url,
-    max: POOL_SIZE,
+    connectionString: t.url,
+    max,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    idleTimeoutMillis: 10_000,
+    // the heartbeats' connection stays open while idle (a heartbeat every refresh interval must
+    // not pay for a new connection); it never keeps the process alive on its own
+    idleTimeoutMillis: keepIdle ? 0 : 10_000,
+    allowExitOnIdle: keepIdle,
     keepAlive: true,
     keepAliveInitialDelayMillis: 5_000,
-    statement_timeout: STATEMENT_TIMEOUT_MS,
-    query_timeout: STATEMENT_TIMEOUT_MS + 2_000,
+    // no statement_timeout startup parameter: PgBouncer refuses any it does not know
+    query_timeout: QUERY_TIMEOUT_MS,
     application_name: 'routinely',
   });
   // An idle connection dropped by a restarting server must not crash the process; the next
   // query reports the problem.
   pool.on('error', ignore);
-  const wrap = async <T>(fn: () => Promise<T>): Promise<T> => {
+  return pool;
+}
+
+/** Whether a host is one to use: reachable, and (for read-write) not a standby. */
+async function probeHost(t: Target, wantPrimary: boolean): Promise<true | DatabaseError> {
+  const client = new pg.Client({ connectionString: t.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, query_timeout: QUERY_TIMEOUT_MS, application_name: 'routinely' });
+  client.on('error', ignore);
+  try {
+    await client.connect();
+    if (!wantPrimary) return true;
+    const { rows } = await client.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
+    return rows[0]?.standby ? new DatabaseError(`database ${t.where}: a read-only standby (pg_is_in_recovery)`) : true;
+  } catch (err) {
+    return dbError(t.where, err);
+  } finally {
+    await client.end().catch(ignore);
+  }
+}
+
+export async function connect(url: string): Promise<Db> {
+  const parsed = parsePgUrl(url);
+  if (typeof parsed === 'string') throw new DatabaseError(`database URL ${redactPgUrl(url)}: ${parsed}`);
+  const targets: Target[] = parsed.hosts.map((h) => ({ url: singleHostUrl(parsed, h), where: describePgUrl({ ...parsed, hosts: [h] }) }));
+  const where = describePgUrl(parsed);
+  const wantPrimary = parsed.targetSessionAttrs === 'read-write' || parsed.targetSessionAttrs === 'primary';
+  const several = targets.length > 1;
+
+  /** libpq's rule: the hosts in order, the first that qualifies. */
+  const choose = async (): Promise<Target> => {
+    if (!several) return targets[0]!;
+    const why: string[] = [];
+    for (const t of targets) {
+      const ok = await probeHost(t, wantPrimary);
+      if (ok === true) return t;
+      why.push(ok.message.replace(/^database /, ''));
+    }
+    throw new DatabaseError(`database ${where}: no host ${wantPrimary ? 'is a reachable primary' : 'is reachable'} (${why.join('; ')})`);
+  };
+
+  let target = await choose();
+  let pool = makePool(target);
+  let leasePool = makePool(target, LEASE_POOL_SIZE, true);
+  let switching: Promise<void> | null = null;
+  /** After a connection-class error with several hosts: choose again (a failover moves the
+   * primary), for the next statement; the failed one is reported, never silently repeated. */
+  const reselect = (): void => {
+    if (!several || switching) return;
+    switching = (async () => {
+      try {
+        const next = await choose();
+        if (next.url !== target.url) {
+          const old = [pool, leasePool];
+          target = next;
+          pool = makePool(next);
+          leasePool = makePool(next, LEASE_POOL_SIZE, true);
+          warm(leasePool);
+          for (const p of old) void p.end().catch(ignore);
+        }
+      } catch {
+        // none qualifies now: the next statement fails and reports it, and chooses again
+      } finally {
+        switching = null;
+      }
+    })();
+  };
+  const wrap = async <T>(fn: (p: pg.Pool) => Promise<T>, which: 'main' | 'lease' = 'main'): Promise<T> => {
+    if (switching) await switching;
     try {
-      return await fn();
+      return await fn(which === 'lease' ? leasePool : pool);
     } catch (err) {
       if (err instanceof DatabaseError) throw err;
-      const code = (err as { code?: string }).code;
-      // SQL errors of our own statements are bugs, connection errors are the environment's
-      if (code && /^[0-9A-Z]{5}$/.test(code) && !/^(08|57|53|28|3D)/.test(code)) throw err;
-      throw dbError(where, err);
+      if (!environmental(err)) throw err;
+      reselect();
+      throw dbError(several ? target.where : where, err);
     }
   };
   const db: Db = {
-    pool,
-    where,
-    query: (text, values) => wrap(() => pool.query(text, values)),
+    get where() {
+      return several ? `${target.where} (of ${where})` : where;
+    },
+    query: (text, values) => wrap((p) => p.query(text, values)),
+    leaseQuery: (text, values) => wrap((p) => p.query(text, values), 'lease'),
     transaction: (fn) =>
-      wrap(async () => {
-        const client = await pool.connect();
+      wrap(async (p) => {
+        const client = await p.connect();
         // A server going away while we hold the connection makes it emit 'error'; unhandled,
         // that would crash the process. The failing query reports the problem instead.
         client.on('error', ignore);
+        let broken: unknown = undefined;
         try {
           await client.query('BEGIN');
+          await client.query(`SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
           const result = await fn(client);
           await client.query('COMMIT');
           return result;
         } catch (err) {
+          broken = environmental(err) ? err : undefined;
           await client.query('ROLLBACK').catch(() => {});
           throw err;
         } finally {
           client.off('error', ignore);
-          client.release();
+          // a connection that failed is not given back to the pool
+          client.release(broken instanceof Error ? broken : undefined);
         }
       }),
-    close: () => pool.end().catch(() => {}),
+    close: async () => {
+      await Promise.all([pool.end().catch(ignore), leasePool.end().catch(ignore)]);
+    },
   };
+  // the heartbeats' connection is opened now, beside the first statements: on a slow link a new
+  // connection costs several round trips, which a lease's first heartbeat cannot wait for
+  warm(leasePool);
   await migrate(db);
   return db;
 }
 
-const MIGRATION_LOCK = 727_001_133; // pg_advisory_lock key: two processes never migrate at once
+function warm(pool: pg.Pool): void {
+  pool.connect().then((c) => c.release(), ignore);
+}
 
-/** Creates or upgrades the schema: versioned migrations, each in its own transaction, under a
- * session advisory lock so processes starting together never race. */
+const MIGRATION_LOCK = 727_001_133; // advisory lock key: two processes never migrate at once
+
+/** Creates or upgrades the schema: every pending migration in one transaction, under a
+ * transaction-scoped advisory lock (`pg_advisory_xact_lock`), so processes starting together
+ * never race and nothing stays locked in a pooler's server connection after the transaction
+ * (a session lock would, with transaction pooling). A standby is refused here, before anything
+ * is asked of it: a lease cannot be kept on a server that cannot write. */
 export async function migrate(db: Db): Promise<number> {
   const latest = MIGRATIONS.at(-1)?.version ?? 0;
   // Up to date (the usual case): no lock, no DDL, so a role that may only read and write data
   // works once the schema exists.
-  const { rows: table } = await db.query<{ ok: boolean }>(`SELECT to_regclass('routinely_schema') IS NOT NULL AS ok`);
+  const { rows: table } = await db.query<{ ok: boolean; standby: boolean }>(`SELECT to_regclass('routinely_schema') IS NOT NULL AS ok, pg_is_in_recovery() AS standby`);
+  if (table[0]?.standby) throw new DatabaseError(`database ${db.where}: the server is a read-only standby (pg_is_in_recovery): ${STANDBY_FIX}`);
   if (table[0]?.ok) {
     const { rows: have } = await db.query<{ v: number | null }>('SELECT max(version) AS v FROM routinely_schema');
     if ((have[0]?.v ?? 0) >= latest) return latest;
   }
-  const client = await db.pool.connect().catch((err: unknown) => {
-    throw dbError(db.where, err);
-  });
-  client.on('error', ignore);
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    await client.query('CREATE TABLE IF NOT EXISTS routinely_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
-    const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM routinely_schema');
-    const current = rows[0]?.v ?? 0;
-    for (const m of MIGRATIONS.filter((x) => x.version > current)) {
-      await client.query('BEGIN');
-      try {
+    return await db.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      await client.query('CREATE TABLE IF NOT EXISTS routinely_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+      const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM routinely_schema');
+      const current = rows[0]?.v ?? 0;
+      for (const m of MIGRATIONS.filter((x) => x.version > current)) {
         await client.query(m.sql);
         await client.query('INSERT INTO routinely_schema (version) VALUES ($1)', [m.version]);
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw err;
       }
-    }
-    return MIGRATIONS.at(-1)?.version ?? 0;
+      return latest;
+    });
   } catch (err) {
     if (err instanceof DatabaseError) throw err;
     throw dbError(db.where, err);
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
-    client.off('error', ignore);
-    client.release();
   }
 }

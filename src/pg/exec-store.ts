@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { DatabaseError } from '../errors.js';
 import { checkRegistry, type Registry } from '../exec/registry.js';
-import { applyEventInPlace, isRunId, type RunEvent, type RunState } from '../exec/run-state.js';
+import { applyEventInPlace, checkEvent, isRunId, type RunEvent, type RunState } from '../exec/run-state.js';
 import { checkSnapshot, runDir } from '../exec/run-store.js';
 import { FencedError, type ExecStore, type RegistryRead, type RunWriter } from '../exec/store.js';
 import type { Lease } from '../lock/lease.js';
@@ -70,7 +70,8 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
         [name, runId, row.events_seq],
       );
       for (const e of events.rows) {
-        if (e.event && typeof e.event === 'object' && Number.isSafeInteger(e.event.gen) && e.event.type !== 'run-created') applyEventInPlace(state, e.event);
+        // a row is input (SPEC §12): an event that does not check out is not applied
+        if (e.event && typeof e.event === 'object' && e.event.type !== 'run-created' && typeof checkEvent(e.event) !== 'string') applyEventInPlace(state, e.event);
       }
       return state;
     },

@@ -23,6 +23,7 @@ import { endHolderOrphans } from '../lock/reclaim.js';
 import { describeHolder, judgeLock } from '../lock/stale.js';
 import type { BreakResult, LockStatus } from '../lock/status.js';
 import type { Db } from './connect.js';
+import { TIMELINE_GENERATIONS } from './schema.js';
 
 export interface PgLockOptions {
   db: Db;
@@ -75,6 +76,30 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
   const probe = o.probe ?? systemProbe();
   const ttlSecs = o.ttlMs / 1000;
 
+  /** The timeline gate (docs/postgres.md): records when this database first saw its current
+   * timeline, and says whether leases may be granted on it yet. */
+  async function timelineGate(): Promise<{ timeline: number; closedWhy: string | null }> {
+    const { rows } = await o.db.query<{ timeline: number; first_seen: number; db_now: number }>(
+      `WITH tl AS (SELECT routinely_timeline() AS t),
+            seen AS (INSERT INTO routinely_timelines (timeline) SELECT t FROM tl ON CONFLICT (timeline) DO NOTHING RETURNING first_seen)
+       SELECT (SELECT t FROM tl) AS timeline,
+              extract(epoch from coalesce((SELECT first_seen FROM seen), (SELECT first_seen FROM routinely_timelines WHERE timeline = (SELECT t FROM tl))))::float8 AS first_seen,
+              extract(epoch from now())::float8 AS db_now`,
+    );
+    const r = rows[0]!;
+    const timeline = Number(r.timeline);
+    // Timeline 1 has no timeline before it. Above 1, the server was promoted at some point:
+    // leases of the old primary may still be running (their holders end them by their own
+    // clocks within a TTL of their last heartbeat, which was before this timeline was seen).
+    const opensAt = r.first_seen + ttlSecs + 1;
+    if (timeline <= 1 || r.db_now >= opensAt) return { timeline, closedWhy: null };
+    const at = new Date(r.first_seen * 1000).toISOString();
+    return {
+      timeline,
+      closedWhy: `the database failed over (timeline ${timeline}, first seen ${at}); no lease is granted for one TTL after that, until every lease held before may have run out (${Math.ceil(opensAt - r.db_now)}s more)`,
+    };
+  }
+
   async function current(key: string): Promise<LeaseRow | null> {
     const { rows } = await o.db.query<LeaseRow>(`SELECT ${COLUMNS} FROM routinely_leases WHERE project = $1 AND key = $2`, [o.project, key]);
     return rows[0] ?? null;
@@ -104,18 +129,22 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
   async function attempt(key: string, owner: LockOwnerInfo): Promise<Attempt> {
     const lockId = randomHex(16);
     const ownerRec: LockOwner = { ...selfIdentity(probe), ...owner, children: [] };
+    const gate = await timelineGate();
+    if (gate.closedWhy) return { ok: false, holder: null, why: gate.closedWhy };
+    const floor = (gate.timeline - 1) * TIMELINE_GENERATIONS;
     for (let loop = 0; loop < 8; loop++) {
       const started = clock.monotonic();
       // Fast path: a free key (never used, or released) is taken in one statement.
       const taken = await o.db.query<LeaseRow>(
-        `INSERT INTO routinely_leases AS l (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
-         VALUES ($1, $2, $3, 1, $4, now(), now(), now() + make_interval(secs => $5))
+        `INSERT INTO routinely_leases AS l (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at, timeline)
+         SELECT $1, $2, $3, $7::bigint + 1, $4, now(), now(), now() + make_interval(secs => $5), $6
+          WHERE routinely_timeline() = $6
          ON CONFLICT (project, key) DO UPDATE
-           SET lock_id = excluded.lock_id, epoch = l.epoch + 1, owner = excluded.owner, created_at = now(),
-               heartbeat_at = now(), expires_at = excluded.expires_at, released_at = NULL
+           SET lock_id = excluded.lock_id, epoch = GREATEST(l.epoch + 1, excluded.epoch), owner = excluded.owner, created_at = now(),
+               heartbeat_at = now(), expires_at = excluded.expires_at, released_at = NULL, timeline = excluded.timeline
          WHERE l.released_at IS NOT NULL
          RETURNING ${COLUMNS}`,
-        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs],
+        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, gate.timeline, floor],
       );
       if (taken.rows[0]) return { ok: true, lease: new PgLease(o, key, taken.rows[0], clock, probe, started) };
       const row = await current(key);
@@ -128,12 +157,12 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       const dead = verdict.reason !== 'EXPIRED';
       const reclaimStarted = clock.monotonic();
       const swapped = await o.db.query<LeaseRow>(
-        `UPDATE routinely_leases SET lock_id = $3, epoch = epoch + 1, owner = $4, created_at = now(), heartbeat_at = now(),
-                expires_at = now() + make_interval(secs => $5), released_at = NULL
+        `UPDATE routinely_leases SET lock_id = $3, epoch = GREATEST(epoch + 1, $10::bigint + 1), owner = $4, created_at = now(), heartbeat_at = now(),
+                expires_at = now() + make_interval(secs => $5), released_at = NULL, timeline = $9
           WHERE project = $1 AND key = $2 AND lock_id = $6 AND epoch = $7 AND released_at IS NULL
-            AND (expires_at < now() OR $8::boolean)
+            AND (expires_at < now() OR $8::boolean) AND routinely_timeline() = $9
           RETURNING ${COLUMNS}`,
-        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, row.lock_id, row.epoch, dead],
+        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, row.lock_id, row.epoch, dead, gate.timeline, floor],
       );
       if (swapped.rows[0]) return { ok: true, lease: new PgLease(o, key, swapped.rows[0], clock, probe, reclaimStarted) };
     }
@@ -237,7 +266,9 @@ export class PgLease extends LeaseState implements Lease {
   }
 
   startHeartbeat(): void {
-    this.startTimers(() => void this.beat(), this.o.refreshMs);
+    // paced: on a slow link the first heartbeat is due a refresh after the acquire was *sent*,
+    // not after it returned (issue: a 1–3 s link with TTL 10 / refresh 3 lost its lease)
+    this.startTimers(() => this.beat(), this.o.refreshMs, true);
   }
 
   /** One heartbeat; conditional on lock_id and epoch and judged by the database clock. A
@@ -260,15 +291,16 @@ export class PgLease extends LeaseState implements Lease {
         }
         const sent = this.clock.monotonic();
         try {
-          const { rows } = await this.o.db.query<{ heartbeat_at: number; expires_at: number }>(
+          const { rows } = await this.o.db.leaseQuery<{ heartbeat_at: number; expires_at: number }>(
             `UPDATE routinely_leases SET heartbeat_at = now(), expires_at = now() + make_interval(secs => $5), owner = $6
               WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL AND expires_at >= now()
+                AND timeline = routinely_timeline()
               RETURNING extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at`,
             [this.o.project, this.key, this.rec.lock_id, this.rec.generation, this.o.ttlMs / 1000, JSON.stringify(this.rec.owner)],
           );
           const r = rows[0];
           if (!r) {
-            this.markLost('the lease row is no longer ours (taken over, released, or expired by the database clock)', true);
+            this.markLost('the lease row is no longer ours (taken over, released, expired by the database clock, or granted before the database failed over)', true);
             return;
           }
           this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };
@@ -314,9 +346,10 @@ export class PgLease extends LeaseState implements Lease {
 
   async raiseGeneration(atLeast: number): Promise<void> {
     if (atLeast <= this.rec.generation || !this.verify().ok) return;
-    const { rows } = await this.o.db.query<{ epoch: string }>(
+    const { rows } = await this.o.db.leaseQuery<{ epoch: string }>(
       `UPDATE routinely_leases SET epoch = GREATEST(epoch, $5)
         WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL AND expires_at >= now()
+          AND timeline = routinely_timeline()
         RETURNING epoch`,
       [this.o.project, this.key, this.rec.lock_id, this.rec.generation, atLeast],
     );
@@ -334,7 +367,7 @@ export class PgLease extends LeaseState implements Lease {
     if (this.lostInfo) return { released: false, reason: 'NOT_OWNER', holder: null, why: this.lostInfo.why };
     await this.beating?.catch(() => {});
     try {
-      const r = await this.o.db.query(
+      const r = await this.o.db.leaseQuery(
         `UPDATE routinely_leases SET released_at = now(), expires_at = now()
           WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL`,
         [this.o.project, this.key, this.rec.lock_id, this.rec.generation],

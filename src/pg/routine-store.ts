@@ -19,6 +19,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
   }
 
   return {
+    sharedTicks: true,
     async read(warn: Warn): Promise<RoutineStateFile> {
       const { rows } = await db.query<{ routine: string; record: unknown }>('SELECT routine, record FROM routinely_routine_state WHERE project = $1', [project]);
       const raw: Record<string, unknown> = {};

@@ -103,16 +103,41 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX routinely_runs_created ON routinely_runs (project, created_seq);
     `,
   },
+  {
+    version: 4,
+    sql: `
+      -- Failover (docs/postgres.md "Production topologies"): the server's timeline, read from
+      -- its current WAL file name (the first 8 hex digits). A promoted standby starts a new
+      -- timeline; every lease records the timeline it was granted on, and holds only there.
+      CREATE FUNCTION routinely_timeline() RETURNS integer LANGUAGE sql VOLATILE AS
+        $fn$ SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::integer $fn$;
+      -- When this database first saw each timeline: no lease is granted on a timeline above 1
+      -- until one TTL after that, so every lease of the timeline before has run out.
+      CREATE TABLE routinely_timelines (
+        timeline   integer     PRIMARY KEY,
+        first_seen timestamptz NOT NULL DEFAULT now()
+      );
+      ALTER TABLE routinely_leases ADD COLUMN timeline integer;
+      UPDATE routinely_leases SET timeline = routinely_timeline();
+      ALTER TABLE routinely_leases ALTER COLUMN timeline SET NOT NULL, ALTER COLUMN timeline SET DEFAULT routinely_timeline();
+    `,
+  },
 ];
 
-/** The lease check that fences a write: the row must still carry the writer's lock_id and epoch
- * and be unexpired by the database clock. FOR SHARE makes a concurrent reclaim wait for the
+/** Generations order by timeline first (SPEC §4.7 across a failover): the first lease on
+ * timeline t is above 2^32·(t−1), above any generation of an earlier timeline, even one whose
+ * last grants never reached the standby that was promoted. */
+export const TIMELINE_GENERATIONS = 4_294_967_296;
+
+/** The lease check that fences a write: the row must still carry the writer's lock_id and epoch,
+ * be unexpired by the database clock, and have been granted on the server's current timeline
+ * (after a failover, a holder's writes are refused even where its row was replicated). FOR SHARE makes a concurrent reclaim wait for the
  * writing transaction, so the check and the write are one atomic step. Parameters: $1 project,
  * then the three numbered by the caller. */
 export const fenceCte = (lockId: string, epoch: string): string => `
   fence AS (
     SELECT 1 FROM routinely_leases
      WHERE project = $1 AND key = 'exec-run' AND lock_id = ${lockId} AND epoch = ${epoch}
-       AND released_at IS NULL AND expires_at >= now()
+       AND released_at IS NULL AND expires_at >= now() AND timeline = routinely_timeline()
        FOR SHARE
   )`;

@@ -391,6 +391,7 @@ export function fileRoutineStore(project: Project): RoutineStore {
     setPaused: (id, paused, note) => pauseRoutine(project, id, paused, note),
     history: async (id, warn) => readFires(project, id, warn),
     // one scheduler per project (the `scheduler` lock): every tick is ours
+    sharedTicks: false,
     claimTick: async () => true,
     releaseClaim: async () => false,
   };

@@ -1,4 +1,4 @@
-import { printable } from '../printable.js';
+import { jsonText, printable } from '../printable.js';
 import { stepText } from './timing.js';
 
 // Scheduler log lines (SPEC §6): one per event on stdout, prefixed by an ISO-8601 UTC
@@ -105,6 +105,7 @@ export type Logger = (e: LogEvent) => void;
 export function createLogger(format: LogFormat, write: (line: string) => void, now: () => number = Date.now): Logger {
   return (e) => {
     const ts = new Date(now()).toISOString();
-    write(format === 'json' ? JSON.stringify({ ts, ...e }) : `${ts} ${formatText(e)}`);
+    // one line per event, whatever a record put in a reason or a note (SPEC §12)
+    write(format === 'json' ? jsonText(JSON.stringify({ ts, ...e })) : `${ts} ${printable(formatText(e))}`);
   };
 }

@@ -30,6 +30,8 @@ export interface RunnerOptions {
   observer?: SchedulerObserver;
   /** Whether this scheduler still holds its scheduler lock (checked before every start). */
   inCharge: () => boolean;
+  /** Several schedulers share the ticks (a database backend). */
+  sharedTicks: boolean;
   /** Whether a lock holder is a fire of this scheduler (then a busy lock means "wait your turn"). */
   ownHolder: (holder: LockRecord) => boolean;
   /** Told when a fire could not start because the state cannot be written (the error), and when
@@ -105,7 +107,7 @@ export class Runner {
     // Several schedulers may share a database: exactly one of them takes each scheduled time,
     // and the others stay silent about it (it is not a skip).
     if (!(await this.o.recorder.claim(id, scheduledAt))) return;
-    if (this.stopping) return;
+    if (this.stopping) return this.abandon(def, scheduledAt);
     // Still waiting for its turn when its own next tick comes: that waiting tick is skipped
     // (busy), and this one takes its place, so the queue never grows. (A queued retry is a run
     // still going, as while it waits out its back-off.)
@@ -133,7 +135,8 @@ export class Runner {
       active.jitter = true;
       await this.sleepUnless(this.o.random() * def.jitterSeconds * 1000, active.stop.signal);
       active.jitter = false;
-      if (active.stop.signal.aborted || this.stopping || (await this.isPaused(def.id))) return;
+      if (active.stop.signal.aborted || this.stopping) return this.abandon(def, scheduledAt);
+      if (await this.isPaused(def.id)) return;
     }
     const retry = def.retry;
     /** A failure whose announcement waits for its retries. */
@@ -147,7 +150,8 @@ export class Runner {
           await this.skip(def, this.skipFire(scheduledAt, 'exec busy'), this.turns.activeId());
           return;
         }
-        if (result === null) return; // not started: shutdown, or this scheduler lost its lock
+        // not started: shutdown, or this scheduler lost its lock (or paused while queued)
+        if (result === null) return attempt === 1 ? this.abandon(def, scheduledAt) : undefined;
         this.logResult(def.id, result);
         // Skips are never retried; a failure is, while attempts remain.
         const again = retry !== undefined && result.result === 'failure' && attempt <= retry.attempts && !this.stopping && !active.stop.signal.aborted;
@@ -244,6 +248,21 @@ export class Runner {
       const at = new Date(this.o.clock.now()).toISOString();
       const marker = unstartedMarker(err);
       return { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, ...(marker ? { closes: marker } : {}) };
+    }
+  }
+
+  /** A tick this scheduler claimed but will not fire (it stops, or lost its lock before the
+   * fire started): recorded as skipped with the reason (SPEC §6), since no other scheduler fires
+   * a tick that was claimed. A scheduler that lost its lock to another on a file backend
+   * records nothing: the one in charge now follows the routine's catchUp. Paused: nothing. */
+  private async abandon(def: RoutineDef, scheduledAt: Date): Promise<void> {
+    // a lost lock first: a scheduler stopping because it lost its lock is not in charge of the tick
+    const reason = !this.o.inCharge() ? 'scheduler lost its lock' : this.stopping ? 'scheduler stopping' : null;
+    if (reason === null || (reason === 'scheduler lost its lock' && !this.o.sharedTicks)) return;
+    try {
+      await this.skip(def, this.skipFire(scheduledAt, reason), null);
+    } catch (err) {
+      this.warn(`${def.id}: the tick of ${scheduledAt.toISOString()} was not fired (${reason}) and could not be recorded: ${(err as Error).message}`);
     }
   }
 

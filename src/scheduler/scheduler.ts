@@ -82,7 +82,7 @@ export class Scheduler {
     this.runner = new Runner({
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       notify: o.notify, observer: o.observer, inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
-      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateProblem !== null,
+      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateProblem !== null, sharedTicks: o.store.sharedTicks,
     });
     this.runner.haltSignal.addEventListener('abort', () => halt.abort(), { once: true });
     this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());

@@ -17,6 +17,9 @@ export interface RecordOptions {
 }
 
 export interface RoutineStore {
+  /** Whether several schedulers share the ticks (claimTick decides who fires each): then a
+   * claimed tick nobody else will fire is recorded even by a scheduler that lost its lease. */
+  readonly sharedTicks: boolean;
   read(warn: Warn): Promise<RoutineStateFile>;
   /** One routine's record, at a cost that does not grow with the number of routines (what a
    * fire reads: its pause flag, its record before it for notifications). */

@@ -159,7 +159,9 @@ suite('PostgreSQL backend', () => {
     const times = history.map((h) => h.entry.scheduled_at);
     expect(new Set(times).size, 'no tick recorded twice').toBe(times.length);
     expect(times.length).toBeGreaterThanOrEqual(7);
-    expect(new Set(ticks.map((t) => t.host))).toEqual(new Set(['h1', 'h2']));
+    // which scheduler wins a tick is a race (on a loaded machine one may win every one of them);
+    // that both share the ticks is shown by the rolling restarts in pg-topologies.test.ts
+    for (const t of ticks) expect(['h1', 'h2']).toContain(t.host);
     // after the kill, h2 alone fired
     const late = ticks.filter((t) => t.scheduled_at.getTime() > killedAt + 1000);
     expect(late.length).toBeGreaterThanOrEqual(2);

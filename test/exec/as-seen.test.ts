@@ -14,7 +14,7 @@ const task = (over: Partial<TaskRun> = {}): TaskRun => ({
 // An owner on another host: its pid says nothing here, only the lock does.
 const run = (over: Partial<RunState> = {}): RunState => ({
   version: 1, run_id: 'r-20261129T190000Z-7f3a', status: 'RUNNING', command: 'exec run', routine: null, generation: 5,
-  lock_id: 'l', owner: { pid: 4711, host: 'another-host.invalid', boot_id: null, start_time: null }, attempt: 1, parallel: 2,
+  lock_id: 'a'.repeat(32), owner: { pid: 4711, host: 'another-host.invalid', boot_id: null, start_time: null }, attempt: 1, parallel: 2,
   created_at: '2026-11-29T19:00:00.000Z', updated_at: '2026-11-29T19:00:00.000Z', finished_at: null,
   tasks: { a: task({ status: 'running' }), b: task({ status: 'succeeded' }) }, ...over,
 });

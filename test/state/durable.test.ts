@@ -198,7 +198,7 @@ describe('each state writer under a full disk', () => {
     const id = 'r-20261130T000000Z-beef';
     const state = {
       version: 1, run_id: id, status: 'RUNNING', command: 'exec run', routine: null, generation: 1, lock_id: 'a'.repeat(32),
-      owner: { pid: 1, host: 'h', boot_id: null, start_time: null }, attempt: 1, parallel: 1, created_at: 'c', updated_at: 'c', finished_at: null,
+      owner: { pid: 4242, host: 'h', boot_id: null, start_time: null }, attempt: 1, parallel: 1, created_at: 'c', updated_at: 'c', finished_at: null,
       tasks: { t: { status: 'pending', provider: 'default', attempts: 0, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: 't.log', hash: 'h' } },
     } satisfies RunState;
     const store = new RunStore(runs, id, { append: () => true, snapshot: () => true });

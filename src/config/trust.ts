@@ -1,0 +1,115 @@
+// StrictModes for the whole path (SPEC §12), as OpenSSH checks a user's files: what decides what
+// runs as you — the project folder, the folder of the config file, the state folder — and every
+// folder above them up to `/` must belong to root or to you and be writable by nobody else.
+// Otherwise another user who may write one of them can swap the config for a link to a config
+// of their choosing, plant the script it runs, or send your state (and the output of your
+// routines) into a folder they name.
+//
+// Allowed, as OpenSSH allows them: a world-writable folder with the sticky bit (such as /tmp) as
+// a parent, since nobody can rename or remove what another user put there; and a group-writable
+// folder whose group has no member but you (a user private group, what umask 002 gives).
+// A link at the config file or the state folder is judged by its owner and its folder, and its
+// target the same way. Light: no imports beyond node:fs and node:path (the fast paths use it).
+
+import { lstatSync, readFileSync, realpathSync, type Stats } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+export class UntrustedPathError extends Error {}
+
+const myUid = (): number | null => (typeof process.geteuid === 'function' ? process.geteuid() : null);
+
+let privateGroups: Map<number, boolean> | null = null;
+
+/** Whether group `gid` has no member but this user: no other account in /etc/group's member
+ * list, and no other account with it as its primary group in /etc/passwd. */
+function groupIsOnlyMine(gid: number, uid: number): boolean {
+  privateGroups ??= new Map();
+  const known = privateGroups.get(gid);
+  if (known !== undefined) return known;
+  let mine = false;
+  try {
+    const me = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':')).find((f) => Number(f[2]) === uid)?.[0];
+    const others = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':')).filter((f) => f.length > 3 && Number(f[3]) === gid && Number(f[2]) !== uid);
+    const line = readFileSync('/etc/group', 'utf8').split('\n').map((l) => l.split(':')).find((f) => f.length > 3 && Number(f[2]) === gid);
+    const members = (line?.[3] ?? '').split(',').filter((m) => m && m !== me);
+    mine = me !== undefined && others.length === 0 && members.length === 0;
+  } catch {
+    mine = false; // cannot tell: not trusted
+  }
+  privateGroups.set(gid, mine);
+  return mine;
+}
+
+function modeText(st: Stats): string {
+  return (st.mode & 0o7777).toString(8).padStart(4, '0');
+}
+
+/** Why folder (or link) `p` may not be trusted, or null. `leaf`: the folder itself, not a parent. */
+function refusal(p: string, st: Stats, uid: number, leaf: boolean): string | null {
+  if (st.uid !== 0 && st.uid !== uid) return `${p} belongs to uid ${st.uid}, neither root nor you (uid ${uid})`;
+  if (st.isSymbolicLink()) return null; // a link's own mode means nothing; its owner and folder do
+  const group = (st.mode & 0o020) !== 0;
+  const other = (st.mode & 0o002) !== 0;
+  if (other && !(st.mode & 0o1000 && !leaf)) return `${p} is writable by every user (mode ${modeText(st)})`;
+  if (group && !(other && st.mode & 0o1000 && !leaf) && !groupIsOnlyMine(st.gid, uid)) return `${p} is writable by its group (gid ${st.gid}, mode ${modeText(st)}), which has other members`;
+  return null;
+}
+
+/** Checks `dir` and every folder above it. Missing ones are skipped (they are created 0700).
+ * `checked`: folders found fine in this same check (each call checks afresh: a scheduler's
+ * reload sees a folder swapped since it started). */
+function checkChain(dir: string, what: string, uid: number, checked: Set<string>): void {
+  let leaf = true;
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (!checked.has(d)) {
+      let st: Stats | null = null;
+      try {
+        st = lstatSync(d);
+      } catch {
+        st = null; // not there (yet)
+      }
+      if (st) {
+        const why = refusal(d, st, uid, leaf);
+        if (why) throw new UntrustedPathError(`refusing the ${what}: ${why}; another user could change what runs as you. Fix: chmod go-w ${d} (or chown it), give each user their own "stateDir", or run routinely as a dedicated service user (docs/security.md)`);
+        if (st.isSymbolicLink()) {
+          // the link is ours; where it points is judged the same way
+          let target: string;
+          try {
+            target = realpathSync(d);
+          } catch {
+            target = d;
+          }
+          if (target !== d) checkChain(target, what, uid, checked);
+        } else {
+          checked.add(d);
+        }
+        leaf = false;
+      }
+    }
+    if (dirname(d) === d) return;
+  }
+}
+
+/** The checks of SPEC §12 for a project: its config file (a link: by its owner and target),
+ * the config's folder, the project root and the state folder, with every folder above each. */
+export function checkTrustedPaths(o: { configPath: string; root: string; stateDir: string }): void {
+  const uid = myUid();
+  if (uid === null) return; // no users to tell apart (Windows)
+  const checked = new Set<string>();
+  checkChain(dirname(o.configPath), 'config folder', uid, checked);
+  let st: Stats | null = null;
+  try {
+    st = lstatSync(o.configPath);
+  } catch {
+    st = null;
+  }
+  if (st?.isSymbolicLink()) {
+    if (st.uid !== 0 && st.uid !== uid) {
+      throw new UntrustedPathError(`refusing the config: ${o.configPath} is a link owned by uid ${st.uid}, neither root nor you (uid ${uid}); another user could point it at a config of their choosing. Fix: replace it with a file of yours`);
+    }
+    const target = realpathSync(o.configPath);
+    checkChain(dirname(target), 'config folder', uid, checked);
+  }
+  if (resolve(o.root) !== resolve(dirname(o.configPath))) checkChain(o.root, 'project folder', uid, checked);
+  checkChain(o.stateDir, 'state folder', uid, checked);
+}

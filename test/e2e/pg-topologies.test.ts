@@ -1,0 +1,217 @@
+// PostgreSQL as teams run it (docs/postgres.md "Production topologies"): a replicated primary
+// that fails over, PgBouncer with a stock ini in session and transaction mode, multi-host URLs,
+// a standby in the URL. Real servers of our own, killed and promoted; the built CLI.
+
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { eventually, runCli, sleep, startCli } from '../helpers/cli.js';
+import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
+import {
+  caughtUp, crash, dbUrl, delayingProxy, destroy, freePort, haveBouncer, makeSynchronous, ownPrimary, portOf, promote, startBouncer, startStandby, stop,
+} from '../helpers/pg-topology.js';
+import { startServer } from '../helpers/postgres.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cluster = pgCluster();
+const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
+const TTL_S = 5;
+
+/** `<who> start|end <epoch ms> <generation>` lines appended by the commands. */
+const stamp = (file: string, who: string): string =>
+  `echo "${who} start $(date +%s%3N) $ROUTINELY_LOCK_GENERATION" >> ${file}; sleep 30; echo "${who} end $(date +%s%3N)" >> ${file}`;
+
+function events(file: string): Map<string, { start: number; gen: number; end?: number }> {
+  const m = new Map<string, { start: number; gen: number; end?: number }>();
+  if (!existsSync(file)) return m;
+  for (const line of readFileSync(file, 'utf8').trim().split('\n')) {
+    const [who, kind, t, gen] = line.split(' ');
+    if (kind === 'start') m.set(who!, { start: Number(t), gen: Number(gen) });
+    else m.get(who!)!.end = Number(t);
+  }
+  return m;
+}
+
+suite('failover of a replicated primary: one holder, generations only rise', () => {
+  it.each(['asynchronous, the standby lagging', 'synchronous'])('%s', { timeout: 120_000 }, async (mode) => {
+    const primary = await ownPrimary('app');
+    onTestFinished(() => destroy(primary));
+    const project = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: TTL_S } });
+    const ev = join(project, 'events');
+    const onPrimary = { ROUTINELY_DATABASE_URL: dbUrl(portOf(primary), 'app') };
+    // the schema and a first lease exist, and reach the standby
+    expect((await runCli(['lock', 'run', '--', 'true'], { cwd: project, env: onPrimary })).code).toBe(0);
+    const standby = await startStandby(primary);
+    onTestFinished(() => destroy(standby));
+    await caughtUp(primary, standby);
+    const onStandby = { ROUTINELY_DATABASE_URL: dbUrl(portOf(standby), 'app') };
+    // a URL that reaches a standby: exit 74 naming it, never "unexpected error"
+    const ro = await runCli(['lock', 'run', '--', 'true'], { cwd: project, env: onStandby });
+    expect(ro.code, ro.stderr).toBe(74);
+    expect(ro.stderr).toMatch(new RegExp(`database 127\\.0\\.0\\.1:${portOf(standby)}/app: the server is a read-only standby`));
+    if (mode === 'synchronous') makeSynchronous(primary);
+    else stop(standby); // lags from here on: it never sees A's lease
+
+    const a = startCli(['lock', 'run', '--', 'sh', '-c', stamp(ev, 'A')], { cwd: project, env: onPrimary, timeoutMs: 120_000 });
+    await eventually(() => events(ev).has('A'), 20_000, 'A started'); crash(primary);
+    if (mode !== 'synchronous') startServer(standby);
+    promote(standby);
+    const b = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', stamp(ev, 'B').replace('sleep 30', 'sleep 0.2')], { cwd: project, env: onStandby, timeoutMs: 120_000 });
+    const aExit = await a.exited;
+    const aEnded = Date.now();
+    expect(aExit.code, a.stderr()).not.toBe(0); // its lease ran out with its primary: its work was stopped
+    expect((await b.exited).code, b.stderr()).toBe(0);
+    const e = events(ev);
+    const A = e.get('A')!;
+    const B = e.get('B')!;
+    expect(A.end, 'A was stopped, never finished').toBeUndefined();
+    expect(B.start, 'B started only after A was gone').toBeGreaterThanOrEqual(aEnded - 500);
+    expect(B.gen, `B's generation ${B.gen} above A's ${A.gen}`).toBeGreaterThan(A.gen);
+    expect(b.stderr()).toMatch(/failed over \(timeline 2/);
+  });
+});
+
+const bouncerSuite = cluster && (haveBouncer || process.env.CI === 'true') ? describe : describe.skip;
+
+bouncerSuite('PgBouncer with a stock ini', () => {
+  it.each(['session', 'transaction'] as const)('%s pooling: 6 first commands at once migrate once; routine run, list and 3 schedulers fire each tick once', async (mode) => {
+    expect(haveBouncer, 'pgbouncer is required (CI installs it)').toBe(true);
+    const direct = await freshDatabase(cluster!);
+    const db = new URL(direct).pathname.slice(1);
+    const bouncer = await startBouncer(cluster!, mode);
+    onTestFinished(() => bouncer.stop());
+    const url = dbUrl(bouncer.port, db);
+    const ev = 'events';
+    const project = testProject({
+      project: 'app', backend: { type: 'postgres' },
+      routines: [
+        { id: 'tick', schedule: '* * * * * *', action: 'command', run: `echo "S $(date +%s%N)" >> ${ev}; sleep 0.1; echo "E $(date +%s%N)" >> ${ev}` },
+        { id: 'once', schedule: '0 0 1 1 *', action: 'command', run: 'echo once' },
+      ],
+    });
+    const env = { ROUTINELY_DATABASE_URL: url };
+    const first = await Promise.all(Array.from({ length: 6 }, () => runCli(['lock', 'run', '--if-busy', 'wait', '--', 'true'], { cwd: project, env })));
+    for (const r of first) expect(r.code, r.stderr).toBe(0);
+    const versions = await sql<{ version: number }>(direct, 'SELECT version FROM routinely_schema ORDER BY version');
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3, 4]);
+    // no advisory lock left behind in a pooled server connection
+    expect(await sql(direct, `SELECT 1 FROM pg_locks WHERE locktype = 'advisory'`)).toHaveLength(0);
+    expect((await runCli(['routine', 'run', 'once'], { cwd: project, env })).code).toBe(0);
+    const list = await runCli(['routine', 'list'], { cwd: project, env });
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/once .* ok /);
+
+    const schedulers = ['h1', 'h2', 'h3'].map((h) => startCli(['scheduler', 'start'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: h }, timeoutMs: 120_000 }));
+    for (const s of schedulers) await s.waitFor(/\[scheduler\] started/);
+    await sleep(5000);
+    for (const s of schedulers) s.child.kill('SIGTERM');
+    for (const s of schedulers) expect((await s.exited).code, s.stderr()).toBe(0);
+    const history = await sql<{ entry: { scheduled_at: string; result: string } }>(direct, `SELECT entry FROM routinely_history WHERE routine = 'tick'`);
+    const times = history.map((h) => h.entry.scheduled_at);
+    expect(times.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(times).size, 'no tick recorded twice').toBe(times.length);
+    // the commands never overlapped
+    const lines = readFileSync(join(project, ev), 'utf8').trim().split('\n').map((l) => l.split(' '));
+    let depth = 0;
+    for (const [k] of lines) {
+      depth += k === 'S' ? 1 : -1;
+      expect(depth).toBeLessThanOrEqual(1);
+    }
+    for (const s of schedulers) expect(s.stderr()).not.toMatch(/unexpected error|unsupported startup parameter|timed out/);
+  });
+});
+
+suite('multi-host URLs (libpq)', () => {
+  it('the first host down, the second the primary: target_session_attrs=read-write follows the primary', async () => {
+    const direct = await freshDatabase(cluster!);
+    const db = new URL(direct).pathname.slice(1);
+    const down = await freePort();
+    const project = testProject({ project: 'app', backend: { type: 'postgres' } });
+    const url = `postgres://postgres@127.0.0.1:${down},127.0.0.1:${portOf(cluster!)}/${db}?target_session_attrs=read-write`;
+    const r = await runCli(['lock', 'run', '--', 'sh', '-c', 'echo ran > ran'], { cwd: project, env: { ROUTINELY_DATABASE_URL: url } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(join(project, 'ran'), 'utf8')).toBe('ran\n');
+    const st = await runCli(['lock', 'status'], { cwd: project, env: { ROUTINELY_DATABASE_URL: url } });
+    expect(st.code, st.stderr).toBe(0);
+    // every host down: 74, naming each
+    const none = await runCli(['lock', 'run', '--', 'true'], { cwd: project, env: { ROUTINELY_DATABASE_URL: `postgres://postgres@127.0.0.1:${down},127.0.0.1:${down}/${db}` } });
+    expect(none.code).toBe(74);
+    expect(none.stderr).toMatch(new RegExp(`no host is reachable \\(127\\.0\\.0\\.1:${down}/${db}: connection refused[^;]*; 127\\.0\\.0\\.1:${down}/${db}: connection refused`));
+    // a password with '/' (base64) is never shown, in any message
+    writeFileSync(join(project, 'x'), '');
+    const secret = await runCli(['lock', 'status'], { cwd: project, env: { ROUTINELY_DATABASE_URL: `postgres://app:Zm9v/YmFy+cXV4@127.0.0.1:${down}/${db}` } });
+    expect(secret.code).toBe(74);
+    expect(secret.stderr).not.toMatch(/YmFy|Zm9v/);
+  });
+});
+
+suite('rolling restarts of schedulers sharing a database', () => {
+  it('3 schedulers x 20 per-second routines, one restarted by SIGTERM every 6 s: every tick recorded exactly once', { timeout: 180_000 }, async () => {
+    const url = await freshDatabase(cluster!);
+    const ids = Array.from({ length: 20 }, (_, i) => `r${String(i).padStart(2, '0')}`);
+    const project = testProject({
+      project: 'app', backend: { type: 'postgres' },
+      routines: ids.map((id) => ({ id, schedule: '* * * * * *', action: 'command', run: 'true', exclusive: false })),
+    });
+    const env = { ROUTINELY_DATABASE_URL: url };
+    const start = async (host: string) => {
+      const s = startCli(['scheduler', 'start'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: host }, timeoutMs: 170_000 });
+      await s.waitFor(/\[scheduler\] started/);
+      return s;
+    };
+    const hosts = ['h1', 'h2', 'h3'];
+    const running = await Promise.all(hosts.map(start));
+    const from = Math.ceil(Date.now() / 1000) * 1000 + 1000;
+    for (let round = 0; round < 4; round++) {
+      await sleep(6000);
+      const i = round % 3;
+      running[i]!.child.kill('SIGTERM');
+      expect((await running[i]!.exited).code, running[i]!.stderr()).toBe(0);
+      running[i] = await start(hosts[i]!);
+    }
+    await sleep(3000);
+    const to = Math.floor(Date.now() / 1000) * 1000 - 2000;
+    for (const s of running) s.child.kill('SIGTERM');
+    for (const s of running) expect((await s.exited).code, s.stderr()).toBe(0);
+    const rows = await sql<{ routine: string; entry: { scheduled_at: string; result: string; reason: string | null } }>(url, `SELECT routine, entry FROM routinely_history`);
+    const seconds = (to - from) / 1000 + 1;
+    expect(seconds).toBeGreaterThan(20);
+    let missing = 0;
+    let twice = 0;
+    for (const id of ids) {
+      const times = rows.filter((r) => r.routine === id).map((r) => Date.parse(r.entry.scheduled_at)).filter((t) => t >= from && t <= to);
+      const counted = new Map<number, number>();
+      for (const t of times) counted.set(t, (counted.get(t) ?? 0) + 1);
+      for (let t = from; t <= to; t += 1000) {
+        const n = counted.get(t) ?? 0;
+        if (n === 0) missing++;
+        if (n > 1) twice++;
+      }
+    }
+    expect({ missing, twice }, `of ${ids.length * seconds} ticks`).toEqual({ missing: 0, twice: 0 });
+  });
+});
+
+suite('a slow link to the database', () => {
+  it('3 s round trips, TTL 10 / refresh 3: a scheduler\'s lease and an exec lease nobody else takes are kept for 60 s', { timeout: 300_000 }, async () => {
+    const url = new URL(await freshDatabase(cluster!));
+    // the schema first, directly
+    const project = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 10, refreshSeconds: 3 } });
+    expect((await runCli(['lock', 'run', '--', 'true'], { cwd: project, env: { ROUTINELY_DATABASE_URL: url.toString() } })).code).toBe(0);
+    const proxy = await delayingProxy(Number(url.port), 1300, 1500); // round trips of 2.6–3 s: the slow end of 1–3 s
+    onTestFinished(() => proxy.close());
+    url.port = String(proxy.port);
+    const env = { ROUTINELY_DATABASE_URL: url.toString() };
+    // the scheduler's own lease (no command of its own to report) and an exec lease
+    const s = startCli(['scheduler', 'start'], { cwd: project, env, timeoutMs: 290_000 });
+    await s.waitFor(/\[scheduler\] started/, 60_000);
+    const r = await runCli(['lock', 'run', '--', 'sh', '-c', 'sleep 60; echo done'], { cwd: project, env, timeoutMs: 290_000 });
+    expect(r.stderr).not.toMatch(/lost|unexpected/);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('done');
+    expect(s.child.exitCode, s.stdout()).toBeNull();
+    expect(s.stdout()).not.toMatch(/lock lost|lease/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code, s.stdout()).toBe(0);
+  });
+});

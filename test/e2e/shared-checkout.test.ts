@@ -1,0 +1,101 @@
+// A shared checkout with a second local user as the attacker (SPEC §12, docs/security.md): a
+// real user in a real group, real files. Root must never run what the other user chose.
+// Needs root (useradd, chown); skipped otherwise, except under CI=true where it must run.
+
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, lchownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+
+const isRoot = process.getuid?.() === 0;
+const canAddUsers = isRoot && spawnSync('sh', ['-c', 'command -v useradd && command -v groupadd']).status === 0;
+
+function attacker(): { user: string; uid: number; group: string; gid: number } {
+  const tag = Math.random().toString(36).slice(2, 8);
+  const group = `rtdevs${tag}`;
+  const user = `rtatk${tag}`;
+  expect(spawnSync('groupadd', [group]).status).toBe(0);
+  expect(spawnSync('useradd', ['-M', '-N', '-g', group, '-s', '/bin/sh', user]).status).toBe(0);
+  onTestFinished(() => {
+    spawnSync('userdel', [user]);
+    spawnSync('groupdel', [group]);
+  });
+  const uid = Number(spawnSync('id', ['-u', user], { encoding: 'utf8' }).stdout.trim());
+  const gid = Number(spawnSync('getent', ['group', group], { encoding: 'utf8' }).stdout.split(':')[2]);
+  return { user, uid, group, gid };
+}
+
+function sharedProject(gid: number): { root: string; project: string; pwned: string } {
+  const root = mkdtempSync(join(tmpdir(), 'routinely-shared-'));
+  onTestFinished(() => rmSync(root, { recursive: true, force: true }));
+  chmodSync(root, 0o755);
+  const project = join(root, 'app');
+  mkdirSync(join(project, 'scripts'), { recursive: true });
+  const pwned = join(root, 'PWNED');
+  writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [{ id: 'backup', schedule: '0 0 1 1 *', action: 'command', run: './scripts/backup.sh' }] }));
+  writeFileSync(join(project, 'scripts', 'backup.sh'), `#!/bin/sh\necho backed up\n`, { mode: 0o755 });
+  // the team's shared checkout: group devs may write it (what `chmod 2775` gives)
+  spawnSync('chgrp', ['-R', String(gid), project]);
+  chmodSync(project, 0o2775);
+  chmodSync(join(project, 'scripts'), 0o2775);
+  return { root, project, pwned };
+}
+
+describe.skipIf(!canAddUsers && process.env.CI !== 'true')('a shared checkout and another local user (SPEC §12)', () => {
+  it('a group-writable project folder is refused for root before anything runs; the planted script never runs', async () => {
+    expect(canAddUsers, 'this test needs root, useradd and groupadd (CI runs as root)').toBe(true);
+    const a = attacker();
+    const { project, pwned } = sharedProject(a.gid);
+    // the attacker plants a script (the folder lets them)
+    const plant = spawnSync('runuser', ['-u', a.user, '--', 'sh', '-c', `printf '#!/bin/sh\\ntouch ${pwned}\\n' > ${project}/scripts/evil.sh && chmod 755 ${project}/scripts/evil.sh`]);
+    expect(plant.status, plant.stderr?.toString()).toBe(0);
+    for (const args of [['routine', 'run', 'backup'], ['lock', 'run', '--', 'true'], ['scheduler', 'start']]) {
+      const r = await runCli(args, { cwd: project });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`refusing the config folder: ${project} is writable by its group \\(gid ${a.gid}, mode 2775\\), which has other members.*Fix: chmod go-w ${project}`));
+    }
+    expect(existsSync(pwned)).toBe(false);
+    // made safe, it runs
+    chmodSync(project, 0o755);
+    chmodSync(join(project, 'scripts'), 0o755);
+    expect((await runCli(['routine', 'run', 'backup'], { cwd: project })).code).toBe(0);
+  });
+
+  it('a config that is a link owned by the other user, and a state folder swapped for their link, are refused', async () => {
+    expect(canAddUsers, 'this test needs root, useradd and groupadd (CI runs as root)').toBe(true);
+    const a = attacker();
+    const { root, project, pwned } = sharedProject(a.gid);
+    chmodSync(project, 0o755);
+    chmodSync(join(project, 'scripts'), 0o755);
+    // another project's config, elsewhere, that runs the attacker's script
+    const other = join(root, 'other');
+    mkdirSync(join(other, 'scripts'), { recursive: true, mode: 0o755 });
+    writeFileSync(join(other, 'routinely.json'), JSON.stringify({ routines: [{ id: 'backup', schedule: '0 0 1 1 *', action: 'command', run: `touch ${pwned}` }] }));
+    const config = join(project, 'routinely.json');
+    rmSync(config);
+    symlinkSync(join(other, 'routinely.json'), config);
+    lchownSync(config, a.uid, a.gid);
+    const r = await runCli(['routine', 'run', 'backup'], { cwd: project });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`refusing the config: ${config} is a link owned by uid ${a.uid}`));
+    expect(existsSync(pwned)).toBe(false);
+    // the same link of root's own: allowed (its target is checked like any config)
+    lchownSync(config, 0, 0);
+    expect((await runCli(['routine', 'run', 'backup'], { cwd: project })).code).toBe(0);
+    rmSync(pwned, { force: true });
+
+    // .routinely swapped for a link of the attacker's, to a folder of theirs
+    const theirs = join(root, 'theirs');
+    mkdirSync(theirs, { mode: 0o700 });
+    spawnSync('chown', [String(a.uid), theirs]);
+    rmSync(join(project, '.routinely'), { recursive: true, force: true });
+    symlinkSync(theirs, join(project, '.routinely'));
+    lchownSync(join(project, '.routinely'), a.uid, a.gid);
+    const s = await runCli(['routine', 'run', 'backup'], { cwd: project });
+    expect(s.code, s.stderr).toBe(2);
+    expect(s.stderr).toMatch(/refusing the state folder: .*\.routinely (is a link owned by|belongs to) uid/);
+    expect(spawnSync('find', [theirs, '-mindepth', '1']).stdout.toString()).toBe('');
+  });
+});
