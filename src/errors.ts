@@ -51,6 +51,10 @@ export class UnsafePathError extends RoutinelyError {
   readonly exitCode = ExitCode.USAGE;
 }
 
+/** A state folder replaced under a running process (SPEC §12): nothing is written through it;
+ * a scheduler holds its fires until the folder is back, as for a folder it cannot write. */
+export class FolderReplacedError extends UnsafePathError {}
+
 /** State or lock files could not be written or read (disk full, read-only, EIO): the message
  * names the file; the previous state is intact (SPEC §3, §7: exit 74). */
 export class StateIOError extends RoutinelyError {

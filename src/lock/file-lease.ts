@@ -11,9 +11,9 @@ import { closeSync, constants, openSync, renameSync, writeSync, type Stats } fro
 import { frameChecksummed } from '../checksum.js';
 import type { Clock } from '../clock.js';
 import { printable } from '../printable.js';
-import { errnoCode } from '../errors.js';
+import { FolderReplacedError, errnoCode } from '../errors.js';
 import { ChildJournal } from './children.js';
-import { linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
+import { checkFolder, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
 import type { LivenessProbe } from './identity.js';
 import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
 import { LeaseState, giveUpLeadMs } from './lease-state.js';
@@ -156,6 +156,12 @@ export class FileLease extends LeaseState implements Lease {
    * checksum that does not match, and reads again). null when an I/O error stopped it. */
   private writeBeat(): Beat | null {
     const beat = this.beatNow();
+    const replaced = this.folderReplaced();
+    if (replaced) {
+      // nothing is written through a swapped folder; the lease runs out unless it is back
+      this.lastWriteError = Object.assign(new Error(replaced.message), { code: 'EREPLACED' }) as NodeJS.ErrnoException;
+      return null;
+    }
     try {
       this.step('beat:write');
       if (!this.beatCreated) this.createBeat();
@@ -190,6 +196,9 @@ export class FileLease extends LeaseState implements Lease {
    * has taken the next one. Three lstat(2) calls in the common case. */
   private checkFiles(step: string): FileCheck {
     const g = this.rec.generation;
+    // a lock folder swapped under us says nothing about who holds the lock: expiry decides,
+    // as for a folder that cannot be read (and a lease lost so is taken back once it is back)
+    if (this.folderReplaced()) return { ok: true };
     this.step(`${step}:slots`);
     let mine;
     let next;
@@ -415,6 +424,17 @@ export class FileLease extends LeaseState implements Lease {
 
   private closeChildJournal(remove: boolean): void {
     this.childJournal.close(remove);
+  }
+
+  /** The lock folder replaced since it was checked (a FolderReplacedError), or null. */
+  private folderReplaced(): Error | null {
+    try {
+      checkFolder(this.paths.dir);
+      return null;
+    } catch (err) {
+      if (err instanceof FolderReplacedError) return err;
+      return null; // anything else is found by the file operations themselves
+    }
   }
 
   private lose(why: string, takenOver = false): RefreshResult {

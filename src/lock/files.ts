@@ -22,7 +22,7 @@ import {
   type Stats,
 } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { UnsafePathError, errnoCode } from '../errors.js';
+import { FolderReplacedError, UnsafePathError, errnoCode } from '../errors.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -217,9 +217,12 @@ const MAX_NEW_LEVELS = 32;
 // The folders routinely keeps state and locks in (a project's stateDir and lockDir). Every
 // folder at or below one of them that routinely uses must be ours and writable by us alone
 // (SPEC §12, as OpenSSH's StrictModes): otherwise another user could rename, replace or plant
-// files in it. Checked once per folder per process.
+// files in it. Checked fully once per folder per process; after that each use checks that the
+// folder is still the one checked (device and inode, SPEC §12): a folder swapped under a running
+// scheduler is refused, never written through.
 const roots = new Set<string>();
-const checked = new Set<string>();
+const checked = new Map<string, string>();
+const identity = (st: Stats): string => `${st.dev}:${st.ino}`;
 
 /** Declares `dir` a state or lock root: it and every folder below it that routinely uses are
  * checked before use. */
@@ -252,15 +255,46 @@ function folderRefusal(dir: string, st: Stats): string | null {
  * folder and the fix. */
 export function checkFolder(dir: string): void {
   const abs = resolve(dir);
-  if (checked.has(abs)) return;
   const root = rootOf(abs);
   const chain: string[] = [];
   for (let d = abs; ; d = dirname(d)) {
     chain.unshift(d);
     if (d === root || root === null || dirname(d) === d) break;
   }
+  // first every folder above the chain that was checked before (another root: the state folder
+  // above the lock folder): one swapped there shows below as "missing", not as replaced
+  for (let d = dirname(chain[0]!); ; d = dirname(d)) {
+    const known = checked.get(d);
+    if (known !== undefined) {
+      let now: string | null = null;
+      try {
+        now = identity(roots.has(d) ? statSync(d) : lstatSync(d));
+      } catch {
+        now = null;
+      }
+      if (now !== null && now !== known) {
+        throw new FolderReplacedError(`${d} was replaced while routinely ran (it is not the folder checked before); nothing is written through it until it is back — or restart routinely`);
+      }
+    }
+    if (dirname(d) === d) break;
+  }
   for (const d of chain) {
-    if (checked.has(d)) continue;
+    const known = checked.get(d);
+    if (known !== undefined) {
+      let now: string | null = null;
+      try {
+        now = identity(d === chain[0] ? statSync(d) : lstatSync(d));
+      } catch {
+        now = null; // gone: it is created again (0700) and checked then
+      }
+      if (now === known) continue;
+      if (now !== null) {
+        // kept as it was: the folder stays refused until it is the one checked before again
+        throw new FolderReplacedError(`${d} was replaced while routinely ran (it is not the folder checked before); nothing is written through it until it is back — or restart routinely`);
+      }
+      checked.delete(d);
+      return;
+    }
     let st: Stats;
     try {
       // the root may be a symlink to a folder elsewhere; below it, nothing may be
@@ -273,7 +307,7 @@ export function checkFolder(dir: string): void {
     if (st.isSymbolicLink()) throw new UnsafePathError(`${d} is a symbolic link inside routinely's state; refusing to follow it`);
     const why = folderRefusal(d, st);
     if (why) throw new UnsafePathError(why);
-    checked.add(d);
+    checked.set(d, identity(st));
   }
 }
 
@@ -281,7 +315,10 @@ export function checkFolder(dir: string): void {
  * one mkdir(2) per level (never Node's recursive mkdir); then checks the folder (checkFolder). */
 export function ensureDir(dir: string): void {
   const abs = resolve(dir);
-  if (checked.has(abs)) return;
+  if (checked.has(abs)) {
+    checkFolder(abs); // still the folder checked before
+    return;
+  }
   if (PSEUDO_FS.some((p) => abs === p || abs.startsWith(`${p}/`))) {
     throw new UnsafePathError(`${abs} is on /${abs.split('/')[1]}, a kernel pseudo file system; choose a real folder for state and locks`);
   }

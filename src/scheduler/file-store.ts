@@ -368,6 +368,7 @@ export function readFires(project: Project, routineId: string, warn: Warn = () =
 export function probeWritable(project: Project): void {
   const dir = join(project.stateDir, 'history');
   ensureStateRoot(project.stateDir);
+  checkFolder(dir); // still the folder checked at start (a replaced one is refused)
   const path = join(dir, `.probe-${process.pid}-${randomHex(4)}`);
   try {
     writeNewFile(path, '\n');

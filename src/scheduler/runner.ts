@@ -13,7 +13,7 @@ import { holderText, type Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
 import { notifies, type Recorder } from './recorder.js';
 import { nextFire } from './timing.js';
-import { isStorageError } from '../errors.js';
+import { FolderReplacedError, isStorageError } from '../errors.js';
 import { unstartedMarker } from './unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { MAX_DEFAULT_WAIT_MS, type Announce, type Entry, type FireFn } from './fire-request.js';
@@ -75,7 +75,14 @@ export class Runner {
 
   /** One tick of one routine, tracked until done so that shutdown waits for it. */
   launch(entry: Entry, scheduledAt: Date): void {
-    this.track(this.tick(entry, scheduledAt).catch((err: Error) => this.warn(`${entry.def.id}: ${err.message}`)));
+    this.track(
+      this.tick(entry, scheduledAt).catch((err: Error) => {
+        // a state folder replaced (or failing) before the fire: held like any fire it could not
+        // record, said once (SPEC §4.15, §12)
+        if (err instanceof FolderReplacedError || isStorageError(err)) this.o.stateTrouble?.(err);
+        else this.warn(`${entry.def.id}: ${err.message}`);
+      }),
+    );
   }
 
   /** Stop firing; let running routines finish up to `timeoutMs`; then stop them. */
@@ -239,7 +246,7 @@ export class Runner {
     } catch (err) {
       // The state folder cannot be written (full, out of inodes, read-only, failing): nothing
       // ran, and nothing can be recorded; the scheduler holds its fires until it can (SPEC §4.15).
-      if (isStorageError(err)) {
+      if (isStorageError(err) || err instanceof FolderReplacedError) {
         this.o.stateTrouble?.(err);
         return null;
       }

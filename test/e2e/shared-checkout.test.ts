@@ -99,3 +99,36 @@ describe.skipIf(!canAddUsers && process.env.CI !== 'true')('a shared checkout an
     expect(spawnSync('find', [theirs, '-mindepth', '1']).stdout.toString()).toBe('');
   });
 });
+
+describe('a state folder swapped under a running scheduler (SPEC §12)', () => {
+  it('.routinely replaced by a link to another folder: nothing is written there, the scheduler stays up and says why, and goes on when it is back', { timeout: 90_000 }, async () => {
+    const project = mkdtempSync(join(tmpdir(), 'routinely-swap-'));
+    onTestFinished(() => rmSync(project, { recursive: true, force: true }));
+    const other = join(project, 'other');
+    mkdirSync(other, { mode: 0o700 });
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ lock: { ttlSeconds: 4 }, routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'echo tick' }] }));
+    const { startCli, eventually } = await import('../helpers/cli.js');
+    const { httpGet } = await import('../helpers/http.js');
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 85_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    await s.waitFor(/\[routine\] succeeded tick/);
+    const { renameSync } = await import('node:fs');
+    renameSync(join(project, '.routinely'), join(project, 'real'));
+    symlinkSync(other, join(project, '.routinely'));
+    const mark = s.stdout().length;
+    await eventually(() => /\[scheduler\] state folder not writable: .*\.routinely was replaced while routinely ran/.test(s.stdout().slice(mark)), 20_000, 'the swap noticed');
+    const h = await httpGet(`${url}healthz`);
+    expect(h.status).toBe(503);
+    expect(h.body).toMatch(/was replaced while routinely ran/);
+    await new Promise((r) => setTimeout(r, 2 * 4000));
+    expect(s.child.exitCode, s.stdout()).toBeNull();
+    expect(spawnSync('find', [other, '-mindepth', '1']).stdout.toString(), 'nothing written through the swapped path').toBe('');
+    expect(s.stdout().slice(mark).match(/state folder not writable/g)).toHaveLength(1);
+    rmSync(join(project, '.routinely'));
+    renameSync(join(project, 'real'), join(project, '.routinely'));
+    const back = s.stdout().length;
+    await eventually(() => /\[routine\] succeeded tick/.test(s.stdout().slice(back)), 20_000, 'fires again once it is back');
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+});
