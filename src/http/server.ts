@@ -3,6 +3,7 @@
 // name this server in its Host header and, when a token is set, carry it; only GET and HEAD
 // exist; slow clients are cut off by header, request and idle timeouts.
 
+import { jsonText } from '../printable.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -109,7 +110,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     const data: PageData = { status: st, routines, recent, lock, runs };
     return renderPage(data, Date.parse(st.now));
   };
-  const json = (read: () => Promise<unknown>) => async (): Promise<[number, string, string]> => [200, JSON_TYPE, `${JSON.stringify(await read())}\n`];
+  const json = (read: () => Promise<unknown>) => async (): Promise<[number, string, string]> => [200, JSON_TYPE, `${jsonText(JSON.stringify(await read()))}\n`];
 
   const routes: Record<string, () => Promise<[number, string, string]>> = {
     '/': async () => [200, 'text/html; charset=utf-8', await page()],

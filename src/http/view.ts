@@ -36,7 +36,7 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
     String(v ?? '')
       .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c)
       // control characters from records are shown, not interpreted (SPEC §12)
-      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
   const span = (ms: number): string => {
     const abs = Math.abs(ms);
     if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;

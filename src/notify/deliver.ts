@@ -8,6 +8,7 @@ import { commandEnv } from '../exec/process.js';
 import { runNotifyCommand } from './command.js';
 import type { NotifyPayload } from './payload.js';
 import { postWebhook, webhookLabel, type AttemptResult } from './webhook.js';
+import { jsonText } from '../printable.js';
 
 export interface DeliveryOptions {
   /** The project root: the command's working folder. */
@@ -89,7 +90,8 @@ export function notifyEnv(payload: NotifyPayload, base: NodeJS.ProcessEnv): Node
 /** Sends `payload` to the webhook and the command of `target` (both at once, when both are
  * set); one result per channel. */
 export async function deliver(target: NotifyDef, payload: NotifyPayload, o: DeliveryOptions): Promise<Delivery[]> {
-  const body = `${JSON.stringify(payload)}\n`;
+  // DEL and C1 escaped too (JSON.stringify leaves them): a receiver that prints it prints text (SPEC §12)
+  const body = `${jsonText(JSON.stringify(payload))}\n`;
   const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   const jobs: Promise<Delivery>[] = [];
   if (target.webhook !== undefined) {

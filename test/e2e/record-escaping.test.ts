@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
 import { recordFire } from '../../src/scheduler/file-store.js';
 import { runCli, startCli } from '../helpers/cli.js';
+import { httpGet } from '../helpers/http.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -40,8 +41,18 @@ describe.each(['file', 'postgres'] as const)('control characters from records (%
     const list = await runCli(['routine', 'list'], { cwd: project, env });
     expect(list.stdout).toContain('\\x0aFORGED'); // the newline shown, not taken (the note is cut to the terminal's width)
     for (const format of ['text', 'json']) {
-      const s = startCli(['scheduler', 'start', '--log-format', format], { cwd: project, env });
+      const s = startCli(['scheduler', 'start', '--log-format', format, '--http', '127.0.0.1:0'], { cwd: project, env });
       await s.waitFor(/started/);
+      if (format === 'text') {
+        // the status page and its API: escaped too
+        const base = (await s.waitFor(/listening on (http:\/\/\S+)/))[1]!;
+        const page = await httpGet(base);
+        expect(page.status).toBe(200);
+        expect(rawControls(page.body)).toEqual([]); // (a newline in HTML text is a space: not a line)
+        const api = await httpGet(`${base}api/routines`);
+        expect(() => JSON.parse(api.body)).not.toThrow();
+        expect(rawControls(api.body)).toEqual([]);
+      }
       await runCli(['routine', 'resume', 'r'], { cwd: project, env });
       await runCli(['routine', 'pause', 'r', '--note', EVIL], { cwd: project, env });
       s.child.kill('SIGTERM');
