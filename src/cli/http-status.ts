@@ -31,6 +31,7 @@ async function start(w: Wiring, mode: ServerInfo['mode'], health: () => Promise<
   const first = w.project();
   const sources: StatusSources = {
     info: { project: first.config.project ?? basename(first.root), host: w.host, backend: w.backend.kind, mode, pid: process.pid },
+    ...(w.backend.dbClock ? { clockOffsetMs: () => w.backend.dbClock!.offsetMs ?? null } : {}),
     // imported on use: a static import would make esbuild split routine-commands into a shared
     // chunk, one more file for every `routine list` to load
     routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
@@ -62,7 +63,7 @@ export interface SchedulerHttp {
 /** The server of `scheduler start --http`: healthy while the loop runs and the lock is held. */
 export async function schedulerHttp(w: Wiring & { lockProblem: () => string | null }): Promise<SchedulerHttp> {
   const watch = new LoopWatch(systemClock, w.lockProblem);
-  const metrics = new Metrics(true);
+  const metrics = new Metrics(true, w.backend.dbClock !== undefined);
   const server = await start(w, 'scheduler', async () => watch.health(), async () => watch.health().ok, metrics);
   return {
     observer: { sleeping: (ms) => watch.sleeping(ms), fired: (id, fire) => metrics.fired(id, fire) },
@@ -83,5 +84,5 @@ export async function serveHttp(w: Wiring & { schedulerKey: string }): Promise<{
     }
   };
   const schedulerUp = async (): Promise<boolean> => (await w.backend.lock.status(w.schedulerKey)).state === 'held';
-  return start(w, 'serve', health, schedulerUp, new Metrics(false));
+  return start(w, 'serve', health, schedulerUp, new Metrics(false, w.backend.dbClock !== undefined));
 }

@@ -6,14 +6,34 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Fire } from '../state/routine-state.js';
 
-/** Seconds: cron work runs from a blink to hours. */
-export const DURATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+/** Seconds: cron work runs from a blink (a few ms) to hours. */
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+/** Why a tick was skipped, as the label of routinely_skips_total. */
+export const SKIP_REASONS = ['exec busy', 'previous run', 'scheduler stopping'] as const;
+
+function skipReason(reason: string | null): (typeof SKIP_REASONS)[number] {
+  if (reason?.startsWith('previous run')) return 'previous run';
+  if (reason?.startsWith('scheduler')) return 'scheduler stopping';
+  return 'exec busy';
+}
 const RESULTS = ['success', 'failure', 'skipped'] as const;
 
 export interface SharedState {
-  routines: { id: string; paused: boolean; last_success_at: string | null; consecutive_skips: number }[];
+  routines: {
+    id: string;
+    paused: boolean;
+    last_success_at: string | null;
+    last_failure_at: string | null;
+    consecutive_skips: number;
+    consecutive_failures: number;
+    next_run_at: string | null;
+    starved: boolean;
+  }[];
   execLockHeld: boolean;
   schedulerUp: boolean;
+  info: { version: string; project: string; host: string };
+  /** PostgreSQL backend: the database clock minus ours, as last measured (null: not yet). */
+  clockOffsetSeconds?: number | null;
 }
 
 export class Metrics {
@@ -26,21 +46,39 @@ export class Metrics {
   private readonly paused: Gauge<'routine'>;
   private readonly lockHeld: Gauge;
   private readonly up: Gauge;
+  private readonly failing: Gauge<'routine'>;
+  private readonly failures: Gauge<'routine'>;
+  private readonly lastFailure: Gauge<'routine'>;
+  private readonly nextFire: Gauge<'routine'>;
+  private readonly starved: Gauge<'routine'>;
+  private readonly skipsTotal: Counter<'routine' | 'reason'>;
+  private readonly info: Gauge<'version' | 'project' | 'host'>;
+  private readonly clockOffset: Gauge | null;
   /** Routines whose fire series exist. */
   private readonly seen = new Set<string>();
   /** Scrapes one at a time: gauges are reset and refilled for each. */
   private queue: Promise<unknown> = Promise.resolve();
 
   /** @param countsFires false for `serve`, which fires nothing and so exports no fire series. */
-  constructor(private readonly countsFires: boolean) {
+  constructor(private readonly countsFires: boolean, withDbClock = false) {
     const registers = [this.registry];
     this.fires = new Counter({ name: 'routinely_fires_total', help: 'Fires recorded by this scheduler, by routine and result (success, failure, skipped).', labelNames: ['routine', 'result'], registers });
     this.duration = new Histogram({ name: 'routinely_fire_duration_seconds', help: 'How long the fires of a routine that ran took (busy skips did no work and are not observed).', labelNames: ['routine'], buckets: DURATION_BUCKETS, registers });
-    this.lastSuccess = new Gauge({ name: 'routinely_last_success_timestamp_seconds', help: 'When the routine last succeeded (epoch seconds, any scheduler); absent until it has.', labelNames: ['routine'], registers });
+    this.lastSuccess = new Gauge({ name: 'routinely_last_success_timestamp_seconds', help: 'When the routine last succeeded (epoch seconds, any scheduler); 0 until it has.', labelNames: ['routine'], registers });
     this.skips = new Gauge({ name: 'routinely_consecutive_skips', help: 'Busy skips of the routine since it last ran.', labelNames: ['routine'], registers });
     this.paused = new Gauge({ name: 'routinely_routine_paused', help: '1 while the routine is paused (routine pause), else 0.', labelNames: ['routine'], registers });
     this.lockHeld = new Gauge({ name: 'routinely_exec_lock_held', help: '1 while someone holds the project exec lock, else 0.', registers });
-    this.up = new Gauge({ name: 'routinely_scheduler_up', help: '1 while the scheduler loop is alive and holds its scheduler lock (serve: while a scheduler holds it), else 0.', registers });
+    this.up = new Gauge({ name: 'routinely_scheduler_up', help: '1 while the scheduler loop is alive and holds its scheduler lock (serve: while a scheduler holds it), else 0; 0 from the moment it stops.', registers });
+    this.failing = new Gauge({ name: 'routinely_routine_failing', help: '1 while the last run of the routine failed (skips do not clear it; a success does), else 0.', labelNames: ['routine'], registers });
+    this.failures = new Gauge({ name: 'routinely_consecutive_failures', help: 'Failed runs of the routine since it last succeeded.', labelNames: ['routine'], registers });
+    this.lastFailure = new Gauge({ name: 'routinely_last_failure_timestamp_seconds', help: 'When the routine last failed (epoch seconds); 0 if never.', labelNames: ['routine'], registers });
+    this.nextFire = new Gauge({ name: 'routinely_next_fire_timestamp_seconds', help: 'When the routine fires next (epoch seconds); 0 when it has no next time (disabled).', labelNames: ['routine'], registers });
+    this.starved = new Gauge({ name: 'routinely_routine_starved', help: '1 while the routine has met a busy exec lock starvedAfterSkips times in a row, else 0.', labelNames: ['routine'], registers });
+    this.skipsTotal = new Counter({ name: 'routinely_skips_total', help: 'Ticks this scheduler skipped, by routine and reason (exec busy, previous run, scheduler stopping).', labelNames: ['routine', 'reason'], registers });
+    this.clockOffset = withDbClock
+      ? new Gauge({ name: 'routinely_database_clock_offset_seconds', help: 'The database clock minus this host\'s clock, as last measured (PostgreSQL backend): ticks and times follow the database.', registers })
+      : null;
+    this.info = new Gauge({ name: 'routinely_info', help: 'Always 1: the version of routinely, the project and the host.', labelNames: ['version', 'project', 'host'], registers });
   }
 
   /** The scheduler's observer hook: never throws into the scheduler. */
@@ -49,6 +87,7 @@ export class Metrics {
       this.ensureSeries(routine);
       this.fires.inc({ routine, result: fire.result });
       if (fire.result !== 'skipped') this.duration.observe({ routine }, Math.max(0, fire.duration_ms) / 1000);
+      else this.skipsTotal.inc({ routine, reason: skipReason(fire.reason) });
     } catch {
       // a metric that cannot be counted must not cost the fire
     }
@@ -60,7 +99,16 @@ export class Metrics {
     if (this.seen.has(routine)) return;
     this.seen.add(routine);
     for (const result of RESULTS) this.fires.inc({ routine, result }, 0);
+    for (const reason of SKIP_REASONS) this.skipsTotal.inc({ routine, reason }, 0);
     this.duration.zero({ routine });
+  }
+
+  /** A routine no longer in the config (a reload removed it) loses all of its series. */
+  private dropSeries(routine: string): void {
+    this.seen.delete(routine);
+    for (const result of RESULTS) this.fires.remove({ routine, result });
+    for (const reason of SKIP_REASONS) this.skipsTotal.remove({ routine, reason });
+    this.duration.remove({ routine });
   }
 
   /** The exposition text for one scrape. */
@@ -71,19 +119,31 @@ export class Metrics {
   }
 
   private async fill(state: SharedState): Promise<string> {
-    this.lastSuccess.reset();
-    this.skips.reset();
-    this.paused.reset();
+    for (const g of [this.lastSuccess, this.skips, this.paused, this.failing, this.failures, this.lastFailure, this.nextFire, this.starved, this.info]) g.reset();
+    const ids = new Set(state.routines.map((r) => r.id));
+    for (const routine of [...this.seen]) if (!ids.has(routine)) this.dropSeries(routine);
+    const seconds = (iso: string | null): number => {
+      const t = iso ? Date.parse(iso) : NaN;
+      return Number.isFinite(t) ? t / 1000 : 0;
+    };
     for (const r of state.routines) {
       const routine = r.id;
       if (this.countsFires) this.ensureSeries(routine);
-      const success = r.last_success_at ? Date.parse(r.last_success_at) : NaN;
-      if (Number.isFinite(success)) this.lastSuccess.set({ routine }, success / 1000);
+      // every series from the first scrape: a time never set is 0, so "no success in N hours"
+      // also fires for a routine that never succeeded
+      this.lastSuccess.set({ routine }, seconds(r.last_success_at));
+      this.lastFailure.set({ routine }, seconds(r.last_failure_at));
+      this.nextFire.set({ routine }, seconds(r.next_run_at));
       this.skips.set({ routine }, r.consecutive_skips);
       this.paused.set({ routine }, r.paused ? 1 : 0);
+      this.failing.set({ routine }, r.consecutive_failures > 0 ? 1 : 0);
+      this.failures.set({ routine }, r.consecutive_failures);
+      this.starved.set({ routine }, r.starved ? 1 : 0);
     }
     this.lockHeld.set(state.execLockHeld ? 1 : 0);
     this.up.set(state.schedulerUp ? 1 : 0);
+    this.info.set(state.info, 1);
+    if (this.clockOffset && typeof state.clockOffsetSeconds === 'number') this.clockOffset.set(state.clockOffsetSeconds);
     return this.registry.metrics();
   }
 }

@@ -4,6 +4,7 @@
 // exist; slow clients are cut off by header, request and idle timeouts.
 
 import { jsonText } from '../printable.js';
+import { VERSION } from '../version.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -100,9 +101,14 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     const counted = (r: RoutineView): boolean => typeof r.consecutive_skips === 'number';
     const recent = rows.every(counted) ? {} : await s.recent(rows.map((r) => r.id));
     return {
-      routines: rows.map((r) => ({ id: r.id, paused: r.paused, last_success_at: r.last_success_at, consecutive_skips: consecutiveSkips(r, recent[r.id]) })),
+      routines: rows.map((r) => ({
+        id: r.id, paused: r.paused, last_success_at: r.last_success_at, last_failure_at: r.last_failure_at, consecutive_skips: consecutiveSkips(r, recent[r.id]),
+        consecutive_failures: r.consecutive_failures, next_run_at: r.enabled ? r.next_run_at : null, starved: r.starved === true,
+      })),
       execLockHeld: lock.state === 'held',
       schedulerUp: up,
+      info: { version: VERSION, project: s.info.project, host: s.info.host },
+      ...(s.clockOffsetMs ? { clockOffsetSeconds: ((o) => (o === null ? null : o / 1000))(s.clockOffsetMs()) } : {}),
     };
   };
   const page = async (): Promise<string> => {

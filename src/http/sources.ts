@@ -47,6 +47,8 @@ export interface ServerInfo {
 
 export interface StatusSources {
   info: ServerInfo;
+  /** PostgreSQL backend: the measured offset to the database clock, ms (null: not yet). */
+  clockOffsetMs?(): number | null;
   routines(): Promise<RoutineView[]>;
   recent(routineIds: string[]): Promise<Record<string, RecentResults>>;
   lock(): Promise<LockStatus>;
@@ -93,12 +95,15 @@ export function cachedSources(s: StatusSources, ttlMs = 1000, now: () => number 
   };
   return {
     info: s.info,
+    ...(s.clockOffsetMs ? { clockOffsetMs: s.clockOffsetMs } : {}),
     routines: memo(() => s.routines()),
     recent: memo((ids: string[]) => s.recent(ids)),
     lock: memo(() => s.lock()),
     runs: memo(() => s.runs()),
     // health is cheap and must not lag: a probe reads it fresh
     health: () => s.health(),
-    schedulerUp: memo(() => s.schedulerUp()),
+    // the scheduler's own answer is cheap too, and must turn 0 the moment it stops (serve asks
+    // the lock, which memo() spares the store)
+    schedulerUp: s.info.mode === 'scheduler' ? () => s.schedulerUp() : memo(() => s.schedulerUp()),
   };
 }

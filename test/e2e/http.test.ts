@@ -97,7 +97,7 @@ describe('scheduler start --http (file backend)', () => {
       expect(st.bad!.counts.failure).toBeGreaterThanOrEqual(1);
       expect(sample(m, 'routinely_consecutive_skips', { routine: 'ok' })).toBeGreaterThanOrEqual(1);
       expect(sample(m, 'routinely_last_success_timestamp_seconds', { routine: 'ok' })).toBe(Date.parse(st.ok!.last_success_at!) / 1000);
-      expect(sample(m, 'routinely_last_success_timestamp_seconds', { routine: 'bad' })).toBeUndefined();
+      expect(sample(m, 'routinely_last_success_timestamp_seconds', { routine: 'bad' })).toBe(0); // never succeeded: 0, present from the first scrape
       expect(sample(m, 'routinely_fires_total', { routine: 'later', result: 'success' })).toBe(0);
       expect(sample(m, 'routinely_routine_paused', { routine: 'later' })).toBe(0);
       expect(sample(m, 'routinely_exec_lock_held')).toBe(0);

@@ -1,20 +1,25 @@
 // /metrics content (SPEC §11): the names, labels and values of the exposition.
 
 import { describe, expect, it } from 'vitest';
-import { Metrics } from '../../src/http/metrics.js';
+import { Metrics, type SharedState } from '../../src/http/metrics.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { sample } from '../helpers/http.js';
 
 const fire = (result: Fire['result'], ms = 1500): Fire => ({
   result, reason: null, scheduled_at: '2026-11-29T19:00:00.000Z', started_at: '2026-11-29T19:00:00.010Z', finished_at: '2026-11-29T19:00:01.510Z', duration_ms: ms, exit_code: 0, run_id: null,
 });
-const state = (over: Partial<{ paused: boolean; last_success_at: string | null; consecutive_skips: number }> = {}) => ({
+type Row = SharedState['routines'][number];
+const row = (id: string, over: Partial<Row> = {}): Row => ({
+  id, paused: false, last_success_at: null, last_failure_at: null, consecutive_skips: 0, consecutive_failures: 0, next_run_at: null, starved: false, ...over,
+});
+const state = (over: Partial<Row> = {}): SharedState => ({
   routines: [
-    { id: 'a', paused: false, last_success_at: '2026-11-29T19:00:01.510Z', consecutive_skips: 0, ...over },
-    { id: 'b', paused: true, last_success_at: null, consecutive_skips: 3 },
+    row('a', { last_success_at: '2026-11-29T19:00:01.510Z', ...over }),
+    row('b', { paused: true, consecutive_skips: 3 }),
   ],
   execLockHeld: true,
   schedulerUp: true,
+  info: { version: '1.2.3', project: 'app', host: 'h1' },
 });
 
 describe('Metrics', () => {
@@ -44,7 +49,8 @@ describe('Metrics', () => {
     const m = new Metrics(true);
     const text = await m.render(state());
     expect(sample(text, 'routinely_last_success_timestamp_seconds', { routine: 'a' })).toBe(Date.parse('2026-11-29T19:00:01.510Z') / 1000);
-    expect(sample(text, 'routinely_last_success_timestamp_seconds', { routine: 'b' })).toBeUndefined();
+    // present from the first scrape: never succeeded reads 0, so "no success in N hours" fires
+    expect(sample(text, 'routinely_last_success_timestamp_seconds', { routine: 'b' })).toBe(0);
     expect(sample(text, 'routinely_consecutive_skips', { routine: 'b' })).toBe(3);
     expect(sample(text, 'routinely_routine_paused', { routine: 'a' })).toBe(0);
     expect(sample(text, 'routinely_routine_paused', { routine: 'b' })).toBe(1);
@@ -55,6 +61,38 @@ describe('Metrics', () => {
     expect(sample(again, 'routinely_routine_paused', { routine: 'a' })).toBe(1);
     expect(sample(again, 'routinely_exec_lock_held')).toBe(0);
     expect(sample(again, 'routinely_scheduler_up')).toBe(0);
+  });
+
+  it('the state alerts need: failing, consecutive failures, last failure, next fire, starved, skips by reason, info', async () => {
+    const m = new Metrics(true);
+    m.fired('a', { ...fire('skipped', 0), reason: 'exec busy' });
+    m.fired('a', { ...fire('skipped', 0), reason: 'previous run still running' });
+    m.fired('a', { ...fire('skipped', 0), reason: 'exec busy' });
+    const failedAt = '2026-11-29T20:00:00.000Z';
+    const next = '2026-11-30T03:00:00.000Z';
+    const text = await m.render({ ...state(), routines: [row('a', { consecutive_failures: 2, last_failure_at: failedAt, consecutive_skips: 3, next_run_at: next, starved: true }), row('b')] });
+    expect(sample(text, 'routinely_routine_failing', { routine: 'a' })).toBe(1);
+    expect(sample(text, 'routinely_routine_failing', { routine: 'b' })).toBe(0);
+    expect(sample(text, 'routinely_consecutive_failures', { routine: 'a' })).toBe(2);
+    expect(sample(text, 'routinely_last_failure_timestamp_seconds', { routine: 'a' })).toBe(Date.parse(failedAt) / 1000);
+    expect(sample(text, 'routinely_last_failure_timestamp_seconds', { routine: 'b' })).toBe(0);
+    expect(sample(text, 'routinely_next_fire_timestamp_seconds', { routine: 'a' })).toBe(Date.parse(next) / 1000);
+    expect(sample(text, 'routinely_routine_starved', { routine: 'a' })).toBe(1);
+    expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'exec busy' })).toBe(2);
+    expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'previous run' })).toBe(1);
+    expect(sample(text, 'routinely_skips_total', { routine: 'b', reason: 'exec busy' })).toBe(0);
+    expect(sample(text, 'routinely_info', { version: '1.2.3', project: 'app', host: 'h1' })).toBe(1);
+    // a 10 ms fire is told from a 50 ms one
+    m.fired('a', fire('success', 10));
+    expect(sample(await m.render(state()), 'routinely_fire_duration_seconds_bucket', { routine: 'a', le: '0.01' })).toBe(1);
+  });
+
+  it('a routine removed by a reload loses all of its series', async () => {
+    const m = new Metrics(true);
+    m.fired('b', fire('failure'));
+    expect(sample(await m.render(state()), 'routinely_fires_total', { routine: 'b', result: 'failure' })).toBe(1);
+    const text = await m.render({ ...state(), routines: [row('a')] });
+    expect(text).not.toMatch(/routine="b"/);
   });
 
   it('a fire before the first scrape is kept (series are created once, not reset per scrape)', async () => {
@@ -78,8 +116,9 @@ describe('Metrics', () => {
     m.fired('a', fire('success'));
     const names = new Set([...(await m.render(state())).matchAll(/^# TYPE (\S+) /gm)].map((x) => x[1]));
     expect([...names].sort()).toEqual([
-      'routinely_consecutive_skips', 'routinely_exec_lock_held', 'routinely_fire_duration_seconds', 'routinely_fires_total',
-      'routinely_last_success_timestamp_seconds', 'routinely_routine_paused', 'routinely_scheduler_up',
+      'routinely_consecutive_failures', 'routinely_consecutive_skips', 'routinely_exec_lock_held', 'routinely_fire_duration_seconds', 'routinely_fires_total',
+      'routinely_info', 'routinely_last_failure_timestamp_seconds', 'routinely_last_success_timestamp_seconds', 'routinely_next_fire_timestamp_seconds',
+      'routinely_routine_failing', 'routinely_routine_paused', 'routinely_routine_starved', 'routinely_scheduler_up', 'routinely_skips_total',
     ]);
   });
 });
