@@ -17,8 +17,13 @@ const PAGE_SCRIPT = `"use strict";
   const parts = ['status', 'routines', 'lock', 'runs'];
   const notice = document.getElementById('notice');
   const button = document.getElementById('pause');
+  const refreshing = document.getElementById('refreshing');
+  // the controls exist only where they work: without JavaScript the page is a snapshot
+  for (const el of document.querySelectorAll('.js-only')) el.hidden = false;
   let paused = false;
   let busy = false;
+  let lastGood = Date.now();
+  const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
   const get = async (path) => {
     const res = await fetch(path, { headers: { accept: 'application/json' }, cache: 'no-store', credentials: 'same-origin' });
     if (!res.ok) throw new Error(path + ' answered ' + res.status);
@@ -35,9 +40,15 @@ const PAGE_SCRIPT = `"use strict";
         if (el && el.innerHTML !== html[id]) el.innerHTML = html[id];
       }
       document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
+      lastGood = Date.now();
       if (notice.textContent) notice.textContent = '';
     } catch (err) {
       notice.textContent = 'Refresh failed (' + err.message + '); showing older data, retrying.';
+      // a scheduler that stopped, or a server that does not answer: its last word was "healthy",
+      // which is no longer known
+      const status = document.getElementById('status');
+      const since = new Date(lastGood).toISOString().slice(11, 19);
+      if (status) status.innerHTML = '<p class="health unknown"><span class="badge b-muted">UNKNOWN</span> No answer since ' + esc(since) + ' UTC (' + esc(err.message) + '); the rest of the page shows the data of then.</p>';
     } finally {
       busy = false;
     }
@@ -46,6 +57,7 @@ const PAGE_SCRIPT = `"use strict";
     paused = !paused;
     button.setAttribute('aria-pressed', String(paused));
     button.textContent = paused ? 'Resume auto-refresh' : 'Pause auto-refresh';
+    refreshing.textContent = paused ? 'Paused: the data stays as it is.' : 'Refreshes every ${REFRESH_MS / 1000} s.';
     if (!paused) void refresh();
   });
   setInterval(refresh, ${REFRESH_MS});
@@ -97,14 +109,14 @@ export function renderPage(data: PageData, nowMs: number): string {
 </header>
 <main class="wrap">
 <section aria-label="Scheduler status"><div id="status">${p.status}</div>
-<div class="controls"><button type="button" id="pause" aria-pressed="false" aria-controls="status routines lock runs">Pause auto-refresh</button>
-<span class="muted">Refreshes every ${REFRESH_MS / 1000} s.</span>
+<div class="controls"><span class="js-only" hidden><button type="button" id="pause" aria-pressed="false" aria-controls="status routines lock runs">Pause auto-refresh</button>
+<span class="muted" id="refreshing">Refreshes every ${REFRESH_MS / 1000} s.</span></span>
 <p id="notice" role="status"></p></div>
 </section>
 <section aria-labelledby="routines-title">
 <h2 id="routines-title" tabindex="-1">Routines</h2>
 <ul class="legend" aria-label="Result strip legend">
-<li><span class="r r-success" aria-hidden="true">O</span> O: ok</li>
+<li><span class="r r-success" aria-hidden="true">✓</span> ✓: ok</li>
 <li><span class="r r-failure" aria-hidden="true">F</span> F: failed</li>
 <li><span class="r r-skipped" aria-hidden="true">S</span> S: skipped (exec busy or previous run still going)</li>
 <li>oldest first, newest last</li>

@@ -76,7 +76,7 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
   };
   const badge = (kind: string, text: string): string => `<span class="badge b-${kind}">${esc(text)}</span>`;
   const RESULTS: Record<string, { letter: string; word: string }> = {
-    success: { letter: 'O', word: 'ok' },
+    success: { letter: '✓', word: 'ok' }, // not 'O', which reads like a zero
     failure: { letter: 'F', word: 'failed' },
     skipped: { letter: 'S', word: 'skipped' },
   };
@@ -126,7 +126,14 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
         : next === null
           ? '<span class="muted">none</span>'
           : `${time(next, next >= nowMs ? `in ${span(next - nowMs)}` : `due ${span(nowMs - next)} ago`, r.timezone)}<span class="sub">${esc(absolute(next, r.timezone))}</span>`;
-    const took = typeof r.last_duration_ms === 'number' ? `<span class="sub">took ${esc(span(r.last_duration_ms))}</span>` : '';
+    // a skip is a tick, not a run: the last run is the last success or failure, and its duration
+    // is shown only when the last record is that run; a skip after it is told apart
+    const ranAt = Math.max(ms(r.last_success_at) ?? -Infinity, ms(r.last_failure_at) ?? -Infinity);
+    const took = r.last_result !== 'skipped' && typeof r.last_duration_ms === 'number' ? `<span class="sub">took ${esc(span(r.last_duration_ms))}</span>` : '';
+    const skippedAt = r.last_result === 'skipped' ? ms(r.last_finished_at) : null;
+    const lastRun =
+      `${ago(Number.isFinite(ranAt) ? new Date(ranAt).toISOString() : null)}${took}` +
+      (skippedAt !== null ? `<span class="sub">last tick skipped ${esc(span(Math.max(0, nowMs - skippedAt)))} ago</span>` : '');
     const skips = typeof r.consecutive_skips === 'number' ? r.consecutive_skips : (recent?.trailing_skips ?? 0);
     const states: string[] = [];
     if (holder && holder.owner.routine === r.id) states.push(badge('running', `running ${span(Math.max(0, nowMs - holder.created_at * 1000))}`));
@@ -144,7 +151,7 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
       `<ol class="strip" aria-hidden="true">${strip}</ol></td>` +
       `<td role="cell" data-label="Last result">${lastText}</td>` +
       `<td role="cell" data-label="Next run">${nextText}</td>` +
-      `<td role="cell" data-label="Last run">${ago(r.last_finished_at)}${took}</td>` +
+      `<td role="cell" data-label="Last run">${lastRun}</td>` +
       `<td role="cell" data-label="State">${states.join(' ') || '<span class="muted">idle</span>'}</td>` +
       `<td role="cell" data-label="OK / failed / skipped" class="num">${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}</td></tr>`
     );

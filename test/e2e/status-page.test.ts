@@ -73,7 +73,7 @@ describe.skipIf(missing !== null)('status page in Chromium', () => {
     // the strip: a letter for every result, each kind with its own class (colour and shape)
     const strip = await row('heartbeat').locator('.strip li').evaluateAll((els) => els.map((e) => [e.textContent, e.className]));
     expect(strip.length).toBeGreaterThanOrEqual(3);
-    expect(strip).toContainEqual(['O', 'r r-success']);
+    expect(strip).toContainEqual(['✓', 'r r-success']);
     expect(strip).toContainEqual(['S', 'r r-skipped']);
     expect(await row('flaky').locator('.strip li.r-failure').first().textContent()).toBe('F');
     expect(await row('heartbeat').locator('.visually-hidden').textContent()).toMatch(/^Last \d+ results, oldest first: \d+ ok, 0 failed, \d+ skipped; newest skipped\.$/);
@@ -130,5 +130,9 @@ describe.skipIf(missing !== null)('status page in Chromium', () => {
 
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
+    // the scheduler is gone: the page no longer says "healthy", it says it does not know since when
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await expect.poll(() => page.locator('#status').textContent(), { timeout: 20_000 }).toMatch(/UNKNOWN No answer since \d\d:\d\d:\d\d UTC/);
+    expect(await page.locator('#status .b-success').count()).toBe(0);
   }, 180_000); // a browser and a scheduler with many routines on a loaded 2-core machine
 });

@@ -8,11 +8,22 @@ import { renderParts, type PageData } from '../../src/http/view.js';
 import { NOW, heldLock, pageData, row, run } from './fixtures.js';
 
 describe('renderParts', () => {
+  it('a skip is never shown as a run: the last run is the last success or failure, the skip a tick apart', () => {
+    const p = renderParts(pageData({ routines: [row({
+      last_result: 'skipped', last_reason: 'exec busy', last_finished_at: new Date(NOW - 33_000).toISOString(), last_duration_ms: 0,
+      last_success_at: new Date(NOW - 3_600_000).toISOString(), last_failure_at: null,
+    })] }), NOW);
+    expect(p.routines).not.toContain('took 0.0s');
+    expect(p.routines).toMatch(/1h0m ago|60m ago|1h ago/);
+    expect(p.routines).toContain('last tick skipped 33s ago');
+  });
+
+
   it('a row per routine with its strip (letter and class per result), state and counts', () => {
     const p = renderParts(pageData({ routines: [row(), row({ id: 'nightly', schedule: '0 3 * * *', timezone: 'Europe/Berlin', next_run_at: '2026-11-30T02:00:00.000Z', last_result: null, last_finished_at: null })] }), NOW);
     expect(p.routines.match(/<tr role="row">/g)).toHaveLength(2);
     expect(p.routines).toContain('<th scope="row" role="rowheader"><span class="id">tick</span>');
-    expect(p.routines).toContain('<li class="r r-success" title="ok · 2026-11-29 19:00:27 UTC">O</li><li class="r r-failure" title="failed: exit code 3 · 2026-11-29 19:00:28 UTC">F</li><li class="r r-skipped" title="skipped: exec busy · 2026-11-29 19:00:29 UTC">S</li>');
+    expect(p.routines).toContain('<li class="r r-success" title="ok · 2026-11-29 19:00:27 UTC">✓</li><li class="r r-failure" title="failed: exit code 3 · 2026-11-29 19:00:28 UTC">F</li><li class="r r-skipped" title="skipped: exec busy · 2026-11-29 19:00:29 UTC">S</li>');
     expect(p.routines).toContain('Last 3 results, oldest first: 1 ok, 1 failed, 1 skipped; newest skipped.');
     expect(p.routines).toContain('running 12s'); // the exec lock is held for routine tick
     expect(p.routines).toContain('1 skip in a row');
@@ -97,5 +108,13 @@ describe('renderPage', () => {
     expect(PAGE_CSP).toContain("connect-src 'self'");
     // nothing from another host
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+  });
+});
+
+describe('the page without JavaScript', () => {
+  it('shows no control that would do nothing: the refresh button and its text are hidden until the script shows them', () => {
+    const html = renderPage(pageData(), NOW);
+    expect(html).toMatch(/<span class="js-only" hidden><button type="button" id="pause"/);
+    expect(html).toMatch(/<span class="muted" id="refreshing">Refreshes every 5 s\.<\/span><\/span>/);
   });
 });
