@@ -43,6 +43,7 @@ time { white-space: nowrap; }
 .r-skipped { background: transparent; color: var(--skip); border: 2px dashed var(--skip); border-radius: 1px; }
 .r-unknown { border: 1px solid var(--muted); color: var(--muted); }
 .badge { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 13px; font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
+.badge.b-paused { white-space: normal; overflow-wrap: anywhere; max-width: 32ch; }
 .b-success { color: var(--ok); } .b-failure { color: var(--fail); } .b-skipped, .b-starved { color: var(--skip); }
 .b-starved { border-style: dashed; } .b-running { color: var(--run); } .b-paused { color: var(--pause); } .b-muted { color: var(--muted); }
 .health.bad { font-weight: 600; }

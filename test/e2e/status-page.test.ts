@@ -135,4 +135,30 @@ describe.skipIf(missing !== null)('status page in Chromium', () => {
     await expect.poll(() => page.locator('#status').textContent(), { timeout: 20_000 }).toMatch(/UNKNOWN No answer since \d\d:\d\d:\d\d UTC/);
     expect(await page.locator('#status .b-success').count()).toBe(0);
   }, 180_000); // a browser and a scheduler with many routines on a loaded 2-core machine
+
+  it('100 routines and a 200-character pause note fit 1280 px and a phone: nothing cut off, nothing scrolls sideways', async () => {
+    const routines = Array.from({ length: 100 }, (_, i) => cmd(`routine-with-a-long-name-${String(i).padStart(3, '0')}`, '0 0 1 1 *', 'true', { timezone: 'America/Argentina/Buenos_Aires' }));
+    const project = testProject({ routines });
+    const note = 'waiting for the vendor to rotate the API key and for the new firewall rules to be deployed on every host; ask ops in #infra before resuming this routine, it writes to the billing database'.padEnd(200, '.');
+    expect((await runCli(['routine', 'pause', 'routine-with-a-long-name-000', '--note', note], { cwd: project })).code).toBe(0);
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 120_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const context = await openBrowser({ width: 1280, height: 900 });
+    const page = await context.newPage();
+    await page.goto(url);
+    const overflow = () => page.evaluate(() => {
+      const wrap = document.querySelector('#routines')?.closest('.table-wrap') ?? document.querySelector('.table-wrap');
+      const table = wrap?.querySelector('table');
+      return { doc: document.documentElement.scrollWidth, view: window.innerWidth, table: table?.scrollWidth ?? 0, box: wrap?.clientWidth ?? 0 };
+    });
+    const wide = await overflow();
+    expect(wide.doc, JSON.stringify(wide)).toBeLessThanOrEqual(wide.view);
+    expect(wide.table, JSON.stringify(wide)).toBeLessThanOrEqual(wide.box);
+    expect(await page.getByText(note.slice(0, 60)).count()).toBeGreaterThan(0); // the whole note is there, wrapped
+    await page.setViewportSize({ width: 390, height: 844 });
+    const phone = await overflow();
+    expect(phone.doc, JSON.stringify(phone)).toBeLessThanOrEqual(390);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  }, 180_000);
 });
