@@ -3,17 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { redactUrl } from '../src/config/load.js';
 import { redactSecrets } from '../src/redact.js';
+import { rng } from './helpers/rng.js';
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const CHARS = 'abcdefXYZ0123456789/+=@#?%[]:!$&()*,;~-._';
 

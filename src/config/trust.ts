@@ -28,8 +28,9 @@ function groupIsOnlyMine(gid: number, uid: number): boolean {
   if (known !== undefined) return known;
   let mine = false;
   try {
-    const me = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':')).find((f) => Number(f[2]) === uid)?.[0];
-    const others = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':')).filter((f) => f.length > 3 && Number(f[3]) === gid && Number(f[2]) !== uid);
+    const passwd = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':'));
+    const me = passwd.find((f) => Number(f[2]) === uid)?.[0];
+    const others = passwd.filter((f) => f.length > 3 && Number(f[3]) === gid && Number(f[2]) !== uid);
     const line = readFileSync('/etc/group', 'utf8').split('\n').map((l) => l.split(':')).find((f) => f.length > 3 && Number(f[2]) === gid);
     const members = (line?.[3] ?? '').split(',').filter((m) => m && m !== me);
     mine = me !== undefined && others.length === 0 && members.length === 0;

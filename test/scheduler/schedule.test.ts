@@ -12,6 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import { cronProblem } from '../../src/config/cron.js';
 import { cronSchedule, lightSchedule, nextRuns, type Schedule } from '../../src/scheduler/schedule.js';
+import { rng } from '../helpers/rng.js';
 
 /** What `routine list` uses: the croner calculator cronProblem passes to its callback. */
 function listSchedule(pattern: string, zone: string): Schedule {
@@ -223,14 +224,3 @@ function field(r: () => number, max: number): { text: string; values: Set<number
   return { text: `${c},${a}-${b}`, values: new Set([c, ...span(a, b)]) };
 }
 
-/** mulberry32, so the randomized test is reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cronSchedule, nextRuns } from '../../src/scheduler/schedule.js';
 import { MAX_SLEEP_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, nextFire, nextUncovered, sleepMs, stepText } from '../../src/scheduler/timing.js';
+import { rng } from '../helpers/rng.js';
 
 const at = (iso: string): number => Date.parse(iso);
 
@@ -41,17 +42,6 @@ describe('schedule math (croner as a calculator)', () => {
   });
 });
 
-/** A small deterministic PRNG (mulberry32), so the randomized test is reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A field and its set of matching values, built together. */
 function field(r: () => number, min: number, max: number): { text: string; values: Set<number> } {
