@@ -121,7 +121,7 @@ export function renderPage(data: PageData, nowMs: number): string {
 <li><span class="r r-skipped" aria-hidden="true">S</span> S: skipped (exec busy or previous run still going)</li>
 <li>oldest first, newest last</li>
 </ul>
-<div class="table-wrap" tabindex="0" role="region" aria-label="scrollable table">
+<div class="table-wrap" tabindex="0" role="region" aria-label="Routines table, scrolls sideways">
 <table role="table" aria-labelledby="routines-title">
 <thead role="rowgroup"><tr role="row">
 <th scope="col" role="columnheader">Routine</th><th scope="col" role="columnheader">Last 30 results</th><th scope="col" role="columnheader">Last result</th>
@@ -138,7 +138,7 @@ export function renderPage(data: PageData, nowMs: number): string {
 </section>
 <section aria-labelledby="runs-title">
 <h2 id="runs-title" tabindex="-1">Recent exec runs</h2>
-<div class="table-wrap" tabindex="0" role="region" aria-label="scrollable table">
+<div class="table-wrap" tabindex="0" role="region" aria-label="Exec runs table, scrolls sideways">
 <table role="table" aria-labelledby="runs-title">
 <thead role="rowgroup"><tr role="row">
 <th scope="col" role="columnheader">Run</th><th scope="col" role="columnheader">Status</th><th scope="col" role="columnheader">Started</th>

@@ -5,11 +5,11 @@
 // screenshots at 1280 px and phone width: test-artifacts/ always, docs/status-page.png (the
 // README's picture) when ROUTINELY_UPDATE_DOCS_SCREENSHOT=1.
 
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RoutineStateFile } from '../../src/state/routine-state.js';
-import { chromiumMissing, openBrowser } from '../helpers/browser.js';
+import { axeEveryMode, chromiumMissing, openBrowser } from '../helpers/browser.js';
 import { eventually, runCli, startCli } from '../helpers/cli.js';
 import { routineStateOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
@@ -114,6 +114,11 @@ describe.skipIf(missing !== null)('status page in Chromium', () => {
 
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     mkdirSync(ARTIFACTS, { recursive: true });
+    // axe-core: no violation at all (SPEC §11 asks for no serious or critical one), light and
+    // dark, desktop and phone; the findings are kept in test-artifacts/ for the record
+    const axe = await axeEveryMode(page);
+    writeFileSync(join(ARTIFACTS, 'axe-status-page.json'), JSON.stringify(axe, null, 2));
+    for (const [mode, found] of Object.entries(axe)) expect(found, mode).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, 'status-page.png'), fullPage: true });
     // phone width: tables become cards, nothing scrolls sideways, the rows keep their headers
     await page.setViewportSize({ width: 390, height: 844 });
@@ -158,6 +163,10 @@ describe.skipIf(missing !== null)('status page in Chromium', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     const phone = await overflow();
     expect(phone.doc, JSON.stringify(phone)).toBeLessThanOrEqual(390);
+    const axe = await axeEveryMode(page);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    writeFileSync(join(ARTIFACTS, 'axe-100-routines.json'), JSON.stringify(axe, null, 2));
+    for (const [mode, found] of Object.entries(axe)) expect(found, mode).toEqual([]);
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
   }, 180_000);
