@@ -4,21 +4,29 @@
 // scheduler-command): the checks load on use, prom-client and the server only after this says yes.
 
 import { formatListen, parseListen, type ListenAddress } from '../config/listen.js';
-import type { Project } from '../config/load.js';
+import { displayPath, type Project } from '../config/load.js';
 import { UsageError } from '../errors.js';
 
 export interface HttpSetup {
   listen: ListenAddress;
   token: string | null;
+  /** `http.actions`: POST /api/routines/ID/run|pause|resume (always with the token). */
+  actions: boolean;
 }
 
 /** null when neither `--http` nor `http.listen` asks for the server. */
 export async function httpSetup(flag: string | undefined, project: Project, env: NodeJS.ProcessEnv = process.env): Promise<HttpSetup | null> {
-  const text = flag ?? project.config.http?.listen;
+  const text = flag ?? project.config.http?.listen ?? undefined;
   if (text === undefined) return null;
   const listen = parseListen(text);
   if (typeof listen === 'string') throw new UsageError(`--http ${JSON.stringify(text)} is not [HOST:]PORT: ${listen}`);
-  const exposure = (await import('../http/security.js')).checkExposure(listen, env);
+  const { checkExposure, TOKEN_ENV } = await import('../http/security.js');
+  const exposure = checkExposure(listen, env);
   if (!exposure.ok) throw new UsageError(`--http ${formatListen(listen)} ${exposure.why}`);
-  return { listen, token: exposure.token };
+  const actions = project.config.http?.actions === true;
+  // an action changes what runs: never without the token, also on loopback (SPEC §11)
+  if (actions && exposure.token === null) {
+    throw new UsageError(`http.actions in ${displayPath(project.configPath)}: the actions need ${TOKEN_ENV} (at least 16 characters, e.g. \`openssl rand -hex 32\`), also on loopback; clients send it as "Authorization: Bearer <token>"`);
+  }
+  return { listen, token: exposure.token, actions };
 }

@@ -16,6 +16,13 @@ import { recentResults, type RunView, type ServerInfo, type StatusSources } from
 import type { Logger } from '../scheduler/log.js';
 import type { SchedulerObserver } from '../scheduler/observer.js';
 import type { HttpSetup } from './http-options.js';
+import type { RoutineDef } from '../config/schema.js';
+import { NotFoundError } from '../errors.js';
+import { commandEnv } from '../exec/process.js';
+import { describeHolder } from '../lock/stale.js';
+import type { RoutineActions, RunAnswer, RunOutput } from '../http/sources.js';
+import { runManually } from '../scheduler/manual-run.js';
+import { busyPolicy } from './busy.js';
 
 interface Wiring {
   setup: HttpSetup;
@@ -26,8 +33,85 @@ interface Wiring {
   log: Logger;
 }
 
+/** What `routine logs ID --run RUN --lines N` prints, as the page shows it: null when the log
+ * holds no such run. */
+async function runOutput(stateDir: string, id: string, runId: string, lines: number): Promise<RunOutput | null> {
+  const { showRoutineLog } = await import('../scheduler/routine-log.js');
+  const chunks: Buffer[] = [];
+  const notices: string[] = [];
+  // one line more than shown tells whether earlier lines were left out
+  const r = await showRoutineLog({ stateDir, id, runId, lines: lines + 1, write: (c) => chunks.push(c), notice: (m) => notices.push(m) });
+  if (r.kind !== 'shown') return null;
+  const cut = chunks.length > lines;
+  let text = Buffer.concat(cut ? chunks.slice(1) : chunks);
+  // a handful of very long lines are cut too: the page shows at most this much of the end
+  const MAX_BYTES = 256 * 1024;
+  if (text.length > MAX_BYTES) text = text.subarray(text.length - MAX_BYTES);
+  return { run_id: runId, text: text.toString('utf8'), lines, cut_lines: cut || text.length === MAX_BYTES, notices };
+}
+
+/** The actions of SPEC §11, exactly as `routine run|pause|resume` act: the routine's own busy
+ * rule (else `fail`), the same records, the notifications. A run goes on after the answer (it
+ * started, or waits for the lock); the server's close() stops the runs still going and waits for
+ * their records. */
+function actions(w: Wiring, mode: ServerInfo['mode']): RoutineActions & { stop(): void; close(): Promise<void> } {
+  const going = new Set<Promise<unknown>>();
+  const stop = new AbortController();
+  const find = (id: string): { project: Project; def: RoutineDef } => {
+    const project = w.project();
+    const def = project.config.routines.find((r) => r.id === id);
+    if (!def) throw new NotFoundError(`unknown routine ${JSON.stringify(id)}`);
+    return { project, def };
+  };
+  return {
+    run: (id) => {
+      const { project, def } = find(id);
+      const policy = busyPolicy({}, def.manualIfBusy);
+      if (policy.ifBusy === 'wait' && def.waitTimeoutSeconds !== undefined) policy.waitTimeoutMs = def.waitTimeoutSeconds * 1000;
+      return new Promise<RunAnswer>((answer, fail) => {
+        const warn = (message: string): void => w.log({ event: 'http.warning', message: `run ${id}: ${message}` });
+        const run = runManually({
+          project, backend: w.backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn, log: w.log, host: w.host,
+          baseEnv: commandEnv(process.env, project.config.passEnv),
+          onStarted: (runId) => answer({ state: 'started', run_id: runId }),
+          onWait: (why) => answer({ state: 'waiting', why }),
+        }).then((o) => {
+          if (o.kind === 'busy') {
+            if (policy.ifBusy === 'skip') answer({ state: 'skipped', reason: 'exec busy' });
+            else answer({ state: 'busy', error: `exec busy: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}` });
+          }
+          w.log({ event: 'http.action', action: 'run', routine: id, outcome: o.kind === 'busy' ? 'not run, exec busy' : `${o.fire.result}${o.fire.reason ? ` (${o.fire.reason})` : ''}` });
+        }, (err: Error) => {
+          warn(err.message);
+          fail(err);
+        });
+        going.add(run);
+        void run.finally(() => going.delete(run));
+      });
+    },
+    pause: async (id, note) => {
+      find(id);
+      const change = await w.backend.routines.setPaused(id, true, note);
+      w.log({ event: 'http.action', action: 'pause', routine: id, outcome: change.wasPaused ? 'was already paused' : `paused${note ? ` (${note})` : ''}` });
+      return { was_paused: change.wasPaused, note: change.note };
+    },
+    resume: async (id) => {
+      find(id);
+      const change = await w.backend.routines.setPaused(id, false, null);
+      w.log({ event: 'http.action', action: 'resume', routine: id, outcome: change.wasPaused ? 'resumed' : 'was not paused' });
+      return { was_paused: change.wasPaused };
+    },
+    stop: () => stop.abort(`stopped: routinely ${mode} is stopping`),
+    close: async () => {
+      stop.abort(`stopped: routinely ${mode} is stopping`);
+      await Promise.allSettled([...going]);
+    },
+  };
+}
+
 async function start(w: Wiring, mode: ServerInfo['mode'], health: () => Promise<Health>, schedulerUp: () => Promise<boolean>, metrics: Metrics) {
   const warn = (message: string): void => w.log({ event: 'http.warning', message });
+  const acts = w.setup.actions ? actions(w, mode) : null;
   const first = w.project();
   const sources: StatusSources = {
     info: { project: first.config.project ?? basename(first.root), host: w.host, backend: w.backend.kind, mode, pid: process.pid },
@@ -46,10 +130,20 @@ async function start(w: Wiring, mode: ServerInfo['mode'], health: () => Promise<
       }),
     health,
     schedulerUp,
+    fires: async (id, n) => (await w.backend.routines.history(id, warn)).slice(-n).reverse().map(({ id: _i, closes: _c, key: _k, ...e }) => e),
+    output: (id, runId, lines) => runOutput(w.project().stateDir, id, runId, lines),
+    ...(acts ? { actions: acts } : {}),
   };
   const server = await startStatusServer({ listen: w.setup.listen, token: w.setup.token, sources, metrics, warn });
   w.log({ event: 'http.listening', url: server.url, token: w.setup.token !== null });
-  return server;
+  return {
+    /** Runs started by the run action are stopped (and recorded as stopped). */
+    stopping: () => acts?.stop(),
+    close: async () => {
+      await server.close();
+      await acts?.close();
+    },
+  };
 }
 
 export interface SchedulerHttp {
@@ -67,7 +161,10 @@ export async function schedulerHttp(w: Wiring & { lockProblem: () => string | nu
   const server = await start(w, 'scheduler', async () => watch.health(), async () => watch.health().ok, metrics);
   return {
     observer: { sleeping: (ms) => watch.sleeping(ms), fired: (id, fire) => metrics.fired(id, fire) },
-    stopping: () => watch.stopping(),
+    stopping: () => {
+      watch.stopping();
+      server.stopping();
+    },
     close: () => server.close(),
   };
 }

@@ -5,14 +5,14 @@ import { cronProblem } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ID_PATTERN, type RoutineDef } from '../config/schema.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
-import { fireRoutine, ownerGone } from '../scheduler/firing.js';
-import { notifyFire } from '../notify/notify.js';
+import { ownerGone } from '../scheduler/firing.js';
+import { runManually } from '../scheduler/manual-run.js';
 import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
-import { flushSpool, reconcilable, recordOrSpool } from '../scheduler/record.js';
+import { flushSpool, reconcilable } from '../scheduler/record.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
@@ -154,20 +154,18 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     // that died are recorded, once each (SPEC §6).
     await flushSpooled(project, backend);
     await backend.routines.reconcile(reconcilable(project.stateDir, ownerGone), new Date(backend.clock.now()), warnTo);
-    const result = await fireRoutine({
-      project, backend, clock: backend.clock, trigger: 'manual', ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs,
-      signal: stop.signal, killGraceMs: 5000, warn: warnTo,
+    const outcome = await runManually({
+      project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, log: createLogger('text', err),
       onStarted: () => out(`started ${id}`),
       onWait: waitNotice(policy),
       // the command's output also goes to this terminal (SPEC §10), and always to its log
       echo: (chunk) => process.stdout.write(chunk),
-    }, def, new Date(backend.clock.now()));
-    if (result === null) throw new Error('bug: a manual fire was not started');
-    if (result.result === 'skipped') {
+    });
+    if (outcome.kind === 'busy') {
       // Refused as busy, a manual run is not a tick: nothing recorded, not counted towards
       // starvation, nobody notified (SPEC §4); the holder is named as every command names it.
       if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
-      const holder = result.holder ? describeHolder(result.holder, backend.clock.now()) : 'another process';
+      const holder = outcome.holder ? describeHolder(outcome.holder, backend.clock.now()) : 'another process';
       if (policy.ifBusy === 'skip') {
         out('skipped: exec busy');
         return ExitCode.OK;
@@ -179,14 +177,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
       }
       return ExitCode.BUSY;
     }
-    // the record before this fire, for its notifications (SPEC §10: `routine run` notifies too)
-    const notifies = def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
-    const prior = notifies ? (await backend.routines.read(warnTo)).routines[id] : undefined;
-    // The fire ran: a database that went away meanwhile does not lose it (spooled on this host,
-    // recorded by the next scheduler or routine command here).
-    const recorded = await recordOrSpool(backend.routines, project.stateDir, id, result, warnTo);
-    if (!recorded.recorded) warnTo(`could not record ${id} now (${recorded.why}); spooled to ${recorded.spooledTo}: the next scheduler or routine command on this host records it`);
-    if (notifies) await notifyFire({ project, def, prior, fire: result, final: true, log: createLogger('text', err), signal: stop.signal });
+    const result = outcome.fire;
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else out(`failed ${id}: ${result.reason ?? 'failed'} ${took}  (output: ${project.stateDir}/logs/${id}.log)`);

@@ -83,7 +83,8 @@ export const execShape = {
 };
 
 export const httpShape = {
-  listen: z.string().check(z.describe('[HOST:]PORT for /metrics, /healthz, /api/* and the status page of `scheduler start` and `serve`, e.g. "127.0.0.1:9464" (loopback by default; any other address needs ROUTINELY_HTTP_TOKEN). --http overrides it.')),
+  listen: z.optional(z.string()).check(z.describe('[HOST:]PORT for /metrics, /healthz, /api/* and the status page of `scheduler start` and `serve`, e.g. "127.0.0.1:9464" (loopback by default; any other address needs ROUTINELY_HTTP_TOKEN). --http overrides it.')),
+  actions: z.optional(z.boolean().check(z.describe('Serve POST /api/routines/ID/run|pause|resume and the buttons of the status page (default false). They always need ROUTINELY_HTTP_TOKEN, also on loopback.'))),
 };
 
 /** Bounds on what runs leave on the state disk (SPEC §3 "Output is bounded"). */
@@ -110,7 +111,7 @@ export const rootShape = {
       z.describe('Environment variables that tasks and routine commands may see although routinely withholds them by default (ROUTINELY_DATABASE_URL, ROUTINELY_HTTP_TOKEN).'),
     ),
   ),
-  http: z.optional(z.strictObject(httpShape).check(z.describe('The read-only HTTP server: metrics, health, status page (SPEC §11).'))),
+  http: z.optional(z.strictObject(httpShape).check(z.describe('The HTTP server: metrics, health, status page, and actions when asked for (SPEC §11).'))),
   notify: z.optional(notifySchema),
   retention: z.optional(z.strictObject(retentionShape).check(z.describe('How much output, history and how many exec runs are kept on the state disk (SPEC §3).'))),
 };
@@ -171,8 +172,9 @@ export interface Config {
   routines: RoutineDef[];
   /** Withheld variables that commands may see anyway (SPEC §12). */
   passEnv: string[];
-  /** Where `scheduler start` and `serve` listen when --http is not given (parsed and checked). */
-  http: { listen: string } | null;
+  /** Where `scheduler start` and `serve` listen when --http is not given (parsed and checked),
+   * and whether the server takes actions (SPEC §11). */
+  http: { listen: string | null; actions: boolean } | null;
   /** Top-level notifications (routines may replace or silence them). */
   notify: NotifyDef | null;
   retention: Retention;

@@ -122,7 +122,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     if (problem) issues.push({ path: formatPath(['exec', 'taskDirs', i]), message: `${showValue(dir)} ${problem}` });
   }
 
-  if (raw.http !== undefined) {
+  if (raw.http?.listen !== undefined) {
     const listen = parseListen(raw.http.listen);
     if (typeof listen === 'string') issues.push({ path: 'http.listen', message: `${showValue(raw.http.listen)} is not [HOST:]PORT: ${listen}` });
   }
@@ -201,7 +201,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
       },
       routines,
       passEnv: raw.passEnv ?? [],
-      http: raw.http ? { listen: raw.http.listen } : null,
+      http: raw.http ? { listen: raw.http.listen ?? null, actions: raw.http.actions === true } : null,
       notify: raw.notify ? notifyDef(raw.notify) : null,
       retention,
     },

@@ -50,6 +50,13 @@ time { white-space: nowrap; }
 dl.lock { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 8px 24px; margin: 0; }
 dl.lock dt { font-size: 13px; color: var(--muted); }
 dl.lock dd { margin: 0; }
+pre.output { margin: 0; padding: 10px 12px; max-height: 60vh; overflow: auto; background: var(--panel); border: 1px solid var(--line); border-radius: 6px;
+  font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace; white-space: pre-wrap; overflow-wrap: anywhere; }
+input { font: inherit; padding: 3px 8px; border: 1px solid var(--muted); border-radius: 6px; background: var(--bg); color: var(--fg); max-width: 100%; }
+input:focus-visible { outline: 3px solid var(--run); outline-offset: 2px; }
+form.token { margin-top: 12px; padding: 10px 12px; border: 1px solid var(--line); border-radius: 6px; background: var(--panel); }
+form.token p { margin: 0 0 6px; font-weight: 600; }
+#action-result:empty, #token-says:empty { display: none; }
 #notice:empty { display: none; }
 #notice { color: var(--fail); font-weight: 600; }
 footer { margin-top: 32px; padding-bottom: 24px; font-size: 13px; color: var(--muted); }

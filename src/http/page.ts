@@ -1,58 +1,110 @@
-// The status page `GET /` (SPEC §11): one server-rendered HTML document with its style and a
+// The status pages (SPEC §11): `GET /` (every routine) and `GET /routines/ID` (one routine's
+// fires and the output of a run), each one server-rendered HTML document with its style and one
 // small script inline (no build step, nothing from another host; the Content-Security-Policy
-// allows exactly these two by hash), refreshing its four live parts from /api/* every 5 s with
-// the same renderer the server used (view.ts). Landmarks, table headers with scope, a skip link
-// and a button to pause the refresh make it usable by keyboard and screen reader.
+// allows exactly these two by hash). The script refreshes the live parts from /api/* every 5 s
+// with the renderers the server used (view.ts), sends the token when the server asks for one
+// (pasted once, kept in sessionStorage, sent as a header: never a cookie), and carries out the
+// actions when the server takes them. Landmarks, table headers with scope, a skip link and a
+// button to pause the refresh make it usable by keyboard and screen reader.
 
 import { createHash } from 'node:crypto';
 import { PAGE_STYLE } from './page-style.js';
-import { renderParts, type PageData } from './view.js';
+import { renderDetail, renderParts, viewKit, type DetailData, type PageData } from './view.js';
 
 export const REFRESH_MS = 5000;
+/** Where the page keeps the pasted token: this tab only, gone when it closes. */
+const TOKEN_KEY = 'routinely-token';
 
-/** The browser side: fetch, render, swap; say so when a refresh fails; pause on request. */
+/** The browser side: fetch, render, swap; the token; the actions; say so when a refresh fails. */
 const PAGE_SCRIPT = `"use strict";
 (() => {
+  const ${viewKit.name} = ${viewKit.toString()};
   const renderParts = ${renderParts.toString()};
-  const parts = ['status', 'routines', 'lock', 'runs'];
+  const renderDetail = ${renderDetail.toString()};
+  const body = document.body;
+  const routine = body.dataset.routine || null;
+  const parts = routine ? ['status', 'summary', 'fires', 'output'] : ['status', 'routines', 'lock', 'runs'];
   const notice = document.getElementById('notice');
   const button = document.getElementById('pause');
   const refreshing = document.getElementById('refreshing');
+  const form = document.getElementById('token-form');
+  const field = document.getElementById('token');
+  const tokenSays = document.getElementById('token-says');
   // the controls exist only where they work: without JavaScript the page is a snapshot
   for (const el of document.querySelectorAll('.js-only')) el.hidden = false;
   let paused = false;
   let busy = false;
   let lastGood = Date.now();
+  let token = sessionStorage.getItem('${TOKEN_KEY}');
   const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  const headers = (extra) => Object.assign({ accept: 'application/json' }, token ? { authorization: 'Bearer ' + token } : {}, extra || {});
+  const askToken = (why) => {
+    if (!form) return;
+    form.hidden = false;
+    tokenSays.textContent = why;
+  };
   const get = async (path) => {
-    const res = await fetch(path, { headers: { accept: 'application/json' }, cache: 'no-store', credentials: 'same-origin' });
+    const res = await fetch(path, { headers: headers(), cache: 'no-store', credentials: 'omit' });
+    if (res.status === 401) {
+      askToken(token ? 'The server refused this token; paste the right one.' : 'This server asks for its token.');
+      throw new Error('the token is ' + (token ? 'wrong' : 'missing'));
+    }
     if (!res.ok) throw new Error(path + ' answered ' + res.status);
     return res.json();
   };
-  const refresh = async () => {
-    if (paused || busy) return;
+  const run = new URLSearchParams(location.search).get('run');
+  const read = async () => {
+    if (routine) {
+      const [status, detail] = await Promise.all([get('/api/status'), get('/api/routines/' + encodeURIComponent(routine) + (run ? '?run=' + encodeURIComponent(run) : ''))]);
+      return [status, renderDetail(Object.assign({ status }, detail), Date.parse(status.now))];
+    }
+    const [status, routines, recent, lock, runs] = await Promise.all(['/api/status', '/api/routines', '/api/history', '/api/lock', '/api/runs'].map(get));
+    return [status, renderParts({ status, routines, recent, lock, runs }, Date.parse(status.now))];
+  };
+  const refresh = async (force) => {
+    if ((paused && !force) || busy) return;
     busy = true;
     try {
-      const [status, routines, recent, lock, runs] = await Promise.all(['/api/status', '/api/routines', '/api/history', '/api/lock', '/api/runs'].map(get));
-      const html = renderParts({ status, routines, recent, lock, runs }, Date.parse(status.now));
+      const [status, html] = await read();
+      // a page served without data learns the project's name with its first data
+      const title = 'routinely · ' + status.project;
+      const h1 = document.querySelector('h1');
+      if (h1 && h1.textContent !== title) h1.textContent = title;
       for (const id of parts) {
         const el = document.getElementById(id);
         if (el && el.innerHTML !== html[id]) el.innerHTML = html[id];
       }
-      document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || 0) + 1);
+      body.dataset.refreshes = String(Number(body.dataset.refreshes || 0) + 1);
       lastGood = Date.now();
       if (notice.textContent) notice.textContent = '';
+      if (body.dataset.shell) delete body.dataset.shell;
     } catch (err) {
-      notice.textContent = 'Refresh failed (' + err.message + '); showing older data, retrying.';
+      notice.textContent = 'Refresh failed (' + err.message + ')' + (body.dataset.shell ? '.' : '; showing older data, retrying.');
       // a scheduler that stopped, or a server that does not answer: its last word was "healthy",
       // which is no longer known
       const status = document.getElementById('status');
       const since = new Date(lastGood).toISOString().slice(11, 19);
-      if (status) status.innerHTML = '<p class="health unknown"><span class="badge b-muted">UNKNOWN</span> No answer since ' + esc(since) + ' UTC (' + esc(err.message) + '); the rest of the page shows the data of then.</p>';
+      if (status && !body.dataset.shell) status.innerHTML = '<p class="health unknown"><span class="badge b-muted">UNKNOWN</span> No answer since ' + esc(since) + ' UTC (' + esc(err.message) + '); the rest of the page shows the data of then.</p>';
     } finally {
       busy = false;
     }
   };
+  if (form) {
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const t = field.value.trim();
+      field.value = '';
+      if (!t) return;
+      token = t;
+      sessionStorage.setItem('${TOKEN_KEY}', t);
+      form.hidden = true;
+      void refresh(true);
+    });
+  }
+  if (body.dataset.shell) {
+    if (token) void refresh(true);
+    else askToken('This server asks for its token.');
+  }
   button.addEventListener('click', () => {
     paused = !paused;
     button.setAttribute('aria-pressed', String(paused));
@@ -60,7 +112,34 @@ const PAGE_SCRIPT = `"use strict";
     refreshing.textContent = paused ? 'Paused: the data stays as it is.' : 'Refreshes every ${REFRESH_MS / 1000} s.';
     if (!paused) void refresh();
   });
-  setInterval(refresh, ${REFRESH_MS});
+  // the actions of a routine's page: POST with the token as a header, never a cookie
+  const said = document.getElementById('action-result');
+  const act = async (what, payload) => {
+    if (!token) {
+      askToken('The actions need the token of this server.');
+      return;
+    }
+    said.textContent = what + ': sending…';
+    try {
+      const res = await fetch('/api/routines/' + encodeURIComponent(routine) + '/' + what, {
+        method: 'POST', headers: headers({ 'content-type': 'application/json' }), body: JSON.stringify(payload || {}), cache: 'no-store', credentials: 'omit',
+      });
+      const answer = await res.json().catch(() => ({}));
+      if (res.status === 401) askToken('The server refused this token; paste the right one.');
+      said.textContent = what + ': ' + (answer.message || answer.error || res.status);
+    } catch (err) {
+      said.textContent = what + ' failed: ' + err.message;
+    }
+    void refresh(true);
+  };
+  for (const b of document.querySelectorAll('[data-action]')) {
+    b.addEventListener('click', () => {
+      const what = b.dataset.action;
+      const note = document.getElementById('pause-note');
+      void act(what, what === 'pause' && note && note.value.trim() ? { note: note.value.trim() } : {});
+    });
+  }
+  setInterval(() => void refresh(), ${REFRESH_MS});
 })();
 `;
 
@@ -68,7 +147,7 @@ if (PAGE_SCRIPT.includes('</script') || PAGE_STYLE.includes('</style')) throw ne
 
 const sha256 = (s: string): string => `'sha256-${createHash('sha256').update(s).digest('base64')}'`;
 
-/** Only the inline style and script of this page run; fetches go to this server only. */
+/** Only the inline style and script of these pages run; fetches go to this server only. */
 export const PAGE_CSP = [
   "default-src 'none'",
   `script-src ${sha256(PAGE_SCRIPT)}`,
@@ -80,46 +159,76 @@ export const PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** The page shell's one string from state (the project name), escaped as view.ts escapes. */
-const escText = (s: string): string =>
-  s
-    .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c)
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+const { esc } = viewKit(0);
 
-export function renderPage(data: PageData, nowMs: number): string {
-  const p = renderParts(data, nowMs);
+interface Frame {
+  title: string;
+  /** The project's name, or null in a shell (no data was read). */
+  project: string | null;
+  routine: string | null;
+  /** Served without data to a request without the token: the script fetches it with the token. */
+  shell: boolean;
+  /** Whether the server asks for a token (the page then offers the field). */
+  tokenRequired: boolean;
+  status: string;
+  main: string;
+  skipTo: string;
+}
+
+function frame(f: Frame): string {
+  const attrs = `${f.routine ? ` data-routine="${esc(f.routine)}"` : ''}${f.shell ? ' data-shell="1"' : ''}`;
+  const tokenForm = f.tokenRequired
+    ? `<form id="token-form" class="token" hidden><p id="token-says" role="status"></p>` +
+      `<label for="token">Token of this server (ROUTINELY_HTTP_TOKEN)</label> <input id="token" type="password" autocomplete="off" spellcheck="false" size="34"> ` +
+      `<button type="submit">Use it</button> <span class="muted">kept in this tab only, sent as a header</span></form>`
+    : '';
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>${escText(data.status.project)} · routinely status</title>
+<title>${esc(f.title)}</title>
 <style>${PAGE_STYLE}</style>
 </head>
-<body>
-<a class="visually-hidden" href="#routines-title" id="skip">Skip to routines</a>
+<body${attrs}>
+<a class="visually-hidden" href="#${f.skipTo}" id="skip">Skip to ${f.skipTo === 'routines-title' ? 'routines' : 'fires'}</a>
 <header>
 <div class="wrap">
-<h1>routinely · ${escText(data.status.project)}</h1>
+<h1>routinely${f.project !== null ? ` · ${esc(f.project)}` : ''}</h1>
 <nav aria-label="Sections"><ul>
-<li><a href="#routines-title">Routines</a></li><li><a href="#lock-title">Exec lock</a></li><li><a href="#runs-title">Exec runs</a></li><li><a href="/metrics">Metrics</a></li>
+<li><a href="/#routines-title">Routines</a></li><li><a href="/#lock-title">Exec lock</a></li><li><a href="/#runs-title">Exec runs</a></li><li><a href="/metrics">Metrics</a></li>
 </ul></nav>
 </div>
 </header>
 <main class="wrap">
-<section aria-label="Scheduler status"><div id="status">${p.status}</div>
-<div class="controls"><span class="js-only" hidden><button type="button" id="pause" aria-pressed="false" aria-controls="status routines lock runs">Pause auto-refresh</button>
+<section aria-label="Scheduler status"><div id="status">${f.status}</div>
+<div class="controls"><span class="js-only" hidden><button type="button" id="pause" aria-pressed="false" aria-controls="status">Pause auto-refresh</button>
 <span class="muted" id="refreshing">Refreshes every ${REFRESH_MS / 1000} s.</span></span>
 <p id="notice" role="status"></p></div>
+${tokenForm}
 </section>
-<section aria-labelledby="routines-title">
+${f.main}
+</main>
+<footer class="wrap">routinely · <a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a> · <a href="/api/routines">/api/routines</a> · <a href="/api/lock">/api/lock</a> · <a href="/api/runs">/api/runs</a></footer>
+<script>${PAGE_SCRIPT}</script>
+</body>
+</html>
+`;
+}
+
+const SHELL_TEXT =
+  '<p class="health unknown"><span class="badge b-muted">TOKEN</span> This server asks for its token before it shows anything. ' +
+  'The page sends it from its script; without JavaScript, ask the API with <code>curl -H "Authorization: Bearer $ROUTINELY_HTTP_TOKEN"</code>.</p>';
+
+function mainSections(p: { routines: string; lock: string; runs: string }): string {
+  return `<section aria-labelledby="routines-title">
 <h2 id="routines-title" tabindex="-1">Routines</h2>
 <ul class="legend" aria-label="Result strip legend">
 <li><span class="r r-success" aria-hidden="true">✓</span> ✓: ok</li>
 <li><span class="r r-failure" aria-hidden="true">F</span> F: failed</li>
 <li><span class="r r-skipped" aria-hidden="true">S</span> S: skipped (exec busy or previous run still going)</li>
-<li>oldest first, newest last</li>
+<li>oldest first, newest last; a routine's name opens its fires and output</li>
 </ul>
 <div class="table-wrap" tabindex="0" role="region" aria-label="Routines table, scrolls sideways">
 <table role="table" aria-labelledby="routines-title">
@@ -147,11 +256,71 @@ export function renderPage(data: PageData, nowMs: number): string {
 <tbody id="runs" role="rowgroup">${p.runs}</tbody>
 </table>
 </div>
+</section>`;
+}
+
+/** `GET /`: every routine, the exec lock, recent exec runs. */
+export function renderPage(data: PageData, nowMs: number, o: { tokenRequired?: boolean } = {}): string {
+  const p = renderParts(data, nowMs);
+  return frame({
+    title: `${data.status.project} · routinely status`, project: data.status.project, routine: null, shell: false, tokenRequired: o.tokenRequired === true,
+    status: p.status, main: mainSections(p), skipTo: 'routines-title',
+  });
+}
+
+function routineSections(id: string, p: { summary: string; fires: string; output: string }, actions: boolean): string {
+  const buttons = actions
+    ? `<section aria-labelledby="actions-title" class="js-only" hidden>
+<h2 id="actions-title">Actions</h2>
+<div class="controls"><button type="button" data-action="run">Run now</button>
+<label for="pause-note">Pause note</label> <input id="pause-note" type="text" maxlength="500" size="30">
+<button type="button" data-action="pause">Pause</button> <button type="button" data-action="resume">Resume</button></div>
+<p id="action-result" role="status"></p>
+<p class="muted">As <code>routinely routine run ${esc(id)}</code>, <code>pause</code> and <code>resume</code> do: the routine's own busy rule, the same records.</p>
+</section>`
+    : '';
+  return `<section aria-labelledby="routine-title">
+<h2 id="routine-title">Routine ${esc(id)}</h2>
+<dl class="lock" id="summary">${p.summary}</dl>
 </section>
-</main>
-<footer class="wrap">routinely · read-only · <a href="/metrics">/metrics</a> · <a href="/healthz">/healthz</a> · <a href="/api/routines">/api/routines</a> · <a href="/api/lock">/api/lock</a> · <a href="/api/runs">/api/runs</a></footer>
-<script>${PAGE_SCRIPT}</script>
-</body>
-</html>
-`;
+${buttons}
+<section aria-labelledby="fires-title">
+<h2 id="fires-title" tabindex="-1">Recent fires</h2>
+<div class="table-wrap" tabindex="0" role="region" aria-label="Fires table, scrolls sideways">
+<table role="table" aria-labelledby="fires-title">
+<thead role="rowgroup"><tr role="row">
+<th scope="col" role="columnheader">Scheduled</th><th scope="col" role="columnheader">Result</th><th scope="col" role="columnheader">Reason</th>
+<th scope="col" role="columnheader">Started late</th><th scope="col" role="columnheader">Took</th><th scope="col" role="columnheader">Trigger</th>
+<th scope="col" role="columnheader">Run</th>
+</tr></thead>
+<tbody id="fires" role="rowgroup">${p.fires}</tbody>
+</table>
+</div>
+</section>
+<section aria-labelledby="output-title">
+<h2 id="output-title">Output</h2>
+<div id="output">${p.output}</div>
+</section>`;
+}
+
+/** `GET /routines/ID`: one routine, its newest fires, one run's output. */
+export function renderRoutinePage(data: DetailData, nowMs: number, o: { tokenRequired?: boolean } = {}): string {
+  const p = renderDetail(data, nowMs);
+  return frame({
+    title: `${data.routine.id} · ${data.status.project} · routinely`, project: data.status.project, routine: data.routine.id, shell: false, tokenRequired: o.tokenRequired === true,
+    status: p.status, main: routineSections(data.routine.id, p, data.actions), skipTo: 'fires-title',
+  });
+}
+
+/** Either page without data, for a request without the token: the script asks for the token
+ * and fetches the data with it. A routine's page offers its buttons only if `actions`. */
+export function renderShell(routine: string | null, actions: boolean): string {
+  const empty = '<tr role="row"><td role="cell" class="muted">Needs the token.</td></tr>';
+  const main = routine
+    ? routineSections(routine, { summary: '', fires: empty, output: '' }, actions)
+    : mainSections({ routines: empty, lock: '', runs: empty });
+  return frame({
+    title: 'routinely status', project: null, routine, shell: true, tokenRequired: true,
+    status: SHELL_TEXT, main, skipTo: routine ? 'fires-title' : 'routines-title',
+  });
 }

@@ -78,3 +78,12 @@ export function hostAllowed(header: string | undefined, listen: ListenAddress, p
   const name = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   return acceptedNames(listen).has(name);
 }
+
+/** Whether a request that changes something comes from this server's own page, or from no page
+ * at all (curl sends no Origin): an Origin naming another host, or a browser that says the
+ * request is cross-site, is refused. */
+export function sameOrigin(origin: string | undefined, fetchSite: string | string[] | undefined, host: string | undefined): boolean {
+  if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return false;
+  if (origin === undefined) return true;
+  return host !== undefined && origin.toLowerCase() === `http://${host.toLowerCase()}`;
+}

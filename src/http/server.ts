@@ -1,7 +1,10 @@
-// The read-only HTTP server of `scheduler start --http` and `serve` (SPEC §11, §12): /metrics,
-// /healthz, /api/{status,routines,history,lock,runs} and the status page at /. Every request must
-// name this server in its Host header and, when a token is set, carry it; only GET and HEAD
-// exist; slow clients are cut off by header, request and idle timeouts.
+// The HTTP server of `scheduler start --http` and `serve` (SPEC §11, §12): /metrics, /healthz,
+// /api/{status,routines,history,lock,runs}, /api/routines/ID, the status page at / and a
+// routine's page at /routines/ID; with `http.actions`, POST /api/routines/ID/run|pause|resume.
+// Every request must name this server in its Host header and, when a token is set, carry it (a
+// page asked for without it is served empty, for its script to fetch the data with the token);
+// an action always needs the token and may not come from another origin; slow clients are cut
+// off by header, request and idle timeouts.
 
 import { jsonText } from '../printable.js';
 import { VERSION } from '../version.js';
@@ -11,10 +14,10 @@ import type { AddressInfo } from 'node:net';
 import { formatListen, type ListenAddress } from '../config/listen.js';
 import { UsageError, errnoCode } from '../errors.js';
 import { Metrics, type SharedState } from './metrics.js';
-import { PAGE_CSP, renderPage } from './page.js';
-import { bearerMatches, hostAllowed } from './security.js';
+import { PAGE_CSP, renderPage, renderRoutinePage, renderShell } from './page.js';
+import { bearerMatches, hostAllowed, sameOrigin } from './security.js';
 import { cachedSources, consecutiveSkips, type RoutineView, type StatusSources } from './sources.js';
-import type { PageData, StatusView } from './view.js';
+import type { DetailData, PageData, StatusView } from './view.js';
 
 export interface StatusServerOptions {
   listen: ListenAddress;
@@ -84,6 +87,55 @@ const COMMON_HEADERS = {
 };
 
 const TEXT = 'text/plain; charset=utf-8';
+/** A routine id in a path (config/schema.ts ID_PATTERN): checked before it is looked up. */
+const ROUTINE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const RUN_ID = /^r-[A-Za-z0-9-]{1,80}$/;
+/** Fires on a routine's page, and the lines of a run's output shown there. */
+const DETAIL_FIRES = 50;
+const DETAIL_LINES = 200;
+/** The largest action body read (a pause note and little else). */
+const BODY_MAX = 16 * 1024;
+const NOTE_MAX = 500;
+
+class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The request's body, at most BODY_MAX bytes. */
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > BODY_MAX) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new HttpProblem(413, `the body is larger than ${BODY_MAX} bytes`));
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/** The action's JSON body: an object (or nothing). */
+function parseBody(text: string): Record<string, unknown> {
+  if (text.trim() === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new HttpProblem(400, 'the body is not JSON');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new HttpProblem(400, 'the body is not a JSON object');
+  return v as Record<string, unknown>;
+}
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 export async function startStatusServer(o: StatusServerOptions): Promise<StatusServer> {
@@ -114,9 +166,55 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
   const page = async (): Promise<string> => {
     const [st, routines, recent, lock, runs] = await Promise.all([status(), s.routines(), history(), s.lock(), s.runs()]);
     const data: PageData = { status: st, routines, recent, lock, runs };
-    return renderPage(data, Date.parse(st.now));
+    return renderPage(data, Date.parse(st.now), { tokenRequired: o.token !== null });
   };
-  const json = (read: () => Promise<unknown>) => async (): Promise<[number, string, string]> => [200, JSON_TYPE, `${jsonText(JSON.stringify(await read()))}\n`];
+  const json = (read: () => Promise<unknown>) => async (): Promise<[number, string, string]> => [200, JSON_TYPE, jsonBody(await read())];
+  const jsonBody = (v: unknown): string => `${jsonText(JSON.stringify(v))}\n`;
+
+  /** A routine's page: null when the config has no such routine. */
+  const detail = async (id: string, run: string | null): Promise<DetailData | null> => {
+    const routine = (await s.routines()).find((r) => r.id === id);
+    if (!routine) return null;
+    const [st, fires] = await Promise.all([status(), s.fires(id, DETAIL_FIRES)]);
+    // the run asked for, else the newest fire that ran
+    const runId = run ?? fires.find((f) => f.result !== 'skipped' && f.run_id !== null)?.run_id ?? null;
+    const output = runId === null ? null : await s.output(id, runId, DETAIL_LINES);
+    return { status: st, routine, fires, output, actions: s.actions !== undefined };
+  };
+  const detailOf = async (id: string, query: URLSearchParams): Promise<DetailData> => {
+    const run = query.get('run');
+    if (run !== null && !RUN_ID.test(run)) throw new HttpProblem(400, `run ${JSON.stringify(run.slice(0, 100))} is not a run id (r-…)`);
+    const d = await detail(id, run);
+    if (!d) throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
+    return d;
+  };
+
+  /** POST /api/routines/ID/ACTION: [status, JSON answer]. */
+  const act = async (id: string, action: string, body: Record<string, unknown>): Promise<[number, unknown]> => {
+    const a = s.actions!;
+    if (!(await s.routines()).some((r) => r.id === id)) throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
+    if (action === 'run') {
+      const r = await a.run(id);
+      switch (r.state) {
+        case 'started':
+          return [202, { ...r, routine: id, message: `started ${id}${r.run_id ? ` (run ${r.run_id})` : ''}` }];
+        case 'waiting':
+          return [202, { ...r, routine: id, message: `waiting for the exec lock: ${r.why}` }];
+        case 'skipped':
+          return [200, { ...r, routine: id, message: 'skipped: exec busy (nothing recorded)' }];
+        case 'busy':
+          return [409, { ...r, routine: id, message: `${r.error} (nothing recorded)` }];
+      }
+    }
+    if (action === 'pause') {
+      const note = body.note;
+      if (note !== undefined && note !== null && (typeof note !== 'string' || note.length > NOTE_MAX)) throw new HttpProblem(400, `note: a string of at most ${NOTE_MAX} characters, or null`);
+      const r = await a.pause(id, typeof note === 'string' && note.trim() !== '' ? note.trim() : null);
+      return [200, { routine: id, paused: true, ...r, message: r.was_paused ? `${id} was already paused` : `paused ${id}` }];
+    }
+    const r = await a.resume(id);
+    return [200, { routine: id, paused: false, ...r, message: r.was_paused ? `resumed ${id}` : `${id} was not paused; nothing to resume` }];
+  };
 
   const routes: Record<string, () => Promise<[number, string, string]>> = {
     '/': async () => [200, 'text/html; charset=utf-8', await page()],
@@ -135,24 +233,71 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    req.resume(); // a body is never read; drain it so the connection stays usable
     const send = (code: number, type: string, body: string, extra: Record<string, string> = {}): void => {
       res.writeHead(code, { ...COMMON_HEADERS, 'content-type': type, 'content-length': String(Buffer.byteLength(body)), ...(type.startsWith('text/html') ? { 'content-security-policy': PAGE_CSP } : { 'content-security-policy': "default-src 'none'; frame-ancestors 'none'" }), ...extra });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
+    const isPost = req.method === 'POST';
+    // a body is read only for an action; drain any other so the connection stays usable
+    if (!isPost) req.resume();
     // Checked first: an answer of any other kind to a rebound name would already be a leak.
     if (!hostAllowed(req.headers.host, o.listen, port)) return send(421, TEXT, 'misdirected request: the Host header does not name this server\n');
+    const url = new URL(req.url ?? '/', 'http://x');
+    const path = url.pathname;
+    const page = path === '/' ? { routine: null } : /^\/routines\/[^/]+$/.test(path) && ROUTINE_ID.test(path.slice(10)) ? { routine: path.slice(10) } : null;
+    const reading = req.method === 'GET' || req.method === 'HEAD';
     if (o.token !== null && !bearerMatches(req.headers.authorization, o.token)) {
+      // a browser cannot send the header when it opens a page: it gets the page without data,
+      // whose script asks for the token and sends it with every request (never a cookie)
+      if (reading && page) return send(200, 'text/html; charset=utf-8', renderShell(page.routine, s.actions !== undefined));
       return send(401, TEXT, 'unauthorized: send "Authorization: Bearer <token>" with the token of ROUTINELY_HTTP_TOKEN\n', { 'www-authenticate': 'Bearer realm="routinely"' });
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, TEXT, 'method not allowed: this server is read-only\n', { allow: 'GET, HEAD' });
-    const path = (req.url ?? '/').split('?')[0]!;
-    const route = routes[path];
+    const action = /^\/api\/routines\/([^/]+)\/(run|pause|resume)$/.exec(path);
+    const allow = s.actions ? 'GET, HEAD, POST' : 'GET, HEAD';
+    if (isPost && s.actions && action) {
+      // Another site's page may not act (its fetch could not carry the token without a CORS
+      // answer this server never gives, and a form cannot set the header; this says no first).
+      if (!sameOrigin(req.headers.origin, req.headers['sec-fetch-site'], req.headers.host)) {
+        req.resume();
+        return send(403, JSON_TYPE, jsonBody({ error: 'cross-origin request refused: actions are taken from this server\'s own page, or without an Origin header (curl)' }));
+      }
+      const id = action[1]!;
+      try {
+        if (!ROUTINE_ID.test(id)) throw new HttpProblem(404, `${JSON.stringify(id.slice(0, 100))} is not a routine id`);
+        const [code, answer] = await act(id, action[2]!, parseBody(await readBody(req)));
+        s.forget();
+        return send(code, JSON_TYPE, jsonBody(answer));
+      } catch (err) {
+        if (err instanceof HttpProblem) return send(err.status, JSON_TYPE, jsonBody({ error: err.message }));
+        o.warn(`${path}: ${(err as Error).message}`);
+        return send(500, JSON_TYPE, jsonBody({ error: 'the action failed; see the log of routinely' }));
+      }
+    }
+    if (!reading) {
+      req.resume();
+      const why = s.actions ? 'only the actions take POST (/api/routines/ID/run, /pause, /resume)' : 'this server is read-only (actions are off: http.actions)';
+      return send(405, TEXT, `method not allowed: ${why}\n`, { allow });
+    }
+    const detailApi = /^\/api\/routines\/([^/]+)$/.exec(path);
+    const route =
+      routes[path] ??
+      (page?.routine
+        ? async (): Promise<[number, string, string]> => {
+            const d = await detailOf(page.routine!, url.searchParams);
+            return [200, 'text/html; charset=utf-8', renderRoutinePage(d, Date.parse(d.status.now), { tokenRequired: o.token !== null })];
+          }
+        : detailApi && ROUTINE_ID.test(detailApi[1]!)
+          ? async (): Promise<[number, string, string]> => {
+              const { status: _s, ...d } = await detailOf(detailApi[1]!, url.searchParams);
+              return [200, JSON_TYPE, jsonBody(d)];
+            }
+          : undefined);
     if (!route) return send(404, TEXT, 'not found\n');
     try {
       const [code, type, body] = await route();
       send(code, type, body);
     } catch (err) {
+      if (err instanceof HttpProblem) return send(err.status, TEXT, `${err.message}\n`);
       o.warn(`${path}: ${(err as Error).message}`);
       // the details (paths, database errors) go to the log, not to whoever asked
       if (path === '/healthz') send(503, TEXT, 'cannot read the scheduler state\n');

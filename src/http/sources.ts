@@ -27,6 +27,37 @@ export interface RoutineView extends RoutineRecord {
  * state cannot be read, with why. */
 export type RunView = (Omit<RunState, 'tasks'> & { summary: Record<TaskStatus, number> & { total: number } }) | UnreadableRun;
 
+/** A fire as `routine history --json` shows it (without the files' bookkeeping). */
+export type FireView = Omit<HistoryEntry, 'id' | 'closes' | 'key'>;
+
+/** One run's output, as `routine logs ID --run RUN --lines N` prints it. */
+export interface RunOutput {
+  run_id: string;
+  /** The run's section of the log (its frames included), as text; shown escaped. */
+  text: string;
+  /** The most lines shown; `cut_lines` says whether earlier ones were left out. */
+  lines: number;
+  cut_lines: boolean;
+  /** What `routine logs` says on stderr about it (bytes left out of a long run's middle). */
+  notices: string[];
+}
+
+/** The answer to the run action: how far the run got before the answer went out. */
+export type RunAnswer =
+  | { state: 'started'; run_id: string | null }
+  | { state: 'waiting'; why: string }
+  /** The routine's ifBusy is skip: nothing recorded (a manual run is not a tick). */
+  | { state: 'skipped'; reason: 'exec busy' }
+  /** Refused: the holder, as `routine run` names it. Nothing recorded. */
+  | { state: 'busy'; error: string };
+
+/** What the actions do (SPEC §11): exactly what `routine run|pause|resume` do. */
+export interface RoutineActions {
+  run(id: string): Promise<RunAnswer>;
+  pause(id: string, note: string | null): Promise<{ was_paused: boolean; note: string | null }>;
+  resume(id: string): Promise<{ was_paused: boolean }>;
+}
+
 export type RecentResult = Pick<HistoryEntry, 'result' | 'scheduled_at' | 'finished_at' | 'reason' | 'run_id'>;
 
 export interface RecentResults {
@@ -54,6 +85,12 @@ export interface StatusSources {
   lock(): Promise<LockStatus>;
   runs(): Promise<RunView[]>;
   health(): Promise<Health>;
+  /** A routine's newest fires, newest first, at most `n`. */
+  fires(id: string, n: number): Promise<FireView[]>;
+  /** A run's last `lines` lines of output; null when the routine's log has no such run. */
+  output(id: string, runId: string, lines: number): Promise<RunOutput | null>;
+  /** Present when `http.actions` is on. */
+  actions?: RoutineActions;
   /** Whether a scheduler runs: this one (healthy), or for `serve` the one holding the lock. */
   schedulerUp(): Promise<boolean>;
 }
@@ -76,9 +113,11 @@ export function consecutiveSkips(row: RoutineView, recent: RecentResults | undef
 
 /** Coalesces reads: a page refreshing every 5 s in several tabs, a scrape and a probe share one
  * read of the state per `ttlMs` instead of one each. */
-export function cachedSources(s: StatusSources, ttlMs = 1000, now: () => number = () => performance.now()): StatusSources {
+export function cachedSources(s: StatusSources, ttlMs = 1000, now: () => number = () => performance.now()): StatusSources & { forget(): void } {
+  const caches: Map<string, unknown>[] = [];
   const memo = <A extends unknown[], T>(fn: (...a: A) => Promise<T>): ((...a: A) => Promise<T>) => {
     const cache = new Map<string, { at: number; value: Promise<T> }>();
+    caches.push(cache);
     return (...a: A) => {
       const key = JSON.stringify(a);
       const hit = cache.get(key);
@@ -102,8 +141,16 @@ export function cachedSources(s: StatusSources, ttlMs = 1000, now: () => number 
     runs: memo(() => s.runs()),
     // health is cheap and must not lag: a probe reads it fresh
     health: () => s.health(),
+    // one routine's page: read when asked for, never shared
+    fires: (id, n) => s.fires(id, n),
+    output: (id, run, lines) => s.output(id, run, lines),
+    ...(s.actions ? { actions: s.actions } : {}),
     // the scheduler's own answer is cheap too, and must turn 0 the moment it stops (serve asks
     // the lock, which memo() spares the store)
     schedulerUp: s.info.mode === 'scheduler' ? () => s.schedulerUp() : memo(() => s.schedulerUp()),
+    /** After an action: the next read shows what it changed. */
+    forget: () => {
+      for (const c of caches) c.clear();
+    },
   };
 }

@@ -2,11 +2,12 @@
 // on the server for the first response, and in the browser (its source is inlined in the page,
 // see page.ts) on every refresh from /api/*. One renderer, so the refreshed page can never drift
 // from the served one. It must therefore stay self-contained: no imports, no references to
-// anything outside its body (types are erased). Every string from state is HTML-escaped.
+// anything outside its body but viewKit, which the page inlines beside it (types are erased).
+// Every string from state is HTML-escaped.
 
 import type { LockStatus } from '../lock/status.js';
 import type { Health } from './health.js';
-import type { RecentResults, RoutineView, RunView, ServerInfo } from './sources.js';
+import type { FireView, RecentResults, RoutineView, RunOutput, RunView, ServerInfo } from './sources.js';
 
 export interface StatusView extends ServerInfo {
   health: Health;
@@ -31,7 +32,28 @@ export interface PageParts {
   runs: string;
 }
 
-export function renderParts(d: PageData, nowMs: number): PageParts {
+/** The pieces every view is made of: escaping, spans of time, times with their absolute form
+ * on hover, badges and result glyphs. Self-contained like the renderers (see above). */
+/** A routine's page (`/routines/ID`): its row, its newest fires, one run's output. */
+export interface DetailData {
+  status: StatusView;
+  routine: RoutineView;
+  /** Newest first. */
+  fires: FireView[];
+  /** The output of the run asked for, else of the newest fire that ran; null when none is logged. */
+  output: RunOutput | null;
+  /** Whether the server takes actions (the page shows its buttons). */
+  actions: boolean;
+}
+
+export interface DetailParts {
+  status: string;
+  summary: string;
+  fires: string;
+  output: string;
+}
+
+export function viewKit(nowMs: number) {
   const esc = (v: unknown): string =>
     String(v ?? '')
       .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c)
@@ -83,18 +105,28 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
   const resultOf = (r: string | null | undefined): { key: string; letter: string; word: string } =>
     r && RESULTS[r] ? { key: r, ...RESULTS[r]! } : { key: 'unknown', letter: '?', word: String(r ?? 'unknown') };
 
-  // --- status line ---------------------------------------------------------------------------
-  const s = d.status;
-  const healthText = s.health.ok ? 'healthy' : `unhealthy: ${s.health.reason}`;
-  const who =
-    s.mode === 'scheduler'
-      ? `Scheduler pid ${s.pid} on ${s.host}`
-      : `Watching only (pid ${s.pid} on ${s.host}); a scheduler is ${s.scheduler_up ? 'running' : 'not seen'}`;
-  const status =
-    `<p class="health ${s.health.ok ? 'ok' : 'bad'}">${badge(s.health.ok ? 'success' : 'failure', s.health.ok ? 'OK' : 'NOT OK')} ` +
-    `${esc(who)} · ${esc(healthText)}</p>` +
-    `<p class="muted">Project <strong>${esc(s.project)}</strong> · ${esc(s.backend)} backend · updated ${time(nowMs, absolute(nowMs).slice(11))}</p>`;
+  /** The health line and what runs, of the server's status reading. */
+  const statusLine = (s: StatusView): string => {
+    const healthText = s.health.ok ? 'healthy' : `unhealthy: ${s.health.reason}`;
+    const who =
+      s.mode === 'scheduler'
+        ? `Scheduler pid ${s.pid} on ${s.host}`
+        : `Watching only (pid ${s.pid} on ${s.host}); a scheduler is ${s.scheduler_up ? 'running' : 'not seen'}`;
+    return (
+      `<p class="health ${s.health.ok ? 'ok' : 'bad'}">${badge(s.health.ok ? 'success' : 'failure', s.health.ok ? 'OK' : 'NOT OK')} ` +
+      `${esc(who)} · ${esc(healthText)}</p>` +
+      `<p class="muted">Project <strong>${esc(s.project)}</strong> · ${esc(s.backend)} backend · updated ${time(nowMs, absolute(nowMs).slice(11))}</p>`
+    );
+  };
+  return { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine, nowMs };
+}
 
+export type ViewKit = ReturnType<typeof viewKit>;
+
+export function renderParts(d: PageData, nowMs: number): PageParts {
+  const { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine } = viewKit(nowMs);
+
+  const status = statusLine(d.status);
   // --- routines -------------------------------------------------------------------------------
   const holder = d.lock.state === 'held' && d.lock.record ? d.lock.record : null;
   const rows = d.routines.map((r) => {
@@ -145,7 +177,7 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
     if (r.starved === true) states.push(badge('starved', `starved (${skips} skips in a row)`));
     else if (skips > 0 && failures === 0) states.push(badge('skipped', `${skips} skip${skips === 1 ? '' : 's'} in a row`));
     return (
-      `<tr role="row"><th scope="row" role="rowheader"><span class="id">${esc(r.id)}</span>` +
+      `<tr role="row"><th scope="row" role="rowheader"><a class="id" href="/routines/${esc(r.id)}">${esc(r.id)}</a>` +
       `<span class="sub"><code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''} · ${esc(r.action)}</span></th>` +
       `<td role="cell" data-label="Last 30 results"><span class="visually-hidden">${esc(summary)}</span>` +
       `<ol class="strip" aria-hidden="true">${strip}</ol></td>` +
@@ -202,4 +234,59 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
   const runs = runRows.join('') || '<tr role="row"><td role="cell" colspan="6" class="muted">No exec runs yet.</td></tr>';
 
   return { status, routines, lock, runs };
+}
+
+export function renderDetail(d: DetailData, nowMs: number): DetailParts {
+  const { esc, span, ms, absolute, ago, badge, resultOf, statusLine } = viewKit(nowMs);
+  const r = d.routine;
+  const item = (k: string, v: string): string => `<div><dt>${esc(k)}</dt><dd>${v}</dd></div>`;
+  const next = ms(r.next_run_at);
+  const state = !r.enabled ? badge('muted', 'disabled') : r.paused ? badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused') : badge('success', 'scheduled');
+  const failing = r.consecutive_failures > 0 ? ` ${badge('failure', `failing${r.consecutive_failures > 1 ? ` ×${r.consecutive_failures}` : ''}`)}` : '';
+  const starved = r.starved === true ? ` ${badge('starved', 'starved')}` : '';
+  const summary = [
+    item('Schedule', `<code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''}`),
+    item('Action', esc(r.action)),
+    item('State', `${state}${failing}${starved}`),
+    item('Next run', !r.enabled || r.paused || next === null ? '<span class="muted">none</span>' : `${esc(absolute(next, r.timezone))}`),
+    item('Last success', ago(r.last_success_at)),
+    item('Last failure', ago(r.last_failure_at)),
+    item('OK / failed / skipped', `${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}`),
+  ].join('');
+
+  const TRIGGER: Record<string, string> = { schedule: 'schedule', manual: 'by hand', retry: 'retry' };
+  const rows = d.fires.map((f) => {
+    const k = resultOf(f.result);
+    const scheduled = ms(f.scheduled_at);
+    const started = ms(f.started_at);
+    const finished = ms(f.finished_at);
+    // a skip never ran: no lateness, no duration
+    const ran = f.result !== 'skipped' && started !== null;
+    const late = ran && scheduled !== null ? Math.max(0, started - scheduled) : null;
+    const took = ran && finished !== null ? finished - started : null;
+    const trigger = `${esc(TRIGGER[f.trigger ?? 'schedule'] ?? f.trigger)}${f.attempt ? `, attempt ${esc(f.attempt)}` : ''}`;
+    const run = f.run_id
+      ? ran
+        ? `<a href="/routines/${esc(r.id)}?run=${esc(f.run_id)}#output"><code>${esc(f.run_id)}</code></a>`
+        : `<code>${esc(f.run_id)}</code>`
+      : '<span class="muted">–</span>';
+    return (
+      `<tr role="row"><th scope="row" role="rowheader">${scheduled !== null ? `<time datetime="${esc(new Date(scheduled).toISOString())}">${esc(absolute(scheduled, r.timezone))}</time>` : esc(f.scheduled_at)}</th>` +
+      `<td role="cell" data-label="Result"><span class="r r-${esc(k.key)}" aria-hidden="true">${esc(k.letter)}</span> ${esc(k.word)}${f.exit_code !== null && f.exit_code !== undefined && f.result === 'failure' ? ` (exit ${esc(f.exit_code)})` : ''}</td>` +
+      `<td role="cell" data-label="Reason">${f.reason ? esc(f.reason) : '<span class="muted">–</span>'}</td>` +
+      `<td role="cell" data-label="Started late" class="num">${late === null ? '<span class="muted">–</span>' : esc(span(late))}</td>` +
+      `<td role="cell" data-label="Took" class="num">${took === null ? '<span class="muted">–</span>' : esc(span(took))}</td>` +
+      `<td role="cell" data-label="Trigger">${trigger}</td>` +
+      `<td role="cell" data-label="Run">${run}</td></tr>`
+    );
+  });
+  const fires = rows.join('') || '<tr role="row"><td role="cell" colspan="7" class="muted">No fires recorded yet.</td></tr>';
+
+  const o = d.output;
+  const output = o
+    ? `<p class="muted">Run <code>${esc(o.run_id)}</code>${o.cut_lines ? ` · its last ${esc(o.lines)} lines; <code>routinely routine logs ${esc(r.id)} --run ${esc(o.run_id)}</code> shows all` : ''}</p>` +
+      o.notices.map((n) => `<p class="muted">${esc(n)}</p>`).join('') +
+      `<pre class="output" tabindex="0" aria-label="Output of run ${esc(o.run_id)}">${esc(o.text)}</pre>`
+    : '<p class="muted">No output logged for this routine yet.</p>';
+  return { status: statusLine(d.status), summary, fires, output };
 }

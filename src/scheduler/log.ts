@@ -29,7 +29,9 @@ export type LogEvent =
   | { event: 'notify.sent'; routine: string; notify_event: NotifyEventName; channel: 'webhook' | 'command'; target: string; attempts: number }
   | { event: 'notify.failed'; routine: string; notify_event: NotifyEventName | null; channel: 'webhook' | 'command' | null; target: string | null; attempts: number; error: string }
   | { event: 'http.listening'; url: string; token: boolean }
-  | { event: 'http.warning'; message: string };
+  | { event: 'http.warning'; message: string }
+  /** An action taken through the HTTP server (SPEC §11). */
+  | { event: 'http.action'; action: 'run' | 'pause' | 'resume'; routine: string; outcome: string };
 
 /** SPEC §10's notification events (config/schema.ts's NotifyEvent; stated here to keep this file
  * free of imports). */
@@ -96,6 +98,8 @@ export function formatText(e: LogEvent): string {
       return `[http] listening on ${e.url}${e.token ? ' (token required)' : ''}`;
     case 'http.warning':
       return `[http] warning: ${e.message}`;
+    case 'http.action':
+      return `[http] ${e.action} ${e.routine}: ${printable(e.outcome)}`;
   }
 }
 

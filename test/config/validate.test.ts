@@ -125,7 +125,13 @@ describe('validateConfig', () => {
     expect(validateConfig({})).toMatchObject({ ok: true, value: { http: null } });
     expect(problems({ http: { listen: '127.0.0.1:99999' } })).toEqual(['http.listen: "127.0.0.1:99999" is not [HOST:]PORT: "99999" is not a port (0-65535)']);
     expect(problems({ http: { listen: '::1:9464' } })).toEqual(['http.listen: "::1:9464" is not [HOST:]PORT: an IPv6 address goes in brackets, e.g. [::1]:9464']);
-    expect(problems({ http: { listen: '9464', port: 1 } })).toEqual(['http: unknown key "port" (allowed: listen)']);
+    expect(problems({ http: { listen: '9464', port: 1 } })).toEqual(['http: unknown key "port" (allowed: listen, actions)']);
+  });
+
+  it('http.actions: a boolean, off by default; it needs no http.listen (--http may give the address)', () => {
+    expect(validateConfig({ http: { listen: '9464' } })).toMatchObject({ ok: true, value: { http: { listen: '9464', actions: false } } });
+    expect(validateConfig({ http: { actions: true } })).toMatchObject({ ok: true, value: { http: { listen: null, actions: true } } });
+    expect(problems({ http: { actions: 'yes' } })).toEqual([expect.stringMatching(/^http\.actions: /)]);
   });
 
   it('checks routine rules: ids, action, run, time zone, duplicates', () => {

@@ -113,7 +113,7 @@ describe('scheduler start --http (file backend)', () => {
     expect(runs).toEqual(await cli('exec', 'runs', '--json'));
     expect(runs).toMatchObject([{ status: 'FAILED', why_code: 'TASK_FAILED' }]);
     const page = (await httpGet(url)).body;
-    expect(page).toContain('<span class="id">ok</span>');
+    expect(page).toContain('<a class="id" href="/routines/ok">ok</a>');
     expect(page).toContain('<code>TASK_FAILED</code>');
 
     for (const path of ['', 'metrics', 'healthz', 'api/status', 'api/routines', 'api/history', 'api/lock', 'api/runs']) {
@@ -169,7 +169,12 @@ describe('scheduler start --http (file backend)', () => {
     expect(s.stdout()).toMatch(/\[http\] listening on http:\/\/0\.0\.0\.0:\d+\/ \(token required\)/);
     const port = Number(new URL(url).port);
     const local = `http://127.0.0.1:${port}/`;
-    for (const path of ['', 'metrics', 'healthz', 'api/routines']) {
+    // the page without the token has no data: its script asks for the token (SPEC §11)
+    const shell = await httpGet(local);
+    expect(shell.status).toBe(200);
+    expect(shell.body).toContain('data-shell="1"');
+    expect(shell.body).not.toContain('href="/routines/x"');
+    for (const path of ['metrics', 'healthz', 'api/routines', 'api/routines/x']) {
       expect((await httpGet(`${local}${path}`)).status, path).toBe(401);
       expect((await httpGet(`${local}${path}`, { authorization: 'Bearer wrong-token-000000000000' })).status, path).toBe(401);
       expect((await httpGet(`${local}${path}`, { authorization: `Bearer ${TOKEN}` })).status, path).toBe(200);
@@ -248,7 +253,7 @@ pgSuite('scheduler start --http (PostgreSQL backend)', () => {
     const w = await startServing(['serve', '--http', '127.0.0.1:0'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: 'watcher' } });
     expect(withoutNext(await json(`${w.url}api/routines`))).toEqual(withoutNext(await list()));
     expect(await json(`${w.url}api/lock`)).toEqual(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project, env })).stdout));
-    expect((await httpGet(w.url)).body).toContain('<span class="id">tick</span>');
+    expect((await httpGet(w.url)).body).toContain('<a class="id" href="/routines/tick">tick</a>');
     expect((await httpGet(w.url)).body).not.toContain(dbUrl);
     for (const p of [a.p, b.p, w.p]) p.child.kill('SIGTERM');
     for (const p of [a.p, b.p, w.p]) expect((await p.exited).code).toBe(0);

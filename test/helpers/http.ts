@@ -1,4 +1,4 @@
-// A plain HTTP GET for the status server's tests: node:http rather than fetch, because the tests
+// A plain HTTP request for the status server's tests: node:http rather than fetch, because the tests
 // send Host headers of their own (fetch does not let a caller choose it).
 
 import { request } from 'node:http';
@@ -9,7 +9,7 @@ export interface HttpAnswer {
   body: string;
 }
 
-export function httpGet(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<HttpAnswer> {
+export function httpGet(url: string, headers: Record<string, string> = {}, method = 'GET', body?: string): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method, headers, timeout: 20_000 }, (res) => {
       let body = '';
@@ -17,9 +17,9 @@ export function httpGet(url: string, headers: Record<string, string> = {}, metho
       res.on('data', (d: string) => (body += d));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
     });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url} timed out`)));
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 

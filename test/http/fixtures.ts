@@ -63,6 +63,8 @@ export function fixedSources(data: PageData = pageData(), over: Partial<StatusSo
     runs: async () => data.runs,
     health: async () => data.status.health,
     schedulerUp: async () => data.status.scheduler_up,
+    fires: async () => [],
+    output: async () => null,
     ...over,
   };
 }

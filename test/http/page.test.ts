@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { PAGE_CSP, renderPage } from '../../src/http/page.js';
-import { renderParts, type PageData } from '../../src/http/view.js';
+import { renderDetail, renderParts, viewKit, type DetailData, type PageData } from '../../src/http/view.js';
 import { NOW, heldLock, pageData, row, run } from './fixtures.js';
 
 describe('renderParts', () => {
@@ -22,7 +22,8 @@ describe('renderParts', () => {
   it('a row per routine with its strip (letter and class per result), state and counts', () => {
     const p = renderParts(pageData({ routines: [row(), row({ id: 'nightly', schedule: '0 3 * * *', timezone: 'Europe/Berlin', next_run_at: '2026-11-30T02:00:00.000Z', last_result: null, last_finished_at: null })] }), NOW);
     expect(p.routines.match(/<tr role="row">/g)).toHaveLength(2);
-    expect(p.routines).toContain('<th scope="row" role="rowheader"><span class="id">tick</span>');
+    // the name opens the routine's page
+    expect(p.routines).toContain('<th scope="row" role="rowheader"><a class="id" href="/routines/tick">tick</a>');
     expect(p.routines).toContain('<li class="r r-success" title="ok · 2026-11-29 19:00:27 UTC">✓</li><li class="r r-failure" title="failed: exit code 3 · 2026-11-29 19:00:28 UTC">F</li><li class="r r-skipped" title="skipped: exec busy · 2026-11-29 19:00:29 UTC">S</li>');
     expect(p.routines).toContain('Last 3 results, oldest first: 1 ok, 1 failed, 1 skipped; newest skipped.');
     expect(p.routines).toContain('running 12s'); // the exec lock is held for routine tick
@@ -86,9 +87,18 @@ describe('renderParts', () => {
     expect(html).toContain('class="r r-unknown"');
   });
 
-  it('is self-contained: its source alone renders the same in a fresh scope (the browser runs it)', () => {
-    const fresh = new Function(`return (${renderParts.toString()})`)() as typeof renderParts;
+  it('is self-contained: its source and the kit alone render the same in a fresh scope (the browser runs them)', () => {
+    const fresh = new Function(`const ${viewKit.name} = ${viewKit.toString()}; return (${renderParts.toString()})`)() as typeof renderParts;
     expect(fresh(pageData(), NOW)).toEqual(renderParts(pageData(), NOW));
+    const d = pageData();
+    const detail: DetailData = {
+      status: d.status, routine: d.routines[0]!, actions: true,
+      fires: [{ scheduled_at: d.status.now, started_at: d.status.now, finished_at: d.status.now, result: 'success', reason: null, exit_code: 0, run_id: 'r-1', trigger: 'manual' }],
+      output: { run_id: 'r-1', text: 'hello <b>\n', lines: 200, cut_lines: false, notices: ['a run shown here printed more than retention.runLogBytes'] },
+    };
+    const freshDetail = new Function(`const ${viewKit.name} = ${viewKit.toString()}; return (${renderDetail.toString()})`)() as typeof renderDetail;
+    expect(freshDetail(detail, NOW)).toEqual(renderDetail(detail, NOW));
+    expect(renderDetail(detail, NOW).output).toContain('hello &lt;b&gt;');
   });
 });
 

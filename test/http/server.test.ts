@@ -28,7 +28,7 @@ describe('status server', () => {
     expect(page.headers['content-security-policy']).toMatch(/^default-src 'none'; script-src 'sha256-/);
     expect(page.headers['cache-control']).toBe('no-store');
     expect(page.headers['x-content-type-options']).toBe('nosniff');
-    expect(page.body).toContain('<span class="id">tick</span>');
+    expect(page.body).toContain('<a class="id" href="/routines/tick">tick</a>');
     const metrics = await httpGet(`${s.url}metrics`);
     expect(metrics.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(sample(metrics.body, 'routinely_consecutive_skips', { routine: 'tick' })).toBe(1);
@@ -63,9 +63,19 @@ describe('status server', () => {
     expect((await httpGet(`${s.url}healthz`, { host: `localhost:${s.port}`, authorization: `Bearer ${TOKEN}` })).status).toBe(200);
   });
 
-  it('with a token: 401 without it or with a wrong one, on every path', async () => {
+  it('with a token: 401 without it or with a wrong one, on every path but the pages, which come without data', async () => {
     const s = await serve({ token: TOKEN });
-    for (const path of ['', 'metrics', 'healthz', 'api/routines', 'api/lock', 'api/runs', 'nope']) {
+    for (const path of ['', 'routines/tick']) {
+      for (const auth of [undefined, 'Bearer wrong-token-0123456789abcdef']) {
+        const r = await httpGet(`${s.url}${path}`, auth ? { authorization: auth } : {});
+        expect(r.status, `${path} ${auth}`).toBe(200);
+        expect(r.body).toContain('data-shell="1"');
+        expect(r.body).toContain('id="token-form"');
+        // nothing read from the state: not the project's name, not a result
+        expect(r.body).not.toMatch(/· app|build-01|exit code 3|r-2026/);
+      }
+    }
+    for (const path of ['metrics', 'healthz', 'api/routines', 'api/routines/tick', 'api/lock', 'api/runs', 'routines/no such', 'nope']) {
       for (const auth of [undefined, 'Bearer wrong-token-0123456789abcdef', `Basic ${TOKEN}`, `Bearer ${TOKEN}x`]) {
         const r = await httpGet(`${s.url}${path}`, auth ? { authorization: auth } : {});
         expect(r.status, `${path} ${auth}`).toBe(401);
