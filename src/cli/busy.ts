@@ -36,6 +36,12 @@ export function reportBusy(result: Exclude<AcquireResult, { ok: true }>, policy:
     out(`skipped: ${noun} busy`);
     return ExitCode.OK;
   }
+  if (key === 'scheduler' && result.reason === 'LOCK_HELD') {
+    // a second `scheduler start` is not a busy tick: the first one runs, and says where
+    err(`scheduler already running: ${result.why}`);
+    err('  routinely scheduler status shows it; routinely scheduler stop stops it');
+    return ExitCode.BUSY;
+  }
   if (result.reason === 'WAIT_TIMEOUT') {
     err(`${noun} busy: still held by ${result.why} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
   } else {

@@ -8,16 +8,19 @@ import { ExitCode } from '../errors.js';
 import { nextCached, readListCache } from '../scheduler/list-cache.js';
 import type { ZoneTime } from '../zone-time.js';
 import { cachedConfig } from './fast-config.js';
+import { habitWarnings } from '../config/cron-habits.js';
 import { err, out } from './io.js';
 
 export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = process.env): number | null {
   let lines: string[];
+  let cache: NonNullable<ReturnType<typeof readListCache>>;
   try {
     const found = cachedConfig(a.config, env);
     if (!found) return null;
-    const cache = readListCache(found.project.stateDir, found.key);
+    const read = readListCache(found.project.stateDir, found.key);
     const now = Date.now();
-    if (!cache || now < cache.written_at) return null;
+    if (!read || now < read.written_at) return null;
+    cache = read;
     const tasks = found.project.inlineTasks;
     lines = [`${displayPath(found.configPath)}: valid (${cache.routines.length} routine${cache.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`];
     for (const r of cache.routines) {
@@ -37,5 +40,6 @@ export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = pr
   }
   if (env.ROUTINELY_DEBUG) err('routinely: debug: validate from the cache of a config that validated');
   out(lines.join('\n'));
+  for (const w of habitWarnings(cache.routines)) err(w);
   return ExitCode.OK;
 }

@@ -2,9 +2,9 @@
 // belongs to a project (then commands run here use that project's config, and a second,
 // nested project is almost always a mistake).
 
-import { closeSync, constants, openSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { lstatQuiet } from '../lock/files.js';
-import { dirname, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { displayPath, findConfigUpward } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { out } from './io.js';
@@ -73,8 +73,60 @@ export async function init(flags: { force?: boolean }, g: GlobalOptions): Promis
   }
   out(`wrote ${path}`);
   if (outer) out(`note: a nested project; commands run in ${dirname(outer)} outside this folder still use ${outer}`);
-  out('next: routinely validate, then routinely scheduler start');
+  const ignored = ignoreStateFolder(dir);
+  if (ignored) out(ignored);
+  // `routinely` alone works only where it is on PATH (a global install); in a project that has
+  // it as a dependency, npx finds it
+  const cmd = onPath('routinely') ? 'routinely' : 'npx routinely';
+  out(`next: ${cmd} validate, then ${cmd} scheduler start`);
   return ExitCode.OK;
+}
+
+/** Whether an executable `name` is in one of PATH's folders. */
+function onPath(name: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  for (const d of (env.PATH ?? '').split(delimiter)) {
+    if (!d) continue;
+    try {
+      accessSync(join(d, name), constants.X_OK);
+      return true;
+    } catch {
+      // not there
+    }
+  }
+  return false;
+}
+
+const STATE_LINE = /^\/?\.routinely\/?\s*$/m;
+
+/** Adds `.routinely/` (the state folder: locks, history, logs) to the folder's .gitignore,
+ * creating it; says what it did, or null when it was there already. A .gitignore that is a
+ * symbolic link, or not a regular file, is left alone (with a note). */
+function ignoreStateFolder(dir: string): string | null {
+  const path = join(dir, '.gitignore');
+  const st = lstatQuiet(path);
+  if (st && !st.isFile()) return `note: ${displayPath(path)} is not a regular file; add .routinely/ to it yourself so the state folder is not committed`;
+  try {
+    if (!st) {
+      const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+      try {
+        writeFileSync(fd, "# routinely's state: locks, history, logs (SPEC §3)\n.routinely/\n");
+      } finally {
+        closeSync(fd);
+      }
+      return `wrote ${displayPath(path)} (.routinely/: the state folder is not committed)`;
+    }
+    const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW);
+    try {
+      const text = readFileSync(fd, 'utf8');
+      if (STATE_LINE.test(text)) return null;
+      writeFileSync(fd, `${text === '' || text.endsWith('\n') ? '' : '\n'}.routinely/\n`);
+    } finally {
+      closeSync(fd);
+    }
+    return `added .routinely/ to ${displayPath(path)}`;
+  } catch (err) {
+    return `note: could not add .routinely/ to ${displayPath(path)} (${(err as Error).message}); add it yourself so the state folder is not committed`;
+  }
 }
 
 function isDirectory(p: string): boolean {

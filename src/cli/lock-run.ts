@@ -62,8 +62,10 @@ export async function runUnderLease(cmd: string[], lease: Lease, stop: StopSigna
   if (!released.released) err(`routinely: lock not released: ${released.why}`);
   if (stop.received) return stop.exitCode;
   if (result.reason === 'spawn-error') {
-    err(`routinely: lock run: cannot run ${JSON.stringify(cmd[0])}: ${result.error}`);
-    return /EACCES|EPERM/.test(result.error ?? '') ? 126 : 127;
+    // as flock says it (and with a shell's exit codes: 127 not found, 126 not executable)
+    const why = (result.error ?? '').replace(/^.*?: /, '');
+    err(`routinely: lock run: failed to execute ${printable(cmd[0]!)}: ${why}`);
+    return /Permission denied|Operation not permitted|Exec format error|Is a directory/.test(why) ? 126 : 127;
   }
   return result.exitCode;
 }

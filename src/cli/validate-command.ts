@@ -5,7 +5,8 @@ import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { cronSchedule, nextRuns, routineZone } from '../scheduler/schedule.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
-import { formatInZone, out } from './io.js';
+import { habitWarnings } from '../config/cron-habits.js';
+import { err, formatInZone, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 
 export async function validate(g: GlobalOptions): Promise<number> {
@@ -26,8 +27,10 @@ export async function validate(g: GlobalOptions): Promise<number> {
       out(`  ${formatInZone(at, routineZone(r, { backend }))}   ${at.toISOString()}`);
     }
   }
+  for (const w of habitWarnings(config.routines)) err(w);
   // the next `validate`, `routine list` or `lock run` of this very config starts without
   // validating it again (fast-config.ts)
   ensureListCache(project);
   return ExitCode.OK;
 }
+

@@ -74,9 +74,24 @@ export function croner(translated: string, timezone?: string): Cron {
   return new Cron(translated, { mode: '5-or-6-parts', timezone, paused: true, fixedTimeRule: 'no-wildcard' });
 }
 
+const NAMES: Record<string, { what: string; names: string[] }> = {
+  'day-of-week': { what: 'a day name', names: ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] },
+  month: { what: 'a month name', names: ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'] },
+};
+
 function fieldProblem(field: string, spec: { name: string; min: number; max: number }): string | null {
   for (const part of field.split(',')) {
     const [range, step] = part.split('/');
+    // A word where a number or name goes (croner would say "configuration entry 5 (1-fry)
+    // contains illegal characters", naming neither the field nor the word).
+    for (const token of (range ?? '').split('-')) {
+      if (!/^[A-Za-z]+$/.test(token) || /^(L|W|LW)$/i.test(token)) continue;
+      const names = NAMES[spec.name];
+      if (!names) return `${spec.name} ${JSON.stringify(field)}: ${JSON.stringify(token)} is not a number (${spec.min}-${spec.max})`;
+      if (!names.names.includes(token.toLowerCase())) {
+        return `${spec.name} ${JSON.stringify(field)}: ${JSON.stringify(token)} is not ${names.what} (${names.names[0]}…${names.names[names.names.length - 1]}, or ${spec.min}-${spec.max})`;
+      }
+    }
     if (step !== undefined && /^\d+$/.test(step)) {
       const n = Number(step);
       if (n < 1) return `${spec.name} step ${n} must be at least 1`;

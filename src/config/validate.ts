@@ -63,7 +63,9 @@ export function zodIssues(error: z.core.$ZodError, input: unknown, prefix: Prope
       case 'unrecognized_keys': {
         const allowed = allowedKeysAt(issue.path, inTaskFile);
         const keys = issue.keys.map((k) => JSON.stringify(k)).join(', ');
-        message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}${allowed ? ` (allowed: ${allowed.join(', ')})` : ''}`;
+        const guesses = allowed ? issue.keys.map((k) => closest(k, allowed)).filter((g): g is string => g !== null) : [];
+        const guess = guesses.length ? `did you mean ${guesses.map((g) => JSON.stringify(g)).join(', ')}? ` : '';
+        message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}${allowed ? ` (${guess}allowed: ${allowed.join(', ')})` : ''}`;
         break;
       }
       case 'invalid_value':
@@ -331,4 +333,31 @@ export function validateTaskFile(input: unknown, file: string): Validation<Locat
     }
   }
   return issues.length > 0 ? { ok: false, issues } : { ok: true, value: located };
+}
+
+/** Edits (insert, delete, replace, swap two neighbours) from a to b. */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The allowed key a misspelt one most likely meant (`shedule` → `schedule`), or null when none
+ * is close: at most 2 edits, and fewer than a third of the key's length. */
+export function closest(key: string, allowed: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestD = Infinity;
+  for (const a of allowed) {
+    const d = editDistance(key.toLowerCase(), a.toLowerCase());
+    if (d < bestD) [best, bestD] = [a, d];
+  }
+  return bestD <= Math.min(2, Math.max(1, Math.floor(key.length / 3))) ? best : null;
 }

@@ -222,6 +222,20 @@ export function selectTasks(registry: Registry, named: string[] | undefined): st
   return entries.filter((e) => chosen.has(e.id)).map((e) => e.id);
 }
 
+/** Why `exec run` found nothing to run, and how to run again: counts by status, then the
+ * command that changes that (reset, resume). */
+export function nothingToRunWhy(registry: Registry): string {
+  const entries = Object.values(registry.tasks).filter((e) => e.status !== 'retired');
+  if (entries.length === 0) return 'nothing to run: the config has no tasks (exec.tasks, exec.taskDirs)';
+  const count = (s: string): number => entries.filter((e) => e.status === s).length;
+  const WORDS: [string, string][] = [['succeeded', 'succeeded'], ['failed', 'failed'], ['skipped_dependency', 'waiting for a failed dependency'], ['interrupted', 'interrupted'], ['running', 'running'], ['pending', 'pending behind those']];
+  const parts = WORDS.filter(([s]) => count(s) > 0).map(([s, w]) => `${count(s)} ${w}`);
+  const hints: string[] = [];
+  if (count('failed') + count('skipped_dependency') + count('interrupted') > 0) hints.push('routinely exec resume retries the failed and interrupted tasks of their run');
+  hints.push(`routinely exec reset TASK… sets tasks back to pending for the next exec run`);
+  return `nothing to run: ${entries.length === count('succeeded') ? `all ${entries.length} task${entries.length === 1 ? '' : 's'} succeeded` : parts.join(', ')}\n  ${hints.join('\n  ')}`;
+}
+
 function checkNamed(defs: SourcedTask[], named: string[] | undefined): void {
   if (!named) return;
   const known = new Set(defs.map((d) => d.task.id));
@@ -238,7 +252,7 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
   const r = await withLock(ctx, 'exec run', opts.routine, opts, async (lease, clock, store) => {
     const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
     const ids = selectTasks(registry, opts.tasks);
-    if (ids.length === 0) return { kind: 'nothing' as const, summary, why: 'nothing to run' };
+    if (ids.length === 0) return { kind: 'nothing' as const, summary, why: nothingToRunWhy(registry) };
     const defById = new Map(defs.map((d) => [d.task.id, d.task]));
     const ordered = dependencyOrder(ids.map((id) => ({ id, provider: '', dependsOn: defById.get(id)!.dependsOn ?? [] }))).map((t) => t.id);
     const runId = newRunId(clock.now(), randomHex(2));

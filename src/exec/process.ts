@@ -212,7 +212,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     child.once('error', (err) => {
       if (pid !== null) return; // errors after a successful spawn are reported by 'close'
       reason = 'spawn-error';
-      finish({ exitCode: 127, signal: null, error: `${spec.shell ? '/bin/sh' : spec.file}: ${err.message}` });
+      finish({ exitCode: 127, signal: null, error: `${spec.shell ? '/bin/sh' : spec.file}: ${systemMessage(err)}` });
     });
     // Through a pipe the result comes at exit: a background job that holds the pipe would
     // otherwise keep 'close' (and the group's clean-up) waiting for it.
@@ -220,4 +220,15 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
       finish({ exitCode: signal ? signalExitCode(signal) : (code ?? 0), signal });
     });
   });
+}
+
+/** The C library's words for why a program could not be started (what flock and a shell say:
+ * "No such file or directory"), not Node's `spawn x ENOENT`. */
+export function systemMessage(err: Error): string {
+  const WORDS: Record<string, string> = {
+    ENOENT: 'No such file or directory', EACCES: 'Permission denied', EPERM: 'Operation not permitted', ENOEXEC: 'Exec format error',
+    ENOTDIR: 'Not a directory', E2BIG: 'Argument list too long', ELOOP: 'Too many levels of symbolic links', EISDIR: 'Is a directory',
+  };
+  const code = (err as NodeJS.ErrnoException).code;
+  return (code && WORDS[code]) ?? err.message;
 }

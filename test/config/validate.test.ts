@@ -115,9 +115,9 @@ describe('validateConfig', () => {
 
   it('rejects unknown keys and lists the allowed ones', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
-      'routines[0]: unknown key "scheduel" (allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, exclusive, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
+      'routines[0]: unknown key "scheduel" (did you mean "schedule"? allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, exclusive, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
     ]);
-    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http, notify, retention\)$/);
+    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(did you mean "lock"\? allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http, notify, retention\)$/);
   });
 
   it('http.listen: [HOST:]PORT, checked with its path (SPEC §11)', () => {
@@ -194,7 +194,7 @@ describe('validateConfig', () => {
     const r = validateTaskFile([task({ id: 'ok' }), { id: 'bad', run: 'x', depends: [] }], 'tasks/a.json');
     expect(r).toEqual({
       ok: false,
-      issues: [{ file: 'tasks/a.json', path: '[1]', message: 'unknown key "depends" (allowed: id, run, provider, dependsOn, timeoutSeconds, env, cwd)' }],
+      issues: [{ file: 'tasks/a.json', path: '[1]', message: 'unknown key "depends" (did you mean "dependsOn"? allowed: id, run, provider, dependsOn, timeoutSeconds, env, cwd)' }],
     });
     const set = validateTaskSet(
       [
@@ -216,5 +216,19 @@ describe('shipped JSON Schema', () => {
 
   it('rejects unknown keys in editors too', () => {
     expect(configJsonSchema()).toMatchObject({ additionalProperties: false });
+  });
+});
+
+describe('unknown keys', () => {
+  it('suggest the allowed key a misspelt one most likely meant', () => {
+    const problems = (raw: unknown): string[] => {
+      const v = validateConfig(raw);
+      return v.ok ? [] : v.issues.map((i) => `${i.path}: ${i.message}`);
+    };
+    expect(problems({ routines: [{ id: 'a', shedule: '@daily', action: 'command', run: 'true' }] }).find((p) => p.includes('unknown'))).toMatch(/^routines\[0\]: unknown key "shedule" \(did you mean "schedule"\? allowed: id, schedule,/);
+    expect(problems({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true', timeZone: 'UTC' }] })[0]).toMatch(/unknown key "timeZone" \(did you mean "timezone"\?/);
+    expect(problems({ retention: { histroyLines: 5 } })[0]).toMatch(/unknown key "histroyLines" \(did you mean "historyLines"\?/);
+    // nothing close: no guess
+    expect(problems({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true', colour: 'red' }] })[0]).toMatch(/unknown key "colour" \(allowed: /);
   });
 });

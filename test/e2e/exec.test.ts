@@ -142,7 +142,8 @@ describe('exec run', () => {
     expect(readFileSync(join(runsDir(project), run.run_id, 'build.log'), 'utf8')).toBe('compiling\noops\n');
     // the next run has nothing ready: build failed, its dependants wait for it
     const again = await runCli(['exec', 'run'], { cwd: project });
-    expect(again).toMatchObject({ code: 0, stdout: 'nothing to run\n' });
+    // it says why, and what runs them again
+    expect(again).toMatchObject({ code: 0, stdout: expect.stringMatching(/^nothing to run: \d+ succeeded, 1 failed, 2 waiting for a failed dependency\n  routinely exec resume retries the failed and interrupted tasks of their run\n  routinely exec reset TASK… sets tasks back to pending for the next exec run\n$/) });
     // reset, fix, run: the dependants follow
     writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: [{ id: 'build', run: 'true' }, { id: 'docs', run: 'true', dependsOn: ['build'] }, { id: 'site', run: 'true', dependsOn: ['docs'] }, { id: 'lint', run: 'true' }] } }));
     const fixed = await runCli(['exec', 'run', '--json'], { cwd: project });
@@ -207,7 +208,7 @@ describe('exec run', () => {
     expect(run.tasks.slow?.status).toBe('interrupted');
     expect(run.tasks.after?.status).toBe('pending');
     // interrupted work belongs to its run: a plain exec run does not pick it up, resume does
-    expect((await runCli(['exec', 'run'], { cwd: project })).stdout).toBe('nothing to run\n');
+    expect((await runCli(['exec', 'run'], { cwd: project })).stdout).toMatch(/^nothing to run: /);
     writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 2, tasks: [{ id: 'quick', run: 'true' }, { id: 'slow', run: 'true' }, { id: 'after', run: 'true', dependsOn: ['slow'] }] } }));
     const resumed = await runCli(['exec', 'resume', '--json'], { cwd: project });
     expect(resumed.code).toBe(0);
@@ -340,8 +341,12 @@ describe('exec read views and bad input', () => {
 
   it('nothing to run and nothing to resume exit 0', async () => {
     const project = testProject();
-    expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to run\n' });
+    expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to run: the config has no tasks (exec.tasks, exec.taskDirs)\n' });
     expect(await runCli(['exec', 'resume'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to resume\n' });
+    // everything done: says so, and how to run it again
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: 'true' }] } }));
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
+    expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to run: all 2 tasks succeeded\n  routinely exec reset TASK… sets tasks back to pending for the next exec run\n' });
     await sleep(0);
   });
 });

@@ -101,3 +101,62 @@ describe('init', () => {
     }
   });
 });
+
+describe('init and the habits a new user brings', () => {
+  it('adds .routinely/ to .gitignore (creating it, or appending once) and names a next command that works here', async () => {
+    const dir = testdir();
+    // routinely is not on this PATH: only npx finds it
+    const r = await runCli(['init'], { cwd: dir, env: { PATH: '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('wrote .gitignore (.routinely/: the state folder is not committed)');
+    expect(r.stdout).toContain('next: npx routinely validate, then npx routinely scheduler start');
+    expect(readFileSync(join(dir, '.gitignore'), 'utf8')).toMatch(/^# routinely's state.*\n\.routinely\/\n$/);
+    // on PATH: the bare name
+    const bin = testdir();
+    symlinkSync(resolve(import.meta.dirname, '../../dist/cli.cjs'), join(bin, 'routinely'));
+    const other = testdir();
+    writeFileSync(join(other, '.gitignore'), 'node_modules');
+    const again = await runCli(['init'], { cwd: other, env: { PATH: `${bin}:/usr/bin:/bin` } });
+    expect(again.stdout).toContain('added .routinely/ to .gitignore');
+    expect(again.stdout).toContain('next: routinely validate, then routinely scheduler start');
+    expect(readFileSync(join(other, '.gitignore'), 'utf8')).toBe('node_modules\n.routinely/\n');
+    // already there (in any of git's spellings): left as it is
+    const third = testdir();
+    writeFileSync(join(third, '.gitignore'), '/.routinely\n');
+    const quiet = await runCli(['init'], { cwd: third });
+    expect(quiet.stdout).not.toContain('.gitignore');
+    expect(readFileSync(join(third, '.gitignore'), 'utf8')).toBe('/.routinely\n');
+    // a symbolic link is never written through
+    const fourth = testdir();
+    symlinkSync('/etc/hostname', join(fourth, '.gitignore'));
+    const linked = await runCli(['init'], { cwd: fourth });
+    expect(linked.code).toBe(0);
+    expect(linked.stdout).toContain('note: .gitignore is not a regular file; add .routinely/ to it yourself');
+  });
+});
+
+describe('validate and cron habits', () => {
+  it('warns (exit 0) on a 6-field schedule that reads like a crontab line with a field too many, from the cache too', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [{ id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' }, { id: 'ok', schedule: '0 0 3 * * *', action: 'command', run: 'true' }] }));
+    const warning = 'routinely: warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field\n';
+    const full = await runCli(['validate'], { cwd: dir });
+    expect(full).toMatchObject({ code: 0, stderr: warning });
+    const cached = await runCli(['validate'], { cwd: dir, env: { ROUTINELY_DEBUG: '1' } });
+    expect(cached.stderr).toContain('validate from the cache');
+    expect(cached.stderr).toContain(warning);
+    expect(cached.stdout).toBe(full.stdout);
+  });
+
+  it('names the field and the word croner would only call illegal, and guesses a misspelt key', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [{ id: 'weekdays', schedule: '0 9 * * mon-fry', action: 'command', run: 'true' }] }));
+    const r = await runCli(['validate'], { cwd: dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('routines[0].schedule: "0 9 * * mon-fry" is not a valid cron expression (day-of-week "mon-fry": "fry" is not a day name (sun…sat, or 0-7))');
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [{ id: 'b', shedule: '@daily', action: 'command', run: 'true' }] }));
+    const key = await runCli(['validate'], { cwd: dir });
+    expect(key.code).toBe(2);
+    expect(key.stderr).toMatch(/routines\[0\]: unknown key "shedule" \(did you mean "schedule"\? allowed:/);
+  });
+});

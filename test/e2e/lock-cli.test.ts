@@ -63,7 +63,12 @@ describe('lock run', () => {
     expect(existsSync(lockFile(project))).toBe(false);
     const missing = await runCli(['lock', 'run', '--', 'no-such-command-xyz'], { cwd: project });
     expect(missing.code).toBe(127);
-    expect(missing.stderr).toMatch(/cannot run "no-such-command-xyz"/);
+    // flock's words: flock: failed to execute no-such-command-xyz: No such file or directory
+    expect(missing.stderr).toBe('routinely: lock run: failed to execute no-such-command-xyz: No such file or directory\n');
+    writeFileSync(join(project, 'not-executable'), 'echo hi\n', { mode: 0o644 });
+    const denied = await runCli(['lock', 'run', '--', './not-executable'], { cwd: project });
+    expect(denied.code).toBe(126);
+    expect(denied.stderr).toBe('routinely: lock run: failed to execute ./not-executable: Permission denied\n');
   });
 
   it('busy: fail exits 75 naming the holder, skip exits 0, wait gets it after release', async () => {

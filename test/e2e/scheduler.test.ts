@@ -69,7 +69,8 @@ describe('scheduler start', () => {
     await first.waitFor(/\[scheduler\] started/);
     const second = await runCli(['scheduler', 'start'], { cwd: project });
     expect(second.code).toBe(75);
-    expect(second.stderr).toMatch(new RegExp(`^scheduler busy: held by pid ${first.pid} on \\S+ \\(scheduler\\)`));
+    expect(second.stderr).toMatch(new RegExp(`^scheduler already running: pid ${first.pid} on \\S+ \\(scheduler\\)`));
+    expect(second.stderr).toContain('routinely scheduler stop stops it');
     expect(await stopScheduler(first)).toBe(0);
   });
 
