@@ -13,6 +13,9 @@ const project = mkdtempSync(join(tmpdir(), 'routinely-demo-'));
 cpSync(resolve(import.meta.dirname, 'project'), project, { recursive: true });
 const env = { ...process.env };
 delete env.NODE_EXTRA_CA_CERTS; // adds ≈ 65 ms to every node start on some machines
+// `npm run demo` sets npm_* for this script; the scheduler is our child, not npm's (with them it
+// would warn that signals sent to npm do not reach it)
+for (const k of Object.keys(env)) if (/^npm_/i.test(k)) delete env[k];
 const tty = process.stdout.isTTY && !process.env.NO_COLOR;
 const bold = (s) => (tty ? `\x1b[1m${s}\x1b[0m` : s);
 const dim = (s) => (tty ? `\x1b[2m${s}\x1b[0m` : s);

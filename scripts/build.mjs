@@ -2,13 +2,14 @@
 // command in its own lazily loaded chunk), plus .d.ts files from tsc. `npm pack` runs it
 // (prepack), so a package packed from a fresh clone has its dist/.
 //
-// What the bundle leaves outside decides package.json's `dependencies`: commander, croner and pg
-// are bundled (devDependencies); zod's types are imported by the published .d.ts files (Config,
-// the schemas), so it is a dependency (durable writes are our own, src/state/durable.ts, not
-// write-file-atomic). test/e2e/pack.test.ts installs the packed tarball into a fresh project and
-// runs it, which catches a dependency missing from that list.
+// What the bundle leaves outside decides package.json's `dependencies`: there are none. commander,
+// croner, pg, zod and prom-client are bundled (devDependencies), and the published declarations
+// import none of them (the config's types are in src/config/types.ts, the database client's in
+// src/pg/connect.ts); durable writes are our own (src/state/durable.ts). test/e2e/pack.test.ts
+// installs the packed tarball into fresh ESM and CommonJS projects, runs them and type-checks
+// them with skipLibCheck off, which catches a dependency or a type missing from the package.
 import { build } from 'esbuild';
-import { readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -80,4 +81,8 @@ await build({
     },
   ],
 });
+// The library for require() too (SPEC §8): one CommonJS file, its dynamic imports inlined.
+await build({ ...cjs, minify: false, entryPoints: { index: 'src/index.ts' } });
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--emitDeclarationOnly'], { stdio: 'inherit' });
+// The same declarations for require(): TypeScript reads a .d.cts as CommonJS.
+copyFileSync('dist/index.d.ts', 'dist/index.d.cts');

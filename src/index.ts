@@ -6,7 +6,7 @@ export { systemClock, ManualClock, type Clock } from './clock.js';
 
 export { loadProject, findConfig, readConfigFile, resolveProject, type Project, type LoadOptions } from './config/load.js';
 export { validateConfig, validateTaskFile, validateTaskSet, type Validation } from './config/validate.js';
-export type { Config, RoutineDef, TaskDef, RoutineAction } from './config/schema.js';
+export type { Config, RoutineDef, TaskDef, RoutineAction } from './config/types.js';
 
 export { acquireFileLease, attemptAcquire, type AcquireOptions, type FileLockOptions } from './lock/acquire.js';
 export { fileLockBackend, EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, type LockBackend, type BusyPolicy } from './lock/backend.js';
@@ -16,7 +16,7 @@ export { judgeLock, describeHolder, type Judgement, type StaleReason } from './l
 export { systemProbe, type LivenessProbe, type ProcessState } from './lock/identity.js';
 export type { LockRecord, LockOwner, ChildGroup } from './lock/record.js';
 
-export { withProjectLock, projectLockBackend, type ProjectLockOptions, type WithLockResult } from './project.js';
+export { withProjectLock, projectLockBackend, projectLockStatus, type ProjectLockOptions, type WithLockResult } from './project.js';
 export { configJsonSchema, taskFileJsonSchema } from './config/json-schema.js';
 
 export { register, execRun, execResume, execStatus, listRuns, showRun, resetTasks, type ExecContext, type RunOptions, type RunOutcome, type ResumeOutcome, type RegisterSummary, type TaskView } from './exec/operations.js';

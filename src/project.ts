@@ -5,6 +5,7 @@ import { disposable, openBackend } from './backend.js';
 import { EXEC_LOCK_KEY, type BusyPolicy, type LockBackend } from './lock/backend.js';
 import type { Lease, LockLost, LockOwnerInfo } from './lock/lease.js';
 import type { LockRecord } from './lock/record.js';
+import type { LockStatus } from './lock/status.js';
 
 /** The project's lock (files, or the database), for callers that only need the lock. */
 export async function projectLockBackend(project: Project): Promise<LockBackend & { close(): Promise<void> }> {
@@ -43,4 +44,14 @@ export async function withProjectLock<T>(
   const check = lease.verify();
   if (!check.ok) return { ok: false, reason: 'lost', lost: check.lost, value };
   return { ok: true, value };
+}
+
+/** The lock's state as `routinely lock status --json` shows it, read from the project's own
+ * backend: the lock folder with files, the database with `backend.type: "postgres"` (where the
+ * lock folder says nothing). */
+export async function projectLockStatus(options: LoadOptions & { project?: Project; key?: string } = {}): Promise<LockStatus> {
+  const project = options.project ?? loadProject(options);
+  await using backend = disposable(await openBackend(project));
+  // awaited here: `await using` closes the backend when the function returns
+  return await backend.lock.status(options.key ?? EXEC_LOCK_KEY);
 }

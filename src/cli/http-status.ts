@@ -16,7 +16,7 @@ import { recentResults, type RunView, type ServerInfo, type StatusSources } from
 import type { Logger } from '../scheduler/log.js';
 import type { SchedulerObserver } from '../scheduler/observer.js';
 import type { HttpSetup } from './http-options.js';
-import type { RoutineDef } from '../config/schema.js';
+import type { RoutineDef } from '../config/types.js';
 import { NotFoundError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
 import { describeHolder } from '../lock/stale.js';

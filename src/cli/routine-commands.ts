@@ -3,7 +3,7 @@
 import { printable } from '../printable.js';
 import { cronProblem } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
-import { ID_PATTERN, type RoutineDef } from '../config/schema.js';
+import { ID_PATTERN, type RoutineDef } from '../config/types.js';
 import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
 import { ownerGone } from '../scheduler/firing.js';
 import { runManually } from '../scheduler/manual-run.js';

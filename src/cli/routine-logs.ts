@@ -2,7 +2,7 @@
 // output. A read-only view: with an invalid config it warns and shows what the state folder holds.
 
 import { displayPath } from '../config/load.js';
-import { ID_PATTERN } from '../config/schema.js';
+import { ID_PATTERN } from '../config/types.js';
 import { ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { RUN_ID_PATTERN, showRoutineLog } from '../scheduler/routine-log.js';
 import { err, out } from './io.js';

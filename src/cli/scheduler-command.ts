@@ -16,6 +16,7 @@ import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
 import { httpSetup } from './http-options.js';
+import { npmWrapper, watchParent, WRAPPER_ADVICE } from './wrapper.js';
 import { boundedLines } from './bounded-output.js';
 import { limitExitFlush } from './io.js';
 import type { SchedulerHttp } from './http-status.js';
@@ -215,9 +216,20 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   process.on('SIGTERM', onStop);
   process.on('SIGHUP', onHup);
   lease.signal.addEventListener('abort', onLost, { once: true });
+  // Under npm, a signal meant for us stops only npm: say so now, and stop when npm is gone.
+  const wrapper = npmWrapper(process.env);
+  let unwatchParent = (): void => {};
+  if (wrapper) {
+    log({ event: 'scheduler.warning', message: `started through ${wrapper}; ${WRAPPER_ADVICE}` });
+    unwatchParent = watchParent(() => {
+      log({ event: 'scheduler.warning', message: `the ${wrapper} process that started this scheduler is gone; stopping as if sent SIGTERM` });
+      stop.abort();
+    });
+  }
   try {
     await scheduler.run(stop.signal);
   } finally {
+    unwatchParent();
     await served?.close();
     process.off('SIGINT', onStop);
     process.off('SIGTERM', onStop);

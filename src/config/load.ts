@@ -11,7 +11,7 @@ import { CONFIG_FILE, displayPath, findConfig, findConfigUpward, isFile, readCon
 import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
 
 export { CONFIG_FILE, displayPath, findConfig, findConfigUpward, isFile, stripJsonComments };
-import type { Config } from './schema.js';
+import type { Config } from './types.js';
 import { validateConfig, type ValidateOptions } from './validate.js';
 
 

@@ -1,11 +1,11 @@
 // The routinely.json schema (SPEC §2). zod/mini: the same validation as classic zod with a
 // fraction of the start-up cost (every CLI command loads the config). The shipped JSON Schema
-// (config/routinely.schema.json) is generated from these objects by scripts/gen-schema.ts.
+// (config/routinely.schema.json) is generated from these objects by scripts/gen-schema.ts. The
+// types of the validated config are in types.ts (the published types need no zod).
 
 import * as z from 'zod/mini';
+import { BACKEND_TYPES, ID_PATTERN, NOTIFY_EVENTS, RETENTION_DEFAULTS, ROUTINE_ACTIONS, type TaskDef } from './types.js';
 
-export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-export const ROUTINE_ACTIONS = ['exec-auto', 'exec-resume', 'register', 'command'] as const;
 
 const id = z.string().check(z.regex(ID_PATTERN), z.describe('Letters, digits, ".", "_" and "-"; starts with a letter or digit; at most 64 characters.'));
 /** Node's timers overflow past 2^31 ms (≈ 24.8 days) and fire at once: longer timeouts are
@@ -28,7 +28,6 @@ export const providerShape = {
   maxConcurrency: z.int().check(z.gte(1), z.describe('At most this many tasks of the provider run at once.')),
 };
 
-export const NOTIFY_EVENTS = ['failure', 'recovery', 'starved'] as const;
 
 export const notifyShape = {
   webhook: z.optional(z.string().check(z.describe('URL (http: or https:) that receives each event as a JSON POST.'))),
@@ -62,7 +61,6 @@ export const routineShape = {
   notify: z.optional(z.union([z.literal(false), notifySchema]).check(z.describe('This routine\'s notifications: replaces the top-level "notify"; false silences the routine.'))),
 };
 
-export const BACKEND_TYPES = ['file', 'postgres'] as const;
 
 export const backendShape = {
   type: z.enum(BACKEND_TYPES).check(z.describe('"file" (default): state and locks under stateDir. "postgres": in a database shared by several hosts.')),
@@ -87,8 +85,6 @@ export const httpShape = {
   actions: z.optional(z.boolean().check(z.describe('Serve POST /api/routines/ID/run|pause|resume and the buttons of the status page (default false). They always need ROUTINELY_HTTP_TOKEN, also on loopback.'))),
 };
 
-/** Bounds on what runs leave on the state disk (SPEC §3 "Output is bounded"). */
-export const RETENTION_DEFAULTS = { runLogBytes: 4 * 1024 * 1024, routineLogBytes: 16 * 1024 * 1024, historyLines: 1000, execRuns: 50 } as const;
 const MAX_LOG_BYTES = 1024 * 1024 * 1024;
 
 export const retentionShape = {
@@ -120,72 +116,10 @@ export const configSchema = z.strictObject(rootShape);
 export const taskFileSchema = z.union([taskSchema, z.array(taskSchema)]);
 
 export type RawConfig = z.infer<typeof configSchema>;
-export type TaskDef = z.infer<typeof taskSchema>;
-export type RoutineAction = (typeof ROUTINE_ACTIONS)[number];
-
-export interface RoutineDef {
-  id: string;
-  schedule: string;
-  action: RoutineAction;
-  run?: string;
-  timezone?: string;
-  enabled: boolean;
-  timeoutSeconds?: number;
-  jitterSeconds: number;
-  catchUp: 'none' | 'latest';
-  env?: Record<string, string>;
-  cwd?: string;
-  ifBusy: 'skip' | 'wait';
-  /** What `routine run` does when the exec lock is busy and no --if-busy is given: the routine's
-   * own ifBusy when the config sets one, else the manual default "fail" (SPEC §4). */
-  manualIfBusy: 'fail' | 'skip' | 'wait';
-  /** Takes the project exec lock (default); false only for command routines (SPEC §6). */
-  exclusive: boolean;
-  /** With ifBusy "wait"; absent: the routine's interval, at most an hour (decided at fire time). */
-  waitTimeoutSeconds?: number;
-  retry?: { attempts: number; backoffSeconds: number };
-  starvedAfterSkips: number;
-  /** The routine's own notify (false: silenced); absent: the top-level one. */
-  notify?: NotifyDef | false;
-}
-
-export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
-
-export interface NotifyDef {
-  webhook?: string;
-  command?: string;
-  on: NotifyEvent[];
-}
-
-/** The config after validation, with defaults applied. */
-export interface Config {
-  project?: string;
-  stateDir: string;
-  backend: { type: (typeof BACKEND_TYPES)[number]; url?: string };
-  lock: { ttlSeconds: number; refreshSeconds: number | undefined };
-  exec: {
-    parallel: number;
-    providers: Record<string, { maxConcurrency: number }>;
-    tasks: TaskDef[];
-    taskDirs: string[];
-  };
-  routines: RoutineDef[];
-  /** Withheld variables that commands may see anyway (SPEC §12). */
-  passEnv: string[];
-  /** Where `scheduler start` and `serve` listen when --http is not given (parsed and checked),
-   * and whether the server takes actions (SPEC §11). */
-  http: { listen: string | null; actions: boolean } | null;
-  /** Top-level notifications (routines may replace or silence them). */
-  notify: NotifyDef | null;
-  retention: Retention;
-}
-
-export interface Retention {
-  runLogBytes: number;
-  routineLogBytes: number;
-  historyLines: number;
-  execRuns: number;
-}
+/** TaskDef (types.ts) is written out; it must say what the schema checks. */
+type SameAs<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : never;
+const taskDefMatchesSchema: SameAs<TaskDef, z.infer<typeof taskSchema>> = true;
+void taskDefMatchesSchema;
 
 /** Allowed keys of the object at a JSON path, for "unknown key" messages. */
 export function allowedKeysAt(path: readonly PropertyKey[], inTaskFile = false): string[] | null {

@@ -6,20 +6,8 @@ import * as z from 'zod/mini';
 import type { ConfigIssue } from '../errors.js';
 import { cronProblem, isValidTimezone } from './cron.js';
 import { parseListen } from './listen.js';
-import {
-  ID_PATTERN,
-  NOTIFY_EVENTS,
-  RETENTION_DEFAULTS,
-  allowedKeysAt,
-  configSchema,
-  taskSchema,
-  type Config,
-  type NotifyDef,
-  type NotifyEvent,
-  type RawConfig,
-  type RoutineDef,
-  type TaskDef,
-} from './schema.js';
+import { allowedKeysAt, configSchema, taskSchema, type RawConfig } from './schema.js';
+import { ID_PATTERN, NOTIFY_EVENTS, RETENTION_DEFAULTS, type Config, type NotifyDef, type NotifyEvent, type RoutineDef, type TaskDef } from './types.js';
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; issues: ConfigIssue[] };
 
@@ -51,7 +39,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
 
 /** Turns zod issues into our messages: path, bad value, what is allowed. */
-export function zodIssues(error: z.core.$ZodError, input: unknown, prefix: PropertyKey[] = [], inTaskFile = false): ConfigIssue[] {
+function zodIssues(error: z.core.$ZodError, input: unknown, prefix: PropertyKey[] = [], inTaskFile = false): ConfigIssue[] {
   return error.issues.map((issue) => {
     const path = [...prefix, ...issue.path];
     const value = valueAt(input, issue.path);

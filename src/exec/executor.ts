@@ -7,7 +7,7 @@
 import { closeSync, realpathSync, statfsSync, writeSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import type { Clock } from '../clock.js';
-import { RETENTION_DEFAULTS, type TaskDef } from '../config/schema.js';
+import { RETENTION_DEFAULTS, type TaskDef } from '../config/types.js';
 import type { Lease } from '../lock/lease.js';
 import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
 import { openAppend } from '../state/durable.js';

@@ -8,7 +8,7 @@ import { openBackend, type Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { LockRecord } from '../lock/record.js';
 import type { Project } from '../config/load.js';
-import type { TaskDef } from '../config/schema.js';
+import type { TaskDef } from '../config/types.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';
 import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';

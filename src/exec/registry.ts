@@ -5,7 +5,7 @@
 // next command when the run was cut short (`active_runs`).
 
 import { createHash } from 'node:crypto';
-import type { TaskDef } from '../config/schema.js';
+import type { TaskDef } from '../config/types.js';
 import { readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import type { RegistryRead } from './store.js';
 import type { SourcedTask } from './task-source.js';

@@ -5,7 +5,7 @@ import { readdirSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { readConfigBytes } from '../config/find.js';
 import { displayPath, parseJsonFile, type Project } from '../config/load.js';
-import type { TaskDef } from '../config/schema.js';
+import type { TaskDef } from '../config/types.js';
 import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
 import { ConfigError, errnoCode, type ConfigIssue } from '../errors.js';
 

@@ -3,7 +3,7 @@
 // delivery that fails is reported in its result (and logged by the caller); nothing here can
 // change the routine's result.
 
-import type { NotifyDef } from '../config/schema.js';
+import type { NotifyDef } from '../config/types.js';
 import { commandEnv } from '../exec/process.js';
 import { runNotifyCommand } from './command.js';
 import type { NotifyPayload } from './payload.js';

@@ -1,7 +1,7 @@
 // Which notifications a recorded fire raises (SPEC §10), and where they go. Pure: the routine's
 // record before the fire, the fire and the routine's settings in, events out.
 
-import type { Config, NotifyDef, NotifyEvent, RoutineDef } from '../config/schema.js';
+import type { Config, NotifyDef, NotifyEvent, RoutineDef } from '../config/types.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 
 /** The events `fire` raises, given the routine's record before it was recorded.

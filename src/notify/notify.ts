@@ -5,7 +5,7 @@
 
 import { basename, join } from 'node:path';
 import type { Project } from '../config/load.js';
-import type { NotifyEvent, RoutineDef } from '../config/schema.js';
+import type { NotifyEvent, RoutineDef } from '../config/types.js';
 import { hostId } from '../lock/identity.js';
 import type { LockRecord } from '../lock/record.js';
 import { holderText, type Logger } from '../scheduler/log.js';

@@ -1,7 +1,7 @@
 // The notification payload (SPEC §10): the JSON body of a webhook POST and the stdin of a
 // notify command, with exactly these fields.
 
-import type { NotifyEvent } from '../config/schema.js';
+import type { NotifyEvent } from '../config/types.js';
 import { applyFire, type Fire, type RoutineRecord, type RoutineResult } from '../state/routine-state.js';
 
 export interface NotifyPayload {

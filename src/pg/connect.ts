@@ -8,16 +8,31 @@ import { DatabaseError } from '../errors.js';
 import { MIGRATIONS } from './schema.js';
 import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl } from './url.js';
 
+/** A row as the driver gives it. The types below are ours, not the driver's: the published
+ * declarations reference nothing that is not installed with the package (pg is bundled). */
+export type Row = Record<string, any>;
+
+/** What a statement answers: the subset of pg's QueryResult that this code reads. */
+export interface QueryAnswer<R extends Row = Row> {
+  rows: R[];
+  rowCount: number | null;
+}
+
+/** One connection inside a transaction (pg's PoolClient, as far as this code uses it). */
+export interface TxClient {
+  query<R extends Row = Row>(text: string, values?: unknown[]): Promise<QueryAnswer<R>>;
+}
+
 export interface Db {
   /** host:port/database (every host, with several), for messages. */
   where: string;
-  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends Row = Row>(text: string, values?: unknown[]): Promise<QueryAnswer<R>>;
   /** Runs `fn` in a transaction on one connection (with its statement timeout set for the
    * transaction only: nothing of it outlives the transaction in a pooler's server connection). */
-  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (client: TxClient) => Promise<T>): Promise<T>;
   /** A held lease's own statements (heartbeat, release): on connections of their own, so a
    * heartbeat never waits behind this process's other statements on a slow link. */
-  leaseQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  leaseQuery<R extends Row = Row>(text: string, values?: unknown[]): Promise<QueryAnswer<R>>;
   close(): Promise<void>;
 }
 

@@ -2,15 +2,14 @@
 // one transaction with the row locked (FOR UPDATE), so concurrent writers on any host never lose
 // each other's updates.
 
-import type pg from 'pg';
 import type { PauseChange, RecordOptions, RoutineStore, Warn } from '../scheduler/store.js';
 import type { HistoryEntry } from '../state/history.js';
 import { applyFire, applyLateFire, checkRoutineState, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
-import type { Db } from './connect.js';
+import type { Db, TxClient } from './connect.js';
 
 /** `historyLines`: fires kept per routine (retention.historyLines). */
 export function pgRoutineStore(db: Db, project: string, historyLines: number): RoutineStore {
-  async function update(client: pg.PoolClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
+  async function update(client: TxClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
     // make sure the row exists, then lock it
     await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
     const { rows } = await client.query<{ record: unknown }>('SELECT record FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);

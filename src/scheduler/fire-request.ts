@@ -2,7 +2,7 @@
 // between the scheduler's runner and the code that fires a routine.
 
 import type { Project } from '../config/load.js';
-import type { RoutineDef } from '../config/schema.js';
+import type { RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';
 import type { RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';

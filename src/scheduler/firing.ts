@@ -10,7 +10,7 @@ import { acquireAnnounced } from '../announced-wait.js';
 import type { Backend } from '../backend.js';
 import { anySignal, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
-import type { RoutineDef } from '../config/schema.js';
+import type { RoutineDef } from '../config/types.js';
 import { taskCwd } from '../exec/executor.js';
 import { execResume, execRun, register, type ExecContext } from '../exec/operations.js';
 import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from '../exec/process.js';

@@ -6,7 +6,7 @@
 
 import type { Backend } from '../backend.js';
 import type { Project } from '../config/load.js';
-import type { RoutineDef } from '../config/schema.js';
+import type { RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';
 import { notifyFire } from '../notify/notify.js';
 import { fireRoutine, type FireResult } from './firing.js';

@@ -4,7 +4,7 @@
 // (through rotation and truncation).
 
 import { join } from 'node:path';
-import { ID_PATTERN } from '../config/schema.js';
+import { ID_PATTERN } from '../config/types.js';
 import { CUT_LINE_PATTERN, CUT_LINE_PREFIX } from '../exec/capped-output.js';
 import { NotFoundError } from '../errors.js';
 import { checkFolder, lstatQuiet, trustRoot } from '../lock/files.js';

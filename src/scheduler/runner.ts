@@ -5,7 +5,7 @@
 
 import { anySignal, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
-import type { RoutineDef } from '../config/schema.js';
+import type { RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';

@@ -3,7 +3,7 @@
 // `scheduler start`. Dependencies come from the npm registry or the local npm cache.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { stripJsonComments } from '../../src/config/load.js';
@@ -89,18 +89,51 @@ describe('the packed package', () => {
   it('npm pack builds dist/; installed from the tarball, npx routinely init, validate, exec run and scheduler start work', { timeout: 300_000 }, async () => {
     const clone = freshClone();
     expect(existsSync(join(clone, 'dist'))).toBe(false);
+    // a fresh `npm ci` runs esbuild's install script without a warning: it is in allowScripts
+    const scripts = await run('npm', ['install-scripts', 'ls'], clone);
+    expect(scripts.stdout.trim(), scripts.stderr).toBe('No packages with unreviewed install scripts.');
     const packs = testdir('routinely-pack-');
     const pack = await run('npm', ['pack', '--json', '--pack-destination', packs], clone, 120_000);
     expect(pack.code, pack.stderr).toBe(0);
     const [info] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     const packed = info!.files.map((f) => f.path);
-    expect(packed).toEqual(expect.arrayContaining(['dist/cli.cjs', 'dist/cli-program.js', 'dist/index.js', 'dist/index.d.ts', 'config/routinely.schema.json', 'package.json', 'README.md']));
-    expect(packed.filter((p) => p.startsWith('src/') || p.startsWith('test/'))).toEqual([]);
+    expect(packed).toEqual(expect.arrayContaining([
+      'dist/cli.cjs', 'dist/cli-program.js', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'config/routinely.schema.json', 'package.json', 'README.md', 'LICENSE',
+      // the README's links resolve in the installed package (it has no repository to link to)
+      'docs/http.md', 'docs/lock.md', 'docs/status-page.png', 'examples/systemd/routinely-scheduler.service', 'examples/prometheus/alerts.yml',
+    ]));
+    expect(packed.filter((p) => p.startsWith('src/') || p.startsWith('test/') || p.startsWith('bench/'))).toEqual([]);
+    const readmeLinks = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/\]\(((?:docs|examples)\/[^)#\s]+)/g)].map((m) => m[1]!);
+    expect(readmeLinks.length).toBeGreaterThan(3);
+    expect(readmeLinks.filter((l) => !packed.includes(l) && !packed.some((p) => p.startsWith(`${l.replace(/\/$/, '')}/`)))).toEqual([]);
 
     const project = testdir('routinely-user-');
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'routinely-user', private: true }));
     const install = await run('npm', ['install', '--no-audit', '--no-fund', join(packs, info!.filename)], project, 180_000);
     expect(install.code, install.stderr).toBe(0);
+
+    // everything it needs is in its bundles: nothing else is installed with it
+    expect(readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.'))).toEqual(['routinely']);
+    expect(install.stderr).not.toMatch(/install-scripts/);
+
+    // a CommonJS project (npm init's default) and an ES module both load it, and take the lock
+    writeFileSync(join(project, 'use.cjs'), "const r = require('routinely'); r.withProjectLock({ ifBusy: 'fail' }, async (lease) => lease.generation).then((x) => console.log('cjs', x.ok, typeof x.value));\n");
+    writeFileSync(join(project, 'use.mjs'), "import { withProjectLock } from 'routinely';\nconst x = await withProjectLock({ ifBusy: 'fail' }, async (lease) => lease.generation);\nconsole.log('esm', x.ok, typeof x.value);\n");
+    writeFileSync(join(project, 'routinely.json'), '{}');
+    expect(await run(process.execPath, ['use.cjs'], project)).toMatchObject({ code: 0, stdout: 'cjs true number\n' });
+    expect(await run(process.execPath, ['use.mjs'], project)).toMatchObject({ code: 0, stdout: 'esm true number\n' });
+    // its types are self-contained: strict TypeScript with skipLibCheck off and only @types/node,
+    // from a CommonJS file and from an ES module (NodeNext resolves each through its condition)
+    mkdirSync(join(project, 'node_modules', '@types'));
+    symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(project, 'node_modules', '@types', 'node'));
+    const sample = "import { withProjectLock, ExitCode, type WithLockResult } from 'routinely';\nconst r: WithLockResult<number> = await withProjectLock({ ifBusy: 'wait', waitTimeoutMs: 1000 }, async (lease) => lease.generation);\nif (!r.ok) process.exitCode = ExitCode.BUSY;\nexport {};\n";
+    writeFileSync(join(project, 'esm.mts'), sample);
+    writeFileSync(join(project, 'cjs.cts'), sample.replace('await withProjectLock', 'withProjectLock').replace('const r: WithLockResult<number> =', 'void').replace('if (!r.ok) process.exitCode = ExitCode.BUSY;', 'void ExitCode.BUSY; const t: WithLockResult<number> | null = null; void t;'));
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['esm.mts', 'cjs.cts'] }));
+    const tsc = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], project, 120_000);
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.code).toBe(0);
+    rmSync(join(project, 'routinely.json'));
 
     // --no: never fetch a package named routinely from the registry; use the installed one
     const init = await run('npx', ['--no', 'routinely', 'init'], project);

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { systemProbe } from '../../src/lock/identity.js';
 import { serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
-import { processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
+import { CLI, childEnv, eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -166,4 +166,26 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
     expect((await cli(dir, ['scheduler', 'stop'])).code).toBe(0);
     expect((await s.exited).code).toBe(0);
   });
+});
+
+describe('a scheduler started through npm', () => {
+  it('says at start that signals sent to npm do not reach it, and stops by itself when that npm is gone', async () => {
+    const project = testProject({ routines: [{ id: 'tick', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    // a stand-in for npx: a shell that runs the CLI as its child, with the variables npm sets,
+    // and is then killed the way `kill -TERM <npx pid>` ends npx (its child lives on)
+    const wrapper = spawn('/bin/sh', ['-c', `"${process.execPath}" "${CLI}" scheduler start; echo never`], {
+      cwd: project, env: childEnv({ npm_command: 'exec', npm_execpath: '/usr/lib/node_modules/npm/bin/npm-cli.js' }), stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    wrapper.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await eventually(() => /\[scheduler\] started/.test(out), 20_000, 'the scheduler to start', () => out);
+    expect(out).toMatch(/\[scheduler\] warning: started through npx \(npm exec\); signals sent to npm do not reach this process: in Docker use CMD \["node_modules\/\.bin\/routinely", "scheduler", "start"\]/);
+    const status = JSON.parse((await runCli(['scheduler', 'status', '--json'], { cwd: project })).stdout) as { schedulers: { pid: number }[] };
+    const pid = status.schedulers[0]!.pid;
+    expect(processRuns(pid)).toBe(true);
+    wrapper.kill('SIGKILL');
+    // reparented, it notices, stops and releases its lock
+    await eventually(() => !processRuns(pid), 20_000, 'the orphaned scheduler to stop');
+    expect((await runCli(['scheduler', 'status'], { cwd: project })).stdout).toMatch(/not running/);
+  }, 60_000);
 });

@@ -19,6 +19,8 @@ export interface RunOptions {
 export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', ...extra };
   delete env.NODE_EXTRA_CA_CERTS;
+  // `npm test` sets npm_* for vitest; the CLI under test is started by us, not by npm
+  for (const k of Object.keys(env)) if (/^npm_/i.test(k) && !(k in extra)) delete env[k];
   for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
   return env;
 }

@@ -3,7 +3,7 @@
 // ordinary skip; and where they go.
 
 import { describe, expect, it } from 'vitest';
-import type { NotifyDef } from '../../src/config/schema.js';
+import type { NotifyDef } from '../../src/config/types.js';
 import { notifyEvents, notifyTarget, wanted } from '../../src/notify/events.js';
 import { nextStep } from '../../src/notify/payload.js';
 import { applyFire, emptyRecord, type Fire, type RoutineRecord, type RoutineResult } from '../../src/state/routine-state.js';

@@ -1,0 +1,28 @@
+// A scheduler started through npm (`npx routinely scheduler start`, `npm run …`, `npm exec`):
+// npm does not pass signals on to its child, so `kill -TERM <npm's pid>` — what Docker sends to
+// `CMD npx …`, or a supervisor to the process it started — leaves the scheduler running,
+// reparented to PID 1. It says so at start, with the command that avoids it, and it stops by
+// itself (as if sent SIGTERM) when the npm process that started it is gone.
+
+/** How npm started us, from the variables it sets for the programs it runs; null: not by npm. */
+export function npmWrapper(env: NodeJS.ProcessEnv): string | null {
+  if (!env.npm_execpath && !env.npm_command && !env.npm_lifecycle_event) return null;
+  if (env.npm_lifecycle_event && env.npm_lifecycle_event !== 'npx') return `npm run ${env.npm_lifecycle_event}`;
+  return env.npm_command === 'exec' || env.npm_lifecycle_event === 'npx' ? 'npx (npm exec)' : 'npm';
+}
+
+export const WRAPPER_ADVICE =
+  'signals sent to npm do not reach this process: in Docker use CMD ["node_modules/.bin/routinely", "scheduler", "start"], ' +
+  'in systemd ExecStart=/path/to/project/node_modules/.bin/routinely scheduler start, in a shell script exec node_modules/.bin/routinely scheduler start';
+
+/** Calls `gone` once when our parent process changes (the npm that started us exited). */
+export function watchParent(gone: () => void, everyMs = 1000): () => void {
+  const first = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === first) return;
+    clearInterval(timer);
+    gone();
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
