@@ -196,11 +196,14 @@ Examples:
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineRun(id, opts, globals())));
   routine
     .command('history')
-    .description('past fires of a routine, newest first')
-    .argument('<id>')
-    .addOption(new Option('--limit <n>', 'how many').argParser(positiveInt('--limit')).default(20))
+    .description("past fires of a routine, newest first; without an id every routine's, in time order")
+    .argument('[id]')
+    .option('--since <time>', 'fires scheduled at or after TIME: ISO-8601, or 2h, 1d, yesterday')
+    .option('--until <time>', 'fires scheduled before TIME')
+    .addOption(new Option('--result <result>', 'only these').choices(['success', 'failure', 'skipped']))
+    .addOption(new Option('--limit <n>', 'the newest N (default 20, all with --since/--until)').argParser(positiveInt('--limit')))
     .option('--json', 'print JSON')
-    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineHistory(id, opts, globals())));
+    .action(act(async (id: string | undefined, opts) => (await import('./routine-commands.js')).routineHistory(id, opts, globals())));
   routine
     .command('logs')
     .description("a routine's output, every run framed by a start and an end line (the rotated .1 file first)")

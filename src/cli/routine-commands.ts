@@ -4,7 +4,8 @@ import { printable } from '../printable.js';
 import { cronProblem } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ID_PATTERN, type RoutineDef } from '../config/types.js';
-import { ConfigError, ExitCode, NotFoundError } from '../errors.js';
+import { ConfigError, ExitCode, NotFoundError, UsageError } from '../errors.js';
+import { parseTimeArg } from './time-arg.js';
 import { ownerGone } from '../scheduler/firing.js';
 import { runManually } from '../scheduler/manual-run.js';
 import { createLogger } from '../scheduler/log.js';
@@ -189,31 +190,67 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   }
 }
 
-export async function routineHistory(id: string, flags: { limit: number; json?: boolean }, g: GlobalOptions): Promise<number> {
+export interface HistoryFlags {
+  limit?: number;
+  json?: boolean;
+  since?: string;
+  until?: string;
+  result?: string;
+}
+
+const RESULTS = ['success', 'failure', 'skipped'];
+
+/** `routine history [ID]` (SPEC §10): one routine's fires, newest first; without an ID every
+ * routine's, in time order (oldest first, as `journalctl --since` shows a night), merged. Both
+ * filtered by --since/--until (scheduled time) and --result; --limit keeps the newest N (20 by
+ * default, unless a time range is given). */
+export async function routineHistory(id: string | undefined, flags: HistoryFlags, g: GlobalOptions): Promise<number> {
+  const now = Date.now();
+  const since = flags.since !== undefined ? parseTimeArg('--since', flags.since, now) : -Infinity;
+  const until = flags.until !== undefined ? parseTimeArg('--until', flags.until, now) : Infinity;
+  if (since > until) throw new UsageError(`--since ${flags.since} is after --until ${flags.until}`);
+  if (flags.result !== undefined && !RESULTS.includes(flags.result)) throw new UsageError(`--result ${JSON.stringify(flags.result)}: one of ${RESULTS.join(', ')}`);
+  const limit = flags.limit ?? (flags.since !== undefined || flags.until !== undefined ? Infinity : 20);
   const { project, invalid } = loadForView(g);
-  if (!invalid) findRoutine(project, id); // with an invalid config, any id's history is shown
-  else if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
-  const entries = (await withBackend(project, async (b) => {
+  if (id !== undefined) {
+    if (!invalid) findRoutine(project, id); // with an invalid config, any id's history is shown
+    else if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
+  }
+  const all = await withBackend(project, async (b) => {
     await flushSpooled(project, b);
-    return b.routines.history(id, warnTo);
-  })).slice(-flags.limit).reverse();
+    // with an invalid config, the routines the state knows
+    const ids = id !== undefined ? [id] : invalid ? Object.keys((await b.routines.read(warnTo)).routines) : project.config.routines.map((r) => r.id);
+    const lists = await Promise.all(ids.map(async (r) => (await b.routines.history(r, warnTo)).map((e) => ({ routine: r, ...e }))));
+    return lists.flat();
+  });
+  const kept = all.filter((e) => {
+    const at = Date.parse(e.scheduled_at);
+    return at >= since && at < until && (flags.result === undefined || e.result === flags.result);
+  });
+  kept.sort((x, y) => Date.parse(x.scheduled_at) - Date.parse(y.scheduled_at) || Date.parse(x.started_at) - Date.parse(y.started_at));
+  const newest = Number.isFinite(limit) ? kept.slice(-limit) : kept;
+  // one routine: newest first (as before); every routine: in time order
+  const entries = id !== undefined ? newest.reverse() : newest;
   if (flags.json) {
     // the fields of SPEC §3, in one order on both backends; the bookkeeping (id, closes, key)
     // stays in the files
-    const shown = entries.map(({ id: _i, closes: _c, key: _k, ...e }) => e);
+    const shown = entries.map(({ id: _i, closes: _c, key: _k, routine, ...e }) => (id !== undefined ? e : { routine, ...e }));
     out(JSON.stringify(shown, null, 2));
     return ExitCode.OK;
   }
   if (entries.length === 0) {
-    out(`no history for ${id} yet`);
+    const filtered = flags.since !== undefined || flags.until !== undefined || flags.result !== undefined;
+    out(`no ${id !== undefined ? `history for ${id}` : 'fires'}${filtered ? ' in that range' : ' yet'}`);
     return ExitCode.OK;
   }
   const color = useColor();
+  const width = Math.max(...entries.map((e) => e.routine.length));
   for (const e of entries) {
     const [word, colour] = RESULT_WORD[e.result] ?? [e.result, 'gray' as Colour];
     const late = Date.parse(e.started_at) - Date.parse(e.scheduled_at);
     const took = humanDuration(Date.parse(e.finished_at) - Date.parse(e.started_at));
-    out(`${e.scheduled_at}  ${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`);
+    const who = id !== undefined ? '' : `${e.routine.padEnd(width)}  `;
+    out(`${e.scheduled_at}  ${who}${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`);
   }
   return ExitCode.OK;
 }

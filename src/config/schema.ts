@@ -33,6 +33,7 @@ export const notifyShape = {
   webhook: z.optional(z.string().check(z.describe('URL (http: or https:) that receives each event as a JSON POST.'))),
   command: z.optional(z.string().check(z.minLength(1), z.describe('Shell command run with `sh -c` in the project root; the event is JSON on its stdin and in ROUTINELY_EVENT, ROUTINELY_ROUTINE_ID, ROUTINELY_RUN_ID, ROUTINELY_RESULT, ROUTINELY_LOG.'))),
   on: z.optional(z.array(z.enum(NOTIFY_EVENTS)).check(z.describe('Events to send (default all three): "failure" (after its retries), "recovery" (first success after a failure), "starved". An ordinary busy skip never notifies.'))),
+  outputLines: z.optional(z.int().check(z.gte(0), z.lte(1000), z.describe('The last lines of the run\'s output sent as "output_tail" (default 20, as cron mails a job\'s output); 0 leaves it out.'))),
 };
 const notifySchema = z.strictObject(notifyShape).check(z.describe('Where failures, recoveries and starvation are announced (SPEC §10).'));
 

@@ -57,6 +57,8 @@ export interface NotifyDef {
   webhook?: string;
   command?: string;
   on: NotifyEvent[];
+  /** Lines of the run's output in the payload's `output_tail` (0: no such field). */
+  outputLines: number;
 }
 
 /** The config after validation, with defaults applied. */

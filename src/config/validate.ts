@@ -198,10 +198,16 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
   };
 }
 
-type RawNotify = { webhook?: string; command?: string; on?: NotifyEvent[] };
+type RawNotify = { webhook?: string; command?: string; on?: NotifyEvent[]; outputLines?: number };
+
+/** Lines of output a notification carries by default (SPEC §10: as cron mails a job's output). */
+export const NOTIFY_OUTPUT_LINES = 20;
 
 function notifyDef(n: RawNotify): NotifyDef {
-  return { ...(n.webhook !== undefined ? { webhook: n.webhook } : {}), ...(n.command !== undefined ? { command: n.command } : {}), on: n.on ?? [...NOTIFY_EVENTS] };
+  return {
+    ...(n.webhook !== undefined ? { webhook: n.webhook } : {}), ...(n.command !== undefined ? { command: n.command } : {}),
+    on: n.on ?? [...NOTIFY_EVENTS], outputLines: n.outputLines ?? NOTIFY_OUTPUT_LINES,
+  };
 }
 
 function notifyProblems(n: RawNotify, path: PropertyKey[]): ConfigIssue[] {

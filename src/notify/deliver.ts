@@ -89,7 +89,7 @@ export function notifyEnv(payload: NotifyPayload, base: NodeJS.ProcessEnv): Node
 
 /** Sends `payload` to the webhook and the command of `target` (both at once, when both are
  * set); one result per channel. */
-export async function deliver(target: NotifyDef, payload: NotifyPayload, o: DeliveryOptions): Promise<Delivery[]> {
+export async function deliver(target: Partial<NotifyDef>, payload: NotifyPayload, o: DeliveryOptions): Promise<Delivery[]> {
   // DEL and C1 escaped too (JSON.stringify leaves them): a receiver that prints it prints text (SPEC §12)
   const body = `${jsonText(JSON.stringify(payload))}\n`;
   const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;

@@ -4,6 +4,9 @@
 // delivery that fails is a `[notify] …` log line.
 
 import { basename, join } from 'node:path';
+import { printable } from '../printable.js';
+import { parseFrame } from '../scheduler/log-frames.js';
+import { showRoutineLog } from '../scheduler/routine-log.js';
 import type { Project } from '../config/load.js';
 import type { NotifyEvent, RoutineDef } from '../config/types.js';
 import { hostId } from '../lock/identity.js';
@@ -53,6 +56,7 @@ export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]>
     const target = notifyTarget(o.def, o.project.config);
     const events = wanted(target, notifyEvents(o.prior, o.fire, o.def, o.final));
     if (!target || events.length === 0) return outcomes;
+    const outputTail = target.outputLines > 0 ? await runTail(o.project.stateDir, o.def.id, o.fire.run_id, target.outputLines) : undefined;
     for (const event of events) {
       const payload = buildPayload({
         event,
@@ -62,6 +66,7 @@ export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]>
         prior: o.prior,
         fire: o.fire,
         log: o.logPath ?? join(o.project.stateDir, 'logs', `${o.def.id}.log`),
+        outputTail,
         holder: o.fire.holder ? holderText(o.fire.holder) : null,
         ifBusy: o.def.ifBusy,
       });
@@ -83,4 +88,21 @@ export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]>
     }
   }
   return outcomes;
+}
+
+/** The last `n` lines a run printed (its log section without the frames), each escaped as
+ * SPEC §12 asks; null for a fire that did not run (a skip) or whose output cannot be read. */
+async function runTail(stateDir: string, routine: string, runId: string | null, n: number): Promise<string | null> {
+  if (runId === null) return null;
+  const chunks: Buffer[] = [];
+  try {
+    // two lines more: the frames around the run's output
+    const r = await showRoutineLog({ stateDir, id: routine, runId, lines: n + 2, write: (c) => chunks.push(c), notice: () => {} });
+    if (r.kind !== 'shown') return null;
+  } catch {
+    return null;
+  }
+  const lines = Buffer.concat(chunks).toString('utf8').split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  return lines.filter((l) => parseFrame(l) === null).slice(-n).map(printable).join('\n');
 }

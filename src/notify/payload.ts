@@ -20,6 +20,9 @@ export interface NotifyPayload {
   next: string;
   /** The routine's log file (its output, every run framed). */
   log: string;
+  /** The run's last lines of output (notify.outputLines, default 20), control characters
+   * escaped, one per line; absent with outputLines 0; "" when the run printed nothing. */
+  output_tail?: string | null;
   /** The routine's counters after this fire. */
   consecutive_failures: number;
   consecutive_skips: number;
@@ -33,6 +36,8 @@ export interface PayloadInput {
   prior: RoutineRecord | undefined;
   fire: Fire;
   log: string;
+  /** The run's last lines (already escaped), or undefined to leave the field out. */
+  outputTail?: string | null;
   /** Who held the exec lock, for a starved routine (`exec run r-… since 12:01:07`). */
   holder?: string | null;
   /** The routine's ifBusy (the advice for a starved routine depends on it). */
@@ -57,6 +62,7 @@ export function buildPayload(i: PayloadInput): NotifyPayload {
     why: why(i, after),
     next: nextStep(i.event, i.routine, f.run_id, i.ifBusy),
     log: i.log,
+    ...(i.outputTail !== undefined ? { output_tail: i.outputTail } : {}),
     consecutive_failures: after.consecutive_failures,
     consecutive_skips: after.consecutive_skips,
   };

@@ -73,11 +73,11 @@ describe('validateConfig', () => {
     });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value.notify).toEqual({ webhook: 'https://alerts.example/hook', on: ['failure', 'recovery', 'starved'] });
+    expect(r.value.notify).toEqual({ webhook: 'https://alerts.example/hook', on: ['failure', 'recovery', 'starved'], outputLines: 20 });
     const [plain, daily, quiet] = r.value.routines;
     expect(plain).toMatchObject({ ifBusy: 'skip', starvedAfterSkips: 3 });
     expect(plain).not.toHaveProperty('notify');
-    expect(daily).toMatchObject({ ifBusy: 'wait', waitTimeoutSeconds: 600, retry: { attempts: 2, backoffSeconds: 30 }, starvedAfterSkips: 5, notify: { command: './alert.sh', on: ['failure'] } });
+    expect(daily).toMatchObject({ ifBusy: 'wait', waitTimeoutSeconds: 600, retry: { attempts: 2, backoffSeconds: 30 }, starvedAfterSkips: 5, notify: { command: './alert.sh', on: ['failure'], outputLines: 20 } });
     expect(quiet).toMatchObject({ notify: false });
   });
 

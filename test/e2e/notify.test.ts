@@ -36,7 +36,7 @@ describe('the scheduler notifies', () => {
       event: 'failure', routine: 'flaky', result: 'failure', why: 'exit code 3', exit_code: 3, consecutive_failures: 1, consecutive_skips: 0,
       run_id: expect.stringMatching(/^r-/), log: expect.stringMatching(/\.routinely\/logs\/flaky\.log$/),
     });
-    expect(Object.keys(flaky[0]!).sort()).toEqual(['consecutive_failures', 'consecutive_skips', 'event', 'exit_code', 'finished_at', 'host', 'log', 'next', 'project', 'result', 'routine', 'run_id', 'scheduled_at', 'why'].sort());
+    expect(Object.keys(flaky[0]!).sort()).toEqual(['consecutive_failures', 'consecutive_skips', 'event', 'exit_code', 'finished_at', 'host', 'log', 'next', 'output_tail', 'project', 'result', 'routine', 'run_id', 'scheduled_at', 'why'].sort());
     expect(hook.payloads().filter((p) => p.routine === 'quiet')).toEqual([]);
 
     // hold the exec lock: every routine is skipped; `blocked` is starved once, after 3 skips
@@ -75,5 +75,19 @@ describe('routine run notifies', () => {
     expect(r.code).toBe(1);
     expect(hook.payloads()).toEqual([expect.objectContaining({ event: 'failure', routine: 'manual', exit_code: 7, why: 'exit code 7' })]);
     expect(existsSync(join(project, '.routinely', 'logs', 'manual.log'))).toBe(true);
+  });
+
+  it("carries the run's last 20 lines of output, escaped, as cron mails a job's output; outputLines 0 leaves them out", async () => {
+    const hook = await webhookServer();
+    // 25 lines, the last with a terminal escape and a tab
+    const run = "for i in $(seq 1 24); do echo line $i; done; printf '\\033[2Jgone\\tcol\\n'; exit 3";
+    const project = testProject({ notify: { webhook: hook.url }, routines: [cmd('noisy', '0 0 1 1 *', run), cmd('terse', '0 0 1 1 *', run, { notify: { webhook: hook.url, outputLines: 0 } })] });
+    expect((await runCli(['routine', 'run', 'noisy'], { cwd: project })).code).toBe(1);
+    expect((await runCli(['routine', 'run', 'terse'], { cwd: project })).code).toBe(1);
+    const [noisy, terse] = hook.payloads();
+    const tail = Array.from({ length: 19 }, (_, i) => `line ${i + 6}`).concat('\\x1b[2Jgone\\x09col').join('\n');
+    expect(noisy).toMatchObject({ routine: 'noisy', event: 'failure', output_tail: tail });
+    expect(terse).toMatchObject({ routine: 'terse', event: 'failure' });
+    expect(terse).not.toHaveProperty('output_tail');
   });
 });

@@ -79,8 +79,8 @@ describe('notifyEvents', () => {
 });
 
 describe('notifyTarget', () => {
-  const top: NotifyDef = { webhook: 'https://alerts.example/hook', on: ['failure', 'recovery', 'starved'] };
-  const own: NotifyDef = { command: './alert.sh', on: ['failure'] };
+  const top: NotifyDef = { webhook: 'https://alerts.example/hook', on: ['failure', 'recovery', 'starved'], outputLines: 20 };
+  const own: NotifyDef = { command: './alert.sh', on: ['failure'], outputLines: 20 };
 
   it("a routine's own notify replaces the top-level one; false silences it; absent uses the top level", () => {
     expect(notifyTarget({ notify: own }, { notify: top })).toBe(own);

@@ -60,11 +60,12 @@ describe.each(backends)('notifyFire (%s backend)', (kind) => {
       event: 'failure', project: 'app', host: 'build-01', routine: 'backup', run_id: failed.run_id, result: 'failure',
       scheduled_at: failed.scheduled_at, finished_at: failed.finished_at, exit_code: 3, why: 'exit code 3',
       next: `routinely routine logs backup --run ${failed.run_id}`, log: join(s.project.stateDir, 'logs', 'backup.log'),
-      consecutive_failures: 1, consecutive_skips: 0,
+      // no output logged for that run (this test records fires that never ran): null
+      output_tail: null, consecutive_failures: 1, consecutive_skips: 0,
     }]);
     expect(Object.keys(hook.payloads()[0]!)).toEqual([
       'event', 'project', 'host', 'routine', 'run_id', 'result', 'scheduled_at', 'finished_at', 'exit_code', 'why', 'next', 'log',
-      'consecutive_failures', 'consecutive_skips',
+      'output_tail', 'consecutive_failures', 'consecutive_skips',
     ]);
     await s.record('backup', fire('failure'));
     const ok = fire('success');
