@@ -40,7 +40,7 @@ await build({
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
 });
-// The CLI's entry: one CommonJS file with the fast `routine list` and `validate` in it (issue 12:
+// The CLI's entry: one CommonJS file with the fast `routine list` and `validate` in it (measured:
 // loading a dozen ESM chunks and the ESM facades of six builtins cost it more than its own work);
 // the fast `lock run` / `lock status` in a second one (cli-lock.cjs: it spawns, and loading
 // node:child_process costs every other command 3.5 ms); every other command it imports from

@@ -1,4 +1,4 @@
-// The clock is injected everywhere time matters (STYLE lesson 2): lease expiry, missed ticks and
+// The clock is injected everywhere time matters: lease expiry, missed ticks and
 // waits are tested with a fake clock; production uses the wall clock for timestamps that other
 // processes read, and the monotonic clock for durations a process measures itself.
 

@@ -101,7 +101,6 @@ function finish(state: RunState, flags: RunFlags, progress: Progress | null, sto
   if (flags.json) out(JSON.stringify(state, null, 2));
   else for (const line of runSummary(state)) out(line);
   const code = exitCodeFor(state.status, stop.received ? stop.exitCode : null);
-  const reason = state.status === 'SUCCEEDED' ? null : `run ${state.run_id} ${state.status}${state.why ? `: ${state.why}` : ''}`;
   return code;
 }
 
@@ -126,7 +125,7 @@ export function runSummary(state: RunState): string[] {
   const attempt = state.attempt > 1 ? ` (resume, attempt ${state.attempt})` : '';
   const lines = [`run ${state.run_id} ${paint(state.status, statusColor, color)}${attempt}: ${parts.join(', ')}${took}`];
   if (state.why) lines.push(`  why:  ${printable(state.why)}`);
-  // Said after the live `succeeded a` line: the record does not have it (issue 15).
+  // Said after the live `succeeded a` line: the record does not have it (SPEC §5).
   for (const [id, t] of Object.entries(state.tasks)) {
     if (t.why_code === 'NOT_RECORDED') lines.push(`  ${id}: ${t.why}; exec resume will run it again`);
   }

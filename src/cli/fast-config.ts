@@ -1,5 +1,5 @@
 // The validated config as the short commands find it without validating it again (SPEC §3 "the
-// cost of a fire does not grow", issue 20): the cache of scheduler/list-cache.ts, written by the
+// cost of a fire does not grow"): the cache of scheduler/list-cache.ts, written by the
 // scheduler and by the full path of `routine list`, `validate`, `lock run` and `lock status`
 // once they have validated the config, keyed by this very config file (inode, size and times),
 // every ROUTINELY_* variable and TZ, the version and the user. A key that does not match means

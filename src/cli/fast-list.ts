@@ -1,4 +1,4 @@
-// `routine list` from the running scheduler's cache (issue 12; scheduler/list-cache.ts): the same
+// `routine list` from the running scheduler's cache (SPEC §6; scheduler/list-cache.ts): the same
 // rows and the same bytes as the full path, without loading commander, zod, croner or ICU's zone
 // data. It answers only when the cache is for this very config file (unchanged since the
 // scheduler validated it), this environment and this user, and holds a future fire time for

@@ -1,4 +1,4 @@
-// `lock run -- CMD` and `lock status` started like bare node (issue 20): a crontab line
+// `lock run -- CMD` and `lock status` started like bare node (SPEC §3): a crontab line
 // `routinely lock run -- job` pays its start-up before the job. With the validated config's
 // cache for this very config file (fast-config.ts), they take their settings from it and load
 // neither the command-line parser nor the config validator; they then do exactly what the full

@@ -232,8 +232,9 @@ Examples:
     .addOption(new Option('--shutdown-timeout <seconds>', 'on SIGTERM/SIGINT, wait this long for running routines').argParser(seconds('--shutdown-timeout')).default(30))
     .addOption(httpOption())
     .addHelpText('after', `
-Fires every enabled, unpaused routine as a child process (exec run / exec resume / register /
-lock run, each with --if-busy skip). A tick that meets a busy lock is logged as
+Fires every enabled, unpaused routine under the exec lock: a command routine's command in its
+own process group, the exec actions as exec run / exec resume / register do, each with
+--if-busy skip (or the routine's own ifBusy). A tick that meets a busy lock is logged as
 "[routine] skipped <id>: exec busy" and recorded as skipped. SIGHUP or a change of the config
 file reloads it (a bad config is logged and the old one kept). SIGTERM/SIGINT: stop firing,
 wait for running routines up to --shutdown-timeout, stop them, exit 0.

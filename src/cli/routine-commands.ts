@@ -11,11 +11,11 @@ import { runManually } from '../scheduler/manual-run.js';
 import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
-import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
+import { emptyRecord } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
 import { flushSpool, reconcilable } from '../scheduler/record.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
-import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
+import { err, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
 import { readSchedulerState } from '../scheduler/status.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
@@ -48,14 +48,6 @@ function findRoutine(project: Project, id: string): RoutineDef {
   return def;
 }
 
-export interface RoutineRow extends RoutineRecord {
-  id: string;
-  schedule: string;
-  timezone: string | null;
-  action: string;
-  enabled: boolean;
-  next_run_at: string | null;
-}
 
 /** The next run of a routine in its zone, checking its schedule on the way: one croner parse
  * per routine, dropped at once (croner keeps an 80 KB year table per pattern; parsing all 100

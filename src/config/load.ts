@@ -69,7 +69,7 @@ function configText(path: string, shown: string): string {
   }
 }
 
-export function readConfig(path: string, options: ValidateOptions = {}, cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): { config: Config; text: string } {
+export function readConfig(path: string, options: ValidateOptions = {}, cwd = process.cwd()): { config: Config; text: string } {
   const shown = displayPath(path, cwd);
   const text = configText(path, shown);
   const result = validateConfig(parseJsonFile(text, shown), options);
@@ -93,7 +93,7 @@ export function loadProject(options: LoadOptions = {}): Project {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
   const configPath = findConfig(options);
-  const { config, text } = readConfig(configPath, options, cwd, env);
+  const { config, text } = readConfig(configPath, options, cwd);
   return { ...resolveProject(configPath, config, env), configText: text };
 }
 

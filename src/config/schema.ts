@@ -4,7 +4,7 @@
 // types of the validated config are in types.ts (the published types need no zod).
 
 import * as z from 'zod/mini';
-import { BACKEND_TYPES, ID_PATTERN, NOTIFY_EVENTS, RETENTION_DEFAULTS, ROUTINE_ACTIONS, type TaskDef } from './types.js';
+import { BACKEND_TYPES, ID_PATTERN, NOTIFY_EVENTS, ROUTINE_ACTIONS, type TaskDef } from './types.js';
 
 
 const id = z.string().check(z.regex(ID_PATTERN), z.describe('Letters, digits, ".", "_" and "-"; starts with a letter or digit; at most 64 characters.'));

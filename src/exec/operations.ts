@@ -360,7 +360,7 @@ async function carryOut(
       const lost: RunEvent = { ...event, status: 'ABORTED', why_code: 'LOCK_LOST', why: finalStatus(result.state, 'LOCK_LOST', lease.lost?.why).why };
       const notStored = await writer.appendUnfenced(lost);
       // What we report is what the record says: a task whose result never reached it is run
-      // again by resume, so it is not reported as done (issue 15).
+      // again by resume, so it is not reported as done (SPEC §5: the record is the truth).
       const state = asRecorded(applyEvent(result.state, lost), writer.unrecorded(), notStored);
       return { state, summary, bytesWritten: writer.bytesWritten };
     }
@@ -586,7 +586,7 @@ async function holderGeneration(backend: Backend): Promise<LockSeen> {
  *   OWNER_DEAD, as the next command will record it;
  * - one left RUNNING by a writer whose generation no longer holds the exec lock (free, expired,
  *   or held at another epoch) reads as INTERRUPTED too: nothing runs it any more, and its final record
- *   may have been lost with the database (issue 15). `holders` are the lock's holder
+ *   may have been lost with the database (an asynchronous failover). `holders` are the lock's holder
  *   generations read before and after the run was read; only when every read agrees, so a run
  *   that starts or ends between the reads is not misjudged. */
 export function asSeen(run: RunState, holders?: readonly LockSeen[]): RunState {

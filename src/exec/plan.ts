@@ -1,4 +1,4 @@
-// Pure decisions for a run (STYLE lesson 1): which tasks are ready, which start next under the
+// Pure decisions for a run (no I/O, so they are tested as plain functions): which tasks are ready, which start next under the
 // parallel and per-provider caps, and which dependants a failure skips.
 
 import type { TaskStatus } from './registry.js';

@@ -1,4 +1,4 @@
-// Running one command (STYLE lesson 4, after execa): one result type for every outcome, the
+// Running one command (as execa does it): one result type for every outcome, the
 // reason a process ended recorded before it is killed, each child in its own process group
 // (a new session) so a timeout or a stop reaches its grandchildren too.
 

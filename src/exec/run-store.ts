@@ -2,7 +2,7 @@
 // one `<task-id>.log` per task. Run ids come from users (`exec show`, `exec resume`): they are
 // checked against `^r-[A-Za-z0-9-]+$` before they ever become a path.
 
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { NotFoundError, StateIOError, UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { STATE_FILE_CAP, readFileChecked, readNoFollow } from '../lock/files.js';

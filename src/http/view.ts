@@ -121,8 +121,6 @@ export function viewKit(nowMs: number) {
   return { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine, nowMs };
 }
 
-export type ViewKit = ReturnType<typeof viewKit>;
-
 export function renderParts(d: PageData, nowMs: number): PageParts {
   const { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine } = viewKit(nowMs);
 

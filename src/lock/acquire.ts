@@ -344,9 +344,7 @@ function lockDirError(paths: LockPaths, err: unknown): Error {
   const hint: Record<string, string> = {
     EACCES: 'permission denied',
     EPERM: 'operation not permitted',
-    EROFS: 'read-only file system',
     ENOTDIR: 'a path component is not a directory',
-    ENOSPC: 'no space left on device',
     EEXIST: 'a leftover temp file is in the way',
     EMLINK: 'too many links',
   };

@@ -1,6 +1,6 @@
 // Who is this process, and is that one still alive? A pid alone is not an identity: pids are
 // reused (containers hand out the same low pids every boot), so a process is host + boot id +
-// pid + start time (FACTS "Crash recovery"). Linux reads /proc; macOS asks ps; anything else
+// pid + start time (SPEC §4). Linux reads /proc; macOS asks ps; anything else
 // only learns "dead" from kill(pid, 0) and otherwise falls back to lease expiry.
 
 import { createRequire } from 'node:module';
@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { errnoCode } from '../errors.js';
 
 // child_process only where Linux's /proc is missing (macOS: ps, sysctl): loading it costs a few
-// milliseconds of every start-up that reads a lock (`routine list`'s budget, issue 12).
+// milliseconds of every start-up that reads a lock (`routine list` must start fast, SPEC §6).
 const lazyRequire = createRequire(import.meta.url);
 function execText(file: string, args: string[], options: { timeout?: number; env?: NodeJS.ProcessEnv } = {}): string {
   const cp = lazyRequire('node:child_process') as typeof import('node:child_process');
@@ -106,7 +106,7 @@ function linuxInspect(pid: number): ProcessState {
   }
   const stat = parseProcStat(text);
   if (!stat) return { state: 'unknown' };
-  // A zombie still answers kill(pid, 0) until it is reaped, but it runs nothing (FACTS).
+  // A zombie still answers kill(pid, 0) until it is reaped, but it runs nothing.
   if (stat.state === 'Z' || stat.state === 'X' || stat.state === 'x') return { state: 'dead', why: 'zombie' };
   return { state: 'alive', startTime: stat.startTime, pgid: stat.pgid };
 }

@@ -1,4 +1,4 @@
-// The lease contract shared by every lock backend (files today, PostgreSQL later, SPEC §9).
+// The lease contract shared by every lock backend: the lock folder and PostgreSQL (SPEC §4, §9).
 // Outcomes that callers must handle (busy, lost, not the owner) are typed values, not throws.
 
 import type { LockRecord } from './record.js';

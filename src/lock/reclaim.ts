@@ -14,7 +14,7 @@ import { readChildJournal } from './children.js';
 import { linkNew, lstatQuiet, readFileChecked, unlinkQuiet, writeNewFile, LOCK_FILE_CAP } from './files.js';
 import { samePidSpace, type LivenessProbe } from './identity.js';
 import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
-import { beatPath, freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths } from './paths.js';
+import { freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths } from './paths.js';
 import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
 
 export const ORPHAN_GRACE_MS = 1_000;
@@ -182,10 +182,6 @@ export function collectGarbage(ctx: ReclaimContext, names: readonly string[], ge
   pruneStaleFiles(paths, names);
 }
 
-/** The files of holder `lockId` that a successor removes once it holds the lock. */
-export function holderFiles(paths: LockPaths, lockId: string): string[] {
-  return isLockId(lockId) ? [beatPath(paths, lockId), journalPath(paths, lockId)] : [];
-}
 
 /** The highest generation any kept stale record shows (a floor when no slot survives). */
 export function highestStaleGeneration(paths: LockPaths, names: readonly string[]): number {

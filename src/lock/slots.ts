@@ -2,10 +2,9 @@
 // its heartbeat, and the `<key>.lock` view. Nothing here writes.
 
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { readChecksummed } from '../checksum.js';
 import { UnsafePathError, errnoCode } from '../errors.js';
-import { LOCK_FILE_CAP, lstatQuiet, readFileChecked } from './files.js';
+import { LOCK_FILE_CAP, readFileChecked } from './files.js';
 import { beatPath, freeGeneration, isLockId, slotGeneration, slotPath, type LockPaths } from './paths.js';
 import { isChildGroup, parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
 
@@ -167,10 +166,4 @@ export function readView(paths: LockPaths): ViewRead {
   return { kind: 'ok', record: rec, ino: content.ino, text: content.text };
 }
 
-/** Inode of a name, or null when it is gone. */
-export function inodeOf(path: string): number | null {
-  return lstatQuiet(path)?.ino ?? null;
-}
 
-export const slotFile = (paths: LockPaths, g: number): string => slotPath(paths, g);
-export const inDir = (paths: LockPaths, name: string): string => join(paths.dir, name);

@@ -91,7 +91,7 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
 
 export type BreakResult =
   | { broken: true; why: string; staleFile: string; orphans: OrphanReport }
-  | { broken: false; reason: 'FREE' | 'NOT_STALE' | 'RECLAIMING' | 'CHANGED'; why: string; status: LockStatus };
+  | { broken: false; reason: 'FREE' | 'NOT_STALE' | 'CHANGED'; why: string; status: LockStatus };
 
 /** Breaks a stale lock (SPEC §4.8): takes it over exactly as an acquirer would (ending the stale
  * holder's orphans, keeping its record as `.stale.<ts>`) and releases it at once. A live or free

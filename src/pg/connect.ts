@@ -1,6 +1,6 @@
 // The connection to the database backend: a small pool with TCP keepalives and statement
 // timeouts, so a dead host or a stuck server is noticed in seconds and a lease is judged by its
-// expiry, never by a TCP timeout of hours (FACTS: default tcp_keepalives_idle is 2 h). Errors
+// expiry, never by a TCP timeout of hours (Linux's default tcp_keepalive_time is 2 h). Errors
 // name the host and never the password.
 
 import pg from 'pg';

@@ -1,7 +1,7 @@
 // The database's clock, as seen from this host (SPEC §9: one clock for every host sharing a
 // project). The lease already trusts only the database's now(); ticks, history times and run ids
 // follow it too, or two hosts whose clocks differ by 10 s fire every real second twice and then
-// fall silent for 10 s (issue 15). We measure the offset to the database clock the NTP way —
+// fall silent for 10 s (SPEC §9). We measure the offset to the database clock the NTP way —
 // offset = db_now − (t_send + rtt / 2) — at connect and then periodically, and keep
 // `now() = Date.now() + offset`. Durations stay on the local monotonic clock.
 

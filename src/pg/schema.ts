@@ -74,7 +74,7 @@ export const MIGRATIONS: Migration[] = [
   {
     version: 2,
     // jsonb stores keys in its own order (shorter first), so JSON read back differed from what
-    // the file backend shows; json keeps the text as written (issue 15). Rows written before
+    // the file backend shows; json keeps the text as written. Rows written before
     // keep the jsonb order.
     sql: `
       ALTER TABLE routinely_leases ALTER COLUMN owner TYPE json USING owner::json;
@@ -88,7 +88,7 @@ export const MIGRATIONS: Migration[] = [
   {
     version: 3,
     sql: `
-      -- The order runs were created in, by the database (issue 15): run ids carry a host's clock,
+      -- The order runs were created in, by the database: run ids carry a host's clock,
       -- so with skewed hosts the "newest" by id is not the newest run; exec resume and exec runs
       -- go by this. Runs from before keep the only order they had, their ids'.
       ALTER TABLE routinely_runs ADD COLUMN created_seq bigint;

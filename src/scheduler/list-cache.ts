@@ -1,4 +1,4 @@
-// The cache `routine list` starts from (issue 12, SPEC §6): the running scheduler writes, for the
+// The cache `routine list` starts from (SPEC §6): the running scheduler writes, for the
 // config it validated, each routine's next fire times already formatted in its zone, keyed by
 // the config file's identity and the environment. `routine list` (cli/fast-list.ts) uses it
 // while the key matches and a future time is left for every routine, so it needs neither zod,

@@ -1,4 +1,4 @@
-// Schedule math behind a small interface (STYLE lesson 3, supercronic's Expression): croner is
+// Schedule math behind a small interface (as supercronic's Expression): croner is
 // used as a calculator only; the scheduler loop owns every timer. Both schedules below follow
 // Vixie cron's fixed-time rule on DST days (config/dialect.ts), so `validate`, `routine list`
 // and the scheduler agree on every fire time.

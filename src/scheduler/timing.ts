@@ -1,4 +1,4 @@
-// Pure timing decisions of the scheduler loop (STYLE lesson 1): what is due, how long to sleep,
+// Pure timing decisions of the scheduler loop (no I/O, so they are tested as plain functions): what is due, how long to sleep,
 // whether the wall clock jumped, what a catch-up should fire. Times are epoch milliseconds.
 
 import type { Schedule } from './schedule.js';

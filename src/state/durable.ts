@@ -5,7 +5,7 @@
 // size is checked before the rename: a full disk or an I/O error leaves the previous file
 // intact and is reported with its path (exit 74). write-file-atomic, on the original package
 // list, calls write once and ignores a short count, so it could publish a truncated file
-// (FACTS "Faults"); this replaces it.
+// on a full disk; this replaces it.
 //
 // Appends (journals, history) go through appendLine: the line starts on a fresh line, so a
 // torn last line (a crash or a full disk mid-append) never swallows the next entry.

@@ -39,9 +39,6 @@ export async function writeJsonAtomic(path: string, value: unknown, opts: Durabl
   return writeJsonDurable(path, value, opts);
 }
 
-export function writeJsonAtomicSync(path: string, value: unknown, opts: DurableOptions = {}): number {
-  return writeJsonDurable(path, value, opts);
-}
 
 export type ReadResult<T> =
   | { kind: 'ok'; value: T }

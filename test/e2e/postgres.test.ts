@@ -147,31 +147,32 @@ suite('PostgreSQL backend', () => {
     const h1 = startCli(['scheduler', 'start'], { cwd: dir, env: { ...env, ROUTINELY_HOST_ID: 'h1' } });
     const h2 = startCli(['scheduler', 'start'], { cwd: dir, env: { ...env, ROUTINELY_HOST_ID: 'h2' } });
     await Promise.all([h1.waitFor(/\[scheduler\] started/), h2.waitFor(/\[scheduler\] started/)]);
-    await sleep(6000);
+    const recorded = async (): Promise<number> => Number((await sql<{ n: string }>(url, `SELECT count(*) AS n FROM routinely_history WHERE routine = 'tick'`))[0]!.n);
+    // waits for what it needs, not for a time: some ticks with both up, then two with h2 alone
+    await expect.poll(recorded, { timeout: 60_000, interval: 200 }).toBeGreaterThanOrEqual(4);
     h1.child.kill('SIGKILL');
     await h1.exited;
     const killedAt = Date.now();
-    await sleep(4000);
+    const lateTicks = async (): Promise<number> =>
+      Number((await sql<{ n: string }>(url, `SELECT count(*) AS n FROM routinely_ticks WHERE routine = 'tick' AND scheduled_at > to_timestamp($1)`, [(killedAt + 1000) / 1000]))[0]!.n);
+    await expect.poll(lateTicks, { timeout: 60_000, interval: 200 }).toBeGreaterThanOrEqual(2);
     h2.child.kill('SIGTERM');
     expect((await h2.exited).code).toBe(0);
     const ticks = await sql<{ scheduled_at: Date; host: string }>(url, `SELECT scheduled_at, host FROM routinely_ticks WHERE routine = 'tick' ORDER BY scheduled_at`);
     const history = await sql<{ entry: { scheduled_at: string; result: string } }>(url, `SELECT entry FROM routinely_history WHERE routine = 'tick'`);
     const times = history.map((h) => h.entry.scheduled_at);
     expect(new Set(times).size, 'no tick recorded twice').toBe(times.length);
-    expect(times.length).toBeGreaterThanOrEqual(7);
     // which scheduler wins a tick is a race (on a loaded machine one may win every one of them);
     // that both share the ticks is shown by the rolling restarts in pg-topologies.test.ts
     for (const t of ticks) expect(['h1', 'h2']).toContain(t.host);
     // after the kill, h2 alone fired
     const late = ticks.filter((t) => t.scheduled_at.getTime() > killedAt + 1000);
-    expect(late.length).toBeGreaterThanOrEqual(2);
     expect(late.every((t) => t.host === 'h2')).toBe(true);
     // each scheduler logs only the ticks it claimed: a tick fired by the other is not a skip,
     // so every logged fire or skip across both logs is one distinct recorded tick
     const logged = `${h1.stdout()}${h2.stdout()}`.match(/\[routine\] (succeeded|failed|skipped) tick/g) ?? [];
     // (h1 may have been killed between logging a fire and recording it: at most one such)
-    expect(logged.length - times.length).toBeGreaterThanOrEqual(0);
-    expect(logged.length - times.length).toBeLessThanOrEqual(1);
+    expect([0, 1]).toContain(logged.length - times.length);
     const state = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: dir, env })).stdout) as { counts: { success: number; failure: number; skipped: number } }[];
     const c = state[0]!.counts;
     expect(c.success + c.failure + c.skipped).toBe(times.length);

@@ -3,7 +3,7 @@
 // next holder, and a closed stdout never stops the scheduler.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { CLI, childEnv, eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
@@ -90,5 +90,28 @@ describe('the scheduler fires in its own process', () => {
     const status = await runCli(['lock', 'status', '--key', 'scheduler', '--json'], { cwd: project });
     expect(JSON.parse(status.stdout)).toMatchObject({ state: 'held' });
     expect(errText).not.toMatch(/EPIPE|Unhandled/);
+  });
+});
+
+describe("a command routine's environment (SPEC §6)", () => {
+  it('runs in the project root with ROUTINELY_ROUTINE_ID and ROUTINELY_RUN_ID, its own env on top, and in its cwd when it has one', async () => {
+    const show = 'printf "%s|%s|%s|%s\\n" "$ROUTINELY_ROUTINE_ID" "$ROUTINELY_RUN_ID" "$(pwd -P)" "$GREETING" > "$OUT"';
+    const project = testProject({
+      routines: [
+        { id: 'root', schedule: '0 0 1 1 *', action: 'command', run: show, env: { GREETING: 'hello', OUT: 'root.txt' } },
+        { id: 'inside', schedule: '0 0 1 1 *', action: 'command', run: show, cwd: 'sub', env: { GREETING: 'there', OUT: '../inside.txt' } },
+      ],
+    });
+    mkdirSync(join(project, 'sub'));
+    const real = realpathSync(project);
+    // from a folder below the root: the command still runs in the root (or its own cwd)
+    for (const id of ['root', 'inside']) expect((await runCli(['routine', 'run', id], { cwd: join(project, 'sub'), env: { GREETING: 'outer' } })).code).toBe(0);
+    const [rootId, rootRun, rootDir, rootGreeting] = readFileSync(join(project, 'root.txt'), 'utf8').trim().split('|');
+    expect([rootId, rootDir, rootGreeting]).toEqual(['root', real, 'hello']);
+    expect(rootRun).toMatch(/^r-\d{8}T\d{6}Z-[0-9a-f]+$/);
+    const history = JSON.parse((await runCli(['routine', 'history', 'root', '--json'], { cwd: project })).stdout) as { run_id: string }[];
+    expect(history[0]!.run_id).toBe(rootRun);
+    const [insideId, , insideDir, insideGreeting] = readFileSync(join(project, 'inside.txt'), 'utf8').trim().split('|');
+    expect([insideId, insideDir, insideGreeting]).toEqual(['inside', join(real, 'sub'), 'there']);
   });
 });

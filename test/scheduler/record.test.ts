@@ -254,7 +254,7 @@ describe('the scheduler with a spool (stub store, no server)', () => {
     const scheduler = new Scheduler({
       project, clock, log: (e) => events.push(e), reloadProject: () => project, shutdownTimeoutMs: 1000, watchConfig: false,
       store, host: 'h1', spool: true,
-      fire: async (def, at) => {
+      fire: async (_def, at) => {
         fired.push(at.toISOString());
         const t = new Date(clock.now()).toISOString();
         return { result: 'success', reason: null, scheduled_at: at.toISOString(), started_at: t, finished_at: t, duration_ms: 1, exit_code: 0, run_id: null };

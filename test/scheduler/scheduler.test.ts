@@ -476,7 +476,7 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     const scheduler = new Scheduler({
       project, clock, log: () => {}, watchConfig: false, store: fileRoutineStore(project), host: 'test-host', reloadProject: () => project,
       inCharge: () => inCharge,
-      fire: async (def, scheduledAt, o) => {
+      fire: async (_def, scheduledAt, o) => {
         if (!o.mayStart()) return null;
         fired.push(scheduledAt.toISOString());
         return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };

@@ -1,5 +1,4 @@
 import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
 import { indexPath, openFire, readFires, readRoutineState, reconcileOpenFires, recordFire, pauseRoutine, statePath, writeRoutineState } from '../../src/scheduler/file-store.js';
