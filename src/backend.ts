@@ -7,14 +7,34 @@ import type { Project } from './config/load.js';
 import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
 import type { ExecStore } from './exec/store.js';
 import { SCHEDULER_LOCK_KEY, fileLockBackend, type LockBackend } from './lock/backend.js';
+import { readLockStatus, type LockStatus } from './lock/status.js';
+import type { LivenessProbe } from './lock/identity.js';
 import { fileRoutineStore } from './scheduler/file-store.js';
 import { ensureStateRoot } from './state/json-file.js';
 import { trustRoot } from './lock/files.js';
 import type { RoutineStore } from './scheduler/store.js';
 import type { DbClock } from './pg/db-clock.js';
 
+/** What differs between the backends, as the code outside them needs to know it: it asks these,
+ * never which backend it is (`kind` is for display). */
+export interface BackendCaps {
+  /** One scheduler per project, kept out by its lock: a scheduler that loses it stops (files).
+   * Otherwise one per host, every tick claimed once across them, and a lost lease is taken
+   * again (a database). */
+  schedulerPerProject: boolean;
+  /** A fire that cannot be recorded (the database away) is spooled on this host and recorded
+   * later (SPEC §9); with files a record that cannot be written is a state error. */
+  spools: boolean;
+  /** Its clock is shared by every host (the database's, measured): views say which clock. */
+  sharedClock: boolean;
+}
+
 export interface Backend {
+  /** For display (`file`, `postgres`); decisions ask `caps`. */
   kind: 'file' | 'postgres';
+  caps: BackendCaps;
+  /** The statuses of the scheduler locks (one with files, one per host with a database). */
+  schedulerLocks(probe?: LivenessProbe): Promise<LockStatus[]>;
   lock: LockBackend;
   exec: ExecStore;
   routines: RoutineStore;
@@ -53,6 +73,10 @@ export function fileBackend(project: Project): Backend {
   });
   return {
     kind: 'file',
+    caps: { schedulerPerProject: true, spools: false, sharedClock: false },
+    // the lock folder directly: the lock backend's status would also read the exec state for a
+    // generation floor, which a view of the scheduler does not need
+    schedulerLocks: async (probe) => [readLockStatus({ lockDir: project.lockDir, key: SCHEDULER_LOCK_KEY, ...(probe ? { probe } : {}) })],
     lock: {
       ...lock,
       acquire: (key, owner, policy) => {

@@ -28,7 +28,7 @@ const warnTo = (m: string): void => err(`routinely: warning: ${m}`);
 /** Sends what this host spooled while the database was away (SPEC §6), before anything reads or
  * records; returns how many records are still spooled. Only the database backend spools. */
 async function flushSpooled(project: Project, b: Backend): Promise<number> {
-  if (b.kind !== 'postgres') return 0;
+  if (!b.caps.spools) return 0;
   try {
     const r = await flushSpool(b.routines, project.stateDir, warnTo);
     if (r.recorded > 0) warnTo(`recorded ${r.recorded} fire${r.recorded === 1 ? '' : 's'} spooled on this host while the database was away`);
@@ -90,8 +90,8 @@ const RESULT_WORD: Record<string, [string, Colour]> = {
 };
 
 /** Whether a scheduler runs for the project (on any host, with a database). */
-async function schedulerLine(project: Project, backend: Backend): Promise<SchedulerLine> {
-  return schedulerLineOf(await readSchedulerState(project, backend));
+async function schedulerLine(backend: Backend): Promise<SchedulerLine> {
+  return schedulerLineOf(await readSchedulerState(backend));
 }
 
 export async function routineList(flags: { json?: boolean; check?: boolean }, g: GlobalOptions): Promise<number> {
@@ -112,7 +112,7 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
   }
   const { state, scheduler, clockNow, spooled } = await withBackend(project, async (b) => {
     const left = await flushSpooled(project, b);
-    return { state: await b.routines.read(warnTo), scheduler: await schedulerLine(project, b), clockNow: b.kind === 'postgres' ? b.clock.now() : null, spooled: left };
+    return { state: await b.routines.read(warnTo), scheduler: await schedulerLine(b), clockNow: b.caps.sharedClock ? b.clock.now() : null, spooled: left };
   });
   if (spooled > 0) warnTo(`${spooled} record${spooled === 1 ? '' : 's'} of fires on this host ${spooled === 1 ? 'waits' : 'wait'} in ${spoolDir(project.stateDir)}, not in the counts yet`);
   // With a database, next and last runs are reckoned by its clock, as the scheduler fires by it.

@@ -6,7 +6,7 @@ import { fireRoutine, ownerGone } from '../scheduler/firing.js';
 import { commandEnv } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
-import { disposable, openBackend, type Backend } from '../backend.js';
+import { disposable, openBackend, type BackendCaps } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat, type Logger } from '../scheduler/log.js';
 import type { DbClock, OffsetSample } from '../pg/db-clock.js';
@@ -78,7 +78,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     // /healthz: 503 with the reason while the lock is not held, or the state cannot be written
     const problem = (): string | null => {
       const state = stateProblem();
-      return state !== null ? `state folder not writable: ${state}` : lockProblem(lease, backend.kind);
+      return state !== null ? `state folder not writable: ${state}` : lockProblem(lease, backend.caps);
     };
     served = http && (await (await import('./http-status.js')).schedulerHttp({ setup: http, backend, host, log, project: () => current(), lockProblem: problem }));
   } catch (err) {
@@ -91,7 +91,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   try {
     // What this host spooled while the database was away goes first, with its real results
     // (before reconcile would call those fires interrupted).
-    if (backend.kind === 'postgres') {
+    if (backend.caps.spools) {
       const f = await flushSpool(backend.routines, project.stateDir, warn);
       if (f.recorded > 0) warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
     }
@@ -121,13 +121,13 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     notify: (n) => notifyFire({ ...n, log, host, baseEnv: baseEnv(n.project) }),
     store: backend.routines,
     host,
-    spool: backend.kind === 'postgres',
+    spool: backend.caps.spools,
     observer: served?.observer,
     clock: backend.clock,
     // With files the scheduler lock is what keeps a second scheduler out: before every start it
     // is confirmed (a scheduler paused past its TTL finds another in charge and stops without
     // firing). With a database every tick is claimed once across schedulers, which decides.
-    inCharge: backend.kind === 'file' ? () => lease.verify().ok : undefined,
+    inCharge: backend.caps.schedulerPerProject ? () => lease.verify().ok : undefined,
   });
   const unwatchClock = backend.dbClock ? await watchDbClock(backend.dbClock, log, () => scheduler.clockStepped()) : () => {};
   current = () => scheduler.currentProject;
@@ -143,7 +143,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   let lost = false;
   const onLost = (): void => {
     const why = lease.lost?.why ?? 'unknown';
-    if (backend.kind === 'file' && lease.lostToWriteErrors) {
+    if (backend.caps.schedulerPerProject && lease.lostToWriteErrors) {
       // Its heartbeat could not be written (a read-only or failing state folder), and nobody
       // took the lock: the scheduler stays up with its fires held, and takes its lock again once
       // the folder can be written (SPEC §4.15).
@@ -151,7 +151,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
       void retakeWhenWritable();
       return;
     }
-    if (backend.kind === 'file') {
+    if (backend.caps.schedulerPerProject) {
       // With files the scheduler lock is what keeps a second scheduler out: stop.
       lost = true;
       log({ event: 'scheduler.lock_lost', why });
@@ -262,8 +262,8 @@ async function watchDbClock(clock: DbClock, log: Logger, stepped: () => void): P
 }
 
 /** Why the scheduler does not hold its lock now (for /healthz); null while it does. */
-function lockProblem(lease: Lease, kind: Backend['kind']): string | null {
+function lockProblem(lease: Lease, caps: BackendCaps): string | null {
   if (lease.held()) return null;
   const why = `scheduler lock lost (${lease.lost?.why ?? 'released'})`;
-  return kind === 'postgres' ? `${why}; taking it again` : why;
+  return caps.schedulerPerProject ? why : `${why}; taking it again`;
 }

@@ -14,7 +14,7 @@ import { loadForView } from './view-project.js';
 
 export async function schedulerStatus(flags: { json?: boolean }, g: GlobalOptions): Promise<number> {
   const { project } = loadForView(g);
-  const state = await withBackend(project, (b) => readSchedulerState(project, b));
+  const state = await withBackend(project, (b) => readSchedulerState(b));
   if (flags.json) out(JSON.stringify(stateJson(state), null, 2));
   else for (const line of statusLines(state)) out(line);
   // as `systemctl status` of an inactive unit
@@ -25,7 +25,7 @@ export async function schedulerStop(flags: { timeout: number }, g: GlobalOptions
   const { project } = loadForView(g);
   const here = hostId();
   const r = await withBackend(project, (b) =>
-    stopScheduler(project, b, {
+    stopScheduler(b, {
       timeoutMs: flags.timeout * 1000,
       onSignalled: (s) => out(`stopping the scheduler (pid ${s.pid} on ${printable(s.host)}): sent SIGTERM, waiting up to ${flags.timeout}s for it to exit`),
     }),

@@ -28,9 +28,12 @@ export async function postgresBackend(project: Project, skewNotice: (message: st
   const warning = skewWarning(clock.offsetMs ?? 0);
   if (warning) skewNotice(warning);
   clock.startRefreshing(Math.max(1000, Math.min(project.lockRefreshMs, CLOCK_REFRESH_MAX_MS)));
+  const lock = pgLockBackend({ db, project: name, lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs });
   return {
     kind: 'postgres',
-    lock: pgLockBackend({ db, project: name, lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs }),
+    caps: { schedulerPerProject: false, spools: true, sharedClock: true },
+    schedulerLocks: async () => Promise.all((await lock.keys(`${SCHEDULER_LOCK_KEY}@`)).map((k) => lock.status(k))),
+    lock,
     exec: pgExecStore(db, project as Project & { backend: { type: 'postgres'; url: string; project: string } }),
     routines: pgRoutineStore(db, name, project.config.retention.historyLines),
     // one scheduler per host; the ticks are shared out through routinely_ticks

@@ -7,7 +7,6 @@
 import { readFileSync } from 'node:fs';
 import type { Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
-import type { Project } from '../config/load.js';
 import { errnoCode } from '../errors.js';
 import { myUid } from '../lock/files.js';
 import { quietly, systemProbe, type LivenessProbe } from '../lock/identity.js';
@@ -69,16 +68,16 @@ function exited(s: SchedulerInstance, probe: LivenessProbe): boolean {
   return p.state === 'dead' || (p.state === 'alive' && !!p.startTime && p.startTime !== s.record.owner.start_time);
 }
 
-export async function stopScheduler(project: Project, backend: Backend, o: StopOptions): Promise<StopResult> {
+export async function stopScheduler(backend: Backend, o: StopOptions): Promise<StopResult> {
   const clock = o.clock ?? systemClock;
   const probe = o.probe ?? systemProbe();
-  const state = await readSchedulerState(project, backend, probe);
+  const state = await readSchedulerState(backend, probe);
   const target = state.schedulers.find((s) => s.here);
   if (!target) {
     // With files the project has one scheduler: elsewhere it is still this project's. With a
     // database each host runs its own: this host's is not running.
     const only = state.schedulers[0];
-    return backend.kind === 'file' && only ? { kind: 'elsewhere', scheduler: only } : { kind: 'not-running', state };
+    return backend.caps.schedulerPerProject && only ? { kind: 'elsewhere', scheduler: only } : { kind: 'not-running', state };
   }
   const why = unproven(target, probe);
   if (why) return { kind: 'unverified', scheduler: target, why };

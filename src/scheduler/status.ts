@@ -4,11 +4,9 @@
 // (stale) means no scheduler runs; it is reported with why, for the person who wonders.
 
 import type { Backend } from '../backend.js';
-import type { Project } from '../config/load.js';
-import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import { samePidSpace, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../lock/record.js';
-import { readLockStatus, type LockStatus } from '../lock/status.js';
+import type { LockStatus } from '../lock/status.js';
 
 export interface SchedulerInstance {
   /** Its lock key: `scheduler`, or `scheduler@<host>` with a database. */
@@ -59,14 +57,8 @@ function instance(s: LockStatus, probe: LivenessProbe): SchedulerInstance | null
 
 /** The project's schedulers, from their locks. Cheap (a folder listing and a read, or two small
  * queries) and read-only: nothing is reclaimed, moved or written. */
-export async function readSchedulerState(project: Project, backend: Backend, probe: LivenessProbe = systemProbe()): Promise<SchedulerState> {
-  const statuses: LockStatus[] =
-    backend.kind === 'file'
-      ? // the lock folder directly: the backend's status would also read the exec state for a
-        // generation floor, which a view of the scheduler does not need
-        [readLockStatus({ lockDir: project.lockDir, key: SCHEDULER_LOCK_KEY, probe })]
-      : await Promise.all((await backend.lock.keys(`${SCHEDULER_LOCK_KEY}@`)).map((k) => backend.lock.status(k)));
-  return stateOf(statuses, backend.kind, probe);
+export async function readSchedulerState(backend: Backend, probe: LivenessProbe = systemProbe()): Promise<SchedulerState> {
+  return stateOf(await backend.schedulerLocks(probe), backend.kind, probe);
 }
 
 /** The state from the scheduler locks' statuses (also `routine list`'s fast path, which reads
