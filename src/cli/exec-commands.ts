@@ -4,18 +4,10 @@ import { printable } from '../printable.js';
 import { relative } from 'node:path';
 import { loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
-import {
-  execResume,
-  execRun,
-  execStatus,
-  listRuns,
-  register,
-  resetTasks,
-  showRun,
-  type ExecContext,
-  type RegisterSummary,
-  type RunOptions,
-} from '../exec/operations.js';
+import type { ExecContext } from '../exec/context.js';
+import { execResume, execRun, register, resetTasks, type RunOptions } from '../exec/operations.js';
+import type { RegisterSummary } from '../exec/registry-sync.js';
+import { execStatus, listRuns, showRun } from '../exec/views.js';
 import { attemptStart, exitCodeFor, nextBesideShow } from '../exec/outcome.js';
 import { summarize, type RunState } from '../exec/run-state.js';
 import { busyPolicy, reportBusy, waitNotice, type BusyFlags, type Policy } from './busy.js';

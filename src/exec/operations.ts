@@ -1,153 +1,28 @@
-// The exec commands as library operations (SPEC §5): register, run, resume, reset, and the read
-// views. Each takes the project exec lock itself and returns a typed outcome; the CLI prints it.
+// The exec commands as library operations (SPEC §5): register, run, resume, reset. Each takes the
+// project exec lock itself and returns a typed outcome; the CLI prints it. The registry's upkeep
+// is in registry-sync.ts, the read views in views.ts.
 
-import { basename } from 'node:path';
-import { printable } from '../printable.js';
 import { acquireAnnounced } from '../announced-wait.js';
-import { openBackend, type Backend } from '../backend.js';
-import { systemClock, type Clock } from '../clock.js';
-import type { LockRecord } from '../lock/record.js';
-import type { Project } from '../config/load.js';
+import type { Backend } from '../backend.js';
+import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/types.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';
 import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/backend.js';
 import { randomHex } from '../lock/files.js';
-import { samePidSpace, selfIdentity, systemProbe } from '../lock/identity.js';
+import { selfIdentity } from '../lock/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
+import type { LockRecord } from '../lock/record.js';
+import { nowIso, withStore, type ExecContext } from './context.js';
 import { executeRun } from './executor.js';
-import { asRecorded, finalStatus, foldRun, rebuildRegistry } from './outcome.js';
+import { asRecorded, finalStatus, foldRun } from './outcome.js';
 import { dependencyOrder } from './plan.js';
-import { emptyRegistry, syncRegistry, taskHash, type Registry } from './registry.js';
+import { nothingToRunWhy, ownerAlive, prepareRegistry, selectTasks, type RegisterSummary } from './registry-sync.js';
+import { taskHash, type Registry } from './registry.js';
 import { applyEvent, isRunId, newRunId, summarize, type RunEvent, type RunState, type TaskRun } from './run-state.js';
 import { FencedError, type ExecStore } from './store.js';
 import { loadTaskDefinitions, type SourcedTask } from './task-source.js';
 
-export interface ExecContext {
-  project: Project;
-  clock?: Clock;
-  /** Non-fatal problems (a corrupt registry moved aside, ...). */
-  warn?: (message: string) => void;
-  /** Environment for tasks (default process.env). */
-  env?: NodeJS.ProcessEnv;
-  /** An open backend to use (else the project's is opened and closed per operation). */
-  backend?: Backend;
-}
-
-/** Runs `fn` with the context's backend, or with the project's, opened for the call. */
-async function withStore<T>(ctx: ExecContext, fn: (backend: Backend) => Promise<T>): Promise<T> {
-  if (ctx.backend) return fn(ctx.backend);
-  const backend = await openBackend(ctx.project);
-  try {
-    return await fn(backend);
-  } finally {
-    await backend.close();
-  }
-}
-
 type Busy = Exclude<AcquireResult, { ok: true }>;
-
-export interface RegisterSummary {
-  added: string[];
-  changed: string[];
-  retired: string[];
-  total: number;
-}
-
-const nowIso = (c: Clock): string => new Date(c.now()).toISOString();
-
-/** Every run the store can read, oldest first (unreadable ones reported and skipped). */
-async function allRuns(store: ExecStore, warn: (m: string) => void): Promise<RunState[]> {
-  const runs: RunState[] = [];
-  for (const id of await store.listRunIds(100_000)) {
-    try {
-      const run = await store.loadRun(id);
-      if (run) runs.push(run);
-    } catch (err) {
-      warn((err as Error).message);
-    }
-  }
-  return runs.reverse();
-}
-
-/** The registry; a missing or corrupt one is rebuilt from the runs, never taken for "nothing
- * ever ran" (SPEC §3). `write`: under the exec lock, about to save it (a corrupt file is moved
- * aside); else a read-only view (nothing is moved or written). */
-async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: SourcedTask[], write: boolean, clock: Clock = ctx.clock ?? systemClock): Promise<{ registry: Registry; rebuilt: boolean }> {
-  const warn = ctx.warn ?? (() => {});
-  const read = await store.loadRegistry({ write });
-  if (read.kind === 'ok') return { registry: read.registry, rebuilt: false };
-  const runs = await allRuns(store, warn);
-  if (read.kind === 'missing' && runs.length === 0) return { registry: emptyRegistry(), rebuilt: false };
-  const how = read.kind === 'missing' ? 'is missing' : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
-  warn(`${store.registryLocation} ${how}; rebuilt from ${runs.length} run${runs.length === 1 ? '' : 's'}`);
-  const registry = rebuildRegistry(runs, defs, nowIso(clock));
-  // A run still RUNNING is either someone's live run (a read-only view) or a dead holder's (we
-  // hold the lock): either way it must be folded again when it ends.
-  registry.active_runs = runs.filter((r) => r.status === 'RUNNING').map((r) => r.run_id);
-  return { registry, rebuilt: true };
-}
-
-/** Under the lock: fold runs left unfinished by dead holders, then sync with the definitions. */
-async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
-  const warn = ctx.warn ?? (() => {});
-  let { registry, rebuilt } = await currentRegistry(ctx, store, defs, true, clock);
-  await lease.raiseGeneration((registry.generation ?? 0) + 1);
-  let dirty = rebuilt;
-  for (const runId of registry.active_runs) {
-    if (runId === currentRun) continue;
-    let run: RunState | null;
-    try {
-      run = isRunId(runId) ? await store.loadRun(runId) : null;
-    } catch (err) {
-      warn((err as Error).message);
-      run = null;
-    }
-    if (run === null) {
-      registry = { ...registry, active_runs: registry.active_runs.filter((r) => r !== runId) };
-      dirty = true;
-      continue;
-    }
-    await lease.raiseGeneration(run.generation + 1);
-    if (run.status === 'RUNNING') {
-      if (ownerAlive(run)) continue; // a holder winding down after losing the lock
-      run = await markOwnerDead(store, run, lease, clock);
-    }
-    registry = foldRun(registry, run, nowIso(clock));
-    dirty = true;
-  }
-  const sync = syncRegistry(registry, defs, nowIso(clock), lease.generation);
-  if (dirty || sync.added.length || sync.changed.length || sync.retired.length) {
-    await store.saveRegistry(sync.registry, nowIso(clock), lease);
-  }
-  const summary: RegisterSummary = { added: sync.added, changed: sync.changed, retired: sync.retired, total: defs.length };
-  return { registry: sync.registry, summary };
-}
-
-/** A RUNNING run's owner is alive when it is this very process or a live process on this host
- * with the recorded start time. */
-function ownerAlive(run: RunState): boolean {
-  const probe = systemProbe();
-  const o = run.owner;
-  if (!samePidSpace(o, probe)) return false; // we hold the lock: a writer elsewhere has lost it
-  const p = probe.inspect(o.pid);
-  return p.state === 'alive' && (!p.startTime || !o.start_time || p.startTime === o.start_time);
-}
-
-async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, clock: Clock): Promise<RunState> {
-  const event: RunEvent = {
-    type: 'run-finished', gen: lease.generation, at: nowIso(clock), status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
-    why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
-    next: `routinely exec resume ${run.run_id}`,
-  };
-  const writer = store.runWriter(run.run_id, lease);
-  try {
-    writer.append(event);
-    await writer.flush();
-  } finally {
-    await writer.close();
-  }
-  return applyEvent(run, event);
-}
 
 export interface LockedPolicy extends BusyPolicy {
   /** Called once the exec lock is held, before any work (awaited: a fire records that it has
@@ -201,40 +76,6 @@ export type RunOutcome =
   | { kind: 'busy'; busy: Busy }
   | { kind: 'nothing'; summary: RegisterSummary; why: string }
   | { kind: 'done'; state: RunState; summary: RegisterSummary; bytesWritten: number };
-
-/** Selects the ready tasks: pending (or skipped earlier for a dependency) with every dependency
- * already succeeded or itself selected. Named tasks are taken as they are. */
-export function selectTasks(registry: Registry, named: string[] | undefined): string[] {
-  const entries = Object.values(registry.tasks).filter((e) => e.status !== 'retired');
-  if (named && named.length > 0) return named;
-  const chosen = new Set(entries.filter((e) => e.status === 'pending' || e.status === 'skipped_dependency').map((e) => e.id));
-  let changed = true;
-  while (changed) {
-    changed = false;
-    for (const id of chosen) {
-      const deps = registry.tasks[id]!.definition.dependsOn ?? [];
-      if (!deps.every((d) => chosen.has(d) || registry.tasks[d]?.status === 'succeeded')) {
-        chosen.delete(id);
-        changed = true;
-      }
-    }
-  }
-  return entries.filter((e) => chosen.has(e.id)).map((e) => e.id);
-}
-
-/** Why `exec run` found nothing to run, and how to run again: counts by status, then the
- * command that changes that (reset, resume). */
-export function nothingToRunWhy(registry: Registry): string {
-  const entries = Object.values(registry.tasks).filter((e) => e.status !== 'retired');
-  if (entries.length === 0) return 'nothing to run: the config has no tasks (exec.tasks, exec.taskDirs)';
-  const count = (s: string): number => entries.filter((e) => e.status === s).length;
-  const WORDS: [string, string][] = [['succeeded', 'succeeded'], ['failed', 'failed'], ['skipped_dependency', 'waiting for a failed dependency'], ['interrupted', 'interrupted'], ['running', 'running'], ['pending', 'pending behind those']];
-  const parts = WORDS.filter(([s]) => count(s) > 0).map(([s, w]) => `${count(s)} ${w}`);
-  const hints: string[] = [];
-  if (count('failed') + count('skipped_dependency') + count('interrupted') > 0) hints.push('routinely exec resume retries the failed and interrupted tasks of their run');
-  hints.push(`routinely exec reset TASK… sets tasks back to pending for the next exec run`);
-  return `nothing to run: ${entries.length === count('succeeded') ? `all ${entries.length} task${entries.length === 1 ? '' : 's'} succeeded` : parts.join(', ')}\n  ${hints.join('\n  ')}`;
-}
 
 function checkNamed(defs: SourcedTask[], named: string[] | undefined): void {
   if (!named) return;
@@ -517,124 +358,3 @@ export async function resetTasks(ctx: ExecContext, ids: string[], policy: Locked
   });
 }
 
-export interface TaskView {
-  id: string;
-  status: string;
-  provider: string;
-  source: string;
-  dependsOn: string[];
-  last_run_id: string | null;
-  last_exit_code: number | null;
-  updated_at: string;
-}
-
-/** The registry as it stands, with the live statuses of runs still in progress. Read-only: it
- * neither takes the lock nor registers (run `register` for that). */
-export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
-  const defs = loadTaskDefinitions(ctx.project);
-  return withStore(ctx, async (backend) => {
-  const store = backend.exec;
-  const before = await holderGeneration(backend);
-  const { registry } = await currentRegistry(ctx, store, defs, false, ctx.clock ?? backend.clock);
-  const loaded: RunState[] = [];
-  for (const runId of registry.active_runs) {
-    try {
-      const run = isRunId(runId) ? await store.loadRun(runId) : null;
-      if (run) loaded.push(run);
-    } catch {
-      // shown by `exec show`
-    }
-  }
-  const holders = [before, await holderGeneration(backend)];
-  const live = new Map<string, TaskRun>();
-  for (const run of loaded.map((r) => asSeen(r, holders))) {
-    for (const [id, t] of Object.entries(run.tasks)) {
-      // never over what a newer generation recorded (a run of a holder that lost the lock)
-      if ((t.gen ?? run.generation) < (registry.tasks[id]?.generation ?? 0)) continue;
-      if (run.status === 'RUNNING' || t.status !== 'pending') live.set(id, t);
-    }
-  }
-  return Object.values(registry.tasks).map((e) => ({
-    id: e.id,
-    status: live.get(e.id)?.status ?? e.status,
-    provider: e.definition.provider ?? 'default',
-    source: e.source,
-    dependsOn: e.definition.dependsOn ?? [],
-    last_run_id: e.last_run_id,
-    last_exit_code: e.last_exit_code,
-    updated_at: e.updated_at,
-  }));
-  });
-}
-
-/** Who holds the exec lock, as a reader judges a RUNNING run by it: the generation of a live
- * holder, `free`, `expired` (stale: whoever had it can write nothing more, every write is
- * fenced), or undefined when it cannot be read (then nothing is concluded from it). */
-type LockSeen = number | 'free' | 'expired' | undefined;
-
-async function holderGeneration(backend: Backend): Promise<LockSeen> {
-  try {
-    const s = await backend.lock.status(EXEC_LOCK_KEY);
-    return s.state === 'free' ? 'free' : s.state === 'stale' ? 'expired' : s.generation;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A run as a read-only view shows it, without writing anything now:
- * - one left RUNNING by a process that is gone (SIGKILL, a crash) reads as INTERRUPTED /
- *   OWNER_DEAD, as the next command will record it;
- * - one left RUNNING by a writer whose generation no longer holds the exec lock (free, expired,
- *   or held at another epoch) reads as INTERRUPTED too: nothing runs it any more, and its final record
- *   may have been lost with the database (an asynchronous failover). `holders` are the lock's holder
- *   generations read before and after the run was read; only when every read agrees, so a run
- *   that starts or ends between the reads is not misjudged. */
-export function asSeen(run: RunState, holders?: readonly LockSeen[]): RunState {
-  if (run.status !== 'RUNNING') return run;
-  const interrupted = (why_code: 'OWNER_DEAD' | 'LOCK_LOST', why: string): RunState => ({
-    ...run,
-    tasks: Object.fromEntries(Object.entries(run.tasks).map(([id, t]) => [id, t.status === 'running' ? { ...t, status: 'interrupted' as const } : t])),
-    status: 'INTERRUPTED', why_code, why, next: `routinely exec resume ${run.run_id}`,
-  });
-  const who = `pid ${run.owner.pid} on ${printable(run.owner.host)}`;
-  if (!ownerAlive(run) && samePidSpace(run.owner, systemProbe())) return interrupted('OWNER_DEAD', `its process (${who}) ended without finishing the run`);
-  const now = holders?.at(-1);
-  if (!holders?.length || !holders.every((h) => h !== undefined && h !== run.generation)) return run;
-  const lock = now === 'free' ? 'the exec lock is free' : now === 'expired' ? 'its lease expired' : `the exec lock is held at epoch ${now}`;
-  return interrupted('LOCK_LOST', `its writer (${who}, epoch ${run.generation}) no longer holds the exec lock (${lock}); the run did not finish on record`);
-}
-
-/** A run whose state cannot be read at all (its run.json damaged and no journal to rebuild it). */
-export interface UnreadableRun {
-  run_id: string;
-  status: 'UNREADABLE';
-  why: string;
-}
-
-export async function listRuns(ctx: ExecContext, limit = 20): Promise<(RunState | UnreadableRun)[]> {
-  return withStore(ctx, async (backend) => {
-    const store = backend.exec;
-    const before = await holderGeneration(backend);
-    const runs: (RunState | UnreadableRun)[] = [];
-    for (const id of await store.listRunIds(limit)) {
-      try {
-        const r = await store.loadRun(id);
-        if (r) runs.push(r);
-      } catch (err) {
-        runs.push({ run_id: id, status: 'UNREADABLE', why: (err as Error).message });
-      }
-    }
-    const holders = [before, await holderGeneration(backend)];
-    return runs.map((r) => (r.status === 'UNREADABLE' ? r : asSeen(r as RunState, holders)));
-  });
-}
-
-export async function showRun(ctx: ExecContext, runId: string): Promise<RunState> {
-  if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
-  return withStore(ctx, async (backend) => {
-    const before = await holderGeneration(backend);
-    const run = await backend.exec.loadRun(runId);
-    if (!run) throw new NotFoundError(`no run ${runId} in ${backend.exec.location}`);
-    return asSeen(run, [before, await holderGeneration(backend)]);
-  });
-}

@@ -3,7 +3,7 @@
 // serves the same rows as `routine list --json`, `lock status --json` and `exec runs --json`.
 
 import type { TaskStatus } from '../exec/registry.js';
-import type { UnreadableRun } from '../exec/operations.js';
+import type { UnreadableRun } from '../exec/views.js';
 import type { RunState } from '../exec/run-state.js';
 import type { LockStatus } from '../lock/status.js';
 import type { HistoryEntry } from '../state/history.js';

@@ -2,7 +2,7 @@
 // 15): pure decisions over plain data.
 
 import { describe, expect, it } from 'vitest';
-import { asSeen } from '../../src/exec/operations.js';
+import { asSeen } from '../../src/exec/views.js';
 import { asRecorded } from '../../src/exec/outcome.js';
 import type { RunEvent, RunState, TaskRun } from '../../src/exec/run-state.js';
 

@@ -1,0 +1,151 @@
+// The registry kept in step with the runs and the task definitions (SPEC §5): rebuilt from the
+// runs when it is missing or damaged, runs left RUNNING by dead holders folded in under the
+// lock, and which tasks an `exec run` picks from it (and why none, when none).
+
+import { basename } from 'node:path';
+import { systemClock, type Clock } from '../clock.js';
+import { samePidSpace, systemProbe } from '../lock/identity.js';
+import type { Lease } from '../lock/lease.js';
+import { printable } from '../printable.js';
+import { nowIso, type ExecContext } from './context.js';
+import { foldRun, rebuildRegistry } from './outcome.js';
+import { emptyRegistry, syncRegistry, type Registry } from './registry.js';
+import { applyEvent, isRunId, type RunEvent, type RunState } from './run-state.js';
+import type { ExecStore } from './store.js';
+import type { SourcedTask } from './task-source.js';
+
+export interface RegisterSummary {
+  added: string[];
+  changed: string[];
+  retired: string[];
+  total: number;
+}
+
+/** Every run the store can read, oldest first (unreadable ones reported and skipped). */
+async function allRuns(store: ExecStore, warn: (m: string) => void): Promise<RunState[]> {
+  const runs: RunState[] = [];
+  for (const id of await store.listRunIds(100_000)) {
+    try {
+      const run = await store.loadRun(id);
+      if (run) runs.push(run);
+    } catch (err) {
+      warn((err as Error).message);
+    }
+  }
+  return runs.reverse();
+}
+
+/** The registry; a missing or corrupt one is rebuilt from the runs, never taken for "nothing
+ * ever ran" (SPEC §3). `write`: under the exec lock, about to save it (a corrupt file is moved
+ * aside); else a read-only view (nothing is moved or written). */
+export async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: SourcedTask[], write: boolean, clock: Clock = ctx.clock ?? systemClock): Promise<{ registry: Registry; rebuilt: boolean }> {
+  const warn = ctx.warn ?? (() => {});
+  const read = await store.loadRegistry({ write });
+  if (read.kind === 'ok') return { registry: read.registry, rebuilt: false };
+  const runs = await allRuns(store, warn);
+  if (read.kind === 'missing' && runs.length === 0) return { registry: emptyRegistry(), rebuilt: false };
+  const how = read.kind === 'missing' ? 'is missing' : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
+  warn(`${store.registryLocation} ${how}; rebuilt from ${runs.length} run${runs.length === 1 ? '' : 's'}`);
+  const registry = rebuildRegistry(runs, defs, nowIso(clock));
+  // A run still RUNNING is either someone's live run (a read-only view) or a dead holder's (we
+  // hold the lock): either way it must be folded again when it ends.
+  registry.active_runs = runs.filter((r) => r.status === 'RUNNING').map((r) => r.run_id);
+  return { registry, rebuilt: true };
+}
+
+/** Under the lock: fold runs left unfinished by dead holders, then sync with the definitions. */
+export async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
+  const warn = ctx.warn ?? (() => {});
+  let { registry, rebuilt } = await currentRegistry(ctx, store, defs, true, clock);
+  await lease.raiseGeneration((registry.generation ?? 0) + 1);
+  let dirty = rebuilt;
+  for (const runId of registry.active_runs) {
+    if (runId === currentRun) continue;
+    let run: RunState | null;
+    try {
+      run = isRunId(runId) ? await store.loadRun(runId) : null;
+    } catch (err) {
+      warn((err as Error).message);
+      run = null;
+    }
+    if (run === null) {
+      registry = { ...registry, active_runs: registry.active_runs.filter((r) => r !== runId) };
+      dirty = true;
+      continue;
+    }
+    await lease.raiseGeneration(run.generation + 1);
+    if (run.status === 'RUNNING') {
+      if (ownerAlive(run)) continue; // a holder winding down after losing the lock
+      run = await markOwnerDead(store, run, lease, clock);
+    }
+    registry = foldRun(registry, run, nowIso(clock));
+    dirty = true;
+  }
+  const sync = syncRegistry(registry, defs, nowIso(clock), lease.generation);
+  if (dirty || sync.added.length || sync.changed.length || sync.retired.length) {
+    await store.saveRegistry(sync.registry, nowIso(clock), lease);
+  }
+  const summary: RegisterSummary = { added: sync.added, changed: sync.changed, retired: sync.retired, total: defs.length };
+  return { registry: sync.registry, summary };
+}
+
+/** A RUNNING run's owner is alive when it is this very process or a live process on this host
+ * with the recorded start time. */
+export function ownerAlive(run: RunState): boolean {
+  const probe = systemProbe();
+  const o = run.owner;
+  if (!samePidSpace(o, probe)) return false; // we hold the lock: a writer elsewhere has lost it
+  const p = probe.inspect(o.pid);
+  return p.state === 'alive' && (!p.startTime || !o.start_time || p.startTime === o.start_time);
+}
+
+async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, clock: Clock): Promise<RunState> {
+  const event: RunEvent = {
+    type: 'run-finished', gen: lease.generation, at: nowIso(clock), status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
+    why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
+    next: `routinely exec resume ${run.run_id}`,
+  };
+  const writer = store.runWriter(run.run_id, lease);
+  try {
+    writer.append(event);
+    await writer.flush();
+  } finally {
+    await writer.close();
+  }
+  return applyEvent(run, event);
+}
+
+/** Selects the ready tasks: pending (or skipped earlier for a dependency) with every dependency
+ * already succeeded or itself selected. Named tasks are taken as they are. */
+export function selectTasks(registry: Registry, named: string[] | undefined): string[] {
+  const entries = Object.values(registry.tasks).filter((e) => e.status !== 'retired');
+  if (named && named.length > 0) return named;
+  const chosen = new Set(entries.filter((e) => e.status === 'pending' || e.status === 'skipped_dependency').map((e) => e.id));
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (const id of chosen) {
+      const deps = registry.tasks[id]!.definition.dependsOn ?? [];
+      if (!deps.every((d) => chosen.has(d) || registry.tasks[d]?.status === 'succeeded')) {
+        chosen.delete(id);
+        changed = true;
+      }
+    }
+  }
+  return entries.filter((e) => chosen.has(e.id)).map((e) => e.id);
+}
+
+/** Why `exec run` found nothing to run, and how to run again: counts by status, then the
+ * command that changes that (reset, resume). */
+export function nothingToRunWhy(registry: Registry): string {
+  const entries = Object.values(registry.tasks).filter((e) => e.status !== 'retired');
+  if (entries.length === 0) return 'nothing to run: the config has no tasks (exec.tasks, exec.taskDirs)';
+  const count = (s: string): number => entries.filter((e) => e.status === s).length;
+  const WORDS: [string, string][] = [['succeeded', 'succeeded'], ['failed', 'failed'], ['skipped_dependency', 'waiting for a failed dependency'], ['interrupted', 'interrupted'], ['running', 'running'], ['pending', 'pending behind those']];
+  const parts = WORDS.filter(([s]) => count(s) > 0).map(([s, w]) => `${count(s)} ${w}`);
+  const hints: string[] = [];
+  if (count('failed') + count('skipped_dependency') + count('interrupted') > 0) hints.push('routinely exec resume retries the failed and interrupted tasks of their run');
+  hints.push(`routinely exec reset TASK… sets tasks back to pending for the next exec run`);
+  return `nothing to run: ${entries.length === count('succeeded') ? `all ${entries.length} task${entries.length === 1 ? '' : 's'} succeeded` : parts.join(', ')}\n  ${hints.join('\n  ')}`;
+}
+
