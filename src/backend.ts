@@ -11,7 +11,7 @@ import { readLockStatus, type LockStatus } from './lock/status.js';
 import type { LivenessProbe } from './lock/identity.js';
 import { fileRoutineStore } from './scheduler/file-store.js';
 import { ensureStateRoot } from './state/json-file.js';
-import { trustRoot } from './lock/files.js';
+import { trustRoot } from './fs/files.js';
 import type { RoutineStore } from './scheduler/store.js';
 import type { DbClock } from './pg/db-clock.js';
 

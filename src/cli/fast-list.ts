@@ -9,7 +9,7 @@ import { fstatSync, statSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Project } from '../config/load.js';
 import { ExitCode, asStorageError, isStorageError } from '../errors.js';
-import { trustRoot } from '../lock/files.js';
+import { trustRoot } from '../fs/files.js';
 import { readLockStatus } from '../lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import { stateOf } from '../scheduler/status.js';

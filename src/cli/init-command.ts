@@ -3,7 +3,7 @@
 // nested project is almost always a mistake).
 
 import { accessSync, closeSync, constants, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { lstatQuiet } from '../lock/files.js';
+import { lstatQuiet } from '../fs/files.js';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { displayPath, findConfigUpward } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';

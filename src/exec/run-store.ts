@@ -5,7 +5,7 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { NotFoundError, StateIOError, UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
-import { STATE_FILE_CAP, readFileChecked, readNoFollow } from '../lock/files.js';
+import { STATE_FILE_CAP, readFileChecked, readNoFollow } from '../fs/files.js';
 import { openAppend, writeAll } from '../state/durable.js';
 import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';

@@ -11,7 +11,7 @@ import { renameSync, watch, type FSWatcher } from 'node:fs';
 import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { FileLease, lastReleased, type ViewStamp } from './file-lease.js';
-import { checkFolder, ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
+import { checkFolder, ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { generationFloor } from './generation.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';

@@ -3,7 +3,7 @@
 
 import type { Clock } from '../clock.js';
 import { acquireFileLease } from './acquire.js';
-import { namesIn } from './files.js';
+import { namesIn } from '../fs/files.js';
 import type { LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
 import { breakStaleLock, readLockStatus, type BreakResult, type LockStatus } from './status.js';

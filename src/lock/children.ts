@@ -6,7 +6,7 @@
 import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnsafePathError, errnoCode } from '../errors.js';
-import { LOCK_FILE_CAP, ensureDir, readFileChecked, unlinkQuiet } from './files.js';
+import { LOCK_FILE_CAP, ensureDir, readFileChecked, unlinkQuiet } from '../fs/files.js';
 import { samePidSpace, type LivenessProbe } from './identity.js';
 import type { LockHooks } from './lease.js';
 import { journalPath, type LockPaths } from './paths.js';

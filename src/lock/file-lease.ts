@@ -13,7 +13,7 @@ import type { Clock } from '../clock.js';
 import { printable } from '../printable.js';
 import { FolderReplacedError, errnoCode } from '../errors.js';
 import { ChildJournal } from './children.js';
-import { checkFolder, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from './files.js';
+import { checkFolder, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import type { LivenessProbe } from './identity.js';
 import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
 import { LeaseState, giveUpLeadMs } from './lease-state.js';

@@ -10,7 +10,7 @@
 // registry, routine history) through `floor`.
 
 import { UnsafePathError } from '../errors.js';
-import { LOCK_FILE_CAP, readFileChecked } from './files.js';
+import { LOCK_FILE_CAP, readFileChecked } from '../fs/files.js';
 import type { LockPaths } from './paths.js';
 import { MAX_GENERATION } from './record.js';
 import { highestStaleGeneration } from './reclaim.js';

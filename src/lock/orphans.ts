@@ -9,7 +9,7 @@
 
 import type { Clock } from '../clock.js';
 import { RoutinelyError, ExitCode, errnoCode } from '../errors.js';
-import { myUid } from './files.js';
+import { myUid } from '../fs/files.js';
 import type { LivenessProbe } from './identity.js';
 import type { ChildGroup } from './record.js';
 

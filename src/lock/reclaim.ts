@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { readChildJournal } from './children.js';
-import { linkNew, lstatQuiet, readFileChecked, unlinkQuiet, writeNewFile, LOCK_FILE_CAP } from './files.js';
+import { linkNew, lstatQuiet, readFileChecked, unlinkQuiet, writeNewFile, LOCK_FILE_CAP } from '../fs/files.js';
 import { samePidSpace, type LivenessProbe } from './identity.js';
 import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
 import { freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths } from './paths.js';

@@ -4,7 +4,7 @@
 import { readdirSync } from 'node:fs';
 import { readChecksummed } from '../checksum.js';
 import { UnsafePathError, errnoCode } from '../errors.js';
-import { LOCK_FILE_CAP, readFileChecked } from './files.js';
+import { LOCK_FILE_CAP, readFileChecked } from '../fs/files.js';
 import { beatPath, freeGeneration, isLockId, slotGeneration, slotPath, type LockPaths } from './paths.js';
 import { isChildGroup, parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
 

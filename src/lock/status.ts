@@ -4,7 +4,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import { attemptAcquire, lookAtLock } from './acquire.js';
 import { systemProbe, type LivenessProbe } from './identity.js';
-import { checkFolder } from './files.js';
+import { checkFolder } from '../fs/files.js';
 import { readChildJournal } from './children.js';
 import { journalPath, lockPaths, type LockPaths } from './paths.js';
 import type { LockRecord } from './record.js';

@@ -4,7 +4,7 @@
 // clock — is refused in the very transaction that would have written. Task logs stay local
 // files (under stateDir) on the host that ran the task.
 
-import { ensureDir } from '../lock/files.js';
+import { ensureDir } from '../fs/files.js';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';

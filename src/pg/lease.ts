@@ -10,12 +10,12 @@
 import { systemClock, type Clock } from '../clock.js';
 import { DatabaseError, errnoCode } from '../errors.js';
 import type { BusyPolicy, LockBackend } from '../lock/backend.js';
-import { randomHex } from '../lock/files.js';
+import { randomHex } from '../fs/files.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
 import { LeaseState } from '../lock/lease-state.js';
 import { ChildJournal } from '../lock/children.js';
-import { unlinkQuiet } from '../lock/files.js';
+import { unlinkQuiet } from '../fs/files.js';
 import type { OrphanReport } from '../lock/orphans.js';
 import { journalPath, lockPaths, type LockPaths } from '../lock/paths.js';
 import { parseLockRecord, serializeLockRecord, type LockOwner, type LockRecord } from '../lock/record.js';

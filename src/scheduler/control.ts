@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
-import { myUid } from '../lock/files.js';
+import { myUid } from '../fs/files.js';
 import { quietly, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import { readSchedulerState, type SchedulerInstance, type SchedulerState } from './status.js';
 

@@ -9,7 +9,7 @@
 
 import { closeSync, constants, fstatSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomHex, readFileChecked } from '../lock/files.js';
+import { randomHex, readFileChecked } from '../fs/files.js';
 import { removeLeftoverTemps } from '../state/durable.js';
 import type { ZoneTime } from '../zone-time.js';
 

@@ -9,7 +9,7 @@
 
 import { anySignal, type Clock } from '../clock.js';
 import { DatabaseError } from '../errors.js';
-import { namesIn, randomHex } from '../lock/files.js';
+import { namesIn, randomHex } from '../fs/files.js';
 import { listSpool, removeSpooled, spoolDir, writeSpool } from '../state/spool.js';
 import type { Fire, OpenFire } from '../state/routine-state.js';
 import type { RecordOptions, RoutineStore, Warn } from './store.js';

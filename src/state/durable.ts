@@ -26,7 +26,7 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { frameChecksummed } from '../checksum.js';
-import { ensureDir, myUid, randomHex, unlinkQuiet } from '../lock/files.js';
+import { ensureDir, myUid, randomHex, unlinkQuiet } from '../fs/files.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
 export interface DurableIo {

@@ -11,7 +11,7 @@
 import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readdirSync, readSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { asStorageError, errnoCode, stateWriteError } from '../errors.js';
-import { STATE_FILE_CAP, randomHex, readFileChecked, unlinkQuiet } from '../lock/files.js';
+import { STATE_FILE_CAP, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
 import { appendLineToFile, openAppendTo, writeFileDurable } from './durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord, type RoutineResult } from './routine-state.js';
 

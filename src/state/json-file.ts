@@ -1,12 +1,12 @@
 // JSON state files (SPEC §3): written durably (durable.ts), mode 0600, never through a symlink;
-// read through the checked open of lock/files.ts (regular file, ours, size cap). A corrupt file
+// read through the checked open of fs/files.ts (regular file, ours, size cap). A corrupt file
 // is reported, and — by a writer that is about to replace it, never by a read-only view —
 // moved aside as `<name>.corrupt.<ts>`, so the evidence is kept.
 
 import { renameSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { StateIOError, UnsafePathError, errnoCode } from '../errors.js';
-import { ensureDir, lstatQuiet, readNoFollow, writeNewFile } from '../lock/files.js';
+import { ensureDir, lstatQuiet, readNoFollow, writeNewFile } from '../fs/files.js';
 import { writeFileDurable, type DurableOptions } from './durable.js';
 
 export function ensureStateDir(dir: string): void {

@@ -6,7 +6,7 @@
 
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { UnsafePathError, errnoCode } from '../errors.js';
-import { refusal } from '../lock/files.js';
+import { refusal } from '../fs/files.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const CHUNK = 64 * 1024;

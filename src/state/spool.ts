@@ -13,7 +13,7 @@
 
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { lstatQuiet, namesIn, unlinkQuiet } from '../lock/files.js';
+import { lstatQuiet, namesIn, unlinkQuiet } from '../fs/files.js';
 import { readJsonState, writeJsonDurable } from './json-file.js';
 import { checkFire, type Fire } from './routine-state.js';
 

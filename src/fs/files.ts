@@ -1,6 +1,7 @@
-// Small synchronous file primitives for lock and state files. Synchronous on purpose: a lock
-// cycle is a handful of syscalls (≈ 20 µs each), while each fs.promises call is a thread-pool
-// round trip of ≈ 50 µs on these machines. Every read refuses what is not a plain file of ours (SPEC §12): a symlink
+// The project's safe-file layer (SPEC §12), used by the lock, the state, the logs and the config
+// checks alike: small synchronous primitives. Synchronous on purpose: a lock cycle is a handful
+// of syscalls (≈ 20 µs each), while each fs.promises call is a thread-pool round trip of
+// ≈ 50 µs on these machines. Every read refuses what is not a plain file of ours: a symlink
 // (O_NOFOLLOW), a FIFO or device (O_NONBLOCK, then fstat), a file over a size cap, a file owned
 // by another user. Every new file is created with O_EXCL under a name nobody else chooses.
 
