@@ -1,6 +1,7 @@
 // The command line: commander wiring only. Each command's module is imported when the command
 // runs, so `routinely --version` never pays for zod or croner. This is the only file that calls
 // process.exit; it maps errors to the exit codes of SPEC §7 and never prints a stack trace.
+// (Over 300 lines: the declaration of every command and option, one after another.)
 
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ExitCode, RoutinelyError, asStorageError } from '../errors.js';

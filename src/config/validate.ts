@@ -1,5 +1,6 @@
 // Pure validation: JSON in, `{ok, config}` or issues with JSON paths out (changesets'
 // validateConfig). Every message names the path, the bad value and what is allowed.
+// (Over 300 lines: the config's rules that zod's shapes cannot say, one after another.)
 
 import { isAbsolute, normalize } from 'node:path';
 import * as z from 'zod/mini';

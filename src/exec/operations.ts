@@ -1,6 +1,7 @@
 // The exec commands as library operations (SPEC §5): register, run, resume, reset. Each takes the
 // project exec lock itself and returns a typed outcome; the CLI prints it. The registry's upkeep
 // is in registry-sync.ts, the read views in views.ts.
+// (Over 300 lines: carryOut, one run from start to record, is most of it.)
 
 import { acquireAnnounced } from '../announced-wait.js';
 import type { Backend } from '../backend.js';

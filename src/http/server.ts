@@ -15,6 +15,7 @@ import { formatListen, type ListenAddress } from '../config/listen.js';
 import { UsageError, errnoCode } from '../errors.js';
 import { Metrics, type SharedState } from './metrics.js';
 import { PAGE_CSP, renderPage, renderRoutinePage, renderShell } from './page.js';
+import { HttpProblem, parseBody, readBody, takeAction } from './actions.js';
 import { bearerMatches, hostAllowed, sameOrigin } from './security.js';
 import { cachedSources, consecutiveSkips, type RoutineView, type StatusSources } from './sources.js';
 import type { DetailData, PageData, StatusView } from './view.js';
@@ -87,57 +88,13 @@ const COMMON_HEADERS = {
 };
 
 const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
 /** A routine id in a path (config/schema.ts ID_PATTERN): checked before it is looked up. */
 const ROUTINE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const RUN_ID = /^r-[A-Za-z0-9-]{1,80}$/;
 /** Fires on a routine's page, and the lines of a run's output shown there. */
 const DETAIL_FIRES = 50;
 const DETAIL_LINES = 200;
-/** The largest action body read (a pause note and little else). */
-const BODY_MAX = 16 * 1024;
-const NOTE_MAX = 500;
-
-class HttpProblem extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** The request's body, at most BODY_MAX bytes. */
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > BODY_MAX) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new HttpProblem(413, `the body is larger than ${BODY_MAX} bytes`));
-      } else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-/** The action's JSON body: an object (or nothing). */
-function parseBody(text: string): Record<string, unknown> {
-  if (text.trim() === '') return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    throw new HttpProblem(400, 'the body is not JSON');
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new HttpProblem(400, 'the body is not a JSON object');
-  return v as Record<string, unknown>;
-}
-const JSON_TYPE = 'application/json; charset=utf-8';
-
 export async function startStatusServer(o: StatusServerOptions): Promise<StatusServer> {
   const s = cachedSources(o.sources);
   let port = o.listen.port;
@@ -189,33 +146,6 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     return d;
   };
 
-  /** POST /api/routines/ID/ACTION: [status, JSON answer]. */
-  const act = async (id: string, action: string, body: Record<string, unknown>): Promise<[number, unknown]> => {
-    const a = s.actions!;
-    if (!(await s.routines()).some((r) => r.id === id)) throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
-    if (action === 'run') {
-      const r = await a.run(id);
-      switch (r.state) {
-        case 'started':
-          return [202, { ...r, routine: id, message: `started ${id}${r.run_id ? ` (run ${r.run_id})` : ''}` }];
-        case 'waiting':
-          return [202, { ...r, routine: id, message: `waiting for the exec lock: ${r.why}` }];
-        case 'skipped':
-          return [200, { ...r, routine: id, message: 'skipped: exec busy (nothing recorded)' }];
-        case 'busy':
-          return [409, { ...r, routine: id, message: `${r.error} (nothing recorded)` }];
-      }
-    }
-    if (action === 'pause') {
-      const note = body.note;
-      if (note !== undefined && note !== null && (typeof note !== 'string' || note.length > NOTE_MAX)) throw new HttpProblem(400, `note: a string of at most ${NOTE_MAX} characters, or null`);
-      const r = await a.pause(id, typeof note === 'string' && note.trim() !== '' ? note.trim() : null);
-      return [200, { routine: id, paused: true, ...r, message: r.was_paused ? `${id} was already paused` : `paused ${id}` }];
-    }
-    const r = await a.resume(id);
-    return [200, { routine: id, paused: false, ...r, message: r.was_paused ? `resumed ${id}` : `${id} was not paused; nothing to resume` }];
-  };
-
   const routes: Record<string, () => Promise<[number, string, string]>> = {
     '/': async () => [200, 'text/html; charset=utf-8', await page()],
     '/metrics': async () => [200, o.metrics.contentType, await o.metrics.render(await shared())],
@@ -264,7 +194,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       const id = action[1]!;
       try {
         if (!ROUTINE_ID.test(id)) throw new HttpProblem(404, `${JSON.stringify(id.slice(0, 100))} is not a routine id`);
-        const [code, answer] = await act(id, action[2]!, parseBody(await readBody(req)));
+        const [code, answer] = await takeAction(s, id, action[2]!, parseBody(await readBody(req)));
         s.forget();
         return send(code, JSON_TYPE, jsonBody(answer));
       } catch (err) {

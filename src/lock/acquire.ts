@@ -6,6 +6,8 @@
 // stale when the holder is dead or its heartbeat expired. Taking it means linking the next slot number, which
 // exactly one process can do, whoever else races or stalls. `<key>.lock` is then pointed at the
 // new slot, so people and tools still find the holder's record there (docs/lock.md "Design").
+// (Over 300 lines: reading and judging the folder, linking the next slot and the wait loop are
+// one protocol whose steps share the folder's reading; the legacy-file floor would leave with it.)
 
 import { renameSync, watch, type FSWatcher } from 'node:fs';
 import { systemClock, type Clock } from '../clock.js';

@@ -6,6 +6,8 @@
 // slot while it is the highest. So a holder that stalls anywhere, for any time, can at worst
 // rewrite files nobody else reads as theirs; the slot sequence decides who holds the lock
 // (docs/lock.md "Design").
+// (Over 300 lines: one object, the held lease, whose heartbeat, loss checks, view upkeep and
+// release share its private state; the `<key>.lock` view's upkeep would leave with the view.)
 
 import { closeSync, constants, openSync, renameSync, writeSync, type Stats } from 'node:fs';
 import { frameChecksummed } from '../checksum.js';

@@ -6,6 +6,8 @@
 // Like the file backend, an owner on this host that is confirmed dead (pid gone or reused, host
 // rebooted) is reclaimed at once, and the process groups it started are ended first; any other
 // owner only once its lease has expired by the database clock.
+// (Over 300 lines: the lease's SQL — acquire, reclaim, heartbeat, release, status — and the
+// object holding it; the statements read best beside each other.)
 
 import { systemClock, type Clock } from '../clock.js';
 import { DatabaseError, errnoCode } from '../errors.js';

@@ -11,6 +11,8 @@
 // size it was folded at, else from its own index, folded forward from its history — so no reader
 // ever shows less than the history holds, and a fire costs the same with 1 or 1 000 routines
 // (SPEC §3 "The cost of a fire does not grow with the project").
+// (Over 300 lines: one store, the RoutineStore contract for files — history, both indexes, open
+// markers and their reconciliation — whose parts share the folder's locking.)
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';

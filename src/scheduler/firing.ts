@@ -3,6 +3,8 @@
 // actions run through the library. Every fire that starts is recorded exactly once: an open
 // marker is written once the exec lock is held and before any work starts, and the fire's record
 // closes it; a marker left open by a process that died is closed by the next one (reconcile).
+// (Over 300 lines: the fire of a command and of an exec action, which share the open marker,
+// the log frames and the record.)
 
 import { closeSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';

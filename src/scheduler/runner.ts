@@ -2,6 +2,7 @@
 // its previous run still goes, the pause flag, jitter, its turn at the exec lock (turns.ts), the
 // fire, retries with back-off, the record (recorder.ts) and its notifications. A fire starts only
 // while this scheduler still holds its scheduler lock.
+// (Over 300 lines: one tick's life, step by step; each step is small, their order is the point.)
 
 import { anySignal, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';

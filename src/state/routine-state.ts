@@ -1,6 +1,7 @@
 // `routine-state.json` (SPEC §6): the last result and counters of every routine, and whether it
 // is paused. It is an index of the history files (history.ts), which hold the facts; the
 // reducers here fold those facts into records, so the index can always be rebuilt (SPEC §3).
+// (Over 300 lines: the record's type, its checks and the reducers that must agree with them.)
 
 export type RoutineResult = 'success' | 'failure' | 'skipped';
 

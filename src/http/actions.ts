@@ -1,0 +1,77 @@
+// The actions of the HTTP server (SPEC §11): POST /api/routines/ID/run|pause|resume, with a
+// bounded JSON body, answered as `routine run|pause|resume` would (the server checks the token,
+// the Origin and the Host before any of this).
+
+import type { IncomingMessage } from 'node:http';
+import type { StatusSources } from './sources.js';
+
+/** The largest action body read (a pause note and little else). */
+const BODY_MAX = 16 * 1024;
+const NOTE_MAX = 500;
+
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The request's body, at most BODY_MAX bytes. */
+export function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > BODY_MAX) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(new HttpProblem(413, `the body is larger than ${BODY_MAX} bytes`));
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/** The action's JSON body: an object (or nothing). */
+export function parseBody(text: string): Record<string, unknown> {
+  if (text.trim() === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new HttpProblem(400, 'the body is not JSON');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new HttpProblem(400, 'the body is not a JSON object');
+  return v as Record<string, unknown>;
+}
+
+/** POST /api/routines/ID/ACTION: [status, JSON answer]. */
+export async function takeAction(s: StatusSources, id: string, action: string, body: Record<string, unknown>): Promise<[number, unknown]> {
+  const a = s.actions!;
+  if (!(await s.routines()).some((r) => r.id === id)) throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
+  if (action === 'run') {
+    const r = await a.run(id);
+    switch (r.state) {
+      case 'started':
+        return [202, { ...r, routine: id, message: `started ${id}${r.run_id ? ` (run ${r.run_id})` : ''}` }];
+      case 'waiting':
+        return [202, { ...r, routine: id, message: `waiting for the exec lock: ${r.why}` }];
+      case 'skipped':
+        return [200, { ...r, routine: id, message: 'skipped: exec busy (nothing recorded)' }];
+      case 'busy':
+        return [409, { ...r, routine: id, message: `${r.error} (nothing recorded)` }];
+    }
+  }
+  if (action === 'pause') {
+    const note = body.note;
+    if (note !== undefined && note !== null && (typeof note !== 'string' || note.length > NOTE_MAX)) throw new HttpProblem(400, `note: a string of at most ${NOTE_MAX} characters, or null`);
+    const r = await a.pause(id, typeof note === 'string' && note.trim() !== '' ? note.trim() : null);
+    return [200, { routine: id, paused: true, ...r, message: r.was_paused ? `${id} was already paused` : `paused ${id}` }];
+  }
+  const r = await a.resume(id);
+  return [200, { routine: id, paused: false, ...r, message: r.was_paused ? `resumed ${id}` : `${id} was not paused; nothing to resume` }];
+}
