@@ -42,22 +42,11 @@ export function useColor(stream: { isTTY?: boolean } = process.stdout): boolean 
 const codes = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, gray: 90, bold: 1 } as const;
 export type Colour = keyof typeof codes;
 
+/** The views' one duration formatter (http/view.ts). */
+export { humanDuration } from '../http/view.js';
+
 export function paint(text: string, colour: Colour, enabled: boolean): string {
   return enabled ? `\x1b[${codes[colour]}m${text}\x1b[0m` : text;
-}
-
-/** "3s", "4m 10s", "2h 5m", "3d 4h". */
-export function humanDuration(ms: number): string {
-  const abs = Math.abs(ms);
-  if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;
-  const s = Math.round(abs / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return s % 60 ? `${m}m ${s % 60}s` : `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return m % 60 ? `${h}h ${m % 60}m` : `${h}h`;
-  const d = Math.floor(h / 24);
-  return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
 }
 
 /** "512 B", "3.2 KiB", "18.1 MiB", "2.0 GiB". */

@@ -4,7 +4,7 @@
 // (pasted once, kept in sessionStorage, sent as a header: never a cookie), and carries out the
 // actions of a routine's page.
 
-import { renderDetail, renderParts, viewKit } from './view.js';
+import { humanDuration, renderDetail, renderParts, viewKit } from './view.js';
 
 export const REFRESH_MS = 5000;
 /** Where the page keeps the pasted token: this tab only, gone when it closes. */
@@ -13,6 +13,7 @@ const TOKEN_KEY = 'routinely-token';
 /** The browser side: fetch, render, swap; the token; the actions; say so when a refresh fails. */
 export const PAGE_SCRIPT = `"use strict";
 (() => {
+  const ${humanDuration.name} = ${humanDuration.toString()};
   const ${viewKit.name} = ${viewKit.toString()};
   const renderParts = ${renderParts.toString()};
   const renderDetail = ${renderDetail.toString()};

@@ -2,7 +2,8 @@
 // on the server for the first response, and in the browser (its source is inlined in the page,
 // see page.ts) on every refresh from /api/*. One renderer, so the refreshed page can never drift
 // from the served one. It must therefore stay self-contained: no imports, no references to
-// anything outside its body but viewKit, which the page inlines beside it (types are erased).
+// anything outside its body but viewKit and humanDuration, which the page inlines beside it
+// (types are erased).
 // Every string from state is HTML-escaped.
 
 import type { LockStatus } from '../lock/status.js';
@@ -34,6 +35,22 @@ export interface PageParts {
 
 /** The pieces every view is made of: escaping, spans of time, times with their absolute form
  * on hover, badges and result glyphs. Self-contained like the renderers (see above). */
+/** Spans of time as people read them: the one formatter of every view, the CLI's too (cli/io.ts
+ * re-exports it). Self-contained, like viewKit: the pages' script carries its source. */
+// "3.2s" under 10 s, then "42s", "4m 10s", "2h 5m", "3d 4h" (the sign is dropped).
+export function humanDuration(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;
+  const s = Math.round(abs / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 ? `${m}m ${s % 60}s` : `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return m % 60 ? `${h}h ${m % 60}m` : `${h}h`;
+  const d = Math.floor(h / 24);
+  return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
+}
+
 /** A routine's page (`/routines/ID`): its row, its newest fires, one run's output. */
 export interface DetailData {
   status: StatusView;
@@ -59,18 +76,7 @@ export function viewKit(nowMs: number) {
       .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c)
       // control characters from records are shown, not interpreted (SPEC §12)
       .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-  const span = (ms: number): string => {
-    const abs = Math.abs(ms);
-    if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;
-    const s = Math.round(abs / 1000);
-    if (s < 60) return `${s}s`;
-    const m = Math.floor(s / 60);
-    if (m < 60) return s % 60 ? `${m}m ${s % 60}s` : `${m}m`;
-    const h = Math.floor(m / 60);
-    if (h < 48) return m % 60 ? `${h}h ${m % 60}m` : `${h}h`;
-    const days = Math.floor(h / 24);
-    return h % 24 ? `${days}d ${h % 24}h` : `${days}d`;
-  };
+  const span = humanDuration;
   const ms = (iso: string | null | undefined): number | null => {
     const t = iso ? Date.parse(iso) : NaN;
     return Number.isFinite(t) ? t : null;

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { PAGE_CSP, renderPage } from '../../src/http/page.js';
-import { renderDetail, renderParts, viewKit, type DetailData, type PageData } from '../../src/http/view.js';
+import { humanDuration, renderDetail, renderParts, viewKit, type DetailData, type PageData } from '../../src/http/view.js';
 import { NOW, heldLock, pageData, row, run } from './fixtures.js';
 
 describe('renderParts', () => {
@@ -88,7 +88,7 @@ describe('renderParts', () => {
   });
 
   it('is self-contained: its source and the kit alone render the same in a fresh scope (the browser runs them)', () => {
-    const fresh = new Function(`const ${viewKit.name} = ${viewKit.toString()}; return (${renderParts.toString()})`)() as typeof renderParts;
+    const fresh = new Function(`const ${humanDuration.name} = ${humanDuration.toString()}; const ${viewKit.name} = ${viewKit.toString()}; return (${renderParts.toString()})`)() as typeof renderParts;
     expect(fresh(pageData(), NOW)).toEqual(renderParts(pageData(), NOW));
     const d = pageData();
     const detail: DetailData = {
@@ -96,7 +96,7 @@ describe('renderParts', () => {
       fires: [{ scheduled_at: d.status.now, started_at: d.status.now, finished_at: d.status.now, result: 'success', reason: null, exit_code: 0, run_id: 'r-1', trigger: 'manual' }],
       output: { run_id: 'r-1', text: 'hello <b>\n', lines: 200, cut_lines: false, notices: ['a run shown here printed more than retention.runLogBytes'] },
     };
-    const freshDetail = new Function(`const ${viewKit.name} = ${viewKit.toString()}; return (${renderDetail.toString()})`)() as typeof renderDetail;
+    const freshDetail = new Function(`const ${humanDuration.name} = ${humanDuration.toString()}; const ${viewKit.name} = ${viewKit.toString()}; return (${renderDetail.toString()})`)() as typeof renderDetail;
     expect(freshDetail(detail, NOW)).toEqual(renderDetail(detail, NOW));
     expect(renderDetail(detail, NOW).output).toContain('hello &lt;b&gt;');
   });
