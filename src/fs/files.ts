@@ -102,12 +102,13 @@ function readAll(fd: number, size: number): Buffer {
   return Buffer.concat(parts);
 }
 
-/** The names in a folder; none when the folder does not exist (other errors are thrown). */
+/** The names in a folder; none when the folder (or a folder on its path) does not exist, other
+ * errors thrown: a folder that cannot be listed never reads as an empty one. */
 export function namesIn(dir: string): string[] {
   try {
     return readdirSync(dir);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return [];
+    if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return [];
     throw err;
   }
 }

@@ -6,7 +6,7 @@
 // What is moved or removed here is named by the stale holder's own lock_id or generation, so a
 // reclaimer that stalls anywhere can only repeat work on files of a holder that is gone anyway.
 
-import { readdirSync, renameSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
@@ -16,6 +16,7 @@ import { samePidSpace, type LivenessProbe } from './identity.js';
 import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
 import { freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths } from './paths.js';
 import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
+import { listLockDir } from './slots.js';
 
 export const ORPHAN_GRACE_MS = 1_000;
 export const STALE_FILES_KEPT = 20;
@@ -105,7 +106,7 @@ export function pruneStaleFiles(paths: LockPaths, names?: readonly string[]): vo
   const prefix = paths.stalePrefix;
   let list: string[];
   try {
-    list = (names ?? listNames(paths)).filter((n) => n.startsWith(prefix));
+    list = (names ?? listLockDir(paths)).filter((n) => n.startsWith(prefix));
   } catch {
     return;
   }
@@ -120,10 +121,6 @@ export function pruneStaleFiles(paths: LockPaths, names?: readonly string[]): vo
     return am - bm || as - bs;
   });
   for (const n of list.slice(0, list.length - STALE_FILES_KEPT)) unlinkQuiet(join(paths.dir, n));
-}
-
-function listNames(paths: LockPaths): string[] {
-  return readdirSync(paths.dir);
 }
 
 /** After taking slot `generation` (the listing `names` taken just after): once garbage has

@@ -1,10 +1,9 @@
 // Reading the lock folder (docs/lock.md "Design"): the slots, the holder of the highest one with
 // its heartbeat, and the `<key>.lock` view. Nothing here writes.
 
-import { readdirSync } from 'node:fs';
 import { readChecksummed } from '../checksum.js';
-import { UnsafePathError, errnoCode } from '../errors.js';
-import { LOCK_FILE_CAP, readFileChecked } from '../fs/files.js';
+import { UnsafePathError } from '../errors.js';
+import { LOCK_FILE_CAP, namesIn, readFileChecked } from '../fs/files.js';
 import { beatPath, freeGeneration, isLockId, slotGeneration, slotPath, type LockPaths } from './paths.js';
 import { isChildGroup, parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
 
@@ -47,12 +46,7 @@ export function serializeBeat(b: Beat): string {
 
 /** Names in the lock folder; [] when it does not exist yet. */
 export function listLockDir(paths: LockPaths): string[] {
-  try {
-    return readdirSync(paths.dir);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return [];
-    throw err;
-  }
+  return namesIn(paths.dir);
 }
 
 export function highestSlot(paths: LockPaths, names: readonly string[]): number | null {

@@ -8,10 +8,10 @@
 // the rotation. Every line has an id; a line re-appended because a rotation happened while it was
 // being written (a stalled writer) is counted once.
 
-import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readdirSync, readSync, renameSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, lstatSync, openSync, readSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { asStorageError, errnoCode, stateWriteError } from '../errors.js';
-import { STATE_FILE_CAP, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { namesIn, randomHex, readFileChecked, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
 import { appendLineToFile, openAppendTo, writeFileDurable } from './durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord, type RoutineResult } from './routine-state.js';
 
@@ -61,10 +61,8 @@ export function historyPath(stateDir: string, routineId: string): string {
 export function historyIds(stateDir: string): string[] {
   let names: string[];
   try {
-    names = readdirSync(join(stateDir, 'history'));
+    names = namesIn(join(stateDir, 'history'));
   } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
     // a folder that cannot be listed must not read as "no history" (never ran, 0/0/0)
     throw asStorageError(err);
   }
