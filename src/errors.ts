@@ -67,6 +67,15 @@ export class StateIOError extends RoutinelyError {
 export class DatabaseError extends RoutinelyError {
   readonly code = 'DATABASE';
   readonly exitCode = ExitCode.IO;
+  /** The statement never reached a server that could run it (refused, unknown host, refused
+   * login, no such database, no reachable primary): it stored nothing. Otherwise its answer may
+   * have been lost after it committed. */
+  readonly neverConnected: boolean;
+
+  constructor(message: string, o: { neverConnected?: boolean } = {}) {
+    super(message);
+    this.neverConnected = o.neverConnected === true;
+  }
 }
 
 const IO_WORDS: Record<string, string> = {

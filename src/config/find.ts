@@ -41,7 +41,7 @@ export function findConfig(options: FindOptions = {}): string {
 
 const uid = (): number | null => (typeof process.geteuid === 'function' ? process.geteuid() : null);
 
-function ownerOf(p: string): number | null {
+function uidOf(p: string): number | null {
   try {
     return statSync(p).uid;
   } catch {
@@ -68,7 +68,7 @@ function checkConfigOwner(p: string, source: string): void {
 export function findConfigUpward(dir: string, strict = false): string | null {
   const me = uid();
   for (let d = dir; ; d = dirname(d)) {
-    const owner = ownerOf(d);
+    const owner = uidOf(d);
     if (me !== null && owner !== null && owner !== me) {
       if (!strict) return null;
       throw new UsageError(

@@ -1,7 +1,7 @@
 // What every exec operation is given (SPEC §5): the project, the clock, where warnings go, and
 // an open backend or none (then each operation opens the project's own for its call).
 
-import { openBackend, type Backend } from '../backend.js';
+import { withBackend, type Backend } from '../backend.js';
 import type { Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 
@@ -18,13 +18,7 @@ export interface ExecContext {
 
 /** Runs `fn` with the context's backend, or with the project's, opened for the call. */
 export async function withStore<T>(ctx: ExecContext, fn: (backend: Backend) => Promise<T>): Promise<T> {
-  if (ctx.backend) return fn(ctx.backend);
-  const backend = await openBackend(ctx.project);
-  try {
-    return await fn(backend);
-  } finally {
-    await backend.close();
-  }
+  return ctx.backend ? fn(ctx.backend) : withBackend(ctx.project, fn);
 }
 
 

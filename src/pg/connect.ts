@@ -78,7 +78,8 @@ export function dbError(where: string, err: unknown): DatabaseError {
     e.code === '25006' ? `the server is read-only (a standby?) (25006): ${STANDBY_FIX}` :
     e.code === '53300' ? tooManyConnections(msg) :
     msg.replace(/\/\/[^@\s]*@/g, '//***@');
-  return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`);
+  const neverConnected = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '28P01', '28000', '3D000'].includes(e.code ?? '');
+  return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`, { neverConnected });
 }
 
 /** Errors of the environment (the server, the network, the pooler), as opposed to errors of our
@@ -148,7 +149,7 @@ export async function connect(url: string): Promise<Db> {
       if (ok === true) return t;
       why.push(ok.message.replace(/^database /, ''));
     }
-    throw new DatabaseError(`database ${where}: no host ${wantPrimary ? 'is a reachable primary' : 'is reachable'} (${why.join('; ')})`);
+    throw new DatabaseError(`database ${where}: no host ${wantPrimary ? 'is a reachable primary' : 'is reachable'} (${why.join('; ')})`, { neverConnected: true });
   };
 
   let target = await choose();

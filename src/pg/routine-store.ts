@@ -78,7 +78,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         }
         let stored = false;
         await update(client, routine, (prior) => {
-          if (opts.again && fire.closes && !fire.reason?.startsWith('not started') && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
+          if (opts.again && fire.closes && !fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
             // its open fire is closed: recorded already (unchanged below) — for records from
             // before history lines carried `closes`; a fire that did not start may close none
             stored = true;

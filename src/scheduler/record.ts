@@ -54,8 +54,7 @@ function isSpooled(stateDir: string, openId: string): boolean {
 
 /** Whether a failed claim may have committed all the same (its answer lost): a connection that
  * was refused, or never made, stored nothing. */
-export const claimMayHaveCommitted = (err: unknown): boolean =>
-  err instanceof DatabaseError && !/: (connection refused|unknown host|authentication failed|database does not exist)/.test(err.message);
+export const claimMayHaveCommitted = (err: unknown): boolean => err instanceof DatabaseError && !err.neverConnected;
 
 /** Spools a claim whose answer was lost: this host did not fire that tick, and gives the claim
  * back once the database is there again (flushSpool). */

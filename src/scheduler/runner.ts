@@ -255,7 +255,7 @@ export class Runner {
       // all the same, so that `routine list --check` shows it.
       const at = new Date(this.o.clock.now()).toISOString();
       const marker = unstartedMarker(err);
-      return { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, ...(marker ? { closes: marker } : {}) };
+      return { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, unstarted: true, ...(marker ? { closes: marker } : {}) };
     }
   }
 

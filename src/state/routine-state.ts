@@ -76,6 +76,9 @@ export interface Fire {
   /** Identifies a record that closes no open fire (a skip, a fire that could not start), so
    * that recording it again after a lost answer from the database stores it once. */
   key?: string;
+  /** The fire never started (its open marker's answer was lost, or writing it failed): the
+   * marker it closes may never have been stored. Not a history field; the spool keeps it. */
+  unstarted?: true;
 }
 
 export const emptyState = (): RoutineStateFile => ({ version: 1, routines: {} });
@@ -170,6 +173,7 @@ export function checkFire(v: unknown): Fire | null {
     ...(Number.isSafeInteger(v.attempt) && (v.attempt as number) > 0 ? { attempt: v.attempt as number } : {}),
     ...(v.closes !== undefined ? { closes: v.closes } : {}),
     ...(v.key !== undefined ? { key: v.key } : {}),
+    ...(v.unstarted === true ? { unstarted: true as const } : {}),
   };
 }
 

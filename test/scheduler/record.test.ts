@@ -177,7 +177,7 @@ suite('recording through an outage', () => {
   it('a fire that did not start because its marker\'s answer was lost: its record closes the marker if it was stored, and is kept once either way', async () => {
     const { store: real } = await store();
     const dir = testdir();
-    const notStarted = (s: number, closes: string): Fire => ({ ...fire(s, 'failure', { closes }), reason: 'not started: database 127.0.0.1:5432/x: timed out', exit_code: null });
+    const notStarted = (s: number, closes: string): Fire => ({ ...fire(s, 'failure', { closes }), reason: 'not started: database 127.0.0.1:5432/x: timed out', exit_code: null, unstarted: true });
     // the marker was stored (the answer lost): the record closes it; reconcile finds nothing later
     await real.openFire('a', { ...opened('1a1a1a1a', 0), owner: { pid: 999_999, host: 'gone', boot_id: null, start_time: null } }, () => {});
     expect((await recordOrSpool({ ...real, ...down }, dir, 'a', notStarted(0, '1a1a1a1a'), () => {})).recorded).toBe(false);
