@@ -211,6 +211,9 @@ export class FileLease extends LeaseState implements Lease {
       if (errnoCode(err) === undefined) throw err;
       return { ok: true }; // unreadable for now; expiry decides if it stays so
     }
+    // the folder may have been swapped between the check above and these reads: a slot that
+    // seems gone, or a next one that seems taken, is judged again against the folder first
+    if ((next || !mine || mine.ino !== this.slotIno) && this.folderReplaced()) return { ok: true };
     if (next) {
       const r = readSlot(this.paths, g + 1);
       const by = r.kind === 'ok' ? `pid ${r.holder.record.owner.pid} on ${printable(r.holder.record.owner.host)} (generation ${g + 1})` : `generation ${g + 1}`;

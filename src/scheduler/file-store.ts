@@ -388,7 +388,16 @@ export function fileRoutineStore(project: Project): RoutineStore {
     readOne: async (id, warn) => readRoutine(project, id, warn, cache),
     refreshIndex: async (warn) => writeRoutineState(project, warn),
     probeWritable: () => probeWritable(project),
-    recordFire: (id, fire, warn) => recordFire(project, id, fire, warn, cache),
+    recordFire: async (id, fire, warn, opts) => {
+      // Sent again (a retry after a write that failed part-way, a spooled record): stored once.
+      // The history holds the facts; a line that closes the same open fire, or carries the same
+      // key, is this record already (the RoutineStore contract, as the database store keeps it).
+      if (opts?.again && (fire.closes || fire.key)) {
+        const seen = readFires(project, id, warn).some((e) => (fire.closes && e.closes === fire.closes) || (fire.key && e.key === fire.key));
+        if (seen) return;
+      }
+      await recordFire(project, id, fire, warn, cache);
+    },
     openFire: (id, open, warn) => openFire(project, id, open, warn),
     reconcile: (isGone, now, warn) => reconcileOpenFires(project, isGone, now, warn),
     setPaused: (id, paused, note) => pauseRoutine(project, id, paused, note),

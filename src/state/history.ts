@@ -81,6 +81,7 @@ export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger'];
     ...(fire.trigger ?? extra.trigger ? { trigger: fire.trigger ?? extra.trigger } : {}),
     ...(fire.attempt ?? extra.attempt ? { attempt: fire.attempt ?? extra.attempt } : {}),
     ...(fire.closes ? { closes: fire.closes } : {}),
+    ...(fire.key ? { key: fire.key } : {}),
     id: randomHex(8),
   };
   return JSON.stringify(entry);
