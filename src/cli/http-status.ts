@@ -31,6 +31,9 @@ interface Wiring {
   project: () => Project;
   host: string;
   log: Logger;
+  /** How long runs started by the run action may go on once shutdown begins (the scheduler's
+   * --shutdown-timeout, as its own routines get); then they are stopped and recorded. */
+  shutdownTimeoutMs?: number;
 }
 
 /** What `routine logs ID --run RUN --lines N` prints, as the page shows it: null when the log
@@ -57,6 +60,7 @@ async function runOutput(stateDir: string, id: string, runId: string, lines: num
 function actions(w: Wiring, mode: ServerInfo['mode']): RoutineActions & { stop(): void; close(): Promise<void> } {
   const going = new Set<Promise<unknown>>();
   const stop = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
   const find = (id: string): { project: Project; def: RoutineDef } => {
     const project = w.project();
     const def = project.config.routines.find((r) => r.id === id);
@@ -79,6 +83,10 @@ function actions(w: Wiring, mode: ServerInfo['mode']): RoutineActions & { stop()
           if (o.kind === 'busy') {
             if (policy.ifBusy === 'skip') answer({ state: 'skipped', reason: 'exec busy' });
             else answer({ state: 'busy', error: `exec busy: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}` });
+          } else {
+            // a fire that failed before it started (its tasks unreadable, the lock's store down)
+            // never called onStarted: it is answered with its record (a no-op when answered)
+            answer({ state: 'finished', result: o.fire.result, reason: o.fire.reason, run_id: o.fire.run_id });
           }
           w.log({ event: 'http.action', action: 'run', routine: id, outcome: o.kind === 'busy' ? 'not run, exec busy' : `${o.fire.result}${o.fire.reason ? ` (${o.fire.reason})` : ''}` });
         }, (err: Error) => {
@@ -101,10 +109,17 @@ function actions(w: Wiring, mode: ServerInfo['mode']): RoutineActions & { stop()
       w.log({ event: 'http.action', action: 'resume', routine: id, outcome: change.wasPaused ? 'resumed' : 'was not paused' });
       return { was_paused: change.wasPaused };
     },
-    stop: () => stop.abort(`stopped: routinely ${mode} is stopping`),
+    // Shutdown began: the runs going on get the shutdown timeout, as the scheduler's own do,
+    // then they are stopped (and recorded as stopped).
+    stop: () => {
+      if (timer || stop.signal.aborted) return;
+      timer = setTimeout(() => stop.abort(`stopped: routinely ${mode} is stopping`), w.shutdownTimeoutMs ?? 30_000);
+      timer.unref();
+    },
     close: async () => {
-      stop.abort(`stopped: routinely ${mode} is stopping`);
+      if (!timer) stop.abort(`stopped: routinely ${mode} is stopping`);
       await Promise.allSettled([...going]);
+      clearTimeout(timer);
     },
   };
 }

@@ -2,7 +2,7 @@
 // belongs to a project (then commands run here use that project's config, and a second,
 // nested project is almost always a mistake).
 
-import { accessSync, closeSync, constants, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { lstatQuiet } from '../fs/files.js';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { displayPath, findConfigUpward } from '../config/load.js';
@@ -115,8 +115,12 @@ function ignoreStateFolder(dir: string): string | null {
       }
       return `wrote ${displayPath(path)} (.routinely/: the state folder is not committed)`;
     }
-    const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO swapped in after the lstat must not hang init; then only a regular
+    // file of a sane size is read
+    const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
+      const now = fstatSync(fd);
+      if (!now.isFile() || now.size > 1024 * 1024) return `note: ${displayPath(path)} is not a regular file of a sane size; add .routinely/ to it yourself so the state folder is not committed`;
       const text = readFileSync(fd, 'utf8');
       if (STATE_LINE.test(text)) return null;
       writeFileSync(fd, `${text === '' || text.endsWith('\n') ? '' : '\n'}.routinely/\n`);

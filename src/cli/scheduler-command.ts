@@ -16,7 +16,7 @@ import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
 import { httpSetup } from './http-options.js';
-import { npmWrapper, watchParent, WRAPPER_ADVICE } from './wrapper.js';
+import { npmWrapper, parentIsNpm, watchParent, WRAPPER_ADVICE } from './wrapper.js';
 import { boundedLines } from './bounded-output.js';
 import { limitExitFlush } from './io.js';
 import type { SchedulerHttp } from './http-status.js';
@@ -80,7 +80,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
       const state = stateProblem();
       return state !== null ? `state folder not writable: ${state}` : lockProblem(lease, backend.caps);
     };
-    served = http && (await (await import('./http-status.js')).schedulerHttp({ setup: http, backend, host, log, project: () => current(), lockProblem: problem }));
+    served = http && (await (await import('./http-status.js')).schedulerHttp({ setup: http, backend, host, log, project: () => current(), lockProblem: problem, shutdownTimeoutMs: flags.shutdownTimeout * 1000 }));
   } catch (err) {
     await lease.release();
     throw err;
@@ -219,8 +219,8 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   // Under npm, a signal meant for us stops only npm: say so now, and stop when npm is gone.
   const wrapper = npmWrapper(process.env);
   let unwatchParent = (): void => {};
-  if (wrapper) {
-    log({ event: 'scheduler.warning', message: `started through ${wrapper}; ${WRAPPER_ADVICE}` });
+  if (wrapper) log({ event: 'scheduler.warning', message: `started through ${wrapper}; ${WRAPPER_ADVICE}` });
+  if (wrapper && parentIsNpm()) {
     unwatchParent = watchParent(() => {
       log({ event: 'scheduler.warning', message: `the ${wrapper} process that started this scheduler is gone; stopping as if sent SIGTERM` });
       stop.abort();

@@ -23,7 +23,10 @@ export function parseTimeArg(flag: string, text: string, nowMs: number): number 
   // a date alone is local midnight (Date.parse would read it as UTC)
   const iso = /^\d{4}-\d\d-\d\d$/.test(t) ? `${t}T00:00` : t;
   const ms = /^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?)?(Z|[+-]\d\d:?\d\d)?$/i.test(iso) ? Date.parse(iso.replace(' ', 'T')) : NaN;
-  if (!Number.isFinite(ms)) {
+  // a day the month does not have (2026-02-31) is refused, not rolled over into March
+  const [y, mo, d] = t.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const days = new Date(Date.UTC(y, mo, 0)).getUTCDate();
+  if (!Number.isFinite(ms) || d > days) {
     throw new UsageError(`${flag} ${JSON.stringify(text)} is not a time: give ISO-8601 (2026-11-30, 2026-11-30T22:00, 2026-11-30T22:00Z), or 30m, 2h, 1d, 1w ago, or today, yesterday`);
   }
   return ms;

@@ -64,6 +64,8 @@ export async function takeAction(s: StatusSources, id: string, action: string, b
         return [200, { ...r, routine: id, message: 'skipped: exec busy (nothing recorded)' }];
       case 'busy':
         return [409, { ...r, routine: id, message: `${r.error} (nothing recorded)` }];
+      case 'finished':
+        return [200, { ...r, routine: id, message: `${r.result === 'success' ? 'succeeded' : `failed: ${r.reason ?? 'failed'}`} ${id}${r.run_id ? ` (run ${r.run_id})` : ''}` }];
     }
   }
   if (action === 'pause') {

@@ -198,7 +198,8 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
         s.forget();
         return send(code, JSON_TYPE, jsonBody(answer));
       } catch (err) {
-        if (err instanceof HttpProblem) return send(err.status, JSON_TYPE, jsonBody({ error: err.message }));
+        // a body too large is not read to its end: the connection is closed after the answer
+        if (err instanceof HttpProblem) return send(err.status, JSON_TYPE, jsonBody({ error: err.message }), err.status === 413 ? { connection: 'close' } : {});
         o.warn(`${path}: ${(err as Error).message}`);
         return send(500, JSON_TYPE, jsonBody({ error: 'the action failed; see the log of routinely' }));
       }

@@ -49,7 +49,10 @@ export type RunAnswer =
   /** The routine's ifBusy is skip: nothing recorded (a manual run is not a tick). */
   | { state: 'skipped'; reason: 'exec busy' }
   /** Refused: the holder, as `routine run` names it. Nothing recorded. */
-  | { state: 'busy'; error: string };
+  | { state: 'busy'; error: string }
+  /** It ended before it started its work (its tasks could not be read, the lock's store was
+   * away): recorded as `routine run` records it. */
+  | { state: 'finished'; result: string; reason: string | null; run_id: string | null };
 
 /** What the actions do (SPEC §11): exactly what `routine run|pause|resume` do. */
 export interface RoutineActions {

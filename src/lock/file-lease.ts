@@ -213,7 +213,7 @@ export class FileLease extends LeaseState implements Lease {
     }
     // the folder may have been swapped between the check above and these reads: a slot that
     // seems gone, or a next one that seems taken, is judged again against the folder first
-    if ((next || !mine || mine.ino !== this.slotIno) && this.folderReplaced()) return { ok: true };
+    if ((next || !mine || mine.ino !== this.slotIno) && this.folderInDoubt()) return { ok: true };
     if (next) {
       const r = readSlot(this.paths, g + 1);
       const by = r.kind === 'ok' ? `pid ${r.holder.record.owner.pid} on ${printable(r.holder.record.owner.host)} (generation ${g + 1})` : `generation ${g + 1}`;
@@ -240,6 +240,7 @@ export class FileLease extends LeaseState implements Lease {
       if (read.record.lock_id === this.rec.lock_id && read.record.generation === g) this.view = { ino: view.ino, ctimeMs: view.ctimeMs };
       return { ok: true };
     }
+    if (this.folderInDoubt()) return { ok: true }; // swapped since the slots were read
     const who = read.kind === 'ok' ? `pid ${read.record.owner.pid} on ${printable(read.record.owner.host)} (generation ${read.record.generation})` : 'an unreadable record';
     return { ok: false, why: `the lock file ${this.paths.lock} now carries ${who}`, takenOver: true };
   }
@@ -429,6 +430,17 @@ export class FileLease extends LeaseState implements Lease {
 
   private closeChildJournal(remove: boolean): void {
     this.childJournal.close(remove);
+  }
+
+  /** Whether the lock folder says nothing now: replaced since it was checked, or gone (a folder
+   * on its path swapped or moved away). Then expiry decides, as for a folder that cannot be read. */
+  private folderInDoubt(): boolean {
+    if (this.folderReplaced()) return true;
+    try {
+      return !lstatQuiet(this.paths.dir)?.isDirectory();
+    } catch {
+      return true;
+    }
   }
 
   /** The lock folder replaced since it was checked (a FolderReplacedError), or null. */

@@ -114,7 +114,7 @@ export class Recorder {
     let delay = 200;
     // one key for every attempt, and each attempt after the first sent "again": a first try
     // that committed although its answer was lost is then not stored a second time
-    const keyed = this.flusher ? withKey(fire) : fire;
+    const keyed = withKey(fire);
     for (let attempt = 1; ; attempt++) {
       const opts = attempt > 1 ? { again: true } : {};
       try {

@@ -23,7 +23,7 @@ describe('parseTimeArg', () => {
   });
 
   it('names the flag and what it takes for anything else', () => {
-    for (const bad of ['last night', '2h ago', '2026-13-45', '', 'tomorrow']) {
+    for (const bad of ['last night', '2h ago', '2026-13-45', '2026-02-31', '2026-04-31T10:00', '', 'tomorrow']) {
       expect(() => parseTimeArg('--until', bad, NOW), bad).toThrow(/^--until ".*" is not a time: give ISO-8601/);
     }
   });

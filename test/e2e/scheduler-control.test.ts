@@ -3,8 +3,8 @@
 // times out, a scheduler on another host (named, never signalled), a stale lock left by a
 // SIGKILLed scheduler, and a forged lock that names a process that is not the scheduler.
 
-import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -169,13 +169,16 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
 });
 
 describe('a scheduler started through npm', () => {
+  const npmEnv = { npm_command: 'exec', npm_execpath: '/usr/lib/node_modules/npm/bin/npm-cli.js' };
+
   it('says at start that signals sent to npm do not reach it, and stops by itself when that npm is gone', async () => {
     const project = testProject({ routines: [{ id: 'tick', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
-    // a stand-in for npx: a shell that runs the CLI as its child, with the variables npm sets,
-    // and is then killed the way `kill -TERM <npx pid>` ends npx (its child lives on)
-    const wrapper = spawn('/bin/sh', ['-c', `"${process.execPath}" "${CLI}" scheduler start; echo never`], {
-      cwd: project, env: childEnv({ npm_command: 'exec', npm_execpath: '/usr/lib/node_modules/npm/bin/npm-cli.js' }), stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // a stand-in for npx: a Node script named as npm's own (its cmdline says npx-cli.js) that
+    // runs the CLI as its child and is then killed the way `kill -TERM <npx pid>` ends npx (its
+    // child lives on)
+    const fakeNpx = join(project, 'npx-cli.js');
+    writeFileSync(fakeNpx, `require('node:child_process').spawn(process.execPath, [${JSON.stringify(CLI)}, 'scheduler', 'start'], { stdio: 'inherit' }); setInterval(() => {}, 1000);\n`);
+    const wrapper = spawn(process.execPath, [fakeNpx], { cwd: project, env: childEnv(npmEnv), stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     wrapper.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     await eventually(() => /\[scheduler\] started/.test(out), 20_000, 'the scheduler to start', () => out);
@@ -187,5 +190,30 @@ describe('a scheduler started through npm', () => {
     // reparented, it notices, stops and releases its lock
     await eventually(() => !processRuns(pid), 20_000, 'the orphaned scheduler to stop');
     expect((await runCli(['scheduler', 'status'], { cwd: project })).stdout).toMatch(/not running/);
+  }, 60_000);
+
+  it('started in the background by a shell that npm ran (`routinely scheduler start &`), it keeps running when that shell exits', async () => {
+    const project = testProject({ routines: [{ id: 'tick', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    const log = join(project, 'scheduler.log');
+    const sh = spawnSync('/bin/sh', ['-c', `"${process.execPath}" "${CLI}" scheduler start > "${log}" 2>&1 &`], { cwd: project, env: childEnv(npmEnv) });
+    expect(sh.status).toBe(0);
+    await eventually(() => existsSync(log) && /\[scheduler\] started/.test(readFileSync(log, 'utf8')), 20_000, 'the scheduler to start');
+    const pid = (JSON.parse((await runCli(['scheduler', 'status', '--json'], { cwd: project })).stdout) as { schedulers: { pid: number }[] }).schedulers[0]!.pid;
+    onTestFinished(() => {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    });
+    // its shell is long gone; the scheduler still runs after a few of its parent checks
+    await eventually(() => /started through/.test(readFileSync(log, 'utf8')), 5_000, 'the warning');
+    const runsAfter = async (): Promise<boolean> => {
+      await new Promise((r) => setTimeout(r, 3000)); // three parent checks (one a second)
+      return processRuns(pid);
+    };
+    expect(await runsAfter()).toBe(true);
+    process.kill(pid, 'SIGTERM');
+    await eventually(() => !processRuns(pid), 20_000, 'stopped by SIGTERM');
   }, 60_000);
 });

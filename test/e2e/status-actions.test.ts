@@ -152,7 +152,31 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
 });
 
 describe('a run started from the HTTP server', () => {
-  it('is stopped and recorded when the scheduler stops, before its lock is released', async () => {
+  it('gets the shutdown timeout as the scheduler\'s own routines do: one that ends within it finishes and is recorded as it ended', async () => {
+    const project = testProject({ http: { actions: true }, routines: [{ id: 'short', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 1.5' }] });
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '30'], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: TOKEN }, timeoutMs: 60_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    expect((await httpGet(`${url}api/routines/short/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '')).status).toBe(202);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    const [entry] = JSON.parse((await runCli(['routine', 'history', 'short', '--json'], { cwd: project })).stdout) as { result: string; trigger: string }[];
+    expect(entry).toMatchObject({ result: 'success', trigger: 'manual' });
+  }, 90_000);
+
+  it('that fails before it starts (its task files unreadable) is answered, not left hanging', async () => {
+    const project = testProject({ http: { actions: true }, exec: { taskDirs: ['tasks'] }, routines: [{ id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto' }] });
+    mkdirSync(join(project, 'tasks'));
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: TOKEN }, timeoutMs: 60_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    writeFileSync(join(project, 'tasks', 'bad.json'), '{ bad json');
+    const r = await httpGet(`${url}api/routines/auto/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '');
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toMatchObject({ state: 'finished', result: 'failure', routine: 'auto' });
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  }, 90_000);
+
+  it('is stopped and recorded when the scheduler stops past its shutdown timeout, before its lock is released', async () => {
     const project = testProject({ http: { actions: true }, routines: [{ id: 'long', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 60' }] });
     const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '2'], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: TOKEN }, timeoutMs: 60_000 });
     const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
