@@ -239,6 +239,9 @@ function folderRefusal(dir: string, st: Stats): string | null {
   return null;
 }
 
+const goneRoot = (d: string): FolderReplacedError =>
+  new FolderReplacedError(`${d} is gone while routinely ran (it was there when checked); nothing is written through its path until it is back — or restart routinely`);
+
 /** Checks `dir` and, when it is under a declared root, every folder from that root down to it:
  * each must be a folder of ours, writable by us alone; below the root none may be a symlink.
  * Missing folders are fine (they are created 0700). Throws UnsafePathError (exit 2) naming the
@@ -265,6 +268,7 @@ export function checkFolder(dir: string): void {
       if (now !== null && now !== known) {
         throw new FolderReplacedError(`${d} was replaced while routinely ran (it is not the folder checked before); nothing is written through it until it is back — or restart routinely`);
       }
+      if (now === null && roots.has(d)) throw goneRoot(d);
     }
     if (dirname(d) === d) break;
   }
@@ -282,6 +286,10 @@ export function checkFolder(dir: string): void {
         // kept as it was: the folder stays refused until it is the one checked before again
         throw new FolderReplacedError(`${d} was replaced while routinely ran (it is not the folder checked before); nothing is written through it until it is back — or restart routinely`);
       }
+      // A state or lock root that vanished keeps its pin: moved away, it may come back as a link
+      // to another folder a moment later (a swap is a rename, then a symlink), and one adopted
+      // in between would be written through. A folder below a root is created again.
+      if (roots.has(d)) throw goneRoot(d);
       checked.delete(d);
       return;
     }

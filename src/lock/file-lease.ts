@@ -9,7 +9,7 @@
 // (Over 300 lines: one object, the held lease, whose heartbeat, loss checks, view upkeep and
 // release share its private state; the `<key>.lock` view's upkeep would leave with the view.)
 
-import { closeSync, constants, openSync, renameSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, openSync, renameSync, statSync, writeSync, type Stats } from 'node:fs';
 import { frameChecksummed } from '../checksum.js';
 import type { Clock } from '../clock.js';
 import { printable } from '../printable.js';
@@ -437,7 +437,8 @@ export class FileLease extends LeaseState implements Lease {
   private folderInDoubt(): boolean {
     if (this.folderReplaced()) return true;
     try {
-      return !lstatQuiet(this.paths.dir)?.isDirectory();
+      // followed: the lock folder may itself be a root that is a symlink (ROUTINELY_LOCK_DIR)
+      return !statSync(this.paths.dir).isDirectory();
     } catch {
       return true;
     }

@@ -118,7 +118,9 @@ describe('a state folder swapped under a running scheduler (SPEC §12)', () => {
     const mark = s.stdout().length;
     // noticed by the next state write (a fire), or first by the lock's heartbeat, which cannot
     // write its beat either (on a loaded machine its TTL may run out first): either way it says so
-    const noticed = /\[scheduler\] state folder not writable: .*(\.routinely was replaced while routinely ran|the scheduler lock cannot be kept)/;
+    // (which write meets it first decides the words: the folder replaced or gone, a log append
+    // that found no folder, or the heartbeat that cannot be written)
+    const noticed = /\[scheduler\] state folder not writable: .*(\.routinely (was replaced|is gone) while routinely ran|the scheduler lock cannot be kept|ENOENT)/;
     await eventually(() => noticed.test(s.stdout().slice(mark)), 30_000, 'the swap noticed', () => s.stdout().slice(mark).split('\n').slice(-20).join('\n'));
     const h = await httpGet(`${url}healthz`);
     expect(h.status).toBe(503);
