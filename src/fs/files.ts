@@ -61,23 +61,38 @@ export function refusal(path: string, st: Stats, cap: number): string | null {
 /** Reads a file without following a symlink at its name, with the checks above. null when it
  * does not exist; UnsafePathError when it is something we refuse to read. */
 export function readFileChecked(path: string, cap = STATE_FILE_CAP): FileContent | null {
+  const opened = openChecked(path, cap);
+  if (!opened) return null;
+  const { fd, st } = opened;
+  try {
+    const bytes = readAll(fd, st.size);
+    return { text: bytes.toString('utf8'), bytes, ino: st.ino, mtimeMs: st.mtimeMs };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Opens `path` for reading with the checks above (no symlink at its name, a regular file of
+ * ours within `cap`): its descriptor and what fstat says, or null when it does not exist;
+ * UnsafePathError for what we refuse to read (the descriptor is closed then). */
+export function openChecked(path: string, cap = STATE_FILE_CAP): { fd: number; st: Stats } | null {
   let fd: number;
   try {
     fd = openSync(path, READ_FLAGS);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') return null;
-    if (code === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to use it (remove it)`);
+    if (code === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to read it (remove it)`);
     throw err;
   }
   try {
     const st = fstatSync(fd);
     const why = refusal(path, st, cap);
     if (why) throw new UnsafePathError(`${why}; refusing to read it (remove or move it)`);
-    const bytes = readAll(fd, st.size);
-    return { text: bytes.toString('utf8'), bytes, ino: st.ino, mtimeMs: st.mtimeMs };
-  } finally {
+    return { fd, st };
+  } catch (err) {
     closeSync(fd);
+    throw err;
   }
 }
 

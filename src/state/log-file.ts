@@ -4,11 +4,9 @@
 // file and one that is still growing. Logs are not size-capped like state files (a run may
 // write a lot); they are never read into memory whole.
 
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
-import { UnsafePathError, errnoCode } from '../errors.js';
-import { refusal } from '../fs/files.js';
+import { closeSync, fstatSync, readSync } from 'node:fs';
+import { openChecked } from '../fs/files.js';
 
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const CHUNK = 64 * 1024;
 const NEWLINE = 0x0a;
 /** Output that never ends its line is handed out in pieces of this size. */
@@ -29,24 +27,9 @@ export class LogReader {
   /** Opens `path` for reading; null when it does not exist. UnsafePathError (exit 2) for a
    * symlink, a FIFO or device, or another user's file. */
   static open(path: string): LogReader | null {
-    let fd: number;
-    try {
-      fd = openSync(path, READ_FLAGS);
-    } catch (err) {
-      const code = errnoCode(err);
-      if (code === 'ENOENT' || code === 'ENOTDIR') return null;
-      if (code === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to read it (remove it)`);
-      throw err;
-    }
-    try {
-      const st = fstatSync(fd);
-      const why = refusal(path, st, Number.MAX_SAFE_INTEGER);
-      if (why) throw new UnsafePathError(`${why}; refusing to read it (remove or move it)`);
-      return new LogReader(path, fd, st.ino);
-    } catch (err) {
-      closeSync(fd);
-      throw err;
-    }
+    // a log has no size cap: it is read as it grows, never whole
+    const opened = openChecked(path, Number.MAX_SAFE_INTEGER);
+    return opened ? new LogReader(path, opened.fd, opened.st.ino) : null;
   }
 
   /** The file's size now. */

@@ -5,6 +5,7 @@ import { CronPattern } from 'croner';
 import { describe, expect, it } from 'vitest';
 import { cronProblem } from '../../src/config/cron.js';
 import { cronerPattern, isFixedTime, NICKNAMES } from '../../src/config/dialect.js';
+import { rng } from '../helpers/rng.js';
 
 describe('isFixedTime: neither minute nor hour starts with * (Vixie cron)', () => {
   it.each([
@@ -92,14 +93,3 @@ function timeField(r: () => number, max: number): string {
   return `${v()},*/${2 + Math.floor(r() * 10)}`;
 }
 
-/** mulberry32, so the randomized test is reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
