@@ -5,9 +5,11 @@
 // the lock is free when that slot's holder has linked its release mark `<key>.free.<generation>`,
 // stale when the holder is dead or its heartbeat expired. Taking it means linking the next slot number, which
 // exactly one process can do, whoever else races or stalls. `<key>.lock` is then pointed at the
-// new slot, so people and tools still find the holder's record there (docs/lock.md "Design").
+// new slot, so people and tools still find the holder's record where SPEC §4 names it; a record
+// there that is no slot's copy (written by a tool or a test that follows SPEC §4's file, or by
+// hand) is judged by the same rules as a slot (docs/lock.md "Design").
 // (Over 300 lines: reading and judging the folder, linking the next slot and the wait loop are
-// one protocol whose steps share the folder's reading; the legacy-file floor would leave with it.)
+// one protocol whose steps share the folder's reading.)
 
 import { renameSync, watch, type FSWatcher } from 'node:fs';
 import { systemClock, type Clock } from '../clock.js';
@@ -81,7 +83,9 @@ export type Look =
       top: SlotHolder | null;
       /** Set when the top slot's holder is stale (not released): why. */
       stale: (Judgement & { stale: true }) | null;
-      /** A `<key>.lock` that is no slot's view, judged stale (moved aside when taking over). */
+      /** A top slot that does not parse: its content, kept for forensics on takeover. */
+      badText: string | null;
+      /** A `<key>.lock` that is no slot's copy, judged stale (moved aside when taking over). */
       foreign: { record: LockRecord | null; ino: number; text: string; why: string } | null;
     };
 
@@ -106,18 +110,18 @@ export function lookAtLock(
   }
   const max = highestSlot(paths, names);
   let top: SlotHolder | null = null;
-  let topBad: string | null = null;
+  let topBad: { why: string; text: string | null } | null = null;
   // A released top slot needs no reading at all: the common, uncontended case.
   const released = max !== null && names.includes(`${paths.freePrefix}${max}`);
   if (max !== null && !released) {
     step('acquire:read-slot');
     const r = readSlot(paths, max);
     if (r.kind === 'missing') return { kind: 'retry' }; // withdrawn or collected meanwhile
-    if (r.kind === 'bad') topBad = r.why;
+    if (r.kind === 'bad') topBad = r;
     else top = r.holder;
   }
   const foreignView = classifyView(view, max, top);
-  const signature = `${top?.signature ?? topBad ?? ''}|${foreignView ? foreignView.text : ''}`;
+  const signature = `${top?.signature ?? topBad?.why ?? ''}|${foreignView ? foreignView.text : ''}`;
   const observation = o.observe?.(signature);
 
   let stale: (Judgement & { stale: true }) | null = null;
@@ -126,7 +130,7 @@ export function lookAtLock(
     if (!verdict.stale) return { kind: 'held', holder: top.record, why: describeHolder(top.record, nowMs), ownerCheck: verdict.ownerCheck };
     stale = verdict;
   } else if (topBad) {
-    stale = { stale: true, reason: 'UNREADABLE', why: topBad };
+    stale = { stale: true, reason: 'UNREADABLE', why: topBad.why };
   }
   let foreign: Extract<Look, { kind: 'free' }>['foreign'] = null;
   if (foreignView) {
@@ -139,11 +143,13 @@ export function lookAtLock(
   const below = Math.max(max ?? 0, highestFree(paths, names), foreign?.record?.generation ?? 0);
   const floor = max === null ? generationFloor(paths, names, o.floor) : 0;
   const next = Math.max(below, floor) + 1;
-  return { kind: 'free', next, names, top, stale, foreign };
+  return { kind: 'free', next, names, top, stale, badText: topBad?.text ?? null, foreign };
 }
 
-/** `<key>.lock` when it is not the view of the top slot or of an older one: an earlier version's
- * record, a hand-written one, or garbage. Such a record is honoured while its owner lives. */
+/** `<key>.lock` when it is not the copy of the top slot or of an older one: a record written in
+ * SPEC §4's format by something else than our slots (a tool, a test, a hand), or garbage. SPEC
+ * §4 names this file as the lock, so such a record is honoured by the rules of §4.4 like a slot:
+ * held while its owner lives and its heartbeat is fresh, taken over (and kept) once stale. */
 function classifyView(view: ViewRead, max: number | null, top: SlotHolder | null): { record: LockRecord | null; ino: number; text: string } | null {
   if (view.kind === 'missing') return null;
   if (view.kind === 'ok' && max !== null && (view.record.generation < max || view.record.lock_id === top?.record.lock_id)) return null;
@@ -172,22 +178,22 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
     // The stale holder's work must be gone before ours can start (SPEC §4.4).
     if (look.stale && look.top) merge(await endHolderOrphans(look.top.record, ctx));
     let staleFile: string | null = null;
-    // A stale `<key>.lock` of no slot (an earlier version's, or written by hand) whose generation
-    // is above every slot first becomes a slot of its own generation, and the takeover goes on
+    // A stale `<key>.lock` of no slot (see classifyView) whose generation is above every slot
+    // first becomes a slot of its own generation, and the takeover goes on
     // from that slot. Moving it aside first would let a racer that listed the folder before the
     // move and read the view after it see neither slot nor view, start again at generation 1 and
     // hold the lock beside us (observed with 8 racers). With the slot, everyone computes the next
     // generation from the same name.
     if (look.foreign?.record && look.foreign.record.generation > (highestSlot(paths, look.names) ?? 0)) {
-      const legacy = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
-      step('acquire:legacy-slot');
-      writeTemp(paths, legacy, look.foreign.text);
+      const adopted = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
+      step('acquire:adopt-slot');
+      writeTemp(paths, adopted, look.foreign.text);
       try {
-        linkNew(legacy, slotPath(paths, look.foreign.record.generation)); // or someone was quicker: the same
+        linkNew(adopted, slotPath(paths, look.foreign.record.generation)); // or someone was quicker: the same
       } catch (err) {
         throw lockDirError(paths, err);
       } finally {
-        unlinkQuiet(legacy);
+        unlinkQuiet(adopted);
       }
       continue;
     }
@@ -268,8 +274,9 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
       return { ok: false, reason: 'LOCK_HELD', holder: null, why: 'paused while acquiring; try again' };
     }
     let takeover: Takeover | null = null;
-    if (look.stale && look.top) {
-      staleFile = keepStaleCopy(ctx, serializeLockRecord(look.top.record)) ?? staleFile;
+    if (look.stale) {
+      const text = look.top ? serializeLockRecord(look.top.record) : look.badText;
+      staleFile = (text === null ? null : keepStaleCopy(ctx, text)) ?? staleFile;
       takeover = { why: look.stale.why, staleFile, orphans };
     } else if (look.foreign) {
       takeover = { why: look.foreign.why, staleFile, orphans };

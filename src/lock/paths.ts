@@ -14,8 +14,6 @@ export interface LockPaths {
   /** `<key>.lock` — the current holder's record (a hard link to its slot). */
   lockName: string;
   lock: string;
-  /** `<key>.generation` — the fencing counter of earlier versions; read only as a floor. */
-  generation: string;
   /** Prefix of `<key>.slot.<generation>`: one immutable record per acquisition. */
   slotPrefix: string;
   /** Prefix of `<key>.beat.<lock_id>`: a holder's heartbeat, run and children. */
@@ -40,7 +38,6 @@ export function lockPaths(dir: string, key: string): LockPaths {
     key,
     lockName,
     lock: join(dir, lockName),
-    generation: join(dir, `${key}.generation`),
     slotPrefix: `${key}.slot.`,
     beatPrefix: `${key}.beat.`,
     freePrefix: `${key}.free.`,

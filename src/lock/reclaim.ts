@@ -77,8 +77,8 @@ function staleName(ctx: ReclaimContext, i: number): string {
 
 export type MoveAside = { moved: true; staleFile: string } | { moved: false };
 
-/** Moves aside a `<key>.lock` that is no slot's view (a record of an earlier version of
- * routinely, or one written by hand) after it was judged stale. The rename is verified by inode;
+/** Moves aside a `<key>.lock` that is no slot's copy (a record written in SPEC §4's format by
+ * something else than our slots) after it was judged stale. The rename is verified by inode;
  * if a fresh view slipped in meanwhile it is linked back (the view is only a view: the slots
  * still say who holds the lock). */
 export function moveAsideView(ctx: ReclaimContext, judgedIno: number): MoveAside {

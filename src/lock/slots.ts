@@ -80,7 +80,7 @@ export interface SlotHolder {
 
 export type SlotRead =
   | { kind: 'missing' }
-  | { kind: 'bad'; why: string }
+  | { kind: 'bad'; why: string; /** its content, when it could be read (kept on takeover) */ text: string | null }
   | { kind: 'ok'; holder: SlotHolder };
 
 /** Reads slot `generation` and the heartbeat of its holder. */
@@ -90,13 +90,13 @@ export function readSlot(paths: LockPaths, generation: number): SlotRead {
   try {
     content = readFileChecked(file, LOCK_FILE_CAP);
   } catch (err) {
-    if (err instanceof UnsafePathError) return { kind: 'bad', why: err.message };
+    if (err instanceof UnsafePathError) return { kind: 'bad', why: err.message, text: null };
     throw err;
   }
   if (content === null) return { kind: 'missing' };
   const rec = parseLockRecord(content.text);
   if (!rec || rec.key !== paths.key || rec.generation !== generation) {
-    return { kind: 'bad', why: `${file} is not a valid lock record` };
+    return { kind: 'bad', why: `${file} is not a valid lock record`, text: content.text };
   }
   const beat = readBeat(paths, rec.lock_id);
   return { kind: 'ok', holder: withBeat(rec, content.ino, beat) };
@@ -159,5 +159,6 @@ export function readView(paths: LockPaths): ViewRead {
   if (!rec || rec.key !== paths.key) return { kind: 'unreadable', ino: content.ino, text: content.text };
   return { kind: 'ok', record: rec, ino: content.ino, text: content.text };
 }
+
 
 

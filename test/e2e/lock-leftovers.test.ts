@@ -70,10 +70,12 @@ describe('the generation is never reissued (SPEC §4.12)', () => {
     ['garbled', 'garbage\n'],
     ['truncated', '00000000000'],
     ['zero-length', ''],
-  ])('a %s counter file changes nothing: the next generation is above every earlier one', async (_name, content) => {
+  ])('a %s newest slot (the record that carries the generation; there is no counter file) changes nothing: the next generation is above every earlier one', async (_name, content) => {
     const project = testProject();
     for (let i = 1; i <= 6; i++) expect(await gen(project)).toBe(i);
-    writeFileSync(join(project, '.routinely', 'locks', 'exec-run.generation'), content);
+    const locks = join(project, '.routinely', 'locks');
+    rmSync(join(locks, 'exec-run.free.6'));
+    writeFileSync(join(locks, 'exec-run.slot.6'), content);
     expect(await gen(project)).toBe(7);
   });
 
@@ -89,7 +91,6 @@ describe('the generation is never reissued (SPEC §4.12)', () => {
     expect(await gen(project)).toBe(2);
     expect(readdirSync(locks).some((n) => n.startsWith('exec-run.lock.stale.'))).toBe(true);
     for (const n of readdirSync(locks)) if (!n.startsWith('exec-run.lock.stale.')) unlinkSync(join(locks, n));
-    writeFileSync(join(locks, 'exec-run.generation'), '');
     expect(await gen(project)).toBeGreaterThan(1);
   });
 

@@ -122,13 +122,12 @@ describe('acquire and release', () => {
 
   it('continues above the generation of a reclaimed lock whose holder never recorded it', async () => {
     const dir = testdir();
-    writeFileSync(join(dir, 'exec-run.generation'), '3\n');
     writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(staleRecord({ generation: 50 })));
     const lease = await mustAcquire(options(dir));
     expect(lease.generation).toBe(51);
   });
 
-  it('an earlier version\'s stale lock becomes a slot before it is taken over: at no step does a looker find neither (two-holder race)', async () => {
+  it('a stale record at the SPEC lock file, above every slot, becomes a slot before it is taken over: at no step does a looker find neither (two-holder race)', async () => {
     for (const slotsBefore of [0, 2]) {
       const dir = testdir();
       for (let g = 1; g <= slotsBefore; g++) {
@@ -148,7 +147,7 @@ describe('acquire and release', () => {
       check('after');
       expect(gaps).toEqual([]);
       expect(lease.generation).toBe(14);
-      // the earlier version's record is kept for forensics, as every reclaimed one
+      // that record is kept for forensics, as every reclaimed one
       expect(readdirSync(dir).filter((n) => n.startsWith('exec-run.lock.stale.'))).toHaveLength(1);
     }
   });
@@ -167,14 +166,29 @@ describe('acquire and release', () => {
   });
 });
 
-describe('stale locks and reclaim (SPEC §4.4, §4.5)', () => {
+// Every stale rule is proven on a real slot (what routinely writes) and on `exec-run.lock` (the
+// file SPEC §4 names, as another tool or a test following it would write it).
+const PLACES = [
+  ['a slot', (g: number) => `exec-run.slot.${g}`],
+  ['the SPEC lock file', () => 'exec-run.lock'],
+] as const;
+
+describe.each(PLACES)('stale locks and reclaim (SPEC §4.4, §4.5) in %s', (_where, fileOf) => {
+  const plant = (dir: string, content: string | LockRecord): string => {
+    const file = join(dir, fileOf(typeof content === 'string' ? 5 : content.generation));
+    writeFileSync(file, typeof content === 'string' ? content : serializeLockRecord(content));
+    return file;
+  };
+
   it.each([
     ['empty', ''],
     ['corrupt', '{"version":1,"key":"exec-'],
   ])('reclaims an %s lock file and keeps it as .stale.<ts>', async (_name, content) => {
     const dir = testdir();
-    writeFileSync(join(dir, 'exec-run.lock'), content);
+    plant(dir, content);
     const lease = await mustAcquire(options(dir));
+    // above a slot's number; an unreadable lock file shows no generation to go above
+    expect(lease.generation).toBe(fileOf(5) === 'exec-run.lock' ? 1 : 6);
     expect(readLock(dir)?.lock_id).toBe(lease.lockId);
     const kept = readdirSync(dir).filter((n) => /^exec-run\.lock\.stale\.\d+$/.test(n));
     expect(kept).toHaveLength(1);
@@ -183,9 +197,10 @@ describe('stale locks and reclaim (SPEC §4.4, §4.5)', () => {
 
   it('reclaims at once when the owner on this host is dead', async () => {
     const dir = testdir();
-    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(staleRecord()));
+    plant(dir, staleRecord());
     const lease = await mustAcquire(options(dir));
     expect(lease.generation).toBe(6);
+    expect(readdirSync(dir).filter((n) => n.startsWith('exec-run.lock.stale.'))).toHaveLength(1);
   });
 
   it('never reclaims a live owner with a fresh heartbeat', async () => {
@@ -193,26 +208,27 @@ describe('stale locks and reclaim (SPEC §4.4, §4.5)', () => {
     const probe = systemProbe();
     const me = probe.inspect(process.pid);
     const live = staleRecord({}, { pid: process.pid, start_time: me.state === 'alive' ? me.startTime : null });
-    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(live));
+    const file = plant(dir, live);
     const r = await attemptAcquire(options(dir));
-    expect(r).toMatchObject({ ok: false, reason: 'LOCK_HELD' });
-    expect(readLock(dir)?.lock_id).toBe(live.lock_id);
+    expect(r).toMatchObject({ ok: false, reason: 'LOCK_HELD', holder: { lock_id: live.lock_id } });
+    expect(readFileSync(file, 'utf8')).toBe(serializeLockRecord(live));
+    expect(readdirSync(dir).filter((n) => /^exec-run\.slot\.\d+$/.test(n) && n !== 'exec-run.slot.5')).toEqual([]);
   });
 
   it('reclaims an owner whose pid now belongs to another process', async () => {
     const dir = testdir();
-    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(staleRecord({}, { pid: process.pid, start_time: '1' })));
-    await mustAcquire(options(dir));
+    plant(dir, staleRecord({}, { pid: process.pid, start_time: '1' }));
+    expect((await mustAcquire(options(dir))).generation).toBe(6);
   });
 
   it('judges another host by expiry only', async () => {
     const dir = testdir();
     const remote = staleRecord({}, { host: 'elsewhere', pid: 1 });
-    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(remote));
+    plant(dir, remote);
     expect(await attemptAcquire(options(dir))).toMatchObject({ ok: false, reason: 'LOCK_HELD' });
     const now = Date.now() / 1000;
-    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord({ ...remote, heartbeat_at: now - 70, expires_at: now - 10 }));
-    await mustAcquire(options(dir));
+    plant(dir, { ...remote, heartbeat_at: now - 70, expires_at: now - 10 });
+    expect((await mustAcquire(options(dir))).generation).toBe(6);
   });
 
   it('ends the orphaned process group of a dead holder before taking over', async () => {
@@ -228,7 +244,7 @@ describe('stale locks and reclaim (SPEC §4.4, §4.5)', () => {
     const info = systemProbe().inspect(orphan.pid!);
     expect(info.state).toBe('alive');
     const rec = staleRecord({}, { children: [{ pid: orphan.pid!, start_time: info.state === 'alive' ? info.startTime : null }] });
-    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(rec));
+    plant(dir, rec);
     await mustAcquire(options(dir));
     expect(processRuns(orphan.pid!)).toBe(false);
     expect(systemProbe().groupMembers(orphan.pid!)).toEqual([]);
@@ -241,7 +257,7 @@ describe('stale locks and reclaim (SPEC §4.4, §4.5)', () => {
       bystander.kill('SIGKILL');
     });
     const rec = staleRecord({}, { children: [{ pid: bystander.pid!, start_time: '12345' }] });
-    writeFileSync(join(dir, 'exec-run.lock'), serializeLockRecord(rec));
+    plant(dir, rec);
     await mustAcquire(options(dir));
     expect(processRuns(bystander.pid!)).toBe(true);
   });
@@ -249,13 +265,15 @@ describe('stale locks and reclaim (SPEC §4.4, §4.5)', () => {
   it('keeps only the newest 20 reclaimed locks', async () => {
     const dir = testdir();
     for (let i = 0; i < 25; i++) writeFileSync(join(dir, `exec-run.lock.stale.${1000 + i}`), '');
-    writeFileSync(join(dir, 'exec-run.lock'), '');
+    plant(dir, '');
     await mustAcquire(options(dir));
     const kept = readdirSync(dir).filter((n) => n.startsWith('exec-run.lock.stale.'));
     expect(kept).toHaveLength(20);
     expect(kept).not.toContain('exec-run.lock.stale.1000');
   });
+});
 
+describe('stale slots', () => {
   it('takes over a holder whose slot is the highest and whose owner died, keeping its record', async () => {
     const dir = testdir();
     const dead = staleRecord({ generation: 7 });
