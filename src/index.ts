@@ -8,7 +8,8 @@ export { loadProject, findConfig, readConfigFile, resolveProject, type Project, 
 export { validateConfig, validateTaskFile, validateTaskSet, type Validation } from './config/validate.js';
 export type { Config, RoutineDef, TaskDef, RoutineAction } from './config/types.js';
 
-export { acquireFileLease, attemptAcquire, type AcquireOptions, type FileLockOptions } from './lock/acquire.js';
+export { attemptAcquire, type AcquireOptions, type FileLockOptions } from './lock/acquire.js';
+export { acquireFileLease } from './lock/wait.js';
 export { fileLockBackend, EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, type LockBackend, type BusyPolicy } from './lock/backend.js';
 export type { Lease, AcquireResult, RefreshResult, ReleaseResult, LockLost, LockHooks, IfBusy, LockOwnerInfo } from './lock/lease.js';
 export { readLockStatus, breakStaleLock, type LockStatus, type BreakResult } from './lock/status.js';

@@ -8,24 +8,23 @@
 // new slot, so people and tools still find the holder's record where SPEC §4 names it; a record
 // there that is no slot's copy (written by a tool or a test that follows SPEC §4's file, or by
 // hand) is judged by the same rules as a slot (docs/lock.md "Design").
-// (Over 300 lines: reading and judging the folder, linking the next slot and the wait loop are
-// one protocol whose steps share the folder's reading.)
+// One look at the folder is look.ts, the wait loop wait.ts, the view view.ts.
 
-import { renameSync, watch, type FSWatcher } from 'node:fs';
 import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
-import { FileLease, lastReleased, type ViewStamp } from './file-lease.js';
+import { FileLease } from './file-lease.js';
 import { checkFolder, ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
-import { generationFloor } from './generation.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
-import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
+import type { IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
 import { giveUpLeadMs } from './lease-state.js';
+import { lookAtLock, stepOf } from './look.js';
 import type { OrphanReport } from './orphans.js';
 import { beatPath, lockPaths, slotPath, type LockPaths } from './paths.js';
 import { serializeLockRecord, toEpochSeconds, MAX_GENERATION, type LockRecord } from './record.js';
 import { collectGarbage, endHolderOrphans, keepStaleCopy, moveAsideView, type ReclaimContext } from './reclaim.js';
-import { highestFree, highestSlot, listLockDir, readSlot, readView, type SlotHolder, type ViewRead } from './slots.js';
-import { describeHolder, judgeLock, type Judgement, type Observation } from './stale.js';
+import { highestSlot, listLockDir } from './slots.js';
+import type { Observation } from './stale.js';
+import { placeView, stampView, type ViewStamp } from './view.js';
 
 export interface FileLockOptions {
   lockDir: string;
@@ -69,91 +68,6 @@ const MAX_LOOPS = 16;
 export interface AttemptOptions {
   /** Lets a waiter time how long the holder stays unchanged on its own clock. */
   observe?: (signature: string) => Observation;
-}
-
-/** The lock as one look at the folder finds it. */
-export type Look =
-  | { kind: 'retry' }
-  | { kind: 'held'; holder: LockRecord; why: string; ownerCheck: 'alive' | 'remote' | 'unknown' }
-  | {
-      kind: 'free';
-      /** The next generation to take. */
-      next: number;
-      names: string[];
-      top: SlotHolder | null;
-      /** Set when the top slot's holder is stale (not released): why. */
-      stale: (Judgement & { stale: true }) | null;
-      /** A top slot that does not parse: its content, kept for forensics on takeover. */
-      badText: string | null;
-      /** A `<key>.lock` that is no slot's copy, judged stale (moved aside when taking over). */
-      foreign: { record: LockRecord | null; ino: number; text: string; why: string } | null;
-    };
-
-const stepOf = (hooks: LockHooks | undefined) => (name: string): void => hooks?.step?.(name);
-
-/** Reads the folder once and decides: held, free (perhaps after a takeover), or look again. */
-export function lookAtLock(
-  paths: LockPaths,
-  nowMs: number,
-  probe: LivenessProbe,
-  o: { observe?: (signature: string) => Observation; hooks?: LockHooks; floor?: () => number } = {},
-): Look {
-  const step = stepOf(o.hooks);
-  step('acquire:list');
-  const names = listLockDir(paths);
-  // The view is read only when the listing shows one (usually not: release removes it). A view
-  // that appears after the listing belongs to a slot we did not see; our link then fails.
-  let view: ViewRead = { kind: 'missing' };
-  if (names.includes(paths.lockName)) {
-    step('acquire:read-view');
-    view = readView(paths);
-  }
-  const max = highestSlot(paths, names);
-  let top: SlotHolder | null = null;
-  let topBad: { why: string; text: string | null } | null = null;
-  // A released top slot needs no reading at all: the common, uncontended case.
-  const released = max !== null && names.includes(`${paths.freePrefix}${max}`);
-  if (max !== null && !released) {
-    step('acquire:read-slot');
-    const r = readSlot(paths, max);
-    if (r.kind === 'missing') return { kind: 'retry' }; // withdrawn or collected meanwhile
-    if (r.kind === 'bad') topBad = r;
-    else top = r.holder;
-  }
-  const foreignView = classifyView(view, max, top);
-  const signature = `${top?.signature ?? topBad?.why ?? ''}|${foreignView ? foreignView.text : ''}`;
-  const observation = o.observe?.(signature);
-
-  let stale: (Judgement & { stale: true }) | null = null;
-  if (top) {
-    const verdict = judgeLock(top.record, nowMs, probe, observation);
-    if (!verdict.stale) return { kind: 'held', holder: top.record, why: describeHolder(top.record, nowMs), ownerCheck: verdict.ownerCheck };
-    stale = verdict;
-  } else if (topBad) {
-    stale = { stale: true, reason: 'UNREADABLE', why: topBad.why };
-  }
-  let foreign: Extract<Look, { kind: 'free' }>['foreign'] = null;
-  if (foreignView) {
-    const verdict = judgeLock(foreignView.record, nowMs, probe, observation);
-    if (!verdict.stale && foreignView.record) {
-      return { kind: 'held', holder: foreignView.record, why: describeHolder(foreignView.record, nowMs), ownerCheck: verdict.ownerCheck };
-    }
-    foreign = { ...foreignView, why: verdict.stale ? verdict.why : 'unreadable' };
-  }
-  const below = Math.max(max ?? 0, highestFree(paths, names), foreign?.record?.generation ?? 0);
-  const floor = max === null ? generationFloor(paths, names, o.floor) : 0;
-  const next = Math.max(below, floor) + 1;
-  return { kind: 'free', next, names, top, stale, badText: topBad?.text ?? null, foreign };
-}
-
-/** `<key>.lock` when it is not the copy of the top slot or of an older one: a record written in
- * SPEC §4's format by something else than our slots (a tool, a test, a hand), or garbage. SPEC
- * §4 names this file as the lock, so such a record is honoured by the rules of §4.4 like a slot:
- * held while its owner lives and its heartbeat is fresh, taken over (and kept) once stale. */
-function classifyView(view: ViewRead, max: number | null, top: SlotHolder | null): { record: LockRecord | null; ino: number; text: string } | null {
-  if (view.kind === 'missing') return null;
-  if (view.kind === 'ok' && max !== null && (view.record.generation < max || view.record.lock_id === top?.record.lock_id)) return null;
-  return { record: view.kind === 'ok' ? view.record : null, ino: view.ino, text: view.text };
 }
 
 /** One non-blocking attempt: look; if free (or stale, after ending the stale holder's orphans),
@@ -305,20 +219,6 @@ function newRecord(opts: FileLockOptions, probe: LivenessProbe, generation: numb
 const pausedSince = (started: number, clock: Clock, opts: FileLockOptions): boolean =>
   clock.monotonic() - started >= opts.ttlMs - giveUpLeadMs(opts.ttlMs);
 
-/** Puts our record under `<key>.lock` as one more name of the slot's file: link(2) when the name
- * is free, a rename of our temp name over it when an older view is there. */
-function placeView(paths: LockPaths, tmp: string, replace: boolean): true {
-  if (!replace && linkNew(tmp, paths.lock)) return true;
-  renameSync(tmp, paths.lock);
-  return true;
-}
-
-/** The view as it is now (inode and change time), so the holder notices any later edit. */
-function stampView(paths: LockPaths, ino: number): ViewStamp | null {
-  const st = lstatQuiet(paths.lock);
-  return st && st.ino === ino ? { ino: st.ino, ctimeMs: st.ctimeMs } : null;
-}
-
 function writeTemp(paths: LockPaths, tmp: string, data: string): number {
   try {
     return writeNewFile(tmp, data);
@@ -362,70 +262,3 @@ function lockDirError(paths: LockPaths, err: unknown): Error {
   );
 }
 
-/** Acquires with the `--if-busy` policy of SPEC §4: fail/skip answer at once, wait polls. */
-export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireResult> {
-  const clock = opts.clock ?? systemClock;
-  const ifBusy = opts.ifBusy ?? 'fail';
-  const pollMax = opts.pollMaxMs ?? 50;
-  const deadline = opts.waitTimeoutMs === undefined ? Infinity : clock.monotonic() + opts.waitTimeoutMs;
-
-  let lastSig: string | null = null;
-  let lastChange = clock.monotonic();
-  const observe = (sig: string): Observation => {
-    const now = clock.monotonic();
-    if (sig !== lastSig) {
-      lastSig = sig;
-      lastChange = now;
-    }
-    return { unchangedForMs: now - lastChange };
-  };
-
-  let watcher: FSWatcher | undefined;
-  let wake: (() => void) | undefined;
-  let delay = 1;
-  // Fair turn: a process that released this lock a moment ago and wants it back (waiting) lets a
-  // millisecond pass, so waiters woken by the release can take their turn instead of the
-  // releaser re-taking it again and again (4×500 contention: p99 wait 35 → 11 ms, +7 % wall).
-  const paths = lockPaths(opts.lockDir, opts.key);
-  const released = lastReleased.get(paths.lock);
-  if (ifBusy === 'wait' && released !== undefined && clock.monotonic() - released < 2) await clock.sleep(1);
-  try {
-    for (;;) {
-      const attempt = await attemptAcquire(opts, ifBusy === 'wait' ? { observe } : {});
-      if (attempt.ok) {
-        if (opts.heartbeat !== false) attempt.lease.startHeartbeat();
-        return { ok: true, lease: attempt.lease };
-      }
-      if (ifBusy !== 'wait') return { ok: false, reason: 'LOCK_HELD', holder: attempt.holder, why: attempt.why };
-      if (opts.signal?.aborted) return { ok: false, reason: 'ABORTED', holder: attempt.holder, why: attempt.why };
-      const left = deadline - clock.monotonic();
-      if (left <= 0) return { ok: false, reason: 'WAIT_TIMEOUT', holder: attempt.holder, why: attempt.why };
-      watcher ??= watchLock(paths, () => wake?.());
-      const stop = new AbortController();
-      wake = () => stop.abort();
-      const onAbort = (): void => stop.abort();
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
-      await clock.sleep(Math.min(delay, left), stop.signal);
-      opts.signal?.removeEventListener('abort', onAbort);
-      delay = stop.signal.aborted ? 1 : Math.min(delay * 2, pollMax);
-    }
-  } finally {
-    watcher?.close();
-  }
-}
-
-/** Wakes a waiter as soon as a holder releases (its release mark appears). Polling still runs,
- * because a holder killed with SIGKILL changes nothing; every other name (slots, views,
- * heartbeats, temp files, other keys) is ignored, or each step of every cycle would wake every
- * waiter for nothing. */
-function watchLock(paths: LockPaths, onChange: () => void): FSWatcher | undefined {
-  try {
-    const w = watch(paths.dir, { persistent: false }, (_event, name) => {
-      if (name === null || name.startsWith(paths.freePrefix)) onChange();
-    });
-    w.on('error', () => w.close());
-    return w;
-  } catch {
-    return undefined; // no inotify watches left: polling alone still works
-  }
-}

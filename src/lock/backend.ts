@@ -2,7 +2,7 @@
 // the embedded default; a database backend (SPEC §9) implements the same interface.
 
 import type { Clock } from '../clock.js';
-import { acquireFileLease } from './acquire.js';
+import { acquireFileLease } from './wait.js';
 import { namesIn } from '../fs/files.js';
 import type { LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';

@@ -6,11 +6,10 @@
 // slot while it is the highest. So a holder that stalls anywhere, for any time, can at worst
 // rewrite files nobody else reads as theirs; the slot sequence decides who holds the lock
 // (docs/lock.md "Design").
-// (Over 300 lines: one object, the held lease, whose heartbeat, loss checks, view upkeep and
-// release share its private state; the `<key>.lock` view's upkeep would leave with the view.)
+// (Over 300 lines: one object, the held lease, whose heartbeat, loss checks, generation raise
+// and release share its private state; the heartbeat file is beat.ts, the view view.ts.)
 
-import { closeSync, constants, openSync, renameSync, statSync, writeSync, type Stats } from 'node:fs';
-import { frameChecksummed } from '../checksum.js';
+import { statSync, type Stats } from 'node:fs';
 import type { Clock } from '../clock.js';
 import { printable } from '../printable.js';
 import { FolderReplacedError, errnoCode } from '../errors.js';
@@ -21,21 +20,11 @@ import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } fr
 import { LeaseState, giveUpLeadMs } from './lease-state.js';
 import { beatPath, freePath, slotGeneration, slotPath, type LockPaths } from './paths.js';
 import { serializeLockRecord, toEpochSeconds, type LockRecord } from './record.js';
-import { listLockDir, readSlot, readView, serializeBeat, type Beat } from './slots.js';
+import { createBeatFile, rewriteBeatFile, type Beat } from './beat.js';
+import { listLockDir, readSlot } from './slots.js';
+import { healView, judgeView, readView, removeView, sameStamp, type ViewStamp } from './view.js';
 
 const CHILD_WRITE_MS = 250;
-/** A heartbeat record is a few hundred bytes: written padded to one block, always the same one. */
-const BEAT_BYTES = 4096;
-
-/** Writes all of `buf` at offset 0 (a short write, on a filling disk, is continued). */
-function writeAllAt(fd: number, buf: Buffer): void {
-  for (let off = 0; off < buf.length; ) {
-    const n = writeSync(fd, buf, off, buf.length - off, off);
-    if (!(n > 0)) throw Object.assign(new Error(`write returned ${n}`), { code: 'EIO' });
-    off += n;
-  }
-}
-
 export interface LeaseTiming {
   ttlMs: number;
   refreshMs: number;
@@ -128,15 +117,7 @@ export class FileLease extends LeaseState implements Lease {
   createBeat(): void {
     const file = beatPath(this.paths, this.rec.lock_id);
     this.step('acquire:beat');
-    const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      writeAllAt(fd, frameChecksummed(serializeBeat(this.beatNow()).trimEnd(), BEAT_BYTES));
-    } catch (err) {
-      closeSync(fd);
-      unlinkQuiet(file);
-      throw err;
-    }
-    closeSync(fd);
+    createBeatFile(file, this.beatNow());
     this.beatCreated = true;
   }
 
@@ -168,12 +149,7 @@ export class FileLease extends LeaseState implements Lease {
       this.step('beat:write');
       if (!this.beatCreated) this.createBeat();
       else {
-        const fd = openSync(beatPath(this.paths, this.rec.lock_id), constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-        try {
-          writeAllAt(fd, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
-        } finally {
-          closeSync(fd);
-        }
+        rewriteBeatFile(beatPath(this.paths, this.rec.lock_id), beat);
       }
       this.lastWriteError = null;
       return beat;
@@ -225,47 +201,25 @@ export class FileLease extends LeaseState implements Lease {
     this.step(`${step}:view`);
     const view = lstatQuiet(this.paths.lock);
     this.viewSeen = view;
-    if (!view || (view.ino === this.view?.ino && view.ctimeMs === this.view.ctimeMs)) return { ok: true };
-    // `<key>.lock` is not our view. An older holder's view (a stalled release or acquire put it
-    // back) is harmless and healed; a record that claims our generation or a later one, or one
-    // nobody can read, is someone else's claim and we stop (as SPEC §4.3 always asked).
-    let read;
-    try {
-      read = readView(this.paths);
-    } catch {
-      return { ok: true };
-    }
-    if (read.kind === 'missing') return { ok: true };
-    if (read.kind === 'ok' && (read.record.generation < g || read.record.lock_id === this.rec.lock_id)) {
-      if (read.record.lock_id === this.rec.lock_id && read.record.generation === g) this.view = { ino: view.ino, ctimeMs: view.ctimeMs };
-      return { ok: true };
-    }
+    if (!view || sameStamp(view, this.view)) return { ok: true };
+    // `<key>.lock` is not our view: a record there that claims our generation or a later one is
+    // someone else's claim, and we stop (SPEC §4.3: a refresh that finds another lock_id)
+    const found = judgeView(this.paths, this.rec, view);
+    if (found.kind === 'ours') this.view = found.stamp;
+    if (found.kind !== 'claim') return { ok: true };
     if (this.folderInDoubt()) return { ok: true }; // swapped since the slots were read
-    const who = read.kind === 'ok' ? `pid ${read.record.owner.pid} on ${printable(read.record.owner.host)} (generation ${read.record.generation})` : 'an unreadable record';
-    return { ok: false, why: `the lock file ${this.paths.lock} now carries ${who}`, takenOver: true };
+    return { ok: false, why: `the lock file ${this.paths.lock} now carries ${found.who}`, takenOver: true };
   }
 
   /** Writes `<key>.lock` again if it is missing or shows an older holder. Only the view:
    * nothing reads it to decide who holds the lock. */
   private healView(): void {
     try {
-      const view = lstatQuiet(this.paths.lock);
-      if (view && view.ino === this.view?.ino && view.ctimeMs === this.view.ctimeMs) return;
-      if (view) {
-        const read = readView(this.paths);
-        if (read.kind === 'ok' && read.record.lock_id === this.rec.lock_id && read.record.generation === this.rec.generation) {
-          this.view = { ino: view.ino, ctimeMs: view.ctimeMs };
-          return;
-        }
-      }
-      this.step('beat:heal-view');
-      this.view = linkView(this.paths, this.rec.generation, this.slotIno);
+      this.view = healView(this.paths, this.rec, this.slotIno, this.view, (n) => this.step(n));
     } catch {
       // best effort; the next beat tries again
     }
   }
-
-
 
   /** Records a child group: at once in `<key>.children.<lock_id>` (one appended line; if we
    * die now, the reclaimer must know the group), and in our heartbeat file at most every
@@ -395,7 +349,7 @@ export class FileLease extends LeaseState implements Lease {
     try {
       this.step('release:view');
       const view = stillOurs ? this.viewSeen : lstatQuiet(this.paths.lock);
-      if (view && view.ino === this.view?.ino && view.ctimeMs === this.view.ctimeMs) removeView(this.paths, view.ino, (n) => this.step(n));
+      if (view && sameStamp(view, this.view)) removeView(this.paths, view.ino, (n) => this.step(n));
     } catch {
       // the view is only a view
     }
@@ -478,37 +432,3 @@ export class FileLease extends LeaseState implements Lease {
   }
 }
 
-/** Removes `<key>.lock` if it is still the copy we wrote (inode `ino`): moved to a temp name of
- * ours first, then checked, and put back if a successor's view had replaced ours meanwhile (a
- * stall between our check and the move). So a stalled release never deletes a successor's view;
- * at worst the name is empty for the moment between the move and the put-back. */
-function removeView(paths: LockPaths, ino: number, step: (name: string) => void): void {
-  const aside = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
-  step('release:move-view');
-  try {
-    renameSync(paths.lock, aside);
-  } catch {
-    return; // gone already
-  }
-  if (lstatQuiet(aside)?.ino !== ino && !lstatQuiet(paths.lock)) linkNew(aside, paths.lock);
-  unlinkQuiet(aside);
-}
-
-export interface ViewStamp {
-  ino: number;
-  ctimeMs: number;
-}
-
-/** Points `<key>.lock` at slot `generation` again (one more link to its file, renamed over
- * whatever view is there: replaced whole, never half-written). Returns the view's stamp. */
-export function linkView(paths: LockPaths, generation: number, slotIno: number): ViewStamp | null {
-  const tmp = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
-  if (!linkNew(slotPath(paths, generation), tmp)) return null;
-  try {
-    renameSync(tmp, paths.lock);
-  } finally {
-    unlinkQuiet(tmp);
-  }
-  const st = lstatQuiet(paths.lock);
-  return st && st.ino === slotIno ? { ino: st.ino, ctimeMs: st.ctimeMs } : null;
-}

@@ -2,7 +2,8 @@
 // when the stale rules say so. Nothing here can make a caller the holder of a live lock.
 
 import { systemClock, type Clock } from '../clock.js';
-import { attemptAcquire, lookAtLock } from './acquire.js';
+import { attemptAcquire } from './acquire.js';
+import { lookAtLock } from './look.js';
 import { systemProbe, type LivenessProbe } from './identity.js';
 import { checkFolder } from '../fs/files.js';
 import { readChildJournal } from './children.js';

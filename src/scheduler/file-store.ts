@@ -17,7 +17,7 @@
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError, stateWriteError } from '../errors.js';
-import { acquireFileLease } from '../lock/acquire.js';
+import { acquireFileLease } from '../lock/wait.js';
 import { checkFolder, lstatQuiet, randomHex, readFileChecked, trustRoot, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import {
   historyTrimBytes,

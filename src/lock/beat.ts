@@ -1,0 +1,104 @@
+// A holder's heartbeat file, `<key>.beat.<lock_id>` (docs/lock.md "Files"): its record, how
+// observers read it (checksummed: a read that meets a rewrite half done reads again) and how its
+// holder writes it — created once at acquisition, then rewritten in place over the same block,
+// so keeping a lease never needs new blocks or inodes (SPEC §4.15).
+
+import { closeSync, constants, openSync, writeSync } from 'node:fs';
+import { frameChecksummed, readChecksummed } from '../checksum.js';
+import { UnsafePathError } from '../errors.js';
+import { LOCK_FILE_CAP, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { beatPath, isLockId, type LockPaths } from './paths.js';
+import { isChildGroup, type ChildGroup } from './record.js';
+
+/** What a holder rewrites while it holds (only its own file, `<key>.beat.<lock_id>`): the
+ * heartbeat, what it is doing and the groups it started. */
+export interface Beat {
+  version: 1;
+  lock_id: string;
+  heartbeat_at: number;
+  expires_at: number;
+  run_id: string | null;
+  routine: string | null;
+  children: ChildGroup[];
+  /** A scheduler that is shutting down (SPEC §6: `scheduler status` says `stopping`). */
+  stopping?: true;
+}
+
+export function parseBeat(text: string, lockId: string): Beat | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null) return null;
+  const b = v as Record<string, unknown>;
+  if (b.version !== 1 || b.lock_id !== lockId) return null;
+  const num = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+  const strOrNull = (x: unknown): x is string | null => x === null || typeof x === 'string';
+  if (!num(b.heartbeat_at) || !num(b.expires_at)) return null;
+  if (!strOrNull(b.run_id) || !strOrNull(b.routine)) return null;
+  if (!Array.isArray(b.children) || !b.children.every(isChildGroup)) return null;
+  if (b.stopping !== undefined && b.stopping !== true) return null;
+  return b as unknown as Beat;
+}
+
+export function serializeBeat(b: Beat): string {
+  return `${JSON.stringify(b)}\n`;
+}
+
+export function readBeat(paths: LockPaths, lockId: string): Beat | null {
+  if (!isLockId(lockId)) return null;
+  // Rewritten in place by its holder (SPEC §4.15): a read that meets the write half done sees a
+  // checksum that does not match, and reads again; a beat torn for good (a crash mid-write) is
+  // as good as none: the slot's record and the owner's liveness judge it.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let content;
+    try {
+      content = readFileChecked(beatPath(paths, lockId), LOCK_FILE_CAP);
+    } catch (err) {
+      if (err instanceof UnsafePathError) return null; // not trusted: judged by the record alone
+      throw err;
+    }
+    if (!content) return null;
+    const text = readChecksummed(content.text);
+    if (text !== null) return parseBeat(text, lockId);
+  }
+  return null;
+}
+
+/** A heartbeat record is a few hundred bytes: written padded to one block, always the same one. */
+const BEAT_BYTES = 4096;
+
+/** Writes all of `buf` at offset 0 (a short write, on a filling disk, is continued). */
+function writeAllAt(fd: number, buf: Buffer): void {
+  for (let off = 0; off < buf.length; ) {
+    const n = writeSync(fd, buf, off, buf.length - off, off);
+    if (!(n > 0)) throw Object.assign(new Error(`write returned ${n}`), { code: 'EIO' });
+    off += n;
+  }
+}
+
+/** Creates the heartbeat file (O_EXCL: only ever ours) with `beat`, padded to BEAT_BYTES; on a
+ * failed write it is removed again and the error thrown. */
+export function createBeatFile(file: string, beat: Beat): void {
+  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    writeAllAt(fd, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
+  } catch (err) {
+    closeSync(fd);
+    unlinkQuiet(file);
+    throw err;
+  }
+  closeSync(fd);
+}
+
+/** Rewrites the heartbeat file in place, over the blocks it has. */
+export function rewriteBeatFile(file: string, beat: Beat): void {
+  const fd = openSync(file, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    writeAllAt(fd, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
+  } finally {
+    closeSync(fd);
+  }
+}

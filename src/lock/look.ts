@@ -1,0 +1,88 @@
+// One look at the lock folder (docs/lock.md "Design"): the listing, the highest slot and its
+// holder's heartbeat, `<key>.lock` when it is no slot's copy; and the verdict of SPEC §4.4 on
+// them: held, free (stale holders included, with what to take over), or look again.
+
+import type { LockHooks } from './lease.js';
+import type { LivenessProbe } from './identity.js';
+import { generationFloor } from './generation.js';
+import { listLockDir, highestFree, highestSlot, readSlot, type SlotHolder } from './slots.js';
+import type { LockPaths } from './paths.js';
+import type { LockRecord } from './record.js';
+import { describeHolder, judgeLock, type Judgement, type Observation } from './stale.js';
+import { classifyView, readView, type ViewRead } from './view.js';
+
+/** The lock as one look at the folder finds it. */
+export type Look =
+  | { kind: 'retry' }
+  | { kind: 'held'; holder: LockRecord; why: string; ownerCheck: 'alive' | 'remote' | 'unknown' }
+  | {
+      kind: 'free';
+      /** The next generation to take. */
+      next: number;
+      names: string[];
+      top: SlotHolder | null;
+      /** Set when the top slot's holder is stale (not released): why. */
+      stale: (Judgement & { stale: true }) | null;
+      /** A top slot that does not parse: its content, kept for forensics on takeover. */
+      badText: string | null;
+      /** A `<key>.lock` that is no slot's copy, judged stale (moved aside when taking over). */
+      foreign: { record: LockRecord | null; ino: number; text: string; why: string } | null;
+    };
+
+/** The step hook of a lock operation (tests pause or race at named steps). */
+export const stepOf = (hooks: LockHooks | undefined) => (name: string): void => hooks?.step?.(name);
+
+/** Reads the folder once and decides: held, free (perhaps after a takeover), or look again. */
+export function lookAtLock(
+  paths: LockPaths,
+  nowMs: number,
+  probe: LivenessProbe,
+  o: { observe?: (signature: string) => Observation; hooks?: LockHooks; floor?: () => number } = {},
+): Look {
+  const step = stepOf(o.hooks);
+  step('acquire:list');
+  const names = listLockDir(paths);
+  // The view is read only when the listing shows one (usually not: release removes it). A view
+  // that appears after the listing belongs to a slot we did not see; our link then fails.
+  let view: ViewRead = { kind: 'missing' };
+  if (names.includes(paths.lockName)) {
+    step('acquire:read-view');
+    view = readView(paths);
+  }
+  const max = highestSlot(paths, names);
+  let top: SlotHolder | null = null;
+  let topBad: { why: string; text: string | null } | null = null;
+  // A released top slot needs no reading at all: the common, uncontended case.
+  const released = max !== null && names.includes(`${paths.freePrefix}${max}`);
+  if (max !== null && !released) {
+    step('acquire:read-slot');
+    const r = readSlot(paths, max);
+    if (r.kind === 'missing') return { kind: 'retry' }; // withdrawn or collected meanwhile
+    if (r.kind === 'bad') topBad = r;
+    else top = r.holder;
+  }
+  const foreignView = classifyView(view, max, top);
+  const signature = `${top?.signature ?? topBad?.why ?? ''}|${foreignView ? foreignView.text : ''}`;
+  const observation = o.observe?.(signature);
+
+  let stale: (Judgement & { stale: true }) | null = null;
+  if (top) {
+    const verdict = judgeLock(top.record, nowMs, probe, observation);
+    if (!verdict.stale) return { kind: 'held', holder: top.record, why: describeHolder(top.record, nowMs), ownerCheck: verdict.ownerCheck };
+    stale = verdict;
+  } else if (topBad) {
+    stale = { stale: true, reason: 'UNREADABLE', why: topBad.why };
+  }
+  let foreign: Extract<Look, { kind: 'free' }>['foreign'] = null;
+  if (foreignView) {
+    const verdict = judgeLock(foreignView.record, nowMs, probe, observation);
+    if (!verdict.stale && foreignView.record) {
+      return { kind: 'held', holder: foreignView.record, why: describeHolder(foreignView.record, nowMs), ownerCheck: verdict.ownerCheck };
+    }
+    foreign = { ...foreignView, why: verdict.stale ? verdict.why : 'unreadable' };
+  }
+  const below = Math.max(max ?? 0, highestFree(paths, names), foreign?.record?.generation ?? 0);
+  const floor = max === null ? generationFloor(paths, names, o.floor) : 0;
+  const next = Math.max(below, floor) + 1;
+  return { kind: 'free', next, names, top, stale, badText: topBad?.text ?? null, foreign };
+}
