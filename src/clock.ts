@@ -60,6 +60,11 @@ export class ManualClock implements Clock {
     });
   }
 
+  /** How many sleeps are waiting for the clock to move (a test advances it once they are). */
+  get sleeping(): number {
+    return this.sleepers.length;
+  }
+
   /** Moves both clocks forward and wakes the sleepers whose time has come. */
   advance(ms: number): void {
     this.wall += ms;

@@ -179,7 +179,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
         return;
       } catch (err) {
         log({ event: 'scheduler.warning', message: `cannot take the scheduler lock again: ${(err as Error).message}; retrying` });
-        await new Promise((r) => setTimeout(r, 1000));
+        await backend.clock.sleep(1000, stop.signal);
       }
     }
   };
@@ -187,7 +187,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
    * let run out), or held by another scheduler meanwhile (then this one stops, as for any loss). */
   const retakeWhenWritable = async (): Promise<void> => {
     while (!stop.signal.aborted) {
-      await new Promise((r) => setTimeout(r, STATE_RETRY_MS));
+      await backend.clock.sleep(STATE_RETRY_MS, stop.signal);
       if (stop.signal.aborted) return;
       let again;
       try {

@@ -3,6 +3,8 @@
 // delivery that fails is reported in its result (and logged by the caller); nothing here can
 // change the routine's result.
 
+import { Backoff } from '../backoff.js';
+import type { Clock } from '../clock.js';
 import type { NotifyDef } from '../config/types.js';
 import { commandEnv } from '../exec/process.js';
 import { runNotifyCommand } from './command.js';
@@ -26,6 +28,8 @@ export interface DeliveryOptions {
   attempts?: number;
   /** Wait before the second attempt, doubled before each next one; default 1 s. */
   backoffMs?: number;
+  /** What the back-off sleeps on (tests: a ManualClock). */
+  clock?: Clock;
 }
 
 export interface Delivery {
@@ -42,21 +46,9 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 export const DELIVERY_ATTEMPTS = 3;
 export const DELIVERY_BACKOFF_MS = 1_000;
 
-const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-
 async function withAttempts(o: DeliveryOptions, attempt: () => Promise<AttemptResult>): Promise<Pick<Delivery, 'delivered' | 'attempts' | 'error'>> {
   const max = o.attempts ?? DELIVERY_ATTEMPTS;
-  let wait = o.backoffMs ?? DELIVERY_BACKOFF_MS;
+  const pause = new Backoff(o.backoffMs ?? DELIVERY_BACKOFF_MS, Infinity, o.clock);
   let error: string | null = null;
   for (let n = 1; ; n++) {
     let r: AttemptResult;
@@ -68,8 +60,7 @@ async function withAttempts(o: DeliveryOptions, attempt: () => Promise<AttemptRe
     if (r.ok) return { delivered: true, attempts: n, error: null };
     error = r.error;
     if (!r.retry || n >= max || o.signal?.aborted) return { delivered: false, attempts: n, error };
-    await sleep(wait, o.signal);
-    wait *= 2;
+    await pause.wait(o.signal);
     if (o.signal?.aborted) return { delivered: false, attempts: n, error: 'stopped' };
   }
 }

@@ -36,8 +36,8 @@ export interface NotifyFireOptions {
   signal?: AbortSignal;
   /** The commands' environment, already without withheld variables (the scheduler's copy). */
   baseEnv?: NodeJS.ProcessEnv;
-  /** Tests: shorter timeouts and back-off. */
-  delivery?: Pick<DeliveryOptions, 'timeoutMs' | 'attempts' | 'backoffMs'>;
+  /** Tests: shorter timeouts and back-off, a clock of their own. */
+  delivery?: Pick<DeliveryOptions, 'timeoutMs' | 'attempts' | 'backoffMs' | 'clock'>;
 }
 
 export interface NotifyOutcome {

@@ -4,6 +4,8 @@
 // clock — is refused in the very transaction that would have written. Task logs stay local
 // files (under stateDir) on the host that ran the task.
 
+import { Backoff } from '../backoff.js';
+import { systemClock } from '../clock.js';
 import { ensureDir } from '../fs/files.js';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +22,6 @@ import { fenceCte } from './schema.js';
 /** How long a holder that lost its lease keeps trying to store its run's final record. */
 const FINAL_WRITE_RETRY_MS = 12_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export function pgExecStore(db: Db, project: Project & { backend: { type: 'postgres'; project: string } }): ExecStore {
   const name = project.backend.project;
@@ -148,7 +149,7 @@ class PgRunWriter implements RunWriter {
         } catch (err) {
           if (!(err instanceof DatabaseError)) this.failure = err;
           else if (!this.lease.held()) this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
-          else await sleep(250);
+          else await systemClock.sleep(250); // the lease's own check decides when to stop
         }
       }
       this.fenced ??= new FencedError('the exec lock is no longer ours (database)');
@@ -168,17 +169,16 @@ class PgRunWriter implements RunWriter {
     await this.chain;
     const doc = JSON.stringify(event);
     this.bytesWritten += Buffer.byteLength(doc);
-    const deadline = performance.now() + FINAL_WRITE_RETRY_MS; // monotonic: a clock step changes nothing
-    let delay = 250;
+    const deadline = systemClock.monotonic() + FINAL_WRITE_RETRY_MS; // a clock step changes nothing
+    const pause = new Backoff(250, 2_000);
     for (;;) {
       try {
         await this.db.query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::json)', [this.project, this.runId, event.gen, doc]);
         return null;
       } catch (err) {
         const why = err instanceof DatabaseError ? err.message : `database ${this.db.where}: ${(err as Error).message}`;
-        if (!(err instanceof DatabaseError) || performance.now() + delay > deadline) return why;
-        await sleep(delay);
-        delay = Math.min(delay * 2, 2_000);
+        if (!(err instanceof DatabaseError) || systemClock.monotonic() + pause.pendingMs > deadline) return why;
+        await pause.wait();
       }
     }
   }

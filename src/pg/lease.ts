@@ -9,6 +9,7 @@
 // (Over 300 lines: the lease's SQL — acquire, reclaim, heartbeat, release, status — and the
 // object holding it; the statements read best beside each other.)
 
+import { Backoff } from '../backoff.js';
 import { systemClock, type Clock } from '../clock.js';
 import { DatabaseError, errnoCode } from '../errors.js';
 import type { BusyPolicy, LockBackend } from '../lock/backend.js';
@@ -176,7 +177,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
     async acquire(key, owner, policy: BusyPolicy = {}): Promise<AcquireResult> {
       const ifBusy = policy.ifBusy ?? 'fail';
       const deadline = policy.waitTimeoutMs === undefined ? Infinity : clock.monotonic() + policy.waitTimeoutMs;
-      let delay = 5;
+      const pause = new Backoff(5, 100, clock);
       for (;;) {
         let r: Attempt;
         try {
@@ -194,8 +195,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
         if (policy.signal?.aborted) return { ok: false, reason: 'ABORTED', holder: r.holder, why: r.why };
         const left = deadline - clock.monotonic();
         if (left <= 0) return { ok: false, reason: 'WAIT_TIMEOUT', holder: r.holder, why: r.why };
-        await clock.sleep(Math.min(delay, left), policy.signal);
-        delay = Math.min(delay * 2, 100);
+        await pause.wait(policy.signal, left);
       }
     },
 

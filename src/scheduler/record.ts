@@ -7,6 +7,7 @@
 // Other errors (a full disk with the file backend) are not spooled: a spool on the same disk
 // would not help; the caller's own retries and the open marker handle those.
 
+import { Backoff } from '../backoff.js';
 import { anySignal, type Clock } from '../clock.js';
 import { DatabaseError } from '../errors.js';
 import { namesIn, randomHex } from '../fs/files.js';
@@ -132,7 +133,7 @@ export class SpoolFlusher {
   }
 
   private async run(stop: AbortSignal): Promise<void> {
-    let delay = 1000;
+    const retry = new Backoff(1000, 30_000, this.o.clock);
     let pending = false;
     while (!stop.aborted) {
       if (this.wake.signal.aborted) {
@@ -141,7 +142,8 @@ export class SpoolFlusher {
       }
       const link = anySignal(stop, this.wake.signal);
       try {
-        await this.o.clock.sleep(pending ? delay : 30_000, link.signal);
+        if (pending) await retry.wait(link.signal);
+        else await this.o.clock.sleep(30_000, link.signal);
       } finally {
         link.unlink();
       }
@@ -149,7 +151,7 @@ export class SpoolFlusher {
       if (this.wake.signal.aborted && !pending) continue; // kicked while idle: wait the first delay
       const r = await this.flushOnce();
       pending = r !== null && r.left > 0;
-      delay = pending ? Math.min(delay * 2, 30_000) : 1000;
+      if (!pending) retry.reset();
     }
   }
 }

@@ -3,6 +3,7 @@
 // record it does not take is spooled at once and flushed in the background until it is stored
 // (record.ts). Also reads a routine's record before a fire, for its notifications.
 
+import { Backoff } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { isStorageError } from '../errors.js';
 import type { Project } from '../config/load.js';
@@ -111,7 +112,7 @@ export class Recorder {
   }
 
   private async write(id: string, fire: Fire): Promise<void> {
-    let delay = 200;
+    const pause = new Backoff(200, 30_000, this.o.clock);
     // one key for every attempt, and each attempt after the first sent "again": a first try
     // that committed although its answer was lost is then not stored a second time
     const keyed = withKey(fire);
@@ -137,8 +138,7 @@ export class Recorder {
           this.o.warn(`could not record ${id}: ${(err as Error).message}`);
           return;
         }
-        await this.o.clock.sleep(delay, this.o.halt);
-        delay = Math.min(delay * 2, 30_000);
+        await pause.wait(this.o.halt);
       }
     }
   }

@@ -4,7 +4,9 @@
 
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
 import { deliver } from '../../src/notify/deliver.js';
 import type { NotifyPayload } from '../../src/notify/payload.js';
 import { webhookLabel } from '../../src/notify/webhook.js';
@@ -121,6 +123,30 @@ describe('command', () => {
     const [d] = await deliver({ command: 'echo try >> tries; echo "alert service down" >&2; exit 4', on }, payload, { cwd: dir, passEnv: [], ...fast });
     expect(d).toMatchObject({ delivered: false, attempts: 3, error: 'exit code 4: alert service down' });
     expect(readFileSync(join(dir, 'tries'), 'utf8')).toBe('try\ntry\ntry\n');
+  });
+
+  it('the back-off between attempts runs on the injected clock (1 h, then 2 h: nothing waits for real)', async () => {
+    const dir = testdir();
+    const clock = new ManualClock();
+    let settled = false;
+    const done = deliver({ command: 'echo try >> tries; exit 4', on }, payload, { cwd: dir, passEnv: [], attempts: 3, backoffMs: 3_600_000, clock }).then((r) => {
+      settled = true;
+      return r;
+    });
+    const tries = (): number => (existsSync(join(dir, 'tries')) ? readFileSync(join(dir, 'tries'), 'utf8').split('\n').length - 1 : 0);
+    await eventually(() => tries() === 1 && clock.sleeping === 1, 10_000, 'the first attempt, then its back-off');
+    clock.advance(3_599_999);
+    await sleep(200); // room for a wrong early attempt
+    expect([tries(), settled, clock.sleeping]).toEqual([1, false, 1]);
+    clock.advance(1);
+    await eventually(() => tries() === 2 && clock.sleeping === 1, 10_000, 'the second attempt, 1 h later, then a 2 h back-off');
+    clock.advance(3_600_000);
+    await sleep(200);
+    expect([tries(), settled, clock.sleeping]).toEqual([2, false, 1]);
+    clock.advance(3_600_000);
+    const [d] = await done;
+    expect(d).toMatchObject({ delivered: false, attempts: 3 });
+    expect(tries()).toBe(3);
   });
 
   it('a command that hangs is ended with its whole process group at the timeout', async () => {
