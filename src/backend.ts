@@ -22,9 +22,6 @@ export interface BackendCaps {
    * Otherwise one per host, every tick claimed once across them, and a lost lease is taken
    * again (a database). */
   schedulerPerProject: boolean;
-  /** A fire that cannot be recorded (the database away) is spooled on this host and recorded
-   * later (SPEC §9); with files a record that cannot be written is a state error. */
-  spools: boolean;
   /** Its clock is shared by every host (the database's, measured): views say which clock. */
   sharedClock: boolean;
 }
@@ -73,7 +70,7 @@ export function fileBackend(project: Project): Backend {
   });
   return {
     kind: 'file',
-    caps: { schedulerPerProject: true, spools: false, sharedClock: false },
+    caps: { schedulerPerProject: true, sharedClock: false },
     // the lock folder directly: the lock backend's status would also read the exec state for a
     // generation floor, which a view of the scheduler does not need
     schedulerLocks: async (probe) => [readLockStatus({ lockDir: project.lockDir, key: SCHEDULER_LOCK_KEY, ...(probe ? { probe } : {}) })],

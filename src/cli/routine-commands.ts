@@ -13,7 +13,6 @@ import { disposable, openBackend, withBackend, type Backend } from '../backend.j
 import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
-import { flushSpool, reconcilable } from '../scheduler/record.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
@@ -28,9 +27,9 @@ const warnTo = (m: string): void => err(`routinely: warning: ${m}`);
 /** Sends what this host spooled while the database was away (SPEC §6), before anything reads or
  * records; returns how many records are still spooled. Only the database backend spools. */
 async function flushSpooled(project: Project, b: Backend): Promise<number> {
-  if (!b.caps.spools) return 0;
+  if (!b.routines.flushSpool) return 0;
   try {
-    const r = await flushSpool(b.routines, project.stateDir, warnTo);
+    const r = await b.routines.flushSpool(warnTo);
     if (r.recorded > 0) warnTo(`recorded ${r.recorded} fire${r.recorded === 1 ? '' : 's'} spooled on this host while the database was away`);
     return r.left;
   } catch (e) {
@@ -146,7 +145,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     // What this host spooled goes first (its real results), then fires left open by a process
     // that died are recorded, once each (SPEC §6).
     await flushSpooled(project, backend);
-    await backend.routines.reconcile(reconcilable(project.stateDir, ownerGone), new Date(backend.clock.now()), warnTo);
+    await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warnTo);
     const outcome = await runManually({
       project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, log: createLogger('text', err),
       onStarted: () => out(`started ${id}`),

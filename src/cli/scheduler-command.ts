@@ -11,7 +11,6 @@ import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat, type Logger } from '../scheduler/log.js';
 import type { DbClock, OffsetSample } from '../pg/db-clock.js';
 import { Scheduler } from '../scheduler/scheduler.js';
-import { flushSpool, reconcilable } from '../scheduler/record.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
@@ -91,11 +90,11 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   try {
     // What this host spooled while the database was away goes first, with its real results
     // (before reconcile would call those fires interrupted).
-    if (backend.caps.spools) {
-      const f = await flushSpool(backend.routines, project.stateDir, warn);
+    if (backend.routines.flushSpool) {
+      const f = await backend.routines.flushSpool(warn);
       if (f.recorded > 0) warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
     }
-    const closed = await backend.routines.reconcile(reconcilable(project.stateDir, ownerGone), new Date(backend.clock.now()), warn);
+    const closed = await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warn);
     if (closed > 0) warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
   } catch (err) {
     warn(`could not reconcile open fires: ${(err as Error).message}`);
@@ -121,7 +120,6 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     notify: (n) => notifyFire({ ...n, log, host, baseEnv: baseEnv(n.project) }),
     store: backend.routines,
     host,
-    spool: backend.caps.spools,
     observer: served?.observer,
     clock: backend.clock,
     // With files the scheduler lock is what keeps a second scheduler out: before every start it

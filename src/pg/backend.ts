@@ -8,6 +8,7 @@ import { DbClock, skewWarning } from './db-clock.js';
 import { pgExecStore } from './exec-store.js';
 import { pgLockBackend } from './lease.js';
 import { pgRoutineStore } from './routine-store.js';
+import { SpoolingStore } from '../scheduler/spooling-store.js';
 
 /** How often the offset to the database clock is measured again, at most. */
 const CLOCK_REFRESH_MAX_MS = 30_000;
@@ -31,11 +32,12 @@ export async function postgresBackend(project: Project, skewNotice: (message: st
   const lock = pgLockBackend({ db, project: name, lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs });
   return {
     kind: 'postgres',
-    caps: { schedulerPerProject: false, spools: true, sharedClock: true },
+    caps: { schedulerPerProject: false, sharedClock: true },
     schedulerLocks: async () => Promise.all((await lock.keys(`${SCHEDULER_LOCK_KEY}@`)).map((k) => lock.status(k))),
     lock,
     exec: pgExecStore(db, project as Project & { backend: { type: 'postgres'; url: string; project: string } }),
-    routines: pgRoutineStore(db, name, project.config.retention.historyLines),
+    // what the database does not take waits in this host's spool (SPEC §6)
+    routines: new SpoolingStore(pgRoutineStore(db, name, project.config.retention.historyLines), project.stateDir),
     // one scheduler per host; the ticks are shared out through routinely_ticks
     schedulerKey: (host) => `${SCHEDULER_LOCK_KEY}@${host}`,
     clock,

@@ -11,7 +11,7 @@ import type { LockRecord } from '../lock/record.js';
 import { notifyFire } from '../notify/notify.js';
 import { fireRoutine, type FireResult } from './firing.js';
 import type { Logger } from './log.js';
-import { recordOrSpool } from './record.js';
+import { withKey } from './store.js';
 
 export interface ManualRun {
   project: Project;
@@ -49,8 +49,8 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
   const prior = notifies ? (await backend.routines.read(m.warn)).routines[def.id] : undefined;
   // The fire ran: a database that went away meanwhile does not lose it (spooled on this host,
   // recorded by the next scheduler or routine command here).
-  const recorded = await recordOrSpool(backend.routines, project.stateDir, def.id, fire, m.warn);
-  const spooled = recorded.recorded ? null : { to: recorded.spooledTo, why: recorded.why };
+  const deferred = await backend.routines.recordFire(def.id, withKey(fire), m.warn);
+  const spooled = deferred ? { to: deferred.spooledTo, why: deferred.why } : null;
   if (spooled) m.warn(`could not record ${def.id} now (${spooled.why}); spooled to ${spooled.to}: the next scheduler or routine command on this host records it`);
   if (notifies) await notifyFire({ project, def, prior, fire, final: true, log: m.log, signal: m.signal, ...(m.host ? { host: m.host } : {}) });
   return { kind: 'ran', fire, spooled };

@@ -1,7 +1,7 @@
 // The scheduler's recorder (SPEC §6: every fire that started is recorded exactly once): writes
 // each fire's record to the routine store, retrying an error a few times; with a database, a
 // record it does not take is spooled at once and flushed in the background until it is stored
-// (record.ts). Also reads a routine's record before a fire, for its notifications.
+// (spooling-store.ts). Also reads a routine's record before a fire, for its notifications.
 
 import { Backoff } from '../backoff.js';
 import type { Clock } from '../clock.js';
@@ -9,18 +9,16 @@ import { isStorageError } from '../errors.js';
 import type { Project } from '../config/load.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { Logger } from './log.js';
-import { claimMayHaveCommitted, recordOrSpool, spoolClaim, SpoolFlusher, withKey } from './record.js';
-import type { RoutineStore, Warn } from './store.js';
+import { claimMayHaveCommitted, SpoolFlusher } from './spooling-store.js';
+import { withKey, type RoutineStore, type Warn } from './store.js';
 
 export interface RecorderOptions {
   store: RoutineStore;
   clock: Clock;
   log: Logger;
   warn: Warn;
-  /** The state folder of the config in force (the spool lives there). */
+  /** The state folder of the config in force (where the spool is, for messages). */
   stateDir: () => string;
-  /** Spool what the database does not take (the PostgreSQL backend). */
-  spool: boolean;
   /** Aborted at shutdown: retries stop waiting. */
   halt: AbortSignal;
   /** This scheduler's host identity (claims name it). */
@@ -44,9 +42,10 @@ export class Recorder {
   private indexed = 0;
 
   constructor(private readonly o: RecorderOptions) {
-    this.flusher = o.spool
+    const spooling = o.store.flushSpool ? { flushSpool: o.store.flushSpool.bind(o.store) } : null;
+    this.flusher = spooling
       ? new SpoolFlusher({
-          store: o.store, stateDir: o.stateDir, clock: o.clock, warn: o.warn,
+          store: spooling, clock: o.clock, warn: o.warn,
           log: (f) => o.log({ event: 'scheduler.warning', message: `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}` }),
         })
       : null;
@@ -70,20 +69,13 @@ export class Recorder {
 
   /** Claims a scheduled time for this scheduler (several schedulers share a database: one of
    * them takes each). A claim whose answer was lost may have committed: the tick is not fired
-   * (this host cannot know it is its own), and the claim is spooled, to be given back once the
-   * database answers again, so no tick stays attributed to a host that never fired it. */
+   * (this host cannot know it is its own); the store spooled the claim, to be given back once
+   * the database answers again, so the flusher is woken. */
   async claim(id: string, scheduledAt: Date): Promise<boolean> {
     try {
       return await this.o.store.claimTick(id, scheduledAt, this.o.host);
     } catch (err) {
-      if (this.flusher && claimMayHaveCommitted(err)) {
-        try {
-          spoolClaim(this.o.stateDir(), id, scheduledAt, this.o.host, (err as Error).message);
-          this.flusher.kick();
-        } catch (spoolErr) {
-          this.o.warn(`${id}: could not spool the unanswered claim of ${scheduledAt.toISOString()}: ${(spoolErr as Error).message}`);
-        }
-      }
+      if (this.flusher && claimMayHaveCommitted(err)) this.flusher.kick();
       throw err;
     }
   }
@@ -119,14 +111,10 @@ export class Recorder {
     for (let attempt = 1; ; attempt++) {
       const opts = attempt > 1 ? { again: true } : {};
       try {
-        if (!this.flusher) {
-          await this.o.store.recordFire(id, keyed, this.o.warn, opts);
-          return;
-        }
-        const r = await recordOrSpool(this.o.store, this.o.stateDir(), id, keyed, this.o.warn, opts);
-        if (!r.recorded) {
-          this.o.warn(`could not record ${id} now (${r.why}); spooled to ${r.spooledTo}, recorded when the database is back`);
-          this.flusher.kick();
+        const deferred = await this.o.store.recordFire(id, keyed, this.o.warn, opts);
+        if (deferred) {
+          this.o.warn(`could not record ${id} now (${deferred.why}); spooled to ${deferred.spooledTo}, recorded when the database is back`);
+          this.flusher?.kick();
         }
         return;
       } catch (err) {

@@ -42,9 +42,6 @@ export interface SchedulerOptions {
   /** Writes `routine list`'s cache of upcoming fire times for this config (list-cache.ts) and
    * returns when to write it again; called after each (re)load and when that time comes. */
   cacheSchedules?: (project: Project, nowMs: number) => number | null;
-  /** Spool records (and lost claims) the database does not take, and flush them in the
-   * background until it takes them (record.ts; SPEC §6). */
-  spool?: boolean;
   /** Whether this scheduler still holds its scheduler lock; asked before every start (default:
    * always). One that finds it lost starts nothing (SPEC §6). */
   inCharge?: () => boolean;
@@ -78,7 +75,7 @@ export class Scheduler {
     this.project = o.project;
     this.clock = o.clock ?? systemClock;
     const halt = new AbortController();
-    this.recorder = new Recorder({ store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, spool: o.spool === true, halt: halt.signal, host: o.host, routineCount: () => this.routines.size });
+    this.recorder = new Recorder({ store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, halt: halt.signal, host: o.host, routineCount: () => this.routines.size });
     this.runner = new Runner({
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       notify: o.notify, observer: o.observer, inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),

@@ -1,6 +1,7 @@
 // Where routine state lives, as the scheduler sees it: routine-state.json and history in files
 // (the default), or tables in PostgreSQL (SPEC §9).
 
+import { randomHex } from '../fs/files.js';
 import type { HistoryEntry } from '../state/history.js';
 import type { Fire, OpenFire, RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
 
@@ -15,6 +16,23 @@ export interface PauseChange {
 export interface RecordOptions {
   again?: boolean;
 }
+
+/** A record the database did not take now, kept in this host's spool to be sent again. */
+export interface Deferred {
+  spooledTo: string;
+  why: string;
+}
+
+export interface FlushResult {
+  recorded: number;
+  released: number;
+  /** Records still spooled (the database is still away). */
+  left: number;
+}
+
+/** A record that closes no open fire gets a key of its own first, so that sending it again
+ * after a lost answer (or retrying it) stores it once. */
+export const withKey = (fire: Fire): Fire => (fire.closes || fire.key ? fire : { ...fire, key: randomHex(8) });
 
 export interface RoutineStore {
   /** Whether several schedulers share the ticks (claimTick decides who fires each): then a
@@ -38,8 +56,12 @@ export interface RoutineStore {
   /** With `again` (the record is sent once more after an answer was lost, from the spool): a
    * record whose open fire is already closed, or whose key is already in history, is stored
    * already and is not stored twice; one older than the last fire recorded counts without
-   * replacing the last result. */
-  recordFire(routineId: string, fire: Fire, warn: Warn, opts?: RecordOptions): Promise<void>;
+   * replacing the last result. Answers Deferred when the record waits in this host's spool
+   * (a database that did not take it: SpoolingStore). */
+  recordFire(routineId: string, fire: Fire, warn: Warn, opts?: RecordOptions): Promise<Deferred | void>;
+  /** Where records can wait in this host's spool (a database backend, SpoolingStore): sends them
+   * again; what is left when the database is still away. */
+  flushSpool?(warn: Warn): Promise<FlushResult>;
   /** Records every open fire whose process is gone as a failure (reason `interrupted`): each fire
    * that started is then recorded exactly once (SPEC §6). Returns how many it closed. */
   reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn): Promise<number>;

@@ -8,8 +8,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { DatabaseError } from '../../src/errors.js';
 import { connect } from '../../src/pg/connect.js';
 import { pgRoutineStore } from '../../src/pg/routine-store.js';
-import { flushSpool, reconcilable, recordOrSpool, spoolClaim, withKey } from '../../src/scheduler/record.js';
-import type { RoutineStore } from '../../src/scheduler/store.js';
+import { SpoolingStore, spoolClaim } from '../../src/scheduler/spooling-store.js';
+import { withKey, type RoutineStore } from '../../src/scheduler/store.js';
 import type { Fire, OpenFire } from '../../src/state/routine-state.js';
 import { listSpool, spoolDir } from '../../src/state/spool.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
@@ -69,16 +69,16 @@ suite('recording through an outage', () => {
     const warnings: string[] = [];
     await real.openFire('a', opened('0a0a0a0a', 0), () => {});
     const f = fire(0, 'success', { closes: '0a0a0a0a', run_id: 'r-0a0a0a0a' });
-    const out = await recordOrSpool(ackLost(real, 1), dir, 'a', f, (m) => warnings.push(m));
-    expect(out.recorded).toBe(false);
+    const out = await new SpoolingStore(ackLost(real, 1), dir).recordFire('a', f, (m: string) => warnings.push(m));
+    expect(out).toMatchObject({ spooledTo: expect.any(String) });
     // a skip (no open fire) gets a key of its own, and is kept once as well
-    const skip = await recordOrSpool(ackLost(real, 1), dir, 'a', fire(1, 'skipped', { reason: 'exec busy' }), () => {});
-    expect(skip.recorded).toBe(false);
+    const skip = await new SpoolingStore(ackLost(real, 1), dir).recordFire('a', fire(1, 'skipped', { reason: 'exec busy' }), () => {});
+    expect(skip).toMatchObject({ spooledTo: expect.any(String) });
     expect(listSpool(dir, () => {})).toHaveLength(2);
     // flushed twice (two processes of the host at once would do the same): stored once each
-    const [r1, r2] = await Promise.all([flushSpool(real, dir, () => {}), flushSpool(real, dir, () => {})]);
+    const [r1, r2] = await Promise.all([new SpoolingStore(real, dir).flushSpool(() => {}), new SpoolingStore(real, dir).flushSpool(() => {})]);
     expect(r1.left + r2.left).toBe(0);
-    expect(await flushSpool(real, dir, () => {})).toEqual({ recorded: 0, released: 0, left: 0 });
+    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({ recorded: 0, released: 0, left: 0 });
     const history = await real.history('a');
     expect(history.map((h) => h.result)).toEqual(['success', 'skipped']);
     const state = (await real.read(() => {})).routines.a!;
@@ -93,8 +93,8 @@ suite('recording through an outage', () => {
     const { store: real } = await store();
     const dir = testdir();
     await real.openFire('a', opened('0b0b0b0b', 0), () => {});
-    const spooled = await recordOrSpool({ ...real, ...down }, dir, 'a', fire(0, 'success', { closes: '0b0b0b0b' }), () => {});
-    expect(spooled).toMatchObject({ recorded: false, why: expect.stringMatching(/connection refused/) });
+    const spooled = await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', fire(0, 'success', { closes: '0b0b0b0b' }), () => {});
+    expect(spooled).toMatchObject({ why: expect.stringMatching(/connection refused/) });
     const path = (spooled as { spooledTo: string }).spooledTo;
     expect(path).toBe(join(spoolDir(dir), 'a.0b0b0b0b.json'));
     expect(statSync(path).mode & 0o777).toBe(0o600);
@@ -102,7 +102,7 @@ suite('recording through an outage', () => {
     expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ version: 1, kind: 'fire', routine: 'a', fire: { result: 'success', closes: '0b0b0b0b' } });
     // the database is back; a later fire failed and was recorded first
     await real.recordFire('a', fire(10, 'failure', { key: '1234' }), () => {});
-    expect(await flushSpool(real, dir, () => {})).toEqual({ recorded: 1, released: 0, left: 0 });
+    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({ recorded: 1, released: 0, left: 0 });
     const state = (await real.read(() => {})).routines.a!;
     expect(state).toMatchObject({ last_result: 'failure', last_started_at: iso(10), counts: { success: 1, failure: 1, skipped: 0 }, consecutive_failures: 1, last_success_at: iso(2) });
     expect(state.open_fires).toBeUndefined();
@@ -127,7 +127,7 @@ suite('recording through an outage', () => {
     writeFileSync(join(spool, 'a.0007.json'), 'x'.repeat(70_000), { mode: 0o600 });
     writeFileSync(join(spool, 'notes.txt'), 'not a spool file');
     const warnings: string[] = [];
-    expect(await flushSpool(real, dir, (m) => warnings.push(m))).toEqual({ recorded: 0, released: 0, left: 0 });
+    expect(await new SpoolingStore(real, dir).flushSpool((m: string) => warnings.push(m))).toEqual({ recorded: 0, released: 0, left: 0 });
     expect(await real.history('a')).toEqual([]);
     expect(warnings).toHaveLength(7);
     expect(warnings.join('\n')).toMatch(/a\.0001\.json is not a record of ours \(not a fire record\); moved aside/);
@@ -155,11 +155,11 @@ suite('recording through an outage', () => {
     await real.openFire('a', { ...opened('0e0e0e0e', 0), owner: gone }, () => {});
     await real.openFire('a', { ...opened('0f0f0f0f', 1), owner: gone }, () => {});
     // the first fire's process spooled its record (the database was away), then ended
-    const spooled = await recordOrSpool({ ...real, ...down }, dir, 'a', fire(0, 'success', { closes: '0e0e0e0e', run_id: 'r-0e0e0e0e' }), () => {});
-    expect(spooled.recorded).toBe(false);
+    const spooled = await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', fire(0, 'success', { closes: '0e0e0e0e', run_id: 'r-0e0e0e0e' }), () => {});
+    expect(spooled).toBeDefined();
     // a reconcile that runs before the spool is flushed (the flush met a passing error)
-    expect(await real.reconcile(reconcilable(dir, () => true), new Date(T0 + 5000), () => {})).toBe(1);
-    expect(await flushSpool(real, dir, () => {})).toMatchObject({ recorded: 1, left: 0 });
+    expect(await new SpoolingStore(real, dir).reconcile(() => true, new Date(T0 + 5000), () => {})).toBe(1);
+    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toMatchObject({ recorded: 1, left: 0 });
     const history = await real.history('a');
     expect(history.map((h) => [h.run_id, h.result])).toEqual([['r-0e0e0e0e', 'success'], ['r-0f0f0f0f', 'failure']]);
     expect(history[1]!.reason).toMatch(/^interrupted/);
@@ -180,10 +180,10 @@ suite('recording through an outage', () => {
     const notStarted = (s: number, closes: string): Fire => ({ ...fire(s, 'failure', { closes }), reason: 'not started: database 127.0.0.1:5432/x: timed out', exit_code: null, unstarted: true });
     // the marker was stored (the answer lost): the record closes it; reconcile finds nothing later
     await real.openFire('a', { ...opened('1a1a1a1a', 0), owner: { pid: 999_999, host: 'gone', boot_id: null, start_time: null } }, () => {});
-    expect((await recordOrSpool({ ...real, ...down }, dir, 'a', notStarted(0, '1a1a1a1a'), () => {})).recorded).toBe(false);
+    expect((await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', notStarted(0, '1a1a1a1a'), () => {})) !== undefined).toBe(true);
     // the marker never was stored: its record is kept all the same
-    expect((await recordOrSpool({ ...real, ...down }, dir, 'a', notStarted(1, '1b1b1b1b'), () => {})).recorded).toBe(false);
-    expect(await flushSpool(real, dir, () => {})).toMatchObject({ recorded: 2, left: 0 });
+    expect((await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', notStarted(1, '1b1b1b1b'), () => {})) !== undefined).toBe(true);
+    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toMatchObject({ recorded: 2, left: 0 });
     // sent once more (two flushers, a lost answer): nothing new
     await real.recordFire('a', notStarted(0, '1a1a1a1a'), () => {}, { again: true });
     await real.recordFire('a', notStarted(1, '1b1b1b1b'), () => {}, { again: true });
@@ -213,7 +213,7 @@ suite('recording through an outage', () => {
     // another host's claim of the same routine and time is never touched
     expect(await real.claimTick('b', at, 'h2')).toBe(true);
     spoolClaim(dir, 'b', at, 'h1', 'x');
-    expect(await flushSpool(real, dir, () => {})).toEqual({ recorded: 0, released: 1, left: 0 });
+    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({ recorded: 0, released: 1, left: 0 });
     const ticks = (await query('SELECT routine, scheduled_at, host FROM routinely_ticks ORDER BY routine, scheduled_at')) as { routine: string; scheduled_at: Date; host: string }[];
     expect(ticks.map((t) => `${t.routine} ${t.scheduled_at.toISOString()} ${t.host}`)).toEqual([
       `a ${fired.toISOString()} h1`, `a ${running.toISOString()} h1`, `b ${at.toISOString()} h2`,
@@ -253,7 +253,7 @@ describe('the scheduler with a spool (stub store, no server)', () => {
     const events: LogEvent[] = [];
     const scheduler = new Scheduler({
       project, clock, log: (e) => events.push(e), reloadProject: () => project, shutdownTimeoutMs: 1000, watchConfig: false,
-      store, host: 'h1', spool: true,
+      store: new SpoolingStore(store, project.stateDir), host: 'h1',
       fire: async (_def, at) => {
         fired.push(at.toISOString());
         const t = new Date(clock.now()).toISOString();
@@ -304,7 +304,7 @@ describe('the scheduler with a spool (stub store, no server)', () => {
       return real.recordFire(id, f, warn, opts);
     } };
     const scheduler = new Scheduler({
-      project, clock, log: () => {}, reloadProject: () => project, shutdownTimeoutMs: 1000, watchConfig: false, store, host: 'h1', spool: true,
+      project, clock, log: () => {}, reloadProject: () => project, shutdownTimeoutMs: 1000, watchConfig: false, store: new SpoolingStore(store, project.stateDir), host: 'h1',
       fire: async () => {
         const err = new DatabaseError('database db:5432/x: timed out');
         markUnstarted(err, '2c2c2c2c');

@@ -1,0 +1,202 @@
+// The routine store of a database backend with this host's spool in front (SPEC §6: every fire
+// that started is recorded exactly once). A record the database does not take (DatabaseError:
+// refused, timed out, the answer lost) is spooled on this host (state/spool.ts) before its
+// process lets go of it, and sent again — as "again", so the store keeps it once even if the
+// first try committed after all — by whichever process of this host flushes the spool next: the
+// scheduler (SpoolFlusher, in the background, with back-off, until the spool is empty), `routine
+// run`, `routine list`, `routine history`. A claim whose answer was lost is spooled too, and given
+// back. Other errors (a bug, a record the store refuses) are not spooled. The file backend has no
+// spool: a spool on the same disk as the state would not help; its callers' retries and the open
+// marker handle a full disk.
+
+import { Backoff } from '../backoff.js';
+import { anySignal, type Clock } from '../clock.js';
+import { DatabaseError } from '../errors.js';
+import { namesIn } from '../fs/files.js';
+import { listSpool, removeSpooled, spoolDir, writeSpool } from '../state/spool.js';
+import type { Fire, OpenFire } from '../state/routine-state.js';
+import type { HistoryEntry } from '../state/history.js';
+import type { RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
+import { withKey, type Deferred, type FlushResult, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
+
+export class SpoolingStore implements RoutineStore {
+  constructor(
+    private readonly db: RoutineStore,
+    private readonly stateDir: string,
+  ) {}
+
+  get sharedTicks(): boolean {
+    return this.db.sharedTicks;
+  }
+
+  /** Records `fire`; when the database does not take it, spools it (durably) and says where.
+   * Throws what is not a database error, and when even the spool cannot be written. */
+  async recordFire(routine: string, fire: Fire, warn: Warn, opts: RecordOptions = {}): Promise<Deferred | void> {
+    const keyed = withKey(fire);
+    try {
+      await this.db.recordFire(routine, keyed, warn, opts);
+    } catch (err) {
+      if (!(err instanceof DatabaseError)) throw err;
+      const spooledTo = writeSpool(this.stateDir, { kind: 'fire', routine, fire: keyed, spooled_at: new Date().toISOString(), why: err.message });
+      return { spooledTo, why: err.message };
+    }
+  }
+
+  /** A claim whose answer was lost may have committed: it is spooled, to be given back once the
+   * database answers again (this host does not fire that tick), and the error thrown. */
+  async claimTick(routine: string, scheduledAt: Date, host: string): Promise<boolean> {
+    try {
+      return await this.db.claimTick(routine, scheduledAt, host);
+    } catch (err) {
+      if (!claimMayHaveCommitted(err)) throw err;
+      try {
+        spoolClaim(this.stateDir, routine, scheduledAt, host, (err as Error).message);
+      } catch (spoolErr) {
+        throw new DatabaseError(`${(err as Error).message}; the unanswered claim of ${scheduledAt.toISOString()} could not be spooled either (${(spoolErr as Error).message})`);
+      }
+      throw err;
+    }
+  }
+
+  /** Sends every spooled record again, oldest first (see flushSpool). */
+  flushSpool(warn: Warn): Promise<FlushResult> {
+    return flushSpool(this.db, this.stateDir, warn);
+  }
+
+  /** The open fires whose owner is gone — but not one whose record still waits in the spool (its
+   * process spooled it, then ended: the flush records it with its real result, never as
+   * interrupted). Checked as each open fire is judged, so a record spooled a moment ago counts
+   * too. (Callers flush first, and say what they recorded.) */
+  reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn): Promise<number> {
+    return this.db.reconcile((owner, open) => isGone(owner, open) && !isSpooled(this.stateDir, open.id), now, warn);
+  }
+
+  read(warn: Warn): Promise<RoutineStateFile> {
+    return this.db.read(warn);
+  }
+
+  readOne(routineId: string, warn: Warn): Promise<RoutineRecord | undefined> {
+    return this.db.readOne(routineId, warn);
+  }
+
+  openFire(routineId: string, open: OpenFire, warn: Warn): Promise<void> {
+    return this.db.openFire(routineId, open, warn);
+  }
+
+  setPaused(routineId: string, paused: boolean, note: string | null): Promise<PauseChange> {
+    return this.db.setPaused(routineId, paused, note);
+  }
+
+  history(routineId: string, warn?: Warn): Promise<HistoryEntry[]> {
+    return this.db.history(routineId, warn);
+  }
+
+  releaseClaim(routineId: string, scheduledAt: Date, host: string): Promise<boolean> {
+    return this.db.releaseClaim(routineId, scheduledAt, host);
+  }
+}
+
+/** Whether the spool holds a record closing `openId`. */
+function isSpooled(stateDir: string, openId: string): boolean {
+  try {
+    return namesIn(spoolDir(stateDir)).some((name) => name.endsWith(`.${openId}.json`));
+  } catch {
+    return false; // a spool that cannot be read cannot be recorded from either (missing: nothing spooled)
+  }
+}
+
+/** Whether a failed claim may have committed all the same (its answer lost): a connection that
+ * was refused, or never made, stored nothing. */
+export const claimMayHaveCommitted = (err: unknown): boolean => err instanceof DatabaseError && !err.neverConnected;
+
+/** Spools a claim whose answer was lost: this host did not fire that tick, and gives the claim
+ * back once the database is there again (flushSpool). */
+export function spoolClaim(stateDir: string, routine: string, scheduledAt: Date, host: string, why: string): string {
+  return writeSpool(stateDir, { kind: 'claim', routine, scheduled_at: scheduledAt.toISOString(), host, spooled_at: new Date().toISOString(), why });
+}
+
+/** Sends every spooled record again, oldest first; stops at the first database error (the
+ * database is still down: the rest would fail too). */
+async function flushSpool(store: RoutineStore, stateDir: string, warn: Warn): Promise<FlushResult> {
+  const all = listSpool(stateDir, warn);
+  const done: FlushResult = { recorded: 0, released: 0, left: all.length };
+  for (const { path, record } of all) {
+    try {
+      if (record.kind === 'fire') {
+        await store.recordFire(record.routine, record.fire, warn, { again: true });
+        done.recorded++;
+      } else if (await store.releaseClaim(record.routine, new Date(record.scheduled_at), record.host)) {
+        done.released++;
+      }
+    } catch (err) {
+      if (err instanceof DatabaseError) return done;
+      // not the database's fault (a bug, a record the store refuses): said, and kept for a person
+      warn(`could not record spooled ${path}: ${(err as Error).message}`);
+      continue;
+    }
+    removeSpooled(path);
+    done.left--;
+  }
+  return done;
+}
+
+/** The scheduler's background flusher: flushes when told a record was spooled, then again with
+ * backoff (1 s doubling to 30 s) until the spool is empty, and every 30 s in any case (a
+ * `routine run` of this host may have spooled one). */
+export class SpoolFlusher {
+  private wake = new AbortController();
+  private loop: Promise<void> | null = null;
+
+  constructor(
+    private readonly o: { store: Pick<SpoolingStore, 'flushSpool'>; clock: Clock; warn: Warn; log: (f: FlushResult) => void },
+  ) {}
+
+  /** A record was just spooled: flush soon. */
+  kick(): void {
+    this.wake.abort();
+  }
+
+  start(stop: AbortSignal): void {
+    this.loop = this.run(stop);
+  }
+
+  /** Waits for the loop, after `stop` was aborted, and tries once more. */
+  async stopped(): Promise<FlushResult | null> {
+    await this.loop;
+    return this.flushOnce();
+  }
+
+  private async flushOnce(): Promise<FlushResult | null> {
+    try {
+      const r = await this.o.store.flushSpool(this.o.warn);
+      if (r.recorded + r.released > 0) this.o.log(r);
+      return r;
+    } catch (err) {
+      this.o.warn(`could not read the spool: ${(err as Error).message}`);
+      return null;
+    }
+  }
+
+  private async run(stop: AbortSignal): Promise<void> {
+    const retry = new Backoff(1000, 30_000, this.o.clock);
+    let pending = false;
+    while (!stop.aborted) {
+      if (this.wake.signal.aborted) {
+        this.wake = new AbortController();
+        pending = true;
+      }
+      const link = anySignal(stop, this.wake.signal);
+      try {
+        if (pending) await retry.wait(link.signal);
+        else await this.o.clock.sleep(30_000, link.signal);
+      } finally {
+        link.unlink();
+      }
+      if (stop.aborted) return;
+      if (this.wake.signal.aborted && !pending) continue; // kicked while idle: wait the first delay
+      const r = await this.flushOnce();
+      pending = r !== null && r.left > 0;
+      if (!pending) retry.reset();
+    }
+  }
+}
