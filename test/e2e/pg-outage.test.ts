@@ -8,7 +8,7 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { eventually, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
+import { eventually, heartbeatWritten, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { destroyCluster, pgCommand, startCluster, startServer, stopServer, type TestCluster } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
@@ -125,7 +125,7 @@ suite('PostgreSQL backend: outages', () => {
     const args = how === 'lock run' ? ['lock', 'run', '--', 'bash', './stubborn.sh'] : ['exec', 'run', 't'];
     const a = startCli(args, { cwd: dir, env: { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: 'host-a' }, timeoutMs: 60_000 });
     await eventually(() => marks(fa).length > 0, 15_000, 'A works');
-    await sleep(800); // a heartbeat or two
+    await heartbeatWritten(dir, { ROUTINELY_DATABASE_URL: url });
     const pids = serverPids(own);
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
     let b: Spawned;
@@ -138,7 +138,7 @@ suite('PostgreSQL backend: outages', () => {
     expect((await a.exited).code, a.stdout() + a.stderr()).toBe(1);
     expect(a.stdout() + a.stderr()).toMatch(how === 'lock run' ? /lock lost: / : /ABORTED/);
     await b.waitFor(/took-over/, 30_000);
-    await sleep(300);
+    await eventually(() => marks(fb).length > 0, 15_000, 'B works');
     b.child.kill('SIGTERM');
     await b.exited;
     const gap = gapMs(fa, fb);
@@ -155,7 +155,7 @@ suite('PostgreSQL backend: outages', () => {
     const args = how === 'lock run' ? ['lock', 'run', '--', 'bash', './stubborn.sh'] : ['exec', 'run', 't'];
     const a = startCli(args, { cwd: dir, env: { ROUTINELY_DATABASE_URL: proxy.url, ROUTINELY_HOST_ID: 'host-a' }, timeoutMs: 60_000 });
     await eventually(() => marks(fa).length > 0, 15_000, 'A works');
-    await sleep(800);
+    await heartbeatWritten(dir, { ROUTINELY_DATABASE_URL: url });
     proxy.cut();
     const b = nextHolder(dir, url, fb);
     try {
@@ -182,8 +182,12 @@ suite('PostgreSQL backend: outages', () => {
     const holder = startCli(['exec', 'run'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url }, timeoutMs: 60_000 });
     await eventually(() => existsSync(join(dir, 'a.up')) && existsSync(join(dir, 'b.pid')), 15_000, 'tasks started');
     await holder.waitFor(/started a[\s\S]*started b|started b[\s\S]*started a/);
-    await sleep(300); // their start events are stored
     const runId = (await holder.waitFor(/run (r-[A-Za-z0-9-]+)/))[1]!;
+    // their start events are stored (what another host reads)
+    await expect.poll(async () => {
+      const shown = JSON.parse((await runCli(['exec', 'show', runId, '--json'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } })).stdout || '{}') as { tasks?: Record<string, { status: string }> };
+      return [shown.tasks?.a?.status, shown.tasks?.b?.status];
+    }, { timeout: 15_000 }).toEqual(['running', 'running']);
     stopServer(own, 'fast');
     writeFileSync(join(dir, 'go'), '');
     await holder.waitFor(/succeeded a/);

@@ -8,7 +8,7 @@ import { systemProbe } from '../../src/lock/identity.js';
 import { MIGRATIONS } from '../../src/pg/schema.js';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { FIXTURES, eventually, processRuns, runCli, sleep, start, startCli, type Spawned } from '../helpers/cli.js';
+import { FIXTURES, eventually, processRuns, runCli, start, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
 import { destroyCluster, startCluster, startServer, stopServer } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
@@ -51,7 +51,7 @@ suite('PostgreSQL backend', () => {
     const barrier = join(dir, 'go');
     writeFileSync(log, '');
     const workers = Array.from({ length: 4 }, () => start(join(FIXTURES, 'backend-worker.mjs'), [dir, '40', log, barrier], { env }));
-    await sleep(1500);
+    await Promise.all(workers.map((w) => w.waitFor(/ready/))); // all connected: they race from the same start
     writeFileSync(barrier, '');
     expect((await Promise.all(workers.map((w) => w.exited))).map((c) => c.code)).toEqual([0, 0, 0, 0]);
     let open: string | null = null;
@@ -94,7 +94,8 @@ suite('PostgreSQL backend', () => {
     const { dir, env } = await pgProject({ lock: { ttlSeconds: 2 } });
     const local = startCli(['lock', 'run', '--', 'sh', '-c', 'echo "child $$"; sleep 60'], { cwd: dir, env });
     const child = Number((await local.waitFor(/child (\d+)/))[1]);
-    await sleep(300); // the child is recorded in the lease row by the next heartbeat write
+    // the child is recorded in the lease row (what the reclaimer ends)
+    await expect.poll(async () => JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir, env })).stdout).record?.owner?.children?.map((c: { pid: number }) => c.pid), { timeout: 10_000 }).toContain(child);
     local.child.kill('SIGKILL');
     await local.exited;
     expect(await runCli(['lock', 'run', '--', 'echo', 'at once'], { cwd: dir, env })).toMatchObject({ code: 0, stdout: 'at once\n' });
@@ -231,7 +232,11 @@ suite('PostgreSQL backend', () => {
       cwd: dir, env: { ROUTINELY_DATABASE_URL: url },
     });
     await holder.waitFor(/up/);
-    await sleep(700); // at least one heartbeat
+    // at least one heartbeat written after the acquisition
+    await expect.poll(async () => {
+      const r = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } })).stdout).record;
+      return r ? r.heartbeat_at > r.created_at : false;
+    }, { timeout: 10_000 }).toBe(true);
     stopServer(own, 'fast');
     try {
       expect((await holder.exited).code).toBe(1);

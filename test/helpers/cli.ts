@@ -156,3 +156,16 @@ export async function eventually(fn: () => boolean, limitMs = 15_000, what = 'co
     await sleep(20);
   }
 }
+
+/** Waits until the exec lock's holder has written a heartbeat after taking the lock (what a test
+ * needs before it cuts the holder off: a lease that was kept, not one just taken). */
+export async function heartbeatWritten(cwd: string, env: Record<string, string>, limitMs = 15_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const r = await runCli(['lock', 'status', '--json'], { cwd, env });
+    const rec = (JSON.parse(r.stdout || 'null') as { record?: { heartbeat_at: number; created_at: number } | null } | null)?.record;
+    if (rec && rec.heartbeat_at > rec.created_at) return;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for a heartbeat of the exec lock's holder:\n${r.stdout}${r.stderr}`);
+    await sleep(50);
+  }
+}
