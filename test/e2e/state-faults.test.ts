@@ -106,7 +106,7 @@ describe('read-only views (SPEC §3)', () => {
     const project = testProject({ exec: { tasks: [{ id: 'slow', run: 'echo up; sleep 30' }] } });
     const run = startCli(['exec', 'run'], { cwd: project });
     await eventually(() => existsSync(state(project, 'exec', 'runs')) && readdirSync(state(project, 'exec', 'runs')).length === 1, 10_000, 'run created');
-    await sleep(300);
+    await run.waitFor(/started slow/); // the task runs: killed mid-run
     run.child.kill('SIGKILL');
     await run.exited;
     const runId = readdirSync(state(project, 'exec', 'runs'))[0]!;
