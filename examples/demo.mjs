@@ -35,17 +35,29 @@ function run(args) {
   return r.stdout;
 }
 
-/** Starts a command in the background, printed as a shell would show it (`… &`). */
+/** Starts a command in the background, printed as a shell would show it (`… &`). `closed`
+ * is made at once: a command that ends before the demo waits for it (the waiter below may take
+ * the lock before the exec run does) must not end unnoticed. */
 function background(args, stdio = ['ignore', 'pipe', 'pipe']) {
   console.log(`${shown(args)} &`);
-  return spawn(process.execPath, [cli, ...args], { cwd: project, env, stdio });
+  const child = spawn(process.execPath, [cli, ...args], { cwd: project, env, stdio });
+  child.closed = new Promise((r) => child.on('close', r));
+  return child;
 }
 
 console.log(`example project copied to ${project}`);
 say('the scheduler starts; routines fire every few seconds (heartbeat every 2 s, auto every 4 s, sync every 20 s)');
 const scheduler = background(['scheduler', 'start'], ['ignore', 'pipe', 'inherit']);
 scheduler.stdout.on('data', (d) => process.stdout.write(d.toString().replace(/^(?=.)/gm, `  ${dim('scheduler │')} `)));
-const stopped = new Promise((r) => scheduler.on('close', r));
+const stopped = scheduler.closed;
+// stopped from outside (SIGTERM, or Ctrl-C): the scheduler and the temp project go with the demo
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    scheduler.kill('SIGKILL');
+    rmSync(project, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
 
 try {
   await sleep(6500);
@@ -65,9 +77,9 @@ try {
   const waiter = background(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo "got it (generation $ROUTINELY_LOCK_GENERATION)"'], ['ignore', 'pipe', 'inherit']);
   let waiterOut = '';
   waiter.stdout.on('data', (d) => (waiterOut += d));
-  await new Promise((r) => manual.on('close', r));
+  await manual.closed;
   console.log(manualOut.trimEnd().replace(/^/gm, `  ${dim('exec run  │')} `));
-  await new Promise((r) => waiter.on('close', r));
+  await waiter.closed;
   console.log(waiterOut.trimEnd().replace(/^/gm, `  ${dim('waiter    │')} `));
 
   say('the lock is free again: the next ticks succeed');

@@ -1,9 +1,9 @@
 // `npm run demo` prints each command it runs: what it prints must be exactly what it runs.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { CLI, FIXTURES, start } from '../helpers/cli.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { CLI, FIXTURES, processRuns, start } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 
 const DEMO = resolve(import.meta.dirname, '../../examples/demo.mjs');
@@ -18,6 +18,14 @@ describe('the demo', () => {
     const demo = start(DEMO, [], {
       timeoutMs: 110_000,
       env: { NODE_OPTIONS: `--require ${join(FIXTURES, 'argv-recorder.cjs')}`, ROUTINELY_ARGV_LOG: log },
+    });
+    // whatever happens, no command the demo started outlives the test (a demo killed at the
+    // timeout cannot stop its scheduler itself)
+    onTestFinished(() => {
+      for (const line of existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : []) {
+        const { pid } = JSON.parse(line) as { pid: number };
+        if (pid !== demo.pid && processRuns(pid)) process.kill(pid, 'SIGKILL');
+      }
     });
     const { code } = await demo.exited;
     expect(code, `${demo.stderr()}\n--- stdout (last 60 lines) ---\n${demo.stdout().split('\n').slice(-60).join('\n')}`).toBe(0);
