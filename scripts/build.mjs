@@ -9,7 +9,8 @@
 // installs the packed tarball into fresh ESM and CommonJS projects, runs them and type-checks
 // them with skipLibCheck off, which catches a dependency or a type missing from the package.
 import { build } from 'esbuild';
-import { copyFileSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -60,18 +61,8 @@ const cjs = {
 };
 await build({ ...cjs, entryPoints: { 'cli-lock': 'src/cli/fast-lock.ts' } });
 await build({
-  ...common,
+  ...cjs,
   entryPoints: { cli: 'src/cli/main.ts' },
-  outExtension: { '.js': '.cjs' },
-  // small to parse: this file is compiled on every start
-  minify: true,
-  keepNames: false,
-  outdir: 'dist',
-  format: 'cjs',
-  splitting: false,
-  // CommonJS has require() and __filename; import.meta.url (createRequire) comes from the latter.
-  define: { ...common.define, 'import.meta.url': '__routinelyUrl' },
-  banner: { js: "const __routinelyUrl = require('node:url').pathToFileURL(__filename).href;" },
   plugins: [
     {
       name: 'program-outside',
@@ -84,5 +75,23 @@ await build({
 // The library for require() too (SPEC §8): one CommonJS file, its dynamic imports inlined.
 await build({ ...cjs, minify: false, entryPoints: { index: 'src/index.ts' } });
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--emitDeclarationOnly'], { stdio: 'inherit' });
+// Only the declarations index.d.ts reaches are shipped: tsc writes one per source file, and the
+// others (the config's zod shapes, croner's wrapper) import packages the package does not have.
+const reached = new Set();
+const walk = (file) => {
+  if (reached.has(file)) return;
+  reached.add(file);
+  for (const m of readFileSync(file, 'utf8').matchAll(/(?:from|import\()\s*['"](\.{1,2}\/[^'"]+)\.js['"]/g)) {
+    walk(join(dirname(file), `${m[1]}.d.ts`));
+  }
+};
+walk('dist/index.d.ts');
+for (const file of readdirSync('dist', { recursive: true })) {
+  const path = join('dist', file);
+  if (path.endsWith('.d.ts') && !reached.has(path)) rmSync(path);
+}
+for (const dir of readdirSync('dist', { recursive: true }).map((f) => join('dist', f)).reverse()) {
+  if (statSync(dir).isDirectory() && readdirSync(dir).length === 0) rmSync(dir, { recursive: true });
+}
 // The same declarations for require(): TypeScript reads a .d.cts as CommonJS.
 copyFileSync('dist/index.d.ts', 'dist/index.d.cts');

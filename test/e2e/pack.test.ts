@@ -107,6 +107,14 @@ describe('the packed package', () => {
       'docs/http.md', 'docs/lock.md', 'docs/status-page.png', 'examples/systemd/routinely-scheduler.service', 'examples/prometheus/alerts.yml',
     ]));
     expect(packed.filter((p) => p.startsWith('src/') || p.startsWith('test/') || p.startsWith('bench/'))).toEqual([]);
+    // every declaration shipped imports only the package's own files and node's: none names a
+    // package that is not installed with it (tsc emits one per source file; the unreachable are left out)
+    const declarations = packed.filter((p) => p.endsWith('.d.ts'));
+    expect(declarations.length).toBeGreaterThan(10);
+    const foreign = declarations.flatMap((p) => [...readFileSync(join(clone, p), 'utf8').matchAll(/(?:from|import\()\s*['"]([^'"]+)['"]/g)]
+      .map((m) => m[1]!).filter((spec) => !spec.startsWith('.') && !spec.startsWith('node:')).map((spec) => `${p}: ${spec}`));
+    expect(foreign).toEqual([]);
+    expect(declarations).not.toContain('dist/config/schema.d.ts');
     const readmeLinks = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/\]\(((?:docs|examples)\/[^)#\s]+)/g)].map((m) => m[1]!);
     expect(readmeLinks.length).toBeGreaterThan(3);
     expect(readmeLinks.filter((l) => !packed.includes(l) && !packed.some((p) => p.startsWith(`${l.replace(/\/$/, '')}/`)))).toEqual([]);
