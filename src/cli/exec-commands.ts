@@ -6,7 +6,7 @@ import { loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import type { ExecContext } from '../exec/context.js';
 import { execResume, execRun, register, resetTasks, type RunOptions } from '../exec/operations.js';
-import type { RegisterSummary } from '../exec/registry-sync.js';
+import { registerLine, runSummary as summaryLines } from '../exec/run-lines.js';
 import { execStatus, listRuns, showRun } from '../exec/views.js';
 import { attemptStart, exitCodeFor, nextBesideShow } from '../exec/outcome.js';
 import { summarize, type RunState } from '../exec/run-state.js';
@@ -35,8 +35,7 @@ function viewContext(g: GlobalOptions): ExecContext {
 
 const shownStateDir = (ctx: ExecContext): string => relative(process.cwd(), ctx.project.stateDir) || '.';
 
-export const describeSummary = (s: RegisterSummary): string =>
-  `${s.added.length} new, ${s.changed.length} changed, ${s.retired.length} retired`;
+export const describeSummary = registerLine;
 
 export async function registerCommand(flags: BusyFlags & { routine?: string }, g: GlobalOptions): Promise<number> {
   const policy = busyPolicy(flags, 'fail');
@@ -103,26 +102,10 @@ function busy(b: Parameters<typeof reportBusy>[0], policy: ReturnType<typeof bus
   return code;
 }
 
+/** The run's result as the terminal shows it (coloured where colour is on). */
 export function runSummary(state: RunState): string[] {
-  const c = summarize(state);
   const color = useColor();
-  const parts = [`${c.succeeded} succeeded`];
-  if (c.failed) parts.push(`${c.failed} failed`);
-  if (c.skipped_dependency) parts.push(`${c.skipped_dependency} skipped`);
-  if (c.interrupted) parts.push(`${c.interrupted} interrupted`);
-  if (c.pending) parts.push(`${c.pending} not started`);
-  // A resumed run reports this attempt's time, not the time since the run was first created.
-  const took = state.finished_at ? ` in ${humanDuration(Date.parse(state.finished_at) - Date.parse(attemptStart(state)))}` : '';
-  const statusColor = state.status === 'SUCCEEDED' ? 'green' : state.status === 'INTERRUPTED' ? 'yellow' : 'red';
-  const attempt = state.attempt > 1 ? ` (resume, attempt ${state.attempt})` : '';
-  const lines = [`run ${state.run_id} ${paint(state.status, statusColor, color)}${attempt}: ${parts.join(', ')}${took}`];
-  if (state.why) lines.push(`  why:  ${printable(state.why)}`);
-  // Said after the live `succeeded a` line: the record does not have it (SPEC §5).
-  for (const [id, t] of Object.entries(state.tasks)) {
-    if (t.why_code === 'NOT_RECORDED') lines.push(`  ${id}: ${t.why}; exec resume will run it again`);
-  }
-  if (state.next) lines.push(`  next: ${state.next}`);
-  return lines;
+  return summaryLines(state, (text, colour) => paint(text, colour, color));
 }
 
 export async function resumeCommand(runId: string | undefined, flags: RunFlags, g: GlobalOptions): Promise<number> {

@@ -1,6 +1,7 @@
 // Live progress of an exec run: on a TTY one status line redrawn in place (done/total, running
 // tasks, elapsed) with a permanent line per finished task; otherwise plain lines, one per event.
 
+import { eventLine, runHeader } from '../exec/run-lines.js';
 import type { RunEvent, RunState } from '../exec/run-state.js';
 import { humanDuration, paint, useColor } from './io.js';
 
@@ -18,8 +19,7 @@ export class Progress {
   start(state: RunState): void {
     this.state = state;
     this.started = Date.now();
-    const n = Object.keys(state.tasks).length;
-    this.line(`run ${state.run_id}: ${n} task${n === 1 ? '' : 's'}${state.attempt > 1 ? ` (resume, attempt ${state.attempt})` : ''}`);
+    this.line(runHeader(state));
     if (this.tty) {
       this.timer = setInterval(() => this.draw(), 1000);
       this.timer.unref();
@@ -29,25 +29,10 @@ export class Progress {
 
   event(e: RunEvent, state: RunState): void {
     this.state = state;
-    if (e.type === 'task-started') {
-      if (!this.tty) this.line(`started ${e.task}`);
-    } else if (e.type === 'task-finished') {
-      const t = state.tasks[e.task];
-      const took = e.duration_ms !== null ? ` in ${humanDuration(e.duration_ms)}` : '';
-      const log = t ? `  (log: ${this.logPath(state.run_id, t.log)})` : '';
-      switch (e.status) {
-        case 'succeeded':
-          this.line(`${paint('succeeded', 'green', this.color)} ${e.task}${took}`);
-          break;
-        case 'skipped_dependency':
-          this.line(`${paint('skipped', 'yellow', this.color)} ${e.task}: ${e.why ?? 'dependency failed'}`);
-          break;
-        case 'interrupted':
-          this.line(`${paint('interrupted', 'yellow', this.color)} ${e.task}${took}`);
-          break;
-        default:
-          this.line(`${paint('failed', 'red', this.color)} ${e.task}: ${e.why ?? e.status}${took}${log}`);
-      }
+    // on a TTY the status line shows what started; a line is kept for what finished
+    if (!(this.tty && e.type === 'task-started')) {
+      const text = eventLine(e, state, `${this.stateDir}/exec/runs/${state.run_id}`, (t, colour) => paint(t, colour, this.color));
+      if (text !== null) this.line(text);
     }
     if (this.tty) this.draw();
   }
@@ -56,10 +41,6 @@ export class Progress {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.clear();
-  }
-
-  private logPath(runId: string, log: string): string {
-    return `${this.stateDir}/exec/runs/${runId}/${log}`;
   }
 
   private line(text: string): void {

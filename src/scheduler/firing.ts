@@ -7,7 +7,7 @@
 // the log frames and the record.)
 
 import { closeSync, renameSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { acquireAnnounced } from '../announced-wait.js';
 import type { Backend } from '../backend.js';
 import { anySignal, type Clock } from '../clock.js';
@@ -17,7 +17,8 @@ import { taskCwd } from '../exec/executor.js';
 import type { ExecContext } from '../exec/context.js';
 import { execResume, execRun, register } from '../exec/operations.js';
 import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from '../exec/process.js';
-import { newRunId, type RunState } from '../exec/run-state.js';
+import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-lines.js';
+import { newRunId, type RunEvent, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import { randomHex } from '../fs/files.js';
 import { processGone, selfIdentity } from '../lock/identity.js';
@@ -316,31 +317,53 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
       exit_code: ok ? 0 : 1, run_id: state.run_id, ...closes(),
     });
   };
+  // The routine's log has what `exec run` would have said on a terminal (exec/run-lines.ts),
+  // between the run's frames: opened once the lock is held, for the whole fire.
+  let log: AppendFile | null = null;
   function logLine(line: string): void {
     try {
-      const log = openRoutineLog(ctx.project, def.id);
+      log ??= openRoutineLog(ctx.project, def.id);
       noteQuiet(log, routineLogPath(ctx.project, def.id), line);
-      closeSync(log.fd);
     } catch {
       // the log is for people
     }
   }
+  const runDir = (id: string): string => `${relative(ctx.project.root, ctx.project.stateDir) || '.'}/exec/runs/${id}`;
+  const nothing = (why: string): FireResult => {
+    logLine(why.split('\n')[0]!); // "nothing to run: all 3 tasks succeeded" (the hints are for a terminal)
+    return finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() });
+  };
+  const done = (state: RunState): FireResult => {
+    for (const line of runSummary(state)) logLine(line);
+    return ran(state);
+  };
   try {
-    const runOpts = { ...policy, stop, runTimeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined, onStart: (s: RunState) => void (runId = s.run_id) };
+    const runOpts = {
+      ...policy, stop, runTimeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
+      onStart: (s: RunState) => {
+        runId = s.run_id;
+        logLine(runHeader(s));
+      },
+      onEvent: (e: RunEvent, s: RunState) => {
+        const line = eventLine(e, s, runDir(s.run_id));
+        if (line !== null) logLine(line);
+      },
+    };
     let out: FireResult;
     switch (def.action) {
       case 'exec-auto': {
         const r = await execRun(exec, runOpts);
-        out = r.kind === 'busy' ? busy(r.busy.holder) : r.kind === 'nothing' ? finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() }) : ran(r.state);
+        out = r.kind === 'busy' ? busy(r.busy.holder) : r.kind === 'nothing' ? nothing(r.why) : done(r.state);
         break;
       }
       case 'exec-resume': {
         const r = await execResume(exec, undefined, runOpts);
-        out = r.kind === 'conflict' ? busy(r.busy.holder) : r.kind === 'nothing' ? finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() }) : ran(r.state);
+        out = r.kind === 'conflict' ? busy(r.busy.holder) : r.kind === 'nothing' ? nothing(r.why) : done(r.state);
         break;
       }
       default: {
         const r = await register(exec, policy);
+        if (r.kind !== 'busy') logLine(`registered: ${registerLine(r.value)}`);
         out = r.kind === 'busy' ? busy(r.busy.holder) : finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() });
       }
     }
@@ -352,5 +375,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     const out = finish(ctx, scheduledAt, span, { result: 'failure', reason: (err as Error).message, exit_code: null, run_id: runId, ...closes() });
     if (marker) logLine(endFrame(def.id, out));
     return out;
+  } finally {
+    if (log) closeSync((log as AppendFile).fd);
   }
 }

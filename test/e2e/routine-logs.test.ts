@@ -1,5 +1,5 @@
 // `routinely routine logs` through the built CLI (SPEC §10): every run framed by a start and an
-// end line (command routines and exec actions), --run, --lines, --follow of a live scheduler
+// end line (command routines and exec actions, whose runs log what `exec run` says), --run, --lines, --follow of a live scheduler
 // (stopped by SIGTERM with exit 0) and of one run (ends with the run), and the errors.
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -42,6 +42,30 @@ describe('routine logs', () => {
     expect(auto).toMatch(/^--- routinely: auto run pending started /);
     expect(runId).toBeDefined();
     expect((await runCli(['routine', 'logs', 'auto', '--run', runId!], { cwd: dir })).stdout).toBe(auto);
+    // between the frames, what `exec run` says on a terminal (without colour)
+    expect(auto.trimEnd().split('\n').slice(1, -1)).toEqual([
+      `run ${runId}: 1 task`, 'started build', expect.stringMatching(/^succeeded build in \d+\.\ds$/), expect.stringMatching(new RegExp(`^run ${runId} SUCCEEDED: 1 succeeded in \\d+\\.\\ds$`)),
+    ]);
+  });
+
+  it('an exec action with a failing task, with nothing to do, and a register: the log says what the terminal would', async () => {
+    const dir = testProject({
+      exec: { tasks: [{ id: 'build', run: 'echo building' }, { id: 'bad', run: 'exit 3', dependsOn: ['build'] }] },
+      routines: [{ id: 'auto', schedule: '0 3 * * *', action: 'exec-auto' }, { id: 'reg', schedule: '0 3 * * *', action: 'register' }],
+    });
+    for (const id of ['auto', 'auto', 'reg']) await runCli(['routine', 'run', id], { cwd: dir });
+    const body = (text: string): string[] => text.trimEnd().split('\n').filter((l) => !START.test(l) && !END.test(l));
+    const auto = body((await runCli(['routine', 'logs', 'auto'], { cwd: dir })).stdout);
+    const runId = /^run (r-\S+): 2 tasks$/.exec(auto[0]!)?.[1];
+    expect(auto).toEqual([
+      `run ${runId}: 2 tasks`, 'started build', expect.stringMatching(/^succeeded build in /), 'started bad',
+      expect.stringMatching(new RegExp(`^failed bad: the command exited with code 3 in \\d+\\.\\ds {2}\\(log: \\.routinely/exec/runs/${runId}/bad\\.log\\)$`)),
+      expect.stringMatching(new RegExp(`^run ${runId} FAILED: 1 succeeded, 1 failed in `)),
+      '  why:  1 of 2 tasks failed: bad (exit 3)',
+      `  next: routinely exec show ${runId} (logs beside it), fix, then: routinely exec resume ${runId}`,
+      'nothing to run: 1 succeeded, 1 failed',
+    ]);
+    expect(body((await runCli(['routine', 'logs', 'reg'], { cwd: dir })).stdout)).toEqual(['registered: 0 new, 0 changed, 0 retired']);
   });
 
   it('says so for an unknown routine (2), a bad or unknown run id (2), and a routine with no log yet (0)', async () => {
