@@ -38,10 +38,12 @@ function run(args) {
 /** Starts a command in the background, printed as a shell would show it (`… &`). `closed`
  * is made at once: a command that ends before the demo waits for it (the waiter below may take
  * the lock before the exec run does) must not end unnoticed. */
+const started = [];
 function background(args, stdio = ['ignore', 'pipe', 'pipe']) {
   console.log(`${shown(args)} &`);
   const child = spawn(process.execPath, [cli, ...args], { cwd: project, env, stdio });
   child.closed = new Promise((r) => child.on('close', r));
+  started.push(child);
   return child;
 }
 
@@ -50,12 +52,17 @@ say('the scheduler starts; routines fire every few seconds (heartbeat every 2 s,
 const scheduler = background(['scheduler', 'start'], ['ignore', 'pipe', 'inherit']);
 scheduler.stdout.on('data', (d) => process.stdout.write(d.toString().replace(/^(?=.)/gm, `  ${dim('scheduler │')} `)));
 const stopped = scheduler.closed;
-// stopped from outside (SIGTERM, or Ctrl-C): the scheduler and the temp project go with the demo
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    scheduler.kill('SIGKILL');
+// Stopped from outside (SIGTERM, or Ctrl-C): what the demo started is stopped as the demo would
+// (SIGTERM: the scheduler ends its routines' groups and lets its lock go), then the temp project
+// goes; whatever is still there after 5 s gets SIGKILL.
+for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
+  process.on(sig, async () => {
+    const running = started.filter((c) => c.exitCode === null && c.signalCode === null);
+    for (const c of running) c.kill('SIGTERM');
+    await Promise.race([Promise.all(running.map((c) => c.closed)), sleep(5000)]);
+    for (const c of running) c.kill('SIGKILL');
     rmSync(project, { recursive: true, force: true });
-    process.exit(130);
+    process.exit(code);
   });
 }
 

@@ -52,6 +52,7 @@ export class ManualClock implements Clock {
         until: this.mono + ms,
         resolve: () => {
           signal?.removeEventListener('abort', entry.resolve);
+          this.sleepers = this.sleepers.filter((s) => s !== entry);
           resolve();
         },
       };

@@ -52,7 +52,7 @@ export async function lockBreak(flags: { key: string }, g: GlobalOptions): Promi
   const result = await withBackend(project, (b) => b.lock.breakStale(flags.key === 'scheduler' ? b.schedulerKey(hostId()) : flags.key));
   if (result.broken) {
     out(`broke the stale ${flags.key} lock: ${result.why}`);
-    out(`  kept as ${displayPath(result.staleFile)}`);
+    out(result.staleFile ? `  kept as ${displayPath(result.staleFile)}` : '  its record could not be read, so no copy was kept');
     if (result.orphans.ended.length > 0) {
       const killed = result.orphans.killed.length ? ` (${result.orphans.killed.length} needed SIGKILL)` : '';
       out(`  ended ${result.orphans.ended.length} orphaned process group(s): ${result.orphans.ended.join(', ')}${killed}`);

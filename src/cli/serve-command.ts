@@ -7,6 +7,7 @@ import { ExitCode, UsageError } from '../errors.js';
 import { disposable, openBackend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
+import { flushMessage, SpoolFlusher } from '../scheduler/spooling-store.js';
 import { httpSetup } from './http-options.js';
 import { out } from './io.js';
 import type { GlobalOptions } from './main.js';
@@ -29,6 +30,24 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
+  // What this host's commands (a `routine run`, a run from the page) spooled while the database
+  // was away is sent again from here too — at start, then every 30 s: a watching host may have
+  // no scheduler.
+  const halt = new AbortController();
+  const store = backend.routines;
+  const warn = (message: string): void => log({ event: 'scheduler.warning', message });
+  let flusher: SpoolFlusher | null = null;
+  if (store.flushSpool) {
+    const spool = { flushSpool: store.flushSpool.bind(store) };
+    try {
+      const f = await spool.flushSpool(warn);
+      if (f.recorded + f.released > 0) warn(flushMessage(f));
+    } catch (err) {
+      warn(`could not read the spool: ${(err as Error).message}`);
+    }
+    flusher = new SpoolFlusher({ store: spool, clock: backend.clock, warn, log: (f) => warn(flushMessage(f)) });
+    flusher.start(halt.signal);
+  }
   const onHup = (): void => {
     try {
       project = loadProject({ configPath: project.configPath });
@@ -42,6 +61,8 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
     await stopped;
   } finally {
     process.off('SIGHUP', onHup);
+    halt.abort();
+    await flusher?.stopped();
     await server.close();
   }
   return ExitCode.OK;

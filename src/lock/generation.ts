@@ -5,7 +5,8 @@
 //
 // When no slot survives (a new project, a wiped lock folder) the first slot goes above every
 // value any surviving record shows: the kept stale locks, and what the caller knows from state
-// (exec runs and the registry, routine history) through `floor`.
+// (exec runs and the registry, routine history) through `floor` — and, as every next slot
+// (look.ts), the highest release mark and a `<key>.lock` record.
 
 import type { LockPaths } from './paths.js';
 import { MAX_GENERATION } from './record.js';

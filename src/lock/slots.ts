@@ -1,5 +1,6 @@
-// Reading the lock folder (docs/lock.md "Design"): the slots, the holder of the highest one with
-// its heartbeat, and the `<key>.lock` view. Nothing here writes.
+// Reading the lock folder (docs/lock.md "Design"): its names, the slots and release marks, and
+// the holder of one slot with its heartbeat (beat.ts). The `<key>.lock` view is view.ts. Nothing
+// here writes.
 
 import { UnsafePathError } from '../errors.js';
 import { LOCK_FILE_CAP, namesIn, readFileChecked } from '../fs/files.js';

@@ -91,7 +91,7 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
 }
 
 export type BreakResult =
-  | { broken: true; why: string; staleFile: string; orphans: OrphanReport }
+  | { broken: true; why: string; /** null: the record could not be read, so none was kept */ staleFile: string | null; orphans: OrphanReport }
   | { broken: false; reason: 'FREE' | 'NOT_STALE' | 'CHANGED'; why: string; status: LockStatus };
 
 /** Breaks a stale lock (SPEC §4.8): takes it over exactly as an acquirer would (ending the stale
@@ -110,5 +110,5 @@ export async function breakStaleLock(opts: LockInspectOptions): Promise<BreakRes
   }
   r.lease.releaseSync();
   if (!r.takeover) return { broken: false, reason: 'CHANGED', why: 'the lock was released meanwhile; nothing to break', status };
-  return { broken: true, why: r.takeover.why, staleFile: r.takeover.staleFile ?? `${lockPaths(opts.lockDir, opts.key).lock}.stale`, orphans: r.takeover.orphans };
+  return { broken: true, why: r.takeover.why, staleFile: r.takeover.staleFile, orphans: r.takeover.orphans };
 }

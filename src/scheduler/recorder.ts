@@ -9,7 +9,7 @@ import { isStorageError } from '../errors.js';
 import type { Project } from '../config/load.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { Logger } from './log.js';
-import { claimMayHaveCommitted, SpoolFlusher } from './spooling-store.js';
+import { claimMayHaveCommitted, flushMessage, SpoolFlusher } from './spooling-store.js';
 import { withKey, type RoutineStore, type Warn } from './store.js';
 
 export interface RecorderOptions {
@@ -46,7 +46,7 @@ export class Recorder {
     this.flusher = spooling
       ? new SpoolFlusher({
           store: spooling, clock: o.clock, warn: o.warn,
-          log: (f) => o.log({ event: 'scheduler.warning', message: `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}` }),
+          log: (f) => o.log({ event: 'scheduler.warning', message: flushMessage(f) }),
         })
       : null;
   }

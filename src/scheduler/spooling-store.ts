@@ -20,10 +20,17 @@ import type { RoutineRecord, RoutineStateFile } from '../state/routine-state.js'
 import { withKey, type Deferred, type FlushResult, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
 
 export class SpoolingStore implements RoutineStore {
+  readonly refreshIndex?: RoutineStore['refreshIndex'];
+  readonly probeWritable?: RoutineStore['probeWritable'];
+
   constructor(
     private readonly db: RoutineStore,
     private readonly stateDir: string,
-  ) {}
+  ) {
+    // what the wrapped store has of the optional part of the contract, it keeps
+    if (db.refreshIndex) this.refreshIndex = db.refreshIndex.bind(db);
+    if (db.probeWritable) this.probeWritable = db.probeWritable.bind(db);
+  }
 
   get sharedTicks(): boolean {
     return this.db.sharedTicks;
@@ -139,6 +146,10 @@ async function flushSpool(store: RoutineStore, stateDir: string, warn: Warn): Pr
   }
   return done;
 }
+
+/** What a flush that sent something says in the log. */
+export const flushMessage = (f: FlushResult): string =>
+  `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}`;
 
 /** The scheduler's background flusher: flushes when told a record was spooled, then again with
  * backoff (1 s doubling to 30 s) until the spool is empty, and every 30 s in any case (a

@@ -8,6 +8,15 @@ import { testdir } from '../helpers/testdir.js';
 
 const DEMO = resolve(import.meta.dirname, '../../examples/demo.mjs');
 
+/** Whether `pid` is (still) one of our CLI's processes, not a reused pid of someone else's. */
+const ownCommand = (pid: number): boolean => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(CLI);
+  } catch {
+    return false;
+  }
+};
+
 /** The command line as a POSIX shell would read it back. */
 const shellWords = (args: string[]): string =>
   args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`)).join(' ');
@@ -24,7 +33,7 @@ describe('the demo', () => {
     onTestFinished(() => {
       for (const line of existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : []) {
         const { pid } = JSON.parse(line) as { pid: number };
-        if (pid !== demo.pid && processRuns(pid)) process.kill(pid, 'SIGKILL');
+        if (pid !== demo.pid && processRuns(pid) && ownCommand(pid)) process.kill(pid, 'SIGKILL');
       }
     });
     const { code } = await demo.exited;

@@ -133,7 +133,7 @@ describe('scheduler start --http (file backend)', () => {
     expect(await httpGet(`${url}healthz`)).toMatchObject({ status: 200, body: 'ok\n' });
     // take the scheduler lock away: its files go, and another process takes the key
     const locks = join(project, '.routinely', 'locks');
-    for (const f of readdirSync(locks)) if (f.startsWith('scheduler.') && f !== 'scheduler.generation') rmSync(join(locks, f));
+    for (const f of readdirSync(locks)) if (f.startsWith('scheduler.')) rmSync(join(locks, f));
     const taker = start(join(FIXTURES, 'key-holder.mjs'), [locks, 'scheduler']);
     await taker.waitFor(/"won":true/);
     await until(async () => {

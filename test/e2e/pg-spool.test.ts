@@ -90,6 +90,28 @@ suite('a database outage while a fire runs', () => {
     expect(history[0]).toMatchObject({ result: 'success', trigger: 'manual', run_id: expect.stringMatching(/^r-/) });
   });
 
+  it('serve: a host that only watches records what its commands spooled (at start, then every 30 s)', async () => {
+    const { own, url } = await ownServer();
+    const env = { ROUTINELY_DATABASE_URL: url };
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 30 }, routines: [{ id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 2; echo ok' }] });
+    const run = startCli(['routine', 'run', 'slow'], { cwd: dir, env });
+    await run.waitFor(/started slow/);
+    stopServer(own, 'fast');
+    try {
+      expect((await run.exited).code, run.stderr()).toBe(0);
+    } finally {
+      startServer(own);
+    }
+    expect(spoolFiles(dir)).toHaveLength(1);
+    const serve = startCli(['serve', '--http', '127.0.0.1:0'], { cwd: dir, env, timeoutMs: 60_000 });
+    await serve.waitFor(/database back: recorded 1 spooled fire/, 30_000);
+    expect(spoolFiles(dir)).toEqual([]);
+    serve.child.kill('SIGTERM');
+    expect((await serve.exited).code).toBe(0);
+    const history = await sql<{ entry: Entry }>(url, `SELECT entry FROM routinely_history WHERE routine = 'slow'`);
+    expect(history.map((h) => h.entry)).toEqual([expect.objectContaining({ result: 'success', trigger: 'manual' })]);
+  });
+
   it('scheduler: the exec lock its fire could not release during the outage is released once the database is back, not after the TTL', async () => {
     const { own, url } = await ownServer();
     const env = { ROUTINELY_DATABASE_URL: url };

@@ -8,7 +8,7 @@ import { systemProbe } from '../../src/lock/identity.js';
 import { MIGRATIONS } from '../../src/pg/schema.js';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { FIXTURES, eventually, processRuns, runCli, start, startCli, type Spawned } from '../helpers/cli.js';
+import { FIXTURES, eventually, heartbeatWritten, processRuns, runCli, start, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
 import { destroyCluster, startCluster, startServer, stopServer } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
@@ -232,11 +232,7 @@ suite('PostgreSQL backend', () => {
       cwd: dir, env: { ROUTINELY_DATABASE_URL: url },
     });
     await holder.waitFor(/up/);
-    // at least one heartbeat written after the acquisition
-    await expect.poll(async () => {
-      const r = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } })).stdout).record;
-      return r ? r.heartbeat_at > r.created_at : false;
-    }, { timeout: 10_000 }).toBe(true);
+    await heartbeatWritten(dir, { ROUTINELY_DATABASE_URL: url }); // at least one heartbeat of its timer
     stopServer(own, 'fast');
     try {
       expect((await holder.exited).code).toBe(1);

@@ -157,14 +157,18 @@ export async function eventually(fn: () => boolean, limitMs = 15_000, what = 'co
   }
 }
 
-/** Waits until the exec lock's holder has written a heartbeat after taking the lock (what a test
- * needs before it cuts the holder off: a lease that was kept, not one just taken). */
+/** Waits until the exec lock's holder has renewed its lease by a heartbeat of its timer: the
+ * heartbeat moves past the first one this sees (a child started or a run named writes one at
+ * once, so `heartbeat_at > created_at` alone proves nothing). What a test needs before it cuts
+ * the holder off: a lease that was kept, not one just taken. */
 export async function heartbeatWritten(cwd: string, env: Record<string, string>, limitMs = 15_000): Promise<void> {
   const deadline = Date.now() + limitMs;
+  let first: number | null = null;
   for (;;) {
     const r = await runCli(['lock', 'status', '--json'], { cwd, env });
-    const rec = (JSON.parse(r.stdout || 'null') as { record?: { heartbeat_at: number; created_at: number } | null } | null)?.record;
-    if (rec && rec.heartbeat_at > rec.created_at) return;
+    const rec = (JSON.parse(r.stdout || 'null') as { record?: { heartbeat_at: number } | null } | null)?.record;
+    if (rec && first === null) first = rec.heartbeat_at;
+    else if (rec && first !== null && rec.heartbeat_at > first) return;
     if (Date.now() > deadline) throw new Error(`gave up waiting for a heartbeat of the exec lock's holder:\n${r.stdout}${r.stderr}`);
     await sleep(50);
   }

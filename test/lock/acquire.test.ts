@@ -9,7 +9,7 @@ import { attemptAcquire, type FileLockOptions } from '../../src/lock/acquire.js'
 import { acquireFileLease } from '../../src/lock/wait.js';
 import { systemProbe } from '../../src/lock/identity.js';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
-import { readLockStatus } from '../../src/lock/status.js';
+import { breakStaleLock, readLockStatus } from '../../src/lock/status.js';
 import { processRuns, eventually } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 
@@ -187,13 +187,19 @@ describe.each(PLACES)('stale locks and reclaim (SPEC §4.4, §4.5) in %s', (_whe
   ])('reclaims an %s lock file and keeps it as .stale.<ts>', async (_name, content) => {
     const dir = testdir();
     plant(dir, content);
-    const lease = await mustAcquire(options(dir));
+    const r = await attemptAcquire(options(dir));
+    if (!r.ok) throw new Error(`expected the lock: ${r.why}`);
+    onTestFinished(() => {
+      r.lease.releaseSync();
+    });
     // above a slot's number; an unreadable lock file shows no generation to go above
-    expect(lease.generation).toBe(fileOf(5) === 'exec-run.lock' ? 1 : 6);
-    expect(readLock(dir)?.lock_id).toBe(lease.lockId);
+    expect(r.lease.generation).toBe(fileOf(5) === 'exec-run.lock' ? 1 : 6);
+    expect(readLock(dir)?.lock_id).toBe(r.lease.lockId);
     const kept = readdirSync(dir).filter((n) => /^exec-run\.lock\.stale\.\d+$/.test(n));
     expect(kept).toHaveLength(1);
     expect(readFileSync(join(dir, kept[0]!), 'utf8')).toBe(content);
+    // a takeover, said as one (what `lock break` and the log report)
+    expect(r.takeover).toMatchObject({ why: expect.stringMatching(/not a valid lock record|unreadable/), staleFile: join(dir, kept[0]!) });
   });
 
   it('reclaims at once when the owner on this host is dead', async () => {
@@ -213,7 +219,8 @@ describe.each(PLACES)('stale locks and reclaim (SPEC §4.4, §4.5) in %s', (_whe
     const r = await attemptAcquire(options(dir));
     expect(r).toMatchObject({ ok: false, reason: 'LOCK_HELD', holder: { lock_id: live.lock_id } });
     expect(readFileSync(file, 'utf8')).toBe(serializeLockRecord(live));
-    expect(readdirSync(dir).filter((n) => /^exec-run\.slot\.\d+$/.test(n) && n !== 'exec-run.slot.5')).toEqual([]);
+    // nothing was linked: the planted slot stays the only one (the SPEC file never becomes one)
+    expect(readdirSync(dir).filter((n) => /^exec-run\.slot\.\d+$/.test(n))).toEqual(fileOf(5) === 'exec-run.lock' ? [] : ['exec-run.slot.5']);
   });
 
   it('reclaims an owner whose pid now belongs to another process', async () => {
@@ -284,6 +291,15 @@ describe('stale slots', () => {
     const kept = readdirSync(dir).filter((n) => n.startsWith('exec-run.lock.stale.'));
     expect(kept).toHaveLength(1);
     expect(parseLockRecord(readFileSync(join(dir, kept[0]!), 'utf8'))?.lock_id).toBe(dead.lock_id);
+  });
+
+  it('lock break takes over a garbled top slot: its bytes kept, and said', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'exec-run.slot.9'), 'garbage\n');
+    const broke = await breakStaleLock({ lockDir: dir, key: 'exec-run' });
+    expect(broke).toMatchObject({ broken: true, why: expect.stringMatching(/exec-run\.slot\.9 is not a valid lock record/) });
+    expect(broke.broken && readFileSync(broke.staleFile!, 'utf8')).toBe('garbage\n');
+    expect(readLockStatus({ lockDir: dir, key: 'exec-run' })).toMatchObject({ state: 'free', generation: 10 });
   });
 
   it('withdraws a slot that refilled a gap below the highest one', async () => {
