@@ -11,7 +11,7 @@ import { runManually } from '../scheduler/manual-run.js';
 import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
-import { emptyRecord } from '../state/routine-state.js';
+import { emptyRecord, type RoutineResult } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
@@ -207,19 +207,13 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
     if (!invalid) findRoutine(project, id); // with an invalid config, any id's history is shown
     else if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
   }
-  const all = await withBackend(project, async (b) => {
+  const newest = await withBackend(project, async (b) => {
     await flushSpooled(project, b);
     // with an invalid config, the routines the state knows
     const ids = id !== undefined ? [id] : invalid ? Object.keys((await b.routines.read(warnTo)).routines) : project.config.routines.map((r) => r.id);
-    const lists = await Promise.all(ids.map(async (r) => (await b.routines.history(r, warnTo)).map((e) => ({ routine: r, ...e }))));
-    return lists.flat();
+    // the newest that match, at a cost that follows --limit, not the histories' length
+    return b.routines.recentFires(ids, { limit, since, until, ...(flags.result !== undefined ? { result: flags.result as RoutineResult } : {}) }, warnTo);
   });
-  const kept = all.filter((e) => {
-    const at = Date.parse(e.scheduled_at);
-    return at >= since && at < until && (flags.result === undefined || e.result === flags.result);
-  });
-  kept.sort((x, y) => Date.parse(x.scheduled_at) - Date.parse(y.scheduled_at) || Date.parse(x.started_at) - Date.parse(y.started_at));
-  const newest = Number.isFinite(limit) ? kept.slice(-limit) : kept;
   // one routine: newest first (as before); every routine: in time order
   const entries = id !== undefined ? newest.reverse() : newest;
   if (flags.json) {

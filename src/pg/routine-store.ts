@@ -2,7 +2,7 @@
 // one transaction with the row locked (FOR UPDATE), so concurrent writers on any host never lose
 // each other's updates.
 
-import type { PauseChange, RecordOptions, RoutineStore, Warn } from '../scheduler/store.js';
+import type { FireQuery, PauseChange, RecordOptions, RoutineStore, ShownFire, Warn } from '../scheduler/store.js';
 import type { HistoryEntry } from '../state/history.js';
 import { applyFire, applyLateFire, checkRoutineState, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db, TxClient } from './connect.js';
@@ -129,6 +129,25 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         [project, routine, historyLines],
       );
       return rows.map((r) => r.entry);
+    },
+
+    async recentFires(routines: readonly string[], q: FireQuery): Promise<ShownFire[]> {
+      // each routine's newest rows as history() keeps them, then the newest that match, by the
+      // fire's times (ISO strings compare as times); LIMIT NULL is no limit
+      const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
+      const { rows } = await db.query<{ routine: string; entry: HistoryEntry }>(
+        `SELECT routine, entry FROM (
+           SELECT routine, entry, seq, row_number() OVER (PARTITION BY routine ORDER BY seq DESC) AS n
+             FROM routinely_history WHERE project = $1 AND routine = ANY($2::text[])) kept
+          WHERE n <= $3
+            AND ($4::text IS NULL OR entry->>'scheduled_at' >= $4)
+            AND ($5::text IS NULL OR entry->>'scheduled_at' < $5)
+            AND ($6::text IS NULL OR entry->>'result' = $6)
+          ORDER BY entry->>'scheduled_at' DESC, entry->>'started_at' DESC, seq DESC
+          LIMIT $7`,
+        [project, routines, historyLines, iso(q.since), iso(q.until), q.result ?? null, Number.isFinite(q.limit) ? q.limit : null],
+      );
+      return rows.reverse().map((r) => ({ routine: r.routine, ...r.entry }));
     },
 
     async claimTick(routine: string, scheduledAt: Date, host: string): Promise<boolean> {

@@ -39,6 +39,7 @@ import { writeChecksummed } from '../state/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState, writeJsonDurable } from '../state/json-file.js';
 import { checkRecord, foldLines, interruptedFire, type Fire, type Folded, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
+import { recentFiresInFiles } from './recent-fires.js';
 
 export function statePath(project: Project): string {
   return join(project.stateDir, 'routine-state.json');
@@ -402,6 +403,7 @@ export function fileRoutineStore(project: Project): RoutineStore {
     reconcile: (isGone, now, warn) => reconcileOpenFires(project, isGone, now, warn),
     setPaused: (id, paused, note) => pauseRoutine(project, id, paused, note),
     history: async (id, warn) => readFires(project, id, warn),
+    recentFires: async (ids, q, warn) => recentFiresInFiles(project.stateDir, ids, q, project.config.retention.historyLines, warn),
     // one scheduler per project (the `scheduler` lock): every tick is ours
     sharedTicks: false,
     claimTick: async () => true,

@@ -17,7 +17,7 @@ import { listSpool, removeSpooled, spoolDir, writeSpool } from '../state/spool.j
 import type { Fire, OpenFire } from '../state/routine-state.js';
 import type { HistoryEntry } from '../state/history.js';
 import type { RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
-import { withKey, type Deferred, type FlushResult, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
+import { withKey, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
 
 export class SpoolingStore implements RoutineStore {
   readonly refreshIndex?: RoutineStore['refreshIndex'];
@@ -96,6 +96,10 @@ export class SpoolingStore implements RoutineStore {
 
   history(routineId: string, warn?: Warn): Promise<HistoryEntry[]> {
     return this.db.history(routineId, warn);
+  }
+
+  recentFires(routines: readonly string[], q: FireQuery, warn: Warn): Promise<ShownFire[]> {
+    return this.db.recentFires(routines, q, warn);
   }
 
   releaseClaim(routineId: string, scheduledAt: Date, host: string): Promise<boolean> {

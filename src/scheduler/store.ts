@@ -3,7 +3,7 @@
 
 import { randomHex } from '../fs/files.js';
 import type { HistoryEntry } from '../state/history.js';
-import type { Fire, OpenFire, RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
+import type { Fire, OpenFire, RoutineRecord, RoutineResult, RoutineStateFile } from '../state/routine-state.js';
 
 export type Warn = (message: string) => void;
 
@@ -29,6 +29,17 @@ export interface FlushResult {
   /** Records still spooled (the database is still away). */
   left: number;
 }
+
+/** Which fires `routine history` shows: scheduled in [since, until) (epoch ms), of `result` when
+ * given; the newest `limit` of them (Infinity: all). */
+export interface FireQuery {
+  limit: number;
+  since: number;
+  until: number;
+  result?: RoutineResult;
+}
+
+export type ShownFire = HistoryEntry & { routine: string };
 
 /** A record that closes no open fire gets a key of its own first, so that sending it again
  * after a lost answer (or retrying it) stores it once. */
@@ -69,6 +80,9 @@ export interface RoutineStore {
   setPaused(routineId: string, paused: boolean, note: string | null): Promise<PauseChange>;
   /** Oldest first. */
   history(routineId: string, warn?: Warn): Promise<HistoryEntry[]>;
+  /** The newest fires of `routines` that `q` selects, oldest first (scheduled, then started),
+   * at a cost that follows what is asked for, not the whole histories. */
+  recentFires(routines: readonly string[], q: FireQuery, warn: Warn): Promise<ShownFire[]>;
   /** Claims one scheduled time of a routine for this scheduler; false when another scheduler
    * already did (several schedulers share a database backend, SPEC §9). */
   claimTick(routineId: string, scheduledAt: Date, host: string): Promise<boolean>;
