@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchEnv, fmt, median, table } from './lib.mjs';
+import { benchEnv, fmt, median, table, timeCommand } from './lib.mjs';
 
 const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -56,6 +56,10 @@ export async function project(n) {
 
 async function measure(n, seconds) {
   const { dir, refresh } = await project(n);
+  // `routine history` (the newest 20 of every routine together) in the same project: what it
+  // reads follows what it shows; `node -e 0` beside it is the start-up floor
+  const history = median([0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, [cli, 'routine', 'history'], { cwd: dir })));
+  const node = median([0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, ['-e', '0'])));
   const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   s.stdout.on('data', (d) => (out += d));
@@ -75,6 +79,8 @@ async function measure(n, seconds) {
     cpuMs: (b.cpu - a.cpu) / fires + refresh.cpuMs / every,
     bytes: (b.io - a.io) / fires + refresh.bytes / every,
     refresh,
+    historyMs: history,
+    nodeMs: node,
   };
 }
 
@@ -84,12 +90,20 @@ export async function fireCostBySize({ seconds = 20, rounds = 3 } = {}) {
   // interleaved, so that the machine's drift falls on every size alike
   for (let r = 0; r < rounds; r++) for (const n of sizes) runs[n].push(await measure(n, seconds));
   const results = {};
-  for (const n of sizes) results[n] = { cpuMs: median(runs[n].map((x) => x.cpuMs)), bytes: median(runs[n].map((x) => x.bytes)), refresh: runs[n][0].refresh };
+  for (const n of sizes) {
+    results[n] = {
+      cpuMs: median(runs[n].map((x) => x.cpuMs)), bytes: median(runs[n].map((x) => x.bytes)), refresh: runs[n][0].refresh,
+      historyMs: median(runs[n].map((x) => x.historyMs)), nodeMs: median(runs[n].map((x) => x.nodeMs)),
+    };
+  }
   const base = results[1];
   table(`Cost per fire by project size (one per-second routine; every routine with 1 000 history lines; ${seconds} s x ${rounds}, median; the shared index's rewrite added per fire)`,
     ['routines', 'ms CPU per fire', 'ratio', 'bytes written per fire', 'ratio', 'shared index: ms CPU / KB, once per max(32, N) fires', 'target'],
     sizes.map((n) => [String(n), fmt(results[n].cpuMs, 2), `${fmt(results[n].cpuMs / base.cpuMs, 2)}x`, fmt(results[n].bytes, 0), `${fmt(results[n].bytes / base.bytes, 2)}x`,
       `${fmt(results[n].refresh.cpuMs, 1)} / ${fmt(results[n].refresh.bytes / 1024, 1)}`, n === 1 ? '' : '<= 1.2x']));
+  table('routine history (the newest 20 of all routines) in the same projects (median of 5 per round, wall ms; node -e 0 beside it)',
+    ['routines', 'history files', 'routine history ms', 'node -e 0 ms', 'ratio to node', 'ratio to 1 routine'],
+    sizes.map((n) => [String(n), `${fmt((n * 1000 * 250) / 1024 / 1024, 1)} MB`, fmt(results[n].historyMs, 1), fmt(results[n].nodeMs, 1), `${fmt(results[n].historyMs / results[n].nodeMs, 2)}x`, `${fmt(results[n].historyMs / base.historyMs, 2)}x`]));
   return results;
 }
 
