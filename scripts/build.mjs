@@ -85,7 +85,7 @@ const walk = (file) => {
     walk(join(dirname(file), `${m[1]}.d.ts`));
   }
 };
-walk('dist/index.d.ts');
+walk(join('dist', 'index.d.ts'));
 for (const file of readdirSync('dist', { recursive: true })) {
   const path = join('dist', file);
   if (path.endsWith('.d.ts') && !reached.has(path)) rmSync(path);

@@ -145,7 +145,7 @@ async function start(w: Wiring, mode: ServerInfo['mode'], health: () => Promise<
       }),
     health,
     schedulerUp,
-    fires: async (id, n) => (await w.backend.routines.history(id, warn)).slice(-n).reverse().map(({ id: _i, closes: _c, key: _k, ...e }) => e),
+    fires: async (id, n) => (await w.backend.routines.history(id, warn)).slice(-n).reverse().map(({ id: _i, closes: _c, key: _k, recorded_at: _r, ...e }) => e),
     output: (id, runId, lines) => runOutput(w.project().stateDir, id, runId, lines),
     ...(acts ? { actions: acts } : {}),
   };

@@ -217,9 +217,9 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
   // one routine: newest first (as before); every routine: in time order
   const entries = id !== undefined ? newest.reverse() : newest;
   if (flags.json) {
-    // the fields of SPEC §3, in one order on both backends; the bookkeeping (id, closes, key)
-    // stays in the files
-    const shown = entries.map(({ id: _i, closes: _c, key: _k, routine, ...e }) => (id !== undefined ? e : { routine, ...e }));
+    // the fields of SPEC §3, in one order on both backends; the bookkeeping (id, closes, key,
+    // recorded_at) stays in the files
+    const shown = entries.map(({ id: _i, closes: _c, key: _k, recorded_at: _r, routine, ...e }) => (id !== undefined ? e : { routine, ...e }));
     out(JSON.stringify(shown, null, 2));
     return ExitCode.OK;
   }

@@ -30,6 +30,15 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
+  const onHup = (): void => {
+    try {
+      project = loadProject({ configPath: project.configPath });
+      log({ event: 'scheduler.reloaded', routines: project.config.routines.length });
+    } catch (err) {
+      log({ event: 'scheduler.reload_failed', error: (err as Error).message });
+    }
+  };
+  process.on('SIGHUP', onHup);
   // What this host's commands (a `routine run`, a run from the page) spooled while the database
   // was away is sent again from here too — at start, then every 30 s: a watching host may have
   // no scheduler.
@@ -48,22 +57,14 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
     flusher = new SpoolFlusher({ store: spool, clock: backend.clock, warn, log: (f) => warn(flushMessage(f)) });
     flusher.start(halt.signal);
   }
-  const onHup = (): void => {
-    try {
-      project = loadProject({ configPath: project.configPath });
-      log({ event: 'scheduler.reloaded', routines: project.config.routines.length });
-    } catch (err) {
-      log({ event: 'scheduler.reload_failed', error: (err as Error).message });
-    }
-  };
-  process.on('SIGHUP', onHup);
   try {
     await stopped;
   } finally {
     process.off('SIGHUP', onHup);
+    // the page's runs are stopped and recorded first; then what they spooled is sent once more
+    await server.close();
     halt.abort();
     await flusher?.stopped();
-    await server.close();
   }
   return ExitCode.OK;
 }

@@ -30,11 +30,11 @@ export function eventLine(e: RunEvent, state: RunState, logDir: string, paint: P
     case 'succeeded':
       return `${paint('succeeded', 'green')} ${e.task}${took}`;
     case 'skipped_dependency':
-      return `${paint('skipped', 'yellow')} ${e.task}: ${e.why ?? 'dependency failed'}`;
+      return `${paint('skipped', 'yellow')} ${e.task}: ${printable(e.why ?? 'dependency failed')}`;
     case 'interrupted':
       return `${paint('interrupted', 'yellow')} ${e.task}${took}`;
     default:
-      return `${paint('failed', 'red')} ${e.task}: ${e.why ?? e.status}${took}${t ? `  (log: ${logDir}/${t.log})` : ''}`;
+      return `${paint('failed', 'red')} ${e.task}: ${printable(e.why ?? e.status)}${took}${t ? `  (log: ${logDir}/${t.log})` : ''}`;
   }
 }
 

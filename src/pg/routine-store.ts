@@ -133,7 +133,8 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
 
     async recentFires(routines: readonly string[], q: FireQuery): Promise<ShownFire[]> {
       // each routine's newest rows as history() keeps them, then the newest that match, by the
-      // fire's times (ISO strings compare as times); LIMIT NULL is no limit
+      // fire's times (ISO strings compare as times), ties in the order the routines were asked
+      // for, then as written; LIMIT NULL is no limit
       const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
       const { rows } = await db.query<{ routine: string; entry: HistoryEntry }>(
         `SELECT routine, entry FROM (
@@ -143,7 +144,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
             AND ($4::text IS NULL OR entry->>'scheduled_at' >= $4)
             AND ($5::text IS NULL OR entry->>'scheduled_at' < $5)
             AND ($6::text IS NULL OR entry->>'result' = $6)
-          ORDER BY entry->>'scheduled_at' DESC, entry->>'started_at' DESC, seq DESC
+          ORDER BY entry->>'scheduled_at' DESC, entry->>'started_at' DESC, array_position($2::text[], routine) DESC, seq DESC
           LIMIT $7`,
         [project, routines, historyLines, iso(q.since), iso(q.until), q.result ?? null, Number.isFinite(q.limit) ? q.limit : null],
       );

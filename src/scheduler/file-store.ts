@@ -28,6 +28,7 @@ import {
   openLine,
   parseHistory,
   pauseLine,
+  readFireEntries,
   readHistoryBytes,
   readHistoryText,
   rotateHistory,
@@ -341,29 +342,7 @@ export async function pauseRoutine(project: Project, routineId: string, paused: 
 
 /** The routine's newest `retention.historyLines` fires (from the rotated file too), oldest first. */
 export function readFires(project: Project, routineId: string, warn: Warn = () => {}): HistoryEntry[] {
-  const file = historyPath(project.stateDir, routineId);
-  const out: HistoryEntry[] = [];
-  const seen = new Set<string>();
-  for (const f of [`${file}.1`, file]) {
-    const read = readHistoryText(f, 0);
-    if (!read) continue;
-    const parsed = parseHistory(read.text, checkRec);
-    if (parsed.unreadable.length > 0 && f === file) warn(unreadableMessage(f, parsed.unreadable));
-    for (const l of parsed.lines) {
-      if (l.kind !== 'fire') continue;
-      if (l.id) {
-        if (seen.has(l.id)) continue;
-        seen.add(l.id);
-      }
-      if (l.entry.closes) {
-        // one entry per fire, as the fold counts it (routine-state.ts foldLines)
-        if (seen.has(`closes:${l.entry.closes}`)) continue;
-        seen.add(`closes:${l.entry.closes}`);
-      }
-      out.push(l.entry);
-    }
-  }
-  return out.slice(-project.config.retention.historyLines);
+  return readFireEntries(historyPath(project.stateDir, routineId), project.config.retention.historyLines, checkRec, warn);
 }
 
 /** Creates a file with a byte of data in the history folder, and removes it: what every fire

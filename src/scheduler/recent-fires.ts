@@ -3,89 +3,117 @@
 // of 1 000 routines with full histories holds 250 MB of them; the newest 20 fires need a few
 // blocks of each).
 //
-// When to stop reading a file: its lines are appended as fires are recorded, so each line was
-// written no earlier than the fires before it finished, and a fire is scheduled before it
-// finishes. Once a line finished before the oldest fire we keep was scheduled, nothing before it
-// can be newer — with a margin for a wall clock stepped back while the lines were written.
+// When to stop reading a file: lines are appended, so each was written no earlier than the lines
+// before it, and a fire is scheduled before its line is written. A line says when it was written
+// closely enough: a fire line appended more than LATE_LINE_MS after its fire finished (a record
+// retried through a full disk) carries `recorded_at`; any other was written within that of its
+// `finished_at`. Once a line was written before the oldest fire we keep was scheduled, nothing
+// before it can be newer — with a margin for a wall clock stepped back while the lines were
+// written. What is shown is what reading the files whole shows (readFireEntries: the first record
+// of a fire counts, ties keep the files' order), tested against it.
 
-import { parseHistoryLine, historyPath, linesFromEnd, type HistoryEntry } from '../state/history.js';
+import { LATE_LINE_MS, parseHistoryLine, historyPath, linesFromEnd, readFireEntries, type HistoryEntry } from '../state/history.js';
 import { checkRecord } from '../state/routine-state.js';
 import type { FireQuery, ShownFire, Warn } from './store.js';
 
 /** How far a recorded time may go back from one line to the next (a clock stepped back). */
 const CLOCK_MARGIN_MS = 10 * 60_000;
 
-/** Sorts by scheduled, then started time, each parsed once (a comparator that parses is most of
- * the cost with 1 000 routines). */
-function sortByTime<T extends HistoryEntry>(list: T[], newestFirst = false): T[] {
-  const keyed = list.map((e) => ({ e, at: Date.parse(e.scheduled_at), started: Date.parse(e.started_at) }));
-  keyed.sort((x, y) => x.at - y.at || x.started - y.started);
-  if (newestFirst) keyed.reverse();
-  return keyed.map((k) => k.e);
+interface Found {
+  e: HistoryEntry;
+  at: number;
+  started: number;
+  /** Its place in the files (larger: later); ties on time keep that order. */
+  pos: number;
 }
 
+const asc = (x: Found, y: Found): number => x.at - y.at || x.started - y.started || x.pos - y.pos;
+
 /** The newest `q.limit` fires of `routineId` that match `q`, oldest first; at most the newest
- * `historyLines` of its history are looked at (as `readFires` keeps them). `shown`: the scheduled
- * time (ms) that fires already found elsewhere put the cut at — nothing older is wanted. */
+ * `historyLines` of its history are looked at (as readFireEntries keeps them). `shown`: the
+ * scheduled time (ms) that fires already found elsewhere put the cut at — nothing older is
+ * wanted. A fire recorded twice (a line re-appended across a rotation, two reconciles at once)
+ * or a torn line is read whole instead: the first record counts, and a torn line is named by its
+ * number, which only a reader from the start knows. */
 export function newestFires(stateDir: string, routineId: string, q: FireQuery, historyLines: number, warn: Warn = () => {}, shown = -Infinity): HistoryEntry[] {
+  if (!(q.limit > 0)) return [];
   const file = historyPath(stateDir, routineId);
+  const wanted = (at: number, e: HistoryEntry): boolean => at >= q.since && at < q.until && at >= shown && (q.result === undefined || e.result === q.result);
   const seen = new Set<string>();
-  let kept: HistoryEntry[] = [];
+  let kept: Found[] = [];
   let fires = 0;
-  let torn = 0;
-  /** The scheduled time (ms) no fire of the newest `limit` is older than, once there are that many
+  let pos = 0;
+  /** Open fires that counted records close, whose open line is further back. */
+  const unresolved = new Set<string>();
+  /** The scheduled time no fire of the newest `limit` is older than, once there are that many
    * (here or, with `shown`, among the fires found before). */
   let floor = shown;
   const trim = (): void => {
-    kept = sortByTime(kept, true).slice(0, q.limit);
-    floor = Math.max(shown, Date.parse(kept[kept.length - 1]!.scheduled_at));
+    kept = kept.sort(asc).slice(-q.limit);
+    if (kept.length === q.limit) floor = Math.max(shown, kept[0]!.at);
   };
   read: for (const f of [file, `${file}.1`]) {
     for (const text of linesFromEnd(f)) {
+      pos--;
       if (text.length === 0) continue;
       const line = parseHistoryLine(text, checkRecord);
-      if (!line) {
-        if (f === file) torn++;
-        continue;
-      }
+      // a torn line of the current file is reported with its number (SPEC §3), which only a
+      // reader from the start knows
+      if (!line && f === file) return readWhole(file, q, historyLines, shown, warn);
+      if (!line) continue;
+      if (line.kind === 'open') unresolved.delete(line.id ?? '');
       if (line.kind !== 'fire') continue;
       const e = line.entry;
-      // one entry per fire (as readFires and the fold count them)
-      if (line.id) {
-        if (seen.has(line.id)) continue;
-        seen.add(line.id);
+      const written = Math.max(Date.parse(e.finished_at) + LATE_LINE_MS, e.recorded_at ? Date.parse(e.recorded_at) : -Infinity);
+      if (written + CLOCK_MARGIN_MS < Math.max(q.since, floor)) break read;
+      for (const k of [line.id ? `id:${line.id}` : null, e.closes ? `closes:${e.closes}` : null]) {
+        if (k === null) continue;
+        if (seen.has(k)) return readWhole(file, q, historyLines, shown, warn);
+        seen.add(k);
       }
-      if (e.closes) {
-        if (seen.has(`closes:${e.closes}`)) continue;
-        seen.add(`closes:${e.closes}`);
+      // at the bound of what is kept, a record whose fire opened further back may still be a
+      // second one of a fire recorded earlier (and then not count): only the whole files say
+      if (++fires > historyLines) {
+        if (unresolved.size > 0) return readWhole(file, q, historyLines, shown, warn);
+        break read;
       }
-      if (++fires > historyLines) break read;
-      const finished = Date.parse(e.finished_at) + CLOCK_MARGIN_MS;
-      if (finished < q.since || finished < floor) break read;
-      const at = Date.parse(e.scheduled_at);
-      if (at < q.since || at >= q.until || at < floor || (q.result !== undefined && e.result !== q.result)) continue;
-      kept.push(e);
+      if (e.closes) unresolved.add(e.closes);
+      const found: Found = { e, at: Date.parse(e.scheduled_at), started: Date.parse(e.started_at), pos };
+      if (found.at < floor || !wanted(found.at, e)) continue;
+      kept.push(found);
       if (kept.length >= 2 * q.limit || (kept.length === q.limit && floor === shown)) trim();
     }
   }
-  if (torn > 0) warn(`${file}: ${torn} line${torn === 1 ? '' : 's'} could not be read (torn or corrupt) and ${torn === 1 ? 'was' : 'were'} skipped`);
-  if (kept.length > q.limit) trim();
-  return sortByTime(kept);
+  trim();
+  return kept.map((c) => c.e);
+}
+
+/** The same answer from the whole files (readFireEntries). */
+function readWhole(file: string, q: FireQuery, historyLines: number, shown: number, warn: Warn): HistoryEntry[] {
+  const all = readFireEntries(file, historyLines, checkRecord, warn)
+    .map((e, pos): Found => ({ e, at: Date.parse(e.scheduled_at), started: Date.parse(e.started_at), pos }))
+    .filter((c) => c.at >= q.since && c.at < q.until && c.at >= shown && (q.result === undefined || c.e.result === q.result));
+  return all.sort(asc).slice(-q.limit).map((c) => c.e);
 }
 
 /** The newest `q.limit` fires of `routines` together, oldest first, each with its routine. Once
  * `limit` are found, the next routines are read only as far back as could beat the oldest of
- * them (with 1 000 routines, a line or two each). */
+ * them (with 1 000 routines, a line or two each). Ties keep the routines' order. */
 export function recentFiresInFiles(stateDir: string, routines: readonly string[], q: FireQuery, historyLines: number, warn: Warn): ShownFire[] {
-  let all: ShownFire[] = [];
+  if (!(q.limit > 0)) return [];
+  let all: { f: ShownFire; at: number; started: number; pos: number }[] = [];
   let shown = -Infinity;
+  let order = 0;
+  const sorted = (): typeof all => all.sort((x, y) => x.at - y.at || x.started - y.started || x.pos - y.pos);
   for (const routine of routines) {
-    for (const e of newestFires(stateDir, routine, q, historyLines, warn, shown)) all.push({ routine, ...e });
+    for (const e of newestFires(stateDir, routine, q, historyLines, warn, shown)) {
+      all.push({ f: { routine, ...e }, at: Date.parse(e.scheduled_at), started: Date.parse(e.started_at), pos: order++ });
+    }
     if (Number.isFinite(q.limit) && all.length >= 2 * q.limit) {
-      all = sortByTime(all).slice(-q.limit);
-      shown = Date.parse(all[0]!.scheduled_at);
+      all = sorted().slice(-q.limit);
+      shown = all[0]!.at;
     }
   }
-  const sorted = sortByTime(all);
-  return Number.isFinite(q.limit) ? sorted.slice(-q.limit) : sorted;
+  const out = sorted().map((x) => x.f);
+  return Number.isFinite(q.limit) ? out.slice(-q.limit) : out;
 }

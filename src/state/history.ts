@@ -42,7 +42,13 @@ export interface HistoryEntry {
   closes?: string;
   /** The record's own id when it closes no open fire (Fire.key). */
   key?: string;
+  /** When the line was appended, if that was more than LATE_LINE_MS after the fire finished (a
+   * record retried through a full disk): readers from the end stop by it (recent-fires.ts). */
+  recorded_at?: string;
 }
+
+/** A fire line appended later than this after its fire finished says when it was appended. */
+export const LATE_LINE_MS = 60_000;
 
 export type HistoryLine =
   | { kind: 'fire'; id: string | null; entry: HistoryEntry }
@@ -69,7 +75,7 @@ export function historyIds(stateDir: string): string[] {
   return names.filter((n) => n.endsWith('.jsonl')).map((n) => n.slice(0, -6)).filter((id) => ROUTINE_ID.test(id) && !id.includes('..'));
 }
 
-export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger']; attempt?: number } = {}): string {
+export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger']; attempt?: number } = {}, nowMs = Date.now()): string {
   const entry: HistoryEntry = {
     scheduled_at: fire.scheduled_at,
     started_at: fire.started_at,
@@ -82,6 +88,7 @@ export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger'];
     ...(fire.attempt ?? extra.attempt ? { attempt: fire.attempt ?? extra.attempt } : {}),
     ...(fire.closes ? { closes: fire.closes } : {}),
     ...(fire.key ? { key: fire.key } : {}),
+    ...(nowMs - Date.parse(fire.finished_at) > LATE_LINE_MS ? { recorded_at: new Date(nowMs).toISOString() } : {}),
     id: randomHex(8),
   };
   return JSON.stringify(entry);
@@ -154,6 +161,33 @@ export function parseHistory(text: string, checkRecord: (v: unknown) => RoutineR
 export function unreadableMessage(path: string, numbers: number[]): string {
   const shown = numbers.slice(0, 5).join(', ');
   return `${path}: line${numbers.length > 1 ? 's' : ''} ${shown}${numbers.length > 5 ? ` and ${numbers.length - 5} more` : ''} could not be read (torn or corrupt) and ${numbers.length > 1 ? 'were' : 'was'} skipped`;
+}
+
+/** The newest `historyLines` fires of the history `file` (its rotated `.1` first), oldest first:
+ * one entry per fire — a line re-appended (same id) or a second record closing the same open fire
+ * counts once, the first one, as the fold counts it (routine-state.ts foldLines). */
+export function readFireEntries(file: string, historyLines: number, checkRecord: (v: unknown) => RoutineRecord | null, warn: (message: string) => void = () => {}): HistoryEntry[] {
+  const out: HistoryEntry[] = [];
+  const seen = new Set<string>();
+  for (const f of [`${file}.1`, file]) {
+    const read = readHistoryText(f, 0);
+    if (!read) continue;
+    const parsed = parseHistory(read.text, checkRecord);
+    if (parsed.unreadable.length > 0 && f === file) warn(unreadableMessage(f, parsed.unreadable));
+    for (const l of parsed.lines) {
+      if (l.kind !== 'fire') continue;
+      if (l.id) {
+        if (seen.has(l.id)) continue;
+        seen.add(l.id);
+      }
+      if (l.entry.closes) {
+        if (seen.has(`closes:${l.entry.closes}`)) continue;
+        seen.add(`closes:${l.entry.closes}`);
+      }
+      out.push(l.entry);
+    }
+  }
+  return out.slice(-historyLines);
 }
 
 /** Appends one line to the history file (starting on a fresh line). If the file was rotated

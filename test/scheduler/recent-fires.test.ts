@@ -28,10 +28,27 @@ function writeHistory(dir: string, id: string, random: () => number, n: number, 
     const scheduled = clock - took - Math.floor(random() * 2000);
     const iso = (ms: number): string => new Date(ms).toISOString();
     const entry = { scheduled_at: iso(scheduled), started_at: iso(scheduled + 5), finished_at: iso(clock), result: RESULTS[Math.floor(random() * 3)], reason: null, exit_code: 0, run_id: null, trigger: 'schedule', id: `${id}-${k}`, ...(random() < 0.3 ? { closes: `c-${id}-${k}` } : {}) };
+    // its open marker, written when it started: mostly just before its record, now and then a
+    // few lines further up (a long fire), or rotated away
+    if (entry.closes && random() < 0.9) {
+      const open = JSON.stringify({ event: 'open', id: entry.closes, scheduled_at: entry.scheduled_at, started_at: entry.started_at, run_id: null, trigger: 'schedule', owner: { pid: 4242, host: 'h', boot_id: null, start_time: null } });
+      lines.splice(Math.max(0, lines.length - Math.floor(random() * random() * 6)), 0, open);
+    }
     lines.push(JSON.stringify(entry));
     if (random() < 0.05) lines.push(JSON.stringify({ ...entry, id: `${id}-${k}-again` })); // sent again: one fire
     if (random() < 0.03) lines.push('{"scheduled_at": "torn');
     if (random() < 0.03) lines.push(JSON.stringify({ event: 'paused', at: iso(clock), note: null, id: `${id}-p${k}` }));
+    // another fire at the very same times (ties keep the files' order)
+    if (random() < 0.04) lines.push(JSON.stringify({ ...entry, id: `${id}-${k}-tie`, closes: undefined, result: RESULTS[Math.floor(random() * 3)] }));
+    // a record retried through a full disk: an old fire, appended now, saying when
+    if (random() < 0.05) {
+      const old = clock - 120_000 - Math.floor(random() * 7_200_000);
+      lines.push(JSON.stringify({ ...entry, scheduled_at: iso(old - 1000), started_at: iso(old - 995), finished_at: iso(old), recorded_at: iso(clock), id: `${id}-${k}-late`, closes: undefined }));
+    }
+    // a second record of an earlier fire (two reconciles, or the owner's after a reconcile): the first counts
+    if (random() < 0.03 && k > 0) lines.push(JSON.stringify({ ...entry, result: 'failure', reason: 'interrupted', id: `${id}-${k}-second`, closes: `c-${id}-${k - 1}` }));
+    // a date nobody can read
+    if (random() < 0.02) lines.push(JSON.stringify({ ...entry, scheduled_at: 'yesterday-ish', id: `${id}-${k}-bad`, closes: undefined }));
   }
   const cut = Math.floor(lines.length * random());
   mkdirSync(join(dir, '.routinely', 'history'), { recursive: true, mode: 0o700 });
@@ -70,6 +87,25 @@ describe('the newest fires, read from the end', () => {
     }
   });
 
+  it('a second record of a fire, at the bound of the fires kept: the first counts, and the bound holds', () => {
+    const dir = testdir();
+    mkdirSync(join(dir, 'history'), { recursive: true });
+    const at = (m: number): string => new Date(Date.UTC(2026, 0, 1, 0, m)).toISOString();
+    const owner = { pid: 4242, host: 'h', boot_id: null, start_time: null };
+    const fire = (m: number, closes: string, result: string, id: string) => JSON.stringify({ scheduled_at: at(m), started_at: at(m), finished_at: at(m), result, reason: null, exit_code: 0, run_id: null, closes, id });
+    writeFileSync(join(dir, 'history', 'r.jsonl'), `${[
+      JSON.stringify({ event: 'open', id: 'a', scheduled_at: at(1), started_at: at(1), run_id: null, owner }), fire(1, 'a', 'success', 'l1'),
+      JSON.stringify({ event: 'open', id: 'b', scheduled_at: at(2), started_at: at(2), run_id: null, owner }), fire(2, 'b', 'success', 'l2'),
+      fire(1, 'a', 'failure', 'l3'), // a reconcile that read stale state: not a fire of its own
+    ].join('\n')}\n`);
+    const q = { limit: 10, since: -Infinity, until: Infinity };
+    expect(newestFires(dir, 'r', q, 2).map((e) => e.id)).toEqual(['l1', 'l2']);
+    expect(newestFires(dir, 'r', { ...q, result: 'failure' }, 2)).toEqual([]);
+    // kept: the newest one fire — b's; the second record of a (read first, from the end) is none
+    expect(newestFires(dir, 'r', q, 1).map((e) => e.id)).toEqual(['l2']);
+    expect(newestFires(dir, 'r', { ...q, result: 'failure' }, 1)).toEqual([]);
+  });
+
   it('stops early: the newest of a long history is found without reading it all', () => {
     const dir = testdir();
     const t0 = Date.UTC(2026, 0, 1);
@@ -86,7 +122,8 @@ describe('the newest fires, read from the end', () => {
     expect(newest.map((e) => e.id)).toEqual(['i4997', 'i4998', 'i4999']);
     expect(warnings).toEqual([]);
     newestFires(dir, 'r', { limit: 3, since: -Infinity, until: Infinity, result: 'failure' }, 10_000, (m) => warnings.push(m));
-    expect(warnings).toEqual([expect.stringMatching(/r\.jsonl: 1 line could not be read \(torn or corrupt\) and was skipped$/)]);
+    // a reader that gets that far reads the file whole, and names the line (SPEC §3)
+    expect(warnings).toEqual([expect.stringMatching(/r\.jsonl: line 101 could not be read \(torn or corrupt\) and was skipped$/)]);
   });
 });
 
