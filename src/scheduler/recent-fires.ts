@@ -12,7 +12,8 @@
 // written. What is shown is what reading the files whole shows (readFireEntries: the first record
 // of a fire counts, ties keep the files' order), tested against it.
 
-import { LATE_LINE_MS, parseHistoryLine, historyPath, linesFromEnd, readFireEntries, type HistoryEntry } from '../state/history.js';
+import { linesFromEnd } from '../fs/lines-from-end.js';
+import { LATE_LINE_MS, parseHistoryLine, historyPath, readFireEntries, type HistoryEntry } from '../state/history.js';
 import { checkRecord } from '../state/routine-state.js';
 import type { FireQuery, ShownFire, Warn } from './store.js';
 

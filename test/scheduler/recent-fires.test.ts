@@ -1,6 +1,5 @@
 // `routine history`'s reader from the end of the history files (scheduler/recent-fires.ts):
-// whatever the histories hold, it shows exactly what reading them whole and sorting shows, and
-// its file reader splits lines right at every block boundary.
+// whatever the histories hold, it shows exactly what reading them whole and sorting shows.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +8,7 @@ import { loadProject } from '../../src/config/load.js';
 import { readFires } from '../../src/scheduler/file-store.js';
 import { newestFires, recentFiresInFiles } from '../../src/scheduler/recent-fires.js';
 import type { FireQuery } from '../../src/scheduler/store.js';
-import { linesFromEnd, type HistoryEntry } from '../../src/state/history.js';
+import type { HistoryEntry } from '../../src/state/history.js';
 import { rng } from '../helpers/rng.js';
 import { testdir, testProject } from '../helpers/testdir.js';
 
@@ -124,20 +123,5 @@ describe('the newest fires, read from the end', () => {
     newestFires(dir, 'r', { limit: 3, since: -Infinity, until: Infinity, result: 'failure' }, 10_000, (m) => warnings.push(m));
     // a reader that gets that far reads the file whole, and names the line (SPEC §3)
     expect(warnings).toEqual([expect.stringMatching(/r\.jsonl: line 101 could not be read \(torn or corrupt\) and was skipped$/)]);
-  });
-});
-
-describe('linesFromEnd', () => {
-  it('gives every line, last first, across block boundaries and multi-byte characters', () => {
-    const dir = testdir();
-    const lines = Array.from({ length: 200 }, (_, i) => `${i} ${'é€𝄞'.repeat(i % 7)} ${'x'.repeat(i % 13)}`);
-    for (const [name, text] of [['with.txt', `${lines.join('\n')}\n`], ['without.txt', lines.join('\n')], ['gaps.txt', `\n\n${lines.join('\n\n')}\n\n`]] as const) {
-      writeFileSync(join(dir, name), text);
-      for (const block of [1, 2, 3, 7, 64, 8192]) {
-        const read = [...linesFromEnd(join(dir, name), block)].filter((l) => l.length > 0);
-        expect(read, `${name}, blocks of ${block}`).toEqual([...lines].reverse());
-      }
-    }
-    expect([...linesFromEnd(join(dir, 'missing.txt'))]).toEqual([]);
   });
 });
