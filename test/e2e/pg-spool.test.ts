@@ -22,6 +22,24 @@ async function ownServer(): Promise<{ own: TestCluster; url: string }> {
 
 const spoolFiles = (dir: string): string[] => (existsSync(join(dir, '.routinely', 'spool')) ? readdirSync(join(dir, '.routinely', 'spool')) : []);
 
+/** `routine run` of a 2 s routine whose database stops while it runs (started again once the run
+ * has ended): its record is spooled on this host. */
+async function runThroughOutage() {
+  const { own, url } = await ownServer();
+  const env = { ROUTINELY_DATABASE_URL: url };
+  const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 30 }, routines: [{ id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 2; echo ok' }] });
+  const run = startCli(['routine', 'run', 'slow'], { cwd: dir, env });
+  await run.waitFor(/started slow/);
+  stopServer(own, 'fast');
+  let done;
+  try {
+    done = await run.exited;
+  } finally {
+    startServer(own);
+  }
+  return { url, env, dir, run, done };
+}
+
 interface Entry { scheduled_at: string; started_at: string; result: string; reason: string | null; run_id: string | null }
 
 suite('a database outage while a fire runs', () => {
@@ -61,18 +79,7 @@ suite('a database outage while a fire runs', () => {
   });
 
   it('routine run: exits with the command\'s result, spools the record, and the next routine command on the host records it once', async () => {
-    const { own, url } = await ownServer();
-    const env = { ROUTINELY_DATABASE_URL: url };
-    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 30 }, routines: [{ id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 2; echo ok' }] });
-    const run = startCli(['routine', 'run', 'slow'], { cwd: dir, env });
-    await run.waitFor(/started slow/);
-    stopServer(own, 'fast');
-    let done;
-    try {
-      done = await run.exited;
-    } finally {
-      startServer(own);
-    }
+    const { env, dir, run, done } = await runThroughOutage();
     expect(done.code, run.stderr()).toBe(0);
     expect(run.stdout()).toMatch(/succeeded slow in \d/);
     expect(run.stderr()).toMatch(/could not record slow now \(database .*\); spooled to \S+\/spool\/slow\.[0-9a-f]{16}\.json: the next scheduler or routine command on this host records it/);
@@ -91,17 +98,8 @@ suite('a database outage while a fire runs', () => {
   });
 
   it('serve: a host that only watches records what its commands spooled (at start, then every 30 s)', async () => {
-    const { own, url } = await ownServer();
-    const env = { ROUTINELY_DATABASE_URL: url };
-    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 30 }, routines: [{ id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 2; echo ok' }] });
-    const run = startCli(['routine', 'run', 'slow'], { cwd: dir, env });
-    await run.waitFor(/started slow/);
-    stopServer(own, 'fast');
-    try {
-      expect((await run.exited).code, run.stderr()).toBe(0);
-    } finally {
-      startServer(own);
-    }
+    const { url, env, dir, run, done } = await runThroughOutage();
+    expect(done.code, run.stderr()).toBe(0);
     expect(spoolFiles(dir)).toHaveLength(1);
     const serve = startCli(['serve', '--http', '127.0.0.1:0'], { cwd: dir, env, timeoutMs: 60_000 });
     await serve.waitFor(/database back: recorded 1 spooled fire/, 30_000);
