@@ -161,12 +161,14 @@ suite('rolling restarts of schedulers sharing a database', () => {
     };
     const hosts = ['h1', 'h2', 'h3'];
     const running = await Promise.all(hosts.map(start));
+    const stopped: typeof running = [];
     const from = Math.ceil(Date.now() / 1000) * 1000 + 1000;
     for (let round = 0; round < 4; round++) {
       await sleep(6000);
       const i = round % 3;
       running[i]!.child.kill('SIGTERM');
       expect((await running[i]!.exited).code, running[i]!.stderr()).toBe(0);
+      stopped.push(running[i]!);
       running[i] = await start(hosts[i]!);
     }
     await sleep(3000);
@@ -178,6 +180,7 @@ suite('rolling restarts of schedulers sharing a database', () => {
     expect(seconds).toBeGreaterThan(20);
     let missing = 0;
     let twice = 0;
+    const gaps: string[] = [];
     for (const id of ids) {
       const times = rows.filter((r) => r.routine === id).map((r) => Date.parse(r.entry.scheduled_at)).filter((t) => t >= from && t <= to);
       const counted = new Map<number, number>();
@@ -186,9 +189,12 @@ suite('rolling restarts of schedulers sharing a database', () => {
         const n = counted.get(t) ?? 0;
         if (n === 0) missing++;
         if (n > 1) twice++;
+        if (n !== 1) gaps.push(`${id}@${new Date(t).toISOString().slice(11, 19)}×${n}`);
       }
     }
-    expect({ missing, twice }, `of ${ids.length * seconds} ticks`).toEqual({ missing: 0, twice: 0 });
+    // what went wrong where, should it: the ticks, and what the schedulers said about them
+    const said = [...stopped, ...running].map((s) => s.stdout().split('\n').filter((l) => /warning|skipped|lost|late|step/.test(l)).slice(-20).join('\n')).join('\n--\n');
+    expect({ missing, twice }, `of ${ids.length * seconds} ticks: ${gaps.join(' ')}\n${said}`).toEqual({ missing: 0, twice: 0 });
   });
 });
 
