@@ -50,6 +50,9 @@ export interface OpenOptions {
   /** Told once at connect when this host's clock is far off the database's (default: a warning
    * on stderr); the scheduler logs it instead. */
   skewNotice?: (message: string) => void;
+  /** What background work of the stores says (a rewrite of routine-state.json that failed;
+   * default: a warning on stderr); the scheduler logs it instead. */
+  warn?: (message: string) => void;
 }
 
 /** The project's state and lock folders: routinely uses them only while they are its own user's,
@@ -59,7 +62,7 @@ export function trustProjectRoots(project: Project): void {
   trustRoot(project.lockDir);
 }
 
-export function fileBackend(project: Project): Backend {
+export function fileBackend(project: Project, opts: OpenOptions = {}): Backend {
   trustProjectRoots(project);
   const lock = fileLockBackend({
       lockDir: project.lockDir,
@@ -68,6 +71,7 @@ export function fileBackend(project: Project): Backend {
       generationFloor: () => execGenerationFloor(project),
       hooks: { notice: (m) => process.stderr.write(`routinely: ${m}\n`) },
   });
+  const routines = fileRoutineStore(project, opts.warn ? { warn: opts.warn } : {});
   return {
     kind: 'file',
     caps: { schedulerPerProject: true, sharedClock: false },
@@ -82,16 +86,17 @@ export function fileBackend(project: Project): Backend {
       },
     },
     exec: fileExecStore(project),
-    routines: fileRoutineStore(project),
+    routines,
     schedulerKey: () => SCHEDULER_LOCK_KEY,
     clock: systemClock,
-    close: async () => {},
+    // routine-state.json gets what is pending before the process goes
+    close: async () => routines.close?.(),
   };
 }
 
 export async function openBackend(project: Project, opts: OpenOptions = {}): Promise<Backend> {
   trustProjectRoots(project);
-  if (project.backend.type === 'file') return fileBackend(project);
+  if (project.backend.type === 'file') return fileBackend(project, opts);
   const { postgresBackend } = await import('./pg/backend.js');
   return postgresBackend(project, opts.skewNotice ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)));
 }

@@ -22,6 +22,8 @@ import { commandEnv } from '../exec/process.js';
 import { describeHolder } from '../lock/stale.js';
 import type { RoutineActions, RunAnswer, RunOutput } from '../http/sources.js';
 import { runManually } from '../scheduler/manual-run.js';
+import { Recorder } from '../scheduler/recorder.js';
+import { notifyFire } from '../notify/notify.js';
 import { busyPolicy } from './busy.js';
 
 interface Wiring {
@@ -34,6 +36,12 @@ interface Wiring {
   /** How long runs started by the run action may go on once shutdown begins (the scheduler's
    * --shutdown-timeout, as its own routines get); then they are stopped and recorded. */
   shutdownTimeoutMs?: number;
+}
+
+/** What the run action records through: the scheduler's recorder (its metrics count the run),
+ * or for `serve` one of the server's own. */
+interface WithRecorder {
+  recorder: Recorder;
 }
 
 /** What `routine logs ID --run RUN --lines N` prints, as the page shows it: null when the log
@@ -57,7 +65,7 @@ async function runOutput(stateDir: string, id: string, runId: string, lines: num
  * rule (else `fail`), the same records, the notifications. A run goes on after the answer (it
  * started, or waits for the lock); the server's close() stops the runs still going and waits for
  * their records. */
-function actions(w: Wiring, mode: ServerInfo['mode']): RoutineActions & { stop(): void; close(): Promise<void> } {
+function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineActions & { stop(): void; close(): Promise<void> } {
   const going = new Set<Promise<unknown>>();
   const stop = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -75,11 +83,12 @@ function actions(w: Wiring, mode: ServerInfo['mode']): RoutineActions & { stop()
       return new Promise<RunAnswer>((answer, fail) => {
         const warn = (message: string): void => w.log({ event: 'http.warning', message: `run ${id}: ${message}` });
         const run = runManually({
-          project, backend: w.backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn, log: w.log, host: w.host,
+          project, backend: w.backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn, recorder: w.recorder,
           baseEnv: commandEnv(process.env, project.config.passEnv),
           onStarted: (runId) => answer({ state: 'started', run_id: runId }),
           onWait: (why) => answer({ state: 'waiting', why }),
-        }).then((o) => {
+        }).then(async (o) => {
+          if (o.kind === 'ran') await o.announced;
           if (o.kind === 'busy') {
             if (policy.ifBusy === 'skip') answer({ state: 'skipped', reason: 'exec busy' });
             else answer({ state: 'busy', error: `exec busy: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}` });
@@ -124,7 +133,7 @@ function actions(w: Wiring, mode: ServerInfo['mode']): RoutineActions & { stop()
   };
 }
 
-async function start(w: Wiring, mode: ServerInfo['mode'], health: () => Promise<Health>, schedulerUp: () => Promise<boolean>, metrics: Metrics) {
+async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health: () => Promise<Health>, schedulerUp: () => Promise<boolean>, metrics: Metrics) {
   const warn = (message: string): void => w.log({ event: 'http.warning', message });
   const acts = w.setup.actions ? actions(w, mode) : null;
   const first = w.project();
@@ -170,7 +179,7 @@ export interface SchedulerHttp {
 }
 
 /** The server of `scheduler start --http`: healthy while the loop runs and the lock is held. */
-export async function schedulerHttp(w: Wiring & { lockProblem: () => string | null }): Promise<SchedulerHttp> {
+export async function schedulerHttp(w: Wiring & WithRecorder & { lockProblem: () => string | null }): Promise<SchedulerHttp> {
   const watch = new LoopWatch(systemClock, w.lockProblem);
   const metrics = new Metrics(true, w.backend.dbClock !== undefined);
   const server = await start(w, 'scheduler', async () => watch.health(), async () => watch.health().ok, metrics);
@@ -196,5 +205,13 @@ export async function serveHttp(w: Wiring & { schedulerKey: string }): Promise<{
     }
   };
   const schedulerUp = async (): Promise<boolean> => (await w.backend.lock.status(w.schedulerKey)).state === 'held';
-  return start(w, 'serve', health, schedulerUp, new Metrics(false, w.backend.dbClock !== undefined));
+  const metrics = new Metrics(false, w.backend.dbClock !== undefined);
+  // the page's runs are recorded as the scheduler records its fires: counted, announced
+  const recorder = new Recorder({
+    store: w.backend.routines, clock: w.backend.clock, log: w.log, host: w.host, stateDir: () => w.project().stateDir,
+    warn: (message) => w.log({ event: 'http.warning', message }),
+    notify: (n) => notifyFire({ ...n, log: w.log, host: w.host }),
+  });
+  recorder.observe({ fired: (id, fire) => metrics.fired(id, fire) });
+  return start({ ...w, recorder }, 'serve', health, schedulerUp, metrics);
 }

@@ -8,6 +8,9 @@ import { ConfigError, ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { parseTimeArg } from './time-arg.js';
 import { ownerGone } from '../scheduler/firing.js';
 import { runManually } from '../scheduler/manual-run.js';
+import { Recorder } from '../scheduler/recorder.js';
+import { notifyFire } from '../notify/notify.js';
+import { hostId } from '../lock/identity.js';
 import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';
@@ -23,6 +26,17 @@ import type { GlobalOptions } from './main.js';
 import { loadForView, stateOnly } from './view-project.js';
 
 const warnTo = (m: string): void => err(`routinely: warning: ${m}`);
+
+/** The recorder of a command (`routine run`): its fires recorded, announced ([notify] lines on
+ * stderr), a full disk tried a few times. */
+function commandRecorder(project: Project, backend: Backend): Recorder {
+  const log = createLogger('text', err);
+  const host = hostId();
+  return new Recorder({
+    store: backend.routines, clock: backend.clock, log, warn: warnTo, stateDir: () => project.stateDir, host,
+    notify: (n) => notifyFire({ ...n, log, host }),
+  });
+}
 
 /** Sends what this host spooled while the database was away (SPEC §6), before anything reads or
  * records; returns how many records are still spooled. Only the database backend spools. */
@@ -145,9 +159,10 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     // What this host spooled goes first (its real results), then fires left open by a process
     // that died are recorded, once each (SPEC §6).
     await flushSpooled(project, backend);
-    await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warnTo);
+    const recorder = commandRecorder(project, backend);
+    const reconciled = await recorder.reconcile(ownerGone, project, stop.signal);
     const outcome = await runManually({
-      project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, log: createLogger('text', err),
+      project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, recorder,
       onStarted: () => out(`started ${id}`),
       onWait: waitNotice(policy),
       // the command's output also goes to this terminal (SPEC §10), and always to its log
@@ -169,6 +184,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
       }
       return ExitCode.BUSY;
     }
+    await Promise.all([reconciled.announced, outcome.announced]);
     const result = outcome.fire;
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);

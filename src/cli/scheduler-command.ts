@@ -64,41 +64,12 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
   const http = await httpSetup(flags.http, project);
   // The skew warning goes to the log (below), not to stderr.
-  await using backend = disposable(await openBackend(project, { skewNotice: () => {} }));
+  await using backend = disposable(await openBackend(project, { skewNotice: () => {}, warn: (message) => log({ event: 'scheduler.warning', message }) }));
   clockNow = () => backend.clock.now();
   const host = hostId();
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
-  let current = (): Project => project;
-  let stateProblem = (): string | null => null;
-  let served: SchedulerHttp | null = null;
-  try {
-    // /healthz: 503 with the reason while the lock is not held, or the state cannot be written
-    const problem = (): string | null => {
-      const state = stateProblem();
-      return state !== null ? `state folder not writable: ${state}` : lockProblem(lease, backend.caps);
-    };
-    served = http && (await (await import('./http-status.js')).schedulerHttp({ setup: http, backend, host, log, project: () => current(), lockProblem: problem, shutdownTimeoutMs: flags.shutdownTimeout * 1000 }));
-  } catch (err) {
-    await lease.release();
-    throw err;
-  }
-
-  // Fires left open by an earlier scheduler that died (SIGKILL) are recorded now, once each.
-  const warn = (message: string): void => log({ event: 'scheduler.warning', message });
-  try {
-    // What this host spooled while the database was away goes first, with its real results
-    // (before reconcile would call those fires interrupted).
-    if (backend.routines.flushSpool) {
-      const f = await backend.routines.flushSpool(warn);
-      if (f.recorded > 0) warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
-    }
-    const closed = await backend.routines.reconcile(ownerGone, new Date(backend.clock.now()), warn);
-    if (closed > 0) warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
-  } catch (err) {
-    warn(`could not reconcile open fires: ${(err as Error).message}`);
-  }
   // The commands' environment, copied from ours once per config (reloads may change passEnv).
   const envFor = new WeakMap<Project, NodeJS.ProcessEnv>();
   const baseEnv = (p: Project): NodeJS.ProcessEnv => {
@@ -106,6 +77,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     if (!env) envFor.set(p, (env = commandEnv(process.env, p.config.passEnv)));
     return env;
   };
+  const warn = (message: string): void => log({ event: 'scheduler.warning', message });
   const scheduler = new Scheduler({
     project,
     fire: (def, scheduledAt, o) =>
@@ -120,16 +92,44 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     notify: (n) => notifyFire({ ...n, log, host, baseEnv: baseEnv(n.project) }),
     store: backend.routines,
     host,
-    observer: served?.observer,
     clock: backend.clock,
     // With files the scheduler lock is what keeps a second scheduler out: before every start it
     // is confirmed (a scheduler paused past its TTL finds another in charge and stops without
     // firing). With a database every tick is claimed once across schedulers, which decides.
     inCharge: backend.caps.schedulerPerProject ? () => lease.verify().ok : undefined,
   });
+  let served: SchedulerHttp | null = null;
+  try {
+    // /healthz: 503 with the reason while the lock is not held, or the state cannot be written
+    const problem = (): string | null => {
+      const state = scheduler.stateUnwritable;
+      return state !== null ? `state folder not writable: ${state}` : lockProblem(lease, backend.caps);
+    };
+    // the page's runs are recorded by the scheduler's recorder: its metrics count them
+    served = http && (await (await import('./http-status.js')).schedulerHttp({
+      setup: http, backend, host, log, project: () => scheduler.currentProject, lockProblem: problem, shutdownTimeoutMs: flags.shutdownTimeout * 1000, recorder: scheduler.recorder,
+    }));
+  } catch (err) {
+    await lease.release();
+    throw err;
+  }
+  if (served) scheduler.observe(served.observer);
+
+  // Fires left open by an earlier scheduler that died (SIGKILL) are recorded now, once each.
+  try {
+    // What this host spooled while the database was away goes first, with its real results
+    // (before reconcile would call those fires interrupted).
+    if (backend.routines.flushSpool) {
+      const f = await backend.routines.flushSpool(warn);
+      if (f.recorded > 0) warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
+    }
+    // through the recorder: counted in the metrics, announced as the failures they are
+    const { closed } = await scheduler.recorder.reconcile(ownerGone, project);
+    if (closed > 0) warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
+  } catch (err) {
+    warn(`could not reconcile open fires: ${(err as Error).message}`);
+  }
   const unwatchClock = backend.dbClock ? await watchDbClock(backend.dbClock, log, () => scheduler.clockStepped()) : () => {};
-  current = () => scheduler.currentProject;
-  stateProblem = () => scheduler.stateUnwritable;
   const stop = new AbortController();
   stop.signal.addEventListener('abort', () => {
     served?.stopping();

@@ -17,6 +17,59 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     await client.query('UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2', [project, routine, JSON.stringify(change(prior))]);
   }
 
+  /** Stores a fire's record; false when it was stored already (sent again). */
+  async function store(routine: string, fire: Fire, opts: RecordOptions): Promise<boolean> {
+    let stored = false;
+    await db.transaction(async (client) => {
+      stored = false; // (the transaction may run its callback again)
+      // Sent again after a lost answer (the spool): whether it is stored already is decided
+      // with the routine's row locked, so once, whoever else sends it at the same time.
+      await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
+      await client.query('SELECT 1 FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
+      if (opts.again && !fire.closes && fire.key) {
+        const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'key' = $3 LIMIT 1`, [project, routine, fire.key]);
+        if ((rowCount ?? 0) > 0) return;  // stored already
+      }
+      if (opts.again && fire.closes) {
+        // a record that closes an open fire is stored already when history holds a record
+        // closing it (this one, or reconcile's); its marker may never have been stored at all
+        // (a fire that did not start because the marker's answer was lost)
+        const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'closes' = $3 LIMIT 1`, [project, routine, fire.closes]);
+        if ((rowCount ?? 0) > 0) return;  // stored already
+      }
+      let already = false;
+      await update(client, routine, (prior) => {
+        if (opts.again && fire.closes && !fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
+          // its open fire is closed: recorded already (unchanged below) — for records from
+          // before history lines carried `closes`; a fire that did not start may close none
+          already = true;
+          return prior ?? emptyRecord();
+        }
+        const next = opts.again && isLate(prior, fire) ? applyLateFire(prior!, fire) : applyFire(prior, fire);
+        if (!fire.closes) return next;
+        const left = (next.open_fires ?? []).filter((o) => o.id !== fire.closes);
+        const { open_fires: _o, ...rest } = next;
+        return left.length > 0 ? { ...rest, open_fires: left } : rest;
+      });
+      if (already) return;
+      const entry: HistoryEntry = {
+        scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
+        result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
+        ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}),
+        ...(fire.key ? { key: fire.key } : {}), ...(fire.closes ? { closes: fire.closes } : {}),
+      };
+      await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', [project, routine, JSON.stringify(entry)]);
+      stored = true;
+      // bounded: keep the newest historyLines entries of the routine
+      await client.query(
+        `DELETE FROM routinely_history WHERE project = $1 AND routine = $2 AND seq <=
+           (SELECT seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC OFFSET $3 LIMIT 1)`,
+        [project, routine, historyLines],
+      );
+    });
+    return stored;
+  }
+
   return {
     sharedTicks: true,
     async read(warn: Warn): Promise<RoutineStateFile> {
@@ -45,14 +98,16 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       );
     },
 
-    async reconcile(isGone, now, warn): Promise<number> {
+    async reconcile(isGone, now, warn, recorded): Promise<number> {
       const state = await this.read(warn);
       let closed = 0;
       for (const [id, record] of Object.entries(state.routines)) {
         for (const open of record.open_fires ?? []) {
           if (!isGone(open.owner, open)) continue;
           // as "again": of two processes of this host reconciling at once, one records it
-          await this.recordFire(id, interruptedFire(open, now), warn, { again: true });
+          const fire = interruptedFire(open, now);
+          if (!(await store(id, fire, { again: true }))) continue;
+          recorded?.(id, fire);
           closed++;
         }
       }
@@ -60,51 +115,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     },
 
     async recordFire(routine: string, fire: Fire, _warn: Warn, opts: RecordOptions = {}): Promise<void> {
-      await db.transaction(async (client) => {
-        // Sent again after a lost answer (the spool): whether it is stored already is decided
-        // with the routine's row locked, so once, whoever else sends it at the same time.
-        await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
-        await client.query('SELECT 1 FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
-        if (opts.again && !fire.closes && fire.key) {
-          const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'key' = $3 LIMIT 1`, [project, routine, fire.key]);
-          if ((rowCount ?? 0) > 0) return;
-        }
-        if (opts.again && fire.closes) {
-          // a record that closes an open fire is stored already when history holds a record
-          // closing it (this one, or reconcile's); its marker may never have been stored at all
-          // (a fire that did not start because the marker's answer was lost)
-          const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'closes' = $3 LIMIT 1`, [project, routine, fire.closes]);
-          if ((rowCount ?? 0) > 0) return;
-        }
-        let stored = false;
-        await update(client, routine, (prior) => {
-          if (opts.again && fire.closes && !fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
-            // its open fire is closed: recorded already (unchanged below) — for records from
-            // before history lines carried `closes`; a fire that did not start may close none
-            stored = true;
-            return prior ?? emptyRecord();
-          }
-          const next = opts.again && isLate(prior, fire) ? applyLateFire(prior!, fire) : applyFire(prior, fire);
-          if (!fire.closes) return next;
-          const left = (next.open_fires ?? []).filter((o) => o.id !== fire.closes);
-          const { open_fires: _o, ...rest } = next;
-          return left.length > 0 ? { ...rest, open_fires: left } : rest;
-        });
-        if (stored) return;
-        const entry: HistoryEntry = {
-          scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
-          result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
-          ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}),
-          ...(fire.key ? { key: fire.key } : {}), ...(fire.closes ? { closes: fire.closes } : {}),
-        };
-        await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', [project, routine, JSON.stringify(entry)]);
-        // bounded: keep the newest historyLines entries of the routine
-        await client.query(
-          `DELETE FROM routinely_history WHERE project = $1 AND routine = $2 AND seq <=
-             (SELECT seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC OFFSET $3 LIMIT 1)`,
-          [project, routine, historyLines],
-        );
-      });
+      await store(routine, fire, opts);
     },
 
     async setPaused(routine: string, paused: boolean, note: string | null): Promise<PauseChange> {

@@ -1,247 +1,32 @@
 // Routine state in files (SPEC §3, §6). The history files hold the facts — every fire, every
 // pause and resume, every open marker — appended with one O_APPEND write each. Two indexes sit
 // on top, and both may be lost, stale or garbled at any moment without losing anything:
-// - `history/<id>.index`, one per routine: its record folded from its history, with where
-//   the fold stopped (inode, size, last bytes) and the ids of the newest lines. Whoever records a
-//   fact of the routine rewrites it (atomically; no lock: a writer that puts back an older copy
-//   only makes the next reader fold a few more lines).
-// - `routine-state.json`: every routine's record and where each was folded to, rewritten now
-//   and then by the scheduler (coalesced), never per fire.
+// - `history/<id>.index`, one per routine (routine-index.ts): its record folded from its
+//   history. Whoever records a fact of the routine rewrites it (in place, with a checksum; no
+//   lock: a writer that puts back an older copy only makes the next reader fold a few more lines).
+// - `routine-state.json` (state-file.ts): every routine's record, rewritten by this store's
+//   publisher within a second of every fact it records.
 // Readers take a routine's record from routine-state.json when its history file is still the
 // size it was folded at, else from its own index, folded forward from its history — so no reader
 // ever shows less than the history holds, and a fire costs the same with 1 or 1 000 routines
 // (SPEC §3 "The cost of a fire does not grow with the project").
-// (Over 300 lines: one store, the RoutineStore contract for files — history, both indexes, open
-// markers and their reconciliation — whose parts share the folder's locking.)
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../lock/wait.js';
-import { checkFolder, lstatQuiet, randomHex, readFileChecked, trustRoot, unlinkQuiet, writeNewFile } from '../fs/files.js';
-import {
-  historyTrimBytes,
-  appendHistoryLine,
-  fireLine,
-  historyIds,
-  historyPath,
-  openLine,
-  parseHistory,
-  pauseLine,
-  readFireEntries,
-  readHistoryBytes,
-  readHistoryText,
-  rotateHistory,
-  unreadableMessage,
-  type HistoryEntry,
-} from '../state/history.js';
-import { readChecksummed } from '../checksum.js';
+import { checkFolder, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { historyTrimBytes, appendHistoryLine, fireLine, historyPath, openLine, pauseLine, readFireEntries, rotateHistory, type HistoryEntry } from '../state/history.js';
 import { writeChecksummed } from '../state/durable.js';
-import { corruptMessage, ensureStateRoot, readJsonState, writeJsonDurable } from '../state/json-file.js';
-import { checkRecord, foldLines, interruptedFire, type Fire, type Folded, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
+import { ensureStateRoot } from '../state/json-file.js';
+import { interruptedFire, type Fire, type OpenFire } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
+import { checkFolders, checkRec, indexPath, readRoutine, readRoutineIndexed, type IndexCache, type RoutineIndex } from './routine-index.js';
+import { readRoutineState, StatePublisher } from './state-file.js';
 
-export function statePath(project: Project): string {
-  return join(project.stateDir, 'routine-state.json');
-}
-
-export function indexPath(project: Project, routineId: string): string {
-  return `${historyPath(project.stateDir, routineId).slice(0, -'.jsonl'.length)}.index`;
-}
-
-const checkRec = (v: unknown) => checkRecord(v);
-
-/** Where a fold of a history file stopped: the file (inode), its size and modification time
- * then (a file rewritten to the same size is folded again). */
-interface FoldedAt {
-  ino: number;
-  size: number;
-  mtime: number;
-}
-
-const unmoved = (at: FoldedAt, st: { ino: number; size: number; mtimeMs: number }): boolean => at.ino === st.ino && at.size === st.size && at.mtime === st.mtimeMs;
-
-/** A routine's own index: its record and the bookkeeping to fold on from where it stopped. */
-interface RoutineIndex extends FoldedAt {
-  record: RoutineRecord;
-  /** The last up to 64 bytes folded (base64): the file must still have them where they were. */
-  tail: string;
-  /** Ids of the newest lines folded (a line re-appended across a rotation counts once). */
-  recent: string[];
-}
-
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-
-function checkIndex(v: unknown): RoutineIndex | string {
-  if (!isObj(v) || v.version !== 1) return 'not a routine index';
-  const record = checkRecord(v.record);
-  if (!record || !isCount(v.ino) || !isCount(v.size) || !Number.isFinite(v.mtime) || typeof v.tail !== 'string' || !Array.isArray(v.recent)) return 'not a routine index';
-  return { record, ino: v.ino, size: v.size, mtime: v.mtime as number, tail: v.tail, recent: v.recent.filter((x): x is string => typeof x === 'string').slice(-64) };
-}
-
-/** routine-state.json: the records, and where each routine's history was folded to. */
-interface StateFile {
-  routines: Record<string, RoutineRecord>;
-  at: Record<string, FoldedAt>;
-}
-
-function checkStateFile(v: unknown): StateFile | string {
-  if (!isObj(v)) return 'not an object';
-  if (v.version !== 1) return `unknown version ${JSON.stringify(v.version)}`;
-  if (!isObj(v.routines)) return 'no "routines" object';
-  const routines: Record<string, RoutineRecord> = {};
-  for (const [id, rec] of Object.entries(v.routines)) {
-    const checked = checkRecord(rec);
-    if (!checked) return `routines.${id} is not an object`;
-    routines[id] = checked;
-  }
-  const at: Record<string, FoldedAt> = {};
-  if (isObj(v.history_at)) {
-    for (const [id, pos] of Object.entries(v.history_at)) {
-      if (Array.isArray(pos) && isCount(pos[0]) && isCount(pos[1]) && Number.isFinite(pos[2])) at[id] = { ino: pos[0], size: pos[1], mtime: pos[2] };
-    }
-  }
-  return { routines, at };
-}
-
-/** The routine's record as its history holds it: from `base` (its index) when the file is still
- * the one folded to that point, folded on from there when it only grew, else folded whole. null
- * when it has no history file. */
-function foldHistory(project: Project, id: string, base: RoutineIndex | null, warn: Warn): RoutineIndex | null {
-  const file = historyPath(project.stateDir, id);
-  const st = lstatQuiet(file);
-  if (!st || !st.isFile()) return null;
-  if (base && unmoved(base, st)) return base;
-  // the bytes from `start` to the end, folded on top of `from`
-  let read: { bytes: Buffer; start: number; ino: number; size: number; mtimeMs: number } | null = null;
-  let from: Folded | undefined;
-  if (base && base.ino === st.ino && base.size < st.size) {
-    const tail = Buffer.from(base.tail, 'base64');
-    const start = Math.max(0, base.size - tail.length);
-    const bytes = readHistoryBytes(file, start);
-    if (bytes && bytes.bytes.subarray(0, tail.length).equals(tail)) {
-      read = { ...bytes, bytes: bytes.bytes.subarray(tail.length), start: base.size };
-      from = { record: base.record, recent: base.recent };
-    }
-  }
-  if (!read) {
-    const whole = readHistoryBytes(file, 0);
-    if (!whole) return null;
-    read = { ...whole, start: 0 };
-  }
-  const parsed = parseHistory(read.bytes.toString('utf8'), checkRec);
-  if (parsed.unreadable.length > 0) warn(unreadableMessage(file, from ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
-  const folded = foldLines(parsed.lines, from);
-  return { record: folded.record, recent: folded.recent, ino: read.ino, size: read.size, mtime: read.mtimeMs, tail: tailOf(file, read) };
-}
-
-/** The last up to 64 bytes of the file as read (base64): from the bytes in hand when they
- * reach back that far, else read again. */
-function tailOf(file: string, read: { bytes: Buffer; start: number; size: number }): string {
-  const want = Math.min(64, read.size);
-  if (read.size - read.start >= want) return read.bytes.subarray(read.bytes.length - want).toString('base64');
-  const again = readHistoryBytes(file, read.size - want);
-  return again ? again.bytes.subarray(0, want).toString('base64') : '';
-}
-
-/** Line numbers in the whole file of lines numbered from `offset`. */
-function lineNumbers(file: string, offset: number, relative: number[]): number[] {
-  const head = readHistoryText(file, 0)?.text.slice(0, offset) ?? '';
-  const before = head.split('\n').length - 1;
-  return relative.map((n) => n + before);
-}
-
-function readIndex(project: Project, id: string): RoutineIndex | null {
-  let content;
-  try {
-    content = readFileChecked(indexPath(project, id), 1024 * 1024);
-  } catch {
-    return null; // not ours, not a file: rebuilt from the history, and replaced by the next writer
-  }
-  const text = content && readChecksummed(content.text);
-  if (!text) return null;
-  try {
-    const v = checkIndex(JSON.parse(text));
-    return typeof v === 'string' ? null : v;
-  } catch {
-    return null;
-  }
-}
-
-/** Indexes this process wrote or read last, per routine: a base to fold on from without reading
- * the index file again (the history decides: a cached index only saves reading, never answers
- * for a file that moved on). */
-export type IndexCache = Map<string, RoutineIndex>;
-
-/** One routine's current record (O(1) in the number of routines). */
-function readRoutineIndexed(project: Project, id: string, warn: Warn, cache?: IndexCache): RoutineIndex | null {
-  const cached = cache?.get(id);
-  let base = cached ?? null;
-  if (cached) {
-    const st = lstatQuiet(historyPath(project.stateDir, id));
-    if (!st || st.ino !== cached.ino || st.size < cached.size) base = null;
-  }
-  const folded = foldHistory(project, id, base ?? readIndex(project, id), warn);
-  if (cache) {
-    if (folded) cache.set(id, folded);
-    else cache.delete(id);
-  }
-  return folded;
-}
-
-function checkFolders(project: Project): void {
-  trustRoot(project.stateDir);
-  checkFolder(project.stateDir);
-  checkFolder(join(project.stateDir, 'history'));
-}
-
-/** One routine's record as the history holds it; undefined when it has none. */
-export function readRoutine(project: Project, id: string, warn: Warn = () => {}, cache?: IndexCache): RoutineRecord | undefined {
-  checkFolders(project);
-  return readRoutineIndexed(project, id, warn, cache)?.record;
-}
-
-/** Every routine's record: from routine-state.json where a routine's history has not moved since
- * it was written, else from the routine's own index and history. Nothing is written. */
-export function readRoutineState(project: Project, warn: Warn = () => {}): RoutineStateFile {
-  return readWithPositions(project, warn, false).state;
-}
-
-function readWithPositions(project: Project, warn: Warn, moveAside: boolean): { state: RoutineStateFile; at: Record<string, FoldedAt> } {
-  checkFolders(project);
-  const path = statePath(project);
-  const r = readJsonState(path, checkStateFile, { moveAside });
-  if (r.kind === 'corrupt') warn(corruptMessage(path, r, 'rebuilt from the history files'));
-  const file = r.kind === 'ok' ? r.value : { routines: {}, at: {} };
-  const routines = { ...file.routines };
-  const at: Record<string, FoldedAt> = {};
-  for (const id of historyIds(project.stateDir)) {
-    const st = lstatQuiet(historyPath(project.stateDir, id));
-    if (!st || !st.isFile()) continue;
-    const pos = file.at[id];
-    if (pos && unmoved(pos, st) && routines[id]) {
-      at[id] = pos;
-      continue;
-    }
-    const folded = readRoutineIndexed(project, id, warn);
-    if (!folded) continue;
-    routines[id] = folded.record;
-    at[id] = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
-  }
-  return { state: { version: 1, routines }, at };
-}
-
-/** Rewrites routine-state.json from the history (the scheduler does, now and then: SPEC §3
- * allows the shared index to be refreshed lazily). A corrupt one is moved aside first. */
-export function writeRoutineState(project: Project, warn: Warn = () => {}): number {
-  ensureStateRoot(project.stateDir);
-  const { state, at } = readWithPositions(project, warn, true);
-  const history_at = Object.fromEntries(Object.entries(at).map(([id, p]) => [id, [p.ino, p.size, p.mtime]]));
-  writeJsonDurable(statePath(project), { version: 1, routines: state.routines, history_at }, { cleanTemps: true });
-  return Object.keys(state.routines).length;
-}
+export { indexPath, readRoutine, type IndexCache } from './routine-index.js';
+export { publishRoutineState, readRoutineState, statePath } from './state-file.js';
 
 /** After a fact was appended: brings the routine's own index up to date (rotating a history
  * file that grew past its bound). The fact is safe in the history already: an index that cannot
@@ -314,7 +99,7 @@ export async function openFire(project: Project, routineId: string, open: OpenFi
 }
 
 /** Closes every open fire whose process is gone, as a failure: its outcome was lost. */
-export async function reconcileOpenFires(project: Project, isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn = () => {}): Promise<number> {
+export async function reconcileOpenFires(project: Project, isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn = () => {}, recorded: (id: string, fire: Fire) => void = () => {}): Promise<number> {
   const state = readRoutineState(project, warn);
   let closed = 0;
   for (const [id, record] of Object.entries(state.routines)) {
@@ -324,7 +109,9 @@ export async function reconcileOpenFires(project: Project, isGone: (owner: OpenF
       // the read and the judgement. Judged gone, it appends nothing more: still open now means
       // its outcome is lost.
       if (!readRoutine(project, id, warn)?.open_fires?.some((o) => o.id === open.id)) continue;
-      await recordFire(project, id, interruptedFire(open, now), warn);
+      const fire = interruptedFire(open, now);
+      await recordFire(project, id, fire, warn);
+      recorded(id, fire);
       closed++;
     }
   }
@@ -361,12 +148,21 @@ export function probeWritable(project: Project): void {
   }
 }
 
-export function fileRoutineStore(project: Project): RoutineStore {
+export interface FileStoreOptions {
+  /** Where background work says what went wrong (a rewrite of routine-state.json that failed). */
+  warn?: Warn;
+}
+
+export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}): RoutineStore {
   const cache: IndexCache = new Map();
+  const publisher = new StatePublisher({ project, cache, warn: opts.warn ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)) });
   return {
     read: async (warn) => readRoutineState(project, warn),
     readOne: async (id, warn) => readRoutine(project, id, warn, cache),
-    refreshIndex: async (warn) => writeRoutineState(project, warn),
+    publish: async () => {
+      await publisher.sync();
+    },
+    close: () => publisher.close(),
     probeWritable: () => probeWritable(project),
     recordFire: async (id, fire, warn, opts) => {
       // Sent again (a retry after a write that failed part-way, a spooled record): stored once.
@@ -376,11 +172,27 @@ export function fileRoutineStore(project: Project): RoutineStore {
         const seen = readFires(project, id, warn).some((e) => (fire.closes && e.closes === fire.closes) || (fire.key && e.key === fire.key));
         if (seen) return;
       }
-      await recordFire(project, id, fire, warn, cache);
+      try {
+        await recordFire(project, id, fire, warn, cache);
+      } finally {
+        // an append that failed may have left part of a line: the file shows what there is
+        publisher.touched(id);
+      }
     },
-    openFire: (id, open, warn) => openFire(project, id, open, warn),
-    reconcile: (isGone, now, warn) => reconcileOpenFires(project, isGone, now, warn),
-    setPaused: (id, paused, note) => pauseRoutine(project, id, paused, note),
+    openFire: async (id, open, warn) => {
+      await openFire(project, id, open, warn);
+      publisher.touched(id);
+    },
+    reconcile: (isGone, now, warn, recorded) =>
+      reconcileOpenFires(project, isGone, now, warn, (id, fire) => {
+        publisher.touched(id);
+        recorded?.(id, fire);
+      }),
+    setPaused: async (id, paused, note) => {
+      const change = await pauseRoutine(project, id, paused, note);
+      publisher.touched(id);
+      return change;
+    },
     history: async (id, warn) => readFires(project, id, warn),
     recentFires: async (ids, q, warn) => recentFiresInFiles(project.stateDir, ids, q, project.config.retention.historyLines, warn),
     // one scheduler per project (the `scheduler` lock): every tick is ours
@@ -389,4 +201,3 @@ export function fileRoutineStore(project: Project): RoutineStore {
     releaseClaim: async () => false,
   };
 }
-

@@ -13,7 +13,7 @@ export type LogEvent =
   | { event: 'scheduler.reload_failed'; error: string }
   | { event: 'scheduler.warning'; message: string }
   | { event: 'scheduler.lock_lost'; why: string }
-  | { event: 'scheduler.clock_step'; direction: 'back'; step_ms: number }
+  | { event: 'scheduler.clock_step'; direction: 'back' | 'forward'; step_ms: number }
   | { event: 'scheduler.state'; writable: boolean; message: string | null }
   | { event: 'scheduler.clock'; offset_ms: number; rtt_ms: number; change: 'first' | 'changed'; text: string }
   | { event: 'routine.started'; routine: string; scheduled_at: string }
@@ -66,7 +66,9 @@ export function formatText(e: LogEvent): string {
     case 'scheduler.state':
       return e.writable ? '[scheduler] state folder writable again; fires go on' : `[scheduler] state folder not writable: ${printable(e.message ?? 'unknown')}; fires are held until it is writable`;
     case 'scheduler.clock_step':
-      return `[scheduler] wall clock stepped back ${stepText(e.step_ms)}; firing on the new time, no tick fired twice`;
+      return e.direction === 'back'
+        ? `[scheduler] wall clock stepped back ${stepText(e.step_ms)}; firing on the new time, no tick fired twice`
+        : `[scheduler] wall clock stepped forward ${stepText(e.step_ms)}; each routine's missed tick fires once, the times jumped over are not replayed`;
     case 'scheduler.clock':
       return `[scheduler] database clock ${e.change === 'first' ? 'offset' : 'offset changed'}: ${e.offset_ms >= 0 ? '+' : '-'}${(Math.abs(e.offset_ms) / 1000).toFixed(3)}s (${e.text}; measured to ±${(e.rtt_ms / 2).toFixed(1)}ms); ticks and times follow the database`;
     case 'routine.started':

@@ -1,5 +1,6 @@
 // One manual fire of a routine (SPEC §4, §6 `routine run ID`): take the exec lock under the
-// given busy rule, run, record (or spool when the database is away), notify. Shared by the
+// given busy rule, run, and record it through the process's recorder (recorder.ts: the record,
+// or the spool when the database is away; the metrics; the notifications). Shared by the
 // `routine run` command and the HTTP server's run action (SPEC §11), so both leave the same
 // records and follow the same busy rules: a run refused as busy is not a tick, so nothing is
 // recorded, counted or announced.
@@ -8,10 +9,8 @@ import type { Backend } from '../backend.js';
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';
-import { notifyFire } from '../notify/notify.js';
 import { fireRoutine, type FireResult } from './firing.js';
-import type { Logger } from './log.js';
-import { withKey } from './store.js';
+import type { Recorder } from './recorder.js';
 
 export interface ManualRun {
   project: Project;
@@ -21,9 +20,9 @@ export interface ManualRun {
   waitTimeoutMs?: number;
   signal: AbortSignal;
   warn: (message: string) => void;
-  /** [notify] log lines. */
-  log: Logger;
-  host?: string;
+  /** The process's recorder: the scheduler's for its HTTP run action (so its metrics count the
+   * run), one of its own for `routine run`. */
+  recorder: Recorder;
   baseEnv?: NodeJS.ProcessEnv;
   onStarted?: (runId: string | null) => void;
   onWait?: (why: string, holder: LockRecord | null) => void;
@@ -33,8 +32,10 @@ export interface ManualRun {
 export type ManualOutcome =
   /** Refused: the exec lock was held (after waiting, with ifBusy wait). Nothing was recorded. */
   | { kind: 'busy'; holder: LockRecord | null }
-  /** It ran and is recorded, or spooled (`spooledTo`) when the database could not take it. */
-  | { kind: 'ran'; fire: FireResult; spooled: { to: string; why: string } | null };
+  /** It ran and is recorded, or spooled (`spooledTo`) when the database could not take it, or
+   * could not be recorded at all (`unrecorded`: why; said as a warning). `announced`: its
+   * notifications, delivered in the background. */
+  | { kind: 'ran'; fire: FireResult; spooled: { to: string; why: string } | null; unrecorded: string | null; announced: Promise<void> };
 
 export async function runManually(m: ManualRun): Promise<ManualOutcome> {
   const { project, backend, def } = m;
@@ -44,14 +45,9 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
   }, def, new Date(backend.clock.now()));
   if (fire === null) throw new Error('bug: a manual fire was not started');
   if (fire.result === 'skipped') return { kind: 'busy', holder: fire.holder ?? null };
-  // the record before this fire, for its notifications (SPEC §10: a manual run notifies too)
-  const notifies = def.notify !== false && (def.notify !== undefined || project.config.notify !== null);
-  const prior = notifies ? (await backend.routines.read(m.warn)).routines[def.id] : undefined;
   // The fire ran: a database that went away meanwhile does not lose it (spooled on this host,
   // recorded by the next scheduler or routine command here).
-  const deferred = await backend.routines.recordFire(def.id, withKey(fire), m.warn);
-  const spooled = deferred ? { to: deferred.spooledTo, why: deferred.why } : null;
-  if (spooled) m.warn(`could not record ${def.id} now (${spooled.why}); spooled to ${spooled.to}: the next scheduler or routine command on this host records it`);
-  if (notifies) await notifyFire({ project, def, prior, fire, final: true, log: m.log, signal: m.signal, ...(m.host ? { host: m.host } : {}) });
-  return { kind: 'ran', fire, spooled };
+  const r = await m.recorder.record(def, project, fire, { signal: m.signal });
+  const spooled = r.deferred ? { to: r.deferred.spooledTo, why: r.deferred.why } : null;
+  return { kind: 'ran', fire, spooled, unrecorded: r.failed ? r.failed.message : null, announced: r.announced };
 }

@@ -1,16 +1,22 @@
-// The scheduler's recorder (SPEC §6: every fire that started is recorded exactly once): writes
-// each fire's record to the routine store, retrying an error a few times; with a database, a
-// record it does not take is spooled at once and flushed in the background until it is stored
-// (spooling-store.ts). Also reads a routine's record before a fire, for its notifications.
+// The one path by which a process records a fire (SPEC §6: every fire that started is recorded
+// exactly once): the scheduler's ticks and retries, `routine run`, the HTTP run action, and the
+// fires left open by a process that died (reconcile). Each record is written to the routine
+// store (retried; with a database, spooled when it does not take it, spooling-store.ts), then
+// told to the observer (the metrics) and announced (the notifications) — so counters, history,
+// routine-state.json and notifications cannot disagree about which fires happened.
 
 import { Backoff } from '../backoff.js';
 import type { Clock } from '../clock.js';
 import { isStorageError } from '../errors.js';
 import type { Project } from '../config/load.js';
-import type { Fire, RoutineRecord } from '../state/routine-state.js';
+import type { RoutineDef } from '../config/types.js';
+import type { Fire, OpenFire, RoutineRecord } from '../state/routine-state.js';
+import type { FireResult } from './firing.js';
+import type { Announce } from './fire-request.js';
 import type { Logger } from './log.js';
+import type { SchedulerObserver } from './observer.js';
 import { claimMayHaveCommitted, flushMessage, SpoolFlusher } from './spooling-store.js';
-import { withKey, type RoutineStore, type Warn } from './store.js';
+import { withKey, type Deferred, type RoutineStore, type Warn } from './store.js';
 
 export interface RecorderOptions {
   store: RoutineStore;
@@ -19,27 +25,50 @@ export interface RecorderOptions {
   warn: Warn;
   /** The state folder of the config in force (where the spool is, for messages). */
   stateDir: () => string;
-  /** Aborted at shutdown: retries stop waiting. */
-  halt: AbortSignal;
-  /** This scheduler's host identity (claims name it). */
+  /** This process's host identity (claims name it). */
   host: string;
-  /** How many routines the config has (the shared index is rewritten once per that many fires). */
-  routineCount: () => number;
+  /** Announces a recorded fire (SPEC §10; notify/notify.ts), for routines with a target. */
+  notify?: Announce;
+  /** A state folder that cannot be written (full, read-only) is waited out for as long as the
+   * process runs (the scheduler: the fire ran, and its record goes in once it can, SPEC §4.15);
+   * otherwise (a command) it is tried a few times. */
+  waitOutStorage?: boolean;
+  /** Told when a record cannot be written because the state folder cannot be (the error), and
+   * when one could be again (null): the scheduler's /healthz and its log. */
+  stateTrouble?: (err: unknown) => void;
+}
+
+/** What became of a fire's record. */
+export interface Recorded {
+  /** The record waits in this host's spool (the database did not take it now). */
+  deferred: Deferred | null;
+  /** Why it could not be recorded at all (said with warn): the fire's open marker stays, and the
+   * next reconcile records it as interrupted. */
+  failed: Error | null;
+  /** The routine's record before this fire (for an announcement made later). */
+  prior: RoutineRecord | undefined;
+  /** Its notifications, delivered in the background: a command awaits them, the scheduler
+   * tracks them for its shutdown. */
+  announced: Promise<void>;
+}
+
+export interface RecordOptions {
+  /** False for a failed attempt that will be retried (it announces nothing yet). */
+  final?: boolean;
+  /** Cuts notification deliveries short. */
+  signal?: AbortSignal;
 }
 
 const RECORD_ATTEMPTS = 5;
-/** The shared index is rewritten after at least this many fires (and as many as it holds
- * routines): with one routine, a rewrite (and its two fsyncs) per fire would cost more than the
- * fire. */
-const MIN_FIRES_PER_REFRESH = 32;
 
 export class Recorder {
   private readonly flusher: SpoolFlusher | null;
-  /** Fires recorded since the shared index was last rewritten, and when that was (monotonic). */
-  private unsaved = 0;
-  private savedAt = -Infinity;
-  /** Routines the shared index held when last written (more than the config may have). */
-  private indexed = 0;
+  private observer: SchedulerObserver = {};
+  private readonly halted = new AbortController();
+  /** A record could not be written because of the state folder (said once until one can). */
+  private storageTrouble = false;
+  /** The spool's flusher runs (start()): a spooled record is sent again by this process. */
+  private flushing = false;
 
   constructor(private readonly o: RecorderOptions) {
     const spooling = o.store.flushSpool ? { flushSpool: o.store.flushSpool.bind(o.store) } : null;
@@ -51,17 +80,28 @@ export class Recorder {
       : null;
   }
 
-  /** At start: the shared index is brought up to date once (a damaged one moved aside), then the
-   * spool's flusher runs in the background. */
-  async start(): Promise<void> {
-    await this.refreshIndex();
-    this.flusher?.start(this.o.halt);
+  /** Who is told of every recorded fire (the metrics of an HTTP server started after this). */
+  observe(observer: SchedulerObserver): void {
+    this.observer = observer;
   }
 
-  /** After the halt: the shared index brought up to date; one more flush of the spool, saying
+  /** Shutdown began: retries stop waiting. */
+  halt(): void {
+    this.halted.abort();
+  }
+
+  /** At start: the shared index is brought up to date once (a damaged one moved aside; the
+   * store keeps it so from then on), then the spool's flusher runs in the background. */
+  async start(): Promise<void> {
+    await this.o.store.publish?.();
+    this.flusher?.start(this.halted.signal);
+    this.flushing = this.flusher !== null;
+  }
+
+  /** After the halt: the shared index gets what is pending; one more flush of the spool, saying
    * what is still spooled. */
   async stopped(): Promise<void> {
-    if (this.unsaved > 0) await this.refreshIndex();
+    await this.o.store.close?.();
     if (!this.flusher) return;
     const left = (await this.flusher.stopped())?.left ?? 0;
     if (left > 0) this.o.warn(`${left} record${left === 1 ? '' : 's'} still spooled in ${this.o.stateDir()}/spool: the next scheduler or routine command on this host records ${left === 1 ? 'it' : 'them'}`);
@@ -80,31 +120,50 @@ export class Recorder {
     }
   }
 
-  /** Records a fire. Other errors than the database's (a full disk) are retried for a while; if
-   * the record never can be written, the fire's open marker stays and the next reconcile records
-   * it as interrupted. */
-  async record(id: string, fire: Fire): Promise<void> {
-    await this.write(id, fire);
-    this.unsaved++;
-    // The shared index (routine-state.json) is rewritten once per as many fires as it holds
-    // routines, at most once a second: O(1) amortised per fire (SPEC §3); readers fold in what
-    // it lacks.
-    if (this.unsaved >= Math.max(MIN_FIRES_PER_REFRESH, this.o.routineCount(), this.indexed) && this.o.clock.monotonic() - this.savedAt >= 1000) await this.refreshIndex();
+  /** Records a fire of `def`: the record, the observer, the notifications. */
+  async record(def: RoutineDef, project: Project, fire: FireResult, opts: RecordOptions = {}): Promise<Recorded> {
+    const announcing = this.o.notify !== undefined && notifies(def, project);
+    // the record before this fire, for its notifications (read only then)
+    const prior = announcing ? await this.current(def.id) : undefined;
+    const { deferred, failed } = await this.write(def.id, fire);
+    if (!failed) this.tell(def.id, fire);
+    const announced = failed ? Promise.resolve() : this.announce(def, project, prior, fire, opts.final ?? true, opts.signal);
+    return { deferred, failed, prior, announced };
   }
 
-  private async refreshIndex(): Promise<void> {
-    if (!this.o.store.refreshIndex) return;
-    this.unsaved = 0;
-    this.savedAt = this.o.clock.monotonic();
+  /** Sends a fire's notifications (never throws). */
+  announce(def: RoutineDef, project: Project, prior: RoutineRecord | undefined, fire: FireResult, final: boolean, signal?: AbortSignal): Promise<void> {
+    if (!this.o.notify || !notifies(def, project)) return Promise.resolve();
+    return this.o.notify({ project, def, prior, fire, final, signal: signal ?? new AbortController().signal })
+      .then(() => {}, (err: Error) => this.o.warn(`${def.id}: notification failed: ${err.message}`));
+  }
+
+  /** Records every open fire whose process is gone as interrupted (SPEC §6), through the same
+   * path: counted, and announced as the failure it is. Returns how many it closed. */
+  async reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, project: Project, signal?: AbortSignal): Promise<{ closed: number; announced: Promise<void> }> {
+    const announcements: Promise<void>[] = [];
+    const closed = await this.o.store.reconcile(isGone, new Date(this.o.clock.now()), this.o.warn, (id, fire) => {
+      this.tell(id, fire);
+      const def = project.config.routines.find((r) => r.id === id);
+      // its record before is not known here (it is read after): announced as a failure on its own
+      if (def) announcements.push(this.announce(def, project, undefined, fire, true, signal));
+    });
+    return { closed, announced: Promise.all(announcements).then(() => {}) };
+  }
+
+  private tell(id: string, fire: Fire): void {
     try {
-      this.indexed = await this.o.store.refreshIndex(this.o.warn);
-    } catch (err) {
-      this.o.warn(`could not rewrite the routine state index (the history has every fire; readers fold it in): ${(err as Error).message}`);
+      this.observer.fired?.(id, fire);
+    } catch {
+      // an observer's trouble is never the fire's
     }
   }
 
-  private async write(id: string, fire: Fire): Promise<void> {
-    const pause = new Backoff(200, 30_000, this.o.clock);
+  private async write(id: string, fire: Fire): Promise<{ deferred: Deferred | null; failed: Error | null }> {
+    // a state folder that cannot be written is looked at again every second at most, so that
+    // recording resumes within a second of it being writable (SPEC §4.15)
+    const pause = new Backoff(200, 1_000, this.o.clock);
+    const other = new Backoff(200, 30_000, this.o.clock);
     // one key for every attempt, and each attempt after the first sent "again": a first try
     // that committed although its answer was lost is then not stored a second time
     const keyed = withKey(fire);
@@ -113,20 +172,30 @@ export class Recorder {
       try {
         const deferred = await this.o.store.recordFire(id, keyed, this.o.warn, opts);
         if (deferred) {
-          this.o.warn(`could not record ${id} now (${deferred.why}); spooled to ${deferred.spooledTo}, recorded when the database is back`);
+          const then = this.flushing ? 'recorded when the database is back' : 'the next scheduler or routine command on this host records it';
+          this.o.warn(`could not record ${id} now (${deferred.why}); spooled to ${deferred.spooledTo}: ${then}`);
           this.flusher?.kick();
         }
-        return;
-      } catch (err) {
-        // A state folder that cannot be written (full, read-only) is waited out for as long as the
-        // scheduler runs: the fire ran, and its record goes in once it can (SPEC §4.15). Other
-        // errors a few times; then the open marker stays, and reconcile records it as interrupted.
-        const storage = isStorageError(err);
-        if ((!storage && attempt >= RECORD_ATTEMPTS) || this.o.halt.aborted) {
-          this.o.warn(`could not record ${id}: ${(err as Error).message}`);
-          return;
+        if (this.storageTrouble) {
+          this.storageTrouble = false;
+          this.o.stateTrouble?.(null);
         }
-        await pause.wait(this.o.halt);
+        return { deferred: deferred ?? null, failed: null };
+      } catch (err) {
+        // A state folder that cannot be written (full, read-only) is waited out by the scheduler
+        // as long as it runs (SPEC §4.15), and said once; other errors a few times. Then the open
+        // marker stays, and reconcile records the fire as interrupted.
+        const storage = isStorageError(err);
+        if (storage && !this.storageTrouble) {
+          this.storageTrouble = true;
+          this.o.stateTrouble?.(err);
+        }
+        const waitOut = storage && this.o.waitOutStorage === true;
+        if ((!waitOut && attempt >= RECORD_ATTEMPTS) || this.halted.signal.aborted) {
+          this.o.warn(`could not record ${id} (${fire.result}): ${(err as Error).message}; its open marker stays, and the next scheduler or routine command records the fire as interrupted`);
+          return { deferred: null, failed: err as Error };
+        }
+        await (storage ? pause : other).wait(this.halted.signal);
       }
     }
   }

@@ -11,13 +11,12 @@ import type { LockRecord } from '../lock/record.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
-import type { SchedulerObserver } from './observer.js';
-import { notifies, type Recorder } from './recorder.js';
+import type { Recorder } from './recorder.js';
 import { nextFire } from './timing.js';
 import { FolderReplacedError, isStorageError } from '../errors.js';
 import { unstartedMarker } from './unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
-import { MAX_DEFAULT_WAIT_MS, type Announce, type Entry, type FireFn } from './fire-request.js';
+import { MAX_DEFAULT_WAIT_MS, type Entry, type FireFn } from './fire-request.js';
 
 export interface RunnerOptions {
   fire: FireFn;
@@ -27,8 +26,6 @@ export interface RunnerOptions {
   recorder: Recorder;
   /** The config in force. */
   project: () => Project;
-  notify?: Announce;
-  observer?: SchedulerObserver;
   /** Whether this scheduler still holds its scheduler lock (checked before every start). */
   inCharge: () => boolean;
   /** Several schedulers share the ticks (a database backend). */
@@ -151,7 +148,9 @@ export class Runner {
     let pending: { prior: RoutineRecord | undefined; fire: FireResult } | null = null;
     try {
       for (let attempt = 1; ; attempt++) {
-        if (active.stop.signal.aborted || this.stopping) return;
+        // a tick claimed and then stopped before its first fire is still recorded, as any tick
+        // this scheduler will not fire (never lost without a record, SPEC §9)
+        if (active.stop.signal.aborted || this.stopping) return attempt === 1 ? this.abandon(def, scheduledAt) : undefined;
         const trigger: Trigger = attempt === 1 ? 'schedule' : 'retry';
         const result = await this.inTurn(entry, scheduledAt, project, active, trigger, retry ? attempt : undefined);
         if (result === 'superseded') {
@@ -164,16 +163,14 @@ export class Runner {
         // Skips are never retried; a failure is, while attempts remain.
         const again = retry !== undefined && result.result === 'failure' && attempt <= retry.attempts && !this.stopping && !active.stop.signal.aborted;
         const recorded: FireResult = { ...result, trigger, ...(retry ? { attempt } : {}) };
-        const prior = await this.priorRecord(def, project);
-        await this.o.recorder.record(def.id, recorded);
-        this.o.observer?.fired?.(def.id, result);
         if (result.result === 'skipped' && pending) {
           // a retry that met a busy lock ends the retries: the failure is final after all
-          this.announce(def, pending.prior, pending.fire, true, project);
+          this.announce(def, pending.prior, pending.fire, project);
           pending = null;
         }
-        this.announce(def, prior, recorded, !again, project);
-        pending = again ? { prior, fire: recorded } : null;
+        const r = await this.o.recorder.record(def, project, recorded, { final: !again, signal: this.notifyStop.signal });
+        this.track(r.announced);
+        pending = again ? { prior: r.prior, fire: recorded } : null;
         if (!again) return;
         // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out.
         const delayMs = retry!.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * this.o.random());
@@ -183,7 +180,7 @@ export class Runner {
       }
     } finally {
       // retries cut short (shutdown, pause): the last failure stands, and is announced
-      if (pending) this.announce(def, pending.prior, pending.fire, true, project);
+      if (pending) this.announce(def, pending.prior, pending.fire, project);
     }
   }
 
@@ -284,11 +281,8 @@ export class Runner {
     this.o.log({ event: 'routine.skipped', routine: def.id, reason: fire.reason!, ...(behind ? { holder: `routine ${behind}` } : {}) });
     // held ticks of a state folder that cannot be written are not recorded (they would pile up)
     if (this.o.stateBroken?.()) return;
-    const project = this.o.project();
-    const prior = await this.priorRecord(def, project);
-    await this.o.recorder.record(def.id, fire);
-    this.o.observer?.fired?.(def.id, fire);
-    this.announce(def, prior, fire, true, project);
+    const r = await this.o.recorder.record(def, this.o.project(), fire, { signal: this.notifyStop.signal });
+    this.track(r.announced);
   }
 
   /** `waitTimeoutSeconds`, or by default the routine's interval (from this fire to the next),
@@ -311,16 +305,10 @@ export class Runner {
     return paused;
   }
 
-  /** The routine's record before a fire is recorded, for its notifications (read only then). */
-  private async priorRecord(def: RoutineDef, project: Project): Promise<RoutineRecord | undefined> {
-    return this.o.notify && notifies(def, project) ? this.o.recorder.current(def.id) : undefined;
-  }
-
-  /** Sends a fire's notifications in the background (a slow webhook must not hold the routine
-   * "running"), tracked so that shutdown waits for them. */
-  private announce(def: RoutineDef, prior: RoutineRecord | undefined, fire: FireResult, final: boolean, project: Project): void {
-    if (!this.o.notify || !notifies(def, project)) return;
-    this.track(this.o.notify({ project, def, prior, fire, final, signal: this.notifyStop.signal }).catch((err: Error) => this.warn(`${def.id}: notification failed: ${err.message}`)).then(() => {}));
+  /** The final announcement of a failure whose retries were cut short, in the background
+   * (tracked so that shutdown waits for it). */
+  private announce(def: RoutineDef, prior: RoutineRecord | undefined, fire: FireResult, project: Project): void {
+    this.track(this.o.recorder.announce(def, project, prior, fire, true, this.notifyStop.signal));
   }
 
   /** Sleeps `ms`, or less once the routine's fire is stopped or the scheduler halts. */

@@ -14,7 +14,7 @@ import type { Announce, Entry, FireFn } from './fire-request.js';
 import { Runner } from './runner.js';
 import { lightSchedule, routineZone } from './schedule.js';
 import type { RoutineStore } from './store.js';
-import { backwardStep, catchUpTime, coverAfterStep, dueIds, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
+import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
 
 export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from './fire-request.js';
 
@@ -33,7 +33,8 @@ export interface SchedulerOptions {
   random?: () => number;
   /** Watch the config file and reload on change (default true). */
   watchConfig?: boolean;
-  /** Told of every recorded fire and every loop sleep (metrics and health, SPEC §11). */
+  /** Told of every recorded fire and every loop sleep (metrics and health, SPEC §11); also
+   * attached later with observe(). */
   observer?: SchedulerObserver;
   /** Announces a recorded fire (SPEC §10 notifications; notify/notify.ts): with the routine's
    * record from before it, and whether it is final (false: a failure that will be retried).
@@ -58,7 +59,9 @@ export class Scheduler {
   private readonly routines = new Map<string, Entry & { since: number }>();
   private readonly next = new Map<string, number | null>();
   private readonly runner: Runner;
-  private readonly recorder: Recorder;
+  /** Records every fire of this process: the scheduler's, and those of its HTTP run action. */
+  readonly recorder: Recorder;
+  private observer: SchedulerObserver;
   private readonly config: ConfigWatch;
   private wake = new AbortController();
   private reloadRequested = false;
@@ -66,6 +69,9 @@ export class Scheduler {
   private cacheFailed = false;
   /** Scheduled times dealt with before a backward clock step, never fired again. */
   private covered: Covered[] = [];
+  /** Per routine, the scheduled times it fired right after a forward step (its missed tick): the
+   * times jumped over are not covered, these are. */
+  private firedAcrossJump = new Map<string, Covered[]>();
   /** Why the state folder cannot be written now (fires are held), or null. */
   private stateProblem: string | null = null;
   /** Every time after this (and before the last reading) has been dealt with. */
@@ -74,15 +80,26 @@ export class Scheduler {
   constructor(private readonly o: SchedulerOptions) {
     this.project = o.project;
     this.clock = o.clock ?? systemClock;
-    const halt = new AbortController();
-    this.recorder = new Recorder({ store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, halt: halt.signal, host: o.host, routineCount: () => this.routines.size });
+    this.observer = o.observer ?? {};
+    this.recorder = new Recorder({
+      store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, host: o.host,
+      ...(o.notify ? { notify: o.notify } : {}), waitOutStorage: true, stateTrouble: (err) => this.stateTrouble(err),
+    });
+    this.recorder.observe(this.observer);
     this.runner = new Runner({
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
-      notify: o.notify, observer: o.observer, inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
+      inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
       stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateProblem !== null, sharedTicks: o.store.sharedTicks,
     });
-    this.runner.haltSignal.addEventListener('abort', () => halt.abort(), { once: true });
+    this.runner.haltSignal.addEventListener('abort', () => this.recorder.halt(), { once: true });
     this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());
+  }
+
+  /** Who is told of every recorded fire and every loop sleep (an HTTP server started after
+   * the scheduler was made). */
+  observe(observer: SchedulerObserver): void {
+    this.observer = observer;
+    this.recorder.observe(observer);
   }
 
   get routineCount(): number {
@@ -156,21 +173,24 @@ export class Scheduler {
         if (this.reloadRequested) this.reload();
         const now: ClockReading = { wall: this.clock.now(), mono: this.clock.monotonic() };
         const back = backwardStep(before, now);
+        const forward = back > 0 ? 0 : forwardStep(before, now);
         if (back > 0) this.steppedBack(before.wall, now.wall, back);
+        else if (forward > 0) this.steppedForward(before, now, forward);
         before = now;
         if (this.cacheAt !== null && now.wall >= this.cacheAt) this.writeCache();
         for (const id of dueIds(this.next, now.wall)) {
           const entry = this.routines.get(id)!;
           const scheduledAt = this.next.get(id)!;
           // Late (suspend, clock step forward): fire once, then continue from now.
-          this.next.set(id, nextUncovered(entry.schedule, Math.max(now.wall, scheduledAt), this.covered, entry.since));
+          this.next.set(id, nextUncovered(entry.schedule, Math.max(now.wall, scheduledAt), this.coveredFor(id), entry.since));
+          if (forward > 0) this.firedAcrossJump.set(id, [...(this.firedAcrossJump.get(id) ?? []).slice(-15), { from: scheduledAt - 1, to: scheduledAt }]);
           this.runner.launch(entry, new Date(scheduledAt));
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
         if (this.stateProblem !== null) this.probeState();
         // while fires are held, the state folder is looked at again every few seconds
         const ms = Math.min(sleepMs(this.next, this.clock.now()), this.stateProblem !== null ? STATE_PROBE_MS : Infinity);
-        this.o.observer?.sleeping?.(ms);
+        this.observer.sleeping?.(ms);
         await this.clock.sleep(ms, this.wake.signal);
       }
     } finally {
@@ -182,14 +202,30 @@ export class Scheduler {
     }
   }
 
+  /** The times a routine never fires again: those dealt with, and its own fired across a jump. */
+  private coveredFor(id: string): Covered[] {
+    const own = this.firedAcrossJump.get(id);
+    return own ? [...this.covered, ...own] : this.covered;
+  }
+
   /** After a backward step, every routine fires on its schedule in the new time at once; the
    * times dealt with before the step are covered and never fire again (SPEC §6). */
   private steppedBack(beforeMs: number, nowMs: number, stepMs: number): void {
     this.covered = coverAfterStep(this.covered, this.epochStart, beforeMs, nowMs);
     this.epochStart = nowMs;
     this.o.log({ event: 'scheduler.clock_step', direction: 'back', step_ms: Math.round(stepMs) });
-    for (const [id, e] of this.routines) this.next.set(id, nextUncovered(e.schedule, nowMs, this.covered, e.since));
+    for (const [id, e] of this.routines) this.next.set(id, nextUncovered(e.schedule, nowMs, this.coveredFor(id), e.since));
     this.writeCache();
+  }
+
+  /** After a forward step, each routine's missed tick fires once (the loop does that now); the
+   * times the clock jumped over were never dealt with: only those before the jump are covered,
+   * so a step back that undoes the jump fires on the corrected time at once (SPEC §6). */
+  private steppedForward(before: ClockReading, now: ClockReading, stepMs: number): void {
+    // what the loop had dealt with: every time up to its last reading
+    this.covered = coverAfterStep(this.covered, this.epochStart, before.wall, -Infinity);
+    this.epochStart = now.wall;
+    this.o.log({ event: 'scheduler.clock_step', direction: 'forward', step_ms: Math.round(stepMs) });
   }
 
   /** Takes a (validated) config: schedules new and changed routines, drops removed ones. */

@@ -20,7 +20,8 @@ import type { RoutineRecord, RoutineStateFile } from '../state/routine-state.js'
 import { withKey, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
 
 export class SpoolingStore implements RoutineStore {
-  readonly refreshIndex?: RoutineStore['refreshIndex'];
+  readonly publish?: RoutineStore['publish'];
+  readonly close?: RoutineStore['close'];
   readonly probeWritable?: RoutineStore['probeWritable'];
 
   constructor(
@@ -28,7 +29,8 @@ export class SpoolingStore implements RoutineStore {
     private readonly stateDir: string,
   ) {
     // what the wrapped store has of the optional part of the contract, it keeps
-    if (db.refreshIndex) this.refreshIndex = db.refreshIndex.bind(db);
+    if (db.publish) this.publish = db.publish.bind(db);
+    if (db.close) this.close = db.close.bind(db);
     if (db.probeWritable) this.probeWritable = db.probeWritable.bind(db);
   }
 
@@ -74,8 +76,8 @@ export class SpoolingStore implements RoutineStore {
    * process spooled it, then ended: the flush records it with its real result, never as
    * interrupted). Checked as each open fire is judged, so a record spooled a moment ago counts
    * too. (Callers flush first, and say what they recorded.) */
-  reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn): Promise<number> {
-    return this.db.reconcile((owner, open) => isGone(owner, open) && !isSpooled(this.stateDir, open.id), now, warn);
+  reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn, recorded?: (routineId: string, fire: Fire) => void): Promise<number> {
+    return this.db.reconcile((owner, open) => isGone(owner, open) && !isSpooled(this.stateDir, open.id), now, warn, recorded);
   }
 
   read(warn: Warn): Promise<RoutineStateFile> {

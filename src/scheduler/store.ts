@@ -53,10 +53,13 @@ export interface RoutineStore {
   /** One routine's record, at a cost that does not grow with the number of routines (what a
    * fire reads: its pause flag, its record before it for notifications). */
   readOne(routineId: string, warn: Warn): Promise<RoutineRecord | undefined>;
-  /** Where the shared index of every routine is kept apart from the records (files): rewrites
-   * it, and returns how many routines it holds. The scheduler calls it now and then, never per
-   * fire (SPEC §3). */
-  refreshIndex?(warn: Warn): Promise<number>;
+  /** Where the shared index of every routine is a file (routine-state.json): brings it up to
+   * date now (a damaged one moved aside). Otherwise the store keeps it within a second of every
+   * record by itself (SPEC §3); the scheduler calls this at start. */
+  publish?(): Promise<void>;
+  /** Writes what is pending (routine-state.json) before the process goes; the backend's
+   * close() calls it. */
+  close?(): Promise<void>;
   /** Where the state lives in a folder: throws the error when a file with data cannot be created
    * in it now (full, out of inodes, read-only, failing), for a scheduler that holds its fires
    * until it can (SPEC §4.15). */
@@ -74,8 +77,9 @@ export interface RoutineStore {
    * again; what is left when the database is still away. */
   flushSpool?(warn: Warn): Promise<FlushResult>;
   /** Records every open fire whose process is gone as a failure (reason `interrupted`): each fire
-   * that started is then recorded exactly once (SPEC §6). Returns how many it closed. */
-  reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn): Promise<number>;
+   * that started is then recorded exactly once (SPEC §6). Returns how many it closed; each one
+   * is told to `recorded` (the metrics and notifications of the process that records it). */
+  reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn, recorded?: (routineId: string, fire: Fire) => void): Promise<number>;
   /** Pausing again without a note keeps the first note. */
   setPaused(routineId: string, paused: boolean, note: string | null): Promise<PauseChange>;
   /** Oldest first. */

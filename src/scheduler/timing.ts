@@ -46,6 +46,17 @@ export function backwardStep(before: ClockReading, after: ClockReading, toleranc
   return step > toleranceMs ? step : 0;
 }
 
+/** How far the wall clock stepped forward between two readings (ms, > 0), or 0: the wall clock
+ * advanced more than the monotonic one by more than the tolerance (NTP, `date -s`, a suspend:
+ * the monotonic clock stands still while the machine sleeps). */
+export function forwardStep(before: ClockReading, after: ClockReading, toleranceMs = 1000): number {
+  const wall = after.wall - before.wall;
+  const mono = after.mono - before.mono;
+  if (mono < 0) return 0; // a monotonic clock that went back (a faked one) cannot tell
+  const step = wall - mono;
+  return step > toleranceMs ? step : 0;
+}
+
 /** Scheduled times this scheduler has already dealt with (fired, queued, skipped or passed over
  * as late), as intervals (from, to]: after a backward clock step none of them fires again, while
  * every time outside them does (SPEC §6 "Clock steps"). */

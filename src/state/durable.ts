@@ -24,6 +24,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import type { BigIntStats } from 'node:fs';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { frameChecksummed } from '../checksum.js';
 import { ensureDir, myUid, randomHex, unlinkQuiet } from '../fs/files.js';
@@ -82,7 +83,12 @@ export interface DurableOptions {
 /** Replaces `path` with `data` durably. Returns the bytes written. Throws StateIOError (74)
  * naming the file on I/O faults, UnsafePathError (2) for a path we may not use. */
 export function writeFileDurable(path: string, data: string, opts: DurableOptions = {}): number {
-  const buf = Buffer.from(data, 'utf8');
+  return Number(writeBufferDurable(path, Buffer.from(data, 'utf8'), opts).size);
+}
+
+/** writeFileDurable for bytes in hand; returns what the new file is (its inode, size and
+ * modification time, as a later lstat of `path` shows them while nobody replaced it). */
+export function writeBufferDurable(path: string, buf: Buffer, opts: DurableOptions = {}): BigIntStats {
   const dir = dirname(path);
   try {
     refuseOdd(path);
@@ -98,11 +104,12 @@ export function writeFileDurable(path: string, data: string, opts: DurableOption
   } catch (err) {
     throw stateWriteError(err, path);
   }
+  let st: BigIntStats;
   try {
     writeAll(fd, buf, 0);
-    const size = fstatSync(fd).size;
-    if (size !== buf.length) throw Object.assign(new Error(`only ${size} of ${buf.length} bytes reached the disk`), { code: 'EIO' });
     io.fsync(fd);
+    st = fstatSync(fd, { bigint: true });
+    if (st.size !== BigInt(buf.length)) throw Object.assign(new Error(`only ${st.size} of ${buf.length} bytes reached the disk`), { code: 'EIO' });
   } catch (err) {
     closeSync(fd);
     unlinkQuiet(tmp);
@@ -116,7 +123,7 @@ export function writeFileDurable(path: string, data: string, opts: DurableOption
     throw stateWriteError(err, path);
   }
   syncDir(dir);
-  return buf.length;
+  return st;
 }
 
 /** fsync of a folder makes a rename in it durable; some file systems refuse it (EINVAL). */

@@ -10,7 +10,7 @@ import type { RoutineStateFile } from '../../src/state/routine-state.js';
 import { FIXTURES, eventually, runCli, start, startCli, type RunOptions, type Spawned } from '../helpers/cli.js';
 import { httpGet, sample } from '../helpers/http.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
-import { routineStateOf } from '../helpers/state.js';
+import { routineStateOf, stateFileOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
 const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
@@ -52,6 +52,39 @@ async function until(check: () => Promise<void>, limitMs = 20_000): Promise<void
 }
 
 describe('scheduler start --http (file backend)', () => {
+  it('counts every fire the process records as routine-state.json does: a run started over HTTP, a fire left open by a killed run (SPEC §11)', async () => {
+    const project = testProject({
+      http: { actions: true },
+      routines: [cmd('manual', '0 0 1 1 *', 'true'), cmd('bad', '0 0 1 1 *', 'exit 4'), cmd('slow', '0 0 1 1 *', 'sleep 30', { exclusive: false })],
+    });
+    const env = { ROUTINELY_HTTP_TOKEN: TOKEN };
+    // a fire left open: its process killed while it ran
+    const slow = startCli(['routine', 'run', 'slow'], { cwd: project });
+    await slow.waitFor(/started slow/);
+    slow.child.kill('SIGKILL');
+    await slow.exited;
+    const { p: s, url } = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env });
+    await s.waitFor(/left open by a scheduler that died/);
+    const post = (id: string) => httpGet(`${url}api/routines/${id}/run`, { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, 'POST', '{}');
+    expect((await post('manual')).status).toBe(202);
+    await until(async () => expect(historyOf(project, 'manual').map((e) => e.result)).toEqual(['success']));
+    expect((await post('bad')).status).toBe(202);
+    await until(async () => expect(historyOf(project, 'bad').map((e) => e.result)).toEqual(['failure']));
+    // the counter, the file a status script reads and the history agree, read at the same time
+    await until(async () => {
+      const m = (await httpGet(`${url}metrics`, { authorization: `Bearer ${TOKEN}` })).body;
+      const file = stateFileOf(project)!;
+      for (const [id, result] of [['manual', 'success'], ['bad', 'failure'], ['slow', 'failure']] as const) {
+        expect(sample(m, 'routinely_fires_total', { routine: id, result }), `${id} ${result}`).toBe(1);
+        expect(file.routines[id]?.counts[result], `${id} in routine-state.json`).toBe(1);
+        expect(historyOf(project, id).filter((e) => e.result === result), `${id} in history`).toHaveLength(1);
+      }
+      expect(sample(m, 'routinely_routine_failing', { routine: 'bad' })).toBe(1);
+    });
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+
   it('metrics after a success, a failure and busy skips agree with the records; the API is the CLI JSON; nothing secret is served', async () => {
     const project = testProject({
       exec: { tasks: [{ id: 'build', run: 'true' }, { id: 'test', run: 'exit 1', dependsOn: ['build'] }] },

@@ -208,6 +208,33 @@ if (!FAKETIME_LIB && process.env.CI === 'true') throw new Error('CI=true but lib
     expect(now().every((e) => e.result === 'success')).toBe(true);
     expect(await stop(s)).toBe(0);
   });
+
+  it('a running scheduler whose clock jumps 2 h forward and is corrected back fires on the corrected clock at once; nothing fires twice', async () => {
+    const project = testProject({ routines: [cmd('sec', '* * * * * *', 'true')] });
+    const stamp = join(project, 'faketime');
+    writeFileSync(stamp, '+0\n');
+    const s = startCli(['scheduler', 'start'], {
+      cwd: project, timeoutMs: 90_000,
+      env: { LD_PRELOAD: FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE: stamp, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+    });
+    await s.waitFor(/\[scheduler\] started/);
+    await eventually(() => fires(project, 'sec').length >= 2, 15_000, 'fires on the real clock');
+    writeFileSync(stamp, '+7200\n');
+    await s.waitFor(/\[scheduler\] wall clock stepped forward 2h0m0s; each routine's missed tick fires once/, 15_000);
+    await eventually(() => fires(project, 'sec').some((e) => Date.parse(e.scheduled_at) > Date.now() + 7000_000), 15_000, 'fires 2 h ahead');
+    const corrected = Date.now();
+    writeFileSync(stamp, '+0\n');
+    await s.waitFor(/\[scheduler\] wall clock stepped back 2h0m0s; firing on the new time/, 15_000);
+    const after = (): HistoryEntry[] => fires(project, 'sec').filter((e) => Date.parse(e.scheduled_at) >= corrected - 1000 && Date.parse(e.scheduled_at) < corrected + 3600_000);
+    await eventually(() => after().length >= 4, 15_000, 'fires on the corrected clock', () => s.stdout());
+    const at = after().map((e) => Date.parse(e.scheduled_at));
+    // the times jumped over were never fired: the corrected clock fires at once, every second
+    expect(at[0]! - corrected).toBeLessThan(3000);
+    expect(at.slice(1).map((t, i) => t - at[i]!)).toEqual(at.slice(1).map(() => 1000));
+    const all = fires(project, 'sec').map((e) => e.scheduled_at);
+    expect(new Set(all).size, 'no tick fired twice').toBe(all.length);
+    expect(await stop(s)).toBe(0);
+  });
 });
 
 describe('stopping with a stalled log reader (SPEC §6 "Stop")', () => {

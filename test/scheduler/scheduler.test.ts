@@ -254,13 +254,64 @@ describe('Scheduler', () => {
       await eventually(() => readRoutineState(h.project).routines.t?.counts.success === h.fires.length, 5000);
     }
     const before = h.fires.length;
-    h.clock.advance(30_000); // 19:00:30.5: :10, :20 and :30 were dealt with before the step
+    h.clock.advance(10_000); // 19:00:10.5: :10 fired (the late tick of the forward step)
     await settle();
     expect(h.fires.slice(before).map((f) => f.scheduledAt)).toEqual([]);
+    // :20 was jumped over by the forward step, never fired: it fires now (SPEC §6)
+    h.clock.advance(10_000); // 19:00:20.5
+    await settle();
+    expect(h.fires.slice(before).map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:20.000Z']);
+    h.fires.at(-1)!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === h.fires.length, 5000);
+    h.clock.advance(10_000); // 19:00:30.5: :30 was dealt with before the step back
+    await settle();
+    expect(h.fires.slice(before).map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:20.000Z']);
     h.clock.advance(10_000); // 19:00:40.5
     await settle();
     expect(h.fires.map((f) => f.scheduledAt).at(-1)).toBe('2026-11-29T19:00:40.000Z');
     h.fires.at(-1)!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a forward jump corrected back fires on the corrected time at once; nothing it fired fires twice (SPEC §6)', async () => {
+    const h = harness({ routines: [routine('t', '*/10 * * * * *')] });
+    await settle();
+    h.clock.advance(9_500); // 19:00:10: fires
+    await eventually(() => h.fires.length === 1, 5000);
+    h.fires[0]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 1, 5000);
+    // 2 h forward while the loop sleeps towards :20, noticed when it wakes (not told)
+    h.clock.jumpWall(2 * 3600_000);
+    h.clock.advance(10_000); // the wall: 21:00:20
+    await settle();
+    expect(h.events).toContainEqual({ event: 'scheduler.clock_step', direction: 'forward', step_ms: 2 * 3600_000 });
+    // the late tick fires once; the two hours jumped over are not replayed
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T19:00:20.000Z']);
+    h.fires[1]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 2, 5000);
+    h.clock.advance(10_000); // 21:00:30: on the jumped time
+    await settle();
+    expect(h.fires.at(-1)?.scheduledAt).toBe('2026-11-29T21:00:30.000Z');
+    h.fires.at(-1)!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 3, 5000);
+    // corrected back: 19:00:40.5 — :30 and :40 were jumped over, never fired: :40 (now late by
+    // half a second) is the next, and firing goes on every 10 s at once, not in two hours
+    h.clock.jumpWall(-2 * 3600_000);
+    h.clock.advance(10_000);
+    await settle();
+    expect(h.events.filter((e) => e.event === 'scheduler.clock_step').map((e) => (e as { direction: string }).direction)).toEqual(['forward', 'back']);
+    const fromHere = h.fires.length;
+    for (const at of ['19:00:50', '19:01:00', '19:01:10']) {
+      h.clock.advance(10_000);
+      await settle();
+      expect(h.fires.slice(fromHere).map((f) => f.scheduledAt).at(-1)).toBe(`2026-11-29T${at}.000Z`);
+      h.fires.at(-1)!.finish();
+      await eventually(() => readRoutineState(h.project).routines.t?.counts.success === h.fires.length, 5000);
+    }
+    // none fired twice
+    const all = h.fires.map((f) => f.scheduledAt);
+    expect(new Set(all).size).toBe(all.length);
     h.stop.abort();
     await h.done;
   });
@@ -496,6 +547,40 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     expect(readFires(project, 'a')).toHaveLength(1);
     stop.abort();
     await done;
+  });
+
+  it('a tick whose start is cut short by shutdown (after its claim, before its fire) is recorded as skipped, never lost (SPEC §9)', async () => {
+    const dir = testProject({ routines: [routine('a', '*/10 * * * * *')] });
+    const project = loadProject({ cwd: dir });
+    const clock = new ManualClock(T0 + 500);
+    const real = fileRoutineStore(project);
+    // the pause flag is read once the tick is claimed: that read is held until shutdown began
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let reads = 0;
+    const store = { ...real, readOne: async (id: string, warn: (m: string) => void) => {
+      if (++reads === 1) await held;
+      return real.readOne(id, warn);
+    } };
+    const fired: string[] = [];
+    const scheduler = new Scheduler({
+      project, clock, log: () => {}, watchConfig: false, store, host: 'test-host', reloadProject: () => project,
+      fire: async (_def, scheduledAt) => {
+        fired.push(scheduledAt.toISOString());
+        return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };
+      },
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    await settle();
+    clock.advance(9_500);
+    await eventually(() => reads === 1, 5000);
+    stop.abort();
+    await settle();
+    release();
+    await done;
+    expect(fired).toEqual([]);
+    expect(readFires(project, 'a').map((f) => [f.scheduled_at, f.result, f.reason])).toEqual([['2026-11-29T19:00:10.000Z', 'skipped', 'scheduler stopping']]);
   });
 });
 

@@ -10,7 +10,7 @@ import { ExitCode, StateIOError } from '../../src/errors.js';
 import { loadRun, RunStore } from '../../src/exec/run-store.js';
 import { saveRegistry, loadRegistry, emptyRegistry } from '../../src/exec/registry.js';
 import type { RunState } from '../../src/exec/run-state.js';
-import { indexPath, readRoutineState, recordFire, statePath, writeRoutineState } from '../../src/scheduler/file-store.js';
+import { indexPath, readRoutineState, recordFire, statePath, publishRoutineState } from '../../src/scheduler/file-store.js';
 import { appendLineTo, setDurableIoForTests, writeFileDurable } from '../../src/state/durable.js';
 import { historyPath } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
@@ -147,11 +147,11 @@ describe('each state writer under a full disk', () => {
   it('routine-state.json (the shared index, rewritten now and then): a full disk keeps the previous file; readers fold in the rest', async () => {
     const p = project();
     await recordFire(p, 'a', fire(1));
-    writeRoutineState(p);
+    await publishRoutineState(p);
     const before = readFileSync(statePath(p), 'utf8');
     await recordFire(p, 'a', fire(2));
     failAfter(10);
-    expect(() => writeRoutineState(p)).toThrow(/no space left on device writing .*routine-state\.json/);
+    await expect(publishRoutineState(p)).rejects.toThrow(/no space left on device writing .*routine-state\.json/);
     restore?.();
     restore = null;
     expect(readFileSync(statePath(p), 'utf8')).toBe(before);

@@ -1,7 +1,7 @@
 import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { indexPath, openFire, readFires, readRoutineState, reconcileOpenFires, recordFire, pauseRoutine, statePath, writeRoutineState } from '../../src/scheduler/file-store.js';
+import { indexPath, openFire, readFires, readRoutineState, reconcileOpenFires, recordFire, pauseRoutine, statePath, publishRoutineState } from '../../src/scheduler/file-store.js';
 import { historyPath, historyTrimBytes } from '../../src/state/history.js';
 import { interruptedFire, type Fire, type OpenFire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
@@ -119,12 +119,12 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
   it('stale indexes (older copies put back by a stalled writer) are folded forward from the history', async () => {
     const p = project();
     await recordFire(p, 'a', fire(1));
-    writeRoutineState(p);
+    await publishRoutineState(p);
     const oldState = readFileSync(statePath(p), 'utf8');
     const oldIndex = readFileSync(indexPath(p, 'a'), 'utf8');
     await pauseRoutine(p, 'a', true, 'x');
     await recordFire(p, 'a', fire(4));
-    writeRoutineState(p);
+    await publishRoutineState(p);
     // the lost updates of stalled writers, of both indexes
     writeFileSync(statePath(p), oldState);
     expect(readRoutineState(p).routines.a).toMatchObject({ paused: true, paused_note: 'x', counts: { success: 2 } });
@@ -141,7 +141,7 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     await recordFire(p, 'a', fire(1));
     expect(existsSync(statePath(p))).toBe(false);
     expect(readRoutineState(p).routines.a?.counts.success).toBe(1);
-    writeRoutineState(p);
+    await publishRoutineState(p);
     const written = JSON.parse(readFileSync(statePath(p), 'utf8'));
     expect(written.routines.a.counts.success).toBe(1);
     // no exactly-once bookkeeping in the shared file: just where each history was folded to
@@ -159,7 +159,7 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     expect(readFileSync(statePath(p), 'utf8')).toBe('garbage');
     expect(warnings.join()).toMatch(/routine-state\.json is corrupt .*left in place, rebuilt from the history files/);
     await recordFire(p, 'a', fire(4));
-    writeRoutineState(p);
+    await publishRoutineState(p);
     expect(JSON.parse(readFileSync(statePath(p), 'utf8')).routines.a.counts.success).toBe(2);
   });
 });

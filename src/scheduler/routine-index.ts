@@ -1,0 +1,145 @@
+// A routine's own index, `history/<id>.index` (SPEC §3): its record folded from its history, with
+// where the fold stopped (inode, size, modification time, last bytes) and the ids of the newest
+// lines. It is a cache of the history: lost, stale or garbled, it only makes the next reader fold
+// a few more lines. Whoever records a fact of the routine rewrites it (file-store.ts).
+
+import { join } from 'node:path';
+import type { Project } from '../config/load.js';
+import { checkFolder, lstatQuiet, readFileChecked, trustRoot } from '../fs/files.js';
+import { historyPath, parseHistory, readHistoryBytes, readHistoryText, unreadableMessage } from '../state/history.js';
+import { readChecksummed } from '../checksum.js';
+import { checkRecord, foldLines, type Folded, type RoutineRecord } from '../state/routine-state.js';
+import type { Warn } from './store.js';
+
+export function indexPath(project: Project, routineId: string): string {
+  return `${historyPath(project.stateDir, routineId).slice(0, -'.jsonl'.length)}.index`;
+}
+
+export const checkRec = (v: unknown) => checkRecord(v);
+
+/** Where a fold of a history file stopped: the file (inode), its size and modification time
+ * then (a file rewritten to the same size is folded again). */
+export interface FoldedAt {
+  ino: number;
+  size: number;
+  mtime: number;
+}
+
+export const unmoved = (at: FoldedAt, st: { ino: number; size: number; mtimeMs: number }): boolean => at.ino === st.ino && at.size === st.size && at.mtime === st.mtimeMs;
+
+/** A routine's own index: its record and the bookkeeping to fold on from where it stopped. */
+export interface RoutineIndex extends FoldedAt {
+  record: RoutineRecord;
+  /** The last up to 64 bytes folded (base64): the file must still have them where they were. */
+  tail: string;
+  /** Ids of the newest lines folded (a line re-appended across a rotation counts once). */
+  recent: string[];
+}
+
+export const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+function checkIndex(v: unknown): RoutineIndex | string {
+  if (!isObj(v) || v.version !== 1) return 'not a routine index';
+  const record = checkRecord(v.record);
+  if (!record || !isCount(v.ino) || !isCount(v.size) || !Number.isFinite(v.mtime) || typeof v.tail !== 'string' || !Array.isArray(v.recent)) return 'not a routine index';
+  return { record, ino: v.ino, size: v.size, mtime: v.mtime as number, tail: v.tail, recent: v.recent.filter((x): x is string => typeof x === 'string').slice(-64) };
+}
+
+/** The routine's record as its history holds it: from `base` (its index) when the file is still
+ * the one folded to that point, folded on from there when it only grew, else folded whole. null
+ * when it has no history file. */
+function foldHistory(project: Project, id: string, base: RoutineIndex | null, warn: Warn): RoutineIndex | null {
+  const file = historyPath(project.stateDir, id);
+  const st = lstatQuiet(file);
+  if (!st || !st.isFile()) return null;
+  if (base && unmoved(base, st)) return base;
+  // the bytes from `start` to the end, folded on top of `from`
+  let read: { bytes: Buffer; start: number; ino: number; size: number; mtimeMs: number } | null = null;
+  let from: Folded | undefined;
+  if (base && base.ino === st.ino && base.size < st.size) {
+    const tail = Buffer.from(base.tail, 'base64');
+    const start = Math.max(0, base.size - tail.length);
+    const bytes = readHistoryBytes(file, start);
+    if (bytes && bytes.bytes.subarray(0, tail.length).equals(tail)) {
+      read = { ...bytes, bytes: bytes.bytes.subarray(tail.length), start: base.size };
+      from = { record: base.record, recent: base.recent };
+    }
+  }
+  if (!read) {
+    const whole = readHistoryBytes(file, 0);
+    if (!whole) return null;
+    read = { ...whole, start: 0 };
+  }
+  const parsed = parseHistory(read.bytes.toString('utf8'), checkRec);
+  if (parsed.unreadable.length > 0) warn(unreadableMessage(file, from ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
+  const folded = foldLines(parsed.lines, from);
+  return { record: folded.record, recent: folded.recent, ino: read.ino, size: read.size, mtime: read.mtimeMs, tail: tailOf(file, read) };
+}
+
+/** The last up to 64 bytes of the file as read (base64): from the bytes in hand when they
+ * reach back that far, else read again. */
+function tailOf(file: string, read: { bytes: Buffer; start: number; size: number }): string {
+  const want = Math.min(64, read.size);
+  if (read.size - read.start >= want) return read.bytes.subarray(read.bytes.length - want).toString('base64');
+  const again = readHistoryBytes(file, read.size - want);
+  return again ? again.bytes.subarray(0, want).toString('base64') : '';
+}
+
+/** Line numbers in the whole file of lines numbered from `offset`. */
+function lineNumbers(file: string, offset: number, relative: number[]): number[] {
+  const head = readHistoryText(file, 0)?.text.slice(0, offset) ?? '';
+  const before = head.split('\n').length - 1;
+  return relative.map((n) => n + before);
+}
+
+function readIndex(project: Project, id: string): RoutineIndex | null {
+  let content;
+  try {
+    content = readFileChecked(indexPath(project, id), 1024 * 1024);
+  } catch {
+    return null; // not ours, not a file: rebuilt from the history, and replaced by the next writer
+  }
+  const text = content && readChecksummed(content.text);
+  if (!text) return null;
+  try {
+    const v = checkIndex(JSON.parse(text));
+    return typeof v === 'string' ? null : v;
+  } catch {
+    return null;
+  }
+}
+
+/** Indexes this process wrote or read last, per routine: a base to fold on from without reading
+ * the index file again (the history decides: a cached index only saves reading, never answers
+ * for a file that moved on). */
+export type IndexCache = Map<string, RoutineIndex>;
+
+/** One routine's current record (O(1) in the number of routines). */
+export function readRoutineIndexed(project: Project, id: string, warn: Warn, cache?: IndexCache): RoutineIndex | null {
+  const cached = cache?.get(id);
+  let base = cached ?? null;
+  if (cached) {
+    const st = lstatQuiet(historyPath(project.stateDir, id));
+    if (!st || st.ino !== cached.ino || st.size < cached.size) base = null;
+  }
+  const folded = foldHistory(project, id, base ?? readIndex(project, id), warn);
+  if (cache) {
+    if (folded) cache.set(id, folded);
+    else cache.delete(id);
+  }
+  return folded;
+}
+
+export function checkFolders(project: Project): void {
+  trustRoot(project.stateDir);
+  checkFolder(project.stateDir);
+  checkFolder(join(project.stateDir, 'history'));
+}
+
+/** One routine's record as the history holds it; undefined when it has none. */
+export function readRoutine(project: Project, id: string, warn: Warn = () => {}, cache?: IndexCache): RoutineRecord | undefined {
+  checkFolders(project);
+  return readRoutineIndexed(project, id, warn, cache)?.record;
+}
+

@@ -1,0 +1,317 @@
+// routine-state.json (SPEC §3, §6): every routine's record, for status scripts and every view.
+// It is an index of the history files, which hold the facts; it shows every record within a
+// second of it, whoever wrote it:
+// - Every process that records a fact (a fire, an open marker, a pause) tells its publisher,
+//   which rewrites the file at most once a second (a burst of fires is one rewrite) and before
+//   the process closes its backend: `routine run`, `pause` and `resume` exit with the file up to
+//   date.
+// - Writers take the `routine-state` lock for the read-modify-write, so two of them (a scheduler
+//   and `routine run`) never lose each other's update.
+// - A long-running publisher (the scheduler) keeps what it last wrote in memory, with the
+//   file's identity: while the file is still the one it wrote, a rewrite folds only the routines
+//   it recorded since and writes the bytes it keeps per routine, so a rewrite costs a copy of
+//   the file, not a fold of every history (SPEC §3: a fire's cost does not grow with the
+//   project). A file written by anyone else since is read and folded whole, and so is the file
+//   once a minute, for a writer that was killed between its append and its rewrite.
+// Readers never depend on it being current: each routine's record is taken from here only while
+// its history file is still where this file says it was folded to (history_at), else from the
+// routine's own index and history.
+
+import { lstatSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Project } from '../config/load.js';
+import { acquireFileLease } from '../lock/wait.js';
+import { lstatQuiet } from '../fs/files.js';
+import { historyIds, historyPath } from '../state/history.js';
+import { writeBufferDurable } from '../state/durable.js';
+import { corruptMessage, ensureStateRoot, readJsonState } from '../state/json-file.js';
+import { checkRecord, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
+import { checkFolders, isCount, isObj, readRoutineIndexed, unmoved, type FoldedAt, type IndexCache } from './routine-index.js';
+import type { Warn } from './store.js';
+
+export function statePath(project: Pick<Project, 'stateDir'>): string {
+  return join(project.stateDir, 'routine-state.json');
+}
+
+/** The lock that serializes writers of routine-state.json (held for one rewrite). */
+export const STATE_LOCK_KEY = 'routine-state';
+
+/** routine-state.json: the records, and where each routine's history was folded to. */
+interface StateFile {
+  routines: Record<string, RoutineRecord>;
+  at: Record<string, FoldedAt>;
+}
+
+function checkStateFile(v: unknown): StateFile | string {
+  if (!isObj(v)) return 'not an object';
+  if (v.version !== 1) return `unknown version ${JSON.stringify(v.version)}`;
+  if (!isObj(v.routines)) return 'no "routines" object';
+  const routines: Record<string, RoutineRecord> = {};
+  for (const [id, rec] of Object.entries(v.routines)) {
+    const checked = checkRecord(rec);
+    if (!checked) return `routines.${id} is not an object`;
+    routines[id] = checked;
+  }
+  const at: Record<string, FoldedAt> = {};
+  if (isObj(v.history_at)) {
+    for (const [id, pos] of Object.entries(v.history_at)) {
+      if (Array.isArray(pos) && isCount(pos[0]) && isCount(pos[1]) && Number.isFinite(pos[2])) at[id] = { ino: pos[0], size: pos[1], mtime: pos[2] };
+    }
+  }
+  return { routines, at };
+}
+
+interface FoldedState {
+  state: RoutineStateFile;
+  at: Record<string, FoldedAt>;
+  /** The file already said all of this (nothing to rewrite). */
+  current: boolean;
+}
+
+function readWithPositions(project: Project, warn: Warn, moveAside: boolean): FoldedState {
+  checkFolders(project);
+  const path = statePath(project);
+  const r = readJsonState(path, checkStateFile, { moveAside });
+  if (r.kind === 'corrupt') warn(corruptMessage(path, r, 'rebuilt from the history files'));
+  const file = r.kind === 'ok' ? r.value : { routines: {}, at: {} };
+  const routines = { ...file.routines };
+  const at: Record<string, FoldedAt> = {};
+  let current = r.kind === 'ok';
+  for (const id of historyIds(project.stateDir)) {
+    const st = lstatQuiet(historyPath(project.stateDir, id));
+    if (!st || !st.isFile()) continue;
+    const pos = file.at[id];
+    if (pos && unmoved(pos, st) && routines[id]) {
+      at[id] = pos;
+      continue;
+    }
+    const folded = readRoutineIndexed(project, id, warn);
+    if (!folded) continue;
+    current = false;
+    routines[id] = folded.record;
+    at[id] = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
+  }
+  return { state: { version: 1, routines }, at, current };
+}
+
+/** Every routine's record: from routine-state.json where a routine's history has not moved since
+ * it was written, else from the routine's own index and history. Nothing is written. */
+export function readRoutineState(project: Project, warn: Warn = () => {}): RoutineStateFile {
+  return readWithPositions(project, warn, false).state;
+}
+
+/** A routine as the file shows it, with its bytes there (kept, so that a rewrite re-encodes only
+ * the routines that changed). */
+interface Shown {
+  record: RoutineRecord;
+  at: FoldedAt | null;
+  recordBytes: Buffer;
+  atBytes: Buffer | null;
+}
+
+function shown(id: string, record: RoutineRecord, at: FoldedAt | null): Shown {
+  const key = JSON.stringify(id);
+  return {
+    record, at,
+    recordBytes: Buffer.from(`${key}: ${JSON.stringify(record)}`),
+    atBytes: at ? Buffer.from(`${key}: [${at.ino}, ${at.size}, ${at.mtime}]`) : null,
+  };
+}
+
+const HEAD = Buffer.from('{ "version": 1,\n  "routines": {\n    ');
+const NEXT_ROUTINE = Buffer.from(',\n    ');
+const MIDDLE = Buffer.from('\n  },\n  "history_at": {\n    ');
+const TAIL = Buffer.from('\n  } }\n');
+
+/** The file's bytes: one routine a line, in the order they were first shown. */
+function encode(routines: ReadonlyMap<string, Shown>): Buffer {
+  const parts: Buffer[] = [HEAD];
+  let first = true;
+  for (const s of routines.values()) {
+    if (!first) parts.push(NEXT_ROUTINE);
+    parts.push(s.recordBytes);
+    first = false;
+  }
+  parts.push(MIDDLE);
+  first = true;
+  for (const s of routines.values()) {
+    if (!s.atBytes) continue;
+    if (!first) parts.push(NEXT_ROUTINE);
+    parts.push(s.atBytes);
+    first = false;
+  }
+  parts.push(TAIL);
+  return Buffer.concat(parts);
+}
+
+/** What identifies one write of the file: a file written by anyone else since differs. */
+function identityOf(st: { ino: bigint; size: bigint; mtimeNs: bigint }): string {
+  return `${st.ino}:${st.size}:${st.mtimeNs}`;
+}
+
+function currentIdentity(path: string): string | null {
+  try {
+    return identityOf(lstatSync(path, { bigint: true }));
+  } catch {
+    return null;
+  }
+}
+
+export interface PublisherOptions {
+  project: Project;
+  /** The store's cache of routine indexes (the folds it just wrote). */
+  cache: IndexCache;
+  /** Where a rewrite that failed is said (once per cause). */
+  warn: Warn;
+  /** Shortest time between two rewrites (SPEC §3: at most once a second). */
+  intervalMs?: number;
+}
+
+/** How long a rewrite trusts its memory of the file before folding every history again. */
+const SWEEP_MS = 60_000;
+
+/** Keeps routine-state.json up to date for the routines this process records (see the top). */
+export class StatePublisher {
+  private shown: Map<string, Shown> | null = null;
+  /** The file as this publisher left it (identityOf); null: not known. */
+  private identity: string | null = null;
+  private sweptAt = -Infinity;
+  private readonly dirty = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<Error | null> | null = null;
+  private lastStart = -Infinity;
+  /** Why the last rewrite failed (said once until it changes), or null. */
+  private problem: string | null = null;
+  private readonly intervalMs: number;
+
+  constructor(private readonly o: PublisherOptions) {
+    this.intervalMs = o.intervalMs ?? 1000;
+  }
+
+  /** A fact of `routineId` was appended to its history: the file shows it within a second. */
+  touched(routineId: string): void {
+    this.dirty.add(routineId);
+    this.schedule();
+  }
+
+  /** Brings the file up to date now (after a rewrite under way), whether or not anything was
+   * recorded here: a damaged file is moved aside and rebuilt. */
+  async sync(): Promise<Error | null> {
+    this.cancelTimer();
+    while (this.running) await this.running;
+    return this.run(true);
+  }
+
+  /** What is pending is written before the process goes (the commands' exit). */
+  async close(): Promise<void> {
+    this.cancelTimer();
+    while (this.running) await this.running;
+    if (this.dirty.size > 0) await this.run(false);
+    this.cancelTimer();
+  }
+
+  private cancelTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private schedule(): void {
+    if (this.timer || this.running) return;
+    const wait = Math.max(0, this.lastStart + this.intervalMs - performance.now());
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.run(false);
+    }, wait);
+    // a process never stays up for its index: close() writes what is pending
+    this.timer.unref();
+  }
+
+  private run(full: boolean): Promise<Error | null> {
+    const p = this.publish(full).finally(() => {
+      this.running = null;
+      if (this.dirty.size > 0) this.schedule();
+    });
+    this.running = p;
+    return p;
+  }
+
+  /** One rewrite; the error when it failed (said once, and tried again within a second). */
+  private async publish(full: boolean): Promise<Error | null> {
+    this.lastStart = performance.now();
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    const { project } = this.o;
+    try {
+      ensureStateRoot(project.stateDir);
+      const got = await acquireFileLease({
+        lockDir: project.lockDir,
+        key: STATE_LOCK_KEY,
+        ttlMs: Math.min(10_000, project.lockTtlMs),
+        refreshMs: Math.min(3_000, project.lockRefreshMs),
+        owner: { command: 'routine state' },
+        ifBusy: 'wait',
+        waitTimeoutMs: Math.min(10_000, project.lockTtlMs) + 5_000,
+      });
+      if (!got.ok) throw new Error(`its lock is ${got.why}`);
+      try {
+        this.rewrite(full, ids);
+        // Stalled past the lock's time-out while someone else took it, this rewrite may have put
+        // an older file back: the next one reads and folds everything again.
+        if (!got.lease.verify().ok) this.forget();
+      } finally {
+        await got.lease.release();
+      }
+      this.problem = null;
+      return null;
+    } catch (err) {
+      for (const id of ids) this.dirty.add(id);
+      if (full) this.forget();
+      const message = (err as Error).message;
+      if (message !== this.problem) this.o.warn(`could not rewrite ${statePath(project)} (${message}); every record is in the history files, and the file is rewritten once it can be`);
+      this.problem = message;
+      return err as Error;
+    }
+  }
+
+  private forget(): void {
+    this.shown = null;
+    this.identity = null;
+  }
+
+  /** Under the lock: the file's content folded forward, then written if it changed. */
+  private rewrite(full: boolean, ids: string[]): void {
+    const { project, cache, warn } = this.o;
+    const path = statePath(project);
+    const trusted = !full && this.shown !== null && this.identity !== null && performance.now() - this.sweptAt < SWEEP_MS && currentIdentity(path) === this.identity;
+    let routines: Map<string, Shown>;
+    if (trusted) {
+      routines = this.shown!;
+      checkFolders(project);
+      for (const id of ids) {
+        const folded = readRoutineIndexed(project, id, warn, cache);
+        if (folded) routines.set(id, shown(id, folded.record, { ino: folded.ino, size: folded.size, mtime: folded.mtime }));
+      }
+    } else {
+      const read = readWithPositions(project, warn, true);
+      this.sweptAt = performance.now();
+      routines = new Map();
+      for (const [id, record] of Object.entries(read.state.routines)) routines.set(id, shown(id, record, read.at[id] ?? null));
+      if (read.current) {
+        this.shown = routines;
+        this.identity = currentIdentity(path);
+        return;
+      }
+    }
+    this.shown = null; // until the write is known to have happened
+    const written = writeBufferDurable(path, encode(routines), { cleanTemps: true });
+    this.shown = routines;
+    this.identity = identityOf(written);
+  }
+}
+
+/** Rewrites routine-state.json from the history now (a damaged one moved aside first), or
+ * throws why it could not. Processes that record use their store's publisher. */
+export async function publishRoutineState(project: Project, warn: Warn = () => {}): Promise<void> {
+  const failed = await new StatePublisher({ project, cache: new Map(), warn }).sync();
+  if (failed) throw failed;
+}
