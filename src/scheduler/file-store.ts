@@ -169,7 +169,8 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       // The history holds the facts; a line that closes the same open fire, or carries the same
       // key, is this record already (the RoutineStore contract, as the database store keeps it).
       if (opts?.again && (fire.closes || fire.key)) {
-        const seen = readFires(project, id, warn).some((e) => (fire.closes && e.closes === fire.closes) || (fire.key && e.key === fire.key));
+        // (what the file holds was said by the attempt before: no warning per retry)
+        const seen = readFires(project, id, () => {}).some((e) => (fire.closes && e.closes === fire.closes) || (fire.key && e.key === fire.key));
         if (seen) return;
       }
       try {

@@ -56,7 +56,7 @@ export function newestFires(stateDir: string, routineId: string, q: FireQuery, h
   read: for (const f of [file, `${file}.1`]) {
     for (const text of linesFromEnd(f)) {
       pos--;
-      if (text.length === 0) continue;
+      if (text.trim().length === 0) continue; // blank (see parseHistory)
       const line = parseHistoryLine(text, checkRecord);
       // a torn line of the current file is reported with its number (SPEC §3), which only a
       // reader from the start knows

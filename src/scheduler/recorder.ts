@@ -65,8 +65,10 @@ export class Recorder {
   private readonly flusher: SpoolFlusher | null;
   private observer: SchedulerObserver = {};
   private readonly halted = new AbortController();
-  /** A record could not be written because of the state folder (said once until one can). */
-  private storageTrouble = false;
+  /** Records being retried because the state folder would not take them: while any is, the
+   * folder counts as not writable (a record of another routine that fits where this one does not
+   * changes nothing); said once when the first fails, and once when the last is in. */
+  private readonly failing = new Set<symbol>();
   /** The spool's flusher runs (start()): a spooled record is sent again by this process. */
   private flushing = false;
 
@@ -167,6 +169,11 @@ export class Recorder {
     // one key for every attempt, and each attempt after the first sent "again": a first try
     // that committed although its answer was lost is then not stored a second time
     const keyed = withKey(fire);
+    const me = Symbol(id);
+    const settled = (): void => {
+      if (!this.failing.delete(me) || this.failing.size > 0) return;
+      this.o.stateTrouble?.(null);
+    };
     for (let attempt = 1; ; attempt++) {
       const opts = attempt > 1 ? { again: true } : {};
       try {
@@ -176,22 +183,20 @@ export class Recorder {
           this.o.warn(`could not record ${id} now (${deferred.why}); spooled to ${deferred.spooledTo}: ${then}`);
           this.flusher?.kick();
         }
-        if (this.storageTrouble) {
-          this.storageTrouble = false;
-          this.o.stateTrouble?.(null);
-        }
+        settled();
         return { deferred: deferred ?? null, failed: null };
       } catch (err) {
         // A state folder that cannot be written (full, read-only) is waited out by the scheduler
         // as long as it runs (SPEC §4.15), and said once; other errors a few times. Then the open
         // marker stays, and reconcile records the fire as interrupted.
         const storage = isStorageError(err);
-        if (storage && !this.storageTrouble) {
-          this.storageTrouble = true;
-          this.o.stateTrouble?.(err);
+        if (storage && !this.failing.has(me)) {
+          this.failing.add(me);
+          if (this.failing.size === 1) this.o.stateTrouble?.(err);
         }
         const waitOut = storage && this.o.waitOutStorage === true;
         if ((!waitOut && attempt >= RECORD_ATTEMPTS) || this.halted.signal.aborted) {
+          settled();
           this.o.warn(`could not record ${id} (${fire.result}): ${(err as Error).message}; its open marker stays, and the next scheduler or routine command records the fire as interrupted`);
           return { deferred: null, failed: err as Error };
         }

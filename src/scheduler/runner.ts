@@ -41,6 +41,8 @@ export interface RunnerOptions {
 
 interface Active {
   stop: AbortController;
+  /** Its fire has ended and its record is being written (waited out through a full disk). */
+  recording: boolean;
   /** Waiting out its jitter: not started, so shutdown cancels it. */
   jitter: boolean;
   /** Its scheduled fire (not a retry) waits in the queue: its next tick supersedes it. */
@@ -118,12 +120,16 @@ export class Runner {
     // still going, as while it waits out its back-off.)
     const prev = this.active.get(id);
     if (prev?.queuedTick && this.turns.supersede(id)) this.active.delete(id);
+    // Nothing runs: its previous fire ended and its record is still being written (waited out
+    // through a full disk, said once by the recorder). A held tick, as every tick while the state
+    // cannot take records — never a "previous run still running" skip.
+    if (prev?.recording) return;
     if (this.active.has(id)) {
       // The previous fire is still going (its jitter, the lock, its retries): a busy skip.
       await this.skip(def, this.skipFire(scheduledAt, 'previous run still running'), null);
       return;
     }
-    const active: Active = { stop: new AbortController(), jitter: false, queuedTick: false };
+    const active: Active = { stop: new AbortController(), recording: false, jitter: false, queuedTick: false };
     this.active.set(id, active);
     try {
       await this.run(entry, scheduledAt, active);
@@ -168,7 +174,9 @@ export class Runner {
           this.announce(def, pending.prior, pending.fire, project);
           pending = null;
         }
+        active.recording = true;
         const r = await this.o.recorder.record(def, project, recorded, { final: !again, signal: this.notifyStop.signal });
+        active.recording = false;
         this.track(r.announced);
         pending = again ? { prior: r.prior, fire: recorded } : null;
         if (!again) return;
@@ -224,8 +232,8 @@ export class Runner {
     const { def } = entry;
     const id = def.id;
     // A scheduler that lost its lock (paused past its TTL while another took over) starts
-    // nothing (SPEC §6).
-    if (this.stopping || !this.o.inCharge()) return null;
+    // nothing (SPEC §6), nor one whose state cannot take records now (SPEC §4.15: held, said once).
+    if (this.stopping || !this.o.inCharge() || this.o.stateBroken?.()) return null;
     try {
       return await this.o.fire(def, scheduledAt, {
         project, signal, trigger, attempt, ifBusy: def.ifBusy,

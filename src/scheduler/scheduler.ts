@@ -51,7 +51,7 @@ export interface SchedulerOptions {
 }
 
 /** How often a scheduler whose state folder cannot be written looks at it again. */
-const STATE_PROBE_MS = 2_000;
+const STATE_PROBE_MS = 1_000;
 
 export class Scheduler {
   private project: Project;
@@ -72,8 +72,10 @@ export class Scheduler {
   /** Per routine, the scheduled times it fired right after a forward step (its missed tick): the
    * times jumped over are not covered, these are. */
   private firedAcrossJump = new Map<string, Covered[]>();
-  /** Why the state folder cannot be written now (fires are held), or null. */
+  /** Why the state folder cannot be written now (fires are held), or null: a fire could not
+   * start, or a record could not be written. */
   private stateProblem: string | null = null;
+  private recordProblem: string | null = null;
   /** Every time after this (and before the last reading) has been dealt with. */
   private epochStart = 0;
 
@@ -83,13 +85,13 @@ export class Scheduler {
     this.observer = o.observer ?? {};
     this.recorder = new Recorder({
       store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, host: o.host,
-      ...(o.notify ? { notify: o.notify } : {}), waitOutStorage: true, stateTrouble: (err) => this.stateTrouble(err),
+      ...(o.notify ? { notify: o.notify } : {}), waitOutStorage: true, stateTrouble: (err) => this.recordTrouble(err),
     });
     this.recorder.observe(this.observer);
     this.runner = new Runner({
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
-      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateProblem !== null, sharedTicks: o.store.sharedTicks,
+      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateUnwritable !== null, sharedTicks: o.store.sharedTicks,
     });
     this.runner.haltSignal.addEventListener('abort', () => this.recorder.halt(), { once: true });
     this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());
@@ -130,7 +132,7 @@ export class Scheduler {
 
   /** Why the state folder cannot be written now (for /healthz), or null. */
   get stateUnwritable(): string | null {
-    return this.stateProblem;
+    return this.recordProblem ?? this.stateProblem;
   }
 
   /** A fire could not start because the state cannot be written (`err`), or one started again
@@ -138,16 +140,26 @@ export class Scheduler {
    * routine fires once (SPEC §4.15). Also told by the command when the scheduler's own lock
    * cannot be kept for the same reason. */
   stateTrouble(err: unknown): void {
-    if (err !== null) {
-      if (this.stateProblem !== null) return;
-      this.stateProblem = err instanceof Error ? err.message : String(err);
-      this.o.log({ event: 'scheduler.state', writable: false, message: this.stateProblem });
-      return;
-    }
-    if (this.stateProblem === null) return;
-    this.stateProblem = null;
-    this.o.log({ event: 'scheduler.state', writable: true, message: null });
-    void this.catchUp();
+    const before = this.stateUnwritable;
+    this.stateProblem = err === null ? null : (this.stateProblem ?? (err instanceof Error ? err.message : String(err)));
+    this.stateChanged(before);
+  }
+
+  /** A record could not be written because of the state folder (`err`), or one could again
+   * (null; the recorder says so). Until then the folder is not writable for what matters, whatever
+   * a probe that frees a byte or two may find (a full disk where removing a lock file made room
+   * for the probe, not for a history line). */
+  private recordTrouble(err: unknown): void {
+    const before = this.stateUnwritable;
+    this.recordProblem = err === null ? null : (this.recordProblem ?? (err instanceof Error ? err.message : String(err)));
+    this.stateChanged(before);
+  }
+
+  private stateChanged(before: string | null): void {
+    const now = this.stateUnwritable;
+    if ((before === null) === (now === null)) return;
+    this.o.log({ event: 'scheduler.state', writable: now === null, message: now });
+    if (now === null) void this.catchUp();
   }
 
   /** Asks the loop to reload the config (SIGHUP, or the file changed). */
@@ -188,8 +200,8 @@ export class Scheduler {
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
         if (this.stateProblem !== null) this.probeState();
-        // while fires are held, the state folder is looked at again every few seconds
-        const ms = Math.min(sleepMs(this.next, this.clock.now()), this.stateProblem !== null ? STATE_PROBE_MS : Infinity);
+        // while fires are held, the state folder is looked at again every second
+        const ms = Math.min(sleepMs(this.next, this.clock.now()), this.stateUnwritable !== null ? STATE_PROBE_MS : Infinity);
         this.observer.sleeping?.(ms);
         await this.clock.sleep(ms, this.wake.signal);
       }

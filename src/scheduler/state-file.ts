@@ -267,8 +267,10 @@ export class StatePublisher {
       for (const id of ids) this.dirty.add(id);
       if (full) this.forget();
       const message = (err as Error).message;
-      if (message !== this.problem) this.o.warn(`could not rewrite ${statePath(project)} (${message}); every record is in the history files, and the file is rewritten once it can be`);
-      this.problem = message;
+      // said once per cause (a full disk says ENOSPC of the lock, then of the file: one cause)
+      const cause = (err as NodeJS.ErrnoException).code ?? message;
+      if (cause !== this.problem) this.o.warn(`could not rewrite ${statePath(project)} (${message}); every record is in the history files, and the file is rewritten once it can be`);
+      this.problem = cause;
       return err as Error;
     }
   }

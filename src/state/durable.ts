@@ -49,13 +49,19 @@ export function setDurableIoForTests(partial: Partial<DurableIo>): () => void {
   };
 }
 
-/** Writes all of `buf` at `position` (null: the file offset), looping over short writes. */
+/** Writes all of `buf` at `position` (null: the file offset), looping over short writes. An
+ * error carries `written`: the bytes that reached the file before it. */
 export function writeAll(fd: number, buf: Buffer, position: number | null = null): void {
   let done = 0;
-  while (done < buf.length) {
-    const n = io.write(fd, buf, done, buf.length - done, position === null ? null : position + done);
-    if (!(n > 0)) throw Object.assign(new Error(`write returned ${n}`), { code: 'EIO' });
-    done += n;
+  try {
+    while (done < buf.length) {
+      const n = io.write(fd, buf, done, buf.length - done, position === null ? null : position + done);
+      if (!(n > 0)) throw Object.assign(new Error(`write returned ${n}`), { code: 'EIO' });
+      done += n;
+    }
+  } catch (err) {
+    if (err instanceof Error) Object.assign(err, { written: done });
+    throw err;
   }
 }
 
@@ -216,15 +222,48 @@ export function endsMidLine(fd: number, size = fstatSync(fd).size): boolean {
 }
 
 /** Appends one line (which must not contain a newline) to an fd opened by openAppend, starting
- * on a fresh line if the file ends mid-line. Every byte or an error (with `path` named). */
+ * on a fresh line if the file ends mid-line. Every byte or an error (with `path` named). An
+ * append cut short (a full disk: part of the line reached the file) is repaired at once: the
+ * bytes that reached it are overwritten with spaces where they are — no new block needed — so
+ * the file holds a blank line instead of a torn one, which no reader ever reports again (SPEC §3:
+ * a torn line is repaired once, not warned about at every read). */
 export function appendLine(fd: number, path: string, line: string, readFd?: number): number {
+  let buf: Buffer | null = null;
   try {
     const torn = endsMidLine(readFd ?? fd);
-    const buf = Buffer.from(`${torn ? '\n' : ''}${line}\n`, 'utf8');
+    buf = Buffer.from(`${torn ? '\n' : ''}${line}\n`, 'utf8');
     writeAll(fd, buf, null);
     return buf.length;
   } catch (err) {
+    const written = (err as { written?: unknown }).written;
+    if (buf && typeof written === 'number' && written > 0) blankOwnBytes(path, buf.subarray(0, written));
     throw stateWriteError(err, path, 'appending to');
+  }
+}
+
+/** The `part` of a line this process just appended, if it is still the end of `path`: written
+ * over with spaces (newlines kept), through a descriptor without O_APPEND (where Linux would
+ * append a pwrite). Compared first, so that only our own bytes are ever touched: bytes of
+ * another writer that came after ours leave the file as it is. Best effort. */
+function blankOwnBytes(path: string, part: Buffer): void {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return;
+  }
+  try {
+    const st = fstatSync(fd);
+    const at = st.size - part.length;
+    if (!st.isFile() || at < 0) return;
+    const seen = Buffer.alloc(part.length);
+    if (readSync(fd, seen, 0, part.length, at) !== part.length || !seen.equals(part)) return;
+    const blank = Buffer.from(part.map((b) => (b === 0x0a ? 0x0a : 0x20)));
+    writeSync(fd, blank, 0, blank.length, at);
+  } catch {
+    // the line stays torn: readers report it (and skip it)
+  } finally {
+    closeSync(fd);
   }
 }
 

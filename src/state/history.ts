@@ -150,7 +150,8 @@ export function parseHistory(text: string, checkRecord: (v: unknown) => RoutineR
   const unreadable: number[] = [];
   const raw = text.split('\n');
   raw.forEach((l, i) => {
-    if (l.length === 0) return;
+    // blank: an empty line, or the spaces of an append cut short and repaired (durable.ts)
+    if (l.trim().length === 0) return;
     const parsed = parseHistoryLine(l, checkRecord);
     if (parsed) lines.push(parsed);
     else unreadable.push(firstLine + i);

@@ -8,7 +8,7 @@
 // answer (a lock read as free, a routine read as never run).
 
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { HistoryEntry } from '../../src/state/history.js';
@@ -62,7 +62,7 @@ const firesIn = (state: string, id: string): HistoryEntry[] => {
       continue;
     }
     for (const l of text.split('\n')) {
-      if (!l) continue;
+      if (!l.trim()) continue; // blank: an append cut short by the full disk, repaired
       const e = JSON.parse(l) as HistoryEntry & { kind?: string };
       if (typeof e.result === 'string' && e.kind !== 'summary') lines.push(e);
     }
@@ -126,6 +126,80 @@ describe.skipIf(!canMount && process.env.CI !== 'true')('a scheduler on a broken
     // every fire recorded once
     const ids = fires.map((f) => f.closes ?? f.key ?? f.id);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('the disk fills between a fire\'s open line and its close line: 503 and one line, no false record, the torn line repaired, recorded within a second of space', async () => {
+    expect(canMount, 'this test needs root and mount (CI runs as root)').toBe(true);
+    const project = testProject({
+      routines: [
+        { id: 'long', schedule: '*/5 * * * * *', action: 'command', run: 'sleep 2.5', exclusive: false },
+        { id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true', exclusive: false },
+      ],
+    });
+    const mnt = join(project, 'mnt');
+    mkdirSync(mnt);
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', mnt]).status).toBe(0);
+    onTestFinished(() => {
+      spawnSync('umount', ['-l', mnt]);
+    });
+    const state = join(mnt, 'state');
+    const env = { ROUTINELY_STATE_DIR: state };
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env, timeoutMs: 120_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    await s.waitFor(/\[routine\] succeeded tick/);
+    // long's fire has started: its open line is in its history, its command runs 2.5 s
+    const begun = s.stdout().length;
+    await eventually(() => /\[routine\] started long/.test(s.stdout().slice(begun)), 20_000, 'long started');
+    // Its history made to end 16 bytes short of a page with a valid line (a resume of a routine
+    // that is not paused), then the disk filled: its close line gets 16 bytes in, then ENOSPC.
+    const file = join(state, 'history', 'long.jsonl');
+    const size = statSync(file).size;
+    const bare = JSON.stringify({ event: 'resumed', at: new Date().toISOString(), id: '' }).length + 1;
+    let pad = (4096 - 16 - ((size + bare) % 4096) + 4096) % 4096;
+    if (pad === 0) pad = 4096;
+    appendFileSync(file, `${JSON.stringify({ event: 'resumed', at: new Date().toISOString(), id: 'p'.repeat(pad) })}\n`);
+    const recordedBefore = firesIn(state, 'long').length;
+    const undo = breakDisk('full', mnt);
+    const broken = s.stdout().length;
+    await eventually(() => /\[routine\] succeeded long/.test(s.stdout().slice(broken)), 20_000, 'long ended');
+    await eventually(() => /state folder not writable/.test(s.stdout().slice(broken)), 20_000, 'the not-writable line');
+    const health = await httpGet(`${url}healthz`);
+    expect(health.status).toBe(503);
+    expect(health.body).toMatch(/no space left on device/);
+    await sleep(3000);
+    // the part of the close line that reached the file is blank now, not torn
+    const tail = readFileSync(file).subarray(-16).toString('latin1');
+    expect(tail).toMatch(/^ {16}$|^\n {15}$/);
+    const during = s.stdout().slice(broken);
+    expect(during.match(/state folder not writable/g), during).toHaveLength(1);
+    expect(during).not.toMatch(/skipped long: previous run still running/);
+    expect(during).not.toMatch(/could not be read \(torn/);
+    // a command reading the state meanwhile warns of nothing torn either
+    const list = await runCli(['routine', 'list'], { cwd: project, env });
+    expect(list.stderr).not.toMatch(/torn/);
+
+    undo();
+    const fixed = Date.now();
+    // long's record goes in as soon as the disk has room again: once, with its real result
+    await eventually(() => firesIn(state, 'long').length === recordedBefore + 1, 15_000, 'long recorded');
+    const tookMs = Date.now() - fixed;
+    console.log(`long's record written ${tookMs} ms after space came back`);
+    expect(tookMs).toBeLessThan(5000);
+    await eventually(() => /state folder writable again/.test(s.stdout().slice(broken)), 15_000, 'writable again');
+    expect(await httpGet(`${url}healthz`)).toMatchObject({ status: 200, body: 'ok\n' });
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    const long = firesIn(state, 'long');
+    expect(long.length).toBeGreaterThan(recordedBefore);
+    expect(long.every((f) => f.result === 'success' && f.reason === null), JSON.stringify(long)).toBe(true);
+    for (const id of ['long', 'tick']) {
+      expect(firesIn(state, id).filter((f) => /interrupted|previous run/.test(f.reason ?? '')), id).toEqual([]);
+      const counts = routineStateOf(project, state).routines[id]?.counts;
+      const f = firesIn(state, id);
+      expect(counts, id).toEqual({ success: f.filter((x) => x.result === 'success').length, failure: f.filter((x) => x.result === 'failure').length, skipped: f.filter((x) => x.result === 'skipped').length });
+    }
+    const after = await runCli(['routine', 'list'], { cwd: project, env });
+    expect(after.stderr).not.toMatch(/torn|could not be read/);
   });
 });
 
