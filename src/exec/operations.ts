@@ -209,24 +209,32 @@ async function carryOut(
     // The run is on record. A lock lost in this last moment only leaves the registry to be
     // folded by the next command (the run is still in active_runs).
     let bytes = 0;
+    const folded = foldRun(withRun, finished, nowIso(clock));
     try {
-      bytes = await store.saveRegistry(foldRun(withRun, finished, nowIso(clock)), nowIso(clock), lease);
+      bytes = await store.saveRegistry(folded, nowIso(clock), lease);
     } catch (err) {
       if (!(err instanceof FencedError)) throw err;
       ctx.warn?.(`run ${finished.run_id} is recorded, but the task registry was not updated (${err.message}); the next command does it`);
     }
-    await pruneRuns(ctx, store, lease, new Set([finished.run_id, ...withRun.active_runs]));
+    await pruneRuns(ctx, store, lease, new Set([finished.run_id, ...withRun.active_runs, ...provingRuns(folded)]));
     return { state: finished, summary, bytesWritten: writer.bytesWritten + bytes };
   } finally {
     await writer.close();
   }
 }
 
+/** The runs that hold the current result of a task (its last run): the registry is their index,
+ * and rebuilt from the runs it is lost (SPEC §3), so each of these is kept, or a task that
+ * succeeded would read as pending and run again. */
+function provingRuns(registry: Registry): string[] {
+  return Object.values(registry.tasks).filter((t) => t.status !== 'retired' && t.last_run_id !== null).map((t) => t.last_run_id!);
+}
+
 /** retention.execRuns: after a run is on record, the oldest finished runs past the newest
  * `execRuns` are removed, record and task logs. Never one that `exec resume` could pick up
- * (RUNNING, INTERRUPTED, ABORTED) nor one the registry still names; a FAILED one may go, as its
- * failed tasks stay pending in the registry and the next `exec run` runs them. Retention is
- * housekeeping: a removal that fails is a warning, and is tried again after the next run. */
+ * (RUNNING, INTERRUPTED, ABORTED) nor one that holds a task's current result (`keep`: the only
+ * record of that result once the registry is lost). Retention is housekeeping: a removal that
+ * fails is a warning, and is tried again after the next run. */
 async function pruneRuns(ctx: ExecContext, store: ExecStore, lease: Lease, keep: Set<string>): Promise<void> {
   const limit = ctx.project.config.retention.execRuns;
   try {

@@ -2,7 +2,7 @@
 // and the exec runs kept are bounded, so no command can fill the state disk. The built CLI, real
 // commands printing real output.
 
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadRun } from '../../src/exec/run-store.js';
@@ -76,9 +76,15 @@ describe('a routine\'s log files stay within retention.routineLogBytes', () => {
     const log = join(project, '.routinely', 'logs', 'r.log');
     for (let i = 0; i < 8; i++) {
       writeFileSync(join(project, 'n'), String(i));
+      const before = existsSync(log) ? statSync(log) : null;
       expect((await runCli(['routine', 'run', 'r'], { cwd: project })).code).toBe(0);
       const total = statSync(log).size + (existsSync(`${log}.1`) ? statSync(`${log}.1`).size : 0);
       expect(total).toBeLessThanOrEqual(2 * MiB);
+      // as documented: rotated before a run exactly when the log held more than
+      // routineLogBytes / 2 - runLogBytes (0 here), so it never passes routineLogBytes / 2
+      const rotated = before !== null && existsSync(`${log}.1`) && statSync(`${log}.1`).ino === before.ino;
+      expect(rotated, `run ${i}`).toBe(before !== null && before.size > 0);
+      expect(statSync(log).size).toBeLessThanOrEqual(MiB);
     }
     expect(existsSync(`${log}.1`)).toBe(true);
     const shown = await runCli(['routine', 'logs', 'r', '--lines', '1'], { cwd: project });
@@ -110,10 +116,29 @@ describe('retention.execRuns', () => {
     const resumed = await runCli(['exec', 'resume', '--json'], { cwd: project });
     expect(resumed.code).toBe(0);
     expect(JSON.parse(resumed.stdout)).toMatchObject({ run_id: interrupted, status: 'SUCCEEDED' });
-    // once finished it is an old run like the others, and goes with the next run
+    // once finished it holds b's success, the only record of it: kept beside the newest 3
     expect((await runCli(['exec', 'run', 'a'], { cwd: project })).code).toBe(0);
-    expect(runIds(project)).not.toContain(interrupted);
-    expect(runIds(project)).toHaveLength(3);
+    expect(runIds(project)).toContain(interrupted);
+    expect(runIds(project)).toHaveLength(4);
+  });
+
+  it('never removes the only run that proves a task\'s result: with tasks.json lost after pruning, a task that succeeded does not run again', async () => {
+    const project = testProject({
+      retention: { execRuns: 2 },
+      exec: { tasks: [{ id: 'bigt', run: 'echo ran >> bigt.count' }, { id: 'small', run: 'true' }, { id: 'flaky', run: 'exit 1' }] },
+    });
+    expect((await runCli(['exec', 'run', 'bigt'], { cwd: project })).code).toBe(0);
+    const [proof] = runIds(project);
+    for (let i = 0; i < 5; i++) await runCli(['exec', 'run', 'small', 'flaky'], { cwd: project });
+    const ids = runIds(project);
+    expect(ids).toContain(proof);
+    expect(ids.length).toBeLessThanOrEqual(3); // the newest 2, and bigt's proof
+    // the index lost: rebuilt from the runs kept
+    rmSync(join(project, '.routinely', 'exec', 'tasks.json'));
+    const status = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as { id: string; status: string }[];
+    expect(Object.fromEntries(status.map((t) => [t.id, t.status]))).toMatchObject({ bigt: 'succeeded', small: 'succeeded', flaky: 'failed' });
+    await runCli(['exec', 'run'], { cwd: project });
+    expect(readFileSync(join(project, 'bigt.count'), 'utf8')).toBe('ran\n');
   });
 });
 
