@@ -18,6 +18,7 @@ import { httpSetup } from './http-options.js';
 import { npmWrapper, parentIsNpm, watchParent, WRAPPER_ADVICE } from './wrapper.js';
 import { boundedLines } from './bounded-output.js';
 import { limitExitFlush } from './io.js';
+import { setIoNoticeSink } from '../fs/io-notice.js';
 import type { SchedulerHttp } from './http-status.js';
 import type { GlobalOptions } from './main.js';
 
@@ -78,6 +79,8 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     return env;
   };
   const warn = (message: string): void => log({ event: 'scheduler.warning', message });
+  // what a step survives on purpose (a lock's view, a folder's fsync) goes to the log, once
+  setIoNoticeSink(warn);
   const scheduler = new Scheduler({
     project,
     fire: (def, scheduledAt, o) =>
@@ -86,7 +89,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
         signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait, mayStart: o.mayStart,
       }, def, scheduledAt),
     log,
-    reloadProject: () => loadProject({ configPath: project.configPath }),
+    reloadProject: () => loadProject({ configPath: project.configPath, configSource: 'the config file' }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
     cacheSchedules,
     notify: (n) => notifyFire({ ...n, log, host, baseEnv: baseEnv(n.project) }),

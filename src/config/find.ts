@@ -18,6 +18,9 @@ export interface FindOptions {
   cwd?: string;
   /** Explicit config path (`--config`); else ROUTINELY_CONFIG; else search upward. */
   configPath?: string;
+  /** Where an explicit configPath came from, for messages (default `--config`; a scheduler's
+   * reload says `the config file`). */
+  configSource?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -27,8 +30,9 @@ export function findConfig(options: FindOptions = {}): string {
   const explicit = options.configPath ?? (env.ROUTINELY_CONFIG || undefined);
   if (explicit !== undefined) {
     const p = resolve(cwd, explicit);
-    const source = options.configPath !== undefined ? '--config' : 'ROUTINELY_CONFIG';
-    if (!isFile(p)) throw new UsageError(`${source}: ${explicit} does not exist or is not a file`);
+    const source = options.configPath !== undefined ? (options.configSource ?? '--config') : 'ROUTINELY_CONFIG';
+    const not = notAFile(p);
+    if (not) throw new UsageError(`${source}: ${explicit} ${not}`);
     checkConfigOwner(p, source);
     return p;
   }
@@ -82,6 +86,21 @@ export function findConfigUpward(dir: string, strict = false): string | null {
     }
     if (dirname(d) === d) return null;
   }
+}
+
+/** What `p` is when it is not a regular file (a FIFO, a device, a folder…), named as what it is;
+ * null for a regular file. */
+export function notAFile(p: string): string | null {
+  let st: Stats;
+  try {
+    st = statSync(p);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? 'does not exist' : code === 'ENOTDIR' ? 'does not exist (a folder on its path is a file)' : `cannot be looked at (${code ?? String(err)})`;
+  }
+  if (st.isFile()) return null;
+  const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a FIFO (named pipe)' : st.isSocket() ? 'a socket' : st.isCharacterDevice() ? 'a character device' : st.isBlockDevice() ? 'a block device' : 'something else';
+  return `is ${kind}, not a regular file`;
 }
 
 export function isFile(p: string): boolean {

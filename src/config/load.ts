@@ -19,6 +19,8 @@ export interface LoadOptions extends ValidateOptions {
   cwd?: string;
   /** Explicit config path (`--config`); else ROUTINELY_CONFIG; else search upward. */
   configPath?: string;
+  /** Where an explicit configPath came from, for messages (find.ts). */
+  configSource?: string;
   env?: NodeJS.ProcessEnv;
 }
 

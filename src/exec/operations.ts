@@ -149,6 +149,10 @@ async function carryOut(
     else await writer.create(state);
     opts.onStart?.(state);
     let result;
+    // the run as far as it got, and whether any of its work began (SPEC §7: 74 only when the
+    // work did not run)
+    let latest = state;
+    let began = false;
     try {
       result = await executeRun({
       root: ctx.project.root,
@@ -166,21 +170,29 @@ async function carryOut(
       runLogBytes: ctx.project.config.retention.runLogBytes,
       env: ctx.env,
       passEnv: ctx.project.config.passEnv,
-      onEvent: opts.onEvent,
+      onEvent: (e, s) => {
+        latest = s;
+        if (e.type === 'task-started') began = true;
+        opts.onEvent?.(e, s);
+      },
     });
     } catch (err) {
-      if (err instanceof StateIOError) {
-        // SPEC §3: say what could not be written (exit 74), and record the run as ABORTED if the
-        // state folder still takes a line (the journal usually does when a snapshot does not).
-        const final = finalStatus(state, 'STATE_ERROR', err.message);
-        try {
-          writer.append({ type: 'run-finished', gen: lease.generation, at: nowIso(clock), ...final });
-          await writer.flush();
-        } catch {
-          // nothing more can be written; the next command finds the run's owner gone
-        }
+      if (!(err instanceof StateIOError)) throw err;
+      // SPEC §3: say what could not be written, and record the run as ABORTED if the state
+      // folder still takes a line (the journal usually does when a snapshot does not).
+      const final = finalStatus(latest, 'STATE_ERROR', err.message);
+      const event: RunEvent = { type: 'run-finished', gen: lease.generation, at: nowIso(clock), ...final };
+      try {
+        writer.append(event);
+        await writer.flush();
+      } catch {
+        // nothing more can be written; the next command finds the run's owner gone
       }
-      throw err;
+      // nothing ran: 74, the work did not run; once a task has started, the run is a failed
+      // one (ABORTED, exit 1), and the warning names what could not be written
+      if (!began) throw err;
+      ctx.warn?.(`${err.message}: run ${state.run_id} was stopped part-way (ABORTED); what its tasks did is in its journal, and \`routinely exec resume\` runs the rest`);
+      return { state: applyEvent(latest, event), summary, bytesWritten: writer.bytesWritten };
     }
     let fenced = result.stoppedBy === 'LOCK_LOST';
     const final = finalStatus(result.state, result.stoppedBy, lease.lost?.why);
@@ -192,8 +204,12 @@ async function carryOut(
         await writer.flush();
         await writer.snapshot(finished);
       } catch (err) {
-        if (!(err instanceof FencedError)) throw err;
-        fenced = true;
+        if (err instanceof FencedError) fenced = true;
+        // The work ran, and each task's result is in the run's journal: the run's own end could
+        // not be written (its last journal line, or run.json, an index of the journal). Said, and
+        // the run's exit code stands (SPEC §7: 74 is for work that did not run).
+        else if (err instanceof StateIOError) ctx.warn?.(`${err.message}: run ${state.run_id} ran (${finished.status}); its tasks' results are in its journal, and the rest of its record is brought up to date by the next command`);
+        else throw err;
       }
     }
     if (fenced) {
@@ -213,7 +229,9 @@ async function carryOut(
     try {
       bytes = await store.saveRegistry(folded, nowIso(clock), lease);
     } catch (err) {
-      if (!(err instanceof FencedError)) throw err;
+      // the registry is an index of the runs: the next command folds this one in (it is still
+      // listed in active_runs); the run's own exit code stands
+      if (!(err instanceof FencedError) && !(err instanceof StateIOError)) throw err;
       ctx.warn?.(`run ${finished.run_id} is recorded, but the task registry was not updated (${err.message}); the next command does it`);
     }
     await pruneRuns(ctx, store, lease, new Set([finished.run_id, ...withRun.active_runs, ...provingRuns(folded)]));

@@ -65,7 +65,7 @@ export class Metrics {
     this.fires = new Counter({ name: 'routinely_fires_total', help: 'Fires recorded by this scheduler, by routine and result (success, failure, skipped).', labelNames: ['routine', 'result'], registers });
     this.duration = new Histogram({ name: 'routinely_fire_duration_seconds', help: 'How long the fires of a routine that ran took (busy skips did no work and are not observed).', labelNames: ['routine'], buckets: DURATION_BUCKETS, registers });
     this.lastSuccess = new Gauge({ name: 'routinely_last_success_timestamp_seconds', help: 'When the routine last succeeded (epoch seconds, any scheduler); 0 until it has.', labelNames: ['routine'], registers });
-    this.skips = new Gauge({ name: 'routinely_consecutive_skips', help: 'Busy skips of the routine since it last ran.', labelNames: ['routine'], registers });
+    this.skips = new Gauge({ name: 'routinely_consecutive_skips', help: 'Busy skips of the routine (the exec lock held by something else) since it last ran; its own previous run still going does not count.', labelNames: ['routine'], registers });
     this.paused = new Gauge({ name: 'routinely_routine_paused', help: '1 while the routine is paused (routine pause), else 0.', labelNames: ['routine'], registers });
     this.lockHeld = new Gauge({ name: 'routinely_exec_lock_held', help: '1 while someone holds the project exec lock, else 0.', registers });
     this.up = new Gauge({ name: 'routinely_scheduler_up', help: '1 while the scheduler loop is alive and holds its scheduler lock (serve: while a scheduler holds it), else 0; 0 from the moment it stops.', registers });

@@ -7,7 +7,7 @@ import type { UnreadableRun } from '../exec/views.js';
 import type { RunState } from '../exec/run-state.js';
 import type { LockStatus } from '../lock/status.js';
 import type { HistoryEntry } from '../state/history.js';
-import type { RoutineRecord } from '../state/routine-state.js';
+import { starvingSkip, type RoutineRecord } from '../state/routine-state.js';
 import type { Health } from './health.js';
 
 /** A `routine list --json` row: the fields the page and the metrics read (`starved` and
@@ -66,7 +66,7 @@ export type RecentResult = Pick<HistoryEntry, 'result' | 'scheduled_at' | 'finis
 export interface RecentResults {
   /** The newest STRIP_LENGTH results, oldest first. */
   results: RecentResult[];
-  /** Skips since the last fire that ran (the whole history, not only the strip). */
+  /** Busy skips since the last fire that ran (the whole history, not only the strip). */
   trailing_skips: number;
 }
 
@@ -103,7 +103,7 @@ export const STRIP_LENGTH = 30;
 /** The strip of a routine from its history (oldest first). */
 export function recentResults(history: readonly HistoryEntry[], n = STRIP_LENGTH): RecentResults {
   let trailing = 0;
-  for (let i = history.length - 1; i >= 0 && history[i]!.result === 'skipped'; i--) trailing++;
+  for (let i = history.length - 1; i >= 0 && history[i]!.result === 'skipped'; i--) if (starvingSkip(history[i]!)) trailing++;
   const results = history.slice(-n).map(({ result, scheduled_at, finished_at, reason, run_id }) => ({ result, scheduled_at, finished_at, reason, run_id }));
   return { results, trailing_skips: trailing };
 }

@@ -12,7 +12,7 @@
 
 import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
-import { FileLease } from './file-lease.js';
+import { FileLease, VIEW_ONLY } from './file-lease.js';
 import { checkFolder, ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
 import type { IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
@@ -25,6 +25,7 @@ import { collectGarbage, endHolderOrphans, keepStaleCopy, moveAsideView, type Re
 import { highestSlot, listLockDir } from './slots.js';
 import type { Observation } from './stale.js';
 import { placeView, stampView, type ViewStamp } from './view.js';
+import { ioNotice } from '../fs/io-notice.js';
 
 export interface FileLockOptions {
   lockDir: string;
@@ -165,8 +166,9 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
         try {
           step('acquire:write-view');
           placed = placeView(paths, tmp, names.includes(paths.lockName) || look.foreign !== null);
-        } catch {
+        } catch (err) {
           // the view is for people and tools; the slot is the lock
+          ioNotice(err, 'linking the lock view', paths.lock, VIEW_ONLY);
         }
       }
     } finally {

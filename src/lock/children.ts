@@ -3,10 +3,11 @@
 // reclaimer on this host knows every group to end even if the holder died before the group
 // reached its heartbeat file (SPEC §4.4). Only its holder writes it; readers validate each line.
 
-import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UnsafePathError, errnoCode } from '../errors.js';
 import { LOCK_FILE_CAP, ensureDir, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { ioNotice } from '../fs/io-notice.js';
 import { samePidSpace, type LivenessProbe } from './identity.js';
 import type { LockHooks } from './lease.js';
 import { journalPath, type LockPaths } from './paths.js';
@@ -46,9 +47,11 @@ export class ChildJournal {
         if (!fstatSync(this.fd).isFile()) throw new UnsafePathError(`${this.path} is not a regular file`);
       }
       const line = { ...child, host: this.probe.host, boot_id: this.probe.bootId, pid_ns: this.probe.pidNs ?? null };
-      writeSync(this.fd, `\n${JSON.stringify(line)}\n`);
-    } catch {
+      // every byte: writeFileSync loops over short writes (a filling disk)
+      writeFileSync(this.fd, `\n${JSON.stringify(line)}\n`);
+    } catch (err) {
       // see above
+      ioNotice(err, 'appending to', this.path, 'the group also goes into the heartbeat file, where a reclaimer finds it once written');
     }
     return child;
   }

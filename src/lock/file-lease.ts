@@ -15,6 +15,7 @@ import { printable } from '../printable.js';
 import { FolderReplacedError, errnoCode } from '../errors.js';
 import { ChildJournal } from './children.js';
 import { checkFolder, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { ioNotice } from '../fs/io-notice.js';
 import type { LivenessProbe } from './identity.js';
 import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
 import { LeaseState, giveUpLeadMs } from './lease-state.js';
@@ -25,6 +26,8 @@ import { listLockDir, readSlot } from './slots.js';
 import { healView, judgeView, readView, removeView, sameStamp, type ViewStamp } from './view.js';
 
 const CHILD_WRITE_MS = 250;
+/** What a failed view write means (said with it). */
+export const VIEW_ONLY = 'only the view `<key>.lock` of the lock is stale or missing; who holds the lock is decided by its slots (docs/lock.md)';
 export interface LeaseTiming {
   ttlMs: number;
   refreshMs: number;
@@ -156,6 +159,7 @@ export class FileLease extends LeaseState implements Lease {
     } catch (err) {
       if (errnoCode(err) === undefined) throw err;
       this.lastWriteError = err as NodeJS.ErrnoException;
+      ioNotice(err, 'writing the heartbeat', beatPath(this.paths, this.rec.lock_id), 'the next heartbeat tries again; the lease is lost only if none is written before it runs out');
       return null;
     }
   }
@@ -216,8 +220,9 @@ export class FileLease extends LeaseState implements Lease {
   private healView(): void {
     try {
       this.view = healView(this.paths, this.rec, this.slotIno, this.view, (n) => this.step(n));
-    } catch {
+    } catch (err) {
       // best effort; the next beat tries again
+      ioNotice(err, 'linking the lock view', this.paths.lock, VIEW_ONLY);
     }
   }
 
@@ -350,16 +355,18 @@ export class FileLease extends LeaseState implements Lease {
       this.step('release:view');
       const view = stillOurs ? this.viewSeen : lstatQuiet(this.paths.lock);
       if (view && sameStamp(view, this.view)) removeView(this.paths, view.ino, (n) => this.step(n));
-    } catch {
+    } catch (err) {
       // the view is only a view
+      ioNotice(err, 'removing the lock view', this.paths.lock, VIEW_ONLY);
     }
     this.step('release:mark');
     try {
       linkNew(slotPath(this.paths, this.rec.generation), freePath(this.paths, this.rec.generation));
-    } catch {
+    } catch (err) {
       // Could not link the mark (a full folder): without a heartbeat file, observers judge our
       // slot by its creation-time expiry, and by our pid once we exit.
       unlinkQuiet(beatPath(this.paths, this.rec.lock_id));
+      ioNotice(err, 'linking the release mark', freePath(this.paths, this.rec.generation), 'the lock is released all the same: the next holder finds this process gone (or its record expired) instead of the mark');
     }
     this.released = true;
     this.closeChildJournal(true);

@@ -2,7 +2,7 @@
 // record before the fire, the fire and the routine's settings in, events out.
 
 import type { Config, NotifyDef, NotifyEvent, RoutineDef } from '../config/types.js';
-import type { Fire, RoutineRecord } from '../state/routine-state.js';
+import { starvingSkip, type Fire, type RoutineRecord } from '../state/routine-state.js';
 
 /** The events `fire` raises, given the routine's record before it was recorded.
  *
@@ -11,7 +11,8 @@ import type { Fire, RoutineRecord } from '../state/routine-state.js';
  * - `recovery`: the first success after a failure. A success on a retry recovers only from the
  *   failures before this tick's first attempt: attempt n (n ≥ 2, `trigger: "retry"`) follows
  *   n − 1 failed attempts of the same tick, which were never announced.
- * - `starved`: once, when consecutive skips reach `starvedAfterSkips`; a success or a failure
+ * - `starved`: once, when consecutive busy skips (the exec lock held by something else; not the
+ *   routine's own previous run still going) reach `starvedAfterSkips`; a success or a failure
  *   resets the count, and only then can it be raised again.
  *
  * An ordinary skip raises nothing. */
@@ -25,7 +26,7 @@ export function notifyEvents(prior: RoutineRecord | undefined, fire: Fire, def: 
       return failedBefore > sameTick ? ['recovery'] : [];
     }
     case 'skipped':
-      return (prior?.consecutive_skips ?? 0) + 1 === def.starvedAfterSkips ? ['starved'] : [];
+      return starvingSkip(fire) && (prior?.consecutive_skips ?? 0) + 1 === def.starvedAfterSkips ? ['starved'] : [];
   }
 }
 

@@ -28,6 +28,7 @@ import { appendLineToFile, openAppendTo, type AppendFile } from '../state/durabl
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from './store.js';
 import { markUnstarted } from './unstarted.js';
+import { ioNotice } from '../fs/io-notice.js';
 
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
 const KILL_GRACE_MS = 5_000;
@@ -106,8 +107,9 @@ export function endFrame(id: string, f: Pick<Fire, 'run_id' | 'finished_at' | 'r
 function noteQuiet(log: AppendFile, path: string, line: string): void {
   try {
     appendLineToFile(log, path, line.replace(/\n$/, ''));
-  } catch {
+  } catch (err) {
     // the log is for people; the record has the result
+    ioNotice(err, 'appending to', path, "a line of routinely's own (a run's frame or a note) is missing from this routine's log; the record has the result");
   }
 }
 

@@ -28,6 +28,7 @@ import type { BigIntStats } from 'node:fs';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { frameChecksummed } from '../checksum.js';
 import { ensureDir, myUid, randomHex, unlinkQuiet } from '../fs/files.js';
+import { ioNotice } from '../fs/io-notice.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
 export interface DurableIo {
@@ -142,8 +143,9 @@ export function syncDir(dir: string): void {
   }
   try {
     io.fsync(fd);
-  } catch {
-    // best effort: the rename itself is atomic
+  } catch (err) {
+    // the rename itself is atomic; a file system that cannot sync folders says nothing
+    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EBADF'].includes(errnoCode(err) ?? '')) ioNotice(err, 'syncing the folder', dir, 'the file renamed in it is in place, but may not survive a power loss');
   } finally {
     closeSync(fd);
   }

@@ -19,8 +19,10 @@ export interface RoutineRecord {
   last_skipped_at: string | null;
   counts: { success: number; failure: number; skipped: number };
   consecutive_failures: number;
-  /** Busy skips since the routine last ran (success or failure); at the routine's
-   * `starvedAfterSkips` it is starved (SPEC §10). */
+  /** Busy skips since the routine last ran (success or failure): ticks that met the exec lock
+   * held by something else; at the routine's `starvedAfterSkips` it is starved (SPEC §10). A
+   * tick skipped because its own previous run still goes (or the scheduler stopped) is counted
+   * in `counts.skipped` but not here: the routine is not kept from running. */
   consecutive_skips: number;
   paused: boolean;
   paused_note: string | null;
@@ -90,6 +92,10 @@ export const emptyRecord = (): RoutineRecord => ({
   paused_note: null,
 });
 
+/** Whether a skip is one that starves the routine: the exec lock was busy (held by something
+ * else, or not freed within a wait). Its own previous run still going is not starvation. */
+export const starvingSkip = (fire: Pick<Fire, 'result' | 'reason'>): boolean => fire.result === 'skipped' && (fire.reason ?? 'exec busy').startsWith('exec busy');
+
 /** Records one fire. A skip never counts as a failure and leaves `consecutive_failures` alone. */
 export function applyFire(prior: RoutineRecord | undefined, fire: Fire): RoutineRecord {
   const r = prior ?? emptyRecord();
@@ -121,7 +127,7 @@ export function applyFire(prior: RoutineRecord | undefined, fire: Fire): Routine
     case 'skipped':
       next.counts.skipped++;
       next.last_skipped_at = fire.finished_at;
-      next.consecutive_skips = (r.consecutive_skips ?? 0) + 1;
+      next.consecutive_skips = (r.consecutive_skips ?? 0) + (starvingSkip(fire) ? 1 : 0);
       break;
   }
   return next;

@@ -29,9 +29,10 @@ const stateOf = (dir: string): RoutineStateFile => routineStateOf(dir);
 /** The fires in a routine's history file (it also records pauses and resumes). */
 const historyOf = (dir: string, id: string): HistoryEntry[] =>
   readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as HistoryEntry).filter((e) => typeof e.result === 'string');
+/** Busy skips since the last fire that ran (a skip behind its own previous run is not one). */
 const trailingSkips = (h: HistoryEntry[]): number => {
   let n = 0;
-  for (let i = h.length - 1; i >= 0 && h[i]!.result === 'skipped'; i--) n++;
+  for (let i = h.length - 1; i >= 0 && h[i]!.result === 'skipped'; i--) if ((h[i]!.reason ?? 'exec busy').startsWith('exec busy')) n++;
   return n;
 };
 const json = async (url: string): Promise<unknown> => JSON.parse((await httpGet(url)).body);

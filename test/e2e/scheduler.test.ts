@@ -61,6 +61,19 @@ describe('scheduler start', () => {
     expect(lines(s).every((l) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[(scheduler|routine)\] /.test(l))).toBe(true);
   });
 
+  it('a routine whose own previous run is still going is skipped with that reason, and never called starved (SPEC §10)', async () => {
+    const project = testProject({ routines: [cmd('long', '* * * * * *', 'sleep 4', { starvedAfterSkips: 2, exclusive: false })] });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] started long/);
+    await s.waitFor(/(\[routine\] skipped long: previous run still running[^]*){3}/, 15_000);
+    const check = await runCli(['routine', 'list', '--check'], { cwd: project });
+    expect(check.stderr).not.toMatch(/starved/);
+    const row = (JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { id: string; consecutive_skips: number; counts: { skipped: number } }[])[0]!;
+    expect(row.counts.skipped).toBeGreaterThanOrEqual(3);
+    expect(row.consecutive_skips).toBe(0);
+    expect(await stopScheduler(s)).toBe(0);
+  });
+
   it('a second scheduler for the same project exits 75 naming the first', async () => {
     const project = testProject({ routines: [cmd('x', '0 0 1 1 *', 'true')] });
     const first = startCli(['scheduler', 'start'], { cwd: project });

@@ -8,7 +8,7 @@
 // answer (a lock read as free, a routine read as never run).
 
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { HistoryEntry } from '../../src/state/history.js';
@@ -239,5 +239,83 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
       expect(r.stderr).not.toMatch(/unexpected error|exec busy/);
       if (when === '1') expect(r.status, `${r.stdout}${r.stderr}`).toBe(74);
     }
+  });
+});
+
+describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO at every fsync of a run: 74 only when the work did not run, and every fault said (SPEC §7)', () => {
+  it.each([
+    ['exec run', ['exec', 'run', 't']],
+    ['routine run', ['routine', 'run', 'r']],
+  ] as const)('%s', async (_name, args) => {
+    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+    const project = testProject({
+      routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'echo RAN >> ran.txt' }],
+      exec: { tasks: [{ id: 't', run: 'echo RAN >> ran.txt' }] },
+    });
+    const ran = join(project, 'ran.txt');
+    const outcomes: string[] = [];
+    // the K-th fsync of the command fails with EIO, for every K the command reaches
+    for (let when = 1; when <= 16; when++) {
+      rmSync(join(project, '.routinely'), { recursive: true, force: true });
+      rmSync(ran, { force: true });
+      const trace = join(project, 'trace');
+      const r = spawnSync('strace', ['-f', '-qq', '-o', trace, '-e', 'trace=fsync', '-e', `inject=fsync:error=EIO:when=${when}`, process.execPath, CLI, ...args], {
+        cwd: project, env: childEnv(), encoding: 'utf8', timeout: 60_000,
+      });
+      // past the command's last fsync nothing is injected: done
+      if (!readFileSync(trace, 'utf8').includes('(INJECTED)')) break;
+      const didRun = existsSync(ran);
+      outcomes.push(`${when}: exit ${r.status}, ${didRun ? 'ran' : 'did not run'}`);
+      expect(r.stderr, `when=${when}`).not.toMatch(/unexpected error/);
+      if (!didRun) {
+        expect(r.status, `when=${when}: ${r.stderr}`).toBe(74);
+      } else {
+        // the work ran and succeeded: its own exit code, never "the work did not run"
+        expect(r.status, `when=${when}: ${r.stderr}`).toBe(0);
+        expect(readFileSync(ran, 'utf8')).toBe('RAN\n');
+      }
+      // the fault is said, with the file or folder: never swallowed without a word
+      expect(r.stderr, `when=${when}: ${r.stdout}`).toMatch(/input\/output error (writing|syncing the folder|appending to) \//);
+    }
+    expect(outcomes.some((o) => o.endsWith('ran')), outcomes.join('\n')).toBe(true);
+  });
+});
+
+describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on what a run survives: said once with the path, the work\'s own exit code (SPEC §7)', () => {
+  it('lock run: the K-th link (the slot, the view, the release mark) fails with EIO', async () => {
+    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+    const project = testProject({});
+    const ran = join(project, 'ran.txt');
+    const seen: string[] = [];
+    for (let when = 1; when <= 8; when++) {
+      rmSync(join(project, '.routinely'), { recursive: true, force: true });
+      rmSync(ran, { force: true });
+      const trace = join(project, 'trace');
+      const r = spawnSync('strace', ['-f', '-qq', '-o', trace, '-e', 'trace=link,linkat', '-e', `inject=link,linkat:error=EIO:when=${when}`, process.execPath, CLI, 'lock', 'run', '--', 'sh', '-c', 'echo RAN >> ran.txt'], {
+        cwd: project, env: childEnv(), encoding: 'utf8', timeout: 60_000,
+      });
+      if (!readFileSync(trace, 'utf8').includes('(INJECTED)')) break;
+      const didRun = existsSync(ran);
+      expect(r.status, `when=${when}: ${r.stderr}`).toBe(didRun ? 0 : 74);
+      expect(r.stderr, `when=${when}`).toMatch(/input\/output error [a-z ]+ \//);
+      expect(r.stderr.match(/input\/output error/g), `when=${when}: said once`).toHaveLength(1);
+      seen.push(r.stderr.match(/input\/output error ([a-z ]+) \//)![1]!);
+    }
+    // the slot (nothing ran), the view and the release mark (it ran) were each hit
+    expect(seen).toEqual(expect.arrayContaining(['creating the lock in', 'linking the lock view', 'linking the release mark']));
+  });
+
+  it('routine run: a frame of the routine\'s log cannot be written', async () => {
+    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+    const project = testProject({ routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'echo RAN' }] });
+    expect((await runCli(['routine', 'run', 'r'], { cwd: project })).code).toBe(0);
+    const log = join(project, '.routinely', 'logs', 'r.log');
+    // its first write through the log: the start frame
+    const r = spawnSync('strace', ['-f', '-qq', '-o', '/dev/null', '-P', log, '-e', 'trace=write,writev', '-e', 'inject=write,writev:error=EIO:when=1', process.execPath, CLI, 'routine', 'run', 'r'], {
+      cwd: project, env: childEnv(), encoding: 'utf8', timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/succeeded r/);
+    expect(r.stderr).toMatch(/input\/output error appending to \S+r\.log; a line of routinely's own/);
   });
 });

@@ -95,7 +95,7 @@ describe('writeFileDurable', () => {
 });
 
 describe('appends', () => {
-  it('a short write is completed; ENOSPC part-way is reported, and the next line starts fresh', () => {
+  it('a short write is completed; ENOSPC part-way is reported, its torn part blanked (repaired in place), and the next line starts fresh', () => {
     const path = join(testdir(), 'j.jsonl');
     shortWrites(3);
     appendLineTo(path, '{"n":1}');
@@ -105,7 +105,7 @@ describe('appends', () => {
     restore?.();
     restore = null;
     appendLineTo(path, '{"n":3}');
-    expect(readFileSync(path, 'utf8')).toBe('{"n":1}\n{"n"\n{"n":3}\n');
+    expect(readFileSync(path, 'utf8')).toBe('{"n":1}\n    \n{"n":3}\n');
   });
 });
 
