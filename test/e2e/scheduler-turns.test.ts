@@ -129,12 +129,13 @@ describe('reload with the start-up checks (SPEC §6 "Reload")', () => {
     await s.waitFor(/\[scheduler\] started/);
     const config = join(project, 'routinely.json');
     const refusals = (): string[] => s.stdout().split('\n').filter((l) => l.includes('[scheduler] config reload failed, keeping the old config: '));
-    for (const how of [`rm ${config} && mkfifo ${config}`, `rm ${config} && ln -s /dev/zero ${config}`]) {
+    for (const [how, what] of [[`rm ${config} && mkfifo ${config}`, 'a FIFO \\(named pipe\\)'], [`rm ${config} && ln -s /dev/zero ${config}`, 'a character device']] as const) {
       const before = refusals().length;
       execFileSync('sh', ['-c', how], { cwd: project });
       s.child.kill('SIGHUP'); // the watcher may see it first; either way the reload refuses it
       await eventually(() => refusals().length > before, 10_000, `a refused reload after: ${how}`, () => s.stdout());
-      expect(refusals().at(-1)).toMatch(/routinely\.json.* (does not exist or )?is not a (regular )?file/);
+      // named as what it is, never "does not exist" (SPEC §6 "Reload")
+      expect(refusals().at(-1)).toMatch(new RegExp(`the config file: \\S*routinely\\.json is ${what}, not a regular file$`));
       const ticks = fires(project, 'tick').length;
       await eventually(() => fires(project, 'tick').length >= ticks + 2, 10_000, 'ticks after the refused reload');
     }
