@@ -53,6 +53,9 @@ export interface OpenOptions {
   /** What background work of the stores says (a rewrite of routine-state.json that failed;
    * default: a warning on stderr); the scheduler logs it instead. */
   warn?: (message: string) => void;
+  /** The process runs for long (the scheduler): its stores keep their indexes current even
+   * for what others record (files: routine-state.json checked once a minute). */
+  longRunning?: boolean;
 }
 
 /** The project's state and lock folders: routinely uses them only while they are its own user's,
@@ -71,7 +74,7 @@ export function fileBackend(project: Project, opts: OpenOptions = {}): Backend {
       generationFloor: () => execGenerationFloor(project),
       hooks: { notice: (m) => process.stderr.write(`routinely: ${m}\n`) },
   });
-  const routines = fileRoutineStore(project, opts.warn ? { warn: opts.warn } : {});
+  const routines = fileRoutineStore(project, { ...(opts.warn ? { warn: opts.warn } : {}), longRunning: opts.longRunning === true });
   return {
     kind: 'file',
     caps: { schedulerPerProject: true, sharedClock: false },

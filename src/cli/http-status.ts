@@ -22,6 +22,7 @@ import { commandEnv } from '../exec/process.js';
 import { describeHolder } from '../lock/stale.js';
 import type { RoutineActions, RunAnswer, RunOutput } from '../http/sources.js';
 import { runManually } from '../scheduler/manual-run.js';
+import { HttpProblem } from '../http/actions.js';
 import { Recorder } from '../scheduler/recorder.js';
 import { notifyFire } from '../notify/notify.js';
 import { busyPolicy } from './busy.js';
@@ -39,9 +40,11 @@ interface Wiring {
 }
 
 /** What the run action records through: the scheduler's recorder (its metrics count the run),
- * or for `serve` one of the server's own. */
+ * or for `serve` one of the server's own; and, for a scheduler, why it holds its fires now (the
+ * state folder cannot take records: a run is refused as the scheduler's own fires are held). */
 interface WithRecorder {
   recorder: Recorder;
+  held?: () => string | null;
 }
 
 /** What `routine logs ID --run RUN --lines N` prints, as the page shows it: null when the log
@@ -78,6 +81,8 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
   return {
     run: (id) => {
       const { project, def } = find(id);
+      const held = w.held?.() ?? null;
+      if (held !== null) return Promise.reject(new HttpProblem(503, `not started: ${held}; the scheduler holds its fires until it is writable (nothing recorded)`));
       const policy = busyPolicy({}, def.manualIfBusy);
       if (policy.ifBusy === 'wait' && def.waitTimeoutSeconds !== undefined) policy.waitTimeoutMs = def.waitTimeoutSeconds * 1000;
       return new Promise<RunAnswer>((answer, fail) => {

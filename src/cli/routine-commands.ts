@@ -155,12 +155,14 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   await using backend = disposable(await openBackend(project));
+  // the notifications of fires this command recorded go out before it exits, whatever it answers
+  let reconciled: Promise<void> = Promise.resolve();
   try {
     // What this host spooled goes first (its real results), then fires left open by a process
     // that died are recorded, once each (SPEC §6).
     await flushSpooled(project, backend);
     const recorder = commandRecorder(project, backend);
-    const reconciled = await recorder.reconcile(ownerGone, project, stop.signal);
+    reconciled = (await recorder.reconcile(ownerGone, project, stop.signal)).announced;
     const outcome = await runManually({
       project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, recorder,
       onStarted: () => out(`started ${id}`),
@@ -184,7 +186,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
       }
       return ExitCode.BUSY;
     }
-    await Promise.all([reconciled.announced, outcome.announced]);
+    await outcome.announced;
     const result = outcome.fire;
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
     if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
@@ -192,6 +194,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
     return result.result === 'success' ? ExitCode.OK : ExitCode.FAILED;
   } finally {
+    await reconciled;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

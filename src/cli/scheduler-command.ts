@@ -65,7 +65,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
   const http = await httpSetup(flags.http, project);
   // The skew warning goes to the log (below), not to stderr.
-  await using backend = disposable(await openBackend(project, { skewNotice: () => {}, warn: (message) => log({ event: 'scheduler.warning', message }) }));
+  await using backend = disposable(await openBackend(project, { skewNotice: () => {}, warn: (message) => log({ event: 'scheduler.warning', message }), longRunning: true }));
   clockNow = () => backend.clock.now();
   const host = hostId();
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail' });
@@ -111,6 +111,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     // the page's runs are recorded by the scheduler's recorder: its metrics count them
     served = http && (await (await import('./http-status.js')).schedulerHttp({
       setup: http, backend, host, log, project: () => scheduler.currentProject, lockProblem: problem, shutdownTimeoutMs: flags.shutdownTimeout * 1000, recorder: scheduler.recorder,
+      held: () => (scheduler.stateUnwritable !== null ? `state folder not writable: ${scheduler.stateUnwritable}` : null),
     }));
   } catch (err) {
     await lease.release();

@@ -109,8 +109,11 @@ export async function reconcileOpenFires(project: Project, isGone: (owner: OpenF
       // the read and the judgement. Judged gone, it appends nothing more: still open now means
       // its outcome is lost.
       if (!readRoutine(project, id, warn)?.open_fires?.some((o) => o.id === open.id)) continue;
-      const fire = interruptedFire(open, now);
+      // keyed: of two processes reconciling it at once, both append, the fold counts the first
+      // line, and only the process whose line that is counts and announces the fire
+      const fire: Fire = { ...interruptedFire(open, now), key: randomHex(8) };
       await recordFire(project, id, fire, warn);
+      if (readFires(project, id, () => {}).find((e) => e.closes === open.id)?.key !== fire.key) continue;
       recorded(id, fire);
       closed++;
     }
@@ -151,11 +154,18 @@ export function probeWritable(project: Project): void {
 export interface FileStoreOptions {
   /** Where background work says what went wrong (a rewrite of routine-state.json that failed). */
   warn?: Warn;
+  /** A long-running process (the scheduler): routine-state.json is also checked against every
+   * history once a minute, for facts appended by others that never rewrote it (StatePublisher). */
+  longRunning?: boolean;
 }
+
+/** How often a long-running store checks routine-state.json against every history. */
+const SWEEP_EVERY_MS = 60_000;
 
 export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}): RoutineStore {
   const cache: IndexCache = new Map();
   const publisher = new StatePublisher({ project, cache, warn: opts.warn ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)) });
+  if (opts.longRunning) publisher.sweepEvery(SWEEP_EVERY_MS);
   return {
     read: async (warn) => readRoutineState(project, warn),
     readOne: async (id, warn) => readRoutine(project, id, warn, cache),

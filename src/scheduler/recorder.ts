@@ -122,6 +122,16 @@ export class Recorder {
     }
   }
 
+  /** Gives back a claim this process made for a tick it will not fire (best effort: a claim
+   * that stays is one more tick nobody fires, as when its answer was lost). */
+  async giveBack(id: string, scheduledAt: Date): Promise<void> {
+    try {
+      await this.o.store.releaseClaim(id, scheduledAt, this.o.host);
+    } catch (err) {
+      this.o.warn(`${id}: the claim of ${scheduledAt.toISOString()} could not be given back: ${(err as Error).message}`);
+    }
+  }
+
   /** Records a fire of `def`: the record, the observer, the notifications. */
   async record(def: RoutineDef, project: Project, fire: FireResult, opts: RecordOptions = {}): Promise<Recorded> {
     const announcing = this.o.notify !== undefined && notifies(def, project);

@@ -41,8 +41,6 @@ export interface RunnerOptions {
 
 interface Active {
   stop: AbortController;
-  /** Its fire has ended and its record is being written (waited out through a full disk). */
-  recording: boolean;
   /** Waiting out its jitter: not started, so shutdown cancels it. */
   jitter: boolean;
   /** Its scheduled fire (not a retry) waits in the queue: its next tick supersedes it. */
@@ -111,6 +109,10 @@ export class Runner {
   private async tick(entry: Entry, scheduledAt: Date): Promise<void> {
     const { def } = entry;
     const id = def.id;
+    // Held while the state cannot take records (a full disk: said once, /healthz 503): not
+    // claimed, fired or recorded — also when its previous fire ended and waits for its record,
+    // which is not a "previous run still running" (SPEC §4.15).
+    if (this.o.stateBroken?.()) return;
     // Several schedulers may share a database: exactly one of them takes each scheduled time,
     // and the others stay silent about it (it is not a skip).
     if (!(await this.o.recorder.claim(id, scheduledAt))) return;
@@ -120,16 +122,12 @@ export class Runner {
     // still going, as while it waits out its back-off.)
     const prev = this.active.get(id);
     if (prev?.queuedTick && this.turns.supersede(id)) this.active.delete(id);
-    // Nothing runs: its previous fire ended and its record is still being written (waited out
-    // through a full disk, said once by the recorder). A held tick, as every tick while the state
-    // cannot take records — never a "previous run still running" skip.
-    if (prev?.recording) return;
     if (this.active.has(id)) {
       // The previous fire is still going (its jitter, the lock, its retries): a busy skip.
       await this.skip(def, this.skipFire(scheduledAt, 'previous run still running'), null);
       return;
     }
-    const active: Active = { stop: new AbortController(), recording: false, jitter: false, queuedTick: false };
+    const active: Active = { stop: new AbortController(), jitter: false, queuedTick: false };
     this.active.set(id, active);
     try {
       await this.run(entry, scheduledAt, active);
@@ -174,9 +172,7 @@ export class Runner {
           this.announce(def, pending.prior, pending.fire, project);
           pending = null;
         }
-        active.recording = true;
         const r = await this.o.recorder.record(def, project, recorded, { final: !again, signal: this.notifyStop.signal });
-        active.recording = false;
         this.track(r.announced);
         pending = again ? { prior: r.prior, fire: recorded } : null;
         if (!again) return;
@@ -271,6 +267,9 @@ export class Runner {
   private async abandon(def: RoutineDef, scheduledAt: Date): Promise<void> {
     // a lost lock first: a scheduler stopping because it lost its lock is not in charge of the tick
     const reason = !this.o.inCharge() ? 'scheduler lost its lock' : this.stopping ? 'scheduler stopping' : null;
+    // held because the state cannot take records: a claim shared with other schedulers is given
+    // back, as SPEC §9 has it (a claimed tick is fired, recorded or given back)
+    if (reason === null && this.o.sharedTicks && this.o.stateBroken?.()) return this.o.recorder.giveBack(def.id, scheduledAt);
     if (reason === null || (reason === 'scheduler lost its lock' && !this.o.sharedTicks)) return;
     try {
       await this.skip(def, this.skipFire(scheduledAt, reason), null);

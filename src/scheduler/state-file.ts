@@ -178,7 +178,12 @@ export class StatePublisher {
   private sweptAt = -Infinity;
   private readonly dirty = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
+  /** The rewrite under way (one at a time in a process), or null. */
   private running: Promise<Error | null> | null = null;
+  /** The next rewrite reads and folds every history (a file that may be stale: a rewrite that
+   * found its lock taken over, a sweep). */
+  private pendingFull = false;
+  private sweeper: NodeJS.Timeout | null = null;
   private lastStart = -Infinity;
   /** Why the last rewrite failed (said once until it changes), or null. */
   private problem: string | null = null;
@@ -194,19 +199,37 @@ export class StatePublisher {
     this.schedule();
   }
 
+  /** For a long-running process (the scheduler): every `everyMs` the file is checked against
+   * every history, so a fact appended by a writer killed before its rewrite (or an older file put
+   * back by a writer that stalled past its lock) shows within that time even when nothing is
+   * recorded here. Written only if something changed. */
+  sweepEvery(everyMs: number): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = setInterval(() => {
+      this.pendingFull = true;
+      this.schedule();
+    }, everyMs);
+    this.sweeper.unref();
+  }
+
   /** Brings the file up to date now (after a rewrite under way), whether or not anything was
    * recorded here: a damaged file is moved aside and rebuilt. */
-  async sync(): Promise<Error | null> {
+  sync(): Promise<Error | null> {
     this.cancelTimer();
-    while (this.running) await this.running;
     return this.run(true);
   }
 
-  /** What is pending is written before the process goes (the commands' exit). */
+  /** What is pending is written before the process goes (the commands' exit): also a rewrite
+   * found to have landed on a newer file (a few tries; one that fails is said, and stays for the
+   * next writer). */
   async close(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
     this.cancelTimer();
     while (this.running) await this.running;
-    if (this.dirty.size > 0) await this.run(false);
+    for (let tries = 0; tries < 3 && (this.dirty.size > 0 || this.pendingFull); tries++) {
+      if ((await this.run(false)) !== null) break;
+    }
     this.cancelTimer();
   }
 
@@ -215,29 +238,35 @@ export class StatePublisher {
     this.timer = null;
   }
 
+  /** A rewrite within a second of the last one's start (at once after a quiet while); none while
+   * one runs: its end schedules the next if anything is left. */
   private schedule(): void {
     if (this.timer || this.running) return;
     const wait = Math.max(0, this.lastStart + this.intervalMs - performance.now());
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.run(false);
+      if (!this.running) void this.run(false);
     }, wait);
     // a process never stays up for its index: close() writes what is pending
     this.timer.unref();
   }
 
+  /** Runs one rewrite after the one under way, if any (never two at once). */
   private run(full: boolean): Promise<Error | null> {
-    const p = this.publish(full).finally(() => {
-      this.running = null;
-      if (this.dirty.size > 0) this.schedule();
+    const before = this.running ?? Promise.resolve(null);
+    const p: Promise<Error | null> = before.then(() => this.publish(full)).finally(() => {
+      if (this.running === p) this.running = null;
+      if (!this.running && (this.dirty.size > 0 || this.pendingFull)) this.schedule();
     });
     this.running = p;
     return p;
   }
 
   /** One rewrite; the error when it failed (said once, and tried again within a second). */
-  private async publish(full: boolean): Promise<Error | null> {
+  private async publish(asked: boolean): Promise<Error | null> {
     this.lastStart = performance.now();
+    const full = asked || this.pendingFull;
+    this.pendingFull = false;
     const ids = [...this.dirty];
     this.dirty.clear();
     const { project } = this.o;
@@ -255,17 +284,26 @@ export class StatePublisher {
       if (!got.ok) throw new Error(`its lock is ${got.why}`);
       try {
         this.rewrite(full, ids);
-        // Stalled past the lock's time-out while someone else took it, this rewrite may have put
-        // an older file back: the next one reads and folds everything again.
-        if (!got.lease.verify().ok) this.forget();
+      } catch (err) {
+        // Stalled past the lock's time-out, this writer's half-written file was removed by the
+        // next holder (its leftover temp): nothing was put back; done again, from the histories.
+        if (got.lease.verify().ok) throw err;
+        this.lostLock(ids);
+        return null;
       } finally {
         await got.lease.release();
       }
+      // Stalled past the lock's time-out while someone else took it, this rewrite may have put
+      // an older file back: the next one, at once, reads and folds everything again.
+      if (!got.lease.verify().ok) this.lostLock([]);
       this.problem = null;
       return null;
     } catch (err) {
       for (const id of ids) this.dirty.add(id);
-      if (full) this.forget();
+      if (full) {
+        this.forget();
+        this.pendingFull = true;
+      }
       const message = (err as Error).message;
       // said once per cause (a full disk says ENOSPC of the lock, then of the file: one cause)
       const cause = (err as NodeJS.ErrnoException).code ?? message;
@@ -273,6 +311,12 @@ export class StatePublisher {
       this.problem = cause;
       return err as Error;
     }
+  }
+
+  private lostLock(ids: string[]): void {
+    for (const id of ids) this.dirty.add(id);
+    this.forget();
+    this.pendingFull = true;
   }
 
   private forget(): void {

@@ -127,4 +127,29 @@ describe('routine-state.json', () => {
     expect(aErr).not.toMatch(/could not rewrite/);
     expect(differences(dir, ['a', 'b'])).toEqual([]);
   }, 30_000);
+
+  it.skipIf(!haveStrace && process.env.CI !== 'true')('a writer stalled past its lock\'s time-out mid-write: the next holder\'s file stands, the stalled one says nothing false and exits with the file exact', async () => {
+    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+    // the routine-state lock times out with the project's lock: 2 s here
+    const dir = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 }, routines: [cmd('a', YEARLY, 'sleep 1', { exclusive: false }), cmd('b', YEARLY, 'true', { exclusive: false })] });
+    // `a`'s last rewrite (its third fsync: the first rewrite fsyncs its file and its folder) is
+    // held 4 s, its event loop with it (no heartbeat), so `b` takes the lock over (removing the
+    // half-written file `a` left) and writes its record; then `a` wakes, as it is about to exit
+    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=fsync', '-e', 'inject=fsync:delay_enter=4000000:when=3', process.execPath, CLI, 'routine', 'run', 'a'], { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
+    let aErr = '';
+    a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
+    const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
+    onTestFinished(() => {
+      a.kill('SIGKILL');
+    });
+    await eventually(() => historyFactsOf(dir, 'a').fires === 1, 10_000, 'a recorded');
+    const b = await runCli(['routine', 'run', 'b'], { cwd: dir });
+    expect(b.code, b.stderr).toBe(0);
+    expect(stateFileOf(dir)?.routines.b).toMatchObject({ counts: { success: 1 } });
+    expect(await aExited, aErr).toBe(0);
+    // `a` found the lock no longer its own and did its rewrite again from the histories: no
+    // warning of a failure that was only its lost turn, and the file has both
+    expect(aErr).not.toMatch(/could not rewrite/);
+    expect(differences(dir, ['a', 'b'])).toEqual([]);
+  }, 30_000);
 });

@@ -549,6 +549,40 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     await done;
   });
 
+  it('a tick that comes while the previous fire\'s record is being written is a recorded skip, never dropped', async () => {
+    const dir = testProject({ routines: [routine('a', '* * * * * *')] });
+    const project = loadProject({ cwd: dir });
+    const clock = new ManualClock(T0 + 500);
+    const real = fileRoutineStore(project);
+    // the first record is held (a slow disk) while the next tick comes
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let records = 0;
+    const store = { ...real, recordFire: async (...args: Parameters<typeof real.recordFire>) => {
+      if (++records === 1) await held;
+      return real.recordFire(...args);
+    } };
+    const scheduler = new Scheduler({
+      project, clock, log: () => {}, watchConfig: false, store, host: 'test-host', reloadProject: () => project,
+      fire: async (_def, scheduledAt) => ({ result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null }),
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    await settle();
+    clock.advance(500); // :01 fires; its record is held
+    await eventually(() => records === 1, 5000);
+    clock.advance(1000); // :02 comes meanwhile
+    await eventually(() => records === 2, 5000);
+    release();
+    await eventually(() => readFires(project, 'a').length === 2, 5000);
+    expect(readFires(project, 'a').map((f) => [f.scheduled_at, f.result, f.reason])).toEqual([
+      ['2026-11-29T19:00:02.000Z', 'skipped', 'previous run still running'],
+      ['2026-11-29T19:00:01.000Z', 'success', null],
+    ]);
+    stop.abort();
+    await done;
+  });
+
   it('a tick whose start is cut short by shutdown (after its claim, before its fire) is recorded as skipped, never lost (SPEC §9)', async () => {
     const dir = testProject({ routines: [routine('a', '*/10 * * * * *')] });
     const project = loadProject({ cwd: dir });
