@@ -93,7 +93,7 @@ function watchState(dir) {
   return { seen, stop: () => clearInterval(timer) };
 }
 
-async function measure(n, seconds) {
+export async function measure(n, seconds) {
   const { dir, stateBytes } = await project(n);
   // `routine history` (the newest 20 of every routine together) in the same project: what it
   // reads follows what it shows; `node -e 0` beside it is the start-up floor
