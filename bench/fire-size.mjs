@@ -49,7 +49,14 @@ export async function project(n) {
   const at = new Date().toISOString();
   for (let i = 0; i < n; i++) await b.routines.recordFire(`r${i}`, { result: 'success', reason: null, scheduled_at: at, started_at: at, finished_at: at, duration_ms: 1, exit_code: 0, run_id: null }, () => {});
   await b.close();
-  return { dir, stateBytes: statSync(join(dir, '.routinely', 'routine-state.json')).size };
+  // (a build that did not write it yet at close: measured by the watch below)
+  let stateBytes = 0;
+  try {
+    stateBytes = statSync(join(dir, '.routinely', 'routine-state.json')).size;
+  } catch {
+    // not written
+  }
+  return { dir, stateBytes };
 }
 
 /** Counts the rewrites of routine-state.json (each is a new file: a new inode) and their bytes,

@@ -68,7 +68,9 @@ interface FoldedState {
   current: boolean;
 }
 
-function readWithPositions(project: Project, warn: Warn, moveAside: boolean): FoldedState {
+/** `cache`: the routine folds this process made (a writer's): each next read folds only what a
+ * history gained since. */
+function readWithPositions(project: Project, warn: Warn, moveAside: boolean, cache?: IndexCache): FoldedState {
   checkFolders(project);
   const path = statePath(project);
   const r = readJsonState(path, checkStateFile, { moveAside });
@@ -85,7 +87,7 @@ function readWithPositions(project: Project, warn: Warn, moveAside: boolean): Fo
       at[id] = pos;
       continue;
     }
-    const folded = readRoutineIndexed(project, id, warn);
+    const folded = readRoutineIndexed(project, id, warn, cache);
     if (!folded) continue;
     current = false;
     routines[id] = folded.record;
@@ -123,25 +125,56 @@ const NEXT_ROUTINE = Buffer.from(',\n    ');
 const MIDDLE = Buffer.from('\n  },\n  "history_at": {\n    ');
 const TAIL = Buffer.from('\n  } }\n');
 
-/** The file's bytes: one routine a line, in the order they were first shown. */
-function encode(routines: ReadonlyMap<string, Shown>): Buffer {
-  const parts: Buffer[] = [HEAD];
-  let first = true;
-  for (const s of routines.values()) {
-    if (!first) parts.push(NEXT_ROUTINE);
-    parts.push(s.recordBytes);
-    first = false;
+/** Routines per chunk of the file's bytes kept joined: a rewrite after one routine changed
+ * joins that chunk again and a few dozen chunks, not every routine. */
+const CHUNK = 32;
+
+/** The routines the file shows, in the order they were first shown (one a line), with their
+ * bytes kept joined by chunks. */
+class Shownlist {
+  private readonly ids: string[] = [];
+  private readonly at = new Map<string, number>();
+  private readonly entries: Shown[] = [];
+  private readonly records: (Buffer | null)[] = [];
+  private readonly positions: (Buffer | null)[] = [];
+
+  set(id: string, s: Shown): void {
+    let i = this.at.get(id);
+    if (i === undefined) {
+      i = this.ids.length;
+      this.ids.push(id);
+      this.at.set(id, i);
+      this.entries.push(s);
+    } else this.entries[i] = s;
+    this.records[Math.floor(i / CHUNK)] = null;
+    this.positions[Math.floor(i / CHUNK)] = null;
   }
-  parts.push(MIDDLE);
-  first = true;
-  for (const s of routines.values()) {
-    if (!s.atBytes) continue;
-    if (!first) parts.push(NEXT_ROUTINE);
-    parts.push(s.atBytes);
-    first = false;
+
+  /** The file's bytes. */
+  encode(): Buffer {
+    const chunks = Math.ceil(this.entries.length / CHUNK);
+    const section = (cache: (Buffer | null)[], part: (s: Shown) => Buffer | null): Buffer[] => {
+      const out: Buffer[] = [];
+      for (let c = 0; c < chunks; c++) {
+        let joined = cache[c];
+        if (!joined) {
+          const pieces: Buffer[] = [];
+          for (const s of this.entries.slice(c * CHUNK, (c + 1) * CHUNK)) {
+            const bytes = part(s);
+            if (!bytes) continue;
+            if (pieces.length > 0) pieces.push(NEXT_ROUTINE);
+            pieces.push(bytes);
+          }
+          joined = cache[c] = Buffer.concat(pieces);
+        }
+        if (joined.length === 0) continue;
+        if (out.length > 0) out.push(NEXT_ROUTINE);
+        out.push(joined);
+      }
+      return out;
+    };
+    return Buffer.concat([HEAD, ...section(this.records, (s) => s.recordBytes), MIDDLE, ...section(this.positions, (s) => s.atBytes), TAIL]);
   }
-  parts.push(TAIL);
-  return Buffer.concat(parts);
 }
 
 /** What identifies one write of the file: a file written by anyone else since differs. */
@@ -172,7 +205,7 @@ const SWEEP_MS = 60_000;
 
 /** Keeps routine-state.json up to date for the routines this process records (see the top). */
 export class StatePublisher {
-  private shown: Map<string, Shown> | null = null;
+  private shown: Shownlist | null = null;
   /** The file as this publisher left it (identityOf); null: not known. */
   private identity: string | null = null;
   private sweptAt = -Infinity;
@@ -272,6 +305,11 @@ export class StatePublisher {
     const { project } = this.o;
     try {
       ensureStateRoot(project.stateDir);
+      // A rewrite that folds every history does the folding first, outside the lock: the first
+      // one in a process may have a thousand histories to fold from their start (no index yet),
+      // which holds the event loop — and a lock's heartbeat — for seconds. Under the lock the same
+      // read then finds each routine folded already (one lstat each).
+      if (full || !this.shown) readWithPositions(project, () => {}, false, this.o.cache);
       const got = await acquireFileLease({
         lockDir: project.lockDir,
         key: STATE_LOCK_KEY,
@@ -282,8 +320,12 @@ export class StatePublisher {
         waitTimeoutMs: Math.min(10_000, project.lockTtlMs) + 5_000,
       });
       if (!got.ok) throw new Error(`its lock is ${got.why}`);
+      let lost = false;
       try {
         this.rewrite(full, ids);
+        // Stalled past the lock's time-out while someone else took it, this rewrite may have
+        // put an older file back: the next one, at once, reads and folds everything again.
+        lost = !got.lease.verify().ok;
       } catch (err) {
         // Stalled past the lock's time-out, this writer's half-written file was removed by the
         // next holder (its leftover temp): nothing was put back; done again, from the histories.
@@ -293,9 +335,7 @@ export class StatePublisher {
       } finally {
         await got.lease.release();
       }
-      // Stalled past the lock's time-out while someone else took it, this rewrite may have put
-      // an older file back: the next one, at once, reads and folds everything again.
-      if (!got.lease.verify().ok) this.lostLock([]);
+      if (lost) this.lostLock([]);
       this.problem = null;
       return null;
     } catch (err) {
@@ -329,7 +369,7 @@ export class StatePublisher {
     const { project, cache, warn } = this.o;
     const path = statePath(project);
     const trusted = !full && this.shown !== null && this.identity !== null && performance.now() - this.sweptAt < SWEEP_MS && currentIdentity(path) === this.identity;
-    let routines: Map<string, Shown>;
+    let routines: Shownlist;
     if (trusted) {
       routines = this.shown!;
       checkFolders(project);
@@ -338,9 +378,9 @@ export class StatePublisher {
         if (folded) routines.set(id, shown(id, folded.record, { ino: folded.ino, size: folded.size, mtime: folded.mtime }));
       }
     } else {
-      const read = readWithPositions(project, warn, true);
+      const read = readWithPositions(project, warn, true, cache);
       this.sweptAt = performance.now();
-      routines = new Map();
+      routines = new Shownlist();
       for (const [id, record] of Object.entries(read.state.routines)) routines.set(id, shown(id, record, read.at[id] ?? null));
       if (read.current) {
         this.shown = routines;
@@ -349,7 +389,7 @@ export class StatePublisher {
       }
     }
     this.shown = null; // until the write is known to have happened
-    const written = writeBufferDurable(path, encode(routines), { cleanTemps: true });
+    const written = writeBufferDurable(path, routines.encode(), { cleanTemps: true });
     this.shown = routines;
     this.identity = identityOf(written);
   }
