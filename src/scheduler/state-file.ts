@@ -66,6 +66,10 @@ interface FoldedState {
   at: Record<string, FoldedAt>;
   /** The file already said all of this (nothing to rewrite). */
   current: boolean;
+  /** The file as it was when read (identityOf, taken before reading it); null: not there. */
+  identity: string | null;
+  /** It was there and damaged (a writer moves it aside). */
+  corrupt: boolean;
 }
 
 /** `cache`: the routine folds this process made (a writer's): each next read folds only what a
@@ -73,6 +77,7 @@ interface FoldedState {
 function readWithPositions(project: Project, warn: Warn, moveAside: boolean, cache?: IndexCache): FoldedState {
   checkFolders(project);
   const path = statePath(project);
+  const identity = currentIdentity(path);
   const r = readJsonState(path, checkStateFile, { moveAside });
   if (r.kind === 'corrupt') warn(corruptMessage(path, r, 'rebuilt from the history files'));
   const file = r.kind === 'ok' ? r.value : { routines: {}, at: {} };
@@ -93,7 +98,7 @@ function readWithPositions(project: Project, warn: Warn, moveAside: boolean, cac
     routines[id] = folded.record;
     at[id] = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
   }
-  return { state: { version: 1, routines }, at, current };
+  return { state: { version: 1, routines }, at, current, identity, corrupt: r.kind === 'corrupt' };
 }
 
 /** Every routine's record: from routine-state.json where a routine's history has not moved since
@@ -305,11 +310,13 @@ export class StatePublisher {
     const { project } = this.o;
     try {
       ensureStateRoot(project.stateDir);
-      // A rewrite that folds every history does the folding first, outside the lock: the first
-      // one in a process may have a thousand histories to fold from their start (no index yet),
-      // which holds the event loop — and a lock's heartbeat — for seconds. Under the lock the same
-      // read then finds each routine folded already (one lstat each).
-      if (full || !this.shown) readWithPositions(project, () => {}, false, this.o.cache);
+      // A rewrite that folds every history does so before taking the lock: the first one in a
+      // process may have a thousand histories to fold from their start (no index yet), which
+      // holds the event loop — and a lock's heartbeat — for seconds. Under the lock that read
+      // is used as it is if the file is still the one it read (nobody published since; what
+      // others appended meanwhile they publish after us), else done again (the routines folded
+      // already: one lstat each).
+      const prepared = full || !this.shown ? readWithPositions(project, this.o.warn, false, this.o.cache) : null;
       const got = await acquireFileLease({
         lockDir: project.lockDir,
         key: STATE_LOCK_KEY,
@@ -322,7 +329,7 @@ export class StatePublisher {
       if (!got.ok) throw new Error(`its lock is ${got.why}`);
       let lost = false;
       try {
-        this.rewrite(full, ids);
+        this.rewrite(full, ids, prepared);
         // Stalled past the lock's time-out while someone else took it, this rewrite may have
         // put an older file back: the next one, at once, reads and folds everything again.
         lost = !got.lease.verify().ok;
@@ -365,7 +372,7 @@ export class StatePublisher {
   }
 
   /** Under the lock: the file's content folded forward, then written if it changed. */
-  private rewrite(full: boolean, ids: string[]): void {
+  private rewrite(full: boolean, ids: string[], prepared: FoldedState | null): void {
     const { project, cache, warn } = this.o;
     const path = statePath(project);
     const trusted = !full && this.shown !== null && this.identity !== null && performance.now() - this.sweptAt < SWEEP_MS && currentIdentity(path) === this.identity;
@@ -378,7 +385,8 @@ export class StatePublisher {
         if (folded) routines.set(id, shown(id, folded.record, { ino: folded.ino, size: folded.size, mtime: folded.mtime }));
       }
     } else {
-      const read = readWithPositions(project, warn, true, cache);
+      const fresh = prepared !== null && !prepared.corrupt && currentIdentity(path) === prepared.identity;
+      const read = fresh ? prepared : readWithPositions(project, warn, true, cache);
       this.sweptAt = performance.now();
       routines = new Shownlist();
       for (const [id, record] of Object.entries(read.state.routines)) routines.set(id, shown(id, record, read.at[id] ?? null));
