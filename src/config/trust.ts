@@ -18,27 +18,34 @@ export class UntrustedPathError extends Error {}
 
 const myUid = (): number | null => (typeof process.geteuid === 'function' ? process.geteuid() : null);
 
-let privateGroups: Map<number, boolean> | null = null;
+let privateGroups: Map<number, string | null> | null = null;
 
-/** Whether group `gid` has no member but this user: no other account in /etc/group's member
- * list, and no other account with it as its primary group in /etc/passwd. */
-function groupIsOnlyMine(gid: number, uid: number): boolean {
+/** Why group `gid` may have members other than this user (null: it is provably the user's own
+ * private group). Proof, as a user private group is made (umask 002): the group is listed in
+ * /etc/group under the user's own name, with no member but the user, it is the user's primary
+ * group, and no other account in /etc/passwd has it as theirs. A gid /etc/group does not list (a
+ * directory's group: LDAP, SSSD) cannot be enumerated here — Node has no getgrgid, and a
+ * directory may not list members at all — so it counts as shared (SPEC §12). */
+function groupProblem(gid: number, uid: number): string | null {
   privateGroups ??= new Map();
   const known = privateGroups.get(gid);
   if (known !== undefined) return known;
-  let mine = false;
+  let why: string | null;
   try {
     const passwd = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':'));
-    const me = passwd.find((f) => Number(f[2]) === uid)?.[0];
+    const me = passwd.find((f) => f.length > 3 && Number(f[2]) === uid);
     const others = passwd.filter((f) => f.length > 3 && Number(f[3]) === gid && Number(f[2]) !== uid);
     const line = readFileSync('/etc/group', 'utf8').split('\n').map((l) => l.split(':')).find((f) => f.length > 3 && Number(f[2]) === gid);
-    const members = (line?.[3] ?? '').split(',').filter((m) => m && m !== me);
-    mine = me !== undefined && others.length === 0 && members.length === 0;
+    const members = (line?.[3] ?? '').split(',').map((m) => m.trim()).filter((m) => m && m !== me?.[0]);
+    if (!line) why = 'which /etc/group does not list (a directory group, such as LDAP or SSSD: its members cannot be known here, so it counts as shared)';
+    else if (members.length > 0 || others.length > 0) why = 'which has other members';
+    else if (!me || Number(me[3]) !== gid || line[0] !== me[0]) why = `which is not your own private group (group ${line[0]}: a member could be added to it)`;
+    else why = null;
   } catch {
-    mine = false; // cannot tell: not trusted
+    why = 'whose members cannot be read from /etc/group and /etc/passwd';
   }
-  privateGroups.set(gid, mine);
-  return mine;
+  privateGroups.set(gid, why);
+  return why;
 }
 
 function modeText(st: Stats): string {
@@ -52,7 +59,10 @@ function refusal(p: string, st: Stats, uid: number, leaf: boolean): string | nul
   const group = (st.mode & 0o020) !== 0;
   const other = (st.mode & 0o002) !== 0;
   if (other && !(st.mode & 0o1000 && !leaf)) return `${p} is writable by every user (mode ${modeText(st)})`;
-  if (group && !(other && st.mode & 0o1000 && !leaf) && !groupIsOnlyMine(st.gid, uid)) return `${p} is writable by its group (gid ${st.gid}, mode ${modeText(st)}), which has other members`;
+  if (group && !(other && st.mode & 0o1000 && !leaf)) {
+    const shared = groupProblem(st.gid, uid);
+    if (shared) return `${p} is writable by its group (gid ${st.gid}, mode ${modeText(st)}), ${shared}`;
+  }
   return null;
 }
 

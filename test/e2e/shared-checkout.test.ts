@@ -3,7 +3,7 @@
 // Needs root (useradd, chown); skipped otherwise, except under CI=true where it must run.
 
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lchownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lchownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -61,6 +61,27 @@ describe.skipIf(!canAddUsers && process.env.CI !== 'true')('a shared checkout an
     chmodSync(project, 0o755);
     chmodSync(join(project, 'scripts'), 0o755);
     expect((await runCli(['routine', 'run', 'backup'], { cwd: project })).code).toBe(0);
+  });
+
+  it('a folder whose group /etc/group does not list (an LDAP or SSSD team group) counts as shared: refused for root; the other user\'s script never runs', async () => {
+    expect(canAddUsers, 'this test needs root, useradd and groupadd (CI runs as root)').toBe(true);
+    const a = attacker();
+    // a gid no line of /etc/group names, as a directory's team group is
+    const groups = readFileSync('/etc/group', 'utf8');
+    let gid = 54321;
+    while (new RegExp(`^[^:]*:[^:]*:${gid}:`, 'm').test(groups)) gid++;
+    const { project, pwned } = sharedProject(gid);
+    // the other user is in that group (the directory says so; here: a supplementary gid), and
+    // swaps the script the routine runs (the folder lets them remove and create files)
+    const swap = `rm -f ${project}/scripts/backup.sh && printf '#!/bin/sh\ntouch ${pwned}\n' > ${project}/scripts/backup.sh && chmod 755 ${project}/scripts/backup.sh`;
+    const plant = spawnSync('setpriv', [`--reuid=${a.uid}`, `--regid=${a.gid}`, `--groups=${gid}`, 'sh', '-c', swap]);
+    expect(plant.status, plant.stderr?.toString()).toBe(0);
+    for (const args of [['routine', 'run', 'backup'], ['scheduler', 'start']]) {
+      const r = await runCli(args, { cwd: project });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`refusing the config folder: ${project} is writable by its group \\(gid ${gid}, mode 2775\\), which /etc/group does not list .*Fix: chmod go-w ${project}`));
+    }
+    expect(existsSync(pwned)).toBe(false);
   });
 
   it('a config that is a link owned by the other user, and a state folder swapped for their link, are refused', async () => {
