@@ -49,7 +49,9 @@ export async function lockStatus(flags: { json?: boolean; key: string }, g: Glob
 
 export async function lockBreak(flags: { key: string }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
-  const result = await withBackend(project, (b) => b.lock.breakStale(flags.key === 'scheduler' ? b.schedulerKey(hostId()) : flags.key));
+  const watching = (holder: string, forMs: number): void =>
+    err(`routinely: ${holder} is alive on this host: watching its heartbeat for up to ${Math.round(forMs / 1000)}s (a live holder here is judged by its heartbeat on this host's clock, never by the times in its record)`);
+  const result = await withBackend(project, (b) => b.lock.breakStale(flags.key === 'scheduler' ? b.schedulerKey(hostId()) : flags.key, watching));
   if (result.broken) {
     out(`broke the stale ${flags.key} lock: ${result.why}`);
     out(result.staleFile ? `  kept as ${displayPath(result.staleFile)}` : '  its record could not be read, so no copy was kept');

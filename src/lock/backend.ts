@@ -20,7 +20,9 @@ export interface BusyPolicy {
 export interface LockBackend {
   acquire(key: string, owner: LockOwnerInfo, policy?: BusyPolicy): Promise<AcquireResult>;
   status(key: string): Promise<LockStatus>;
-  breakStale(key: string): Promise<BreakResult>;
+  /** `onWatch`: told when a live holder on this host is watched (up to a TTL) before the
+   * verdict, since such a holder is judged by its heartbeat on this host's clock (SPEC §4.4). */
+  breakStale(key: string, onWatch?: (holder: string, forMs: number) => void): Promise<BreakResult>;
   /** The keys starting with `prefix` that have a lock record (held, stale or released): with a
    * database there is one scheduler key per host (`scheduler@<host>`). */
   keys(prefix: string): Promise<string[]>;
@@ -44,7 +46,7 @@ export function fileLockBackend(o: FileBackendOptions): LockBackend {
     acquire: (key, owner, policy = {}) =>
       acquireFileLease({ ...common, key, owner, ttlMs: o.ttlMs, refreshMs: o.refreshMs, pollMaxMs: o.pollMaxMs, hooks: o.hooks, ...policy }),
     status: async (key) => readLockStatus({ ...common, key }),
-    breakStale: (key) => breakStaleLock({ ...common, key }),
+    breakStale: (key, onWatch) => breakStaleLock({ ...common, key, ttlMs: o.ttlMs, ...(onWatch ? { onWatch } : {}) }),
     keys: async (prefix) => lockKeys(o.lockDir, prefix),
   };
 }

@@ -16,6 +16,13 @@ export const killGraceMs = (ttlMs: number): number => Math.min(5_000, ttlMs * 0.
  * §4.14): expiry − kill grace − margin. */
 export const giveUpLeadMs = (ttlMs: number): number => safetyMarginMs(ttlMs) + killGraceMs(ttlMs);
 
+/** The lock ids of leases this process held and lost (at most a few hundred kept): a record that
+ * names this live process is never stale by its times (SPEC §4.4), but one of these is known
+ * lost by the process it names, which may take the lock again (a scheduler whose heartbeat could
+ * not be written, once the folder is writable). */
+const lostHere = new Set<string>();
+export const lostByThisProcess = (lockId: string): boolean => lostHere.has(lockId);
+
 export abstract class LeaseState {
   protected rec: LockRecord;
   protected lostInfo: LockLost | null = null;
@@ -149,6 +156,8 @@ export abstract class LeaseState {
   protected markLost(why: string, takenOver = false): LockLost {
     if (!this.lostInfo) {
       this.lostInfo = { code: 'LOCK_LOST', why, graceMs: takenOver ? 0 : this.graceLeft() };
+      if (lostHere.size > 500) lostHere.clear();
+      lostHere.add(this.rec.lock_id);
       this.stopHeartbeat();
       this.onLost();
       this.controller.abort(this.lostInfo);

@@ -9,6 +9,7 @@ import { listLockDir, highestFree, highestSlot, readSlot, type SlotHolder } from
 import type { LockPaths } from './paths.js';
 import type { LockRecord } from './record.js';
 import { describeHolder, judgeLock, type Judgement, type Observation } from './stale.js';
+import { lostByThisProcess } from './lease-state.js';
 import { classifyView, readView, type ViewRead } from './view.js';
 
 /** The lock as one look at the folder finds it. */
@@ -62,12 +63,17 @@ export function lookAtLock(
     else top = r.holder;
   }
   const foreignView = classifyView(view, max, top);
-  const signature = `${top?.signature ?? topBad?.why ?? ''}|${foreignView ? foreignView.text : ''}`;
+  // What an observer times: the holder's identity and heartbeat — the same for a record seen as
+  // the view and, once adopted, as a slot (a stale view is first made a slot of its own)
+  const viewSig = foreignView ? (foreignView.record ? `${foreignView.record.lock_id}@${foreignView.record.heartbeat_at}` : foreignView.text) : '';
+  const signature = [top?.signature ?? topBad?.why ?? '', viewSig].filter((x) => x !== '').join('|');
   const observation = o.observe?.(signature);
 
   let stale: (Judgement & { stale: true }) | null = null;
   if (top) {
-    const verdict = judgeLock(top.record, nowMs, probe, observation);
+    const verdict = lostByThisProcess(top.record.lock_id)
+      ? { stale: true as const, reason: 'UNCHANGED' as const, why: 'a lease this process held and lost (its heartbeat could not be kept)' }
+      : judgeLock(top.record, nowMs, probe, observation);
     if (!verdict.stale) return { kind: 'held', holder: top.record, why: describeHolder(top.record, nowMs), ownerCheck: verdict.ownerCheck };
     stale = verdict;
   } else if (topBad) {

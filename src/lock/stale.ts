@@ -15,7 +15,14 @@ export interface Observation {
   /** How long this observer has seen the same record (lock_id + heartbeat_at), on its own
    * monotonic clock. Lets an observer distrust another host's clock (SPEC §4.4). */
   unchangedForMs: number;
+  /** The observer's own TTL for the key: a record that claims an implausible one (longer than
+   * anyone may configure: an expiry a hundred years ahead) is timed by this instead. */
+  ttlMs?: number;
 }
+
+/** The longest TTL anyone may configure (SPEC §2): an expiry further past its heartbeat than
+ * this is not believed. */
+export const MAX_TTL_MS = 86_400_000;
 
 const secs = (s: number): string => `${Math.round(s * 10) / 10}s`;
 
@@ -49,25 +56,29 @@ export function judgeLock(
     }
     ownerCheck = proc.state === 'alive' ? 'alive' : 'unknown';
   }
+  // The TTL the record claims, believed when anyone could have configured it (at most a day);
+  // a longer one is implausible, and the observer's own TTL (else a day) stands in for it.
+  const claimedMs = Math.max(0, (record.expires_at - record.heartbeat_at) * 1000);
+  const ttlMs = claimedMs <= MAX_TTL_MS ? claimedMs : Math.min(MAX_TTL_MS, observation?.ttlMs ?? MAX_TTL_MS);
+  const unchanged = (): Judgement | null =>
+    observation && observation.unchangedForMs > ttlMs
+      ? { stale: true, reason: 'UNCHANGED', why: `no heartbeat seen for ${secs(observation.unchangedForMs / 1000)} on this host's clock (TTL ${secs(ttlMs / 1000)})` }
+      : null;
+  // A live owner on this host is judged by the monotonic clock alone (SPEC §4.4): the times in its
+  // record (written by anyone who can write the lock folder or the database row) and a step of
+  // the wall clock never make it stale; only a heartbeat this observer saw stay unchanged for a
+  // whole TTL does (a stalled holder).
+  if (ownerCheck === 'alive') return unchanged() ?? { stale: false, ownerCheck };
   const now = nowMs / 1000;
-  if (record.expires_at < now) {
+  const expiresAt = record.heartbeat_at + ttlMs / 1000;
+  if (expiresAt < now) {
     return {
       stale: true,
       reason: 'EXPIRED',
-      why: `heartbeat expired ${secs(now - record.expires_at)} ago (last heartbeat ${secs(now - record.heartbeat_at)} ago)`,
+      why: `heartbeat expired ${secs(now - expiresAt)} ago (last heartbeat ${secs(now - record.heartbeat_at)} ago)${claimedMs > ttlMs ? `; its record claims a TTL of ${secs(claimedMs / 1000)}, more than the ${secs(ttlMs / 1000)} believed` : ''}`,
     };
   }
-  if (observation) {
-    const ttlMs = Math.max(0, (record.expires_at - record.heartbeat_at) * 1000);
-    if (observation.unchangedForMs > ttlMs) {
-      return {
-        stale: true,
-        reason: 'UNCHANGED',
-        why: `no heartbeat seen for ${secs(observation.unchangedForMs / 1000)} on this host's clock (TTL ${secs(ttlMs / 1000)})`,
-      };
-    }
-  }
-  return { stale: false, ownerCheck };
+  return unchanged() ?? { stale: false, ownerCheck };
 }
 
 /** `pid 4711 on build-01 (exec run, run r-…), heartbeat 3s ago` — the holder as a person reads it. */

@@ -9,7 +9,7 @@ import { checkFolder } from '../fs/files.js';
 import { readChildJournal } from './children.js';
 import { journalPath, lockPaths, type LockPaths } from './paths.js';
 import type { LockRecord } from './record.js';
-import type { StaleReason } from './stale.js';
+import { MAX_TTL_MS, type Observation, type StaleReason } from './stale.js';
 import type { OrphanReport } from './orphans.js';
 
 export interface LockInspectOptions {
@@ -18,6 +18,10 @@ export interface LockInspectOptions {
   clock?: Clock;
   probe?: LivenessProbe;
   generationFloor?: () => number;
+  /** `lock break`: the key's TTL (the project's), for watching a live holder on this host. */
+  ttlMs?: number;
+  /** `lock break`: told once that a live holder on this host is being watched, and how long. */
+  onWatch?: (holder: string, forMs: number) => void;
 }
 
 export interface LockStatus {
@@ -90,6 +94,33 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
   }
 }
 
+/** Watches a live holder on this host for up to the TTL: the observation that finds it stalled
+ * (its heartbeat unchanged all that time; the lock may also have been released meanwhile), or
+ * null once it showed a sign of life. */
+async function watchHolder(opts: LockInspectOptions, status: LockStatus): Promise<((signature: string) => Observation) | null> {
+  const clock = opts.clock ?? systemClock;
+  const probe = opts.probe ?? systemProbe();
+  const paths = lockPaths(opts.lockDir, opts.key);
+  const ttlMs = opts.ttlMs!;
+  const since = clock.monotonic();
+  let seen: string | null = null;
+  let moved = false;
+  const observe = (signature: string): Observation => {
+    if (seen === null) seen = signature;
+    else if (signature !== seen) moved = true; // a heartbeat, or another holder
+    return { unchangedForMs: moved ? 0 : clock.monotonic() - since, ttlMs };
+  };
+  opts.onWatch?.(status.holder ?? 'its holder', ttlMs);
+  for (;;) {
+    const look = lookAtLock(paths, clock.now(), probe, { observe, floor: opts.generationFloor });
+    if (moved) return null;
+    if (look.kind === 'free') return observe;
+    if (look.kind === 'retry') continue;
+    if (clock.monotonic() - since > 2 * ttlMs + 1000) return null;
+    await clock.sleep(250);
+  }
+}
+
 export type BreakResult =
   | { broken: true; why: string; /** null: the record could not be read, so none was kept */ staleFile: string | null; orphans: OrphanReport }
   | { broken: false; reason: 'FREE' | 'NOT_STALE' | 'CHANGED'; why: string; status: LockStatus };
@@ -100,11 +131,24 @@ export type BreakResult =
 export async function breakStaleLock(opts: LockInspectOptions): Promise<BreakResult> {
   const status = readLockStatus(opts);
   if (status.state === 'free') return { broken: false, reason: 'FREE', why: 'no lock to break', status };
-  if (status.state === 'held') return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
+  let observe: ((signature: string) => Observation) | undefined;
+  if (status.state === 'held') {
+    // A live holder on this host is judged by its heartbeat on our own clock, never by the times
+    // in its record (SPEC §4.4). One whose record looks fresh is left alone at once (trusting a
+    // record to refuse takes nothing from anyone); one whose record looks expired, or claims an
+    // implausible expiry, is watched for up to a TTL: stale once its heartbeat has not moved all
+    // that time (a stalled holder), alive the moment it moves.
+    const r = status.record;
+    const now = (opts.clock ?? systemClock).now() / 1000;
+    const looksFresh = r !== null && r.expires_at > now && (r.expires_at - r.heartbeat_at) * 1000 <= MAX_TTL_MS;
+    const watched = opts.ttlMs !== undefined && r !== null && !looksFresh && /is alive/.test(status.why ?? '') ? await watchHolder(opts, status) : null;
+    if (!watched) return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
+    observe = watched;
+  }
   const r = await attemptAcquire({
     lockDir: opts.lockDir, key: opts.key, ttlMs: 10_000, refreshMs: 3_000, owner: { command: 'lock break' },
     clock: opts.clock, probe: opts.probe, generationFloor: opts.generationFloor,
-  });
+  }, observe ? { observe } : {});
   if (!r.ok) {
     return { broken: false, reason: 'CHANGED', why: `the lock changed while we looked (${r.why}); run again`, status: readLockStatus(opts) };
   }

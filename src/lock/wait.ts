@@ -26,7 +26,7 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
       lastSig = sig;
       lastChange = now;
     }
-    return { unchangedForMs: now - lastChange };
+    return { unchangedForMs: now - lastChange, ttlMs: opts.ttlMs };
   };
 
   let watcher: FSWatcher | undefined;

@@ -16,14 +16,14 @@ import type { BusyPolicy, LockBackend } from '../lock/backend.js';
 import { randomHex } from '../fs/files.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
-import { LeaseState } from '../lock/lease-state.js';
+import { LeaseState, lostByThisProcess } from '../lock/lease-state.js';
 import { ChildJournal } from '../lock/children.js';
 import { unlinkQuiet } from '../fs/files.js';
 import type { OrphanReport } from '../lock/orphans.js';
 import { journalPath, lockPaths, type LockPaths } from '../lock/paths.js';
 import { parseLockRecord, serializeLockRecord, type LockOwner, type LockRecord } from '../lock/record.js';
 import { endHolderOrphans } from '../lock/reclaim.js';
-import { describeHolder, judgeLock } from '../lock/stale.js';
+import { describeHolder, judgeLock, type Observation } from '../lock/stale.js';
 import type { BreakResult, LockStatus } from '../lock/status.js';
 import type { Db } from './connect.js';
 import { TIMELINE_GENERATIONS } from './schema.js';
@@ -123,13 +123,17 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
     return report;
   }
 
-  function staleness(key: string, row: LeaseRow) {
-    return judgeLock(toRecord(key, row), row.db_now * 1000, probe);
+  /** A row's verdict by SPEC §4.4, on the database clock; a live holder on this host is judged only
+   * by `observation` (a waiter's own clock), never by the times in its row. */
+  function staleness(key: string, row: LeaseRow, observation?: Observation) {
+    // a lease this process lost (a database outage) is known lost by the process it names
+    if (lostByThisProcess(row.lock_id)) return { stale: true as const, reason: 'UNCHANGED' as const, why: 'a lease this process held and lost' };
+    return judgeLock(toRecord(key, row), row.db_now * 1000, probe, observation);
   }
 
   type Attempt = { ok: true; lease: PgLease } | { ok: false; holder: LockRecord | null; why: string };
 
-  async function attempt(key: string, owner: LockOwnerInfo): Promise<Attempt> {
+  async function attempt(key: string, owner: LockOwnerInfo, observe?: (signature: string) => Observation): Promise<Attempt> {
     const lockId = randomHex(16);
     const ownerRec: LockOwner = { ...selfIdentity(probe), ...owner, children: [] };
     const gate = await timelineGate();
@@ -152,7 +156,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       if (taken.rows[0]) return { ok: true, lease: new PgLease(o, key, taken.rows[0], clock, probe, started) };
       const row = await current(key);
       if (!row || row.released) continue;
-      const verdict = staleness(key, row);
+      const verdict = staleness(key, row, observe?.(`${row.lock_id}|${row.epoch}|${row.heartbeat_at}`));
       if (!verdict.stale) return { ok: false, holder: toRecord(key, row), why: describeHolder(toRecord(key, row), row.db_now * 1000) };
       // Stale: end what the old holder started here, then take over exactly that lease (a
       // compare-and-set on lock_id and epoch: of several reclaimers, one wins).
@@ -178,10 +182,21 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       const ifBusy = policy.ifBusy ?? 'fail';
       const deadline = policy.waitTimeoutMs === undefined ? Infinity : clock.monotonic() + policy.waitTimeoutMs;
       const pause = new Backoff(5, 100, clock);
+      // a waiter times the holder's row on its own clock (a stalled holder on this host)
+      let lastSig: string | null = null;
+      let lastChange = clock.monotonic();
+      const observe = (sig: string): Observation => {
+        const now = clock.monotonic();
+        if (sig !== lastSig) {
+          lastSig = sig;
+          lastChange = now;
+        }
+        return { unchangedForMs: now - lastChange, ttlMs: ttlSecs * 1000 };
+      };
       for (;;) {
         let r: Attempt;
         try {
-          r = await attempt(key, owner);
+          r = await attempt(key, owner, ifBusy === 'wait' ? observe : undefined);
         } catch (err) {
           // A waiter outlives a database outage; fail and skip report it at once.
           if (ifBusy !== 'wait' || !(err instanceof DatabaseError)) throw err;

@@ -4,7 +4,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseLockRecord, type LockRecord } from '../../src/lock/record.js';
+import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
+import { systemProbe } from '../../src/lock/identity.js';
 import { readLockStatus } from '../../src/lock/status.js';
 import { CLI, childEnv, eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { testdir, testProject } from '../helpers/testdir.js';
@@ -206,6 +207,43 @@ describe('lock status and lock break', () => {
     expect(broken.stdout).toMatch(/broke the stale exec-run lock: owner pid \d+ is not running/);
     expect(broken.stdout).toMatch(/ended 1 orphaned process group/);
     expect(existsSync(lockFile(project))).toBe(false);
+  });
+
+  it('a live holder on this host whose record claims an expiry a hundred years ahead, its heartbeat 100 s old: lock break watches it a TTL on its own clock, then breaks it (SPEC §4.4)', async () => {
+    const project = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 } });
+    // a live process of this host as the owner, its heartbeat long gone still
+    const owner = spawn('sleep', ['60'], { stdio: 'ignore' });
+    const info = systemProbe().inspect(owner.pid!);
+    if (info.state !== 'alive') throw new Error('owner not running');
+    const probe = systemProbe();
+    const now = Date.now() / 1000;
+    mkdirSync(join(project, '.routinely', 'locks'), { recursive: true, mode: 0o700 });
+    writeFileSync(lockFile(project), serializeLockRecord({
+      version: 1, key: 'exec-run', lock_id: 'e'.repeat(32), generation: 4,
+      owner: { pid: owner.pid!, host: probe.host, boot_id: probe.bootId, start_time: info.startTime, command: 'lock run' },
+      created_at: now - 200, heartbeat_at: now - 100, expires_at: now + 100 * 365 * 86400,
+    } as LockRecord), { mode: 0o600 });
+    try {
+      // its record says "fresh for a century": nothing acts on that, in either direction
+      expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout)).toMatchObject({ state: 'held' });
+      const broken = await runCli(['lock', 'break'], { cwd: project });
+      expect(broken.stderr).toMatch(new RegExp(`pid ${owner.pid} on \\S+ .* is alive on this host: watching its heartbeat for up to 2s`));
+      expect(broken.code, broken.stderr).toBe(0);
+      expect(broken.stdout).toMatch(/broke the stale exec-run lock: no heartbeat seen for 2(\.\d)?s on this host's clock \(TTL 2s\)/);
+      expect(processRuns(owner.pid!)).toBe(true); // the owner itself is not a child of its lock
+    } finally {
+      owner.kill('SIGKILL');
+    }
+  });
+
+  it('a live holder whose heartbeat moves is never broken; its record looking fresh, lock break answers at once', async () => {
+    const project = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 } });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 5'], { cwd: project });
+    await holder.waitFor(/started/);
+    const refused = await runCli(['lock', 'break'], { cwd: project });
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).not.toMatch(/watching/);
+    expect((await holder.exited).code).toBe(0);
   });
 });
 

@@ -294,6 +294,20 @@ suite('PostgreSQL backend', () => {
     expect(existsSync(join(victimDir, 'out'))).toBe(false);
   });
 
+  it('a row\'s times never make a live holder on this host stale (SPEC §4.4): expires_at set into the past by a database writer takes nothing over, ends nothing', async () => {
+    const { dir, url, env } = await pgProject({ lock: { ttlSeconds: 60 } });
+    const marks = join(dir, 'marks');
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', `echo started; sleep 4; echo done > ${marks}`], { cwd: dir, env });
+    await holder.waitFor(/started/);
+    await sql(url, `UPDATE routinely_leases SET expires_at = now() - interval '1 hour', heartbeat_at = now() - interval '2 hours' WHERE key = 'exec-run'`);
+    const next = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env });
+    expect(next.code, next.stderr).toBe(75);
+    expect(next.stderr).toMatch(new RegExp(`exec busy: held by pid ${holder.pid} `));
+    expect((await holder.exited).code, holder.stderr()).toBe(0);
+    expect(holder.stderr()).not.toMatch(/lock lost/);
+    expect(readFileSync(marks, 'utf8')).toBe('done\n');
+  });
+
   it('migrations: processes starting together on an empty database never race', async () => {
     const { dir, url, env } = await pgProject();
     const all = await Promise.all(Array.from({ length: 6 }, () => runCli(['lock', 'status'], { cwd: dir, env })));

@@ -210,6 +210,25 @@ if (!FAKETIME_LIB && process.env.CI === 'true') throw new Error('CI=true but lib
     expect(await stop(s)).toBe(0);
   });
 
+  it('a scheduler whose clock is 2 h ahead never takes over a live lock run on this host (SPEC §4.4): busy skips, the command runs to its end', async () => {
+    const project = testProject({ routines: [cmd('sec', '* * * * * *', 'true')] });
+    const marks = join(project, 'marks');
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', `echo holding; sleep 4; echo done > ${marks}`], { cwd: project });
+    await holder.waitFor(/holding/);
+    const stamp = join(project, 'faketime');
+    writeFileSync(stamp, '+7200\n');
+    const s = startCli(['scheduler', 'start'], {
+      cwd: project, timeoutMs: 60_000,
+      env: { LD_PRELOAD: FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE: stamp, FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+    });
+    await s.waitFor(/\[routine\] skipped sec: exec busy \(held by lock run since /, 15_000);
+    expect((await holder.exited).code, holder.stderr()).toBe(0);
+    expect(holder.stderr()).not.toMatch(/lock lost/);
+    expect(readFileSync(marks, 'utf8')).toBe('done\n');
+    expect(s.stdout()).not.toMatch(/reclaim|took over|stale/i);
+    expect(await stop(s)).toBe(0);
+  });
+
   it('a running scheduler whose clock jumps 2 h forward and is corrected back fires on the corrected clock at once; nothing fires twice', async () => {
     const project = testProject({ routines: [cmd('sec', '* * * * * *', 'true')] });
     const stamp = join(project, 'faketime');

@@ -31,10 +31,27 @@ describe('judgeLock (SPEC §4.4)', () => {
     expect(judgeLock(null, NOW, fakeProbe(alive))).toMatchObject({ stale: true, reason: 'UNREADABLE' });
   });
 
-  it('calls an expired lock stale even when its owner lives (a paused holder)', () => {
-    const v = judgeLock(lock({}, { heartbeat_at: s - 70, expires_at: s - 10 }), NOW, fakeProbe(alive));
-    expect(v).toMatchObject({ stale: true, reason: 'EXPIRED' });
-    expect(v.stale && v.why).toMatch(/expired 10s ago/);
+  it('never calls a live owner on this host stale by the times in its record or a wall-clock step: only an observer that saw its heartbeat unchanged for a TTL does (a paused holder)', () => {
+    // expired by its record (a clock jumped 2 h forward, or a row someone edited)
+    const expired = lock({}, { heartbeat_at: s - 70, expires_at: s - 10 });
+    expect(judgeLock(expired, NOW, fakeProbe(alive))).toEqual({ stale: false, ownerCheck: 'alive' });
+    expect(judgeLock(expired, NOW + 7200_000, fakeProbe(alive))).toEqual({ stale: false, ownerCheck: 'alive' });
+    expect(judgeLock(expired, NOW, fakeProbe(alive), { unchangedForMs: 59_000 })).toEqual({ stale: false, ownerCheck: 'alive' });
+    const v = judgeLock(expired, NOW, fakeProbe(alive), { unchangedForMs: 61_000 });
+    expect(v).toMatchObject({ stale: true, reason: 'UNCHANGED' });
+    expect(v.stale && v.why).toMatch(/no heartbeat seen for 61s on this host's clock \(TTL 60s\)/);
+  });
+
+  it('an implausible expiry (a hundred years ahead) is timed by the observer\'s own TTL, and on another host by a day at most', () => {
+    const forever = lock({}, { heartbeat_at: s - 100, expires_at: s + 100 * 365 * 86400 });
+    expect(judgeLock(forever, NOW, fakeProbe(alive), { unchangedForMs: 61_000, ttlMs: 60_000 })).toMatchObject({ stale: true, reason: 'UNCHANGED' });
+    expect(judgeLock(forever, NOW, fakeProbe(alive), { unchangedForMs: 59_000, ttlMs: 60_000 })).toMatchObject({ stale: false });
+    const remote = lock({ host: 'host-b' }, { heartbeat_at: s - 86_401, expires_at: s + 100 * 365 * 86400 });
+    const r = judgeLock(remote, NOW, fakeProbe(alive));
+    expect(r).toMatchObject({ stale: true, reason: 'EXPIRED' });
+    expect(r.stale && r.why).toMatch(/claims a TTL of .*more than the 86400s believed/);
+    // a plausible TTL of another host is believed as it is
+    expect(judgeLock(lock({ host: 'host-b' }, { heartbeat_at: s - 3000, expires_at: s + 600 }), NOW, fakeProbe(alive), { unchangedForMs: 0, ttlMs: 60_000 })).toMatchObject({ stale: false });
   });
 
   it('calls a dead owner on this host stale at once, before expiry', () => {
