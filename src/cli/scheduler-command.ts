@@ -11,6 +11,7 @@ import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat, type Logger } from '../scheduler/log.js';
 import type { DbClock, OffsetSample } from '../pg/db-clock.js';
 import { Scheduler } from '../scheduler/scheduler.js';
+import { holdRunningMark } from '../scheduler/running-mark.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
@@ -71,6 +72,12 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail' });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
+  // what proves to `scheduler stop` that this process is this project's scheduler
+  try {
+    holdRunningMark(project.stateDir);
+  } catch (err) {
+    log({ event: 'scheduler.warning', message: `${(err as Error).message}: \`routinely scheduler stop\` cannot prove this is the project's scheduler, and will not signal it (stop it with SIGTERM)` });
+  }
   // The commands' environment, copied from ours once per config (reloads may change passEnv).
   const envFor = new WeakMap<Project, NodeJS.ProcessEnv>();
   const baseEnv = (p: Project): NodeJS.ProcessEnv => {

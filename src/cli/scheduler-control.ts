@@ -27,6 +27,7 @@ export async function schedulerStop(flags: { timeout: number }, g: GlobalOptions
   const r = await withBackend(project, (b) =>
     stopScheduler(b, {
       timeoutMs: flags.timeout * 1000,
+      stateDir: project.stateDir,
       onSignalled: (s) => out(`stopping the scheduler (pid ${s.pid} on ${printable(s.host)}): sent SIGTERM, waiting up to ${flags.timeout}s for it to exit`),
     }),
   );

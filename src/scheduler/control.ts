@@ -1,10 +1,14 @@
 // `scheduler stop` (SPEC §10): SIGTERM to the scheduler that runs on this host, then wait for it
 // to exit (it stops firing, lets running routines finish up to its --shutdown-timeout, releases
-// its locks). A signal goes only to a process proven to be that scheduler (SPEC §12): its pid is
-// above 1 and means a process here (same host, boot and pid namespace), that process started
-// when the lock record says, belongs to this user, and runs `scheduler start`.
+// its locks). A signal goes only to a process proven to be this project's scheduler (SPEC §12):
+// its pid is above 1 and means a process here (same host, boot and pid namespace), that process
+// started when the lock record says, belongs to this user, runs `scheduler start`, and — on
+// Linux — holds open this project's `<stateDir>/scheduler.running`, which every scheduler opens at
+// start and keeps open (not inherited by its commands). A lock record or a database row can name
+// any process; only the process itself can hold that file open.
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { runningMark } from './running-mark.js';
 import type { Backend } from '../backend.js';
 import { systemClock, type Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
@@ -32,6 +36,33 @@ export interface StopOptions {
   onSignalled?: (s: SchedulerInstance) => void;
 }
 
+/** Whether process `pid` holds this project's mark open (Linux: its /proc/PID/fd); null where
+ * that cannot be told (another system). */
+function holdsRunningMark(pid: number, stateDir: string): boolean | null {
+  if (process.platform !== 'linux') return null;
+  let mark;
+  try {
+    mark = statSync(runningMark(stateDir));
+  } catch {
+    return false; // no scheduler of this project ever ran here
+  }
+  let fds: string[];
+  try {
+    fds = quietly(() => readdirSync(`/proc/${pid}/fd`));
+  } catch {
+    return false;
+  }
+  for (const fd of fds) {
+    try {
+      const st = statSync(`/proc/${pid}/fd/${fd}`);
+      if (st.ino === mark.ino && st.dev === mark.dev) return true;
+    } catch {
+      // closed meanwhile, or not a file
+    }
+  }
+  return false;
+}
+
 /** The arguments a process was started with (Linux); null where they cannot be read. */
 function commandLine(pid: number): string[] | null {
   if (process.platform !== 'linux') return null;
@@ -44,7 +75,7 @@ function commandLine(pid: number): string[] | null {
 }
 
 /** Why the process behind `s` may not be signalled as that scheduler; null when it is proven. */
-export function unproven(s: SchedulerInstance, probe: LivenessProbe): string | null {
+export function unproven(s: SchedulerInstance, probe: LivenessProbe, stateDir?: string): string | null {
   const o = s.record.owner;
   if (o.pid <= 1) return `its lock names pid ${o.pid}`;
   if (o.command !== 'scheduler') return `its lock was taken by "${o.command}", not by a scheduler`;
@@ -59,6 +90,9 @@ export function unproven(s: SchedulerInstance, probe: LivenessProbe): string | n
   if (args !== null && !args.some((a, i) => a === 'scheduler' && args[i + 1] === 'start')) {
     return `pid ${o.pid} does not run "scheduler start"`;
   }
+  if (stateDir !== undefined && holdsRunningMark(o.pid, stateDir) === false) {
+    return `pid ${o.pid} runs a scheduler, but not this project's: it does not hold ${runningMark(stateDir)} open (a lock record or a database row can name any process)`;
+  }
   return null;
 }
 
@@ -68,7 +102,7 @@ function exited(s: SchedulerInstance, probe: LivenessProbe): boolean {
   return p.state === 'dead' || (p.state === 'alive' && !!p.startTime && p.startTime !== s.record.owner.start_time);
 }
 
-export async function stopScheduler(backend: Backend, o: StopOptions): Promise<StopResult> {
+export async function stopScheduler(backend: Backend, o: StopOptions & { stateDir: string }): Promise<StopResult> {
   const clock = o.clock ?? systemClock;
   const probe = o.probe ?? systemProbe();
   const state = await readSchedulerState(backend, probe);
@@ -79,7 +113,7 @@ export async function stopScheduler(backend: Backend, o: StopOptions): Promise<S
     const only = state.schedulers[0];
     return backend.caps.schedulerPerProject && only ? { kind: 'elsewhere', scheduler: only } : { kind: 'not-running', state };
   }
-  const why = unproven(target, probe);
+  const why = unproven(target, probe, o.stateDir);
   if (why) return { kind: 'unverified', scheduler: target, why };
   const started = clock.monotonic();
   try {

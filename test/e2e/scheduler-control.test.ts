@@ -154,6 +154,45 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
     expect(processRuns(victim.pid)).toBe(true);
   });
 
+  it('a forged scheduler lock naming another project\'s live scheduler (its pid, start time, boot id): nothing is signalled (SPEC §12)', async () => {
+    const { dir, url } = await project(kind);
+    // another project's scheduler on this host, with the same user
+    const other = testProject({ routines: [{ id: 'tick', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    const theirs = await scheduler(other, HERE);
+    onTestFinished(() => {
+      theirs.child.kill('SIGKILL');
+    });
+    const info = systemProbe().inspect(theirs.pid);
+    if (info.state !== 'alive' || !info.startTime) throw new Error('not running');
+    const probe = systemProbe();
+    const now = Date.now() / 1000;
+    const owner = { pid: theirs.pid, host: 'host-a', boot_id: probe.bootId, start_time: info.startTime, command: 'scheduler' };
+    if (url) {
+      await cli(dir, ['scheduler', 'status']); // creates the schema
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query(
+        `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
+         VALUES ('app', 'scheduler@host-a', $1, 1, $2, now(), now(), now() + interval '60 seconds')`,
+        ['f'.repeat(32), JSON.stringify(owner)],
+      );
+      await client.end();
+    } else {
+      const locks = join(dir, '.routinely', 'locks');
+      mkdirSync(locks, { recursive: true, mode: 0o700 });
+      const rec: LockRecord = { version: 1, key: 'scheduler', lock_id: 'f'.repeat(32), generation: 1, owner, created_at: now, heartbeat_at: now, expires_at: now + 60 };
+      writeFileSync(join(locks, 'scheduler.lock'), serializeLockRecord(rec), { mode: 0o600 });
+    }
+    const stop = await cli(dir, ['scheduler', 'stop', '--timeout', '2']);
+    expect(stop.code).toBe(1);
+    expect(stop.stderr).toMatch(new RegExp(`^routinely: not signalling pid ${theirs.pid}: pid ${theirs.pid} runs a scheduler, but not this project's: it does not hold \\S+scheduler\\.running open`));
+    expect(processRuns(theirs.pid)).toBe(true);
+    expect(theirs.stdout()).not.toMatch(/stopping/);
+    // its own project's stop is proven, and works
+    const own = await cli(other, ['scheduler', 'stop', '--timeout', '10']);
+    expect(own.code, own.stderr).toBe(0);
+  });
+
   it('works while the config is invalid (a warning, then the answer)', async () => {
     const { dir } = await project(kind);
     const s = await scheduler(dir, HERE);

@@ -1,0 +1,24 @@
+// `<stateDir>/scheduler.running`: the file every scheduler opens at start and keeps open for its
+// life (Node opens files close-on-exec: its commands do not inherit it). `scheduler stop` signals a
+// process only if it holds this project's mark open (scheduler/control.ts): a lock record or a
+// database row can name any process, only the process itself can hold the file (SPEC §12).
+
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureStateRoot } from '../state/json-file.js';
+
+export const runningMark = (stateDir: string): string => join(stateDir, 'scheduler.running');
+
+let held: number | null = null;
+
+/** Opens this project's mark and keeps it open for the life of the process. */
+export function holdRunningMark(stateDir: string): void {
+  if (held !== null) return;
+  ensureStateRoot(stateDir);
+  const fd = openSync(runningMark(stateDir), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new Error(`${runningMark(stateDir)} is not a regular file`);
+  }
+  held = fd;
+}
