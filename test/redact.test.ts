@@ -3,12 +3,29 @@
 import { describe, expect, it } from 'vitest';
 import { redactUrl } from '../src/config/load.js';
 import { redactSecrets } from '../src/redact.js';
+import { parsePgUrl } from '../src/pg/url.js';
 import { rng } from './helpers/rng.js';
 
 
 const CHARS = 'abcdefXYZ0123456789/+=@#?%[]:!$&()*,;~-._';
 
 describe('redaction of passwords in URLs', () => {
+  it('a password of any character, once its URL was parsed as libpq reads it, is never shown (spaces, quotes, an "@" in a query)', () => {
+    const next = rng(20261202);
+    const ANY = `${CHARS} "'\t<>\``;
+    for (let i = 0; i < 500; i++) {
+      let pass = `Zq${i}`;
+      while (pass.length < 8 + (i % 12)) pass += ANY[Math.floor(next() * ANY.length)]!;
+      for (const url of [`postgres://app:${pass}@db.internal:5432/app`, `postgres://app@db/app?password=${pass.replace(/[&#]/g, '')}&sslmode=disable`]) {
+        parsePgUrl(url); // as every command does before it says anything of the URL
+        const secret = url.includes('?password=') ? pass.replace(/[&#]/g, '') : pass;
+        for (const message of [url, `ROUTINELY_DATABASE_URL: "${url}" is port 99999`, `database ${url}: connection refused`]) {
+          expect(redactSecrets(message), message).not.toContain(secret);
+        }
+      }
+    }
+  });
+
   it('known shapes', () => {
     expect(redactUrl('postgres://app:Zm9v/YmFy+cXV4@db.internal:5432/app')).toBe('postgres://app:***@db.internal:5432/app');
     expect(redactUrl('postgres://rt:p@ss@[bad')).toBe('postgres://rt:***@[bad');

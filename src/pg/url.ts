@@ -3,7 +3,7 @@
 // `/` or `@` (common in base64), IPv6 hosts in brackets. Nothing here is printed with the
 // password: `where` and redaction leave it out.
 
-import { redactSecrets } from '../redact.js';
+import { redactSecrets, rememberSecret } from '../redact.js';
 
 export interface PgHost {
   host: string;
@@ -30,11 +30,43 @@ export function parsePgUrl(url: string): PgUrl | string {
   if (!m) return 'not a URL (expected postgres://user:password@host:5432/database)';
   const scheme = m[1]!.toLowerCase();
   if (scheme !== 'postgres' && scheme !== 'postgresql') return 'not a postgres:// URL';
-  let rest = m[2]!;
-  // the user part ends at the last '@': a password may hold '/', ':', '?', '#' or '@'
-  const at = rest.lastIndexOf('@');
-  const userinfo = at < 0 ? null : rest.slice(0, at);
-  rest = at < 0 ? rest : rest.slice(at + 1);
+  const all = m[2]!;
+  // The user part ends at the last '@': a password may hold '/', ':', '?', '#' or '@' (libpq
+  // wants those percent-encoded; base64 passwords often are not). Unless that '@' is in what
+  // reads as a query (`?password=ab@cd&sslmode=…`): then at the last '@' before the query. Both
+  // readings' passwords are known before anything is said (SPEC §12); the query reading is taken
+  // when it parses, else the other.
+  const last = all.lastIndexOf('@');
+  const q0 = all.indexOf('?');
+  const ends = q0 >= 0 && last > q0 && /^[A-Za-z_]+=/.test(all.slice(q0 + 1)) ? [all.slice(0, q0).lastIndexOf('@'), last] : [last];
+  const secrets = ends.flatMap((at) => passwordsOf(all, at));
+  for (const s of secrets) rememberSecret(s);
+  let parsed: PgUrl | string = '';
+  for (const at of ends) {
+    parsed = parseFrom(scheme, all, at, secrets);
+    if (typeof parsed !== 'string') return parsed;
+  }
+  return parsed;
+}
+
+/** The passwords of the URL read with its user part ending at `at`: the user's, and a
+ * `password=` parameter. */
+function passwordsOf(all: string, at: number): string[] {
+  const out: string[] = [];
+  const userinfo = at < 0 ? null : all.slice(0, at);
+  if (userinfo !== null && userinfo.includes(':')) out.push(userinfo.slice(userinfo.indexOf(':') + 1));
+  const rest = at < 0 ? all : all.slice(at + 1);
+  const qi = rest.indexOf('?');
+  if (qi >= 0) {
+    const p = new URLSearchParams(rest.slice(qi + 1)).get('password');
+    if (p) out.push(p);
+  }
+  return out;
+}
+
+function parseFrom(scheme: string, all: string, at: number, secrets: readonly string[]): PgUrl | string {
+  const userinfo = at < 0 ? null : all.slice(0, at);
+  const rest = at < 0 ? all : all.slice(at + 1);
   const slash = rest.search(/[/?]/);
   const authority = slash < 0 ? rest : rest.slice(0, slash);
   const tail = slash < 0 ? '' : rest.slice(slash);
@@ -47,7 +79,12 @@ export function parsePgUrl(url: string): PgUrl | string {
     if (!h) return `host ${JSON.stringify(part)} is not host or host:port`;
     const port = h[3] === undefined ? 5432 : Number(h[3]);
     if (port < 1 || port > 65535) return `port ${h[3]} is out of range 1-65535`;
-    hosts.push({ host: h[1] ?? (h[2] || 'localhost'), port });
+    const host = h[1] ?? (h[2] || 'localhost');
+    // a host that is a piece of a password was never meant as one: never sent to a resolver
+    if (host.length >= 4 && secrets.some((s) => s.includes(host) || safeDecode(s).includes(host))) {
+      return 'ambiguous: one of its host names is a piece of the password (percent-encode "@" as %40 and "/" as %2F in the password)';
+    }
+    hosts.push({ host, port });
   }
   const target = params.get('target_session_attrs') ?? 'any';
   if (!(TARGETS as readonly string[]).includes(target)) return `target_session_attrs=${target} is not one of ${TARGETS.join(', ')}`;
@@ -60,6 +97,14 @@ export function parsePgUrl(url: string): PgUrl | string {
   }
   const query = params.toString();
   return { scheme, userinfo, hosts, database, query, targetSessionAttrs: target as PgUrl['targetSessionAttrs'] };
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 /** The URL of one of its hosts, for the driver (which takes one host). A password the driver

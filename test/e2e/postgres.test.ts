@@ -338,4 +338,17 @@ suite('PostgreSQL backend', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/project: is required with the postgres backend/);
   });
+
+  it.each([
+    ['a space in the password, and a bad port', 'postgres://rtn:S3cr tPIECE1x@127.0.0.1:99999/db', 2, /is port 99999 is out of range/],
+    ['an "@" in a ?password= parameter', 'postgres://rtn@127.0.0.1:1/db?password=ab@cdPIECE2&sslmode=disable', 74, /database 127\.0\.0\.1:1\/db: connection refused/],
+    ['a quote and a "#" in the password', 'postgres://rtn:a"b#cPIECE3z@127.0.0.1:1/db', 74, /database 127\.0\.0\.1:1\/db: connection refused/],
+    ['a password piece where a host would be', 'postgres://u:pa@PIECE4host/x@127.0.0.1:1/db', 74, /database 127\.0\.0\.1:1\/db: connection refused/],
+  ])('%s: never shown, never looked up as a host (SPEC §12)', async (_name, url, code, said) => {
+    const dir = testProject({ project: 'app', backend: { type: 'postgres' } });
+    const r = await runCli(['lock', 'status'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } });
+    expect(r.code, r.stderr).toBe(code);
+    expect(r.stderr).toMatch(said);
+    expect(r.stderr).not.toMatch(/PIECE|ENOTFOUND|unknown host/);
+  });
 });
