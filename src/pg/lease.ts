@@ -4,8 +4,9 @@
 // exactly one process holds a key however many race, across hosts.
 //
 // Like the file backend, an owner on this host that is confirmed dead (pid gone or reused, host
-// rebooted) is reclaimed at once, and the process groups it started are ended first; any other
-// owner only once its lease has expired by the database clock.
+// rebooted) is reclaimed at once, and the process groups it started are ended first; a live owner
+// on this host only once a waiter saw its row unchanged for a TTL on its own clock (never by the
+// row's times, SPEC §4.4); an owner elsewhere once its lease has expired by the database clock.
 // (Over 300 lines: the lease's SQL — acquire, reclaim, heartbeat, release, status — and the
 // object holding it; the statements read best beside each other.)
 
@@ -308,16 +309,21 @@ export class PgLease extends LeaseState implements Lease {
         }
         const sent = this.clock.monotonic();
         try {
+          // Ours while the row still carries our lock id and epoch: whoever takes a lease over
+          // changes both in one conditional statement, so a heartbeat that finds them is not
+          // beside a new holder. Its expiry is not asked: this holder times its lease on its own
+          // clock (expiredBy, above), and an expires_at that a database writer set into the past
+          // is no reason to stop a live holder's work (SPEC §4.4) — the beat writes it anew.
           const { rows } = await this.o.db.leaseQuery<{ heartbeat_at: number; expires_at: number }>(
             `UPDATE routinely_leases SET heartbeat_at = now(), expires_at = now() + make_interval(secs => $5), owner = $6
-              WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL AND expires_at >= now()
+              WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL
                 AND timeline = routinely_timeline()
               RETURNING extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at`,
             [this.o.project, this.key, this.rec.lock_id, this.rec.generation, this.o.ttlMs / 1000, JSON.stringify(this.rec.owner)],
           );
           const r = rows[0];
           if (!r) {
-            this.markLost('the lease row is no longer ours (taken over, released, expired by the database clock, or granted before the database failed over)', true);
+            this.markLost('the lease row is no longer ours (taken over, released, or granted before the database failed over)', true);
             return;
           }
           this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };

@@ -129,8 +129,10 @@ export const MIGRATIONS: Migration[] = [
  * last grants never reached the standby that was promoted. */
 export const TIMELINE_GENERATIONS = 4_294_967_296;
 
-/** The lease check that fences a write: the row must still carry the writer's lock_id and epoch,
- * be unexpired by the database clock, and have been granted on the server's current timeline
+/** The lease check that fences a write: the row must still carry the writer's lock_id and epoch
+ * (whoever takes a lease over changes both; its expiry is not asked: a holder times its own lease,
+ * and a row's times never stop a live holder, SPEC §4.4), and have been granted on the server's
+ * current timeline
  * (after a failover, a holder's writes are refused even where its row was replicated). FOR SHARE makes a concurrent reclaim wait for the
  * writing transaction, so the check and the write are one atomic step. Parameters: $1 project,
  * then the three numbered by the caller. */
@@ -138,6 +140,6 @@ export const fenceCte = (lockId: string, epoch: string): string => `
   fence AS (
     SELECT 1 FROM routinely_leases
      WHERE project = $1 AND key = 'exec-run' AND lock_id = ${lockId} AND epoch = ${epoch}
-       AND released_at IS NULL AND expires_at >= now() AND timeline = routinely_timeline()
+       AND released_at IS NULL AND timeline = routinely_timeline()
        FOR SHARE
   )`;
