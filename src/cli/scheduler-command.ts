@@ -6,6 +6,8 @@ import { fireRoutine, ownerGone } from '../scheduler/firing.js';
 import { commandEnv } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import type { Lease } from '../lock/lease.js';
+import type { LockRecord } from '../lock/record.js';
+import { describeHolder } from '../lock/stale.js';
 import { disposable, openBackend, type BackendCaps } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat, type Logger } from '../scheduler/log.js';
@@ -69,7 +71,12 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   await using backend = disposable(await openBackend(project, { skewNotice: () => {}, warn: (message) => log({ event: 'scheduler.warning', message }), longRunning: true }));
   clockNow = () => backend.clock.now();
   const host = hostId();
-  const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail' });
+  // A scheduler on this host that is alive but whose record looks expired (stopped with SIGSTOP,
+  // or a time someone wrote) is watched for up to a TTL (SPEC §4.4): taken over once its heartbeat
+  // has not moved all that time, refused the moment it moves.
+  const watchStalled = (holder: LockRecord, forMs: number): void =>
+    log({ event: 'scheduler.warning', message: `the scheduler lock's holder, ${describeHolder(holder, clockNow())}, is alive on this host but its record looks expired: watching its heartbeat for up to ${Math.round(forMs / 1000)}s` });
+  const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail', watchStalled });
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   let lease: Lease = got.lease;
   // what proves to `scheduler stop` that this process is this project's scheduler

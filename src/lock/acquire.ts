@@ -51,6 +51,8 @@ export interface AcquireOptions extends FileLockOptions {
   pollMaxMs?: number;
   /** Start the heartbeat timer on success (default true). */
   heartbeat?: boolean;
+  /** See BusyPolicy.watchStalled. */
+  watchStalled?: (holder: LockRecord, forMs: number) => void;
 }
 
 /** What taking over from a stale holder did. */

@@ -6,6 +6,7 @@ import { acquireFileLease } from './wait.js';
 import { namesIn } from '../fs/files.js';
 import type { LivenessProbe } from './identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
+import type { LockRecord } from './record.js';
 import { breakStaleLock, readLockStatus, type BreakResult, type LockStatus } from './status.js';
 
 export const EXEC_LOCK_KEY = 'exec-run';
@@ -15,6 +16,10 @@ export interface BusyPolicy {
   ifBusy?: IfBusy;
   waitTimeoutMs?: number;
   signal?: AbortSignal;
+  /** With fail or skip: a live holder on this host whose record looks expired (a stalled holder,
+   * or a forged time) is watched for up to a TTL before the answer, and this is told when the
+   * watch begins (SPEC §4.4; `scheduler start`, as `lock break`). */
+  watchStalled?: (holder: LockRecord, forMs: number) => void;
 }
 
 export interface LockBackend {

@@ -9,7 +9,8 @@ import { checkFolder } from '../fs/files.js';
 import { readChildJournal } from './children.js';
 import { journalPath, lockPaths, type LockPaths } from './paths.js';
 import type { LockRecord } from './record.js';
-import { MAX_TTL_MS, type Observation, type StaleReason } from './stale.js';
+import { recordLooksFresh } from './observer.js';
+import type { Observation, StaleReason } from './stale.js';
 import type { OrphanReport } from './orphans.js';
 
 export interface LockInspectOptions {
@@ -139,8 +140,7 @@ export async function breakStaleLock(opts: LockInspectOptions): Promise<BreakRes
     // implausible expiry, is watched for up to a TTL: stale once its heartbeat has not moved all
     // that time (a stalled holder), alive the moment it moves.
     const r = status.record;
-    const now = (opts.clock ?? systemClock).now() / 1000;
-    const looksFresh = r !== null && r.expires_at > now && (r.expires_at - r.heartbeat_at) * 1000 <= MAX_TTL_MS;
+    const looksFresh = r !== null && recordLooksFresh(r, (opts.clock ?? systemClock).now());
     const watched = opts.ttlMs !== undefined && r !== null && !looksFresh && /is alive/.test(status.why ?? '') ? await watchHolder(opts, status) : null;
     if (!watched) return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
     observe = watched;

@@ -24,6 +24,7 @@ import type { OrphanReport } from '../lock/orphans.js';
 import { journalPath, lockPaths, type LockPaths } from '../lock/paths.js';
 import { parseLockRecord, serializeLockRecord, type LockOwner, type LockRecord } from '../lock/record.js';
 import { endHolderOrphans } from '../lock/reclaim.js';
+import { observerOf, StalledWatch } from '../lock/observer.js';
 import { describeHolder, judgeLock, type Observation } from '../lock/stale.js';
 import type { BreakResult, LockStatus } from '../lock/status.js';
 import type { Db } from './connect.js';
@@ -183,21 +184,13 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       const ifBusy = policy.ifBusy ?? 'fail';
       const deadline = policy.waitTimeoutMs === undefined ? Infinity : clock.monotonic() + policy.waitTimeoutMs;
       const pause = new Backoff(5, 100, clock);
-      // a waiter times the holder's row on its own clock (a stalled holder on this host)
-      let lastSig: string | null = null;
-      let lastChange = clock.monotonic();
-      const observe = (sig: string): Observation => {
-        const now = clock.monotonic();
-        if (sig !== lastSig) {
-          lastSig = sig;
-          lastChange = now;
-        }
-        return { unchangedForMs: now - lastChange, ttlMs: ttlSecs * 1000 };
-      };
+      // every attempt of this process times the holder's row on its own clock (lock/observer.ts)
+      const observe = observerOf(`pg ${o.db.where} ${o.project} ${key}`, ttlSecs * 1000, clock);
+      const watch = policy.watchStalled ? new StalledWatch(clock, ttlSecs * 1000, policy.watchStalled) : null;
       for (;;) {
         let r: Attempt;
         try {
-          r = await attempt(key, owner, ifBusy === 'wait' ? observe : undefined);
+          r = await attempt(key, owner, observe);
         } catch (err) {
           // A waiter outlives a database outage; fail and skip report it at once.
           if (ifBusy !== 'wait' || !(err instanceof DatabaseError)) throw err;
@@ -207,7 +200,13 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
           r.lease.startHeartbeat();
           return { ok: true, lease: r.lease };
         }
-        if (ifBusy !== 'wait') return { ok: false, reason: 'LOCK_HELD', holder: r.holder, why: r.why };
+        if (ifBusy !== 'wait') {
+          if (watch?.keepWatching(r.holder) && !policy.signal?.aborted) {
+            await clock.sleep(250, policy.signal);
+            continue;
+          }
+          return { ok: false, reason: 'LOCK_HELD', holder: r.holder, why: r.why };
+        }
         if (policy.signal?.aborted) return { ok: false, reason: 'ABORTED', holder: r.holder, why: r.why };
         const left = deadline - clock.monotonic();
         if (left <= 0) return { ok: false, reason: 'WAIT_TIMEOUT', holder: r.holder, why: r.why };

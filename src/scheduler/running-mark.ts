@@ -15,7 +15,9 @@ let held: number | null = null;
 export function holdRunningMark(stateDir: string): void {
   if (held !== null) return;
   ensureStateRoot(stateDir);
-  const fd = openSync(runningMark(stateDir), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  // read-only: a file held open for writing would keep the state disk from being remounted
+  // read-only (EBUSY), and nothing is ever written to the mark
+  const fd = openSync(runningMark(stateDir), constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   if (!fstatSync(fd).isFile()) {
     closeSync(fd);
     throw new Error(`${runningMark(stateDir)} is not a regular file`);

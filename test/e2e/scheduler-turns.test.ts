@@ -229,6 +229,25 @@ if (!FAKETIME_LIB && process.env.CI === 'true') throw new Error('CI=true but lib
     expect(await stop(s)).toBe(0);
   });
 
+  it('a lock run stopped with SIGSTOP is taken over by the scheduler once its heartbeat has not moved for a TTL, timed across ticks on its own clock (SPEC §4.4); resumed, the holder says lock lost', async () => {
+    const project = testProject({ lock: { ttlSeconds: 3, refreshSeconds: 1 }, routines: [cmd('sec', '* * * * * *', 'true')] });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; exec sleep 60'], { cwd: project, timeoutMs: 60_000 });
+    await holder.waitFor(/holding/);
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
+    try {
+      await s.waitFor(/\[routine\] skipped sec: exec busy/, 15_000);
+      holder.child.kill('SIGSTOP');
+      await eventually(() => fires(project, 'sec').some((e) => e.result === 'success'), 20_000, 'a fire after the takeover', () => s.stdout());
+      holder.child.kill('SIGCONT');
+      const { code } = await holder.exited;
+      expect(code).toBe(1);
+      expect(holder.stderr()).toMatch(/lock lost/);
+    } finally {
+      holder.child.kill('SIGCONT');
+    }
+    expect(await stop(s)).toBe(0);
+  });
+
   it('a running scheduler whose clock jumps 2 h forward and is corrected back fires on the corrected clock at once; nothing fires twice', async () => {
     const project = testProject({ routines: [cmd('sec', '* * * * * *', 'true')] });
     const stamp = join(project, 'faketime');
