@@ -1,8 +1,9 @@
-import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, statSync, truncateSync, writeFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
 import { indexPath, openFire, readFires, readRoutineState, reconcileOpenFires, recordFire, pauseRoutine, statePath, publishRoutineState } from '../../src/scheduler/file-store.js';
-import { historyPath, historyTrimBytes } from '../../src/state/history.js';
+import { historyPath, historyTrimBytes, readHistoryBytes } from '../../src/state/history.js';
+import { UnsafePathError } from '../../src/errors.js';
 import { interruptedFire, type Fire, type OpenFire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -20,6 +21,17 @@ function project() {
 }
 
 describe('history: the facts behind routine-state.json (SPEC §3)', () => {
+  it('a history file past the cap (a 3 GB sparse file) is refused before a byte of it is read, from its start or from an offset', async () => {
+    const p = project();
+    const path = historyPath(p.stateDir, 'a');
+    await recordFire(p, 'a', fire(1));
+    truncateSync(path, 3 * 1024 ** 3);
+    for (const offset of [0, 100, 2 * 1024 ** 3]) {
+      expect(() => readHistoryBytes(path, offset), `offset ${offset}`).toThrow(UnsafePathError);
+      expect(() => readHistoryBytes(path, offset)).toThrow(/is 3221225472 bytes, larger than any file routinely writes there/);
+    }
+  });
+
   it('is bounded by rotation, and counts survive it exactly', async () => {
     const p = project();
     const n = 1700;
