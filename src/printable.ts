@@ -2,6 +2,8 @@
 // with control characters escaped (SPEC §12): a record must not be able to move the cursor,
 // rewrite the terminal's title, or hide text from the person reading it.
 
+import { StringDecoder } from 'node:string_decoder';
+
 // C0 controls, DEL and C1 controls (which include the 8-bit CSI).
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
@@ -29,3 +31,35 @@ export function jsonText(json: string): string {
   // eslint-disable-next-line no-control-regex
   return json.replace(/[\u007f-\u009f]/g, (c) => `\\u00${hex2(c)}`);
 }
+
+/** terminalText for a stream that arrives in pieces (a followed log): a UTF-8 character or a
+ * colour sequence split between two pieces is judged whole, once its end has come. */
+export class TerminalStream {
+  private readonly decoder = new StringDecoder('utf8');
+  private held = '';
+
+  /** The text of `chunk` that is complete, escaped. */
+  push(chunk: Buffer): string {
+    const s = this.held + this.decoder.write(chunk);
+    // an ESC near the end that may still become a colour sequence waits for the next piece
+    const esc = s.lastIndexOf('\u001b');
+    if (esc >= 0 && s.length - esc <= MAX_SGR && PARTIAL_SGR.test(s.slice(esc))) {
+      this.held = s.slice(esc);
+      return terminalText(s.slice(0, esc));
+    }
+    this.held = '';
+    return terminalText(s);
+  }
+
+  /** What is left at the end, escaped. */
+  end(): string {
+    const s = this.held + this.decoder.end();
+    this.held = '';
+    return terminalText(s);
+  }
+}
+
+/** ESC, or ESC [ followed by digits and semicolons, not yet ended by its `m`. */
+// eslint-disable-next-line no-control-regex
+const PARTIAL_SGR = /^\u001b(\[[0-9;]*)?$/;
+const MAX_SGR = 32;

@@ -5,6 +5,7 @@ import { displayPath } from '../config/load.js';
 import { ID_PATTERN } from '../config/types.js';
 import { ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { RUN_ID_PATTERN, showRoutineLog } from '../scheduler/routine-log.js';
+import { TerminalStream } from '../printable.js';
 import { err, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 import { loadForView } from './view-project.js';
@@ -38,14 +39,19 @@ export async function routineLogs(id: string, flags: LogsFlags, g: GlobalOptions
     process.stdout.on('error', onGone);
     process.stdout.on('close', onGone);
   }
+  // what a run printed reaches the terminal through the one escaping rule (SPEC §12): colours
+  // kept, but no clear-screen, cursor move or window title (OSC) from a command's output
+  const text = new TerminalStream();
+  const write = (s: string): void => {
+    if (s.length > 0 && !process.stdout.destroyed) process.stdout.write(s);
+  };
   try {
     const r = await showRoutineLog({
       stateDir: project.stateDir, id, runId: flags.run, lines: flags.lines, follow: flags.follow, signal: stop.signal,
-      write: (chunk) => {
-        if (!process.stdout.destroyed) process.stdout.write(chunk);
-      },
+      write: (chunk) => write(text.push(chunk)),
       notice: (m) => err(`routinely: ${m}`),
     });
+    write(text.end());
     switch (r.kind) {
       case 'no-log':
         out(`no output logged for ${id} yet (${displayPath(r.path)} does not exist)`);

@@ -129,4 +129,20 @@ describe('routine logs', () => {
     expect(follow.stdout()).toMatch(new RegExp(`^--- routinely: slow run ${runId} started [^\\n]*\\nbegin\\nend\\n--- routinely: slow run ${runId} finished [^\\n]*: success in \\d+\\.\\ds ---\\n$`));
     expect((await running.exited).code).toBe(0);
   });
+
+  it('what a command printed reaches the terminal escaped (SPEC §12): no window title (OSC), clear-screen or carriage return; colour kept; the log file keeps the bytes', async () => {
+    const printf = String.raw`printf 'title\033]0;pwned\007 clear\033[2J\033[H home\rover \033[31mred\033[0m\n'`;
+    const dir = testProject({ routines: [{ id: 'loud', schedule: '0 3 * * *', action: 'command', run: printf }] });
+    expect((await runCli(['routine', 'run', 'loud'], { cwd: dir })).code).toBe(0);
+    const shown = await runCli(['routine', 'logs', 'loud'], { cwd: dir });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout.split('\n')[1]).toBe(String.raw`title\x1b]0;pwned\x07 clear\x1b[2J\x1b[H home\x0dover ` + '\u001b[31mred\u001b[0m');
+    // followed (read as it is written), the same
+    const follow = startCli(['routine', 'logs', 'loud', '--follow'], { cwd: dir });
+    await follow.waitFor(/finished [^\n]*: success in/);
+    follow.child.kill('SIGTERM');
+    expect((await follow.exited).code).toBe(0);
+    expect(follow.stdout()).toBe(shown.stdout);
+    expect(readFileSync(join(dir, '.routinely/logs/loud.log'), 'utf8')).toContain('title\u001b]0;pwned\u0007 clear\u001b[2J\u001b[H home\rover \u001b[31mred\u001b[0m\n');
+  });
 });
