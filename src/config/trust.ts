@@ -124,3 +124,37 @@ export function checkTrustedPaths(o: { configPath: string; root: string; stateDi
   if (resolve(o.root) !== resolve(dirname(o.configPath))) checkChain(o.root, 'project folder', uid, checked);
   checkChain(o.stateDir, 'state folder', uid, checked);
 }
+
+/** The checks for a folder of `exec.taskDirs` (a task names a command that runs as you): the
+ * folder and every folder above it, as the project folder — a link at it judged by its owner and
+ * its target the same way. */
+export function checkTaskFolder(dir: string): void {
+  const uid = myUid();
+  if (uid === null) return;
+  checkChain(dir, 'task folder', uid, new Set());
+}
+
+/** A task file that is a link is followed only when the link is root's or yours and every
+ * folder of its target passes the same checks (the target itself is checked when it is read: a
+ * regular file of yours that nobody else may write). */
+export function checkTaskFile(file: string): void {
+  const uid = myUid();
+  if (uid === null) return;
+  let st: Stats;
+  try {
+    st = lstatSync(file);
+  } catch {
+    return; // gone: reading it says so
+  }
+  if (!st.isSymbolicLink()) return;
+  if (st.uid !== 0 && st.uid !== uid) {
+    throw new UntrustedPathError(`refusing the task file: ${file} is a link owned by uid ${st.uid}, neither root nor you (uid ${uid}); another user could point it at tasks of their choosing. Fix: remove it (and chmod go-w its folder)`);
+  }
+  let target: string;
+  try {
+    target = realpathSync(file);
+  } catch {
+    return; // dangling: reading it says so
+  }
+  checkChain(dirname(target), 'task file', uid, new Set());
+}

@@ -7,7 +7,8 @@ import { readConfigBytes } from '../config/find.js';
 import { displayPath, parseJsonFile, type Project } from '../config/load.js';
 import type { TaskDef } from '../config/types.js';
 import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
-import { ConfigError, errnoCode, type ConfigIssue } from '../errors.js';
+import { checkTaskFile, checkTaskFolder, UntrustedPathError } from '../config/trust.js';
+import { ConfigError, errnoCode, UnsafePathError, type ConfigIssue } from '../errors.js';
 
 export interface SourcedTask {
   task: TaskDef;
@@ -23,8 +24,12 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
     const abs = resolve(project.root, dir);
     let names: string[];
     try {
+      // a task folder, and a task file that is a link, are trusted as the project folder is
+      // (SPEC §12): another user who may write them could choose what runs as you
+      checkTaskFolder(abs);
       names = readdirSync(abs).filter((n) => n.endsWith('.json')).sort();
     } catch (err) {
+      if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
       if (errnoCode(err) === 'ENOENT') continue; // an empty task folder need not exist
       issues.push({ path: 'exec.taskDirs', message: `cannot read ${dir}: ${errnoCode(err) ?? String(err)}` });
       continue;
@@ -34,8 +39,10 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       const shown = relative(project.root, file);
       let text: string;
       try {
+        checkTaskFile(file);
         text = readConfigBytes(file).toString('utf8');
       } catch (err) {
+        if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
         issues.push({ file: shown, path: '', message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message });
         continue;
       }

@@ -119,6 +119,52 @@ describe.skipIf(!canAddUsers && process.env.CI !== 'true')('a shared checkout an
     expect(s.stderr).toMatch(/refusing the state folder: .*\.routinely (is a link owned by|belongs to) uid/);
     expect(spawnSync('find', [theirs, '-mindepth', '1']).stdout.toString()).toBe('');
   });
+
+  it('a task file linked in by the other user (to a task file of root\'s elsewhere) is refused for root; its task never runs', async () => {
+    expect(canAddUsers, 'this test needs root, useradd and groupadd (CI runs as root)').toBe(true);
+    const a = attacker();
+    const { root, project, pwned } = sharedProject(a.gid);
+    chmodSync(project, 0o755);
+    chmodSync(join(project, 'scripts'), 0o755);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: [{ id: 'build', run: 'true' }], taskDirs: ['tasks'] } }));
+    // another project of root's, with a task that must never run here
+    const other = join(root, 'other', 'tasks');
+    mkdirSync(other, { recursive: true, mode: 0o755 });
+    writeFileSync(join(other, 'cleanup.json'), JSON.stringify({ id: 'cleanup', run: `touch ${pwned}` }), { mode: 0o644 });
+    // the task folder, given to the attacker (or made writable for the team)
+    const tasks = join(project, 'tasks');
+    mkdirSync(tasks, { mode: 0o755 });
+    spawnSync('chown', [String(a.uid), tasks]);
+    const plant = spawnSync('runuser', ['-u', a.user, '--', 'ln', '-s', join(other, 'cleanup.json'), join(tasks, 'cleanup.json')]);
+    expect(plant.status, plant.stderr?.toString()).toBe(0);
+    const r = await runCli(['exec', 'run'], { cwd: project });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`refusing the task folder: ${tasks} belongs to uid ${a.uid}, neither root nor you`));
+    expect(existsSync(pwned)).toBe(false);
+    // the folder root's again, the link still the attacker's: refused by the link's owner
+    spawnSync('chown', ['0', tasks]);
+    const l = await runCli(['exec', 'run'], { cwd: project });
+    expect(l.code, l.stderr).toBe(2);
+    expect(l.stderr).toMatch(new RegExp(`refusing the task file: ${join(tasks, 'cleanup.json')} is a link owned by uid ${a.uid}`));
+    expect(existsSync(pwned)).toBe(false);
+    // root's own link to a folder the attacker may write: refused by the target's folder
+    const drop = join(root, 'drop');
+    mkdirSync(drop, { mode: 0o777 });
+    chmodSync(drop, 0o777);
+    writeFileSync(join(drop, 'cleanup.json'), JSON.stringify({ id: 'cleanup', run: `touch ${pwned}` }), { mode: 0o644 });
+    rmSync(join(tasks, 'cleanup.json'));
+    symlinkSync(join(drop, 'cleanup.json'), join(tasks, 'cleanup.json'));
+    const d = await runCli(['exec', 'run'], { cwd: project });
+    expect(d.code, d.stderr).toBe(2);
+    expect(d.stderr).toMatch(new RegExp(`refusing the task file: ${drop} is writable by every user`));
+    expect(existsSync(pwned)).toBe(false);
+    // root's own link to root's own task file: followed, and the task runs
+    rmSync(join(tasks, 'cleanup.json'));
+    symlinkSync(join(other, 'cleanup.json'), join(tasks, 'cleanup.json'));
+    const ok = await runCli(['exec', 'run'], { cwd: project });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(existsSync(pwned)).toBe(true);
+  });
 });
 
 describe('a state folder swapped under a running scheduler (SPEC §12)', () => {
