@@ -27,7 +27,7 @@ export function readBody(req: IncomingMessage): Promise<string> {
       size += c.length;
       if (size > BODY_MAX) {
         req.removeAllListeners('data');
-        req.resume();
+        req.pause();
         reject(new HttpProblem(413, `the body is larger than ${BODY_MAX} bytes`));
       } else chunks.push(c);
     });

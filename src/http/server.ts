@@ -9,8 +9,7 @@
 import { jsonText } from '../printable.js';
 import { VERSION } from '../version.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { formatListen, type ListenAddress } from '../config/listen.js';
 import { UsageError, errnoCode } from '../errors.js';
 import { Metrics, type SharedState } from './metrics.js';
@@ -163,13 +162,19 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // A body is read only for an action whose caller passed every check. Any other request that
+    // carries one is answered at once and its connection closed, its body unread (draining a
+    // 100 MB body nobody asked for was work done for whoever sent it); a client that asked
+    // "Expect: 100-continue" is never told to go on, so it never sends it.
+    let bodyWanted = false;
     const send = (code: number, type: string, body: string, extra: Record<string, string> = {}): void => {
-      res.writeHead(code, { ...COMMON_HEADERS, 'content-type': type, 'content-length': String(Buffer.byteLength(body)), ...(type.startsWith('text/html') ? { 'content-security-policy': PAGE_CSP } : { 'content-security-policy': "default-src 'none'; frame-ancestors 'none'" }), ...extra });
+      const unread = carriesBody(req) && !bodyWanted;
+      if (unread || extra.connection === 'close') lingerAtClose(req.socket);
+      const close = unread ? { connection: 'close' } : {};
+      res.writeHead(code, { ...COMMON_HEADERS, 'content-type': type, 'content-length': String(Buffer.byteLength(body)), ...(type.startsWith('text/html') ? { 'content-security-policy': PAGE_CSP } : { 'content-security-policy': "default-src 'none'; frame-ancestors 'none'" }), ...close, ...extra });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
     const isPost = req.method === 'POST';
-    // a body is read only for an action; drain any other so the connection stays usable
-    if (!isPost) req.resume();
     // Checked first: an answer of any other kind to a rebound name would already be a leak.
     if (!hostAllowed(req.headers.host, o.listen, port)) return send(421, TEXT, 'misdirected request: the Host header does not name this server\n');
     const url = new URL(req.url ?? '/', 'http://x');
@@ -188,12 +193,13 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       // Another site's page may not act (its fetch could not carry the token without a CORS
       // answer this server never gives, and a form cannot set the header; this says no first).
       if (!sameOrigin(req.headers.origin, req.headers['sec-fetch-site'], req.headers.host)) {
-        req.resume();
         return send(403, JSON_TYPE, jsonBody({ error: 'cross-origin request refused: actions are taken from this server\'s own page, or without an Origin header (curl)' }));
       }
       const id = action[1]!;
       try {
         if (!ROUTINE_ID.test(id)) throw new HttpProblem(404, `${JSON.stringify(id.slice(0, 100))} is not a routine id`);
+        bodyWanted = true;
+        if (/^100-continue$/i.test(req.headers.expect ?? '')) res.writeContinue();
         const [code, answer] = await takeAction(s, id, action[2]!, parseBody(await readBody(req)));
         s.forget();
         return send(code, JSON_TYPE, jsonBody(answer));
@@ -205,7 +211,6 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       }
     }
     if (!reading) {
-      req.resume();
       const why = s.actions ? 'only the actions take POST (/api/routines/ID/run, /pause, /resume)' : 'this server is read-only (actions are off: http.actions)';
       return send(405, TEXT, `method not allowed: ${why}\n`, { allow });
     }
@@ -247,6 +252,9 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       else res.destroy();
     });
   });
+  // with a listener Node no longer answers "100 Continue" on its own: handle() does, for an
+  // action it is about to read the body of, and for nothing else
+  server.on('checkContinue', (req, res) => server.emit('request', req, res));
   server.setTimeout(TIMEOUTS.idleMs, (socket) => socket.destroy());
   guardConnections(server);
 
@@ -275,5 +283,32 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
         server.close(() => resolve());
         server.closeAllConnections();
       }),
+  };
+}
+
+/** Whether the request says a body follows (a length above 0, or chunks). */
+function carriesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** How long a connection whose body is left unread is kept after its answer. */
+const LINGER_MS = 1_000;
+
+/**
+ * Closes the connection after its answer without reading what follows: it says it is done
+ * writing, stops reading, and closes LINGER_MS later. Closed at once, a body still arriving makes
+ * the kernel reset the connection, and a client that writes before it reads (most do) loses the
+ * answer with it; read instead, the body is work done for whoever sent it. Node calls
+ * destroySoon() on a connection whose answer says `close`: this is that, for these connections.
+ */
+function lingerAtClose(socket: Socket): void {
+  socket.destroySoon = () => {
+    if (socket.writable) socket.end();
+    socket.pause();
+    // Node starts a request's unread body flowing once its answer is sent (to throw it away);
+    // this connection is not read again
+    socket.resume = () => socket;
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
   };
 }

@@ -2,6 +2,7 @@
 // only when enabled, always with the token, never from another origin, with checked bodies; and
 // a routine's page and its JSON (fires newest first, the output of a run, escaped).
 
+import { connect } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { Metrics } from '../../src/http/metrics.js';
 import { startStatusServer, type StatusServer } from '../../src/http/server.js';
@@ -31,6 +32,63 @@ async function serve(over: Partial<StatusSources> = {}, token: string | null = T
 
 const post = (s: StatusServer, path: string, headers: Record<string, string> = AUTH, body = '{}') =>
   httpGet(`${s.url}${path}`, { 'content-type': 'application/json', ...headers }, 'POST', body);
+
+interface RawAnswer {
+  /** The first status line the server sent after any 100 Continue, and every status line. */
+  status: string;
+  lines: string[];
+  headers: string;
+  /** Bytes of the body the server let the client write before it closed. */
+  written: number;
+}
+
+/**
+ * A POST over a plain socket, announcing `size` bytes of body (or sending `body`) and writing
+ * them while it reads, as a careless client does; with `expect: 100-continue` it writes only
+ * after the server says to go on.
+ */
+function rawPost(port: number, path: string, headers: Record<string, string>, size: number, body?: string): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const payload = body === undefined ? null : Buffer.from(body);
+    const total = payload ? payload.length : size;
+    const head = Object.entries({ host: `127.0.0.1:${port}`, 'content-type': 'application/json', 'content-length': String(total), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    let written = 0;
+    let text = '';
+    let pumping = false;
+    const chunk = Buffer.alloc(64 * 1024, 32);
+    const pump = (): void => {
+      pumping = true;
+      if (payload) {
+        written = payload.length;
+        return void socket.write(payload);
+      }
+      while (written < total && !socket.destroyed) {
+        written += chunk.length;
+        if (!socket.write(chunk)) return void socket.once('drain', pump);
+      }
+    };
+    socket.on('error', () => {}); // a reset while writing is what a closed connection looks like
+    socket.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      if (!pumping && text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) pump();
+      // with a complete answer after 100 Continue, an asking client is done
+      const final = text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
+      const m = /\r\ncontent-length: (\d+)\r\n[\s\S]*?\r\n\r\n/i.exec(final);
+      if (m && final.length >= final.indexOf('\r\n\r\n') + 4 + Number(m[1]) && headers.expect) socket.end();
+    });
+    socket.on('close', () => {
+      const final = text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
+      const lines = text.split('\r\n').filter((l) => l.startsWith('HTTP/1.1 '));
+      resolve({ status: final.split('\r\n')[0] ?? '', lines, headers: final.split('\r\n\r\n')[0] ?? '', written: Math.min(written, total) });
+    });
+    socket.once('connect', () => {
+      socket.write(`POST /${path} HTTP/1.1\r\n${head}\r\n`);
+      if (!headers.expect) pump();
+    });
+    setTimeout(() => reject(new Error(`POST /${path}: no end after 60 s`)), 60_000).unref();
+  });
+}
 
 describe('actions', () => {
   it('run, pause (with its note) and resume do what they are asked and say so', async () => {
@@ -65,6 +123,32 @@ describe('actions', () => {
       expect(r.status, JSON.stringify(auth)).toBe(401);
     }
     expect(asked).toEqual([]);
+  });
+
+  it('never reads a body it did not ask for: 100 MB sent without the token get the 401 and a closed connection, not a drain', async () => {
+    const { asked, actions } = fakeActions();
+    const s = await serve({ actions });
+    const size = 100 * 1024 * 1024;
+    for (const target of ['api/routines/tick/run', 'api/routines/tick/pause']) {
+      const r = await rawPost(s.port, target, {}, size);
+      expect(r.status, target).toBe('HTTP/1.1 401 Unauthorized');
+      expect(r.headers, target).toMatch(/^connection: close$/im);
+      // the kernel's buffers and the server's short linger take in a few MB; a drain takes all 100
+      expect(r.written, target).toBeLessThan(32 * 1024 * 1024);
+    }
+    // a client that asks first is never told to go on: its body is not even sent
+    const asking = await rawPost(s.port, 'api/routines/tick/run', { expect: '100-continue' }, size);
+    expect(asking.status).toBe('HTTP/1.1 401 Unauthorized');
+    expect(asking.written).toBe(0);
+    // another origin, with the token, is refused the same way
+    const cross = await rawPost(s.port, 'api/routines/tick/run', { ...AUTH, origin: 'https://evil.example' }, size);
+    expect(cross.status).toBe('HTTP/1.1 403 Forbidden');
+    expect(cross.written).toBeLessThan(32 * 1024 * 1024);
+    expect(asked).toEqual([]);
+    // with the token, a client that asks is told to go on and its action is taken
+    const ok = await rawPost(s.port, 'api/routines/tick/pause', { ...AUTH, expect: '100-continue' }, 0, '{"note":"asked first"}');
+    expect(ok.lines).toEqual(['HTTP/1.1 100 Continue', 'HTTP/1.1 200 OK']);
+    expect(asked).toEqual(['pause tick asked first']);
   });
 
   it('refuses another origin, and a browser that says the request is cross-site, even with the token', async () => {
