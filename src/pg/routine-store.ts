@@ -3,7 +3,7 @@
 // each other's updates.
 
 import type { FireQuery, PauseChange, RecordOptions, RoutineStore, ShownFire, Warn } from '../scheduler/store.js';
-import type { HistoryEntry } from '../state/history.js';
+import { checkFireEntry, type HistoryEntry } from '../state/history.js';
 import { applyFire, applyLateFire, checkRoutineState, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db, TxClient } from './connect.js';
 
@@ -12,7 +12,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
   async function update(client: TxClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
     // make sure the row exists, then lock it
     await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
-    const { rows } = await client.query<{ record: unknown }>('SELECT record FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
+    const { rows } = await client.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, [project, routine]);
     const prior = parseRecord(routine, rows[0]?.record);
     await client.query('UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2', [project, routine, JSON.stringify(change(prior))]);
   }
@@ -73,19 +73,29 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
   return {
     sharedTicks: true,
     async read(warn: Warn): Promise<RoutineStateFile> {
-      const { rows } = await db.query<{ routine: string; record: unknown }>('SELECT routine, record FROM routinely_routine_state WHERE project = $1', [project]);
-      const raw: Record<string, unknown> = {};
-      for (const r of rows) if (r.record && Object.keys(r.record as object).length > 0) raw[r.routine] = r.record;
-      const checked = checkRoutineState({ version: 1, routines: raw });
-      if (typeof checked === 'string') {
-        warn(`routine state of project ${project} in the database is corrupt (${checked}); reading it as empty`);
-        return emptyState();
+      const { rows } = await db.query<{ routine: string; record: unknown; readable: boolean }>(
+        `SELECT routine, ${RECORD}, ${RECORD_READABLE} FROM routinely_routine_state WHERE project = $1`, [project]);
+      // each row on its own (SPEC §12): one that does not check out is that routine's loss only
+      // (read as never run, until its next record writes it anew), said once per read
+      const state = emptyState();
+      const bad: string[] = [];
+      for (const r of rows) {
+        if (!r.readable) bad.push(r.routine);
+        else if (Object.keys(r.record as object).length > 0) {
+          const checked = parseRecord(r.routine, r.record);
+          if (checked) state.routines[r.routine] = checked;
+          else bad.push(r.routine);
+        }
       }
-      return checked;
+      if (bad.length > 0) {
+        const shown = bad.slice(0, 5).join(', ') + (bad.length > 5 ? ` and ${bad.length - 5} more` : '');
+        warn(`database ${db.where}: the state of routine${bad.length === 1 ? '' : 's'} ${shown} of project ${project} is not a routine's record (or over ${RECORD_ROW_MAX / 1024} KiB); read as never run until the next record`);
+      }
+      return state;
     },
 
     async readOne(routine: string): Promise<RoutineRecord | undefined> {
-      const { rows } = await db.query<{ record: unknown }>('SELECT record FROM routinely_routine_state WHERE project = $1 AND routine = $2', [project, routine]);
+      const { rows } = await db.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2`, [project, routine]);
       return parseRecord(routine, rows[0]?.record);
     },
 
@@ -131,35 +141,37 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       return change;
     },
 
-    async history(routine: string): Promise<HistoryEntry[]> {
+    async history(routine: string, warn?: Warn): Promise<HistoryEntry[]> {
       // by start: a record that waited in the spool through an outage takes its place in time
       // never more rows than are kept, even when a writer with a larger limit left more
-      const { rows } = await db.query<{ entry: HistoryEntry }>(
-        `SELECT entry FROM (SELECT entry, seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC LIMIT $3) newest
+      const { rows } = await db.query<{ entry: unknown }>(
+        `SELECT ${ENTRY} FROM (SELECT entry, seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC LIMIT $3) newest
            ORDER BY entry->>'started_at', seq`,
         [project, routine, historyLines],
       );
-      return rows.map((r) => r.entry);
+      return checkedEntries(rows, (bad) => warn?.(unreadableRows(db.where, project, bad.length, [routine])), (_r, entry) => entry);
     },
 
-    async recentFires(routines: readonly string[], q: FireQuery): Promise<ShownFire[]> {
+    async recentFires(routines: readonly string[], q: FireQuery, warn: Warn): Promise<ShownFire[]> {
       // each routine's newest rows as history() keeps them, then the newest that match, by the
       // fire's times (ISO strings compare as times), ties in the order the routines were asked
       // for, then as written; LIMIT NULL is no limit
       const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
-      const { rows } = await db.query<{ routine: string; entry: HistoryEntry }>(
-        `SELECT routine, entry FROM (
+      // a row that is not a fire's record (or too large to be one) is read only as far as to
+      // say it was skipped (SPEC §12)
+      const { rows } = await db.query<{ routine: string; entry: unknown }>(
+        `SELECT routine, ${ENTRY} FROM (
            SELECT routine, entry, seq, row_number() OVER (PARTITION BY routine ORDER BY seq DESC) AS n
              FROM routinely_history WHERE project = $1 AND routine = ANY($2::text[])) kept
           WHERE n <= $3
             AND ($4::text IS NULL OR entry->>'scheduled_at' >= $4)
             AND ($5::text IS NULL OR entry->>'scheduled_at' < $5)
             AND ($6::text IS NULL OR entry->>'result' = $6)
-          ORDER BY entry->>'scheduled_at' DESC, entry->>'started_at' DESC, array_position($2::text[], routine) DESC, seq DESC
+          ORDER BY entry->>'scheduled_at' DESC NULLS LAST, entry->>'started_at' DESC, array_position($2::text[], routine) DESC, seq DESC
           LIMIT $7`,
         [project, routines, historyLines, iso(q.since), iso(q.until), q.result ?? null, Number.isFinite(q.limit) ? q.limit : null],
       );
-      return rows.reverse().map((r) => ({ routine: r.routine, ...r.entry }));
+      return checkedEntries(rows.reverse(), (bad) => warn(unreadableRows(db.where, project, bad.length, [...new Set(bad.map((r) => r.routine))])), (r, entry): ShownFire => ({ routine: r.routine, ...entry }));
     },
 
     async claimTick(routine: string, scheduledAt: Date, host: string): Promise<boolean> {
@@ -178,7 +190,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       const at = scheduledAt.toISOString();
       return db.transaction(async (client) => {
         // a fire of that tick, open or recorded, keeps its claim (locked: no record meanwhile)
-        const { rows } = await client.query<{ record: unknown }>('SELECT record FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
+        const { rows } = await client.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, [project, routine]);
         const record = parseRecord(routine, rows[0]?.record);
         if ((record?.open_fires ?? []).some((o) => Date.parse(o.scheduled_at) === scheduledAt.getTime())) return false;
         const fired = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND (entry->>'scheduled_at')::timestamptz = $3::timestamptz LIMIT 1`, [project, routine, at]);
@@ -190,8 +202,40 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
   };
 }
 
+/** The largest routine state row read (its text): ours are a few KiB. */
+export const RECORD_ROW_MAX = 1024 * 1024;
+/** A routine state row's record, or NULL when it is no JSON object or larger than RECORD_ROW_MAX. */
+const RECORD_READABLE = `(json_typeof(record) = 'object' AND octet_length(record::text) <= ${RECORD_ROW_MAX}) AS readable`;
+const RECORD = `CASE WHEN json_typeof(record) = 'object' AND octet_length(record::text) <= ${RECORD_ROW_MAX} THEN record END AS record`;
+
 function parseRecord(routine: string, value: unknown): RoutineRecord | undefined {
-  if (!value || Object.keys(value as object).length === 0) return undefined;
+  if (!value || typeof value !== 'object' || Object.keys(value).length === 0) return undefined;
   const checked = checkRoutineState({ version: 1, routines: { [routine]: value } });
   return typeof checked === 'string' ? undefined : checked.routines[routine];
+}
+
+/** The largest history row read (its text): ours are a few hundred bytes. */
+export const ENTRY_ROW_MAX = 64 * 1024;
+
+/** A history row's entry, or NULL when it is no JSON object or is larger than ENTRY_ROW_MAX:
+ * its bytes never leave the database. */
+const ENTRY = `CASE WHEN json_typeof(entry) = 'object' AND octet_length(entry::text) <= ${ENTRY_ROW_MAX} THEN entry END AS entry`;
+
+/** The rows whose entries check out (checkFireEntry), as `shape` makes them; the others go to
+ * `skipped` (when there are any). */
+function checkedEntries<R extends { entry: unknown }, T>(rows: readonly R[], skipped: (bad: R[]) => void, shape: (row: R, entry: HistoryEntry) => T): T[] {
+  const out: T[] = [];
+  const bad: R[] = [];
+  for (const r of rows) {
+    const entry = checkFireEntry(r.entry);
+    if (entry) out.push(shape(r, entry));
+    else bad.push(r);
+  }
+  if (bad.length > 0) skipped(bad);
+  return out;
+}
+
+function unreadableRows(where: string, project: string, n: number, routines: string[]): string {
+  const named = routines.length === 1 ? `routine ${routines[0]}` : `routines ${routines.slice(0, 5).join(', ')}${routines.length > 5 ? ` and ${routines.length - 5} more` : ''}`;
+  return `database ${where}: ${n} history row${n === 1 ? '' : 's'} of ${named} of project ${project} ${n === 1 ? 'is' : 'are'} not a fire's record (or over ${ENTRY_ROW_MAX / 1024} KiB) and ${n === 1 ? 'was' : 'were'} skipped`;
 }

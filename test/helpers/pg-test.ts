@@ -1,6 +1,7 @@
 // Access to the test cluster from a test file: a fresh database per test file or test, and the
 // rule that database tests fail, not skip, under CI.
 
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
@@ -39,4 +40,12 @@ export async function sql<R extends pg.QueryResultRow>(url: string, text: string
   } finally {
     await client.end();
   }
+}
+
+/** Runs an SQL script with psql (its text on stdin, so a row of any size fits), as an operator or
+ * a database writer would; throws with psql's own words when a statement fails. */
+export function psqlScript(url: string, script: string): string {
+  const r = spawnSync('psql', ['-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-d', url], { input: script, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`psql: ${r.stderr || r.error?.message}`);
+  return r.stdout;
 }
