@@ -130,6 +130,10 @@ export function stateWriteError(err: unknown, path: string, verb = 'writing'): R
 }
 
 /** Input names a thing that does not exist or is malformed (run id, task id, routine id). */
+/** A database row that is not acted on (SPEC §12: out of range, not written by this program);
+ * a waiter does not wait it out, since it stays so until someone sets it right. */
+export class DatabaseRowError extends DatabaseError {}
+
 export class NotFoundError extends RoutinelyError {
   readonly code = 'NOT_FOUND';
   readonly exitCode = ExitCode.USAGE;

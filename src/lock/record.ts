@@ -64,17 +64,23 @@ export function parseLockRecord(text: string): LockRecord | null {
   for (const t of [created_at, heartbeat_at, expires_at]) {
     if (typeof t !== 'number' || !Number.isFinite(t)) return null;
   }
-  if (!isObj(owner)) return null;
-  if (!Number.isSafeInteger(owner.pid) || (owner.pid as number) < 1) return null;
-  if (typeof owner.host !== 'string' || typeof owner.command !== 'string') return null;
-  if (!isStrOrNull(owner.boot_id) || !isStrOrNull(owner.start_time)) return null;
+  if (!isOwner(owner)) return null;
+  return v as unknown as LockRecord;
+}
+
+/** Whether `owner` is a lock owner with every field in range (SPEC §12). */
+export function isOwner(owner: unknown): owner is LockOwner {
+  if (!isObj(owner)) return false;
+  if (!Number.isSafeInteger(owner.pid) || (owner.pid as number) < 1) return false;
+  if (typeof owner.host !== 'string' || typeof owner.command !== 'string') return false;
+  if (!isStrOrNull(owner.boot_id) || !isStrOrNull(owner.start_time)) return false;
   if (owner.children !== undefined) {
-    if (!Array.isArray(owner.children)) return null;
+    if (!Array.isArray(owner.children)) return false;
     for (const c of owner.children) {
-      if (!isChildGroup(c)) return null;
+      if (!isChildGroup(c)) return false;
     }
   }
-  return v as unknown as LockRecord;
+  return true;
 }
 
 export function isGeneration(v: unknown): v is number {

@@ -12,7 +12,7 @@
 
 import { Backoff } from '../backoff.js';
 import { systemClock, type Clock } from '../clock.js';
-import { DatabaseError, errnoCode } from '../errors.js';
+import { DatabaseError, DatabaseRowError, errnoCode } from '../errors.js';
 import type { BusyPolicy, LockBackend } from '../lock/backend.js';
 import { randomHex } from '../fs/files.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
@@ -22,7 +22,7 @@ import { ChildJournal } from '../lock/children.js';
 import { unlinkQuiet } from '../fs/files.js';
 import type { OrphanReport } from '../lock/orphans.js';
 import { journalPath, lockPaths, type LockPaths } from '../lock/paths.js';
-import { parseLockRecord, serializeLockRecord, type LockOwner, type LockRecord } from '../lock/record.js';
+import { isGeneration, isOwner, MAX_GENERATION, parseLockRecord, serializeLockRecord, type LockOwner, type LockRecord } from '../lock/record.js';
 import { endHolderOrphans } from '../lock/reclaim.js';
 import { observerOf, StalledWatch } from '../lock/observer.js';
 import { describeHolder, judgeLock, type Observation } from '../lock/stale.js';
@@ -64,14 +64,37 @@ export function localLockPaths(lockDir: string, key: string): LockPaths {
   return lockPaths(lockDir, safe);
 }
 
+/**
+ * The row, if its epoch is a generation this program can keep exact and fence with (SPEC §12: a
+ * row is input). Ours are below 2^32 per failover timeline; MAX_GENERATION (10^15) is far above
+ * any count and below where a JS number stops being exact, so every accepted generation is kept
+ * exact end to end. A row beyond it (a database writer's) is never acted on: the key cannot be
+ * taken until it is set right, and the message says how.
+ */
+function checkedRow(o: PgLockOptions, key: string, row: LeaseRow, ours = false): LeaseRow {
+  // a row read may be taken over (its epoch + 1 a generation too); one a statement of ours just
+  // wrote is a generation (the statements take no row whose epoch is MAX_GENERATION or above)
+  const epoch = Number(row.epoch);
+  if (/^[0-9]{1,16}$/.test(String(row.epoch)) && isGeneration(epoch) && (ours || epoch < MAX_GENERATION)) return row;
+  const where = `routinely_leases row (project ${o.project}, key ${key}) in database ${o.db.where}`;
+  throw new DatabaseRowError(
+    `${where} has epoch ${String(row.epoch).slice(0, 40)}, outside the generations routinely writes and can fence with exactly (1 to ${MAX_GENERATION - 1} before a takeover); ` +
+      `it was not written by routinely and is not acted on. Once nothing runs under it, delete the row (DELETE FROM routinely_leases WHERE project = '${o.project.replace(/'/g, "''")}' AND key = '${key.replace(/'/g, "''")}'), or set its epoch to the highest generation your fenced systems have seen`,
+  );
+}
+
 /** The row as a lock record, only if every field is in range. */
 function validRecord(key: string, r: LeaseRow): LockRecord | null {
   return parseLockRecord(serializeLockRecord(toRecord(key, r)));
 }
 
+/** Who holds a row whose owner is not one (a database writer's): no process on any host, so it
+ * is judged by the database clock alone, and nothing is ever signalled for it. */
+const UNREADABLE_OWNER: LockOwner = { pid: 0, host: '?', boot_id: null, start_time: null, command: 'an owner in the database row that is not one', children: [] };
+
 function toRecord(key: string, r: LeaseRow): LockRecord {
   return {
-    version: 1, key, lock_id: r.lock_id, generation: Number(r.epoch), owner: r.owner,
+    version: 1, key, lock_id: r.lock_id, generation: Number(r.epoch), owner: isOwner(r.owner) ? r.owner : UNREADABLE_OWNER,
     created_at: r.created_at, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at,
   };
 }
@@ -107,7 +130,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
 
   async function current(key: string): Promise<LeaseRow | null> {
     const { rows } = await o.db.query<LeaseRow>(`SELECT ${COLUMNS} FROM routinely_leases WHERE project = $1 AND key = $2`, [o.project, key]);
-    return rows[0] ?? null;
+    return rows[0] ? checkedRow(o, key, rows[0]) : null;
   }
 
   /** Ends the children of an owner on this host before its lease is taken (SPEC §4.4). A row
@@ -151,11 +174,11 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
          ON CONFLICT (project, key) DO UPDATE
            SET lock_id = excluded.lock_id, epoch = GREATEST(l.epoch + 1, excluded.epoch), owner = excluded.owner, created_at = now(),
                heartbeat_at = now(), expires_at = excluded.expires_at, released_at = NULL, timeline = excluded.timeline
-         WHERE l.released_at IS NOT NULL
+         WHERE l.released_at IS NOT NULL AND l.epoch BETWEEN 1 AND $8::bigint - 1
          RETURNING ${COLUMNS}`,
-        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, gate.timeline, floor],
+        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, gate.timeline, floor, MAX_GENERATION],
       );
-      if (taken.rows[0]) return { ok: true, lease: new PgLease(o, key, taken.rows[0], clock, probe, started) };
+      if (taken.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, taken.rows[0], true), clock, probe, started) };
       const row = await current(key);
       if (!row || row.released) continue;
       const verdict = staleness(key, row, observe?.(`${row.lock_id}|${row.epoch}|${row.heartbeat_at}`));
@@ -169,11 +192,11 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
         `UPDATE routinely_leases SET lock_id = $3, epoch = GREATEST(epoch + 1, $10::bigint + 1), owner = $4, created_at = now(), heartbeat_at = now(),
                 expires_at = now() + make_interval(secs => $5), released_at = NULL, timeline = $9
           WHERE project = $1 AND key = $2 AND lock_id = $6 AND epoch = $7 AND released_at IS NULL
-            AND (expires_at < now() OR $8::boolean) AND routinely_timeline() = $9
+            AND (expires_at < now() OR $8::boolean) AND routinely_timeline() = $9 AND epoch < $11::bigint
           RETURNING ${COLUMNS}`,
-        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, row.lock_id, row.epoch, dead, gate.timeline, floor],
+        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, row.lock_id, row.epoch, dead, gate.timeline, floor, MAX_GENERATION],
       );
-      if (swapped.rows[0]) return { ok: true, lease: new PgLease(o, key, swapped.rows[0], clock, probe, reclaimStarted) };
+      if (swapped.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, swapped.rows[0], true), clock, probe, reclaimStarted) };
     }
     const row = await current(key);
     return { ok: false, holder: row ? toRecord(key, row) : null, why: 'the lock changed hands too often to take it' };
@@ -192,8 +215,9 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
         try {
           r = await attempt(key, owner, observe);
         } catch (err) {
-          // A waiter outlives a database outage; fail and skip report it at once.
-          if (ifBusy !== 'wait' || !(err instanceof DatabaseError)) throw err;
+          // A waiter outlives a database outage; fail and skip report it at once, and everyone
+          // a row that cannot be used (it stays so until someone sets it right)
+          if (ifBusy !== 'wait' || !(err instanceof DatabaseError) || err instanceof DatabaseRowError) throw err;
           r = { ok: false, holder: null, why: err.message };
         }
         if (r.ok) {
@@ -367,7 +391,7 @@ export class PgLease extends LeaseState implements Lease {
   }
 
   async raiseGeneration(atLeast: number): Promise<void> {
-    if (atLeast <= this.rec.generation || !this.verify().ok) return;
+    if (atLeast <= this.rec.generation || !isGeneration(atLeast) || !this.verify().ok) return;
     const { rows } = await this.o.db.leaseQuery<{ epoch: string }>(
       `UPDATE routinely_leases SET epoch = GREATEST(epoch, $5)
         WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL AND expires_at >= now()
@@ -375,7 +399,7 @@ export class PgLease extends LeaseState implements Lease {
         RETURNING epoch`,
       [this.o.project, this.key, this.rec.lock_id, this.rec.generation, atLeast],
     );
-    if (rows[0]) this.rec = { ...this.rec, generation: Number(rows[0].epoch) };
+    if (rows[0] && isGeneration(Number(rows[0].epoch))) this.rec = { ...this.rec, generation: Number(rows[0].epoch) };
   }
 
   annotate(fields: Partial<LockOwnerInfo>): void {

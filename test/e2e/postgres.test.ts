@@ -9,7 +9,7 @@ import { MIGRATIONS } from '../../src/pg/schema.js';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { FIXTURES, eventually, heartbeatWritten, processRuns, runCli, start, startCli, type Spawned } from '../helpers/cli.js';
-import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
+import { freshDatabase, pgCluster, psqlScript, sql } from '../helpers/pg-test.js';
 import { destroyCluster, startCluster, startServer, stopServer } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -306,6 +306,76 @@ suite('PostgreSQL backend', () => {
     expect((await holder.exited).code, holder.stderr()).toBe(0);
     expect(holder.stderr()).not.toMatch(/lock lost/);
     expect(readFileSync(marks, 'utf8')).toBe('done\n');
+  });
+
+  it('history and state rows are input (SPEC §12): rows that are no fire record, or 30 MB ones, are skipped with a word; the others are shown', async () => {
+    const routine = (id: string) => ({ id, schedule: '0 0 1 1 *', action: 'command', run: `echo ${id}` });
+    const { dir, url, env } = await pgProject({ routines: [routine('r1'), routine('r2')] });
+    for (const id of ['r1', 'r2']) expect((await runCli(['routine', 'run', id], { cwd: dir, env })).code).toBe(0);
+    const fire = (reason: string) => JSON.stringify({ scheduled_at: '2026-01-01T00:00:00.000Z', started_at: '2026-01-01T00:00:00.000Z', finished_at: '2026-01-01T00:00:01.000Z', result: 'failure', reason, exit_code: 1, run_id: null });
+    const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
+    psqlScript(url, [
+      ...['[1,2,3]', '"just a string"', '{"scheduled_at": 5, "result": "success"}', fire('x').replace('"failure"', '"maybe"'), fire('x'.repeat(30 * 1024 * 1024))]
+        .map((entry) => `INSERT INTO routinely_history (project, routine, entry) VALUES ('app', 'r1', ${quote(entry)});`),
+      `UPDATE routinely_routine_state SET record = '[1,2,3]' WHERE project = 'app' AND routine = 'r2';`,
+    ].join('\n'));
+    const history = await runCli(['routine', 'history', 'r1', '--json'], { cwd: dir, env });
+    expect(history.code, history.stderr).toBe(0);
+    expect(history.stderr).toMatch(/5 history rows of routine r1 of project app are not a fire's record \(or over 64 KiB\) and were skipped/);
+    const shown = JSON.parse(history.stdout) as Record<string, unknown>[];
+    expect(shown.map((f) => f.result)).toEqual(['success']);
+    expect(history.stdout.length).toBeLessThan(10_000);
+    const text = await runCli(['routine', 'history'], { cwd: dir, env });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stderr).not.toMatch(/unexpected error/);
+    expect(text.stdout).toMatch(/r1 .*ok/);
+    // one routine's unreadable state is that routine's alone: r1's last run is still shown
+    const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env });
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stderr).toMatch(/the state of routine r2 of project app is not a routine's record/);
+    const rows = JSON.parse(list.stdout) as { id: string; last_result: string | null }[];
+    expect(rows.find((r) => r.id === 'r1')?.last_result).toBe('success');
+    expect(rows.find((r) => r.id === 'r2')?.last_result).toBe(null);
+    // the next record of r2 writes its row anew
+    expect((await runCli(['routine', 'run', 'r2'], { cwd: dir, env })).code).toBe(0);
+    const again = await runCli(['routine', 'list', '--json'], { cwd: dir, env });
+    expect(again.stderr).not.toMatch(/not a routine's record/);
+    expect((JSON.parse(again.stdout) as { id: string; last_result: string | null }[]).find((r) => r.id === 'r2')?.last_result).toBe('success');
+  });
+
+  it('lease rows out of range (SPEC §12): an epoch of 2^63−1 or past 10^15 is refused with the row named and the fix, never "bigint out of range"; a large one in range stays exact; an owner that is not one is judged by the database clock', async () => {
+    const { dir, url, env } = await pgProject();
+    const first = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env });
+    expect(first.code, first.stderr).toBe(0);
+    for (const epoch of ['9223372036854775807', '9007199254740993', '1000000000000000']) {
+      psqlScript(url, `UPDATE routinely_leases SET epoch = ${epoch} WHERE project = 'app' AND key = 'exec-run';`);
+      for (const args of [['lock', 'run', '--', 'true'], ['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '60', '--', 'true'], ['lock', 'status']]) {
+        const r = await runCli(args, { cwd: dir, env });
+        expect(r.code, `${epoch} ${args.join(' ')}: ${r.stderr}`).toBe(74);
+        expect(r.stderr).toContain(`routinely_leases row (project app, key exec-run) in database`);
+        expect(r.stderr).toContain(`has epoch ${epoch}, outside the generations routinely writes`);
+        expect(r.stderr).toContain(`DELETE FROM routinely_leases WHERE project = 'app' AND key = 'exec-run'`);
+        expect(r.stderr).not.toMatch(/out of range for type|bigint out of range|unexpected error/);
+      }
+    }
+    psqlScript(url, `UPDATE routinely_leases SET epoch = 999999999999990 WHERE project = 'app' AND key = 'exec-run';`);
+    const exact = await runCli(['lock', 'run', '--', 'sh', '-c', 'echo gen $ROUTINELY_LOCK_GENERATION'], { cwd: dir, env });
+    expect(exact.code, exact.stderr).toBe(0);
+    expect(exact.stdout).toContain('gen 999999999999991');
+    expect(psqlScript(url, `SELECT epoch FROM routinely_leases WHERE project = 'app' AND key = 'exec-run';`).trim()).toBe('999999999999991');
+    // an owner that is not one names no process: judged by the database clock alone, then taken
+    for (const owner of ['null', '[1,2,3]', '{"pid": "a", "host": {"x": 1}}']) {
+      psqlScript(url, `UPDATE routinely_leases SET owner = '${owner}', released_at = NULL, expires_at = now() + interval '1 hour' WHERE project = 'app' AND key = 'exec-run';`);
+      const held = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env });
+      expect(held.code, `${owner}: ${held.stderr}`).toBe(75);
+      expect(held.stderr).toContain('exec busy: held by pid 0 on ? (an owner in the database row that is not one)');
+      const status = await runCli(['lock', 'status'], { cwd: dir, env });
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).not.toMatch(/undefined|\[object/);
+      psqlScript(url, `UPDATE routinely_leases SET expires_at = now() - interval '1 second' WHERE project = 'app' AND key = 'exec-run';`);
+      const taken = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env });
+      expect(taken.code, `${owner}: ${taken.stderr}`).toBe(0);
+    }
   });
 
   it('migrations: processes starting together on an empty database never race', async () => {
