@@ -299,7 +299,7 @@ suite('PostgreSQL backend', () => {
     const marks = join(dir, 'marks');
     const holder = startCli(['lock', 'run', '--', 'sh', '-c', `echo started; sleep 4; echo done > ${marks}`], { cwd: dir, env });
     await holder.waitFor(/started/);
-    await sql(url, `UPDATE routinely_leases SET expires_at = now() - interval '1 hour', heartbeat_at = now() - interval '2 hours' WHERE key = 'exec-run'`);
+    psqlScript(url, `UPDATE routinely_leases SET expires_at = now() - interval '1 hour', heartbeat_at = now() - interval '2 hours' WHERE key = 'exec-run';`);
     const next = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env });
     expect(next.code, next.stderr).toBe(75);
     expect(next.stderr).toMatch(new RegExp(`exec busy: held by pid ${holder.pid} `));

@@ -6,12 +6,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { systemProbe } from '../../src/lock/identity.js';
 import { serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
 import { CLI, childEnv, eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
-import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { freshDatabase, pgCluster, psqlScript } from '../helpers/pg-test.js';
 import { testProject } from '../helpers/testdir.js';
 
 const cluster = pgCluster();
@@ -133,14 +132,9 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
     const owner = { pid: victim.pid, host: 'host-a', boot_id: probe.bootId, start_time: victim.startTime, command: 'scheduler' };
     if (url) {
       await cli(dir, ['scheduler', 'status']); // creates the schema
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      await client.query(
-        `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
-         VALUES ('app', 'scheduler@host-a', $1, 1, $2, now(), now(), now() + interval '60 seconds')`,
-        ['f'.repeat(32), JSON.stringify(owner)],
-      );
-      await client.end();
+      // written as a database writer would, with psql
+      psqlScript(url, `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
+         VALUES ('app', 'scheduler@host-a', '${'f'.repeat(32)}', 1, '${JSON.stringify(owner)}', now(), now(), now() + interval '60 seconds');`);
     } else {
       const locks = join(dir, '.routinely', 'locks');
       mkdirSync(locks, { recursive: true, mode: 0o700 });
@@ -169,14 +163,9 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
     const owner = { pid: theirs.pid, host: 'host-a', boot_id: probe.bootId, start_time: info.startTime, command: 'scheduler' };
     if (url) {
       await cli(dir, ['scheduler', 'status']); // creates the schema
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      await client.query(
-        `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
-         VALUES ('app', 'scheduler@host-a', $1, 1, $2, now(), now(), now() + interval '60 seconds')`,
-        ['f'.repeat(32), JSON.stringify(owner)],
-      );
-      await client.end();
+      // written as a database writer would, with psql
+      psqlScript(url, `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
+         VALUES ('app', 'scheduler@host-a', '${'f'.repeat(32)}', 1, '${JSON.stringify(owner)}', now(), now(), now() + interval '60 seconds');`);
     } else {
       const locks = join(dir, '.routinely', 'locks');
       mkdirSync(locks, { recursive: true, mode: 0o700 });
