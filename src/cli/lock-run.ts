@@ -85,7 +85,7 @@ export function describeStatus(s: LockStatus): string[] {
     row('expires', exp >= 0 ? `in ${humanDuration(exp * 1000)}` : `${humanDuration(-exp * 1000)} ago`);
     if (o.children && o.children.length > 0) row('children', o.children.map((c) => `pid ${c.pid}`).join(', '));
   } else if (s.state === 'stale') {
-    row('holder', 'unreadable lock file');
+    row('holder', printable(s.holder ?? 'unreadable lock file'));
   }
   row('generation', String(s.generation));
   if (s.state === 'held') row('stale', `no (${printable(s.why ?? '')})`);

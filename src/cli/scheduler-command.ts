@@ -1,7 +1,7 @@
 // `routinely scheduler start` (SPEC §6): foreground, one per project (the `scheduler` lock).
 
 import { loadProject, type Project } from '../config/load.js';
-import { ExitCode } from '../errors.js';
+import { DatabaseRowError, ExitCode } from '../errors.js';
 import { fireRoutine, ownerGone } from '../scheduler/firing.js';
 import { commandEnv } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
@@ -194,8 +194,10 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
         log({ event: 'scheduler.warning', message: 'scheduler lock taken again' });
         return;
       } catch (err) {
-        log({ event: 'scheduler.warning', message: `cannot take the scheduler lock again: ${(err as Error).message}; retrying` });
-        await backend.clock.sleep(1000, stop.signal);
+        // a row it does not act on stays so until someone sets it right: said once a minute
+        const unusable = err instanceof DatabaseRowError;
+        log({ event: 'scheduler.warning', message: `cannot take the scheduler lock again: ${(err as Error).message}; retrying${unusable ? ' in a minute' : ''}` });
+        await backend.clock.sleep(unusable ? 60_000 : 1000, stop.signal);
       }
     }
   };

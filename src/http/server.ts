@@ -199,7 +199,8 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       try {
         if (!ROUTINE_ID.test(id)) throw new HttpProblem(404, `${JSON.stringify(id.slice(0, 100))} is not a routine id`);
         bodyWanted = true;
-        if (/^100-continue$/i.test(req.headers.expect ?? '')) res.writeContinue();
+        // Node's own test of the header (it chose checkContinue by it)
+        if (/(?:^|\W)100-continue(?:$|\W)/i.test(req.headers.expect ?? '')) res.writeContinue();
         const [code, answer] = await takeAction(s, id, action[2]!, parseBody(await readBody(req)));
         s.forget();
         return send(code, JSON_TYPE, jsonBody(answer));

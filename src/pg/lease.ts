@@ -71,15 +71,16 @@ export function localLockPaths(lockDir: string, key: string): LockPaths {
  * exact end to end. A row beyond it (a database writer's) is never acted on: the key cannot be
  * taken until it is set right, and the message says how.
  */
-function checkedRow(o: PgLockOptions, key: string, row: LeaseRow, ours = false): LeaseRow {
-  // a row read may be taken over (its epoch + 1 a generation too); one a statement of ours just
-  // wrote is a generation (the statements take no row whose epoch is MAX_GENERATION or above)
-  const epoch = Number(row.epoch);
-  if (/^[0-9]{1,16}$/.test(String(row.epoch)) && isGeneration(epoch) && (ours || epoch < MAX_GENERATION)) return row;
-  const where = `routinely_leases row (project ${o.project}, key ${key}) in database ${o.db.where}`;
-  throw new DatabaseRowError(
-    `${where} has epoch ${String(row.epoch).slice(0, 40)}, outside the generations routinely writes and can fence with exactly (1 to ${MAX_GENERATION - 1} before a takeover); ` +
-      `it was not written by routinely and is not acted on. Once nothing runs under it, delete the row (DELETE FROM routinely_leases WHERE project = '${o.project.replace(/'/g, "''")}' AND key = '${key.replace(/'/g, "''")}'), or set its epoch to the highest generation your fenced systems have seen`,
+function checkedRow(o: PgLockOptions, key: string, row: LeaseRow): LeaseRow {
+  if (/^[0-9]{1,16}$/.test(String(row.epoch)) && isGeneration(Number(row.epoch))) return row;
+  throw rowError(o, key, `has epoch ${String(row.epoch).slice(0, 40)}, outside the generations routinely writes and can fence with exactly (1 to ${MAX_GENERATION}); it was not written by routinely and is not acted on`);
+}
+
+function rowError(o: PgLockOptions, key: string, what: string): DatabaseRowError {
+  const q = (v: string): string => `'${v.replace(/'/g, "''")}'`;
+  return new DatabaseRowError(
+    `routinely_leases row (project ${o.project}, key ${key}) in database ${o.db.where} ${what}. ` +
+      `Once nothing runs under it, delete the row (DELETE FROM routinely_leases WHERE project = ${q(o.project)} AND key = ${q(key)}), or set its epoch to the highest generation your fenced systems have seen`,
   );
 }
 
@@ -178,8 +179,10 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
          RETURNING ${COLUMNS}`,
         [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, gate.timeline, floor, MAX_GENERATION],
       );
-      if (taken.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, taken.rows[0], true), clock, probe, started) };
+      if (taken.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, taken.rows[0]), clock, probe, started) };
       const row = await current(key);
+      // the statements take no row whose epoch + 1 would pass MAX_GENERATION (nor overflow)
+      if (row && Number(row.epoch) >= MAX_GENERATION) throw rowError(o, key, `has epoch ${row.epoch}, the last generation routinely hands out exactly; the key cannot be taken again`);
       if (!row || row.released) continue;
       const verdict = staleness(key, row, observe?.(`${row.lock_id}|${row.epoch}|${row.heartbeat_at}`));
       if (!verdict.stale) return { ok: false, holder: toRecord(key, row), why: describeHolder(toRecord(key, row), row.db_now * 1000) };
@@ -196,7 +199,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
           RETURNING ${COLUMNS}`,
         [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, row.lock_id, row.epoch, dead, gate.timeline, floor, MAX_GENERATION],
       );
-      if (swapped.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, swapped.rows[0], true), clock, probe, reclaimStarted) };
+      if (swapped.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, swapped.rows[0]), clock, probe, reclaimStarted) };
     }
     const row = await current(key);
     return { ok: false, holder: row ? toRecord(key, row) : null, why: 'the lock changed hands too often to take it' };
@@ -239,8 +242,15 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
     },
 
     async status(key): Promise<LockStatus> {
-      const row = await current(key);
       const base = { key, path: `database ${o.db.where}, project ${o.project}` };
+      let row: LeaseRow | null;
+      try {
+        row = await current(key);
+      } catch (err) {
+        // a row not acted on is shown as what it is, so one bad key does not break every view
+        if (!(err instanceof DatabaseRowError)) throw err;
+        return { ...base, state: 'stale', record: null, generation: 0, holder: 'a database row routinely does not act on', heartbeat_age_s: null, expires_in_s: null, stale_reason: 'UNREADABLE', why: err.message };
+      }
       if (!row || row.released) {
         return {
           ...base, state: 'free', record: null, generation: Number(row?.epoch ?? 0), holder: null,
@@ -391,7 +401,7 @@ export class PgLease extends LeaseState implements Lease {
   }
 
   async raiseGeneration(atLeast: number): Promise<void> {
-    if (atLeast <= this.rec.generation || !isGeneration(atLeast) || !this.verify().ok) return;
+    if (atLeast <= this.rec.generation || !isGeneration(atLeast) || atLeast >= MAX_GENERATION || !this.verify().ok) return;
     const { rows } = await this.o.db.leaseQuery<{ epoch: string }>(
       `UPDATE routinely_leases SET epoch = GREATEST(epoch, $5)
         WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL AND expires_at >= now()

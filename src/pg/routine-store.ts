@@ -159,11 +159,15 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
       // a row that is not a fire's record (or too large to be one) is read only as far as to
       // say it was skipped (SPEC §12)
-      const { rows } = await db.query<{ routine: string; entry: unknown }>(
-        `SELECT routine, ${ENTRY} FROM (
-           SELECT routine, entry, seq, row_number() OVER (PARTITION BY routine ORDER BY seq DESC) AS n
-             FROM routinely_history WHERE project = $1 AND routine = ANY($2::text[])) kept
-          WHERE n <= $3
+      // (checked before the LIMIT, so that bad rows take no place of good ones; their routines
+      // come with every row)
+      const { rows } = await db.query<{ routine: string; entry: unknown; bad: string[] | null }>(
+        `SELECT routine, entry, bad FROM (
+           SELECT routine, entry, seq, ok, array_agg(routine) FILTER (WHERE NOT ok) OVER () AS bad FROM (
+             SELECT routine, entry, seq, ${FIRE_ROW_OK} AS ok, row_number() OVER (PARTITION BY routine ORDER BY seq DESC) AS n
+               FROM routinely_history WHERE project = $1 AND routine = ANY($2::text[])) numbered
+            WHERE n <= $3) kept
+          WHERE ok
             AND ($4::text IS NULL OR entry->>'scheduled_at' >= $4)
             AND ($5::text IS NULL OR entry->>'scheduled_at' < $5)
             AND ($6::text IS NULL OR entry->>'result' = $6)
@@ -171,7 +175,10 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
           LIMIT $7`,
         [project, routines, historyLines, iso(q.since), iso(q.until), q.result ?? null, Number.isFinite(q.limit) ? q.limit : null],
       );
-      return checkedEntries(rows.reverse(), (bad) => warn(unreadableRows(db.where, project, bad.length, [...new Set(bad.map((r) => r.routine))])), (r, entry): ShownFire => ({ routine: r.routine, ...entry }));
+      const bad = [...(rows[0]?.bad ?? [])];
+      const shown = checkedEntries(rows.reverse(), (b) => bad.push(...b.map((r) => r.routine)), (r, entry): ShownFire => ({ routine: r.routine, ...entry }));
+      if (bad.length > 0) warn(unreadableRows(db.where, project, bad.length, [...new Set(bad)]));
+      return shown;
     },
 
     async claimTick(routine: string, scheduledAt: Date, host: string): Promise<boolean> {
@@ -193,7 +200,9 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         const { rows } = await client.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, [project, routine]);
         const record = parseRecord(routine, rows[0]?.record);
         if ((record?.open_fires ?? []).some((o) => Date.parse(o.scheduled_at) === scheduledAt.getTime())) return false;
-        const fired = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND (entry->>'scheduled_at')::timestamptz = $3::timestamptz LIMIT 1`, [project, routine, at]);
+        // compared as text (every writer writes toISOString's form): a cast would fail on a row
+        // whose time is not one (SPEC §12), and keep the claim for ever
+        const fired = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'scheduled_at' = $3 LIMIT 1`, [project, routine, at]);
         if ((fired.rowCount ?? 0) > 0) return false;
         const r = await client.query('DELETE FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND host = $4', [project, routine, at, host]);
         return r.rowCount === 1;
@@ -220,6 +229,10 @@ export const ENTRY_ROW_MAX = 64 * 1024;
 /** A history row's entry, or NULL when it is no JSON object or is larger than ENTRY_ROW_MAX:
  * its bytes never leave the database. */
 const ENTRY = `CASE WHEN json_typeof(entry) = 'object' AND octet_length(entry::text) <= ${ENTRY_ROW_MAX} THEN entry END AS entry`;
+/** Whether a history row may be a fire's record (checkFireEntry says the rest). */
+const FIRE_ROW_OK = `(json_typeof(entry) = 'object' AND octet_length(entry::text) <= ${ENTRY_ROW_MAX}
+  AND entry->>'scheduled_at' IS NOT NULL AND entry->>'started_at' IS NOT NULL AND entry->>'finished_at' IS NOT NULL
+  AND coalesce(entry->>'result' IN ('success', 'failure', 'skipped'), false))`;
 
 /** The rows whose entries check out (checkFireEntry), as `shape` makes them; the others go to
  * `skipped` (when there are any). */

@@ -319,6 +319,10 @@ suite('PostgreSQL backend', () => {
         .map((entry) => `INSERT INTO routinely_history (project, routine, entry) VALUES ('app', 'r1', ${quote(entry)});`),
       `UPDATE routinely_routine_state SET record = '[1,2,3]' WHERE project = 'app' AND routine = 'r2';`,
     ].join('\n'));
+    // bad rows take no place of good ones: the newest one is the real fire
+    const newest = await runCli(['routine', 'history', 'r1', '--limit', '1', '--json'], { cwd: dir, env });
+    expect(newest.code, newest.stderr).toBe(0);
+    expect((JSON.parse(newest.stdout) as { result: string }[]).map((f) => f.result)).toEqual(['success']);
     const history = await runCli(['routine', 'history', 'r1', '--json'], { cwd: dir, env });
     expect(history.code, history.stderr).toBe(0);
     expect(history.stderr).toMatch(/5 history rows of routine r1 of project app are not a fire's record \(or over 64 KiB\) and were skipped/);
@@ -347,9 +351,9 @@ suite('PostgreSQL backend', () => {
     const { dir, url, env } = await pgProject();
     const first = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env });
     expect(first.code, first.stderr).toBe(0);
-    for (const epoch of ['9223372036854775807', '9007199254740993', '1000000000000000']) {
+    for (const epoch of ['9223372036854775807', '9007199254740993', '1000000000000001']) {
       psqlScript(url, `UPDATE routinely_leases SET epoch = ${epoch} WHERE project = 'app' AND key = 'exec-run';`);
-      for (const args of [['lock', 'run', '--', 'true'], ['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '60', '--', 'true'], ['lock', 'status']]) {
+      for (const args of [['lock', 'run', '--', 'true'], ['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '60', '--', 'true'], ['lock', 'break']]) {
         const r = await runCli(args, { cwd: dir, env });
         expect(r.code, `${epoch} ${args.join(' ')}: ${r.stderr}`).toBe(74);
         expect(r.stderr).toContain(`routinely_leases row (project app, key exec-run) in database`);
@@ -357,7 +361,21 @@ suite('PostgreSQL backend', () => {
         expect(r.stderr).toContain(`DELETE FROM routinely_leases WHERE project = 'app' AND key = 'exec-run'`);
         expect(r.stderr).not.toMatch(/out of range for type|bigint out of range|unexpected error/);
       }
+      // shown as what it is (one bad key breaks no view)
+      const status = await runCli(['lock', 'status'], { cwd: dir, env });
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toContain(`exec-run lock: stale (routinely_leases row (project app, key exec-run)`);
+      expect(status.stdout).toMatch(/holder: +a database row routinely does not act on/);
     }
+    // the last generation is handed out, and then the key says so
+    psqlScript(url, `UPDATE routinely_leases SET epoch = 999999999999999 WHERE project = 'app' AND key = 'exec-run';`);
+    const last = await runCli(['lock', 'run', '--', 'sh', '-c', 'echo gen $ROUTINELY_LOCK_GENERATION'], { cwd: dir, env });
+    expect(last.code, last.stderr).toBe(0);
+    expect(last.stdout).toContain('gen 1000000000000000');
+    const after = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env });
+    expect(after.code, after.stderr).toBe(74);
+    expect(after.stderr).toContain('has epoch 1000000000000000, the last generation routinely hands out exactly; the key cannot be taken again');
+    expect((await runCli(['lock', 'status'], { cwd: dir, env })).stdout).toMatch(/generation: +1000000000000000/);
     psqlScript(url, `UPDATE routinely_leases SET epoch = 999999999999990 WHERE project = 'app' AND key = 'exec-run';`);
     const exact = await runCli(['lock', 'run', '--', 'sh', '-c', 'echo gen $ROUTINELY_LOCK_GENERATION'], { cwd: dir, env });
     expect(exact.code, exact.stderr).toBe(0);
