@@ -41,6 +41,13 @@ export interface PgLockOptions {
   probe?: LivenessProbe;
 }
 
+/** What the acquire statement says of the timeline gate. */
+interface GateRow {
+  gate_timeline: number;
+  gate_first_seen: number;
+  gate_now: number;
+}
+
 interface LeaseRow {
   lock_id: string;
   epoch: string;
@@ -105,27 +112,19 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
   const probe = o.probe ?? systemProbe();
   const ttlSecs = o.ttlMs / 1000;
 
-  /** The timeline gate (docs/postgres.md): records when this database first saw its current
-   * timeline, and says whether leases may be granted on it yet. */
-  async function timelineGate(): Promise<{ timeline: number; closedWhy: string | null }> {
-    const { rows } = await o.db.query<{ timeline: number; first_seen: number; db_now: number }>(
-      `WITH tl AS (SELECT routinely_timeline() AS t),
-            seen AS (INSERT INTO routinely_timelines (timeline) SELECT t FROM tl ON CONFLICT (timeline) DO NOTHING RETURNING first_seen)
-       SELECT (SELECT t FROM tl) AS timeline,
-              extract(epoch from coalesce((SELECT first_seen FROM seen), (SELECT first_seen FROM routinely_timelines WHERE timeline = (SELECT t FROM tl))))::float8 AS first_seen,
-              extract(epoch from now())::float8 AS db_now`,
-    );
-    const r = rows[0]!;
-    const timeline = Number(r.timeline);
+  /** The timeline gate (docs/postgres.md), from what the acquire statement read: whether leases
+   * may be granted on the database's current timeline yet. */
+  function gateOf(g: GateRow): { timeline: number; closedWhy: string | null } {
+    const timeline = Number(g.gate_timeline);
     // Timeline 1 has no timeline before it. Above 1, the server was promoted at some point:
     // leases of the old primary may still be running (their holders end them by their own
     // clocks within a TTL of their last heartbeat, which was before this timeline was seen).
-    const opensAt = r.first_seen + ttlSecs + 1;
-    if (timeline <= 1 || r.db_now >= opensAt) return { timeline, closedWhy: null };
-    const at = new Date(r.first_seen * 1000).toISOString();
+    const opensAt = g.gate_first_seen + ttlSecs + 1;
+    if (timeline <= 1 || g.gate_now >= opensAt) return { timeline, closedWhy: null };
+    const at = new Date(g.gate_first_seen * 1000).toISOString();
     return {
       timeline,
-      closedWhy: `the database failed over (timeline ${timeline}, first seen ${at}); no lease is granted for one TTL after that, until every lease held before may have run out (${Math.ceil(opensAt - r.db_now)}s more)`,
+      closedWhy: `the database failed over (timeline ${timeline}, first seen ${at}); no lease is granted for one TTL after that, until every lease held before may have run out (${Math.ceil(opensAt - g.gate_now)}s more)`,
     };
   }
 
@@ -162,24 +161,36 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
   async function attempt(key: string, owner: LockOwnerInfo, observe?: (signature: string) => Observation): Promise<Attempt> {
     const lockId = randomHex(16);
     const ownerRec: LockOwner = { ...selfIdentity(probe), ...owner, children: [] };
-    const gate = await timelineGate();
-    if (gate.closedWhy) return { ok: false, holder: null, why: gate.closedWhy };
-    const floor = (gate.timeline - 1) * TIMELINE_GENERATIONS;
     for (let loop = 0; loop < 8; loop++) {
       const started = clock.monotonic();
-      // Fast path: a free key (never used, or released) is taken in one statement.
-      const taken = await o.db.query<LeaseRow>(
-        `INSERT INTO routinely_leases AS l (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at, timeline)
-         SELECT $1, $2, $3, $7::bigint + 1, $4, now(), now(), now() + make_interval(secs => $5), $6
-          WHERE routinely_timeline() = $6
-         ON CONFLICT (project, key) DO UPDATE
-           SET lock_id = excluded.lock_id, epoch = GREATEST(l.epoch + 1, excluded.epoch), owner = excluded.owner, created_at = now(),
-               heartbeat_at = now(), expires_at = excluded.expires_at, released_at = NULL, timeline = excluded.timeline
-         WHERE l.released_at IS NOT NULL AND l.epoch BETWEEN 1 AND $8::bigint - 1
-         RETURNING ${COLUMNS}`,
-        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, gate.timeline, floor, MAX_GENERATION],
+      // Fast path, one round trip: the timeline gate (docs/postgres.md: when this database first
+      // saw its current timeline, recorded the first time; no lease for a TTL after a failover)
+      // and, when it is open, a free key (never used, or released) taken.
+      const { rows } = await o.db.query<GateRow & Partial<LeaseRow>>(
+        `WITH tl AS (SELECT routinely_timeline() AS t),
+              seen AS (INSERT INTO routinely_timelines (timeline) SELECT t FROM tl
+                        WHERE NOT EXISTS (SELECT 1 FROM routinely_timelines, tl WHERE timeline = tl.t)
+                       ON CONFLICT (timeline) DO NOTHING RETURNING first_seen),
+              gate AS (SELECT t, coalesce((SELECT first_seen FROM seen), (SELECT first_seen FROM routinely_timelines WHERE timeline = t)) AS first_seen FROM tl),
+              open AS (SELECT t FROM gate WHERE t <= 1 OR now() >= first_seen + make_interval(secs => $5::float8 + 1)),
+              taken AS (
+                INSERT INTO routinely_leases AS l (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at, timeline)
+                SELECT $1, $2, $3, (t - 1)::bigint * ${TIMELINE_GENERATIONS} + 1, $4, now(), now(), now() + make_interval(secs => $5::float8), t FROM open
+                ON CONFLICT (project, key) DO UPDATE
+                  SET lock_id = excluded.lock_id, epoch = GREATEST(l.epoch + 1, excluded.epoch), owner = excluded.owner, created_at = now(),
+                      heartbeat_at = now(), expires_at = excluded.expires_at, released_at = NULL, timeline = excluded.timeline
+                WHERE l.released_at IS NOT NULL AND l.epoch BETWEEN 1 AND $6::bigint - 1
+                RETURNING ${COLUMNS})
+         SELECT gate.t AS gate_timeline, extract(epoch from gate.first_seen)::float8 AS gate_first_seen, extract(epoch from now())::float8 AS gate_now, taken.*
+           FROM gate LEFT JOIN taken ON true`,
+        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, MAX_GENERATION],
+        'routinely_acquire_1',
       );
-      if (taken.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, taken.rows[0]), clock, probe, started) };
+      const answer = rows[0]!;
+      const gate = gateOf(answer);
+      if (gate.closedWhy) return { ok: false, holder: null, why: gate.closedWhy };
+      const floor = (gate.timeline - 1) * TIMELINE_GENERATIONS;
+      if (answer.lock_id != null) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, answer as LeaseRow), clock, probe, started) };
       const row = await current(key);
       // the statements take no row whose epoch + 1 would pass MAX_GENERATION (nor overflow)
       if (row && Number(row.epoch) >= MAX_GENERATION) throw rowError(o, key, `has epoch ${row.epoch}, the last generation routinely hands out exactly; the key cannot be taken again`);
@@ -353,6 +364,7 @@ export class PgLease extends LeaseState implements Lease {
                 AND timeline = routinely_timeline()
               RETURNING extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at`,
             [this.o.project, this.key, this.rec.lock_id, this.rec.generation, this.o.ttlMs / 1000, JSON.stringify(this.rec.owner)],
+            'routinely_heartbeat_1',
           );
           const r = rows[0];
           if (!r) {
@@ -427,6 +439,7 @@ export class PgLease extends LeaseState implements Lease {
         `UPDATE routinely_leases SET released_at = now(), expires_at = now()
           WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL`,
         [this.o.project, this.key, this.rec.lock_id, this.rec.generation],
+        'routinely_release_1',
       );
       if (r.rowCount === 0) return { released: false, reason: 'NOT_OWNER', holder: null, why: 'the lease row is no longer ours; left it alone' };
       this.journal?.close(true);

@@ -12,6 +12,7 @@ import {
 } from '../helpers/pg-topology.js';
 import { startServer } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
+import { loadProject, openBackend } from '../../src/index.js';
 
 const cluster = pgCluster();
 const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
@@ -74,6 +75,28 @@ suite('failover of a replicated primary: one holder, generations only rise', () 
 const bouncerSuite = cluster && (haveBouncer || process.env.CI === 'true') ? describe : describe.skip;
 
 bouncerSuite('PgBouncer with a stock ini', () => {
+  it.each(['session', 'transaction'] as const)('%s pooling: a lease\'s prepared statements, wherever the pooler sends them (in transaction mode the process goes on unnamed)', async (mode) => {
+    expect(haveBouncer, 'pgbouncer is required (CI installs it)').toBe(true);
+    const direct = await freshDatabase(cluster!);
+    const bouncer = await startBouncer(cluster!, mode);
+    onTestFinished(() => bouncer.stop());
+    const dir = testProject({ project: 'app', backend: { type: 'postgres', url: dbUrl(bouncer.port, new URL(direct).pathname.slice(1)) } });
+    const backend = await openBackend(loadProject({ cwd: dir }));
+    onTestFinished(() => backend.close());
+    // four keys at once from one process: its connections' statements reach many server connections
+    const generations = await Promise.all(['a', 'b', 'c', 'd'].map(async (key) => {
+      const seen: number[] = [];
+      for (let i = 0; i < 40; i++) {
+        const r = await backend.lock.acquire(`k-${key}`, { command: 'test' }, { ifBusy: 'fail' });
+        if (!r.ok) throw new Error(`k-${key}: ${r.reason} ${r.why}`);
+        seen.push(r.lease.generation);
+        expect((await r.lease.release()).released).toBe(true);
+      }
+      return seen;
+    }));
+    for (const g of generations) expect(g).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+  });
+
   it.each(['session', 'transaction'] as const)('%s pooling: 6 first commands at once migrate once; routine run, list and 3 schedulers fire each tick once', async (mode) => {
     expect(haveBouncer, 'pgbouncer is required (CI installs it)').toBe(true);
     const direct = await freshDatabase(cluster!);
