@@ -19,6 +19,7 @@ function project(n) {
 }
 
 const COMMANDS = [
+  { name: '--version', args: ['--version'], target: { 100: 1.5 } },
   { name: 'routine list', args: ['routine', 'list'], target: { 100: 1.5, 1000: 2 } },
   { name: 'lock run -- true', args: ['lock', 'run', '--', 'true'], target: { 100: 1.5 } },
   { name: 'lock status', args: ['lock', 'status'], target: { 100: 1.5 } },

@@ -7,6 +7,7 @@ import { fastListArgs, fastLockArgs, fastValidateArgs } from './fast-args.js';
 import { fastList } from './fast-list.js';
 import { fastValidate } from './fast-validate.js';
 import { createRequire } from 'node:module';
+import { VERSION } from '../version.js';
 
 const lazyRequire = createRequire(import.meta.url);
 
@@ -14,6 +15,11 @@ export type { GlobalOptions } from './program.js';
 
 async function run(argv: string[]): Promise<void> {
   const args = argv.slice(2);
+  // what commander would print, without loading it (a version check in a script is a cold start)
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
   const fast = fastListArgs(args);
   if (fast) {
     const code = fastList(fast);
