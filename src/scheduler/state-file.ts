@@ -81,7 +81,7 @@ function readWithPositions(project: Project, warn: Warn, moveAside: boolean, cac
   const r = readJsonState(path, checkStateFile, { moveAside });
   if (r.kind === 'corrupt') warn(corruptMessage(path, r, 'rebuilt from the history files'));
   const file = r.kind === 'ok' ? r.value : { routines: {}, at: {} };
-  const routines = { ...file.routines };
+  const routines = file.routines; // fresh from checkStateFile: ours to add to
   const at: Record<string, FoldedAt> = {};
   let current = r.kind === 'ok';
   for (const id of historyIds(project.stateDir)) {
