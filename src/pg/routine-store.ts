@@ -3,7 +3,8 @@
 // each other's updates.
 
 import type { FireQuery, PauseChange, RecordOptions, RoutineStore, ShownFire, Warn } from '../scheduler/store.js';
-import { checkFireEntry, type HistoryEntry } from '../state/history.js';
+import { checkFireEntry } from '../state/fire-entry.js';
+import type { HistoryEntry } from '../state/history.js';
 import { applyFire, applyLateFire, checkRoutineState, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db, TxClient } from './connect.js';
 

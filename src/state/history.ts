@@ -8,6 +8,7 @@
 // the rotation. Every line has an id; a line re-appended because a rotation happened while it was
 // being written (a stalled writer) is counted once.
 
+import { checkFireEntry } from './fire-entry.js';
 import { closeSync, linkSync, lstatSync, readSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
@@ -104,45 +105,6 @@ export function pauseLine(paused: boolean, note: string | null, at: string): str
 }
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
-const RESULTS = new Set(['success', 'failure', 'skipped']);
-const TRIGGERS = new Set(['schedule', 'manual', 'retry']);
-
-/** The longest reason kept from a line or row; ours are short, a longer one was written by hand. */
-export const REASON_MAX = 1_000;
-/** A time (ours are toISOString's 24 characters) and an id: short strings. */
-const isTime = (v: unknown): v is string => typeof v === 'string' && v.length <= 64;
-const isToken = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 256;
-
-/**
- * One fire's record from a history line or a database row (SPEC §12: input, whoever wrote it),
- * rebuilt from the fields it may have, each checked: null when it is not a fire. A reason past
- * REASON_MAX is cut (with `…`); fields it may lack and that are not what they should be are left
- * out. Nothing else of the value is kept, so no view shows more than the record says.
- */
-export function checkFireEntry(v: unknown): HistoryEntry | null {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
-  const o = v as Record<string, unknown>;
-  if (!isTime(o.scheduled_at) || !isTime(o.started_at) || !isTime(o.finished_at) || !RESULTS.has(o.result as string)) return null;
-  const reason = o.reason ?? null;
-  const runId = o.run_id ?? null;
-  const exit = o.exit_code ?? null;
-  if ((reason !== null && !isStr(reason)) || (runId !== null && !isToken(runId))) return null;
-  if (exit !== null && !(Number.isSafeInteger(exit) && Math.abs(exit as number) <= 0xffff)) return null;
-  return {
-    scheduled_at: o.scheduled_at, started_at: o.started_at, finished_at: o.finished_at,
-    result: o.result as HistoryEntry['result'],
-    reason: reason !== null && reason.length > REASON_MAX ? `${reason.slice(0, REASON_MAX)}…` : reason,
-    exit_code: exit as number | null,
-    run_id: runId,
-    ...(TRIGGERS.has(o.trigger as string) ? { trigger: o.trigger as HistoryEntry['trigger'] } : {}),
-    ...(Number.isSafeInteger(o.attempt) && (o.attempt as number) > 0 ? { attempt: o.attempt as number } : {}),
-    ...(isToken(o.id) ? { id: o.id } : {}),
-    ...(isToken(o.closes) ? { closes: o.closes } : {}),
-    ...(isToken(o.key) ? { key: o.key } : {}),
-    ...(isTime(o.recorded_at) ? { recorded_at: o.recorded_at } : {}),
-  };
-}
-
 /** Parses one line; null when it is torn or not a history line. */
 export function parseHistoryLine(text: string, checkRecord: (v: unknown) => RoutineRecord | null): HistoryLine | null {
   let v: unknown;

@@ -127,20 +127,7 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
   it('a forged scheduler lock naming a process that is not a scheduler: nothing is signalled', async () => {
     const { dir, url } = await project(kind);
     const victim = bystander();
-    const probe = systemProbe();
-    const now = Date.now() / 1000;
-    const owner = { pid: victim.pid, host: 'host-a', boot_id: probe.bootId, start_time: victim.startTime, command: 'scheduler' };
-    if (url) {
-      await cli(dir, ['scheduler', 'status']); // creates the schema
-      // written as a database writer would, with psql
-      psqlScript(url, `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
-         VALUES ('app', 'scheduler@host-a', '${'f'.repeat(32)}', 1, '${JSON.stringify(owner)}', now(), now(), now() + interval '60 seconds');`);
-    } else {
-      const locks = join(dir, '.routinely', 'locks');
-      mkdirSync(locks, { recursive: true, mode: 0o700 });
-      const rec: LockRecord = { version: 1, key: 'scheduler', lock_id: 'f'.repeat(32), generation: 1, owner, created_at: now, heartbeat_at: now, expires_at: now + 60 };
-      writeFileSync(join(locks, 'scheduler.lock'), serializeLockRecord(rec), { mode: 0o600 });
-    }
+    await forgeSchedulerLock(dir, url, victim.pid, victim.startTime);
     expect((await cli(dir, ['scheduler', 'status'])).stdout).toMatch(new RegExp(`^scheduler: running, pid ${victim.pid} on host-a`));
     const stop = await cli(dir, ['scheduler', 'stop', '--timeout', '2']);
     expect(stop.code).toBe(1);
@@ -158,20 +145,7 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
     });
     const info = systemProbe().inspect(theirs.pid);
     if (info.state !== 'alive' || !info.startTime) throw new Error('not running');
-    const probe = systemProbe();
-    const now = Date.now() / 1000;
-    const owner = { pid: theirs.pid, host: 'host-a', boot_id: probe.bootId, start_time: info.startTime, command: 'scheduler' };
-    if (url) {
-      await cli(dir, ['scheduler', 'status']); // creates the schema
-      // written as a database writer would, with psql
-      psqlScript(url, `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
-         VALUES ('app', 'scheduler@host-a', '${'f'.repeat(32)}', 1, '${JSON.stringify(owner)}', now(), now(), now() + interval '60 seconds');`);
-    } else {
-      const locks = join(dir, '.routinely', 'locks');
-      mkdirSync(locks, { recursive: true, mode: 0o700 });
-      const rec: LockRecord = { version: 1, key: 'scheduler', lock_id: 'f'.repeat(32), generation: 1, owner, created_at: now, heartbeat_at: now, expires_at: now + 60 };
-      writeFileSync(join(locks, 'scheduler.lock'), serializeLockRecord(rec), { mode: 0o600 });
-    }
+    await forgeSchedulerLock(dir, url, theirs.pid, info.startTime);
     const stop = await cli(dir, ['scheduler', 'stop', '--timeout', '2']);
     expect(stop.code).toBe(1);
     expect(stop.stderr).toMatch(new RegExp(`^routinely: not signalling pid ${theirs.pid}: pid ${theirs.pid} runs a scheduler, but not this project's: it does not hold \\S+scheduler\\.running open`));
@@ -195,6 +169,24 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
     expect((await s.exited).code).toBe(0);
   });
 });
+
+/** A scheduler lock naming `pid` on host-a, written as an attacker would: with psql into the
+ * database, or as a lock file of ours. */
+async function forgeSchedulerLock(dir: string, url: string | null, pid: number, startTime: string | null): Promise<void> {
+  const now = Date.now() / 1000;
+  const owner = { pid, host: 'host-a', boot_id: systemProbe().bootId, start_time: startTime, command: 'scheduler' };
+  if (url) {
+    await cli(dir, ['scheduler', 'status']); // creates the schema
+    // written as a database writer would, with psql
+    psqlScript(url, `INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at)
+       VALUES ('app', 'scheduler@host-a', '${'f'.repeat(32)}', 1, '${JSON.stringify(owner)}', now(), now(), now() + interval '60 seconds');`);
+  } else {
+    const locks = join(dir, '.routinely', 'locks');
+    mkdirSync(locks, { recursive: true, mode: 0o700 });
+    const rec: LockRecord = { version: 1, key: 'scheduler', lock_id: 'f'.repeat(32), generation: 1, owner, created_at: now, heartbeat_at: now, expires_at: now + 60 };
+    writeFileSync(join(locks, 'scheduler.lock'), serializeLockRecord(rec), { mode: 0o600 });
+  }
+}
 
 describe('a scheduler started through npm', () => {
   const npmEnv = { npm_command: 'exec', npm_execpath: '/usr/lib/node_modules/npm/bin/npm-cli.js' };
