@@ -112,6 +112,9 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   };
   const running = new Map<string, Promise<void>>();
   const failures: unknown[] = [];
+  // what every task's environment starts from: copied once per run (process.env is read key by
+  // key through the runtime: copying it for each of 500 tasks cost 0.14 ms each)
+  const baseEnv = commandEnv(o.env ?? process.env, o.passEnv ?? []);
   const startTask = (id: string): void => {
     const def = o.defs.get(id)!;
     record({ type: 'task-started', gen, at: iso(o.clock), task: id });
@@ -132,7 +135,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
             shell: true,
             cwd,
             env: {
-              ...commandEnv(o.env ?? process.env, o.passEnv ?? []), ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
+              ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
               ROUTINELY_LOCK_GENERATION: String(gen), ROUTINELY_LOCK_ID: o.lease.lockId,
             },
             output: { fd: logFd, capBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },

@@ -4,6 +4,8 @@
 // like a slot (look.ts). Who holds the lock is never decided by the view alone.
 
 import { renameSync, type Stats } from 'node:fs';
+import { errnoCode } from '../errors.js';
+import { ioNotice } from '../fs/io-notice.js';
 import { printable } from '../printable.js';
 import { LOCK_FILE_CAP, linkNew, lstatQuiet, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
 import { slotPath, type LockPaths } from './paths.js';
@@ -59,8 +61,11 @@ export function removeView(paths: LockPaths, ino: number, step: (name: string) =
   step('release:move-view');
   try {
     renameSync(paths.lock, aside);
-  } catch {
-    return; // gone already
+  } catch (err) {
+    // gone already (a successor, or `lock break`), or a fault that leaves only the view behind:
+    // the release is the mark linked next, and the next holder replaces the view
+    if (errnoCode(err) !== 'ENOENT') ioNotice(err, 'moving aside the lock view', paths.lock, 'only the view is left behind: the lock is released all the same, and its next holder replaces the view');
+    return;
   }
   if (lstatQuiet(aside)?.ino !== ino && !lstatQuiet(paths.lock)) linkNew(aside, paths.lock);
   unlinkQuiet(aside);

@@ -397,7 +397,9 @@ export class StatePublisher {
       }
     }
     this.shown = null; // until the write is known to have happened
-    const written = writeBufferDurable(path, routines.encode(), { cleanTemps: true });
+    // not fsynced: a view of the histories, which every reader checks it against and the first
+    // rewrite of every process folds again (a power loss can only leave an older, whole file)
+    const written = writeBufferDurable(path, routines.encode(), { cleanTemps: true, sync: false });
     this.shown = routines;
     this.identity = identityOf(written);
   }

@@ -61,11 +61,21 @@ export function cacheSchedules(project: Project, nowMs: number, env: NodeJS.Proc
   return writeListCache(cachedProject(project), key, cachedRoutines(project, nowMs), nowMs);
 }
 
+/** The machine's zone, as ICU resolves it (each look builds a formatter: ≈ 0.25 ms, and the
+ * scheduler writes the cache every few fires); again when TZ changes. */
+const zoneByTz = new Map<string, string>();
+function machineZone(): string {
+  const tz = process.env.TZ ?? '';
+  let zone = zoneByTz.get(tz);
+  if (zone === undefined) zoneByTz.set(tz, (zone = Intl.DateTimeFormat().resolvedOptions().timeZone));
+  return zone;
+}
+
 /** The settings the short commands take from the cache. */
 export function cachedProject(project: Project): CachedProject {
   return {
     stateDir: project.stateDir, lockDir: project.lockDir, lockTtlMs: project.lockTtlMs, lockRefreshMs: project.lockRefreshMs,
-    passEnv: project.config.passEnv, machineZone: Intl.DateTimeFormat().resolvedOptions().timeZone, inlineTasks: project.config.exec.tasks.length,
+    passEnv: project.config.passEnv, machineZone: machineZone(), inlineTasks: project.config.exec.tasks.length,
   };
 }
 

@@ -85,6 +85,10 @@ export interface DurableOptions {
   /** Remove temp files that killed writers left beside `path` (only under the lock that
    * serializes this file's writers, where no other writer can be mid-write). */
   cleanTemps?: boolean;
+  /** false: written and renamed atomically (never torn, never a short file) but neither the file
+   * nor its folder fsynced, for a view that the facts beside it rebuild after a power loss
+   * (routine-state.json from the histories, docs/state.md). Default true. */
+  sync?: boolean;
 }
 
 /** Replaces `path` with `data` durably. Returns the bytes written. Throws StateIOError (74)
@@ -114,7 +118,7 @@ export function writeBufferDurable(path: string, buf: Buffer, opts: DurableOptio
   let st: BigIntStats;
   try {
     writeAll(fd, buf, 0);
-    io.fsync(fd);
+    if (opts.sync !== false) io.fsync(fd);
     st = fstatSync(fd, { bigint: true });
     if (st.size !== BigInt(buf.length)) throw Object.assign(new Error(`only ${st.size} of ${buf.length} bytes reached the disk`), { code: 'EIO' });
   } catch (err) {
@@ -129,7 +133,7 @@ export function writeBufferDurable(path: string, buf: Buffer, opts: DurableOptio
     unlinkQuiet(tmp);
     throw stateWriteError(err, path);
   }
-  syncDir(dir);
+  if (opts.sync !== false) syncDir(dir);
   return st;
 }
 

@@ -108,9 +108,9 @@ describe('routine-state.json', () => {
   it.skipIf(!haveStrace && process.env.CI !== 'true')('a writer stalled between reading the file and replacing it loses nobody else\'s update', async () => {
     expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
     const dir = testProject({ routines: [cmd('a', YEARLY, 'sleep 1', { exclusive: false }), cmd('b', YEARLY, 'true', { exclusive: false })] });
-    // `a`'s first fsync — of its first new routine-state.json, once it has read the old one and
-    // before the rename — is held 1.5 s (`routine run` fsyncs nothing else)
-    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=fsync', '-e', 'inject=fsync:delay_enter=1500000:when=1', process.execPath, CLI, 'routine', 'run', 'a'], { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
+    // `a`'s first rename — of its first new routine-state.json over the old one, once it has
+    // read that — is held 1.5 s (the lock's files are linked, not renamed, until its release)
+    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:delay_enter=1500000:when=1', process.execPath, CLI, 'routine', 'run', 'a'], { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
     let aErr = '';
     a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
     const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
@@ -132,10 +132,11 @@ describe('routine-state.json', () => {
     expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
     // the routine-state lock times out with the project's lock: 2 s here
     const dir = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 }, routines: [cmd('a', YEARLY, 'sleep 1', { exclusive: false }), cmd('b', YEARLY, 'true', { exclusive: false })] });
-    // `a`'s last rewrite (its third fsync: the first rewrite fsyncs its file and its folder) is
-    // held 4 s, its event loop with it (no heartbeat), so `b` takes the lock over (removing the
-    // half-written file `a` left) and writes its record; then `a` wakes, as it is about to exit
-    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=fsync', '-e', 'inject=fsync:delay_enter=4000000:when=3', process.execPath, CLI, 'routine', 'run', 'a'], { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
+    // `a`'s last rewrite (its third rename: the first rewrite renames its file into place, then
+    // its lock's view aside) is held 4 s before its file is renamed into place, its event loop
+    // with it (no heartbeat), so `b` takes the lock over (removing the temp file `a` left) and
+    // writes its record; then `a` wakes, as it is about to exit
+    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:delay_enter=4000000:when=3', process.execPath, CLI, 'routine', 'run', 'a'], { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
     let aErr = '';
     a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
     const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
