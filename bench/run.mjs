@@ -9,6 +9,7 @@ import { schedulerBenchmarks } from './scheduler.mjs';
 import { fireCostBySize } from './fire-size.mjs';
 import { coldStart } from './cold-start.mjs';
 import { cronAnchor } from './cron.mjs';
+import { soak } from './soak.mjs';
 
 const quick = process.argv.includes('--quick');
 console.log(`routinely benchmarks — node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})${quick ? ', quick' : ''}`);
@@ -21,3 +22,5 @@ if (!only || only === 'cold') await coldStart(quick ? { rounds: 8 } : {});
 if ((!only && !quick) || only === 'cron') await cronAnchor();
 if (!only || only === 'http') await httpBenchmarks({ quick });
 if (!only || only === 'pg') await pgBenchmarks({ quick });
+// an hour: only when asked for
+if (only === 'soak') await soak({ minutes: Number(process.argv.find((a) => a.startsWith('--minutes='))?.slice(10) ?? 60) });
