@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execRun, loadProject } from '../dist/index.js';
-import { fmt, median, table, timeCommand } from './lib.mjs';
+import { spawnSync } from 'node:child_process';
+import { benchEnv, fmt, median, table, timeCommand } from './lib.mjs';
 
 const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 
@@ -35,6 +36,14 @@ export async function execBenchmarks({ quick = false } = {}) {
     ['bare Node spawn loop (the floor for any Node runner)', fmt(f), `${fmt(f / x, 2)}x`],
     ['routinely exec run --parallel 4', fmt(o), `${fmt(o / x, 2)}x`],
   ]);
+
+  // why a Node runner pays more per task than xargs, and more the bigger it is: the fork
+  const sizes = [0, 25, 100].map((mb) => {
+    const runs = [0, 1, 2].map(() => JSON.parse(spawnSync(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-rss.mjs'), String(mb)], { env: benchEnv(), encoding: 'utf8' }).stdout));
+    return { rss: median(runs.map((r) => r.rssMb)), cpu: median(runs.map((r) => r.cpuMs)) };
+  });
+  table('Node spawn of `true` from parents of three sizes: the parent\'s CPU per spawn (200 spawns one at a time, median of 3)', ['parent RSS MB', 'parent ms CPU per spawn', 'ratio'],
+    sizes.map((x) => [fmt(x.rss, 0), fmt(x.cpu, 2), `${fmt(x.cpu / sizes[0].cpu, 2)}x`]));
 
   const bytes = {};
   for (const n of [100, 1000]) {
