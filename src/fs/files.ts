@@ -131,7 +131,9 @@ export function namesIn(dir: string): string[] {
 /** lstat that answers null for a missing name. */
 export function lstatQuiet(path: string): Stats | null {
   try {
-    return lstatSync(path);
+    // a missing name is the common answer (the next slot, a leftover temp): returned, not
+    // thrown (a thrown ENOENT costs ≈ 4 µs, the call itself ≈ 0.5)
+    return lstatSync(path, { throwIfNoEntry: false }) ?? null;
   } catch (err) {
     if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return null;
     throw err;
