@@ -12,7 +12,7 @@
 
 import { Backoff } from '../backoff.js';
 import { systemClock, type Clock } from '../clock.js';
-import { DatabaseError, DatabaseRowError, errnoCode } from '../errors.js';
+import { DatabaseError, DatabaseRowError } from '../errors.js';
 import type { BusyPolicy, LockBackend } from '../lock/backend.js';
 import { randomHex } from '../fs/files.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
@@ -124,7 +124,8 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
     const at = new Date(g.gate_first_seen * 1000).toISOString();
     return {
       timeline,
-      closedWhy: `the database failed over (timeline ${timeline}, first seen ${at}); no lease is granted for one TTL after that, until every lease held before may have run out (${Math.ceil(opensAt - g.gate_now)}s more)`,
+      // read after "held by" (the waiter's line, the busy exit): nobody holds it, and why not yet
+      closedWhy: `no one yet: the database failed over (timeline ${timeline}, first seen ${at}), and no lease is granted until every lease of the old primary has run out, one TTL later (${Math.ceil(opensAt - g.gate_now)}s more)`,
     };
   }
 
@@ -450,7 +451,10 @@ export class PgLease extends LeaseState implements Lease {
       // out the TTL when the database comes back sooner.
       this.journal?.close(false);
       this.releaseLater();
-      return { released: false, reason: 'NOT_OWNER', holder: null, why: `could not release (${errnoCode(err) ?? (err as Error).message}); it expires within ${this.o.ttlMs / 1000}s` };
+      // the cause in words, with the database (a DatabaseError names it; the driver's own errors
+      // do not), never only an error class such as DATABASE
+      const cause = err instanceof DatabaseError ? err.message : `database ${this.o.db.where}: ${(err as Error).message}`;
+      return { released: false, reason: 'NOT_OWNER', holder: null, why: `could not release it (${cause}); it expires within ${this.o.ttlMs / 1000}s, and the release is tried again until then` };
     }
     this.released = true;
     return { released: true };

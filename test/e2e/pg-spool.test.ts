@@ -126,6 +126,10 @@ suite('a database outage while a fire runs', () => {
     } finally {
       startServer(own);
     }
+    // said with its cause and the database, not an error class
+    const said = s.stdout() + s.stderr();
+    expect(said).toMatch(/exec lock not released: could not release it \(database [^ ]+\/[^ ]+: [^)]/);
+    expect(said).not.toMatch(/\(DATABASE\)/);
     // a TTL of 300 s: without a release the row stays ours for minutes; 60 s is ample for one
     const deadline = Date.now() + 60_000;
     for (;;) {
