@@ -62,4 +62,4 @@ export function humanBytes(n: number): string {
   return `${v.toFixed(1)} ${units[i]}`;
 }
 
-export { formatInZone, zoneTime, type ZoneTime } from '../zone-time.js';
+export { formatInZone, machineZone, zoneTime, type ZoneTime } from '../zone-time.js';

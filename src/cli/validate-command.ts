@@ -6,7 +6,7 @@ import { ExitCode } from '../errors.js';
 import { cronSchedule, nextRuns, routineZone } from '../scheduler/schedule.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { habitWarnings } from '../config/cron-habits.js';
-import { err, formatInZone, out } from './io.js';
+import { err, formatInZone, machineZone, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 
 export async function validate(g: GlobalOptions): Promise<number> {
@@ -20,10 +20,9 @@ export async function validate(g: GlobalOptions): Promise<number> {
   // one write for the whole report (a line at a time was 400 writes for 100 routines)
   const lines = [`${displayPath(path)}: valid (${config.routines.length} routine${config.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`];
   const now = new Date();
-  let machineZone: string | undefined;
   for (const r of config.routines) {
     const tz = routineZone(r, { backend });
-    const zone = tz ?? (machineZone ??= Intl.DateTimeFormat().resolvedOptions().timeZone);
+    const zone = tz ?? machineZone();
     const flags = [r.action, r.enabled ? null : 'disabled'].filter(Boolean).join(', ');
     lines.push(`${r.id}  ${r.schedule}  (${zone}; ${flags})`);
     for (const at of nextRuns(cronSchedule(r.schedule, tz), now, 3)) lines.push(`  ${formatInZone(at, tz)}   ${at.toISOString()}`);

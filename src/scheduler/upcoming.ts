@@ -5,7 +5,7 @@ import { readConfigBytes } from '../config/find.js';
 import { croner } from '../config/cron.js';
 import { cronerPattern } from '../config/dialect.js';
 import type { Project } from '../config/load.js';
-import { zoneTime, type ZoneTime } from '../zone-time.js';
+import { machineZone, zoneTime, type ZoneTime } from '../zone-time.js';
 import { VERSION } from '../version.js';
 import { COVER_MS, UPCOMING_MAX, UPCOMING_MIN, listCacheKey, nextCached, readListCache, readProjectCache, sameOffset, writeListCache, type CachedProject, type CachedRoutine } from './list-cache.js';
 import { ensureStateRoot } from '../state/json-file.js';
@@ -59,16 +59,6 @@ export function cacheSchedules(project: Project, nowMs: number, env: NodeJS.Proc
   }
   if (key === null || text !== project.configText || listCacheKey(project.configPath, env, VERSION) !== key) return nowMs + 5_000;
   return writeListCache(cachedProject(project), key, cachedRoutines(project, nowMs), nowMs);
-}
-
-/** The machine's zone, as ICU resolves it (each look builds a formatter: ≈ 0.25 ms, and the
- * scheduler writes the cache every few fires); again when TZ changes. */
-const zoneByTz = new Map<string, string>();
-function machineZone(): string {
-  const tz = process.env.TZ ?? '';
-  let zone = zoneByTz.get(tz);
-  if (zone === undefined) zoneByTz.set(tz, (zone = Intl.DateTimeFormat().resolvedOptions().timeZone));
-  return zone;
 }
 
 /** The settings the short commands take from the cache. */
