@@ -38,7 +38,7 @@ export interface Project {
   backend: ProjectBackend;
 }
 
-export type ProjectBackend = { type: 'file' } | { type: 'postgres'; url: string; project: string };
+export type ProjectBackend = { type: 'file' } | { type: 'postgres'; url: string; project: string; poolSize: number };
 
 
 /** Parses JSON (comments allowed); a syntax error names its line and column
@@ -141,7 +141,7 @@ function resolveBackend(config: Config, env: NodeJS.ProcessEnv): ProjectBackend 
   // libpq's forms too: several hosts, target_session_attrs, a password holding '/' (SPEC §9)
   const parsed = parsePgUrl(url);
   if (typeof parsed === 'string') throw new UsageError(`${source}: ${JSON.stringify(redactUrl(url))} is ${parsed}`);
-  return { type: 'postgres', url, project: config.project! };
+  return { type: 'postgres', url, project: config.project!, poolSize: config.backend.poolSize };
 }
 
 /** An empty variable counts as unset (as in `ROUTINELY_STATE_DIR= routinely …`). */

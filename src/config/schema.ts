@@ -66,6 +66,7 @@ export const routineShape = {
 export const backendShape = {
   type: z.enum(BACKEND_TYPES).check(z.describe('"file" (default): state and locks under stateDir. "postgres": in a database shared by several hosts.')),
   url: z.optional(z.string().check(z.describe('postgres://user:password@host:5432/db (ROUTINELY_DATABASE_URL overrides).'))),
+  poolSize: z.optional(z.int().check(z.gte(1), z.lte(100), z.describe('postgres: connections each routinely process keeps at most, 1..100 (default 2: one for statements, one for lease heartbeats; with 1 they share it). Ten schedulers at 2 fit a stock PgBouncer pool (default_pool_size 20) in session mode.'))),
 };
 
 export const lockShape = {

@@ -65,7 +65,7 @@ export interface NotifyDef {
 export interface Config {
   project?: string;
   stateDir: string;
-  backend: { type: (typeof BACKEND_TYPES)[number]; url?: string };
+  backend: { type: (typeof BACKEND_TYPES)[number]; url?: string; poolSize: number };
   lock: { ttlSeconds: number; refreshSeconds: number | undefined };
   exec: {
     parallel: number;

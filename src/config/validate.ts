@@ -101,6 +101,9 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
   if (raw.backend && raw.lock?.backend && raw.backend.type !== raw.lock.backend) {
     issues.push({ path: 'lock.backend', message: `${showValue(raw.lock.backend)} contradicts backend.type ${showValue(raw.backend.type)}` });
   }
+  if (backendType !== 'postgres' && raw.backend?.poolSize !== undefined) {
+    issues.push({ path: 'backend.poolSize', message: `${raw.backend.poolSize} applies to the postgres backend only (backend.type is ${showValue(backendType)})` });
+  }
   if (backendType === 'postgres' && raw.project === undefined) {
     issues.push({ path: 'project', message: 'is required with the postgres backend (it names the project in the database, where checkout paths differ between hosts)' });
   }
@@ -182,7 +185,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     value: {
       project: raw.project,
       stateDir: raw.stateDir ?? '.routinely',
-      backend: { type: backendType, ...(raw.backend?.url !== undefined ? { url: raw.backend.url } : {}) },
+      backend: { type: backendType, ...(raw.backend?.url !== undefined ? { url: raw.backend.url } : {}), poolSize: raw.backend?.poolSize ?? 2 },
       lock: { ttlSeconds: ttl, refreshSeconds: refresh },
       exec: {
         parallel: raw.exec?.parallel ?? 2,

@@ -15,8 +15,8 @@ const CLOCK_REFRESH_MAX_MS = 30_000;
 
 export async function postgresBackend(project: Project, skewNotice: (message: string) => void = () => {}): Promise<Backend> {
   if (project.backend.type !== 'postgres') throw new Error('not a postgres project');
-  const { url, project: name } = project.backend;
-  const db = await connect(url);
+  const { url, project: name, poolSize } = project.backend;
+  const db = await connect(url, { poolSize, ttlMs: project.lockTtlMs });
   // Times that other hosts read (ticks, history, run ids) follow the database clock, measured
   // now (three round trips, the shortest wins) and again about as often as a lease heartbeat.
   const clock = new DbClock(db);

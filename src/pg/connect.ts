@@ -47,29 +47,56 @@ const lostPrepared = (err: unknown): boolean => ['26000', '42P05'].includes((err
 
 const ignore = (): void => {};
 
-const CONNECT_TIMEOUT_MS = 5_000;
-const POOL_SIZE = 4;
-/** Connections for the heartbeats of held leases (opened when first used): a scheduler holds
- * its own lease and, while a routine runs, the exec lock. */
-const LEASE_POOL_SIZE = 2;
+/** Connections a process keeps by default (SPEC §9: `backend.poolSize`): one for statements and
+ * one for the heartbeats of held leases, so that ten schedulers fit a stock PgBouncer pool
+ * (default_pool_size 20) in session mode. */
+export const DEFAULT_POOL_SIZE = 2;
 const STATEMENT_TIMEOUT_MS = 15_000;
 /** Client side: a statement with no answer by then is given up (its connection is dropped). */
 const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 2_000;
 
+/** The connect time-out when the URL has no `connect_timeout`: half the lease TTL, at least 5 s
+ * and at most 60 s. A connection that takes longer than that could not keep a lease either; a
+ * shorter one fails password authentication on a slow link (SCRAM takes three round trips
+ * after the TCP handshake: with round trips of 3 s, 12 s; TTL 30 gives 15 s). */
+export function defaultConnectTimeoutMs(ttlMs: number): number {
+  return Math.min(60_000, Math.max(5_000, Math.round(ttlMs / 2)));
+}
+
+export interface ConnectOptions {
+  /** `backend.poolSize`: connections this process keeps at most (default 2); with 1, the
+   * heartbeats share the one connection with every other statement. */
+  poolSize?: number;
+  /** The lease TTL, for the default connect time-out. */
+  ttlMs?: number;
+}
+
+/** The sizes of the two pools, and the time-outs, for messages. */
+interface Limits {
+  main: number;
+  lease: number;
+  connectTimeoutMs: number;
+}
+
+const secs = (ms: number): string => (ms === 0 ? 'ever' : `${ms / 1000}s`);
+
 /** The server refused a connection at its limit (53300): say what to do, not only that. */
-function tooManyConnections(message: string): string {
+function tooManyConnections(message: string, l: Limits): string {
   const fix = /for (role|database)/.test(message)
     ? `raise its CONNECTION LIMIT (ALTER ${message.includes('for role') ? 'ROLE' : 'DATABASE'} … CONNECTION LIMIT n)`
     : 'raise max_connections on the server, or put a pooler in front of it (e.g. PgBouncer; session and transaction pooling both work)';
-  return `${message} (53300): ${fix}; each routinely process opens up to ${POOL_SIZE + LEASE_POOL_SIZE} connections (${LEASE_POOL_SIZE} of them for lease heartbeats)`;
+  return `${message} (53300): ${fix}; ${perProcess(l)}`;
 }
+
+const perProcess = (l: Limits): string =>
+  `each routinely process opens up to ${l.main + l.lease} connection${l.main + l.lease === 1 ? '' : 's'} (backend.poolSize)`;
 
 const STANDBY_FIX = 'point the URL at the primary, or list every host with target_session_attrs=read-write (postgres://h1:5432,h2:5432/db?target_session_attrs=read-write)';
 
 /** A connection problem as a person reads it; never the password. Each cause is told by its
  * code or by the driver's exact words, never by a word that may be part of another message
  * (PgBouncer's `unsupported startup parameter: statement_timeout` is not a timeout). */
-export function dbError(where: string, err: unknown): DatabaseError {
+export function dbError(where: string, err: unknown, l: Limits = { main: DEFAULT_POOL_SIZE - 1, lease: 1, connectTimeoutMs: defaultConnectTimeoutMs(60_000) }): DatabaseError {
   const e = err as { code?: string; message?: string };
   const msg = e.message ?? String(err);
   const reason =
@@ -77,15 +104,17 @@ export function dbError(where: string, err: unknown): DatabaseError {
     e.code === 'ECONNRESET' ? 'connection reset' :
     e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'unknown host' :
     e.code === 'ETIMEDOUT' ? 'timed out connecting' :
-    msg === 'timeout exceeded when trying to connect' ? `all ${POOL_SIZE} connections of this process stayed busy for ${CONNECT_TIMEOUT_MS / 1000}s (a wait for this process's own connection pool, not for the database)` :
-    msg.startsWith('Connection terminated due to connection timeout') ? `timed out connecting (no answer within ${CONNECT_TIMEOUT_MS / 1000}s)` :
-    msg === 'Query read timeout' ? `no answer within ${QUERY_TIMEOUT_MS / 1000}s (timed out)` :
+    msg === 'timeout exceeded when trying to connect' ? `this process's connection pool is exhausted: its ${l.main} connection${l.main === 1 ? '' : 's'} stayed busy for ${secs(l.connectTimeoutMs)} (a wait inside this process, not for the database; raise backend.poolSize)` :
+    msg.startsWith('Connection terminated due to connection timeout') ? `timed out connecting (no answer within ${secs(l.connectTimeoutMs)}; set connect_timeout=N in the URL for a slower link)` :
+    msg === 'Query read timeout' ? `no answer within ${QUERY_TIMEOUT_MS / 1000}s (timed out; behind PgBouncer in session mode this is a wait in its queue for a server connection: its pool is exhausted, raise default_pool_size or lower backend.poolSize)` :
+    /no more connections allowed \(max_client_conn\)/.test(msg) ? `PgBouncer refused the connection: its max_client_conn is reached (raise it, or lower backend.poolSize: ${perProcess(l)})` :
+    /query_wait_timeout/.test(msg) ? `PgBouncer's pool is exhausted: the statement waited query_wait_timeout for a server connection (raise default_pool_size, or lower backend.poolSize: ${perProcess(l)})` :
     e.code === '57014' ? `a statement ran past ${STATEMENT_TIMEOUT_MS / 1000}s and was canceled (57014)` :
     e.code === '28P01' || e.code === '28000' ? 'authentication failed' :
     e.code === '3D000' ? 'database does not exist' :
     e.code === '57P01' || e.code === '57P03' ? 'the server is shutting down or starting up' :
     e.code === '25006' ? `the server is read-only (a standby?) (25006): ${STANDBY_FIX}` :
-    e.code === '53300' ? tooManyConnections(msg) :
+    e.code === '53300' ? tooManyConnections(msg, l) :
     msg.replace(/\/\/[^@\s]*@/g, '//***@');
   const neverConnected = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '28P01', '28000', '3D000'].includes(e.code ?? '');
   return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`, { neverConnected });
@@ -104,11 +133,11 @@ interface Target {
   where: string;
 }
 
-function makePool(t: Target, max = POOL_SIZE, keepIdle = false): pg.Pool {
+function makePool(t: Target, max: number, connectTimeoutMs: number, keepIdle = false): pg.Pool {
   const pool = new pg.Pool({
     connectionString: t.url,
     max,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: connectTimeoutMs,
     // the heartbeats' connection stays open while idle (a heartbeat every refresh interval must
     // not pay for a new connection); it never keeps the process alive on its own
     idleTimeoutMillis: keepIdle ? 0 : 10_000,
@@ -126,8 +155,8 @@ function makePool(t: Target, max = POOL_SIZE, keepIdle = false): pg.Pool {
 }
 
 /** Whether a host is one to use: reachable, and (for read-write) not a standby. */
-async function probeHost(t: Target, wantPrimary: boolean): Promise<true | DatabaseError> {
-  const client = new pg.Client({ connectionString: t.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, query_timeout: QUERY_TIMEOUT_MS, application_name: 'routinely' });
+async function probeHost(t: Target, wantPrimary: boolean, l: Limits): Promise<true | DatabaseError> {
+  const client = new pg.Client({ connectionString: t.url, connectionTimeoutMillis: l.connectTimeoutMs, query_timeout: QUERY_TIMEOUT_MS, application_name: 'routinely' });
   client.on('error', ignore);
   try {
     await client.connect();
@@ -135,15 +164,26 @@ async function probeHost(t: Target, wantPrimary: boolean): Promise<true | Databa
     const { rows } = await client.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
     return rows[0]?.standby ? new DatabaseError(`database ${t.where}: a read-only standby (pg_is_in_recovery)`) : true;
   } catch (err) {
-    return dbError(t.where, err);
+    return dbError(t.where, err, l);
   } finally {
     await client.end().catch(ignore);
   }
 }
 
-export async function connect(url: string): Promise<Db> {
+export async function connect(url: string, opts: ConnectOptions = {}): Promise<Db> {
   const parsed = parsePgUrl(url);
   if (typeof parsed === 'string') throw new DatabaseError(`database URL ${redactPgUrl(url)}: ${parsed}`);
+  const size = Math.max(1, opts.poolSize ?? DEFAULT_POOL_SIZE);
+  // with one connection the heartbeats share it (one pool); else one is theirs
+  const limits: Limits = {
+    main: size === 1 ? 1 : size - 1,
+    lease: size === 1 ? 0 : 1,
+    connectTimeoutMs: parsed.connectTimeoutMs ?? defaultConnectTimeoutMs(opts.ttlMs ?? 60_000),
+  };
+  const newPools = (t: Target): [pg.Pool, pg.Pool] => {
+    const main = makePool(t, limits.main, limits.connectTimeoutMs);
+    return [main, limits.lease === 0 ? main : makePool(t, limits.lease, limits.connectTimeoutMs, true)];
+  };
   const targets: Target[] = parsed.hosts.map((h) => ({ url: singleHostUrl(parsed, h), where: describePgUrl({ ...parsed, hosts: [h] }) }));
   const where = describePgUrl(parsed);
   const wantPrimary = parsed.targetSessionAttrs === 'read-write' || parsed.targetSessionAttrs === 'primary';
@@ -154,7 +194,7 @@ export async function connect(url: string): Promise<Db> {
     if (!several) return targets[0]!;
     const why: string[] = [];
     for (const t of targets) {
-      const ok = await probeHost(t, wantPrimary);
+      const ok = await probeHost(t, wantPrimary, limits);
       if (ok === true) return t;
       why.push(ok.message.replace(/^database /, ''));
     }
@@ -162,8 +202,7 @@ export async function connect(url: string): Promise<Db> {
   };
 
   let target = await choose();
-  let pool = makePool(target);
-  let leasePool = makePool(target, LEASE_POOL_SIZE, true);
+  let [pool, leasePool] = newPools(target);
   let switching: Promise<void> | null = null;
   /** After a connection-class error with several hosts: choose again (a failover moves the
    * primary), for the next statement; the failed one is reported, never silently repeated. */
@@ -173,11 +212,10 @@ export async function connect(url: string): Promise<Db> {
       try {
         const next = await choose();
         if (next.url !== target.url) {
-          const old = [pool, leasePool];
+          const old = new Set([pool, leasePool]);
           target = next;
-          pool = makePool(next);
-          leasePool = makePool(next, LEASE_POOL_SIZE, true);
-          warm(leasePool);
+          [pool, leasePool] = newPools(next);
+          if (leasePool !== pool) warm(leasePool);
           for (const p of old) void p.end().catch(ignore);
         }
       } catch {
@@ -206,7 +244,7 @@ export async function connect(url: string): Promise<Db> {
       if (err instanceof DatabaseError) throw err;
       if (!environmental(err)) throw err;
       reselect();
-      throw dbError(several ? target.where : where, err);
+      throw dbError(several ? target.where : where, err, limits);
     }
   };
   const db: Db = {
@@ -239,12 +277,12 @@ export async function connect(url: string): Promise<Db> {
         }
       }),
     close: async () => {
-      await Promise.all([pool.end().catch(ignore), leasePool.end().catch(ignore)]);
+      await Promise.all([...new Set([pool, leasePool])].map((p) => p.end().catch(ignore)));
     },
   };
   // the heartbeats' connection is opened now, beside the first statements: on a slow link a new
   // connection costs several round trips, which a lease's first heartbeat cannot wait for
-  warm(leasePool);
+  if (leasePool !== pool) warm(leasePool);
   await migrate(db);
   return db;
 }

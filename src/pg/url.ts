@@ -20,6 +20,54 @@ export interface PgUrl {
   query: string;
   /** libpq's `target_session_attrs`: `read-write` and `primary` skip standbys. */
   targetSessionAttrs: 'any' | 'read-write' | 'primary' | 'read-only' | 'standby' | 'prefer-standby';
+  /** libpq's `connect_timeout` in ms (taken out of the query): null when not given; 0 waits
+   * for ever, as in libpq. */
+  connectTimeoutMs: number | null;
+}
+
+/** Query parameters the driver (node-postgres) honours as libpq does, passed on as they are;
+ * `target_session_attrs` and `connect_timeout` are read here. `ssl` and `sslnegotiation` are
+ * node-postgres' own. */
+const PASSED = new Set(['user', 'password', 'application_name', 'fallback_application_name', 'client_encoding', 'options',
+  'sslmode', 'sslcert', 'sslkey', 'sslrootcert', 'ssl', 'sslnegotiation', 'uselibpqcompat']);
+
+/** libpq's parameters that routinely cannot honour, and what to do instead: a URL that names
+ * one is refused by name, never silently half-read (libpq itself refuses a name it does not know). */
+const NOT_HONOURED: Record<string, string> = {
+  host: 'write the host in the URL (postgres://host:5432/db; a socket folder percent-encoded: postgres://%2Fvar%2Frun%2Fpostgresql/db)',
+  hostaddr: 'write the address as the host (postgres://10.0.0.5:5432/db)',
+  port: 'write the port after the host (postgres://host:5433/db)',
+  dbname: 'write the database as the URL\'s path (postgres://host/db)',
+  passfile: 'routinely reads ~/.pgpass (or PGPASSFILE), not a passfile parameter',
+  service: 'service files are not read: write host, port, user and database in the URL',
+  keepalives: 'routinely keeps TCP keepalives on by itself (first probe after 5 s)',
+  keepalives_idle: 'routinely keeps TCP keepalives on by itself (first probe after 5 s)',
+  keepalives_interval: 'routinely keeps TCP keepalives on by itself (first probe after 5 s)',
+  keepalives_count: 'routinely keeps TCP keepalives on by itself (first probe after 5 s)',
+  tcp_user_timeout: 'a statement with no answer is given up after its own time-out (17 s), and the lease TTL judges a holder',
+  replication: 'a replication connection cannot run routinely\'s statements',
+  load_balance_hosts: 'several hosts are tried in the order written (use target_session_attrs to skip standbys)',
+};
+
+/** The reason a query parameter is refused, or null when it is one routinely reads or passes on. */
+function refusedParam(name: string): string | null {
+  if (PASSED.has(name) || name === 'target_session_attrs' || name === 'connect_timeout') return null;
+  const why = NOT_HONOURED[name];
+  if (why) return `parameter ${name} is not honoured by routinely: ${why}`;
+  return LIBPQ_ONLY.includes(name)
+    ? `parameter ${name} is not honoured by routinely (its driver, node-postgres, has no such setting); remove it from the URL`
+    : `unknown parameter ${JSON.stringify(name)} (libpq refuses it too; routinely reads ${[...PASSED, 'target_session_attrs', 'connect_timeout'].join(', ')})`;
+}
+
+/** The rest of libpq's connection parameters (PostgreSQL 17): known, and not honoured. */
+const LIBPQ_ONLY = ['require_auth', 'channel_binding', 'gssencmode', 'requiressl', 'sslcompression', 'sslpassword', 'sslcertmode', 'sslcrl',
+  'sslcrldir', 'sslsni', 'requirepeer', 'ssl_min_protocol_version', 'ssl_max_protocol_version', 'krbsrvname', 'gsslib', 'gssdelegation'];
+
+/** libpq's reading of connect_timeout: whole seconds; 0 (or less) waits for ever; 1 counts as 2. */
+function connectTimeout(value: string): number | string {
+  if (!/^-?\d+$/.test(value.trim())) return `connect_timeout=${value} is not a whole number of seconds`;
+  const s = Number(value);
+  return s <= 0 ? 0 : Math.max(2, s) * 1000;
 }
 
 const TARGETS = ['any', 'read-write', 'primary', 'read-only', 'standby', 'prefer-standby'] as const;
@@ -89,6 +137,14 @@ function parseFrom(scheme: string, all: string, at: number, secrets: readonly st
   const target = params.get('target_session_attrs') ?? 'any';
   if (!(TARGETS as readonly string[]).includes(target)) return `target_session_attrs=${target} is not one of ${TARGETS.join(', ')}`;
   params.delete('target_session_attrs');
+  for (const name of new Set(params.keys())) {
+    const refused = refusedParam(name);
+    if (refused) return refused;
+  }
+  const timeout = params.get('connect_timeout');
+  const connectTimeoutMs = timeout === null ? null : connectTimeout(timeout);
+  if (typeof connectTimeoutMs === 'string') return connectTimeoutMs;
+  params.delete('connect_timeout');
   let database: string;
   try {
     database = decodeURIComponent(path.replace(/^\//, ''));
@@ -96,7 +152,7 @@ function parseFrom(scheme: string, all: string, at: number, secrets: readonly st
     return 'the database name is not percent-encoded correctly';
   }
   const query = params.toString();
-  return { scheme, userinfo, hosts, database, query, targetSessionAttrs: target as PgUrl['targetSessionAttrs'] };
+  return { scheme, userinfo, hosts, database, query, targetSessionAttrs: target as PgUrl['targetSessionAttrs'], connectTimeoutMs };
 }
 
 function safeDecode(s: string): string {

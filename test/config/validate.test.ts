@@ -23,6 +23,14 @@ describe('validateConfig', () => {
     expect(validateConfig({})).toMatchObject({ ok: true, value: { stateDir: '.routinely', lock: { ttlSeconds: 60 }, exec: { parallel: 2 } } });
   });
 
+  it('backend.poolSize: 2 by default, 1..100, postgres only', () => {
+    expect(validateConfig({ project: 'p', backend: { type: 'postgres' } })).toMatchObject({ ok: true, value: { backend: { type: 'postgres', poolSize: 2 } } });
+    expect(validateConfig({ project: 'p', backend: { type: 'postgres', poolSize: 1 } })).toMatchObject({ ok: true, value: { backend: { poolSize: 1 } } });
+    expect(problems({ project: 'p', backend: { type: 'postgres', poolSize: 0 } })).toEqual([expect.stringMatching(/^backend\.poolSize: 0 /)]);
+    expect(problems({ project: 'p', backend: { type: 'postgres', poolSize: 2.5 } })).toEqual([expect.stringMatching(/^backend\.poolSize: 2\.5 /)]);
+    expect(problems({ backend: { type: 'file', poolSize: 4 } })).toEqual(['backend.poolSize: 4 applies to the postgres backend only (backend.type is "file")']);
+  });
+
   it('names the path, the value and the range of a bad cron field (SPEC §2 example)', () => {
     const input = { routines: [routine({ id: 'a' }), routine({ id: 'b' }), routine({ id: 'c', schedule: '*/61 * * * *' })] };
     expect(problems(input)).toEqual([

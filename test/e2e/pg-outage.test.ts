@@ -286,6 +286,6 @@ suite('PostgreSQL backend: outages', () => {
     const dir = testProject({ project: 'app', backend: { type: 'postgres' }, routines: [{ id: 'tick', schedule: '@hourly', action: 'command', run: 'true' }] });
     const r = await runCli(['scheduler', 'start'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url } });
     expect(r.code, r.stdout + r.stderr).toBe(74);
-    expect(r.stderr).toMatch(/database 127\.0\.0\.1:\d+\/t_[0-9a-f]+: sorry, too many clients already \(53300\): raise max_connections on the server, or put a pooler in front of it \(e\.g\. PgBouncer; session and transaction pooling both work\); each routinely process opens up to 6 connections \(2 of them for lease heartbeats\)/);
+    expect(r.stderr).toMatch(/database 127\.0\.0\.1:\d+\/t_[0-9a-f]+: sorry, too many clients already \(53300\): raise max_connections on the server, or put a pooler in front of it \(e\.g\. PgBouncer; session and transaction pooling both work\); each routinely process opens up to 2 connections \(backend\.poolSize\)/);
   });
 });

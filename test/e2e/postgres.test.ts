@@ -408,6 +408,10 @@ suite('PostgreSQL backend', () => {
     const bad = await runCli(['lock', 'status'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'http://u:hunter2@h/d' } });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/ROUTINELY_DATABASE_URL: "http:\/\/u:\*\*\*@h\/d" is not a postgres:\/\/ URL/);
+    // a libpq parameter routinely cannot honour: refused by name before anything runs (2)
+    const unhonoured = await runCli(['lock', 'run', '--', 'true'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'postgres://u:hunter2@h/d?tcp_user_timeout=1000' } });
+    expect(unhonoured.code, unhonoured.stderr).toBe(2);
+    expect(unhonoured.stderr).toMatch(/ROUTINELY_DATABASE_URL: "postgres:\/\/u:\*\*\*@h\/d\?tcp_user_timeout=1000" is parameter tcp_user_timeout is not honoured by routinely/);
     const down = await runCli(['exec', 'run'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/db' } });
     expect(down.code).toBe(74);
     expect(down.stderr).toMatch(/database 127\.0\.0\.1:1\/db: connection refused/);
