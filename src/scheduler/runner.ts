@@ -139,13 +139,13 @@ export class Runner {
   private async run(entry: Entry, scheduledAt: Date, active: Active): Promise<void> {
     const { def } = entry;
     const project = this.o.project();
-    if (await this.isPaused(def.id)) return;
+    if (await this.pausedBeforeFire(def, scheduledAt)) return;
     if (def.jitterSeconds > 0) {
       active.jitter = true;
       await this.sleepUnless(this.o.random() * def.jitterSeconds * 1000, active.stop.signal);
       active.jitter = false;
       if (active.stop.signal.aborted || this.stopping) return this.abandon(def, scheduledAt);
-      if (await this.isPaused(def.id)) return;
+      if (await this.pausedBeforeFire(def, scheduledAt)) return;
     }
     const retry = def.retry;
     /** A failure whose announcement waits for its retries. */
@@ -254,10 +254,15 @@ export class Runner {
       }
       // Nothing ran (its log may not be written, the start could not be recorded): a failure
       // all the same, so that `routine list --check` shows it.
-      const at = new Date(this.o.clock.now()).toISOString();
       const marker = unstartedMarker(err);
-      return { result: 'failure', reason: `not started: ${(err as Error).message}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, unstarted: true, ...(marker ? { closes: marker } : {}) };
+      return { ...this.unstartedFire(scheduledAt, (err as Error).message), ...(marker ? { closes: marker } : {}) };
     }
+  }
+
+  /** A fire that could not start: a failure all the same (`routine list --check` shows it). */
+  private unstartedFire(scheduledAt: Date, why: string): FireResult {
+    const at = new Date(this.o.clock.now()).toISOString();
+    return { result: 'failure', reason: `not started: ${why}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, unstarted: true };
   }
 
   /** A tick this scheduler claimed but will not fire (it stops, or lost its lock before the
@@ -301,6 +306,23 @@ export class Runner {
   }
 
   private readonly pausedSeen = new Map<string, boolean>();
+
+  /** Before a tick's first fire: whether it is paused, or (when the pause flag could not be
+   * read: the database did not answer) ended as a fire that could not start, recorded as
+   * fireOnce records one — a claimed tick is never lost without a record (SPEC §9). True when
+   * the tick ends here. */
+  private async pausedBeforeFire(def: RoutineDef, scheduledAt: Date): Promise<boolean> {
+    try {
+      return await this.isPaused(def.id);
+    } catch (err) {
+      if (isStorageError(err) || err instanceof FolderReplacedError) throw err;
+      const fire = this.unstartedFire(scheduledAt, `could not read whether it is paused: ${(err as Error).message}`);
+      this.logResult(def.id, fire);
+      const r = await this.o.recorder.record(def, this.o.project(), fire, { signal: this.notifyStop.signal });
+      this.track(r.announced);
+      return true;
+    }
+  }
 
   /** Reads the pause flag (honoured without a restart) and logs when it changed. */
   private async isPaused(id: string): Promise<boolean> {

@@ -14,7 +14,7 @@ import type { Announce, Entry, FireFn } from './fire-request.js';
 import { Runner } from './runner.js';
 import { lightSchedule, routineZone } from './schedule.js';
 import type { RoutineStore } from './store.js';
-import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
+import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
 
 export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from './fire-request.js';
 
@@ -193,10 +193,13 @@ export class Scheduler {
         for (const id of dueIds(this.next, now.wall)) {
           const entry = this.routines.get(id)!;
           const scheduledAt = this.next.get(id)!;
-          // Late (suspend, clock step forward): fire once, then continue from now.
-          this.next.set(id, nextUncovered(entry.schedule, Math.max(now.wall, scheduledAt), this.coveredFor(id), entry.since));
+          // Late by a stall of a few seconds: each time missed fires (SPEC §9: every tick of a
+          // shared database is someone's); late by a suspend or a clock step forward: once,
+          // then continue from now.
+          const times = forward > 0 ? [scheduledAt] : missedTimes(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
+          this.next.set(id, nextUncovered(entry.schedule, Math.max(now.wall, times.at(-1)!), this.coveredFor(id), entry.since));
           if (forward > 0) this.firedAcrossJump.set(id, [...(this.firedAcrossJump.get(id) ?? []).slice(-15), { from: scheduledAt - 1, to: scheduledAt }]);
-          this.runner.launch(entry, new Date(scheduledAt));
+          for (const t of times) this.runner.launch(entry, new Date(t));
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
         if (this.stateProblem !== null) this.probeState();

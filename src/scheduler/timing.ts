@@ -24,6 +24,22 @@ export function sleepMs(next: ReadonlyMap<string, number | null>, nowMs: number)
   return Math.max(0, Math.min(soonest - nowMs, MAX_SLEEP_MS));
 }
 
+/** How far behind its time a wake-up of the loop may be and still fire every time it missed:
+ * a stall (a loaded machine, a GC pause, a short SIGSTOP), not a suspend or a clock step, which
+ * forwardStep tells apart. cron does the same for the minutes it slept through. */
+export const STALL_REPLAY_MS = 5_000;
+
+/** The times to fire now for a routine due at `firstMs`, when the loop woke at `nowMs` with no
+ * clock step: each time it missed, when the first is at most STALL_REPLAY_MS old (each is then a
+ * tick of its own: claimed, fired or recorded as a skip, never silently passed over); else only
+ * the first (one late fire; the rest is the routine's catchUp rule). */
+export function missedTimes(schedule: Schedule, firstMs: number, nowMs: number, covered: readonly Covered[], sinceMs?: number): number[] {
+  const out = [firstMs];
+  if (nowMs - firstMs > STALL_REPLAY_MS) return out;
+  for (let t = nextUncovered(schedule, firstMs, covered, sinceMs); t !== null && t <= nowMs && out.length <= STALL_REPLAY_MS / 1000; t = nextUncovered(schedule, t, covered, sinceMs)) out.push(t);
+  return out;
+}
+
 /** A backward step of the wall clock (NTP, a manual `date -s`): fire times computed before it
  * would wait out the difference, so the loop recomputes them. */
 export function clockWentBack(previousNowMs: number, nowMs: number, toleranceMs = 1000): boolean {

@@ -320,4 +320,52 @@ describe('the scheduler with a spool (stub store, no server)', () => {
     stop.abort();
     await done;
   });
+
+  it('a claimed tick whose next step finds the connection gone (the pause flag unreadable) is recorded "not started", never left claimed without a record', async () => {
+    const dir = testProject({ routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] });
+    const project = loadProject({ cwd: dir });
+    const real = fileRoutineStore(project);
+    const clock = new ManualClock(Date.UTC(2026, 11, 1, 10, 0, 30));
+    const recorded: Fire[] = [];
+    const claimed: string[] = [];
+    const fired: string[] = [];
+    let readFails = 1;
+    const store: RoutineStore = {
+      ...real,
+      async claimTick(id, at, host) {
+        claimed.push(at.toISOString());
+        return real.claimTick(id, at, host);
+      },
+      async readOne(id, warn) {
+        if (readFails-- > 0) throw new DatabaseError('database db:5432/x: connection reset');
+        return real.readOne(id, warn);
+      },
+      async recordFire(id, f, warn, opts) {
+        recorded.push(f);
+        return real.recordFire(id, f, warn, opts);
+      },
+    };
+    const scheduler = new Scheduler({
+      project, clock, log: () => {}, reloadProject: () => project, shutdownTimeoutMs: 1000, watchConfig: false, store: new SpoolingStore(store, project.stateDir), host: 'h1',
+      fire: async (_def, at) => {
+        fired.push(at.toISOString());
+        const t = new Date(clock.now()).toISOString();
+        return { result: 'success', reason: null, scheduled_at: at.toISOString(), started_at: t, finished_at: t, duration_ms: 1, exit_code: 0, run_id: null };
+      },
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    clock.advance(30_000); // 10:01:00: claimed, then the pause flag cannot be read
+    await eventually(() => recorded.length === 1, 5000);
+    expect(claimed).toEqual(['2026-12-01T10:01:00.000Z']);
+    expect(fired).toEqual([]);
+    expect(recorded[0]).toMatchObject({ result: 'failure', scheduled_at: '2026-12-01T10:01:00.000Z', reason: 'not started: could not read whether it is paused: database db:5432/x: connection reset' });
+    // the next tick, with the connection back, fires as usual
+    clock.advance(60_000);
+    await eventually(() => recorded.length === 2, 5000);
+    expect(fired).toEqual(['2026-12-01T10:02:00.000Z']);
+    stop.abort();
+    await done;
+  });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cronSchedule, nextRuns } from '../../src/scheduler/schedule.js';
-import { MAX_SLEEP_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, nextFire, nextUncovered, sleepMs, stepText } from '../../src/scheduler/timing.js';
+import { MAX_SLEEP_MS, STALL_REPLAY_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, missedTimes, nextFire, nextUncovered, sleepMs, stepText } from '../../src/scheduler/timing.js';
 import { rng } from '../helpers/rng.js';
 
 const at = (iso: string): number => Date.parse(iso);
@@ -116,6 +116,19 @@ describe('loop decisions', () => {
   it('after a late wake, the next fire time continues from now (missed ticks are not replayed)', () => {
     const s = cronSchedule('*/5 * * * *');
     expect(nextFire(s, at('2026-11-29T19:27:00Z'))).toBe(at('2026-11-29T19:30:00Z'));
+  });
+
+  it('a wake-up a few seconds late (a stall) deals with every time it missed; later than STALL_REPLAY_MS, one late fire', () => {
+    const s = cronSchedule('* * * * * *');
+    const t0 = at('2026-11-29T19:00:00Z');
+    expect(missedTimes(s, t0, t0 + 20, [])).toEqual([t0]);
+    expect(missedTimes(s, t0, t0 + 2300, [])).toEqual([t0, t0 + 1000, t0 + 2000]);
+    expect(missedTimes(s, t0, t0 + STALL_REPLAY_MS, [])).toEqual(Array.from({ length: 6 }, (_, i) => t0 + i * 1000));
+    expect(missedTimes(s, t0, t0 + STALL_REPLAY_MS + 1, [])).toEqual([t0]);
+    // times already dealt with (before a clock step) stay covered
+    expect(missedTimes(s, t0, t0 + 3000, [{ from: t0, to: t0 + 2000 }])).toEqual([t0, t0 + 3000]);
+    // a per-minute routine missed nothing more in a few seconds
+    expect(missedTimes(cronSchedule('* * * * *'), t0, t0 + 4000, [])).toEqual([t0]);
   });
 
   it('catch-up fires the latest missed time only when it passed after the last recorded one', () => {
