@@ -92,14 +92,15 @@ export interface Bouncer {
   stop(): void;
 }
 
-/** PgBouncer with a stock ini in `mode`, in front of `server`. */
-export async function startBouncer(server: TestCluster, mode: 'session' | 'transaction'): Promise<Bouncer> {
+/** PgBouncer with a stock ini in `mode`, in front of `server`; `extra`: settings added to its
+ * [pgbouncer] section (a small pool, to exhaust it). */
+export async function startBouncer(server: TestCluster, mode: 'session' | 'transaction', extra: Record<string, string | number> = {}): Promise<Bouncer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'routinely-pgbouncer-'));
   writeFileSync(join(dir, 'users.txt'), '"postgres" ""\n');
   writeFileSync(
     join(dir, 'pgbouncer.ini'),
-    `[databases]\n* = host=127.0.0.1 port=${portOf(server)}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = ${port}\nauth_type = trust\nauth_file = ${join(dir, 'users.txt')}\npool_mode = ${mode}\n`,
+    `[databases]\n* = host=127.0.0.1 port=${portOf(server)}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = ${port}\nauth_type = trust\nauth_file = ${join(dir, 'users.txt')}\npool_mode = ${mode}\n${Object.entries(extra).map(([k, v]) => `${k} = ${v}\n`).join('')}`,
   );
   if (server.runAs) {
     const uid = Number(execFileSync('id', ['-u', server.runAs], { encoding: 'utf8' }).trim());
@@ -160,4 +161,43 @@ export async function delayingProxy(port: number, minMs: number, maxMs: number):
       server.close();
     },
   };
+}
+
+/** Every per-second tick of `ids` from `from` to `to` (epoch ms, whole seconds), as the database
+ * holds them: how many fires each has recorded and whether a claim of it is left. */
+export interface TickAccount {
+  expected: number;
+  /** Ticks with exactly one record. */
+  recorded: number;
+  /** Ticks with no record and no claim: nobody took them (no scheduler could claim them). */
+  unclaimed: number;
+  /** Ticks with a claim left and no record: claimed and lost (never allowed, SPEC §9). */
+  claimedLost: number;
+  /** Ticks recorded more than once (never allowed). */
+  twice: number;
+  /** Which, for a failure message. */
+  gaps: string[];
+}
+
+export async function tickAccount(url: string, ids: readonly string[], from: number, to: number): Promise<TickAccount> {
+  const { sql } = await import('./pg-test.js');
+  const rows = await sql<{ routine: string; at: string }>(url, `SELECT routine, entry->>'scheduled_at' AS at FROM routinely_history`);
+  const claims = await sql<{ routine: string; at: Date }>(url, 'SELECT routine, scheduled_at AS at FROM routinely_ticks');
+  const key = (routine: string, t: number): string => `${routine} ${t}`;
+  const records = new Map<string, number>();
+  for (const r of rows) records.set(key(r.routine, Date.parse(r.at)), (records.get(key(r.routine, Date.parse(r.at))) ?? 0) + 1);
+  const claimed = new Set(claims.map((c) => key(c.routine, c.at.getTime())));
+  const a: TickAccount = { expected: 0, recorded: 0, unclaimed: 0, claimedLost: 0, twice: 0, gaps: [] };
+  for (const id of ids) {
+    for (let t = from; t <= to; t += 1000) {
+      a.expected++;
+      const n = records.get(key(id, t)) ?? 0;
+      const at = new Date(t).toISOString().slice(11, 19);
+      if (n === 1) a.recorded++;
+      else if (n > 1) (a.twice++, a.gaps.push(`${id}@${at}×${n}`));
+      else if (claimed.has(key(id, t))) (a.claimedLost++, a.gaps.push(`${id}@${at} claimed, no record`));
+      else (a.unclaimed++, a.gaps.push(`${id}@${at} unclaimed`));
+    }
+  }
+  return a;
 }
