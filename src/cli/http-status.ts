@@ -148,6 +148,7 @@ async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health:
     // imported on use: a static import would make esbuild split routine-commands into a shared
     // chunk, one more file for every `routine list` to load
     routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
+    routineConfig: () => Object.fromEntries(w.project().config.routines.map((r) => [r.id, { exclusive: r.exclusive, if_busy: r.ifBusy }])),
     recent: async (ids) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id, warn))] as const))),
     lock: () => w.backend.lock.status(EXEC_LOCK_KEY),
     // as `exec runs --json` prints them

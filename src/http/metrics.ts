@@ -8,13 +8,14 @@ import type { Fire } from '../state/routine-state.js';
 
 /** Seconds: cron work runs from a blink (a few ms) to hours. */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200];
-/** Why a tick was skipped, as the label of routinely_skips_total. */
-export const SKIP_REASONS = ['exec busy', 'previous run', 'scheduler stopping'] as const;
+/** Why a tick was skipped, as the label of routinely_skips_total (snake_case: label values are
+ * matched in rules and dashboards, where a space needs quoting everywhere). */
+export const SKIP_REASONS = ['exec_busy', 'previous_run', 'scheduler_stopping'] as const;
 
 function skipReason(reason: string | null): (typeof SKIP_REASONS)[number] {
-  if (reason?.startsWith('previous run')) return 'previous run';
-  if (reason?.startsWith('scheduler')) return 'scheduler stopping';
-  return 'exec busy';
+  if (reason?.startsWith('previous run')) return 'previous_run';
+  if (reason?.startsWith('scheduler')) return 'scheduler_stopping';
+  return 'exec_busy';
 }
 const RESULTS = ['success', 'failure', 'skipped'] as const;
 
@@ -28,6 +29,14 @@ export interface SharedState {
     consecutive_failures: number;
     next_run_at: string | null;
     starved: boolean;
+    /** A fire of it is running now (on any host). */
+    running: boolean;
+    /** Its last fire's scheduled time, of any result. */
+    last_scheduled_at: string | null;
+    /** How long its last fire that ran (success or failure) took; null: none ran. */
+    last_run_duration_ms: number | null;
+    /** What the config says of it; null when the config is not at hand. */
+    config: { schedule: string; timezone: string; action: string; exclusive: boolean; if_busy: string } | null;
   }[];
   execLockHeld: boolean;
   schedulerUp: boolean;
@@ -52,6 +61,10 @@ export class Metrics {
   private readonly nextFire: Gauge<'routine'>;
   private readonly starved: Gauge<'routine'>;
   private readonly skipsTotal: Counter<'routine' | 'reason'>;
+  private readonly running: Gauge<'routine'>;
+  private readonly lastSchedule: Gauge<'routine'>;
+  private readonly lastDuration: Gauge<'routine'>;
+  private readonly routineInfo: Gauge<'routine' | 'schedule' | 'timezone' | 'action' | 'exclusive' | 'if_busy'>;
   private readonly info: Gauge<'version' | 'project' | 'host'>;
   private readonly clockOffset: Gauge | null;
   /** Routines whose fire series exist. */
@@ -74,7 +87,12 @@ export class Metrics {
     this.lastFailure = new Gauge({ name: 'routinely_last_failure_timestamp_seconds', help: 'When the routine last failed (epoch seconds); 0 if never.', labelNames: ['routine'], registers });
     this.nextFire = new Gauge({ name: 'routinely_next_fire_timestamp_seconds', help: 'When the routine fires next (epoch seconds); 0 when it has no next time (disabled).', labelNames: ['routine'], registers });
     this.starved = new Gauge({ name: 'routinely_routine_starved', help: '1 while the routine has met a busy exec lock starvedAfterSkips times in a row, else 0.', labelNames: ['routine'], registers });
-    this.skipsTotal = new Counter({ name: 'routinely_skips_total', help: 'Ticks this scheduler skipped, by routine and reason (exec busy, previous run, scheduler stopping).', labelNames: ['routine', 'reason'], registers });
+    this.skipsTotal = new Counter({ name: 'routinely_skips_total', help: 'Ticks this scheduler skipped, by routine and reason (exec_busy, previous_run, scheduler_stopping).', labelNames: ['routine', 'reason'], registers });
+    // kube-state-metrics' CronJob series have these counterparts
+    this.running = new Gauge({ name: 'routinely_routine_running', help: '1 while a fire of the routine is running (on any host), else 0.', labelNames: ['routine'], registers });
+    this.lastSchedule = new Gauge({ name: 'routinely_last_schedule_timestamp_seconds', help: 'The scheduled time of the routine\'s last fire, of any result (epoch seconds); 0 if never.', labelNames: ['routine'], registers });
+    this.lastDuration = new Gauge({ name: 'routinely_last_duration_seconds', help: 'How long the routine\'s last fire that ran (success or failure) took; 0 if none ran.', labelNames: ['routine'], registers });
+    this.routineInfo = new Gauge({ name: 'routinely_routine_info', help: 'Always 1: the routine as the config has it (schedule, timezone, action, exclusive, if_busy).', labelNames: ['routine', 'schedule', 'timezone', 'action', 'exclusive', 'if_busy'], registers });
     this.clockOffset = withDbClock
       ? new Gauge({ name: 'routinely_database_clock_offset_seconds', help: 'The database clock minus this host\'s clock, as last measured (PostgreSQL backend): ticks and times follow the database.', registers })
       : null;
@@ -119,7 +137,7 @@ export class Metrics {
   }
 
   private async fill(state: SharedState): Promise<string> {
-    for (const g of [this.lastSuccess, this.skips, this.paused, this.failing, this.failures, this.lastFailure, this.nextFire, this.starved, this.info]) g.reset();
+    for (const g of [this.lastSuccess, this.skips, this.paused, this.failing, this.failures, this.lastFailure, this.nextFire, this.starved, this.running, this.lastSchedule, this.lastDuration, this.routineInfo, this.info]) g.reset();
     const ids = new Set(state.routines.map((r) => r.id));
     for (const routine of [...this.seen]) if (!ids.has(routine)) this.dropSeries(routine);
     const seconds = (iso: string | null): number => {
@@ -139,6 +157,10 @@ export class Metrics {
       this.failing.set({ routine }, r.consecutive_failures > 0 ? 1 : 0);
       this.failures.set({ routine }, r.consecutive_failures);
       this.starved.set({ routine }, r.starved ? 1 : 0);
+      this.running.set({ routine }, r.running ? 1 : 0);
+      this.lastSchedule.set({ routine }, seconds(r.last_scheduled_at));
+      this.lastDuration.set({ routine }, Math.max(0, r.last_run_duration_ms ?? 0) / 1000);
+      if (r.config) this.routineInfo.set({ routine, ...r.config, exclusive: String(r.config.exclusive) }, 1);
     }
     this.lockHeld.set(state.execLockHeld ? 1 : 0);
     this.up.set(state.schedulerUp ? 1 : 0);

@@ -8,6 +8,7 @@
 
 import { jsonText } from '../printable.js';
 import { VERSION } from '../version.js';
+import { machineZone } from '../zone-time.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { carriesBody, lingerAtClose } from './unread-body.js';
@@ -104,15 +105,34 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     return { ...s.info, health, scheduler_up: up, now: new Date().toISOString() };
   };
   const history = async () => s.recent((await s.routines()).map((r) => r.id));
+  /** A routine's last fire that ran, when its last fire was a skip (which did no work): found
+   * in its history once, then kept, since each fire that ran after it is seen as the last. */
+  const ranBefore = new Map<string, number | null>();
+  const lastRunDuration = async (r: RoutineView): Promise<number | null> => {
+    if (r.last_result === 'success' || r.last_result === 'failure') {
+      ranBefore.set(r.id, r.last_duration_ms);
+      return r.last_duration_ms;
+    }
+    if (r.last_result !== 'skipped') return null;
+    if (!ranBefore.has(r.id)) {
+      const ran = (await s.fires(r.id, Infinity).catch(() => [])).find((f) => f.result !== 'skipped');
+      ranBefore.set(r.id, ran ? Math.max(0, Date.parse(ran.finished_at) - Date.parse(ran.started_at)) : null);
+    }
+    return ranBefore.get(r.id) ?? null;
+  };
   const shared = async (): Promise<SharedState> => {
     const [rows, lock, up] = await Promise.all([s.routines(), s.lock(), s.schedulerUp()]);
     // history only for rows that do not count their consecutive skips themselves
     const counted = (r: RoutineView): boolean => typeof r.consecutive_skips === 'number';
     const recent = rows.every(counted) ? {} : await s.recent(rows.map((r) => r.id));
+    const config = s.routineConfig?.() ?? {};
+    const durations = await Promise.all(rows.map(lastRunDuration));
     return {
-      routines: rows.map((r) => ({
+      routines: rows.map((r, i) => ({
         id: r.id, paused: r.paused, last_success_at: r.last_success_at, last_failure_at: r.last_failure_at, consecutive_skips: consecutiveSkips(r, recent[r.id]),
         consecutive_failures: r.consecutive_failures, next_run_at: r.enabled ? r.next_run_at : null, starved: r.starved === true,
+        running: typeof r.running_since === 'string', last_scheduled_at: r.last_scheduled_at, last_run_duration_ms: durations[i] ?? null,
+        config: config[r.id] ? { schedule: r.schedule, timezone: r.timezone ?? machineZone(), action: r.action, ...config[r.id]! } : null,
       })),
       execLockHeld: lock.state === 'held',
       schedulerUp: up,

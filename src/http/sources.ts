@@ -84,6 +84,8 @@ export interface StatusSources {
   /** PostgreSQL backend: the measured offset to the database clock, ms (null: not yet). */
   clockOffsetMs?(): number | null;
   routines(): Promise<RoutineView[]>;
+  /** What the config says of each routine beyond its list row, for routinely_routine_info. */
+  routineConfig?(): Record<string, { exclusive: boolean; if_busy: string }>;
   recent(routineIds: string[]): Promise<Record<string, RecentResults>>;
   lock(): Promise<LockStatus>;
   runs(): Promise<RunView[]>;
@@ -139,6 +141,7 @@ export function cachedSources(s: StatusSources, ttlMs = 1000, now: () => number 
     info: s.info,
     ...(s.clockOffsetMs ? { clockOffsetMs: s.clockOffsetMs } : {}),
     routines: memo(() => s.routines()),
+    ...(s.routineConfig ? { routineConfig: s.routineConfig } : {}),
     recent: memo((ids: string[]) => s.recent(ids)),
     lock: memo(() => s.lock()),
     runs: memo(() => s.runs()),
