@@ -28,6 +28,9 @@ export const PAGE_SCRIPT = `"use strict";
   const tokenSays = document.getElementById('token-says');
   // the controls exist only where they work: without JavaScript the page is a snapshot
   for (const el of document.querySelectorAll('.js-only')) el.hidden = false;
+  // the page refreshes itself from here on: it is no snapshot
+  const snapshot = document.getElementById('snapshot');
+  if (snapshot) snapshot.remove();
   let paused = false;
   let busy = false;
   let lastGood = Date.now();

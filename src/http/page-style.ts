@@ -58,6 +58,7 @@ form.token { margin-top: 12px; padding: 10px 12px; border: 1px solid var(--line)
 form.token p { margin: 0 0 6px; font-weight: 600; }
 #action-result:empty, #token-says:empty { display: none; }
 #notice:empty { display: none; }
+#snapshot { border-left: 4px solid var(--fail); padding: 0.25rem 0.75rem; }
 #notice { color: var(--fail); font-weight: 600; }
 footer { margin-top: 32px; padding-bottom: 24px; font-size: 13px; color: var(--muted); }
 #skip:focus { position: static; width: auto; height: auto; margin: 8px 16px; clip: auto; display: inline-block; }

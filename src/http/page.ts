@@ -42,6 +42,9 @@ interface Frame {
   status: string;
   main: string;
   skipTo: string;
+  /** When the data was read (a shell has none): said without JavaScript, which never
+   * refreshes the page (SPEC §11: the snapshot says when it was taken). */
+  takenAt: number | null;
 }
 
 function frame(f: Frame): string {
@@ -71,7 +74,7 @@ function frame(f: Frame): string {
 </div>
 </header>
 <main class="wrap">
-<section aria-label="Scheduler status"><div id="status">${f.status}</div>
+<section aria-label="Scheduler status">${f.takenAt !== null ? `<p id="snapshot" class="notice">A snapshot taken at <time datetime="${new Date(f.takenAt).toISOString()}">${new Date(f.takenAt).toISOString().replace('T', ' ').slice(0, 19)} UTC</time>: without JavaScript this page does not refresh itself, and its times and states are those of then. Reload it to see them now.</p>` : ''}<div id="status">${f.status}</div>
 <div class="controls"><span class="js-only" hidden><button type="button" id="pause" aria-pressed="false" aria-controls="status">Pause auto-refresh</button>
 <span class="muted" id="refreshing">Refreshes every ${REFRESH_MS / 1000} s.</span></span>
 <p id="notice" role="status"></p></div>
@@ -133,7 +136,7 @@ export function renderPage(data: PageData, nowMs: number, o: { tokenRequired?: b
   const p = renderParts(data, nowMs);
   return frame({
     title: `${data.status.project} · routinely status`, project: data.status.project, routine: null, shell: false, tokenRequired: o.tokenRequired === true,
-    status: p.status, main: mainSections(p), skipTo: 'routines-title',
+    status: p.status, main: mainSections(p), skipTo: 'routines-title', takenAt: nowMs,
   });
 }
 
@@ -177,7 +180,7 @@ export function renderRoutinePage(data: DetailData, nowMs: number, o: { tokenReq
   const p = renderDetail(data, nowMs);
   return frame({
     title: `${data.routine.id} · ${data.status.project} · routinely`, project: data.status.project, routine: data.routine.id, shell: false, tokenRequired: o.tokenRequired === true,
-    status: p.status, main: routineSections(data.routine.id, p, data.actions), skipTo: 'fires-title',
+    status: p.status, main: routineSections(data.routine.id, p, data.actions), skipTo: 'fires-title', takenAt: nowMs,
   });
 }
 
@@ -190,6 +193,6 @@ export function renderShell(routine: string | null, actions: boolean): string {
     : mainSections({ routines: empty, lock: '', runs: empty });
   return frame({
     title: 'routinely status', project: null, routine, shell: true, tokenRequired: true,
-    status: SHELL_TEXT, main, skipTo: routine ? 'fires-title' : 'routines-title',
+    status: SHELL_TEXT, main, skipTo: routine ? 'fires-title' : 'routines-title', takenAt: null,
   });
 }

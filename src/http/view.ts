@@ -111,24 +111,33 @@ export function viewKit(nowMs: number) {
   const resultOf = (r: string | null | undefined): { key: string; letter: string; word: string } =>
     r && RESULTS[r] ? { key: r, ...RESULTS[r]! } : { key: 'unknown', letter: '?', word: String(r ?? 'unknown') };
 
+  /** `serve` watching a project whose scheduler is not running: no run will start on time. */
+  const unscheduled = (s: StatusView): boolean => s.mode === 'serve' && !s.scheduler_up;
   /** The health line and what runs, of the server's status reading. */
   const statusLine = (s: StatusView): string => {
+    // a host that only watches, with no scheduler running: nothing fires, whatever this
+    // server's own health — never green (SPEC §11)
+    if (unscheduled(s)) {
+      return (
+        `<p class="health bad">${badge('failure', 'NO SCHEDULER')} ` +
+        `${esc(`Watching only (pid ${s.pid} on ${s.host}): no scheduler is running for this project, so nothing fires; the times below are when routines would fire`)}` +
+        `${s.health.ok ? '' : ` · ${esc(`unhealthy: ${s.health.reason}`)}`}</p>` +
+        `<p class="muted">Project <strong>${esc(s.project)}</strong> · ${esc(s.backend)} backend · updated ${time(nowMs, absolute(nowMs).slice(11))}</p>`
+      );
+    }
     const healthText = s.health.ok ? 'healthy' : `unhealthy: ${s.health.reason}`;
-    const who =
-      s.mode === 'scheduler'
-        ? `Scheduler pid ${s.pid} on ${s.host}`
-        : `Watching only (pid ${s.pid} on ${s.host}); a scheduler is ${s.scheduler_up ? 'running' : 'not seen'}`;
+    const who = s.mode === 'scheduler' ? `Scheduler pid ${s.pid} on ${s.host}` : `Watching only (pid ${s.pid} on ${s.host}); a scheduler is running`;
     return (
       `<p class="health ${s.health.ok ? 'ok' : 'bad'}">${badge(s.health.ok ? 'success' : 'failure', s.health.ok ? 'OK' : 'NOT OK')} ` +
       `${esc(who)} · ${esc(healthText)}</p>` +
       `<p class="muted">Project <strong>${esc(s.project)}</strong> · ${esc(s.backend)} backend · updated ${time(nowMs, absolute(nowMs).slice(11))}</p>`
     );
   };
-  return { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine, nowMs };
+  return { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine, unscheduled, nowMs };
 }
 
 export function renderParts(d: PageData, nowMs: number): PageParts {
-  const { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine } = viewKit(nowMs);
+  const { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine, unscheduled } = viewKit(nowMs);
 
   const status = statusLine(d.status);
   // --- routines -------------------------------------------------------------------------------
@@ -161,7 +170,9 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
         ? '<span class="muted">paused</span>'
         : next === null
           ? '<span class="muted">none</span>'
-          : `${time(next, next >= nowMs ? `in ${span(next - nowMs)}` : `due ${span(nowMs - next)} ago`, r.timezone)}<span class="sub">${esc(absolute(next, r.timezone))}</span>`;
+          : unscheduled(d.status)
+            ? `<span class="muted">none: no scheduler runs</span><span class="sub">would be ${time(next, absolute(next, r.timezone), r.timezone)}</span>`
+            : `${time(next, next >= nowMs ? `in ${span(next - nowMs)}` : `due ${span(nowMs - next)} ago`, r.timezone)}<span class="sub">${esc(absolute(next, r.timezone))}</span>`;
     // a skip is a tick, not a run: the last run is the last success or failure, and its duration
     // is shown only when the last record is that run; a skip after it is told apart
     const ranAt = Math.max(ms(r.last_success_at) ?? -Infinity, ms(r.last_failure_at) ?? -Infinity);
@@ -241,18 +252,18 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
 }
 
 export function renderDetail(d: DetailData, nowMs: number): DetailParts {
-  const { esc, span, ms, absolute, ago, badge, resultOf, statusLine } = viewKit(nowMs);
+  const { esc, span, ms, absolute, ago, badge, resultOf, statusLine, unscheduled } = viewKit(nowMs);
   const r = d.routine;
   const item = (k: string, v: string): string => `<div><dt>${esc(k)}</dt><dd>${v}</dd></div>`;
   const next = ms(r.next_run_at);
-  const state = !r.enabled ? badge('muted', 'disabled') : r.paused ? badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused') : badge('success', 'scheduled');
+  const state = !r.enabled ? badge('muted', 'disabled') : r.paused ? badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused') : unscheduled(d.status) ? badge('failure', 'no scheduler') : badge('success', 'scheduled');
   const failing = r.consecutive_failures > 0 ? ` ${badge('failure', `failing${r.consecutive_failures > 1 ? ` ×${r.consecutive_failures}` : ''}`)}` : '';
   const starved = r.starved === true ? ` ${badge('starved', 'starved')}` : '';
   const summary = [
     item('Schedule', `<code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''}`),
     item('Action', esc(r.action)),
     item('State', `${state}${failing}${starved}`),
-    item('Next run', !r.enabled || r.paused || next === null ? '<span class="muted">none</span>' : `${esc(absolute(next, r.timezone))}`),
+    item('Next run', !r.enabled || r.paused || next === null ? '<span class="muted">none</span>' : unscheduled(d.status) ? `<span class="muted">none: no scheduler runs (would be ${esc(absolute(next, r.timezone))})</span>` : `${esc(absolute(next, r.timezone))}`),
     item('Last success', ago(r.last_success_at)),
     item('Last failure', ago(r.last_failure_at)),
     item('OK / failed / skipped', `${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}`),

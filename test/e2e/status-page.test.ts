@@ -141,6 +141,50 @@ describe.skipIf(missing !== null)('status page in Chromium', () => {
     expect(await page.locator('#status .b-success').count()).toBe(0);
   }, 180_000); // a browser and a scheduler with many routines on a loaded 2-core machine
 
+  it('serve watching a project with no scheduler: no green, no countdown, with JavaScript or without (the snapshot says when it was taken); a scheduler started, the page turns green by itself', async () => {
+    const project = testProject({ project: 'shop', routines: [cmd('tick', '* * * * * *', 'true'), cmd('nightly', '0 3 * * *', 'true')] });
+    expect((await runCli(['routine', 'run', 'tick'], { cwd: project })).code).toBe(0);
+    const serve = startCli(['serve', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 100_000 });
+    const url = (await serve.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const look = async (p: import('playwright-core').Page) => p.evaluate(() => ({
+      status: document.getElementById('status')!.innerText,
+      green: document.querySelectorAll('#status .b-success').length,
+      next: Array.from(document.querySelectorAll('td[data-label="Next run"]')).map((td) => (td as HTMLElement).innerText).join(' | '),
+      snapshot: document.getElementById('snapshot')?.innerText ?? null,
+      refreshes: Number(document.body.dataset.refreshes || 0),
+    }));
+    const page = await (await openBrowser()).newPage();
+    await page.goto(url);
+    await page.waitForFunction(() => Number(document.body.dataset.refreshes || 0) >= 1, undefined, { timeout: 20_000 });
+    let seen = await look(page);
+    expect(seen.green, seen.status).toBe(0);
+    expect(seen.status).toMatch(/NO SCHEDULER/);
+    expect(seen.status).not.toMatch(/healthy/);
+    expect(seen.next).toMatch(/none: no scheduler runs/);
+    expect(seen.next).not.toMatch(/\bin \d/);
+    expect(seen.snapshot, 'with JavaScript the page refreshes: no snapshot note').toBeNull();
+    // without JavaScript: the same truth, and when it was read
+    const still = await (await openBrowser(undefined, false)).newPage();
+    await still.goto(url);
+    const snap = await look(still);
+    expect(snap.green).toBe(0);
+    expect(snap.status).toMatch(/NO SCHEDULER/);
+    expect(snap.next).not.toMatch(/\bin \d/);
+    expect(snap.snapshot).toMatch(/^A snapshot taken at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: without JavaScript this page does not refresh itself/);
+    // a scheduler starts: the open page says so by itself, countdowns and all
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
+    await s.waitFor(/\[scheduler\] started/);
+    await page.waitForFunction(() => document.querySelectorAll('#status .b-success').length === 1, undefined, { timeout: 20_000 });
+    seen = await look(page);
+    expect(seen.status).toMatch(/a scheduler is running/);
+    expect(seen.next).toMatch(/\bin \d/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    await page.waitForFunction(() => (document.getElementById('status')!.innerText).includes('NO SCHEDULER'), undefined, { timeout: 20_000 });
+    serve.child.kill('SIGTERM');
+    await serve.exited;
+  });
+
   it('100 routines and a 200-character pause note fit 1280 px and a phone: nothing cut off, nothing scrolls sideways', async () => {
     const routines = Array.from({ length: 100 }, (_, i) => cmd(`routine-with-a-long-name-${String(i).padStart(3, '0')}`, '0 0 1 1 *', 'true', { timezone: 'America/Argentina/Buenos_Aires' }));
     const project = testProject({ routines });

@@ -23,9 +23,9 @@ export function chromiumMissing(): string | null {
 }
 
 /** A headless browser with a fresh profile, closed when the test finishes. */
-export async function openBrowser(viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
+export async function openBrowser(viewport = { width: 1280, height: 900 }, javaScriptEnabled = true): Promise<BrowserContext> {
   const { chromium } = await import('playwright-core');
-  const context = await chromium.launchPersistentContext(testdir('routinely-chromium-'), { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport });
+  const context = await chromium.launchPersistentContext(testdir('routinely-chromium-'), { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport, javaScriptEnabled });
   onTestFinished(() => context.close());
   return context;
 }

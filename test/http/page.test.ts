@@ -33,6 +33,33 @@ describe('renderParts', () => {
     expect(p.routines).toContain('never ran');
   });
 
+  it('serve watching a project with no scheduler running: no green, no countdown to runs nobody starts; with one running, as usual', () => {
+    const watching = (up: boolean): PageData => {
+      const d = pageData({ routines: [row({ next_run_at: new Date(NOW + 9_100).toISOString() })] });
+      return { ...d, status: { ...d.status, mode: 'serve', scheduler_up: up } };
+    };
+    const idle = renderParts(watching(false), NOW);
+    expect(idle.status).toContain('<span class="badge b-failure">NO SCHEDULER</span>');
+    expect(idle.status).toContain('no scheduler is running for this project, so nothing fires');
+    expect(idle.status).not.toContain('b-success');
+    expect(idle.status).not.toContain('healthy');
+    expect(idle.routines).toMatch(/data-label="Next run"><span class="muted">none: no scheduler runs<\/span><span class="sub">would be <time [^>]*>2026-11-29 19:00:39/);
+    expect(idle.routines).not.toMatch(/in 9\.1s|in 9s/);
+    const detail = renderDetail({ ...watching(false), routine: watching(false).routines[0]!, fires: [], output: null, actions: false } as unknown as DetailData, NOW);
+    expect(detail.summary).toContain('<span class="badge b-failure">no scheduler</span>');
+    expect(detail.summary).toContain('none: no scheduler runs (would be 2026-11-29 19:00:39');
+    const seen = renderParts(watching(true), NOW);
+    expect(seen.status).toContain('<span class="badge b-success">OK</span>');
+    expect(seen.status).toContain('a scheduler is running');
+    expect(seen.routines).toMatch(/in 9\.1s|in 9s/);
+  });
+
+  it('the page without JavaScript says it is a snapshot and when it was taken; the script takes that away', () => {
+    const html = renderPage(pageData(), NOW);
+    expect(html).toContain('<p id="snapshot" class="notice">A snapshot taken at <time datetime="2026-11-29T19:00:30.000Z">2026-11-29 19:00:30 UTC</time>: without JavaScript this page does not refresh itself');
+    expect(html.indexOf('id="snapshot"')).toBeLessThan(html.indexOf('id="status"'));
+  });
+
   it('paused, disabled, starved (when the row says so), repeated failures', () => {
     const p = renderParts(pageData({ routines: [
       row({ id: 'p', paused: true, paused_note: 'deploy freeze' }),
