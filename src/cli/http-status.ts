@@ -27,6 +27,9 @@ import { Recorder } from '../scheduler/recorder.js';
 import { notifyFire } from '../notify/notify.js';
 import { busyPolicy } from './busy.js';
 
+/** The stop action's grace between SIGTERM and SIGKILL (`routine stop`'s default). */
+const STOP_GRACE_MS = 10_000;
+
 interface Wiring {
   setup: HttpSetup;
   backend: Backend;
@@ -116,6 +119,23 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
       const change = await w.backend.routines.setPaused(id, true, note);
       w.log({ event: 'http.action', action: 'pause', routine: id, outcome: change.wasPaused ? 'was already paused' : `paused${note ? ` (${note})` : ''}` });
       return { was_paused: change.wasPaused, note: change.note };
+    },
+    stopFire: async (id, address) => {
+      const { def } = find(id);
+      if (def.action !== 'command') return { state: 'refused', error: `routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop` };
+      const { stopRoutine } = await import('../scheduler/stop-request.js');
+      const r = await stopRoutine({ backend: w.backend, stateDir: w.project().stateDir, routine: id, who: { via: 'http', address: address.replace(/^::ffff:/, '') }, graceMs: STOP_GRACE_MS, clock: w.backend.clock });
+      w.log({ event: 'http.action', action: 'stop', routine: id, outcome: r.kind === 'stopped' ? `stopped run ${r.runId}${r.killed ? ' (SIGKILL)' : ''}` : r.kind });
+      switch (r.kind) {
+        case 'stopped':
+          return { state: 'stopped', run_id: r.runId, killed: r.killed, recorded: r.recorded, waited_ms: r.waitedMs };
+        case 'not-found':
+          return { state: 'not-found', run_id: r.runId };
+        case 'elsewhere':
+          return { state: 'elsewhere', host: r.host, pid: r.pid };
+        default:
+          return { state: 'idle' };
+      }
     },
     resume: async (id) => {
       find(id);

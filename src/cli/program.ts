@@ -220,6 +220,12 @@ Examples:
     .option('--note <text>', 'why, shown in routine list')
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routinePause(id, opts, globals())));
   routine
+    .command('stop')
+    .description("stop the running fire of a command routine on this host: SIGTERM to its process group, SIGKILL after the grace; recorded once as a failure, stopped by hand")
+    .argument('<id>')
+    .addOption(new Option('--timeout <seconds>', 'the grace between SIGTERM and SIGKILL').argParser(seconds('--timeout')).default(10))
+    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineStop(id, opts, globals())));
+  routine
     .command('resume')
     .description('fire a paused routine again on its schedule')
     .argument('<id>')

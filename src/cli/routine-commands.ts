@@ -1,6 +1,7 @@
 // `routinely routine list | run | history | pause | resume` (SPEC §6).
 
 import { printable } from '../printable.js';
+import { systemClock } from '../clock.js';
 import { cronProblem } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ID_PATTERN, type RoutineDef } from '../config/types.js';
@@ -266,6 +267,29 @@ export async function routinePause(id: string, flags: { note?: string }, g: Glob
   const note = change.note ? ` (${printable(change.note)})` : '';
   out(change.wasPaused ? `${id} was already paused${note}` : `paused ${id}${note}; a running scheduler stops firing it`);
   return ExitCode.OK;
+}
+
+/** `routine stop ID` (SPEC §10): see scheduler/stop-request.ts. Nothing running: exit 0, said. */
+export async function routineStop(id: string, flags: { timeout: number }, g: GlobalOptions): Promise<number> {
+  const project = loadProject({ configPath: g.config });
+  const def = findRoutine(project, id);
+  if (def.action !== 'command') throw new UsageError(`routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop; routine stop stops command routines`);
+  const { stopRoutine } = await import('../scheduler/stop-request.js');
+  const r = await withBackend(project, (backend) => stopRoutine({ backend, stateDir: project.stateDir, routine: id, who: { via: 'cli', pid: process.pid }, graceMs: flags.timeout * 1000, clock: systemClock }));
+  switch (r.kind) {
+    case 'idle':
+      out(`${id} is not running; nothing to stop`);
+      return ExitCode.OK;
+    case 'elsewhere':
+      err(`${id} runs on ${r.host} (pid ${r.pid}): stop it there (routine stop only signals processes of this host)`);
+      return ExitCode.FAILED;
+    case 'not-found':
+      err(`${id}: a fire is open${r.runId ? ` (run ${r.runId})` : ''} but no process of it was found on this host; it may be ending on its own (see routine list)`);
+      return ExitCode.FAILED;
+    case 'stopped':
+      out(`stopped ${id} (run ${r.runId}) after ${(r.waitedMs / 1000).toFixed(1)}s${r.killed ? ` (SIGKILL: it outlived the ${flags.timeout}s grace)` : ''}; ${r.recorded ? 'recorded as failure: stopped by hand' : 'its record is not written yet: the process that ran it records it as it ends'}`);
+      return ExitCode.OK;
+  }
 }
 
 export async function routineResume(id: string, g: GlobalOptions): Promise<number> {

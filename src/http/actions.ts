@@ -49,10 +49,25 @@ export function parseBody(text: string): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-/** POST /api/routines/ID/ACTION: [status, JSON answer]. */
-export async function takeAction(s: StatusSources, id: string, action: string, body: Record<string, unknown>): Promise<[number, unknown]> {
+/** POST /api/routines/ID/ACTION: [status, JSON answer]. `address`: the client's. */
+export async function takeAction(s: StatusSources, id: string, action: string, body: Record<string, unknown>, address = '?'): Promise<[number, unknown]> {
   const a = s.actions!;
   if (!(await s.routines()).some((r) => r.id === id)) throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
+  if (action === 'stop') {
+    const r = await a.stopFire(id, address);
+    switch (r.state) {
+      case 'idle':
+        return [200, { ...r, routine: id, message: `${id} is not running; nothing to stop` }];
+      case 'elsewhere':
+        return [409, { ...r, routine: id, message: `${id} runs on ${r.host} (pid ${r.pid}): stop it there` }];
+      case 'not-found':
+        return [409, { ...r, routine: id, message: `${id}: a fire is open but no process of it was found on this host` }];
+      case 'refused':
+        return [400, { ...r, routine: id, message: r.error }];
+      case 'stopped':
+        return [200, { ...r, routine: id, message: `stopped ${id} (run ${r.run_id})${r.killed ? ', with SIGKILL after the grace' : ''}; ${r.recorded ? 'recorded as failure: stopped by hand' : 'its record follows as it ends'}` }];
+    }
+  }
   if (action === 'run') {
     const r = await a.run(id);
     switch (r.state) {

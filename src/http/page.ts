@@ -140,15 +140,15 @@ export function renderPage(data: PageData, nowMs: number, o: { tokenRequired?: b
   });
 }
 
-function routineSections(id: string, p: { summary: string; fires: string; output: string }, actions: boolean): string {
+function routineSections(id: string, p: { summary: string; fires: string; output: string }, actions: boolean, stoppable = true): string {
   const buttons = actions
     ? `<section aria-labelledby="actions-title" class="js-only" hidden>
 <h2 id="actions-title">Actions</h2>
 <div class="controls"><button type="button" data-action="run">Run now</button>
 <label for="pause-note">Pause note</label> <input id="pause-note" type="text" maxlength="500" size="30">
-<button type="button" data-action="pause">Pause</button> <button type="button" data-action="resume">Resume</button></div>
+<button type="button" data-action="pause">Pause</button> <button type="button" data-action="resume">Resume</button>${stoppable ? ' <button type="button" data-action="stop">Stop the running fire</button>' : ''}</div>
 <p id="action-result" role="status"></p>
-<p class="muted">As <code>routinely routine run ${esc(id)}</code>, <code>pause</code> and <code>resume</code> do: the routine's own busy rule, the same records.</p>
+<p class="muted">As <code>routinely routine run ${esc(id)}</code>, <code>pause</code>, <code>resume</code>${stoppable ? ' and <code>stop</code>' : ''} do: the routine's own busy rule, the same records${stoppable ? ' (a stop: SIGTERM to the fire\'s process group, SIGKILL after 10 s, recorded as stopped by hand from this address)' : ''}.</p>
 </section>`
     : '';
   return `<section aria-labelledby="routine-title">
@@ -180,7 +180,7 @@ export function renderRoutinePage(data: DetailData, nowMs: number, o: { tokenReq
   const p = renderDetail(data, nowMs);
   return frame({
     title: `${data.routine.id} · ${data.status.project} · routinely`, project: data.status.project, routine: data.routine.id, shell: false, tokenRequired: o.tokenRequired === true,
-    status: p.status, main: routineSections(data.routine.id, p, data.actions), skipTo: 'fires-title', takenAt: nowMs,
+    status: p.status, main: routineSections(data.routine.id, p, data.actions, data.routine.action === 'command'), skipTo: 'fires-title', takenAt: nowMs,
   });
 }
 

@@ -208,7 +208,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       if (reading && page) return send(200, 'text/html; charset=utf-8', renderShell(page.routine, s.actions !== undefined));
       return send(401, TEXT, 'unauthorized: send "Authorization: Bearer <token>" with the token of ROUTINELY_HTTP_TOKEN\n', { 'www-authenticate': 'Bearer realm="routinely"' });
     }
-    const action = /^\/api\/routines\/([^/]+)\/(run|pause|resume)$/.exec(path);
+    const action = /^\/api\/routines\/([^/]+)\/(run|pause|resume|stop)$/.exec(path);
     const allow = s.actions ? 'GET, HEAD, POST' : 'GET, HEAD';
     if (isPost && s.actions && action) {
       // Another site's page may not act (its fetch could not carry the token without a CORS
@@ -222,7 +222,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
         bodyWanted = true;
         // Node's own test of the header (it chose checkContinue by it)
         if (/(?:^|\W)100-continue(?:$|\W)/i.test(req.headers.expect ?? '')) res.writeContinue();
-        const [code, answer] = await takeAction(s, id, action[2]!, parseBody(await readBody(req)));
+        const [code, answer] = await takeAction(s, id, action[2]!, parseBody(await readBody(req)), req.socket.remoteAddress ?? '?');
         s.forget();
         return send(code, JSON_TYPE, jsonBody(answer));
       } catch (err) {
@@ -233,7 +233,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       }
     }
     if (!reading) {
-      const why = s.actions ? 'only the actions take POST (/api/routines/ID/run, /pause, /resume)' : 'this server is read-only (actions are off: http.actions)';
+      const why = s.actions ? 'only the actions take POST (/api/routines/ID/run, /pause, /resume, /stop)' : 'this server is read-only (actions are off: http.actions)';
       return send(405, TEXT, `method not allowed: ${why}\n`, { allow });
     }
     const detailApi = /^\/api\/routines\/([^/]+)$/.exec(path);

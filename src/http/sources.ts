@@ -59,7 +59,17 @@ export interface RoutineActions {
   run(id: string): Promise<RunAnswer>;
   pause(id: string, note: string | null): Promise<{ was_paused: boolean; note: string | null }>;
   resume(id: string): Promise<{ was_paused: boolean }>;
+  /** As `routine stop ID`; `address`: the client's, for the record (who stopped it). */
+  stopFire(id: string, address: string): Promise<StopAnswer>;
 }
+
+/** The answer to the stop action, as `routine stop` says it. */
+export type StopAnswer =
+  | { state: 'idle' }
+  | { state: 'elsewhere'; host: string; pid: number }
+  | { state: 'not-found'; run_id: string | null }
+  | { state: 'stopped'; run_id: string; killed: boolean; recorded: boolean; waited_ms: number }
+  | { state: 'refused'; error: string };
 
 export type RecentResult = Pick<HistoryEntry, 'result' | 'scheduled_at' | 'finished_at' | 'reason' | 'run_id'>;
 

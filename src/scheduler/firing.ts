@@ -6,6 +6,7 @@
 // (Over 300 lines: the fire of a command and of an exec action, which share the open marker,
 // the log frames and the record.)
 
+import { stoppedReason, takeStopRequest } from './stop-request.js';
 import { closeSync, renameSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { acquireAnnounced } from '../announced-wait.js';
@@ -204,7 +205,9 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
     noteQuiet(log, routineLogPath(ctx.project, def.id), startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger));
     const r = await runCommand(ctx, def, lease, runId, logFd);
     const stopReason = typeof ctx.signal?.reason === 'string' ? ctx.signal.reason : 'stopped at scheduler shutdown';
-    const { result, reason } = describe(r.process, r.stoppedBy, lease, def, stopReason);
+    // stopped by `routine stop` or the HTTP action: said so, whatever the command made of its signal
+    const by = takeStopRequest(ctx.project.stateDir, marker.id);
+    const { result, reason } = by !== null ? { result: 'failure' as const, reason: stoppedReason(by) } : describe(r.process, r.stoppedBy, lease, def, stopReason);
     if (r.leftovers > 0) noteQuiet(log, routineLogPath(ctx.project, def.id), `routinely: ${leftoverMessage(r.leftovers)}`);
     const out = finish(ctx, scheduledAt, span, { result, reason, exit_code: r.process.pid === null ? null : r.process.exitCode, run_id: runId, closes: marker.id });
     noteQuiet(log, routineLogPath(ctx.project, def.id), endFrame(def.id, out));

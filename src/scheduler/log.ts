@@ -31,7 +31,7 @@ export type LogEvent =
   | { event: 'http.listening'; url: string; token: boolean }
   | { event: 'http.warning'; message: string }
   /** An action taken through the HTTP server (SPEC §11). */
-  | { event: 'http.action'; action: 'run' | 'pause' | 'resume'; routine: string; outcome: string };
+  | { event: 'http.action'; action: 'run' | 'pause' | 'resume' | 'stop'; routine: string; outcome: string };
 
 /** SPEC §10's notification events (config/schema.ts's NotifyEvent; stated here to keep this file
  * free of imports). */

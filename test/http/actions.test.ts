@@ -20,6 +20,7 @@ function fakeActions(answer: RunAnswer = { state: 'started', run_id: 'r-1' }) {
     run: async (id) => (asked.push(`run ${id}`), answer),
     pause: async (id, note) => (asked.push(`pause ${id} ${note}`), { was_paused: false, note }),
     resume: async (id) => (asked.push(`resume ${id}`), { was_paused: true }),
+    stopFire: async (id, address) => (asked.push(`stop ${id} ${address}`), { state: 'stopped', run_id: 'r-9', killed: false, recorded: true, waited_ms: 40 }),
   };
   return { asked, actions };
 }
@@ -101,7 +102,11 @@ describe('actions', () => {
     expect(pause.status).toBe(200);
     expect(JSON.parse(pause.body)).toMatchObject({ paused: true, was_paused: false, note: 'until Monday' });
     expect((await post(s, 'api/routines/tick/resume', AUTH, '')).status).toBe(200);
-    expect(asked).toEqual(['run tick', 'pause tick until Monday', 'resume tick']);
+    // stop: who asked goes with it (the client's address)
+    const stop = await post(s, 'api/routines/tick/stop', AUTH, '');
+    expect(stop.status).toBe(200);
+    expect(JSON.parse(stop.body)).toMatchObject({ state: 'stopped', run_id: 'r-9', message: 'stopped tick (run r-9); recorded as failure: stopped by hand' });
+    expect(asked).toEqual(['run tick', 'pause tick until Monday', 'resume tick', 'stop tick 127.0.0.1']);
   });
 
   it('a run refused as busy is a 409 naming the holder; a skip is a 200 that says nothing was recorded', async () => {
@@ -184,7 +189,7 @@ describe('actions', () => {
       expect(JSON.parse(r.body).error).toMatch(message);
     }
     expect(asked).toEqual([]);
-    expect((await post(s, 'api/routines/tick/stop')).status).toBe(405);
+    expect((await post(s, 'api/routines/tick/restart')).status).toBe(405);
   });
 
   it('are off unless enabled: POST is 405 and the page shows no buttons', async () => {

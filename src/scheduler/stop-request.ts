@@ -1,0 +1,148 @@
+// `routine stop ID` and the HTTP `…/stop` action (SPEC §10): the running fire of a command
+// routine on this host is stopped as `systemctl stop` stops a unit — SIGTERM to its process
+// group, SIGKILL after the grace — and recorded once, as a failure that says it was stopped and
+// by whom. The process that runs the fire (a scheduler, `routine run`, `serve`) records it: the
+// stopper leaves a request `<stateDir>/stops/<marker id>.json` (0600, in a 0700 folder, never
+// through a symbolic link) before it signals, and the fire's owner takes it when its command
+// has ended, so its record reads `stopped by hand (cli, pid 4711)` rather than `killed by
+// SIGTERM`. The group is found as a reclaimer finds one: a live process-group leader of this
+// user whose environment holds the fire's `ROUTINELY_RUN_ID` (the open marker names the run; a
+// row or a file naming some other process cannot make us signal it, SPEC §12).
+
+import { join } from 'node:path';
+import type { Backend } from '../backend.js';
+import type { Clock } from '../clock.js';
+import { errnoCode } from '../errors.js';
+import { unlinkQuiet } from '../fs/files.js';
+import { processGone, samePidSpace, systemProbe, type LivenessProbe } from '../lock/identity.js';
+import { ensureStateDir, readJsonState, writeJsonDurable } from '../state/json-file.js';
+import type { OpenFire } from '../state/routine-state.js';
+
+/** Marker ids are ours (randomHex); run ids `r-<time>-<hex>`: anything else is not looked up. */
+const MARKER_ID = /^[0-9a-f]{4,64}$/;
+const RUN_ID = /^r-[0-9TZ]{8,20}-[0-9a-f]{2,16}$/;
+
+const stopsDir = (stateDir: string): string => join(stateDir, 'stops');
+
+/** Who asked, as the record says it: `cli, pid 4711` or `http, 127.0.0.1`. */
+export type StopWho = { via: 'cli'; pid: number } | { via: 'http'; address: string };
+
+export const whoText = (w: StopWho): string => (w.via === 'cli' ? `cli, pid ${w.pid}` : `http, ${w.address}`);
+
+/** The reason a stopped fire is recorded with. */
+export const stoppedReason = (who: string): string => `stopped by hand (${who})`;
+
+function requestPath(stateDir: string, markerId: string): string | null {
+  return MARKER_ID.test(markerId) ? join(stopsDir(stateDir), `${markerId}.json`) : null;
+}
+
+export function writeStopRequest(stateDir: string, markerId: string, who: StopWho): void {
+  const path = requestPath(stateDir, markerId);
+  if (!path) throw new Error(`not a fire id: ${JSON.stringify(markerId)}`);
+  ensureStateDir(stopsDir(stateDir));
+  writeJsonDurable(path, { version: 1, who: whoText(who), at: new Date().toISOString() });
+}
+
+/** The fire's owner, once its command ended: who stopped it (the request is removed), or null. */
+export function takeStopRequest(stateDir: string, markerId: string): string | null {
+  const path = requestPath(stateDir, markerId);
+  if (!path) return null;
+  const read = readJsonState(path, (v): { who: string } | string => {
+    const o = v as { version?: unknown; who?: unknown };
+    return o && o.version === 1 && typeof o.who === 'string' && o.who.length <= 200 ? { who: o.who } : 'not a stop request';
+  });
+  if (read.kind === 'missing') return null;
+  unlinkQuiet(path);
+  return read.kind === 'ok' ? read.value.who : 'unknown';
+}
+
+export type StopOutcome =
+  /** Nothing of it runs (on this host or, as far as can be told, anywhere). */
+  | { kind: 'idle' }
+  /** It runs on another host (a shared database): not signalled from here. */
+  | { kind: 'elsewhere'; host: string; pid: number }
+  /** Signalled; `killed` when the grace ran out; `recorded` when its record came in time. */
+  | { kind: 'stopped'; runId: string; killed: boolean; recorded: boolean; waitedMs: number }
+  /** Its fire is open here but no process of it could be found (between its marker and its
+   * command, or it does not run a command of ours). */
+  | { kind: 'not-found'; runId: string | null };
+
+export interface StopOptions {
+  backend: Backend;
+  stateDir: string;
+  routine: string;
+  who: StopWho;
+  /** SIGTERM to SIGKILL. */
+  graceMs: number;
+  clock: Clock;
+  probe?: LivenessProbe;
+  /** How long to wait for the fire's record once its group is gone. */
+  recordWaitMs?: number;
+}
+
+/** Stops the running fire(s) of a command routine on this host; see the file's comment. */
+export async function stopRoutine(o: StopOptions): Promise<StopOutcome> {
+  const probe = o.probe ?? systemProbe();
+  const record = await o.backend.routines.readOne(o.routine, () => {});
+  const open = (record?.open_fires ?? []).filter((f) => !processGone(f.owner, probe));
+  const here = open.filter((f) => samePidSpace(f.owner, probe));
+  if (here.length === 0) {
+    const away = open[0];
+    return away ? { kind: 'elsewhere', host: away.owner.host, pid: away.owner.pid } : { kind: 'idle' };
+  }
+  const fire = here[0]!;
+  if (!fire.run_id || !RUN_ID.test(fire.run_id) || !probe.markedGroupLeaders) return { kind: 'not-found', runId: fire.run_id };
+  // the request first: the owner may see its command end at any moment after the signal
+  writeStopRequest(o.stateDir, fire.id, o.who);
+  const entry = `ROUTINELY_RUN_ID=${fire.run_id}`;
+  let groups = probe.markedGroupLeaders(entry).map((g) => g.pid);
+  for (let i = 0; groups.length === 0 && i < 20; i++) {
+    await o.clock.sleep(100); // its marker is written before its command starts
+    groups = probe.markedGroupLeaders(entry).map((g) => g.pid);
+  }
+  if (groups.length === 0) {
+    unlinkQuiet(requestPath(o.stateDir, fire.id)!);
+    return { kind: 'not-found', runId: fire.run_id };
+  }
+  const started = o.clock.monotonic();
+  signalGroups(groups, 'SIGTERM');
+  let killed = false;
+  while (groups.some((g) => groupAlive(g))) {
+    if (!killed && o.clock.monotonic() - started >= o.graceMs) {
+      signalGroups(groups, 'SIGKILL');
+      killed = true;
+    }
+    await o.clock.sleep(50);
+  }
+  // the owner records it (and frees the lock) as its command ends
+  const until = o.clock.monotonic() + (o.recordWaitMs ?? 10_000);
+  let recorded = false;
+  while (o.clock.monotonic() < until) {
+    const now = await o.backend.routines.readOne(o.routine, () => {});
+    if (!(now?.open_fires ?? []).some((f: OpenFire) => f.id === fire.id)) {
+      recorded = true;
+      break;
+    }
+    await o.clock.sleep(50);
+  }
+  return { kind: 'stopped', runId: fire.run_id, killed, recorded, waitedMs: Math.round(o.clock.monotonic() - started) };
+}
+
+function signalGroups(groups: number[], signal: NodeJS.Signals): void {
+  for (const g of groups) {
+    try {
+      process.kill(-g, signal);
+    } catch (err) {
+      if (errnoCode(err) !== 'ESRCH') throw err;
+    }
+  }
+}
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return errnoCode(err) === 'EPERM';
+  }
+}

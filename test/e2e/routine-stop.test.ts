@@ -1,0 +1,96 @@
+// `routine stop ID` (SPEC §10), as `systemctl stop` stops a unit: SIGTERM to the fire's process
+// group, SIGKILL after the grace; the fire recorded once, as a failure stopped by hand and by
+// whom; the exec lock free as soon as the group is gone. Real processes, the built CLI.
+
+import { describe, expect, it } from 'vitest';
+import { runCli, startCli } from '../helpers/cli.js';
+import { httpGet } from '../helpers/http.js';
+import { testProject } from '../helpers/testdir.js';
+
+interface Fire {
+  result: string;
+  reason: string | null;
+  run_id: string | null;
+}
+
+const history = async (cwd: string, id: string): Promise<Fire[]> => JSON.parse((await runCli(['routine', 'history', id, '--json'], { cwd })).stdout) as Fire[];
+const lockState = async (cwd: string): Promise<string> => (JSON.parse((await runCli(['lock', 'status', '--json'], { cwd })).stdout) as { state: string }).state;
+const groupAlive = (pgid: number): boolean => {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('routine stop', () => {
+  it('a fire of the scheduler: TERM to its group, recorded once as "stopped by hand (cli, pid …)", the lock free at once', async () => {
+    const project = testProject({ routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'echo "group $$"; sleep 60' }] });
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
+    await s.waitFor(/\[routine\] started long/);
+    // no next fire: the stopped one is the only one
+    expect((await runCli(['routine', 'pause', 'long'], { cwd: project })).code).toBe(0);
+    const r = await runCli(['routine', 'stop', 'long'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^stopped long \(run (r-\S+)\) after \d+\.\ds; recorded as failure: stopped by hand\n$/);
+    const runId = /\(run (r-\S+)\)/.exec(r.stdout)![1]!;
+    expect(await lockState(project)).toBe('free');
+    const fires = (await history(project, 'long')).filter((f) => f.run_id === runId);
+    expect(fires).toHaveLength(1);
+    expect(fires[0]).toMatchObject({ result: 'failure', reason: expect.stringMatching(/^stopped by hand \(cli, pid \d+\)$/) });
+    // nothing running now: said, exit 0
+    const again = await runCli(['routine', 'stop', 'long'], { cwd: project });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe('long is not running; nothing to stop\n');
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect((await history(project, 'long')).filter((f) => f.run_id === runId)).toHaveLength(1);
+  });
+
+  it('a command that ignores SIGTERM, run by `routine run`: SIGKILL after the grace, the whole group gone, one record', async () => {
+    const project = testProject({ routines: [{ id: 'stubborn', schedule: '0 0 1 1 *', action: 'command', run: `trap '' TERM; echo "group $$"; sleep 60 & wait; sleep 60` }] });
+    const run = startCli(['routine', 'run', 'stubborn'], { cwd: project, timeoutMs: 60_000 });
+    const pgid = Number((await run.waitFor(/group (\d+)/))[1]);
+    const r = await runCli(['routine', 'stop', 'stubborn', '--timeout', '1'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/\(SIGKILL: it outlived the 1s grace\)/);
+    expect(groupAlive(pgid)).toBe(false);
+    const done = await run.exited;
+    expect(done.code).toBe(1);
+    expect(await lockState(project)).toBe('free');
+    const fires = await history(project, 'stubborn');
+    expect(fires).toHaveLength(1);
+    expect(fires[0]).toMatchObject({ result: 'failure', reason: expect.stringMatching(/^stopped by hand \(cli, pid \d+\)$/) });
+  });
+
+  it('the HTTP action (behind the token): the same stop, recorded as by http and the client\'s address', async () => {
+    const token = 'stop-token-0123456789abcdef';
+    const project = testProject({ http: { actions: true }, routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'sleep 60' }] });
+    const env = { ROUTINELY_HTTP_TOKEN: token };
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env, timeoutMs: 60_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    await s.waitFor(/\[routine\] started long/);
+    expect((await runCli(['routine', 'pause', 'long'], { cwd: project })).code).toBe(0);
+    expect((await httpGet(`${url}api/routines/long/stop`, {}, 'POST', '')).status, 'no token, no stop').toBe(401);
+    const r = await httpGet(`${url}api/routines/long/stop`, { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, 'POST', '{}');
+    expect(r.status, r.body).toBe(200);
+    const answer = JSON.parse(r.body) as { state: string; run_id: string; recorded: boolean };
+    expect(answer).toMatchObject({ state: 'stopped', recorded: true });
+    expect(await lockState(project)).toBe('free');
+    const fires = (await history(project, 'long')).filter((f) => f.run_id === answer.run_id);
+    expect(fires).toEqual([expect.objectContaining({ result: 'failure', reason: 'stopped by hand (http, 127.0.0.1)' })]);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+
+  it('refuses what it cannot stop, saying why', async () => {
+    const project = testProject({ routines: [{ id: 'auto', schedule: '@hourly', action: 'exec-auto' }] });
+    const exec = await runCli(['routine', 'stop', 'auto'], { cwd: project });
+    expect(exec.code).toBe(2);
+    expect(exec.stderr).toMatch(/routine auto runs exec-auto in the scheduler's own process/);
+    const unknown = await runCli(['routine', 'stop', 'nope'], { cwd: project });
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/nope/);
+  });
+});
