@@ -20,6 +20,7 @@ import type { RoutineDef } from '../config/types.js';
 import { NotFoundError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
 import { describeHolder } from '../lock/stale.js';
+import { processGone } from '../lock/identity.js';
 import type { RoutineActions, RunAnswer, RunOutput } from '../http/sources.js';
 import { runManually } from '../scheduler/manual-run.js';
 import { HttpProblem } from '../http/actions.js';
@@ -82,7 +83,7 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
     return { project, def };
   };
   return {
-    run: (id) => {
+    run: (id, address) => {
       const { project, def } = find(id);
       const held = w.held?.() ?? null;
       if (held !== null) return Promise.reject(new HttpProblem(503, `not started: ${held}; the scheduler holds its fires until it is writable (nothing recorded)`));
@@ -92,7 +93,7 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
         const warn = (message: string): void => w.log({ event: 'http.warning', message: `run ${id}: ${message}` });
         const run = runManually({
           project, backend: w.backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn, recorder: w.recorder,
-          baseEnv: commandEnv(process.env, project.config.passEnv),
+          baseEnv: commandEnv(process.env, project.config.passEnv), by: `http, ${address.replace(/^::ffff:/, '')}`,
           onStarted: (runId) => answer({ state: 'started', run_id: runId }),
           onWait: (why) => answer({ state: 'waiting', why }),
         }).then(async (o) => {
@@ -182,6 +183,11 @@ async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health:
     schedulerUp,
     fires: async (id, n) => (await w.backend.routines.history(id, warn)).slice(-n).reverse().map(({ id: _i, closes: _c, key: _k, recorded_at: _r, ...e }) => e),
     output: (id, runId, lines) => runOutput(w.project().stateDir, id, runId, lines),
+    running: async (id) => {
+      const open = ((await w.backend.routines.readOne(id, warn))?.open_fires ?? []).filter((f) => !processGone(f.owner));
+      const first = open.sort((a, b) => a.started_at.localeCompare(b.started_at))[0];
+      return first ? { run_id: first.run_id, started_at: first.started_at } : null;
+    },
     ...(acts ? { actions: acts } : {}),
   };
   const server = await startStatusServer({ listen: w.setup.listen, token: w.setup.token, sources, metrics, warn });

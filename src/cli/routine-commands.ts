@@ -165,7 +165,7 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     const recorder = commandRecorder(project, backend);
     reconciled = (await recorder.reconcile(ownerGone, project, stop.signal)).announced;
     const outcome = await runManually({
-      project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, recorder,
+      project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, recorder, by: `cli, pid ${process.pid}`,
       onStarted: () => out(`started ${id}`),
       onWait: waitNotice(policy),
       // the command's output also goes to this terminal (SPEC §10), and always to its log

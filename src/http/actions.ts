@@ -69,7 +69,7 @@ export async function takeAction(s: StatusSources, id: string, action: string, b
     }
   }
   if (action === 'run') {
-    const r = await a.run(id);
+    const r = await a.run(id, address);
     switch (r.state) {
       case 'started':
         return [202, { ...r, routine: id, message: `started ${id}${r.run_id ? ` (run ${r.run_id})` : ''}` }];

@@ -19,7 +19,7 @@ export const PAGE_SCRIPT = `"use strict";
   const renderDetail = ${renderDetail.toString()};
   const body = document.body;
   const routine = body.dataset.routine || null;
-  const parts = routine ? ['status', 'summary', 'fires', 'output'] : ['status', 'routines', 'lock', 'runs'];
+  const parts = routine ? ['status', 'summary', 'fires', 'output', 'pager'] : ['status', 'routines', 'lock', 'runs'];
   const notice = document.getElementById('notice');
   const button = document.getElementById('pause');
   const refreshing = document.getElementById('refreshing');
@@ -51,10 +51,12 @@ export const PAGE_SCRIPT = `"use strict";
     if (!res.ok) throw new Error(path + ' answered ' + res.status);
     return res.json();
   };
-  const run = new URLSearchParams(location.search).get('run');
+  // the run and the page of fires this page shows (checked by the server)
+  const shown = new URLSearchParams(location.search);
+  const query = ['run', 'page'].filter((k) => shown.get(k)).map((k) => k + '=' + encodeURIComponent(shown.get(k))).join('&');
   const read = async () => {
     if (routine) {
-      const [status, detail] = await Promise.all([get('/api/status'), get('/api/routines/' + encodeURIComponent(routine) + (run ? '?run=' + encodeURIComponent(run) : ''))]);
+      const [status, detail] = await Promise.all([get('/api/status'), get('/api/routines/' + encodeURIComponent(routine) + (query ? '?' + query : ''))]);
       return [status, renderDetail(Object.assign({ status }, detail), Date.parse(status.now))];
     }
     const [status, routines, recent, lock, runs] = await Promise.all(['/api/status', '/api/routines', '/api/history', '/api/lock', '/api/runs'].map(get));

@@ -59,6 +59,9 @@ form.token p { margin: 0 0 6px; font-weight: 600; }
 #action-result:empty, #token-says:empty { display: none; }
 #notice:empty { display: none; }
 #snapshot { border-left: 4px solid var(--fail); padding: 0.25rem 0.75rem; }
+.chart { display: block; margin: 0.25rem 0; }
+.bar-success { fill: var(--ok); } .bar-failure { fill: var(--fail); } .bar-unknown { fill: var(--skip); }
+.pager { margin: 0.5rem 0; display: flex; gap: 1rem; flex-wrap: wrap; }
 #notice { color: var(--fail); font-weight: 600; }
 footer { margin-top: 32px; padding-bottom: 24px; font-size: 13px; color: var(--muted); }
 #skip:focus { position: static; width: auto; height: auto; margin: 8px 16px; clip: auto; display: inline-block; }

@@ -140,7 +140,7 @@ export function renderPage(data: PageData, nowMs: number, o: { tokenRequired?: b
   });
 }
 
-function routineSections(id: string, p: { summary: string; fires: string; output: string }, actions: boolean, stoppable = true): string {
+function routineSections(id: string, p: { summary: string; fires: string; output: string; pager: string }, actions: boolean, stoppable = true): string {
   const buttons = actions
     ? `<section aria-labelledby="actions-title" class="js-only" hidden>
 <h2 id="actions-title">Actions</h2>
@@ -168,6 +168,7 @@ ${buttons}
 <tbody id="fires" role="rowgroup">${p.fires}</tbody>
 </table>
 </div>
+<div id="pager">${p.pager}</div>
 </section>
 <section aria-labelledby="output-title">
 <h2 id="output-title">Output</h2>
@@ -189,7 +190,7 @@ export function renderRoutinePage(data: DetailData, nowMs: number, o: { tokenReq
 export function renderShell(routine: string | null, actions: boolean): string {
   const empty = '<tr role="row"><td role="cell" class="muted">Needs the token.</td></tr>';
   const main = routine
-    ? routineSections(routine, { summary: '', fires: empty, output: '' }, actions)
+    ? routineSections(routine, { summary: '', fires: empty, output: '', pager: '' }, actions)
     : mainSections({ routines: empty, lock: '', runs: empty });
   return frame({
     title: 'routinely status', project: null, routine, shell: true, tokenRequired: true,

@@ -96,6 +96,8 @@ const RUN_ID = /^r-[A-Za-z0-9-]{1,80}$/;
 /** Fires on a routine's page, and the lines of a run's output shown there. */
 const DETAIL_FIRES = 50;
 const DETAIL_LINES = 200;
+/** Bars in a routine's durations chart. */
+const CHART_FIRES = 30;
 export async function startStatusServer(o: StatusServerOptions): Promise<StatusServer> {
   const s = cachedSources(o.sources);
   let port = o.listen.port;
@@ -149,19 +151,26 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
   const jsonBody = (v: unknown): string => `${jsonText(JSON.stringify(v))}\n`;
 
   /** A routine's page: null when the config has no such routine. */
-  const detail = async (id: string, run: string | null): Promise<DetailData | null> => {
+  const detail = async (id: string, run: string | null, pageNumber: number): Promise<DetailData | null> => {
     const routine = (await s.routines()).find((r) => r.id === id);
     if (!routine) return null;
-    const [st, fires] = await Promise.all([status(), s.fires(id, DETAIL_FIRES)]);
-    // the run asked for, else the newest fire that ran
-    const runId = run ?? fires.find((f) => f.result !== 'skipped' && f.run_id !== null)?.run_id ?? null;
+    // every fire kept (the store bounds it: retention.historyLines), newest first
+    const [st, all, running] = await Promise.all([status(), s.fires(id, Infinity), s.running ? s.running(id) : Promise.resolve(null)]);
+    const pages = Math.max(1, Math.ceil(all.length / DETAIL_FIRES));
+    const number = Math.min(pageNumber, pages);
+    const fires = all.slice((number - 1) * DETAIL_FIRES, number * DETAIL_FIRES);
+    const ran = all.filter((f) => f.result !== 'skipped').slice(0, CHART_FIRES);
+    // the run asked for, else the one running now (its output grows), else the newest that ran
+    const runId = run ?? running?.run_id ?? ran.find((f) => f.run_id !== null)?.run_id ?? null;
     const output = runId === null ? null : await s.output(id, runId, DETAIL_LINES);
-    return { status: st, routine, fires, output, actions: s.actions !== undefined };
+    return { status: st, routine, fires, output, actions: s.actions !== undefined, page: { number, pages, total: all.length, size: DETAIL_FIRES }, ran, running };
   };
   const detailOf = async (id: string, query: URLSearchParams): Promise<DetailData> => {
     const run = query.get('run');
     if (run !== null && !RUN_ID.test(run)) throw new HttpProblem(400, `run ${JSON.stringify(run.slice(0, 100))} is not a run id (r-…)`);
-    const d = await detail(id, run);
+    const pageText = query.get('page') ?? '1';
+    if (!/^[1-9]\d{0,5}$/.test(pageText)) throw new HttpProblem(400, `page ${JSON.stringify(pageText.slice(0, 20))} is not a page number (1, 2, …)`);
+    const d = await detail(id, run, Number(pageText));
     if (!d) throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
     return d;
   };

@@ -56,7 +56,8 @@ export type RunAnswer =
 
 /** What the actions do (SPEC §11): exactly what `routine run|pause|resume` do. */
 export interface RoutineActions {
-  run(id: string): Promise<RunAnswer>;
+  /** `address`: the client's, kept with the record (who started it). */
+  run(id: string, address: string): Promise<RunAnswer>;
   pause(id: string, note: string | null): Promise<{ was_paused: boolean; note: string | null }>;
   resume(id: string): Promise<{ was_paused: boolean }>;
   /** As `routine stop ID`; `address`: the client's, for the record (who stopped it). */
@@ -102,6 +103,8 @@ export interface StatusSources {
   health(): Promise<Health>;
   /** A routine's newest fires, newest first, at most `n`. */
   fires(id: string, n: number): Promise<FireView[]>;
+  /** The fire of it running now, if any (its run id: its output grows in the log). */
+  running?(id: string): Promise<{ run_id: string | null; started_at: string } | null>;
   /** A run's last `lines` lines of output; null when the routine's log has no such run. */
   output(id: string, runId: string, lines: number): Promise<RunOutput | null>;
   /** Present when `http.actions` is on. */
@@ -159,6 +162,7 @@ export function cachedSources(s: StatusSources, ttlMs = 1000, now: () => number 
     health: () => s.health(),
     // one routine's page: read when asked for, never shared
     fires: (id, n) => s.fires(id, n),
+    ...(s.running ? { running: s.running } : {}),
     output: (id, run, lines) => s.output(id, run, lines),
     ...(s.actions ? { actions: s.actions } : {}),
     // the scheduler's own answer is cheap too, and must turn 0 the moment it stops (serve asks

@@ -57,10 +57,17 @@ export interface DetailData {
   routine: RoutineView;
   /** Newest first. */
   fires: FireView[];
-  /** The output of the run asked for, else of the newest fire that ran; null when none is logged. */
+  /** The output of the run asked for, else of the fire running now, else of the newest fire
+   * that ran; null when none is logged. */
   output: RunOutput | null;
   /** Whether the server takes actions (the page shows its buttons). */
   actions: boolean;
+  /** Which page of the kept history `fires` is (1: the newest), of how many. */
+  page?: { number: number; pages: number; total: number; size: number };
+  /** The newest fires that ran (success or failure), newest first: the durations chart. */
+  ran?: FireView[];
+  /** The fire running now, if any. */
+  running?: { run_id: string | null; started_at: string } | null;
 }
 
 export interface DetailParts {
@@ -68,6 +75,7 @@ export interface DetailParts {
   summary: string;
   fires: string;
   output: string;
+  pager: string;
 }
 
 export function viewKit(nowMs: number) {
@@ -267,7 +275,29 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
     item('Last success', ago(r.last_success_at)),
     item('Last failure', ago(r.last_failure_at)),
     item('OK / failed / skipped', `${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}`),
-  ].join('');
+    ...(d.running ? [item('Running now', `since ${ago(d.running.started_at)}${d.running.run_id ? ` · run <code>${esc(d.running.run_id)}</code>` : ''}`)] : []),
+  ].join('') + durationsChart(d.ran ?? []);
+
+  /** The durations of the newest fires that ran, oldest left: an inline SVG (nothing loaded),
+   * one bar per fire, its height the time it took against the longest shown, its colour and a
+   * letter-free title by result; with a text summary for screen readers. */
+  function durationsChart(ran: FireView[]): string {
+    const bars = ran.slice(0, 30).reverse().map((f) => ({ f, took: Math.max(0, (ms(f.finished_at) ?? 0) - (ms(f.started_at) ?? 0)) }));
+    if (bars.length === 0) return '';
+    const longest = Math.max(...bars.map((b) => b.took), 1);
+    const W = 8;
+    const H = 48;
+    const rects = bars.map((b, i) => {
+      const h = Math.max(2, Math.round((b.took / longest) * H));
+      const k = resultOf(b.f.result).key;
+      return `<rect class="bar bar-${esc(k)}" x="${i * (W + 2)}" y="${H - h}" width="${W}" height="${h}"><title>${esc(`${resultOf(b.f.result).word} in ${span(b.took)} · ${absolute(ms(b.f.scheduled_at) ?? 0, r.timezone)}`)}</title></rect>`;
+    }).join('');
+    const sorted = bars.map((b) => b.took).sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)]!;
+    const text = `Durations of the last ${bars.length} fires that ran, oldest first: median ${span(median)}, longest ${span(longest)}.`;
+    return `<div><dt>Durations</dt><dd><svg class="chart" role="img" aria-label="${esc(text)}" width="${bars.length * (W + 2)}" height="${H}" viewBox="0 0 ${bars.length * (W + 2)} ${H}">${rects}</svg>` +
+      `<span class="sub">median ${esc(span(median))} · longest ${esc(span(longest))} · last ${bars.length} that ran</span></dd></div>`;
+  }
 
   const TRIGGER: Record<string, string> = { schedule: 'schedule', manual: 'by hand', retry: 'retry' };
   const rows = d.fires.map((f) => {
@@ -279,7 +309,7 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
     const ran = f.result !== 'skipped' && started !== null;
     const late = ran && scheduled !== null ? Math.max(0, started - scheduled) : null;
     const took = ran && finished !== null ? finished - started : null;
-    const trigger = `${esc(TRIGGER[f.trigger ?? 'schedule'] ?? f.trigger)}${f.attempt ? `, attempt ${esc(f.attempt)}` : ''}`;
+    const trigger = `${esc(TRIGGER[f.trigger ?? 'schedule'] ?? f.trigger)}${f.by ? ` (${esc(f.by)})` : ''}${f.attempt ? `, attempt ${esc(f.attempt)}` : ''}`;
     const run = f.run_id
       ? ran
         ? `<a href="/routines/${esc(r.id)}?run=${esc(f.run_id)}#output"><code>${esc(f.run_id)}</code></a>`
@@ -298,10 +328,19 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
   const fires = rows.join('') || '<tr role="row"><td role="cell" colspan="7" class="muted">No fires recorded yet.</td></tr>';
 
   const o = d.output;
+  const live = o !== null && d.running?.run_id === o.run_id;
   const output = o
-    ? `<p class="muted">Run <code>${esc(o.run_id)}</code>${o.cut_lines ? ` · its last ${esc(o.lines)} lines; <code>routinely routine logs ${esc(r.id)} --run ${esc(o.run_id)}</code> shows all` : ''}</p>` +
+    ? `<p class="muted">Run <code>${esc(o.run_id)}</code>${live ? ` <strong>is running</strong>: its output so far, growing as the page refreshes` : ''}${o.cut_lines ? ` · its last ${esc(o.lines)} lines; <code>routinely routine logs ${esc(r.id)} --run ${esc(o.run_id)}</code> shows all` : ''}</p>` +
       o.notices.map((n) => `<p class="muted">${esc(n)}</p>`).join('') +
       `<pre class="output" tabindex="0" aria-label="Output of run ${esc(o.run_id)}">${esc(o.text)}</pre>`
     : '<p class="muted">No output logged for this routine yet.</p>';
-  return { status: statusLine(d.status), summary, fires, output };
+  // the kept history, a page at a time (newest first): links that work without JavaScript too
+  const pg = d.page;
+  const link = (n: number, text: string): string => `<a href="/routines/${esc(r.id)}?page=${n}#fires-title">${esc(text)}</a>`;
+  const pager = pg && pg.pages > 1
+    ? `<nav aria-label="Pages of fires" class="pager">${pg.number > 1 ? link(pg.number - 1, '← Newer fires') : ''} ` +
+      `<span class="muted">fires ${(pg.number - 1) * pg.size + 1}–${Math.min(pg.total, pg.number * pg.size)} of ${pg.total} kept (page ${pg.number} of ${pg.pages})</span> ` +
+      `${pg.number < pg.pages ? link(pg.number + 1, 'Older fires →') : ''}</nav>`
+    : pg ? `<p class="muted">${pg.total} fire${pg.total === 1 ? '' : 's'} kept.</p>` : '';
+  return { status: statusLine(d.status), summary, fires, output, pager };
 }

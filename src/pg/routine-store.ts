@@ -56,7 +56,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       const entry: HistoryEntry = {
         scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
         result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
-        ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}),
+        ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}), ...(fire.by ? { by: fire.by } : {}),
         ...(fire.key ? { key: fire.key } : {}), ...(fire.closes ? { closes: fire.closes } : {}),
       };
       await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', [project, routine, JSON.stringify(entry)]);

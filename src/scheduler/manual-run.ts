@@ -27,6 +27,8 @@ export interface ManualRun {
   onStarted?: (runId: string | null) => void;
   onWait?: (why: string, holder: LockRecord | null) => void;
   echo?: (chunk: Buffer) => void;
+  /** Who started it (`cli, pid 4711`, `http, 127.0.0.1`): kept with its record. */
+  by?: string;
 }
 
 export type ManualOutcome =
@@ -45,6 +47,7 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
   }, def, new Date(backend.clock.now()));
   if (fire === null) throw new Error('bug: a manual fire was not started');
   if (fire.result === 'skipped') return { kind: 'busy', holder: fire.holder ?? null };
+  if (m.by) fire.by = m.by;
   // The fire ran: a database that went away meanwhile does not lose it (spooled on this host,
   // recorded by the next scheduler or routine command here).
   const r = await m.recorder.record(def, project, fire, { signal: m.signal });

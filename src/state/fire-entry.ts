@@ -2,6 +2,7 @@
 // wrote it): checked field by field and rebuilt from the fields it may have.
 
 import type { HistoryEntry } from './history.js';
+import { isBy } from './routine-state.js';
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
 const RESULTS = new Set(['success', 'failure', 'skipped']);
@@ -36,6 +37,7 @@ export function checkFireEntry(v: unknown): HistoryEntry | null {
     run_id: runId,
     ...(TRIGGERS.has(o.trigger as string) ? { trigger: o.trigger as HistoryEntry['trigger'] } : {}),
     ...(Number.isSafeInteger(o.attempt) && (o.attempt as number) > 0 ? { attempt: o.attempt as number } : {}),
+    ...(isBy(o.by) ? { by: o.by } : {}),
     ...(isToken(o.id) ? { id: o.id } : {}),
     ...(isToken(o.closes) ? { closes: o.closes } : {}),
     ...(isToken(o.key) ? { key: o.key } : {}),

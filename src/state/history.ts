@@ -37,6 +37,8 @@ export interface HistoryEntry {
   /** What started it: the schedule, a person (`routine run`), or a retry. */
   trigger?: 'schedule' | 'manual' | 'retry';
   attempt?: number;
+  /** Who started it by hand: `cli, pid 4711`, `http, 127.0.0.1`. */
+  by?: string;
   /** Unique per line. */
   id?: string;
   /** The open fire (its `open` line's id) this entry records. */
@@ -87,6 +89,7 @@ export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger'];
     run_id: fire.run_id,
     ...(fire.trigger ?? extra.trigger ? { trigger: fire.trigger ?? extra.trigger } : {}),
     ...(fire.attempt ?? extra.attempt ? { attempt: fire.attempt ?? extra.attempt } : {}),
+    ...(fire.by ? { by: fire.by } : {}),
     ...(fire.closes ? { closes: fire.closes } : {}),
     ...(fire.key ? { key: fire.key } : {}),
     ...(nowMs - Date.parse(fire.finished_at) > LATE_LINE_MS ? { recorded_at: new Date(nowMs).toISOString() } : {}),

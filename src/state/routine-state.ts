@@ -73,6 +73,8 @@ export interface Fire {
   run_id: string | null;
   trigger?: 'schedule' | 'manual' | 'retry';
   attempt?: number;
+  /** Who started a manual fire, or stopped one: `cli, pid 4711`, `http, 127.0.0.1`. */
+  by?: string;
   /** The open fire this record closes. */
   closes?: string;
   /** Identifies a record that closes no open fire (a skip, a fire that could not start), so
@@ -177,6 +179,7 @@ export function checkFire(v: unknown): Fire | null {
     duration_ms: v.duration_ms as number, exit_code: v.exit_code as number | null, run_id: v.run_id as string | null,
     ...(v.trigger === 'schedule' || v.trigger === 'manual' || v.trigger === 'retry' ? { trigger: v.trigger } : {}),
     ...(Number.isSafeInteger(v.attempt) && (v.attempt as number) > 0 ? { attempt: v.attempt as number } : {}),
+    ...(isBy(v.by) ? { by: v.by } : {}),
     ...(v.closes !== undefined ? { closes: v.closes } : {}),
     ...(v.key !== undefined ? { key: v.key } : {}),
     ...(v.unstarted === true ? { unstarted: true as const } : {}),
@@ -331,3 +334,6 @@ export type HistoryLineLike =
   | { kind: 'open'; id: string | null; open: OpenFire }
   | { kind: 'pause'; id: string | null; paused: boolean; note: string | null; at: string }
   | { kind: 'summary'; id: string | null; record: RoutineRecord; recent: string[]; at: string };
+
+/** Who started a fire, as a record may say it: short and printable. */
+export const isBy = (x: unknown): x is string => typeof x === 'string' && x.length > 0 && x.length <= 200 && !/[\u0000-\u001f\u007f]/.test(x);

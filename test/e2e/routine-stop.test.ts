@@ -66,7 +66,10 @@ describe('routine stop', () => {
 
   it('the HTTP action (behind the token): the same stop, recorded as by http and the client\'s address', async () => {
     const token = 'stop-token-0123456789abcdef';
-    const project = testProject({ http: { actions: true }, routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'sleep 60' }] });
+    const project = testProject({ http: { actions: true }, routines: [
+      { id: 'long', schedule: '* * * * * *', action: 'command', run: 'sleep 60' },
+      { id: 'quick', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+    ] });
     const env = { ROUTINELY_HTTP_TOKEN: token };
     const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env, timeoutMs: 60_000 });
     const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
@@ -80,6 +83,12 @@ describe('routine stop', () => {
     expect(await lockState(project)).toBe('free');
     const fires = (await history(project, 'long')).filter((f) => f.run_id === answer.run_id);
     expect(fires).toEqual([expect.objectContaining({ result: 'failure', reason: 'stopped by hand (http, 127.0.0.1)' })]);
+    // who started a manual fire is kept with its record: over HTTP, and from the command line
+    expect((await httpGet(`${url}api/routines/quick/run`, { authorization: `Bearer ${token}` }, 'POST', '')).status).toBe(202);
+    await s.waitFor(/\[http\] run quick: success/);
+    expect((await runCli(['routine', 'run', 'quick'], { cwd: project })).code).toBe(0);
+    const quick = (await history(project, 'quick')) as (Fire & { by?: string; trigger?: string })[];
+    expect(quick.map((f) => [f.trigger, f.by]).sort()).toEqual([['manual', expect.stringMatching(/^cli, pid \d+$/)], ['manual', 'http, 127.0.0.1']].sort());
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
   });

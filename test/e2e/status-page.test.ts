@@ -185,6 +185,41 @@ describe.skipIf(missing !== null)('status page in Chromium', () => {
     await serve.exited;
   });
 
+  it("a routine's page: the whole kept history a page at a time, a chart of its durations, the output of a running fire as it grows", async () => {
+    const project = testProject({ routines: [
+      cmd('many', '0 0 1 1 *', 'echo ran'),
+      cmd('slowly', '0 0 1 1 *', 'echo first line; sleep 2; echo second line; sleep 60', { exclusive: false }),
+    ] });
+    for (let i = 0; i < 55; i++) expect((await runCli(['routine', 'run', 'many'], { cwd: project })).code).toBe(0);
+    const serve = startCli(['serve', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 100_000 });
+    const url = (await serve.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const page = await (await openBrowser()).newPage();
+    await page.goto(`${url}routines/many`);
+    const text = async (id: string): Promise<string> => page.evaluate((i) => document.getElementById(i)!.innerText, id);
+    expect(await text('pager')).toMatch(/fires 1–50 of 55 kept \(page 1 of 2\)/);
+    expect(await page.locator('#fires tr').count()).toBe(50);
+    expect(await page.locator('svg.chart rect').count()).toBe(30);
+    expect(await page.locator('svg.chart').getAttribute('aria-label')).toMatch(/^Durations of the last 30 fires that ran, oldest first: median /);
+    await page.click('text=Older fires →');
+    await page.waitForURL(/\?page=2/);
+    expect(await page.locator('#fires tr').count()).toBe(5);
+    expect(await text('pager')).toMatch(/fires 51–55 of 55 kept \(page 2 of 2\)/);
+    // a fire running now: its output on its page, growing without a reload
+    const run = startCli(['routine', 'run', 'slowly'], { cwd: project, timeoutMs: 90_000 });
+    await run.waitFor(/first line/);
+    await page.goto(`${url}routines/slowly`);
+    expect(await text('output')).toMatch(/is running: its output so far/);
+    expect(await text('output')).toMatch(/first line/);
+    await page.waitForFunction(() => document.getElementById('output')!.innerText.includes('second line'), undefined, { timeout: 20_000 });
+    expect(await page.evaluate(() => location.pathname + location.search)).toBe('/routines/slowly');
+    expect((await runCli(['routine', 'stop', 'slowly'], { cwd: project })).code).toBe(0);
+    await run.exited;
+    await page.waitForFunction(() => !document.getElementById('output')!.innerText.includes('is running'), undefined, { timeout: 20_000 });
+    expect(await text('fires')).toMatch(/stopped by hand \(cli, pid \d+\)/);
+    serve.child.kill('SIGTERM');
+    await serve.exited;
+  });
+
   it('100 routines and a 200-character pause note fit 1280 px and a phone: nothing cut off, nothing scrolls sideways', async () => {
     const routines = Array.from({ length: 100 }, (_, i) => cmd(`routine-with-a-long-name-${String(i).padStart(3, '0')}`, '0 0 1 1 *', 'true', { timezone: 'America/Argentina/Buenos_Aires' }));
     const project = testProject({ routines });

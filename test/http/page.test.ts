@@ -118,14 +118,33 @@ describe('renderParts', () => {
     const fresh = new Function(`const ${humanDuration.name} = ${humanDuration.toString()}; const ${viewKit.name} = ${viewKit.toString()}; return (${renderParts.toString()})`)() as typeof renderParts;
     expect(fresh(pageData(), NOW)).toEqual(renderParts(pageData(), NOW));
     const d = pageData();
+    const fire = (i: number, result: 'success' | 'failure' | 'skipped', took: number) => ({
+      scheduled_at: new Date(NOW - i * 60_000).toISOString(), started_at: new Date(NOW - i * 60_000).toISOString(), finished_at: new Date(NOW - i * 60_000 + took).toISOString(),
+      result, reason: null, exit_code: result === 'failure' ? 1 : 0, run_id: result === 'skipped' ? null : `r-${i}`, trigger: 'manual' as const, by: 'http, 127.0.0.1',
+    });
     const detail: DetailData = {
       status: d.status, routine: d.routines[0]!, actions: true,
-      fires: [{ scheduled_at: d.status.now, started_at: d.status.now, finished_at: d.status.now, result: 'success', reason: null, exit_code: 0, run_id: 'r-1', trigger: 'manual' }],
+      fires: [fire(1, 'success', 1200), fire(2, 'skipped', 0), fire(3, 'failure', 300)],
       output: { run_id: 'r-1', text: 'hello <b>\n', lines: 200, cut_lines: false, notices: ['a run shown here printed more than retention.runLogBytes'] },
+      page: { number: 2, pages: 3, total: 130, size: 50 },
+      ran: [fire(1, 'success', 1200), fire(3, 'failure', 300)],
+      running: { run_id: 'r-1', started_at: new Date(NOW - 5000).toISOString() },
     };
     const freshDetail = new Function(`const ${humanDuration.name} = ${humanDuration.toString()}; const ${viewKit.name} = ${viewKit.toString()}; return (${renderDetail.toString()})`)() as typeof renderDetail;
     expect(freshDetail(detail, NOW)).toEqual(renderDetail(detail, NOW));
     expect(renderDetail(detail, NOW).output).toContain('hello &lt;b&gt;');
+    const p = renderDetail(detail, NOW);
+    // the kept history a page at a time, by links that work without JavaScript
+    expect(p.pager).toContain('<a href="/routines/tick?page=1#fires-title">← Newer fires</a>');
+    expect(p.pager).toContain('fires 51–100 of 130 kept (page 2 of 3)');
+    expect(p.pager).toContain('<a href="/routines/tick?page=3#fires-title">Older fires →</a>');
+    // a chart of the durations of the fires that ran, oldest left, with words for a screen reader
+    expect(p.summary.match(/<rect class="bar bar-(success|failure)"/g)).toEqual(['<rect class="bar bar-failure"', '<rect class="bar bar-success"']);
+    expect(p.summary).toContain('aria-label="Durations of the last 2 fires that ran, oldest first: median 1.2s, longest 1.2s."');
+    // the running fire's output, as it grows; who started each manual fire
+    expect(p.output).toContain('<strong>is running</strong>: its output so far');
+    expect(p.summary).toContain('Running now');
+    expect(p.fires).toContain('by hand (http, 127.0.0.1)');
   });
 });
 
