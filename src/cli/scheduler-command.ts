@@ -1,6 +1,7 @@
 // `routinely scheduler start` (SPEC §6): foreground, one per project (the `scheduler` lock).
 
 import { loadProject, type Project } from '../config/load.js';
+import { extraFieldWarning } from '../config/cron-habits.js';
 import { DatabaseRowError, ExitCode } from '../errors.js';
 import { fireRoutine, ownerGone } from '../scheduler/firing.js';
 import { commandEnv } from '../exec/process.js';
@@ -65,6 +66,11 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const sink = boundedLines(process.stdout);
   limitExitFlush(EXIT_FLUSH_MS);
   const log = createLogger(flags.logFormat, sink, () => clockNow());
+  // the warnings `validate` gives (a 6-field schedule that reads like a 5-field one with a typo)
+  for (const r of project.config.routines) {
+    const w = extraFieldWarning(r.schedule);
+    if (w) log({ event: 'scheduler.warning', message: `routine ${r.id}: ${w}` });
+  }
   // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
   const http = await httpSetup(flags.http, project);
   // The skew warning goes to the log (below), not to stderr.

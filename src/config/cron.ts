@@ -19,6 +19,9 @@ const SECOND = { name: 'second', min: 0, max: 59 };
 export function cronProblem(schedule: string, timezone?: string, use?: (cron: Cron) => void): string | null {
   const trimmed = schedule.trim();
   if (trimmed.startsWith('@')) {
+    if (trimmed.toLowerCase() === '@reboot') {
+      return '@reboot is not a time: for work at every scheduler start give the routine its real schedule with "catchUp": "latest" (it fires once at start when a time was missed), and for work at boot use a systemd unit (Type=oneshot, WantedBy=multi-user.target) or cron\'s own @reboot';
+    }
     if (!NICKNAMES.has(trimmed.toLowerCase())) {
       return `unknown nickname ${trimmed} (allowed: ${[...NICKNAMES.keys()].join(', ')})`;
     }

@@ -47,7 +47,7 @@ describe('validateConfig', () => {
     ['60 * * * * *', 'second 60 out of range 0-59'],
     ['* * * *', 'has 4 fields'],
     ['0 0 0 * * * 2030', 'has 7 fields'],
-    ['@reboot', 'unknown nickname @reboot (allowed: @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly)'],
+    ['@reboot', '@reboot is not a time: for work at every scheduler start give the routine its real schedule with "catchUp": "latest"'],
     ['*/0 * * * *', 'minute step 0 must be at least 1'],
   ])('rejects schedule %j: %s', (schedule, why) => {
     expect(problems({ routines: [routine({ schedule })] })[0]).toContain(why);

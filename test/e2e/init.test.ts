@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { stripJsonComments } from '../../src/config/load.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 
 const schemaOf = (dir: string): string => (JSON.parse(stripJsonComments(readFileSync(join(dir, 'routinely.json'), 'utf8'))) as { $schema: string }).$schema;
@@ -146,6 +146,16 @@ describe('validate and cron habits', () => {
     expect(cached.stderr).toContain('validate from the cache');
     expect(cached.stderr).toContain(warning);
     expect(cached.stdout).toBe(full.stdout);
+  });
+
+  it('scheduler start gives the same 6-field warning in its log', async () => {
+    const dir = testdir();
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [{ id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' }] }));
+    const s = startCli(['scheduler', 'start'], { cwd: dir, timeoutMs: 30_000 });
+    await s.waitFor(/\[scheduler\] started/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(s.stdout()).toContain('[scheduler] warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field');
   });
 
   it('names the field and the word croner would only call illegal, and guesses a misspelt key', async () => {
