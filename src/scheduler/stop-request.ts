@@ -24,6 +24,9 @@ const RUN_ID = /^r-[0-9TZ]{8,20}-[0-9a-f]{2,16}$/;
 
 const stopsDir = (stateDir: string): string => join(stateDir, 'stops');
 
+/** How long past SIGKILL the stopper still waits for the group to go. */
+const KILL_WAIT_MS = 5_000;
+
 /** Who asked, as the record says it: `cli, pid 4711` or `http, 127.0.0.1`. */
 export type StopWho = { via: 'cli'; pid: number } | { via: 'http'; address: string };
 
@@ -107,7 +110,9 @@ export async function stopRoutine(o: StopOptions): Promise<StopOutcome> {
   const started = o.clock.monotonic();
   signalGroups(groups, 'SIGTERM');
   let killed = false;
-  while (groups.some((g) => groupAlive(g))) {
+  // never a hang: a process stuck in the kernel (D state) outlives SIGKILL; after another
+  // grace we stop waiting and say whether the record came
+  while (groups.some((g) => groupAlive(g)) && o.clock.monotonic() - started < 2 * o.graceMs + KILL_WAIT_MS) {
     if (!killed && o.clock.monotonic() - started >= o.graceMs) {
       signalGroups(groups, 'SIGKILL');
       killed = true;
