@@ -1,5 +1,6 @@
-// Builds dist/: the CLI and the library as ESM bundles (one esbuild run, shared chunks, each CLI
-// command in its own lazily loaded chunk), plus .d.ts files from tsc. `npm pack` runs it
+// Builds dist/: the bundled dependencies once each (dist/vendor/), the CLI (CommonJS entry files and
+// ESM chunks, each command in its own lazily loaded chunk), the library (one CommonJS
+// implementation with an ESM face), plus .d.ts and .d.cts files from tsc. `npm pack` runs it
 // (prepack), so a package packed from a fresh clone has its dist/.
 //
 // What the bundle leaves outside decides package.json's `dependencies`: there are none. commander,
@@ -9,8 +10,9 @@
 // installs the packed tarball into fresh ESM and CommonJS projects, runs them and type-checks
 // them with skipLibCheck off, which catches a dependency or a type missing from the package.
 import { build } from 'esbuild';
-import { copyFileSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
 import { execFileSync } from 'node:child_process';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -33,10 +35,47 @@ const common = {
   },
   logLevel: 'warning',
 };
-// The library and the CLI's commands: shared chunks, each command in its own lazily loaded chunk.
+// The bundled dependencies, each once (SPEC §8): one CommonJS file per package in dist/vendor/,
+// reached through package.json's "imports" (`#vendor/zod-mini`), which resolve from any file of
+// the package, ES module or CommonJS. The CLI's chunks and the library both load these.
+const VENDOR = { 'zod/mini': 'zod-mini', croner: 'croner', pg: 'pg' };
+// Of zod only what src/ uses (`z.object`, …): `export *` would keep all of it (430 KB).
+const zodNames = new Set();
+const zodModule = await import('zod/mini');
+for (const file of readdirSync('src', { recursive: true })) {
+  if (!file.endsWith('.ts')) continue;
+  const text = readFileSync(join('src', file), 'utf8');
+  if (text.includes("from 'zod/mini'")) for (const m of text.matchAll(/\bz\.([A-Za-z_$][\w$]*)/g)) zodNames.add(m[1]);
+}
+zodNames.delete('core'); // z.core.$ZodError is a type here; the value is all of zod
+const vendorSource = {
+  // (z.infer and the like are types: only names the module has at run time)
+  'zod/mini': `export { ${[...zodNames].filter((n) => n in zodModule).sort().join(', ')} } from 'zod/mini';`,
+  croner: "export * from 'croner';",
+  pg: "module.exports = require('pg');",
+};
+for (const [pkgName, file] of Object.entries(VENDOR)) {
+  await build({
+    ...common,
+    banner: {},
+    format: 'cjs',
+    minify: true,
+    outfile: `dist/vendor/${file}.cjs`,
+    // esbuild annotates the names for Node's CommonJS export detection (import { Cron } works)
+    stdin: { contents: vendorSource[pkgName], resolveDir: '.', loader: 'js' },
+  });
+}
+const vendored = {
+  name: 'vendored',
+  setup(b) {
+    b.onResolve({ filter: /^(zod\/mini|croner|pg)$/ }, (a) => ({ path: `#vendor/${VENDOR[a.path]}`, external: true }));
+  },
+};
+// The CLI's commands: shared chunks, each command in its own lazily loaded chunk.
 await build({
   ...common,
-  entryPoints: { index: 'src/index.ts', 'cli-program': 'src/cli/program.ts' },
+  plugins: [vendored],
+  entryPoints: { 'cli-program': 'src/cli/program.ts' },
   outdir: 'dist',
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
@@ -72,8 +111,15 @@ await build({
     },
   ],
 });
-// The library for require() too (SPEC §8): one CommonJS file, its dynamic imports inlined.
-await build({ ...cjs, minify: false, entryPoints: { index: 'src/index.ts' } });
+// The library (SPEC §8): one implementation for require() and import, so a process that does both
+// has one copy of every class and lock (no dual-package hazard). index.cjs is it, its dynamic
+// imports inlined; index.js is an ES module that re-exports index.cjs by name.
+await build({ ...cjs, minify: false, plugins: [vendored], entryPoints: { index: 'src/index.ts' } });
+const names = Object.keys(createRequire(import.meta.url)(resolve('dist/index.cjs'))).filter((n) => n !== 'default').sort();
+writeFileSync(
+  'dist/index.js',
+  `// The same implementation as require('routinely'): dist/index.cjs.\nimport lib from './index.cjs';\n${names.map((n) => `export const ${n} = lib.${n};`).join('\n')}\n`,
+);
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--emitDeclarationOnly'], { stdio: 'inherit' });
 // Only the declarations index.d.ts reaches are shipped: tsc writes one per source file, and the
 // others (the config's zod shapes, croner's wrapper) import packages the package does not have.
@@ -93,5 +139,10 @@ for (const file of readdirSync('dist', { recursive: true })) {
 for (const dir of readdirSync('dist', { recursive: true }).map((f) => join('dist', f)).reverse()) {
   if (statSync(dir).isDirectory() && readdirSync(dir).length === 0) rmSync(dir, { recursive: true });
 }
-// The same declarations for require(): TypeScript reads a .d.cts as CommonJS.
-copyFileSync('dist/index.d.ts', 'dist/index.d.cts');
+// The same declarations for require(): a .d.cts beside every .d.ts, importing its siblings as
+// `./x.cjs` (TypeScript reads a .d.cts as CommonJS and maps ./x.cjs to ./x.d.cts), so a CommonJS
+// consumer under node16/nodenext never reaches an ES-module declaration (TS1479).
+for (const path of reached) {
+  const text = readFileSync(path, 'utf8').replace(/((?:from|import\()\s*['"]\.{1,2}\/[^'"]+)\.js(['"])/g, '$1.cjs$2');
+  writeFileSync(path.replace(/\.d\.ts$/, '.d.cts'), text);
+}

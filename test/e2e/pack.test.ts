@@ -102,18 +102,22 @@ describe('the packed package', () => {
     const [info] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     const packed = info!.files.map((f) => f.path);
     expect(packed).toEqual(expect.arrayContaining([
-      'dist/cli.cjs', 'dist/cli-program.js', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'config/routinely.schema.json', 'package.json', 'README.md', 'LICENSE',
+      'dist/cli.cjs', 'dist/cli-program.js', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'dist/vendor/zod-mini.cjs', 'config/routinely.schema.json', 'package.json', 'README.md', 'LICENSE',
       // the README's links resolve in the installed package (it has no repository to link to)
       'docs/http.md', 'docs/lock.md', 'docs/status-page.png', 'examples/systemd/routinely-scheduler.service', 'examples/prometheus/alerts.yml',
     ]));
     expect(packed.filter((p) => p.startsWith('src/') || p.startsWith('test/') || p.startsWith('bench/'))).toEqual([]);
     // every declaration shipped imports only the package's own files and node's: none names a
     // package that is not installed with it (tsc emits one per source file; the unreachable are left out)
-    const declarations = packed.filter((p) => p.endsWith('.d.ts'));
+    const declarations = packed.filter((p) => p.endsWith('.d.ts') || p.endsWith('.d.cts'));
     expect(declarations.length).toBeGreaterThan(10);
     const foreign = declarations.flatMap((p) => [...readFileSync(join(clone, p), 'utf8').matchAll(/(?:from|import\()\s*['"]([^'"]+)['"]/g)]
       .map((m) => m[1]!).filter((spec) => !spec.startsWith('.') && !spec.startsWith('node:')).map((spec) => `${p}: ${spec}`));
     expect(foreign).toEqual([]);
+    // a .d.cts (read as CommonJS) reaches only .d.cts files: never an ES-module declaration
+    const cts = declarations.filter((p) => p.endsWith('.d.cts'));
+    expect(cts).toContain('dist/lock/lease.d.cts');
+    expect(cts.flatMap((p) => [...readFileSync(join(clone, p), 'utf8').matchAll(/(?:from|import\()\s*['"](\.[^'"]+)['"]/g)].map((m) => m[1]!).filter((spec) => !spec.endsWith('.cjs')).map((spec) => `${p}: ${spec}`))).toEqual([]);
     expect(declarations).not.toContain('dist/config/schema.d.ts');
     const readmeLinks = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/\]\(((?:docs|examples)\/[^)#\s]+)/g)].map((m) => m[1]!);
     expect(readmeLinks.length).toBeGreaterThan(3);
@@ -128,23 +132,50 @@ describe('the packed package', () => {
     expect(readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.'))).toEqual(['routinely']);
     expect(install.stderr).not.toMatch(/install-scripts/);
 
+    // each bundled dependency is in the package once (the CLI's chunks and the library share it)
+    const code = packed.filter((p) => /\.(c?js)$/.test(p));
+    const holding = (text: string): string[] => code.filter((p) => readFileSync(join(clone, p), 'utf8').includes(text));
+    expect(holding('$ZodError')).toEqual(['dist/vendor/zod-mini.cjs']);
+    expect(holding('CronPattern: Syntax error')).toEqual(['dist/vendor/croner.cjs']);
+    expect(holding('SASL channel binding')).toEqual(['dist/vendor/pg.cjs']);
+    expect(holding('Constructs the CommanderError class')).toHaveLength(1);
+    expect(holding('Invalid metric name')).toHaveLength(1);
+
     // a CommonJS project (npm init's default) and an ES module both load it, and take the lock
-    writeFileSync(join(project, 'use.cjs'), "const r = require('routinely'); r.withProjectLock({ ifBusy: 'fail' }, async (lease) => lease.generation).then((x) => console.log('cjs', x.ok, typeof x.value));\n");
-    writeFileSync(join(project, 'use.mjs'), "import { withProjectLock } from 'routinely';\nconst x = await withProjectLock({ ifBusy: 'fail' }, async (lease) => lease.generation);\nconsole.log('esm', x.ok, typeof x.value);\n");
+    writeFileSync(join(project, 'use.cjs'), "const r = require('routinely'); r.withProjectLock({ ifBusy: 'fail' }, async (lease) => lease.generation).then((x) => console.log('cjs', x.ok, typeof x.value, require('routinely/package.json').name));\n");
+    // require() and import in one process get one implementation: the same functions and classes
+    writeFileSync(join(project, 'use.mjs'), "import { createRequire } from 'node:module';\nimport * as esm from 'routinely';\nconst cjs = createRequire(import.meta.url)('routinely');\nconst x = await esm.withProjectLock({ ifBusy: 'fail' }, async (lease) => lease.generation);\nconsole.log('esm', x.ok, typeof x.value, cjs.withProjectLock === esm.withProjectLock && cjs.ConfigError === esm.ConfigError && cjs.ExitCode === esm.ExitCode);\n");
     writeFileSync(join(project, 'routinely.json'), '{}');
-    expect(await run(process.execPath, ['use.cjs'], project)).toMatchObject({ code: 0, stdout: 'cjs true number\n' });
-    expect(await run(process.execPath, ['use.mjs'], project)).toMatchObject({ code: 0, stdout: 'esm true number\n' });
+    expect(await run(process.execPath, ['use.cjs'], project)).toMatchObject({ code: 0, stdout: 'cjs true number routinely\n' });
+    expect(await run(process.execPath, ['use.mjs'], project)).toMatchObject({ code: 0, stdout: 'esm true number true\n' });
     // its types are self-contained: strict TypeScript with skipLibCheck off and only @types/node,
-    // from a CommonJS file and from an ES module (NodeNext resolves each through its condition)
+    // on TypeScript 5.4 and 5.9, as a CommonJS project under node16 (TypeScript's advice for Node;
+    // nothing it reads may be an ES-module declaration: TS1479), an ES module under node16, and a
+    // project for a bundler. The node16 ones are compiled and run.
     mkdirSync(join(project, 'node_modules', '@types'));
     symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(project, 'node_modules', '@types', 'node'));
-    const sample = "import { withProjectLock, ExitCode, type WithLockResult } from 'routinely';\nconst r: WithLockResult<number> = await withProjectLock({ ifBusy: 'wait', waitTimeoutMs: 1000 }, async (lease) => lease.generation);\nif (!r.ok) process.exitCode = ExitCode.BUSY;\nexport {};\n";
-    writeFileSync(join(project, 'esm.mts'), sample);
-    writeFileSync(join(project, 'cjs.cts'), sample.replace('await withProjectLock', 'withProjectLock').replace('const r: WithLockResult<number> =', 'void').replace('if (!r.ok) process.exitCode = ExitCode.BUSY;', 'void ExitCode.BUSY; const t: WithLockResult<number> | null = null; void t;'));
-    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', noEmit: true, skipLibCheck: false, types: ['node'] }, files: ['esm.mts', 'cjs.cts'] }));
-    const tsc = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], project, 120_000);
-    expect(tsc.stdout + tsc.stderr).toBe('');
-    expect(tsc.code).toBe(0);
+    const body = "const r: WithLockResult<number> = await withProjectLock({ ifBusy: 'wait', waitTimeoutMs: 1000 }, async (lease) => lease.generation);\nconst failed: RoutinelyError | null = r.ok ? null : new ConfigError('x', []);\nconsole.log(r.ok, failed === null, ExitCode.BUSY);\n";
+    const imports = "import { withProjectLock, ExitCode, ConfigError, type RoutinelyError, type WithLockResult } from 'routinely';\n";
+    const consumers = [
+      { name: 'cjs-node16', type: undefined, module: 'node16', resolution: 'node16', source: `${imports}async function main(): Promise<void> {\n${body}}\nvoid main();\n`, runs: true },
+      { name: 'esm-node16', type: 'module', module: 'node16', resolution: 'node16', source: `${imports}${body}`, runs: true },
+      { name: 'esm-bundler', type: 'module', module: 'esnext', resolution: 'bundler', source: `${imports}${body}`, runs: false },
+    ];
+    for (const c of consumers) {
+      const dir = join(project, c.name);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: c.name, private: true, ...(c.type ? { type: c.type } : {}) }));
+      writeFileSync(join(dir, 'index.ts'), c.source);
+      writeFileSync(join(dir, 'routinely.json'), '{}');
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, module: c.module, moduleResolution: c.resolution, target: 'ES2022', outDir: 'out', skipLibCheck: false, types: ['node'] }, files: ['index.ts'] }));
+      for (const ts of ['typescript-5.4', 'typescript']) {
+        const tsc = await run(process.execPath, [join(ROOT, 'node_modules', ts, 'bin', 'tsc'), '-p', '.'], dir, 120_000);
+        expect(`${c.name} on ${ts}: ${tsc.stdout}${tsc.stderr}`).toBe(`${c.name} on ${ts}: `);
+        expect(tsc.code).toBe(0);
+      }
+      if (c.runs) expect(await run(process.execPath, ['out/index.js'], dir)).toMatchObject({ code: 0, stdout: 'true true 75\n' });
+    }
+    expect(readFileSync(join(ROOT, 'node_modules', 'typescript-5.4', 'package.json'), 'utf8')).toMatch(/"version": "5\.4\./);
     rmSync(join(project, 'routinely.json'));
 
     // --no: never fetch a package named routinely from the registry; use the installed one
