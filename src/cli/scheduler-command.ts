@@ -19,7 +19,7 @@ import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
 import { httpSetup } from './http-options.js';
-import { npmWrapper, parentIsNpm, watchParent, WRAPPER_ADVICE } from './wrapper.js';
+import { findStarter, npmWrapper, watchStarter, WRAPPER_ADVICE } from './wrapper.js';
 import { boundedLines } from './bounded-output.js';
 import { limitExitFlush } from './io.js';
 import { setIoNoticeSink } from '../fs/io-notice.js';
@@ -240,13 +240,15 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   process.on('SIGTERM', onStop);
   process.on('SIGHUP', onHup);
   lease.signal.addEventListener('abort', onLost, { once: true });
-  // Under npm, a signal meant for us stops only npm: say so now, and stop when npm is gone.
+  // Under npm, a signal meant for us stops only npm (and its shell): say so now, and stop when
+  // npm or the shell between is gone.
   const wrapper = npmWrapper(process.env);
   let unwatchParent = (): void => {};
   if (wrapper) log({ event: 'scheduler.warning', message: `started through ${wrapper}; ${WRAPPER_ADVICE}` });
-  if (wrapper && parentIsNpm()) {
-    unwatchParent = watchParent(() => {
-      log({ event: 'scheduler.warning', message: `the ${wrapper} process that started this scheduler is gone; stopping as if sent SIGTERM` });
+  const starter = wrapper ? findStarter() : null;
+  if (starter) {
+    unwatchParent = watchStarter(starter, (why) => {
+      log({ event: 'scheduler.warning', message: `${why}: the ${wrapper} that started this scheduler was stopped or ended; stopping as if sent SIGTERM` });
       stop.abort();
     });
   }

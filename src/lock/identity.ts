@@ -52,6 +52,7 @@ export interface ProcessIdentity {
 
 interface ProcStat {
   state: string;
+  ppid: number;
   pgid: number;
   startTime: string;
 }
@@ -62,12 +63,13 @@ export function parseProcStat(text: string): ProcStat | null {
   const close = text.lastIndexOf(')');
   if (close < 0) return null;
   const fields = text.slice(close + 2).split(' ');
-  // fields[0] is field 3 (state); pgrp is field 5; starttime is field 22.
+  // fields[0] is field 3 (state); ppid is field 4, pgrp field 5; starttime is field 22.
   const state = fields[0];
+  const ppid = Number(fields[1]);
   const pgid = Number(fields[2]);
   const startTime = fields[19];
-  if (!state || !startTime || !Number.isInteger(pgid)) return null;
-  return { state, pgid, startTime };
+  if (!state || !startTime || !Number.isInteger(pgid) || !Number.isInteger(ppid)) return null;
+  return { state, ppid, pgid, startTime };
 }
 
 const statBuf = Buffer.allocUnsafe(4096);

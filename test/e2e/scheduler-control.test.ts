@@ -212,6 +212,35 @@ describe('a scheduler started through npm', () => {
     expect((await runCli(['scheduler', 'status'], { cwd: project })).stdout).toMatch(/not running/);
   }, 60_000);
 
+  // The real peer: npm itself running a package.json script through its script shell. On SIGTERM
+  // npm signals the shell only; dash does not exec its last command, so it dies and the scheduler
+  // would be reparented to PID 1 and go on firing. SIGKILL to npm leaves the shell waiting for us.
+  for (const [shell, signal] of [['/bin/dash', 'SIGTERM'], ['/bin/dash', 'SIGKILL'], ['/bin/bash', 'SIGTERM']] as const) {
+    it(`npm run with ${shell} as its script shell: ${signal} to npm stops the scheduler and frees its lock`, async () => {
+      const project = testProject({ routines: [{ id: 'tick', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'p', private: true, scripts: { sched: `"${process.execPath}" "${CLI}" scheduler start` } }));
+      const env = childEnv({ npm_config_update_notifier: 'false' });
+      for (const k of Object.keys(env)) if (/^npm_(?!config_(cache|registry|userconfig|globalconfig|update_notifier))/i.test(k) || k === 'INIT_CWD') delete env[k];
+      const npm = spawn('npm', ['run', '--script-shell', shell, 'sched'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      npm.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      npm.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      onTestFinished(() => npm.kill('SIGKILL'));
+      await eventually(() => /\[scheduler\] started/.test(out), 30_000, 'the scheduler to start', () => out);
+      expect(out).toMatch(/started through npm run sched; signals sent to npm do not reach this process/);
+      const pid = (JSON.parse((await runCli(['scheduler', 'status', '--json'], { cwd: project })).stdout) as { schedulers: { pid: number }[] }).schedulers[0]!.pid;
+      onTestFinished(() => {
+        if (processRuns(pid)) process.kill(pid, 'SIGKILL');
+      });
+      expect(pid).not.toBe(npm.pid);
+      npm.kill(signal);
+      await eventually(() => !processRuns(pid), 20_000, 'the scheduler to stop with its npm');
+      const status = await runCli(['scheduler', 'status'], { cwd: project });
+      expect(status.code).toBe(3);
+      expect(status.stdout).toMatch(/not running/);
+    }, 60_000);
+  }
+
   it('started in the background by a shell that npm ran (`routinely scheduler start &`), it keeps running when that shell exits', async () => {
     const project = testProject({ routines: [{ id: 'tick', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
     const log = join(project, 'scheduler.log');
