@@ -225,7 +225,7 @@ describe('a scheduler started through npm', () => {
       let out = '';
       npm.stdout!.on('data', (d: Buffer) => (out += d.toString()));
       npm.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-      onTestFinished(() => npm.kill('SIGKILL'));
+      onTestFinished(() => void npm.kill('SIGKILL'));
       await eventually(() => /\[scheduler\] started/.test(out), 30_000, 'the scheduler to start', () => out);
       expect(out).toMatch(/started through npm run sched; signals sent to npm do not reach this process/);
       const pid = (JSON.parse((await runCli(['scheduler', 'status', '--json'], { cwd: project })).stdout) as { schedulers: { pid: number }[] }).schedulers[0]!.pid;
