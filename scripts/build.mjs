@@ -36,8 +36,8 @@ const common = {
   logLevel: 'warning',
 };
 // The bundled dependencies, each once (SPEC §8): one CommonJS file per package in dist/vendor/,
-// reached through package.json's "imports" (`#vendor/zod-mini`), which resolve from any file of
-// the package, ES module or CommonJS. The CLI's chunks and the library both load these.
+// which the CLI's ESM chunks (all in dist/chunks/: `../vendor/x.cjs`) and the library
+// (dist/index.cjs: `./vendor/x.cjs`) both load. Relative paths, so dist/ works on its own.
 const VENDOR = { 'zod/mini': 'zod-mini', croner: 'croner', pg: 'pg' };
 // Of zod only what src/ uses (`z.object`, …): `export *` would keep all of it (430 KB).
 const zodNames = new Set();
@@ -65,17 +65,17 @@ for (const [pkgName, file] of Object.entries(VENDOR)) {
     stdin: { contents: vendorSource[pkgName], resolveDir: '.', loader: 'js' },
   });
 }
-const vendored = {
+const vendored = (fromDir) => ({
   name: 'vendored',
   setup(b) {
-    b.onResolve({ filter: /^(zod\/mini|croner|pg)$/ }, (a) => ({ path: `#vendor/${VENDOR[a.path]}`, external: true }));
+    b.onResolve({ filter: /^(zod\/mini|croner|pg)$/ }, (a) => ({ path: `${fromDir}/vendor/${VENDOR[a.path]}.cjs`, external: true }));
   },
-};
+});
 // The CLI's commands: shared chunks, each command in its own lazily loaded chunk.
 await build({
   ...common,
-  plugins: [vendored],
-  entryPoints: { 'cli-program': 'src/cli/program.ts' },
+  plugins: [vendored('..')],
+  entryPoints: { 'chunks/cli-program': 'src/cli/program.ts' },
   outdir: 'dist',
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
@@ -84,7 +84,7 @@ await build({
 // loading a dozen ESM chunks and the ESM facades of six builtins cost it more than its own work);
 // the fast `lock run` / `lock status` in a second one (cli-lock.cjs: it spawns, and loading
 // node:child_process costs every other command 3.5 ms); every other command it imports from
-// cli-program.js above.
+// chunks/cli-program.js above.
 const cjs = {
   ...common,
   outExtension: { '.js': '.cjs' },
@@ -106,7 +106,7 @@ await build({
     {
       name: 'program-outside',
       setup(b) {
-        b.onResolve({ filter: /^\.\/program\.js$/ }, () => ({ path: './cli-program.js', external: true }));
+        b.onResolve({ filter: /^\.\/program\.js$/ }, () => ({ path: './chunks/cli-program.js', external: true }));
       },
     },
   ],
@@ -114,7 +114,7 @@ await build({
 // The library (SPEC §8): one implementation for require() and import, so a process that does both
 // has one copy of every class and lock (no dual-package hazard). index.cjs is it, its dynamic
 // imports inlined; index.js is an ES module that re-exports index.cjs by name.
-await build({ ...cjs, minify: false, plugins: [vendored], entryPoints: { index: 'src/index.ts' } });
+await build({ ...cjs, minify: false, plugins: [vendored('.')], entryPoints: { index: 'src/index.ts' } });
 const names = Object.keys(createRequire(import.meta.url)(resolve('dist/index.cjs'))).filter((n) => n !== 'default').sort();
 writeFileSync(
   'dist/index.js',

@@ -102,7 +102,7 @@ describe('the packed package', () => {
     const [info] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     const packed = info!.files.map((f) => f.path);
     expect(packed).toEqual(expect.arrayContaining([
-      'dist/cli.cjs', 'dist/cli-program.js', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'dist/vendor/zod-mini.cjs', 'config/routinely.schema.json', 'package.json', 'README.md', 'LICENSE',
+      'dist/cli.cjs', 'dist/chunks/cli-program.js', 'dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'dist/vendor/zod-mini.cjs', 'config/routinely.schema.json', 'package.json', 'README.md', 'LICENSE',
       // the README's links resolve in the installed package (it has no repository to link to)
       'docs/http.md', 'docs/lock.md', 'docs/status-page.png', 'examples/systemd/routinely-scheduler.service', 'examples/prometheus/alerts.yml',
     ]));
