@@ -285,6 +285,22 @@ routinely running init, as a file:// URL that works on this machine only.`)
     .description('check the config and print the next 3 fire times of each routine')
     .action(act(async () => (await import('./validate-command.js')).validate(globals())));
 
+  program
+    .command('import-crontab')
+    .description('print the jobs of a crontab as routinely.json content (routines)')
+    .argument('[file]', 'a crontab file, or - (the default) for standard input')
+    .option('--system', 'the crontab has a user column after the schedule (/etc/crontab, /etc/cron.d/*: assumed for those paths)')
+    .addHelpText('after', `
+Schedules are kept; \`flock -n LOCK CMD\` and \`flock -n LOCK -c 'CMD'\` wrappers are dropped (the
+exec lock does their job; flock without -n becomes ifBusy "wait"); NAME=value lines go into the
+env of the jobs below them; MAILTO becomes a note about "notify"; \\% becomes %. What cannot be
+carried (@reboot, an unescaped %) is named in a comment and on stderr. Exit 0 when it printed.
+
+Examples:
+  crontab -l | routinely import-crontab > routinely.json
+  routinely import-crontab /etc/cron.d/backup`)
+    .action(act(async (file: string | undefined, opts) => (await import('./import-crontab-command.js')).importCrontabCommand(file, opts)));
+
   acceptGlobalsEverywhere(program);
   return program;
 }

@@ -1,0 +1,322 @@
+// `routinely import-crontab` (SPEC §10): a crontab's jobs as routinely.json content. Pure: text
+// in, the config text (JSON with comments) and the notes for stderr out. Every line is accounted
+// for: a job becomes a routine, an environment line goes into the `env` of the jobs below it (as
+// cron builds each job's environment from the lines above it), and what cannot be carried
+// (`@reboot`, an unescaped `%`, a line that is neither) is named in a comment and in a note.
+
+import { printable as escapeControls } from '../printable.js';
+import { cronProblem } from './cron.js';
+import { ID_PATTERN } from './types.js';
+
+export interface ImportOptions {
+  /** The name of the input in comments and notes (a path, or "stdin"). */
+  source: string;
+  /** A system crontab (/etc/crontab, /etc/cron.d/*): a user column after the schedule. */
+  system: boolean;
+}
+
+export interface Imported {
+  /** routinely.json content (JSON with comments) */
+  text: string;
+  /** One line per thing not carried or changed in meaning, for stderr. */
+  notes: string[];
+  routines: number;
+}
+
+interface Routine {
+  id: string;
+  schedule: string;
+  action: 'command';
+  run: string;
+  timezone?: string;
+  ifBusy?: 'wait';
+  waitTimeoutSeconds?: number;
+  env?: Record<string, string>;
+}
+
+interface Entry {
+  comments: string[];
+  routine: Routine | null;
+}
+
+const ENV_LINE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/;
+
+export function importCrontab(input: string, o: ImportOptions): Imported {
+  const notes: string[] = [];
+  const head: string[] = [
+    `Imported from ${o.source} by routinely import-crontab. Check it with \`routinely validate\`.`,
+    'cron ran these from your home directory with its own small environment; routinely runs',
+    'them from the project folder with the scheduler\'s environment (plus each routine\'s "env").',
+    'Every routine holds the project exec lock: a tick that finds it busy is skipped and recorded',
+    'as "skipped", not failed (ifBusy "wait" waits for it instead).',
+  ];
+  const entries: Entry[] = [];
+  const env: Record<string, string> = {};
+  let timezone: string | undefined;
+  const seen = new Set<string>();
+  const headNoted = new Set<string>();
+  let pending: string[] = [];
+  const lines = input.replace(/\r\n/g, '\n').split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  lines.forEach((raw, index) => {
+    const where = `${o.source}:${index + 1}`;
+    const notCarried = (why: string): void => {
+      entries.push({ comments: [...pending, `not carried: line ${index + 1}: ${printable(raw.trim())}`, `  ${why}`], routine: null });
+      pending = [];
+      notes.push(`${where}: not carried: ${why}`);
+    };
+    const line = raw.trim();
+    if (line === '') return;
+    if (line.startsWith('#')) {
+      pending.push(printable(line.replace(/^#\s?/, '')));
+      return;
+    }
+    const assignment = ENV_LINE.exec(raw);
+    if (assignment && !/^[\d*@]/.test(line)) {
+      const name = assignment[1]!;
+      const value = unquote(assignment[2]!.trim());
+      pending = [];
+      if (name === 'MAILTO' || name === 'MAILFROM') {
+        if (!headNoted.has(name)) {
+          headNoted.add(name);
+          const text = name === 'MAILTO'
+            ? `MAILTO=${value}: routinely sends no mail. For a message when a routine fails (with the last lines of its output, as cron mails them), set "notify": { "command": "./scripts/mail-failure.sh" } or { "webhook": "https://…" } (docs/routines.md, Notifications).`
+            : `MAILFROM=${value}: routinely sends no mail; see "notify".`;
+          head.push(text);
+          notes.push(`${where}: ${text}`);
+        }
+      } else if (name === 'SHELL') {
+        if (value !== '/bin/sh' && !headNoted.has(name)) {
+          headNoted.add(name);
+          const text = `SHELL=${value}: routinely runs every command with /bin/sh -c; a command that needs ${value.split('/').pop()} features can be written as ${value} -c '…'.`;
+          head.push(text);
+          notes.push(`${where}: ${text}`);
+        }
+      } else if (name === 'CRON_TZ') {
+        timezone = value === '' ? undefined : value;
+      } else if (name === 'RANDOM_DELAY') {
+        const text = `RANDOM_DELAY=${value}: cronie's random delay in minutes is "jitterSeconds" in routinely (per routine, in seconds); not set here.`;
+        head.push(text);
+        notes.push(`${where}: ${text}`);
+      } else {
+        env[name] = value;
+      }
+      return;
+    }
+    const job = splitJob(line, o.system);
+    if (typeof job === 'string') {
+      notCarried(job);
+      return;
+    }
+    if (job.schedule.toLowerCase() === '@reboot') {
+      notCarried('@reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest" (it fires once at scheduler start when a time was missed), or keep it in cron, or use a systemd oneshot unit (WantedBy=multi-user.target)');
+      return;
+    }
+    const problem = cronProblem(job.schedule, timezone);
+    if (problem) {
+      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${problem}`);
+      return;
+    }
+    const command = cronCommand(job.command);
+    if ('refused' in command) {
+      notCarried(command.refused);
+      return;
+    }
+    const comments = [...pending, `line ${index + 1}: ${printable(line)}`];
+    pending = [];
+    if (job.user !== null) comments.push(`ran as ${job.user} (the user column of a system crontab): routinely runs it as the scheduler's user`);
+    const unwrapped = dropFlock(command.run);
+    const routine: Routine = { id: uniqueId(idFor(unwrapped.run), seen), schedule: job.schedule, action: 'command', run: unwrapped.run };
+    if (timezone) routine.timezone = timezone;
+    if (unwrapped.note) comments.push(unwrapped.note);
+    if (unwrapped.waitSeconds !== undefined) {
+      routine.ifBusy = 'wait';
+      if (unwrapped.waitSeconds !== null) routine.waitTimeoutSeconds = unwrapped.waitSeconds;
+    }
+    if (Object.keys(env).length > 0) routine.env = { ...env };
+    entries.push({ comments, routine });
+  });
+  if (pending.length > 0) entries.push({ comments: pending, routine: null });
+  const count = entries.filter((e) => e.routine).length;
+  if (count === 0) notes.push(`${o.source}: no job to import`);
+  return { text: render(head, entries), notes, routines: count };
+}
+
+function render(head: string[], entries: Entry[]): string {
+  const out: string[] = head.map((c) => `// ${c}`);
+  out.push('{', '  "routines": [');
+  const withRoutine = entries.map((e, i) => (e.routine ? i : -1)).filter((i) => i >= 0);
+  const last = withRoutine.at(-1);
+  entries.forEach((e, i) => {
+    for (const c of e.comments) out.push(`    // ${c}`);
+    if (!e.routine) return;
+    const body = JSON.stringify(e.routine, null, 2).split('\n').map((l) => `    ${l}`);
+    if (i !== last) body[body.length - 1] += ',';
+    out.push(...body);
+  });
+  out.push('  ]', '}');
+  return `${out.join('\n')}\n`;
+}
+
+/** A job line: five time fields (or an @nickname), a user in a system crontab, the command. */
+function splitJob(line: string, system: boolean): { schedule: string; user: string | null; command: string } | string {
+  const nickname = line.startsWith('@');
+  const want = (nickname ? 1 : 5) + (system ? 1 : 0);
+  const m = new RegExp(`^((?:\\S+\\s+){${want}})(.*)$`).exec(line);
+  if (!m || m[2]!.trim() === '') {
+    return `neither a job (${nickname ? 'an @nickname' : 'five time fields'}${system ? ', a user' : ''} and a command) nor an environment line (NAME=value)`;
+  }
+  const words = m[1]!.trim().split(/\s+/);
+  const user = system ? words.pop()! : null;
+  return { schedule: words.join(' '), user, command: m[2]!.trim() };
+}
+
+/** cron's `%`: an unescaped one ends the command (the rest is its standard input, each further
+ * `%` a newline); `\%` is a plain `%`. The first is refused by name, the second carried. */
+function cronCommand(text: string): { run: string } | { refused: string } {
+  let run = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '\\' && text[i + 1] === '%') {
+      run += '%';
+      i++;
+    } else if (c === '%') {
+      return { refused: 'an unescaped % (cron ends the command there and sends the rest to it as standard input): escape it as \\% if it is a plain %, or put the command and its input in a script' };
+    } else {
+      run += c;
+    }
+  }
+  return { run };
+}
+
+interface Word {
+  value: string;
+  /** index just past the word in the text */
+  end: number;
+}
+
+/** The first `count` shell words of `text` (quotes and backslashes as sh reads them; no
+ * expansion); stops early at an operator (`&&`, `;`, `|`, …) or a character it cannot read. */
+function shellWords(text: string, count: number): Word[] {
+  const words: Word[] = [];
+  let i = 0;
+  while (words.length < count) {
+    while (i < text.length && /\s/.test(text[i]!)) i++;
+    if (i >= text.length || /[;&|<>()`$]/.test(text[i]!)) break;
+    let value = '';
+    while (i < text.length && !/\s/.test(text[i]!)) {
+      const c = text[i]!;
+      if (c === "'") {
+        const close = text.indexOf("'", i + 1);
+        if (close < 0) return words;
+        value += text.slice(i + 1, close);
+        i = close + 1;
+      } else if (c === '"') {
+        let j = i + 1;
+        for (; j < text.length && text[j] !== '"'; j++) {
+          if (text[j] === '$' || text[j] === '`') return words;
+          if (text[j] === '\\' && /["\\$`]/.test(text[j + 1] ?? '')) j++;
+          value += text[j];
+        }
+        if (j >= text.length) return words;
+        i = j + 1;
+      } else if (c === '\\') {
+        value += text[i + 1] ?? '';
+        i += 2;
+      } else if (/[;&|<>()`$]/.test(c)) {
+        return words;
+      } else {
+        value += c;
+        i++;
+      }
+    }
+    words.push({ value, end: i });
+  }
+  return words;
+}
+
+/** `flock [-n|-w S|…] LOCK CMD…` and `flock … LOCK -c 'CMD'` at the start of a command: the
+ * wrapper goes (the project exec lock does its job), the command stays as written. */
+function dropFlock(run: string): { run: string; note?: string; waitSeconds?: number | null } {
+  const words = shellWords(run, 32);
+  if (words.length < 3 || !/(^|\/)flock$/.test(words[0]!.value)) return { run };
+  let i = 1;
+  let nonblock = false;
+  let wait: number | null = null;
+  for (; i < words.length; i++) {
+    const w = words[i]!.value;
+    if (w === '--') {
+      i++;
+      break;
+    }
+    if (!w.startsWith('-') || w === '-') break;
+    if (w === '-n' || w === '--nb' || w === '--nonblock') nonblock = true;
+    else if (w === '-w' || w === '--wait' || w === '--timeout') {
+      const s = Number(words[++i]?.value);
+      if (!Number.isFinite(s) || s < 0) return { run };
+      wait = s;
+    } else if (w === '-E' || w === '--conflict-exit-code') i++;
+    else if (/^-[sxeonuF]+$/.test(w) || ['--shared', '--exclusive', '--close', '--no-fork', '--verbose'].includes(w)) {
+      if (w.includes('n') && w.startsWith('-') && !w.startsWith('--')) nonblock = true;
+    } else return { run }; // an option we do not know: leave the command as it is
+  }
+  const lock = words[i];
+  const next = words[i + 1];
+  if (!lock || !next) return { run };
+  let command: string;
+  if (next.value === '-c' || next.value === '--command') {
+    const body = shellWords(run.slice(next.end), 1)[0];
+    if (!body || run.slice(next.end + body.end).trim() !== '') return { run };
+    command = body.value;
+  } else {
+    command = run.slice(lock.end).trim();
+  }
+  const wrapper = printable(run.slice(0, run.length - run.slice(lock.end).length).trim());
+  if (nonblock || wait === 0) {
+    return { run: command, note: `\`${wrapper}\` dropped: the project exec lock does its job (a busy tick is skipped, recorded as "skipped", not failed)` };
+  }
+  return {
+    run: command,
+    note: `\`${wrapper}\` dropped: the project exec lock does its job; flock waited${wait !== null ? ` up to ${wait} s` : ''}, so this routine waits for the lock (ifBusy "wait")`,
+    waitSeconds: wait,
+  };
+}
+
+/** A routine id from the command: the program's name (`/usr/local/bin/backup.sh --full` →
+ * `backup`), past `cd DIR &&`, `nice`, `VAR=x` and the like, and the script an interpreter runs
+ * (`php /srv/app/report.php` → `report`; `sh -c 'SCRIPT'` → SCRIPT's). */
+function idFor(run: string): string {
+  const segments = run.split(/&&|\|\||;|\|/).map((s) => shellWords(s.trim(), 8).map((w) => w.value)).filter((ws) => ws.length > 0 && ws[0] !== 'cd');
+  let program: string | undefined;
+  for (const words of segments) {
+    // sh -c 'SCRIPT': the script's program
+    if (/(^|\/)(sh|dash|bash|zsh)$/.test(words[0]!) && words[1] === '-c' && words[2]) return idFor(words[2]);
+    const rest = words.filter((w) => !/^(env|nice|ionice|timeout|nohup|exec|sudo|chronic|-\S*|\d+[smhd]?|[A-Za-z_]\w*=.*)$/.test(w));
+    if (rest.length === 0) continue;
+    const interpreter = /(^|\/)(php|python[\d.]*|node|ruby|perl|bash|sh|dash|zsh)$/.test(rest[0]!);
+    program = interpreter && rest[1] && !rest[1].startsWith('-') ? rest[1] : rest[0];
+    break;
+  }
+  const base = (program ?? 'job').split('/').filter(Boolean).pop() ?? 'job';
+  const id = base.replace(/\.(sh|bash|py|rb|pl|js|mjs|cjs|php)$/, '').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 60);
+  return ID_PATTERN.test(id) ? id : 'job';
+}
+
+function uniqueId(id: string, seen: Set<string>): string {
+  let candidate = id;
+  for (let n = 2; seen.has(candidate); n++) candidate = `${id}-${n}`;
+  seen.add(candidate);
+  return candidate;
+}
+
+/** cron's value quoting: a value in matching single or double quotes loses them. */
+function unquote(value: string): string {
+  const m = /^(['"])(.*)\1$/.exec(value);
+  return m ? m[2]! : value;
+}
+
+/** A crontab line inside a // comment: control characters (and the line separators some
+ * editors end a line at) escaped, so none ends the comment. */
+function printable(text: string): string {
+  return escapeControls(text).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}

@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { importCrontab } from '../../src/config/crontab.js';
+import { stripJsonComments } from '../../src/config/load.js';
+import { validateConfig } from '../../src/config/validate.js';
+
+const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'crontab', 'user.crontab');
+
+interface Out {
+  routines: { id: string; schedule: string; run: string; timezone?: string; ifBusy?: string; waitTimeoutSeconds?: number; env?: Record<string, string> }[];
+}
+
+function imported(text: string, system = false) {
+  const r = importCrontab(text, { source: 'crontab', system });
+  const config = JSON.parse(stripJsonComments(r.text)) as Out;
+  const valid = validateConfig(config);
+  expect(valid.ok ? [] : valid.issues).toEqual([]);
+  return { ...r, config, byId: Object.fromEntries(config.routines.map((x) => [x.id, x])) };
+}
+
+describe('import-crontab', () => {
+  it('a real user crontab: every job a routine that validates, every other line accounted for', () => {
+    const r = imported(readFileSync(FIXTURE, 'utf8'));
+    expect(r.config.routines.map((x) => `${x.id} ${x.schedule}`)).toEqual([
+      'backup 15 3 * * *', 'sync */5 * * * *', 'report 0 4 * * 1', 'rotate @hourly', 'tar 0 0 1 * *', 'backup-2 0 5 * * sun,sat', 'curl 0 9 * * mon-fri',
+    ]);
+    expect(r.routines).toBe(7);
+    // flock -n LOCK CMD and flock -xn LOCK -c 'CMD': the wrapper dropped, the command as written
+    expect(r.byId.backup!.run).toBe('/usr/local/bin/backup.sh --full >> /var/log/backup.log 2>&1');
+    expect(r.byId.sync!.run).toBe('cd /srv/app && ./bin/sync --quiet');
+    expect(r.text).toContain('// `flock -n /tmp/backup.lock` dropped: the project exec lock does its job (a busy tick is skipped, recorded as "skipped", not failed)');
+    expect(r.byId.backup!.ifBusy).toBeUndefined();
+    // flock that waits (-w 600): the routine waits for the lock as long
+    expect(r.byId.report).toMatchObject({ run: 'php /srv/app/report.php', ifBusy: 'wait', waitTimeoutSeconds: 600 });
+    // \% is a plain %
+    expect(r.byId.tar!.run).toBe('tar czf "$BACKUP_DIR/home-$(date +%Y%m).tgz" /home');
+    // environment lines reach the jobs below them, unquoted; MAILTO and SHELL are not variables of the job
+    expect(r.byId.backup!.env).toEqual({ PATH: '/usr/local/bin:/usr/bin:/bin', BACKUP_DIR: '/srv/backups' });
+    expect(r.byId['backup-2']!.env).toEqual({ PATH: '/usr/local/bin:/usr/bin:/bin', BACKUP_DIR: '/srv/backups', GREETING: 'hello there' });
+    // CRON_TZ: the zone of the schedules below it
+    expect(r.byId.curl!.timezone).toBe('Europe/Paris');
+    expect(r.byId['backup-2']!.timezone).toBeUndefined();
+    // what is not carried: in a comment where it was, and in a note, never silently
+    expect(r.text).toMatch(/\/\/ not carried: line 13: @reboot \/usr\/local\/bin\/start-worker\.sh\n {4}\/\/ {3}@reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest"/);
+    expect(r.text).toMatch(/\/\/ not carried: line 15: 30 2 \* \* \* mail -s "nightly" root%the backup ran%bye\n {4}\/\/ {3}an unescaped % \(cron ends the command there/);
+    expect(r.notes).toEqual([
+      expect.stringMatching(/^crontab:3: SHELL=\/bin\/bash: routinely runs every command with \/bin\/sh -c/),
+      expect.stringMatching(/^crontab:5: MAILTO=ops@example\.com: routinely sends no mail\. For a message when a routine fails .* set "notify"/),
+      expect.stringMatching(/^crontab:13: not carried: @reboot runs at boot/),
+      expect.stringMatching(/^crontab:15: not carried: an unescaped %/),
+    ]);
+    expect(r.text).toMatch(/^\/\/ MAILTO=ops@example\.com: routinely sends no mail/m);
+    // the crontab's own comment stays above its job
+    expect(r.text).toMatch(/\/\/ nightly database backup\n {4}\/\/ line 9: 15 3 \* \* \* flock -n/);
+  });
+
+  it('a system crontab: the user column is not part of the command', () => {
+    const r = imported('17 * * * * root cd / && run-parts --report /etc/cron.hourly\n', true);
+    expect(r.config.routines[0]).toMatchObject({ id: 'run-parts', schedule: '17 * * * *', run: 'cd / && run-parts --report /etc/cron.hourly' });
+    expect(r.text).toContain("ran as root (the user column of a system crontab): routinely runs it as the scheduler's user");
+  });
+
+  it('lines that are neither a job nor a variable, and schedules cron would refuse, are named', () => {
+    const r = imported('this is not a cron line\n61 * * * * x\n* * * * *\n0 0 30 2 * never\n');
+    expect(r.config.routines).toEqual([]);
+    expect(r.notes).toEqual([
+      'crontab:1: not carried: schedule "this is not a cron": minute "this": "this" is not a number (0-59)',
+      expect.stringMatching(/^crontab:2: not carried: schedule "61 \* \* \* \*": minute 61 out of range 0-59/),
+      'crontab:3: not carried: neither a job (five time fields and a command) nor an environment line (NAME=value)',
+      expect.stringMatching(/^crontab:4: not carried: schedule "0 0 30 2 \*": never fires/),
+      'crontab: no job to import',
+    ]);
+  });
+
+  it('flock forms it cannot read are left as written; ids stay unique and valid', () => {
+    const r = imported([
+      '* * * * * flock --unknown-option /tmp/l cmd',
+      '* * * * * flock -n /tmp/l',
+      '* * * * * flock -n "/tmp/with space.lock" ./a.sh one',
+      '* * * * * ./a.sh two',
+      '* * * * * ./a.sh three',
+      '* * * * * nice -n 10 python3 /opt/etl/load.py',
+      '* * * * * $HOME/bin/x',
+    ].join('\n'));
+    expect(r.config.routines.map((x) => [x.id, x.run])).toEqual([
+      ['flock', 'flock --unknown-option /tmp/l cmd'],
+      ['flock-2', 'flock -n /tmp/l'],
+      ['a', './a.sh one'],
+      ['a-2', './a.sh two'],
+      ['a-3', './a.sh three'],
+      ['load', 'nice -n 10 python3 /opt/etl/load.py'],
+      ['job', '$HOME/bin/x'],
+    ]);
+  });
+
+  it('a comment cannot end early: control characters in a line are escaped', () => {
+    const r = imported('# evil\u2028"}\n@reboot x\u001b[2J\n');
+    expect(r.text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u2028]/);
+    expect(r.text).toContain('// evil\\u2028"}');
+    expect(r.text).toContain('@reboot x\\x1b[2J');
+  });
+
+  it('CRLF line ends and a last line without a newline', () => {
+    const r = imported('A=1\r\n0 1 * * * echo one\r\n0 2 * * * echo two');
+    expect(r.config.routines.map((x) => [x.run, x.env])).toEqual([['echo one', { A: '1' }], ['echo two', { A: '1' }]]);
+  });
+});
