@@ -8,6 +8,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { displayPath, findConfigUpward } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { out } from './io.js';
+import { npmWrapper } from './wrapper.js';
 import type { GlobalOptions } from './main.js';
 import { schemaRefFor, type SchemaRef } from './schema-ref.js';
 
@@ -76,8 +77,9 @@ export async function init(flags: { force?: boolean }, g: GlobalOptions): Promis
   const ignored = ignoreStateFolder(dir);
   if (ignored) out(ignored);
   // `routinely` alone works only where it is on PATH (a global install); in a project that has
-  // it as a dependency, npx finds it
-  const cmd = onPath('routinely') ? 'routinely' : 'npx routinely';
+  // it as a dependency, npx finds it. Under npx (or an npm script) PATH holds node_modules/.bin
+  // only while npm runs, so what works after it is `npx routinely`.
+  const cmd = npmWrapper(process.env) === null && onPath('routinely') ? 'routinely' : 'npx routinely';
   out(`next: ${cmd} validate, then ${cmd} scheduler start`);
   return ExitCode.OK;
 }
@@ -109,7 +111,7 @@ function ignoreStateFolder(dir: string): string | null {
     if (!st) {
       const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
       try {
-        writeFileSync(fd, "# routinely's state: locks, history, logs (SPEC §3)\n.routinely/\n");
+        writeFileSync(fd, "# routinely's state: locks, history, logs (this machine's, never committed)\n.routinely/\n");
       } finally {
         closeSync(fd);
       }

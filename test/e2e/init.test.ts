@@ -119,6 +119,11 @@ describe('init and the habits a new user brings', () => {
     const again = await runCli(['init'], { cwd: other, env: { PATH: `${bin}:/usr/bin:/bin` } });
     expect(again.stdout).toContain('added .routinely/ to .gitignore');
     expect(again.stdout).toContain('next: routinely validate, then routinely scheduler start');
+    // on PATH only because npx put node_modules/.bin there: after npx, only npx finds it
+    const viaNpx = testdir();
+    const underNpx = await runCli(['init'], { cwd: viaNpx, env: { PATH: `${bin}:/usr/bin:/bin`, npm_command: 'exec', npm_lifecycle_event: 'npx' } });
+    expect(underNpx.stdout).toContain('next: npx routinely validate, then npx routinely scheduler start');
+    expect(readFileSync(join(viaNpx, '.gitignore'), 'utf8')).toBe("# routinely's state: locks, history, logs (this machine's, never committed)\n.routinely/\n");
     expect(readFileSync(join(other, '.gitignore'), 'utf8')).toBe('node_modules\n.routinely/\n');
     // already there (in any of git's spellings): left as it is
     const third = testdir();

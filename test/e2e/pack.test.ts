@@ -121,6 +121,9 @@ describe('the packed package', () => {
     expect(declarations).not.toContain('dist/config/schema.d.ts');
     const readmeLinks = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/\]\(((?:docs|examples)\/[^)#\s]+)/g)].map((m) => m[1]!);
     expect(readmeLinks.length).toBeGreaterThan(3);
+    // the docs stand alone: no citation of a file the package does not have
+    const cites = packed.filter((p) => p.endsWith('.md')).flatMap((p) => readFileSync(join(clone, p), 'utf8').split('\n').map((l, i) => [p, i + 1, l] as const)).filter(([, , l]) => /SPEC\b/.test(l)).map(([p, n]) => `${p}:${n}`);
+    expect(cites).toEqual([]);
     expect(readmeLinks.filter((l) => !packed.includes(l) && !packed.some((p) => p.startsWith(`${l.replace(/\/$/, '')}/`)))).toEqual([]);
 
     const project = testdir('routinely-user-');
@@ -181,6 +184,9 @@ describe('the packed package', () => {
     // --no: never fetch a package named routinely from the registry; use the installed one
     const init = await run('npx', ['--no', 'routinely', 'init'], project);
     expect(init.code, init.stderr).toBe(0);
+    // under npx, node_modules/.bin is on PATH only while npx runs: the hint says npx
+    expect(init.stdout).toContain('next: npx routinely validate, then npx routinely scheduler start');
+    expect(readFileSync(join(project, '.gitignore'), 'utf8')).not.toMatch(/SPEC/);
     const schema = (JSON.parse(stripJsonComments(readFileSync(join(project, 'routinely.json'), 'utf8'))) as { $schema: string }).$schema;
     expect(schema).toBe('./node_modules/routinely/config/routinely.schema.json');
     expect(existsSync(join(project, schema))).toBe(true);
