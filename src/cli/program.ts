@@ -3,7 +3,7 @@
 // process.exit; it maps errors to the exit codes of SPEC §7 and never prints a stack trace.
 // (Over 300 lines: the declaration of every command and option, one after another.)
 
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ExitCode, RoutinelyError, asStorageError } from '../errors.js';
 
 import { VERSION } from '../version.js';
@@ -67,9 +67,22 @@ Examples:
   routinely lock run -- ./scripts/deploy.sh   run a command under the project exec lock
   routinely lock run --if-busy skip -- make   skip (exit 0) when the lock is busy
   routinely lock status --json                who holds the lock, heartbeat, expiry
+  routinely exec run                          run the ready exec tasks under the lock
+  routinely routine list                      every routine: next and last run, result
+  routinely routine history --since yesterday what ran last night, every routine
+  crontab -l | routinely import-crontab       a crontab as routinely.json content
+  routinely routine run --help                help for one command
 
-Exit codes: 0 ok or skipped, 1 work failed or lock lost, 2 bad usage or config,
-3 no scheduler running (scheduler status), 75 lock busy, 130/143 stopped by SIGINT/SIGTERM.`,
+Exit codes (every command):
+  0    success, or a busy skip with --if-busy skip, or nothing to do
+  1    the work ran and failed (a task or command failed, the lock was lost)
+  2    bad usage, bad config, bad input (the message names what and where)
+  3    scheduler status: no scheduler is running
+  74   I/O error on state (disk full, read-only, EIO, the database unreachable): the work
+       did not run, nothing was lost
+  75   busy: the lock is held and --if-busy fail, or --wait-timeout passed; conflict on resume
+  129, 130, 143  stopped by SIGHUP, SIGINT, SIGTERM
+  lock run -- CMD exits with CMD's own exit code when it ran.`,
     );
   let active: Command = program;
   program.hook('preAction', (_program, actionCommand) => {
@@ -194,6 +207,7 @@ Examples:
     .argument('<id>')
     .addOption(ifBusyOption('the routine\'s own ifBusy, else fail'))
     .addOption(waitTimeoutOption())
+    .option('--json', "print the fire's record as JSON (the command's output goes to stderr)")
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineRun(id, opts, globals())));
   routine
     .command('history')
@@ -283,7 +297,8 @@ routinely running init, as a file:// URL that works on this machine only.`)
   program
     .command('validate')
     .description('check the config and print the next 3 fire times of each routine')
-    .action(act(async () => (await import('./validate-command.js')).validate(globals())));
+    .option('--json', 'print the result as JSON, valid or not (for CI): valid, config, routines with their next times, errors (file, path, message), warnings')
+    .action(act(async (opts) => (await import('./validate-command.js')).validate(globals(), opts)));
 
   program
     .command('import-crontab')
@@ -301,9 +316,62 @@ Examples:
   routinely import-crontab /etc/cron.d/backup`)
     .action(act(async (file: string | undefined, opts) => (await import('./import-crontab-command.js')).importCrontabCommand(file, opts)));
 
+  program
+    .command('completion')
+    .description('print a completion script for bash, zsh or fish (commands, options, their values, routine ids)')
+    .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh', 'fish']))
+    .action(act(async (shell: string) => {
+      const { completionScript } = await import('./completion.js');
+      process.stdout.write(completionScript(shell, program));
+      return ExitCode.OK;
+    }));
+
   acceptGlobalsEverywhere(program);
+  addExamples(program);
   return program;
 }
+
+/** An example (or a few) for every command, shown at the end of its --help (SPEC §10); the
+ * commands whose help text already ends with examples are not in this table. */
+const EXAMPLES: Record<string, string[]> = {
+  'lock status': ['routinely lock status', 'routinely lock status --json --key scheduler'],
+  'lock break': ['routinely lock break              # only when the holder is dead or its heartbeat expired'],
+  register: ['routinely register'],
+  'exec resume': ['routinely exec resume', 'routinely exec resume r-20261201T030000Z-1a2b --if-busy wait'],
+  'exec status': ['routinely exec status', 'routinely exec status --json'],
+  'exec runs': ['routinely exec runs --limit 5'],
+  'exec show': ['routinely exec show r-20261201T030000Z-1a2b', 'routinely exec show r-20261201T030000Z-1a2b --json'],
+  'exec reset': ['routinely exec reset build test'],
+  'routine list': ['routinely routine list', 'routinely routine list --check     # for monitoring: exit 1 on a failing or starved routine'],
+  'routine run': ['routinely routine run backup', 'routinely routine run backup --if-busy wait --wait-timeout 600', 'routinely routine run backup --json'],
+  'routine history': ['routinely routine history backup --limit 5', 'routinely routine history --since yesterday --result failed', 'routinely routine history --since "2h ago" --json'],
+  'routine logs': ['routinely routine logs backup --lines 50', 'routinely routine logs backup --follow'],
+  'routine pause': ['routinely routine pause backup --note "disk swap until Friday"'],
+  'routine stop': ['routinely routine stop backup', 'routinely routine stop backup --timeout 30'],
+  'routine resume': ['routinely routine resume backup'],
+  'scheduler start': ['routinely scheduler start', 'routinely scheduler start --log-format json --http 127.0.0.1:9464'],
+  'scheduler status': ['routinely scheduler status || echo "no scheduler"', 'routinely scheduler status --json'],
+  'scheduler stop': ['routinely scheduler stop', 'routinely scheduler stop --timeout 120'],
+  serve: ['routinely serve --http 127.0.0.1:9464'],
+  init: ['routinely init', 'routinely init --config ops/routinely.json'],
+  validate: ['routinely validate', 'routinely validate --json > validate.json'],
+  completion: ['eval "$(routinely completion bash)"      # in ~/.bashrc', 'eval "$(routinely completion zsh)"       # in ~/.zshrc, after compinit', 'routinely completion fish > ~/.config/fish/completions/routinely.fish'],
+};
+
+/** Every command's help ends with its examples and where the exit codes are. */
+function addExamples(cmd: Command, path = ''): void {
+  for (const sub of cmd.commands) {
+    const at = path ? `${path} ${sub.name()}` : sub.name();
+    if (sub.commands.length > 0) {
+      addExamples(sub, at);
+      continue;
+    }
+    const examples = EXAMPLES[at];
+    sub.addHelpText('after', `${examples ? `\nExamples:\n${examples.map((e) => `  ${e}`).join('\n')}\n` : ''}\nExit codes: ${EXIT_CODES_SHORT} (routinely --help explains each).`);
+  }
+}
+
+const EXIT_CODES_SHORT = '0 ok, 1 failed, 2 usage or config, 3 no scheduler, 74 state I/O,\n75 busy, 129/130/143 signal';
 
 const configOption = (): Option =>
   new Option('-c, --config <path>', 'config file (default: routinely.json found upward; env ROUTINELY_CONFIG)');

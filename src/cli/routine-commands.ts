@@ -141,7 +141,10 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
   return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);
 }
 
-export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions): Promise<number> {
+/** `routine run ID [--json]`: with --json the command's output goes to stderr and stdout holds
+ * one JSON document: the fire's record (as `routine history --json` shows it, with `routine`),
+ * or `{ routine, result: "busy", holder }` when it was refused, exit codes unchanged. */
+export async function routineRun(id: string, flags: BusyFlags & { json?: boolean }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   const def = findRoutine(project, id);
   // The routine's own ifBusy unless --if-busy is given, else the manual default (SPEC §4).
@@ -166,20 +169,23 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     reconciled = (await recorder.reconcile(ownerGone, project, stop.signal)).announced;
     const outcome = await runManually({
       project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, recorder, by: `cli, pid ${process.pid}`,
-      onStarted: () => out(`started ${id}`),
+      onStarted: () => (flags.json ? undefined : out(`started ${id}`)),
       onWait: waitNotice(policy),
       // the command's output also goes to this terminal (SPEC §10), and always to its log
-      echo: (chunk) => process.stdout.write(chunk),
+      echo: (chunk) => (flags.json ? process.stderr : process.stdout).write(chunk),
     });
     if (outcome.kind === 'busy') {
       // Refused as busy, a manual run is not a tick: nothing recorded, not counted towards
       // starvation, nobody notified (SPEC §4); the holder is named as every command names it.
       if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
       const holder = outcome.holder ? describeHolder(outcome.holder, backend.clock.now()) : 'another process';
+      if (flags.json) out(JSON.stringify({ routine: id, result: policy.ifBusy === 'skip' ? 'skipped' : 'busy', reason: 'exec busy', holder, recorded: false }, null, 2));
       if (policy.ifBusy === 'skip') {
+        if (flags.json) return ExitCode.OK;
         out('skipped: exec busy');
         return ExitCode.OK;
       }
+      if (flags.json) return ExitCode.BUSY;
       if (policy.ifBusy === 'wait') err(`exec busy: still held by ${holder} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
       else {
         err(`exec busy: held by ${holder}`);
@@ -190,7 +196,11 @@ export async function routineRun(id: string, flags: BusyFlags, g: GlobalOptions)
     await outcome.announced;
     const result = outcome.fire;
     const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
-    if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
+    if (flags.json) {
+      // the fields `routine history --json` shows of it (the duration is finished - started)
+      const { closes: _c, key: _k, unstarted: _u, duration_ms: _d, ...shown } = result;
+      out(JSON.stringify({ routine: id, ...shown, log: `${project.stateDir}/logs/${id}.log` }, null, 2));
+    } else if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else out(`failed ${id}: ${result.reason ?? 'failed'} ${took}  (output: ${project.stateDir}/logs/${id}.log)`);
     if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
     return result.result === 'success' ? ExitCode.OK : ExitCode.FAILED;

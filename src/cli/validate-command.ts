@@ -1,15 +1,48 @@
 // `routinely validate`: the config is valid, and when each routine fires next.
 
 import { keepCrons } from '../config/cron.js';
-import { displayPath, loadProject } from '../config/load.js';
-import { ExitCode } from '../errors.js';
+import { displayPath, loadProject, type Project } from '../config/load.js';
+import { ConfigError, ExitCode, RoutinelyError } from '../errors.js';
 import { cronSchedule, nextRuns, routineZone } from '../scheduler/schedule.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { err, formatInZone, machineZone, out } from './io.js';
 import type { GlobalOptions } from './main.js';
 
-export async function validate(g: GlobalOptions): Promise<number> {
+/** `validate --json` (for CI): one JSON document on stdout whatever the outcome — valid with
+ * each routine's next three times, or not with every problem (file, JSON path, message) — and
+ * the exit code of the text form (0 valid, 2 invalid, 74 unreadable). */
+export async function validate(g: GlobalOptions, flags: { json?: boolean } = {}): Promise<number> {
+  if (!flags.json) return validateText(g);
+  keepCrons();
+  let project: Project;
+  try {
+    project = loadProject({ configPath: g.config });
+  } catch (error) {
+    if (!(error instanceof RoutinelyError)) throw error;
+    const issues = error instanceof ConfigError
+      ? error.issues.map((i) => ({ file: i.file ?? error.file, path: i.path, message: i.message }))
+      : [{ file: null, path: '', message: error.message }];
+    out(JSON.stringify({ valid: false, config: error instanceof ConfigError ? error.file : null, errors: issues, warnings: [] }, null, 2));
+    return error.exitCode;
+  }
+  const { configPath: path, config } = project;
+  const backend = { type: config.backend.type };
+  const now = new Date();
+  const routines = config.routines.map((r) => {
+    const tz = routineZone(r, { backend });
+    return {
+      id: r.id, schedule: r.schedule, timezone: tz ?? machineZone(), action: r.action, enabled: r.enabled,
+      next: nextRuns(cronSchedule(r.schedule, tz), now, 3).map((at) => at.toISOString()),
+    };
+  });
+  const warnings = habitWarnings(config.routines).map((w) => w.replace(/^routinely: warning: /, ''));
+  out(JSON.stringify({ valid: true, config: displayPath(path), routines, tasks: config.exec.tasks.length, errors: [], warnings }, null, 2));
+  ensureListCache(project);
+  return ExitCode.OK;
+}
+
+async function validateText(g: GlobalOptions): Promise<number> {
   keepCrons();
   // The environment overrides (SPEC §2) are checked as every other command checks them, so a
   // value that would make them exit 2 never passes as valid here.
