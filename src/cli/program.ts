@@ -211,11 +211,12 @@ Examples:
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineRun(id, opts, globals())));
   routine
     .command('history')
-    .description("past fires of a routine, newest first; without an id every routine's, in time order")
-    .argument('[id]')
-    .option('--since <time>', 'fires scheduled at or after TIME: ISO-8601, or 2h, 1d, yesterday')
-    .option('--until <time>', 'fires scheduled before TIME')
-    .addOption(new Option('--result <result>', 'only these').choices(['success', 'failure', 'skipped']))
+    .description("past fires of a routine (or of every routine, merged), in time order, the newest last, as journalctl shows them")
+    .argument('[id]', 'one routine, also one no longer in the config')
+    .option('--since <time>', 'fires scheduled at or after TIME: ISO-8601, 10:00, today, yesterday, 2h, 1h30m, -1h, 2h ago, 1 hour ago')
+    .option('--until <time>', 'fires scheduled before TIME (the same forms)')
+    .addOption(new Option('--result <result>', 'only these (the words the view prints, or the stored ones)').choices(['ok', 'failed', 'skipped', 'success', 'failure']))
+    .option('-r, --reverse', 'newest first')
     .addOption(new Option('--limit <n>', 'the newest N (default 20, all with --since/--until)').argParser(positiveInt('--limit')))
     .option('--json', 'print JSON')
     .action(act(async (id: string | undefined, opts) => (await import('./routine-commands.js')).routineHistory(id, opts, globals())));

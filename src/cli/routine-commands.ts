@@ -18,7 +18,7 @@ import { routineZone } from '../scheduler/schedule.js';
 import { emptyRecord, type RoutineResult } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
-import { err, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
+import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
 import { readSchedulerState } from '../scheduler/status.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
@@ -217,35 +217,47 @@ export interface HistoryFlags {
   since?: string;
   until?: string;
   result?: string;
+  reverse?: boolean;
 }
 
-const RESULTS = ['success', 'failure', 'skipped'];
+/** --result takes the words the stored records use and the words the view prints. */
+const RESULTS: Record<string, RoutineResult> = { success: 'success', ok: 'success', failure: 'failure', failed: 'failure', skipped: 'skipped' };
+export const RESULT_CHOICES = Object.keys(RESULTS);
 
-/** `routine history [ID]` (SPEC §10): one routine's fires, newest first; without an ID every
- * routine's, in time order (oldest first, as `journalctl --since` shows a night), merged. Both
- * filtered by --since/--until (scheduled time) and --result; --limit keeps the newest N (20 by
- * default, unless a time range is given). */
+/** `routine history [ID]` (SPEC §10), as journalctl shows a journal: in time order, the newest
+ * at the bottom (`--reverse`: newest first), one routine's or every routine's merged, filtered
+ * by --since/--until (scheduled time) and --result; --limit keeps the newest N (20 by default,
+ * unless a time range is given). Times in each routine's zone, labelled, as `routine list`
+ * shows them (the routine's timezone, else this machine's); JSON keeps UTC ISO-8601. A routine
+ * no longer in the config keeps its history: shown with a note. */
 export async function routineHistory(id: string | undefined, flags: HistoryFlags, g: GlobalOptions): Promise<number> {
   const now = Date.now();
   const since = flags.since !== undefined ? parseTimeArg('--since', flags.since, now) : -Infinity;
   const until = flags.until !== undefined ? parseTimeArg('--until', flags.until, now) : Infinity;
   if (since > until) throw new UsageError(`--since ${flags.since} is after --until ${flags.until}`);
-  if (flags.result !== undefined && !RESULTS.includes(flags.result)) throw new UsageError(`--result ${JSON.stringify(flags.result)}: one of ${RESULTS.join(', ')}`);
+  const result = flags.result === undefined ? undefined : RESULTS[flags.result];
+  if (flags.result !== undefined && result === undefined) throw new UsageError(`--result ${JSON.stringify(flags.result)}: one of ${RESULT_CHOICES.join(', ')}`);
   const limit = flags.limit ?? (flags.since !== undefined || flags.until !== undefined ? Infinity : 20);
   const { project, invalid } = loadForView(g);
-  if (id !== undefined) {
-    if (!invalid) findRoutine(project, id); // with an invalid config, any id's history is shown
-    else if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
-  }
-  const newest = await withBackend(project, async (b) => {
+  if (id !== undefined && !ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
+  const configured = invalid ? null : new Set(project.config.routines.map((r) => r.id));
+  const { newest, removed } = await withBackend(project, async (b) => {
     await flushSpooled(project, b);
-    // with an invalid config, the routines the state knows
-    const ids = id !== undefined ? [id] : invalid ? Object.keys((await b.routines.read(warnTo)).routines) : project.config.routines.map((r) => r.id);
+    // every routine the config names, and those the state still knows (removed from the config)
+    const known = Object.keys((await b.routines.read(warnTo)).routines);
+    const ids = id !== undefined ? [id] : [...new Set([...(configured ?? []), ...known])];
     // the newest that match, at a cost that follows --limit, not the histories' length
-    return b.routines.recentFires(ids, { limit, since, until, ...(flags.result !== undefined ? { result: flags.result as RoutineResult } : {}) }, warnTo);
+    const fires = await b.routines.recentFires(ids, { limit, since, until, ...(result !== undefined ? { result } : {}) }, warnTo);
+    const gone = id !== undefined && configured !== null && !configured.has(id);
+    if (gone && fires.length === 0 && !known.includes(id)) {
+      // neither configured nor ever recorded: the unknown-routine message
+      findRoutine(project, id);
+    }
+    return { newest: fires, removed: gone };
   });
-  // one routine: newest first (as before); every routine: in time order
-  const entries = id !== undefined ? newest.reverse() : newest;
+  if (removed) warnTo(`routine ${id} is no longer in ${displayPath(project.configPath)}; this is its kept history`);
+  // recentFires answers in time order; --reverse: newest first
+  const entries = flags.reverse ? [...newest].reverse() : newest;
   if (flags.json) {
     // the fields of SPEC §3, in one order on both backends; the bookkeeping (id, closes, key,
     // recorded_at) stays in the files
@@ -258,6 +270,7 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
     out(`no ${id !== undefined ? `history for ${id}` : 'fires'}${filtered ? ' in that range' : ' yet'}`);
     return ExitCode.OK;
   }
+  const zones = new Map(invalid ? [] : project.config.routines.map((r) => [r.id, routineZone(r, project)] as const));
   const color = useColor();
   const width = Math.max(...entries.map((e) => e.routine.length));
   for (const e of entries) {
@@ -265,7 +278,8 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
     const late = Date.parse(e.started_at) - Date.parse(e.scheduled_at);
     const took = humanDuration(Date.parse(e.finished_at) - Date.parse(e.started_at));
     const who = id !== undefined ? '' : `${e.routine.padEnd(width)}  `;
-    out(`${e.scheduled_at}  ${who}${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`);
+    const at = Number.isFinite(Date.parse(e.scheduled_at)) ? formatInZone(new Date(e.scheduled_at), zones.get(e.routine)) : printable(e.scheduled_at);
+    out(`${at}  ${who}${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`);
   }
   return ExitCode.OK;
 }

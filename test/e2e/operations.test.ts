@@ -14,7 +14,7 @@ const cmd = (id: string, schedule: string, run: string, extra: object = {}) => (
 
 async function history(project: string, id: string): Promise<HistoryEntry[]> {
   const r = await runCli(['routine', 'history', id, '--json', '--limit', '1000'], { cwd: project });
-  return (JSON.parse(r.stdout) as HistoryEntry[]).reverse(); // oldest first
+  return JSON.parse(r.stdout) as HistoryEntry[]; // in time order, as every history view
 }
 
 async function stop(s: Spawned): Promise<void> {

@@ -1,6 +1,8 @@
 // `routine history [ID]` across routines (SPEC §10): "what ran last night", as journalctl
 // --since shows it — every routine's fires in time order, filtered by time and result.
 
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
@@ -24,22 +26,30 @@ describe('routine history without an id', () => {
     expect(all.map((r) => `${r.routine}:${r.result}`)).toEqual(['backup:success', 'report:failure', 'sync:success', 'backup:success']);
     expect(all.map((r) => r.scheduled_at)).toEqual([...all.map((r) => r.scheduled_at)].sort());
     expect((await json('--result', 'failure')).map((r) => r.routine)).toEqual(['report']);
+    // the words the text view prints are taken too
+    expect((await json('--result', 'failed')).map((r) => r.routine)).toEqual(['report']);
+    expect((await json('--result', 'ok')).map((r) => r.routine)).toEqual(['backup', 'sync', 'backup']);
     expect((await json('--limit', '2')).map((r) => r.routine)).toEqual(['sync', 'backup']);
     expect(await json('--since', '1h')).toHaveLength(4);
     expect(await json('--until', '1h')).toEqual([]);
     const from = all[2]!.scheduled_at;
     expect((await json('--since', from)).map((r) => r.routine)).toEqual(['sync', 'backup']);
-    // one routine: newest first, as before, without the routine field
+    // one routine: the same order (the newest last, as journalctl), without the routine field;
+    // --reverse (-r) for the newest first, in both views
     const one = await json('backup');
     expect(one).toHaveLength(2);
     expect(one[0]).not.toHaveProperty('routine');
-    expect(Date.parse(one[0]!.scheduled_at)).toBeGreaterThan(Date.parse(one[1]!.scheduled_at));
+    expect(Date.parse(one[0]!.scheduled_at)).toBeLessThan(Date.parse(one[1]!.scheduled_at));
+    expect(await json('backup', '--reverse')).toEqual([...one].reverse());
+    expect((await json('-r')).map((r) => r.routine)).toEqual(['backup', 'sync', 'report', 'backup']);
+    expect((await json('backup', '--limit', '1'))[0]).toEqual(one[1]);
 
     const text = await runCli(['routine', 'history', '--since', 'today'], { cwd: project });
     expect(text.code).toBe(0);
     const lines = text.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(4);
-    expect(lines[1]).toMatch(/^\S+Z {2}report {2}failed +\S+ {2}exit code 2 {2}r-/);
+    // times as routine list shows them: in the routine's zone (here this machine's, TZ), labelled
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ {2}report {2}failed +\S+ {2}exit code 2 {2}r-/);
     expect((await runCli(['routine', 'history', '--until', '2000-01-01'], { cwd: project })).stdout).toBe('no fires in that range\n');
   });
 
@@ -48,11 +58,43 @@ describe('routine history without an id', () => {
     const bad = await runCli(['routine', 'history', '--since', 'last night'], { cwd: project });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--since "last night" is not a time: give ISO-8601/);
-    const result = await runCli(['routine', 'history', '--result', 'failed'], { cwd: project });
+    const result = await runCli(['routine', 'history', '--result', 'broken'], { cwd: project });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/--result.*failed.*(success|choices)/);
+    expect(result.stderr).toMatch(/--result.*broken.*ok, failed, skipped, success, failure/);
+    // the forms journalctl takes, which the old message itself suggested
+    for (const t of ['2h ago', '-1h', '1h30m', '1 hour ago', '10:00', 'today']) {
+      const r = await runCli(['routine', 'history', '--since', t], { cwd: project });
+      expect(r.code, `${t}: ${r.stderr}`).toBe(0);
+    }
     const order = await runCli(['routine', 'history', '--since', '1h', '--until', '2h'], { cwd: project });
     expect(order.code).toBe(2);
     expect(order.stderr).toMatch(/--since 1h is after --until 2h/);
+  });
+});
+
+describe('one zone rule and removed routines', () => {
+  it('times in the routine\'s zone as routine list shows them, and the history of a routine removed from the config', async () => {
+    const project = testProject({ routines: [{ ...cmd('paris', 'true'), timezone: 'Europe/Paris' }, cmd('gone', 'exit 1')] });
+    await runCli(['routine', 'run', 'paris'], { cwd: project });
+    await runCli(['routine', 'run', 'gone'], { cwd: project });
+    const paris = await runCli(['routine', 'history', 'paris'], { cwd: project, env: { TZ: 'UTC' } });
+    expect(paris.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d GMT\+1 {2}ok /);
+    const [fire] = JSON.parse((await runCli(['routine', 'history', 'paris', '--json'], { cwd: project })).stdout) as Row[];
+    const shown = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Paris', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(new Date(fire!.scheduled_at));
+    expect(paris.stdout).toContain(` ${shown} GMT+1`);
+    // JSON stays UTC
+    expect(fire!.scheduled_at).toMatch(/Z$/);
+
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [{ ...cmd('paris', 'true'), timezone: 'Europe/Paris' }] }));
+    const gone = await runCli(['routine', 'history', 'gone'], { cwd: project });
+    expect(gone.code).toBe(0);
+    expect(gone.stderr).toBe('routinely: warning: routine gone is no longer in routinely.json; this is its kept history\n');
+    expect(gone.stdout).toMatch(/failed +\S+ {2}exit code 1 {2}r-/);
+    // and in every routine's history, as what ran
+    expect((JSON.parse((await runCli(['routine', 'history', '--json'], { cwd: project })).stdout) as Row[]).map((r) => r.routine)).toEqual(['paris', 'gone']);
+    // a routine that never was: unknown, as before
+    const never = await runCli(['routine', 'history', 'never'], { cwd: project });
+    expect(never.code).toBe(2);
+    expect(never.stderr).toMatch(/unknown routine "never" \(known: paris\)/);
   });
 });
