@@ -20,10 +20,11 @@ export type { LockRecord, LockOwner, ChildGroup } from './lock/record.js';
 export { withProjectLock, projectLockBackend, projectLockStatus, type ProjectLockOptions, type WithLockResult } from './project.js';
 export { configJsonSchema, taskFileJsonSchema } from './config/json-schema.js';
 
-export { register, execRun, execResume, resetTasks, type RunOptions, type RunOutcome, type ResumeOutcome } from './exec/operations.js';
+export { register, execRun, execResume, resetTasks, execStatus, listRuns, showRun } from './exec-api.js';
+export type { RunOptions, RunOutcome, ResumeOutcome } from './exec/operations.js';
 export type { ExecContext } from './exec/context.js';
 export type { RegisterSummary } from './exec/registry-sync.js';
-export { execStatus, listRuns, showRun, type TaskView } from './exec/views.js';
+export type { TaskView } from './exec/views.js';
 export type { RunState, RunStatus, TaskRun, Why, WhyCode, RunEvent } from './exec/run-state.js';
 export type { TaskStatus } from './exec/registry.js';
 export { openBackend, withBackend, fileBackend, type Backend } from './backend.js';

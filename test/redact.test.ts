@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { redactUrl } from '../src/config/load.js';
 import { redactSecrets } from '../src/redact.js';
-import { parsePgUrl } from '../src/pg/url.js';
+import { parsePgUrl } from '../src/config/database-url.js';
 import { rng } from './helpers/rng.js';
 
 

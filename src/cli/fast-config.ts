@@ -10,8 +10,8 @@ import { dirname, join, resolve } from 'node:path';
 import { findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import { listCacheKey, readProjectCache, type CachedProject } from '../scheduler/list-cache.js';
 import { VERSION } from '../version.js';
+import { isObj } from '../is-object.js';
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
 
 export interface CachedConfig {

@@ -6,7 +6,7 @@ import { basename } from 'node:path';
 import type { Backend } from '../backend.js';
 import { systemClock } from '../clock.js';
 import type { Project } from '../config/load.js';
-import { listRuns } from '../exec/views.js';
+import { listRuns } from '../exec-api.js';
 import { summarize, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import { LoopWatch, type Health } from '../http/health.js';

@@ -9,7 +9,7 @@ import { displayPath, findConfigUpward } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { out } from './io.js';
 import { npmWrapper } from './wrapper.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 import { schemaRefFor, type SchemaRef } from './schema-ref.js';
 
 export function starter(schema: SchemaRef): string {

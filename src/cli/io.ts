@@ -43,7 +43,7 @@ const codes = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36,
 export type Colour = keyof typeof codes;
 
 /** The views' one duration formatter (http/view.ts). */
-export { humanDuration } from '../http/view.js';
+export { humanDuration } from '../duration.js';
 
 export function paint(text: string, colour: Colour, enabled: boolean): string {
   return enabled ? `\x1b[${codes[colour]}m${text}\x1b[0m` : text;

@@ -11,7 +11,7 @@ import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { err, out } from './io.js';
 import { describeStatus, runUnderLease } from './lock-run.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 import { StopSignals } from './signals.js';
 import { loadForView } from './view-project.js';
 

@@ -11,7 +11,7 @@ import { VERSION } from '../version.js';
 
 const lazyRequire = createRequire(import.meta.url);
 
-export type { GlobalOptions } from './program.js';
+export type { GlobalOptions } from './globals.js';
 
 async function run(argv: string[]): Promise<void> {
   const args = argv.slice(2);

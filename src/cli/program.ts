@@ -8,9 +8,9 @@ import { ExitCode, RoutinelyError, asStorageError } from '../errors.js';
 
 import { VERSION } from '../version.js';
 
-export interface GlobalOptions {
-  config?: string;
-}
+import type { GlobalOptions } from './globals.js';
+
+export type { GlobalOptions };
 
 /** Node's timers overflow past ≈ 24.8 days; longer values are refused. */
 const MAX_SECONDS = 2_000_000;

@@ -23,7 +23,7 @@ import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine,
 import { readSchedulerState } from '../scheduler/status.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 import { loadForView, stateOnly } from './view-project.js';
 
 const warnTo = (m: string): void => err(`routinely: warning: ${m}`);

@@ -12,6 +12,8 @@ import { schedulerLine } from './scheduler-line.js';
 import type { OpenFire, RoutineRecord } from '../state/routine-state.js';
 import { ExitCode } from '../errors.js';
 import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
+import { shortDuration } from '../duration.js';
+export { shortDuration };
 
 /** A routine as the list knows it: from the config, or (config invalid) only from the state. */
 export interface ListedRoutine {
@@ -76,17 +78,6 @@ export function listRows(routines: readonly ListedRoutine[], records: Record<str
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const WEEKDAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 
-/** One unit, rounded, as `systemctl list-timers` would: `<1s`, `45s`, `12m`, `6h`, `3d`. */
-export function shortDuration(ms: number): string {
-  if (ms < 1000) return '<1s';
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.round(s / 60);
-  if (m < 60) return `${m}m`;
-  const h = Math.round(m / 60);
-  if (h < 48) return `${h}h`;
-  return `${Math.round(h / 24)}d`;
-}
 
 /** The next fire time, absolute in the routine's zone and relative: `03:00 GMT+1, in 6h`; a
  * day or more ahead with its weekday (`Mon 04:00 UTC, in 3d`), a week or more with its date

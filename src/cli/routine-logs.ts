@@ -7,7 +7,7 @@ import { ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { RUN_ID_PATTERN, showRoutineLog } from '../scheduler/routine-log.js';
 import { TerminalStream } from '../printable.js';
 import { err, out } from './io.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 import { loadForView } from './view-project.js';
 
 export interface LogsFlags {

@@ -24,7 +24,7 @@ import { boundedLines } from './bounded-output.js';
 import { limitExitFlush } from './io.js';
 import { setIoNoticeSink } from '../fs/io-notice.js';
 import type { SchedulerHttp } from './http-status.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 
 // `serve` is reached through this module on purpose: the two share the logger and the HTTP
 // setup, and as one entry for esbuild they stay in one chunk instead of splitting out small

@@ -8,7 +8,7 @@ import { printable } from '../printable.js';
 import { stopScheduler } from '../scheduler/control.js';
 import { readSchedulerState } from '../scheduler/status.js';
 import { err, humanDuration, out } from './io.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 import { schedulerLine, stateJson, statusLines } from './scheduler-line.js';
 import { loadForView } from './view-project.js';
 

@@ -10,7 +10,7 @@ import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { flushMessage, SpoolFlusher } from '../scheduler/spooling-store.js';
 import { httpSetup } from './http-options.js';
 import { out } from './io.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 
 export interface ServeFlags {
   http?: string;

@@ -7,7 +7,7 @@ import { cronSchedule, nextRuns, routineZone } from '../scheduler/schedule.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { err, formatInZone, machineZone, out } from './io.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 
 /** `validate --json` (for CI): one JSON document on stdout whatever the outcome — valid with
  * each routine's next three times, or not with every problem (file, JSON path, message) — and

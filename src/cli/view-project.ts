@@ -8,7 +8,7 @@ import { stateLocation } from '../config/fallback.js';
 import { displayPath, findConfig, loadProject, type LoadOptions, type Project } from '../config/load.js';
 import { ConfigError } from '../errors.js';
 import { err } from './io.js';
-import type { GlobalOptions } from './main.js';
+import type { GlobalOptions } from './globals.js';
 
 export interface ViewProject {
   project: Project;

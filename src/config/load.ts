@@ -3,7 +3,7 @@
 // overrides winning over the file. Bad values are errors, never silent defaults.
 
 import { dirname, join, resolve } from 'node:path';
-import { parsePgUrl } from '../pg/url.js';
+import { parsePgUrl } from './database-url.js';
 import { redactSecrets } from '../redact.js';
 import { ConfigError, UnsafePathError, UsageError, errnoCode } from '../errors.js';
 import { UntrustedPathError, checkTrustedPaths } from './trust.js';

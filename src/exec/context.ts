@@ -1,7 +1,8 @@
 // What every exec operation is given (SPEC §5): the project, the clock, where warnings go, and
-// an open backend or none (then each operation opens the project's own for its call).
+// an open backend or a way to open the project's own for the call (src/exec-api.ts gives
+// `open` to callers without a backend; exec/ itself never opens one).
 
-import { withBackend, type Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 
@@ -14,11 +15,16 @@ export interface ExecContext {
   env?: NodeJS.ProcessEnv;
   /** An open backend to use (else the project's is opened and closed per operation). */
   backend?: Backend;
+  /** Opens the project's backend for one call when `backend` is not given (src/exec-api.ts
+   * sets it: the backend's module imports exec/, so exec/ does not import it back). */
+  open?: <T>(project: Project, fn: (backend: Backend) => Promise<T>) => Promise<T>;
 }
 
 /** Runs `fn` with the context's backend, or with the project's, opened for the call. */
 export async function withStore<T>(ctx: ExecContext, fn: (backend: Backend) => Promise<T>): Promise<T> {
-  return ctx.backend ? fn(ctx.backend) : withBackend(ctx.project, fn);
+  if (ctx.backend) return fn(ctx.backend);
+  if (!ctx.open) throw new Error('an exec operation was called with neither a backend nor a way to open one (call it through src/exec-api.ts)');
+  return ctx.open(ctx.project, fn);
 }
 
 

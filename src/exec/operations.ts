@@ -4,7 +4,7 @@
 // (Over 300 lines: carryOut, one run from start to record, is most of it.)
 
 import { acquireAnnounced } from '../announced-wait.js';
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/types.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';

@@ -7,8 +7,14 @@
 import { createHash } from 'node:crypto';
 import type { TaskDef } from '../config/types.js';
 import { readJsonState, writeJsonAtomic } from '../state/json-file.js';
-import type { RegistryRead } from './store.js';
 import type { SourcedTask } from './task-source.js';
+
+/** The registry as stored. `missing` and `corrupt` are rebuilt from the runs by the caller
+ * (the registry is an index of them, SPEC §3). */
+export type RegistryRead =
+  | { kind: 'ok'; registry: Registry }
+  | { kind: 'missing' }
+  | { kind: 'corrupt'; problem: string; movedTo: string | null };
 
 export const TASK_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'skipped_dependency', 'interrupted'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];

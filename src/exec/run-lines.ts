@@ -2,7 +2,7 @@
 // terminal (cli/progress.ts, with colour) and a routine's log when a routine runs exec work
 // (scheduler/firing.ts, plain), so the page and `routine logs` show what the terminal shows.
 
-import { humanDuration } from '../http/view.js';
+import { humanDuration } from '../duration.js';
 import { printable } from '../printable.js';
 import { attemptStart } from './outcome.js';
 import type { RegisterSummary } from './registry-sync.js';

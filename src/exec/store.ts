@@ -6,17 +6,12 @@
 
 import { ExitCode, RoutinelyError } from '../errors.js';
 import type { Lease } from '../lock/lease.js';
-import type { Registry } from './registry.js';
+import type { Registry, RegistryRead } from './registry.js';
 import type { RunEvent, RunState } from './run-state.js';
 
 export type Warn = (message: string) => void;
 
-/** The registry as stored. `missing` and `corrupt` are rebuilt from the runs by the caller
- * (the registry is an index of them, SPEC §3). */
-export type RegistryRead =
-  | { kind: 'ok'; registry: Registry }
-  | { kind: 'missing' }
-  | { kind: 'corrupt'; problem: string; movedTo: string | null };
+export type { RegistryRead } from './registry.js';
 
 export interface ExecStore {
   /** `write`: the caller holds the exec lock and will save the registry, so a corrupt one is

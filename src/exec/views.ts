@@ -1,7 +1,7 @@
 // The exec read views (SPEC §5 `exec status`, `exec runs`, `exec show`): read-only, no lock
 // taken, nothing written; a RUNNING run is shown as the next command will record it.
 
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import { NotFoundError } from '../errors.js';
 import { EXEC_LOCK_KEY } from '../lock/backend.js';
 import { samePidSpace, systemProbe } from '../lock/identity.js';

@@ -4,7 +4,8 @@
 // (pasted once, kept in sessionStorage, sent as a header: never a cookie), and carries out the
 // actions of a routine's page.
 
-import { humanDuration, renderDetail, renderParts, viewKit } from './view.js';
+import { humanDuration } from '../duration.js';
+import { renderDetail, renderParts, viewKit } from './view.js';
 
 export const REFRESH_MS = 5000;
 /** Where the page keeps the pasted token: this tab only, gone when it closes. */

@@ -9,6 +9,7 @@
 import type { LockStatus } from '../lock/status.js';
 import type { Health } from './health.js';
 import type { FireView, RecentResults, RoutineView, RunOutput, RunView, ServerInfo } from './sources.js';
+import { humanDuration } from '../duration.js';
 
 export interface StatusView extends ServerInfo {
   health: Health;
@@ -31,24 +32,6 @@ export interface PageParts {
   routines: string;
   lock: string;
   runs: string;
-}
-
-/** The pieces every view is made of: escaping, spans of time, times with their absolute form
- * on hover, badges and result glyphs. Self-contained like the renderers (see above). */
-/** Spans of time as people read them: the one formatter of every view, the CLI's too (cli/io.ts
- * re-exports it). Self-contained, like viewKit: the pages' script carries its source. */
-// "3.2s" under 10 s, then "42s", "4m 10s", "2h 5m", "3d 4h" (the sign is dropped).
-export function humanDuration(ms: number): string {
-  const abs = Math.abs(ms);
-  if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;
-  const s = Math.round(abs / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return s % 60 ? `${m}m ${s % 60}s` : `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return m % 60 ? `${h}h ${m % 60}m` : `${h}h`;
-  const d = Math.floor(h / 24);
-  return h % 24 ? `${d}d ${h % 24}h` : `${d}d`;
 }
 
 /** A routine's page (`/routines/ID`): its row, its newest fires, one run's output. */
@@ -78,6 +61,8 @@ export interface DetailParts {
   pager: string;
 }
 
+/** The pieces every view is made of: escaping, spans of time, times with their absolute form
+ * on hover, badges and result glyphs. Self-contained like the renderers (see above). */
 export function viewKit(nowMs: number) {
   const esc = (v: unknown): string =>
     String(v ?? '')

@@ -4,6 +4,7 @@
 // bounded, child pids are above 1 (a signal to group 0 or 1 reaches everything).
 
 import { isLockId } from './paths.js';
+import { isObj } from '../is-object.js';
 
 /** Far above any real count (a million acquisitions a second for 30 years), and far below where
  * float arithmetic on it stops being exact. */
@@ -45,8 +46,6 @@ export interface LockRecord {
   expires_at: number;
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStrOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
 
 /** Returns the record, or null when the text is not a well-formed lock (then it is stale, §4.4). */

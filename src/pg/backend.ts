@@ -1,6 +1,6 @@
 // The PostgreSQL backend (SPEC §9): lock and state in one database shared by several hosts.
 
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import type { Project } from '../config/load.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
 import { connect } from './connect.js';

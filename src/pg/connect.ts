@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { DatabaseError } from '../errors.js';
 import { MIGRATIONS } from './schema.js';
-import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl } from './url.js';
+import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl } from '../config/database-url.js';
 
 /** A row as the driver gives it. The types below are ours, not the driver's: the published
  * declarations reference nothing that is not installed with the package (pg is bundled). */

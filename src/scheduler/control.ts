@@ -9,7 +9,7 @@
 
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { runningMark } from './running-mark.js';
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import { systemClock, type Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { myUid } from '../fs/files.js';

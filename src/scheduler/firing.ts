@@ -10,7 +10,7 @@ import { stoppedReason, takeStopRequest } from './stop-request.js';
 import { closeSync, renameSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { acquireAnnounced } from '../announced-wait.js';
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import { anySignal, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { randomHex, readFileChecked } from '../fs/files.js';
 import { removeLeftoverTemps } from '../state/durable.js';
 import type { ZoneTime } from '../zone-time.js';
+import { isObj } from '../is-object.js';
 
 export const LIST_CACHE_FILE = 'list-cache.json';
 /** Upcoming fire times kept per routine: enough to cover COVER_MS, at least 3 (what `validate`
@@ -151,7 +152,6 @@ export function writeListCache(project: CachedProject, key: string, routines: Ca
   return refill;
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isZoneTime = (v: unknown): v is ZoneTime =>
   isObj(v) && Number.isSafeInteger(v.at) && typeof v.date === 'string' && /^\d{4}-\d\d-\d\d$/.test(v.date) && typeof v.time === 'string' && /^\d\d:\d\d:\d\d$/.test(v.time) && typeof v.zone === 'string' && v.zone.length <= 64;
 

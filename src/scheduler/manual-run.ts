@@ -5,7 +5,7 @@
 // records and follow the same busy rules: a run refused as busy is not a tick, so nothing is
 // recorded, counted or announced.
 
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';

@@ -10,6 +10,7 @@ import { historyPath, parseHistory, readHistoryBytes, readHistoryText, unreadabl
 import { readChecksummed } from '../checksum.js';
 import { checkRecord, foldLines, type Folded, type RoutineRecord } from '../state/routine-state.js';
 import type { Warn } from './store.js';
+import { isObj } from '../is-object.js';
 
 export function indexPath(project: Project, routineId: string): string {
   return `${historyPath(project.stateDir, routineId).slice(0, -'.jsonl'.length)}.index`;
@@ -36,7 +37,6 @@ export interface RoutineIndex extends FoldedAt {
   recent: string[];
 }
 
-export const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 function checkIndex(v: unknown): RoutineIndex | string {

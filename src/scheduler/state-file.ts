@@ -26,7 +26,8 @@ import { historyIds, historyPath } from '../state/history.js';
 import { writeBufferDurable } from '../state/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from '../state/json-file.js';
 import { checkRecord, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
-import { checkFolders, isCount, isObj, readRoutineIndexed, unmoved, type FoldedAt, type IndexCache } from './routine-index.js';
+import { checkFolders, isCount, readRoutineIndexed, unmoved, type FoldedAt, type IndexCache } from './routine-index.js';
+import { isObj } from '../is-object.js';
 import type { Warn } from './store.js';
 
 export function statePath(project: Pick<Project, 'stateDir'>): string {

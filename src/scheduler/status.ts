@@ -3,7 +3,7 @@
 // one lock per project with files, one per host with a database. A lock whose holder is gone
 // (stale) means no scheduler runs; it is reported with why, for the person who wonders.
 
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import { samePidSpace, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../lock/record.js';
 import type { LockStatus } from '../lock/status.js';

@@ -10,7 +10,7 @@
 // row or a file naming some other process cannot make us signal it, SPEC §12).
 
 import { join } from 'node:path';
-import type { Backend } from '../backend.js';
+import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { unlinkQuiet } from '../fs/files.js';

@@ -1,8 +1,33 @@
 // One fire's record as a history line or a database row holds it (SPEC §12: input, whoever
 // wrote it): checked field by field and rebuilt from the fields it may have.
 
-import type { HistoryEntry } from './history.js';
-import { isBy } from './routine-state.js';
+import { isBy, type RoutineResult } from './routine-state.js';
+
+/** One fire, as `routine history` shows it. */
+export interface HistoryEntry {
+  scheduled_at: string;
+  started_at: string;
+  finished_at: string;
+  result: RoutineResult;
+  reason: string | null;
+  exit_code: number | null;
+  run_id: string | null;
+  /** What started it: the schedule, a person (`routine run`), or a retry. */
+  trigger?: 'schedule' | 'manual' | 'retry';
+  attempt?: number;
+  /** Who started it by hand: `cli, pid 4711`, `http, 127.0.0.1`. */
+  by?: string;
+  /** Unique per line. */
+  id?: string;
+  /** The open fire (its `open` line's id) this entry records. */
+  closes?: string;
+  /** The record's own id when it closes no open fire (Fire.key). */
+  key?: string;
+  /** When the line was appended, if that was more than LATE_LINE_MS after the fire finished (a
+   * record retried through a full disk): readers from the end stop by it (recent-fires.ts). */
+  recorded_at?: string;
+}
+
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
 const RESULTS = new Set(['success', 'failure', 'skipped']);

@@ -8,13 +8,13 @@
 // the rotation. Every line has an id; a line re-appended because a rotation happened while it was
 // being written (a stalled writer) is counted once.
 
-import { checkFireEntry } from './fire-entry.js';
+import { checkFireEntry, type HistoryEntry } from './fire-entry.js';
 import { closeSync, linkSync, lstatSync, readSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
 import { namesIn, openChecked, randomHex, readFileChecked, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
 import { appendLineToFile, openAppendTo, writeFileDurable } from './durable.js';
-import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord, type RoutineResult } from './routine-state.js';
+import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
 
 /** Rotate when the file is this many bytes: ≈ 1.5 × the lines kept at ≈ 250 bytes a line (so
  * the file and its rotated predecessor hold at least `historyLines` fires), and never less than
@@ -25,30 +25,7 @@ export function historyTrimBytes(historyLines: number): number {
 /** Ids of the newest lines a summary remembers, to count a re-appended line once. */
 const RECENT_IDS = 64;
 
-/** One fire, as `routine history` shows it. */
-export interface HistoryEntry {
-  scheduled_at: string;
-  started_at: string;
-  finished_at: string;
-  result: RoutineResult;
-  reason: string | null;
-  exit_code: number | null;
-  run_id: string | null;
-  /** What started it: the schedule, a person (`routine run`), or a retry. */
-  trigger?: 'schedule' | 'manual' | 'retry';
-  attempt?: number;
-  /** Who started it by hand: `cli, pid 4711`, `http, 127.0.0.1`. */
-  by?: string;
-  /** Unique per line. */
-  id?: string;
-  /** The open fire (its `open` line's id) this entry records. */
-  closes?: string;
-  /** The record's own id when it closes no open fire (Fire.key). */
-  key?: string;
-  /** When the line was appended, if that was more than LATE_LINE_MS after the fire finished (a
-   * record retried through a full disk): readers from the end stop by it (recent-fires.ts). */
-  recorded_at?: string;
-}
+export type { HistoryEntry } from './fire-entry.js';
 
 /** A fire line appended later than this after its fire finished says when it was appended. */
 export const LATE_LINE_MS = 60_000;

@@ -3,6 +3,8 @@
 // reducers here fold those facts into records, so the index can always be rebuilt (SPEC §3).
 // (Over 300 lines: the record's type, its checks and the reducers that must agree with them.)
 
+import { isObj } from '../is-object.js';
+
 export type RoutineResult = 'success' | 'failure' | 'skipped';
 
 export interface RoutineRecord {
@@ -190,7 +192,6 @@ export function setPaused(prior: RoutineRecord | undefined, paused: boolean, not
   return { ...(prior ?? emptyRecord()), paused, paused_note: paused ? note : null };
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const RECORD_STRINGS = [
   'last_reason', 'last_scheduled_at', 'last_started_at', 'last_finished_at', 'last_run_id', 'last_success_at',

@@ -107,7 +107,9 @@ export async function startBouncer(server: TestCluster, mode: 'session' | 'trans
     for (const f of ['', 'users.txt', 'pgbouncer.ini']) chownSync(join(dir, f), uid, -1);
   }
   const argv = server.runAs ? ['runuser', '-u', server.runAs, '--', 'pgbouncer', join(dir, 'pgbouncer.ini')] : ['pgbouncer', join(dir, 'pgbouncer.ini')];
-  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+  // its own process group, killed whole: as root `runuser` forks pgbouncer as its child, and
+  // killing runuser alone left pgbouncer running after the suite (issue 38)
+  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let log = '';
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   for (let i = 0; ; i++) {
@@ -123,7 +125,11 @@ export async function startBouncer(server: TestCluster, mode: 'session' | 'trans
   return {
     port,
     stop: () => {
-      child.kill('SIGKILL');
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -4,7 +4,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { PAGE_CSP, renderPage } from '../../src/http/page.js';
-import { humanDuration, renderDetail, renderParts, viewKit, type DetailData, type PageData } from '../../src/http/view.js';
+import { humanDuration } from '../../src/duration.js';
+import { renderDetail, renderParts, viewKit, type DetailData, type PageData } from '../../src/http/view.js';
 import { NOW, heldLock, pageData, row, run } from './fixtures.js';
 
 describe('renderParts', () => {
@@ -115,7 +116,12 @@ describe('renderParts', () => {
   });
 
   it('is self-contained: its source and the kit alone render the same in a fresh scope (the browser runs them)', () => {
-    const fresh = new Function(`const ${humanDuration.name} = ${humanDuration.toString()}; const ${viewKit.name} = ${viewKit.toString()}; return (${renderParts.toString()})`)() as typeof renderParts;
+    // viewKit takes humanDuration from src/duration.ts: in the bundle the page's script inlines
+    // both under those names; under vitest the import is spelled __vite_ssr_import_N__.humanDuration
+    const imports = [...new Set(viewKit.toString().match(/__vite_ssr_import_\d+__/g) ?? [])].map((n) => `const ${n} = { humanDuration: ${humanDuration.name} };`).join(' ');
+    const kit = `const ${humanDuration.name} = ${humanDuration.toString()}; ${imports} const ${viewKit.name} = ${viewKit.toString()};`;
+    expect(viewKit.toString().replace(/__vite_ssr_import_\d+__\.humanDuration/g, '')).not.toMatch(/__vite_ssr_import/);
+    const fresh = new Function(`${kit} return (${renderParts.toString()})`)() as typeof renderParts;
     expect(fresh(pageData(), NOW)).toEqual(renderParts(pageData(), NOW));
     const d = pageData();
     const fire = (i: number, result: 'success' | 'failure' | 'skipped', took: number) => ({
@@ -130,7 +136,7 @@ describe('renderParts', () => {
       ran: [fire(1, 'success', 1200), fire(3, 'failure', 300)],
       running: { run_id: 'r-1', started_at: new Date(NOW - 5000).toISOString() },
     };
-    const freshDetail = new Function(`const ${humanDuration.name} = ${humanDuration.toString()}; const ${viewKit.name} = ${viewKit.toString()}; return (${renderDetail.toString()})`)() as typeof renderDetail;
+    const freshDetail = new Function(`${kit} return (${renderDetail.toString()})`)() as typeof renderDetail;
     expect(freshDetail(detail, NOW)).toEqual(renderDetail(detail, NOW));
     expect(renderDetail(detail, NOW).output).toContain('hello &lt;b&gt;');
     const p = renderDetail(detail, NOW);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl, type PgUrl } from '../../src/pg/url.js';
+import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl, type PgUrl } from '../../src/config/database-url.js';
 
 const parsed = (url: string): PgUrl => {
   const u = parsePgUrl(url);

@@ -1,0 +1,68 @@
+// The import graph of src/ (what `madge --circular` checks, without the download): every
+// cycle of files, and every pair of folders that import each other, type imports included.
+// Prints them and exits 1 when there is one; `node scripts/check-structure.mjs --json` for tests.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const root = resolve(dirname(new URL(import.meta.url).pathname), '..', 'src');
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?[^'"]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+const graph = new Map();
+for (const f of readdirSync(root, { recursive: true })) {
+  if (!f.endsWith('.ts')) continue;
+  const path = join(root, f);
+  const deps = new Set();
+  for (const m of readFileSync(path, 'utf8').matchAll(IMPORT)) deps.add(relative(root, resolve(dirname(path), (m[1] ?? m[2]).replace(/\.js$/, '.ts'))));
+  graph.set(relative(root, path), deps);
+}
+
+// files: strongly connected components of more than one file (Tarjan)
+const cycles = [];
+const index = new Map();
+const low = new Map();
+const stack = [];
+const onStack = new Set();
+let next = 0;
+const visit = (v) => {
+  index.set(v, next);
+  low.set(v, next++);
+  stack.push(v);
+  onStack.add(v);
+  for (const w of graph.get(v) ?? []) {
+    if (!graph.has(w)) continue;
+    if (!index.has(w)) {
+      visit(w);
+      low.set(v, Math.min(low.get(v), low.get(w)));
+    } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+  }
+  if (low.get(v) !== index.get(v)) return;
+  const component = [];
+  let w;
+  do {
+    w = stack.pop();
+    onStack.delete(w);
+    component.push(w);
+  } while (w !== v);
+  if (component.length > 1) cycles.push(component.sort());
+};
+for (const v of graph.keys()) if (!index.has(v)) visit(v);
+
+// folders (src/<folder>/…; files directly in src/ are shared modules, not a folder)
+const folderOf = (f) => (f.includes('/') ? f.split('/')[0] : null);
+const edges = new Map();
+for (const [from, deps] of graph) {
+  for (const to of deps) {
+    const a = folderOf(from);
+    const b = folderOf(to);
+    if (a && b && a !== b) edges.set(`${a} -> ${b}`, [...(edges.get(`${a} -> ${b}`) ?? []), `${from} -> ${to}`]);
+  }
+}
+const mutual = [...edges.keys()].filter((k) => edges.has(k.split(' -> ').reverse().join(' -> '))).sort().map((k) => ({ folders: k, imports: edges.get(k) }));
+
+if (process.argv.includes('--json')) {
+  console.log(JSON.stringify({ files: graph.size, cycles, mutual }));
+} else {
+  for (const c of cycles) console.log(`cycle: ${c.join(' ')}`);
+  for (const m of mutual) console.log(`folders import each other: ${m.folders}\n  ${m.imports.join('\n  ')}`);
+  console.log(`${graph.size} files: ${cycles.length} cycles, ${mutual.length / 2} pairs of folders importing each other`);
+  process.exitCode = cycles.length + mutual.length > 0 ? 1 : 0;
+}
