@@ -63,3 +63,14 @@ export function humanBytes(n: number): string {
 }
 
 export { formatInZone, machineZone, zoneTime, type ZoneTime } from '../zone-time.js';
+
+/** EPIPE (or any error) on stdout/stderr is ignored from now on: the scheduler's work does not
+ * depend on anyone reading its log. */
+export function keepGoingOnBrokenPipes(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') return;
+      // nothing to do: further writes to a closed pipe are dropped
+    });
+  }
+}

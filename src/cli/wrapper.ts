@@ -10,6 +10,7 @@
 
 import { readFileSync } from 'node:fs';
 import { parseProcStat } from '../lock/identity.js';
+import type { Logger } from '../scheduler/log.js';
 
 /** How npm started us, from the variables it sets for the programs it runs; null: not by npm. */
 export function npmWrapper(env: NodeJS.ProcessEnv): string | null {
@@ -89,4 +90,18 @@ export function watchStarter(s: Starter, gone: (why: string) => void, everyMs = 
   }, everyMs);
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/** Under npm, a signal meant for the scheduler stops only npm (and its shell): says so in the
+ * log now, and calls `stop` when npm or the shell between is gone. Returns the unwatch. */
+export function stopWithNpm(log: Logger, stop: () => void): () => void {
+  const wrapper = npmWrapper(process.env);
+  if (!wrapper) return () => {};
+  log({ event: 'scheduler.warning', message: `started through ${wrapper}; ${WRAPPER_ADVICE}` });
+  const starter = findStarter();
+  if (!starter) return () => {};
+  return watchStarter(starter, (why) => {
+    log({ event: 'scheduler.warning', message: `${why}: the ${wrapper} that started this scheduler was stopped or ended; stopping as if sent SIGTERM` });
+    stop();
+  });
 }

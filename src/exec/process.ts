@@ -65,6 +65,17 @@ export function commandEnv(base: NodeJS.ProcessEnv, passEnv: readonly string[]):
   return env;
 }
 
+/** The commands' environment per config, copied from `base` once for each (a reload may change
+ * passEnv). */
+export function commandEnvOf(base: NodeJS.ProcessEnv): (p: { config: { passEnv: readonly string[] } }) => NodeJS.ProcessEnv {
+  const envFor = new WeakMap<object, NodeJS.ProcessEnv>();
+  return (p) => {
+    let env = envFor.get(p);
+    if (!env) envFor.set(p, (env = commandEnv(base, p.config.passEnv)));
+    return env;
+  };
+}
+
 export function signalExitCode(signal: NodeJS.Signals | null): number {
   const n = signal ? (constants.signals as Record<string, number>)[signal] : undefined;
   return 128 + (n ?? 0);

@@ -7,6 +7,7 @@
 
 import { systemClock, type Clock } from '../clock.js';
 import type { Db } from './connect.js';
+import type { Logger } from '../scheduler/log.js';
 
 /** One measurement: how far the database clock is ahead of ours, ± rttMs / 2. */
 export interface OffsetSample {
@@ -134,4 +135,21 @@ export class DbClock implements Clock {
     clearInterval(this.timer);
     this.timer = undefined;
   }
+}
+
+/** Logs the offset to the database clock when first measured and whenever it moves notably, with
+ * a warning past SKEW_WARN_MS; a notable move wakes the loop (a clock step). */
+export function watchOffset(clock: DbClock, log: Logger, stepped: () => void): () => void {
+  let logged: number | null = null;
+  const seen = (offset: number, sample: OffsetSample): void => {
+    const news = offsetNews(logged, offset);
+    if (!news) return;
+    logged = offset;
+    log({ event: 'scheduler.clock', offset_ms: Math.round(offset * 10) / 10, rtt_ms: Math.round(sample.rttMs * 10) / 10, change: news, text: describeOffset(offset) });
+    const warning = skewWarning(offset);
+    if (warning) log({ event: 'scheduler.warning', message: warning });
+    if (news === 'changed') stepped();
+  };
+  if (clock.offsetMs !== null) seen(clock.offsetMs, clock.lastSample ?? { offsetMs: clock.offsetMs, rttMs: 0 });
+  return clock.onMeasured(seen);
 }

@@ -163,6 +163,23 @@ export class Recorder {
     return { closed, announced: Promise.all(announcements).then(() => {}) };
   }
 
+  /** At a scheduler's start: what this host spooled while the database was away, with its real
+   * results, then the fires left open by a process that died (SIGKILL), once each. Said in the
+   * log; a failure to do either is said and the scheduler goes on. */
+  async recordLeftovers(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, project: Project): Promise<void> {
+    try {
+      // spooled fires first: reconcile would call them interrupted
+      if (this.o.store.flushSpool) {
+        const f = await this.o.store.flushSpool(this.o.warn);
+        if (f.recorded > 0) this.o.warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
+      }
+      const { closed } = await this.reconcile(isGone, project);
+      if (closed > 0) this.o.warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
+    } catch (err) {
+      this.o.warn(`could not reconcile open fires: ${(err as Error).message}`);
+    }
+  }
+
   private tell(id: string, fire: Fire): void {
     try {
       this.observer.fired?.(id, fire);

@@ -11,8 +11,17 @@ export const runningMark = (stateDir: string): string => join(stateDir, 'schedul
 
 let held: number | null = null;
 
-/** Opens this project's mark and keeps it open for the life of the process. */
-export function holdRunningMark(stateDir: string): void {
+/** Opens this project's mark and keeps it open for the life of the process; when it cannot, says
+ * so through `warn` (the scheduler runs on, but `scheduler stop` will not signal it). */
+export function holdRunningMark(stateDir: string, warn: (message: string) => void): void {
+  try {
+    openMark(stateDir);
+  } catch (err) {
+    warn(`${(err as Error).message}: \`routinely scheduler stop\` cannot prove this is the project's scheduler, and will not signal it (stop it with SIGTERM)`);
+  }
+}
+
+function openMark(stateDir: string): void {
   if (held !== null) return;
   ensureStateRoot(stateDir);
   // read-only: a file held open for writing would keep the state disk from being remounted
