@@ -144,3 +144,24 @@ export function errnoCode(err: unknown): string | undefined {
     ? err.code
     : undefined;
 }
+
+/** A write refused because the exec lock is no longer ours (SPEC §4.3): reported as `lock
+ * lost: …`, exit 1, why_code LOCK_LOST, wherever it surfaces. */
+export class FencedError extends RoutinelyError {
+  readonly code = 'LOCK_LOST';
+  readonly exitCode = ExitCode.FAILED;
+  constructor(why: string) {
+    super(`lock lost: ${why}`);
+  }
+}
+
+/** A verified orphan that we may not signal (it runs as another user): the lock cannot be taken
+ * safely until someone who may ends it. Exit 75: the lock stays busy, nothing is lost. */
+export class OrphanBlockedError extends RoutinelyError {
+  readonly code = 'ORPHAN_BLOCKED';
+  readonly exitCode = ExitCode.BUSY;
+}
+
+/** A config, task file or folder that others could change (config/trust.ts): reported by the
+ * loader with the file named. */
+export class UntrustedPathError extends Error {}

@@ -9,12 +9,15 @@
 // a parent, since nobody can rename or remove what another user put there; and a group-writable
 // folder whose group has no member but you (a user private group, what umask 002 gives).
 // A link at the config file or the state folder is judged by its owner and its folder, and its
-// target the same way. Light: no imports beyond node:fs and node:path (the fast paths use it).
+// target the same way. Light: no imports beyond node:fs, node:path and errors.ts, which has none
+// (the fast paths use it).
 
 import { lstatSync, readFileSync, realpathSync, type Stats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
-export class UntrustedPathError extends Error {}
+import { UntrustedPathError } from '../errors.js';
+
+export { UntrustedPathError };
 
 const myUid = (): number | null => (typeof process.geteuid === 'function' ? process.geteuid() : null);
 

@@ -13,7 +13,8 @@ import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js'
 import { openAppend } from '../state/durable.js';
 import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from './process.js';
 import type { TaskStatus } from './registry.js';
-import { FencedError, type RunWriter } from './store.js';
+import { type RunWriter } from './store.js';
+import { FencedError } from '../errors.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
 
 export type StopCause = 'LOCK_LOST' | 'INTERRUPTED' | 'RUN_TIMEOUT' | 'STATE_ERROR';

@@ -7,7 +7,8 @@ import type { Lease } from '../lock/lease.js';
 import { checkFolder, readNoFollow, trustRoot } from '../fs/files.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
 import { RunStore, listRunIds, loadRun, runDir } from './run-store.js';
-import { FencedError, type ExecStore, type RunWriter } from './store.js';
+import { type ExecStore, type RunWriter } from './store.js';
+import { FencedError } from '../errors.js';
 
 /** The highest lock generation exec state shows (the registry and the newest runs), read
  * without changing anything: the floor for a lock folder that lost every slot (SPEC §4.12). */

@@ -20,7 +20,8 @@ import { dependencyOrder } from './plan.js';
 import { nothingToRunWhy, ownerAlive, prepareRegistry, selectTasks, type RegisterSummary } from './registry-sync.js';
 import { taskHash, type Registry } from './registry.js';
 import { applyEvent, isRunId, newRunId, summarize, type RunEvent, type RunState, type TaskRun } from './run-state.js';
-import { FencedError, type ExecStore } from './store.js';
+import { type ExecStore } from './store.js';
+import { FencedError } from '../errors.js';
 import { loadTaskDefinitions, type SourcedTask } from './task-source.js';
 
 type Busy = Exclude<AcquireResult, { ok: true }>;

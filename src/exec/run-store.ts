@@ -10,7 +10,8 @@ import { openAppend, writeAll } from '../state/durable.js';
 import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';
 import { RUN_STATUSES, applyEventInPlace, checkEvent, isRunId, ownerProblem, type RunEvent, type RunState } from './run-state.js';
-import { FencedError, type RunWriter } from './store.js';
+import { type RunWriter } from './store.js';
+import { FencedError } from '../errors.js';
 
 const SNAPSHOT = 'run.json';
 /** Task ids name log files: the config's id pattern, never a path. */

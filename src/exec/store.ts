@@ -4,7 +4,6 @@
 // way: the file backend checks the lock file (and readers fence journal events by generation),
 // the database checks the lease row in the same statement.
 
-import { ExitCode, RoutinelyError } from '../errors.js';
 import type { Lease } from '../lock/lease.js';
 import type { Registry, RegistryRead } from './registry.js';
 import type { RunEvent, RunState } from './run-state.js';
@@ -54,12 +53,3 @@ export interface RunWriter {
   readonly bytesWritten: number;
 }
 
-/** A write refused because the exec lock is no longer ours (SPEC §4.3): reported as `lock
- * lost: …`, exit 1, why_code LOCK_LOST, wherever it surfaces. */
-export class FencedError extends RoutinelyError {
-  readonly code = 'LOCK_LOST';
-  readonly exitCode = ExitCode.FAILED;
-  constructor(why: string) {
-    super(`lock lost: ${why}`);
-  }
-}

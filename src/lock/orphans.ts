@@ -8,7 +8,7 @@
 // dead holder's `ROUTINELY_LOCK_ID` (every command routinely starts under a lock gets it).
 
 import type { Clock } from '../clock.js';
-import { RoutinelyError, ExitCode, errnoCode } from '../errors.js';
+import { errnoCode, OrphanBlockedError } from '../errors.js';
 import { myUid } from '../fs/files.js';
 import type { LivenessProbe } from './identity.js';
 import type { ChildGroup } from './record.js';
@@ -23,12 +23,6 @@ export interface OrphanReport {
 /** The environment entry that marks processes started under lock `lockId`. */
 export const lockMarker = (lockId: string): string => `ROUTINELY_LOCK_ID=${lockId}`;
 
-/** A verified orphan that we may not signal (it runs as another user): the lock cannot be taken
- * safely until someone who may ends it. Exit 75: the lock stays busy, nothing is lost. */
-export class OrphanBlockedError extends RoutinelyError {
-  readonly code = 'ORPHAN_BLOCKED';
-  readonly exitCode = ExitCode.BUSY;
-}
 
 export type GroupVerdict =
   | { kind: 'ours' }

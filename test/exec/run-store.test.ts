@@ -2,7 +2,7 @@ import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RunStore, listRunIds, loadRun } from '../../src/exec/run-store.js';
-import { FencedError } from '../../src/exec/store.js';
+import { FencedError } from '../../src/errors.js';
 import type { RunState } from '../../src/exec/run-state.js';
 import { testdir } from '../helpers/testdir.js';
 
