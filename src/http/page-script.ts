@@ -36,7 +36,8 @@ export const PAGE_SCRIPT = `"use strict";
   let busy = false;
   let lastGood = Date.now();
   let token = sessionStorage.getItem('${TOKEN_KEY}');
-  const esc = (t) => String(t).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  // the one HTML escaper: the views' own (control characters shown, not interpreted)
+  const { esc } = ${viewKit.name}(Date.now());
   const headers = (extra) => Object.assign({ accept: 'application/json' }, token ? { authorization: 'Bearer ' + token } : {}, extra || {});
   const askToken = (why) => {
     if (!form) return;
