@@ -113,7 +113,7 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
       generation: lease.generation, lock_id: lease.lockId, owner: ownerOf(), attempt: 1,
       parallel: opts.parallel ?? ctx.project.config.exec.parallel, created_at: at, updated_at: at, finished_at: null, tasks,
     };
-    return { kind: 'run' as const, ...(await carryOut(ctx, store, clock, lease, registry, summary, state, defById, opts, false)) };
+    return { kind: 'run' as const, ...(await carryOut(ctx, opts, { store, clock, lease, registry, summary, state, defs: defById, resuming: false })) };
   });
   if (r.kind === 'busy') return r;
   if (r.value.kind === 'nothing') return r.value;
@@ -126,19 +126,22 @@ function ownerOf() {
   return { pid: me.pid, host: me.host, boot_id: me.boot_id, start_time: me.start_time, ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}) };
 }
 
+/** What carryOut works on: the run under the held lock, the registry it folds back into. */
+interface Carried {
+  store: ExecStore;
+  clock: Clock;
+  lease: Lease;
+  registry: Registry;
+  summary: RegisterSummary;
+  state: RunState;
+  defs: Map<string, TaskDef>;
+  /** A run that existed (exec resume): reopened, not created. */
+  resuming: boolean;
+}
+
 /** Creates (or reopens) the run, executes it, records the outcome, folds it into the registry. */
-async function carryOut(
-  ctx: ExecContext,
-  store: ExecStore,
-  clock: Clock,
-  lease: Lease,
-  registry: Registry,
-  summary: RegisterSummary,
-  state: RunState,
-  defs: Map<string, TaskDef>,
-  opts: RunOptions,
-  resuming: boolean,
-): Promise<{ state: RunState; summary: RegisterSummary; bytesWritten: number }> {
+async function carryOut(ctx: ExecContext, opts: RunOptions, c: Carried): Promise<{ state: RunState; summary: RegisterSummary; bytesWritten: number }> {
+  const { store, clock, lease, registry, summary, state, defs, resuming } = c;
   lease.annotate({ run_id: state.run_id });
   const writer = store.runWriter(state.run_id, lease);
   try {
@@ -334,7 +337,7 @@ async function resumeWith(ctx: ExecContext & { backend: Backend }, runId: string
         why_code: 'RETIRED', why: 'the task is no longer defined in the config', next: 'nothing to do, or define it again and resume',
       });
     }
-    return { kind: 'run' as const, ...(await carryOut(ctx, store, clock, lease, registry, summary, state, defById, opts, true)) };
+    return { kind: 'run' as const, ...(await carryOut(ctx, opts, { store, clock, lease, registry, summary, state, defs: defById, resuming: true })) };
   });
   if (r.kind === 'busy') return { kind: 'conflict', busy: r.busy };
   if (r.value.kind === 'nothing') return r.value;

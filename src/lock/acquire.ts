@@ -177,7 +177,7 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
       unlinkQuiet(tmp);
     }
     const view: ViewStamp | null = placed ? stampView(paths, mine) : null;
-    const lease = new FileLease(paths, record, mine, view, opts, clock, probe, started, opts.hooks);
+    const lease = new FileLease({ paths, record, slotIno: mine, view, timing: opts, clock, probe, confirmedAt: started, ...(opts.hooks ? { hooks: opts.hooks } : {}) });
     try {
       // the heartbeat file exists from now on, rewritten in place: keeping the lease needs no
       // new blocks or inodes (SPEC §4.15)

@@ -56,18 +56,32 @@ export class FileLease extends LeaseState implements Lease {
   /** `<key>.lock` as the last checkFiles() found it. */
   private viewSeen: Stats | null = null;
 
-  constructor(
-    private readonly paths: LockPaths,
-    record: LockRecord,
-    private slotIno: number,
-    private view: ViewStamp | null,
-    private readonly timing: LeaseTiming,
-    clock: Clock,
-    probe: LivenessProbe,
-    confirmedAt: number,
-    private readonly hooks: LockHooks = {},
-  ) {
-    super(record, clock, timing.ttlMs, confirmedAt);
+  private readonly paths: LockPaths;
+  private slotIno: number;
+  private view: ViewStamp | null;
+  private readonly timing: LeaseTiming;
+  private readonly hooks: LockHooks;
+
+  constructor(o: {
+    paths: LockPaths;
+    record: LockRecord;
+    /** The inode of the slot this lease took. */
+    slotIno: number;
+    view: ViewStamp | null;
+    timing: LeaseTiming;
+    clock: Clock;
+    probe: LivenessProbe;
+    /** When (monotonic ms) the take was confirmed. */
+    confirmedAt: number;
+    hooks?: LockHooks;
+  }) {
+    super(o.record, o.clock, o.timing.ttlMs, o.confirmedAt);
+    this.paths = o.paths;
+    this.slotIno = o.slotIno;
+    this.view = o.view;
+    this.timing = o.timing;
+    this.hooks = o.hooks ?? {};
+    const { paths, record, probe, clock, hooks = {} } = o;
     this.expiresAtMs = record.expires_at * 1000;
     this.childJournal = new ChildJournal(paths, record.lock_id, probe, hooks);
     this.lastChildWrite = clock.monotonic();
