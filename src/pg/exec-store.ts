@@ -138,6 +138,7 @@ class PgRunWriter implements RunWriter {
     this.chain = this.chain.then(async () => {
       // A database that cannot be reached is retried while our lease may still be valid;
       // once it cannot be, the writer is fenced (the run then ends ABORTED / LOCK_LOST).
+      const pause = new Backoff(250, 2_000);
       while (!this.fenced && !this.failure) {
         try {
           const r = await this.db.query(
@@ -150,7 +151,7 @@ class PgRunWriter implements RunWriter {
         } catch (err) {
           if (!(err instanceof DatabaseError)) this.failure = err;
           else if (!this.lease.held()) this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
-          else await systemClock.sleep(250); // the lease's own check decides when to stop
+          else await pause.wait(); // the lease's own check decides when to stop
         }
       }
       this.fenced ??= new FencedError('the exec lock is no longer ours (database)');
