@@ -3,7 +3,7 @@
 // wait finds the holder, which is named once, and only then does the wait begin. A lock freed in
 // between is simply taken by the wait at once.
 
-import type { BusyPolicy, LockBackend } from './lock/backend.js';
+import type { BusyPolicy, LockBackend } from './lock/lock-backend.js';
 import type { AcquireResult, LockOwnerInfo } from './lock/lease.js';
 import type { LockRecord } from './lock/record.js';
 

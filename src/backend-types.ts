@@ -1,10 +1,10 @@
 // The backend of a project, as the code outside the backends sees it: types only, so the
-// stores (exec/, scheduler/, pg/) and whoever composes them (backend.ts, pg/backend.ts) import
+// stores (exec/, scheduler/, pg/) and whoever composes them (backend.ts, pg/postgres-backend.ts) import
 // it without importing each other.
 
 import type { Clock } from './clock.js';
 import type { ExecStore } from './exec/store.js';
-import type { LockBackend } from './lock/backend.js';
+import type { LockBackend } from './lock/lock-backend.js';
 import type { LockStatus } from './lock/status.js';
 import type { LivenessProbe } from './lock/identity.js';
 import type { RoutineStore } from './scheduler/store.js';

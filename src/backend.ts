@@ -5,7 +5,7 @@
 import { systemClock } from './clock.js';
 import type { Project } from './config/load.js';
 import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
-import { SCHEDULER_LOCK_KEY, fileLockBackend } from './lock/backend.js';
+import { SCHEDULER_LOCK_KEY, fileLockBackend } from './lock/lock-backend.js';
 import { readLockStatus } from './lock/status.js';
 import type { Backend, OpenOptions } from './backend-types.js';
 import { fileRoutineStore } from './scheduler/file-store.js';
@@ -56,7 +56,7 @@ export function fileBackend(project: Project, opts: OpenOptions = {}): Backend {
 export async function openBackend(project: Project, opts: OpenOptions = {}): Promise<Backend> {
   trustProjectRoots(project);
   if (project.backend.type === 'file') return fileBackend(project, opts);
-  const { postgresBackend } = await import('./pg/backend.js');
+  const { postgresBackend } = await import('./pg/postgres-backend.js');
   return postgresBackend(project, opts.skewNotice ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)));
 }
 

@@ -10,7 +10,7 @@ export type { Config, RoutineDef, TaskDef, RoutineAction } from './config/types.
 
 export { attemptAcquire, type AcquireOptions, type FileLockOptions } from './lock/acquire.js';
 export { acquireFileLease } from './lock/wait.js';
-export { fileLockBackend, EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, type LockBackend, type BusyPolicy } from './lock/backend.js';
+export { fileLockBackend, EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, type LockBackend, type BusyPolicy } from './lock/lock-backend.js';
 export type { Lease, AcquireResult, RefreshResult, ReleaseResult, LockLost, LockHooks, IfBusy, LockOwnerInfo } from './lock/lease.js';
 export { readLockStatus, breakStaleLock, type LockStatus, type BreakResult } from './lock/status.js';
 export { judgeLock, describeHolder, type Judgement, type StaleReason } from './lock/stale.js';

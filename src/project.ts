@@ -2,7 +2,7 @@
 
 import { loadProject, type LoadOptions, type Project } from './config/load.js';
 import { disposable, openBackend } from './backend.js';
-import { EXEC_LOCK_KEY, type BusyPolicy, type LockBackend } from './lock/backend.js';
+import { EXEC_LOCK_KEY, type BusyPolicy, type LockBackend } from './lock/lock-backend.js';
 import type { Lease, LockLost, LockOwnerInfo } from './lock/lease.js';
 import type { LockRecord } from './lock/record.js';
 import type { LockStatus } from './lock/status.js';

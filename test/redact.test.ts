@@ -26,6 +26,19 @@ describe('redaction of passwords in URLs', () => {
     }
   });
 
+  it.each([
+    ['postgres://alice:S3cret@db:5432/app', 'postgres://alice:***@db:5432/app'],
+    ['postgresql://alice:S3cret@db/app?sslmode=require', 'postgresql://alice:***@db/app?sslmode=require'],
+    ['alice:S3cret@host/db', 'alice:***@host/db'],
+    ['postgres://alice@db/app?password=S3cret&sslmode=verify-full', 'postgres://alice@db/app?password=***&sslmode=verify-full'],
+    ['host=db user=alice password=S3cret dbname=app', 'host=db user=alice password=*** dbname=app'],
+    ["host=db password='S3 cret' dbname=app", 'host=db password=*** dbname=app'],
+    ['postgres://db/app', 'postgres://db/app'],
+  ])('redactUrl(%s)', (input, shown) => {
+    expect(redactUrl(input)).toBe(shown);
+    expect(redactUrl(input)).not.toMatch(/S3cret|S3 cret/);
+  });
+
   it('known shapes', () => {
     expect(redactUrl('postgres://app:Zm9v/YmFy+cXV4@db.internal:5432/app')).toBe('postgres://app:***@db.internal:5432/app');
     expect(redactUrl('postgres://rt:p@ss@[bad')).toBe('postgres://rt:***@[bad');

@@ -11,7 +11,7 @@ import type { Project } from '../config/load.js';
 import { ExitCode, asStorageError, isStorageError } from '../errors.js';
 import { trustRoot } from '../fs/files.js';
 import { readLockStatus } from '../lock/status.js';
-import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
+import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { stateOf } from '../scheduler/status.js';
 import { readRoutineState } from '../scheduler/file-store.js';
 import { nextCached, readListCache } from '../scheduler/list-cache.js';

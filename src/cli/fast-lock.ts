@@ -9,7 +9,7 @@ import { trustProjectRoots } from '../backend.js';
 import type { Project } from '../config/load.js';
 import { ExitCode, RoutinelyError, asStorageError, isStorageError } from '../errors.js';
 import { execGenerationFloor } from '../exec/file-store.js';
-import { EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, fileLockBackend } from '../lock/backend.js';
+import { EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, fileLockBackend } from '../lock/lock-backend.js';
 import { ensureStateRoot } from '../state/json-file.js';
 import { acquireAnnounced } from '../announced-wait.js';
 import type { FastLockArgs } from './fast-args.js';

@@ -8,7 +8,7 @@ import { systemClock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import { listRuns } from '../exec-api.js';
 import { summarize, type RunState } from '../exec/run-state.js';
-import { EXEC_LOCK_KEY } from '../lock/backend.js';
+import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { LoopWatch, type Health } from '../http/health.js';
 import { Metrics } from '../http/metrics.js';
 import { startStatusServer } from '../http/server.js';

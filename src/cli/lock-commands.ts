@@ -3,7 +3,7 @@
 import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
-import { EXEC_LOCK_KEY } from '../lock/backend.js';
+import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { acquireAnnounced } from '../announced-wait.js';
 import { disposable, openBackend, withBackend } from '../backend.js';
 import { hostId } from '../lock/identity.js';

@@ -5,7 +5,7 @@ import { habitWarnings } from '../config/cron-habits.js';
 import { ExitCode } from '../errors.js';
 import { fireRoutine, ownerGone } from '../scheduler/firing.js';
 import { commandEnvOf } from '../exec/process.js';
-import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
+import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { disposable, openBackend } from '../backend.js';
 import { hostId } from '../lock/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';

@@ -8,7 +8,7 @@ import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/types.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';
-import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/backend.js';
+import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/files.js';
 import { selfIdentity } from '../lock/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';

@@ -3,7 +3,7 @@
 
 import type { Backend } from '../backend-types.js';
 import { NotFoundError } from '../errors.js';
-import { EXEC_LOCK_KEY } from '../lock/backend.js';
+import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { samePidSpace, systemProbe } from '../lock/identity.js';
 import { printable } from '../printable.js';
 import { withStore, type ExecContext } from './context.js';

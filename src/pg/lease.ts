@@ -13,7 +13,7 @@
 import { Backoff } from '../backoff.js';
 import { systemClock, type Clock } from '../clock.js';
 import { DatabaseError, DatabaseRowError } from '../errors.js';
-import type { BusyPolicy, LockBackend } from '../lock/backend.js';
+import type { BusyPolicy, LockBackend } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/files.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';

@@ -20,7 +20,7 @@ import { execResume, execRun, register } from '../exec/operations.js';
 import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from '../exec/process.js';
 import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-lines.js';
 import { newRunId, type RunEvent, type RunState } from '../exec/run-state.js';
-import { EXEC_LOCK_KEY } from '../lock/backend.js';
+import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/files.js';
 import { processGone, selfIdentity } from '../lock/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';

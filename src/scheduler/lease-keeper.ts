@@ -9,7 +9,7 @@ import { Backoff } from '../backoff.js';
 import type { BackendCaps } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import { DatabaseRowError } from '../errors.js';
-import type { LockBackend } from '../lock/backend.js';
+import type { LockBackend } from '../lock/lock-backend.js';
 import type { Lease, LockOwnerInfo } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { describeHolder } from '../lock/stale.js';

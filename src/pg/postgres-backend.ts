@@ -2,7 +2,7 @@
 
 import type { Backend } from '../backend-types.js';
 import type { Project } from '../config/load.js';
-import { SCHEDULER_LOCK_KEY } from '../lock/backend.js';
+import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { connect } from './connect.js';
 import { DbClock, skewWarning } from './db-clock.js';
 import { pgExecStore } from './exec-store.js';
