@@ -6,105 +6,13 @@ export interface Migration {
   sql: string;
 }
 
+// routinely 0.1.0 was never published: the schema is one version. A later change of it is a
+// new entry here, applied by migrate() to databases at an older version.
 export const MIGRATIONS: Migration[] = [
   {
     version: 1,
-    sql: `
-      -- One row per (project, key). The row outlives its holders, so epoch (the fencing token)
-      -- keeps increasing across releases, crashes and reclaims.
-      CREATE TABLE routinely_leases (
-        project      text        NOT NULL,
-        key          text        NOT NULL,
-        lock_id      text        NOT NULL,
-        epoch        bigint      NOT NULL,
-        owner        jsonb       NOT NULL,
-        created_at   timestamptz NOT NULL,
-        heartbeat_at timestamptz NOT NULL,
-        expires_at   timestamptz NOT NULL,
-        released_at  timestamptz,
-        PRIMARY KEY (project, key)
-      );
-      CREATE TABLE routinely_registry (
-        project    text        PRIMARY KEY,
-        registry   jsonb       NOT NULL,
-        updated_at timestamptz NOT NULL DEFAULT now()
-      );
-      -- A run: its snapshot plus the events appended since (snapshot.events_seq).
-      CREATE TABLE routinely_runs (
-        project    text        NOT NULL,
-        run_id     text        NOT NULL,
-        snapshot   jsonb       NOT NULL,
-        generation bigint      NOT NULL,
-        events_seq bigint      NOT NULL DEFAULT 0,
-        updated_at timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (project, run_id)
-      );
-      CREATE TABLE routinely_run_events (
-        seq     bigserial PRIMARY KEY,
-        project text      NOT NULL,
-        run_id  text      NOT NULL,
-        gen     bigint    NOT NULL,
-        event   jsonb     NOT NULL
-      );
-      CREATE INDEX routinely_run_events_run ON routinely_run_events (project, run_id, seq);
-      CREATE TABLE routinely_routine_state (
-        project text  NOT NULL,
-        routine text  NOT NULL,
-        record  jsonb NOT NULL,
-        PRIMARY KEY (project, routine)
-      );
-      CREATE TABLE routinely_history (
-        seq     bigserial PRIMARY KEY,
-        project text      NOT NULL,
-        routine text      NOT NULL,
-        entry   jsonb     NOT NULL
-      );
-      CREATE INDEX routinely_history_routine ON routinely_history (project, routine, seq);
-      -- Each scheduled time of each routine is fired by exactly one scheduler across hosts.
-      CREATE TABLE routinely_ticks (
-        project      text        NOT NULL,
-        routine      text        NOT NULL,
-        scheduled_at timestamptz NOT NULL,
-        host         text        NOT NULL,
-        claimed_at   timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (project, routine, scheduled_at)
-      );
-    `,
-  },
-  {
-    version: 2,
-    // jsonb stores keys in its own order (shorter first), so JSON read back differed from what
-    // the file backend shows; json keeps the text as written. Rows written before
-    // keep the jsonb order.
-    sql: `
-      ALTER TABLE routinely_leases ALTER COLUMN owner TYPE json USING owner::json;
-      ALTER TABLE routinely_registry ALTER COLUMN registry TYPE json USING registry::json;
-      ALTER TABLE routinely_runs ALTER COLUMN snapshot TYPE json USING snapshot::json;
-      ALTER TABLE routinely_run_events ALTER COLUMN event TYPE json USING event::json;
-      ALTER TABLE routinely_routine_state ALTER COLUMN record TYPE json USING record::json;
-      ALTER TABLE routinely_history ALTER COLUMN entry TYPE json USING entry::json;
-    `,
-  },
-  {
-    version: 3,
-    sql: `
-      -- The order runs were created in, by the database: run ids carry a host's clock,
-      -- so with skewed hosts the "newest" by id is not the newest run; exec resume and exec runs
-      -- go by this. Runs from before keep the only order they had, their ids'.
-      ALTER TABLE routinely_runs ADD COLUMN created_seq bigint;
-      CREATE SEQUENCE routinely_runs_created_seq OWNED BY routinely_runs.created_seq;
-      UPDATE routinely_runs r SET created_seq = o.n
-        FROM (SELECT project, run_id, row_number() OVER (ORDER BY run_id) AS n FROM routinely_runs) o
-       WHERE r.project = o.project AND r.run_id = o.run_id;
-      SELECT setval('routinely_runs_created_seq', coalesce((SELECT max(created_seq) FROM routinely_runs), 0) + 1, false);
-      ALTER TABLE routinely_runs ALTER COLUMN created_seq SET DEFAULT nextval('routinely_runs_created_seq'),
-                                 ALTER COLUMN created_seq SET NOT NULL;
-      ALTER TABLE routinely_runs ADD COLUMN created_at timestamptz NOT NULL DEFAULT now();
-      CREATE INDEX routinely_runs_created ON routinely_runs (project, created_seq);
-    `,
-  },
-  {
-    version: 4,
+    // json, not jsonb: jsonb stores keys in its own order (shorter first), so JSON read back would
+    // differ from what the file backend shows; json keeps the text as written.
     sql: `
       -- Failover (docs/postgres.md "Production topologies"): the server's timeline, read from
       -- its current WAL file name (the first 8 hex digits). A promoted standby starts a new
@@ -117,9 +25,73 @@ export const MIGRATIONS: Migration[] = [
         timeline   integer     PRIMARY KEY,
         first_seen timestamptz NOT NULL DEFAULT now()
       );
-      ALTER TABLE routinely_leases ADD COLUMN timeline integer;
-      UPDATE routinely_leases SET timeline = routinely_timeline();
-      ALTER TABLE routinely_leases ALTER COLUMN timeline SET NOT NULL, ALTER COLUMN timeline SET DEFAULT routinely_timeline();
+      -- One row per (project, key). The row outlives its holders, so epoch (the fencing token)
+      -- keeps increasing across releases, crashes and reclaims.
+      CREATE TABLE routinely_leases (
+        project      text        NOT NULL,
+        key          text        NOT NULL,
+        lock_id      text        NOT NULL,
+        epoch        bigint      NOT NULL,
+        owner        json        NOT NULL,
+        created_at   timestamptz NOT NULL,
+        heartbeat_at timestamptz NOT NULL,
+        expires_at   timestamptz NOT NULL,
+        released_at  timestamptz,
+        timeline     integer     NOT NULL DEFAULT routinely_timeline(),
+        PRIMARY KEY (project, key)
+      );
+      CREATE TABLE routinely_registry (
+        project    text        PRIMARY KEY,
+        registry   json        NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      -- A run: its snapshot plus the events appended since (snapshot.events_seq). created_seq is
+      -- the order runs were created in, by the database: run ids carry a host's clock, so with
+      -- skewed hosts the "newest" by id is not the newest run; exec resume and exec runs go by it.
+      CREATE SEQUENCE routinely_runs_created_seq;
+      CREATE TABLE routinely_runs (
+        project     text        NOT NULL,
+        run_id      text        NOT NULL,
+        snapshot    json        NOT NULL,
+        generation  bigint      NOT NULL,
+        events_seq  bigint      NOT NULL DEFAULT 0,
+        updated_at  timestamptz NOT NULL DEFAULT now(),
+        created_seq bigint      NOT NULL DEFAULT nextval('routinely_runs_created_seq'),
+        created_at  timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project, run_id)
+      );
+      ALTER SEQUENCE routinely_runs_created_seq OWNED BY routinely_runs.created_seq;
+      CREATE INDEX routinely_runs_created ON routinely_runs (project, created_seq);
+      CREATE TABLE routinely_run_events (
+        seq     bigserial PRIMARY KEY,
+        project text      NOT NULL,
+        run_id  text      NOT NULL,
+        gen     bigint    NOT NULL,
+        event   json      NOT NULL
+      );
+      CREATE INDEX routinely_run_events_run ON routinely_run_events (project, run_id, seq);
+      CREATE TABLE routinely_routine_state (
+        project text NOT NULL,
+        routine text NOT NULL,
+        record  json NOT NULL,
+        PRIMARY KEY (project, routine)
+      );
+      CREATE TABLE routinely_history (
+        seq     bigserial PRIMARY KEY,
+        project text      NOT NULL,
+        routine text      NOT NULL,
+        entry   json      NOT NULL
+      );
+      CREATE INDEX routinely_history_routine ON routinely_history (project, routine, seq);
+      -- Each scheduled time of each routine is fired by exactly one scheduler across hosts.
+      CREATE TABLE routinely_ticks (
+        project      text        NOT NULL,
+        routine      text        NOT NULL,
+        scheduled_at timestamptz NOT NULL,
+        host         text        NOT NULL,
+        claimed_at   timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project, routine, scheduled_at)
+      );
     `,
   },
 ];
