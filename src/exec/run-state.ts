@@ -75,8 +75,8 @@ export interface RunState extends Partial<Why> {
   attempt: number;
   parallel: number;
   created_at: string;
-  /** When the latest resume began (absent before the first resume, and in runs recorded by older
-   * versions): a resumed run's duration is counted from here, not from `created_at`. */
+  /** When the latest resume began (absent before the first resume): a resumed run's duration
+   * is counted from here, not from `created_at`. */
   resumed_at?: string;
   updated_at: string;
   finished_at: string | null;

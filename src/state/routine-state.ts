@@ -45,22 +45,9 @@ export interface OpenFire {
   owner: { pid: number; host: string; boot_id: string | null; start_time: string | null; pid_ns?: string | null };
 }
 
-/** Where the index stands in a routine's history file: its inode and size when folded, and the
- * ids of the newest lines (a line re-appended across a rotation is counted once). */
-export interface HistorySource {
-  ino: number;
-  size: number;
-  recent: string[];
-  /** The last bytes folded (up to 64, base64): the file must still have them where they were
-   * for the fold to go on from `size` (it was not truncated and rewritten meanwhile). */
-  tail?: string;
-}
-
 export interface RoutineStateFile {
   version: 1;
   routines: Record<string, RoutineRecord>;
-  /** Bookkeeping of the index (absent in files written by earlier versions). */
-  sources?: Record<string, HistorySource>;
 }
 
 /** One firing of a routine, as recorded in state and history. */
@@ -260,20 +247,7 @@ export function checkRoutineState(v: unknown): RoutineStateFile | string {
     if (!checked) return `routines.${id} is not an object`;
     routines[id] = checked;
   }
-  if (!isObj(v.sources)) return { version: 1, routines };
-  const sources: Record<string, HistorySource> = {};
-  {
-    for (const [id, s] of Object.entries(v.sources)) {
-      if (isObj(s) && Number.isSafeInteger(s.ino) && Number.isSafeInteger(s.size)) {
-        sources[id] = {
-          ino: s.ino as number, size: s.size as number,
-          recent: Array.isArray(s.recent) ? s.recent.filter((x): x is string => typeof x === 'string') : [],
-          ...(typeof s.tail === 'string' ? { tail: s.tail } : {}),
-        };
-      }
-    }
-  }
-  return { version: 1, routines, sources };
+  return { version: 1, routines };
 }
 
 /** A routine's record folded from its history lines, with the ids of the newest lines. */
