@@ -208,6 +208,21 @@ describe('the packed package', () => {
     await viaNpx.done;
     expect(viaNpx.out()).toMatch(/\[scheduler\] stopping\n.*\[scheduler\] stopped\n/);
 
+    // SIGTERM to npx alone, as `docker stop` or a supervisor sends it: npx's shell (dash) dies and
+    // the scheduler would be left to PID 1; it sees npx go and stops, its lock free
+    const npxOnly = started('npx', ['--no', 'routinely', 'scheduler', 'start'], project, 60_000);
+    await waitFor(npxOnly, /\[scheduler\] started \(3 routines\)/);
+    npxOnly.child.kill('SIGTERM');
+    await npxOnly.done;
+    const deadline = Date.now() + 20_000;
+    let status = await run(join(project, 'node_modules', '.bin', 'routinely'), ['scheduler', 'status'], project);
+    while (status.code !== 3 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      status = await run(join(project, 'node_modules', '.bin', 'routinely'), ['scheduler', 'status'], project);
+    }
+    expect(status.stdout).toMatch(/not running/);
+    expect(status.code).toBe(3);
+
     // the installed bin itself: SIGTERM, exit 0
     const direct = started(join(project, 'node_modules', '.bin', 'routinely'), ['scheduler', 'start'], project, 60_000);
     await waitFor(direct, /\[scheduler\] started \(3 routines\)/);
