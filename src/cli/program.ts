@@ -63,24 +63,25 @@ function buildProgram(setExit: (code: number) => void): Command {
       'after',
       `
 Examples:
-  routinely validate                          check routinely.json, show next fire times
-  routinely lock run -- ./scripts/deploy.sh   run a command under the project exec lock
-  routinely lock run --if-busy skip -- make   skip (exit 0) when the lock is busy
-  routinely lock status --json                who holds the lock, heartbeat, expiry
-  routinely exec run                          run the ready exec tasks under the lock
-  routinely routine list                      every routine: next and last run, result
-  routinely routine history --since yesterday what ran last night, every routine
-  crontab -l | routinely import-crontab       a crontab as routinely.json content
-  routinely routine run --help                help for one command
+  routinely validate                         check the config, next fire times
+  routinely lock run -- ./scripts/deploy.sh  a command under the exec lock
+  routinely lock run --if-busy skip -- make  skip (exit 0) when it is busy
+  routinely lock status --json               who holds the lock, until when
+  routinely exec run                         the ready exec tasks
+  routinely routine list                     every routine: next, last, result
+  routinely routine history --since yesterday  what ran last night
+  crontab -l | routinely import-crontab      a crontab as routinely.json
+  routinely routine run --help               help for one command
 
 Exit codes (every command):
   0    success, or a busy skip with --if-busy skip, or nothing to do
   1    the work ran and failed (a task or command failed, the lock was lost)
   2    bad usage, bad config, bad input (the message names what and where)
   3    scheduler status: no scheduler is running
-  74   I/O error on state (disk full, read-only, EIO, the database unreachable): the work
-       did not run, nothing was lost
-  75   busy: the lock is held and --if-busy fail, or --wait-timeout passed; conflict on resume
+  74   I/O error on state (disk full, read-only, EIO, the database unreachable):
+       the work did not run, nothing was lost
+  75   busy: the lock is held and --if-busy fail, or --wait-timeout passed;
+       a conflict on resume
   129, 130, 143  stopped by SIGHUP, SIGINT, SIGTERM
   lock run -- CMD exits with CMD's own exit code when it ran.`,
     );
@@ -107,9 +108,10 @@ Exit codes (every command):
     .addHelpText(
       'after',
       `
-CMD runs in its own process group with the lock held and heartbeated; SIGINT/SIGTERM are
-forwarded to it. Exits with CMD's exit code; 75 when busy (or 0 with --if-busy skip);
-1 when the lock was lost while CMD ran. CMD sees ROUTINELY_LOCK_GENERATION (fencing token).
+CMD runs in its own process group with the lock held and heartbeated;
+SIGINT/SIGTERM are forwarded to it. Exits with CMD's exit code; 75 when busy (or
+0 with --if-busy skip); 1 when the lock was lost while CMD ran. CMD sees
+ROUTINELY_LOCK_GENERATION (fencing token).
 
 Examples:
   routinely lock run -- npm run migrate
@@ -154,9 +156,10 @@ Examples:
       .argument('[task...]', 'run exactly these tasks'),
   )
     .addHelpText('after', `
-Ready tasks are the pending ones whose dependencies have succeeded. Each task runs with sh -c in
-its own process group, output to <stateDir>/exec/runs/<run-id>/<task>.log.
-Exit 0 when all succeeded (or nothing was ready), 1 when any failed, 75 when busy.
+Ready tasks are the pending ones whose dependencies have succeeded. Each task
+runs with sh -c in its own process group, output to
+<stateDir>/exec/runs/<run-id>/<task>.log. Exit 0 when all succeeded (or nothing
+was ready), 1 when any failed, 75 when busy.
 
 Examples:
   routinely exec run
@@ -254,13 +257,14 @@ Examples:
     .addOption(new Option('--shutdown-timeout <seconds>', 'on SIGTERM/SIGINT, wait this long for running routines').argParser(seconds('--shutdown-timeout')).default(30))
     .addOption(httpOption())
     .addHelpText('after', `
-Fires every enabled, unpaused routine under the exec lock: a command routine's command in its
-own process group, the exec actions as exec run / exec resume / register do, each with
---if-busy skip (or the routine's own ifBusy). A tick that meets a busy lock is logged as
-"[routine] skipped <id>: exec busy" and recorded as skipped. SIGHUP or a change of the config
-file reloads it (a bad config is logged and the old one kept). SIGTERM/SIGINT: stop firing,
-wait for running routines up to --shutdown-timeout, stop them, exit 0.
---http serves /metrics, /healthz, /api/* and a status page (docs/http.md).`)
+Fires every enabled, unpaused routine under the exec lock: a command routine's
+command in its own process group, the exec actions as exec run / exec resume /
+register do, each with --if-busy skip (or the routine's own ifBusy). A tick that
+meets a busy lock is logged as "[routine] skipped <id>: exec busy" and recorded
+as skipped. SIGHUP or a change of the config file reloads it (a bad config is
+logged and the old one kept). SIGTERM/SIGINT: stop firing, wait for running
+routines up to --shutdown-timeout, stop them, exit 0. --http serves /metrics,
+/healthz, /api/* and a status page (docs/http.md).`)
     .action(act(async (opts) => (await import('./scheduler-command.js')).schedulerStart(opts, globals())));
 
   scheduler
@@ -286,13 +290,15 @@ wait for running routines up to --shutdown-timeout, stop them, exit 0.
     .description('write a commented starter routinely.json (with $schema) here')
     .option('--force', 'write it even if a routinely.json exists here (overwritten) or in a parent folder (a nested project)')
     .addHelpText('after', `
-Refuses (exit 2) when this folder already has a routinely.json, or is inside a project (a
-routinely.json in a parent folder, which commands run here already use); --force overrides both.
-With --config PATH it writes PATH instead of ./routinely.json.
+Refuses (exit 2) when this folder already has a routinely.json, or is inside a
+project (a routinely.json in a parent folder, which commands run here already
+use); --force overrides both. With --config PATH it writes PATH instead of
+./routinely.json.
 
-"$schema" points at ./node_modules/routinely/config/routinely.schema.json (relative to the file)
-when routinely is installed in the project or a parent folder; otherwise at the schema of the
-routinely running init, as a file:// URL that works on this machine only.`)
+"$schema" points at ./node_modules/routinely/config/routinely.schema.json
+(relative to the file) when routinely is installed in the project or a parent
+folder; otherwise at the schema of the routinely running init, as a file:// URL
+that works on this machine only.`)
     .action(act(async (opts) => (await import('./init-command.js')).init(opts, globals())));
 
   program
@@ -307,10 +313,11 @@ routinely running init, as a file:// URL that works on this machine only.`)
     .argument('[file]', 'a crontab file, or - (the default) for standard input')
     .option('--system', 'the crontab has a user column after the schedule (/etc/crontab, /etc/cron.d/*: assumed for those paths)')
     .addHelpText('after', `
-Schedules are kept; \`flock -n LOCK CMD\` and \`flock -n LOCK -c 'CMD'\` wrappers are dropped (the
-exec lock does their job; flock without -n becomes ifBusy "wait"); NAME=value lines go into the
-env of the jobs below them; MAILTO becomes a note about "notify"; \\% becomes %. What cannot be
-carried (@reboot, an unescaped %) is named in a comment and on stderr. Exit 0 when it printed.
+Schedules are kept; \`flock -n LOCK CMD\` and \`flock -n LOCK -c 'CMD'\` wrappers
+are dropped (the exec lock does their job; flock without -n becomes ifBusy
+"wait"); NAME=value lines go into the env of the jobs below them; MAILTO becomes
+a note about "notify"; \\% becomes %. What cannot be carried (@reboot, an
+unescaped %) is named in a comment and on stderr. Exit 0 when it printed.
 
 Examples:
   crontab -l | routinely import-crontab > routinely.json
@@ -336,14 +343,14 @@ Examples:
  * commands whose help text already ends with examples are not in this table. */
 const EXAMPLES: Record<string, string[]> = {
   'lock status': ['routinely lock status', 'routinely lock status --json --key scheduler'],
-  'lock break': ['routinely lock break              # only when the holder is dead or its heartbeat expired'],
+  'lock break': ['routinely lock break      # only a stale lock: dead holder, expired heartbeat'],
   register: ['routinely register'],
   'exec resume': ['routinely exec resume', 'routinely exec resume r-20261201T030000Z-1a2b --if-busy wait'],
   'exec status': ['routinely exec status', 'routinely exec status --json'],
   'exec runs': ['routinely exec runs --limit 5'],
   'exec show': ['routinely exec show r-20261201T030000Z-1a2b', 'routinely exec show r-20261201T030000Z-1a2b --json'],
   'exec reset': ['routinely exec reset build test'],
-  'routine list': ['routinely routine list', 'routinely routine list --check     # for monitoring: exit 1 on a failing or starved routine'],
+  'routine list': ['routinely routine list', 'routinely routine list --check   # monitoring: exit 1 when failing or starved'],
   'routine run': ['routinely routine run backup', 'routinely routine run backup --if-busy wait --wait-timeout 600', 'routinely routine run backup --json'],
   'routine history': ['routinely routine history backup --limit 5', 'routinely routine history --since yesterday --result failed', 'routinely routine history --since "2h ago" --json'],
   'routine logs': ['routinely routine logs backup --lines 50', 'routinely routine logs backup --follow'],
@@ -368,7 +375,7 @@ function addExamples(cmd: Command, path = ''): void {
       continue;
     }
     const examples = EXAMPLES[at];
-    sub.addHelpText('after', `${examples ? `\nExamples:\n${examples.map((e) => `  ${e}`).join('\n')}\n` : ''}\nExit codes: ${EXIT_CODES_SHORT} (routinely --help explains each).`);
+    sub.addHelpText('after', `${examples ?`\nExamples:\n${examples.map((e) => `  ${e}`).join('\n')}\n` : ''}\nExit codes: ${EXIT_CODES_SHORT} (routinely --help explains each).`);
   }
 }
 
