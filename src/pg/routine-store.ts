@@ -5,7 +5,7 @@
 import type { FireQuery, PauseChange, RecordOptions, RoutineStore, ShownFire, Warn } from '../scheduler/store.js';
 import { checkFireEntry } from '../state/fire-entry.js';
 import type { HistoryEntry } from '../state/history.js';
-import { applyFire, applyLateFire, checkRoutineState, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
+import { applyFire, applyLateFire, checkRecord, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db, TxClient } from './connect.js';
 
 /** `historyLines`: fires kept per routine (retention.historyLines). */
@@ -14,7 +14,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     // make sure the row exists, then lock it
     await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
     const { rows } = await client.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, [project, routine]);
-    const prior = parseRecord(routine, rows[0]?.record);
+    const prior = parseRecord(rows[0]?.record);
     await client.query('UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2', [project, routine, JSON.stringify(change(prior))]);
   }
 
@@ -83,7 +83,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       for (const r of rows) {
         if (!r.readable) bad.push(r.routine);
         else if (Object.keys(r.record as object).length > 0) {
-          const checked = parseRecord(r.routine, r.record);
+          const checked = parseRecord(r.record);
           if (checked) state.routines[r.routine] = checked;
           else bad.push(r.routine);
         }
@@ -97,7 +97,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
 
     async readOne(routine: string): Promise<RoutineRecord | undefined> {
       const { rows } = await db.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2`, [project, routine]);
-      return parseRecord(routine, rows[0]?.record);
+      return parseRecord(rows[0]?.record);
     },
 
     async openFire(routine: string, open: OpenFire): Promise<void> {
@@ -199,7 +199,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       return db.transaction(async (client) => {
         // a fire of that tick, open or recorded, keeps its claim (locked: no record meanwhile)
         const { rows } = await client.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, [project, routine]);
-        const record = parseRecord(routine, rows[0]?.record);
+        const record = parseRecord(rows[0]?.record);
         if ((record?.open_fires ?? []).some((o) => Date.parse(o.scheduled_at) === scheduledAt.getTime())) return false;
         // compared as text (every writer writes toISOString's form): a cast would fail on a row
         // whose time is not one (SPEC §12), and keep the claim for ever
@@ -218,10 +218,11 @@ export const RECORD_ROW_MAX = 1024 * 1024;
 const RECORD_READABLE = `(json_typeof(record) = 'object' AND octet_length(record::text) <= ${RECORD_ROW_MAX}) AS readable`;
 const RECORD = `CASE WHEN json_typeof(record) = 'object' AND octet_length(record::text) <= ${RECORD_ROW_MAX} THEN record END AS record`;
 
-function parseRecord(routine: string, value: unknown): RoutineRecord | undefined {
+/** A row's record, checked field by field as routine-state.json's records are; undefined when
+ * the row holds none (not an object, or the empty one of a routine not recorded yet). */
+function parseRecord(value: unknown): RoutineRecord | undefined {
   if (!value || typeof value !== 'object' || Object.keys(value).length === 0) return undefined;
-  const checked = checkRoutineState({ version: 1, routines: { [routine]: value } });
-  return typeof checked === 'string' ? undefined : checked.routines[routine];
+  return checkRecord(value) ?? undefined;
 }
 
 /** The largest history row read (its text): ours are a few hundred bytes. */

@@ -25,7 +25,7 @@ import { lstatQuiet } from '../fs/files.js';
 import { historyIds, historyPath } from '../state/history.js';
 import { writeBufferDurable } from '../state/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from '../state/json-file.js';
-import { checkRecord, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
+import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import { checkFolders, isCount, readRoutineIndexed, unmoved, type FoldedAt, type IndexCache } from './routine-index.js';
 import { isObj } from '../is-object.js';
 import type { Warn } from './store.js';
@@ -43,23 +43,19 @@ interface StateFile {
   at: Record<string, FoldedAt>;
 }
 
+/** The file's records by the one checker of routine-state.json (checkRoutineState), plus where
+ * each routine's history was folded to. */
 function checkStateFile(v: unknown): StateFile | string {
-  if (!isObj(v)) return 'not an object';
-  if (v.version !== 1) return `unknown version ${JSON.stringify(v.version)}`;
-  if (!isObj(v.routines)) return 'no "routines" object';
-  const routines: Record<string, RoutineRecord> = {};
-  for (const [id, rec] of Object.entries(v.routines)) {
-    const checked = checkRecord(rec);
-    if (!checked) return `routines.${id} is not an object`;
-    routines[id] = checked;
-  }
+  const file = checkRoutineState(v);
+  if (typeof file === 'string') return file;
   const at: Record<string, FoldedAt> = {};
-  if (isObj(v.history_at)) {
-    for (const [id, pos] of Object.entries(v.history_at)) {
+  const history = (v as { history_at?: unknown }).history_at;
+  if (isObj(history)) {
+    for (const [id, pos] of Object.entries(history)) {
       if (Array.isArray(pos) && isCount(pos[0]) && isCount(pos[1]) && Number.isFinite(pos[2])) at[id] = { ino: pos[0], size: pos[1], mtime: pos[2] };
     }
   }
-  return { routines, at };
+  return { routines: file.routines, at };
 }
 
 interface FoldedState {
