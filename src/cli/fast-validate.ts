@@ -10,6 +10,7 @@ import type { ZoneTime } from '../zone-time.js';
 import { cachedConfig } from './fast-config.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { err, out } from './io.js';
+import { routineLine, timeLine, validHeader } from './validate-lines.js';
 
 export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = process.env): number | null {
   let lines: string[];
@@ -22,10 +23,9 @@ export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = pr
     if (!read || now < read.written_at) return null;
     cache = read;
     const tasks = found.project.inlineTasks;
-    lines = [`${displayPath(found.configPath)}: valid (${cache.routines.length} routine${cache.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`];
+    lines = [validHeader(displayPath(found.configPath), cache.routines.length, tasks)];
     for (const r of cache.routines) {
-      const flags = [r.action, r.enabled ? null : 'disabled'].filter(Boolean).join(', ');
-      lines.push(`${r.id}  ${r.schedule}  (${r.timezone ?? found.project.machineZone}; ${flags})`);
+      lines.push(routineLine(r, r.timezone ?? found.project.machineZone));
       const times: ZoneTime[] = [];
       for (let t = now; times.length < 3; ) {
         const next = nextCached(r, t);
@@ -33,7 +33,7 @@ export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = pr
         times.push(next);
         t = next.at;
       }
-      for (const z of times) lines.push(`  ${z.date} ${z.time} ${z.zone}   ${new Date(z.at).toISOString()}`);
+      for (const z of times) lines.push(timeLine(`${z.date} ${z.time} ${z.zone}`, z.at));
     }
   } catch {
     return null;

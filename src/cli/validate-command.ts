@@ -8,6 +8,7 @@ import { ensureListCache } from '../scheduler/upcoming.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { err, formatInZone, machineZone, out } from './io.js';
 import type { GlobalOptions } from './globals.js';
+import { routineLine, timeLine, validHeader } from './validate-lines.js';
 
 /** `validate --json` (for CI): one JSON document on stdout whatever the outcome — valid with
  * each routine's next three times, or not with every problem (file, JSON path, message) — and
@@ -51,14 +52,12 @@ async function validateText(g: GlobalOptions): Promise<number> {
   const backend = { type: config.backend.type };
   const tasks = config.exec.tasks.length;
   // one write for the whole report (a line at a time was 400 writes for 100 routines)
-  const lines = [`${displayPath(path)}: valid (${config.routines.length} routine${config.routines.length === 1 ? '' : 's'}, ${tasks} inline task${tasks === 1 ? '' : 's'})`];
+  const lines = [validHeader(displayPath(path), config.routines.length, tasks)];
   const now = new Date();
   for (const r of config.routines) {
     const tz = routineZone(r, { backend });
-    const zone = tz ?? machineZone();
-    const flags = [r.action, r.enabled ? null : 'disabled'].filter(Boolean).join(', ');
-    lines.push(`${r.id}  ${r.schedule}  (${zone}; ${flags})`);
-    for (const at of nextRuns(cronSchedule(r.schedule, tz), now, 3)) lines.push(`  ${formatInZone(at, tz)}   ${at.toISOString()}`);
+    lines.push(routineLine(r, tz ?? machineZone()));
+    for (const at of nextRuns(cronSchedule(r.schedule, tz), now, 3)) lines.push(timeLine(formatInZone(at, tz), at.getTime()));
   }
   out(lines.join('\n'));
   for (const w of habitWarnings(config.routines)) err(w);

@@ -23,9 +23,15 @@ describe('short commands from the validated config', () => {
     const project = testProject({ exec: { tasks: [{ id: 't', run: 'true' }] }, routines });
     const first = await fast(project, ['validate']);
     expect(first.stderr).not.toMatch(FROM_CACHE); // nothing cached yet: validated
-    const again = await fast(project, ['validate']);
+    // a per-10-seconds routine: its next times move when a 10 s boundary passes between the two
+    // commands (a loaded machine), so the pair is taken again then, at most twice more
+    let again = await fast(project, ['validate']);
+    let reference = await full(project, ['validate']);
+    for (let i = 0; i < 2 && again.stdout !== reference.stdout; i++) {
+      again = await fast(project, ['validate']);
+      reference = await full(project, ['validate']);
+    }
     expect(again.stderr).toMatch(FROM_CACHE);
-    const reference = await full(project, ['validate']);
     expect(again.stdout).toBe(reference.stdout);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/^routinely\.json: valid \(4 routines, 1 inline task\)\noff {2}0 0 1 1 \* {2}\(\S+; register, disabled\)|^routinely\.json: valid \(4 routines, 1 inline task\)\n/);
