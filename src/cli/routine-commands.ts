@@ -229,7 +229,7 @@ export const RESULT_CHOICES = Object.keys(RESULTS);
  * by --since/--until (scheduled time) and --result; --limit keeps the newest N (20 by default,
  * unless a time range is given). Times in each routine's zone, labelled, as `routine list`
  * shows them (the routine's timezone, else this machine's); JSON keeps UTC ISO-8601. A routine
- * no longer in the config keeps its history: shown with a note. */
+ * no longer in the config keeps its history: `routine history ID` shows it with a note. */
 export async function routineHistory(id: string | undefined, flags: HistoryFlags, g: GlobalOptions): Promise<number> {
   const now = Date.now();
   const since = flags.since !== undefined ? parseTimeArg('--since', flags.since, now) : -Infinity;
@@ -243,15 +243,15 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
   const configured = invalid ? null : new Set(project.config.routines.map((r) => r.id));
   const { newest, removed } = await withBackend(project, async (b) => {
     await flushSpooled(project, b);
-    // every routine the config names, and those the state still knows (removed from the config)
-    const known = Object.keys((await b.routines.read(warnTo)).routines);
-    const ids = id !== undefined ? [id] : [...new Set([...(configured ?? []), ...known])];
+    // with an invalid config, the routines the state knows
+    const ids = id !== undefined ? [id] : configured ? [...configured] : Object.keys((await b.routines.read(warnTo)).routines);
     // the newest that match, at a cost that follows --limit, not the histories' length
     const fires = await b.routines.recentFires(ids, { limit, since, until, ...(result !== undefined ? { result } : {}) }, warnTo);
+    // one routine no longer in the config: its kept history, if it has one (the state is read
+    // only then: the usual history command pays nothing for it)
     const gone = id !== undefined && configured !== null && !configured.has(id);
-    if (gone && fires.length === 0 && !known.includes(id)) {
-      // neither configured nor ever recorded: the unknown-routine message
-      findRoutine(project, id);
+    if (gone && fires.length === 0 && !Object.hasOwn((await b.routines.read(warnTo)).routines, id)) {
+      findRoutine(project, id); // neither configured nor ever recorded: unknown
     }
     return { newest: fires, removed: gone };
   });
