@@ -6,7 +6,7 @@
 // What the bundle leaves outside decides package.json's `dependencies`: there are none. commander,
 // croner, pg, zod and prom-client are bundled (devDependencies), and the published declarations
 // import none of them (the config's types are in src/config/types.ts, the database client's in
-// src/pg/connect.ts); durable writes are our own (src/state/durable.ts). test/e2e/pack.test.ts
+// src/pg/connect.ts); durable writes are our own (src/fs/durable.ts). test/e2e/pack.test.ts
 // installs the packed tarball into fresh ESM and CommonJS projects, runs them and type-checks
 // them with skipLibCheck off, which catches a dependency or a type missing from the package.
 import { build } from 'esbuild';

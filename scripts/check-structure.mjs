@@ -1,19 +1,42 @@
-// The import graph of src/ (what `madge --circular` checks, without the download): every
-// cycle of files, and every pair of folders that import each other, type imports included.
-// Prints them and exits 1 when there is one; `node scripts/check-structure.mjs --json` for tests.
+// The shape of src/ (issue 38). The import graph (what `madge --circular` checks, without the
+// download): every cycle of files, and every pair of folders that import each other, type
+// imports included. Where SQL is written (a statement keyword in a file), and every call of a
+// node:fs function outside src/fs. Prints them and exits 1 when there is a cycle; `node
+// scripts/check-structure.mjs --json` for tests.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..', 'src');
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?[^'"]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+const SQL = /\b(SELECT|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM|CREATE (TABLE|INDEX|FUNCTION|SEQUENCE)|ALTER (TABLE|SEQUENCE)|BEGIN|COMMIT|ROLLBACK|SET LOCAL)\b/;
+const FS_IMPORT = /import\s*\{([^}]*)\}\s*from\s*['"]node:fs(?:\/promises)?['"]/g;
 const graph = new Map();
+const sqlFiles = [];
+const fsCalls = [];
 for (const f of readdirSync(root, { recursive: true })) {
   if (!f.endsWith('.ts')) continue;
   const path = join(root, f);
+  const text = readFileSync(path, 'utf8');
   const deps = new Set();
-  for (const m of readFileSync(path, 'utf8').matchAll(IMPORT)) deps.add(relative(root, resolve(dirname(path), (m[1] ?? m[2]).replace(/\.js$/, '.ts'))));
-  graph.set(relative(root, path), deps);
+  for (const m of text.matchAll(IMPORT)) deps.add(relative(root, resolve(dirname(path), (m[1] ?? m[2]).replace(/\.js$/, '.ts'))));
+  const name = relative(root, path);
+  graph.set(name, deps);
+  if (SQL.test(text)) sqlFiles.push(name);
+  if (name.startsWith('fs/')) continue;
+  // the functions imported from node:fs (types and `constants` are no calls), each call of one
+  const fns = [...text.matchAll(FS_IMPORT)].flatMap((m) => m[1].split(',')).map((n) => n.trim()).filter((n) => n && !n.startsWith('type ') && n !== 'constants');
+  // node:fs reached any other way (a namespace, require, import()) is counted as a call
+  const other = text.replace(FS_IMPORT, '').replace(/import\s+type\s*\{[^}]*\}\s*from\s*['"]node:fs['"]/g, '');
+  if (/['"]node:fs(\/promises)?['"]|['"]fs['"]/.test(other)) fsCalls.push(`${name} (node:fs not by named import)`);
+  text.split('\n').forEach((line, i) => {
+    if (/^\s*(\/\/|\*)/.test(line)) return;
+    for (const fn of fns) {
+      const local = fn.split(/\s+as\s+/).at(-1);
+      for (const _ of line.matchAll(new RegExp(`(?<![\\w.])${local}\\(`, 'g'))) fsCalls.push(`${name}:${i + 1} ${local}`);
+    }
+  });
 }
+sqlFiles.sort();
 
 // files: strongly connected components of more than one file (Tarjan)
 const cycles = [];
@@ -59,10 +82,11 @@ for (const [from, deps] of graph) {
 const mutual = [...edges.keys()].filter((k) => edges.has(k.split(' -> ').reverse().join(' -> '))).sort().map((k) => ({ folders: k, imports: edges.get(k) }));
 
 if (process.argv.includes('--json')) {
-  console.log(JSON.stringify({ files: graph.size, cycles, mutual }));
+  console.log(JSON.stringify({ files: graph.size, cycles, mutual, sqlFiles, fsCalls }));
 } else {
   for (const c of cycles) console.log(`cycle: ${c.join(' ')}`);
   for (const m of mutual) console.log(`folders import each other: ${m.folders}\n  ${m.imports.join('\n  ')}`);
-  console.log(`${graph.size} files: ${cycles.length} cycles, ${mutual.length / 2} pairs of folders importing each other`);
+  if (process.argv.includes('--fs')) for (const c of fsCalls) console.log(`fs call: ${c}`);
+  console.log(`${graph.size} files: ${cycles.length} cycles, ${mutual.length / 2} pairs of folders importing each other; SQL in ${sqlFiles.join(', ')}; ${fsCalls.length} node:fs calls outside src/fs (--fs lists them)`);
   process.exitCode = cycles.length + mutual.length > 0 ? 1 : 0;
 }

@@ -10,16 +10,9 @@ import type { LivenessProbe } from './lock/identity.js';
 import type { RoutineStore } from './scheduler/store.js';
 import type { DbClock } from './pg/db-clock.js';
 
-/** What differs between the backends, as the code outside them needs to know it: it asks these,
- * never which backend it is (`kind` is for display). */
-export interface BackendCaps {
-  /** One scheduler per project, kept out by its lock: a scheduler that loses it stops (files).
-   * Otherwise one per host, every tick claimed once across them, and a lost lease is taken
-   * again (a database). */
-  schedulerPerProject: boolean;
-  /** Its clock is shared by every host (the database's, measured): views say which clock. */
-  sharedClock: boolean;
-}
+/** What differs between the backends (config/backend-caps.ts decides it once per project). */
+export type { BackendCaps } from './config/backend-caps.js';
+import type { BackendCaps } from './config/backend-caps.js';
 
 export interface Backend {
   /** For display (`file`, `postgres`); decisions ask `caps`. */

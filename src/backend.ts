@@ -4,6 +4,7 @@
 
 import { systemClock } from './clock.js';
 import type { Project } from './config/load.js';
+import { backendCaps } from './config/backend-caps.js';
 import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
 import { SCHEDULER_LOCK_KEY, fileLockBackend } from './lock/lock-backend.js';
 import { readLockStatus } from './lock/status.js';
@@ -33,7 +34,7 @@ export function fileBackend(project: Project, opts: OpenOptions = {}): Backend {
   const routines = fileRoutineStore(project, { ...(opts.warn ? { warn: opts.warn } : {}), longRunning: opts.longRunning === true });
   return {
     kind: 'file',
-    caps: { schedulerPerProject: true, sharedClock: false },
+    caps: backendCaps(project.backend),
     // the lock folder directly: the lock backend's status would also read the exec state for a
     // generation floor, which a view of the scheduler does not need
     schedulerLocks: async (probe) => [readLockStatus({ lockDir: project.lockDir, key: SCHEDULER_LOCK_KEY, ...(probe ? { probe } : {}) })],

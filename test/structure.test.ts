@@ -1,15 +1,27 @@
-// The shape of src/: no import cycle between files, no two folders importing each other (type
-// imports counted), as `madge --circular src` would check (scripts/check-structure.mjs).
+// The shape of src/ (scripts/check-structure.mjs): no import cycle between files, no two folders
+// importing each other (type imports counted), as `madge --circular src` would check; SQL only in
+// the schema and the statements module; node:fs called only in src/fs.
 
 import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
+type Shape = { files: number; cycles: string[][]; mutual: unknown[]; sqlFiles: string[]; fsCalls: string[] };
+const shape = (): Shape => JSON.parse(execFileSync(process.execPath, [resolve(import.meta.dirname, '../scripts/check-structure.mjs'), '--json'], { encoding: 'utf8' })) as Shape;
+
 describe('src/', () => {
   it('has no import cycle and no two folders that import each other', () => {
-    const out = JSON.parse(execFileSync(process.execPath, [resolve(import.meta.dirname, '../scripts/check-structure.mjs'), '--json'], { encoding: 'utf8' })) as { files: number; cycles: string[][]; mutual: unknown[] };
+    const out = shape();
     expect(out.files).toBeGreaterThan(100);
     expect(out.cycles).toEqual([]);
     expect(out.mutual).toEqual([]);
+  });
+
+  it('writes SQL in two files: the schema and the statements the stores run', () => {
+    expect(shape().sqlFiles).toEqual(['pg/schema.ts', 'pg/statements.ts']);
+  });
+
+  it('calls node:fs only in src/fs (every open, read, write and rename of a file goes through it)', () => {
+    expect(shape().fsCalls).toEqual([]);
   });
 });

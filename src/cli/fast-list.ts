@@ -5,11 +5,11 @@
 // every enabled routine; otherwise it returns null before printing anything, and the full path
 // runs as if this did not exist.
 
-import { fstatSync, statSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Project } from '../config/load.js';
 import { ExitCode, asStorageError, isStorageError } from '../errors.js';
 import { trustRoot } from '../fs/files.js';
+import { mayBeTerminal, writeOut } from '../fs/ops.js';
 import { readLockStatus } from '../lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { stateOf } from '../scheduler/status.js';
@@ -63,28 +63,7 @@ const lazyRequire = createRequire(import.meta.url);
 /** Whether stdout is a terminal, without loading node:tty (and with it node:net and the stream
  * machinery: 7 ms) for the common answers: a pipe, a file, /dev/null. */
 function stdoutIsTTY(): boolean {
-  try {
-    const st = fstatSync(1);
-    if (!st.isCharacterDevice() || st.rdev === statSync('/dev/null').rdev) return false;
-  } catch {
-    return false;
-  }
-  return (lazyRequire('node:tty') as typeof import('node:tty')).isatty(1);
-}
-
-/** Writes all of `text` to a descriptor; a full non-blocking pipe (EAGAIN) is waited out. */
-function writeAllSync(fd: number, text: string): void {
-  const buf = Buffer.from(text);
-  for (let off = 0; off < buf.length; ) {
-    try {
-      off += writeSync(fd, buf, off, buf.length - off);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN') continue;
-      if (code === 'EPIPE') return; // the reader went away (`| head -1`): not our error
-      throw e;
-    }
-  }
+  return mayBeTerminal(1) && (lazyRequire('node:tty') as typeof import('node:tty')).isatty(1);
 }
 
 /** The list's exit code, or null to leave it to the full path. Output to a terminal goes
@@ -114,7 +93,7 @@ export function fastList(a: FastListArgs, env: NodeJS.ProcessEnv = process.env):
   let stdout = '';
   let stderr = notes.map((n) => `${n}\n`).join('');
   const code = printList(g.routines, rows, g.scheduler, g.now, a, false, { out: (l) => (stdout += `${l}\n`), err: (l) => (stderr += `${l}\n`) }, { isTTY: false });
-  writeAllSync(2, terminalText(stderr));
-  writeAllSync(1, terminalText(stdout));
+  writeOut(2, terminalText(stderr));
+  writeOut(1, terminalText(stdout));
   return code;
 }

@@ -4,7 +4,7 @@
 // neither the command-line parser nor the config validator; they then do exactly what the full
 // commands do (lock-run.ts is shared with them). Without the cache, null: the full path runs.
 
-import { writeSync } from 'node:fs';
+import { writeOut } from '../fs/ops.js';
 import { trustProjectRoots } from '../backend.js';
 import type { Project } from '../config/load.js';
 import { ExitCode, RoutinelyError, asStorageError, isStorageError } from '../errors.js';
@@ -56,7 +56,7 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
       return null; // a lock folder it refuses (a symlink, a FIFO): the full path says why
     }
     // written at once, without creating Node's stdout stream (a few ms of a short start)
-    writeAll(`${terminalText(text)}\n`);
+    writeOut(1, `${terminalText(text)}\n`);
     return ExitCode.OK;
   }
   const policy = busyPolicy({ ifBusy: a.ifBusy, waitTimeout: a.waitTimeout }, 'fail');
@@ -92,17 +92,3 @@ function storageFault(e: unknown): number {
   return error instanceof RoutinelyError ? error.exitCode : ExitCode.IO;
 }
 
-/** All of `text` to stdout; a full pipe (EAGAIN) is waited out, a reader gone (EPIPE) is not ours. */
-function writeAll(text: string): void {
-  const buf = Buffer.from(text);
-  for (let off = 0; off < buf.length; ) {
-    try {
-      off += writeSync(1, buf, off, buf.length - off);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN') continue;
-      if (code === 'EPIPE') return;
-      throw e;
-    }
-  }
-}

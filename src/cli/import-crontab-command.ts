@@ -1,10 +1,10 @@
 // `routinely import-crontab [FILE|-]` (SPEC §10): prints a crontab's jobs as routinely.json
 // content on stdout; what it could not carry, or carried with another meaning, on stderr too.
 
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { importCrontab } from '../config/crontab.js';
 import { ExitCode, UsageError } from '../errors.js';
+import { readInputFile } from '../fs/ops.js';
 import { err } from './io.js';
 
 /** A crontab is a few kilobytes; a larger input is not one. */
@@ -25,38 +25,18 @@ export async function importCrontabCommand(file: string | undefined, flags: { sy
 }
 
 function readCrontab(file: string): string {
-  let fd: number;
+  let bytes: Buffer;
   try {
-    fd = openSync(file, 'r');
+    bytes = readInputFile(file, MAX_BYTES);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new UsageError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`);
+    throw new UsageError(
+      code === 'ENOTREG' ? `${file} is not a regular file` :
+      code === 'EFBIG' ? `${file} is over ${MAX_BYTES} bytes: not a crontab` :
+      `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`,
+    );
   }
-  try {
-    if (!fstatSync(fd).isFile()) throw new UsageError(`${file} is not a regular file`);
-    return readInput(fd, file);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function readInput(fd: number, what: string): string {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  const buf = Buffer.alloc(64 * 1024);
-  for (;;) {
-    let n: number;
-    try {
-      n = readSync(fd, buf, 0, buf.length, null);
-    } catch (e) {
-      throw new UsageError(`cannot read ${what}: ${(e as Error).message}`);
-    }
-    if (n === 0) break;
-    total += n;
-    if (total > MAX_BYTES) throw new UsageError(`${what} is over ${MAX_BYTES} bytes: not a crontab`);
-    chunks.push(Buffer.from(buf.subarray(0, n)));
-  }
-  return decoded(Buffer.concat(chunks), what);
+  return decoded(bytes, file);
 }
 
 async function readStdin(): Promise<string> {

@@ -2,7 +2,7 @@
 // belongs to a project (then commands run here use that project's config, and a second,
 // nested project is almost always a mistake).
 
-import { accessSync, closeSync, constants, fstatSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { amendProjectFile, isExecutable, statFollow, writeProjectFile } from '../fs/ops.js';
 import { lstatQuiet } from '../fs/files.js';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { displayPath, findConfigUpward } from '../config/load.js';
@@ -66,12 +66,7 @@ export async function init(flags: { force?: boolean }, g: GlobalOptions): Promis
         'to start a separate project nested in it, pass --force',
     );
   }
-  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (flags.force ? constants.O_TRUNC : constants.O_EXCL), 0o644);
-  try {
-    writeFileSync(fd, starter(schemaRefFor(dir)));
-  } finally {
-    closeSync(fd);
-  }
+  writeProjectFile(path, starter(schemaRefFor(dir)), flags.force === true);
   out(`wrote ${path}`);
   if (outer) out(`note: a nested project; commands run in ${dirname(outer)} outside this folder still use ${outer}`);
   const ignored = ignoreStateFolder(dir);
@@ -88,12 +83,7 @@ export async function init(flags: { force?: boolean }, g: GlobalOptions): Promis
 function onPath(name: string, env: NodeJS.ProcessEnv = process.env): boolean {
   for (const d of (env.PATH ?? '').split(delimiter)) {
     if (!d) continue;
-    try {
-      accessSync(join(d, name), constants.X_OK);
-      return true;
-    } catch {
-      // not there
-    }
+    if (isExecutable(join(d, name))) return true;
   }
   return false;
 }
@@ -109,36 +99,23 @@ function ignoreStateFolder(dir: string): string | null {
   if (st && !st.isFile()) return `note: ${displayPath(path)} is not a regular file; add .routinely/ to it yourself so the state folder is not committed`;
   try {
     if (!st) {
-      const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-      try {
-        writeFileSync(fd, "# routinely's state: locks, history, logs (this machine's, never committed)\n.routinely/\n");
-      } finally {
-        closeSync(fd);
-      }
+      writeProjectFile(path, "# routinely's state: locks, history, logs (this machine's, never committed)\n.routinely/\n");
       return `wrote ${displayPath(path)} (.routinely/: the state folder is not committed)`;
     }
     // O_NONBLOCK: a FIFO swapped in after the lstat must not hang init; then only a regular
     // file of a sane size is read
-    const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    try {
-      const now = fstatSync(fd);
-      if (!now.isFile() || now.size > 1024 * 1024) return `note: ${displayPath(path)} is not a regular file of a sane size; add .routinely/ to it yourself so the state folder is not committed`;
-      const text = readFileSync(fd, 'utf8');
-      if (STATE_LINE.test(text)) return null;
-      writeFileSync(fd, `${text === '' || text.endsWith('\n') ? '' : '\n'}.routinely/\n`);
-    } finally {
-      closeSync(fd);
-    }
-    return `added .routinely/ to ${displayPath(path)}`;
+    let had = false;
+    const ok = amendProjectFile(path, 1024 * 1024, (text) => {
+      had = STATE_LINE.test(text);
+      return had ? null : `${text === '' || text.endsWith('\n') ? '' : '\n'}.routinely/\n`;
+    });
+    if (!ok) return `note: ${displayPath(path)} is not a regular file of a sane size; add .routinely/ to it yourself so the state folder is not committed`;
+    return had ? null : `added .routinely/ to ${displayPath(path)}`;
   } catch (err) {
     return `note: could not add .routinely/ to ${displayPath(path)} (${(err as Error).message}); add it yourself so the state folder is not committed`;
   }
 }
 
 function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
+  return statFollow(p)?.isDirectory() ?? false;
 }

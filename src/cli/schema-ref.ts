@@ -13,7 +13,7 @@
 //    published https:// URL is used: the schema must match the version that validates the file,
 //    and editors must not need the network.)
 
-import { existsSync, readFileSync } from 'node:fs';
+import { readPackageFile } from '../fs/ops.js';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isFile } from '../config/load.js';
@@ -55,9 +55,9 @@ export function schemaRefFor(projectDir: string, running = runningSchema()): Sch
 function runningSchema(): string | null {
   for (let d = dirname(fileURLToPath(import.meta.url)); ; d = dirname(d)) {
     const pkg = join(d, 'package.json');
-    if (existsSync(pkg) && isFile(join(d, SCHEMA))) {
+    if (isFile(pkg) && isFile(join(d, SCHEMA))) {
       try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown }).name === 'routinely') return join(d, SCHEMA);
+        if ((JSON.parse(readPackageFile(pkg)) as { name?: unknown }).name === 'routinely') return join(d, SCHEMA);
       } catch {
         // not our package.json: keep looking
       }

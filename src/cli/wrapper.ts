@@ -8,7 +8,7 @@
 // exited before the scheduler looks, so that one is left alone. It also says at start that
 // signals sent to npm do not reach it, with the command that avoids npm.
 
-import { readFileSync } from 'node:fs';
+import { procCmdline, readProcStat } from '../fs/proc.js';
 import { parseProcStat } from '../lock/identity.js';
 import type { Logger } from '../scheduler/log.js';
 
@@ -33,10 +33,10 @@ export interface Proc {
 /** A live process from /proc (Linux); null when it is gone, a zombie, or unreadable. */
 export function readProc(pid: number): Proc | null {
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const text = readProcStat(pid);
     const stat = parseProcStat(text);
     if (!stat || stat.state === 'Z' || stat.state === 'X') return null;
-    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+    const argv = procCmdline(pid).split('\0').filter((a) => a !== '');
     return { pid, ppid: stat.ppid, startTime: stat.startTime, argv };
   } catch {
     return null;

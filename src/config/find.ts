@@ -2,7 +2,9 @@
 // routinely.json upward, never another user's. Kept apart from validation (zod) so that the
 // fast `routine list` path can find its config without loading it.
 
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { fileProblem, readFollowing } from '../fs/files.js';
+import { statFollow, statOrWhy } from '../fs/ops.js';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 
@@ -46,22 +48,19 @@ export function findConfig(options: FindOptions = {}): string {
 const uid = (): number | null => (typeof process.geteuid === 'function' ? process.geteuid() : null);
 
 function uidOf(p: string): number | null {
-  try {
-    return statSync(p).uid;
-  } catch {
-    return null;
-  }
+  return statFollow(p)?.uid ?? null;
 }
 
 /** A config owned by another user, or writable by group or others, is refused (SPEC §12). */
 function checkConfigOwner(p: string, source: string): void {
-  const st = statSync(p);
-  const me = uid();
-  if (me !== null && st.uid !== me) {
-    throw new UsageError(`${source}: refusing ${p}: it belongs to uid ${st.uid}, not to this user (uid ${me}); a config decides what runs as you — run routinely as its owner`);
+  const st = statFollow(p);
+  if (!st) throw new UsageError(`${source}: ${p} ${notAFile(p) ?? 'cannot be looked at'}`);
+  const problem = fileProblem(st, { othersMayNot: 0o022 });
+  if (problem?.kind === 'owner') {
+    throw new UsageError(`${source}: refusing ${p}: it belongs to uid ${problem.uid}, not to this user (uid ${problem.me}); a config decides what runs as you — run routinely as its owner`);
   }
-  if ((st.mode & 0o022) !== 0) {
-    throw new UsageError(`${source}: refusing ${p}: other users may write it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); fix it with: chmod 644 ${p}`);
+  if (problem?.kind === 'mode') {
+    throw new UsageError(`${source}: refusing ${p}: other users may write it (mode ${problem.mode}); fix it with: chmod 644 ${p}`);
   }
 }
 
@@ -91,12 +90,10 @@ export function findConfigUpward(dir: string, strict = false): string | null {
 /** What `p` is when it is not a regular file (a FIFO, a device, a folder…), named as what it is;
  * null for a regular file. */
 export function notAFile(p: string): string | null {
-  let st: Stats;
-  try {
-    st = statSync(p);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' ? 'does not exist' : code === 'ENOTDIR' ? 'does not exist (a folder on its path is a file)' : `cannot be looked at (${code ?? String(err)})`;
+  const st = statOrWhy(p);
+  if ('code' in st) {
+    const code = st.code;
+    return code === 'ENOENT' ? 'does not exist' : code === 'ENOTDIR' ? 'does not exist (a folder on its path is a file)' : `cannot be looked at (${code})`;
   }
   if (st.isFile()) return null;
   const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a FIFO (named pipe)' : st.isSocket() ? 'a socket' : st.isCharacterDevice() ? 'a character device' : st.isBlockDevice() ? 'a block device' : 'something else';
@@ -104,11 +101,7 @@ export function notAFile(p: string): string | null {
 }
 
 export function isFile(p: string): boolean {
-  try {
-    return statSync(p).isFile();
-  } catch {
-    return false;
-  }
+  return statFollow(p)?.isFile() ?? false;
 }
 
 /** Blanks out line (`//`) and block comments outside strings (JSONC, as `routinely init` writes and
@@ -155,12 +148,12 @@ export const CONFIG_FILE_CAP = 4 * 1024 * 1024;
 
 /** Why an opened config or task file must not be read, or null (SPEC §6 "Reload", §12). */
 function configRefusal(st: Stats, cap: number): string | null {
-  if (!st.isFile()) return `it is ${st.isFIFO() ? 'a FIFO' : st.isDirectory() ? 'a folder' : st.isSocket() ? 'a socket' : 'a device or special file'}, not a regular file`;
-  const me = uid();
-  if (me !== null && st.uid !== me) return `it belongs to uid ${st.uid}, not to this user (uid ${me})`;
-  if ((st.mode & 0o022) !== 0) return `other users may write it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')})`;
-  if (st.size > cap) return `it is ${st.size} bytes, more than a config may hold (${cap})`;
-  return null;
+  const p = fileProblem(st, { othersMayNot: 0o022, cap });
+  if (!p) return null;
+  if (p.kind === 'type') return `it is ${p.what}, not a regular file`;
+  if (p.kind === 'owner') return `it belongs to uid ${p.uid}, not to this user (uid ${p.me})`;
+  if (p.kind === 'mode') return `other users may write it (mode ${p.mode})`;
+  return `it is ${p.size} bytes, more than a config may hold (${p.cap})`;
 }
 
 /** Reads a config or task file as start-up and every reload do: opened O_NONBLOCK (a FIFO never
@@ -168,17 +161,5 @@ function configRefusal(st: Stats, cap: number): string | null {
  * may write, at most `cap` bytes: a link to /dev/zero is refused, never read), and read to its
  * size. Throws an Error saying why. */
 export function readConfigBytes(path: string, cap = CONFIG_FILE_CAP): Buffer {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    const why = configRefusal(fstatSync(fd), cap);
-    if (why) throw new Error(`refusing to read it: ${why}`);
-    const buf = Buffer.allocUnsafe(Math.min(cap + 1, fstatSync(fd).size + 1));
-    let n = 0;
-    for (let r; n < buf.length && (r = readSync(fd, buf, n, buf.length - n, n)) > 0; ) n += r;
-    // it grew while we read: no half-read config is ever used
-    if (n === buf.length) throw new Error('refusing to read it: it changed while being read');
-    return buf.subarray(0, n);
-  } finally {
-    closeSync(fd);
-  }
+  return readFollowing(path, cap, (st) => configRefusal(st, cap));
 }

@@ -12,7 +12,9 @@
 // target the same way. Light: no imports beyond node:fs, node:path and errors.ts, which has none
 // (the fast paths use it).
 
-import { lstatSync, readFileSync, realpathSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { lstatOrNull, realPath } from '../fs/ops.js';
+import { userDatabase } from '../fs/proc.js';
 import { dirname, resolve } from 'node:path';
 
 import { UntrustedPathError } from '../errors.js';
@@ -35,10 +37,10 @@ function groupProblem(gid: number, uid: number): string | null {
   if (known !== undefined) return known;
   let why: string | null;
   try {
-    const passwd = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':'));
+    const passwd = userDatabase('passwd').split('\n').map((l) => l.split(':'));
     const me = passwd.find((f) => f.length > 3 && Number(f[2]) === uid);
     const others = passwd.filter((f) => f.length > 3 && Number(f[3]) === gid && Number(f[2]) !== uid);
-    const line = readFileSync('/etc/group', 'utf8').split('\n').map((l) => l.split(':')).find((f) => f.length > 3 && Number(f[2]) === gid);
+    const line = userDatabase('group').split('\n').map((l) => l.split(':')).find((f) => f.length > 3 && Number(f[2]) === gid);
     const members = (line?.[3] ?? '').split(',').map((m) => m.trim()).filter((m) => m && m !== me?.[0]);
     if (!line) why = 'which /etc/group does not list (a directory group, such as LDAP or SSSD: its members cannot be known here, so it counts as shared)';
     else if (members.length > 0 || others.length > 0) why = 'which has other members';
@@ -76,12 +78,7 @@ function checkChain(dir: string, what: string, uid: number, checked: Set<string>
   let leaf = true;
   for (let d = resolve(dir); ; d = dirname(d)) {
     if (!checked.has(d)) {
-      let st: Stats | null = null;
-      try {
-        st = lstatSync(d);
-      } catch {
-        st = null; // not there (yet)
-      }
+      const st = lstatOrNull(d); // null: not there (yet)
       if (st) {
         const why = refusal(d, st, uid, leaf);
         if (why) throw new UntrustedPathError(`refusing the ${what}: ${why}; another user could change what runs as you. Fix: chmod go-w ${d} (or chown it), give each user their own "stateDir", or run routinely as a dedicated service user (docs/security.md)`);
@@ -89,7 +86,7 @@ function checkChain(dir: string, what: string, uid: number, checked: Set<string>
           // the link is ours; where it points is judged the same way
           let target: string;
           try {
-            target = realpathSync(d);
+            target = realPath(d);
           } catch {
             target = d;
           }
@@ -111,17 +108,12 @@ export function checkTrustedPaths(o: { configPath: string; root: string; stateDi
   if (uid === null) return; // no users to tell apart (Windows)
   const checked = new Set<string>();
   checkChain(dirname(o.configPath), 'config folder', uid, checked);
-  let st: Stats | null = null;
-  try {
-    st = lstatSync(o.configPath);
-  } catch {
-    st = null;
-  }
+  const st = lstatOrNull(o.configPath);
   if (st?.isSymbolicLink()) {
     if (st.uid !== 0 && st.uid !== uid) {
       throw new UntrustedPathError(`refusing the config: ${o.configPath} is a link owned by uid ${st.uid}, neither root nor you (uid ${uid}); another user could point it at a config of their choosing. Fix: replace it with a file of yours`);
     }
-    const target = realpathSync(o.configPath);
+    const target = realPath(o.configPath);
     checkChain(dirname(target), 'config folder', uid, checked);
   }
   if (resolve(o.root) !== resolve(dirname(o.configPath))) checkChain(o.root, 'project folder', uid, checked);
@@ -143,19 +135,14 @@ export function checkTaskFolder(dir: string): void {
 export function checkTaskFile(file: string): void {
   const uid = myUid();
   if (uid === null) return;
-  let st: Stats;
-  try {
-    st = lstatSync(file);
-  } catch {
-    return; // gone: reading it says so
-  }
-  if (!st.isSymbolicLink()) return;
+  const st = lstatOrNull(file);
+  if (!st?.isSymbolicLink()) return; // gone (reading it says so), or no link
   if (st.uid !== 0 && st.uid !== uid) {
     throw new UntrustedPathError(`refusing the task file: ${file} is a link owned by uid ${st.uid}, neither root nor you (uid ${uid}); another user could point it at tasks of their choosing. Fix: remove it (and chmod go-w its folder)`);
   }
   let target: string;
   try {
-    target = realpathSync(file);
+    target = realPath(file);
   } catch {
     return; // dangling: reading it says so
   }

@@ -3,7 +3,7 @@
 // much), and at the end it follows a line saying how many bytes were left out. So a command that
 // prints 300 MB leaves a few MB in its log, and no run can fill the state disk.
 
-import { writeSync } from 'node:fs';
+import { writeText } from '../fs/ops.js';
 
 /** How the line that marks a cut starts (`routine logs` looks for it to say so). */
 export const CUT_LINE_PREFIX = '--- routinely: ';
@@ -63,12 +63,10 @@ export class CappedOutput {
   }
 
   private put(buf: Buffer): void {
-    for (let off = 0; off < buf.length; ) {
-      try {
-        off += writeSync(this.fd, buf, off, buf.length - off);
-      } catch {
-        return; // the log is for people; the record has the result
-      }
+    try {
+      writeText(this.fd, buf);
+    } catch {
+      // the log is for people; the record has the result
     }
   }
 }

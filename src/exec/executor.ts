@@ -4,13 +4,13 @@
 // (ABORTED / LOCK_LOST), on SIGINT/SIGTERM (INTERRUPTED) or when the whole run times out
 // (ABORTED / RUN_TIMEOUT). The decisions are in plan.ts; this file only carries them out.
 
-import { closeSync, realpathSync, statfsSync, writeSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import type { Clock } from '../clock.js';
 import { RETENTION_DEFAULTS, type TaskDef } from '../config/types.js';
 import type { Lease } from '../lock/lease.js';
 import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
-import { openAppend } from '../state/durable.js';
+import { openAppend } from '../fs/durable.js';
+import { closeFd, fileSystemFull, realPath, writeText } from '../fs/ops.js';
 import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from './process.js';
 import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
@@ -165,7 +165,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         }
         if (result.error) writeQuiet(logFd, `routinely: ${result.error}\n`);
       } finally {
-        closeSync(logFd);
+        closeFd(logFd);
       }
       const event = finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy, def.timeoutSeconds);
       if (cutBytes > 0 && event.type === 'task-finished') event.output_cut_bytes = cutBytes;
@@ -217,7 +217,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
 
 function writeQuiet(fd: number, text: string): void {
   try {
-    writeSync(fd, text);
+    writeText(fd, text);
   } catch {
     // the log is for people; the run record has the result
   }
@@ -227,7 +227,7 @@ function openLog(path: string, attempts: number, runAttempt: number, clock: Cloc
   const fd = openAppend(path);
   if (attempts > 1 || runAttempt > 1) {
     try {
-      writeSync(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);
+      writeText(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);
     } catch {
       // a full disk: the task's own output fails the same way, and its result says so
     }
@@ -238,12 +238,7 @@ function openLog(path: string, attempts: number, runAttempt: number, clock: Cloc
 /** Whether the folder's file system has no room left: a task that failed while it could not
  * write its log is told apart from one that failed on its own. */
 function diskFull(path: string): boolean {
-  try {
-    const s = statfsSync(dirname(path));
-    return s.bavail === 0 || s.ffree === 0;
-  } catch {
-    return false;
-  }
+  return fileSystemFull(dirname(path));
 }
 
 /** The task's (or command routine's) working folder, which must stay inside the project even
@@ -252,11 +247,11 @@ export function taskCwd(root: string, def: Pick<TaskDef, 'cwd'>): string | { err
   const wanted = resolve(root, def.cwd ?? '.');
   let real: string;
   try {
-    real = realpathSync(wanted);
+    real = realPath(wanted);
   } catch {
     return { error: `cwd ${JSON.stringify(def.cwd)} does not exist` };
   }
-  const rel = relative(realpathSync(root), real);
+  const rel = relative(realPath(root), real);
   if (rel === '..' || rel.startsWith('../')) return { error: `cwd ${JSON.stringify(def.cwd)} leaves the project root` };
   return real;
 }

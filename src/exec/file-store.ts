@@ -1,10 +1,10 @@
 // Exec state in files: `<stateDir>/exec/tasks.json` (the registry) and one folder per run.
 
-import { rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Project } from '../config/load.js';
 import type { Lease } from '../lock/lease.js';
 import { checkFolder, readNoFollow, trustRoot } from '../fs/files.js';
+import { removeTree } from '../fs/ops.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
 import { RunStore, listRunIds, loadRun, runDir } from './run-store.js';
 import { type ExecStore, type RunWriter } from './store.js';
@@ -73,8 +73,8 @@ export function fileExecStore(project: Project): ExecStore {
       const check = lease.verify();
       if (!check.ok) throw new FencedError(check.lost.why);
       checked();
-      // the id is checked before it becomes a path; rmSync removes a link, never its target
-      rmSync(runDir(runs, runId), { recursive: true, force: true });
+      // the id is checked before it becomes a path; a link is removed, never its target
+      removeTree(runDir(runs, runId));
     },
     logPath: (runId, taskId) => join(runDir(runs, runId), `${taskId}.log`), // ids checked: no path
   };

@@ -2,11 +2,11 @@
 // one `<task-id>.log` per task. Run ids come from users (`exec show`, `exec resume`): they are
 // checked against `^r-[A-Za-z0-9-]+$` before they ever become a path.
 
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { NotFoundError, StateIOError, UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
-import { STATE_FILE_CAP, readFileChecked, readNoFollow } from '../fs/files.js';
-import { openAppend, writeAll } from '../state/durable.js';
+import { NotFoundError, StateIOError, UnsafePathError, stateWriteError } from '../errors.js';
+import { STATE_FILE_CAP, lstatQuiet, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
+import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
+import { closeFd, fdSize, makeFolder } from '../fs/ops.js';
 import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';
 import { RUN_STATUSES, applyEventInPlace, checkEvent, isRunId, ownerProblem, type RunEvent, type RunState } from './run-state.js';
@@ -32,13 +32,7 @@ export function runDir(runsDir: string, runId: string): string {
  * hex: runs created in the same second are ordered by their folders' birth times (when the file
  * system keeps them), so "the newest N" is exact even for runs a few milliseconds apart. */
 export function listRunIds(runsDir: string): string[] {
-  let ids: string[];
-  try {
-    ids = readdirSync(runsDir).filter(isRunId).sort().reverse();
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return [];
-    throw err;
-  }
+  const ids = namesIn(runsDir).filter(isRunId).sort().reverse();
   const second = (id: string): string => id.slice(0, id.lastIndexOf('-'));
   for (let i = 0; i < ids.length; ) {
     let j = i + 1;
@@ -55,7 +49,7 @@ export function listRunIds(runsDir: string): string[] {
 
 function birthMs(path: string): number {
   try {
-    return lstatSync(path).birthtimeMs;
+    return lstatQuiet(path)?.birthtimeMs ?? 0;
   } catch {
     return 0;
   }
@@ -193,7 +187,7 @@ export class RunStore implements RunWriter {
   async create(state: RunState): Promise<void> {
     ensureStateDir(this.runsDir);
     try {
-      mkdirSync(this.dir, { mode: 0o700 });
+      makeFolder(this.dir);
     } catch (err) {
       throw stateWriteError(err, this.dir, 'creating');
     }
@@ -235,7 +229,7 @@ export class RunStore implements RunWriter {
     } catch (err) {
       // Part of the line may have reached the file: the next line starts on a fresh one.
       this.torn = true;
-      this.journalBytes = fstatSync(this.journalFd).size;
+      this.journalBytes = fdSize(this.journalFd);
       throw stateWriteError(err, path, 'appending to');
     }
     this.torn = false;
@@ -259,25 +253,17 @@ export class RunStore implements RunWriter {
   }
 
   async close(): Promise<void> {
-    if (this.journalFd !== null) closeSync(this.journalFd);
+    if (this.journalFd !== null) closeFd(this.journalFd);
     this.journalFd = null;
   }
 
   /** Opens the journal for appending (done by create() and reopen()). */
   openJournal(): void {
     const path = join(this.dir, JOURNAL);
-    this.journalFd = openAppend(path);
-    this.journalBytes = fstatSync(this.journalFd).size;
-    if (this.journalBytes > 0) {
-      // A crash mid-append leaves a torn last line; start ours on a fresh line.
-      const last = Buffer.alloc(1);
-      const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-      try {
-        readSync(fd, last, 0, 1, this.journalBytes - 1);
-      } finally {
-        closeSync(fd);
-      }
-      if (last[0] !== 0x0a) this.torn = true;
-    }
+    const f = openAppendTo(path);
+    this.journalFd = f.fd;
+    this.journalBytes = fdSize(f.fd);
+    // A crash mid-append leaves a torn last line; start ours on a fresh line.
+    if (this.journalBytes > 0 && appendFileTorn(f, path)) this.torn = true;
   }
 }

@@ -1,7 +1,6 @@
 // The task definitions of a project: inline `exec.tasks` plus every `*.json` file in
 // `exec.taskDirs` (one task or an array each), validated together (SPEC §2, §5).
 
-import { readdirSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { readConfigBytes } from '../config/find.js';
 import { displayPath, parseJsonFile, type Project } from '../config/load.js';
@@ -9,6 +8,7 @@ import type { TaskDef } from '../config/types.js';
 import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
 import { checkTaskFile, checkTaskFolder, UntrustedPathError } from '../config/trust.js';
 import { ConfigError, errnoCode, UnsafePathError, type ConfigIssue } from '../errors.js';
+import { listFolder } from '../fs/ops.js';
 
 export interface SourcedTask {
   task: TaskDef;
@@ -27,7 +27,7 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       // a task folder, and a task file that is a link, are trusted as the project folder is
       // (SPEC §12): another user who may write them could choose what runs as you
       checkTaskFolder(abs);
-      names = readdirSync(abs).filter((n) => n.endsWith('.json')).sort();
+      names = listFolder(abs).filter((n) => n.endsWith('.json')).sort();
     } catch (err) {
       if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
       if (errnoCode(err) === 'ENOENT') continue; // an empty task folder need not exist

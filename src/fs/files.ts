@@ -46,16 +46,39 @@ export interface FileContent {
   mtimeMs: number;
 }
 
+/** What a file of ours may be (SPEC §12): at most `cap` bytes (unchecked when absent), and none
+ * of the mode bits `othersMayNot` set (0o077: private, as a log or journal; 0o022: no one else
+ * writes it, as a config; unchecked when absent). */
+export interface FileRule {
+  cap?: number;
+  othersMayNot?: number;
+}
+
+/** Why a file is not one of ours that a rule allows; each caller says it in its own words. */
+export type FileProblem =
+  | { kind: 'type'; what: string }
+  | { kind: 'owner'; uid: number; me: number }
+  | { kind: 'mode'; mode: string }
+  | { kind: 'size'; size: number; cap: number };
+
+/** The one check of "a regular file of ours" (SPEC §12): a regular file, owned by this user,
+ * within the rule's mode and size; null when it is. */
+export function fileProblem(st: Stats, rule: FileRule = {}): FileProblem | null {
+  if (!st.isFile()) return { kind: 'type', what: st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : st.isDirectory() ? 'a folder' : 'a device or special file' };
+  const me = myUid();
+  if (me !== null && st.uid !== me) return { kind: 'owner', uid: st.uid, me };
+  if (rule.othersMayNot !== undefined && (st.mode & rule.othersMayNot) !== 0) return { kind: 'mode', mode: (st.mode & 0o777).toString(8).padStart(4, '0') };
+  if (rule.cap !== undefined && st.size > rule.cap) return { kind: 'size', size: st.size, cap: rule.cap };
+  return null;
+}
+
 /** Why `st` is not a file we may read, or null. */
 export function refusal(path: string, st: Stats, cap: number): string | null {
-  if (!st.isFile()) {
-    const what = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : st.isDirectory() ? 'a folder' : 'a device or special file';
-    return `${path} is ${what}, not a regular file`;
-  }
-  const uid = myUid();
-  if (uid !== null && st.uid !== uid) return `${path} is owned by uid ${st.uid}, not by this user (uid ${uid})`;
-  if (st.size > cap) return `${path} is ${st.size} bytes, larger than any file routinely writes there (${cap} bytes)`;
-  return null;
+  const p = fileProblem(st, { cap });
+  if (!p) return null;
+  if (p.kind === 'type') return `${path} is ${p.what}, not a regular file`;
+  if (p.kind === 'owner') return `${path} is owned by uid ${p.uid}, not by this user (uid ${p.me})`;
+  return `${path} is ${st.size} bytes, larger than any file routinely writes there (${cap} bytes)`;
 }
 
 /** Reads a file without following a symlink at its name, with the checks above. null when it
@@ -67,6 +90,49 @@ export function readFileChecked(path: string, cap = STATE_FILE_CAP): FileContent
   try {
     const bytes = readAll(fd, st.size);
     return { text: bytes.toString('utf8'), bytes, ino: st.ino, mtimeMs: st.mtimeMs };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The bytes of `path` from byte `offset` to its end (as it was when opened), with the checks
+ * above, size first: a file past `cap` is refused before a byte of it is read. null when it does
+ * not exist. */
+export function readFileFrom(path: string, offset: number, cap = STATE_FILE_CAP): { bytes: Buffer; ino: number; size: number; mtimeMs: number } | null {
+  const opened = openChecked(path, cap);
+  if (!opened) return null;
+  const { fd, st } = opened;
+  try {
+    const len = Math.max(0, Math.min(st.size, cap) - offset);
+    const buf = Buffer.alloc(len);
+    let got = 0;
+    while (got < len) {
+      const n = readSync(fd, buf, got, len - got, offset + got);
+      if (n <= 0) break;
+      got += n;
+    }
+    return { bytes: buf.subarray(0, got), ino: st.ino, size: offset + got, mtimeMs: st.mtimeMs };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Reads a file whose name may be a link (a config or task file, SPEC §12: the link and the
+ * folders of its target are judged by config/trust.ts): opened O_NONBLOCK (a FIFO never blocks
+ * the reader), `refuse` asked of the open file (a link to /dev/zero is refused, never read), then
+ * read to its size, at most `cap` bytes. A file that grows while it is read is refused: nothing
+ * half-read is ever used. Throws an Error saying why. */
+export function readFollowing(path: string, cap: number, refuse: (st: Stats) => string | null): Buffer {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    const why = refuse(st);
+    if (why) throw new Error(`refusing to read it: ${why}`);
+    const buf = Buffer.allocUnsafe(Math.min(cap + 1, st.size + 1));
+    let n = 0;
+    for (let r; n < buf.length && (r = readSync(fd, buf, n, buf.length - n, n)) > 0; ) n += r;
+    if (n === buf.length) throw new Error('refusing to read it: it changed while being read');
+    return buf.subarray(0, n);
   } finally {
     closeSync(fd);
   }

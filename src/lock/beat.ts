@@ -3,10 +3,10 @@
 // holder writes it — created once at acquisition, then rewritten in place over the same block,
 // so keeping a lease never needs new blocks or inodes (SPEC §4.15).
 
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { frameChecksummed, readChecksummed } from '../checksum.js';
 import { UnsafePathError } from '../errors.js';
-import { LOCK_FILE_CAP, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { rewriteInPlace } from '../fs/durable.js';
+import { LOCK_FILE_CAP, readFileChecked, writeNewFile } from '../fs/files.js';
 import { beatPath, isLockId, type LockPaths } from './paths.js';
 import { isChildGroup, type ChildGroup } from './record.js';
 
@@ -70,35 +70,13 @@ export function readBeat(paths: LockPaths, lockId: string): Beat | null {
 /** A heartbeat record is a few hundred bytes: written padded to one block, always the same one. */
 const BEAT_BYTES = 4096;
 
-/** Writes all of `buf` at offset 0 (a short write, on a filling disk, is continued). */
-function writeAllAt(fd: number, buf: Buffer): void {
-  for (let off = 0; off < buf.length; ) {
-    const n = writeSync(fd, buf, off, buf.length - off, off);
-    if (!(n > 0)) throw Object.assign(new Error(`write returned ${n}`), { code: 'EIO' });
-    off += n;
-  }
-}
-
 /** Creates the heartbeat file (O_EXCL: only ever ours) with `beat`, padded to BEAT_BYTES; on a
  * failed write it is removed again and the error thrown. */
 export function createBeatFile(file: string, beat: Beat): void {
-  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    writeAllAt(fd, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
-  } catch (err) {
-    closeSync(fd);
-    unlinkQuiet(file);
-    throw err;
-  }
-  closeSync(fd);
+  writeNewFile(file, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
 }
 
 /** Rewrites the heartbeat file in place, over the blocks it has. */
 export function rewriteBeatFile(file: string, beat: Beat): void {
-  const fd = openSync(file, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  try {
-    writeAllAt(fd, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
-  } finally {
-    closeSync(fd);
-  }
+  rewriteInPlace(file, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
 }

@@ -3,10 +3,9 @@
 // reclaimer on this host knows every group to end even if the holder died before the group
 // reached its heartbeat file (SPEC §4.4). Only its holder writes it; readers validate each line.
 
-import { closeSync, constants, fstatSync, openSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { UnsafePathError, errnoCode } from '../errors.js';
-import { LOCK_FILE_CAP, ensureDir, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { openAppend, writeAll } from '../fs/durable.js';
+import { LOCK_FILE_CAP, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { closeFd } from '../fs/ops.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { samePidSpace, type LivenessProbe } from './identity.js';
 import type { LockHooks } from './lease.js';
@@ -35,20 +34,13 @@ export class ChildJournal {
       this.hooks.step?.('children:append');
       if (this.fd === null) {
         // O_APPEND: every line goes to the end, and a torn last line (a crash mid-write) is
-        // followed by a fresh one because each line starts with a newline.
-        const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
-        try {
-          this.fd = openSync(this.path, flags, 0o600);
-        } catch (err) {
-          if (errnoCode(err) !== 'ENOENT') throw err;
-          ensureDir(dirname(this.path));
-          this.fd = openSync(this.path, flags, 0o600);
-        }
-        if (!fstatSync(this.fd).isFile()) throw new UnsafePathError(`${this.path} is not a regular file`);
+        // followed by a fresh one because each line starts with a newline. A regular file of
+        // ours, writable by us alone, in a folder of ours (openAppend's checks).
+        this.fd = openAppend(this.path);
       }
       const line = { ...child, host: this.probe.host, boot_id: this.probe.bootId, pid_ns: this.probe.pidNs ?? null };
-      // every byte: writeFileSync loops over short writes (a filling disk)
-      writeFileSync(this.fd, `\n${JSON.stringify(line)}\n`);
+      // every byte: writeAll loops over short writes (a filling disk)
+      writeAll(this.fd, Buffer.from(`\n${JSON.stringify(line)}\n`));
     } catch (err) {
       // see above
       ioNotice(err, 'appending to', this.path, 'the group also goes into the heartbeat file, where a reclaimer finds it once written');
@@ -58,7 +50,7 @@ export class ChildJournal {
 
   close(remove: boolean): void {
     const opened = this.fd !== null;
-    if (this.fd !== null) closeSync(this.fd);
+    if (this.fd !== null) closeFd(this.fd);
     this.fd = null;
     if (remove && opened) unlinkQuiet(this.path);
   }

@@ -9,13 +9,14 @@
 // (Over 300 lines: one object, the held lease, whose heartbeat, loss checks, generation raise
 // and release share its private state; the heartbeat file is beat.ts, the view view.ts.)
 
-import { statSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import type { Clock } from '../clock.js';
 import { printable } from '../printable.js';
 import { FolderReplacedError, errnoCode } from '../errors.js';
 import { ChildJournal } from './children.js';
 import { checkFolder, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { ioNotice } from '../fs/io-notice.js';
+import { statFollow } from '../fs/ops.js';
 import type { LivenessProbe } from './identity.js';
 import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
 import { LeaseState, giveUpLeadMs } from './lease-state.js';
@@ -411,12 +412,8 @@ export class FileLease extends LeaseState implements Lease {
    * on its path swapped or moved away). Then expiry decides, as for a folder that cannot be read. */
   private folderInDoubt(): boolean {
     if (this.folderReplaced()) return true;
-    try {
-      // followed: the lock folder may itself be a root that is a symlink (ROUTINELY_LOCK_DIR)
-      return !statSync(this.paths.dir).isDirectory();
-    } catch {
-      return true;
-    }
+    // followed: the lock folder may itself be a root that is a symlink (ROUTINELY_LOCK_DIR)
+    return !statFollow(this.paths.dir)?.isDirectory();
   }
 
   /** The lock folder replaced since it was checked (a FolderReplacedError), or null. */

@@ -4,9 +4,9 @@
 // only learns "dead" from kill(pid, 0) and otherwise falls back to lease expiry.
 
 import { createRequire } from 'node:module';
-import { closeSync, openSync, readFileSync, readSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { errnoCode } from '../errors.js';
+import { procBootId, procEnviron, procNames, procOwnerUid, procPidNamespace, readProcStat } from '../fs/proc.js';
 
 // child_process only where Linux's /proc is missing (macOS: ps, sysctl): loading it costs a few
 // milliseconds of every start-up that reads a lock (`routine list` must start fast, SPEC §6).
@@ -72,20 +72,6 @@ export function parseProcStat(text: string): ProcStat | null {
   return { state, ppid, pgid, startTime };
 }
 
-const statBuf = Buffer.allocUnsafe(4096);
-
-/** Reads a /proc stat file into a static buffer: readFileSync sizes procfs files (0 bytes) with
- * a 64 KiB allocation per call, which dominated this probe. */
-function readProcStat(pid: number): string {
-  const fd = openSync(`/proc/${pid}/stat`, 'r');
-  try {
-    const n = readSync(fd, statBuf, 0, statBuf.length, 0);
-    return statBuf.toString('latin1', 0, n);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** Runs `fn` without capturing stack traces for the errors it throws: probes expect ENOENT and
  * ESRCH by the hundred, and a stack trace costs more than the syscall. */
 export function quietly<T>(fn: () => T): T {
@@ -117,7 +103,7 @@ function linuxGroupMembers(pgid: number): number[] {
   const members: number[] = [];
   let entries: string[];
   try {
-    entries = readdirSync('/proc');
+    entries = procNames();
   } catch {
     return members;
   }
@@ -136,7 +122,7 @@ function linuxGroupMembers(pgid: number): number[] {
 
 function linuxOwnerUid(pid: number): number | null {
   try {
-    return quietly(() => statSync(`/proc/${pid}`).uid);
+    return quietly(() => procOwnerUid(pid));
   } catch {
     return null;
   }
@@ -145,7 +131,7 @@ function linuxOwnerUid(pid: number): number | null {
 function linuxEnvironHas(pid: number, entry: string): boolean | null {
   let env: Buffer;
   try {
-    env = quietly(() => readFileSync(`/proc/${pid}/environ`));
+    env = quietly(() => procEnviron(pid));
   } catch {
     return null;
   }
@@ -158,7 +144,7 @@ function linuxMarkedGroupLeaders(entry: string): { pid: number; startTime: strin
   const found: { pid: number; startTime: string }[] = [];
   let names: string[];
   try {
-    names = readdirSync('/proc');
+    names = procNames();
   } catch {
     return found;
   }
@@ -208,7 +194,7 @@ function killProbe(pid: number): ProcessState {
 function readBootId(): string | null {
   if (process.platform === 'linux') {
     try {
-      return readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim() || null;
+      return procBootId().trim() || null;
     } catch {
       return null;
     }
@@ -234,7 +220,7 @@ export function samePidSpace(owner: { host: string; boot_id?: string | null; pid
 function readPidNamespace(): string | null {
   if (process.platform !== 'linux') return null;
   try {
-    return readlinkSync('/proc/self/ns/pid');
+    return procPidNamespace();
   } catch {
     return null;
   }

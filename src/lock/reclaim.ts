@@ -6,12 +6,12 @@
 // What is moved or removed here is named by the stale holder's own lock_id or generation, so a
 // reclaimer that stalls anywhere can only repeat work on files of a holder that is gone anyway.
 
-import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { readChildJournal } from './children.js';
 import { linkNew, lstatQuiet, readFileChecked, unlinkQuiet, writeNewFile, LOCK_FILE_CAP } from '../fs/files.js';
+import { renameOver } from '../fs/ops.js';
 import { samePidSpace, type LivenessProbe } from './identity.js';
 import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
 import { freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths } from './paths.js';
@@ -86,7 +86,7 @@ export function moveAsideView(ctx: ReclaimContext, judgedIno: number): MoveAside
     const name = staleName(ctx, i);
     if (lstatQuiet(name)) continue;
     try {
-      renameSync(ctx.paths.lock, name);
+      renameOver(ctx.paths.lock, name);
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') return { moved: false };
       throw err;

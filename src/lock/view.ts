@@ -3,9 +3,10 @@
 // healed by the holder, removed on release; a record there that is no slot's copy is judged
 // like a slot (look.ts). Who holds the lock is never decided by the view alone.
 
-import { renameSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { errnoCode } from '../errors.js';
 import { ioNotice } from '../fs/io-notice.js';
+import { renameOver } from '../fs/ops.js';
 import { printable } from '../printable.js';
 import { LOCK_FILE_CAP, linkNew, lstatQuiet, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
 import { slotPath, type LockPaths } from './paths.js';
@@ -42,7 +43,7 @@ export function classifyView(view: ViewRead, max: number | null, top: SlotHolder
  * is free, a rename of our temp name over it when an older view is there. */
 export function placeView(paths: LockPaths, tmp: string, replace: boolean): true {
   if (!replace && linkNew(tmp, paths.lock)) return true;
-  renameSync(tmp, paths.lock);
+  renameOver(tmp, paths.lock);
   return true;
 }
 
@@ -60,7 +61,7 @@ export function removeView(paths: LockPaths, ino: number, step: (name: string) =
   const aside = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
   step('release:move-view');
   try {
-    renameSync(paths.lock, aside);
+    renameOver(paths.lock, aside);
   } catch (err) {
     // gone already (a successor, or `lock break`), or a fault that leaves only the view behind:
     // the release is the mark linked next, and the next holder replaces the view
@@ -82,7 +83,7 @@ export function linkView(paths: LockPaths, generation: number, slotIno: number):
   const tmp = `${paths.dir}/${paths.tmpPrefix}${randomHex(8)}`;
   if (!linkNew(slotPath(paths, generation), tmp)) return null;
   try {
-    renameSync(tmp, paths.lock);
+    renameOver(tmp, paths.lock);
   } finally {
     unlinkQuiet(tmp);
   }

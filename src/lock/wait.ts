@@ -2,7 +2,8 @@
 // `pollMaxMs`, cut short by inotify when a holder releases, so a waiter takes a freed lock at
 // once and notices a holder killed with SIGKILL within one pause (its slot is then stale).
 
-import { watch, type FSWatcher } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { watchFolder } from '../fs/ops.js';
 import { Backoff } from '../backoff.js';
 import { systemClock } from '../clock.js';
 import { attemptAcquire, type AcquireOptions } from './acquire.js';
@@ -67,13 +68,8 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
  * heartbeats, temp files, other keys) is ignored, or each step of every cycle would wake every
  * waiter for nothing. */
 function watchLock(paths: LockPaths, onChange: () => void): FSWatcher | undefined {
-  try {
-    const w = watch(paths.dir, { persistent: false }, (_event, name) => {
-      if (name === null || name.startsWith(paths.freePrefix)) onChange();
-    });
-    w.on('error', () => w.close());
-    return w;
-  } catch {
-    return undefined; // no inotify watches left: polling alone still works
-  }
+  // undefined when no inotify watches are left: polling alone still works
+  return watchFolder(paths.dir, (name) => {
+    if (name === null || name.startsWith(paths.freePrefix)) onChange();
+  });
 }

@@ -5,7 +5,8 @@
 
 import pg from 'pg';
 import { DatabaseError } from '../errors.js';
-import { MIGRATIONS } from './schema.js';
+import { MIGRATIONS, schemaSql } from './schema.js';
+import { sessionSql, type Statement } from './statements.js';
 import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl } from '../config/database-url.js';
 
 /** A row as the driver gives it. The types below are ours, not the driver's: the published
@@ -20,24 +21,24 @@ export interface QueryAnswer<R extends Row = Row> {
 
 /** One connection inside a transaction (pg's PoolClient, as far as this code uses it). */
 export interface TxClient {
-  query<R extends Row = Row>(text: string, values?: unknown[]): Promise<QueryAnswer<R>>;
+  query<R extends Row = Row>(statement: Statement): Promise<QueryAnswer<R>>;
 }
 
 export interface Db {
   /** host:port/database (every host, with several), for messages. */
   where: string;
-  /** `name`: a statement run often (a lease's acquire, heartbeat, release), prepared once per
-   * connection under that name, so the server plans it once, not at every run (measured: half
+  /** A statement of statements.ts. With a `name` (a statement run often: a lease's acquire,
+   * heartbeat, release) it is prepared once per connection under that name, so the server plans it once, not at every run (measured: half
    * of an acquire's time). Behind a pooler in transaction mode a prepared statement may not be
    * there on the next server connection: the first such answer makes this process run every
    * statement unnamed from then on (the statement is sent again unnamed: it never ran). */
-  query<R extends Row = Row>(text: string, values?: unknown[], name?: string): Promise<QueryAnswer<R>>;
+  query<R extends Row = Row>(statement: Statement): Promise<QueryAnswer<R>>;
   /** Runs `fn` in a transaction on one connection (with its statement timeout set for the
    * transaction only: nothing of it outlives the transaction in a pooler's server connection). */
   transaction<T>(fn: (client: TxClient) => Promise<T>): Promise<T>;
   /** A held lease's own statements (heartbeat, release): on connections of their own, so a
    * heartbeat never waits behind this process's other statements on a slow link. */
-  leaseQuery<R extends Row = Row>(text: string, values?: unknown[], name?: string): Promise<QueryAnswer<R>>;
+  leaseQuery<R extends Row = Row>(statement: Statement): Promise<QueryAnswer<R>>;
   close(): Promise<void>;
 }
 
@@ -161,7 +162,7 @@ async function probeHost(t: Target, wantPrimary: boolean, l: Limits): Promise<tr
   try {
     await client.connect();
     if (!wantPrimary) return true;
-    const { rows } = await client.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
+    const { rows } = await client.query<{ standby: boolean }>(sessionSql.standby.text);
     return rows[0]?.standby ? new DatabaseError(`database ${t.where}: a read-only standby (pg_is_in_recovery)`) : true;
   } catch (err) {
     return dbError(t.where, err, l);
@@ -226,7 +227,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
     })();
   };
   let prepare = true;
-  const run = async (p: pg.Pool, text: string, values: unknown[] | undefined, name: string | undefined): Promise<pg.QueryResult> => {
+  const run = async (p: pg.Pool, { text, values, name }: Statement): Promise<pg.QueryResult> => {
     if (name === undefined || !prepare) return p.query(text, values);
     try {
       return await p.query({ name, text, values });
@@ -251,8 +252,8 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
     get where() {
       return several ? `${target.where} (of ${where})` : where;
     },
-    query: (text, values, name) => wrap((p) => run(p, text, values, name)),
-    leaseQuery: (text, values, name) => wrap((p) => run(p, text, values, name), 'lease'),
+    query: (s) => wrap((p) => run(p, s)),
+    leaseQuery: (s) => wrap((p) => run(p, s), 'lease'),
     transaction: (fn) =>
       wrap(async (p) => {
         const client = await p.connect();
@@ -260,15 +261,16 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
         // that would crash the process. The failing query reports the problem instead.
         client.on('error', ignore);
         let broken: unknown = undefined;
+        const tx: TxClient = { query: (s) => client.query(s.text, s.values) };
         try {
-          await client.query('BEGIN');
-          await client.query(`SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
-          const result = await fn(client);
-          await client.query('COMMIT');
+          await tx.query(sessionSql.begin);
+          await tx.query(sessionSql.statementTimeout(STATEMENT_TIMEOUT_MS));
+          const result = await fn(tx);
+          await tx.query(sessionSql.commit);
           return result;
         } catch (err) {
           broken = environmental(err) ? err : undefined;
-          await client.query('ROLLBACK').catch(() => {});
+          await tx.query(sessionSql.rollback).catch(() => {});
           throw err;
         } finally {
           client.off('error', ignore);
@@ -302,21 +304,21 @@ export async function migrate(db: Db): Promise<number> {
   const latest = MIGRATIONS.at(-1)?.version ?? 0;
   // Up to date (the usual case): no lock, no DDL, so a role that may only read and write data
   // works once the schema exists.
-  const { rows: table } = await db.query<{ ok: boolean; standby: boolean }>(`SELECT to_regclass('routinely_schema') IS NOT NULL AS ok, pg_is_in_recovery() AS standby`);
+  const { rows: table } = await db.query<{ ok: boolean; standby: boolean }>(schemaSql.present);
   if (table[0]?.standby) throw new DatabaseError(`database ${db.where}: the server is a read-only standby (pg_is_in_recovery): ${STANDBY_FIX}`);
   if (table[0]?.ok) {
-    const { rows: have } = await db.query<{ v: number | null }>('SELECT max(version) AS v FROM routinely_schema');
+    const { rows: have } = await db.query<{ v: number | null }>(schemaSql.version);
     if ((have[0]?.v ?? 0) >= latest) return latest;
   }
   try {
     return await db.transaction(async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-      await client.query('CREATE TABLE IF NOT EXISTS routinely_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
-      const { rows } = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM routinely_schema');
+      await client.query(schemaSql.lock(MIGRATION_LOCK));
+      await client.query(schemaSql.versions);
+      const { rows } = await client.query<{ v: number | null }>(schemaSql.version);
       const current = rows[0]?.v ?? 0;
       for (const m of MIGRATIONS.filter((x) => x.version > current)) {
-        await client.query(m.sql);
-        await client.query('INSERT INTO routinely_schema (version) VALUES ($1)', [m.version]);
+        await client.query(schemaSql.migration(m));
+        await client.query(schemaSql.applied(m.version));
       }
       return latest;
     });

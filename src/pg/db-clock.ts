@@ -7,6 +7,7 @@
 
 import { systemClock, type Clock } from '../clock.js';
 import type { Db } from './connect.js';
+import { sessionSql } from './statements.js';
 import type { Logger } from '../scheduler/log.js';
 
 /** One measurement: how far the database clock is ahead of ours, ± rttMs / 2. */
@@ -106,7 +107,7 @@ export class DbClock implements Clock {
       for (let i = 0; i < rounds; i++) {
         const sent = Date.now();
         const started = performance.now();
-        const { rows } = await this.db.query<{ ms: number }>('SELECT extract(epoch from clock_timestamp())::float8 * 1000 AS ms');
+        const { rows } = await this.db.query<{ ms: number }>(sessionSql.clockMs);
         const rtt = performance.now() - started;
         const ms = Number(rows[0]?.ms);
         if (Number.isFinite(ms)) samples.push(offsetSample(sent, rtt, ms));

@@ -1,13 +1,13 @@
 // Exec state in PostgreSQL: the registry as one document per project, each run as a snapshot
 // row plus an event table. Every write under the exec lock checks the lease row in the same
-// statement (fenceCte), so a holder whose lease is gone — taken over, expired by the database
+// statement (the fence of statements.ts), so a holder whose lease is gone — taken over, expired by the database
 // clock — is refused in the very transaction that would have written. Task logs stay local
 // files (under stateDir) on the host that ran the task.
 
 import { Backoff } from '../backoff.js';
 import { systemClock } from '../clock.js';
 import { ensureDir } from '../fs/files.js';
-import { rmSync } from 'node:fs';
+import { removeTree } from '../fs/ops.js';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { DatabaseError } from '../errors.js';
@@ -18,7 +18,7 @@ import { type ExecStore, type RegistryRead, type RunWriter } from '../exec/store
 import { FencedError } from '../errors.js';
 import type { Lease } from '../lock/lease.js';
 import type { Db } from './connect.js';
-import { fenceCte } from './schema.js';
+import { execSql } from './statements.js';
 
 /** How long a holder that lost its lease keeps trying to store its run's final record. */
 const FINAL_WRITE_RETRY_MS = 12_000;
@@ -33,33 +33,27 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
     registryLocation: `the task registry of project ${name} in database ${db.where}`,
 
     async loadRegistry({ write }): Promise<RegistryRead> {
-      const { rows } = await db.query<{ registry: unknown }>('SELECT registry FROM routinely_registry WHERE project = $1', [name]);
+      const { rows } = await db.query<{ registry: unknown }>(execSql.registry(name));
       if (!rows[0]) return { kind: 'missing' };
       const checked = checkRegistry(rows[0].registry);
       if (typeof checked !== 'string') return { kind: 'ok', registry: checked };
       if (!write) return { kind: 'corrupt', problem: checked, movedTo: null };
       // kept under another project name for inspection, as files keep `<name>.corrupt.<ts>`
       const aside = `${name}.corrupt.${Date.now()}`;
-      await db.query('UPDATE routinely_registry SET project = $2 WHERE project = $1', [name, aside]);
+      await db.query(execSql.moveRegistry(name, aside));
       return { kind: 'corrupt', problem: checked, movedTo: `project ${aside}` };
     },
 
     async saveRegistry(registry: Registry, now: string, lease: Lease): Promise<number> {
       const doc = JSON.stringify({ ...registry, updated_at: now, generation: Math.max(registry.generation ?? 0, lease.generation) });
-      const r = await db.query(
-        `WITH ${fenceCte('$3', '$4')}
-         INSERT INTO routinely_registry (project, registry, updated_at)
-         SELECT $1, $2::json, now() FROM fence
-         ON CONFLICT (project) DO UPDATE SET registry = excluded.registry, updated_at = now()`,
-        [name, doc, lease.lockId, lease.generation],
-      );
+      const r = await db.query(execSql.saveRegistry(name, doc, lease));
       if (r.rowCount === 0) throw new FencedError('the exec lock is no longer ours (database)');
       return Buffer.byteLength(doc);
     },
 
     async loadRun(runId: string): Promise<RunState | null> {
       if (!isRunId(runId)) return null;
-      const snap = await db.query<{ snapshot: RunState; events_seq: string }>('SELECT snapshot, events_seq FROM routinely_runs WHERE project = $1 AND run_id = $2', [name, runId]);
+      const snap = await db.query<{ snapshot: RunState; events_seq: string }>(execSql.snapshot(name, runId));
       const row = snap.rows[0];
       if (!row) return null;
       // A row is input (SPEC §12): its run id must be the one asked for, every field in range,
@@ -67,10 +61,7 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       const checked = checkSnapshot(row.snapshot, runId);
       if (typeof checked === 'string') throw new DatabaseError(`run ${runId} in the database is unreadable (${checked})`);
       const { journal_offset: _o, ...state } = checked;
-      const events = await db.query<{ event: RunEvent }>(
-        'SELECT event FROM routinely_run_events WHERE project = $1 AND run_id = $2 AND seq > $3 ORDER BY seq',
-        [name, runId, row.events_seq],
-      );
+      const events = await db.query<{ event: RunEvent }>(execSql.eventsAfter(name, runId, row.events_seq));
       for (const e of events.rows) {
         // a row is input (SPEC §12): an event that does not check out is not applied
         if (e.event && typeof e.event === 'object' && e.event.type !== 'run-created' && typeof checkEvent(e.event) !== 'string') applyEventInPlace(state, e.event);
@@ -79,23 +70,16 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
     },
 
     async listRunIds(limit: number): Promise<string[]> {
-      // newest by the database's order, not by the ids (they carry the creating host's clock)
-      const { rows } = await db.query<{ run_id: string }>('SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY created_seq DESC LIMIT $2', [name, limit]);
+      const { rows } = await db.query<{ run_id: string }>(execSql.newestRuns(name, limit));
       return rows.map((r) => r.run_id).filter(isRunId);
     },
 
     async removeRun(runId: string, lease: Lease): Promise<void> {
       if (!isRunId(runId)) return;
-      const { rows } = await db.query<{ ours: boolean }>(
-        `WITH ${fenceCte('$3', '$4')},
-         gone AS (DELETE FROM routinely_runs WHERE project = $1 AND run_id = $2 AND EXISTS (SELECT 1 FROM fence) RETURNING run_id),
-         events AS (DELETE FROM routinely_run_events WHERE project = $1 AND run_id IN (SELECT run_id FROM gone))
-         SELECT EXISTS (SELECT 1 FROM fence) AS ours`,
-        [name, runId, lease.lockId, lease.generation],
-      );
+      const { rows } = await db.query<{ ours: boolean }>(execSql.removeRun(name, runId, lease));
       if (!rows[0]?.ours) throw new FencedError('the exec lock is no longer ours (database)');
       // its task logs are local files, on the host that ran it (if this is that host)
-      rmSync(runDir(logsDir, runId), { recursive: true, force: true });
+      removeTree(runDir(logsDir, runId));
     },
 
     runWriter: (runId: string, lease: Lease): RunWriter => new PgRunWriter(db, name, runId, lease, runDir(logsDir, runId)),
@@ -141,11 +125,7 @@ class PgRunWriter implements RunWriter {
       const pause = new Backoff(250, 2_000);
       while (!this.fenced && !this.failure) {
         try {
-          const r = await this.db.query(
-            `WITH ${fenceCte('$3', '$4')}
-             INSERT INTO routinely_run_events (project, run_id, gen, event) SELECT $1, $2, $4, $5::json FROM fence`,
-            [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
-          );
+          const r = await this.db.query(execSql.appendEvent(this.project, this.runId, this.lease, doc));
           if (r.rowCount === 0) break;
           return;
         } catch (err) {
@@ -175,7 +155,7 @@ class PgRunWriter implements RunWriter {
     const pause = new Backoff(250, 2_000);
     for (;;) {
       try {
-        await this.db.query('INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::json)', [this.project, this.runId, event.gen, doc]);
+        await this.db.query(execSql.appendEventUnfenced(this.project, this.runId, event.gen, doc));
         return null;
       } catch (err) {
         const why = err instanceof DatabaseError ? err.message : `database ${this.db.where}: ${(err as Error).message}`;
@@ -199,21 +179,8 @@ class PgRunWriter implements RunWriter {
   private async writeSnapshot(state: RunState, insert: boolean): Promise<void> {
     const doc = JSON.stringify(state);
     this.bytesWritten += Buffer.byteLength(doc);
-    const seq = `(SELECT coalesce(max(seq), 0) FROM routinely_run_events WHERE project = $1 AND run_id = $2)`;
-    const r = insert
-      ? await this.db.query(
-          `WITH ${fenceCte('$3', '$4')}
-           INSERT INTO routinely_runs (project, run_id, snapshot, generation, events_seq)
-           SELECT $1, $2, $5::json, $4, ${seq} FROM fence`,
-          [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
-        )
-      : await this.db.query(
-          // never replaces a snapshot written under a newer generation
-          `WITH ${fenceCte('$3', '$4')}
-           UPDATE routinely_runs SET snapshot = $5::json, generation = $4, events_seq = ${seq}, updated_at = now()
-            WHERE project = $1 AND run_id = $2 AND generation <= $4 AND EXISTS (SELECT 1 FROM fence)`,
-          [this.project, this.runId, this.lease.lockId, this.lease.generation, doc],
-        );
+    // an update never replaces a snapshot written under a newer generation
+    const r = await this.db.query((insert ? execSql.insertSnapshot : execSql.updateSnapshot)(this.project, this.runId, this.lease, doc));
     if (r.rowCount === 0) throw new FencedError(`run ${this.runId}: the exec lock is no longer ours, or a newer holder wrote this run (database)`);
   }
 

@@ -7,8 +7,8 @@
 // rebooted) is reclaimed at once, and the process groups it started are ended first; a live owner
 // on this host only once a waiter saw its row unchanged for a TTL on its own clock (never by the
 // row's times, SPEC §4.4); an owner elsewhere once its lease has expired by the database clock.
-// (Over 300 lines: the lease's SQL — acquire, reclaim, heartbeat, release, status — and the
-// object holding it; the statements read best beside each other.)
+// (Over 300 lines: acquire, reclaim, heartbeat, release, status, and the object holding a lease;
+// their statements are in statements.ts.)
 
 import { Backoff } from '../backoff.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -29,6 +29,7 @@ import { describeHolder, judgeLock, type Observation } from '../lock/stale.js';
 import type { BreakResult, LockStatus } from '../lock/status.js';
 import type { Db } from './connect.js';
 import { TIMELINE_GENERATIONS } from './schema.js';
+import { leaseSql } from './statements.js';
 
 export interface PgLockOptions {
   db: Db;
@@ -59,10 +60,6 @@ interface LeaseRow {
   db_now: number;
 }
 
-const COLUMNS = `lock_id, epoch, owner, extract(epoch from created_at)::float8 AS created_at,
-  extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at,
-  released_at IS NOT NULL AS released, extract(epoch from now())::float8 AS db_now`;
-
 /** The local files of a lease held in the database (its children journal). A key such as
  * `scheduler@<host>` is no file name, so it is made one: every character outside the lock key
  * pattern becomes `_`. Names may then coincide; the journals in them are named by lock id. */
@@ -84,10 +81,9 @@ function checkedRow(o: PgLockOptions, key: string, row: LeaseRow): LeaseRow {
 }
 
 function rowError(o: PgLockOptions, key: string, what: string): DatabaseRowError {
-  const q = (v: string): string => `'${v.replace(/'/g, "''")}'`;
   return new DatabaseRowError(
     `routinely_leases row (project ${o.project}, key ${key}) in database ${o.db.where} ${what}. ` +
-      `Once nothing runs under it, delete the row (DELETE FROM routinely_leases WHERE project = ${q(o.project)} AND key = ${q(key)}), or set its epoch to the highest generation your fenced systems have seen`,
+      `Once nothing runs under it, delete the row (${leaseSql.deleteAdvice({ project: o.project, key })}), or set its epoch to the highest generation your fenced systems have seen`,
   );
 }
 
@@ -130,7 +126,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
   }
 
   async function current(key: string): Promise<LeaseRow | null> {
-    const { rows } = await o.db.query<LeaseRow>(`SELECT ${COLUMNS} FROM routinely_leases WHERE project = $1 AND key = $2`, [o.project, key]);
+    const { rows } = await o.db.query<LeaseRow>(leaseSql.row({ project: o.project, key }));
     return rows[0] ? checkedRow(o, key, rows[0]) : null;
   }
 
@@ -164,29 +160,9 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
     const ownerRec: LockOwner = { ...selfIdentity(probe), ...owner, children: [] };
     for (let loop = 0; loop < 8; loop++) {
       const started = clock.monotonic();
-      // Fast path, one round trip: the timeline gate (docs/postgres.md: when this database first
-      // saw its current timeline, recorded the first time; no lease for a TTL after a failover)
-      // and, when it is open, a free key (never used, or released) taken.
-      const { rows } = await o.db.query<GateRow & Partial<LeaseRow>>(
-        `WITH tl AS (SELECT routinely_timeline() AS t),
-              seen AS (INSERT INTO routinely_timelines (timeline) SELECT t FROM tl
-                        WHERE NOT EXISTS (SELECT 1 FROM routinely_timelines, tl WHERE timeline = tl.t)
-                       ON CONFLICT (timeline) DO NOTHING RETURNING first_seen),
-              gate AS (SELECT t, coalesce((SELECT first_seen FROM seen), (SELECT first_seen FROM routinely_timelines WHERE timeline = t)) AS first_seen FROM tl),
-              open AS (SELECT t FROM gate WHERE t <= 1 OR now() >= first_seen + make_interval(secs => $5::float8 + 1)),
-              taken AS (
-                INSERT INTO routinely_leases AS l (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at, timeline)
-                SELECT $1, $2, $3, (t - 1)::bigint * ${TIMELINE_GENERATIONS} + 1, $4, now(), now(), now() + make_interval(secs => $5::float8), t FROM open
-                ON CONFLICT (project, key) DO UPDATE
-                  SET lock_id = excluded.lock_id, epoch = GREATEST(l.epoch + 1, excluded.epoch), owner = excluded.owner, created_at = now(),
-                      heartbeat_at = now(), expires_at = excluded.expires_at, released_at = NULL, timeline = excluded.timeline
-                WHERE l.released_at IS NOT NULL AND l.epoch BETWEEN 1 AND $6::bigint - 1
-                RETURNING ${COLUMNS})
-         SELECT gate.t AS gate_timeline, extract(epoch from gate.first_seen)::float8 AS gate_first_seen, extract(epoch from now())::float8 AS gate_now, taken.*
-           FROM gate LEFT JOIN taken ON true`,
-        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, MAX_GENERATION],
-        'routinely_acquire_1',
-      );
+      // Fast path, one round trip: the timeline gate, and a free key taken when it is open.
+      const grant = { project: o.project, key, lockId, owner: JSON.stringify(ownerRec), ttlSecs, maxGeneration: MAX_GENERATION };
+      const { rows } = await o.db.query<GateRow & Partial<LeaseRow>>(leaseSql.acquire(grant));
       const answer = rows[0]!;
       const gate = gateOf(answer);
       if (gate.closedWhy) return { ok: false, holder: null, why: gate.closedWhy };
@@ -203,14 +179,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       await endOrphans(key, row);
       const dead = verdict.reason !== 'EXPIRED';
       const reclaimStarted = clock.monotonic();
-      const swapped = await o.db.query<LeaseRow>(
-        `UPDATE routinely_leases SET lock_id = $3, epoch = GREATEST(epoch + 1, $10::bigint + 1), owner = $4, created_at = now(), heartbeat_at = now(),
-                expires_at = now() + make_interval(secs => $5), released_at = NULL, timeline = $9
-          WHERE project = $1 AND key = $2 AND lock_id = $6 AND epoch = $7 AND released_at IS NULL
-            AND (expires_at < now() OR $8::boolean) AND routinely_timeline() = $9 AND epoch < $11::bigint
-          RETURNING ${COLUMNS}`,
-        [o.project, key, lockId, JSON.stringify(ownerRec), ttlSecs, row.lock_id, row.epoch, dead, gate.timeline, floor, MAX_GENERATION],
-      );
+      const swapped = await o.db.query<LeaseRow>(leaseSql.reclaim({ ...grant, stale: { lockId: row.lock_id, epoch: row.epoch }, dead, timeline: gate.timeline, floor }));
       if (swapped.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, swapped.rows[0]), clock, probe, reclaimStarted) };
     }
     const row = await current(key);
@@ -286,10 +255,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
     },
 
     async keys(prefix): Promise<string[]> {
-      const { rows } = await o.db.query<{ key: string }>(
-        'SELECT key FROM routinely_leases WHERE project = $1 AND left(key, length($2)) = $2 ORDER BY key',
-        [o.project, prefix],
-      );
+      const { rows } = await o.db.query<{ key: string }>(leaseSql.keys(o.project, prefix));
       return rows.map((r) => r.key);
     },
 
@@ -300,12 +266,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       const v = staleness(key, row);
       if (!v.stale) return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
       const orphans = await endOrphans(key, row);
-      const r = await o.db.query(
-        `UPDATE routinely_leases SET released_at = now(), expires_at = now()
-          WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL
-            AND (expires_at < now() OR $5::boolean)`,
-        [o.project, key, row.lock_id, row.epoch, v.reason !== 'EXPIRED'],
-      );
+      const r = await o.db.query(leaseSql.breakStale({ project: o.project, key, lockId: row.lock_id, epoch: row.epoch, dead: v.reason !== 'EXPIRED' }));
       if (r.rowCount === 0) return { broken: false, reason: 'CHANGED', why: 'the lock changed while we looked; run again', status };
       return { broken: true, why: v.why, staleFile: `row (${o.project}, ${key}) released at epoch ${row.epoch}`, orphans };
     },
@@ -326,6 +287,11 @@ export class PgLease extends LeaseState implements Lease {
     confirmedAt: number,
   ) {
     super(toRecord(key, row), clock, o.ttlMs, confirmedAt);
+  }
+
+  /** This lease's row, as its statements fence on it. */
+  private hold() {
+    return { project: this.o.project, key: this.key, lockId: this.rec.lock_id, epoch: this.rec.generation };
   }
 
   startHeartbeat(): void {
@@ -354,18 +320,9 @@ export class PgLease extends LeaseState implements Lease {
         }
         const sent = this.clock.monotonic();
         try {
-          // Ours while the row still carries our lock id and epoch: whoever takes a lease over
-          // changes both in one conditional statement, so a heartbeat that finds them is not
-          // beside a new holder. Its expiry is not asked: this holder times its lease on its own
-          // clock (expiredBy, above), and an expires_at that a database writer set into the past
-          // is no reason to stop a live holder's work (SPEC §4.4) — the beat writes it anew.
+          // ours while the row carries our lock id and epoch (its expiry is not asked: statements.ts)
           const { rows } = await this.o.db.leaseQuery<{ heartbeat_at: number; expires_at: number }>(
-            `UPDATE routinely_leases SET heartbeat_at = now(), expires_at = now() + make_interval(secs => $5), owner = $6
-              WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL
-                AND timeline = routinely_timeline()
-              RETURNING extract(epoch from heartbeat_at)::float8 AS heartbeat_at, extract(epoch from expires_at)::float8 AS expires_at`,
-            [this.o.project, this.key, this.rec.lock_id, this.rec.generation, this.o.ttlMs / 1000, JSON.stringify(this.rec.owner)],
-            'routinely_heartbeat_1',
+            leaseSql.heartbeat({ ...this.hold(), ttlSecs: this.o.ttlMs / 1000, owner: JSON.stringify(this.rec.owner) }),
           );
           const r = rows[0];
           if (!r) {
@@ -415,13 +372,7 @@ export class PgLease extends LeaseState implements Lease {
 
   async raiseGeneration(atLeast: number): Promise<void> {
     if (atLeast <= this.rec.generation || !isGeneration(atLeast) || atLeast >= MAX_GENERATION || !this.verify().ok) return;
-    const { rows } = await this.o.db.leaseQuery<{ epoch: string }>(
-      `UPDATE routinely_leases SET epoch = GREATEST(epoch, $5)
-        WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL AND expires_at >= now()
-          AND timeline = routinely_timeline()
-        RETURNING epoch`,
-      [this.o.project, this.key, this.rec.lock_id, this.rec.generation, atLeast],
-    );
+    const { rows } = await this.o.db.leaseQuery<{ epoch: string }>(leaseSql.raiseGeneration({ ...this.hold(), atLeast }));
     if (rows[0] && isGeneration(Number(rows[0].epoch))) this.rec = { ...this.rec, generation: Number(rows[0].epoch) };
   }
 
@@ -436,12 +387,7 @@ export class PgLease extends LeaseState implements Lease {
     if (this.lostInfo) return { released: false, reason: 'NOT_OWNER', holder: null, why: this.lostInfo.why };
     await this.beating?.catch(() => {});
     try {
-      const r = await this.o.db.leaseQuery(
-        `UPDATE routinely_leases SET released_at = now(), expires_at = now()
-          WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL`,
-        [this.o.project, this.key, this.rec.lock_id, this.rec.generation],
-        'routinely_release_1',
-      );
+      const r = await this.o.db.leaseQuery(leaseSql.release(this.hold()));
       if (r.rowCount === 0) return { released: false, reason: 'NOT_OWNER', holder: null, why: 'the lease row is no longer ours; left it alone' };
       this.journal?.close(true);
     } catch (err) {
@@ -464,11 +410,7 @@ export class PgLease extends LeaseState implements Lease {
     const attempt = (): void => {
       if (this.released || this.expiredBy()) return;
       this.o.db
-        .query(
-          `UPDATE routinely_leases SET released_at = now(), expires_at = now()
-            WHERE project = $1 AND key = $2 AND lock_id = $3 AND epoch = $4 AND released_at IS NULL`,
-          [this.o.project, this.key, this.rec.lock_id, this.rec.generation],
-        )
+        .query(leaseSql.release(this.hold()))
         .then(
           () => {
             this.released = true;

@@ -1,6 +1,7 @@
 // The PostgreSQL backend (SPEC §9): lock and state in one database shared by several hosts.
 
 import type { Backend } from '../backend-types.js';
+import { backendCaps } from '../config/backend-caps.js';
 import type { Project } from '../config/load.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { connect } from './connect.js';
@@ -32,7 +33,7 @@ export async function postgresBackend(project: Project, skewNotice: (message: st
   const lock = pgLockBackend({ db, project: name, lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs });
   return {
     kind: 'postgres',
-    caps: { schedulerPerProject: false, sharedClock: true },
+    caps: backendCaps(project.backend),
     schedulerLocks: async () => Promise.all((await lock.keys(`${SCHEDULER_LOCK_KEY}@`)).map((k) => lock.status(k))),
     lock,
     exec: pgExecStore(db, project as Project & { backend: { type: 'postgres'; url: string; project: string } }),

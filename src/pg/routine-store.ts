@@ -7,15 +7,16 @@ import { checkFireEntry } from '../state/fire-entry.js';
 import type { HistoryEntry } from '../state/history.js';
 import { applyFire, applyLateFire, checkRecord, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import type { Db, TxClient } from './connect.js';
+import { ENTRY_ROW_MAX, RECORD_ROW_MAX, routineSql as sql } from './statements.js';
 
 /** `historyLines`: fires kept per routine (retention.historyLines). */
 export function pgRoutineStore(db: Db, project: string, historyLines: number): RoutineStore {
   async function update(client: TxClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
     // make sure the row exists, then lock it
-    await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
-    const { rows } = await client.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, [project, routine]);
+    await client.query(sql.ensureRow(project, routine));
+    const { rows } = await client.query<{ record: unknown }>(sql.lockedRecord(project, routine));
     const prior = parseRecord(rows[0]?.record);
-    await client.query('UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2', [project, routine, JSON.stringify(change(prior))]);
+    await client.query(sql.writeRecord(project, routine, JSON.stringify(change(prior))));
   }
 
   /** Stores a fire's record; false when it was stored already (sent again). */
@@ -25,17 +26,17 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       stored = false; // (the transaction may run its callback again)
       // Sent again after a lost answer (the spool): whether it is stored already is decided
       // with the routine's row locked, so once, whoever else sends it at the same time.
-      await client.query(`INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, [project, routine]);
-      await client.query('SELECT 1 FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', [project, routine]);
+      await client.query(sql.ensureRow(project, routine));
+      await client.query(sql.lockRow(project, routine));
       if (opts.again && !fire.closes && fire.key) {
-        const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'key' = $3 LIMIT 1`, [project, routine, fire.key]);
+        const { rowCount } = await client.query(sql.historyHas(project, routine, 'key', fire.key));
         if ((rowCount ?? 0) > 0) return;  // stored already
       }
       if (opts.again && fire.closes) {
         // a record that closes an open fire is stored already when history holds a record
         // closing it (this one, or reconcile's); its marker may never have been stored at all
         // (a fire that did not start because the marker's answer was lost)
-        const { rowCount } = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'closes' = $3 LIMIT 1`, [project, routine, fire.closes]);
+        const { rowCount } = await client.query(sql.historyHas(project, routine, 'closes', fire.closes));
         if ((rowCount ?? 0) > 0) return;  // stored already
       }
       let already = false;
@@ -59,14 +60,9 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}), ...(fire.by ? { by: fire.by } : {}),
         ...(fire.key ? { key: fire.key } : {}), ...(fire.closes ? { closes: fire.closes } : {}),
       };
-      await client.query('INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', [project, routine, JSON.stringify(entry)]);
+      await client.query(sql.addHistory(project, routine, JSON.stringify(entry)));
       stored = true;
-      // bounded: keep the newest historyLines entries of the routine
-      await client.query(
-        `DELETE FROM routinely_history WHERE project = $1 AND routine = $2 AND seq <=
-           (SELECT seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC OFFSET $3 LIMIT 1)`,
-        [project, routine, historyLines],
-      );
+      await client.query(sql.trimHistory(project, routine, historyLines));
     });
     return stored;
   }
@@ -74,8 +70,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
   return {
     sharedTicks: true,
     async read(warn: Warn): Promise<RoutineStateFile> {
-      const { rows } = await db.query<{ routine: string; record: unknown; readable: boolean }>(
-        `SELECT routine, ${RECORD}, ${RECORD_READABLE} FROM routinely_routine_state WHERE project = $1`, [project]);
+      const { rows } = await db.query<{ routine: string; record: unknown; readable: boolean }>(sql.records(project));
       // each row on its own (SPEC §12): one that does not check out is that routine's loss only
       // (read as never run, until its next record writes it anew), said once per read
       const state = emptyState();
@@ -96,7 +91,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     },
 
     async readOne(routine: string): Promise<RoutineRecord | undefined> {
-      const { rows } = await db.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2`, [project, routine]);
+      const { rows } = await db.query<{ record: unknown }>(sql.record(project, routine));
       return parseRecord(rows[0]?.record);
     },
 
@@ -143,39 +138,18 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     },
 
     async history(routine: string, warn?: Warn): Promise<HistoryEntry[]> {
-      // by start: a record that waited in the spool through an outage takes its place in time
-      // never more rows than are kept, even when a writer with a larger limit left more
-      const { rows } = await db.query<{ entry: unknown }>(
-        `SELECT ${ENTRY} FROM (SELECT entry, seq FROM routinely_history WHERE project = $1 AND routine = $2 ORDER BY seq DESC LIMIT $3) newest
-           ORDER BY entry->>'started_at', seq`,
-        [project, routine, historyLines],
-      );
+      // by start, never more rows than are kept (statements.ts)
+      const { rows } = await db.query<{ entry: unknown }>(sql.history(project, routine, historyLines));
       return checkedEntries(rows, (bad) => warn?.(unreadableRows(db.where, project, bad.length, [routine])), (_r, entry) => entry);
     },
 
     async recentFires(routines: readonly string[], q: FireQuery, warn: Warn): Promise<ShownFire[]> {
-      // each routine's newest rows as history() keeps them, then the newest that match, by the
-      // fire's times (ISO strings compare as times), ties in the order the routines were asked
-      // for, then as written; LIMIT NULL is no limit
+      // each routine's newest rows as history() keeps them, then the newest that match; rows
+      // that are not a fire's record come back only as the routines they are of (statements.ts)
       const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
-      // a row that is not a fire's record (or too large to be one) is read only as far as to
-      // say it was skipped (SPEC §12)
-      // (checked before the LIMIT, so that bad rows take no place of good ones; their routines
-      // come with every row)
-      const { rows } = await db.query<{ routine: string; entry: unknown; bad: string[] | null }>(
-        `SELECT routine, entry, bad FROM (
-           SELECT routine, entry, seq, ok, array_agg(routine) FILTER (WHERE NOT ok) OVER () AS bad FROM (
-             SELECT routine, entry, seq, ${FIRE_ROW_OK} AS ok, row_number() OVER (PARTITION BY routine ORDER BY seq DESC) AS n
-               FROM routinely_history WHERE project = $1 AND routine = ANY($2::text[])) numbered
-            WHERE n <= $3) kept
-          WHERE ok
-            AND ($4::text IS NULL OR entry->>'scheduled_at' >= $4)
-            AND ($5::text IS NULL OR entry->>'scheduled_at' < $5)
-            AND ($6::text IS NULL OR entry->>'result' = $6)
-          ORDER BY entry->>'scheduled_at' DESC NULLS LAST, entry->>'started_at' DESC, array_position($2::text[], routine) DESC, seq DESC
-          LIMIT $7`,
-        [project, routines, historyLines, iso(q.since), iso(q.until), q.result ?? null, Number.isFinite(q.limit) ? q.limit : null],
-      );
+      const { rows } = await db.query<{ routine: string; entry: unknown; bad: string[] | null }>(sql.recentFires(project, {
+        routines, keep: historyLines, since: iso(q.since), until: iso(q.until), result: q.result ?? null, limit: Number.isFinite(q.limit) ? q.limit : null,
+      }));
       const bad = [...(rows[0]?.bad ?? [])];
       const shown = checkedEntries(rows.reverse(), (b) => bad.push(...b.map((r) => r.routine)), (r, entry): ShownFire => ({ routine: r.routine, ...entry }));
       if (bad.length > 0) warn(unreadableRows(db.where, project, bad.length, [...new Set(bad)]));
@@ -183,13 +157,10 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     },
 
     async claimTick(routine: string, scheduledAt: Date, host: string): Promise<boolean> {
-      const r = await db.query(
-        'INSERT INTO routinely_ticks (project, routine, scheduled_at, host) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
-        [project, routine, scheduledAt.toISOString(), host],
-      );
+      const r = await db.query(sql.claimTick(project, routine, scheduledAt.toISOString(), host));
       if (Math.random() < 0.01) {
         // now and then, forget claims older than a day
-        await db.query(`DELETE FROM routinely_ticks WHERE project = $1 AND scheduled_at < now() - interval '1 day'`, [project]).catch(() => {});
+        await db.query(sql.forgetOldTicks(project)).catch(() => {});
       }
       return r.rowCount === 1;
     },
@@ -198,25 +169,19 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       const at = scheduledAt.toISOString();
       return db.transaction(async (client) => {
         // a fire of that tick, open or recorded, keeps its claim (locked: no record meanwhile)
-        const { rows } = await client.query<{ record: unknown }>(`SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, [project, routine]);
+        const { rows } = await client.query<{ record: unknown }>(sql.lockedRecord(project, routine));
         const record = parseRecord(rows[0]?.record);
         if ((record?.open_fires ?? []).some((o) => Date.parse(o.scheduled_at) === scheduledAt.getTime())) return false;
         // compared as text (every writer writes toISOString's form): a cast would fail on a row
         // whose time is not one (SPEC §12), and keep the claim for ever
-        const fired = await client.query(`SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'scheduled_at' = $3 LIMIT 1`, [project, routine, at]);
+        const fired = await client.query(sql.historyHas(project, routine, 'scheduled_at', at));
         if ((fired.rowCount ?? 0) > 0) return false;
-        const r = await client.query('DELETE FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND host = $4', [project, routine, at, host]);
+        const r = await client.query(sql.releaseClaim(project, routine, at, host));
         return r.rowCount === 1;
       });
     },
   };
 }
-
-/** The largest routine state row read (its text): ours are a few KiB. */
-export const RECORD_ROW_MAX = 1024 * 1024;
-/** A routine state row's record, or NULL when it is no JSON object or larger than RECORD_ROW_MAX. */
-const RECORD_READABLE = `(json_typeof(record) = 'object' AND octet_length(record::text) <= ${RECORD_ROW_MAX}) AS readable`;
-const RECORD = `CASE WHEN json_typeof(record) = 'object' AND octet_length(record::text) <= ${RECORD_ROW_MAX} THEN record END AS record`;
 
 /** A row's record, checked field by field as routine-state.json's records are; undefined when
  * the row holds none (not an object, or the empty one of a routine not recorded yet). */
@@ -224,17 +189,6 @@ function parseRecord(value: unknown): RoutineRecord | undefined {
   if (!value || typeof value !== 'object' || Object.keys(value).length === 0) return undefined;
   return checkRecord(value) ?? undefined;
 }
-
-/** The largest history row read (its text): ours are a few hundred bytes. */
-export const ENTRY_ROW_MAX = 64 * 1024;
-
-/** A history row's entry, or NULL when it is no JSON object or is larger than ENTRY_ROW_MAX:
- * its bytes never leave the database. */
-const ENTRY = `CASE WHEN json_typeof(entry) = 'object' AND octet_length(entry::text) <= ${ENTRY_ROW_MAX} THEN entry END AS entry`;
-/** Whether a history row may be a fire's record (checkFireEntry says the rest). */
-const FIRE_ROW_OK = `(json_typeof(entry) = 'object' AND octet_length(entry::text) <= ${ENTRY_ROW_MAX}
-  AND entry->>'scheduled_at' IS NOT NULL AND entry->>'started_at' IS NOT NULL AND entry->>'finished_at' IS NOT NULL
-  AND coalesce(entry->>'result' IN ('success', 'failure', 'skipped'), false))`;
 
 /** The rows whose entries check out (checkFireEntry), as `shape` makes them; the others go to
  * `skipped` (when there are any). */

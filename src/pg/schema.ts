@@ -1,5 +1,6 @@
-// The database schema, as versioned migrations (applied by migrate() in connect.ts). Every table
-// is keyed by the project name, so several projects can share one database.
+// The database schema, as versioned migrations (applied by migrate() in connect.ts, with the
+// statements below). Every table is keyed by the project name, so several projects can share
+// one database. Every other statement is in statements.ts.
 
 export interface Migration {
   version: number;
@@ -101,17 +102,14 @@ export const MIGRATIONS: Migration[] = [
  * last grants never reached the standby that was promoted. */
 export const TIMELINE_GENERATIONS = 4_294_967_296;
 
-/** The lease check that fences a write: the row must still carry the writer's lock_id and epoch
- * (whoever takes a lease over changes both; its expiry is not asked: a holder times its own lease,
- * and a row's times never stop a live holder, SPEC §4.4), and have been granted on the server's
- * current timeline
- * (after a failover, a holder's writes are refused even where its row was replicated). FOR SHARE makes a concurrent reclaim wait for the
- * writing transaction, so the check and the write are one atomic step. Parameters: $1 project,
- * then the three numbered by the caller. */
-export const fenceCte = (lockId: string, epoch: string): string => `
-  fence AS (
-    SELECT 1 FROM routinely_leases
-     WHERE project = $1 AND key = 'exec-run' AND lock_id = ${lockId} AND epoch = ${epoch}
-       AND released_at IS NULL AND timeline = routinely_timeline()
-       FOR SHARE
-  )`;
+/** The statements of migrate() (connect.ts). */
+export const schemaSql = {
+  /** Whether the schema table exists, and whether the server is a standby (asked before anything else). */
+  present: { text: `SELECT to_regclass('routinely_schema') IS NOT NULL AS ok, pg_is_in_recovery() AS standby` },
+  version: { text: 'SELECT max(version) AS v FROM routinely_schema' },
+  /** Transaction-scoped: nothing stays locked in a pooler's server connection afterwards. */
+  lock: (key: number) => ({ text: 'SELECT pg_advisory_xact_lock($1)', values: [key] }),
+  versions: { text: 'CREATE TABLE IF NOT EXISTS routinely_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())' },
+  applied: (version: number) => ({ text: 'INSERT INTO routinely_schema (version) VALUES ($1)', values: [version] }),
+  migration: (m: Migration) => ({ text: m.sql }),
+};

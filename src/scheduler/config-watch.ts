@@ -4,7 +4,8 @@
 // memory; the reload that follows refuses it and keeps the old config.
 
 import { createHash } from 'node:crypto';
-import { watch, type FSWatcher } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { watchFolder } from '../fs/ops.js';
 import { basename, dirname } from 'node:path';
 import { readConfigBytes } from '../config/find.js';
 
@@ -28,18 +29,14 @@ export class ConfigWatch {
   start(): void {
     const file = this.path();
     const name = basename(file);
-    try {
-      this.watcher = watch(dirname(file), { persistent: false }, (_e, changed) => {
-        if (changed !== null && changed !== name) return;
-        clearTimeout(this.debounce);
-        this.debounce = setTimeout(() => {
-          if (this.contentHash() !== this.hash) this.changed();
-        }, 150);
-      });
-      this.watcher.on('error', () => this.watcher?.close());
-    } catch {
-      // no watch available: SIGHUP still reloads
-    }
+    // undefined when no watch is available: SIGHUP still reloads
+    this.watcher = watchFolder(dirname(file), (changed) => {
+      if (changed !== null && changed !== name) return;
+      clearTimeout(this.debounce);
+      this.debounce = setTimeout(() => {
+        if (this.contentHash() !== this.hash) this.changed();
+      }, 150);
+    });
   }
 
   stop(): void {

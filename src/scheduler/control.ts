@@ -7,12 +7,13 @@
 // start and keeps open (not inherited by its commands). A lock record or a database row can name
 // any process; only the process itself can hold that file open.
 
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { runningMark } from './running-mark.js';
 import type { Backend } from '../backend-types.js';
 import { systemClock, type Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { myUid } from '../fs/files.js';
+import { statFollow } from '../fs/ops.js';
+import { procCmdline, procFds, procFdTarget } from '../fs/proc.js';
 import { quietly, systemProbe, type LivenessProbe } from '../lock/identity.js';
 import { readSchedulerState, type SchedulerInstance, type SchedulerState } from './status.js';
 
@@ -40,21 +41,17 @@ export interface StopOptions {
  * that cannot be told (another system). */
 function holdsRunningMark(pid: number, stateDir: string): boolean | null {
   if (process.platform !== 'linux') return null;
-  let mark;
-  try {
-    mark = statSync(runningMark(stateDir));
-  } catch {
-    return false; // no scheduler of this project ever ran here
-  }
+  const mark = statFollow(runningMark(stateDir));
+  if (!mark) return false; // no scheduler of this project ever ran here
   let fds: string[];
   try {
-    fds = quietly(() => readdirSync(`/proc/${pid}/fd`));
+    fds = quietly(() => procFds(pid));
   } catch {
     return false;
   }
   for (const fd of fds) {
     try {
-      const st = statSync(`/proc/${pid}/fd/${fd}`);
+      const st = procFdTarget(pid, fd);
       if (st.ino === mark.ino && st.dev === mark.dev) return true;
     } catch {
       // closed meanwhile, or not a file
@@ -67,7 +64,7 @@ function holdsRunningMark(pid: number, stateDir: string): boolean | null {
 function commandLine(pid: number): string[] | null {
   if (process.platform !== 'linux') return null;
   try {
-    const raw = quietly(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+    const raw = quietly(() => procCmdline(pid));
     return raw.split('\0').filter((a) => a !== '');
   } catch {
     return null;

@@ -17,7 +17,7 @@ import { StateIOError, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../lock/wait.js';
 import { checkFolder, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { historyTrimBytes, appendHistoryLine, fireLine, historyPath, openLine, pauseLine, readFireEntries, rotateHistory, type HistoryEntry } from '../state/history.js';
-import { writeChecksummed } from '../state/durable.js';
+import { writeChecksummed } from '../fs/durable.js';
 import { ensureStateRoot } from '../state/json-file.js';
 import { interruptedFire, type Fire, type OpenFire } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';

@@ -7,7 +7,6 @@
 // the log frames and the record.)
 
 import { stoppedReason, takeStopRequest } from './stop-request.js';
-import { closeSync, renameSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { acquireAnnounced } from '../announced-wait.js';
 import type { Backend } from '../backend-types.js';
@@ -25,11 +24,12 @@ import { randomHex } from '../fs/files.js';
 import { processGone, selfIdentity } from '../lock/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
-import { appendLineToFile, openAppendTo, type AppendFile } from '../state/durable.js';
+import { appendLineToFile, openAppendTo, type AppendFile } from '../fs/durable.js';
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from './store.js';
 import { markUnstarted } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
+import { closeFd, renameOver, statFollow } from '../fs/ops.js';
 
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
 const KILL_GRACE_MS = 5_000;
@@ -81,11 +81,11 @@ export function routineLogPath(project: Project, id: string): string {
 function openRoutineLog(project: Project, id: string): AppendFile {
   const path = routineLogPath(project, id);
   const { runLogBytes, routineLogBytes } = project.config.retention;
+  const size = statFollow(path)?.size ?? 0; // 0: no log yet
   try {
-    const size = statSync(path).size;
-    if (size > 0 && size + runLogBytes > routineLogBytes / 2) renameSync(path, `${path}.1`);
+    if (size > 0 && size + runLogBytes > routineLogBytes / 2) renameOver(path, `${path}.1`);
   } catch {
-    // no log yet
+    // the log goes on growing; the next fire tries again
   }
   return openAppendTo(path);
 }
@@ -180,14 +180,14 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal };
       const got = await acquireAnnounced(ctx.backend.lock, EXEC_LOCK_KEY, owner, policy, ctx.onWait);
       if (!got.ok) {
-        closeSync(logFd);
+        closeFd(logFd);
         return finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder: got.holder });
       }
       lease = got.lease;
     }
     if (ctx.mayStart && !ctx.mayStart()) {
       await lease?.release();
-      closeSync(logFd);
+      closeFd(logFd);
       return null;
     }
     try {
@@ -197,7 +197,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       throw err; // nothing ran; the caller reports why it could not even be recorded
     }
   } catch (err) {
-    closeSync(logFd);
+    closeFd(logFd);
     throw err;
   }
   try {
@@ -215,7 +215,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   } catch (err) {
     return finish(ctx, scheduledAt, span, { result: 'failure', reason: `could not run: ${(err as Error).message}`, exit_code: null, run_id: runId, closes: marker.id });
   } finally {
-    closeSync(logFd);
+    closeFd(logFd);
     if (lease) {
       const released = await lease.release();
       if (!released.released && !lease.lost) ctx.warn(`${def.id}: exec lock not released: ${released.why}`);
@@ -381,6 +381,6 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     if (marker) logLine(endFrame(def.id, out));
     return out;
   } finally {
-    if (log) closeSync((log as AppendFile).fd);
+    if (log) closeFd((log as AppendFile).fd);
   }
 }

@@ -7,10 +7,10 @@
 // It is a cache: losing it, or finding it stale, garbled or not ours, only costs speed. Written
 // atomically (temp + rename, no fsync: a torn cache after a power cut is discarded on read).
 
-import { closeSync, constants, fstatSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomHex, readFileChecked } from '../fs/files.js';
-import { removeLeftoverTemps } from '../state/durable.js';
+import { readFileChecked } from '../fs/files.js';
+import { writeFileDurable } from '../fs/durable.js';
+import { statExact } from '../fs/ops.js';
 import type { ZoneTime } from '../zone-time.js';
 import { isObj } from '../is-object.js';
 
@@ -97,12 +97,8 @@ const UNKEYED = new Set(['ROUTINELY_DEBUG', 'ROUTINELY_LIST_CACHE']);
  * nanosecond), read with this environment (every ROUTINELY_* variable and TZ) by this version
  * under this user. */
 export function listCacheKey(configPath: string, env: NodeJS.ProcessEnv, version: string): string | null {
-  let st;
-  try {
-    st = statSync(configPath, { bigint: true });
-  } catch {
-    return null;
-  }
+  const st = statExact(configPath);
+  if (!st) return null;
   const vars = Object.keys(env)
     .filter((k) => (k.startsWith('ROUTINELY_') && !UNKEYED.has(k)) || k === 'TZ')
     .sort()
@@ -113,27 +109,11 @@ export function listCacheKey(configPath: string, env: NodeJS.ProcessEnv, version
 
 /** Writes the cache; returns when it should be written again (the earliest time a routine is
  * down to its last few cached times), or null when no routine has a future time. */
-/** Writes a cache file whole (temp file, rename). */
+/** Writes a cache file whole (temp file, rename; no fsync: a cache lost to a power cut is
+ * rebuilt), never making the state folder (where there is none, there is nothing to speed up). */
 function writeCacheFile(path: string, value: unknown): void {
-  removeLeftoverTemps(path); // of a writer killed mid-write
-  const tmp = `${path}.tmp-${randomHex(8)}`;
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    const buf = Buffer.from(JSON.stringify(value));
-    let off = 0;
-    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    if (fstatSync(fd).size !== buf.length) throw new Error(`short write to ${tmp}`);
-  } catch (err) {
-    closeSync(fd);
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // gone already
-    }
-    throw err;
-  }
-  closeSync(fd);
-  renameSync(tmp, path);
+  // cleanTemps: of a writer killed mid-write
+  writeFileDurable(path, JSON.stringify(value), { cleanTemps: true, sync: false, createFolder: false });
 }
 
 export function writeListCache(project: CachedProject, key: string, routines: CachedRoutine[], writtenAt: number): number | null {

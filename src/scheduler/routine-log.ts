@@ -8,7 +8,7 @@ import { ID_PATTERN } from '../config/types.js';
 import { CUT_LINE_PATTERN, CUT_LINE_PREFIX } from '../exec/capped-output.js';
 import { NotFoundError } from '../errors.js';
 import { checkFolder, lstatQuiet, trustRoot } from '../fs/files.js';
-import { LogReader } from '../state/log-file.js';
+import { LogReader } from '../fs/log-file.js';
 import { LastLines, RunFilter } from './log-frames.js';
 
 export const RUN_ID_PATTERN = /^r-[A-Za-z0-9-]+$/;

@@ -3,8 +3,8 @@
 // process only if it holds this project's mark open (scheduler/control.ts): a lock record or a
 // database row can name any process, only the process itself can hold the file (SPEC §12).
 
-import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { holdOpen } from '../fs/ops.js';
 import { ensureStateRoot } from '../state/json-file.js';
 
 export const runningMark = (stateDir: string): string => join(stateDir, 'scheduler.running');
@@ -26,10 +26,5 @@ function openMark(stateDir: string): void {
   ensureStateRoot(stateDir);
   // read-only: a file held open for writing would keep the state disk from being remounted
   // read-only (EBUSY), and nothing is ever written to the mark
-  const fd = openSync(runningMark(stateDir), constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
-  if (!fstatSync(fd).isFile()) {
-    closeSync(fd);
-    throw new Error(`${runningMark(stateDir)} is not a regular file`);
-  }
-  held = fd;
+  held = holdOpen(runningMark(stateDir));
 }

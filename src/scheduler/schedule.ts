@@ -4,6 +4,7 @@
 // and the scheduler agree on every fire time.
 
 import type { Cron } from 'croner';
+import { backendCaps } from '../config/backend-caps.js';
 import { croner, cronFor } from '../config/cron.js';
 import { cronerPattern } from '../config/dialect.js';
 
@@ -62,9 +63,9 @@ export function nextRuns(schedule: Schedule, from: Date, count: number): Date[] 
   return out;
 }
 
-/** The zone a routine is scheduled in. With the database backend, several schedulers on hosts
- * in different zones claim the same scheduled times, so a routine without `timezone` runs in
- * UTC there (in the machine's zone with files). */
-export function routineZone(def: { timezone?: string }, project: { backend: { type: string } }): string | undefined {
-  return def.timezone ?? (project.backend.type === 'postgres' ? 'UTC' : undefined);
+/** The zone a routine is scheduled in. With a scheduler per host (the database backend), the
+ * schedulers on hosts in different zones claim the same scheduled times, so a routine without
+ * `timezone` runs in UTC there (in the machine's zone with files). */
+export function routineZone(def: { timezone?: string }, project: { backend: { type: 'file' | 'postgres' } }): string | undefined {
+  return def.timezone ?? (backendCaps(project.backend).schedulerPerProject ? undefined : 'UTC');
 }

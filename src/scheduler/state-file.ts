@@ -17,13 +17,13 @@
 // its history file is still where this file says it was folded to (history_at), else from the
 // routine's own index and history.
 
-import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { acquireFileLease } from '../lock/wait.js';
 import { lstatQuiet } from '../fs/files.js';
+import { statExact } from '../fs/ops.js';
 import { historyIds, historyPath } from '../state/history.js';
-import { writeBufferDurable } from '../state/durable.js';
+import { writeBufferDurable } from '../fs/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from '../state/json-file.js';
 import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import { checkFolders, isCount, readRoutineIndexed, unmoved, type FoldedAt, type IndexCache } from './routine-index.js';
@@ -185,11 +185,8 @@ function identityOf(st: { ino: bigint; size: bigint; mtimeNs: bigint }): string 
 }
 
 function currentIdentity(path: string): string | null {
-  try {
-    return identityOf(lstatSync(path, { bigint: true }));
-  } catch {
-    return null;
-  }
+  const st = statExact(path, false);
+  return st ? identityOf(st) : null;
 }
 
 export interface PublisherOptions {

@@ -1,6 +1,7 @@
 // The scheduler's side of `routine list`'s cache (list-cache.ts): each routine's next fire times
 // in its zone, computed with the same croner calculator and DST rule as everything else.
 
+import { backendCaps } from '../config/backend-caps.js';
 import { readConfigBytes } from '../config/find.js';
 import { croner } from '../config/cron.js';
 import { cronerPattern } from '../config/dialect.js';
@@ -49,7 +50,7 @@ function evenlyOn(cron: { nextRun(d: Date): Date | null }, upcoming: ZoneTime[],
 /** Writes the cache for `project` when its config file still holds the text that validated (a
  * file edited since waits for the reload that follows); returns when to write again. */
 export function cacheSchedules(project: Project, nowMs: number, env: NodeJS.ProcessEnv = process.env): number | null {
-  if (project.backend.type !== 'file' || project.configText === undefined) return null;
+  if (!backendCaps(project.backend).localState || project.configText === undefined) return null;
   const key = listCacheKey(project.configPath, env, VERSION);
   let text: string;
   try {
@@ -73,7 +74,7 @@ export function cachedProject(project: Project): CachedProject {
  * is there and can still answer (the full path of the short commands leaves it behind, so their
  * next start is fast). A cache that cannot be written only costs speed. */
 export function ensureListCache(project: Project, nowMs = Date.now(), env: NodeJS.ProcessEnv = process.env): void {
-  if (project.backend.type !== 'file' || env.ROUTINELY_LIST_CACHE === '0') return;
+  if (!backendCaps(project.backend).localState || env.ROUTINELY_LIST_CACHE === '0') return;
   try {
     const key = listCacheKey(project.configPath, env, VERSION);
     if (key === null) return;

@@ -9,11 +9,11 @@
 // being written (a stalled writer) is counted once.
 
 import { checkFireEntry, type HistoryEntry } from './fire-entry.js';
-import { closeSync, linkSync, lstatSync, readSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
-import { namesIn, openChecked, randomHex, readFileChecked, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
-import { appendLineToFile, openAppendTo, writeFileDurable } from './durable.js';
+import { linkNew, lstatQuiet, namesIn, randomHex, readFileChecked, readFileFrom, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
+import { closeFd, renameOver } from '../fs/ops.js';
+import { appendLineToFile, openAppendTo, writeFileDurable } from '../fs/durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
 
 /** Rotate when the file is this many bytes: ≈ 1.5 × the lines kept at ≈ 250 bytes a line (so
@@ -175,16 +175,9 @@ export function appendHistoryLine(path: string, line: string): void {
     try {
       appendLineToFile(f, path, line);
     } finally {
-      closeSync(f.fd);
+      closeFd(f.fd);
     }
-    const ino = f.ino;
-    let now: number | null;
-    try {
-      now = lstatSync(path).ino;
-    } catch {
-      now = null;
-    }
-    if (now === ino) return;
+    if (lstatQuiet(path)?.ino === f.ino) return;
   }
 }
 
@@ -202,27 +195,11 @@ export function readHistoryBytes(path: string, offset = 0): { bytes: Buffer; ino
   }
   // the same checks as a whole read, size first: a file past the cap is refused before a byte
   // of it is read (a 3 GB sparse file cost 64 MB of memory here before)
-  let opened: ReturnType<typeof openChecked>;
   try {
-    opened = openChecked(path, STATE_FILE_CAP);
+    return readFileFrom(path, offset, STATE_FILE_CAP);
   } catch (err) {
     if (err instanceof UnsafePathError) throw err;
     throw stateWriteError(err, path, 'reading');
-  }
-  if (!opened) return null;
-  const { fd, st } = opened;
-  try {
-    const len = Math.max(0, Math.min(st.size, STATE_FILE_CAP) - offset);
-    const buf = Buffer.alloc(len);
-    let got = 0;
-    while (got < len) {
-      const n = readSync(fd, buf, got, len - got, offset + got);
-      if (n <= 0) break;
-      got += n;
-    }
-    return { bytes: buf.subarray(0, got), ino: st.ino, size: offset + got, mtimeMs: st.mtimeMs };
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -234,8 +211,8 @@ export function rotateHistory(path: string, summaryRecord: RoutineRecord, recent
   const old = `${path}.1`;
   const aside = `${path}.1.tmp-${randomHex(8)}`;
   try {
-    linkSync(path, aside);
-    renameSync(aside, old);
+    if (!linkNew(path, aside)) throw Object.assign(new Error(`${aside} exists`), { code: 'EEXIST' });
+    renameOver(aside, old);
   } catch (err) {
     unlinkQuiet(aside);
     throw stateWriteError(err, old);

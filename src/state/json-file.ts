@@ -3,11 +3,11 @@
 // is reported, and — by a writer that is about to replace it, never by a read-only view —
 // moved aside as `<name>.corrupt.<ts>`, so the evidence is kept.
 
-import { renameSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { StateIOError, UnsafePathError, errnoCode } from '../errors.js';
 import { ensureDir, lstatQuiet, readNoFollow, writeNewFile } from '../fs/files.js';
-import { writeFileDurable, type DurableOptions } from './durable.js';
+import { writeFileDurable, type DurableOptions } from '../fs/durable.js';
+import { moveAside } from '../fs/ops.js';
 
 export function ensureStateDir(dir: string): void {
   try {
@@ -74,12 +74,7 @@ export function readJsonState<T>(path: string, check: (v: unknown) => T | string
   }
   if (!opts.moveAside) return { kind: 'corrupt', movedTo: null, problem };
   const movedTo = `${path}.corrupt.${opts.now ?? Date.now()}`;
-  try {
-    renameSync(path, movedTo);
-    return { kind: 'corrupt', movedTo, problem };
-  } catch {
-    return { kind: 'corrupt', movedTo: null, problem };
-  }
+  return { kind: 'corrupt', movedTo: moveAside(path, movedTo) ? movedTo : null, problem };
 }
 
 export function corruptMessage(path: string, r: { movedTo: string | null; problem: string }, rebuilt?: string): string {

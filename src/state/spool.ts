@@ -11,9 +11,9 @@
 // fired it. Every file is input when read back (SPEC §12): checked field by field; a file that is
 // not one of ours is moved aside and reported, never recorded.
 
-import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { lstatQuiet, namesIn, unlinkQuiet } from '../fs/files.js';
+import { moveAside } from '../fs/ops.js';
 import { readJsonState, writeJsonDurable } from './json-file.js';
 import { checkFire, type Fire } from './routine-state.js';
 
@@ -87,12 +87,7 @@ export function listSpool(stateDir: string, warn: (message: string) => void): Sp
     const st = lstatQuiet(path);
     if (st?.isFile() && (st.mode & 0o022) !== 0) {
       const aside = `${path}.corrupt.${Date.now()}`;
-      let moved = true;
-      try {
-        renameSync(path, aside);
-      } catch {
-        moved = false;
-      }
+      const moved = moveAside(path, aside);
       warn(`spool file ${path} is not a record of ours (others may write it, mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ${moved ? `moved aside to ${aside}` : 'left in place'}, not recorded`);
       continue;
     }

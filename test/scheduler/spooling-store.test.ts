@@ -28,7 +28,7 @@ const suite = cluster ? describe : describe.skip; // skipped only outside CI, wh
 async function store(): Promise<{ store: RoutineStore; query: (sql: string, v?: unknown[]) => Promise<unknown[]> }> {
   const db = await connect(await freshDatabase(cluster!));
   onTestFinished(() => db.close());
-  return { store: pgRoutineStore(db, 'app', 1000), query: async (sql, v) => (await db.query(sql, v)).rows };
+  return { store: pgRoutineStore(db, 'app', 1000), query: async (text, values) => (await db.query({ text, values })).rows };
 }
 
 // Within the last day: the store forgets claims older than a day (now and then, at random, as it

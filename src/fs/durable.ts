@@ -27,8 +27,8 @@ import { basename, dirname, join } from 'node:path';
 import type { BigIntStats } from 'node:fs';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { frameChecksummed } from '../checksum.js';
-import { ensureDir, myUid, randomHex, unlinkQuiet } from '../fs/files.js';
-import { ioNotice } from '../fs/io-notice.js';
+import { ensureDir, fileProblem, randomHex, unlinkQuiet } from './files.js';
+import { ioNotice } from './io-notice.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
 export interface DurableIo {
@@ -89,6 +89,9 @@ export interface DurableOptions {
    * nor its folder fsynced, for a view that the facts beside it rebuild after a power loss
    * (routine-state.json from the histories, docs/state.md). Default true. */
   sync?: boolean;
+  /** false: a missing folder is an error (ENOENT, as StateIOError), not made (a cache written
+   * only where the state folder exists already). Default true. */
+  createFolder?: boolean;
 }
 
 /** Replaces `path` with `data` durably. Returns the bytes written. Throws StateIOError (74)
@@ -103,7 +106,7 @@ export function writeBufferDurable(path: string, buf: Buffer, opts: DurableOptio
   const dir = dirname(path);
   try {
     refuseOdd(path);
-    ensureDir(dir);
+    if (opts.createFolder !== false) ensureDir(dir);
   } catch (err) {
     throw stateWriteError(err, path);
   }
@@ -208,14 +211,14 @@ export function openAppendTo(path: string): AppendFile {
     throw stateWriteError(err, path, 'appending to');
   }
   const st = fstatSync(fd);
-  const uid = myUid();
-  let why: string | null = null;
-  if (!st.isFile()) why = `${path} is not a regular file; refusing to write to it (remove it)`;
-  else if (uid !== null && st.uid !== uid) why = `${path} is owned by uid ${st.uid}, not by this user; refusing to write to it (remove it)`;
-  else if ((st.mode & 0o077) !== 0) why = `${path} can be read or written by other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); refusing to write to it; fix it with: chmod 600 ${path}`;
-  if (why) {
+  const p = fileProblem(st, { othersMayNot: 0o077 });
+  if (p) {
     closeSync(fd);
-    throw new UnsafePathError(why);
+    throw new UnsafePathError(
+      p.kind === 'type' ? `${path} is not a regular file; refusing to write to it (remove it)` :
+      p.kind === 'owner' ? `${path} is owned by uid ${p.uid}, not by this user; refusing to write to it (remove it)` :
+      `${path} can be read or written by other users (mode ${p.kind === 'mode' ? p.mode : '?'}); refusing to write to it; fix it with: chmod 600 ${path}`,
+    );
   }
   return { fd, ino: st.ino, readable: READS_ON_APPEND };
 }
@@ -285,6 +288,18 @@ export function appendLineToFile(f: AppendFile, path: string, line: string): num
   }
 }
 
+/** Whether a file opened by openAppendTo ends mid-line (its last byte read through a second
+ * descriptor where the first one cannot read). */
+export function appendFileTorn(f: AppendFile, path: string): boolean {
+  if (f.readable) return endsMidLine(f.fd);
+  const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    return endsMidLine(rfd);
+  } finally {
+    closeSync(rfd);
+  }
+}
+
 /** Appends one line to `path` (open, append, close). */
 export function appendLineTo(path: string, line: string): number {
   const f = openAppendTo(path);
@@ -292,6 +307,18 @@ export function appendLineTo(path: string, line: string): number {
     return appendLineToFile(f, path, line);
   } finally {
     closeSync(f.fd);
+  }
+}
+
+/** Writes `buf` over the start of the existing file `path` (no symlink followed, nothing
+ * created, nothing truncated): a record rewritten over the blocks it has, so keeping it up to date
+ * never needs new blocks or inodes. Every byte or an error. */
+export function rewriteInPlace(path: string, buf: Buffer): void {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    writeAll(fd, buf, 0);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -313,9 +340,9 @@ export function writeChecksummed(path: string, text: string): void {
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) throw new UnsafePathError(`${path} is not a regular file; refusing to write state through it`);
-    const uid = myUid();
-    if (uid !== null && st.uid !== uid) throw new UnsafePathError(`${path} is owned by uid ${st.uid}, not by this user (uid ${uid}); refusing to write it`);
+    const p = fileProblem(st);
+    if (p?.kind === 'type') throw new UnsafePathError(`${path} is not a regular file; refusing to write state through it`);
+    if (p?.kind === 'owner') throw new UnsafePathError(`${path} is owned by uid ${p.uid}, not by this user (uid ${p.me}); refusing to write it`);
     writeAll(fd, buf, 0);
     if (st.size > buf.length) ftruncateSync(fd, buf.length);
   } catch (err) {

@@ -5,7 +5,7 @@
 // write a lot); they are never read into memory whole.
 
 import { closeSync, fstatSync, readSync } from 'node:fs';
-import { openChecked } from '../fs/files.js';
+import { openChecked } from './files.js';
 
 const CHUNK = 64 * 1024;
 const NEWLINE = 0x0a;
