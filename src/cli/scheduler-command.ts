@@ -66,7 +66,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const keeper = new LeaseKeeper(got.lease, {
     lock: backend.lock, caps: backend.caps, clock: backend.clock, key: backend.schedulerKey(host), owner: { command: 'scheduler', config: project.configPath }, log, signal: stop.signal,
     stop: () => stop.abort(),
-    trouble: (err) => scheduler?.stateTrouble(err),
+    trouble: (err) => scheduler?.lockTrouble(err),
   });
   const baseEnv = commandEnvOf(process.env);
   const warn = (message: string): void => log({ event: 'scheduler.warning', message });

@@ -73,9 +73,12 @@ export class Scheduler {
    * times jumped over are not covered, these are. */
   private firedAcrossJump = new Map<string, Covered[]>();
   /** Why the state folder cannot be written now (fires are held), or null: a fire could not
-   * start, or a record could not be written. */
+   * start, a record could not be written, or the scheduler's own lock could not be kept there.
+   * Each is cleared only by what set it: a fire that started (its marker was written before the
+   * folder failed) says nothing of the lock, whose keeper clears its own once it holds it again. */
   private stateProblem: string | null = null;
   private recordProblem: string | null = null;
+  private lockProblem: string | null = null;
   /** Every time after this (and before the last reading) has been dealt with. */
   private epochStart = 0;
 
@@ -132,16 +135,23 @@ export class Scheduler {
 
   /** Why the state folder cannot be written now (for /healthz), or null. */
   get stateUnwritable(): string | null {
-    return this.recordProblem ?? this.stateProblem;
+    return this.recordProblem ?? this.stateProblem ?? this.lockProblem;
   }
 
   /** A fire could not start because the state cannot be written (`err`), or one started again
    * (null). Said once per change; when writable again, a missed tick of a `catchUp: "latest"`
-   * routine fires once (SPEC §4.15). Also told by the command when the scheduler's own lock
-   * cannot be kept for the same reason. */
+   * routine fires once (SPEC §4.15). */
   stateTrouble(err: unknown): void {
     const before = this.stateUnwritable;
     this.stateProblem = err === null ? null : (this.stateProblem ?? (err instanceof Error ? err.message : String(err)));
+    this.stateChanged(before);
+  }
+
+  /** The scheduler's own lock could not be kept because of the state folder (`err`), or it is
+   * held again (null): told by the lease keeper (scheduler/lease-keeper.ts). */
+  lockTrouble(err: unknown): void {
+    const before = this.stateUnwritable;
+    this.lockProblem = err === null ? null : (this.lockProblem ?? (err instanceof Error ? err.message : String(err)));
     this.stateChanged(before);
   }
 
