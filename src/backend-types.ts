@@ -6,7 +6,7 @@ import type { Clock } from './clock.js';
 import type { ExecStore } from './exec/store.js';
 import type { LockBackend } from './lock/lock-backend.js';
 import type { LockStatus } from './lock/status.js';
-import type { LivenessProbe } from './lock/identity.js';
+import type { LivenessProbe } from './process/identity.js';
 import type { RoutineStore } from './scheduler/store.js';
 import type { DbClock } from './pg/db-clock.js';
 

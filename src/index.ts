@@ -14,7 +14,7 @@ export { fileLockBackend, EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, type LockBackend, t
 export type { Lease, AcquireResult, RefreshResult, ReleaseResult, LockLost, LockHooks, IfBusy, LockOwnerInfo } from './lock/lease.js';
 export { readLockStatus, breakStaleLock, type LockStatus, type BreakResult } from './lock/status.js';
 export { judgeLock, describeHolder, type Judgement, type StaleReason } from './lock/stale.js';
-export { systemProbe, type LivenessProbe, type ProcessState } from './lock/identity.js';
+export { systemProbe, type LivenessProbe, type ProcessState } from './process/identity.js';
 export type { LockRecord, LockOwner, ChildGroup } from './lock/record.js';
 
 export { withProjectLock, projectLockBackend, projectLockStatus, type ProjectLockOptions, type WithLockResult } from './project.js';
@@ -28,4 +28,4 @@ export type { TaskView } from './exec/views.js';
 export type { RunState, RunStatus, TaskRun, Why, WhyCode, RunEvent } from './exec/run-state.js';
 export type { TaskStatus } from './exec/registry.js';
 export { openBackend, withBackend, fileBackend, type Backend } from './backend.js';
-export { hostId } from './lock/identity.js';
+export { hostId } from './process/identity.js';

@@ -20,7 +20,7 @@ import type { RoutineDef } from '../config/types.js';
 import { NotFoundError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
 import { describeHolder } from '../lock/stale.js';
-import { processGone } from '../lock/identity.js';
+import { processGone } from '../process/identity.js';
 import type { RoutineActions, RunAnswer, RunOutput } from '../http/sources.js';
 import { runManually } from '../scheduler/manual-run.js';
 import { HttpProblem } from '../http/actions.js';

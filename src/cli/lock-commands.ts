@@ -6,7 +6,7 @@ import { commandEnv } from '../exec/process.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { acquireAnnounced } from '../announced-wait.js';
 import { disposable, openBackend, withBackend } from '../backend.js';
-import { hostId } from '../lock/identity.js';
+import { hostId } from '../process/identity.js';
 import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { err, out } from './io.js';

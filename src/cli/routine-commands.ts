@@ -11,7 +11,7 @@ import { ownerGone } from '../scheduler/firing.js';
 import { runManually } from '../scheduler/manual-run.js';
 import { Recorder } from '../scheduler/recorder.js';
 import { notifyFire } from '../notify/notify.js';
-import { hostId } from '../lock/identity.js';
+import { hostId } from '../process/identity.js';
 import { createLogger } from '../scheduler/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../scheduler/schedule.js';

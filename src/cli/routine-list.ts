@@ -6,7 +6,7 @@
 // Keep this module light: the fast path loads it, and its whole budget is a few milliseconds.
 
 import { printable } from '../printable.js';
-import { processGone } from '../lock/identity.js';
+import { processGone } from '../process/identity.js';
 import type { SchedulerState } from '../scheduler/status.js';
 import { schedulerLine } from './scheduler-line.js';
 import type { OpenFire, RoutineRecord } from '../state/routine-state.js';

@@ -7,7 +7,7 @@ import { fireRoutine, ownerGone } from '../scheduler/firing.js';
 import { commandEnvOf } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { disposable, openBackend } from '../backend.js';
-import { hostId } from '../lock/identity.js';
+import { hostId } from '../process/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { LeaseKeeper, stalledNotice } from '../scheduler/lease-keeper.js';

@@ -3,7 +3,7 @@
 
 import { withBackend } from '../backend.js';
 import { ExitCode } from '../errors.js';
-import { hostId } from '../lock/identity.js';
+import { hostId } from '../process/identity.js';
 import { printable } from '../printable.js';
 import { stopScheduler } from '../scheduler/control.js';
 import { readSchedulerState } from '../scheduler/status.js';

@@ -5,7 +5,7 @@
 import { loadProject, type Project } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { disposable, openBackend } from '../backend.js';
-import { hostId } from '../lock/identity.js';
+import { hostId } from '../process/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { flushMessage, SpoolFlusher } from '../scheduler/spooling-store.js';
 import { httpSetup } from './http-options.js';

@@ -9,7 +9,7 @@
 // signals sent to npm do not reach it, with the command that avoids npm.
 
 import { procCmdline, readProcStat } from '../fs/proc.js';
-import { parseProcStat } from '../lock/identity.js';
+import { parseProcStat } from '../process/identity.js';
 import type { Logger } from '../scheduler/log.js';
 
 /** How npm started us, from the variables it sets for the programs it runs; null: not by npm. */

@@ -10,7 +10,7 @@ import type { TaskDef } from '../config/types.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';
 import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/files.js';
-import { selfIdentity } from '../lock/identity.js';
+import { selfIdentity } from '../process/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { nowIso, withStore, type ExecContext } from './context.js';

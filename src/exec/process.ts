@@ -6,7 +6,7 @@ import type { StdioOptions } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { errnoCode } from '../errors.js';
-import { quietly, systemProbe } from '../lock/identity.js';
+import { quietly, systemProbe } from '../process/identity.js';
 import { CappedOutput } from './capped-output.js';
 
 export interface ProcessSpec {

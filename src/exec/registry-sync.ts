@@ -4,7 +4,7 @@
 
 import { basename } from 'node:path';
 import { systemClock, type Clock } from '../clock.js';
-import { samePidSpace, systemProbe } from '../lock/identity.js';
+import { samePidSpace, systemProbe } from '../process/identity.js';
 import type { Lease } from '../lock/lease.js';
 import { printable } from '../printable.js';
 import { nowIso, type ExecContext } from './context.js';

@@ -4,7 +4,7 @@
 import type { Backend } from '../backend-types.js';
 import { NotFoundError } from '../errors.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
-import { samePidSpace, systemProbe } from '../lock/identity.js';
+import { samePidSpace, systemProbe } from '../process/identity.js';
 import { printable } from '../printable.js';
 import { withStore, type ExecContext } from './context.js';
 import { currentRegistry, ownerAlive } from './registry-sync.js';

@@ -14,7 +14,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { FileLease, VIEW_ONLY } from './file-lease.js';
 import { checkFolder, ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
-import { selfIdentity, systemProbe, type LivenessProbe } from './identity.js';
+import { selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
 import type { IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
 import { giveUpLeadMs } from './lease-state.js';
 import { lookAtLock, stepOf } from './look.js';

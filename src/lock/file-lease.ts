@@ -17,7 +17,7 @@ import { ChildJournal } from './children.js';
 import { checkFolder, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { statFollow } from '../fs/ops.js';
-import type { LivenessProbe } from './identity.js';
+import type { LivenessProbe } from '../process/identity.js';
 import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
 import { LeaseState, giveUpLeadMs } from './lease-state.js';
 import { beatPath, freePath, slotGeneration, slotPath, type LockPaths } from './paths.js';

@@ -4,7 +4,7 @@
 import type { Clock } from '../clock.js';
 import { acquireFileLease } from './wait.js';
 import { namesIn } from '../fs/files.js';
-import type { LivenessProbe } from './identity.js';
+import type { LivenessProbe } from '../process/identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
 import type { LockRecord } from './record.js';
 import { breakStaleLock, readLockStatus, type BreakResult, type LockStatus } from './status.js';

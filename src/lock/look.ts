@@ -3,7 +3,7 @@
 // them: held, free (stale holders included, with what to take over), or look again.
 
 import type { LockHooks } from './lease.js';
-import type { LivenessProbe } from './identity.js';
+import type { LivenessProbe } from '../process/identity.js';
 import { generationFloor } from './generation.js';
 import { listLockDir, highestFree, highestSlot, readSlot, type SlotHolder } from './slots.js';
 import type { LockPaths } from './paths.js';

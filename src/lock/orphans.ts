@@ -10,7 +10,7 @@
 import type { Clock } from '../clock.js';
 import { errnoCode, OrphanBlockedError } from '../errors.js';
 import { myUid } from '../fs/files.js';
-import type { LivenessProbe } from './identity.js';
+import type { LivenessProbe } from '../process/identity.js';
 import type { ChildGroup } from './record.js';
 
 export interface OrphanReport {

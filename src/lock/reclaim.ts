@@ -12,7 +12,7 @@ import { errnoCode } from '../errors.js';
 import { readChildJournal } from './children.js';
 import { linkNew, lstatQuiet, readFileChecked, unlinkQuiet, writeNewFile, LOCK_FILE_CAP } from '../fs/files.js';
 import { renameOver } from '../fs/ops.js';
-import { samePidSpace, type LivenessProbe } from './identity.js';
+import { samePidSpace, type LivenessProbe } from '../process/identity.js';
 import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
 import { freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths } from './paths.js';
 import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';

@@ -2,7 +2,7 @@
 // come in as data, so every rule is tested with fixed values.
 
 import { printable } from '../printable.js';
-import type { LivenessProbe } from './identity.js';
+import type { LivenessProbe } from '../process/identity.js';
 import type { LockRecord } from './record.js';
 
 export type StaleReason = 'UNREADABLE' | 'EXPIRED' | 'REBOOTED' | 'OWNER_DEAD' | 'PID_REUSED' | 'UNCHANGED';

@@ -4,7 +4,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import { attemptAcquire } from './acquire.js';
 import { lookAtLock } from './look.js';
-import { systemProbe, type LivenessProbe } from './identity.js';
+import { systemProbe, type LivenessProbe } from '../process/identity.js';
 import { checkFolder } from '../fs/files.js';
 import { readChildJournal } from './children.js';
 import { journalPath, lockPaths, type LockPaths } from './paths.js';

@@ -9,7 +9,7 @@ import { parseFrame } from '../scheduler/log-frames.js';
 import { showRoutineLog } from '../scheduler/routine-log.js';
 import type { Project } from '../config/load.js';
 import type { NotifyEvent, RoutineDef } from '../config/types.js';
-import { hostId } from '../lock/identity.js';
+import { hostId } from '../process/identity.js';
 import type { LockRecord } from '../lock/record.js';
 import { holderText, type Logger } from '../scheduler/log.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';

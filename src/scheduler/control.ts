@@ -14,7 +14,7 @@ import { errnoCode } from '../errors.js';
 import { myUid } from '../fs/files.js';
 import { statFollow } from '../fs/ops.js';
 import { procCmdline, procFds, procFdTarget } from '../fs/proc.js';
-import { quietly, systemProbe, type LivenessProbe } from '../lock/identity.js';
+import { quietly, systemProbe, type LivenessProbe } from '../process/identity.js';
 import { readSchedulerState, type SchedulerInstance, type SchedulerState } from './status.js';
 
 export type StopResult =

@@ -21,7 +21,7 @@ import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-line
 import { newRunId, type RunEvent, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/files.js';
-import { processGone, selfIdentity } from '../lock/identity.js';
+import { processGone, selfIdentity } from '../process/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { appendLineToFile, openAppendTo, type AppendFile } from '../fs/durable.js';

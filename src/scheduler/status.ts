@@ -4,7 +4,7 @@
 // (stale) means no scheduler runs; it is reported with why, for the person who wonders.
 
 import type { Backend } from '../backend-types.js';
-import { samePidSpace, systemProbe, type LivenessProbe } from '../lock/identity.js';
+import { samePidSpace, systemProbe, type LivenessProbe } from '../process/identity.js';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../lock/record.js';
 import type { LockStatus } from '../lock/status.js';
 

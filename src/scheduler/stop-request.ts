@@ -14,7 +14,7 @@ import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { unlinkQuiet } from '../fs/files.js';
-import { processGone, samePidSpace, systemProbe, type LivenessProbe } from '../lock/identity.js';
+import { processGone, samePidSpace, systemProbe, type LivenessProbe } from '../process/identity.js';
 import { ensureStateDir, readJsonState, writeJsonDurable } from '../state/json-file.js';
 import type { OpenFire } from '../state/routine-state.js';
 

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { attemptAcquire } from '../../src/lock/acquire.js';
-import { systemProbe } from '../../src/lock/identity.js';
+import { systemProbe } from '../../src/process/identity.js';
 import { serializeLockRecord } from '../../src/lock/record.js';
 import { FIXTURES, start, type Spawned } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';

@@ -4,7 +4,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { spawn, spawnSync } from 'node:child_process';
-import { systemProbe } from '../../src/lock/identity.js';
+import { systemProbe } from '../../src/process/identity.js';
 import { MIGRATIONS } from '../../src/pg/schema.js';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { systemProbe } from '../../src/lock/identity.js';
+import { systemProbe } from '../../src/process/identity.js';
 import { serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
 import { CLI, childEnv, eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster, psqlScript } from '../helpers/pg-test.js';

@@ -8,7 +8,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { systemProbe } from '../../src/lock/identity.js';
+import { systemProbe } from '../../src/process/identity.js';
 import { serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
 import { processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';

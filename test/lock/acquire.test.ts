@@ -7,7 +7,7 @@ import { ManualClock } from '../../src/clock.js';
 import { UnsafePathError } from '../../src/errors.js';
 import { attemptAcquire, type FileLockOptions } from '../../src/lock/acquire.js';
 import { acquireFileLease } from '../../src/lock/wait.js';
-import { systemProbe } from '../../src/lock/identity.js';
+import { systemProbe } from '../../src/process/identity.js';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
 import { breakStaleLock, readLockStatus } from '../../src/lock/status.js';
 import { processRuns, eventually } from '../helpers/cli.js';

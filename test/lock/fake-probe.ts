@@ -1,4 +1,4 @@
-import type { LivenessProbe, ProcessState } from '../../src/lock/identity.js';
+import type { LivenessProbe, ProcessState } from '../../src/process/identity.js';
 
 /** A process table as plain data. */
 export function fakeProbe(table: Record<number, ProcessState> = {}, host = 'host-a', bootId = 'boot-1'): LivenessProbe {

@@ -2,7 +2,7 @@
 // lock names. Over a fake process table; the real thing is in test/e2e/scheduler-control.test.ts.
 
 import { describe, expect, it } from 'vitest';
-import { systemProbe, type LivenessProbe } from '../../src/lock/identity.js';
+import { systemProbe, type LivenessProbe } from '../../src/process/identity.js';
 import type { LockRecord } from '../../src/lock/record.js';
 import { unproven } from '../../src/scheduler/control.js';
 import type { SchedulerInstance } from '../../src/scheduler/status.js';
