@@ -1,5 +1,8 @@
 // Spans of time as people read them: the formatters of every view (the CLI, the pages, the
-// run lines), in a module that depends on nothing.
+// run lines, the logs, the lock's and the database's messages), in a module that depends on
+// nothing. Four forms, each for its reader: humanDuration for views, shortDuration for one-unit
+// columns, tenthsOfSeconds for what a run took (logs, records), seconds for settings and ages in
+// messages.
 
 /** The one formatter of spans in every view (cli/io.ts re-exports it). Self-contained: the
  * pages' script carries its source (page-script.ts). */
@@ -28,3 +31,11 @@ export function shortDuration(ms: number): string {
   if (h < 48) return `${h}h`;
   return `${Math.round(h / 24)}d`;
 }
+
+/** Seconds to the tenth, as a log line or a record says what a run took: `3.0s`, `62.4s` (never
+ * minutes: a log line is read beside timestamps). */
+export const tenthsOfSeconds = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+
+/** Seconds with no more digits than they need, to the tenth: `4s`, `2.5s` (a TTL, a time-out, a
+ * heartbeat's age in a lock's or the database's message). */
+export const seconds = (ms: number): string => `${Math.round(ms / 100) / 10}s`;

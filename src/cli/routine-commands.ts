@@ -25,6 +25,7 @@ import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
 import type { GlobalOptions } from './globals.js';
 import { loadForView, stateOnly } from './view-project.js';
+import { tenthsOfSeconds } from '../duration.js';
 
 const warnTo = (m: string): void => err(`routinely: warning: ${m}`);
 
@@ -195,7 +196,7 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
     }
     await outcome.announced;
     const result = outcome.fire;
-    const took = `in ${(result.duration_ms / 1000).toFixed(1)}s`;
+    const took = `in ${tenthsOfSeconds(result.duration_ms)}`;
     if (flags.json) {
       // the fields `routine history --json` shows of it (the duration is finished - started)
       const { closes: _c, key: _k, unstarted: _u, duration_ms: _d, ...shown } = result;
@@ -311,7 +312,7 @@ export async function routineStop(id: string, flags: { timeout: number }, g: Glo
       err(`${id}: a fire is open${r.runId ? ` (run ${r.runId})` : ''} but no process of it was found on this host; it may be ending on its own (see routine list)`);
       return ExitCode.FAILED;
     case 'stopped':
-      out(`stopped ${id} (run ${r.runId}) after ${(r.waitedMs / 1000).toFixed(1)}s${r.killed ? ` (SIGKILL: it outlived the ${flags.timeout}s grace)` : ''}; ${r.recorded ? 'recorded as failure: stopped by hand' : 'its record is not written yet: the process that ran it records it as it ends'}`);
+      out(`stopped ${id} (run ${r.runId}) after ${tenthsOfSeconds(r.waitedMs)}${r.killed ? ` (SIGKILL: it outlived the ${flags.timeout}s grace)` : ''}; ${r.recorded ? 'recorded as failure: stopped by hand' : 'its record is not written yet: the process that ran it records it as it ends'}`);
       return ExitCode.OK;
   }
 }

@@ -4,6 +4,7 @@
 import type { Clock } from '../clock.js';
 import type { ChildGroup, LockRecord } from './record.js';
 import type { LockLost, LockOwnerInfo } from './lease.js';
+import { tenthsOfSeconds } from '../duration.js';
 
 /** How early a holder stops trusting its own lease, for wall/monotonic drift. */
 export const safetyMarginMs = (ttlMs: number): number => Math.min(500, ttlMs * 0.05);
@@ -124,8 +125,8 @@ export abstract class LeaseState {
     if (elapsed >= this.ttlMs - giveUpLeadMs(this.ttlMs)) {
       const past = elapsed >= this.ttlMs - safetyMarginMs(this.ttlMs);
       return past
-        ? `no successful heartbeat for ${(elapsed / 1000).toFixed(1)}s, past the ${this.ttlMs / 1000}s TTL (was the process paused?)`
-        : `no successful heartbeat for ${(elapsed / 1000).toFixed(1)}s; the lease (TTL ${this.ttlMs / 1000}s) runs out in ${((this.ttlMs - elapsed) / 1000).toFixed(1)}s, so the work stops now`;
+        ? `no successful heartbeat for ${tenthsOfSeconds(elapsed)}, past the ${this.ttlMs / 1000}s TTL (was the process paused?)`
+        : `no successful heartbeat for ${tenthsOfSeconds(elapsed)}; the lease (TTL ${this.ttlMs / 1000}s) runs out in ${tenthsOfSeconds(this.ttlMs - elapsed)}, so the work stops now`;
     }
     return null;
   }

@@ -4,6 +4,7 @@
 import { printable } from '../printable.js';
 import type { LivenessProbe } from '../process/identity.js';
 import type { LockRecord } from './record.js';
+import { seconds } from '../duration.js';
 
 export type StaleReason = 'UNREADABLE' | 'EXPIRED' | 'REBOOTED' | 'OWNER_DEAD' | 'PID_REUSED' | 'UNCHANGED';
 
@@ -24,7 +25,7 @@ export interface Observation {
  * this is not believed. */
 export const MAX_TTL_MS = 86_400_000;
 
-const secs = (s: number): string => `${Math.round(s * 10) / 10}s`;
+const secs = (s: number): string => seconds(s * 1000);
 
 export function judgeLock(
   record: LockRecord | null,

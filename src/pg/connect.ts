@@ -8,6 +8,7 @@ import { DatabaseError } from '../errors.js';
 import { MIGRATIONS, schemaSql } from './schema.js';
 import { sessionSql, type Statement } from './statements.js';
 import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl } from '../config/database-url.js';
+import { seconds } from '../duration.js';
 
 /** A row as the driver gives it. The types below are ours, not the driver's: the published
  * declarations reference nothing that is not installed with the package (pg is bundled). */
@@ -79,7 +80,7 @@ interface Limits {
   connectTimeoutMs: number;
 }
 
-const secs = (ms: number): string => (ms === 0 ? 'ever' : `${ms / 1000}s`);
+const secs = (ms: number): string => (ms === 0 ? 'ever' : seconds(ms));
 
 /** The server refused a connection at its limit (53300): say what to do, not only that. */
 function tooManyConnections(message: string, l: Limits): string {

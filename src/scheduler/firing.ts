@@ -30,6 +30,7 @@ import type { Warn } from './store.js';
 import { markUnstarted } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver, statFollow } from '../fs/ops.js';
+import { tenthsOfSeconds } from '../duration.js';
 
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
 const KILL_GRACE_MS = 5_000;
@@ -100,7 +101,7 @@ export function startFrame(id: string, runId: string | null, startedAt: string, 
 export function endFrame(id: string, f: Pick<Fire, 'run_id' | 'finished_at' | 'result' | 'reason' | 'duration_ms'>): string {
   // one line whatever the reason holds (a config error's message has several)
   const reason = f.reason ? ` (${f.reason.replace(/\s*\n\s*/g, '; ')})` : '';
-  return `--- routinely: ${id} run ${f.run_id ?? 'none'} finished ${f.finished_at}: ${f.result}${reason} in ${(f.duration_ms / 1000).toFixed(1)}s ---\n`;
+  return `--- routinely: ${id} run ${f.run_id ?? 'none'} finished ${f.finished_at}: ${f.result}${reason} in ${tenthsOfSeconds(f.duration_ms)} ---\n`;
 }
 
 /** Appends a line of routinely's own (a frame, a note) to the routine's log, on a line of its

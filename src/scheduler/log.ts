@@ -1,5 +1,6 @@
 import { jsonText, printable } from '../printable.js';
 import { stepText } from './timing.js';
+import { tenthsOfSeconds } from '../duration.js';
 
 // Scheduler log lines (SPEC §6): one per event on stdout, prefixed by an ISO-8601 UTC
 // timestamp, e.g. `2026-11-29T19:05:00.012Z [routine] skipped auto: exec busy`; with
@@ -37,7 +38,7 @@ export type LogEvent =
  * free of imports). */
 type NotifyEventName = 'failure' | 'recovery' | 'starved';
 
-const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+const secs = tenthsOfSeconds;
 
 /** `exec run r-… since 12:01:07` — who holds the exec lock, for a skip's log line (SPEC §10). */
 export function holderText(h: { owner: { command: string; run_id?: string | null; routine?: string | null; pid: number; host: string }; created_at: number }): string {
