@@ -9,6 +9,8 @@
 //
 // Appends (journals, history) go through appendLine: the line starts on a fresh line, so a
 // torn last line (a crash or a full disk mid-append) never swallows the next entry.
+// (Over 300 lines: the replace, append and rewrite-in-place paths with their fault handling,
+// which share the short-write loop and the checks of what was opened.)
 
 import {
   closeSync,

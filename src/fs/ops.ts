@@ -4,7 +4,11 @@
 // about a path (no symlink followed at a state name, every byte of a write, a missing name is an
 // answer, not an error) is written here once (scripts/check-structure.mjs counts the calls).
 
-import { accessSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync, renameSync, rmSync, statfsSync, statSync, watch, writeSync, type BigIntStats, type FSWatcher, type Stats } from 'node:fs';
+import {
+  accessSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync,
+  renameSync, rmSync, statfsSync, statSync, watch, writeSync, type BigIntStats, type FSWatcher, type Stats,
+} from 'node:fs';
+import { writeAll } from './durable.js';
 
 /** Closes a descriptor opened through src/fs. */
 export function closeFd(fd: number): void {
@@ -216,12 +220,7 @@ export function readPackageFile(path: string): string {
   return readFileSync(path, 'utf8');
 }
 
-/** Writes all of `text` to `fd` (stdout, stderr, a task's output file), looping over short writes. */
+/** Writes all of `text` to `fd` (a task's output file, a log), looping over short writes (durable.ts's writeAll). */
 export function writeText(fd: number, text: string | Buffer): void {
-  const buf = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
-  for (let off = 0; off < buf.length; ) {
-    const n = writeSync(fd, buf, off, buf.length - off);
-    if (!(n > 0)) throw Object.assign(new Error(`write returned ${n}`), { code: 'EIO' });
-    off += n;
-  }
+  writeAll(fd, typeof text === 'string' ? Buffer.from(text, 'utf8') : text, null);
 }
