@@ -3,8 +3,10 @@
 
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { nextCached } from '../../src/scheduler/list-cache.js';
-import { cachedRoutines } from '../../src/scheduler/upcoming.js';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { LIST_CACHE_FILE, nextCached, writeListCache } from '../../src/scheduler/list-cache.js';
+import { cachedProject, cachedRoutines } from '../../src/scheduler/upcoming.js';
 import { cronSchedule } from '../../src/scheduler/schedule.js';
 import { zoneTime } from '../../src/zone-time.js';
 import { testProject } from '../helpers/testdir.js';
@@ -37,5 +39,24 @@ describe('the list cache of fire times', () => {
     // Europe/Berlin: 2026-03-29 01:00Z, CET becomes CEST
     const cached = cachedRoutines(project(), Date.parse('2026-03-29T00:55:00.000Z')).find((r) => r.id === 'dst')!;
     expect(cached.every).toBeUndefined();
+  });
+
+  it('is written whole where the state folder is, never makes a missing one, and never writes through a symlink', () => {
+    const p = project();
+    const now = Date.parse('2026-11-29T19:00:00.300Z');
+    const write = () => writeListCache(cachedProject(p), 'key', cachedRoutines(p, now), now);
+    // no state folder (removed under a running scheduler): an error, and no folder made
+    expect(write).toThrow(/ENOENT|no such file/i);
+    expect(existsSync(p.stateDir)).toBe(false);
+    mkdirSync(p.stateDir, { mode: 0o700 });
+    write();
+    const cache = JSON.parse(readFileSync(join(p.stateDir, LIST_CACHE_FILE), 'utf8')) as { key: string; routines: unknown[] };
+    expect([cache.key, cache.routines.length]).toEqual(['key', 5]);
+    // a symlink planted at the cache's name is refused, and its target left as it was
+    const target = join(p.root, 'elsewhere');
+    rmSync(join(p.stateDir, LIST_CACHE_FILE));
+    symlinkSync(target, join(p.stateDir, LIST_CACHE_FILE));
+    expect(write).toThrow(/symbolic link/);
+    expect(existsSync(target)).toBe(false);
   });
 });
