@@ -39,10 +39,14 @@ export interface StatusServer {
 
 const TIMEOUTS = { headersTimeout: 5_000, requestTimeout: 10_000, keepAliveTimeout: 5_000, idleMs: 30_000 };
 /** Connections that have not sent a whole request head yet, at most: past it, the oldest of them
- * is closed to make room (never the newest: a probe's connection sends its request at once). */
+ * is closed to make room. */
 const PENDING_MAX = 64;
 /** The same, per client address. */
 const PENDING_PER_CLIENT = 16;
+/** A connection counts as pending only once it has been open this long without a request head:
+ * a probe's connection sends its request at once, so it is never counted, never closed, whatever
+ * burst of connections comes in with it (closing the oldest of a burst would close the probe). */
+const PENDING_GRACE_MS = 250;
 /** Every connection, at most (keep-alive ones close after keepAliveTimeout). */
 const CONNECTIONS_MAX = 256;
 
@@ -50,8 +54,9 @@ const CONNECTIONS_MAX = 256;
  * neither fill the server nor keep a probe out (SPEC §11, §12): the oldest connection still
  * without a request head is closed when a client, or everyone together, has too many. */
 function guardConnections(server: Server): void {
-  const pending = new Map<Socket, string>(); // in arrival order
+  const pending = new Map<Socket, string>(); // in the order they became pending
   const perClient = new Map<string, number>();
+  const served = new WeakSet<Socket>();
   const forget = (socket: Socket): void => {
     const who = pending.get(socket);
     if (who === undefined) return;
@@ -71,13 +76,23 @@ function guardConnections(server: Server): void {
   server.maxConnections = CONNECTIONS_MAX;
   server.on('connection', (socket: Socket) => {
     const who = socket.remoteAddress ?? '?';
-    pending.set(socket, who);
-    perClient.set(who, (perClient.get(who) ?? 0) + 1);
-    socket.once('close', () => forget(socket));
-    if ((perClient.get(who) ?? 0) > PENDING_PER_CLIENT) evictOldest(who);
-    if (pending.size > PENDING_MAX) evictOldest();
+    const grace = setTimeout(() => {
+      if (socket.destroyed || served.has(socket)) return;
+      pending.set(socket, who);
+      perClient.set(who, (perClient.get(who) ?? 0) + 1);
+      if ((perClient.get(who) ?? 0) > PENDING_PER_CLIENT) evictOldest(who);
+      if (pending.size > PENDING_MAX) evictOldest();
+    }, PENDING_GRACE_MS);
+    grace.unref();
+    socket.once('close', () => {
+      clearTimeout(grace);
+      forget(socket);
+    });
   });
-  server.on('request', (req: IncomingMessage) => forget(req.socket));
+  server.on('request', (req: IncomingMessage) => {
+    served.add(req.socket);
+    forget(req.socket);
+  });
 }
 
 const COMMON_HEADERS = {
