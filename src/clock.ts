@@ -7,14 +7,15 @@ export interface Clock {
   now(): number;
   /** Monotonic milliseconds; only differences are meaningful. Immune to wall-clock jumps. */
   monotonic(): number;
-  /** Resolves after `ms`, or early (without throwing) when `signal` aborts. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Resolves after `ms`, or early (without throwing) when `signal` aborts. `unref`: the wait
+   * alone does not keep the process up (a process that is done exits; the sleep never ends). */
+  sleep(ms: number, signal?: AbortSignal, opts?: { unref?: boolean }): Promise<void>;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
-  sleep: (ms, signal) =>
+  sleep: (ms, signal, opts) =>
     new Promise<void>((resolve) => {
       if (signal?.aborted) return resolve();
       const done = (): void => {
@@ -23,6 +24,7 @@ export const systemClock: Clock = {
         resolve();
       };
       const timer = setTimeout(done, Math.max(0, ms));
+      if (opts?.unref) timer.unref();
       signal?.addEventListener('abort', done, { once: true });
     }),
 };

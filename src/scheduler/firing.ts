@@ -131,18 +131,27 @@ export async function fireRoutine(ctx: FireContext, def: RoutineDef, scheduledAt
   return def.action === 'command' ? fireCommand(ctx, def, scheduledAt) : fireExec(ctx, def, scheduledAt);
 }
 
-interface Span {
+/** When a fire started: on the wall clock (what records say) and on the monotonic clock (what
+ * its duration is measured with). */
+export interface Span {
   startedMs: number;
   started: number;
+}
+
+/** A fire's times have one source: its duration, measured on the monotonic clock, and its start
+ * on the wall clock; the finish is the start plus the duration. So every view agrees on what a
+ * fire took, whether it reads `duration_ms` (the record, metrics) or the two stamps (history, the
+ * page's chart), also when the wall clock stepped during the fire. */
+export function fireTimes(span: Span, monotonicNow: number): Pick<Fire, 'started_at' | 'finished_at' | 'duration_ms'> {
+  const durationMs = Math.max(0, Math.round(monotonicNow - span.started));
+  return { started_at: new Date(span.startedMs).toISOString(), finished_at: new Date(span.startedMs + durationMs).toISOString(), duration_ms: durationMs };
 }
 
 function finish(ctx: FireContext, scheduledAt: Date, span: Span, f: Omit<FireResult, 'scheduled_at' | 'started_at' | 'finished_at' | 'duration_ms'>): FireResult {
   return {
     ...f,
     scheduled_at: scheduledAt.toISOString(),
-    started_at: new Date(span.startedMs).toISOString(),
-    finished_at: new Date(ctx.clock.now()).toISOString(),
-    duration_ms: Math.round(performance.now() - span.started),
+    ...fireTimes(span, ctx.clock.monotonic()),
     trigger: ctx.trigger,
     ...(ctx.attempt ? { attempt: ctx.attempt } : {}),
   };
@@ -166,7 +175,7 @@ async function open(ctx: FireContext, def: RoutineDef, scheduledAt: Date, span: 
 }
 
 async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult | null> {
-  const span: Span = { startedMs: ctx.clock.now(), started: performance.now() };
+  const span: Span = { startedMs: ctx.clock.now(), started: ctx.clock.monotonic() };
   const runId = newRunId(span.startedMs, randomHex(2));
   // The log first: a log we may not write (another user's, readable by others) stops the fire
   // before anything runs, and says so (exit 2 for `routine run`).
@@ -296,7 +305,7 @@ class NotStarted extends Error {}
 
 /** exec-auto, exec-resume and register, through the library in this process. */
 async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): Promise<FireResult | null> {
-  const span: Span = { startedMs: ctx.clock.now(), started: performance.now() };
+  const span: Span = { startedMs: ctx.clock.now(), started: ctx.clock.monotonic() };
   let marker: OpenFire | null = null;
   let runId: string | null = null;
   const exec: ExecContext = { project: ctx.project, backend: ctx.backend, clock: ctx.clock, warn: ctx.warn };

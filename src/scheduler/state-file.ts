@@ -28,6 +28,7 @@ import { corruptMessage, ensureStateRoot, readJsonState } from '../state/json-fi
 import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
 import { checkFolders, isCount, readRoutineIndexed, unmoved, type FoldedAt, type IndexCache } from './routine-index.js';
 import { isObj } from '../is-object.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { Warn } from './store.js';
 
 export function statePath(project: Pick<Project, 'stateDir'>): string {
@@ -197,6 +198,8 @@ export interface PublisherOptions {
   warn: Warn;
   /** Shortest time between two rewrites (SPEC §3: at most once a second). */
   intervalMs?: number;
+  /** Times the rewrites (default: the system clock). */
+  clock?: Pick<Clock, 'monotonic' | 'sleep'>;
 }
 
 /** How long a rewrite trusts its memory of the file before folding every history again. */
@@ -209,7 +212,8 @@ export class StatePublisher {
   private identity: string | null = null;
   private sweptAt = -Infinity;
   private readonly dirty = new Set<string>();
-  private timer: NodeJS.Timeout | null = null;
+  /** Cancels the wait for the next rewrite, or null when none is waiting. */
+  private timer: AbortController | null = null;
   /** The rewrite under way (one at a time in a process), or null. */
   private running: Promise<Error | null> | null = null;
   /** The next rewrite reads and folds every history (a file that may be stale: a rewrite that
@@ -220,9 +224,11 @@ export class StatePublisher {
   /** Why the last rewrite failed (said once until it changes), or null. */
   private problem: string | null = null;
   private readonly intervalMs: number;
+  private readonly clock: Pick<Clock, 'monotonic' | 'sleep'>;
 
   constructor(private readonly o: PublisherOptions) {
     this.intervalMs = o.intervalMs ?? 1000;
+    this.clock = o.clock ?? systemClock;
   }
 
   /** A fact of `routineId` was appended to its history: the file shows it within a second. */
@@ -266,7 +272,7 @@ export class StatePublisher {
   }
 
   private cancelTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.abort();
     this.timer = null;
   }
 
@@ -274,13 +280,15 @@ export class StatePublisher {
    * one runs: its end schedules the next if anything is left. */
   private schedule(): void {
     if (this.timer || this.running) return;
-    const wait = Math.max(0, this.lastStart + this.intervalMs - performance.now());
-    this.timer = setTimeout(() => {
+    const wait = Math.max(0, this.lastStart + this.intervalMs - this.clock.monotonic());
+    const timer = new AbortController();
+    this.timer = timer;
+    // a process never stays up for its index (unref): close() writes what is pending
+    void this.clock.sleep(wait, timer.signal, { unref: true }).then(() => {
+      if (this.timer !== timer) return; // cancelled
       this.timer = null;
       if (!this.running) void this.run(false);
-    }, wait);
-    // a process never stays up for its index: close() writes what is pending
-    this.timer.unref();
+    });
   }
 
   /** Runs one rewrite after the one under way, if any (never two at once). */
@@ -296,7 +304,7 @@ export class StatePublisher {
 
   /** One rewrite; the error when it failed (said once, and tried again within a second). */
   private async publish(asked: boolean): Promise<Error | null> {
-    this.lastStart = performance.now();
+    this.lastStart = this.clock.monotonic();
     const full = asked || this.pendingFull;
     this.pendingFull = false;
     const ids = [...this.dirty];
@@ -369,7 +377,7 @@ export class StatePublisher {
   private rewrite(full: boolean, ids: string[], prepared: FoldedState | null): void {
     const { project, cache, warn } = this.o;
     const path = statePath(project);
-    const trusted = !full && this.shown !== null && this.identity !== null && performance.now() - this.sweptAt < SWEEP_MS && currentIdentity(path) === this.identity;
+    const trusted = !full && this.shown !== null && this.identity !== null && this.clock.monotonic() - this.sweptAt < SWEEP_MS && currentIdentity(path) === this.identity;
     let routines: Shownlist;
     if (trusted) {
       routines = this.shown!;
@@ -381,7 +389,7 @@ export class StatePublisher {
     } else {
       const fresh = prepared !== null && !prepared.corrupt && currentIdentity(path) === prepared.identity;
       const read = fresh ? prepared : readWithPositions(project, warn, true, cache);
-      this.sweptAt = performance.now();
+      this.sweptAt = this.clock.monotonic();
       routines = new Shownlist();
       for (const [id, record] of Object.entries(read.state.routines)) routines.set(id, shown(id, record, read.at[id] ?? null));
       if (read.current) {

@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, sleep, startCli } from '../helpers/cli.js';
+import { eventually, runCli, sleep, startCli } from '../helpers/cli.js';
 import { httpGet, sample } from '../helpers/http.js';
 import { freePort } from '../helpers/pg-topology.js';
 import { testdir, testProject } from '../helpers/testdir.js';
@@ -63,7 +63,7 @@ describe.skipIf(!havePromtool && process.env.CI !== 'true')('Prometheus (promtoo
       { id: 'bad', schedule: '* * * * * *', action: 'command', run: 'exit 3' },
       { id: 'ok', schedule: '* * * * * *', action: 'command', run: 'true' },
       { id: 'gone', schedule: '0 0 1 1 *', action: 'command', run: 'true', exclusive: false },
-      { id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'echo started; sleep 4', ifBusy: 'wait' },
+      { id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'echo started; while [ ! -e go ]; do sleep 0.05; done', ifBusy: 'wait' },
     ];
     const project = testProject({ routines });
     const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 85_000 });
@@ -86,8 +86,12 @@ describe.skipIf(!havePromtool && process.env.CI !== 'true')('Prometheus (promtoo
     // a fire of another process, running now
     const slow = startCli(['routine', 'run', 'slow'], { cwd: project });
     await slow.waitFor(/started/);
-    await new Promise((r) => setTimeout(r, 1100)); // past the views' 1 s cache
-    m = (await httpGet(`${url}metrics`)).body;
+    // (views of the state are shared for up to a second between scrapes): scraped until they
+    // show the pause and the fire running
+    await eventually(async () => {
+      m = (await httpGet(`${url}metrics`)).body;
+      return sample(m, 'routinely_routine_paused', { routine: 'ok' }) === 1 && sample(m, 'routinely_routine_running', { routine: 'slow' }) === 1;
+    }, 15_000, 'the pause and the running fire in /metrics', () => m);
     expect(sample(m, 'routinely_skips_total', { routine: 'ok', reason: 'exec_busy' })).toBeGreaterThanOrEqual(1);
     expect(sample(m, 'routinely_skips_total', { routine: 'ok', reason: 'previous_run' })).toBe(0);
     // the CronJob counterparts, against the records as `routine list` and `routine history` read them
@@ -105,6 +109,7 @@ describe.skipIf(!havePromtool && process.env.CI !== 'true')('Prometheus (promtoo
     expect(m).toMatch(/^routinely_routine_info\{routine="ok",schedule="\* \* \* \* \* \*",timezone="[^"]+",action="command",exclusive="true",if_busy="skip"\} 1$/m);
     expect(m).toMatch(/^routinely_routine_info\{routine="slow",schedule="0 0 1 1 \*",timezone="[^"]+",action="command",exclusive="true",if_busy="wait"\} 1$/m);
     expect(m).toMatch(/^routinely_routine_info\{routine="gone",schedule="0 0 1 1 \*",timezone="[^"]+",action="command",exclusive="false",if_busy="skip"\} 1$/m);
+    writeFileSync(join(project, 'go'), '');
     expect((await slow.exited).code).toBe(0);
     expect(sample(m, 'routinely_routine_paused', { routine: 'ok' })).toBe(1);
     expect(sample(m, 'routinely_consecutive_failures', { routine: 'bad' })).toBeGreaterThanOrEqual(1);

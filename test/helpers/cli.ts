@@ -149,9 +149,9 @@ export function processRuns(pid: number): boolean {
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `fn` until it returns true (behaviour, not timing: the limit only prevents a hang). */
-export async function eventually(fn: () => boolean, limitMs = 15_000, what = 'condition', detail?: () => string): Promise<void> {
+export async function eventually(fn: () => boolean | Promise<boolean>, limitMs = 15_000, what = 'condition', detail?: () => string): Promise<void> {
   const deadline = Date.now() + limitMs;
-  while (!fn()) {
+  while (!(await fn())) {
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}${detail ? `\n${detail()}` : ''}`);
     await sleep(20);
   }
