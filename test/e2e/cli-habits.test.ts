@@ -1,11 +1,13 @@
 // The habits of a command-line user (SPEC §10): --help with every exit code and an example for
-// each command, --json where CI reads the answer, completion in the user's real shell.
+// each command (the help texts from the program run in this process: helpers/in-process.ts),
+// --json where CI reads the answer, completion in the user's real shell.
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, childEnv, runCli } from '../helpers/cli.js';
+import { runInProcess } from '../helpers/in-process.js';
 import { testdir, testProject } from '../helpers/testdir.js';
 
 /** Every command a user can run, from the help of the program and of each group. */
@@ -14,10 +16,10 @@ async function leafCommands(): Promise<string[][]> {
     const block = help.split('\nCommands:\n')[1]?.split('\n\n')[0] ?? '';
     return block.split('\n').map((l) => /^  (\S+)/.exec(l)?.[1]).filter((n): n is string => n !== undefined && n !== 'help');
   };
-  const top = names((await runCli(['--help'])).stdout);
+  const top = names((await runInProcess(['--help'])).stdout);
   const leaves: string[][] = [];
   for (const c of top) {
-    const subs = names((await runCli([c, '--help'])).stdout);
+    const subs = names((await runInProcess([c, '--help'])).stdout);
     if (subs.length === 0) leaves.push([c]);
     else for (const s of subs) leaves.push([c, s]);
   }
@@ -32,7 +34,7 @@ const shellMissing = (shell: string): string | null => {
 
 describe('--help', () => {
   it('the program lists every exit code of the contract, 74 among them', async () => {
-    const help = (await runCli(['--help'])).stdout;
+    const help = (await runInProcess(['--help'])).stdout;
     for (const code of ['0', '1', '2', '3', '74', '75']) expect(help).toMatch(new RegExp(`^  ${code} +\\S`, 'm'));
     expect(help).toMatch(/^ {2}129, 130, 143 +stopped by SIGHUP, SIGINT, SIGTERM$/m);
     expect(help).toMatch(/lock run -- CMD exits with CMD's own exit code/);
@@ -46,7 +48,7 @@ describe('--help', () => {
     expect(leaves).toContainEqual(['completion']);
     const without: string[] = [];
     for (const words of leaves) {
-      const help = (await runCli([...words, '--help'])).stdout;
+      const help = (await runInProcess([...words, '--help'])).stdout;
       const examples = help.split('\nExamples:\n')[1]?.split('\n\n')[0] ?? '';
       if (!examples.split('\n').some((l) => l.includes(`routinely ${words.join(' ')}`))) without.push(words.join(' '));
       expect(help, words.join(' ')).toMatch(/Exit codes: 0 ok, 1 failed, 2 usage or config, 3 no scheduler, 74 state I\/O,\n75 busy/);

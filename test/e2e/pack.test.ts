@@ -1,25 +1,16 @@
 // The package as users get it: `npm pack` of a fresh clone (prepack builds dist/), installed from
-// the tarball into a new project, then `npx routinely init`, `validate`, `exec run` and
-// `scheduler start`. Dependencies come from the npm registry or the local npm cache.
+// the tarball into a new project (made once per run: test/helpers/package.ts), then `npx routinely
+// init`, `validate`, `exec run` and `scheduler start`. Dependencies come from the npm registry or
+// the local npm cache.
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { stripJsonComments } from '../../src/config/load.js';
-import { testdir } from '../helpers/testdir.js';
+import { npmEnv, packedPackage } from '../helpers/package.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-
-/** Our environment for npm, without what the outer `npm test` told its scripts (npm_config_local_prefix
- * and friends would point the inner npm at this repository). Registry settings stay. */
-function npmEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', npm_config_update_notifier: 'false' };
-  for (const k of Object.keys(env)) {
-    if (k === 'INIT_CWD' || (/^npm_/i.test(k) && !/^npm_config_(cache|registry|userconfig|globalconfig|update_notifier)$/i.test(k))) delete env[k];
-  }
-  return env;
-}
 
 interface Done {
   code: number | null;
@@ -70,25 +61,11 @@ async function waitFor(p: ReturnType<typeof started>, pattern: RegExp, limitMs =
   }
 }
 
-/** What a fresh clone holds: the files git tracks (plus new ones not ignored), no dist/. */
-function freshClone(): string {
-  const clone = testdir('routinely-clone-');
-  const files = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: ROOT, encoding: 'utf8' });
-  expect(files.status, files.stderr).toBe(0);
-  for (const f of files.stdout.split('\0')) {
-    if (!f || f === 'node_modules' || !existsSync(join(ROOT, f))) continue;
-    mkdirSync(dirname(join(clone, f)), { recursive: true });
-    cpSync(join(ROOT, f), join(clone, f));
-  }
-  // the clone's `npm ci` (devDependencies for the build): ours
-  symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'));
-  return clone;
-}
-
 describe('the packed package', () => {
   it('npm pack builds dist/; installed from the tarball, npx routinely init, validate, exec run and scheduler start work', { timeout: 300_000 }, async () => {
-    const clone = freshClone();
-    expect(existsSync(join(clone, 'dist'))).toBe(false);
+    const made = await packedPackage(ROOT);
+    const { clone } = made;
+    expect(made.distBefore).toBe(false);
     // a fresh `npm ci` warns of every package with an install script that allowScripts does not
     // cover: each one in the lockfile (esbuild) is covered
     const lock = JSON.parse(readFileSync(join(clone, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
@@ -96,8 +73,7 @@ describe('the packed package', () => {
     expect(withScripts).toEqual(['esbuild']);
     const allowed = (JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { allowScripts?: Record<string, boolean> }).allowScripts ?? {};
     expect(withScripts.filter((name) => allowed[name] !== true)).toEqual([]);
-    const packs = testdir('routinely-pack-');
-    const pack = await run('npm', ['pack', '--json', '--pack-destination', packs], clone, 120_000);
+    const pack = made.pack;
     expect(pack.code, pack.stderr).toBe(0);
     const [info] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     const packed = info!.files.map((f) => f.path);
@@ -126,9 +102,9 @@ describe('the packed package', () => {
     expect(cites).toEqual([]);
     expect(readmeLinks.filter((l) => !packed.includes(l) && !packed.some((p) => p.startsWith(`${l.replace(/\/$/, '')}/`)))).toEqual([]);
 
-    const project = testdir('routinely-user-');
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'routinely-user', private: true }));
-    const install = await run('npm', ['install', '--no-audit', '--no-fund', join(packs, info!.filename)], project, 180_000);
+    const project = made.project;
+    const install = made.install!;
+    expect(made.tarball).toBe(join(dirname(made.tarball!), info!.filename));
     expect(install.code, install.stderr).toBe(0);
 
     // everything it needs is in its bundles: nothing else is installed with it

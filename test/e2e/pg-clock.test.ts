@@ -45,10 +45,11 @@ suite('PostgreSQL backend with skewed host clocks', () => {
     const url = await freshDatabase(cluster!);
     const dir = testProject();
     const stamps = join(dir, 'stamps');
-    // The command appends the real time of each fire (the scheduler's faked clock stripped).
+    // The command appends its run id and the real time it ran (the scheduler's faked clock
+    // stripped).
     writeFileSync(join(dir, 'routinely.json'), JSON.stringify({
       project: 'app', backend: { type: 'postgres' },
-      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: unfaked(`date +%s.%N >> ${stamps}`) }],
+      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: unfaked(`echo "$ROUTINELY_RUN_ID $(date +%s.%N)" >> ${stamps}`) }],
     }));
     const env = { ROUTINELY_DATABASE_URL: url };
     const fast = startCli(['scheduler', 'start'], { cwd: dir, env: { ...env, ...skewed(10), ROUTINELY_HOST_ID: 'fast' } });
@@ -71,7 +72,8 @@ suite('PostgreSQL backend with skewed host clocks', () => {
     slow.child.kill('SIGTERM');
     expect((await slow.exited).code).toBe(0);
 
-    const fires = readFileSync(stamps, 'utf8').trim().split('\n').map(Number).sort((a, b) => a - b);
+    const stamped = new Map(readFileSync(stamps, 'utf8').trim().split('\n').map((l) => l.split(' ')).map(([run, at]) => [run!, Number(at) * 1000]));
+    const fires = [...stamped.values()].map((ms) => ms / 1000).sort((a, b) => a - b);
     const both = fires.filter((t) => t >= startedAt && t < killedAt);
     // Both running: at most one fire per real second (before the fix every real second had two
     // fires, t+10 and t-10, one of them a busy skip). Counted, not timed: a late fire on a loaded
@@ -84,20 +86,28 @@ suite('PostgreSQL backend with skewed host clocks', () => {
     const claimedAhead = await sql<{ scheduled_at: Date }>(url, `SELECT scheduled_at FROM routinely_ticks WHERE routine = 'tick' AND host = 'fast' AND scheduled_at > to_timestamp($1)`, [killedAt + 1]);
     expect(claimedAhead.map((t) => t.scheduled_at.toISOString())).toEqual([]);
 
-    // Recorded once each, no busy skips, and the history times are the database's (within a
-    // second or two of the real clock on this machine, never ±10 s).
-    const history = await sql<{ entry: { scheduled_at: string; started_at: string; finished_at: string; result: string } }>(url, `SELECT entry FROM routinely_history WHERE routine = 'tick'`);
+    // Recorded once each, no busy skips, and the history times are the database's: each fire's
+    // start beside the real time its command wrote (a loaded machine delays both alike; a host's
+    // clock would put it 10 s off).
+    const history = await sql<{ entry: { scheduled_at: string; started_at: string; finished_at: string; result: string; run_id: string } }>(url, `SELECT entry FROM routinely_history WHERE routine = 'tick'`);
     const times = history.map((h) => h.entry.scheduled_at);
     expect(new Set(times).size).toBe(times.length);
     expect(history.filter((h) => h.entry.result === 'skipped')).toEqual([]);
+    expect(history.length).toBeGreaterThan(0);
     for (const { entry } of history) {
-      expect(Math.abs(Date.parse(entry.started_at) - Date.parse(entry.scheduled_at)), JSON.stringify(entry)).toBeLessThan(3000);
+      const ran = stamped.get(entry.run_id);
+      expect(ran, `${JSON.stringify(entry)}: its command's stamp`).toBeDefined();
+      expect(Math.abs(Date.parse(entry.started_at) - ran!), JSON.stringify(entry)).toBeLessThan(5000);
       expect(Date.parse(entry.finished_at)).toBeGreaterThanOrEqual(Date.parse(entry.started_at));
     }
-    // routine list on a host 10 s slow reckons the next run by the database clock too
+    // routine list on a host 10 s slow reckons the next run of a per-second routine by the
+    // database clock too: a second after some moment while it ran, never 10 s before
+    const before = Date.now();
     const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env: { ...env, ...skewed(-10) } });
+    const after = Date.now();
     const [row] = JSON.parse(list.stdout) as { next_run_at: string }[];
-    expect(Math.abs(Date.parse(row!.next_run_at) - Date.now()), list.stdout).toBeLessThan(5000);
+    expect(Date.parse(row!.next_run_at), list.stdout).toBeGreaterThan(before - 1000);
+    expect(Date.parse(row!.next_run_at), list.stdout).toBeLessThanOrEqual(after + 1000);
   });
 
   it('exec resume without a run id picks the latest run by database order, whatever the hosts\' clocks say', async () => {
@@ -114,14 +124,19 @@ suite('PostgreSQL backend with skewed host clocks', () => {
       p.child.kill('SIGKILL');
       await p.exited;
     };
+    const dbTime = async (): Promise<number> => (await sql<{ ms: number }>(url, 'SELECT extract(epoch from now())::float8 * 1000 AS ms'))[0]!.ms;
+    const dbBefore = await dbTime();
     await interrupted('a', 60);
     await interrupted('b', -60);
+    const dbAfter = await dbTime();
     const runs = await sql<{ run_id: string; created_seq: string }>(url, 'SELECT run_id, created_seq FROM routinely_runs ORDER BY created_seq');
     expect(runs).toHaveLength(2);
     const [first, second] = runs.map((r) => r.run_id) as [string, string];
-    // run ids carry the database's time, not the hosts' ±60 s
-    const [dbNow] = await sql<{ ms: number }>(url, 'SELECT extract(epoch from now())::float8 * 1000 AS ms');
-    for (const id of [first, second]) expect(Math.abs(runIdTime(id) - dbNow!.ms), id).toBeLessThan(30_000);
+    // run ids carry the database's time (whole seconds), not the hosts' ±60 s
+    for (const id of [first, second]) {
+      expect(runIdTime(id), id).toBeGreaterThanOrEqual(Math.floor(dbBefore / 1000) * 1000);
+      expect(runIdTime(id), id).toBeLessThanOrEqual(dbAfter);
+    }
 
     writeFileSync(join(dir, 'done'), '');
     const resume = await runCli(['exec', 'resume'], { cwd: dir, env: { ...env, ...skewed(60) } });

@@ -1,13 +1,14 @@
 // Samples are tests (SPEC §8): every TypeScript and JavaScript block of README.md and docs/*.md
-// is compiled against the built package the way a user's project sees it (strict, NodeNext,
-// skipLibCheck off, nothing but @types/node beside it), then run in a project with a config. A
-// block fenced as ```ts no-run is compiled only.
+// is compiled against the packed package (test/helpers/package.ts) the way a user's project sees
+// it (strict, NodeNext, skipLibCheck off, nothing but @types/node beside it), then run in a
+// project with a config. A block fenced as ```ts no-run is compiled only.
 
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { childEnv } from '../helpers/cli.js';
+import { packedPackage, userProjectWith } from '../helpers/package.js';
 import { testdir } from '../helpers/testdir.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -32,15 +33,12 @@ function samples(): Sample[] {
   return out;
 }
 
-/** A user's project with the built package installed (dist, config, package.json) and @types/node. */
-function userProject(): string {
+/** A user's project with the package installed from its tarball (made once per run) and
+ * @types/node. */
+async function userProject(): Promise<string> {
   const dir = testdir('routinely-samples-');
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'samples', private: true, type: 'module' }));
-  const pkg = join(dir, 'node_modules', 'routinely');
-  mkdirSync(pkg, { recursive: true });
-  for (const f of ['dist', 'config', 'package.json']) cpSync(join(ROOT, f), join(pkg, f), { recursive: true });
-  mkdirSync(join(dir, 'node_modules', '@types'));
-  symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'));
+  userProjectWith(await packedPackage(ROOT), dir, ROOT);
   writeFileSync(join(dir, 'routinely.json'), '{}');
   return dir;
 }
@@ -52,8 +50,8 @@ describe('the samples in the docs', () => {
     expect(all.filter((s) => s.where.startsWith('README.md')).length).toBeGreaterThan(0);
   });
 
-  it('each compiles with strict TypeScript against the package as installed, and the runnable ones run', { timeout: 180_000 }, () => {
-    const dir = userProject();
+  it('each compiles with strict TypeScript against the package as installed, and the runnable ones run', { timeout: 300_000 }, async () => {
+    const dir = await userProject();
     const names = all.map((s, i) => {
       const name = `sample-${i}.${s.lang.startsWith('t') ? 'mts' : 'mjs'}`;
       // an ES module either way: a sample that declares nothing still may use top-level await
@@ -74,8 +72,8 @@ describe('the samples in the docs', () => {
     }
   });
 
-  it('the README sample holds the lock while its command runs, and reads the status after', () => {
-    const dir = userProject();
+  it('the README sample holds the lock while its command runs, and reads the status after', { timeout: 300_000 }, async () => {
+    const dir = await userProject();
     const readme = all.find((s) => s.where.startsWith('README.md') && s.code.includes('withProjectLock'))!;
     writeFileSync(join(dir, 'readme.mts'), readme.code);
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', outDir: 'out', types: ['node'] }, files: ['readme.mts'] }));

@@ -8,6 +8,8 @@ import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect, onTestFinished } from 'vitest';
+import { startCli, type Spawned } from './cli.js';
 import { destroyCluster, pgCommand, startCluster, startServer, stopServer, type TestCluster } from './postgres.js';
 
 export const haveBouncer = spawnSync('sh', ['-c', 'command -v pgbouncer']).status === 0;
@@ -207,3 +209,30 @@ export async function tickAccount(url: string, ids: readonly string[], from: num
   }
   return a;
 }
+
+/** `n` routines firing every second, beside no other work (no exec lock). */
+export function perSecond(n: number): { ids: string[]; routines: object[] } {
+  const ids = Array.from({ length: n }, (_, i) => `r${String(i).padStart(2, '0')}`);
+  return { ids, routines: ids.map((id) => ({ id, schedule: '* * * * * *', action: 'command', run: 'true', exclusive: false })) };
+}
+
+/** Schedulers started on `hosts`, each started; SIGKILLed at the test's end should it fail. */
+export async function schedulers(hosts: string[], project: string, env: Record<string, string>, timeoutMs: number): Promise<Spawned[]> {
+  const all = hosts.map((h) => startCli(['scheduler', 'start'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: h }, timeoutMs }));
+  onTestFinished(() => {
+    for (const s of all) if (s.child.exitCode === null) s.child.kill('SIGKILL');
+  });
+  for (const s of all) await s.waitFor(/\[scheduler\] started/, 60_000);
+  return all;
+}
+
+/** SIGTERM to each; each exits 0. */
+export async function stopAll(all: Spawned[]): Promise<void> {
+  for (const s of all) s.child.kill('SIGTERM');
+  for (const s of all) expect((await s.exited).code, s.stderr()).toBe(0);
+}
+
+/** The first whole second after the next one, and the whole second `n` seconds ago (epoch ms):
+ * the ticks a window of a test accounts for. */
+export const nextSecond = (): number => Math.ceil(Date.now() / 1000) * 1000 + 1000;
+export const secondsAgo = (n: number): number => Math.floor(Date.now() / 1000) * 1000 - n * 1000;
