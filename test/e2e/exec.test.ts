@@ -19,6 +19,14 @@ const lockFile = (p: string): string => join(p, '.routinely', 'locks', 'exec-run
 const timed = (events: string, secs: number): string =>
   `echo "S $ROUTINELY_TASK_ID $(date +%s%3N)" >> ${events}; sleep ${secs}; echo "E $ROUTINELY_TASK_ID $(date +%s%3N)" >> ${events}`;
 
+/** Like `timed`, but the task then waits until `n` tasks have arrived in the folder `dir`
+ * (giving up, exit 9, after 600 rounds of 50 ms: far above normal): such tasks succeed only when
+ * the runner runs all `n` at once, however slow the machine. */
+const together = (events: string, dir: string, n: number): string =>
+  `echo "S $ROUTINELY_TASK_ID $(date +%s%3N)" >> ${events}; mkdir -p ${dir}; touch ${dir}/$ROUTINELY_TASK_ID; i=0; ` +
+  `while [ "$(ls ${dir} | wc -l)" -lt ${n} ]; do i=$((i+1)); if [ $i -gt 600 ]; then exit 9; fi; sleep 0.05; done; ` +
+  `echo "E $ROUTINELY_TASK_ID $(date +%s%3N)" >> ${events}`;
+
 function intervals(events: string): Map<string, { s: number; e: number }> {
   const m = new Map<string, { s: number; e: number }>();
   for (const line of readFileSync(events, 'utf8').trim().split('\n')) {
@@ -88,15 +96,17 @@ describe('exec run', () => {
       { id: 'build', run: timed(ev, 0.4) },
       { id: 'docs', run: timed(ev, 0.2), dependsOn: ['build'] },
       ...['a1', 'a2', 'a3'].map((id) => ({ id, run: timed(ev, 0.3), provider: 'agent' })),
-      ...['b1', 'b2', 'b3', 'b4'].map((id) => ({ id, run: timed(ev, 0.3) })),
+      // b1..b3 wait for each other: they succeed only if the runner runs three at once
+      ...['b1', 'b2', 'b3'].map((id) => ({ id, run: together(ev, join(project, 'together'), 3) })),
+      { id: 'b4', run: timed(ev, 0.3) },
     ];
     writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 3, providers: { agent: { maxConcurrency: 1 } }, tasks } }));
-    const r = await runCli(['exec', 'run'], { cwd: project });
-    expect(r.code).toBe(0);
+    const r = await runCli(['exec', 'run'], { cwd: project, timeoutMs: 120_000 });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/SUCCEEDED: 9 succeeded/);
     const iv = intervals(ev);
     expect(iv.size).toBe(9);
-    expect(maxOverlap(iv)).toBe(3);
+    expect(maxOverlap(iv)).toBeLessThanOrEqual(3);
     expect(maxOverlap(iv, (id) => id.startsWith('a'))).toBe(1);
     expect(iv.get('docs')!.s).toBeGreaterThanOrEqual(iv.get('build')!.e);
     const run = lastRun(project);

@@ -120,20 +120,26 @@ describe('lock run', () => {
     await holder.waitFor(/started/);
     const first = readLock(project)!;
     const beats = new Set<number>();
+    let busyChecked = false;
     while (!(await Promise.race([holder.exited.then(() => true), sleep(250).then(() => false)]))) {
       const rec = readLock(project);
       if (!rec) continue; // released at the very end
       expect(rec.lock_id).toBe(first.lock_id);
       expect(rec.generation).toBe(first.generation);
-      expect(rec.expires_at).toBeGreaterThan(Date.now() / 1000);
+      // each beat extends the lease by the TTL (the holder's own clock on both sides)
+      expect(rec.expires_at - rec.heartbeat_at).toBeCloseTo(2, 1);
       beats.add(rec.heartbeat_at);
-      if (beats.size === 4) {
+      if (beats.size >= 2 && !busyChecked) {
+        busyChecked = true; // once renewed, still held: another taker is refused
         const busy = await runCli(['lock', 'run', '--', 'true'], { cwd: project });
         expect(busy.code).toBe(75);
       }
     }
     expect((await holder.exited).code).toBe(0);
-    expect(beats.size).toBeGreaterThanOrEqual(6); // refreshed every TTL/3 for 6 s
+    // the heartbeat moved (refreshed every TTL/3; how many beats a poller sees depends on load),
+    // and the same lock was still held past the expiry it was taken with
+    expect(beats.size).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...beats)).toBeGreaterThan(first.expires_at);
   });
 
   it('SIGSTOP past the TTL: another process takes over; after SIGCONT the old holder stops, says so, exits 1, leaves the new lock alone', async () => {
@@ -186,7 +192,7 @@ describe('lock status and lock break', () => {
       state: 'held', generation: 1, stale_reason: null,
       record: { version: 1, key: 'exec-run', generation: 1, owner: { pid: holder.pid, command: 'lock run' } },
     });
-    expect(held.heartbeat_age_s).toBeGreaterThanOrEqual(0);
+    expect(held.heartbeat_age_s + held.expires_in_s).toBeCloseTo(30, 0); // the TTL, both seen at one moment
     expect(held.expires_in_s).toBeGreaterThan(0);
     const human = await runCli(['lock', 'status'], { cwd: project });
     expect(human.stdout).toMatch(/exec-run lock: held/);

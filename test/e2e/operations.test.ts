@@ -3,7 +3,7 @@
 // its own history line; `routine list` shows running and starved routines; `--check` fails for
 // each of its three reasons and passes when all is well.
 
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { HistoryEntry } from '../../src/state/history.js';
@@ -36,14 +36,16 @@ describe('ifBusy "wait"', () => {
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/\[routine\] waiting w: exec busy \(held by lock run since \d\d:\d\d:\d\d\)/);
     expect(existsSync(join(project, 'ran-at'))).toBe(false);
+    const freed = Date.now(); // the holder lets go only once it sees `go`
     writeFileSync(join(project, 'go'), '');
     expect((await holder.exited).code).toBe(0);
     await s.waitFor(/\[routine\] succeeded w in/);
     await stop(s);
     const fires = await history(project, 'w');
     expect(fires[0]).toMatchObject({ result: 'success', trigger: 'schedule' });
-    // it waited: started well after its scheduled time, once the holder was gone
-    expect(Date.parse(fires[0]!.started_at)).toBeGreaterThan(Date.parse(fires[0]!.scheduled_at));
+    // it waited: its command ran (`date +%s%N`, in ns) only once the holder had been told to go
+    expect(Number(readFileSync(join(project, 'ran-at'), 'utf8').trim()) / 1e6).toBeGreaterThanOrEqual(freed);
+    expect(Date.parse(fires[0]!.finished_at)).toBeGreaterThanOrEqual(freed);
   });
 
   it('gives up at waitTimeoutSeconds: recorded as a skip, reason "exec busy"', async () => {

@@ -54,13 +54,16 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
     const { dir } = await project(kind);
     expect(await cli(dir, ['scheduler', 'status'])).toMatchObject({ code: 3, stdout: 'scheduler: not running\n' });
     expect(JSON.parse((await cli(dir, ['scheduler', 'status', '--json'])).stdout)).toEqual({ running: false, backend: kind, schedulers: [], stale: [] });
+    const t0 = Date.now();
     const s = await scheduler(dir, HERE);
     const status = await cli(dir, ['scheduler', 'status']);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(new RegExp(`^scheduler: running, pid ${s.pid} on host-a since \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d \\S+ \\(heartbeat \\d+s ago\\)\\n`));
     const json = JSON.parse((await cli(dir, ['scheduler', 'status', '--json'])).stdout);
     expect(json).toMatchObject({ running: true, backend: kind, schedulers: [{ pid: s.pid, host: 'host-a', here: true, key: kind === 'file' ? 'scheduler' : 'scheduler@host-a' }], stale: [] });
-    expect(Date.parse(json.schedulers[0].since)).toBeGreaterThan(Date.now() - 120_000);
+    // since it was started here (1 s for a time kept to the second)
+    expect(Date.parse(json.schedulers[0].since)).toBeGreaterThanOrEqual(t0 - 1000);
+    expect(Date.parse(json.schedulers[0].since)).toBeLessThanOrEqual(Date.now() + 1000);
     const stop = await cli(dir, ['scheduler', 'stop']);
     expect(stop.stdout).toMatch(new RegExp(`^stopping the scheduler \\(pid ${s.pid} on host-a\\): sent SIGTERM, waiting up to 60s for it to exit\\nscheduler stopped \\(pid ${s.pid}, after \\d+\\.\\ds\\)\\n$`));
     expect(stop.code).toBe(0);

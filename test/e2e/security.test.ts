@@ -241,7 +241,10 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     expect(r.stderr).not.toMatch(/\u001b/);
     expect(r.stderr).toMatch(/elsewhere\\x1b\]0;pwned\\x07/);
     const s = await runCli(['lock', 'status'], { cwd: project });
+    expect(s.code, s.stderr).toBe(0);
     expect(s.stdout).not.toMatch(/\u001b/);
+    expect(s.stdout).toMatch(/holder: +pid 4242 on elsewhere\\x1b\]0;pwned\\x07 \(exec run\\x1b\[2J\)/);
+    expect(s.stdout).toMatch(/command: +exec run\\x1b\[2J$/m);
   });
 
   it('ordinary use in a 0700 project is unaffected', async () => {

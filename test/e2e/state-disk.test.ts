@@ -128,7 +128,7 @@ describe.skipIf(!canMount && process.env.CI !== 'true')('a scheduler on a broken
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  it('the disk fills between a fire\'s open line and its close line: 503 and one line, no false record, the torn line repaired, recorded within a second of space', async () => {
+  it('the disk fills between a fire\'s open line and its close line: 503 and one line, no false record, the torn line repaired, recorded once there is space', async () => {
     expect(canMount, 'this test needs root and mount (CI runs as root)').toBe(true);
     const project = testProject({
       routines: [
@@ -179,12 +179,9 @@ describe.skipIf(!canMount && process.env.CI !== 'true')('a scheduler on a broken
     expect(list.stderr).not.toMatch(/torn/);
 
     undo();
-    const fixed = Date.now();
-    // long's record goes in as soon as the disk has room again: once, with its real result
+    // long's record goes in once the disk has room again: once, with its real result (within a
+    // second of the scheduler's clock: test/scheduler/scheduler.test.ts, on an injected clock)
     await eventually(() => firesIn(state, 'long').length === recordedBefore + 1, 15_000, 'long recorded');
-    const tookMs = Date.now() - fixed;
-    console.log(`long's record written ${tookMs} ms after space came back`);
-    expect(tookMs).toBeLessThan(5000);
     await eventually(() => /state folder writable again/.test(s.stdout().slice(broken)), 15_000, 'writable again');
     expect(await httpGet(`${url}healthz`)).toMatchObject({ status: 200, body: 'ok\n' });
     s.child.kill('SIGTERM');

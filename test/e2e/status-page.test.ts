@@ -231,11 +231,15 @@ describe.skipIf(missing !== null)('status page in Chromium', () => {
     const page = await context.newPage();
     await page.goto(url);
     const overflow = () => page.evaluate(() => {
-      const wrap = document.querySelector('#routines')?.closest('.table-wrap') ?? document.querySelector('.table-wrap');
+      // the routines table and its box: missing, the widths below would compare nothing
+      const wrap = document.querySelector('#routines')?.closest('.table-wrap');
       const table = wrap?.querySelector('table');
-      return { doc: document.documentElement.scrollWidth, view: window.innerWidth, table: table?.scrollWidth ?? 0, box: wrap?.clientWidth ?? 0 };
+      if (!wrap || !table) throw new Error(`no routines table in its .table-wrap: ${document.body.innerHTML.slice(0, 500)}`);
+      return { doc: document.documentElement.scrollWidth, view: window.innerWidth, table: table.scrollWidth, box: wrap.clientWidth, rows: document.querySelectorAll('#routines > tr').length };
     });
     const wide = await overflow();
+    expect(wide.rows, JSON.stringify(wide)).toBe(100);
+    expect(wide.box, JSON.stringify(wide)).toBeGreaterThan(0);
     expect(wide.doc, JSON.stringify(wide)).toBeLessThanOrEqual(wide.view);
     expect(wide.table, JSON.stringify(wide)).toBeLessThanOrEqual(wide.box);
     expect(await page.getByText(note.slice(0, 60)).count()).toBeGreaterThan(0); // the whole note is there, wrapped

@@ -46,7 +46,12 @@ describe('renderParts', () => {
     expect(idle.status).not.toContain('healthy');
     expect(idle.routines).toMatch(/data-label="Next run"><span class="muted">none: no scheduler runs<\/span><span class="sub">would be <time [^>]*>2026-11-29 19:00:39/);
     expect(idle.routines).not.toMatch(/in 9\.1s|in 9s/);
-    const detail = renderDetail({ ...watching(false), routine: watching(false).routines[0]!, fires: [], output: null, actions: false } as unknown as DetailData, NOW);
+    const idleData = watching(false);
+    const idleDetail: DetailData = {
+      status: idleData.status, routine: idleData.routines[0]!, actions: false, fires: [], output: null,
+      page: { number: 1, pages: 1, total: 0, size: 50 }, ran: [], running: null,
+    };
+    const detail = renderDetail(idleDetail, NOW);
     expect(detail.summary).toContain('<span class="badge b-failure">no scheduler</span>');
     expect(detail.summary).toContain('none: no scheduler runs (would be 2026-11-29 19:00:39');
     const seen = renderParts(watching(true), NOW);

@@ -444,8 +444,18 @@ describe('--if-busy policies', () => {
   it('wait: gets the lock when the holder releases', async () => {
     const dir = testdir();
     const first = await mustAcquire(options(dir));
-    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false });
-    setTimeout(() => first.release(), 100);
+    // the waiter's pauses on a clock of the test's: it is released only once the waiter waits
+    const clock = new ManualClock(Date.now());
+    let settled = false;
+    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false, clock }).finally(() => (settled = true));
+    await eventually(() => clock.sleeping >= 1, 15_000, 'the waiter to wait');
+    expect(settled).toBe(false);
+    await first.release();
+    // the release wakes it (inotify), or the next pause does once the clock moves
+    await eventually(() => {
+      if (!settled) clock.advance(50);
+      return settled;
+    }, 15_000, 'the waiter to take the lock');
     const r = await waiting;
     expect(r.ok).toBe(true);
     if (r.ok) await r.lease.release();
@@ -462,9 +472,12 @@ describe('--if-busy policies', () => {
     const dir = testdir();
     await mustAcquire(options(dir));
     const ac = new AbortController();
-    setTimeout(() => ac.abort(), 50);
-    const r = await acquireFileLease({ ...options(dir), ifBusy: 'wait', signal: ac.signal });
-    expect(r).toMatchObject({ ok: false, reason: 'ABORTED' });
+    // aborted while it waits (its pauses on a clock that never moves: only the abort ends them)
+    const clock = new ManualClock(Date.now());
+    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', signal: ac.signal, clock });
+    await eventually(() => clock.sleeping >= 1, 15_000, 'the waiter to wait');
+    ac.abort();
+    expect(await waiting).toMatchObject({ ok: false, reason: 'ABORTED' });
   });
 
   it('wait: notices a holder that dies without releasing', async () => {
@@ -476,11 +489,21 @@ describe('--if-busy policies', () => {
       join(dir, 'exec-run.lock'),
       serializeLockRecord(staleRecord({}, { pid: holder.pid!, start_time: info.state === 'alive' ? info.startTime : null })),
     );
-    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false });
-    setTimeout(() => holder.kill('SIGKILL'), 100);
+    const clock = new ManualClock(Date.now());
+    let settled = false;
+    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false, clock }).finally(() => (settled = true));
+    // killed only once the waiter found it alive and waits
+    await eventually(() => clock.sleeping >= 1, 15_000, 'the waiter to wait');
+    expect(settled).toBe(false);
+    holder.kill('SIGKILL');
+    await eventually(() => !processRuns(holder.pid!), 15_000, 'the holder to die');
+    // a death changes nothing in the folder: the waiter's next pause ends, it looks again
+    await eventually(() => {
+      if (!settled) clock.advance(50);
+      return settled;
+    }, 15_000, 'the waiter to take the lock');
     const r = await waiting;
     expect(r.ok).toBe(true);
     if (r.ok) await r.lease.release();
-    await eventually(() => !processRuns(holder.pid!));
   });
 });

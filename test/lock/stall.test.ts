@@ -4,7 +4,7 @@
 // step, B keeps the lock to the end, generations only rise, the work of the two never overlaps,
 // and an A that was holding learns it lost and stops (exit 1, `lost`).
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readLockStatus } from '../../src/lock/status.js';
@@ -38,10 +38,10 @@ const events = (p: Spawned): Event[] =>
 
 type Finished = (fn: () => void) => void;
 
-function holder(dir: string, name: string, hold: number, onFinished: Finished, stall?: { at: string; n?: number }, raise = false): Spawned {
+function holder(dir: string, name: string, hold: number, onFinished: Finished, stall?: { at: string; n?: number }, raise = false, releaseWhen = '-'): Spawned {
   return start(join(FIXTURES, 'stall-holder.mjs'), [
     join(dir, 'locks'), String(TTL), String(REFRESH), String(hold), join(dir, 'marks'), name,
-    stall?.at ?? '-', String(stall?.n ?? 1), String(STALL), raise ? '1' : '0',
+    stall?.at ?? '-', String(stall?.n ?? 1), String(STALL), raise ? '1' : '0', releaseWhen,
   ], { onFinished });
 }
 
@@ -62,13 +62,15 @@ function checkMarks(dir: string): { a: number; b: number; order: string } {
 async function scenario(step: string, phase: 'acquire' | 'hold' | 'release' | 'raise', onFinished: Finished): Promise<void> {
   const dir = testdir('routinely-', onFinished);
   // Someone took and released the lock before, so acquiring meets an existing slot; to stall A
-  // while it reads a holder's slot, that holder (W, no work) still holds it when A starts.
+  // while it reads a holder's slot, that holder (W, no work) holds it until A has stalled there.
   const busy = step === 'acquire:read-slot';
-  const warm = holder(dir, 'W', busy ? 800 : 0, onFinished);
+  const stalledA = join(dir, 'a-stalled');
+  const warm = holder(dir, 'W', busy ? 30_000 : 0, onFinished, undefined, false, busy ? stalledA : '-');
   if (busy) await warm.waitFor(/"won"/);
   else expect((await warm.exited).code).toBe(0);
   const a = holder(dir, 'A', HOLD_A, onFinished, { at: step }, phase === 'raise');
   await a.waitFor(/"stalled"/, 15_000);
+  writeFileSync(stalledA, '');
   const b = holder(dir, 'B', HOLD_B, onFinished);
   const [ea, eb] = await Promise.all([a.exited, b.exited]);
   const A = events(a);

@@ -12,6 +12,7 @@ import type { LogEvent } from '../../src/scheduler/log.js';
 import { fileRoutineStore, pauseRoutine, readRoutineState } from '../../src/scheduler/file-store.js';
 import { Scheduler, type FireFn, type FireRequest } from '../../src/scheduler/scheduler.js';
 import { readFires } from '../../src/scheduler/file-store.js';
+import { StateIOError } from '../../src/errors.js';
 import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -545,6 +546,52 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     await settle();
     expect(fired).toEqual(['2026-11-29T19:00:10.000Z']);
     expect(readFires(project, 'a')).toHaveLength(1);
+    stop.abort();
+    await done;
+  });
+
+  it('a record the state folder would not take goes in within a second of the folder taking records again, timed by the scheduler\'s clock (SPEC §4.15)', async () => {
+    const dir = testProject({ routines: [routine('a', '0 * * * *')] });
+    const project = loadProject({ cwd: dir });
+    const clock = new ManualClock(T0 + 500);
+    const real = fileRoutineStore(project);
+    let full = true;
+    const attempts: number[] = [];
+    const store = { ...real, recordFire: async (...args: Parameters<typeof real.recordFire>) => {
+      attempts.push(clock.monotonic());
+      if (full) throw new StateIOError(`no space left on device writing ${dir}/.routinely/history/a.jsonl`);
+      return real.recordFire(...args);
+    } };
+    const events: LogEvent[] = [];
+    const scheduler = new Scheduler({
+      project, clock, log: (e) => events.push(e), watchConfig: false, store, host: 'test-host', reloadProject: () => project,
+      fire: async (_def, scheduledAt) => ({ result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: scheduledAt.toISOString(), finished_at: scheduledAt.toISOString(), duration_ms: 0, exit_code: 0, run_id: null }),
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    await settle();
+    clock.advance(3600_000 - 500); // 20:00: a fire, whose record the full folder refuses
+    await eventually(() => attempts.length === 1, 5000);
+    expect(events).toContainEqual(expect.objectContaining({ event: 'scheduler.state', writable: false }));
+    // the folder stays full for a minute: the record is tried again at most a second apart
+    for (let waited = 0; waited < 60_000; waited += 100) {
+      clock.advance(100);
+      await settle();
+    }
+    const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
+    expect(gaps.length).toBeGreaterThan(50);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(1000);
+    // room again: within a second of the scheduler's clock the record is in, once
+    full = false;
+    const freed = clock.monotonic();
+    for (let waited = 0; waited < 1000 && readFires(project, 'a').length === 0; waited += 100) {
+      clock.advance(100);
+      await settle();
+    }
+    expect(readFires(project, 'a').map((f) => f.result)).toEqual(['success']);
+    expect(clock.monotonic() - freed).toBeLessThanOrEqual(1000);
+    await eventually(() => events.some((e) => e.event === 'scheduler.state' && e.writable), 5000, 'writable again');
+    expect(events.filter((e) => e.event === 'scheduler.state').map((e) => (e as { writable: boolean }).writable)).toEqual([false, true]);
     stop.abort();
     await done;
   });

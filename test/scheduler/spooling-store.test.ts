@@ -158,7 +158,8 @@ suite('recording through an outage', () => {
     await real.openFire('a', { ...opened('0f0f0f0f', 1), owner: gone }, () => {});
     // the first fire's process spooled its record (the database was away), then ended
     const spooled = await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', fire(0, 'success', { closes: '0e0e0e0e', run_id: 'r-0e0e0e0e' }), () => {});
-    expect(spooled).toBeDefined();
+    expect(spooled).toEqual({ spooledTo: join(spoolDir(dir), 'a.0e0e0e0e.json'), why: expect.stringMatching(/connection refused/) });
+    expect(listSpool(dir, () => {}).map((s) => s.path)).toEqual([join(spoolDir(dir), 'a.0e0e0e0e.json')]);
     // a reconcile that runs before the spool is flushed (the flush met a passing error)
     expect(await new SpoolingStore(real, dir).reconcile(() => true, new Date(T0 + 5000), () => {})).toBe(1);
     expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toMatchObject({ recorded: 1, left: 0 });
@@ -182,9 +183,10 @@ suite('recording through an outage', () => {
     const notStarted = (s: number, closes: string): Fire => ({ ...fire(s, 'failure', { closes }), reason: 'not started: database 127.0.0.1:5432/x: timed out', exit_code: null, unstarted: true });
     // the marker was stored (the answer lost): the record closes it; reconcile finds nothing later
     await real.openFire('a', { ...opened('1a1a1a1a', 0), owner: { pid: 999_999, host: 'gone', boot_id: null, start_time: null } }, () => {});
-    expect((await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', notStarted(0, '1a1a1a1a'), () => {})) !== undefined).toBe(true);
+    expect(await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', notStarted(0, '1a1a1a1a'), () => {})).toEqual({ spooledTo: join(spoolDir(dir), 'a.1a1a1a1a.json'), why: expect.stringMatching(/connection refused/) });
     // the marker never was stored: its record is kept all the same
-    expect((await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', notStarted(1, '1b1b1b1b'), () => {})) !== undefined).toBe(true);
+    expect(await new SpoolingStore({ ...real, ...down }, dir).recordFire('a', notStarted(1, '1b1b1b1b'), () => {})).toEqual({ spooledTo: join(spoolDir(dir), 'a.1b1b1b1b.json'), why: expect.stringMatching(/connection refused/) });
+    expect(listSpool(dir, () => {}).map((s) => s.path)).toEqual([join(spoolDir(dir), 'a.1a1a1a1a.json'), join(spoolDir(dir), 'a.1b1b1b1b.json')]);
     expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toMatchObject({ recorded: 2, left: 0 });
     // sent once more (two flushers, a lost answer): nothing new
     await real.recordFire('a', notStarted(0, '1a1a1a1a'), () => {}, { again: true });
