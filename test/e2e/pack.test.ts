@@ -48,10 +48,10 @@ function started(cmd: string, args: string[], cwd: string, timeoutMs: number, de
   return { child, out: () => stdout + stderr, done };
 }
 
-const run = (cmd: string, args: string[], cwd: string, timeoutMs = 60_000): Promise<Done> => started(cmd, args, cwd, timeoutMs).done;
+const run = (cmd: string, args: string[], cwd: string, timeoutMs = 180_000): Promise<Done> => started(cmd, args, cwd, timeoutMs).done;
 
 /** Resolves when the output matches; rejects when the process ends first or after `limitMs`. */
-async function waitFor(p: ReturnType<typeof started>, pattern: RegExp, limitMs = 30_000): Promise<void> {
+async function waitFor(p: ReturnType<typeof started>, pattern: RegExp, limitMs = 120_000): Promise<void> {
   const deadline = Date.now() + limitMs;
   let ended = false;
   void p.done.then(() => (ended = true));
@@ -62,7 +62,7 @@ async function waitFor(p: ReturnType<typeof started>, pattern: RegExp, limitMs =
 }
 
 describe('the packed package', () => {
-  it('npm pack builds dist/; installed from the tarball, npx routinely init, validate, exec run and scheduler start work', { timeout: 300_000 }, async () => {
+  it('npm pack builds dist/; installed from the tarball, npx routinely init, validate, exec run and scheduler start work', { timeout: 900_000 }, async () => {
     const made = await packedPackage(ROOT);
     const { clone } = made;
     expect(made.distBefore).toBe(false);
@@ -148,7 +148,7 @@ describe('the packed package', () => {
       writeFileSync(join(dir, 'routinely.json'), '{}');
       writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, module: c.module, moduleResolution: c.resolution, target: 'ES2022', outDir: 'out', skipLibCheck: false, types: ['node'] }, files: ['index.ts'] }));
       for (const ts of ['typescript-5.4', 'typescript']) {
-        const tsc = await run(process.execPath, [join(ROOT, 'node_modules', ts, 'bin', 'tsc'), '-p', '.'], dir, 120_000);
+        const tsc = await run(process.execPath, [join(ROOT, 'node_modules', ts, 'bin', 'tsc'), '-p', '.'], dir, 300_000);
         expect(`${c.name} on ${ts}: ${tsc.stdout}${tsc.stderr}`).toBe(`${c.name} on ${ts}: `);
         expect(tsc.code).toBe(0);
       }
@@ -178,7 +178,7 @@ describe('the packed package', () => {
 
     // npm runs the bin through `sh -c`, which does not pass SIGTERM on: signal the process group,
     // as a terminal (Ctrl-C) or systemd (KillMode=control-group) does.
-    const viaNpx = started('npx', ['--no', 'routinely', 'scheduler', 'start'], project, 60_000, true);
+    const viaNpx = started('npx', ['--no', 'routinely', 'scheduler', 'start'], project, 300_000, true);
     await waitFor(viaNpx, /\[scheduler\] started \(3 routines\)/);
     process.kill(-viaNpx.child.pid!, 'SIGTERM');
     await viaNpx.done;
@@ -186,7 +186,7 @@ describe('the packed package', () => {
 
     // SIGTERM to npx alone, as `docker stop` or a supervisor sends it: npx's shell (dash) dies and
     // the scheduler would be left to PID 1; it sees npx go and stops, its lock free
-    const npxOnly = started('npx', ['--no', 'routinely', 'scheduler', 'start'], project, 60_000);
+    const npxOnly = started('npx', ['--no', 'routinely', 'scheduler', 'start'], project, 300_000);
     await waitFor(npxOnly, /\[scheduler\] started \(3 routines\)/);
     npxOnly.child.kill('SIGTERM');
     await npxOnly.done;
@@ -200,7 +200,7 @@ describe('the packed package', () => {
     expect(status.code).toBe(3);
 
     // the installed bin itself: SIGTERM, exit 0
-    const direct = started(join(project, 'node_modules', '.bin', 'routinely'), ['scheduler', 'start'], project, 60_000);
+    const direct = started(join(project, 'node_modules', '.bin', 'routinely'), ['scheduler', 'start'], project, 300_000);
     await waitFor(direct, /\[scheduler\] started \(3 routines\)/);
     direct.child.kill('SIGTERM');
     const stopped = await direct.done;

@@ -50,7 +50,7 @@ describe('the samples in the docs', () => {
     expect(all.filter((s) => s.where.startsWith('README.md')).length).toBeGreaterThan(0);
   });
 
-  it('each compiles with strict TypeScript against the package as installed, and the runnable ones run', { timeout: 300_000 }, async () => {
+  it('each compiles with strict TypeScript against the package as installed, and the runnable ones run', { timeout: 900_000 }, async () => {
     const dir = await userProject();
     const names = all.map((s, i) => {
       const name = `sample-${i}.${s.lang.startsWith('t') ? 'mts' : 'mjs'}`;
@@ -72,7 +72,7 @@ describe('the samples in the docs', () => {
     }
   });
 
-  it('the README sample holds the lock while its command runs, and reads the status after', { timeout: 300_000 }, async () => {
+  it('the README sample holds the lock while its command runs, and reads the status after', { timeout: 900_000 }, async () => {
     const dir = await userProject();
     const readme = all.find((s) => s.where.startsWith('README.md') && s.code.includes('withProjectLock'))!;
     writeFileSync(join(dir, 'readme.mts'), readme.code);

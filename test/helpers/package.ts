@@ -83,12 +83,12 @@ async function makePackage(root: string, dir: string): Promise<void> {
     mkdirSync(project);
     freshClone(root, clone);
     out.distBefore = existsSync(join(clone, 'dist'));
-    out.pack = await run('npm', ['pack', '--json', '--pack-destination', packs], clone, 180_000);
+    out.pack = await run('npm', ['pack', '--json', '--pack-destination', packs], clone, 600_000);
     if (out.pack.code === 0) {
       const [info] = JSON.parse(out.pack.stdout.slice(out.pack.stdout.indexOf('['))) as { filename: string }[];
       out.tarball = join(packs, info!.filename);
       writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'routinely-user', private: true }));
-      out.install = await run('npm', ['install', '--no-audit', '--no-fund', out.tarball], project, 180_000);
+      out.install = await run('npm', ['install', '--no-audit', '--no-fund', out.tarball], project, 600_000);
     }
   } catch (err) {
     out.error = (err as Error).stack ?? String(err);
@@ -99,7 +99,7 @@ async function makePackage(root: string, dir: string): Promise<void> {
 
 /** The package of this run: made by the first caller (of any test file), waited for by the
  * others. `root`: the checkout. */
-export async function packedPackage(root: string, limitMs = 300_000): Promise<Packed> {
+export async function packedPackage(root: string, limitMs = 900_000): Promise<Packed> {
   const dir = inject('packageDir');
   const file = join(dir, 'result.json');
   let mine = true;
