@@ -17,7 +17,8 @@ export { judgeLock, describeHolder, type Judgement, type StaleReason } from './l
 export { systemProbe, type LivenessProbe, type ProcessState } from './process/identity.js';
 export type { LockRecord, LockOwner, ChildGroup } from './lock/record.js';
 
-export { withProjectLock, projectLockBackend, projectLockStatus, type ProjectLockOptions, type WithLockResult } from './project.js';
+export { withProjectLock, projectLockBackend, projectLockStatus, namedLockStatusOf, type ProjectLockOptions, type WithLockResult } from './project.js';
+export { acquireLock, lockKey, slotKeys, type NamedLockStatus, type SlotStatus, type NamedAcquireResult } from './lock/named.js';
 export { configJsonSchema, taskFileJsonSchema } from './config/json-schema.js';
 
 export { register, execRun, execResume, resetTasks, execStatus, listRuns, showRun } from './exec-api.js';

@@ -1,4 +1,4 @@
-// The project as a library user sees it (SPEC §8): its config and its exec lock.
+// The project as a library user sees it (SPEC §8): its config, its exec lock and its named locks.
 
 import { loadProject, type LoadOptions, type Project } from './config/load.js';
 import { disposable, openBackend } from './backend.js';
@@ -6,6 +6,9 @@ import { EXEC_LOCK_KEY, type BusyPolicy, type LockBackend } from './lock/lock-ba
 import type { Lease, LockLost, LockOwnerInfo } from './lock/lease.js';
 import type { LockRecord } from './lock/record.js';
 import type { LockStatus } from './lock/status.js';
+import { acquireLock, namedLockStatus, slotsOf, type NamedLockStatus } from './lock/named.js';
+import { EXEC_LOCK_NAME, LOCK_NAME_PATTERN } from './config/types.js';
+import { UsageError } from './errors.js';
 
 /** The project's lock (files, or the database), for callers that only need the lock. */
 export async function projectLockBackend(project: Project): Promise<LockBackend & { close(): Promise<void> }> {
@@ -16,7 +19,10 @@ export async function projectLockBackend(project: Project): Promise<LockBackend 
 export interface ProjectLockOptions extends LoadOptions, BusyPolicy {
   /** An already loaded project; otherwise it is loaded from `cwd` / `configPath`. */
   project?: Project;
-  /** Lock key; default the project exec lock (`exec-run`). */
+  /** A named lock (SPEC §4.16), with the slots the config declares; default "exec", the project
+   * exec lock. */
+  lock?: string;
+  /** A backend lock key (instead of `lock`): the scheduler's, say. */
   key?: string;
   owner?: LockOwnerInfo;
 }
@@ -34,7 +40,11 @@ export async function withProjectLock<T>(
 ): Promise<WithLockResult<T>> {
   const project = options.project ?? loadProject(options);
   await using backend = disposable(await openBackend(project));
-  const got = await backend.lock.acquire(options.key ?? EXEC_LOCK_KEY, options.owner ?? { command: 'library' }, options);
+  const owner = options.owner ?? { command: 'library' };
+  const got =
+    options.key !== undefined
+      ? await backend.lock.acquire(options.key, owner, options)
+      : await acquireLock(backend.lock, lockName(options.lock), slotsOf(project.config.locks, lockName(options.lock)), owner, options);
   if (!got.ok) {
     const reason = got.reason === 'WAIT_TIMEOUT' ? 'timeout' : got.reason === 'ABORTED' ? 'aborted' : 'busy';
     return { ok: false, reason, holder: got.holder, why: got.why };
@@ -54,4 +64,19 @@ export async function projectLockStatus(options: LoadOptions & { project?: Proje
   await using backend = disposable(await openBackend(project));
   // awaited here: `await using` closes the backend when the function returns
   return await backend.lock.status(options.key ?? EXEC_LOCK_KEY);
+}
+
+/** Every slot of a named lock, as `routinely lock status --lock NAME --json` shows it. */
+export async function namedLockStatusOf(options: LoadOptions & { project?: Project; lock: string }): Promise<NamedLockStatus> {
+  const project = options.project ?? loadProject(options);
+  await using backend = disposable(await openBackend(project));
+  const name = lockName(options.lock);
+  return await namedLockStatus(backend.lock, name, slotsOf(project.config.locks, name));
+}
+
+/** A lock name as given (default the exec lock); one that cannot be a lock is a usage error. */
+function lockName(name: string | undefined): string {
+  if (name === undefined) return EXEC_LOCK_NAME;
+  if (!LOCK_NAME_PATTERN.test(name)) throw new UsageError(`${JSON.stringify(name)} is not a lock name (lowercase letters, digits, "_" and "-", at most 63 characters)`);
+  return name;
 }

@@ -29,9 +29,13 @@ export function busyPolicy(flags: BusyFlags, fallback: IfBusy): Policy {
 
 const NOUN: Record<string, string> = { 'exec-run': 'exec', scheduler: 'scheduler' };
 
-/** Prints the busy outcome and returns the exit code: 0 for a skip, 75 otherwise. */
+/** How a lock is called in messages: `exec` for the exec lock, a named lock by its name. */
+const nounOf = (key: string): string => NOUN[key] ?? key;
+
+/** Prints the busy outcome and returns the exit code: 0 for a skip, 75 otherwise. `key`: the
+ * lock's key, or a named lock's name. */
 export function reportBusy(result: Exclude<AcquireResult, { ok: true }>, policy: Policy, key = 'exec-run'): number {
-  const noun = NOUN[key] ?? key;
+  const noun = nounOf(key);
   if (policy.ifBusy === 'skip' && result.reason === 'LOCK_HELD') {
     out(`skipped: ${noun} busy`);
     return ExitCode.OK;
@@ -46,8 +50,8 @@ export function reportBusy(result: Exclude<AcquireResult, { ok: true }>, policy:
     err(`${noun} busy: still held by ${result.why} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
   } else {
     err(`${noun} busy: held by ${result.why}`);
-    // Only the exec lock's commands have --if-busy (the scheduler lock is never waited for).
-    if (key === 'exec-run') err('  to wait for it instead, add --if-busy wait (--wait-timeout S gives up after S seconds)');
+    // Only the scheduler lock is never waited for.
+    err('  to wait for it instead, add --if-busy wait (--wait-timeout S gives up after S seconds)');
   }
   return ExitCode.BUSY;
 }
@@ -55,5 +59,5 @@ export function reportBusy(result: Exclude<AcquireResult, { ok: true }>, policy:
 /** Said once on stderr when `--if-busy wait` starts waiting: whom we wait for, and how long. */
 export function waitNotice(policy: Policy, key = 'exec-run'): (holder: string) => void {
   const limit = policy.waitTimeoutMs !== undefined ? `; giving up after ${policy.waitTimeoutMs / 1000}s` : '';
-  return (holder) => err(`waiting for the ${NOUN[key] ?? key} lock, held by ${holder}${limit}`);
+  return (holder) => err(`waiting for the ${nounOf(key)} lock, held by ${holder}${limit}`);
 }

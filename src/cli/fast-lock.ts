@@ -14,19 +14,23 @@ import { ensureStateRoot } from '../state/json-file.js';
 import { acquireAnnounced } from '../announced-wait.js';
 import type { FastLockArgs } from './fast-args.js';
 import { cachedConfig } from './fast-config.js';
+import type { CachedProject } from '../scheduler/list-cache.js';
 import { busyPolicy, reportBusy, waitNotice } from './busy.js';
 import { err } from './io.js';
 import { terminalText } from '../printable.js';
-import { describeStatus, runUnderLease } from './lock-run.js';
+import { describeAll, describeStatus, runUnderLease } from './lock-run.js';
+import { lockStatusAll } from '../lock/named.js';
 import { StopSignals } from './signals.js';
 
 /** The exit code, or null to leave the command to the full path (nothing printed yet). */
 export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process.env): Promise<number | null> {
   let project: Project;
+  let cached: CachedProject;
   try {
     const found = cachedConfig(a.config, env);
     if (!found) return null;
     const p = found.project;
+    cached = p;
     project = {
       root: found.root, configPath: found.configPath, stateDir: p.stateDir, lockDir: p.lockDir, lockTtlMs: p.lockTtlMs, lockRefreshMs: p.lockRefreshMs,
       backend: { type: 'file' },
@@ -47,8 +51,14 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
   if (a.kind === 'status') {
     let text: string;
     try {
-      const status = await lock.status(a.key === 'scheduler' ? SCHEDULER_LOCK_KEY : a.key);
-      text = a.json ? JSON.stringify(status, null, 2) : describeStatus(status).join('\n');
+      if (a.key === 'scheduler') {
+        const status = await lock.status(SCHEDULER_LOCK_KEY);
+        text = a.json ? JSON.stringify(status, null, 2) : describeStatus(status).join('\n');
+      } else {
+        // the exec lock and every named lock in use, as the full command shows them
+        const all = await lockStatusAll(lock, (name) => cached.locks[name] ?? 1);
+        text = a.json ? JSON.stringify(all, null, 2) : describeAll(all).join('\n');
+      }
     } catch (e) {
       // a failing disk is reported as it is (exit 74), not looked at again by the full path
       // (which, a moment later, might read past a fault that hid a holder)

@@ -9,6 +9,7 @@ import type { Project } from '../config/load.js';
 import { listRuns } from '../exec-api.js';
 import { summarize, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
+import { lockStatusAll, slotsOf } from '../lock/named.js';
 import { LoopWatch, type Health } from '../http/health.js';
 import { Metrics } from '../http/metrics.js';
 import { startStatusServer } from '../http/server.js';
@@ -171,7 +172,8 @@ async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health:
     routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
     routineConfig: () => Object.fromEntries(w.project().config.routines.map((r) => [r.id, { exclusive: r.exclusive, if_busy: r.ifBusy }])),
     recent: async (ids) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id, warn))] as const))),
-    lock: () => w.backend.lock.status(EXEC_LOCK_KEY),
+    // as `lock status --json`: the exec lock, and every named lock in use beside it
+    lock: () => lockStatusAll(w.backend.lock, (name) => slotsOf(w.project().config.locks, name)),
     // as `exec runs --json` prints them
     runs: async (): Promise<RunView[]> =>
       (await listRuns({ project: w.project(), backend: w.backend, warn }, 20)).map((run) => {

@@ -7,6 +7,7 @@ import { ExitCode } from '../errors.js';
 import { killGroup, leftoverMessage, runProcess, stopGroup } from '../exec/process.js';
 import type { Lease } from '../lock/lease.js';
 import type { LockStatus } from '../lock/status.js';
+import type { NamedLockStatus } from '../lock/named.js';
 import { printable } from '../printable.js';
 import { err, formatInZone, humanDuration } from './io.js';
 import type { StopSignals } from './signals.js';
@@ -17,8 +18,9 @@ const FORWARD_GRACE_MS = 10_000;
  * is lost (less when the lease has less time left). */
 const LEFTOVER_GRACE_MS = 2_000;
 
-/** Runs CMD in its own group while `lease` is held; returns the exit code `lock run` exits with. */
-export async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals, baseEnv: NodeJS.ProcessEnv): Promise<number> {
+/** Runs CMD in its own group while `lease` is held; returns the exit code `lock run` exits with.
+ * `lockName`: the lock's name for CMD (ROUTINELY_LOCK_NAME). */
+export async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals, baseEnv: NodeJS.ProcessEnv, lockName = 'exec'): Promise<number> {
   let childPid: number | null = null;
   let escalate: NodeJS.Timeout | undefined;
   const forward = stop.onSignal((signal, repeated) => {
@@ -31,7 +33,7 @@ export async function runUnderLease(cmd: string[], lease: Lease, stop: StopSigna
   const result = await runProcess({
     file: cmd[0]!,
     args: cmd.slice(1),
-    env: { ...baseEnv, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId },
+    env: { ...baseEnv, ROUTINELY_LOCK_NAME: lockName, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId },
     stdio: 'inherit',
     signal: lease.signal, // a lost lock stops the command (SPEC §4.3)
     killGraceMs: grace,
@@ -70,8 +72,9 @@ export async function runUnderLease(cmd: string[], lease: Lease, stop: StopSigna
   return result.exitCode;
 }
 
-export function describeStatus(s: LockStatus): string[] {
-  const lines = [`${s.key} lock: ${s.state}${s.state === 'stale' ? ` (${printable(s.why ?? '')})` : ''}`];
+/** A lock's status as lines; `title`: what it is called (default `<key> lock`). */
+export function describeStatus(s: LockStatus, title = `${s.key} lock`): string[] {
+  const lines = [`${title}: ${s.state}${s.state === 'stale' ? ` (${printable(s.why ?? '')})` : ''}`];
   const row = (k: string, v: string): void => {
     lines.push(`  ${`${k}:`.padEnd(12)}${v}`);
   };
@@ -93,3 +96,23 @@ export function describeStatus(s: LockStatus): string[] {
   return lines;
 }
 
+
+/** `lock status --lock NAME`: a line for the lock, then each slot. */
+export function describeNamed(n: NamedLockStatus): string[] {
+  if (n.slots === 1) return describeStatus(n.slot_status[0]!, `${n.lock} lock`);
+  const lines = [`${n.lock} lock: ${n.held} of ${n.slots} slots held`];
+  for (const s of n.slot_status) lines.push(...describeStatus(s, `slot ${s.slot}`).map((l) => `  ${l}`));
+  return lines;
+}
+
+/** `lock status`: the exec lock, then each named lock in use (its slots that are not free). */
+export function describeAll(all: LockStatus & { named: NamedLockStatus[] }): string[] {
+  const lines = describeStatus(all);
+  for (const n of all.named) {
+    for (const s of n.slot_status) {
+      if (s.state === 'free') continue;
+      lines.push(...describeStatus(s, n.slots === 1 ? `${n.lock} lock` : `${n.lock} lock, slot ${s.slot}`));
+    }
+  }
+  return lines;
+}

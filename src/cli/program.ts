@@ -49,6 +49,7 @@ const httpOption = (): Option =>
 
 const keyOption = (): Option =>
   new Option('--key <key>', 'which lock').choices(['exec-run', 'scheduler']).default('exec-run');
+const lockOption = (what: string): Option => new Option('--lock <name>', what);
 
 function buildProgram(setExit: (code: number) => void): Command {
   const program = new Command('routinely')
@@ -102,6 +103,7 @@ Exit codes (every command):
     .description('run CMD while holding the project exec lock')
     .addOption(ifBusyOption('fail'))
     .addOption(waitTimeoutOption())
+    .addOption(lockOption('the lock to hold: a named lock, or "exec" (the default)'))
     .addOption(new Option('--routine <id>', 'record the hold as fired by this routine').hideHelp())
     .argument('<cmd...>', 'the command and its arguments (after --)')
     .passThroughOptions()
@@ -122,11 +124,13 @@ Examples:
     .command('status')
     .description('show the holder, generation, heartbeat age, expiry and staleness')
     .option('--json', 'print JSON')
+    .addOption(lockOption('one lock, every slot (default: the exec lock and every named lock in use)'))
     .addOption(keyOption())
     .action(act(async (opts) => (await import('./lock-commands.js')).lockStatus(opts, globals())));
   lock
     .command('break')
     .description('remove the lock, only if it is stale (dead owner, expired, unreadable)')
+    .addOption(lockOption('a named lock (each of its stale slots), or "exec" (the default)'))
     .addOption(keyOption())
     .action(act(async (opts) => (await import('./lock-commands.js')).lockBreak(opts, globals())));
 

@@ -4,7 +4,7 @@
 // types of the validated config are in types.ts (the published types need no zod).
 
 import * as z from 'zod/mini';
-import { BACKEND_TYPES, ID_PATTERN, NOTIFY_EVENTS, ROUTINE_ACTIONS, type TaskDef } from './types.js';
+import { BACKEND_TYPES, ID_PATTERN, LOCK_NAME_PATTERN, MAX_LOCK_SLOTS, NOTIFY_EVENTS, ROUTINE_ACTIONS, type TaskDef } from './types.js';
 
 
 const id = z.string().check(z.regex(ID_PATTERN), z.describe('Letters, digits, ".", "_" and "-"; starts with a letter or digit; at most 64 characters.'));
@@ -55,7 +55,8 @@ export const routineShape = {
   env: z.optional(z.record(z.string(), z.string()).check(z.describe('Extra environment variables for a command routine.'))),
   cwd: z.optional(z.string().check(z.describe('Working directory of a command routine, relative to the project root; must stay inside it.'))),
   ifBusy: z.optional(z.enum(['skip', 'wait']).check(z.describe('"skip" (default): a tick that meets the exec lock held by something else than this scheduler (a manual command, lock run, another host) is skipped. "wait": it waits for the lock (up to waitTimeoutSeconds) and runs as soon as it frees. Routines of one scheduler never skip each other: they take turns. Also what `routine run` does when busy, unless --if-busy is given.'))),
-  exclusive: z.optional(z.boolean().check(z.describe('Command routines only. true (default): runs under the project exec lock. false: takes no lock and may run beside other work, as a cron job does; never beside itself.'))),
+  exclusive: z.optional(z.boolean().check(z.describe('Command routines only. true (default): runs under its lock (the project exec lock, or "lock"). false: takes no lock and may run beside other work, as a cron job does; never beside itself.'))),
+  lock: z.optional(z.string().check(z.regex(LOCK_NAME_PATTERN), z.describe('Command routines only: the named lock it holds for its whole run instead of the project exec lock ("exec", the default); routines on one lock take turns, routines on different locks run side by side. Declared in "locks" for more than one slot.'))),
   waitTimeoutSeconds: z.optional(seconds('With ifBusy "wait": give up (a skip) after this many seconds; default the routine\'s interval, at most 3600.')),
   retry: z.optional(z.strictObject(retryShape).check(z.describe('Try a failed fire again after backoffSeconds, then 2x, 4x... Skips are never retried.'))),
   starvedAfterSkips: z.optional(z.int().check(z.gte(1), z.lte(1000), z.describe('Consecutive busy skips after which the routine is starved (default 3).'))),
@@ -67,6 +68,10 @@ export const backendShape = {
   type: z.enum(BACKEND_TYPES).check(z.describe('"file" (default): state and locks under stateDir. "postgres": in a database shared by several hosts.')),
   url: z.optional(z.string().check(z.describe('postgres://user:password@host:5432/db (ROUTINELY_DATABASE_URL overrides).'))),
   poolSize: z.optional(z.int().check(z.gte(1), z.lte(100), z.describe('postgres: connections each routinely process keeps at most, 1..100 (default 2: one for statements, one for lease heartbeats; with 1 they share it). Ten schedulers at 2 fit a stock PgBouncer pool (default_pool_size 20) in session mode.'))),
+};
+
+export const namedLockShape = {
+  slots: z.optional(z.int().check(z.gte(1), z.lte(MAX_LOCK_SLOTS), z.describe(`Holders at once, 1..${MAX_LOCK_SLOTS} (default 1): a crash-safe counting semaphore, each holder with its own record, heartbeat and generation.`))),
 };
 
 export const lockShape = {
@@ -104,6 +109,11 @@ export const rootShape = {
   lock: z.optional(z.strictObject(lockShape)),
   exec: z.optional(z.strictObject(execShape)),
   routines: z.optional(z.array(z.strictObject(routineShape))),
+  locks: z.optional(
+    z.record(z.string().check(z.regex(LOCK_NAME_PATTERN)), z.strictObject(namedLockShape)).check(
+      z.describe('Named locks (SPEC §4.16): `lock run --lock NAME` and a routine\'s "lock" take one, excluding only its own holders; "slots" lets that many hold it at once. Names: lowercase letters, digits, "_" and "-", at most 63 characters; "exec" is the project exec lock and has one slot.'),
+    ),
+  ),
   passEnv: z.optional(
     z.array(z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/))).check(
       z.describe('Environment variables that tasks and routine commands may see although routinely withholds them by default (ROUTINELY_DATABASE_URL, ROUTINELY_HTTP_TOKEN).'),
@@ -140,6 +150,7 @@ export function allowedKeysAt(path: readonly PropertyKey[], inTaskFile = false):
     'routines/#/notify': notifyShape,
     'routines/#/retry': retryShape,
   };
+  if (/^locks\/[^/]+$/.test(p)) return Object.keys(namedLockShape);
   if (/^exec\/providers\/[^/]+$/.test(p)) return Object.keys(providerShape);
   const shape = table[p];
   return shape ? Object.keys(shape) : null;

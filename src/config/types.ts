@@ -7,6 +7,12 @@ export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const ROUTINE_ACTIONS = ['exec-auto', 'exec-resume', 'register', 'command'] as const;
 export const NOTIFY_EVENTS = ['failure', 'recovery', 'starved'] as const;
 export const BACKEND_TYPES = ['file', 'postgres'] as const;
+/** A named lock's name (SPEC §4.16); `exec` names the project exec lock. */
+export const LOCK_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** The exec lock's name on the command line and in a routine's `lock`. */
+export const EXEC_LOCK_NAME = 'exec';
+/** Slots a named lock may have (holders at once). */
+export const MAX_LOCK_SLOTS = 64;
 
 /** Bounds on what runs leave on the state disk (SPEC §3 "Output is bounded"). */
 export const RETENTION_DEFAULTS = { runLogBytes: 4 * 1024 * 1024, routineLogBytes: 16 * 1024 * 1024, historyLines: 1000, execRuns: 50 } as const;
@@ -41,8 +47,11 @@ export interface RoutineDef {
   /** What `routine run` does when the exec lock is busy and no --if-busy is given: the routine's
    * own ifBusy when the config sets one, else the manual default "fail" (SPEC §4). */
   manualIfBusy: 'fail' | 'skip' | 'wait';
-  /** Takes the project exec lock (default); false only for command routines (SPEC §6). */
+  /** Takes a lock for its whole run (default); false only for command routines (SPEC §6). */
   exclusive: boolean;
+  /** Which lock it takes while exclusive: "exec" (the project exec lock, the default and always
+   * for the exec actions) or a named lock (SPEC §4.16). */
+  lock: string;
   /** With ifBusy "wait"; absent: the routine's interval, at most an hour (decided at fire time). */
   waitTimeoutSeconds?: number;
   retry?: { attempts: number; backoffSeconds: number };
@@ -74,6 +83,8 @@ export interface Config {
     taskDirs: string[];
   };
   routines: RoutineDef[];
+  /** Named locks declared with their slots (SPEC §4.16); an undeclared name has one slot. */
+  locks: Record<string, { slots: number }>;
   /** Withheld variables that commands may see anyway (SPEC §12). */
   passEnv: string[];
   /** Where `scheduler start` and `serve` listen when --http is not given (parsed and checked),

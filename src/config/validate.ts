@@ -8,7 +8,7 @@ import type { ConfigIssue } from '../errors.js';
 import { cronProblem, isValidTimezone } from './cron.js';
 import { parseListen } from './listen.js';
 import { allowedKeysAt, configSchema, taskSchema, type RawConfig } from './schema.js';
-import { ID_PATTERN, NOTIFY_EVENTS, RETENTION_DEFAULTS, type Config, type NotifyDef, type NotifyEvent, type RoutineDef, type TaskDef } from './types.js';
+import { EXEC_LOCK_NAME, ID_PATTERN, LOCK_NAME_PATTERN, NOTIFY_EVENTS, RETENTION_DEFAULTS, type Config, type NotifyDef, type NotifyEvent, type RoutineDef, type TaskDef } from './types.js';
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; issues: ConfigIssue[] };
 
@@ -36,6 +36,9 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   }
   return cur;
 }
+
+const ID_WORDS = 'letters, digits, ".", "_", "-"; starts with a letter or digit; at most 64 characters';
+const LOCK_NAME_WORDS = 'lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock';
 
 const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
 
@@ -67,12 +70,21 @@ function zodIssues(error: z.core.$ZodError, input: unknown, prefix: PropertyKey[
       case 'too_big':
         message = `${showValue(value)} is too big (maximum ${issue.maximum})`;
         break;
-      case 'invalid_format':
-        message =
-          issue.format === 'regex' && 'pattern' in issue && String(issue.pattern).includes(ID_PATTERN.source)
-            ? `${showValue(value)} is not a valid id (letters, digits, ".", "_", "-"; starts with a letter or digit; at most 64 characters)`
+      case 'invalid_format': {
+        const pattern = issue.format === 'regex' && 'pattern' in issue ? String(issue.pattern) : '';
+        message = pattern.includes(ID_PATTERN.source)
+          ? `${showValue(value)} is not a valid id (${ID_WORDS})`
+          : pattern.includes(LOCK_NAME_PATTERN.source)
+            ? `${showValue(value)} is not a lock name (${LOCK_NAME_WORDS})`
             : `${showValue(value)} has an invalid format (${issue.format})`;
         break;
+      }
+      case 'invalid_key': {
+        // a key of a map: a lock's name under "locks", a provider's id under "exec.providers"
+        const key = String(issue.path.at(-1));
+        message = path[0] === 'locks' ? `${JSON.stringify(key)} is not a lock name (${LOCK_NAME_WORDS})` : `${JSON.stringify(key)} is not a valid id (${ID_WORDS})`;
+        break;
+      }
       default:
         message = `${showValue(value)}: ${issue.message}`;
     }
@@ -161,7 +173,11 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     }
     if (r.exclusive === false) {
       if (r.action !== 'command') issues.push({ path: at('exclusive'), message: `false is only allowed with action "command" (action "${r.action}" always runs under the exec lock)` });
-      else if (r.ifBusy !== undefined) issues.push({ path: at('ifBusy'), message: 'is only allowed for a routine that takes the exec lock ("exclusive": false takes none, so it is never busy)' });
+      else if (r.ifBusy !== undefined) issues.push({ path: at('ifBusy'), message: 'is only allowed for a routine that takes a lock ("exclusive": false takes none, so it is never busy)' });
+      else if (r.lock !== undefined) issues.push({ path: at('lock'), message: 'is only allowed for a routine that takes a lock ("exclusive": false takes none)' });
+    }
+    if (r.lock !== undefined && r.lock !== EXEC_LOCK_NAME && r.action !== 'command') {
+      issues.push({ path: at('lock'), message: `is only allowed with action "command" (action "${r.action}" always runs under the exec lock)` });
     }
     if (r.notify) issues.push(...notifyProblems(r.notify, ['routines', i, 'notify']));
     const { notify, ...rest } = r;
@@ -173,11 +189,17 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
       ifBusy: r.ifBusy ?? 'skip',
       manualIfBusy: r.ifBusy ?? 'fail',
       exclusive: r.exclusive ?? true,
+      lock: r.lock ?? EXEC_LOCK_NAME,
       starvedAfterSkips: r.starvedAfterSkips ?? 3,
       ...(notify === false ? { notify: false as const } : notify ? { notify: notifyDef(notify) } : {}),
     });
   }
   if (raw.notify) issues.push(...notifyProblems(raw.notify, ['notify']));
+  const locks: Record<string, { slots: number }> = {};
+  for (const [name, l] of Object.entries(raw.locks ?? {})) {
+    if (name === EXEC_LOCK_NAME) issues.push({ path: formatPath(['locks', name]), message: '"exec" is the project exec lock: it is not declared, and has one slot' });
+    locks[name] = { slots: l.slots ?? 1 };
+  }
   if (issues.length > 0) return { ok: false, issues };
 
   return {
@@ -194,6 +216,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
         taskDirs: raw.exec?.taskDirs ?? [],
       },
       routines,
+      locks,
       passEnv: raw.passEnv ?? [],
       http: raw.http ? { listen: raw.http.listen ?? null, actions: raw.http.actions === true } : null,
       notify: raw.notify ? notifyDef(raw.notify) : null,

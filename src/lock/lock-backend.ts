@@ -56,7 +56,7 @@ export function fileLockBackend(o: FileBackendOptions): LockBackend {
   };
 }
 
-const LOCK_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,63})\.(?:lock|slot\.[1-9][0-9]{0,15})$/;
+const LOCK_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,79})\.(?:lock|slot\.[1-9][0-9]{0,15})$/;
 
 /** The keys whose lock files are in `dir` (the view `<key>.lock` or a slot `<key>.slot.<n>`). */
 export function lockKeys(dir: string, prefix: string): string[] {

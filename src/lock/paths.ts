@@ -5,7 +5,9 @@
 
 import { join } from 'node:path';
 
-const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Keys name files: an id's characters, never a path (the longest: a named lock's slot,
+ * `named.<63 characters>.<slot>`). */
+const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/;
 const LOCK_ID = /^[0-9a-f]{32}$/;
 
 export interface LockPaths {

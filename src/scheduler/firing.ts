@@ -8,7 +8,7 @@
 
 import { stoppedReason, takeStopRequest } from './stop-request.js';
 import { join, relative } from 'node:path';
-import { acquireAnnounced } from '../announced-wait.js';
+import { acquireLock, busyReason, slotsOf } from '../lock/named.js';
 import type { Backend } from '../backend-types.js';
 import { anySignal, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
@@ -19,7 +19,6 @@ import { execResume, execRun, register } from '../exec/operations.js';
 import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from '../exec/process.js';
 import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-lines.js';
 import { newRunId, type RunEvent, type RunState } from '../exec/run-state.js';
-import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/files.js';
 import { processGone, selfIdentity } from '../process/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
@@ -186,12 +185,13 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   let marker: OpenFire;
   try {
     if (def.exclusive) {
+      // the routine's lock: the exec lock, or a named one with its slots (SPEC §4.16)
       const owner = { command: 'routine', routine: def.id, run_id: runId };
       const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal };
-      const got = await acquireAnnounced(ctx.backend.lock, EXEC_LOCK_KEY, owner, policy, ctx.onWait);
+      const got = await acquireLock(ctx.backend.lock, def.lock, slotsOf(ctx.project.config.locks, def.lock), owner, policy, ctx.onWait);
       if (!got.ok) {
         closeFd(logFd);
-        return finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder: got.holder });
+        return finish(ctx, scheduledAt, span, { result: 'skipped', reason: busyReason(def.lock), exit_code: null, run_id: null, holder: got.holder });
       }
       lease = got.lease;
     }
@@ -254,7 +254,7 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease | null
     ...(def.env ?? {}),
     ROUTINELY_ROUTINE_ID: def.id,
     ROUTINELY_RUN_ID: runId,
-    ...(lease ? { ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId } : {}),
+    ...(lease ? { ROUTINELY_LOCK_NAME: def.lock, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId } : {}),
   };
   let childPid: number | null = null;
   const cwd = taskCwd(ctx.project.root, { cwd: def.cwd });

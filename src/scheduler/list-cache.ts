@@ -76,6 +76,8 @@ export interface CachedProject {
   /** The machine's time zone (routines without `timezone` run in it). */
   machineZone: string;
   inlineTasks: number;
+  /** The slots of each declared named lock (`lock status` shows them). */
+  locks: Record<string, number>;
 }
 
 export interface ListCache {
@@ -156,9 +158,10 @@ function checkProject(v: unknown): CachedProject | null {
   const ms = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x > 0;
   if (!ms(v.lockTtlMs) || !ms(v.lockRefreshMs) || v.lockRefreshMs * 2 >= v.lockTtlMs) return null;
   if (!Array.isArray(v.passEnv) || !v.passEnv.every((x) => typeof x === 'string') || !Number.isSafeInteger(v.inlineTasks)) return null;
+  if (!isObj(v.locks) || !Object.values(v.locks).every((n) => Number.isSafeInteger(n) && (n as number) >= 1 && (n as number) <= 64)) return null;
   return {
     stateDir: v.stateDir, lockDir: v.lockDir, lockTtlMs: v.lockTtlMs, lockRefreshMs: v.lockRefreshMs,
-    passEnv: v.passEnv as string[], machineZone: v.machineZone, inlineTasks: v.inlineTasks as number,
+    passEnv: v.passEnv as string[], machineZone: v.machineZone, inlineTasks: v.inlineTasks as number, locks: v.locks as Record<string, number>,
   };
 }
 

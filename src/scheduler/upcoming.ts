@@ -67,6 +67,7 @@ export function cachedProject(project: Project): CachedProject {
   return {
     stateDir: project.stateDir, lockDir: project.lockDir, lockTtlMs: project.lockTtlMs, lockRefreshMs: project.lockRefreshMs,
     passEnv: project.config.passEnv, machineZone: machineZone(), inlineTasks: project.config.exec.tasks.length,
+    locks: Object.fromEntries(Object.entries(project.config.locks).map(([name, l]) => [name, l.slots])),
   };
 }
 

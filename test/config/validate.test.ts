@@ -111,7 +111,7 @@ describe('validateConfig', () => {
 
   it('"exclusive": false only for command routines, and then without ifBusy; routine run\'s busy default follows the routine\'s own ifBusy', () => {
     expect(problems({ routines: [routine({ id: 'a', action: 'command', run: 'true', exclusive: false, ifBusy: 'wait' }), { id: 'b', schedule: '* * * * *', action: 'register', exclusive: false }] })).toEqual([
-      'routines[0].ifBusy: is only allowed for a routine that takes the exec lock ("exclusive": false takes none, so it is never busy)',
+      'routines[0].ifBusy: is only allowed for a routine that takes a lock ("exclusive": false takes none, so it is never busy)',
       'routines[1].exclusive: false is only allowed with action "command" (action "register" always runs under the exec lock)',
     ]);
     const ok = validateConfig({ routines: [routine({ id: 'a' }), routine({ id: 'b', ifBusy: 'wait' }), routine({ id: 'c', ifBusy: 'skip' }), routine({ id: 'd', action: 'command', run: 'true', exclusive: false })] });
@@ -123,9 +123,28 @@ describe('validateConfig', () => {
 
   it('rejects unknown keys and lists the allowed ones', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
-      'routines[0]: unknown key "scheduel" (did you mean "schedule"? allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, exclusive, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
+      'routines[0]: unknown key "scheduel" (did you mean "schedule"? allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, exclusive, lock, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
     ]);
-    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(did you mean "lock"\? allowed: \$schema, project, stateDir, backend, lock, exec, routines, passEnv, http, notify, retention\)$/);
+    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(did you mean "lock"\? allowed: \$schema, project, stateDir, backend, lock, exec, routines, locks, passEnv, http, notify, retention\)$/);
+  });
+
+  it('named locks (SPEC §4.16): declared with 1..64 slots, lowercase names, never "exec"; a routine\'s lock only for a command routine that takes a lock', () => {
+    const ok = validateConfig({ locks: { agents: { slots: 3 }, db: {} }, routines: [routine({ id: 'a', action: 'command', run: 'true', lock: 'agents' }), routine({ id: 'b', action: 'command', run: 'true', lock: 'cache' }), routine({ id: 'c' })] });
+    if (!ok.ok) throw new Error(JSON.stringify(ok.issues));
+    expect(ok.value.locks).toEqual({ agents: { slots: 3 }, db: { slots: 1 } });
+    expect(ok.value.routines.map((r) => [r.id, r.lock])).toEqual([['a', 'agents'], ['b', 'cache'], ['c', 'exec']]);
+    expect(problems({ locks: { exec: { slots: 2 } } })).toEqual(['locks.exec: "exec" is the project exec lock: it is not declared, and has one slot']);
+    expect(problems({ locks: { agents: { slots: 65 } } }).join('\n')).toMatch(/^locks\.agents\.slots: /);
+    expect(problems({ locks: { agents: { slots: 0 } } }).join('\n')).toMatch(/^locks\.agents\.slots: /);
+    expect(problems({ locks: { Agents: {} } })).toEqual(['locks.Agents: "Agents" is not a lock name (lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock)']);
+    expect(problems({ locks: { agents: { slot: 2 } } })).toEqual([expect.stringMatching(/^locks\.agents: unknown key "slot" \(did you mean "slots"\?/)]);
+    expect(problems({ routines: [routine({ id: 'a', action: 'register', lock: 'db' }), routine({ id: 'b', action: 'command', run: 'true', exclusive: false, lock: 'db' })] })).toEqual([
+      'routines[0].lock: is only allowed with action "command" (action "register" always runs under the exec lock)',
+      'routines[1].lock: is only allowed for a routine that takes a lock ("exclusive": false takes none)',
+    ]);
+    expect(problems({ routines: [routine({ id: 'c', action: 'command', run: 'true', lock: 'Db' })] })).toEqual([
+      'routines[0].lock: "Db" is not a lock name (lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock)',
+    ]);
   });
 
   it('http.listen: [HOST:]PORT, checked with its path (SPEC §11)', () => {

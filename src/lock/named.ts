@@ -1,0 +1,152 @@
+// Named locks and their slots (SPEC §4.16; docs/lock.md "Locks"). A named lock of N slots is N
+// keys of the lock backend, `named.<name>.<slot>`, each an exclusive lease with every rule of §4
+// (its own record, heartbeat, generation, reclaim, orphans): a holder takes whichever slot is
+// free, so at most N hold the lock at once, and a dead holder's slot is reclaimed as a dead exec
+// lock holder is. The project exec lock is the name `exec` (key `exec-run`, one slot).
+
+import { EXEC_LOCK_NAME } from '../config/types.js';
+import { EXEC_LOCK_KEY, type BusyPolicy, type LockBackend } from './lock-backend.js';
+import type { AcquireResult, Lease, LockOwnerInfo } from './lease.js';
+import type { LockRecord } from './record.js';
+import type { LockStatus } from './status.js';
+
+const NAMED_PREFIX = 'named.';
+
+/** The backend key of slot `slot` (1-based) of lock `name`. */
+export function lockKey(name: string, slot = 1): string {
+  return name === EXEC_LOCK_NAME ? EXEC_LOCK_KEY : `${NAMED_PREFIX}${name}.${slot}`;
+}
+
+/** The keys of every slot of `name`. */
+export function slotKeys(name: string, slots: number): string[] {
+  return Array.from({ length: name === EXEC_LOCK_NAME ? 1 : slots }, (_, i) => lockKey(name, i + 1));
+}
+
+/** The lock name and slot a backend key stands for, or null for another key (the scheduler's,
+ * routine-state's). */
+export function lockOfKey(key: string): { name: string; slot: number } | null {
+  if (key === EXEC_LOCK_KEY) return { name: EXEC_LOCK_NAME, slot: 1 };
+  const m = /^named\.([a-z0-9][a-z0-9_-]{0,62})\.([1-9][0-9]?)$/.exec(key);
+  return m ? { name: m[1]!, slot: Number(m[2]) } : null;
+}
+
+/** The prefix of every named lock's keys (for LockBackend.keys). */
+export const NAMED_KEY_PREFIX = NAMED_PREFIX;
+
+/** The slots of `name` in a config (`locks`); an undeclared name has one, the exec lock one. */
+export function slotsOf(locks: Record<string, { slots: number }>, name: string): number {
+  return name === EXEC_LOCK_NAME ? 1 : (locks[name]?.slots ?? 1);
+}
+
+/** How a busy lock is named in messages and records: `exec busy`, `db busy`. */
+export const busyReason = (name: string): string => `${name} busy`;
+
+export type NamedAcquireResult = (AcquireResult & { ok: false }) | { ok: true; lease: Lease; slot: number };
+
+/**
+ * Takes a free slot of `name` (the first free one, in slot order). Busy when every slot is held:
+ * `fail` and `skip` answer at once; `wait` waits on every slot together and takes the first that
+ * frees (a dead holder's slot at once), giving back any other it got in the same moment. `onWait`
+ * is told once, before the wait, whom it waits for.
+ */
+export async function acquireLock(
+  lock: LockBackend,
+  name: string,
+  slots: number,
+  owner: LockOwnerInfo,
+  policy: BusyPolicy,
+  onWait?: (why: string, holder: LockRecord | null) => void,
+): Promise<NamedAcquireResult> {
+  const keys = slotKeys(name, slots);
+  const busy: (AcquireResult & { ok: false })[] = [];
+  for (const [i, key] of keys.entries()) {
+    const r = await lock.acquire(key, owner, { ...policy, ifBusy: policy.ifBusy === 'wait' ? 'fail' : policy.ifBusy });
+    if (r.ok) return { ok: true, lease: r.lease, slot: i + 1 };
+    if (r.reason !== 'LOCK_HELD') return r;
+    busy.push(r);
+  }
+  const held = allHeld(busy);
+  if (policy.ifBusy !== 'wait') return held;
+  onWait?.(held.why, held.holder);
+  return waitForAnySlot(lock, keys, owner, policy);
+}
+
+/** Every slot held: one answer that names the holders (for one slot, that slot's words). */
+function allHeld(busy: (AcquireResult & { ok: false })[]): AcquireResult & { ok: false } {
+  if (busy.length === 1) return busy[0]!;
+  return { ok: false, reason: 'LOCK_HELD', holder: busy[0]?.holder ?? null, why: slotsWhy(busy) };
+}
+
+/** "pid 1 on a (lock run), …, and pid 2 on b (routine x), … (all 2 slots)": as a holder is named. */
+const slotsWhy = (busy: { why: string }[]): string => `${busy.map((b) => b.why).join(', and ')} (all ${busy.length} slots)`;
+
+/** Waits on every slot at once; the first lease wins, the others are given back. */
+async function waitForAnySlot(lock: LockBackend, keys: string[], owner: LockOwnerInfo, policy: BusyPolicy): Promise<NamedAcquireResult> {
+  if (keys.length === 1) {
+    const r = await lock.acquire(keys[0]!, owner, policy);
+    return r.ok ? { ...r, slot: 1 } : r;
+  }
+  const done = new AbortController();
+  const onOuter = (): void => done.abort();
+  policy.signal?.addEventListener('abort', onOuter, { once: true });
+  let winner: { lease: Lease; slot: number } | null = null;
+  try {
+    const tries = keys.map(async (key, i) => {
+      const r = await lock.acquire(key, owner, { ...policy, signal: done.signal });
+      if (!r.ok) return r;
+      if (winner === null) {
+        winner = { lease: r.lease, slot: i + 1 };
+        done.abort();
+      } else await r.lease.release(); // taken in the same moment as the winner's: given back
+      return r;
+    });
+    const results = await Promise.all(tries);
+    if (winner) return { ok: true, ...(winner as { lease: Lease; slot: number }) };
+    if (policy.signal?.aborted) return results.find((r) => !r.ok && r.reason === 'ABORTED') as AcquireResult & { ok: false };
+    const failed = results.filter((r): r is AcquireResult & { ok: false } => !r.ok);
+    const timedOut = failed.every((r) => r.reason === 'WAIT_TIMEOUT');
+    const why = slotsWhy(failed);
+    return timedOut ? { ok: false, reason: 'WAIT_TIMEOUT', holder: failed[0]?.holder ?? null, why } : (failed.find((r) => r.reason !== 'WAIT_TIMEOUT') ?? failed[0]!);
+  } finally {
+    policy.signal?.removeEventListener('abort', onOuter);
+  }
+}
+
+/** One slot's status, named. */
+export interface SlotStatus extends LockStatus {
+  lock: string;
+  slot: number;
+}
+
+/** A named lock's status: every slot (`lock status --lock NAME`). */
+export interface NamedLockStatus {
+  lock: string;
+  slots: number;
+  /** Slots held now (a stale one is not). */
+  held: number;
+  slot_status: SlotStatus[];
+}
+
+/** Every slot of `name`. */
+export async function namedLockStatus(lock: LockBackend, name: string, slots: number): Promise<NamedLockStatus> {
+  const slot_status = await Promise.all(slotKeys(name, slots).map(async (key, i) => ({ ...(await lock.status(key)), lock: name, slot: i + 1 })));
+  return { lock: name, slots: slot_status.length, held: slot_status.filter((s) => s.state === 'held').length, slot_status };
+}
+
+/** The exec lock's status (as it always was), with every named lock in use beside it: a slot
+ * held, or stale (`lock status` without `--lock`). `slots`: the config's count of a lock's
+ * slots, when known (else: as many as have been used). */
+export async function lockStatusAll(lock: LockBackend, slots?: (name: string) => number): Promise<LockStatus & { lock: string; slot: number; named: NamedLockStatus[] }> {
+  const exec = await lock.status(EXEC_LOCK_KEY);
+  const used = new Map<string, number>();
+  for (const key of await lock.keys(NAMED_PREFIX)) {
+    const l = lockOfKey(key);
+    if (l && l.name !== EXEC_LOCK_NAME) used.set(l.name, Math.max(used.get(l.name) ?? 0, l.slot));
+  }
+  const named: NamedLockStatus[] = [];
+  for (const [name, seen] of [...used].sort(([a], [b]) => a.localeCompare(b))) {
+    const all = await namedLockStatus(lock, name, Math.max(seen, slots?.(name) ?? 0));
+    if (all.slot_status.some((s) => s.state !== 'free')) named.push(all);
+  }
+  return { ...exec, lock: EXEC_LOCK_NAME, slot: 1, named };
+}

@@ -1,0 +1,145 @@
+// Named locks and their slots (SPEC §4.16) with real processes, on both backends: two names
+// exclude only their own holders; a 2-slot lock lets two in and turns the third away; a holder
+// SIGKILLed gives its slot back at once with its command's group ended; a holder stopped past its
+// TTL loses its slot and says `lock lost`; every slot's generation only rises.
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
+import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cluster = pgCluster();
+
+/** A command that says it holds (its lock and generation), then works until `go` exists. */
+const holding = (tag: string): string[] => ['sh', '-c', `echo "holding ${tag} $ROUTINELY_LOCK_NAME $ROUTINELY_LOCK_GENERATION"; while [ ! -e go ]; do sleep 0.05; done`];
+
+interface Setup {
+  backend: 'file' | 'postgres';
+  project: string;
+  env: Record<string, string>;
+}
+
+async function setup(backend: Setup['backend'], config: object = {}): Promise<Setup> {
+  if (backend === 'file') return { backend, project: testProject({ locks: { agents: { slots: 2 } }, ...config }), env: {} };
+  const url = await freshDatabase(cluster!);
+  return { backend, project: testProject({ project: 'app', backend: { type: 'postgres' }, locks: { agents: { slots: 2 } }, ...config }), env: { ROUTINELY_DATABASE_URL: url } };
+}
+
+const lockRun = (s: Setup, args: string[], tag: string): Spawned =>
+  startCli(['lock', 'run', ...args, '--', ...holding(tag)], { cwd: s.project, env: s.env, timeoutMs: 60_000 });
+
+const backends = cluster ? (['file', 'postgres'] as const) : (['file'] as const);
+
+describe.each(backends)('named locks, %s backend', (backend) => {
+  it('two names exclude only their own holders; the exec lock is apart from both', async () => {
+    const s = await setup(backend);
+    const db = lockRun(s, ['--lock', 'db'], 'db');
+    const cache = lockRun(s, ['--lock', 'cache'], 'cache');
+    const exec = lockRun(s, [], 'exec');
+    // all three at once: each holds its own lock
+    for (const [p, tag, name] of [[db, 'db', 'db'], [cache, 'cache', 'cache'], [exec, 'exec', 'exec']] as const) {
+      await p.waitFor(new RegExp(`holding ${tag} ${name} \\d+`));
+    }
+    // a second holder of db is turned away, naming the holder; of another name it is not
+    const busy = await runCli(['lock', 'run', '--lock', 'db', '--', 'true'], { cwd: s.project, env: s.env });
+    expect(busy.code, busy.stderr).toBe(75);
+    expect(busy.stderr).toMatch(new RegExp(`^db busy: held by pid ${db.pid} on \\S+ \\(lock run\\)`));
+    const skip = await runCli(['lock', 'run', '--lock', 'db', '--if-busy', 'skip', '--', 'true'], { cwd: s.project, env: s.env });
+    expect([skip.code, skip.stdout]).toEqual([0, 'skipped: db busy\n']);
+    const other = await runCli(['lock', 'run', '--lock', 'queue', '--', 'sh', '-c', 'echo $ROUTINELY_LOCK_NAME'], { cwd: s.project, env: s.env });
+    expect([other.code, other.stdout]).toEqual([0, 'queue\n']);
+    // lock status: the exec lock first, then each named lock in use; --json names each
+    const status = await runCli(['lock', 'status'], { cwd: s.project, env: s.env });
+    expect(status.stdout).toMatch(/^exec-run lock: held\n(.*\n)*cache lock: held\n(.*\n)*db lock: held\n/);
+    expect(status.stdout).not.toMatch(/queue lock/); // released: not in use
+    const json = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: s.project, env: s.env })).stdout) as { lock: string; state: string; named: { lock: string; held: number }[] };
+    expect(json).toMatchObject({ lock: 'exec', state: 'held' });
+    expect(json.named.map((n) => [n.lock, n.held])).toEqual([['cache', 1], ['db', 1]]);
+    writeGo(s);
+    for (const p of [db, cache, exec]) expect((await p.exited).code).toBe(0);
+  });
+
+  it('a 2-slot lock: three at once, two hold it and the third is busy; a waiter gets the first slot freed', async () => {
+    const s = await setup(backend);
+    const first = lockRun(s, ['--lock', 'agents'], 'one');
+    const second = lockRun(s, ['--lock', 'agents'], 'two');
+    await first.waitFor(/holding one agents/);
+    await second.waitFor(/holding two agents/);
+    const third = await runCli(['lock', 'run', '--lock', 'agents', '--', 'true'], { cwd: s.project, env: s.env });
+    expect(third.code).toBe(75);
+    expect(third.stderr).toMatch(/^agents busy: held by pid \d+ .*, and pid \d+ .* \(all 2 slots\)\n/);
+    const named = JSON.parse((await runCli(['lock', 'status', '--lock', 'agents', '--json'], { cwd: s.project, env: s.env })).stdout) as { slots: number; held: number; slot_status: { slot: number; state: string; record: { owner: { pid: number } } }[] };
+    expect(named).toMatchObject({ slots: 2, held: 2 });
+    expect(named.slot_status.map((x) => x.record.owner.pid).sort()).toEqual([first.pid, second.pid].sort());
+    const text = await runCli(['lock', 'status', '--lock', 'agents'], { cwd: s.project, env: s.env });
+    expect(text.stdout).toMatch(/^agents lock: 2 of 2 slots held\n {2}slot 1: held\n(.*\n)* {2}slot 2: held\n/);
+    // a waiter: in when one of them lets go
+    const waiter = startCli(['lock', 'run', '--lock', 'agents', '--if-busy', 'wait', '--', 'sh', '-c', 'echo in $ROUTINELY_LOCK_NAME'], { cwd: s.project, env: s.env, timeoutMs: 60_000 });
+    await waiter.waitFor(/waiting for the agents lock, held by .* \(all 2 slots\)/);
+    first.child.kill('SIGTERM');
+    expect((await waiter.exited).code, waiter.stderr()).toBe(0);
+    expect(waiter.stdout()).toBe('in agents\n');
+    writeGo(s);
+    await second.exited;
+  });
+
+  it('a slot holder SIGKILLed: its slot is taken at once by the next, its command\'s group ended; generations only rise', async () => {
+    const s = await setup(backend, { locks: { agents: { slots: 2 } }, lock: { ttlSeconds: 30 } });
+    const keep = lockRun(s, ['--lock', 'agents'], 'keep');
+    const doomed = lockRun(s, ['--lock', 'agents'], 'doomed');
+    await keep.waitFor(/holding keep/);
+    const genBefore = Number((await doomed.waitFor(/holding doomed agents (\d+)/))[1]);
+    const status = JSON.parse((await runCli(['lock', 'status', '--lock', 'agents', '--json'], { cwd: s.project, env: s.env })).stdout) as { slot_status: { slot: number; record: { owner: { pid: number; children?: { pid: number }[] } } }[] };
+    const slot = status.slot_status.find((x) => x.record.owner.pid === doomed.pid)!;
+    const orphan = slot.record.owner.children?.[0]?.pid;
+    expect(orphan, 'the command\'s group is recorded').toBeGreaterThan(1);
+    doomed.child.kill('SIGKILL');
+    await doomed.exited;
+    expect(processRuns(orphan!), 'the orphan outlives its holder until a taker ends it').toBe(true);
+    // the next taker gets the dead holder's slot (not the one `keep` holds) at once
+    const next = await runCli(['lock', 'run', '--lock', 'agents', '--', 'sh', '-c', 'echo "gen $ROUTINELY_LOCK_GENERATION"'], { cwd: s.project, env: s.env });
+    expect(next.code, next.stderr).toBe(0);
+    const genAfter = Number(/gen (\d+)/.exec(next.stdout)![1]);
+    expect(genAfter, 'the slot\'s generation rose').toBeGreaterThan(genBefore);
+    await eventually(() => !processRuns(orphan!), 10_000, 'the dead holder\'s command ended');
+    expect(keep.child.exitCode, 'the other slot\'s holder goes on').toBeNull();
+    writeGo(s);
+    expect((await keep.exited).code).toBe(0);
+  });
+
+  it('a slot holder stopped (SIGSTOP) past its TTL: its slot is taken, and resumed it stops with `lock lost`', async () => {
+    const s = await setup(backend, { locks: { agents: { slots: 1 } }, lock: { ttlSeconds: 2, refreshSeconds: 0.5 } });
+    const stalled = lockRun(s, ['--lock', 'agents'], 'stalled');
+    const gen = Number((await stalled.waitFor(/holding stalled agents (\d+)/))[1]);
+    stalled.child.kill('SIGSTOP');
+    try {
+      const taker = startCli(['lock', 'run', '--lock', 'agents', '--if-busy', 'wait', '--wait-timeout', '60', '--', 'sh', '-c', 'echo "gen $ROUTINELY_LOCK_GENERATION"'], { cwd: s.project, env: s.env, timeoutMs: 90_000 });
+      expect((await taker.exited).code, taker.stderr()).toBe(0);
+      expect(Number(/gen (\d+)/.exec(taker.stdout())![1])).toBeGreaterThan(gen);
+    } finally {
+      stalled.child.kill('SIGCONT');
+    }
+    const { code } = await stalled.exited;
+    expect(code).toBe(1);
+    expect(stalled.stderr()).toMatch(/lock lost/);
+  });
+
+  it('lock break --lock: a stale slot only, each slot said', async () => {
+    const s = await setup(backend);
+    const holder = lockRun(s, ['--lock', 'agents'], 'h');
+    await holder.waitFor(/holding h/);
+    const refused = await runCli(['lock', 'break', '--lock', 'agents'], { cwd: s.project, env: s.env });
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).toMatch(/not breaking the agents \(slot \d\) lock: it is held by pid \d+/);
+    expect(refused.stdout).toMatch(/agents \(slot \d\) lock: free; nothing to break/);
+    writeGo(s);
+    await holder.exited;
+  });
+});
+
+/** Lets the holders' commands finish (they run in the project folder). */
+function writeGo(s: Setup): void {
+  writeFileSync(join(s.project, 'go'), '');
+}
