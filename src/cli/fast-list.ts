@@ -47,7 +47,7 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
       next = nextCached(r, now);
       if (!next) return null; // the cache ran out: the full path computes it
     }
-    routines.push({ id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled, starvedAfterSkips: r.starvedAfterSkips, next });
+    routines.push({ id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled, lock: r.lock, starvedAfterSkips: r.starvedAfterSkips, next });
   }
   // the same checks as the full path's backend (SPEC §12)
   trustRoot(stateDir);

@@ -9,7 +9,10 @@ import type { Project } from '../config/load.js';
 import { listRuns } from '../exec-api.js';
 import { summarize, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
-import { lockStatusAll, slotsOf } from '../lock/named.js';
+import { busyReason, lockStatusAll, slotsOf } from '../lock/named.js';
+
+/** The lock a routine takes, as views name it: "exec", a named lock, or "none" (not exclusive). */
+const routineLock = (r: { exclusive: boolean; lock: string } | undefined): string => (!r ? 'exec' : r.exclusive ? r.lock : 'none');
 import { LoopWatch, type Health } from '../http/health.js';
 import { Metrics } from '../http/metrics.js';
 import { startStatusServer } from '../http/server.js';
@@ -100,14 +103,15 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
         }).then(async (o) => {
           if (o.kind === 'ran') await o.announced;
           if (o.kind === 'busy') {
-            if (policy.ifBusy === 'skip') answer({ state: 'skipped', reason: 'exec busy' });
-            else answer({ state: 'busy', error: `exec busy: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}` });
+            const busy = busyReason(def.exclusive ? def.lock : 'exec');
+            if (policy.ifBusy === 'skip') answer({ state: 'skipped', reason: busy });
+            else answer({ state: 'busy', error: `${busy}: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}` });
           } else {
             // a fire that failed before it started (its tasks unreadable, the lock's store down)
             // never called onStarted: it is answered with its record (a no-op when answered)
             answer({ state: 'finished', result: o.fire.result, reason: o.fire.reason, run_id: o.fire.run_id });
           }
-          w.log({ event: 'http.action', action: 'run', routine: id, outcome: o.kind === 'busy' ? 'not run, exec busy' : `${o.fire.result}${o.fire.reason ? ` (${o.fire.reason})` : ''}` });
+          w.log({ event: 'http.action', action: 'run', routine: id, outcome: o.kind === 'busy' ? `not run, ${busyReason(def.exclusive ? def.lock : 'exec')}` : `${o.fire.result}${o.fire.reason ? ` (${o.fire.reason})` : ''}` });
         }, (err: Error) => {
           warn(err.message);
           fail(err);
@@ -170,7 +174,7 @@ async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health:
     // imported on use: a static import would make esbuild split routine-commands into a shared
     // chunk, one more file for every `routine list` to load
     routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
-    routineConfig: () => Object.fromEntries(w.project().config.routines.map((r) => [r.id, { exclusive: r.exclusive, if_busy: r.ifBusy }])),
+    routineConfig: () => Object.fromEntries(w.project().config.routines.map((r) => [r.id, { exclusive: r.exclusive, if_busy: r.ifBusy, lock: routineLock(r) }])),
     recent: async (ids) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id, warn))] as const))),
     // as `lock status --json`: the exec lock, and every named lock in use beside it
     lock: () => lockStatusAll(w.backend.lock, (name) => slotsOf(w.project().config.locks, name)),
@@ -215,7 +219,7 @@ export interface SchedulerHttp {
 /** The server of `scheduler start --http`: healthy while the loop runs and the lock is held. */
 export async function schedulerHttp(w: Wiring & WithRecorder & { lockProblem: () => string | null }): Promise<SchedulerHttp> {
   const watch = new LoopWatch(systemClock, w.lockProblem);
-  const metrics = new Metrics(true, w.backend.dbClock !== undefined);
+  const metrics = new Metrics(true, w.backend.dbClock !== undefined, (id) => routineLock(w.project().config.routines.find((r) => r.id === id)));
   const server = await start(w, 'scheduler', async () => watch.health(), async () => watch.health().ok, metrics);
   return {
     observer: { sleeping: (ms) => watch.sleeping(ms), fired: (id, fire) => metrics.fired(id, fire) },
@@ -239,7 +243,7 @@ export async function serveHttp(w: Wiring & { schedulerKey: string }): Promise<{
     }
   };
   const schedulerUp = async (): Promise<boolean> => (await w.backend.lock.status(w.schedulerKey)).state === 'held';
-  const metrics = new Metrics(false, w.backend.dbClock !== undefined);
+  const metrics = new Metrics(false, w.backend.dbClock !== undefined, (id) => routineLock(w.project().config.routines.find((r) => r.id === id)));
   // the page's runs are recorded as the scheduler records its fires: counted, announced
   const recorder = new Recorder({
     store: w.backend.routines, clock: w.backend.clock, log: w.log, host: w.host, stateDir: () => w.project().stateDir,

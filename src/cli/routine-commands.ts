@@ -4,7 +4,8 @@ import { printable } from '../printable.js';
 import { systemClock } from '../clock.js';
 import { cronProblem } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
-import { ID_PATTERN, type RoutineDef } from '../config/types.js';
+import { EXEC_LOCK_NAME, ID_PATTERN, type RoutineDef } from '../config/types.js';
+import { busyReason } from '../lock/named.js';
 import { ConfigError, ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { parseTimeArg } from './time-arg.js';
 import { ownerGone } from '../scheduler/firing.js';
@@ -84,7 +85,7 @@ function nextRunOf(project: Project, r: RoutineDef, now: Date): ZoneTime | null 
 export function listedRoutines(project: Project, now: Date): ListedRoutine[] {
   return project.config.routines.map((r) => ({
     id: r.id, schedule: r.schedule, timezone: routineZone(r, project) ?? null, action: r.action, enabled: r.enabled,
-    starvedAfterSkips: r.starvedAfterSkips, next: nextRunOf(project, r, now),
+    lock: r.exclusive ? r.lock : 'none', starvedAfterSkips: r.starvedAfterSkips, next: nextRunOf(project, r, now),
   }));
 }
 
@@ -136,7 +137,7 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
     if (!fromState) routines = listedRoutines(project, now);
   }
   // With an invalid config, the routines the state knows (no schedule, action or next run).
-  routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, starvedAfterSkips: 3, next: null }));
+  routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, lock: null, starvedAfterSkips: 3, next: null }));
   // the next `routine list` starts from the cache (fast-list.ts), scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
   return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);
@@ -171,7 +172,7 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
     const outcome = await runManually({
       project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, recorder, by: `cli, pid ${process.pid}`,
       onStarted: () => (flags.json ? undefined : out(`started ${id}`)),
-      onWait: waitNotice(policy),
+      onWait: waitNotice(policy, def.exclusive ? def.lock : EXEC_LOCK_NAME),
       // the command's output also goes to this terminal (SPEC §10), and always to its log
       echo: (chunk) => (flags.json ? process.stderr : process.stdout).write(chunk),
     });
@@ -180,16 +181,17 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
       // starvation, nobody notified (SPEC §4); the holder is named as every command names it.
       if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
       const holder = outcome.holder ? describeHolder(outcome.holder, backend.clock.now()) : 'another process';
-      if (flags.json) out(JSON.stringify({ routine: id, result: policy.ifBusy === 'skip' ? 'skipped' : 'busy', reason: 'exec busy', holder, recorded: false }, null, 2));
+      const busy = busyReason(def.exclusive ? def.lock : EXEC_LOCK_NAME);
+      if (flags.json) out(JSON.stringify({ routine: id, result: policy.ifBusy === 'skip' ? 'skipped' : 'busy', reason: busy, holder, recorded: false }, null, 2));
       if (policy.ifBusy === 'skip') {
         if (flags.json) return ExitCode.OK;
-        out('skipped: exec busy');
+        out(`skipped: ${busy}`);
         return ExitCode.OK;
       }
       if (flags.json) return ExitCode.BUSY;
-      if (policy.ifBusy === 'wait') err(`exec busy: still held by ${holder} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
+      if (policy.ifBusy === 'wait') err(`${busy}: still held by ${holder} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
       else {
-        err(`exec busy: held by ${holder}`);
+        err(`${busy}: held by ${holder}`);
         err(`  to wait for it instead, add --if-busy wait (--wait-timeout S gives up after S seconds)`);
       }
       return ExitCode.BUSY;

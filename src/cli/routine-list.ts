@@ -22,6 +22,8 @@ export interface ListedRoutine {
   timezone: string | null;
   action: string | null;
   enabled: boolean | null;
+  /** The lock it takes: "exec", a named lock, "none" ("exclusive": false); null when not known. */
+  lock: string | null;
   starvedAfterSkips: number;
   /** The next fire time in the routine's zone; null when none (disabled, unknown). */
   next: ZoneTime | null;
@@ -41,6 +43,8 @@ export type ListRow = {
   timezone: string | null;
   action: string | null;
   enabled: boolean | null;
+  /** The lock it takes: "exec", a named lock, "none"; null when the config is not at hand. */
+  lock: string | null;
   next_run_at: string | null;
 } & Omit<RoutineRecord, 'open_fires'> & {
   /** Its last run failed (`consecutive_failures > 0`), whatever skips came after (SPEC §6). */
@@ -65,7 +69,7 @@ export function listRows(routines: readonly ListedRoutine[], records: Record<str
     const { open_fires: open, ...record } = records[r.id] ?? emptyRecord();
     const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
     return {
-      id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled,
+      id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled, lock: r.lock,
       next_run_at: r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null,
       ...record,
       failing: record.consecutive_failures > 0,
@@ -109,7 +113,8 @@ function lastCell(r: ListRow, nowMs: number): Cell {
     const skips = r.last_result === 'skipped' && r.consecutive_skips > 0 ? ` (then ${skipsText(r.consecutive_skips)})` : ago;
     return { text: `failing${times}${skips}`, colour: 'red' };
   }
-  if (r.starved) return { text: `starved: ${r.consecutive_skips} skips`, colour: 'magenta' };
+  // starved on a named lock: which one (SPEC §4.16)
+  if (r.starved) return { text: `starved: ${r.consecutive_skips} skips${r.lock && r.lock !== 'exec' && r.lock !== 'none' ? ` (${r.lock} busy)` : ''}`, colour: 'magenta' };
   if (!r.last_result) return { text: 'never', colour: 'gray' };
   if (r.last_result === 'success') return { text: `ok${ago}`, colour: 'green' };
   if (r.last_result === 'skipped') return { text: `skipped${ago}`, colour: 'yellow' };

@@ -74,9 +74,9 @@ export async function takeAction(s: StatusSources, id: string, action: string, b
       case 'started':
         return [202, { ...r, routine: id, message: `started ${id}${r.run_id ? ` (run ${r.run_id})` : ''}` }];
       case 'waiting':
-        return [202, { ...r, routine: id, message: `waiting for the exec lock: ${r.why}` }];
+        return [202, { ...r, routine: id, message: `waiting for its lock: ${r.why}` }];
       case 'skipped':
-        return [200, { ...r, routine: id, message: 'skipped: exec busy (nothing recorded)' }];
+        return [200, { ...r, routine: id, message: `skipped: ${r.reason} (nothing recorded)` }];
       case 'busy':
         return [409, { ...r, routine: id, message: `${r.error} (nothing recorded)` }];
       case 'finished':

@@ -9,14 +9,22 @@ import type { Fire } from '../state/routine-state.js';
 /** Seconds: cron work runs from a blink (a few ms) to hours. */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200];
 /** Why a tick was skipped, as the label of routinely_skips_total (snake_case: label values are
- * matched in rules and dashboards, where a space needs quoting everywhere). */
+ * matched in rules and dashboards, where a space needs quoting everywhere): its lock busy
+ * (`exec_busy`, or `<name>_busy` for a named lock, SPEC §4.16), its previous run, a stop. */
 export const SKIP_REASONS = ['exec_busy', 'previous_run', 'scheduler_stopping'] as const;
 
-function skipReason(reason: string | null): (typeof SKIP_REASONS)[number] {
+/** The label of a busy skip of `lock`: `exec_busy`, `db_busy` (a "-" in a name becomes "_"). */
+export const busyLabel = (lock: string): string => `${lock.replace(/-/g, '_')}_busy`;
+
+function skipReason(reason: string | null): string {
   if (reason?.startsWith('previous run')) return 'previous_run';
   if (reason?.startsWith('scheduler')) return 'scheduler_stopping';
-  return 'exec_busy';
+  const busy = /^([a-z0-9][a-z0-9_-]*) busy\b/.exec(reason ?? '');
+  return busyLabel(busy?.[1] ?? 'exec');
 }
+
+/** The skip reasons of a routine whose busy skips are of `lock`. */
+const reasonsOf = (lock: string): string[] => (lock === 'none' ? ['previous_run', 'scheduler_stopping'] : [busyLabel(lock), 'previous_run', 'scheduler_stopping']);
 const RESULTS = ['success', 'failure', 'skipped'] as const;
 
 export interface SharedState {
@@ -36,7 +44,7 @@ export interface SharedState {
     /** How long its last fire that ran (success or failure) took; null: none ran. */
     last_run_duration_ms: number | null;
     /** What the config says of it; null when the config is not at hand. */
-    config: { schedule: string; timezone: string; action: string; exclusive: boolean; if_busy: string } | null;
+    config: { schedule: string; timezone: string; action: string; exclusive: boolean; if_busy: string; lock: string } | null;
   }[];
   execLockHeld: boolean;
   schedulerUp: boolean;
@@ -64,16 +72,18 @@ export class Metrics {
   private readonly running: Gauge<'routine'>;
   private readonly lastSchedule: Gauge<'routine'>;
   private readonly lastDuration: Gauge<'routine'>;
-  private readonly routineInfo: Gauge<'routine' | 'schedule' | 'timezone' | 'action' | 'exclusive' | 'if_busy'>;
+  private readonly routineInfo: Gauge<'routine' | 'schedule' | 'timezone' | 'action' | 'exclusive' | 'if_busy' | 'lock'>;
   private readonly info: Gauge<'version' | 'project' | 'host'>;
   private readonly clockOffset: Gauge | null;
-  /** Routines whose fire series exist. */
-  private readonly seen = new Set<string>();
+  /** Routines whose fire series exist, with the skip reasons they were made with. */
+  private readonly seen = new Map<string, string[]>();
+
   /** Scrapes one at a time: gauges are reset and refilled for each. */
   private queue: Promise<unknown> = Promise.resolve();
 
-  /** @param countsFires false for `serve`, which fires nothing and so exports no fire series. */
-  constructor(private readonly countsFires: boolean, withDbClock = false) {
+  /** @param countsFires false for `serve`, which fires nothing and so exports no fire series.
+   * @param lockOf a routine's lock as the config has it now (its busy skips are `<lock>_busy`). */
+  constructor(private readonly countsFires: boolean, withDbClock = false, private readonly lockOf: (routine: string) => string = () => 'exec') {
     const registers = [this.registry];
     this.fires = new Counter({ name: 'routinely_fires_total', help: 'Fires recorded by this scheduler, by routine and result (success, failure, skipped).', labelNames: ['routine', 'result'], registers });
     this.duration = new Histogram({ name: 'routinely_fire_duration_seconds', help: 'How long the fires of a routine that ran took (busy skips did no work and are not observed).', labelNames: ['routine'], buckets: DURATION_BUCKETS, registers });
@@ -87,12 +97,12 @@ export class Metrics {
     this.lastFailure = new Gauge({ name: 'routinely_last_failure_timestamp_seconds', help: 'When the routine last failed (epoch seconds); 0 if never.', labelNames: ['routine'], registers });
     this.nextFire = new Gauge({ name: 'routinely_next_fire_timestamp_seconds', help: 'When the routine fires next (epoch seconds); 0 when it has no next time (disabled).', labelNames: ['routine'], registers });
     this.starved = new Gauge({ name: 'routinely_routine_starved', help: '1 while the routine has met a busy exec lock starvedAfterSkips times in a row, else 0.', labelNames: ['routine'], registers });
-    this.skipsTotal = new Counter({ name: 'routinely_skips_total', help: 'Ticks this scheduler skipped, by routine and reason (exec_busy, previous_run, scheduler_stopping).', labelNames: ['routine', 'reason'], registers });
+    this.skipsTotal = new Counter({ name: 'routinely_skips_total', help: 'Ticks this scheduler skipped, by routine and reason (exec_busy, or <lock>_busy for a named lock; previous_run, scheduler_stopping).', labelNames: ['routine', 'reason'], registers });
     // kube-state-metrics' CronJob series have these counterparts
     this.running = new Gauge({ name: 'routinely_routine_running', help: '1 while a fire of the routine is running (on any host), else 0.', labelNames: ['routine'], registers });
     this.lastSchedule = new Gauge({ name: 'routinely_last_schedule_timestamp_seconds', help: 'The scheduled time of the routine\'s last fire, of any result (epoch seconds); 0 if never.', labelNames: ['routine'], registers });
     this.lastDuration = new Gauge({ name: 'routinely_last_duration_seconds', help: 'How long the routine\'s last fire that ran (success or failure) took; 0 if none ran.', labelNames: ['routine'], registers });
-    this.routineInfo = new Gauge({ name: 'routinely_routine_info', help: 'Always 1: the routine as the config has it (schedule, timezone, action, exclusive, if_busy).', labelNames: ['routine', 'schedule', 'timezone', 'action', 'exclusive', 'if_busy'], registers });
+    this.routineInfo = new Gauge({ name: 'routinely_routine_info', help: 'Always 1: the routine as the config has it (schedule, timezone, action, exclusive, if_busy, and the lock it takes: exec, a named lock, or none).', labelNames: ['routine', 'schedule', 'timezone', 'action', 'exclusive', 'if_busy', 'lock'], registers });
     this.clockOffset = withDbClock
       ? new Gauge({ name: 'routinely_database_clock_offset_seconds', help: 'The database clock minus this host\'s clock, as last measured (PostgreSQL backend): ticks and times follow the database.', registers })
       : null;
@@ -105,7 +115,12 @@ export class Metrics {
       this.ensureSeries(routine);
       this.fires.inc({ routine, result: fire.result });
       if (fire.result !== 'skipped') this.duration.observe({ routine }, Math.max(0, fire.duration_ms) / 1000);
-      else this.skipsTotal.inc({ routine, reason: skipReason(fire.reason) });
+      else {
+        const reason = skipReason(fire.reason);
+        const known = this.seen.get(routine)!;
+        if (!known.includes(reason)) known.push(reason);
+        this.skipsTotal.inc({ routine, reason });
+      }
     } catch {
       // a metric that cannot be counted must not cost the fire
     }
@@ -114,18 +129,24 @@ export class Metrics {
   /** Every fire series of a routine exists from its first scrape or fire on, so rate() and
    * increase() see the first fire. Once per routine: zero() empties a histogram. */
   private ensureSeries(routine: string): void {
-    if (this.seen.has(routine)) return;
-    this.seen.add(routine);
+    const reasons = reasonsOf(this.lockOf(routine));
+    const had = this.seen.get(routine);
+    if (had) {
+      // its lock changed (a reload): the busy skips of the new one exist from now on
+      for (const reason of reasons) if (!had.includes(reason)) (had.push(reason), this.skipsTotal.inc({ routine, reason }, 0));
+      return;
+    }
+    this.seen.set(routine, reasons);
     for (const result of RESULTS) this.fires.inc({ routine, result }, 0);
-    for (const reason of SKIP_REASONS) this.skipsTotal.inc({ routine, reason }, 0);
+    for (const reason of reasons) this.skipsTotal.inc({ routine, reason }, 0);
     this.duration.zero({ routine });
   }
 
   /** A routine no longer in the config (a reload removed it) loses all of its series. */
   private dropSeries(routine: string): void {
+    for (const reason of this.seen.get(routine) ?? []) this.skipsTotal.remove({ routine, reason });
     this.seen.delete(routine);
     for (const result of RESULTS) this.fires.remove({ routine, result });
-    for (const reason of SKIP_REASONS) this.skipsTotal.remove({ routine, reason });
     this.duration.remove({ routine });
   }
 
@@ -139,7 +160,7 @@ export class Metrics {
   private async fill(state: SharedState): Promise<string> {
     for (const g of [this.lastSuccess, this.skips, this.paused, this.failing, this.failures, this.lastFailure, this.nextFire, this.starved, this.running, this.lastSchedule, this.lastDuration, this.routineInfo, this.info]) g.reset();
     const ids = new Set(state.routines.map((r) => r.id));
-    for (const routine of [...this.seen]) if (!ids.has(routine)) this.dropSeries(routine);
+    for (const routine of [...this.seen.keys()]) if (!ids.has(routine)) this.dropSeries(routine);
     const seconds = (iso: string | null): number => {
       const t = iso ? Date.parse(iso) : NaN;
       return Number.isFinite(t) ? t / 1000 : 0;

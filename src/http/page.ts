@@ -99,7 +99,7 @@ function mainSections(p: { routines: string; lock: string; runs: string }): stri
 <ul class="legend" aria-label="Result strip legend">
 <li><span class="r r-success" aria-hidden="true">✓</span> ✓: ok</li>
 <li><span class="r r-failure" aria-hidden="true">F</span> F: failed</li>
-<li><span class="r r-skipped" aria-hidden="true">S</span> S: skipped (exec busy or previous run still going)</li>
+<li><span class="r r-skipped" aria-hidden="true">S</span> S: skipped (its lock busy, or its previous run still going)</li>
 <li>oldest first, newest last; a routine's name opens its fires and output</li>
 </ul>
 <div class="table-wrap" tabindex="0" role="region" aria-label="Routines table, scrolls sideways">

@@ -18,6 +18,8 @@ export interface RoutineView extends RoutineRecord {
   timezone: string | null;
   action: string;
   enabled: boolean;
+  /** The lock it takes: "exec", a named lock, "none" (absent: not known). */
+  lock?: string | null;
   next_run_at: string | null;
   starved?: boolean;
   running_since?: string | null;
@@ -47,7 +49,7 @@ export type RunAnswer =
   | { state: 'started'; run_id: string | null }
   | { state: 'waiting'; why: string }
   /** The routine's ifBusy is skip: nothing recorded (a manual run is not a tick). */
-  | { state: 'skipped'; reason: 'exec busy' }
+  | { state: 'skipped'; reason: string }
   /** Refused: the holder, as `routine run` names it. Nothing recorded. */
   | { state: 'busy'; error: string }
   /** It ended before it started its work (its tasks could not be read, the lock's store was
@@ -96,7 +98,7 @@ export interface StatusSources {
   clockOffsetMs?(): number | null;
   routines(): Promise<RoutineView[]>;
   /** What the config says of each routine beyond its list row, for routinely_routine_info. */
-  routineConfig?(): Record<string, { exclusive: boolean; if_busy: string }>;
+  routineConfig?(): Record<string, { exclusive: boolean; if_busy: string; lock: string }>;
   recent(routineIds: string[]): Promise<Record<string, RecentResults>>;
   lock(): Promise<LockStatus>;
   runs(): Promise<RunView[]>;

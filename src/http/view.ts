@@ -176,7 +176,9 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
       (skippedAt !== null ? `<span class="sub">last tick skipped ${esc(span(Math.max(0, nowMs - skippedAt)))} ago</span>` : '');
     const skips = typeof r.consecutive_skips === 'number' ? r.consecutive_skips : (recent?.trailing_skips ?? 0);
     const states: string[] = [];
-    if (holder && holder.owner.routine === r.id) states.push(badge('running', `running ${span(Math.max(0, nowMs - holder.created_at * 1000))}`));
+    // running: it holds the exec lock, or (another lock, or none) a fire of it is open
+    const runningSince = holder && holder.owner.routine === r.id ? holder.created_at * 1000 : ms(r.running_since ?? null);
+    if (runningSince !== null) states.push(badge('running', `running ${span(Math.max(0, nowMs - runningSince))}`));
     if (!r.enabled) states.push(badge('muted', 'disabled'));
     if (r.paused) states.push(badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused'));
     // failing until a run succeeds, whatever skips came after (SPEC §6)
@@ -186,7 +188,7 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
     else if (skips > 0 && failures === 0) states.push(badge('skipped', `${skips} skip${skips === 1 ? '' : 's'} in a row`));
     return (
       `<tr role="row"><th scope="row" role="rowheader"><a class="id" href="/routines/${esc(r.id)}">${esc(r.id)}</a>` +
-      `<span class="sub"><code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''} · ${esc(r.action)}</span></th>` +
+      `<span class="sub"><code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''} · ${esc(r.action)}${r.lock && r.lock !== 'exec' ? ` · ${r.lock === 'none' ? 'no lock' : `lock ${esc(r.lock)}`}` : ''}</span></th>` +
       `<td role="cell" data-label="Last 30 results"><span class="visually-hidden">${esc(summary)}</span>` +
       `<ol class="strip" aria-hidden="true">${strip}</ol></td>` +
       `<td role="cell" data-label="Last result">${lastText}</td>` +

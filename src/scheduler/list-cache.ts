@@ -29,6 +29,8 @@ export interface CachedRoutine {
   timezone: string | null;
   action: string;
   enabled: boolean;
+  /** The lock it takes: "exec", a named lock, "none". */
+  lock: string;
   starvedAfterSkips: number;
   /** The next fire times in the routine's zone, ascending (none when disabled). */
   upcoming: ZoneTime[];
@@ -139,7 +141,7 @@ const isZoneTime = (v: unknown): v is ZoneTime =>
 
 function checkRoutine(v: unknown): CachedRoutine | null {
   if (!isObj(v)) return null;
-  if (typeof v.id !== 'string' || typeof v.schedule !== 'string' || typeof v.action !== 'string' || typeof v.enabled !== 'boolean') return null;
+  if (typeof v.id !== 'string' || typeof v.schedule !== 'string' || typeof v.action !== 'string' || typeof v.enabled !== 'boolean' || typeof v.lock !== 'string') return null;
   if (v.timezone !== null && typeof v.timezone !== 'string') return null;
   if (!Number.isSafeInteger(v.starvedAfterSkips) || (v.starvedAfterSkips as number) < 1) return null;
   if (!Array.isArray(v.upcoming) || !v.upcoming.every(isZoneTime)) return null;
@@ -148,7 +150,7 @@ function checkRoutine(v: unknown): CachedRoutine | null {
     if (!isObj(v.every) || !Number.isSafeInteger(v.every.step) || (v.every.step as number) < 1000 || !Number.isSafeInteger(v.every.until)) return null;
     every = { step: v.every.step as number, until: v.every.until as number };
   }
-  return { id: v.id, schedule: v.schedule, timezone: v.timezone, action: v.action, enabled: v.enabled, starvedAfterSkips: v.starvedAfterSkips as number, upcoming: v.upcoming, ...(every ? { every } : {}) };
+  return { id: v.id, schedule: v.schedule, timezone: v.timezone, action: v.action, enabled: v.enabled, lock: v.lock, starvedAfterSkips: v.starvedAfterSkips as number, upcoming: v.upcoming, ...(every ? { every } : {}) };
 }
 
 function checkProject(v: unknown): CachedProject | null {

@@ -21,7 +21,7 @@ export type LogEvent =
   | { event: 'routine.succeeded'; routine: string; duration_ms: number; run_id: string | null }
   | { event: 'routine.failed'; routine: string; reason: string; duration_ms: number; run_id: string | null }
   | { event: 'routine.skipped'; routine: string; reason: string; holder?: string }
-  | { event: 'routine.waiting'; routine: string; holder: string }
+  | { event: 'routine.waiting'; routine: string; lock: string; holder: string }
   | { event: 'routine.queued'; routine: string; behind: string }
   | { event: 'routine.retrying'; routine: string; attempt: number; of: number; in_ms: number }
   | { event: 'routine.catch_up'; routine: string; scheduled_at: string }
@@ -83,7 +83,7 @@ export function formatText(e: LogEvent): string {
     case 'routine.queued':
       return `[routine] queued ${e.routine}: behind ${e.behind}`;
     case 'routine.waiting':
-      return `[routine] waiting ${e.routine}: exec busy (held by ${e.holder})`;
+      return `[routine] waiting ${e.routine}: ${e.lock} busy (held by ${e.holder})`;
     case 'routine.retrying':
       return `[routine] retrying ${e.routine} in ${secs(e.in_ms)} (attempt ${e.attempt} of ${e.of})`;
     case 'routine.catch_up':

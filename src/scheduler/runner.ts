@@ -16,6 +16,7 @@ import { nextFire } from './timing.js';
 import { FolderReplacedError, isStorageError } from '../errors.js';
 import { unstartedMarker } from './unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
+import { busyReason, slotsOf } from '../lock/named.js';
 import { MAX_DEFAULT_WAIT_MS, type Entry, type FireFn } from './fire-request.js';
 
 export interface RunnerOptions {
@@ -48,7 +49,9 @@ interface Active {
 }
 
 export class Runner {
-  private readonly turns = new TurnGate();
+  /** One queue per lock (SPEC §4.16): routines on one lock take turns, on different locks they
+   * run side by side; a lock of N slots lets N of its routines hold it at once. */
+  private readonly gates = new Map<string, TurnGate>();
   private readonly active = new Map<string, Active>();
   /** Every tick and delivery in flight, for shutdown. */
   private readonly inFlight = new Set<Promise<void>>();
@@ -67,8 +70,17 @@ export class Runner {
   /** Routines with a fire started or about to start (not those only queued or jittering). */
   get runningCount(): number {
     let n = 0;
-    for (const [id, a] of this.active) if (!a.jitter && !this.turns.isQueued(id)) n++;
+    for (const [id, a] of this.active) if (!a.jitter && ![...this.gates.values()].some((g) => g.isQueued(id))) n++;
     return n;
+  }
+
+  /** The queue of the lock `def` takes, with the lock's slots as the config has them now. */
+  private gate(def: RoutineDef): TurnGate {
+    const slots = slotsOf(this.o.project().config.locks, def.lock);
+    let g = this.gates.get(def.lock);
+    if (!g) this.gates.set(def.lock, (g = new TurnGate(slots)));
+    else g.resize(slots);
+    return g;
   }
 
   /** One tick of one routine, tracked until done so that shutdown waits for it. */
@@ -88,7 +100,7 @@ export class Runner {
     this.stopping = true;
     this.halt.abort();
     // queued ticks never started: they are dropped, not fired
-    this.turns.cancelAll();
+    for (const g of this.gates.values()) g.cancelAll();
     this.o.log({ event: 'scheduler.stopping', running: this.runningCount });
     if (this.inFlight.size === 0) return;
     const timeout = new AbortController();
@@ -121,7 +133,7 @@ export class Runner {
     // (busy), and this one takes its place, so the queue never grows. (A queued retry is a run
     // still going, as while it waits out its back-off.)
     const prev = this.active.get(id);
-    if (prev?.queuedTick && this.turns.supersede(id)) this.active.delete(id);
+    if (prev?.queuedTick && [...this.gates.values()].some((g) => g.supersede(id))) this.active.delete(id);
     if (this.active.has(id)) {
       // The previous fire is still going (its jitter, the lock, its retries): a busy skip.
       await this.skip(def, this.skipFire(scheduledAt, 'previous run still running'), null);
@@ -158,7 +170,7 @@ export class Runner {
         const trigger: Trigger = attempt === 1 ? 'schedule' : 'retry';
         const result = await this.inTurn(entry, scheduledAt, project, active, trigger, retry ? attempt : undefined);
         if (result === 'superseded') {
-          await this.skip(def, this.skipFire(scheduledAt, 'exec busy'), this.turns.activeId());
+          await this.skip(def, this.skipFire(scheduledAt, busyReason(def.lock)), this.gate(def).activeId());
           return;
         }
         // not started: shutdown, or this scheduler lost its lock (or paused while queued)
@@ -188,35 +200,36 @@ export class Runner {
     }
   }
 
-  /** One fire in this scheduler's turn at the exec lock (exclusive routines) or at once. */
+  /** One fire in this scheduler's turn at its lock (exclusive routines) or at once. */
   private async inTurn(entry: Entry, scheduledAt: Date, project: Project, active: Active, trigger: Trigger, attempt: number | undefined): Promise<FireResult | null | 'superseded'> {
     const { def } = entry;
     const signal = active.stop.signal;
     if (!def.exclusive) return this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
     const id = def.id;
+    const turns = this.gate(def);
     // While it waits in the queue, its own next tick supersedes it (a retry is not superseded).
     const waited = async (turn: Promise<TurnOutcome>): Promise<TurnOutcome> => {
       active.queuedTick = trigger !== 'retry';
       const outcome = await turn;
       active.queuedTick = false;
-      if (outcome === 'cancelled') this.turns.leave(id);
+      if (outcome === 'cancelled') turns.leave(id);
       return outcome;
     };
     let queued = false;
-    let outcome = await waited(this.turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
+    let outcome = await waited(turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
       queued = true;
       this.o.log({ event: 'routine.queued', routine: id, behind });
     }));
     // it waited: it may have been paused meanwhile
     if (outcome === 'start' && queued && (this.stopping || signal.aborted || (await this.isPaused(id)))) {
-      this.turns.leave(id);
+      turns.leave(id);
       return null;
     }
     while (outcome === 'start') {
       const r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
-      const metOwn = r !== null && r.result === 'skipped' && r.reason === 'exec busy' && !!r.holder && this.o.ownHolder(r.holder);
+      const metOwn = r !== null && r.result === 'skipped' && r.reason === busyReason(def.lock) && !!r.holder && this.o.ownHolder(r.holder);
       // the lock was taken by a fire of ours a moment earlier: back in the queue, no skip
-      const again = this.turns.done(id, metOwn);
+      const again = turns.done(id, metOwn);
       if (!again) return r;
       outcome = await waited(again);
     }
@@ -237,12 +250,12 @@ export class Runner {
         mayStart: () => this.o.inCharge(),
         onStarted: () => {
           this.o.stateTrouble?.(null);
-          this.turns.locked(id);
+          this.gate(def).locked(id);
           this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() });
         },
         onWait: (why, holder) => {
-          this.o.log({ event: 'routine.waiting', routine: id, holder: holder ? holderText(holder) : why });
-          this.turns.waiting(id);
+          this.o.log({ event: 'routine.waiting', routine: id, lock: def.lock, holder: holder ? holderText(holder) : why });
+          this.gate(def).waiting(id);
         },
       });
     } catch (err) {
@@ -352,7 +365,7 @@ export class Runner {
 
   private logResult(id: string, r: FireResult): void {
     if (r.result === 'success') this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
-    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'exec busy', ...(r.holder ? { holder: holderText(r.holder) } : {}) });
+    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'busy', ...(r.holder ? { holder: holderText(r.holder) } : {}) });
     else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
   }
 }

@@ -1,14 +1,24 @@
-// The runner's side of the exec lock queue (turns.ts holds the pure bookkeeping): a fire awaits
-// its turn here, and what the queue decides to start is woken.
+// The runner's side of a lock's queue (turns.ts holds the pure bookkeeping): a fire awaits its
+// turn here, and what the queue decides to start is woken.
 
-import { ExecTurns, type TurnRequest } from './turns.js';
+import { LockTurns, type TurnRequest } from './turns.js';
 
 /** What became of a request waiting for its turn. */
 export type TurnOutcome = 'start' | 'superseded' | 'cancelled';
 
 export class TurnGate {
-  private readonly turns = new ExecTurns();
+  private readonly turns: LockTurns;
   private readonly waiters = new Map<string, (o: TurnOutcome) => void>();
+
+  /** `slots`: how many of the queue's fires may hold the lock at once. */
+  constructor(slots = 1) {
+    this.turns = new LockTurns(slots);
+  }
+
+  /** The lock's slots changed (a reload). */
+  resize(slots: number): void {
+    this.wake(this.turns.resize(slots));
+  }
 
   /** Resolves 'start' at once, or when the turn comes; `queued` is told whom it waits behind. */
   take(req: TurnRequest, queued: (behind: string) => void): Promise<TurnOutcome> {

@@ -1,8 +1,9 @@
-// The scheduler's own queue for the exec lock (SPEC §6 "The scheduler never competes with
-// itself"): routines of one scheduler that are due together, or fall due while another of its
-// routines holds the exec lock, wait here and start one after another — cron runs the jobs of a
-// minute side by side, `flock -n` fails all but one of them, we run them all in turn. Only a lock
-// held by something else (a manual command, `lock run`, another host) is a busy skip.
+// The scheduler's own queue for one lock (SPEC §6 "The scheduler never competes with itself",
+// §4.16: one queue per lock): routines of one scheduler that are due together, or fall due while
+// another of its routines holds their lock, wait here and start one after another — cron runs
+// the jobs of a minute side by side, `flock -n` fails all but one of them, we run them all in
+// turn. A lock of N slots lets N of them hold it at once. Only a lock held by something else (a
+// manual command, `lock run`, another host) is a busy skip.
 //
 // Pure bookkeeping (no I/O, no timers, no promises), like timing.ts: the runner asks for a turn,
 // says when its fire waits for a foreign holder, has the lock, or is done, and starts what this
@@ -33,36 +34,48 @@ export type Ask = { now: true } | { now: false; behind: string };
 
 export type Done = { requeued: boolean; start: TurnRequest[] };
 
-export class ExecTurns {
-  private holder: Active | null = null;
-  /** A `skip` request trying the lock while the holder waits for a foreign one. */
+export class LockTurns {
+  /** The requests whose fires have a turn: at most one per slot of the lock. */
+  private readonly holders: Active[] = [];
+  /** A `skip` request trying the lock while a holder waits for a foreign one. */
   private trying: TurnRequest | null = null;
   private readonly queue: { req: TurnRequest; seq: number }[] = [];
   private seq = 0;
 
+  /** `slots`: how many may hold the lock at once (a named lock's slots; 1 for the exec lock). */
+  constructor(private slots = 1) {}
+
+  /** The lock's slots changed (a reload): what may start now. */
+  resize(slots: number): TurnRequest[] {
+    this.slots = slots;
+    return this.dispatch();
+  }
+
   /** A request may start now, or waits behind the routine named. */
   ask(req: TurnRequest): Ask {
-    if (this.holder === null && this.trying === null && this.queue.length === 0) {
-      this.holder = { req, waiting: false };
+    if (this.holders.length < this.slots && this.trying === null && this.queue.length === 0) {
+      this.holders.push({ req, waiting: false });
       return { now: true };
     }
-    if (this.holder?.waiting && this.trying === null && req.ifBusy === 'skip') {
+    if (this.holders.some((h) => h.waiting) && this.trying === null && req.ifBusy === 'skip') {
       this.trying = req;
       return { now: true };
     }
     this.insert(req);
-    return { now: false, behind: this.trying?.id ?? this.holder?.req.id ?? this.queue[0]!.req.id };
+    return { now: false, behind: this.trying?.id ?? this.holders[0]?.req.id ?? this.queue[0]!.req.id };
   }
 
   /** The fire of `id` waits for a lock held by someone else: a queued `skip` request may try. */
   waiting(id: string): TurnRequest[] {
-    if (this.holder?.req.id === id) this.holder.waiting = true;
+    const h = this.holders.find((x) => x.req.id === id);
+    if (h) h.waiting = true;
     return this.dispatch();
   }
 
-  /** The fire of `id` holds the exec lock now. */
+  /** The fire of `id` holds the lock now. */
   locked(id: string): void {
-    if (this.holder?.req.id === id) this.holder.waiting = false;
+    const h = this.holders.find((x) => x.req.id === id);
+    if (h) h.waiting = false;
   }
 
   /** The fire of `id` is over (its lock released). `metOwn`: it found the lock held by a fire of
@@ -70,18 +83,19 @@ export class ExecTurns {
    * was a real busy skip. Returns whether it was requeued and what starts now. */
   done(id: string, metOwn = false): Done {
     let req: TurnRequest | null = null;
-    if (this.holder?.req.id === id) {
-      req = this.holder.req;
-      this.holder = null;
+    const i = this.holders.findIndex((h) => h.req.id === id);
+    if (i !== -1) {
+      req = this.holders[i]!.req;
+      this.holders.splice(i, 1);
     } else if (this.trying?.id === id) {
       req = this.trying;
       this.trying = null;
     }
-    const othersActive = this.holder !== null || this.trying !== null;
+    const othersActive = this.holders.length > 0 || this.trying !== null;
     const requeued = req !== null && metOwn && othersActive;
     if (requeued) {
-      // the other active fire has the lock: the holder stopped waiting for a foreign one
-      if (this.holder) this.holder.waiting = false;
+      // another active fire has the lock: no holder waits for a foreign one
+      for (const h of this.holders) h.waiting = false;
       this.insert(req!);
     }
     return { requeued, start: this.dispatch() };
@@ -99,7 +113,7 @@ export class ExecTurns {
 
   /** The routine whose fire has the turn (or tries the lock), for "behind <id>". */
   activeId(): string | null {
-    return this.holder?.req.id ?? this.trying?.id ?? null;
+    return this.holders[0]?.req.id ?? this.trying?.id ?? null;
   }
 
   queued(): TurnRequest[] {
@@ -115,16 +129,17 @@ export class ExecTurns {
     this.queue.splice(i, 0, entry);
   }
 
-  /** What may start: the queue's head when nothing is active; a `skip` request to try the lock
-   * while the holder waits for a foreign one. */
+  /** What may start: the queue's head while a slot is free (and nothing tries the lock); a
+   * `skip` request to try the lock while a holder waits for a foreign one. */
   private dispatch(): TurnRequest[] {
-    if (this.holder === null && this.trying === null) {
-      const next = this.queue.shift();
-      if (!next) return [];
-      this.holder = { req: next.req, waiting: false };
-      return [next.req];
+    const start: TurnRequest[] = [];
+    while (this.holders.length < this.slots && this.trying === null && this.queue.length > 0) {
+      const next = this.queue.shift()!;
+      this.holders.push({ req: next.req, waiting: false });
+      start.push(next.req);
     }
-    if (this.holder?.waiting && this.trying === null) {
+    if (start.length > 0) return start;
+    if (this.holders.some((h) => h.waiting) && this.trying === null) {
       const i = this.queue.findIndex((q) => q.req.ifBusy === 'skip');
       if (i === -1) return [];
       this.trying = this.queue.splice(i, 1)[0]!.req;

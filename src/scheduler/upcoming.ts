@@ -27,7 +27,7 @@ export function cachedRoutines(project: Project, nowMs: number): CachedRoutine[]
       }
       every = evenlyOn(cron, upcoming, nowMs + COVER_MS, zone);
     }
-    return { id: def.id, schedule: def.schedule, timezone: zone ?? null, action: def.action, enabled: def.enabled, starvedAfterSkips: def.starvedAfterSkips, upcoming, ...(every ? { every } : {}) };
+    return { id: def.id, schedule: def.schedule, timezone: zone ?? null, action: def.action, enabled: def.enabled, lock: def.exclusive ? def.lock : 'none', starvedAfterSkips: def.starvedAfterSkips, upcoming, ...(every ? { every } : {}) };
   });
 }
 

@@ -83,9 +83,10 @@ export const emptyRecord = (): RoutineRecord => ({
   paused_note: null,
 });
 
-/** Whether a skip is one that starves the routine: the exec lock was busy (held by something
- * else, or not freed within a wait). Its own previous run still going is not starvation. */
-export const starvingSkip = (fire: Pick<Fire, 'result' | 'reason'>): boolean => fire.result === 'skipped' && (fire.reason ?? 'exec busy').startsWith('exec busy');
+/** Whether a skip is one that starves the routine: its lock was busy (`exec busy`, or `<name>
+ * busy` for a named lock: held by something else, or not freed within a wait). Its own previous
+ * run still going is not starvation. */
+export const starvingSkip = (fire: Pick<Fire, 'result' | 'reason'>): boolean => fire.result === 'skipped' && /^[a-z0-9][a-z0-9_-]* busy\b/.test(fire.reason ?? 'exec busy');
 
 /** Records one fire. A skip never counts as a failure and leaves `consecutive_failures` alone. */
 export function applyFire(prior: RoutineRecord | undefined, fire: Fire): RoutineRecord {

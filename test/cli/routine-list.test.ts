@@ -10,7 +10,7 @@ const fire = (result: Fire['result'], at: string, reason: string | null = null):
   result, reason, scheduled_at: at, started_at: at, finished_at: at, duration_ms: 10, exit_code: result === 'failure' ? 3 : null, run_id: null,
 });
 const listed = (id: string): ListedRoutine => ({
-  id, schedule: '* * * * *', timezone: 'UTC', action: 'command', enabled: true, starvedAfterSkips: 3,
+  id, schedule: '* * * * *', timezone: 'UTC', action: 'command', enabled: true, lock: 'exec', starvedAfterSkips: 3,
   next: { at: NOW + 30_000, date: '2026-11-29', time: '19:00:30', zone: 'UTC' },
 });
 const record = (...fires: Fire[]): RoutineRecord => fires.reduce<RoutineRecord>((r, f) => applyFire(r, f), emptyRecord());

@@ -3,7 +3,7 @@
 // SIGKILLed gives its slot back at once with its command's group ended; a holder stopped past its
 // TTL loses its slot and says `lock lost`; every slot's generation only rises.
 
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
@@ -143,3 +143,60 @@ describe.each(backends)('named locks, %s backend', (backend) => {
 function writeGo(s: Setup): void {
   writeFileSync(join(s.project, 'go'), '');
 }
+
+/** Each line `<id> start|end <epoch ms>` a routine's command wrote. */
+function spans(file: string): Map<string, { s: number; e: number }[]> {
+  const out = new Map<string, { s: number; e: number }[]>();
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.trim().split('\n').filter(Boolean)) {
+    const [id, kind, t] = line.split(' ');
+    const list = out.get(id!) ?? [];
+    if (kind === 'start') list.push({ s: Number(t), e: Infinity });
+    else list.at(-1)!.e = Number(t);
+    out.set(id!, list);
+  }
+  return out;
+}
+
+const overlaps = (a: { s: number; e: number }[], b: { s: number; e: number }[]): number => a.filter((x) => b.some((y) => x.s < y.e && y.s < x.e)).length;
+
+describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () => {
+  it('a routine on db and one on cache run side by side; two on db take turns; a 2-slot lock runs two at once; a db held from outside is a busy skip named db', async () => {
+    const marks = 'marks';
+    const work = (id: string): string => `echo "${id} start $(date +%s%3N)" >> ${marks}; sleep 0.6; echo "${id} end $(date +%s%3N)" >> ${marks}`;
+    const routine = (id: string, lock: string) => ({ id, schedule: '*/2 * * * * *', action: 'command', run: work(id), lock });
+    const project = testProject({
+      locks: { pool: { slots: 2 } },
+      routines: [routine('db1', 'db'), routine('db2', 'db'), routine('cache', 'cache'), routine('p1', 'pool'), routine('p2', 'pool'), routine('p3', 'pool')],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 90_000 });
+    await s.waitFor(/\[scheduler\] started \(6 routines\)/);
+    const file = join(project, marks);
+    await eventually(() => (spans(file).get('db2') ?? []).filter((x) => x.e < Infinity).length >= 3, 30_000, 'three turns of db2', () => s.stdout());
+    const sp = spans(file);
+    // different locks: side by side; one lock: one at a time; two slots: two at once, never three
+    expect(overlaps(sp.get('db1')!, sp.get('cache')!), 'db1 and cache side by side').toBeGreaterThan(0);
+    expect(overlaps(sp.get('db1')!, sp.get('db2')!), 'db1 and db2 never at once').toBe(0);
+    const pool = ['p1', 'p2', 'p3'].flatMap((id) => sp.get(id)!.map((x) => ({ ...x, id })));
+    const most = Math.max(...pool.map((x) => pool.filter((y) => y.s <= x.s && x.s < y.e).length));
+    expect(most, 'the pool lock: two at once at most').toBe(2);
+    expect(pool.some((x) => pool.some((y) => y !== x && x.s < y.e && y.s < x.e)), 'the pool lock: two at once').toBe(true);
+    expect(s.stdout()).toMatch(/\[routine\] queued db2: behind db1/);
+    expect(s.stdout()).not.toMatch(/busy/);
+    // db held by `lock run --lock db`: the db routines skip, named; the others go on
+    const holder = startCli(['lock', 'run', '--lock', 'db', '--', 'sh', '-c', 'echo holding; sleep 4'], { cwd: project, timeoutMs: 60_000 });
+    await holder.waitFor(/holding/);
+    await s.waitFor(/\[routine\] skipped db1: db busy \(held by lock run since \d\d:\d\d:\d\d\)/, 15_000);
+    const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { id: string; lock: string; last_result: string; last_reason: string | null }[];
+    expect(list.find((r) => r.id === 'db1')).toMatchObject({ lock: 'db', last_result: 'skipped', last_reason: 'db busy' });
+    expect(list.find((r) => r.id === 'cache')).toMatchObject({ lock: 'cache' });
+    expect((await holder.exited).code).toBe(0);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+});

@@ -106,9 +106,9 @@ describe.skipIf(!havePromtool && process.env.CI !== 'true')('Prometheus (promtoo
     const ran = history.filter((e) => e.result !== 'skipped').sort((a, b) => a.scheduled_at.localeCompare(b.scheduled_at)).at(-1)!;
     expect(sample(m, 'routinely_last_duration_seconds', { routine: 'ok' })).toBeCloseTo((Date.parse(ran.finished_at) - Date.parse(ran.started_at)) / 1000, 3);
     expect(sample(m, 'routinely_last_duration_seconds', { routine: 'gone' })).toBe(0);
-    expect(m).toMatch(/^routinely_routine_info\{routine="ok",schedule="\* \* \* \* \* \*",timezone="[^"]+",action="command",exclusive="true",if_busy="skip"\} 1$/m);
-    expect(m).toMatch(/^routinely_routine_info\{routine="slow",schedule="0 0 1 1 \*",timezone="[^"]+",action="command",exclusive="true",if_busy="wait"\} 1$/m);
-    expect(m).toMatch(/^routinely_routine_info\{routine="gone",schedule="0 0 1 1 \*",timezone="[^"]+",action="command",exclusive="false",if_busy="skip"\} 1$/m);
+    expect(m).toMatch(/^routinely_routine_info\{routine="ok",schedule="\* \* \* \* \* \*",timezone="[^"]+",action="command",exclusive="true",if_busy="skip",lock="exec"\} 1$/m);
+    expect(m).toMatch(/^routinely_routine_info\{routine="slow",schedule="0 0 1 1 \*",timezone="[^"]+",action="command",exclusive="true",if_busy="wait",lock="exec"\} 1$/m);
+    expect(m).toMatch(/^routinely_routine_info\{routine="gone",schedule="0 0 1 1 \*",timezone="[^"]+",action="command",exclusive="false",if_busy="skip",lock="none"\} 1$/m);
     writeFileSync(join(project, 'go'), '');
     expect((await slow.exited).code).toBe(0);
     expect(sample(m, 'routinely_routine_paused', { routine: 'ok' })).toBe(1);

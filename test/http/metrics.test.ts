@@ -93,7 +93,7 @@ describe('Metrics', () => {
 
   it('kube-state-metrics\' CronJob counterparts: running, last schedule of any result, last duration, the routine\'s config as info', async () => {
     const m = new Metrics(true);
-    const config = { schedule: '*/5 * * * *', timezone: 'Europe/Berlin', action: 'command', exclusive: false, if_busy: 'wait' };
+    const config = { schedule: '*/5 * * * *', timezone: 'Europe/Berlin', action: 'command', exclusive: false, if_busy: 'wait', lock: 'none' };
     const text = await m.render({ ...state(), routines: [
       row('a', { running: true, last_scheduled_at: '2026-11-29T19:00:00.000Z', last_run_duration_ms: 1500, config }),
       row('b'),
@@ -104,9 +104,22 @@ describe('Metrics', () => {
     expect(sample(text, 'routinely_last_schedule_timestamp_seconds', { routine: 'b' })).toBe(0);
     expect(sample(text, 'routinely_last_duration_seconds', { routine: 'a' })).toBe(1.5);
     expect(sample(text, 'routinely_last_duration_seconds', { routine: 'b' })).toBe(0);
-    expect(sample(text, 'routinely_routine_info', { routine: 'a', schedule: '*/5 * * * *', timezone: 'Europe/Berlin', action: 'command', exclusive: 'false', if_busy: 'wait' })).toBe(1);
+    expect(sample(text, 'routinely_routine_info', { routine: 'a', schedule: '*/5 * * * *', timezone: 'Europe/Berlin', action: 'command', exclusive: 'false', if_busy: 'wait', lock: 'none' })).toBe(1);
     // a routine removed by a reload loses its info too
     expect(await m.render({ ...state(), routines: [row('b')] })).not.toMatch(/routinely_routine_info\{routine="a"/);
+  });
+
+  it('a routine on a named lock: its busy skips are <lock>_busy (from the first scrape), not exec_busy (SPEC §4.16)', async () => {
+    const m = new Metrics(true, false, (id) => (id === 'a' ? 'db-main' : 'exec'));
+    let text = await m.render({ ...state(), routines: [row('a'), row('b')] });
+    expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'db_main_busy' })).toBe(0);
+    expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'exec_busy' })).toBeUndefined();
+    expect(sample(text, 'routinely_skips_total', { routine: 'b', reason: 'exec_busy' })).toBe(0);
+    m.fired('a', { ...fire('skipped', 0), reason: 'db-main busy' });
+    m.fired('b', { ...fire('skipped', 0), reason: 'exec busy' });
+    text = await m.render({ ...state(), routines: [row('a'), row('b')] });
+    expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'db_main_busy' })).toBe(1);
+    expect(sample(text, 'routinely_skips_total', { routine: 'b', reason: 'exec_busy' })).toBe(1);
   });
 
   it('a routine removed by a reload loses all of its series', async () => {

@@ -134,7 +134,7 @@ describe('Scheduler', () => {
     expect(req.told).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 30_000 });
     expect(req.plain).toMatchObject({ ifBusy: 'skip', waitTimeoutMs: undefined });
     req.plain!.onWait('pid 1 on h', null);
-    expect(h.events).toContainEqual({ event: 'routine.waiting', routine: 'plain', holder: 'pid 1 on h' });
+    expect(h.events).toContainEqual({ event: 'routine.waiting', routine: 'plain', lock: 'exec', holder: 'pid 1 on h' });
     h.fires[4]!.finish();
     h.stop.abort();
     await h.done;

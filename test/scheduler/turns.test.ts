@@ -1,14 +1,14 @@
 // The scheduler's queue for the exec lock (SPEC §6): pure bookkeeping, driven step by step.
 
 import { describe, expect, it } from 'vitest';
-import { ExecTurns, type TurnRequest } from '../../src/scheduler/turns.js';
+import { LockTurns, type TurnRequest } from '../../src/scheduler/turns.js';
 
 const req = (id: string, scheduledAt: number, order: number, ifBusy: 'skip' | 'wait' = 'skip'): TurnRequest => ({ id, scheduledAt, order, ifBusy });
 const ids = (r: readonly TurnRequest[]): string[] => r.map((x) => x.id);
 
-describe('ExecTurns', () => {
+describe('LockTurns', () => {
   it('one at a time: the first starts, the others wait behind it and start in order as each is done', () => {
-    const t = new ExecTurns();
+    const t = new LockTurns();
     expect(t.ask(req('a', 1000, 0))).toEqual({ now: true });
     expect(t.ask(req('c', 1000, 2))).toEqual({ now: false, behind: 'a' });
     expect(t.ask(req('b', 1000, 1))).toEqual({ now: false, behind: 'a' });
@@ -21,7 +21,7 @@ describe('ExecTurns', () => {
   });
 
   it('orders by scheduled time first, then config order', () => {
-    const t = new ExecTurns();
+    const t = new LockTurns();
     t.ask(req('x', 1000, 5));
     t.ask(req('late', 2000, 0));
     t.ask(req('early', 1000, 9));
@@ -30,7 +30,7 @@ describe('ExecTurns', () => {
   });
 
   it('a queued request can be dropped (its next tick came first); the rest keeps its order', () => {
-    const t = new ExecTurns();
+    const t = new LockTurns();
     t.ask(req('a', 1000, 0));
     t.ask(req('b', 1000, 1));
     t.ask(req('c', 1000, 2));
@@ -42,7 +42,7 @@ describe('ExecTurns', () => {
   });
 
   it('while the holder waits for a foreign holder, queued skip requests try the lock one at a time; wait requests stay in line', () => {
-    const t = new ExecTurns();
+    const t = new LockTurns();
     t.ask(req('w', 1000, 0, 'wait'));
     t.ask(req('w2', 1000, 1, 'wait'));
     t.ask(req('s1', 1000, 2));
@@ -60,7 +60,7 @@ describe('ExecTurns', () => {
   });
 
   it('a try that meets a fire of ours goes back in the queue, and starts once that fire is done', () => {
-    const t = new ExecTurns();
+    const t = new LockTurns();
     t.ask(req('w', 1000, 0, 'wait'));
     expect(t.waiting('w')).toEqual([]);
     expect(t.ask(req('s', 1000, 1))).toEqual({ now: true }); // tries while w waits
@@ -73,14 +73,14 @@ describe('ExecTurns', () => {
   });
 
   it('met its own holder with nothing of ours active: a real busy skip, not requeued (no loop)', () => {
-    const t = new ExecTurns();
+    const t = new LockTurns();
     t.ask(req('a', 1000, 0));
     expect(t.done('a', true)).toEqual({ requeued: false, start: [] });
     expect(t.queued()).toEqual([]);
   });
 
   it('the holder that met a trying fire of ours waits for it, then starts first', () => {
-    const t = new ExecTurns();
+    const t = new LockTurns();
     t.ask(req('w', 1000, 0, 'wait'));
     t.waiting('w');
     t.ask(req('s', 1000, 1)); // trying
@@ -89,5 +89,30 @@ describe('ExecTurns', () => {
     expect(t.done('w', true)).toEqual({ requeued: true, start: [] });
     expect(ids(t.done('s').start)).toEqual(['w']);
     expect(ids(t.done('w').start)).toEqual(['q']);
+  });
+});
+
+describe('LockTurns with slots (a named lock, SPEC §4.16)', () => {
+  it('N slots: N start at once, the rest wait in order; each done lets the next in; a resize lets more in', () => {
+    const t = new LockTurns(2);
+    expect(t.ask(req('a', 1000, 0))).toEqual({ now: true });
+    expect(t.ask(req('b', 1000, 1))).toEqual({ now: true });
+    expect(t.ask(req('c', 1000, 2))).toEqual({ now: false, behind: 'a' });
+    expect(t.ask(req('d', 1000, 3))).toEqual({ now: false, behind: 'a' });
+    expect(t.ask(req('e', 1000, 4))).toEqual({ now: false, behind: 'a' });
+    expect(ids(t.done('b').start)).toEqual(['c']);
+    expect(ids(t.resize(3))).toEqual(['d']);
+    expect(ids(t.done('a').start)).toEqual(['e']);
+    expect(ids(t.done('c').start)).toEqual([]);
+  });
+
+  it('a fire that met a slot held by one of its own goes back in line while that one is active', () => {
+    const t = new LockTurns(2);
+    t.ask(req('a', 1000, 0));
+    t.ask(req('b', 1000, 1));
+    t.ask(req('c', 1000, 2));
+    expect(t.done('b', true)).toEqual({ requeued: true, start: [req('b', 1000, 1)] });
+    // it was first in line again: it has the free slot at once; c still waits
+    expect(t.isQueued('c')).toBe(true);
   });
 });
