@@ -32,6 +32,8 @@ export interface LockedPolicy extends BusyPolicy {
   onLocked?: () => void | Promise<void>;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
   onWait?: (why: string, holder: LockRecord | null) => void;
+  /** The lock is held for a scheduled tick of the routine (its owner says so, SPEC §6). */
+  scheduled?: boolean;
 }
 
 async function withLock<T>(
@@ -44,7 +46,7 @@ async function withLock<T>(
   return withStore(ctx, async (backend) => {
     // the backend's clock: with a database, run ids and times follow the database clock
     const clock = ctx.clock ?? backend.clock;
-    const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, { command, routine: routine ?? null }, policy, policy.onWait);
+    const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, { command, routine: routine ?? null, ...(policy.scheduled ? { scheduled: true } : {}) }, policy, policy.onWait);
     if (!got.ok) return { kind: 'busy' as const, busy: got };
     try {
       await policy.onLocked?.();

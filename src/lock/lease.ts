@@ -14,6 +14,9 @@ export interface LockOwnerInfo {
   config?: string | null;
   /** A scheduler that is shutting down (`scheduler status` says `stopping`). */
   stopping?: boolean;
+  /** Held for a scheduled tick of a routine (a scheduler's fire, not a manual `routine run`): a
+   * tick of another scheduler of the project that meets it waits for its turn (SPEC §6). */
+  scheduled?: boolean;
 }
 
 export interface LockLost {

@@ -29,6 +29,8 @@ export interface LockOwner {
   children?: ChildGroup[];
   /** A scheduler that is shutting down (its lock is released once it has). */
   stopping?: boolean;
+  /** Held for a scheduled tick of a routine (lease.ts LockOwnerInfo). */
+  scheduled?: boolean;
   /** Linux pid namespace of the owner; another namespace on the same host is judged like a
    * remote host (by expiry), since its pids mean nothing here. */
   pid_ns?: string | null;

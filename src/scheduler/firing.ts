@@ -186,7 +186,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   try {
     if (def.exclusive) {
       // the routine's lock: the exec lock, or a named one with its slots (SPEC §4.16)
-      const owner = { command: 'routine', routine: def.id, run_id: runId };
+      const owner = { command: 'routine', routine: def.id, run_id: runId, ...(ctx.trigger !== 'manual' ? { scheduled: true } : {}) };
       const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal };
       const got = await acquireLock(ctx.backend.lock, def.lock, slotsOf(ctx.project.config.locks, def.lock), owner, policy, ctx.onWait);
       if (!got.ok) {
@@ -315,6 +315,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     waitTimeoutMs: ctx.waitTimeoutMs,
     signal: ctx.signal,
     routine: def.id,
+    ...(ctx.trigger !== 'manual' ? { scheduled: true } : {}),
     onWait: ctx.onWait,
     onLocked: async () => {
       if (ctx.mayStart && !ctx.mayStart()) throw new NotStarted();

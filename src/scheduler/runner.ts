@@ -226,8 +226,15 @@ export class Runner {
       return null;
     }
     while (outcome === 'start') {
-      const r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
-      const metOwn = r !== null && r.result === 'skipped' && r.reason === busyReason(def.lock) && !!r.holder && this.o.ownHolder(r.holder);
+      let r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
+      const busy = r !== null && r.result === 'skipped' && r.reason === busyReason(def.lock) && !!r.holder;
+      const metOwn = busy && this.o.ownHolder(r!.holder!);
+      // Held for a tick of another scheduler of this project (a shared database): the same
+      // queue, so it waits for its turn — until its own next tick — instead of skipping
+      // (SPEC §6: adding a standby scheduler never turns a run into a skip).
+      if (busy && !metOwn && r!.holder!.owner.scheduled === true && def.ifBusy === 'skip' && !signal.aborted && !this.stopping) {
+        r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt, { ifBusy: 'wait', waitTimeoutMs: this.untilNextTick(entry, scheduledAt) });
+      }
       // the lock was taken by a fire of ours a moment earlier: back in the queue, no skip
       const again = turns.done(id, metOwn);
       if (!again) return r;
@@ -236,8 +243,9 @@ export class Runner {
     return outcome === 'superseded' ? 'superseded' : null;
   }
 
-  /** One fire of the routine, never throwing: a fire that could not even start is a failure. */
-  private async fireOnce(entry: Entry, scheduledAt: Date, project: Project, signal: AbortSignal, trigger: Trigger, attempt: number | undefined): Promise<FireResult | null> {
+  /** One fire of the routine, never throwing: a fire that could not even start is a failure.
+   * `busy`: what it does when its lock is held (default: the routine's ifBusy). */
+  private async fireOnce(entry: Entry, scheduledAt: Date, project: Project, signal: AbortSignal, trigger: Trigger, attempt: number | undefined, busy?: { ifBusy: 'wait'; waitTimeoutMs: number }): Promise<FireResult | null> {
     const { def } = entry;
     const id = def.id;
     // A scheduler that lost its lock (paused past its TTL while another took over) starts
@@ -245,8 +253,8 @@ export class Runner {
     if (this.stopping || !this.o.inCharge() || this.o.stateBroken?.()) return null;
     try {
       return await this.o.fire(def, scheduledAt, {
-        project, signal, trigger, attempt, ifBusy: def.ifBusy,
-        waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
+        project, signal, trigger, attempt,
+        ...(busy ?? { ifBusy: def.ifBusy, waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined }),
         mayStart: () => this.o.inCharge(),
         onStarted: () => {
           this.o.stateTrouble?.(null);
@@ -310,12 +318,20 @@ export class Runner {
     this.track(r.announced);
   }
 
-  /** `waitTimeoutSeconds`, or by default the routine's interval (from this fire to the next),
-   * at most an hour: a wait never runs into the routine's next tick. */
+  /** `waitTimeoutSeconds`, or by default until shortly before the routine's next tick (at most
+   * an hour): a wait never runs into the routine's next tick, which gets its own (SPEC §6). */
   private waitTimeoutMs(entry: Entry, scheduledAt: Date): number {
     if (entry.def.waitTimeoutSeconds !== undefined) return entry.def.waitTimeoutSeconds * 1000;
+    return this.untilNextTick(entry, scheduledAt);
+  }
+
+  /** From now to a margin before the routine's next tick after `scheduledAt` (a tenth of its
+   * interval, at most a second: a margin, not a race with that tick), at most an hour. */
+  private untilNextTick(entry: Entry, scheduledAt: Date): number {
     const next = nextFire(entry.schedule, scheduledAt.getTime());
-    return next === null ? MAX_DEFAULT_WAIT_MS : Math.max(1000, Math.min(MAX_DEFAULT_WAIT_MS, next - scheduledAt.getTime()));
+    if (next === null) return MAX_DEFAULT_WAIT_MS;
+    const margin = Math.min(1000, (next - scheduledAt.getTime()) / 10);
+    return Math.max(0, Math.min(MAX_DEFAULT_WAIT_MS, next - margin - this.o.clock.now()));
   }
 
   private readonly pausedSeen = new Map<string, boolean>();

@@ -111,7 +111,7 @@ describe('Scheduler', () => {
     await h.done;
   });
 
-  it('ifBusy "wait": the fire waits for the lock up to waitTimeoutSeconds, by default the interval (at most an hour), and says whom it waits for', async () => {
+  it('ifBusy "wait": the fire waits for the lock up to waitTimeoutSeconds, by default until a margin before its next tick (at most an hour), and says whom it waits for', async () => {
     const h = harness({ routines: [
       routine('hourly', '0 * * * *', { ifBusy: 'wait' }),
       routine('daily', '0 0 * * *', { ifBusy: 'wait' }),
@@ -128,9 +128,11 @@ describe('Scheduler', () => {
     }
     await eventually(() => h.fires.length === 5, 5000);
     const req = Object.fromEntries(h.fires.map((f) => [f.id, f.request]));
-    expect(req.hourly).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 3_600_000 });
+    // (the clock stands at the tick: a second before the next hour; capped at an hour; a tenth
+    // of ten seconds before the next ten)
+    expect(req.hourly).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 3_599_000 });
     expect(req.daily).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 3_600_000 });
-    expect(req.often).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 10_000 });
+    expect(req.often).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 9_000 });
     expect(req.told).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 30_000 });
     expect(req.plain).toMatchObject({ ifBusy: 'skip', waitTimeoutMs: undefined });
     req.plain!.onWait('pid 1 on h', null);
@@ -594,6 +596,35 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     expect(events.filter((e) => e.event === 'scheduler.state').map((e) => (e as { writable: boolean }).writable)).toEqual([false, true]);
     stop.abort();
     await done;
+  });
+
+  it('a tick that meets its lock held by a tick of another scheduler (a shared database) waits for its turn until its next tick; one held by a manual command is a busy skip', async () => {
+    const h = harness({ routines: [routine('a', '*/10 * * * * *'), routine('b', '*/10 * * * * *')] }, T0 + 9500);
+    const holder = (scheduled: boolean) => ({
+      version: 1 as const, key: 'exec-run', lock_id: 'f'.repeat(32), generation: 3, created_at: T0 / 1000, heartbeat_at: T0 / 1000, expires_at: T0 / 1000 + 60,
+      owner: { pid: 4711, host: 'other-host', boot_id: null, start_time: null, command: 'routine', routine: 'x', ...(scheduled ? { scheduled: true } : {}) },
+    });
+    await settle();
+    h.clock.advance(500); // :10 — a and b are due
+    await eventually(() => h.fires.length === 1, 5000);
+    expect(h.fires[0]!.request).toMatchObject({ ifBusy: 'skip' });
+    h.fires[0]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null, holder: holder(true) });
+    // the same tick again, now waiting: up to a margin (a second) before :20
+    await eventually(() => h.fires.length === 2, 5000);
+    expect(h.fires[1]).toMatchObject({ id: 'a', scheduledAt: h.fires[0]!.scheduledAt });
+    expect(h.fires[1]!.request).toMatchObject({ ifBusy: 'wait', waitTimeoutMs: 9000 });
+    h.fires[1]!.finish();
+    // b, held by a manual command: skipped as busy, no wait
+    await eventually(() => h.fires.length === 3, 5000);
+    expect(h.fires[2]!.id).toBe('b');
+    h.fires[2]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null, holder: holder(false) });
+    await eventually(() => readFires(h.project, 'b').length === 1, 5000);
+    await settle();
+    expect(h.fires).toHaveLength(3);
+    expect(readFires(h.project, 'a').map((f) => f.result)).toEqual(['success']);
+    expect(readFires(h.project, 'b').map((f) => [f.result, f.reason])).toEqual([['skipped', 'exec busy']]);
+    h.stop.abort();
+    await h.done;
   });
 
   it('a tick that comes while the previous fire\'s record is being written is a recorded skip, never dropped', async () => {
