@@ -1,16 +1,24 @@
-// `routinely import-crontab [FILE|-]` (SPEC §10): prints a crontab's jobs as routinely.json
-// content on stdout; what it could not carry, or carried with another meaning, on stderr too.
+// `routinely import-crontab [FILE|-] [--merge]` (SPEC §10): prints a crontab's jobs as
+// routinely.json content on stdout, or with --merge adds them to the project's routinely.json
+// (config/merge-import.ts); what it could not carry, or carried with another meaning, on stderr.
 
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { importCrontab } from '../config/crontab.js';
-import { ExitCode, UsageError } from '../errors.js';
-import { readInputFile } from '../fs/ops.js';
-import { err } from './io.js';
+import { findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
+import { mergeImported } from '../config/merge-import.js';
+import { validateConfig } from '../config/validate.js';
+import { ConfigError, ExitCode, UsageError } from '../errors.js';
+import { writeFileDurable } from '../fs/durable.js';
+import { readInputFile, statFollow } from '../fs/ops.js';
+import { displayPath } from '../config/load.js';
+import { err, out } from './io.js';
+import { schemaRefFor } from './schema-ref.js';
+import type { GlobalOptions } from './globals.js';
 
 /** A crontab is a few kilobytes; a larger input is not one. */
 const MAX_BYTES = 1 << 20;
 
-export async function importCrontabCommand(file: string | undefined, flags: { system?: boolean }): Promise<number> {
+export async function importCrontabCommand(file: string | undefined, flags: { system?: boolean; merge?: boolean }, g: GlobalOptions = {}): Promise<number> {
   const fromStdin = file === undefined || file === '-';
   if (fromStdin && process.stdin.isTTY) {
     throw new UsageError('import-crontab reads a crontab from FILE or from standard input: routinely import-crontab /etc/cron.d/backup, or crontab -l | routinely import-crontab -');
@@ -18,9 +26,28 @@ export async function importCrontabCommand(file: string | undefined, flags: { sy
   const source = fromStdin ? 'stdin' : file;
   const text = fromStdin ? await readStdin() : readCrontab(file);
   const system = flags.system === true || (!fromStdin && /^\/etc\/(crontab$|cron\.d\/)/.test(resolve(file)));
-  const imported = importCrontab(text, { source, system });
-  process.stdout.write(imported.text);
+  // the project the output is for: where --merge writes, or where `> routinely.json` puts it
+  const configPath = flags.merge ? findConfig({ configPath: g.config }) : null;
+  const schema = schemaRefFor(configPath ? dirname(configPath) : process.cwd()).ref;
+  const imported = importCrontab(text, { source, system, schema });
   for (const note of imported.notes) err(`routinely: import-crontab: ${note}`);
+  if (!configPath) {
+    process.stdout.write(imported.text);
+    return ExitCode.OK;
+  }
+  const shown = displayPath(configPath);
+  if (imported.routines === 0) {
+    out(`${shown}: nothing to add`);
+    return ExitCode.OK;
+  }
+  const merged = mergeImported(readConfigBytes(configPath).toString('utf8'), imported, shown);
+  if ('refused' in merged) throw new UsageError(`import-crontab --merge: ${merged.refused}`);
+  // what is written validates, or nothing is written
+  const check = validateConfig(JSON.parse(stripJsonComments(merged.text)));
+  if (!check.ok) throw new ConfigError(`${shown} (merged; nothing was written)`, check.issues);
+  writeFileDurable(configPath, merged.text, { mode: (statFollow(configPath)?.mode ?? 0o644) & 0o777 });
+  const locks = merged.added.locks.length > 0 ? ` and ${merged.added.locks.length} lock${merged.added.locks.length === 1 ? '' : 's'} (${merged.added.locks.join(', ')})` : '';
+  out(`${shown}: added ${merged.added.routines} routine${merged.added.routines === 1 ? '' : 's'}${locks}; check it with routinely validate`);
   return ExitCode.OK;
 }
 

@@ -313,20 +313,24 @@ that works on this machine only.`)
 
   program
     .command('import-crontab')
-    .description('print the jobs of a crontab as routinely.json content (routines)')
+    .description('print the jobs of a crontab as routinely.json content (routines, locks)')
     .argument('[file]', 'a crontab file, or - (the default) for standard input')
     .option('--system', 'the crontab has a user column after the schedule (/etc/crontab, /etc/cron.d/*: assumed for those paths)')
+    .option('--merge', "add them to the project's routinely.json instead (an id it has is refused)")
     .addHelpText('after', `
-Schedules are kept; \`flock -n LOCK CMD\` and \`flock -n LOCK -c 'CMD'\` wrappers
-are dropped (the exec lock does their job; flock without -n becomes ifBusy
-"wait"); NAME=value lines go into the env of the jobs below them; MAILTO becomes
-a note about "notify"; \\% becomes %. What cannot be carried (@reboot, an
-unescaped %) is named in a comment and on stderr. Exit 0 when it printed.
+Schedules are kept; each flock lock file becomes a named lock (jobs that
+shared a file take turns, others run side by side): flock -n skips a busy
+tick, a blocking flock waits until shortly before the next tick, -w S waits S.
+A job without flock takes no lock ("exclusive": false), as under cron.
+NAME=value lines go into the env of the jobs below them; MAILTO becomes a note
+about "notify"; \\% becomes %. What cannot be carried (@reboot, an unescaped %)
+is named in a comment and on stderr. Exit 0 when it printed (or merged).
 
 Examples:
   crontab -l | routinely import-crontab > routinely.json
-  routinely import-crontab /etc/cron.d/backup`)
-    .action(act(async (file: string | undefined, opts) => (await import('./import-crontab-command.js')).importCrontabCommand(file, opts)));
+  routinely import-crontab /etc/cron.d/backup
+  crontab -l | routinely import-crontab --merge`)
+    .action(act(async (file: string | undefined, opts) => (await import('./import-crontab-command.js')).importCrontabCommand(file, opts, globals())));
 
   program
     .command('completion')

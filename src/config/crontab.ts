@@ -13,6 +13,8 @@ export interface ImportOptions {
   source: string;
   /** A system crontab (/etc/crontab, /etc/cron.d/*): a user column after the schedule. */
   system: boolean;
+  /** The `$schema` the output starts with (default the installed package's). */
+  schema?: string;
 }
 
 export interface Imported {
@@ -21,22 +23,34 @@ export interface Imported {
   /** One line per thing not carried or changed in meaning, for stderr. */
   notes: string[];
   routines: number;
+  /** The header comment, the routines with their comments and the locks (for `--merge`). */
+  head: string[];
+  entries: Entry[];
+  locks: LockEntry[];
 }
 
-interface Routine {
+export interface Routine {
   id: string;
   schedule: string;
   action: 'command';
   run: string;
   timezone?: string;
+  lock?: string;
+  exclusive?: false;
   ifBusy?: 'wait';
   waitTimeoutSeconds?: number;
   env?: Record<string, string>;
 }
 
-interface Entry {
+export interface Entry {
   comments: string[];
   routine: Routine | null;
+}
+
+/** A named lock made of a flock lock file (SPEC §4.16): one name per file. */
+export interface LockEntry {
+  name: string;
+  file: string;
 }
 
 const ENV_LINE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/;
@@ -47,9 +61,11 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     `Imported from ${o.source} by routinely import-crontab. Check it with \`routinely validate\`.`,
     'cron ran these from your home directory with its own small environment; routinely runs',
     'them from the project folder with the scheduler\'s environment (plus each routine\'s "env").',
-    'Every routine holds the project exec lock: a tick that finds it busy is skipped and recorded',
-    'as "skipped", not failed (ifBusy "wait" waits for it instead).',
+    'Each flock lock file became a named lock ("locks"): jobs that shared a file take turns,',
+    'jobs on different files run side by side. A job without flock takes no lock',
+    '("exclusive": false) and runs beside the others, as under cron. Each routine says which.',
   ];
+  const locks: LockEntry[] = [];
   const entries: Entry[] = [];
   const env: Record<string, string> = {};
   let timezone: string | undefined;
@@ -128,10 +144,20 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     const unwrapped = dropFlock(command.run);
     const routine: Routine = { id: uniqueId(idFor(unwrapped.run), seen), schedule: job.schedule, action: 'command', run: unwrapped.run };
     if (timezone) routine.timezone = timezone;
-    if (unwrapped.note) comments.push(unwrapped.note);
-    if (unwrapped.waitSeconds !== undefined) {
-      routine.ifBusy = 'wait';
-      if (unwrapped.waitSeconds !== null) routine.waitTimeoutSeconds = unwrapped.waitSeconds;
+    if (unwrapped.lockFile === undefined) {
+      routine.exclusive = false;
+      comments.push('no flock: takes no lock ("exclusive": false) and runs beside the other routines, as under cron; unlike cron, never beside itself (a tick while its previous run goes is skipped, "previous run still running")');
+    } else {
+      const lock = lockFor(unwrapped.lockFile, locks);
+      routine.lock = lock.name;
+      const shared = `the named lock "${lock.name}" (\`${unwrapped.wrapper}\`: the same file, the same lock)`;
+      if (unwrapped.waitSeconds === undefined) {
+        comments.push(`takes ${shared}: routines on it take turns, others run beside it; a tick that finds it held by something else is skipped (recorded "skipped", not failed), as flock -n exited`);
+      } else {
+        routine.ifBusy = 'wait';
+        if (unwrapped.waitSeconds !== null) routine.waitTimeoutSeconds = unwrapped.waitSeconds;
+        comments.push(`takes ${shared}: routines on it take turns, others run beside it; a tick that finds it held waits for it (ifBusy "wait")${unwrapped.waitSeconds !== null ? ` up to ${unwrapped.waitSeconds} s, as flock -w did` : ', as flock did, until shortly before its next tick (then it is recorded "skipped")'}`);
+      }
     }
     if (Object.keys(env).length > 0) routine.env = { ...env };
     entries.push({ comments, routine });
@@ -139,23 +165,52 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   if (pending.length > 0) entries.push({ comments: pending, routine: null });
   const count = entries.filter((e) => e.routine).length;
   if (count === 0) notes.push(`${o.source}: no job to import`);
-  return { text: render(head, entries), notes, routines: count };
+  return { text: render(o.schema ?? INSTALLED_SCHEMA, head, locks, entries), notes, routines: count, head, entries, locks };
 }
 
-function render(head: string[], entries: Entry[]): string {
-  const out: string[] = head.map((c) => `// ${c}`);
-  out.push('{', '  "routines": [');
+/** The package's schema as a project that installed routinely finds it. */
+const INSTALLED_SCHEMA = './node_modules/routinely/config/routinely.schema.json';
+
+function render(schema: string, head: string[], locks: LockEntry[], entries: Entry[]): string {
+  const out: string[] = ['{', `  "$schema": ${JSON.stringify(schema)},`, ...head.map((c) => `  // ${c}`)];
+  if (locks.length > 0) out.push('  "locks": {', ...lockLines(locks, '    '), '  },');
+  out.push('  "routines": [', ...routineLines(entries, '    '), '  ]', '}');
+  return `${out.join('\n')}\n`;
+}
+
+/** The `locks` members (without the braces), each with its file in a comment. */
+export function lockLines(locks: readonly LockEntry[], indent: string): string[] {
+  return locks.map((l, i) => `${indent}${JSON.stringify(l.name)}: { "slots": 1 }${i < locks.length - 1 ? ',' : ''} // ${printable(l.file)}`);
+}
+
+/** The routines with their comments (without the brackets), separated by commas. */
+export function routineLines(entries: readonly Entry[], indent: string): string[] {
+  const out: string[] = [];
   const withRoutine = entries.map((e, i) => (e.routine ? i : -1)).filter((i) => i >= 0);
   const last = withRoutine.at(-1);
   entries.forEach((e, i) => {
-    for (const c of e.comments) out.push(`    // ${c}`);
+    for (const c of e.comments) out.push(`${indent}// ${c}`);
     if (!e.routine) return;
-    const body = JSON.stringify(e.routine, null, 2).split('\n').map((l) => `    ${l}`);
+    const body = JSON.stringify(e.routine, null, 2).split('\n').map((l) => `${indent}${l}`);
     if (i !== last) body[body.length - 1] += ',';
     out.push(...body);
   });
-  out.push('  ]', '}');
-  return `${out.join('\n')}\n`;
+  return out;
+}
+
+/** The named lock of a flock lock file: one name per file, from the file's name (`/tmp/app.lock`
+ * → `app`), made unique among the locks of other files. */
+function lockFor(file: string, locks: LockEntry[]): LockEntry {
+  const known = locks.find((l) => l.file === file);
+  if (known) return known;
+  const base = (file.split('/').filter(Boolean).pop() ?? 'lock').replace(/\.(lock|lck|pid)$/i, '');
+  const cleaned = base.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 60) || 'lock';
+  const name0 = cleaned === 'exec' ? 'exec-lock' : cleaned;
+  let name = name0;
+  for (let n = 2; locks.some((l) => l.name === name); n++) name = `${name0}-${n}`;
+  const entry = { name, file };
+  locks.push(entry);
+  return entry;
 }
 
 /** A job line: five time fields (or an @nickname), a user in a system crontab, the command. */
@@ -236,8 +291,9 @@ function shellWords(text: string, count: number): Word[] {
 }
 
 /** `flock [-n|-w S|…] LOCK CMD…` and `flock … LOCK -c 'CMD'` at the start of a command: the
- * wrapper goes (the project exec lock does its job), the command stays as written. */
-function dropFlock(run: string): { run: string; note?: string; waitSeconds?: number | null } {
+ * wrapper goes (its lock file becomes a named lock), the command stays as written. `waitSeconds`:
+ * undefined for -n (skip when held), null for a blocking flock, S for -w S. */
+function dropFlock(run: string): { run: string; lockFile?: string; wrapper?: string; waitSeconds?: number | null } {
   const words = shellWords(run, 32);
   if (words.length < 3 || !/(^|\/)flock$/.test(words[0]!.value)) return { run };
   let i = 1;
@@ -272,21 +328,16 @@ function dropFlock(run: string): { run: string; note?: string; waitSeconds?: num
     command = run.slice(lock.end).trim();
   }
   const wrapper = printable(run.slice(0, run.length - run.slice(lock.end).length).trim());
-  if (nonblock || wait === 0) {
-    return { run: command, note: `\`${wrapper}\` dropped: the project exec lock does its job (a busy tick is skipped, recorded as "skipped", not failed)` };
-  }
-  return {
-    run: command,
-    note: `\`${wrapper}\` dropped: the project exec lock does its job; flock waited${wait !== null ? ` up to ${wait} s` : ''}, so this routine waits for the lock (ifBusy "wait")`,
-    waitSeconds: wait,
-  };
+  if (nonblock || wait === 0) return { run: command, lockFile: lock.value, wrapper };
+  return { run: command, lockFile: lock.value, wrapper, waitSeconds: wait };
 }
 
 /** A routine id from the command: the program's name (`/usr/local/bin/backup.sh --full` →
  * `backup`), past `cd DIR &&`, `nice`, `VAR=x` and the like, and the script an interpreter runs
  * (`php /srv/app/report.php` → `report`; `sh -c 'SCRIPT'` → SCRIPT's). */
 function idFor(run: string): string {
-  const segments = run.split(/&&|\|\||;|\|/).map((s) => shellWords(s.trim(), 8).map((w) => w.value)).filter((ws) => ws.length > 0 && ws[0] !== 'cd');
+  // past `cd DIR &&` and a test (`test -x F &&`, `[ -x F ] &&`): the program that does the work
+  const segments = run.split(/&&|\|\||;|\|/).map((s) => shellWords(s.trim(), 8).map((w) => w.value)).filter((ws) => ws.length > 0 && !['cd', 'test', '[', '[['].includes(ws[0]!));
   let program: string | undefined;
   for (const words of segments) {
     // sh -c 'SCRIPT': the script's program

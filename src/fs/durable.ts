@@ -94,6 +94,9 @@ export interface DurableOptions {
   /** false: a missing folder is an error (ENOENT, as StateIOError), not made (a cache written
    * only where the state folder exists already). Default true. */
   createFolder?: boolean;
+  /** The new file's mode (umask permitting); default 0600 (state). A file of the user's project
+   * keeps its own (import-crontab --merge). */
+  mode?: number;
 }
 
 /** Replaces `path` with `data` durably. Returns the bytes written. Throws StateIOError (74)
@@ -116,7 +119,7 @@ export function writeBufferDurable(path: string, buf: Buffer, opts: DurableOptio
   const tmp = `${path}${TEMP_MARK}${randomHex(8)}`;
   let fd: number;
   try {
-    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, opts.mode ?? 0o600);
   } catch (err) {
     throw stateWriteError(err, path);
   }

@@ -8,7 +8,9 @@ import { validateConfig } from '../../src/config/validate.js';
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'crontab', 'user.crontab');
 
 interface Out {
-  routines: { id: string; schedule: string; run: string; timezone?: string; ifBusy?: string; waitTimeoutSeconds?: number; env?: Record<string, string> }[];
+  $schema: string;
+  locks?: Record<string, { slots: number }>;
+  routines: { id: string; schedule: string; run: string; timezone?: string; lock?: string; exclusive?: boolean; ifBusy?: string; waitTimeoutSeconds?: number; env?: Record<string, string> }[];
 }
 
 function imported(text: string, system = false) {
@@ -26,13 +28,22 @@ describe('import-crontab', () => {
       'backup 15 3 * * *', 'sync */5 * * * *', 'report 0 4 * * 1', 'rotate @hourly', 'tar 0 0 1 * *', 'backup-2 0 5 * * sun,sat', 'curl 0 9 * * mon-fri',
     ]);
     expect(r.routines).toBe(7);
-    // flock -n LOCK CMD and flock -xn LOCK -c 'CMD': the wrapper dropped, the command as written
+    // the output is a config: "$schema" first
+    expect(r.text).toMatch(/^\{\n {2}"\$schema": "\.\/node_modules\/routinely\/config\/routinely\.schema\.json",\n/);
+    // flock -n LOCK CMD and flock -xn LOCK -c 'CMD': the wrapper dropped, the command as written,
+    // its lock file a named lock of its own
     expect(r.byId.backup!.run).toBe('/usr/local/bin/backup.sh --full >> /var/log/backup.log 2>&1');
     expect(r.byId.sync!.run).toBe('cd /srv/app && ./bin/sync --quiet');
-    expect(r.text).toContain('// `flock -n /tmp/backup.lock` dropped: the project exec lock does its job (a busy tick is skipped, recorded as "skipped", not failed)');
+    expect(r.config.locks).toEqual({ backup: { slots: 1 }, sync: { slots: 1 }, report: { slots: 1 } });
+    expect(r.text).toContain('"backup": { "slots": 1 }, // /tmp/backup.lock');
+    expect(r.byId.backup).toMatchObject({ lock: 'backup' });
     expect(r.byId.backup!.ifBusy).toBeUndefined();
+    expect(r.text).toContain('// takes the named lock "backup" (`flock -n /tmp/backup.lock`: the same file, the same lock): routines on it take turns, others run beside it; a tick that finds it held by something else is skipped (recorded "skipped", not failed), as flock -n exited');
     // flock that waits (-w 600): the routine waits for the lock as long
-    expect(r.byId.report).toMatchObject({ run: 'php /srv/app/report.php', ifBusy: 'wait', waitTimeoutSeconds: 600 });
+    expect(r.byId.report).toMatchObject({ run: 'php /srv/app/report.php', lock: 'report', ifBusy: 'wait', waitTimeoutSeconds: 600 });
+    // no flock: no lock, as under cron
+    expect(r.byId.rotate).toMatchObject({ exclusive: false });
+    expect(r.byId.rotate!.lock).toBeUndefined();
     // \% is a plain %
     expect(r.byId.tar!.run).toBe('tar czf "$BACKUP_DIR/home-$(date +%Y%m).tgz" /home');
     // environment lines reach the jobs below them, unquoted; MAILTO and SHELL are not variables of the job
@@ -50,7 +61,7 @@ describe('import-crontab', () => {
       expect.stringMatching(/^crontab:13: not carried: @reboot runs at boot/),
       expect.stringMatching(/^crontab:15: not carried: an unescaped %/),
     ]);
-    expect(r.text).toMatch(/^\/\/ MAILTO=ops@example\.com: routinely sends no mail/m);
+    expect(r.text).toMatch(/^ {2}\/\/ MAILTO=ops@example\.com: routinely sends no mail/m);
     // the crontab's own comment stays above its job
     expect(r.text).toMatch(/\/\/ nightly database backup\n {4}\/\/ line 9: 15 3 \* \* \* flock -n/);
   });
@@ -104,5 +115,39 @@ describe('import-crontab', () => {
   it('CRLF line ends and a last line without a newline', () => {
     const r = imported('A=1\r\n0 1 * * * echo one\r\n0 2 * * * echo two');
     expect(r.config.routines.map((x) => [x.run, x.env])).toEqual([['echo one', { A: '1' }], ['echo two', { A: '1' }]]);
+  });
+});
+
+describe('import-crontab: locks and ids (SPEC §4.16, §10)', () => {
+  it('one named lock per lock file (the same file, the same lock; names made unique); -n skips, a blocking flock waits, -w S waits S; no flock, no lock', () => {
+    const r = imported([
+      '*/5 * * * * flock -n /tmp/app.lock ./index.sh',
+      '*/2 * * * * flock -n /tmp/app.lock -c "./sync.sh"',
+      '0 * * * * flock /var/lock/app.lock ./other-app.sh',
+      '0 * * * * flock /tmp/DB.lck ./dump.sh',
+      '*/10 * * * * flock -w 30 /tmp/DB.lck ./vacuum.sh',
+      '* * * * * /usr/bin/flock -n /run/exec ./e.sh',
+      '* * * * * ./bare.sh',
+    ].join('\n'));
+    expect(r.config.locks).toEqual({ app: { slots: 1 }, 'app-2': { slots: 1 }, db: { slots: 1 }, 'exec-lock': { slots: 1 } });
+    expect(r.config.routines.map((x) => [x.id, x.lock ?? null, x.exclusive ?? true, x.ifBusy ?? 'skip', x.waitTimeoutSeconds ?? null])).toEqual([
+      ['index', 'app', true, 'skip', null],
+      ['sync', 'app', true, 'skip', null],
+      ['other-app', 'app-2', true, 'wait', null],
+      ['dump', 'db', true, 'wait', null],
+      ['vacuum', 'db', true, 'wait', 30],
+      ['e', 'exec-lock', true, 'skip', null],
+      ['bare', null, false, 'skip', null],
+    ]);
+    expect(r.text).toContain('"app-2": { "slots": 1 }, // /var/lock/app.lock');
+  });
+
+  it('ids from the program past cd …&&, a test, nice, timeout N and NAME=value', () => {
+    const r = imported([
+      '* * * * * cd /srv/app && [ -x bin/report ] && nice -n 10 timeout 60 bin/report --all',
+      '* * * * * test -f /etc/enabled && LANG=C ./scripts/cleanup.sh',
+      '* * * * * [[ -d /srv ]] && timeout 5m /usr/local/bin/warm-cache',
+    ].join('\n'));
+    expect(r.config.routines.map((x) => x.id)).toEqual(['report', 'cleanup', 'warm-cache']);
   });
 });

@@ -5,7 +5,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, FIXTURES, childEnv, runCli } from '../helpers/cli.js';
+import { CLI, FIXTURES, childEnv, eventually, runCli, startCli } from '../helpers/cli.js';
+import { stripJsonComments } from '../../src/config/load.js';
 import { testdir } from '../helpers/testdir.js';
 
 const importing = (args: string[], input: string | null, cwd: string) =>
@@ -41,7 +42,7 @@ describe('routinely import-crontab', () => {
     const dir = testdir('routinely-import-');
     const file = importing([join(FIXTURES, 'crontab', 'user.crontab')], null, dir);
     expect(file.status).toBe(0);
-    expect(file.stdout).toMatch(/^\/\/ Imported from .*user\.crontab by routinely import-crontab/);
+    expect(file.stdout).toMatch(/^\{\n {2}"\$schema": "[^"]+",\n {2}\/\/ Imported from .*user\.crontab by routinely import-crontab/);
     expect((file.stdout.match(/"action": "command"/g) ?? []).length).toBe(7);
     writeFileSync(join(dir, 'crontab'), 'SHELL=/bin/sh\n25 6 * * * root test -x /usr/sbin/anacron || run-parts --report /etc/cron.daily\n');
     const system = importing(['--system', 'crontab'], null, dir);
@@ -54,5 +55,77 @@ describe('routinely import-crontab', () => {
     const folder = importing(['.'], null, dir);
     expect(folder.status).toBe(2);
     expect(folder.stderr).toBe('routinely: . is not a regular file\n');
+  });
+});
+
+/** `<id> start|end <epoch ms>` lines the jobs wrote, as intervals per id. */
+function spansOf(file: string): Map<string, { s: number; e: number }[]> {
+  const out = new Map<string, { s: number; e: number }[]>();
+  for (const line of readFileSync(file, 'utf8').trim().split('\n').filter(Boolean)) {
+    const [id, kind, t] = line.split(' ');
+    const list = out.get(id!) ?? [];
+    if (kind === 'start') list.push({ s: Number(t), e: Infinity });
+    else list.at(-1)!.e = Number(t);
+    out.set(id!, list);
+  }
+  return out;
+}
+
+const together = (a: { s: number; e: number }[], b: { s: number; e: number }[]): number => a.filter((x) => b.some((y) => x.s < y.e && y.s < x.e)).length;
+
+describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
+  it('jobs keep cron\'s sharing: the two on one lock file take turns, the blocking one waits instead of skipping, the jobs without flock run beside them', { timeout: 120_000 }, async () => {
+    const project = testdir('routinely-import-');
+    const locks = join(project, 'cron-locks');
+    // each job writes its span (a cron line's % escaped as cron wants it)
+    const job = (id: string, secs: number): string => `sh -c 'echo "${id} start $(date +\\%s\\%3N)" >> marks; sleep ${secs}; echo "${id} end $(date +\\%s\\%3N)" >> marks'`;
+    const crontab = [
+      `*/5 * * * * flock -n ${locks}/app.lock ${job('app1', 0.8)}`,
+      `*/5 * * * * flock -n ${locks}/app.lock ${job('app2', 0.8)}`,
+      `*/5 * * * * flock ${locks}/db.lock ${job('db', 0.5)}`,
+      `*/5 * * * * ${job('bare1', 0.8)}`,
+      `*/5 * * * * ${job('bare2', 0.8)}`,
+      '',
+    ].join('\n');
+    const r = importing([], crontab, project);
+    expect(r.status, r.stderr).toBe(0);
+    // every second instead of every five minutes: what runs beside what is the point here
+    const config = JSON.parse(stripJsonComments(r.stdout)) as { routines: { schedule: string }[] };
+    for (const routine of config.routines) routine.schedule = '*/2 * * * * *';
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify(config));
+    expect((await runCli(['validate'], { cwd: project })).code).toBe(0);
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 110_000 });
+    await s.waitFor(/\[scheduler\] started \(5 routines\)/);
+    // a manual holder of the db lock meanwhile: the db job waits for it, never skips
+    const holder = await runCli(['lock', 'run', '--lock', 'db', '--', 'sleep', '1'], { cwd: project });
+    expect(holder.code).toBe(0);
+    await eventually(() => Math.min(...['app1', 'app2', 'db', 'bare1', 'bare2'].map((id) => (spansOf(join(project, 'marks')).get(id) ?? []).filter((x) => x.e < Infinity).length)) >= 3, 60_000, 'three runs of every job', () => s.stdout());
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    const sp = spansOf(join(project, 'marks'));
+    expect(together(sp.get('app1')!, sp.get('app2')!), 'the two jobs of app.lock never at once').toBe(0);
+    expect(together(sp.get('bare1')!, sp.get('bare2')!), 'the jobs without flock side by side').toBeGreaterThan(0);
+    expect(together(sp.get('bare1')!, sp.get('app1')!) + together(sp.get('bare1')!, sp.get('app2')!), 'a job without flock beside a locked one').toBeGreaterThan(0);
+    expect(together(sp.get('db')!, sp.get('app1')!) + together(sp.get('db')!, sp.get('app2')!), 'db.lock and app.lock side by side').toBeGreaterThan(0);
+    expect(s.stdout()).not.toMatch(/skipped db: db busy/);
+    expect(s.stdout()).not.toMatch(/\[routine\] failed/);
+  });
+
+  it('--merge adds the routines and locks to the project\'s routinely.json (comments kept); an id it has is refused by name and nothing is written', async () => {
+    const project = testdir('routinely-import-');
+    expect((await runCli(['init'], { cwd: project })).code).toBe(0);
+    const before = readFileSync(join(project, 'routinely.json'), 'utf8');
+    const crontab = `*/5 * * * * flock -n /tmp/app.lock ./index.sh\n0 3 * * * ./cleanup.sh\n`;
+    const r = importing(['--merge'], crontab, project);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('routinely.json: added 2 routines and 1 lock (app); check it with routinely validate\n');
+    const after = readFileSync(join(project, 'routinely.json'), 'utf8');
+    for (const line of before.split('\n').filter((l) => l.trim().startsWith('//'))) expect(after).toContain(line);
+    const validate = await runCli(['validate'], { cwd: project });
+    expect(validate.code, validate.stderr).toBe(0);
+    const again = importing(['--merge'], crontab, project);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toMatch(/^routinely: import-crontab --merge: routine "index" is in routinely\.json already \(routines\[\d+\]\): rename or remove it there/);
+    expect(readFileSync(join(project, 'routinely.json'), 'utf8')).toBe(after);
   });
 });

@@ -1,0 +1,62 @@
+// import-crontab --merge (SPEC §10): the imported routines and locks added to a routinely.json as
+// text, every comment and byte of the file kept; an id it has already refused by name.
+
+import { describe, expect, it } from 'vitest';
+import { importCrontab } from '../../src/config/crontab.js';
+import { stripJsonComments } from '../../src/config/load.js';
+import { mergeImported } from '../../src/config/merge-import.js';
+import { validateConfig } from '../../src/config/validate.js';
+
+const crontab = ['*/5 * * * * flock -n /tmp/app.lock ./index.sh', '0 3 * * * ./backup.sh', ''].join('\n');
+const imported = importCrontab(crontab, { source: 'crontab', system: false });
+
+function merged(text: string): string {
+  const r = mergeImported(text, imported, 'routinely.json');
+  if ('refused' in r) throw new Error(r.refused);
+  const valid = validateConfig(JSON.parse(stripJsonComments(r.text)));
+  expect(valid.ok ? [] : valid.issues).toEqual([]);
+  return r.text;
+}
+
+describe('mergeImported', () => {
+  it('a commented file with routines and locks: both get the new ones, every line of the file stays', () => {
+    const file = [
+      '// my project',
+      '{',
+      '  "$schema": "./node_modules/routinely/config/routinely.schema.json",',
+      '  /* the lock of the agents */',
+      '  "locks": { "agents": { "slots": 2 } },',
+      '  "routines": [',
+      '    // hourly sync, "quoted" [brackets] {braces}',
+      '    { "id": "sync", "schedule": "0 * * * *", "action": "command", "run": "echo \\"]}\\"" }',
+      '  ]',
+      '}',
+      '',
+    ].join('\n');
+    const out = merged(file);
+    // (up to where a closing bracket on the line makes room for the new lines)
+    for (const line of file.split('\n')) expect(out).toContain(line.replace(/\s*[\]}],?$/, ''));
+    const config = JSON.parse(stripJsonComments(out)) as { locks: object; routines: { id: string; lock?: string; exclusive?: boolean }[] };
+    expect(config.locks).toEqual({ agents: { slots: 2 }, app: { slots: 1 } });
+    expect(config.routines.map((r) => [r.id, r.lock ?? null, r.exclusive ?? true])).toEqual([['sync', null, true], ['index', 'app', true], ['backup', null, false]]);
+    expect(out).toContain('// Imported from crontab by routinely import-crontab.');
+    expect(out).toContain('// takes the named lock "app"');
+  });
+
+  it('an empty object, and a file without routines or locks: both members added', () => {
+    for (const file of ['{}\n', '{ "stateDir": ".state" }\n', '{\n  "routines": []\n}\n']) {
+      const config = JSON.parse(stripJsonComments(merged(file))) as { locks: object; routines: { id: string }[] };
+      expect(config.locks, file).toEqual({ app: { slots: 1 } });
+      expect(config.routines.map((r) => r.id), file).toEqual(['index', 'backup']);
+    }
+  });
+
+  it('a lock of the same name is kept as the file has it; an id the file has is refused by name', () => {
+    const sameLock = JSON.parse(stripJsonComments(merged('{ "locks": { "app": { "slots": 3 } } }'))) as { locks: object };
+    expect(sameLock.locks).toEqual({ app: { slots: 3 } });
+    const r = mergeImported('{ "routines": [ { "id": "a", "schedule": "* * * * *", "action": "register" }, { "id": "backup", "schedule": "* * * * *", "action": "register" } ] }', imported, 'routinely.json');
+    expect(r).toEqual({ refused: 'routine "backup" is in routinely.json already (routines[1]): rename or remove it there, or change the crontab\'s job, then import again; nothing was written' });
+    expect(mergeImported('[1]', imported, 'routinely.json')).toEqual({ refused: 'routinely.json holds no JSON object' });
+    expect(mergeImported('{ "routines": {} }', imported, 'routinely.json')).toEqual({ refused: 'routinely.json: "routines" is not an array' });
+  });
+});
