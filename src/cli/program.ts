@@ -97,10 +97,10 @@ Exit codes (every command):
       setExit(await fn(...args));
     };
 
-  const lock = program.command('lock').description('the project exec lock (like flock, crash-safe)');
+  const lock = program.command('lock').description('the project exec lock and named locks (like flock, crash-safe)');
   lock
     .command('run')
-    .description('run CMD while holding the project exec lock')
+    .description('run CMD while holding the project exec lock, or a named lock')
     .addOption(ifBusyOption('fail'))
     .addOption(waitTimeoutOption())
     .addOption(lockOption('the lock to hold: a named lock, or "exec" (the default)'))
@@ -113,11 +113,13 @@ Exit codes (every command):
 CMD runs in its own process group with the lock held and heartbeated;
 SIGINT/SIGTERM are forwarded to it. Exits with CMD's exit code; 75 when busy (or
 0 with --if-busy skip); 1 when the lock was lost while CMD ran. CMD sees
-ROUTINELY_LOCK_GENERATION (fencing token).
+ROUTINELY_LOCK_NAME and ROUTINELY_LOCK_GENERATION (fencing token). A named lock
+(--lock db) excludes only its own holders; "locks" in the config gives it slots.
 
 Examples:
   routinely lock run -- npm run migrate
-  routinely lock run --if-busy wait --wait-timeout 60 -- ./backup.sh`,
+  routinely lock run --if-busy wait --wait-timeout 60 -- ./backup.sh
+  routinely lock run --lock agents -- ./agent review`,
     )
     .action(act(async (cmd: string[], opts) => (await import('./lock-commands.js')).lockRun(cmd, opts, globals())));
   lock
@@ -350,8 +352,8 @@ Examples:
 /** An example (or a few) for every command, shown at the end of its --help (SPEC §10); the
  * commands whose help text already ends with examples are not in this table. */
 const EXAMPLES: Record<string, string[]> = {
-  'lock status': ['routinely lock status', 'routinely lock status --json --key scheduler'],
-  'lock break': ['routinely lock break      # only a stale lock: dead holder, expired heartbeat'],
+  'lock status': ['routinely lock status', 'routinely lock status --lock agents --json', 'routinely lock status --json --key scheduler'],
+  'lock break': ['routinely lock break      # only a stale lock: dead holder, expired heartbeat', 'routinely lock break --lock db'],
   register: ['routinely register'],
   'exec resume': ['routinely exec resume', 'routinely exec resume r-20261201T030000Z-1a2b --if-busy wait'],
   'exec status': ['routinely exec status', 'routinely exec status --json'],
