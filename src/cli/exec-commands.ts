@@ -128,10 +128,12 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
       const conflict = {
         status: 'CONFLICT', why_code: 'LOCK_CONFLICT',
         why: `exec busy: ${r.busy.reason === 'WAIT_TIMEOUT' ? 'still ' : ''}held by ${r.busy.why}`,
-        next: 'wait for it to finish, or: routinely exec resume --if-busy wait',
+        // the run this was about, named: a bare `exec resume` later may pick another (newer) one
+        next: `wait for it to finish, or: routinely exec resume${r.runId ? ` ${r.runId}` : ''} --if-busy wait`,
+        ...(r.runId ? { run_id: r.runId } : {}),
       };
       if (flags.json) out(JSON.stringify(conflict, null, 2));
-      else err(`${conflict.why}\n  status: CONFLICT (LOCK_CONFLICT); the run was not touched`);
+      else err(`${conflict.why}\n  status: CONFLICT (LOCK_CONFLICT); ${r.runId ? `run ${r.runId} was not touched` : 'the run was not touched'}\n  next: ${conflict.next}`);
       return ExitCode.BUSY;
     }
     if (r.kind === 'nothing') return nothingToDo({ status: 'NOTHING_TO_RESUME', why: r.why, ...(r.next ? { next: r.next } : {}) }, flags);

@@ -10,6 +10,7 @@ import { listRuns } from '../exec-api.js';
 import { summarize, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { busyReason, lockStatusAll, slotsOf } from '../lock/named.js';
+import { readSchedulerState } from '../scheduler/status.js';
 
 /** The lock a routine takes, as views name it: "exec", a named lock, or "none" (not exclusive). */
 const routineLock = (r: { exclusive: boolean; lock: string } | undefined): string => (!r ? 'exec' : r.exclusive ? r.lock : 'none');
@@ -187,7 +188,10 @@ async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health:
       }),
     health,
     schedulerUp,
-    fires: async (id, n) => (await w.backend.routines.history(id, warn)).slice(-n).reverse().map(({ id: _i, closes: _c, key: _k, recorded_at: _r, ...e }) => e),
+    // newest first by scheduled time, as `routine history ID -r` (the same store query), not in
+    // the order the records were written (a queued or retried fire is recorded late)
+    fires: async (id, n) =>
+      (await w.backend.routines.recentFires([id], { limit: n, since: -Infinity, until: Infinity }, warn)).reverse().map(({ id: _i, closes: _c, key: _k, recorded_at: _r, routine: _routine, ...e }) => e),
     output: (id, runId, lines) => runOutput(w.project().stateDir, id, runId, lines),
     running: async (id) => {
       const open = ((await w.backend.routines.readOne(id, warn))?.open_fires ?? []).filter((f) => !processGone(f.owner));
@@ -242,7 +246,9 @@ export async function serveHttp(w: Wiring & { schedulerKey: string }): Promise<{
       return { ok: false, reason: 'cannot read the project state (see the log of routinely serve)' };
     }
   };
-  const schedulerUp = async (): Promise<boolean> => (await w.backend.lock.status(w.schedulerKey)).state === 'held';
+  // one rule with `routine list`'s first line: a scheduler of the project holds its lock, on any
+  // host (not only this one's)
+  const schedulerUp = async (): Promise<boolean> => (await readSchedulerState(w.backend)).running;
   const metrics = new Metrics(false, w.backend.dbClock !== undefined, (id) => routineLock(w.project().config.routines.find((r) => r.id === id)));
   // the page's runs are recorded as the scheduler records its fires: counted, announced
   const recorder = new Recorder({

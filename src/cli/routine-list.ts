@@ -86,14 +86,14 @@ const WEEKDAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 /** The next fire time, absolute in the routine's zone and relative: `03:00 GMT+1, in 6h`; a
  * day or more ahead with its weekday (`Mon 04:00 UTC, in 3d`), a week or more with its date
  * (`Dec 25 04:00 UTC, in 25d`). Seconds only when the time has them. */
-export function nextText(next: ZoneTime, nowMs: number): string {
+export function nextText(next: ZoneTime, nowMs: number, countdown = true): string {
   const time = next.time.endsWith(':00') ? next.time.slice(0, 5) : next.time;
   const [year, month, day] = next.date.split('-').map(Number) as [number, number, number];
   const ahead = next.at - nowMs;
   let date = '';
   if (ahead >= 7 * 86_400_000) date = `${MONTHS[month - 1]} ${String(day).padStart(2, '0')} `;
   else if (ahead >= 86_400_000) date = `${WEEKDAYS[new Date(Date.UTC(year, month - 1, day)).getUTCDay()]} `;
-  return `${date}${time}${next.zone ? ` ${next.zone}` : ''}, in ${shortDuration(Math.max(0, ahead))}`;
+  return `${date}${time}${next.zone ? ` ${next.zone}` : ''}${countdown ? `, in ${shortDuration(Math.max(0, ahead))}` : ''}`;
 }
 
 interface Cell {
@@ -121,10 +121,13 @@ function lastCell(r: ListRow, nowMs: number): Cell {
   return { text: `failed${ago}`, colour: 'red' };
 }
 
-function nextCell(r: ListRow, routine: ListedRoutine, nowMs: number): Cell {
+/** `scheduling`: a scheduler runs (else no countdown to a run nobody will start: what would be,
+ * as the status page says it). */
+function nextCell(r: ListRow, routine: ListedRoutine, nowMs: number, scheduling: boolean): Cell {
   if (r.paused) return { text: `paused${r.paused_note ? `: ${printable(r.paused_note)}` : ''}`, colour: 'yellow' };
   if (r.enabled === false) return { text: 'disabled', colour: 'gray' };
   if (!routine.next || r.enabled === null) return { text: '-' };
+  if (!scheduling) return { text: `none, would be ${nextText(routine.next, nowMs, false)}`, colour: 'gray' };
   return { text: nextText(routine.next, nowMs) };
 }
 
@@ -151,7 +154,7 @@ export function renderTable(routines: readonly ListedRoutine[], rows: readonly L
   const table = rows.map((r, i) => {
     const routine = routines[i]!;
     const schedule = r.schedule ?? '-';
-    return [{ text: r.id }, { text: schedule }, nextCell(r, routine, nowMs), lastCell(r, nowMs), { text: `${r.counts.success}/${r.counts.failure}/${r.counts.skipped}` }] as Cell[];
+    return [{ text: r.id }, { text: schedule }, nextCell(r, routine, nowMs, scheduler?.running !== false), lastCell(r, nowMs), { text: `${r.counts.success}/${r.counts.failure}/${r.counts.skipped}` }] as Cell[];
   });
   const widths = HEADER.map((h, i) => Math.max(h.length, ...table.map((t) => t[i]!.text.length)));
   // a pause note gives way first, but the next times stay whole

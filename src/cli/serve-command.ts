@@ -8,6 +8,7 @@ import { disposable, openBackend } from '../backend.js';
 import { hostId } from '../process/identity.js';
 import { createLogger, type LogFormat } from '../scheduler/log.js';
 import { flushMessage, SpoolFlusher } from '../scheduler/spooling-store.js';
+import { routineChanges } from '../scheduler/reload-changes.js';
 import { httpSetup } from './http-options.js';
 import { out } from './io.js';
 import type { GlobalOptions } from './globals.js';
@@ -32,8 +33,9 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
   });
   const onHup = (): void => {
     try {
+      const before = project.config.routines;
       project = loadProject({ configPath: project.configPath });
-      log({ event: 'scheduler.reloaded', routines: project.config.routines.length });
+      log({ event: 'scheduler.reloaded', routines: project.config.routines.length, ...routineChanges(before, project.config.routines) });
     } catch (err) {
       log({ event: 'scheduler.reload_failed', error: (err as Error).message });
     }

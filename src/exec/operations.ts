@@ -42,11 +42,16 @@ async function withLock<T>(
   routine: string | null | undefined,
   policy: LockedPolicy,
   fn: (lease: Lease, clock: Clock, store: ExecStore) => Promise<T>,
+  /** The run the hold is for, known before the lock is taken: its record names it from the
+   * moment it is linked (SPEC §5 `owner.run_id`; `cat` of the lock tells which run holds it). */
+  runFor?: (clock: Clock, store: ExecStore) => Promise<string | null>,
 ): Promise<{ kind: 'busy'; busy: Busy } | { kind: 'ok'; value: T }> {
   return withStore(ctx, async (backend) => {
     // the backend's clock: with a database, run ids and times follow the database clock
     const clock = ctx.clock ?? backend.clock;
-    const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, { command, routine: routine ?? null, ...(policy.scheduled ? { scheduled: true } : {}) }, policy, policy.onWait);
+    const runId = (await runFor?.(clock, backend.exec)) ?? null;
+    const owner = { command, routine: routine ?? null, ...(runId ? { run_id: runId } : {}), ...(policy.scheduled ? { scheduled: true } : {}) };
+    const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, owner, policy, policy.onWait);
     if (!got.ok) return { kind: 'busy' as const, busy: got };
     try {
       await policy.onLocked?.();
@@ -94,13 +99,14 @@ function checkNamed(defs: SourcedTask[], named: string[] | undefined): void {
 export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<RunOutcome> {
   const defs = loadTaskDefinitions(ctx.project);
   checkNamed(defs, opts.tasks);
+  // the run's id before the lock: the lock's record names it (none is made if nothing is ready)
+  let runId = '';
   const r = await withLock(ctx, 'exec run', opts.routine, opts, async (lease, clock, store) => {
     const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
     const ids = selectTasks(registry, opts.tasks);
     if (ids.length === 0) return { kind: 'nothing' as const, summary, why: nothingToRunWhy(registry) };
     const defById = new Map(defs.map((d) => [d.task.id, d.task]));
     const ordered = dependencyOrder(ids.map((id) => ({ id, provider: '', dependsOn: defById.get(id)!.dependsOn ?? [] }))).map((t) => t.id);
-    const runId = newRunId(clock.now(), randomHex(2));
     const at = nowIso(clock);
     const tasks: Record<string, TaskRun> = {};
     for (const id of ordered) {
@@ -116,7 +122,7 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
       parallel: opts.parallel ?? ctx.project.config.exec.parallel, created_at: at, updated_at: at, finished_at: null, tasks,
     };
     return { kind: 'run' as const, ...(await carryOut(ctx, opts, { store, clock, lease, registry, summary, state, defs: defById, resuming: false })) };
-  });
+  }, async (clock) => (runId = newRunId(clock.now(), randomHex(2))));
   if (r.kind === 'busy') return r;
   if (r.value.kind === 'nothing') return r.value;
   const { kind: _k, ...done } = r.value;
@@ -281,7 +287,9 @@ async function pruneRuns(ctx: ExecContext, store: ExecStore, lease: Lease, keep:
 }
 
 export type ResumeOutcome =
-  | { kind: 'conflict'; busy: Busy }
+  /** The lock was busy; `runId`: the run it would have resumed (the one asked for, or the newest
+   * resumable when the lock was tried), null when none was known. */
+  | { kind: 'conflict'; busy: Busy; runId: string | null }
   | { kind: 'nothing'; why: string; next?: string }
   | { kind: 'done'; state: RunState; summary: RegisterSummary; bytesWritten: number };
 
@@ -297,9 +305,13 @@ async function resumeWith(ctx: ExecContext & { backend: Backend }, runId: string
     if ((await ctx.backend.exec.loadRun(runId)) === null) throw new NotFoundError(`no run ${runId} in ${ctx.backend.exec.location}`);
   }
   const defs = loadTaskDefinitions(ctx.project);
+  let about: string | null = null;
   const r = await withLock(ctx, 'exec resume', opts.routine, opts, async (lease, clock, store) => {
     const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
     const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store);
+    // (without RUN_ID the lock named the run that was newest before it was taken; another may
+    // have become it meanwhile: the heartbeat names the one resumed)
+    if (run && runId === undefined) lease.annotate({ run_id: run.run_id });
     if (!run) return { kind: 'nothing' as const, ...(await nothingInterrupted(store)) };
     if (run.status === 'SUCCEEDED') return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
     if (run.status === 'RUNNING' && ownerAlive(run)) {
@@ -340,8 +352,9 @@ async function resumeWith(ctx: ExecContext & { backend: Backend }, runId: string
       });
     }
     return { kind: 'run' as const, ...(await carryOut(ctx, opts, { store, clock, lease, registry, summary, state, defs: defById, resuming: true })) };
-  });
-  if (r.kind === 'busy') return { kind: 'conflict', busy: r.busy };
+  }, async (_clock, store) => (about = runId ?? (await findResumable(store))?.run_id ?? null));
+  // the conflict's `next` resumes the run it was about, never "the newest" (another, later)
+  if (r.kind === 'busy') return { kind: 'conflict', busy: r.busy, runId: about };
   if (r.value.kind === 'nothing') return r.value;
   const { kind: _k, ...done } = r.value;
   return { kind: 'done', ...done };

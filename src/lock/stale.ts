@@ -85,7 +85,8 @@ export function judgeLock(
 /** `pid 4711 on build-01 (exec run, run r-…), heartbeat 3s ago` — the holder as a person reads it. */
 export function describeHolder(record: LockRecord, nowMs: number): string {
   const o = record.owner;
-  const context = [o.command, o.routine ? `routine ${o.routine}` : null, o.run_id ? `run ${o.run_id}` : null]
+  // a routine's fire says "routine X" once, not "routine, routine X"
+  const context = [o.command === 'routine' && o.routine ? null : o.command, o.routine ? `routine ${o.routine}` : null, o.run_id ? `run ${o.run_id}` : null]
     .filter(Boolean)
     .join(', ');
   const age = Math.max(0, nowMs / 1000 - record.heartbeat_at);

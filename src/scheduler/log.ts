@@ -10,7 +10,7 @@ export type LogEvent =
   | { event: 'scheduler.started'; routines: number; pid: number }
   | { event: 'scheduler.stopping'; running: number }
   | { event: 'scheduler.stopped' }
-  | { event: 'scheduler.reloaded'; routines: number }
+  | { event: 'scheduler.reloaded'; routines: number; added?: string[]; removed?: string[]; changed?: string[] }
   | { event: 'scheduler.reload_failed'; error: string }
   | { event: 'scheduler.warning'; message: string }
   | { event: 'scheduler.lock_lost'; why: string }
@@ -56,10 +56,16 @@ export function formatText(e: LogEvent): string {
       return `[scheduler] stopping${e.running ? ` (waiting for ${e.running} running routine${e.running === 1 ? '' : 's'})` : ''}`;
     case 'scheduler.stopped':
       return '[scheduler] stopped';
-    case 'scheduler.reloaded':
-      return `[scheduler] reloaded config (${e.routines} routine${e.routines === 1 ? '' : 's'})`;
+    case 'scheduler.reloaded': {
+      const what = [['added', e.added], ['removed', e.removed], ['changed', e.changed]]
+        .filter((x): x is [string, string[]] => Array.isArray(x[1]) && x[1].length > 0)
+        .map(([verb, ids]) => `${verb} ${ids.join(', ')}`);
+      const changes = e.added || e.removed || e.changed ? `: ${what.length > 0 ? what.join('; ') : 'no routine changed'}` : '';
+      return `[scheduler] reloaded config (${e.routines} routine${e.routines === 1 ? '' : 's'}${changes})`;
+    }
     case 'scheduler.reload_failed':
-      return `[scheduler] config reload failed, keeping the old config: ${e.error}`;
+      // one line, whatever the error (a config error names each problem on a line of its own)
+      return `[scheduler] config reload failed, keeping the old config: ${e.error.split(/\s*\n\s*/).join('; ')}`;
     case 'scheduler.warning':
       return `[scheduler] warning: ${e.message}`;
     case 'scheduler.lock_lost':

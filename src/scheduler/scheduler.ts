@@ -12,6 +12,7 @@ import type { SchedulerObserver } from './observer.js';
 import { Recorder } from './recorder.js';
 import type { Announce, Entry, FireFn } from './fire-request.js';
 import { Runner } from './runner.js';
+import { routineChanges } from './reload-changes.js';
 import { lightSchedule, routineZone } from './schedule.js';
 import type { RoutineStore } from './store.js';
 import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
@@ -293,10 +294,11 @@ export class Scheduler {
       this.o.log({ event: 'scheduler.reload_failed', error: 'stateDir, the lock folder, the backend or the project name changed: restart the scheduler for that; keeping the old config' });
       return;
     }
+    const before = this.project.config.routines;
     this.apply(fresh);
     this.config.accepted();
     this.writeCache();
-    this.o.log({ event: 'scheduler.reloaded', routines: this.routines.size });
+    this.o.log({ event: 'scheduler.reloaded', routines: this.routines.size, ...routineChanges(before, fresh.config.routines) });
   }
 
   /** A cache that cannot be written only costs `routine list` its fast start: said once. */
@@ -337,3 +339,4 @@ export class Scheduler {
 
   private warn = (message: string): void => this.o.log({ event: 'scheduler.warning', message });
 }
+

@@ -94,7 +94,7 @@ describe('the design, as a user checks it', () => {
     expect(status.record.owner.pid).toBe(s.pid);
     const busy = await runCli(['exec', 'run'], { cwd: dir });
     expect(busy.code).toBe(75);
-    expect(busy.stderr).toMatch(/exec busy: held by pid \d+ on \S+ \(routine, routine slow, run r-/);
+    expect(busy.stderr).toMatch(/exec busy: held by pid \d+ on \S+ \(routine slow, run r-/);
     expect(await stop(s)).toBe(0);
     expect(processRuns(s.pid)).toBe(false);
   }, 30_000);

@@ -251,6 +251,33 @@ describe('exec run', () => {
     expect(readFileSync(count, 'utf8').trim().split('\n')).toEqual(['one', 'two', 'two', 'three']);
   });
 
+  it('the lock record of exec run and exec resume names the run from the moment it is linked (cat of the lock tells which run holds it)', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'echo started; [ -e go ] || sleep 30' }] } });
+    const lock = join(project, '.routinely', 'locks', 'exec-run.lock');
+    const linked = (): { owner: { command: string; run_id?: string } } => JSON.parse(readFileSync(lock, 'utf8')) as { owner: { command: string; run_id?: string } };
+    const first = startCli(['exec', 'run'], { cwd: project, timeoutMs: 60_000 });
+    await eventually(() => existsSync(lock), 15_000, 'the lock');
+    const runId = linked().owner.run_id;
+    expect(runId).toMatch(/^r-\d{8}T\d{6}Z-[0-9a-f]+$/);
+    await first.waitFor(/started/); // its task runs: the run exists
+    expect(runIds(project)).toEqual([runId]);
+    first.child.kill('SIGKILL'); // interrupted: left for a resume
+    await first.exited;
+    // busy meanwhile: a bare resume's conflict names the run it would have resumed
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 30'], { cwd: project });
+    await holder.waitFor(/holding/);
+    const bare = await runCli(['exec', 'resume'], { cwd: project });
+    expect(bare.code).toBe(75);
+    expect(bare.stderr).toContain(`  next: wait for it to finish, or: routinely exec resume ${runId} --if-busy wait`);
+    holder.child.kill('SIGTERM');
+    await holder.exited;
+    const resume = startCli(['exec', 'resume', runId!], { cwd: project, timeoutMs: 60_000 });
+    await eventually(() => existsSync(lock) && linked().owner.command === 'exec resume', 15_000, 'the resume\'s lock');
+    expect(linked().owner.run_id).toBe(runId);
+    writeFileSync(join(project, 'go'), '');
+    expect((await resume.exited).code).toBe(0);
+  });
+
   it('resume while another process holds the lock: exit 75, CONFLICT, run files byte-identical', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'exit 1' }] } });
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1);
@@ -266,6 +293,10 @@ describe('exec run', () => {
     expect(plain.code).toBe(75);
     expect(plain.stderr).toMatch(/exec busy: held by pid \d+.*\n {2}status: CONFLICT \(LOCK_CONFLICT\)/);
     expect(await runCli(['exec', 'resume', '--if-busy', 'skip'], { cwd: project })).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
+    // the conflict says what to run next about this very run, never a bare resume (which could
+    // pick a newer one): also when RUN_ID was not given, the run that was the newest then
+    expect(JSON.parse(r.stdout)).toMatchObject({ run_id: id, next: `wait for it to finish, or: routinely exec resume ${id} --if-busy wait` });
+    expect(plain.stderr).toContain(`  next: wait for it to finish, or: routinely exec resume ${id} --if-busy wait`);
     expect(hashTree(join(runsDir(project), id))).toEqual(before);
     expect(readFileSync(join(project, '.routinely', 'exec', 'tasks.json'), 'utf8')).toBe(registryBefore);
     holder.child.kill('SIGTERM');

@@ -96,3 +96,20 @@ describe('routine list from the scheduler cache', () => {
     }
   });
 });
+
+describe('routine list with no scheduler (SPEC §6)', () => {
+  it('no countdown to a run nobody starts: what would be, on the fast path and the full one; with a scheduler, the countdown', async () => {
+    const { project, s } = await withScheduler({ routines });
+    expect((await list(project)).stdout).toMatch(/\nnew-year +0 0 1 1 \* +Jan 01 00:00 \S+, in \d+d +never/);
+    s.child.kill('SIGTERM');
+    await s.exited;
+    // the cache the scheduler left: the fast path answers, with the same words as the full one
+    const fast = await list(project);
+    expect(fast.stderr).toBe(FROM_CACHE);
+    const slow = await full(project);
+    expect(fast.stdout).toBe(slow.stdout);
+    expect(slow.stdout).toMatch(/^scheduler: not running\n/);
+    expect(slow.stdout).toMatch(/\nnew-year +0 0 1 1 \* +none, would be Jan 01 00:00 \S+ +never/);
+    expect(slow.stdout).not.toMatch(/, in \d/);
+  });
+});

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
-import { testProject } from '../helpers/testdir.js';
+import { testdir, testProject } from '../helpers/testdir.js';
 
 const cluster = pgCluster();
 
@@ -204,29 +204,30 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
 (cluster ? describe : describe.skip)('one project, one queue, across schedulers (SPEC §6; PostgreSQL)', () => {
   it('two schedulers, four exclusive routines due together: every tick runs, one at a time, none skipped as busy', { timeout: 120_000 }, async () => {
     const url = await freshDatabase(cluster!);
-    const marks = 'marks';
-    const ids = ['r1', 'r2', 'r3', 'r4'];
-    const project = testProject({
-      project: 'app', backend: { type: 'postgres' },
-      routines: ids.map((id) => ({ id, schedule: '*/4 * * * * *', action: 'command', run: `echo "${id} start $(date +%s%3N)" >> ${marks}; sleep 0.3; echo "${id} end $(date +%s%3N)" >> ${marks}` })),
-    });
+    const marks = join(testdir('routinely-marks-'), 'marks');
+    const routine = (id: string) => ({ id, schedule: '*/4 * * * * *', action: 'command', run: `echo "${id} start $(date +%s%3N)" >> ${marks}; sleep 0.3; echo "${id} end $(date +%s%3N)" >> ${marks}` });
+    // two hosts' checkouts of one project: each scheduler fires the routines of its own config,
+    // so every tick, two routines of each meet the exec lock held by the other's
+    const checkouts = [['r1', 'r2'], ['r3', 'r4']].map((ids) => testProject({ project: 'app', backend: { type: 'postgres' }, routines: ids.map(routine) }));
     const env = { ROUTINELY_DATABASE_URL: url };
-    const schedulers = ['h1', 'h2'].map((h) => startCli(['scheduler', 'start'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: h }, timeoutMs: 110_000 }));
+    const schedulers = checkouts.map((cwd, i) => startCli(['scheduler', 'start'], { cwd, env: { ...env, ROUTINELY_HOST_ID: `h${i + 1}` }, timeoutMs: 110_000 }));
     for (const s of schedulers) await s.waitFor(/\[scheduler\] started/, 60_000);
-    const file = join(project, marks);
-    const done = (): number => Math.min(...ids.map((id) => (spans(file).get(id) ?? []).filter((x) => x.e < Infinity).length));
+    const ids = ['r1', 'r2', 'r3', 'r4'];
+    const done = (): number => Math.min(...ids.map((id) => (spans(marks).get(id) ?? []).filter((x) => x.e < Infinity).length));
     await eventually(() => done() >= 4, 60_000, 'four ticks of every routine', () => schedulers.map((s) => s.stdout()).join('\n--\n'));
     for (const s of schedulers) s.child.kill('SIGTERM');
     for (const s of schedulers) expect((await s.exited).code, s.stderr()).toBe(0);
     const said = schedulers.map((s) => s.stdout()).join('\n');
     expect(said).not.toMatch(/skipped r\d: exec busy/);
+    // the other scheduler's tick was met, and waited for
+    expect(said).toMatch(/\[routine\] waiting r\d: exec busy \(held by routine r\d /);
     // one at a time under the exec lock, across both hosts
-    const all = ids.flatMap((id) => spans(file).get(id)!.filter((x) => x.e < Infinity));
+    const all = ids.flatMap((id) => spans(marks).get(id)!.filter((x) => x.e < Infinity));
     for (const x of all) expect(all.filter((y) => y !== x && x.s < y.e && y.s < x.e)).toEqual([]);
     // every tick of each routine recorded once, and run (none skipped)
-    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project, env })).stdout) as { id: string; counts: { success: number; failure: number; skipped: number } }[];
-    for (const r of rows) expect(r.counts, r.id).toMatchObject({ failure: 0, skipped: 0 });
-    // both schedulers fired (the database shares the ticks), and one waited for the other
-    expect(schedulers.every((s) => /\[routine\] started r\d/.test(s.stdout())), said).toBe(true);
+    for (const cwd of checkouts) {
+      const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd, env })).stdout) as { id: string; counts: { success: number; failure: number; skipped: number } }[];
+      for (const r of rows) expect(r.counts, r.id).toMatchObject({ failure: 0, skipped: 0 });
+    }
   });
 });

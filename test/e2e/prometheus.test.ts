@@ -119,7 +119,7 @@ describe.skipIf(!havePromtool && process.env.CI !== 'true')('Prometheus (promtoo
     expect(check.status, check.stdout + check.stderr).toBe(0);
     // a reload that removes a routine: all of its series go
     writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: routines.filter((r) => r.id !== 'gone') }));
-    await s.waitFor(/\[scheduler\] reloaded config \(3 routines\)/);
+    await s.waitFor(/\[scheduler\] reloaded config \(3 routines: removed gone\)/);
     // (views of the state are shared for up to a second between scrapes and page loads)
     const deadline = Date.now() + 10_000;
     do {

@@ -4,7 +4,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { withBackend } from '../../src/backend.js';
+import { loadProject } from '../../src/config/load.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { httpGet } from '../helpers/http.js';
 import { testProject } from '../helpers/testdir.js';
 
 interface Row {
@@ -96,5 +99,31 @@ describe('one zone rule and removed routines', () => {
     const never = await runCli(['routine', 'history', 'never'], { cwd: project });
     expect(never.code).toBe(2);
     expect(never.stderr).toMatch(/unknown routine "never" \(known: paris\)/);
+  });
+});
+
+describe('one order for a routine\'s fires (SPEC §6, §11)', () => {
+  it('recorded out of scheduled order (a queued or retried fire is recorded late): routine history -r, /api/routines/ID and the routine\'s page list them by scheduled time, newest first, the same', { timeout: 60_000 }, async () => {
+    const project = testProject({ routines: [cmd('r', 'true')] });
+    const at = (min: number): string => `2026-12-04T17:${String(min).padStart(2, '0')}:00.000Z`;
+    // written in this order: 17:43, 17:44, 17:41, 17:42
+    await withBackend(loadProject({ cwd: project }), async (b) => {
+      for (const m of [43, 44, 41, 42]) {
+        await b.routines.recordFire('r', { result: 'success', reason: null, scheduled_at: at(m), started_at: at(m), finished_at: at(m), duration_ms: 5, exit_code: 0, run_id: `r-20261204T17${m}00Z-aa` }, () => {});
+      }
+    });
+    const newestFirst = [44, 43, 42, 41].map(at);
+    const cli = JSON.parse((await runCli(['routine', 'history', 'r', '-r', '--json'], { cwd: project })).stdout) as Row[];
+    expect(cli.map((f) => f.scheduled_at)).toEqual(newestFirst);
+    const serve = startCli(['serve', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 50_000 });
+    const url = (await serve.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const api = JSON.parse((await httpGet(`${url}api/routines/r`)).body) as { fires: Row[] };
+    expect(api.fires.map((f) => f.scheduled_at)).toEqual(newestFirst);
+    // the page as it is served (its run ids in the order the table lists them)
+    const page = (await httpGet(`${url}routines/r`)).body;
+    const listed = [...page.matchAll(/r-20261204T17(\d\d)00Z-aa/g)].map((m) => Number(m[1]));
+    expect([...new Set(listed)]).toEqual([44, 43, 42, 41]);
+    serve.child.kill('SIGTERM');
+    await serve.exited;
   });
 });

@@ -97,5 +97,8 @@ describe('judgeLock (SPEC §4.4)', () => {
   it('describes the holder the way the busy message needs it', () => {
     const text = describeHolder(lock({ run_id: 'r-20261129T190000Z-7f3a', pid: 4711, host: 'build-01' }), NOW);
     expect(text).toBe('pid 4711 on build-01 (exec run, run r-20261129T190000Z-7f3a), heartbeat 5s ago');
+    // a routine's fire: the routine once, never "routine, routine sync"
+    expect(describeHolder(lock({ command: 'routine', routine: 'sync', run_id: 'r-20261129T190000Z-7f3a' }), NOW)).toBe('pid 100 on host-a (routine sync, run r-20261129T190000Z-7f3a), heartbeat 5s ago');
+    expect(describeHolder(lock({ command: 'lock run', routine: 'sync' }), NOW)).toMatch(/\(lock run, routine sync\)/);
   });
 });

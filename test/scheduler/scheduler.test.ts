@@ -198,7 +198,7 @@ describe('Scheduler', () => {
     writeFileSync(join(h.dir, 'routinely.json'), JSON.stringify({ routines: [routine('a', '*/10 * * * * *'), routine('b', '*/5 * * * * *')] }));
     h.scheduler.requestReload();
     await settle();
-    expect(h.events).toContainEqual({ event: 'scheduler.reloaded', routines: 2 });
+    expect(h.events).toContainEqual({ event: 'scheduler.reloaded', routines: 2, added: ['b'], removed: [], changed: [] });
     h.clock.advance(4_500);
     await settle();
     expect(h.fires.map((f) => f.id)).toEqual(['b']);
