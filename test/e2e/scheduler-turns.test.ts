@@ -329,3 +329,25 @@ describe('stopping with a stalled log reader (SPEC §6 "Stop")', () => {
     }
   });
 });
+
+describe('a wait never eats the next tick (SPEC §6, §10)', () => {
+  it('ifBusy "wait" with the default wait, the lock held from outside over several ticks: each tick waits and gives up before the next, none is "previous run still running"', { timeout: 90_000 }, async () => {
+    const project = testProject({ routines: [cmd('w', '*/5 * * * * *', 'true', { ifBusy: 'wait' })] });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -e go ]; do sleep 0.05; done'], { cwd: project, timeoutMs: 80_000 });
+    await holder.waitFor(/holding/);
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 80_000 });
+    await s.waitFor(/\[scheduler\] started/);
+    // three ticks while it is held, each waiting on its own
+    await eventually(() => fires(project, 'w').length >= 3, 40_000, 'three ticks of w', () => s.stdout());
+    writeFileSync(join(project, 'go'), '');
+    expect((await holder.exited).code).toBe(0);
+    await eventually(() => fires(project, 'w').some((e) => e.result === 'success'), 20_000, 'w runs once the lock is free', () => s.stdout());
+    expect(await stop(s)).toBe(0);
+    const held = fires(project, 'w').filter((e) => e.result === 'skipped');
+    expect(held.length).toBeGreaterThanOrEqual(3);
+    expect(held.map((e) => e.reason), s.stdout()).toEqual(held.map(() => 'exec busy'));
+    // one wait per tick: each tick said it waits, naming the holder
+    expect((s.stdout().match(/\[routine\] waiting w: exec busy \(held by lock run since /g) ?? []).length).toBeGreaterThanOrEqual(held.length);
+    expect(s.stdout()).not.toMatch(/previous run still running/);
+  });
+});
