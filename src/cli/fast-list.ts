@@ -20,13 +20,17 @@ import type { FastListArgs } from './fast-args.js';
 import { cachedConfig } from './fast-config.js';
 import { err } from './io.js';
 import { terminalText } from '../printable.js';
-import { listRows, printList, schedulerLineOf, type ListedRoutine, type SchedulerLine } from './routine-list.js';
+import { listRows, phasesOf, printList, schedulerLineOf, type ListedRoutine, type SchedulerLine } from './routine-list.js';
+import type { Phase } from '../scheduler/phases.js';
+import { readPhasesFile } from '../scheduler/phases.js';
+import { processGone } from '../process/identity.js';
 import type { RoutineRecord } from '../state/routine-state.js';
 
 
 interface Gathered {
   routines: ListedRoutine[];
   records: Record<string, RoutineRecord>;
+  phases: Record<string, Phase>;
   scheduler: SchedulerLine;
   warnings: string[];
   now: number;
@@ -55,7 +59,10 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
   const warnings: string[] = [];
   const state = readRoutineState({ stateDir } as Project, (m) => warnings.push(m));
   const scheduler = schedulerLineOf(stateOf([readLockStatus({ lockDir, key: SCHEDULER_LOCK_KEY })], 'file'));
-  return { routines, records: state.routines, scheduler, warnings, now };
+  // the running scheduler's phases (queued, waiting), as the full path reads them
+  const board = scheduler.running ? readPhasesFile({ stateDir }, (m) => warnings.push(m)) : null;
+  const phases = board && !processGone(board.owner) ? phasesOf([board]) : {};
+  return { routines, records: state.routines, phases, scheduler, warnings, now };
 }
 
 const lazyRequire = createRequire(import.meta.url);
@@ -84,7 +91,7 @@ export function fastList(a: FastListArgs, env: NodeJS.ProcessEnv = process.env):
     return null; // whatever it is, the full path reports it properly
   }
   if (!g) return null;
-  const rows = listRows(g.routines, g.records, emptyRecord);
+  const rows = listRows(g.routines, g.records, emptyRecord, g.phases);
   const notes = [...(env.ROUTINELY_DEBUG ? ['routinely: debug: routine list from the scheduler\'s cache'] : []), ...g.warnings.map((w) => `routinely: warning: ${w}`)];
   if (stdoutIsTTY()) {
     for (const n of notes) err(n);

@@ -20,7 +20,7 @@ import { emptyRecord, type RoutineResult } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
-import { listRows, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
+import { listRows, phasesOf, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
 import { readSchedulerState } from '../scheduler/status.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
@@ -92,8 +92,9 @@ export function listedRoutines(project: Project, now: Date): ListedRoutine[] {
 /** The `routine list --json` rows; with `backend`, read through that open backend (the HTTP
  * server's, SPEC §11) instead of opening one for the call. */
 export async function routineRows(project: Project, now: Date, backend?: Backend): Promise<ConfiguredRow[]> {
-  const state = backend ? await backend.routines.read(warnTo) : await withBackend(project, (b) => b.routines.read(warnTo));
-  return listRows(listedRoutines(project, now), state.routines, emptyRecord) as ConfiguredRow[];
+  const read = async (b: Backend) => ({ state: await b.routines.read(warnTo), boards: await b.routines.readPhases(warnTo) });
+  const { state, boards } = backend ? await read(backend) : await withBackend(project, read);
+  return listRows(listedRoutines(project, now), state.routines, emptyRecord, phasesOf(boards)) as ConfiguredRow[];
 }
 
 /** A row of a routine in a valid config: schedule, action and enabled are known. */
@@ -126,9 +127,9 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
     project = stateOnly(g, error);
     fromState = true;
   }
-  const { state, scheduler, clockNow, spooled } = await withBackend(project, async (b) => {
+  const { state, boards, scheduler, clockNow, spooled } = await withBackend(project, async (b) => {
     const left = await flushSpooled(project, b);
-    return { state: await b.routines.read(warnTo), scheduler: await schedulerLine(b), clockNow: b.caps.sharedClock ? b.clock.now() : null, spooled: left };
+    return { state: await b.routines.read(warnTo), boards: await b.routines.readPhases(warnTo), scheduler: await schedulerLine(b), clockNow: b.caps.sharedClock ? b.clock.now() : null, spooled: left };
   });
   if (spooled > 0) warnTo(`${spooled} record${spooled === 1 ? '' : 's'} of fires on this host ${spooled === 1 ? 'waits' : 'wait'} in ${spoolDir(project.stateDir)}, not in the counts yet`);
   // With a database, next and last runs are reckoned by its clock, as the scheduler fires by it.
@@ -140,7 +141,7 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
   routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, lock: null, starvedAfterSkips: 3, next: null }));
   // the next `routine list` starts from the cache (fast-list.ts), scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
-  return printList(routines, listRows(routines, state.routines, emptyRecord), scheduler, now.getTime(), flags, fromState);
+  return printList(routines, listRows(routines, state.routines, emptyRecord, phasesOf(boards)), scheduler, now.getTime(), flags, fromState);
 }
 
 /** `routine run ID [--json]`: with --json the command's output goes to stderr and stdout holds

@@ -10,6 +10,7 @@ import { processGone } from '../process/identity.js';
 import type { SchedulerState } from '../scheduler/status.js';
 import { schedulerLine } from './scheduler-line.js';
 import type { OpenFire, RoutineRecord } from '../state/routine-state.js';
+import type { Phase, PhaseBoard } from '../scheduler/phases.js';
 import { ExitCode } from '../errors.js';
 import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
 import { shortDuration } from '../duration.js';
@@ -51,6 +52,13 @@ export type ListRow = {
   failing: boolean;
   starved: boolean;
   running_since: string | null;
+  /** Where a fire of it is now (SPEC §6): queued in its scheduler's queue for its lock, waiting
+   * for its lock held by someone else, or running; null when none is under way. From the records
+   * the scheduler writes (its open marker, its board of phases), never guessed. */
+  phase: 'queued' | 'waiting' | 'running' | null;
+  phase_since: string | null;
+  /** What it waits for: the routine it is queued behind, or the lock and its holder. */
+  waiting_for: { behind: string } | { lock: string; holder: string } | null;
 };
 
 /** When the oldest fire still in progress started (its process is alive, or lives on another
@@ -64,17 +72,32 @@ export function runningSince(open: readonly OpenFire[] | undefined, gone: (o: Op
   return since;
 }
 
-export function listRows(routines: readonly ListedRoutine[], records: Record<string, RoutineRecord>, emptyRecord: () => RoutineRecord): ListRow[] {
+/** Each routine's phase on the boards of the schedulers that live (phases.ts): the newest. */
+export function phasesOf(boards: readonly PhaseBoard[]): Record<string, Phase> {
+  const out: Record<string, Phase> = {};
+  for (const b of boards) for (const [id, p] of Object.entries(b.routines)) if (!out[id] || out[id].since < p.since) out[id] = p;
+  return out;
+}
+
+export function listRows(routines: readonly ListedRoutine[], records: Record<string, RoutineRecord>, emptyRecord: () => RoutineRecord, phases: Record<string, Phase> = {}): ListRow[] {
   return routines.map((r) => {
     const { open_fires: open, ...record } = records[r.id] ?? emptyRecord();
     const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
+    const running = runningSince(open);
+    const p = phases[r.id];
+    // a board's phase of the very fire the record shows ended is past (a board written a moment
+    // after the record); a later tick's record (a skip, `previous run still running`) is not
+    const current = p && !running && record.last_scheduled_at !== p.scheduled_at ? p : undefined;
     return {
       id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled, lock: r.lock,
       next_run_at: r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null,
       ...record,
       failing: record.consecutive_failures > 0,
       starved,
-      running_since: runningSince(open),
+      running_since: running,
+      phase: running ? 'running' : (current?.phase ?? null),
+      phase_since: running ?? current?.since ?? null,
+      waiting_for: current?.phase === 'queued' ? { behind: current.behind } : current?.phase === 'waiting' ? { lock: current.lock, holder: current.holder } : null,
     };
   });
 }
@@ -98,6 +121,8 @@ export function nextText(next: ZoneTime, nowMs: number, countdown = true): strin
 
 interface Cell {
   text: string;
+  /** What the cell says when `text` does not fit, before it is cut with `…`. */
+  short?: string;
   colour?: Colour;
 }
 
@@ -115,6 +140,10 @@ function lastCell(r: ListRow, nowMs: number): Cell {
   }
   // starved on a named lock: which one (SPEC §4.16)
   if (r.starved) return { text: `starved: ${r.consecutive_skips} skips${r.lock && r.lock !== 'exec' && r.lock !== 'none' ? ` (${r.lock} busy)` : ''}`, colour: 'magenta' };
+  // a fire queued or waiting (a problem above wins in 80 columns: --json and the page show both)
+  const since = r.phase_since ? shortDuration(Math.max(0, nowMs - Date.parse(r.phase_since))) : '';
+  if (r.waiting_for && 'behind' in r.waiting_for) return { text: `queued ${since} behind ${r.waiting_for.behind}`, short: `queued behind ${r.waiting_for.behind}`, colour: 'cyan' };
+  if (r.waiting_for) return { text: `waiting ${since}: ${r.waiting_for.lock} busy`, short: `waiting: ${r.waiting_for.lock} busy`, colour: 'yellow' };
   if (!r.last_result) return { text: 'never', colour: 'gray' };
   if (r.last_result === 'success') return { text: `ok${ago}`, colour: 'green' };
   if (r.last_result === 'skipped') return { text: `skipped${ago}`, colour: 'yellow' };
@@ -139,9 +168,10 @@ function cut(text: string, width: number): string {
 const HEADER = ['ROUTINE', 'SCHEDULE', 'NEXT', 'LAST', 'OK/FAIL/SKIP'];
 const GAP = '  ';
 /** Narrowest a shortened column gets, and the order they give way in when the table is too
- * wide: a long pause note first, then the id, the schedule, the last run. */
-const MIN = [12, 9, 20, 12, 12];
-const SHRINK = [2, 0, 1, 3];
+ * wide: a long pause note first, then the id, the last run (a phase without its duration first),
+ * the schedule (a cut schedule says little). */
+const MIN = [12, 9, 20, 17, 12];
+const SHRINK = [2, 0, 3, 1];
 
 /** The table's lines (no trailing newline), at most `width` columns where the content allows. */
 export function renderTable(routines: readonly ListedRoutine[], rows: readonly ListRow[], scheduler: SchedulerLine | null, nowMs: number, o: { color: boolean; width: number; fromState?: boolean }): string[] {
@@ -160,8 +190,10 @@ export function renderTable(routines: readonly ListedRoutine[], rows: readonly L
   // a pause note gives way first, but the next times stay whole
   const min = [...MIN];
   min[2] = Math.max(12, ...table.filter((_, i) => !rows[i]!.paused).map((t) => t[2]!.text.length));
+  // a phase drops its duration before it is cut (`queued behind heartbeat`)
+  min[3] = Math.min(20, Math.max(min[3]!, ...table.map((t) => t[3]!.short?.length ?? 0)));
   const total = (): number => widths.reduce((a, b) => a + b, 0) + GAP.length * (widths.length - 1);
-  // Too wide: shorten NEXT (a long pause note), then SCHEDULE, then ROUTINE, down to their minimum.
+  // Too wide: shorten NEXT (a long pause note), then ROUTINE, LAST, SCHEDULE, down to their minimum.
   for (const col of SHRINK) {
     const over = total() - o.width;
     if (over <= 0) break;
@@ -170,7 +202,8 @@ export function renderTable(routines: readonly ListedRoutine[], rows: readonly L
   const line = (cells: Cell[]): string =>
     cells
       .map((c, i) => {
-        const text = cut(c.text, widths[i]!).padEnd(i === cells.length - 1 ? 0 : widths[i]!);
+        const fits = c.text.length > widths[i]! && c.short ? c.short : c.text;
+        const text = cut(fits, widths[i]!).padEnd(i === cells.length - 1 ? 0 : widths[i]!);
         return c.colour ? paint(text, c.colour, o.color) : text;
       })
       .join(GAP)

@@ -45,7 +45,7 @@ time { white-space: nowrap; }
 .badge { display: inline-block; padding: 0 7px; border-radius: 10px; font-size: 13px; font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
 .badge.b-paused { white-space: normal; overflow-wrap: anywhere; max-width: 32ch; }
 .b-success { color: var(--ok); } .b-failure { color: var(--fail); } .b-skipped, .b-starved { color: var(--skip); }
-.b-starved { border-style: dashed; } .b-running { color: var(--run); } .b-paused { color: var(--pause); } .b-muted { color: var(--muted); }
+.b-starved { border-style: dashed; } .b-running { color: var(--run); } .b-paused { color: var(--pause); } .b-queued { color: var(--run); border-style: dotted; } .b-waiting { color: var(--skip); border-style: dotted; } .b-muted { color: var(--muted); }
 .health.bad { font-weight: 600; }
 dl.lock { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 8px 24px; margin: 0; }
 dl.lock dt { font-size: 13px; color: var(--muted); }

@@ -23,6 +23,10 @@ export interface RoutineView extends RoutineRecord {
   next_run_at: string | null;
   starved?: boolean;
   running_since?: string | null;
+  /** A fire before it runs: queued behind a routine, or waiting for its lock (routine list). */
+  phase?: 'queued' | 'waiting' | 'running' | null;
+  phase_since?: string | null;
+  waiting_for?: { behind: string } | { lock: string; holder: string } | null;
 }
 
 /** An `exec runs --json` row: the run without its tasks, with their counts; or a run whose

@@ -126,11 +126,21 @@ export function viewKit(nowMs: number) {
       `<p class="muted">Project <strong>${esc(s.project)}</strong> · ${esc(s.backend)} backend · updated ${time(nowMs, absolute(nowMs).slice(11))}</p>`
     );
   };
-  return { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine, unscheduled, nowMs };
+  /** A fire before it runs, as routine list says it: queued behind a routine, or waiting for
+   * its lock (with who holds it on hover). */
+  const phaseBadge = (r: RoutineView): string => {
+    const w = r.waiting_for;
+    const since = ms(r.phase_since ?? null);
+    const long = since === null ? '' : ` ${span(Math.max(0, nowMs - since))}`;
+    if (!w) return '';
+    if ('behind' in w) return badge('queued', `queued${long} behind ${w.behind}`);
+    return `<span class="badge b-waiting" title="${esc(`held by ${w.holder}`)}">${esc(`waiting${long}: ${w.lock} busy`)}</span>`;
+  };
+  return { esc, span, ms, absolute, time, ago, badge, phaseBadge, resultOf, statusLine, unscheduled, nowMs };
 }
 
 export function renderParts(d: PageData, nowMs: number): PageParts {
-  const { esc, span, ms, absolute, time, ago, badge, resultOf, statusLine, unscheduled } = viewKit(nowMs);
+  const { esc, span, ms, absolute, time, ago, badge, phaseBadge, resultOf, statusLine, unscheduled } = viewKit(nowMs);
 
   const status = statusLine(d.status);
   // --- routines -------------------------------------------------------------------------------
@@ -179,6 +189,7 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
     // running: it holds the exec lock, or (another lock, or none) a fire of it is open
     const runningSince = holder && holder.owner.routine === r.id ? holder.created_at * 1000 : ms(r.running_since ?? null);
     if (runningSince !== null) states.push(badge('running', `running ${span(Math.max(0, nowMs - runningSince))}`));
+    else if (r.waiting_for) states.push(phaseBadge(r));
     if (!r.enabled) states.push(badge('muted', 'disabled'));
     if (r.paused) states.push(badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused'));
     // failing until a run succeeds, whatever skips came after (SPEC §6)
@@ -247,17 +258,18 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
 }
 
 export function renderDetail(d: DetailData, nowMs: number): DetailParts {
-  const { esc, span, ms, absolute, ago, badge, resultOf, statusLine, unscheduled } = viewKit(nowMs);
+  const { esc, span, ms, absolute, ago, badge, phaseBadge, resultOf, statusLine, unscheduled } = viewKit(nowMs);
   const r = d.routine;
   const item = (k: string, v: string): string => `<div><dt>${esc(k)}</dt><dd>${v}</dd></div>`;
   const next = ms(r.next_run_at);
   const state = !r.enabled ? badge('muted', 'disabled') : r.paused ? badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused') : unscheduled(d.status) ? badge('failure', 'no scheduler') : badge('success', 'scheduled');
   const failing = r.consecutive_failures > 0 ? ` ${badge('failure', `failing${r.consecutive_failures > 1 ? ` ×${r.consecutive_failures}` : ''}`)}` : '';
   const starved = r.starved === true ? ` ${badge('starved', 'starved')}` : '';
+  const phase = !d.running && r.waiting_for ? ` ${phaseBadge(r)}` : '';
   const summary = [
     item('Schedule', `<code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''}`),
     item('Action', esc(r.action)),
-    item('State', `${state}${failing}${starved}`),
+    item('State', `${state}${failing}${starved}${phase}`),
     item('Next run', !r.enabled || r.paused || next === null ? '<span class="muted">none</span>' : unscheduled(d.status) ? `<span class="muted">none: no scheduler runs (would be ${esc(absolute(next, r.timezone))})</span>` : `${esc(absolute(next, r.timezone))}`),
     item('Last success', ago(r.last_success_at)),
     item('Last failure', ago(r.last_failure_at)),

@@ -3,6 +3,8 @@
 // each other's updates.
 
 import type { FireQuery, PauseChange, RecordOptions, RoutineStore, ShownFire, Warn } from '../scheduler/store.js';
+import { checkBoard, type PhaseBoard } from '../scheduler/phases.js';
+import { processGone } from '../process/identity.js';
 import { checkFireEntry } from '../state/fire-entry.js';
 import type { HistoryEntry } from '../state/history.js';
 import { applyFire, applyLateFire, checkRecord, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
@@ -179,6 +181,18 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         const r = await client.query(sql.releaseClaim(project, routine, at, host));
         return r.rowCount === 1;
       });
+    },
+
+    async writePhases(board: PhaseBoard): Promise<void> {
+      await db.query(sql.writePhases(project, board.owner.host, JSON.stringify(board)));
+    },
+
+    async readPhases(warn: Warn): Promise<PhaseBoard[]> {
+      const { rows } = await db.query<{ board: unknown }>(sql.readPhases(project));
+      const boards = rows.map((r) => checkBoard(r.board));
+      if (boards.some((b) => b === null)) warn(`database ${db.where}: a row of routinely_phases is not a board of phases (written by something else than routinely?): left out`);
+      // a board of a scheduler on this host whose process is gone ended with it, lease or not
+      return boards.filter((b): b is PhaseBoard => b !== null && !processGone(b.owner));
     },
   };
 }

@@ -7,8 +7,8 @@ export interface Migration {
   sql: string;
 }
 
-// routinely 0.1.0 was never published: the schema is one version. A later change of it is a
-// new entry here, applied by migrate() to databases at an older version.
+// routinely 0.1.0 was never published: the schema's first version is what it had until then.
+// Each later change is a new entry here, applied by migrate() to databases at an older version.
 export const MIGRATIONS: Migration[] = [
   {
     version: 1,
@@ -92,6 +92,21 @@ export const MIGRATIONS: Migration[] = [
         host         text        NOT NULL,
         claimed_at   timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (project, routine, scheduled_at)
+      );
+    `,
+  },
+  {
+    version: 2,
+    sql: `
+      -- Each scheduler's phases of its routines' fires (queued, waiting: scheduler/phases.ts),
+      -- one row per host, replaced as they change; read only while that host's scheduler lease
+      -- is held.
+      CREATE TABLE routinely_phases (
+        project    text        NOT NULL,
+        host       text        NOT NULL,
+        board      json        NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (project, host)
       );
     `,
   },

@@ -307,4 +307,16 @@ export const routineSql = {
   releaseClaim: (project: string, routine: string, scheduledAt: string, host: string): Statement => ({
     text: 'DELETE FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND host = $4', values: [project, routine, scheduledAt, host],
   }),
+  writePhases: (project: string, host: string, board: string): Statement => ({
+    text: `INSERT INTO routinely_phases (project, host, board) VALUES ($1, $2, $3::json)
+      ON CONFLICT (project, host) DO UPDATE SET board = excluded.board, updated_at = now()`,
+    values: [project, host, board],
+  }),
+  /** The boards of the hosts whose scheduler lease is held now (by the database clock). */
+  readPhases: (project: string): Statement => ({
+    text: `SELECT p.board FROM routinely_phases p JOIN routinely_leases l
+      ON l.project = p.project AND l.key = 'scheduler@' || p.host
+      WHERE p.project = $1 AND l.released_at IS NULL AND l.expires_at > now()`,
+    values: [project],
+  }),
 };

@@ -17,8 +17,10 @@ import { StateIOError, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../lock/wait.js';
 import { checkFolder, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { historyTrimBytes, appendHistoryLine, fireLine, historyPath, openLine, pauseLine, readFireEntries, rotateHistory, type HistoryEntry } from '../state/history.js';
-import { writeChecksummed } from '../fs/durable.js';
+import { writeChecksummed, writeFileDurable } from '../fs/durable.js';
 import { ensureStateRoot } from '../state/json-file.js';
+import { processGone } from '../process/identity.js';
+import { phasesPath, readPhasesFile } from './phases.js';
 import { interruptedFire, type Fire, type OpenFire } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
@@ -210,5 +212,15 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
     sharedTicks: false,
     claimTick: async () => true,
     releaseClaim: async () => false,
+    // one scheduler per project: one board, <stateDir>/phases.json, a view of a moment (not
+    // fsynced); read only while the process that wrote it lives
+    writePhases: async (board) => {
+      writeFileDurable(phasesPath(project), JSON.stringify(board), { sync: false, cleanTemps: true });
+    },
+    readPhases: async (warn) => {
+      const board = readPhasesFile(project, warn);
+      return board && !processGone(board.owner) ? [board] : [];
+    },
   };
 }
+

@@ -17,6 +17,7 @@ import { FolderReplacedError, isStorageError } from '../errors.js';
 import { unstartedMarker } from './unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { busyReason, slotsOf } from '../lock/named.js';
+import type { PhaseRecorder } from './phases.js';
 import { MAX_DEFAULT_WAIT_MS, type Entry, type FireFn } from './fire-request.js';
 
 export interface RunnerOptions {
@@ -38,6 +39,8 @@ export interface RunnerOptions {
   stateTrouble?: (err: unknown) => void;
   /** Whether the state is known not to be writable now (nothing is recorded meanwhile). */
   stateBroken?: () => boolean;
+  /** Where the phases of fires before they run are written (queued, waiting). */
+  phases?: PhaseRecorder;
 }
 
 interface Active {
@@ -218,8 +221,11 @@ export class Runner {
     let queued = false;
     let outcome = await waited(turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
       queued = true;
+      // the board first: a view asked on seeing the log line shows it
+      this.o.phases?.queued(id, scheduledAt, behind);
       this.o.log({ event: 'routine.queued', routine: id, behind });
     }));
+    if (queued) this.o.phases?.clear(id, scheduledAt);
     // it waited: it may have been paused meanwhile
     if (outcome === 'start' && queued && (this.stopping || signal.aborted || (await this.isPaused(id)))) {
       turns.leave(id);
@@ -258,11 +264,14 @@ export class Runner {
         mayStart: () => this.o.inCharge(),
         onStarted: () => {
           this.o.stateTrouble?.(null);
+          this.o.phases?.clear(id, scheduledAt); // running: its open marker says so from here
           this.gate(def).locked(id);
           this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() });
         },
         onWait: (why, holder) => {
-          this.o.log({ event: 'routine.waiting', routine: id, lock: def.lock, holder: holder ? holderText(holder) : why });
+          const held = holder ? holderText(holder) : why;
+          this.o.phases?.waiting(id, scheduledAt, def.lock, held);
+          this.o.log({ event: 'routine.waiting', routine: id, lock: def.lock, holder: held });
           this.gate(def).waiting(id);
         },
       });
@@ -277,6 +286,9 @@ export class Runner {
       // all the same, so that `routine list --check` shows it.
       const marker = unstartedMarker(err);
       return { ...this.unstartedFire(scheduledAt, (err as Error).message), ...(marker ? { closes: marker } : {}) };
+    } finally {
+      // it waited and gave up, or ran: no longer waiting
+      this.o.phases?.clear(id, scheduledAt);
     }
   }
 

@@ -13,6 +13,8 @@ import { Recorder } from './recorder.js';
 import type { Announce, Entry, FireFn } from './fire-request.js';
 import { Runner } from './runner.js';
 import { routineChanges } from './reload-changes.js';
+import { PhaseRecorder } from './phases.js';
+import { selfIdentity } from '../process/identity.js';
 import { lightSchedule, routineZone } from './schedule.js';
 import type { RoutineStore } from './store.js';
 import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
@@ -60,6 +62,7 @@ export class Scheduler {
   private readonly routines = new Map<string, Entry & { since: number }>();
   private readonly next = new Map<string, number | null>();
   private readonly runner: Runner;
+  private readonly phases: PhaseRecorder;
   /** Records every fire of this process: the scheduler's, and those of its HTTP run action. */
   readonly recorder: Recorder;
   private observer: SchedulerObserver;
@@ -92,10 +95,17 @@ export class Scheduler {
       ...(o.notify ? { notify: o.notify } : {}), waitOutStorage: true, stateTrouble: (err) => this.recordTrouble(err),
     });
     this.recorder.observe(this.observer);
+    // the phases of fires before they run (queued, waiting), written as they change for every
+    // view to read (SPEC §6)
+    const me = selfIdentity();
+    const phases = (this.phases = new PhaseRecorder({
+      owner: { pid: me.pid, host: o.host, boot_id: me.boot_id, start_time: me.start_time, ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}) },
+      clock: this.clock, write: (board) => o.store.writePhases(board), warn: this.warn,
+    }));
     this.runner = new Runner({
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
-      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateUnwritable !== null, sharedTicks: o.store.sharedTicks,
+      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateUnwritable !== null, sharedTicks: o.store.sharedTicks, phases,
     });
     this.runner.haltSignal.addEventListener('abort', () => this.recorder.halt(), { once: true });
     this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());
@@ -223,6 +233,7 @@ export class Scheduler {
       stop.removeEventListener('abort', onStop);
       this.config.stop();
       await this.runner.shutdown(this.o.shutdownTimeoutMs ?? 30_000);
+      await this.phases.settled();
       await this.recorder.stopped();
       this.o.log({ event: 'scheduler.stopped' });
     }

@@ -17,6 +17,7 @@ import { listSpool, removeSpooled, spoolDir, writeSpool } from '../state/spool.j
 import type { Fire, OpenFire } from '../state/routine-state.js';
 import type { HistoryEntry } from '../state/history.js';
 import type { RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
+import type { PhaseBoard } from './phases.js';
 import { withKey, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
 
 export class SpoolingStore implements RoutineStore {
@@ -102,6 +103,14 @@ export class SpoolingStore implements RoutineStore {
 
   recentFires(routines: readonly string[], q: FireQuery, warn: Warn): Promise<ShownFire[]> {
     return this.db.recentFires(routines, q, warn);
+  }
+
+  writePhases(board: PhaseBoard): Promise<void> {
+    return this.db.writePhases(board);
+  }
+
+  readPhases(warn: Warn): Promise<PhaseBoard[]> {
+    return this.db.readPhases(warn);
   }
 
   releaseClaim(routineId: string, scheduledAt: Date, host: string): Promise<boolean> {

@@ -3,6 +3,7 @@
 
 import { randomHex } from '../fs/files.js';
 import type { HistoryEntry } from '../state/history.js';
+import type { PhaseBoard } from './phases.js';
 import type { Fire, OpenFire, RoutineRecord, RoutineResult, RoutineStateFile } from '../state/routine-state.js';
 
 export type Warn = (message: string) => void;
@@ -94,4 +95,10 @@ export interface RoutineStore {
    * not fired): the tick is no longer attributed to this host. Not when a fire of that tick is
    * open or recorded. Returns whether a claim was released. */
   releaseClaim(routineId: string, scheduledAt: Date, host: string): Promise<boolean>;
+  /** The scheduler's phases of its routines' fires (queued, waiting: phases.ts), replacing the
+   * board it wrote before. */
+  writePhases(board: PhaseBoard): Promise<void>;
+  /** The boards of the schedulers that live (a board of a scheduler that is gone is not
+   * returned: its phases ended with it). */
+  readPhases(warn: Warn): Promise<PhaseBoard[]>;
 }

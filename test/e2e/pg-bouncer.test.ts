@@ -4,6 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MIGRATIONS } from '../../src/pg/schema.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { eventually, runCli, sleep, startCli } from '../helpers/cli.js';
 import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
@@ -56,7 +57,7 @@ bouncerSuite('PgBouncer with a stock ini', () => {
     const first = await Promise.all(Array.from({ length: 6 }, () => runCli(['lock', 'run', '--if-busy', 'wait', '--', 'true'], { cwd: project, env })));
     for (const r of first) expect(r.code, r.stderr).toBe(0);
     const versions = await sql<{ version: number }>(direct, 'SELECT version FROM routinely_schema ORDER BY version');
-    expect(versions.map((v) => v.version)).toEqual([1]);
+    expect(versions.map((v) => v.version)).toEqual(MIGRATIONS.map((m) => m.version));
     // no advisory lock left behind in a pooled server connection
     expect(await sql(direct, `SELECT 1 FROM pg_locks WHERE locktype = 'advisory'`)).toHaveLength(0);
     expect((await runCli(['routine', 'run', 'once'], { cwd: project, env })).code).toBe(0);
