@@ -75,6 +75,8 @@ export function sweep(match, exclude = [process.pid]) {
     const left = processesOf(match, exclude);
     if (left.length === 0) break;
     for (const p of left) {
+      // killed in an earlier round and not reaped yet (a zombie is still listed): said once
+      if (killed.some((k) => k.pid === p.pid && k.start === p.start)) continue;
       if (startTimeOf(p.pid) !== p.start) continue;
       try {
         process.kill(p.pid, 'SIGKILL');

@@ -79,7 +79,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     fire: (def, scheduledAt, o) =>
       fireRoutine({
         project: o.project, backend, clock: backend.clock, trigger: o.trigger, attempt: o.attempt, ifBusy: o.ifBusy, waitTimeoutMs: o.waitTimeoutMs,
-        signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait, mayStart: o.mayStart,
+        signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait, mayStart: o.mayStart, ticket: o.ticket ?? null,
       }, def, scheduledAt),
     log,
     reloadProject: () => loadProject({ configPath: project.configPath, configSource: 'the config file' }),
@@ -87,6 +87,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     cacheSchedules,
     notify: (n) => notifyFire({ ...n, log, host, baseEnv: baseEnv(n.project) }),
     store: backend.routines,
+    line: backend.lock.line,
     host,
     clock: backend.clock,
     // With files the scheduler lock is what keeps a second scheduler out: before every start it

@@ -6,13 +6,33 @@
 
 import {
   accessSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync,
-  renameSync, rmSync, statfsSync, statSync, watch, writeSync, type BigIntStats, type FSWatcher, type Stats,
+  futimesSync, renameSync, rmSync, statfsSync, statSync, unlinkSync, watch, writeSync, type BigIntStats, type FSWatcher, type Stats,
 } from 'node:fs';
 import { writeAll } from './durable.js';
 
 /** Closes a descriptor opened through src/fs. */
 export function closeFd(fd: number): void {
   closeSync(fd);
+}
+
+/** Creates `path` (0600, exclusively, never through a symlink) with `text`, and keeps it open:
+ * a file whose writer keeps touching it through its descriptor (touchFd), never its name. A file
+ * that could not be written whole is removed. */
+export function createHeld(path: string, text: string): number {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    writeAll(fd, Buffer.from(text));
+  } catch (err) {
+    closeSync(fd);
+    unlinkSync(path);
+    throw err;
+  }
+  return fd;
+}
+
+/** Sets a held file's times to `seconds` (since the epoch) through its descriptor. */
+export function touchFd(fd: number, seconds: number): void {
+  futimesSync(fd, seconds, seconds);
 }
 
 /** Opens `path` read-only to hold it open (created 0600 if missing, never through a symlink), a

@@ -53,6 +53,8 @@ export interface AcquireOptions extends FileLockOptions {
   heartbeat?: boolean;
   /** See BusyPolicy.watchStalled. */
   watchStalled?: (holder: LockRecord, forMs: number) => void;
+  /** See BusyPolicy.turn. */
+  turn?: () => Promise<string | null>;
 }
 
 /** What taking over from a stale holder did. */

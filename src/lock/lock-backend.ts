@@ -6,6 +6,7 @@ import { acquireFileLease } from './wait.js';
 import { namesIn } from '../fs/files.js';
 import type { LivenessProbe } from '../process/identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
+import { fileWaitLine, type WaitLine } from './line.js';
 import type { LockRecord } from './record.js';
 import { breakStaleLock, readLockStatus, type BreakResult, type LockStatus } from './status.js';
 
@@ -20,6 +21,9 @@ export interface BusyPolicy {
    * or a forged time) is watched for up to a TTL before the answer, and this is told when the
    * watch begins (SPEC §4.4; `scheduler start`, as `lock break`). */
   watchStalled?: (holder: LockRecord, forMs: number) => void;
+  /** Whether it is this one's turn in the lock's line (line.ts): null when it may take the lock,
+   * else why not (read after "held by"). Asked before every attempt. */
+  turn?: () => Promise<string | null>;
 }
 
 export interface LockBackend {
@@ -31,6 +35,8 @@ export interface LockBackend {
   /** The keys starting with `prefix` that have a lock record (held, stale or released): with a
    * database there is one scheduler key per host (`scheduler@<host>`). */
   keys(prefix: string): Promise<string[]>;
+  /** The waiting line of each lock name (line.ts): arrival order across processes. */
+  line?: WaitLine;
 }
 
 export interface FileBackendOptions {
@@ -53,6 +59,7 @@ export function fileLockBackend(o: FileBackendOptions): LockBackend {
     status: async (key) => readLockStatus({ ...common, key }),
     breakStale: (key, onWatch) => breakStaleLock({ ...common, key, ttlMs: o.ttlMs, ...(onWatch ? { onWatch } : {}) }),
     keys: async (prefix) => lockKeys(o.lockDir, prefix),
+    line: fileWaitLine({ lockDir: o.lockDir, ttlMs: o.ttlMs, refreshMs: o.refreshMs, clock: o.clock, probe: o.probe }),
   };
 }
 

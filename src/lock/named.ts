@@ -7,6 +7,7 @@
 import { EXEC_LOCK_NAME } from '../config/types.js';
 import { EXEC_LOCK_KEY, type BusyPolicy, type LockBackend } from './lock-backend.js';
 import type { AcquireResult, Lease, LockOwnerInfo } from './lease.js';
+import { lineWhy, type LineEntry, type LineTicket, type WaitLine } from './line.js';
 import type { LockRecord } from './record.js';
 import type { LockStatus } from './status.js';
 
@@ -41,34 +42,69 @@ export function slotsOf(locks: Record<string, { slots: number }>, name: string):
 /** How a busy lock is named in messages and records: `exec busy`, `db busy`. */
 export const busyReason = (name: string): string => `${name} busy`;
 
-export type NamedAcquireResult = (AcquireResult & { ok: false }) | { ok: true; lease: Lease; slot: number };
+/** Busy; `ahead`: because these waiters came first (the lock may be free this moment). */
+export type NamedAcquireResult = (AcquireResult & { ok: false; ahead?: LineEntry[] }) | { ok: true; lease: Lease; slot: number };
 
 /**
  * Takes a free slot of `name` (the first free one, in slot order). Busy when every slot is held:
  * `fail` and `skip` answer at once; `wait` waits on every slot together and takes the first that
  * frees (a dead holder's slot at once), giving back any other it got in the same moment. `onWait`
  * is told once, before the wait, whom it waits for.
+ *
+ * In arrival order (line.ts): with waiters of other processes in the lock's line before it, it
+ * is busy however free the lock is (their turn first); a wait joins the line, and attempts only
+ * when its turn comes. `ticket`: a place in the line taken earlier (a scheduler's tick queued
+ * behind its own routine), kept by the caller.
  */
 export async function acquireLock(
   lock: LockBackend,
   name: string,
   slots: number,
   owner: LockOwnerInfo,
-  policy: BusyPolicy,
+  policy: BusyPolicy & { ticket?: LineTicket | null },
   onWait?: (why: string, holder: LockRecord | null) => void,
 ): Promise<NamedAcquireResult> {
   const keys = slotKeys(name, slots);
+  const { ticket, ...busyPolicy } = policy;
+  let mine = ticket ?? null;
+  const line = lock.line;
+  const ahead = line ? () => aheadInLine(lock, line, name, keys.length, mine) : undefined;
+  const turn = ahead ? async () => { const a = await ahead(); return a ? lineWhy(a) : null; } : undefined;
   const busy: (AcquireResult & { ok: false })[] = [];
-  for (const [i, key] of keys.entries()) {
-    const r = await lock.acquire(key, owner, { ...policy, ifBusy: policy.ifBusy === 'wait' ? 'fail' : policy.ifBusy });
-    if (r.ok) return { ok: true, lease: r.lease, slot: i + 1 };
-    if (r.reason !== 'LOCK_HELD') return r;
-    busy.push(r);
+  const notYet = ahead ? await ahead() : null;
+  if (notYet === null) {
+    for (const [i, key] of keys.entries()) {
+      const r = await lock.acquire(key, owner, { ...busyPolicy, ifBusy: busyPolicy.ifBusy === 'wait' ? 'fail' : busyPolicy.ifBusy });
+      if (r.ok) return { ok: true, lease: r.lease, slot: i + 1 };
+      if (r.reason !== 'LOCK_HELD') return r;
+      busy.push(r);
+    }
   }
-  const held = allHeld(busy);
-  if (policy.ifBusy !== 'wait') return held;
-  onWait?.(held.why, held.holder);
-  return waitForAnySlot(lock, keys, owner, policy);
+  const held: AcquireResult & { ok: false; ahead?: LineEntry[] } = notYet === null ? allHeld(busy) : { ok: false, reason: 'LOCK_HELD', holder: null, why: lineWhy(notYet), ahead: notYet };
+  if (busyPolicy.ifBusy !== 'wait') return held;
+  // its place in the line from now (none when the line cannot be written: order lost, not the wait)
+  const joined = line && !mine ? await line.join(name, owner).catch(() => null) : null;
+  mine ??= joined;
+  try {
+    onWait?.(held.why, held.holder);
+    return await waitForAnySlot(lock, keys, owner, turn ? { ...busyPolicy, turn } : busyPolicy);
+  } finally {
+    await joined?.leave();
+  }
+}
+
+/** null when it is this waiter's turn (`mine`; a newcomer's when null): no live waiter of
+ * another process came before it, or fewer than the slots free now; else those waiters. A line
+ * that cannot be read orders nothing (every take is still the lock's own). */
+async function aheadInLine(lock: LockBackend, line: WaitLine, name: string, slots: number, mine: LineTicket | null): Promise<LineEntry[] | null> {
+  try {
+    const ahead = await line.ahead(name, mine);
+    if (ahead.length === 0) return null;
+    if (slots > 1 && ahead.length < slots - (await namedLockStatus(lock, name, slots)).held) return null;
+    return ahead;
+  } catch {
+    return null;
+  }
 }
 
 /** Every slot held: one answer that names the holders (for one slot, that slot's words). */

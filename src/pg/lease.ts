@@ -29,6 +29,7 @@ import { describeHolder, judgeLock, type Observation } from '../lock/stale.js';
 import type { BreakResult, LockStatus } from '../lock/status.js';
 import type { Db } from './connect.js';
 import { TIMELINE_GENERATIONS } from './schema.js';
+import { pgWaitLine } from './line.js';
 import { leaseSql } from './statements.js';
 
 export interface PgLockOptions {
@@ -197,7 +198,9 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       for (;;) {
         let r: Attempt;
         try {
-          r = await attempt(key, owner, observe);
+          // not its turn yet (others waited first): busy, however free the lock is this moment
+          const notYet = policy.turn ? await policy.turn() : null;
+          r = notYet === null ? await attempt(key, owner, observe) : { ok: false, holder: null, why: notYet };
         } catch (err) {
           // A waiter outlives a database outage; fail and skip report it at once, and everyone
           // a row that cannot be used (it stays so until someone sets it right)
@@ -258,6 +261,8 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       const { rows } = await o.db.query<{ key: string }>(leaseSql.keys(o.project, prefix));
       return rows.map((r) => r.key);
     },
+
+    line: pgWaitLine({ db: o.db, project: o.project, ttlMs: o.ttlMs, refreshMs: o.refreshMs, probe }),
 
     async breakStale(key): Promise<BreakResult> {
       const status = await this.status(key);

@@ -110,6 +110,23 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    sql: `
+      -- Who waits for which lock, in arrival order (lock/line.ts): a row per waiter while it
+      -- waits, its beat renewed each refresh; rows of waiters that are gone are removed by the
+      -- waiters that see them.
+      CREATE TABLE routinely_line (
+        project    text        NOT NULL,
+        lock       text        NOT NULL,
+        ticket     text        NOT NULL,
+        arrived_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        beat_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+        owner      json        NOT NULL,
+        PRIMARY KEY (project, lock, ticket)
+      );
+    `,
+  },
 ];
 
 /** Generations order by timeline first (SPEC §4.7 across a failover): the first lease on

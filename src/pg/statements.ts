@@ -320,3 +320,25 @@ export const routineSql = {
     values: [project],
   }),
 };
+
+/** The waiting line of each lock (lock/line.ts), timed by the database clock. */
+export const lineSql = {
+  join: (project: string, lock: string, ticket: string, owner: string): Statement => ({
+    text: `INSERT INTO routinely_line (project, lock, ticket, owner) VALUES ($1, $2, $3, $4::json)
+      RETURNING extract(epoch from arrived_at)::float8 * 1000 AS arrived`,
+    values: [project, lock, ticket, owner],
+  }),
+  beat: (project: string, lock: string, ticket: string): Statement => ({
+    text: 'UPDATE routinely_line SET beat_at = clock_timestamp() WHERE project = $1 AND lock = $2 AND ticket = $3', values: [project, lock, ticket],
+  }),
+  leave: (project: string, lock: string, ticket: string): Statement => ({
+    text: 'DELETE FROM routinely_line WHERE project = $1 AND lock = $2 AND ticket = $3', values: [project, lock, ticket],
+  }),
+  /** Every waiter of a lock, oldest first, and whether its beat is older than a TTL. */
+  waiters: (project: string, lock: string, ttlSecs: number): Statement => ({
+    text: `SELECT ticket, extract(epoch from arrived_at)::float8 * 1000 AS arrived, owner,
+      beat_at < clock_timestamp() - make_interval(secs => $3) AS stale
+      FROM routinely_line WHERE project = $1 AND lock = $2 ORDER BY arrived_at, ticket`,
+    values: [project, lock, ttlSecs],
+  }),
+};

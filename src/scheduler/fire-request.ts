@@ -3,6 +3,7 @@
 
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
+import type { LineTicket } from '../lock/line.js';
 import type { LockRecord } from '../lock/record.js';
 import type { RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
@@ -24,6 +25,8 @@ export interface FireRequest {
   onStarted: () => void;
   /** With ifBusy "wait": the lock is busy and the fire waits for it. */
   onWait: (why: string, holder: LockRecord | null) => void;
+  /** Its place in the lock's line, taken when it was queued (lock/line.ts). */
+  ticket?: LineTicket | null;
 }
 
 /** Fires one routine (firing.ts in production, a stub in tests) and returns its record; null

@@ -30,6 +30,7 @@ import { markUnstarted } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver, statFollow } from '../fs/ops.js';
 import { tenthsOfSeconds } from '../duration.js';
+import type { LineTicket } from '../lock/line.js';
 
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
 const KILL_GRACE_MS = 5_000;
@@ -62,11 +63,16 @@ export interface FireContext {
   baseEnv?: NodeJS.ProcessEnv;
   /** Also copy a command's output here (`routine run` streams it to the terminal). */
   echo?: (chunk: Buffer) => void;
+  /** Its place in the lock's line, taken when the scheduler queued it (lock/line.ts). */
+  ticket?: LineTicket | null;
 }
 
 export interface FireResult extends Fire {
   /** Skipped because the exec lock was held: by whom (for the log line). */
   holder?: LockRecord | null;
+  /** Skipped because waiters of other processes came first (lock/line.ts): who, and whether a
+   * scheduled tick of another scheduler is among them (then it waits its turn, as behind one). */
+  ahead?: { why: string; scheduled: boolean };
 }
 
 /** `<stateDir>/logs/<id>.log`; opened O_NOFOLLOW and checked. */
@@ -187,11 +193,12 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
     if (def.exclusive) {
       // the routine's lock: the exec lock, or a named one with its slots (SPEC §4.16)
       const owner = { command: 'routine', routine: def.id, run_id: runId, ...(ctx.trigger !== 'manual' ? { scheduled: true } : {}) };
-      const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal };
+      const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal, ticket: ctx.ticket ?? null };
       const got = await acquireLock(ctx.backend.lock, def.lock, slotsOf(ctx.project.config.locks, def.lock), owner, policy, ctx.onWait);
       if (!got.ok) {
         closeFd(logFd);
-        return finish(ctx, scheduledAt, span, { result: 'skipped', reason: busyReason(def.lock), exit_code: null, run_id: null, holder: got.holder });
+        const ahead = got.ahead ? { ahead: { why: got.why, scheduled: got.ahead.some((e) => e.owner.scheduled === true) } } : {};
+        return finish(ctx, scheduledAt, span, { result: 'skipped', reason: busyReason(def.lock), exit_code: null, run_id: null, holder: got.holder, ...ahead });
       }
       lease = got.lease;
     }

@@ -17,6 +17,7 @@ import { FolderReplacedError, isStorageError } from '../errors.js';
 import { unstartedMarker } from './unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { busyReason, slotsOf } from '../lock/named.js';
+import type { LineTicket, WaitLine } from '../lock/line.js';
 import type { PhaseRecorder } from './phases.js';
 import { MAX_DEFAULT_WAIT_MS, type Entry, type FireFn } from './fire-request.js';
 
@@ -41,6 +42,8 @@ export interface RunnerOptions {
   stateBroken?: () => boolean;
   /** Where the phases of fires before they run are written (queued, waiting). */
   phases?: PhaseRecorder;
+  /** The waiting lines of the locks (lock/line.ts): a queued tick takes its place there. */
+  line?: WaitLine;
 }
 
 interface Active {
@@ -218,9 +221,31 @@ export class Runner {
       if (outcome === 'cancelled') turns.leave(id);
       return outcome;
     };
+    // Queued, it takes its place in the lock's line across processes (lock/line.ts): a manual
+    // waiter that came later waits behind it, one that came earlier goes first.
+    let line: Promise<LineTicket | null> | null = null;
+    const joinLine = (): void => {
+      line ??= this.o.line ? this.o.line.join(def.lock, { command: 'routine', routine: id, ...(trigger !== 'manual' ? { scheduled: true } : {}) }).catch(() => null) : null;
+    };
+    try {
+      return await this.takeTurns(entry, scheduledAt, project, active, trigger, attempt, waited, joinLine, () => line);
+    } finally {
+      await (await (line as Promise<LineTicket | null> | null))?.leave();
+    }
+  }
+
+  private async takeTurns(
+    entry: Entry, scheduledAt: Date, project: Project, active: Active, trigger: Trigger, attempt: number | undefined,
+    waited: (turn: Promise<TurnOutcome>) => Promise<TurnOutcome>, joinLine: () => void, line: () => Promise<LineTicket | null> | null,
+  ): Promise<FireResult | null | 'superseded'> {
+    const { def } = entry;
+    const id = def.id;
+    const signal = active.stop.signal;
+    const turns = this.gate(def);
     let queued = false;
     let outcome = await waited(turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
       queued = true;
+      joinLine();
       // the board first: a view asked on seeing the log line shows it
       this.o.phases?.queued(id, scheduledAt, behind);
       this.o.log({ event: 'routine.queued', routine: id, behind });
@@ -232,18 +257,20 @@ export class Runner {
       return null;
     }
     while (outcome === 'start') {
-      let r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
-      const busy = r !== null && r.result === 'skipped' && r.reason === busyReason(def.lock) && !!r.holder;
-      const metOwn = busy && this.o.ownHolder(r!.holder!);
+      const ticket = await line();
+      let r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt, undefined, ticket);
+      const busy = r !== null && r.result === 'skipped' && r.reason === busyReason(def.lock) && (!!r.holder || !!r.ahead);
+      const metOwn = busy && !!r!.holder && this.o.ownHolder(r!.holder);
       // Held for a tick of another scheduler of this project (a shared database): the same
       // queue, so it waits for its turn — until its own next tick — instead of skipping
       // (SPEC §6: adding a standby scheduler never turns a run into a skip).
-      if (busy && !metOwn && r!.holder!.owner.scheduled === true && def.ifBusy === 'skip' && !signal.aborted && !this.stopping) {
-        r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt, { ifBusy: 'wait', waitTimeoutMs: this.untilNextTick(entry, scheduledAt) });
+      if (busy && !metOwn && (r!.holder?.owner.scheduled === true || r!.ahead?.scheduled === true) && def.ifBusy === 'skip' && !signal.aborted && !this.stopping) {
+        r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt, { ifBusy: 'wait', waitTimeoutMs: this.untilNextTick(entry, scheduledAt) }, ticket);
       }
       // the lock was taken by a fire of ours a moment earlier: back in the queue, no skip
       const again = turns.done(id, metOwn);
       if (!again) return r;
+      joinLine();
       outcome = await waited(again);
     }
     return outcome === 'superseded' ? 'superseded' : null;
@@ -251,7 +278,7 @@ export class Runner {
 
   /** One fire of the routine, never throwing: a fire that could not even start is a failure.
    * `busy`: what it does when its lock is held (default: the routine's ifBusy). */
-  private async fireOnce(entry: Entry, scheduledAt: Date, project: Project, signal: AbortSignal, trigger: Trigger, attempt: number | undefined, busy?: { ifBusy: 'wait'; waitTimeoutMs: number }): Promise<FireResult | null> {
+  private async fireOnce(entry: Entry, scheduledAt: Date, project: Project, signal: AbortSignal, trigger: Trigger, attempt: number | undefined, busy?: { ifBusy: 'wait'; waitTimeoutMs: number }, ticket?: LineTicket | null): Promise<FireResult | null> {
     const { def } = entry;
     const id = def.id;
     // A scheduler that lost its lock (paused past its TTL while another took over) starts
@@ -259,7 +286,7 @@ export class Runner {
     if (this.stopping || !this.o.inCharge() || this.o.stateBroken?.()) return null;
     try {
       return await this.o.fire(def, scheduledAt, {
-        project, signal, trigger, attempt,
+        project, signal, trigger, attempt, ticket: ticket ?? null,
         ...(busy ?? { ifBusy: def.ifBusy, waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined }),
         mayStart: () => this.o.inCharge(),
         onStarted: () => {
@@ -393,7 +420,7 @@ export class Runner {
 
   private logResult(id: string, r: FireResult): void {
     if (r.result === 'success') this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
-    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'busy', ...(r.holder ? { holder: holderText(r.holder) } : {}) });
+    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'busy', ...(r.holder ? { holder: holderText(r.holder) } : r.ahead ? { holder: r.ahead.why } : {}) });
     else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
   }
 }

@@ -18,6 +18,7 @@ import { selfIdentity } from '../process/identity.js';
 import { lightSchedule, routineZone } from './schedule.js';
 import type { RoutineStore } from './store.js';
 import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
+import type { WaitLine } from '../lock/line.js';
 
 export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from './fire-request.js';
 
@@ -31,6 +32,8 @@ export interface SchedulerOptions {
   shutdownTimeoutMs?: number;
   /** Routine state and tick claims (files, or the database). */
   store: RoutineStore;
+  /** The waiting lines of the locks (lock/line.ts): a queued tick takes its place there. */
+  line?: WaitLine;
   /** This scheduler's host identity (claims name it). */
   host: string;
   random?: () => number;
@@ -105,7 +108,7 @@ export class Scheduler {
     this.runner = new Runner({
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
-      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateUnwritable !== null, sharedTicks: o.store.sharedTicks, phases,
+      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateUnwritable !== null, sharedTicks: o.store.sharedTicks, phases, line: o.line,
     });
     this.runner.haltSignal.addEventListener('abort', () => this.recorder.halt(), { once: true });
     this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());

@@ -407,12 +407,13 @@ suite('PostgreSQL backend', () => {
     const { dir, url, env } = await pgProject({ routines: [{ id: 'once', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
     expect((await runCli(['routine', 'run', 'once'], { cwd: dir, env })).code).toBe(0);
     // as a database left by a routinely of schema version 1 is
-    psqlScript(url, 'DROP TABLE routinely_phases; DELETE FROM routinely_schema WHERE version > 1;');
+    psqlScript(url, 'DROP TABLE routinely_phases; DROP TABLE routinely_line; DELETE FROM routinely_schema WHERE version > 1;');
     const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env });
     expect(list.code, list.stderr).toBe(0);
     expect(JSON.parse(list.stdout)).toMatchObject([{ id: 'once', counts: { success: 1 }, phase: null }]);
     expect(await sql(url, 'SELECT version FROM routinely_schema ORDER BY version')).toEqual(MIGRATIONS.map((m) => ({ version: m.version })));
     expect(await sql(url, `SELECT count(*)::int AS n FROM routinely_phases`)).toEqual([{ n: 0 }]);
+    expect(await sql(url, `SELECT count(*)::int AS n FROM routinely_line`)).toEqual([{ n: 0 }]);
   });
 
   it('connection problems: exit 2 for a bad URL, 74 for an unreachable server (the command never ran), host named, password never shown', async () => {

@@ -1,0 +1,63 @@
+// The waiting line of each lock with PostgreSQL (lock/line.ts has the rules): a row per waiter
+// in `routinely_line`, arrival and beats on the database clock, so waiters on every host agree
+// on one order. A waiter of a dead process on this host is removed at once; one on another host
+// counts until its beat is a TTL old.
+
+import { DatabaseError } from '../errors.js';
+import { randomHex } from '../fs/files.js';
+import { aheadOf, isLineOwner, ticketOwner, type LineEntry, type WaitLine } from '../lock/line.js';
+import { processGone, selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
+import type { Db } from './connect.js';
+import { lineSql } from './statements.js';
+
+interface WaiterRow {
+  ticket: string;
+  arrived: number;
+  owner: unknown;
+  stale: boolean;
+}
+
+export function pgWaitLine(o: { db: Db; project: string; ttlMs: number; refreshMs: number; probe?: LivenessProbe }): WaitLine {
+  const probe = o.probe ?? systemProbe();
+  const quiet = (p: Promise<unknown>): void => {
+    p.catch((err: unknown) => {
+      // a beat or a removal that did not reach the database: order may be lost, never safety
+      if (!(err instanceof DatabaseError)) throw err;
+    });
+  };
+  return {
+    async join(name, owner) {
+      const ticket = randomHex(8);
+      const { rows } = await o.db.query<{ arrived: number }>(lineSql.join(o.project, name, ticket, JSON.stringify(ticketOwner(owner, probe))));
+      const timer = setInterval(() => quiet(o.db.query(lineSql.beat(o.project, name, ticket))), o.refreshMs);
+      timer.unref();
+      let left = false;
+      return {
+        ticket,
+        arrived: Number(rows[0]!.arrived),
+        async leave() {
+          if (left) return;
+          left = true;
+          clearInterval(timer);
+          await o.db.query(lineSql.leave(o.project, name, ticket)).catch(() => {});
+        },
+      };
+    },
+
+    async ahead(name, mine) {
+      const { rows } = await o.db.query<WaiterRow>(lineSql.waiters(o.project, name, o.ttlMs / 1000));
+      const self = selfIdentity(probe);
+      const found: LineEntry[] = [];
+      for (const r of rows) {
+        if (!isLineOwner(r.owner)) continue; // not a row routinely wrote: orders nothing
+        if (processGone(r.owner, probe)) {
+          quiet(o.db.query(lineSql.leave(o.project, name, r.ticket)));
+          continue;
+        }
+        if (r.stale && !(r.owner.pid === self.pid && r.owner.host === self.host)) continue;
+        found.push({ ticket: r.ticket, arrived: Number(r.arrived), owner: r.owner });
+      }
+      return aheadOf(found, self, mine);
+    },
+  };
+}
