@@ -4,6 +4,7 @@
 // (Over 300 lines: carryOut, one run from start to record, is most of it.)
 
 import { acquireAnnounced } from '../announced-wait.js';
+import type { LineTicket } from '../lock/line.js';
 import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/types.js';
@@ -34,6 +35,8 @@ export interface LockedPolicy extends BusyPolicy {
   onWait?: (why: string, holder: LockRecord | null) => void;
   /** The lock is held for a scheduled tick of the routine (its owner says so, SPEC §6). */
   scheduled?: boolean;
+  /** Its place in the lock's line, taken when the scheduler queued it (lock/line.ts). */
+  ticket?: LineTicket | null;
 }
 
 async function withLock<T>(

@@ -68,7 +68,9 @@ export async function acquireLock(
   const { ticket, ...busyPolicy } = policy;
   let mine = ticket ?? null;
   const line = lock.line;
-  const ahead = line ? () => aheadInLine(lock, line, name, keys.length, mine) : undefined;
+  // one look at the line at a time: the waits on every slot ask together
+  let looking: Promise<LineEntry[] | null> | null = null;
+  const ahead = line ? () => (looking ??= aheadInLine(lock, line, name, keys.length, mine).finally(() => (looking = null))) : undefined;
   const turn = ahead ? async () => { const a = await ahead(); return a ? lineWhy(a) : null; } : undefined;
   const busy: (AcquireResult & { ok: false })[] = [];
   const notYet = ahead ? await ahead() : null;

@@ -30,7 +30,7 @@ import { markUnstarted } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver, statFollow } from '../fs/ops.js';
 import { tenthsOfSeconds } from '../duration.js';
-import type { LineTicket } from '../lock/line.js';
+import type { LineEntry, LineTicket } from '../lock/line.js';
 
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
 const KILL_GRACE_MS = 5_000;
@@ -197,8 +197,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       const got = await acquireLock(ctx.backend.lock, def.lock, slotsOf(ctx.project.config.locks, def.lock), owner, policy, ctx.onWait);
       if (!got.ok) {
         closeFd(logFd);
-        const ahead = got.ahead ? { ahead: { why: got.why, scheduled: got.ahead.some((e) => e.owner.scheduled === true) } } : {};
-        return finish(ctx, scheduledAt, span, { result: 'skipped', reason: busyReason(def.lock), exit_code: null, run_id: null, holder: got.holder, ...ahead });
+        return finish(ctx, scheduledAt, span, { result: 'skipped', reason: busyReason(def.lock), exit_code: null, run_id: null, holder: got.holder, ...aheadOf(got) });
       }
       lease = got.lease;
     }
@@ -307,6 +306,12 @@ function describe(r: ProcessResult, stoppedBy: CommandRun['stoppedBy'], lease: L
   return { result: 'failure', reason: r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}` };
 }
 
+/** Busy because waiters of other processes came first (lock/line.ts): who, and whether a
+ * scheduled tick is among them. */
+function aheadOf(b: { why: string; ahead?: LineEntry[] }): Pick<FireResult, 'ahead'> {
+  return b.ahead ? { ahead: { why: b.why, scheduled: b.ahead.some((e) => e.owner.scheduled === true) } } : {};
+}
+
 /** Thrown from inside the exec lock when `mayStart` says no: the lock is given back unused. */
 class NotStarted extends Error {}
 
@@ -323,6 +328,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     signal: ctx.signal,
     routine: def.id,
     ...(ctx.trigger !== 'manual' ? { scheduled: true } : {}),
+    ticket: ctx.ticket ?? null,
     onWait: ctx.onWait,
     onLocked: async () => {
       if (ctx.mayStart && !ctx.mayStart()) throw new NotStarted();
@@ -332,7 +338,8 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     },
   };
   const closes = (): { closes?: string } => (marker ? { closes: (marker as OpenFire).id } : {});
-  const busy = (holder: LockRecord | null): FireResult => finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder });
+  const busy = (b: { holder: LockRecord | null; why: string; ahead?: LineEntry[] }): FireResult =>
+    finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder: b.holder, ...aheadOf(b) });
   const ran = (state: RunState): FireResult => {
     const ok = state.status === 'SUCCEEDED';
     return finish(ctx, scheduledAt, span, {
@@ -376,18 +383,18 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     switch (def.action) {
       case 'exec-auto': {
         const r = await execRun(exec, runOpts);
-        out = r.kind === 'busy' ? busy(r.busy.holder) : r.kind === 'nothing' ? nothing(r.why) : done(r.state);
+        out = r.kind === 'busy' ? busy(r.busy) : r.kind === 'nothing' ? nothing(r.why) : done(r.state);
         break;
       }
       case 'exec-resume': {
         const r = await execResume(exec, undefined, runOpts);
-        out = r.kind === 'conflict' ? busy(r.busy.holder) : r.kind === 'nothing' ? nothing(r.why) : done(r.state);
+        out = r.kind === 'conflict' ? busy(r.busy) : r.kind === 'nothing' ? nothing(r.why) : done(r.state);
         break;
       }
       default: {
         const r = await register(exec, policy);
         if (r.kind !== 'busy') logLine(`registered: ${registerLine(r.value)}`);
-        out = r.kind === 'busy' ? busy(r.busy.holder) : finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() });
+        out = r.kind === 'busy' ? busy(r.busy) : finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() });
       }
     }
     if (marker) logLine(endFrame(def.id, out));

@@ -24,25 +24,28 @@ async function setup(backend: 'file' | 'postgres', config: object = {}): Promise
   return { project: testProject({ project: 'app', backend: { type: 'postgres' }, ...config }), env: { ROUTINELY_DATABASE_URL: url } };
 }
 
-/** Holds `db` until the file `go` exists. */
-const holder = (s: Setup): Spawned =>
-  startCli(['lock', 'run', '--lock', 'db', '--', 'sh', '-c', 'echo holding; while [ ! -e go ]; do sleep 0.05; done'], { cwd: s.project, env: s.env, timeoutMs: 90_000 });
+/** `--lock db`, or none: the exec lock (`lock run`'s fast path). */
+const which = (lock: string): string[] => (lock === 'exec' ? [] : ['--lock', lock]);
 
-/** Waits for `db`, then appends its tag to `order`, holding the lock a moment. */
-const waiter = (s: Setup, tag: string): Spawned =>
-  startCli(['lock', 'run', '--lock', 'db', '--if-busy', 'wait', '--', 'sh', '-c', `echo ${tag} >> order; sleep 0.1`], { cwd: s.project, env: s.env, timeoutMs: 90_000 });
+/** Holds `lock` until the file `go` exists. */
+const holder = (s: Setup, lock = 'db'): Spawned =>
+  startCli(['lock', 'run', ...which(lock), '--', 'sh', '-c', 'echo holding; while [ ! -e go ]; do sleep 0.05; done'], { cwd: s.project, env: s.env, timeoutMs: 90_000 });
+
+/** Waits for `lock`, then appends its tag to `order`, holding the lock a moment. */
+const waiter = (s: Setup, tag: string, lock = 'db'): Spawned =>
+  startCli(['lock', 'run', ...which(lock), '--if-busy', 'wait', '--', 'sh', '-c', `echo ${tag} >> order; sleep 0.1`], { cwd: s.project, env: s.env, timeoutMs: 90_000 });
 
 const order = (s: Setup): string[] => (existsSync(join(s.project, 'order')) ? readFileSync(join(s.project, 'order'), 'utf8').trim().split('\n') : []);
 
 describe.each(backends)('waiters in arrival order, %s backend', (backend) => {
-  it('four waiters that came one after another take the lock in that order once it frees', { timeout: 90_000 }, async () => {
+  it.each(['db', 'exec'])('four waiters that came one after another take the lock (%s) in that order once it frees', { timeout: 90_000 }, async (lock) => {
     const s = await setup(backend);
-    const h = holder(s);
+    const h = holder(s, lock);
     await h.waitFor(/holding/);
     const waiters: Spawned[] = [];
     for (const tag of ['w1', 'w2', 'w3', 'w4']) {
-      const w = waiter(s, tag);
-      await w.waitFor(/waiting for the db lock, held by /);
+      const w = waiter(s, tag, lock);
+      await w.waitFor(new RegExp(`waiting for the ${lock} lock, held by `));
       waiters.push(w);
     }
     writeFileSync(join(s.project, 'go'), '');
