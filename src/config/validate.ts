@@ -22,6 +22,60 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
+/** Deeper than any config needs (a routine's notify headers are 5 levels down). */
+export const MAX_CONFIG_DEPTH = 32;
+
+/**
+ * What no config can use, found before anything else reads the value (without recursion, so a
+ * file of 100 000 nested brackets is an answer, not a stack overflow): a NUL byte in any string
+ * or key (no command, path or environment value can hold one), and nesting deeper than
+ * MAX_CONFIG_DEPTH. At most one issue per kind, at the first place found.
+ */
+export function unworkableValues(input: unknown, base: readonly PropertyKey[] = []): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  let nul = false;
+  let deep = false;
+  const stack: { v: unknown; path: PropertyKey[] }[] = [{ v: input, path: [...base] }];
+  while (stack.length > 0 && !(nul && deep)) {
+    const { v, path } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (!nul && v.includes('\0')) {
+        nul = true;
+        issues.push({ path: formatPath(path), message: 'holds a NUL byte (\\u0000): no command, path or environment value can' });
+      }
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    if (path.length - base.length >= MAX_CONFIG_DEPTH) {
+      if (!deep) {
+        deep = true;
+        issues.push({ path: formatPath(path), message: `is nested deeper than ${MAX_CONFIG_DEPTH} levels, more than any config needs` });
+      }
+      continue;
+    }
+    const entries: [PropertyKey, unknown][] = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [k, x] = entries[i]!;
+      if (!nul && typeof k === 'string' && k.includes('\0')) {
+        nul = true;
+        issues.push({ path: formatPath([...path, k]), message: 'is a key with a NUL byte (\\u0000): no name can hold one' });
+      }
+      stack.push({ v: x, path: [...path, k] });
+    }
+  }
+  return issues;
+}
+
+/** An environment variable's name: what a shell can set (`B=C` would set `B` to `C=…`). */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Issues for env names that are not names (`env` of a routine or a task). */
+export function envNameIssues(env: Record<string, string> | undefined, path: readonly PropertyKey[]): ConfigIssue[] {
+  return Object.keys(env ?? {}).filter((k) => !ENV_NAME.test(k)).map((k) => ({ path: formatPath([...path, k]), message: envNameMessage(k) }));
+}
+
+const envNameMessage = (k: string): string => `${showValue(k)} is not an environment variable name (letters, digits and "_", not starting with a digit)`;
+
 export function showValue(v: unknown): string {
   if (v === undefined) return 'missing';
   const s = JSON.stringify(v) ?? String(v);
@@ -98,6 +152,8 @@ export interface ValidateOptions {
 }
 
 export function validateConfig(input: unknown, options: ValidateOptions = {}): Validation<Config> {
+  const unworkable = unworkableValues(input);
+  if (unworkable.length > 0) return { ok: false, issues: unworkable };
   const parsed = z.safeParse(configSchema, input);
   if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error, input) };
   const raw: RawConfig = parsed.data;
@@ -155,6 +211,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     if (r.action !== 'command' && r.run !== undefined) {
       issues.push({ path: at('run'), message: `is only allowed with action "command" (action is "${r.action}")` });
     }
+    issues.push(...envNameIssues(r.env, ['routines', i, 'env']));
     if ((r.env !== undefined || r.cwd !== undefined) && r.action !== 'command') {
       issues.push({ path: at(r.env !== undefined ? 'env' : 'cwd'), message: `is only allowed with action "command" (action is "${r.action}")` });
     }
@@ -284,6 +341,7 @@ export function validateTaskSet(tasks: LocatedTask[], providers: Record<string, 
       const known = ['default', ...Object.keys(providers).filter((p) => p !== 'default')];
       issue(t, 'provider', `${showValue(provider)} is not a provider in exec.providers (known: ${known.join(', ')})`);
     }
+    for (const k of Object.keys(t.task.env ?? {})) if (!ENV_NAME.test(k)) issue(t, ['env', k], envNameMessage(k));
     if (t.task.cwd !== undefined) {
       const problem = relativePathProblem(t.task.cwd);
       if (problem) issue(t, 'cwd', `${showValue(t.task.cwd)} ${problem}`);
@@ -341,6 +399,8 @@ export function findCycle(tasks: readonly TaskDef[]): string[] | null {
 
 /** Validates the contents of one task file (one task or an array of tasks). */
 export function validateTaskFile(input: unknown, file: string): Validation<LocatedTask[]> {
+  const unworkable = unworkableValues(input);
+  if (unworkable.length > 0) return { ok: false, issues: unworkable.map((i) => ({ ...i, file })) };
   const list = Array.isArray(input) ? input : [input];
   const located: LocatedTask[] = [];
   const issues: ConfigIssue[] = [];

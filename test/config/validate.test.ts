@@ -121,6 +121,26 @@ describe('validateConfig', () => {
     ]);
   });
 
+  it('refuses what no config can use: a NUL byte in any string or key, env names that are not names, nesting deeper than a config needs (issue 49)', () => {
+    expect(problems({ routines: [routine({ action: 'command', run: 'echo \0hi' })] })).toEqual(['routines[0].run: holds a NUL byte (\\u0000): no command, path or environment value can']);
+    expect(problems({ stateDir: 'st\0x' })).toEqual(['stateDir: holds a NUL byte (\\u0000): no command, path or environment value can']);
+    expect(problems({ routines: [routine({ action: 'command', run: 'true', env: { 'A\0B': 'x' } })] })).toEqual(['routines[0].env["A\\u0000B"]: is a key with a NUL byte (\\u0000): no name can hold one']);
+    expect(problems({ routines: [routine({ action: 'command', run: 'true', env: { 'B=C': 'x', _OK: 'y', '1D': 'z', ok2: 'w' } })] })).toEqual([
+      'routines[0].env["B=C"]: "B=C" is not an environment variable name (letters, digits and "_", not starting with a digit)',
+      'routines[0].env["1D"]: "1D" is not an environment variable name (letters, digits and "_", not starting with a digit)',
+    ]);
+    expect(problems({ exec: { tasks: [task({ env: { 'X Y': '1' } })] } })).toEqual(['exec.tasks[0].env["X Y"]: "X Y" is not an environment variable name (letters, digits and "_", not starting with a digit)']);
+    // 100 000 levels: an answer, not a stack overflow
+    let deep: unknown = [];
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    const found = problems({ routines: deep });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(/^routines(\[0\]){31}: is nested deeper than 32 levels, more than any config needs$/);
+    // a task file says the same, with its name
+    const file = validateTaskFile({ id: 'x', run: 'a\0b' }, 'tasks/x.json');
+    expect(file).toEqual({ ok: false, issues: [{ file: 'tasks/x.json', path: 'run', message: 'holds a NUL byte (\\u0000): no command, path or environment value can' }] });
+  });
+
   it('rejects unknown keys and lists the allowed ones', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
       'routines[0]: unknown key "scheduel" (did you mean "schedule"? allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, exclusive, lock, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
