@@ -8,7 +8,7 @@ import { UnsafePathError } from '../errors.js';
 import { rewriteInPlace } from '../fs/durable.js';
 import { LOCK_FILE_CAP, readFileChecked, writeNewFile } from '../fs/files.js';
 import { beatPath, isLockId, type LockPaths } from './paths.js';
-import { isChildGroup, type ChildGroup } from './record.js';
+import { isChildGroup, type ChildGroup, type LockOwner } from './record.js';
 
 /** What a holder rewrites while it holds (only its own file, `<key>.beat.<lock_id>`): the
  * heartbeat, what it is doing and the groups it started. */
@@ -22,6 +22,19 @@ export interface Beat {
   children: ChildGroup[];
   /** A scheduler that is shutting down (SPEC §6: `scheduler status` says `stopping`). */
   stopping?: true;
+  /** Who holds the lease and what for: so that a holder whose slot record was damaged (zeroed
+   * by a crash or a hand) is still known alive, and busy (SPEC §4 rule 4). */
+  owner?: BeatOwner;
+}
+
+export type BeatOwner = Pick<LockOwner, 'pid' | 'host' | 'boot_id' | 'start_time' | 'command'> & { pid_ns?: string | null };
+
+function isBeatOwner(v: unknown): v is BeatOwner {
+  if (typeof v !== 'object' || v === null) return false;
+  const o = v as Record<string, unknown>;
+  return Number.isSafeInteger(o.pid) && (o.pid as number) > 0 && typeof o.host === 'string' && typeof o.command === 'string'
+    && (o.boot_id === null || typeof o.boot_id === 'string') && (o.start_time === null || typeof o.start_time === 'string')
+    && (o.pid_ns === undefined || o.pid_ns === null || typeof o.pid_ns === 'string');
 }
 
 export function parseBeat(text: string, lockId: string): Beat | null {
@@ -40,6 +53,7 @@ export function parseBeat(text: string, lockId: string): Beat | null {
   if (!strOrNull(b.run_id) || !strOrNull(b.routine)) return null;
   if (!Array.isArray(b.children) || !b.children.every(isChildGroup)) return null;
   if (b.stopping !== undefined && b.stopping !== true) return null;
+  if (b.owner !== undefined && !isBeatOwner(b.owner)) return null;
   return b as unknown as Beat;
 }
 

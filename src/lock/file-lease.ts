@@ -150,6 +150,7 @@ export class FileLease extends LeaseState implements Lease {
       routine: this.rec.owner.routine ?? null,
       children: this.rec.owner.children ?? [],
       ...(this.rec.owner.stopping ? { stopping: true as const } : {}),
+      owner: { pid: this.rec.owner.pid, host: this.rec.owner.host, boot_id: this.rec.owner.boot_id, start_time: this.rec.owner.start_time, command: this.rec.owner.command, ...(this.rec.owner.pid_ns ? { pid_ns: this.rec.owner.pid_ns } : {}) },
     };
   }
 
@@ -223,7 +224,7 @@ export class FileLease extends LeaseState implements Lease {
     if (!view || sameStamp(view, this.view)) return { ok: true };
     // `<key>.lock` is not our view: a record there that claims our generation or a later one is
     // someone else's claim, and we stop (SPEC §4.3: a refresh that finds another lock_id)
-    const found = judgeView(this.paths, this.rec, view);
+    const found = judgeView(this.paths, this.rec, view, this.slotIno);
     if (found.kind === 'ours') this.view = found.stamp;
     if (found.kind !== 'claim') return { ok: true };
     if (this.folderInDoubt()) return { ok: true }; // swapped since the slots were read

@@ -4,6 +4,7 @@
 
 import type { LockHooks } from './lease.js';
 import type { LivenessProbe } from '../process/identity.js';
+import { readBeat } from './beat.js';
 import { generationFloor } from './generation.js';
 import { listLockDir, highestFree, highestSlot, readSlot, type SlotHolder } from './slots.js';
 import type { LockPaths } from './paths.js';
@@ -62,11 +63,15 @@ export function lookAtLock(
     if (r.kind === 'bad') topBad = r;
     else top = r.holder;
   }
+  // A top slot that cannot be read (zeroed by a crash of a file system that does not journal
+  // data, or by a hand) is judged by its holder's heartbeat, which names the holder: busy while
+  // that holder lives and beats, stale on evidence (SPEC §4 rule 4), never free at once.
+  const beaten = topBad && max !== null ? newestBeat(paths, names, max) : null;
   const foreignView = classifyView(view, max, top);
   // What an observer times: the holder's identity and heartbeat — the same for a record seen as
   // the view and, once adopted, as a slot (a stale view is first made a slot of its own)
   const viewSig = foreignView ? (foreignView.record ? `${foreignView.record.lock_id}@${foreignView.record.heartbeat_at}` : foreignView.text) : '';
-  const signature = [top?.signature ?? topBad?.why ?? '', viewSig].filter((x) => x !== '').join('|');
+  const signature = [top?.signature ?? (beaten ? `${beaten.lock_id}@${beaten.heartbeat_at}` : topBad?.why) ?? '', viewSig].filter((x) => x !== '').join('|');
   const observation = o.observe?.(signature);
 
   let stale: (Judgement & { stale: true }) | null = null;
@@ -77,7 +82,11 @@ export function lookAtLock(
     if (!verdict.stale) return { kind: 'held', holder: top.record, why: describeHolder(top.record, nowMs), ownerCheck: verdict.ownerCheck };
     stale = verdict;
   } else if (topBad) {
-    stale = { stale: true, reason: 'UNREADABLE', why: topBad.why };
+    const verdict = beaten ? judgeLock(beaten, nowMs, probe, observation) : null;
+    if (verdict && !verdict.stale) {
+      return { kind: 'held', holder: beaten!, why: `${describeHolder(beaten!, nowMs)}; its lock record is unreadable (${topBad.why})`, ownerCheck: verdict.ownerCheck };
+    }
+    stale = { stale: true, reason: 'UNREADABLE', why: verdict?.stale ? `${topBad.why}; its holder's heartbeat: ${verdict.why}` : topBad.why };
   }
   let foreign: Extract<Look, { kind: 'free' }>['foreign'] = null;
   if (foreignView) {
@@ -91,4 +100,21 @@ export function lookAtLock(
   const floor = max === null ? generationFloor(paths, names, o.floor) : 0;
   const next = Math.max(below, floor) + 1;
   return { kind: 'free', next, names, top, stale, badText: topBad?.text ?? null, foreign };
+}
+
+/** The holder of slot `generation` as its newest heartbeat file tells it (a beat names its
+ * holder), when the slot's record cannot be read; null without a beat that names one. */
+function newestBeat(paths: LockPaths, names: readonly string[], generation: number): LockRecord | null {
+  let best: LockRecord | null = null;
+  for (const n of names) {
+    if (!n.startsWith(paths.beatPrefix)) continue;
+    const beat = readBeat(paths, n.slice(paths.beatPrefix.length));
+    if (!beat?.owner || (best && best.heartbeat_at >= beat.heartbeat_at)) continue;
+    best = {
+      version: 1, key: paths.key, lock_id: beat.lock_id, generation,
+      owner: { ...beat.owner, run_id: beat.run_id, routine: beat.routine, children: beat.children },
+      created_at: beat.heartbeat_at, heartbeat_at: beat.heartbeat_at, expires_at: beat.expires_at,
+    };
+  }
+  return best;
 }

@@ -100,7 +100,7 @@ export type ViewFinding = { kind: 'ours'; stamp: ViewStamp } | { kind: 'harmless
  * stamped: its own record after all (stamped anew); harmless (gone, unreadable for now, or an
  * older holder's view that a stalled release or acquire put back: healed at the next beat); or a
  * claim by someone else — a record of our generation or a later one, or one nobody can read. */
-export function judgeView(paths: LockPaths, rec: LockRecord, st: Stats): ViewFinding {
+export function judgeView(paths: LockPaths, rec: LockRecord, st: Stats, slotIno?: number): ViewFinding {
   let read: ViewRead;
   try {
     read = readView(paths);
@@ -112,6 +112,9 @@ export function judgeView(paths: LockPaths, rec: LockRecord, st: Stats): ViewFin
     return { kind: 'ours', stamp: { ino: st.ino, ctimeMs: st.ctimeMs } };
   }
   if (read.kind === 'ok' && (read.record.generation < rec.generation || read.record.lock_id === rec.lock_id)) return { kind: 'harmless' };
+  // our own slot's file (the view is a hard link to it) made unreadable — zeroed by a crash or a
+  // hand — claims nothing: our slot is still the top one (checked before), so still ours
+  if (read.kind !== 'ok' && st.ino === slotIno) return { kind: 'ours', stamp: { ino: st.ino, ctimeMs: st.ctimeMs } };
   const who = read.kind === 'ok' ? `pid ${read.record.owner.pid} on ${printable(read.record.owner.host)} (generation ${read.record.generation})` : 'an unreadable record';
   return { kind: 'claim', who };
 }
