@@ -8,7 +8,7 @@
 
 import type { Clock } from '../clock.js';
 import type { LockRecord } from './record.js';
-import { MAX_TTL_MS, type Observation } from './stale.js';
+import { believedTtlMs, MAX_TTL_MS, type Observation } from './stale.js';
 
 interface Seen {
   clock: Clock;
@@ -63,10 +63,15 @@ export class StalledWatch {
       if (recordLooksFresh(holder, this.clock.now())) return false;
       this.signature = signature;
       this.since = this.clock.monotonic();
-      this.onWatch?.(holder, this.ttlMs);
+      this.onWatch?.(holder, this.forMs(holder));
       return true;
     }
     // it moved (a heartbeat, another holder): alive; or watched past a TTL and still refused
-    return signature === this.signature && this.clock.monotonic() - this.since <= 2 * this.ttlMs + 1000;
+    return signature === this.signature && this.clock.monotonic() - this.since <= 2 * this.forMs(holder) + 1000;
+  }
+
+  /** Watched for the TTL the holder is judged by (its record's, when believed), at least ours. */
+  private forMs(holder: LockRecord): number {
+    return Math.max(this.ttlMs, believedTtlMs(holder, this.ttlMs));
   }
 }

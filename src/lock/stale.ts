@@ -57,10 +57,8 @@ export function judgeLock(
     }
     ownerCheck = proc.state === 'alive' ? 'alive' : 'unknown';
   }
-  // The TTL the record claims, believed when anyone could have configured it (at most a day);
-  // a longer one is implausible, and the observer's own TTL (else a day) stands in for it.
   const claimedMs = Math.max(0, (record.expires_at - record.heartbeat_at) * 1000);
-  const ttlMs = claimedMs <= MAX_TTL_MS ? claimedMs : Math.min(MAX_TTL_MS, observation?.ttlMs ?? MAX_TTL_MS);
+  const ttlMs = believedTtlMs(record, observation?.ttlMs ?? MAX_TTL_MS);
   const unchanged = (): Judgement | null =>
     observation && observation.unchangedForMs > ttlMs
       ? { stale: true, reason: 'UNCHANGED', why: `no heartbeat seen for ${secs(observation.unchangedForMs / 1000)} on this host's clock (TTL ${secs(ttlMs / 1000)})` }
@@ -80,6 +78,15 @@ export function judgeLock(
     };
   }
   return unchanged() ?? { stale: false, ownerCheck };
+}
+
+/** The TTL a record claims, believed when anyone could have configured it (at most a day); a
+ * longer one is implausible, and the observer's own TTL stands in for it. What a holder is
+ * judged by, so what a watcher must watch it for (not its own TTL: a holder configured with 70 s
+ * beats every 23 s). */
+export function believedTtlMs(record: LockRecord, observerTtlMs: number): number {
+  const claimedMs = Math.max(0, (record.expires_at - record.heartbeat_at) * 1000);
+  return claimedMs <= MAX_TTL_MS ? claimedMs : Math.min(MAX_TTL_MS, observerTtlMs);
 }
 
 /** `pid 4711 on build-01 (exec run, run r-…), heartbeat 3s ago` — the holder as a person reads it. */

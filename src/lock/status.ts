@@ -10,7 +10,7 @@ import { readChildJournal } from './children.js';
 import { journalPath, lockPaths, type LockPaths } from './paths.js';
 import type { LockRecord } from './record.js';
 import { recordLooksFresh } from './observer.js';
-import type { Observation, StaleReason } from './stale.js';
+import { believedTtlMs, MAX_TTL_MS, type Observation, type StaleReason } from './stale.js';
 import type { OrphanReport } from './orphans.js';
 
 export interface LockInspectOptions {
@@ -74,7 +74,13 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
       return {
         ...base, state: 'held', record: r, generation: r.generation, holder: look.why, ...timing(r),
         stale_reason: null,
-        why: look.ownerCheck === 'alive' ? `owner pid ${r.owner.pid} is alive and its heartbeat is fresh` : `heartbeat is fresh (owner on ${r.owner.host}, judged by expiry)`,
+        why: look.ownerCheck !== 'alive'
+          ? `heartbeat is fresh (owner on ${r.owner.host}, judged by expiry)`
+          : recordLooksFresh(r, nowMs)
+            ? `owner pid ${r.owner.pid} is alive and its heartbeat is fresh`
+            // the words that are true: the record's times say expired, which decides nothing for a
+            // live owner on this host (SPEC §4.4)
+            : `owner pid ${r.owner.pid} is alive; its heartbeat is ${round1(now - r.heartbeat_at)}s old by its record, past the ${round1(believedTtlMs(r, MAX_TTL_MS) / 1000)}s TTL it claims — for a live owner on this host the record's times decide nothing: it is stale once its heartbeat stays unchanged for that TTL on this host's clock (lock break and a waiter watch it that long)`,
       };
     }
     if (look.kind === 'free' && (look.stale || look.foreign)) {
@@ -102,7 +108,8 @@ async function watchHolder(opts: LockInspectOptions, status: LockStatus): Promis
   const clock = opts.clock ?? systemClock;
   const probe = opts.probe ?? systemProbe();
   const paths = lockPaths(opts.lockDir, opts.key);
-  const ttlMs = opts.ttlMs!;
+  // as long as the holder is judged by: its record's TTL when believed, at least ours
+  const ttlMs = Math.max(opts.ttlMs!, status.record ? believedTtlMs(status.record, opts.ttlMs!) : 0);
   const since = clock.monotonic();
   let seen: string | null = null;
   let moved = false;
