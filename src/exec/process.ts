@@ -164,11 +164,25 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     // error on the first line) goes to the log directly, or through its own pipe to be echoed.
     const stdio: StdioOptions = out ? ['ignore', 'pipe', spec.shell && !spec.onOutput ? out.fd : 'pipe'] : (spec.stdio ?? 'inherit');
     const file = out && spec.shell ? `exec 2>&1; ${spec.file}` : spec.file;
-    const child = spec.shell
-      ? spawn('/bin/sh', ['-c', file], { cwd: spec.cwd, env: spec.env, stdio, detached: true })
-      : spawn(file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+    const program = spec.shell ? '/bin/sh' : spec.file;
+    // Out of descriptors or processes (EMFILE, ENFILE, EAGAIN, ENOMEM), spawn throws, or returns
+    // a child without its pipes that emits 'error' later: either is this command's failure to
+    // start, never an exception that takes its caller (a scheduler) down.
+    let child: import('node:child_process').ChildProcess;
+    try {
+      child = spec.shell
+        ? spawn('/bin/sh', ['-c', file], { cwd: spec.cwd, env: spec.env, stdio, detached: true })
+        : spawn(file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+    } catch (err) {
+      resolve({ exitCode: 127, signal: null, error: `${program}: ${systemMessage(err as Error)}`, reason: 'spawn-error', timedOut: false, canceled: false, durationMs: performance.now() - started, pid: null, ...(capped ? { endOutput: async () => capped.end() } : {}) });
+      return;
+    }
     const pid = child.pid ?? null;
-    const streams = [child.stdout, child.stderr].filter((s): s is NonNullable<typeof s> => s !== null);
+    let spawnError: Error | null = null;
+    child.once('error', (err) => {
+      if (pid === null) spawnError = err;
+    });
+    const streams = (pid === null ? [] : [child.stdout, child.stderr]).filter((s): s is NonNullable<typeof s> => s != null);
     const onChunk = (chunk: Buffer): void => {
       capped?.write(chunk);
       spec.onOutput?.(chunk);
@@ -220,11 +234,16 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
         pid,
       });
     };
-    child.once('error', (err) => {
-      if (pid !== null) return; // errors after a successful spawn are reported by 'close'
+    const failedToStart = (err: Error): void => {
       reason = 'spawn-error';
-      finish({ exitCode: 127, signal: null, error: `${spec.shell ? '/bin/sh' : spec.file}: ${systemMessage(err)}` });
-    });
+      finish({ exitCode: 127, signal: null, error: `${program}: ${systemMessage(err)}` });
+    };
+    if (pid === null) {
+      // errors after a successful spawn are reported by 'close'
+      if (spawnError) failedToStart(spawnError);
+      else child.once('error', failedToStart);
+      return;
+    }
     // Through a pipe the result comes at exit: a background job that holds the pipe would
     // otherwise keep 'close' (and the group's clean-up) waiting for it.
     child.once(capped ? 'exit' : 'close', (code: number | null, signal: NodeJS.Signals | null) => {
@@ -239,6 +258,8 @@ export function systemMessage(err: Error): string {
   const WORDS: Record<string, string> = {
     ENOENT: 'No such file or directory', EACCES: 'Permission denied', EPERM: 'Operation not permitted', ENOEXEC: 'Exec format error',
     ENOTDIR: 'Not a directory', E2BIG: 'Argument list too long', ELOOP: 'Too many levels of symbolic links', EISDIR: 'Is a directory',
+    // out of a resource: the code too, so a scheduler can say it once per cause
+    EMFILE: 'Too many open files (EMFILE)', ENFILE: 'Too many open files in system (ENFILE)', EAGAIN: 'Resource temporarily unavailable (EAGAIN)', ENOMEM: 'Cannot allocate memory (ENOMEM)',
   };
   const code = (err as NodeJS.ErrnoException).code;
   return (code && WORDS[code]) ?? err.message;

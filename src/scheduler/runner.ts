@@ -418,9 +418,33 @@ export class Runner {
     }
   }
 
+  /** The resources found exhausted at a fire's start (their codes), said once each until
+   * commands have started for a minute without one; and when that was last seen. */
+  private readonly exhausted = new Set<string>();
+  private exhaustedAt = 0;
+
   private logResult(id: string, r: FireResult): void {
+    // out of descriptors, processes or memory: that fire failed (its record says why); the
+    // scheduler says it once per cause, carries on, and says when commands start again
+    const cause = r.result === 'failure' ? EXHAUSTED.exec(r.reason ?? '')?.[1] : undefined;
+    if (cause) {
+      this.exhaustedAt = this.o.clock.monotonic();
+      if (!this.exhausted.has(cause)) {
+        this.exhausted.add(cause);
+        this.warn(`${RESOURCE[cause]} (${cause}): fires fail to start while it lasts, each recorded as a failure with its cause (first: routine ${id}); the scheduler carries on`);
+      }
+    } else if (this.exhausted.size > 0 && r.run_id !== null && this.o.clock.monotonic() - this.exhaustedAt > 60_000) {
+      this.warn(`commands start again: no fire failed for want of ${[...this.exhausted].join(', ')} for a minute`);
+      this.exhausted.clear();
+    }
     if (r.result === 'success') this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
     else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'busy', ...(r.holder ? { holder: holderText(r.holder) } : r.ahead ? { holder: r.ahead.why } : {}) });
     else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
   }
 }
+
+/** A start that failed for want of a resource (exec/process.ts systemMessage names the code). */
+const EXHAUSTED = /\((EMFILE|ENFILE|EAGAIN|ENOMEM)\)/;
+const RESOURCE: Record<string, string> = {
+  EMFILE: 'out of file descriptors', ENFILE: 'the system is out of file descriptors', EAGAIN: 'out of processes', ENOMEM: 'out of memory',
+};
