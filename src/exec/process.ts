@@ -119,10 +119,20 @@ export function groupSize(pid: number): number {
   return groupExists(pid) ? 1 : 0;
 }
 
-/** Ends what is left of a process group: SIGTERM, then SIGKILL after `graceMs`. Returns how many
- * processes were left (SPEC §4.11). Call it only for a group whose leader we started and reaped:
- * while members remain, the kernel gives no other process that group id. */
+/** Ends what is left of a command we started in its own session (`detached`) and reaped: its
+ * process group, and every other group of its session — job-control children (`set -m; cmd &`)
+ * that moved to groups of their own (SPEC §4.11). SIGTERM, then SIGKILL after `graceMs`, all
+ * groups at once. Returns how many processes were left. */
 export async function stopGroup(pid: number, graceMs: number): Promise<number> {
+  const escaped = process.platform === 'linux' ? (systemProbe().sessionGroups?.(pid) ?? []) : [];
+  if (escaped.length === 0) return stopOneGroup(pid, graceMs);
+  const left = await Promise.all([pid, ...escaped].map((g) => stopOneGroup(g, graceMs)));
+  return left.reduce((a, b) => a + b, 0);
+}
+
+/** Ends what is left of one process group. Call it only for a group of a command we started:
+ * while members remain, the kernel gives no other process that group id. */
+async function stopOneGroup(pid: number, graceMs: number): Promise<number> {
   // kill(-pgid, 0) answers in a microsecond: the usual case, an empty group, never scans /proc
   if (!anyInGroup(pid)) return 0;
   const left = groupSize(pid);

@@ -20,6 +20,16 @@ export function readProcStat(pid: number): string {
   }
 }
 
+/** The last pid the kernel handed out in this pid namespace; null when it cannot be read. */
+export function lastPid(): number | null {
+  try {
+    const n = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'latin1').trim());
+    return Number.isSafeInteger(n) && n > 0 ? n : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The names in /proc (pids among them); throws when /proc cannot be listed. */
 export const procNames = (): string[] => readdirSync('/proc');
 

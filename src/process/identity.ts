@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { errnoCode } from '../errors.js';
-import { procBootId, procEnviron, procNames, procOwnerUid, procPidNamespace, readProcStat } from '../fs/proc.js';
+import { lastPid, procBootId, procEnviron, procNames, procOwnerUid, procPidNamespace, readProcStat } from '../fs/proc.js';
 
 // child_process only where Linux's /proc is missing (macOS: ps, sysctl): loading it costs a few
 // milliseconds of every start-up that reads a lock (`routine list` must start fast, SPEC §6).
@@ -32,6 +32,9 @@ export interface LivenessProbe {
   inspect(pid: number): ProcessState;
   /** Live members of process group `pgid` (used when its leader is gone); [] when unknown. */
   groupMembers(pgid: number): number[];
+  /** The process groups of session `sid` other than group `sid` itself, with a live member:
+   * where a command's job-control children (`set -m; cmd &`) went. [] when unknown. */
+  sessionGroups?(sid: number): number[];
   /** The user a process runs as; null when unknown (then only the start time identifies it). */
   ownerUid?(pid: number): number | null;
   /** Whether the process's environment holds exactly `entry` (`NAME=value`); null when it
@@ -54,6 +57,8 @@ interface ProcStat {
   state: string;
   ppid: number;
   pgid: number;
+  /** The session (field 6). */
+  session: number;
   startTime: string;
 }
 
@@ -67,9 +72,10 @@ export function parseProcStat(text: string): ProcStat | null {
   const state = fields[0];
   const ppid = Number(fields[1]);
   const pgid = Number(fields[2]);
+  const session = Number(fields[3]);
   const startTime = fields[19];
   if (!state || !startTime || !Number.isInteger(pgid) || !Number.isInteger(ppid)) return null;
-  return { state, ppid, pgid, startTime };
+  return { state, ppid, pgid, session, startTime };
 }
 
 /** Runs `fn` without capturing stack traces for the errors it throws: probes expect ENOENT and
@@ -118,6 +124,32 @@ function linuxGroupMembers(pgid: number): number[] {
     }
   }
   return members;
+}
+
+/** Processes are created with rising pids: those of a session started at pid `sid` are above it,
+ * unless the counter wrapped since (then every pid is looked at). One listing of /proc and a stat
+ * of each process younger than the session: a fire's clean-up stays cheap on a busy host. */
+function linuxSessionGroups(sid: number): number[] {
+  const groups = new Set<number>();
+  let entries: string[];
+  try {
+    entries = procNames();
+  } catch {
+    return [];
+  }
+  const last = lastPid();
+  const wrapped = last !== null && last < sid;
+  for (const name of entries) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid <= 1 || (pid <= sid && !wrapped) || pid === process.pid) continue;
+    try {
+      const stat = parseProcStat(quietly(() => readProcStat(pid)));
+      if (stat && stat.session === sid && stat.pgid !== sid && stat.state !== 'Z') groups.add(stat.pgid);
+    } catch {
+      // ended while we looked
+    }
+  }
+  return [...groups];
 }
 
 function linuxOwnerUid(pid: number): number | null {
@@ -245,6 +277,7 @@ export function systemProbe(): LivenessProbe {
     pidNs: readPidNamespace(),
     inspect,
     groupMembers: platform === 'linux' ? linuxGroupMembers : () => [],
+    ...(platform === 'linux' ? { sessionGroups: linuxSessionGroups } : {}),
     ...(platform === 'linux' ? { ownerUid: linuxOwnerUid, environHas: linuxEnvironHas, markedGroupLeaders: linuxMarkedGroupLeaders } : {}),
   };
   cachedProbe = probe;

@@ -26,6 +26,24 @@ const gen = async (project: string): Promise<number> => {
 };
 
 describe('leftovers of the command end before the lock is released (SPEC §4.11)', () => {
+  it('job-control children in groups of their own (bash set -m) are ended too: lock run, routine run, an exec task (issue 49, item 1)', async () => {
+    const tags = [uniqueSleep(), uniqueSleep(), uniqueSleep()];
+    const escape = (tag: string): string => `bash -c 'set -m; ${tag} & ${tag}1 & exit 0'`;
+    const project = testProject({
+      routines: [{ id: 'jobs', schedule: '0 0 1 1 *', action: 'command', run: escape(tags[1]!) }],
+      exec: { tasks: [{ id: 'jobs', run: escape(tags[2]!) }] },
+    });
+    const held = await runCli(['lock', 'run', '--', 'bash', '-c', `set -m; ${tags[0]} & ${tags[0]}1 & exit 0`], { cwd: project });
+    expect(held.code, held.stderr).toBe(0);
+    expect(held.stderr).toMatch(/ended 2 leftover processes of the command's group/);
+    const fired = await runCli(['routine', 'run', 'jobs'], { cwd: project });
+    expect(fired.code, fired.stderr).toBe(0);
+    const ran = await runCli(['exec', 'run'], { cwd: project });
+    expect(ran.code, ran.stderr).toBe(0);
+    for (const tag of tags) expect(pgrep(tag), tag).toEqual([]);
+    expect(readFileSync(join(project, '.routinely', 'logs', 'jobs.log'), 'utf8')).toMatch(/ended 2 leftover processes/);
+  });
+
   it('lock run: a background job is ended and reported; the next holder never runs beside it', async () => {
     const project = testProject();
     const tag = uniqueSleep();
