@@ -289,19 +289,36 @@ export function foldLines(lines: readonly HistoryLineLike[], base?: Folded): Fol
         // a second record of a fire already closed (two reconciles at once, a reconcile that
         // judged a stale read): the first counts, as the database backend stores it once
         if (seen.has(e.closes) && !(record.open_fires ?? []).some((o) => o.id === e.closes)) continue;
-        const left = (record.open_fires ?? []).filter((o) => o.id !== e.closes);
+        const closed = (record.open_fires ?? []).find((o) => o.id === e.closes);
+        const left = (record.open_fires ?? []).filter((o) => o.id !== e.closes && !(closed && closesEarlier(closed, o)));
         record = { ...record, open_fires: left };
         if (left.length === 0) delete record.open_fires;
       }
-      record = applyFire(record, {
+      const fire: Fire = {
         result: e.result, reason: e.reason ?? null, scheduled_at: e.scheduled_at, started_at: e.started_at, finished_at: e.finished_at,
         duration_ms: Math.max(0, Date.parse(e.finished_at) - Date.parse(e.started_at)) || 0, exit_code: e.exit_code ?? null, run_id: e.run_id ?? null,
-      });
+      };
+      // One rule for every view: the last result is the newest fire's. A fire recorded after a
+      // newer one (an old fire's outcome reconciled late, a record that waited in a spool)
+      // counts, and never becomes the last result.
+      record = isLate(record, fire) ? applyLateFire(record, fire) : applyFire(record, fire);
     } else {
       record = setPaused(record, l.paused, l.note);
     }
   }
   return { record, recent };
+}
+
+/**
+ * Whether closing `later` ends `earlier` too: both are ticks (or retries) of one scheduler
+ * process, which never runs two fires of a routine at once, and `earlier` started first — so it
+ * ended before `later` began, and its own record was lost (a damaged history line). Its outcome
+ * is unknown: it is neither running nor a failure, and the damaged line was said when read.
+ */
+function closesEarlier(later: OpenFire, earlier: OpenFire): boolean {
+  const tick = (o: OpenFire): boolean => o.trigger === 'schedule' || o.trigger === 'retry';
+  return tick(later) && tick(earlier) && earlier.owner.pid === later.owner.pid && earlier.owner.host === later.owner.host
+    && earlier.owner.start_time === later.owner.start_time && Date.parse(earlier.started_at) < Date.parse(later.started_at);
 }
 
 /** The shape foldLines needs (history.ts's HistoryLine), stated here to keep imports one-way. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyFire, checkRoutineState, emptyRecord, setPaused, type Fire } from '../../src/state/routine-state.js';
+import { applyFire, checkRoutineState, emptyRecord, foldLines, setPaused, type Fire } from '../../src/state/routine-state.js';
 
 const fire = (result: Fire['result'], over: Partial<Fire> = {}): Fire => ({
   result, reason: result === 'skipped' ? 'exec busy' : null, scheduled_at: '2026-11-29T19:05:00.000Z', started_at: '2026-11-29T19:05:00.010Z',
@@ -31,5 +31,31 @@ describe('routine state', () => {
     expect(checkRoutineState([])).toBe('not an object');
     expect(checkRoutineState({ version: 2, routines: {} })).toMatch(/version/);
     expect(checkRoutineState({ version: 1, routines: { a: 5 } })).toMatch(/routines\.a/);
+  });
+});
+
+describe('folding a history with a damaged line (issue 49, item 3)', () => {
+  const owner = { pid: 4711, host: 'h', boot_id: 'b', start_time: '100' };
+  const at = (s: number): string => new Date(Date.UTC(2026, 11, 4, 12, 0, s)).toISOString();
+  const open = (id: string, s: number, trigger: 'schedule' | 'manual' = 'schedule', who = owner) => ({ kind: 'open' as const, id: `o${id}`, open: { id, scheduled_at: at(s), started_at: at(s), run_id: null, trigger, owner: who } });
+  const close = (id: string, s: number, result: 'success' | 'failure' = 'success', reason: string | null = null, finished = s + 1) =>
+    ({ kind: 'fire' as const, id: `c${id}-${finished}`, entry: { scheduled_at: at(s), started_at: at(s), finished_at: at(finished), result, reason, closes: id } });
+
+  it('a tick whose record was lost is ended by the close of a later tick of the same scheduler: neither running nor a failure', () => {
+    const { record } = foldLines([open('a', 1), /* its close damaged */ open('b', 2), close('b', 2)]);
+    expect(record.open_fires).toBeUndefined();
+    expect(record).toMatchObject({ last_result: 'success', last_scheduled_at: at(2), counts: { success: 1, failure: 0, skipped: 0 }, consecutive_failures: 0 });
+  });
+
+  it('an old fire reconciled late (interrupted) counts, and never becomes the last result', () => {
+    const { record } = foldLines([open('a', 1), open('b', 2, 'manual', { ...owner, pid: 9 }), close('b', 2), close('a', 1, 'failure', 'interrupted: pid 4711 on h ended before the outcome was recorded', 30)]);
+    expect(record).toMatchObject({ last_result: 'success', last_scheduled_at: at(2), counts: { success: 1, failure: 1, skipped: 0 }, consecutive_failures: 0 });
+  });
+
+  it('a manual run of the same process, or a fire of another process, is not ended by a later close', () => {
+    const manual = foldLines([open('m', 1, 'manual'), open('b', 2), close('b', 2)]);
+    expect(manual.record.open_fires?.map((o) => o.id)).toEqual(['m']);
+    const other = foldLines([open('x', 1, 'schedule', { ...owner, start_time: '200' }), open('b', 2), close('b', 2)]);
+    expect(other.record.open_fires?.map((o) => o.id)).toEqual(['x']);
   });
 });
