@@ -101,6 +101,20 @@ export class Runner {
     );
   }
 
+  /** A scheduled time the loop slept through: claimed (with a shared database, a time another
+   * scheduler took stays its), then recorded as a skip with `reason`. */
+  missed(entry: Entry, scheduledAt: Date, reason: string): void {
+    const { def } = entry;
+    this.track((async () => {
+      if (this.o.stateBroken?.() || this.stopping) return;
+      if (!(await this.o.recorder.claim(def.id, scheduledAt))) return;
+      await this.skip(def, this.skipFire(scheduledAt, reason), null);
+    })().catch((err: Error) => {
+      if (err instanceof FolderReplacedError || isStorageError(err)) this.o.stateTrouble?.(err);
+      else this.warn(`${def.id}: ${err.message}`);
+    }));
+  }
+
   /** Stop firing; let running routines finish up to `timeoutMs`; then stop them. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.stopping = true;

@@ -17,7 +17,7 @@ import { PhaseRecorder } from './phases.js';
 import { selfIdentity } from '../process/identity.js';
 import { lightSchedule, routineZone } from './schedule.js';
 import type { RoutineStore } from './store.js';
-import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, sleepMs, type ClockReading, type Covered } from './timing.js';
+import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, SLEPT_RECORD_CAP, sleepMs, sleptThrough, stepText, type ClockReading, type Covered } from './timing.js';
 import type { WaitLine } from '../lock/line.js';
 
 export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from './fire-request.js';
@@ -221,9 +221,19 @@ export class Scheduler {
           // shared database is someone's); late by a suspend or a clock step forward: once,
           // then continue from now.
           const times = forward > 0 ? [scheduledAt] : missedTimes(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
+          // Later than that with no clock step (stopped, paused, overloaded): the first fires
+          // late, every other time slept through is recorded as a skip that says so (SPEC §6
+          // "Nothing is lost without a record"); claimed first, so with a shared database a time
+          // another scheduler fired stays its.
+          const slept = forward > 0 ? { times: [], more: 0 } : sleptThrough(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
           this.next.set(id, nextUncovered(entry.schedule, Math.max(now.wall, times.at(-1)!), this.coveredFor(id), entry.since));
           if (forward > 0) this.firedAcrossJump.set(id, [...(this.firedAcrossJump.get(id) ?? []).slice(-15), { from: scheduledAt - 1, to: scheduledAt }]);
           for (const t of times) this.runner.launch(entry, new Date(t));
+          if (slept.times.length > 0) {
+            const late = `missed: the scheduler woke ${stepText(now.wall - scheduledAt)} late (stopped, paused or overloaded); the fire of ${new Date(scheduledAt).toISOString()} ran late for it`;
+            for (const t of slept.times) this.runner.missed(entry, new Date(t), late);
+            if (slept.more > 0) this.o.log({ event: 'scheduler.warning', message: `${id}: ${slept.more} more times slept through were not recorded (at most ${SLEPT_RECORD_CAP} per wake-up)` });
+          }
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
         if (this.stateProblem !== null) this.probeState();

@@ -40,6 +40,25 @@ export function missedTimes(schedule: Schedule, firstMs: number, nowMs: number, 
   return out;
 }
 
+/** At most this many slept-through times of one routine are recorded at one wake-up (an hour
+ * of a per-second routine stopped would be 3 600 lines); the rest are counted in a warning. */
+export const SLEPT_RECORD_CAP = 600;
+
+/** The times of a routine a loop slept through — it woke later than STALL_REPLAY_MS after
+ * `firstMs` with no clock step (stopped, paused, overloaded: its monotonic clock moved): every
+ * time after the first (which fires, late) up to `nowMs`, never one already dealt with; at most
+ * SLEPT_RECORD_CAP, and how many more there were. Each is recorded as a skip that says why. */
+export function sleptThrough(schedule: Schedule, firstMs: number, nowMs: number, covered: readonly Covered[], sinceMs?: number): { times: number[]; more: number } {
+  const times: number[] = [];
+  let more = 0;
+  if (nowMs - firstMs <= STALL_REPLAY_MS) return { times, more };
+  for (let t = nextUncovered(schedule, firstMs, covered, sinceMs); t !== null && t <= nowMs; t = nextUncovered(schedule, t, covered, sinceMs)) {
+    if (times.length < SLEPT_RECORD_CAP) times.push(t);
+    else if (++more > 1_000_000) break;
+  }
+  return { times, more };
+}
+
 /** A backward step of the wall clock (NTP, a manual `date -s`): fire times computed before it
  * would wait out the difference, so the loop recomputes them. */
 export function clockWentBack(previousNowMs: number, nowMs: number, toleranceMs = 1000): boolean {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { cronSchedule, nextRuns } from '../../src/scheduler/schedule.js';
-import { MAX_SLEEP_MS, STALL_REPLAY_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, missedTimes, nextFire, nextUncovered, sleepMs, stepText } from '../../src/scheduler/timing.js';
+import { MAX_SLEEP_MS, SLEPT_RECORD_CAP, STALL_REPLAY_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, missedTimes, nextFire, nextUncovered, sleepMs, sleptThrough, stepText } from '../../src/scheduler/timing.js';
 import { rng } from '../helpers/rng.js';
 
 const at = (iso: string): number => Date.parse(iso);
@@ -129,6 +129,16 @@ describe('loop decisions', () => {
     expect(missedTimes(s, t0, t0 + 3000, [{ from: t0, to: t0 + 2000 }])).toEqual([t0, t0 + 3000]);
     // a per-minute routine missed nothing more in a few seconds
     expect(missedTimes(cronSchedule('* * * * *'), t0, t0 + 4000, [])).toEqual([t0]);
+  });
+
+  it('later than STALL_REPLAY_MS: every other time slept through is returned to be recorded (issue 50, item 3), none already dealt with, at most SLEPT_RECORD_CAP', () => {
+    const s = cronSchedule('* * * * * *');
+    const t0 = at('2026-11-29T19:00:00Z');
+    expect(sleptThrough(s, t0, t0 + STALL_REPLAY_MS, [])).toEqual({ times: [], more: 0 });
+    expect(sleptThrough(s, t0, t0 + 12_300, [])).toEqual({ times: Array.from({ length: 12 }, (_, i) => t0 + (i + 1) * 1000), more: 0 });
+    expect(sleptThrough(s, t0, t0 + 12_300, [{ from: t0, to: t0 + 10_000 }]).times).toEqual([t0 + 11_000, t0 + 12_000]);
+    const hour = sleptThrough(s, t0, t0 + 3_600_000, []);
+    expect([hour.times.length, hour.more]).toEqual([SLEPT_RECORD_CAP, 3600 - SLEPT_RECORD_CAP]);
   });
 
   it('catch-up fires the latest missed time only when it passed after the last recorded one', () => {
