@@ -263,6 +263,10 @@ export interface FireFilter {
   limit: number | null;
 }
 
+/** Claims forgotten by one prune at most: 1 % of claims prune, so 1 000 a prune keeps up with
+ * any rate of claims while no prune holds the connection long. */
+export const PRUNE_BATCH = 1000;
+
 export const routineSql = {
   /** The routine's row, made if missing, so that it can be locked. */
   ensureRow: (project: string, routine: string): Statement => ({
@@ -301,8 +305,12 @@ export const routineSql = {
     text: 'INSERT INTO routinely_ticks (project, routine, scheduled_at, host) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
     values: [project, routine, scheduledAt, host],
   }),
-  forgetOldTicks: (project: string): Statement => ({
-    text: `DELETE FROM routinely_ticks WHERE project = $1 AND scheduled_at < now() - interval '1 day'`, values: [project],
+  /** At most `batch` claims older than a day, found through routinely_ticks_age: a prune costs
+   * what it removes. */
+  forgetOldTicks: (project: string, batch = PRUNE_BATCH): Statement => ({
+    text: `DELETE FROM routinely_ticks WHERE ctid IN (SELECT ctid FROM routinely_ticks
+      WHERE project = $1 AND scheduled_at < now() - interval '1 day' ORDER BY scheduled_at LIMIT $2)`,
+    values: [project, batch],
   }),
   releaseClaim: (project: string, routine: string, scheduledAt: string, host: string): Statement => ({
     text: 'DELETE FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND host = $4', values: [project, routine, scheduledAt, host],
