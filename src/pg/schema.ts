@@ -133,7 +133,7 @@ export const MIGRATIONS: Migration[] = [
       -- Forgetting claims older than a day reads only those (the primary key starts with the
       -- routine, so without this every claim of the project was scanned: 0.5-3.8 s a prune with
       -- a day of 20 per-second routines).
-      CREATE INDEX routinely_ticks_age ON routinely_ticks (project, scheduled_at);
+      CREATE INDEX IF NOT EXISTS routinely_ticks_age ON routinely_ticks (project, scheduled_at);
     `,
   },
 ];

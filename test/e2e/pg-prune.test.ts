@@ -26,13 +26,16 @@ suite('forgetting claims older than a day', () => {
     const plan = JSON.stringify(await sql(url, `EXPLAIN (FORMAT JSON) ${prune.text}`, prune.values as unknown[]));
     expect(plan).toContain('routinely_ticks_age');
     const count = async (where: string): Promise<number> => (await sql<{ n: number }>(url, `SELECT count(*)::int AS n FROM routinely_ticks WHERE ${where}`))[0]!.n;
-    const oldBefore = await count(`project = 'app' AND scheduled_at < now() - interval '1 day'`);
-    const young = await count(`project = 'app' AND scheduled_at >= now() - interval '1 day' + interval '1 minute'`);
+    // fixed times (now() moves on while the test runs): well past a day, and well within it
+    const [{ old, fresh }] = await sql<{ old: string; fresh: string }>(url, `SELECT (now() - interval '25 hours')::text AS old, (now() - interval '23 hours')::text AS fresh`) as [{ old: string; fresh: string }];
+    const oldBefore = await count(`project = 'app' AND scheduled_at < '${old}'`);
+    const young = await count(`project = 'app' AND scheduled_at >= '${fresh}'`);
     const others = await count(`project = 'other'`);
     const removed = (await sql(url, `WITH d AS (${prune.text} RETURNING 1) SELECT count(*)::int AS n FROM d`, prune.values as unknown[])) as { n: number }[];
     expect(removed[0]!.n).toBe(PRUNE_BATCH);
-    expect(await count(`project = 'app' AND scheduled_at < now() - interval '1 day'`)).toBe(oldBefore - PRUNE_BATCH);
-    expect(await count(`project = 'app' AND scheduled_at >= now() - interval '1 day' + interval '1 minute'`)).toBe(young);
+    // the oldest went first
+    expect(await count(`project = 'app' AND scheduled_at < '${old}'`)).toBe(oldBefore - PRUNE_BATCH);
+    expect(await count(`project = 'app' AND scheduled_at >= '${fresh}'`)).toBe(young);
     expect(await count(`project = 'other'`)).toBe(others);
   });
 });

@@ -407,7 +407,7 @@ suite('PostgreSQL backend', () => {
     const { dir, url, env } = await pgProject({ routines: [{ id: 'once', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
     expect((await runCli(['routine', 'run', 'once'], { cwd: dir, env })).code).toBe(0);
     // as a database left by a routinely of schema version 1 is
-    psqlScript(url, 'DROP TABLE routinely_phases; DROP TABLE routinely_line; DELETE FROM routinely_schema WHERE version > 1;');
+    psqlScript(url, 'DROP TABLE routinely_phases; DROP TABLE routinely_line; DROP INDEX routinely_ticks_age; DELETE FROM routinely_schema WHERE version > 1;');
     const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env });
     expect(list.code, list.stderr).toBe(0);
     expect(JSON.parse(list.stdout)).toMatchObject([{ id: 'once', counts: { success: 1 }, phase: null }]);
