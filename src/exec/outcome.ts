@@ -16,7 +16,11 @@ export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWh
     case 'INTERRUPTED':
       return { status: 'INTERRUPTED', why_code: 'INTERRUPTED', why: 'stopped by a signal; unfinished tasks were stopped', next: resume };
     case 'STATE_ERROR':
-      return { status: 'ABORTED', why_code: 'STATE_WRITE_FAILED', why: `run state could not be written${lostWhy ? ` (${lostWhy})` : ''}; unfinished tasks were stopped`, next: `free space or fix the state folder, then: ${resume}` };
+      // out of descriptors is no disk problem: the next step says what helps
+      return {
+        status: 'ABORTED', why_code: 'STATE_WRITE_FAILED', why: `run state could not be written${lostWhy ? ` (${lostWhy})` : ''}; unfinished tasks were stopped`,
+        next: /too many open files/.test(lostWhy ?? '') ? `raise the open-file limit (ulimit -n) or lower --parallel, then: ${resume}` : `free space or fix the state folder, then: ${resume}`,
+      };
   }
   const failed = Object.entries(state.tasks).filter(([, t]) => t.status === 'failed');
   const skipped = Object.entries(state.tasks).filter(([, t]) => t.status === 'skipped_dependency');

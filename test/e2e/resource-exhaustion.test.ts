@@ -60,6 +60,8 @@ describe('out of file descriptors', () => {
     expect(end.code, r.stderr()).toBe(1);
     expect(r.stderr()).not.toMatch(/unexpected error|at .*\.js:\d+/);
     expect(r.stdout()).toMatch(/^run (r-\S+) (FAILED|ABORTED)/m);
+    // out of descriptors is said as such, with what helps (not "free space")
+    expect(r.stdout()).toMatch(/next: raise the open-file limit \(ulimit -n\) or lower --parallel, then: routinely exec resume r-/);
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout)).toMatchObject({ state: 'free' });
     const runs = await runCli(['exec', 'runs'], { cwd: project });
     expect(runs.stdout).toMatch(/r-\S+ +(FAILED|ABORTED)/);
