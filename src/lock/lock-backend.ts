@@ -3,6 +3,10 @@
 
 import type { Clock } from '../clock.js';
 import { acquireFileLease } from './wait.js';
+import { systemClock } from '../clock.js';
+import { systemProbe } from '../process/identity.js';
+import { lookAtLock } from './look.js';
+import { lockPaths } from './paths.js';
 import { namesIn } from '../fs/files.js';
 import type { LivenessProbe } from '../process/identity.js';
 import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
@@ -37,6 +41,9 @@ export interface LockBackend {
   keys(prefix: string): Promise<string[]>;
   /** The waiting line of each lock name (line.ts): arrival order across processes. */
   line?: WaitLine;
+  /** Whether `key` is held now: one look, without what `status` adds for people (children,
+   * times); what a waiter asks to count a lock's free slots. */
+  holds?(key: string): Promise<boolean>;
 }
 
 export interface FileBackendOptions {
@@ -60,6 +67,8 @@ export function fileLockBackend(o: FileBackendOptions): LockBackend {
     breakStale: (key, onWatch) => breakStaleLock({ ...common, key, ttlMs: o.ttlMs, ...(onWatch ? { onWatch } : {}) }),
     keys: async (prefix) => lockKeys(o.lockDir, prefix),
     line: fileWaitLine({ lockDir: o.lockDir, ttlMs: o.ttlMs, refreshMs: o.refreshMs, clock: o.clock, probe: o.probe }),
+    // a look that must be taken again (a slot appearing meanwhile) counts as held
+    holds: async (key) => lookAtLock(lockPaths(o.lockDir, key), (o.clock ?? systemClock).now(), o.probe ?? systemProbe(), { floor: o.generationFloor }).kind !== 'free',
   };
 }
 

@@ -70,7 +70,7 @@ export async function acquireLock(
   const line = lock.line;
   // one look at the line at a time: the waits on every slot ask together
   let looking: Promise<LineEntry[] | null> | null = null;
-  const ahead = line ? () => (looking ??= aheadInLine(lock, line, name, keys.length, mine).finally(() => (looking = null))) : undefined;
+  const ahead = line ? () => (looking ??= aheadInLine(lock, line, name, keys, mine).finally(() => (looking = null))) : undefined;
   const turn = ahead ? async () => { const a = await ahead(); return a ? lineWhy(a) : null; } : undefined;
   const busy: (AcquireResult & { ok: false })[] = [];
   const notYet = ahead ? await ahead() : null;
@@ -98,15 +98,21 @@ export async function acquireLock(
 /** null when it is this waiter's turn (`mine`; a newcomer's when null): no live waiter of
  * another process came before it, or fewer than the slots free now; else those waiters. A line
  * that cannot be read orders nothing (every take is still the lock's own). */
-async function aheadInLine(lock: LockBackend, line: WaitLine, name: string, slots: number, mine: LineTicket | null): Promise<LineEntry[] | null> {
+async function aheadInLine(lock: LockBackend, line: WaitLine, name: string, keys: readonly string[], mine: LineTicket | null): Promise<LineEntry[] | null> {
   try {
     const ahead = await line.ahead(name, mine);
     if (ahead.length === 0) return null;
-    if (slots > 1 && ahead.length < slots - (await namedLockStatus(lock, name, slots)).held) return null;
+    if (keys.length > 1 && ahead.length < keys.length - (await heldSlots(lock, name, keys))) return null;
     return ahead;
   } catch {
     return null;
   }
+}
+
+/** How many of a lock's slots are held now: one look each where the backend has it. */
+async function heldSlots(lock: LockBackend, name: string, keys: readonly string[]): Promise<number> {
+  if (!lock.holds) return (await namedLockStatus(lock, name, keys.length)).held;
+  return (await Promise.all(keys.map((k) => lock.holds!(k)))).filter(Boolean).length;
 }
 
 /** Every slot held: one answer that names the holders (for one slot, that slot's words). */
