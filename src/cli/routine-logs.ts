@@ -4,7 +4,8 @@
 import { displayPath } from '../config/load.js';
 import { ID_PATTERN } from '../config/types.js';
 import { ExitCode, NotFoundError, UsageError } from '../errors.js';
-import { RUN_ID_PATTERN, showRoutineLog } from '../scheduler/routine-log.js';
+import { isRunId } from '../run-id.js';
+import { showRoutineLog } from '../scheduler/routine-log.js';
 import { TerminalStream } from '../printable.js';
 import { err, out } from './io.js';
 import type { GlobalOptions } from './globals.js';
@@ -24,7 +25,7 @@ export async function routineLogs(id: string, flags: LogsFlags, g: GlobalOptions
   }
   // With an invalid config any id is looked for, but only ever as an id, never as a path.
   if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
-  if (flags.run !== undefined && !RUN_ID_PATTERN.test(flags.run)) {
+  if (flags.run !== undefined && !isRunId(flags.run)) {
     throw new UsageError(`--run: ${JSON.stringify(flags.run)} is not a run id (r-…; routinely routine history ${id} lists them)`);
   }
 

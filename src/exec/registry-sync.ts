@@ -10,7 +10,8 @@ import { printable } from '../printable.js';
 import { nowIso, type ExecContext } from './context.js';
 import { foldRun, rebuildRegistry } from './outcome.js';
 import { emptyRegistry, syncRegistry, type Registry } from './registry.js';
-import { applyEvent, isRunId, type RunEvent, type RunState } from './run-state.js';
+import { applyEvent, type RunEvent, type RunState } from './run-state.js';
+import { isRunId } from '../run-id.js';
 import type { ExecStore } from './store.js';
 import type { SourcedTask } from './task-source.js';
 

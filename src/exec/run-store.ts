@@ -9,7 +9,8 @@ import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
 import { closeFd, fdSize, makeFolder } from '../fs/ops.js';
 import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';
-import { RUN_STATUSES, applyEventInPlace, checkEvent, isRunId, ownerProblem, type RunEvent, type RunState } from './run-state.js';
+import { RUN_STATUSES, applyEventInPlace, checkEvent, ownerProblem, type RunEvent, type RunState } from './run-state.js';
+import { isRunId } from '../run-id.js';
 import { type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
 

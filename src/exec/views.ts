@@ -8,7 +8,8 @@ import { samePidSpace, systemProbe } from '../process/identity.js';
 import { printable } from '../printable.js';
 import { withStore, type ExecContext } from './context.js';
 import { currentRegistry, ownerAlive } from './registry-sync.js';
-import { isRunId, type RunState, type TaskRun } from './run-state.js';
+import { type RunState, type TaskRun } from './run-state.js';
+import { isRunId } from '../run-id.js';
 import { loadTaskDefinitions } from './task-source.js';
 
 export interface TaskView {

@@ -7,6 +7,7 @@
 // off by header, request and idle timeouts.
 
 import { jsonText } from '../printable.js';
+import { isRunId } from '../run-id.js';
 import { VERSION } from '../version.js';
 import { machineZone } from '../zone-time.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -107,7 +108,6 @@ const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** A routine id in a path (config/schema.ts ID_PATTERN): checked before it is looked up. */
 const ROUTINE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const RUN_ID = /^r-[A-Za-z0-9-]{1,80}$/;
 /** Fires on a routine's page, and the lines of a run's output shown there. */
 const DETAIL_FIRES = 50;
 const DETAIL_LINES = 200;
@@ -182,7 +182,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
   };
   const detailOf = async (id: string, query: URLSearchParams): Promise<DetailData> => {
     const run = query.get('run');
-    if (run !== null && !RUN_ID.test(run)) throw new HttpProblem(400, `run ${JSON.stringify(run.slice(0, 100))} is not a run id (r-…)`);
+    if (run !== null && !isRunId(run)) throw new HttpProblem(400, `run ${JSON.stringify(run.slice(0, 100))} is not a run id (r-…)`);
     const pageText = query.get('page') ?? '1';
     if (!/^[1-9]\d{0,5}$/.test(pageText)) throw new HttpProblem(400, `page ${JSON.stringify(pageText.slice(0, 20))} is not a page number (1, 2, …)`);
     const d = await detail(id, run, Number(pageText));

@@ -11,7 +11,6 @@ import { checkFolder, lstatQuiet, trustRoot } from '../fs/files.js';
 import { LogReader } from '../fs/log-file.js';
 import { LastLines, RunFilter } from './log-frames.js';
 
-export const RUN_ID_PATTERN = /^r-[A-Za-z0-9-]+$/;
 
 /** The files of a routine's log, the id checked before it becomes part of a path. */
 export function routineLogFiles(stateDir: string, id: string): { dir: string; current: string; rotated: string } {

@@ -16,11 +16,11 @@ import { errnoCode } from '../errors.js';
 import { unlinkQuiet } from '../fs/files.js';
 import { processGone, samePidSpace, systemProbe, type LivenessProbe } from '../process/identity.js';
 import { ensureStateDir, readJsonState, writeJsonDurable } from '../state/json-file.js';
+import { isRunId } from '../run-id.js';
 import type { OpenFire } from '../state/routine-state.js';
 
-/** Marker ids are ours (randomHex); run ids `r-<time>-<hex>`: anything else is not looked up. */
+/** Marker ids are ours (randomHex); run ids as run-id.ts checks them: anything else is not looked up. */
 const MARKER_ID = /^[0-9a-f]{4,64}$/;
-const RUN_ID = /^r-[0-9TZ]{8,20}-[0-9a-f]{2,16}$/;
 
 const stopsDir = (stateDir: string): string => join(stateDir, 'stops');
 
@@ -94,7 +94,7 @@ export async function stopRoutine(o: StopOptions): Promise<StopOutcome> {
     return away ? { kind: 'elsewhere', host: away.owner.host, pid: away.owner.pid } : { kind: 'idle' };
   }
   const fire = here[0]!;
-  if (!fire.run_id || !RUN_ID.test(fire.run_id) || !probe.markedGroupLeaders) return { kind: 'not-found', runId: fire.run_id };
+  if (!fire.run_id || !isRunId(fire.run_id) || !probe.markedGroupLeaders) return { kind: 'not-found', runId: fire.run_id };
   // the request first: the owner may see its command end at any moment after the signal
   writeStopRequest(o.stateDir, fire.id, o.who);
   const entry = `ROUTINELY_RUN_ID=${fire.run_id}`;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { finalStatus, foldRun } from '../../src/exec/outcome.js';
 import { emptyRegistry, syncRegistry, taskHash } from '../../src/exec/registry.js';
-import { applyEvent, isRunId, newRunId, type RunState, type TaskRun } from '../../src/exec/run-state.js';
+import { applyEvent, type RunState, type TaskRun } from '../../src/exec/run-state.js';
+import { isRunId, newRunId } from '../../src/run-id.js';
 
 const task = (over: Partial<TaskRun> = {}): TaskRun => ({
   status: 'pending', provider: 'default', attempts: 0, started_at: null, finished_at: null, duration_ms: null,
