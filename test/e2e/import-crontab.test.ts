@@ -2,11 +2,12 @@
 // that validates, and its routines run as cron would have run them (env, \%, flock wrapper gone).
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, FIXTURES, childEnv, eventually, runCli, startCli } from '../helpers/cli.js';
 import { stripJsonComments } from '../../src/config/load.js';
+import { overlapping, spansOf } from '../helpers/spans.js';
 import { testdir } from '../helpers/testdir.js';
 
 const importing = (args: string[], input: string | null, cwd: string) =>
@@ -58,20 +59,6 @@ describe('routinely import-crontab', () => {
   });
 });
 
-/** `<id> start|end <epoch ms>` lines the jobs wrote, as intervals per id. */
-function spansOf(file: string): Map<string, { s: number; e: number }[]> {
-  const out = new Map<string, { s: number; e: number }[]>();
-  for (const line of readFileSync(file, 'utf8').trim().split('\n').filter(Boolean)) {
-    const [id, kind, t] = line.split(' ');
-    const list = out.get(id!) ?? [];
-    if (kind === 'start') list.push({ s: Number(t), e: Infinity });
-    else list.at(-1)!.e = Number(t);
-    out.set(id!, list);
-  }
-  return out;
-}
-
-const together = (a: { s: number; e: number }[], b: { s: number; e: number }[]): number => a.filter((x) => b.some((y) => x.s < y.e && y.s < x.e)).length;
 
 describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
   it('jobs keep cron\'s sharing: the two on one lock file take turns, the blocking one waits instead of skipping, the jobs without flock run beside them', { timeout: 120_000 }, async () => {
@@ -99,14 +86,14 @@ describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
     // a manual holder of the db lock meanwhile: the db job waits for it, never skips
     const holder = await runCli(['lock', 'run', '--lock', 'db', '--', 'sleep', '1'], { cwd: project });
     expect(holder.code).toBe(0);
-    await eventually(() => existsSync(join(project, 'marks')) && Math.min(...['app1', 'app2', 'db', 'bare1', 'bare2'].map((id) => (spansOf(join(project, 'marks')).get(id) ?? []).filter((x) => x.e < Infinity).length)) >= 3, 60_000, 'three runs of every job', () => s.stdout());
+    await eventually(() => Math.min(...['app1', 'app2', 'db', 'bare1', 'bare2'].map((id) => (spansOf(join(project, 'marks')).get(id) ?? []).filter((x) => x.e < Infinity).length)) >= 3, 60_000, 'three runs of every job', () => s.stdout());
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
     const sp = spansOf(join(project, 'marks'));
-    expect(together(sp.get('app1')!, sp.get('app2')!), 'the two jobs of app.lock never at once').toBe(0);
-    expect(together(sp.get('bare1')!, sp.get('bare2')!), 'the jobs without flock side by side').toBeGreaterThan(0);
-    expect(together(sp.get('bare1')!, sp.get('app1')!) + together(sp.get('bare1')!, sp.get('app2')!), 'a job without flock beside a locked one').toBeGreaterThan(0);
-    expect(together(sp.get('db')!, sp.get('app1')!) + together(sp.get('db')!, sp.get('app2')!), 'db.lock and app.lock side by side').toBeGreaterThan(0);
+    expect(overlapping(sp.get('app1')!, sp.get('app2')!), 'the two jobs of app.lock never at once').toBe(0);
+    expect(overlapping(sp.get('bare1')!, sp.get('bare2')!), 'the jobs without flock side by side').toBeGreaterThan(0);
+    expect(overlapping(sp.get('bare1')!, sp.get('app1')!) + overlapping(sp.get('bare1')!, sp.get('app2')!), 'a job without flock beside a locked one').toBeGreaterThan(0);
+    expect(overlapping(sp.get('db')!, sp.get('app1')!) + overlapping(sp.get('db')!, sp.get('app2')!), 'db.lock and app.lock side by side').toBeGreaterThan(0);
     expect(s.stdout()).not.toMatch(/skipped db: db busy/);
     expect(s.stdout()).not.toMatch(/\[routine\] failed/);
   });

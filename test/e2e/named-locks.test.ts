@@ -3,11 +3,12 @@
 // SIGKILLed gives its slot back at once with its command's group ended; a holder stopped past its
 // TTL loses its slot and says `lock lost`; every slot's generation only rises.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { overlapping, spansOf } from '../helpers/spans.js';
 import { testdir, testProject } from '../helpers/testdir.js';
 
 const cluster = pgCluster();
@@ -144,26 +145,6 @@ function writeGo(s: Setup): void {
   writeFileSync(join(s.project, 'go'), '');
 }
 
-/** Each line `<id> start|end <epoch ms>` a routine's command wrote. */
-function spans(file: string): Map<string, { s: number; e: number }[]> {
-  const out = new Map<string, { s: number; e: number }[]>();
-  let text = '';
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.trim().split('\n').filter(Boolean)) {
-    const [id, kind, t] = line.split(' ');
-    const list = out.get(id!) ?? [];
-    if (kind === 'start') list.push({ s: Number(t), e: Infinity });
-    else list.at(-1)!.e = Number(t);
-    out.set(id!, list);
-  }
-  return out;
-}
-
-const overlaps = (a: { s: number; e: number }[], b: { s: number; e: number }[]): number => a.filter((x) => b.some((y) => x.s < y.e && y.s < x.e)).length;
 
 describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () => {
   it('a routine on db and one on cache run side by side; two on db take turns; a 2-slot lock runs two at once; a db held from outside is a busy skip named db', async () => {
@@ -177,11 +158,11 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
     const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 90_000 });
     await s.waitFor(/\[scheduler\] started \(6 routines\)/);
     const file = join(project, marks);
-    await eventually(() => (spans(file).get('db2') ?? []).filter((x) => x.e < Infinity).length >= 3, 30_000, 'three turns of db2', () => s.stdout());
-    const sp = spans(file);
+    await eventually(() => (spansOf(file).get('db2') ?? []).filter((x) => x.e < Infinity).length >= 3, 30_000, 'three turns of db2', () => s.stdout());
+    const sp = spansOf(file);
     // different locks: side by side; one lock: one at a time; two slots: two at once, never three
-    expect(overlaps(sp.get('db1')!, sp.get('cache')!), 'db1 and cache side by side').toBeGreaterThan(0);
-    expect(overlaps(sp.get('db1')!, sp.get('db2')!), 'db1 and db2 never at once').toBe(0);
+    expect(overlapping(sp.get('db1')!, sp.get('cache')!), 'db1 and cache side by side').toBeGreaterThan(0);
+    expect(overlapping(sp.get('db1')!, sp.get('db2')!), 'db1 and db2 never at once').toBe(0);
     const pool = ['p1', 'p2', 'p3'].flatMap((id) => sp.get(id)!.map((x) => ({ ...x, id })));
     const most = Math.max(...pool.map((x) => pool.filter((y) => y.s <= x.s && x.s < y.e).length));
     expect(most, 'the pool lock: two at once at most').toBe(2);
@@ -213,7 +194,7 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
     const schedulers = checkouts.map((cwd, i) => startCli(['scheduler', 'start'], { cwd, env: { ...env, ROUTINELY_HOST_ID: `h${i + 1}` }, timeoutMs: 110_000 }));
     for (const s of schedulers) await s.waitFor(/\[scheduler\] started/, 60_000);
     const ids = ['r1', 'r2', 'r3', 'r4'];
-    const done = (): number => Math.min(...ids.map((id) => (spans(marks).get(id) ?? []).filter((x) => x.e < Infinity).length));
+    const done = (): number => Math.min(...ids.map((id) => (spansOf(marks).get(id) ?? []).filter((x) => x.e < Infinity).length));
     await eventually(() => done() >= 4, 60_000, 'four ticks of every routine', () => schedulers.map((s) => s.stdout()).join('\n--\n'));
     for (const s of schedulers) s.child.kill('SIGTERM');
     for (const s of schedulers) expect((await s.exited).code, s.stderr()).toBe(0);
@@ -222,7 +203,7 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
     // the other scheduler's tick was met (holding the lock, or queued ahead in its line), and waited for
     expect(said).toMatch(/\[routine\] waiting r\d: exec busy \(held by (routine r\d |no one this moment, but a waiter that came first takes it next: routine r\d, pid \d+ on h\d)/);
     // one at a time under the exec lock, across both hosts
-    const all = ids.flatMap((id) => spans(marks).get(id)!.filter((x) => x.e < Infinity));
+    const all = ids.flatMap((id) => spansOf(marks).get(id)!.filter((x) => x.e < Infinity));
     for (const x of all) expect(all.filter((y) => y !== x && x.s < y.e && y.s < x.e)).toEqual([]);
     // every tick of each routine recorded once, and run (none skipped)
     for (const cwd of checkouts) {
