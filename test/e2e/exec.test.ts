@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadRun } from '../../src/exec/run-store.js';
 import type { RunState } from '../../src/exec/run-state.js';
-import { eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
+import { eventually, lineIn, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 const runsDir = (p: string): string => join(p, '.routinely', 'exec', 'runs');
@@ -206,8 +206,7 @@ describe('exec run', () => {
       exec: { parallel: 2, tasks: [{ id: 'quick', run: 'true' }, { id: 'slow', run: 'echo "slow $$" > slow.pid; sleep 60' }, { id: 'after', run: 'true', dependsOn: ['slow'] }] },
     });
     const p = startCli(['exec', 'run'], { cwd: project });
-    await eventually(() => existsSync(join(project, 'slow.pid')), 10_000, 'slow started');
-    const slowPid = Number(readFileSync(join(project, 'slow.pid'), 'utf8').split(' ')[1]);
+    const slowPid = Number((await lineIn(join(project, 'slow.pid'), /slow (\d+)/, 10_000, 'slow started'))[1]);
     p.child.kill('SIGTERM');
     expect((await p.exited).code).toBe(143);
     expect(existsSync(lockFile(project))).toBe(false);
@@ -306,8 +305,7 @@ describe('exec run', () => {
   it('lost lock (SIGSTOP past the TTL): ABORTED / LOCK_LOST, its tasks stopped, nothing else written', async () => {
     const project = testProject({ lock: { ttlSeconds: 2 }, exec: { tasks: [{ id: 'long', run: 'echo "pid $$" > long.pid; sleep 60' }] } });
     const p = startCli(['exec', 'run'], { cwd: project });
-    await eventually(() => existsSync(join(project, 'long.pid')), 10_000, 'task started');
-    const taskPid = Number(readFileSync(join(project, 'long.pid'), 'utf8').split(' ')[1]);
+    const taskPid = Number((await lineIn(join(project, 'long.pid'), /pid (\d+)/, 10_000, 'task started'))[1]);
     const id = runIds(project)[0]!;
     process.kill(p.pid, 'SIGSTOP');
     const thief = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo took-over; sleep 2'], { cwd: project });

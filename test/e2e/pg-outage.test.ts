@@ -8,7 +8,7 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { eventually, heartbeatWritten, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
+import { eventually, heartbeatWritten, lineIn, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { destroyCluster, pgCommand, startCluster, startServer, stopServer, type TestCluster } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
@@ -191,7 +191,8 @@ suite('PostgreSQL backend: outages', () => {
       { id: 'b', run: 'echo "$$" > b.pid; [ -f fast ] || sleep 60' },
     ] } });
     const holder = startCli(['exec', 'run'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: url }, timeoutMs: 60_000 });
-    await eventually(() => existsSync(join(dir, 'a.up')) && existsSync(join(dir, 'b.pid')), 15_000, 'tasks started');
+    await eventually(() => existsSync(join(dir, 'a.up')), 15_000, 'task a started');
+    const b = Number((await lineIn(join(dir, 'b.pid'), /(\d+)/, 15_000, 'task b started'))[1]);
     await holder.waitFor(/started a[\s\S]*started b|started b[\s\S]*started a/);
     const runId = (await holder.waitFor(/run (r-[A-Za-z0-9-]+)/))[1]!;
     // their start events are stored (what another host reads)
@@ -202,7 +203,6 @@ suite('PostgreSQL backend: outages', () => {
     stopServer(own, 'fast');
     writeFileSync(join(dir, 'go'), '');
     await holder.waitFor(/succeeded a/);
-    const b = Number(readFileSync(join(dir, 'b.pid'), 'utf8'));
     await eventually(() => !processRuns(b), 10_000, 'b stopped when the lease ran out');
     return { dir, holder, runId };
   }

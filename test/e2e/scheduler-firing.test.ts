@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { CLI, childEnv, eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
+import { CLI, childEnv, eventually, lineIn, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 interface Entry {
@@ -52,8 +52,7 @@ describe('the scheduler fires in its own process', () => {
   it('a scheduler SIGKILLed mid-fire: the next lock run gets the lock at once and the command\'s group is gone', async () => {
     const project = testProject({ routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'echo "pid $$" >> pids; sleep 60' }] });
     const s = startCli(['scheduler', 'start'], { cwd: project });
-    await eventually(() => existsSync(join(project, 'pids')), 15_000, 'command started');
-    const pid = Number(/pid (\d+)/.exec(readFileSync(join(project, 'pids'), 'utf8'))![1]);
+    const pid = Number((await lineIn(join(project, 'pids'), /pid (\d+)/, 15_000, 'command started'))[1]);
     expect(processRuns(pid)).toBe(true);
     s.child.kill('SIGKILL');
     await s.exited;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
 
@@ -155,6 +155,19 @@ export async function eventually(fn: () => boolean | Promise<boolean>, limitMs =
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}${detail ? `\n${detail()}` : ''}`);
     await sleep(20);
   }
+}
+
+/** Waits until `file` holds a whole line matching `pattern` and returns the match. A shell's
+ * `echo … > file` creates the file before its write lands, so a test that waits for the file
+ * alone can read it empty. */
+export async function lineIn(file: string, pattern: RegExp, limitMs = 15_000, what = `a line in ${file}`): Promise<RegExpExecArray> {
+  const whole = new RegExp(`${pattern.source}\\n`, pattern.flags.replace('g', ''));
+  let found: RegExpExecArray | null = null;
+  await eventually(() => {
+    found = existsSync(file) ? whole.exec(readFileSync(file, 'utf8')) : null;
+    return found !== null;
+  }, limitMs, what);
+  return found!;
 }
 
 /** Waits until the exec lock's holder has renewed its lease by a heartbeat of its timer: the
