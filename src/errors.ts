@@ -155,6 +155,13 @@ export class FencedError extends RoutinelyError {
   }
 }
 
+/** A claimed tick whose claim another scheduler took over (its claimer was judged gone: a pause
+ * past the scheduler lease's TTL): this scheduler does not fire or record it (SPEC §9). */
+export class ClaimTakenError extends RoutinelyError {
+  readonly code = 'CLAIM_TAKEN';
+  readonly exitCode = ExitCode.FAILED;
+}
+
 /** A verified orphan that we may not signal (it runs as another user): the lock cannot be taken
  * safely until someone who may ends it. Exit 75: the lock stays busy, nothing is lost. */
 export class OrphanBlockedError extends RoutinelyError {

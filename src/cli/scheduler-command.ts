@@ -80,6 +80,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
       fireRoutine({
         project: o.project, backend, clock: backend.clock, trigger: o.trigger, attempt: o.attempt, ifBusy: o.ifBusy, waitTimeoutMs: o.waitTimeoutMs,
         signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait, mayStart: o.mayStart, ticket: o.ticket ?? null,
+        ...(o.claimer ? { claimer: o.claimer } : {}),
       }, def, scheduledAt),
     log,
     reloadProject: () => loadProject({ configPath: project.configPath, configSource: 'the config file' }),
@@ -89,6 +90,10 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     store: backend.routines,
     line: backend.lock.line,
     host,
+    // claims name this scheduler by its lease: one whose lease is not held is gone, and its
+    // unsettled claims are taken over (scheduler/claims.ts)
+    claimer: got.lease.lockId,
+    claimTtlMs: project.config.lock.ttlSeconds * 1000,
     clock: backend.clock,
     // With files the scheduler lock is what keeps a second scheduler out: before every start it
     // is confirmed (a scheduler paused past its TTL finds another in charge and stops without

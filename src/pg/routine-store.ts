@@ -2,7 +2,8 @@
 // one transaction with the row locked (FOR UPDATE), so concurrent writers on any host never lose
 // each other's updates.
 
-import type { FireQuery, PauseChange, RecordOptions, RoutineStore, ShownFire, Warn } from '../scheduler/store.js';
+import type { Claimant, FireQuery, OrphanClaim, PauseChange, RecordOptions, RoutineStore, ShownFire, Warn } from '../scheduler/store.js';
+import { ClaimTakenError } from '../errors.js';
 import { checkBoard, type PhaseBoard } from '../scheduler/phases.js';
 import { processGone } from '../process/identity.js';
 import { checkFireEntry } from '../state/fire-entry.js';
@@ -21,11 +22,34 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     await client.query(sql.writeRecord(project, routine, JSON.stringify(change(prior))));
   }
 
-  /** Stores a fire's record; false when it was stored already (sent again). */
-  async function store(routine: string, fire: Fire, opts: RecordOptions): Promise<boolean> {
+  /** Settles the claim of a tick for `claimer` (its fire opened, or its record is written);
+   * throws ClaimTakenError when another scheduler holds the claim now. No claim (a manual fire, a
+   * claim forgotten after a day, one made before claims named their claimer): nothing to settle. */
+  async function settle(client: TxClient, routine: string, scheduledAt: string, claimer: string): Promise<void> {
+    const mine = await client.query(sql.settleClaim(project, routine, scheduledAt, claimer));
+    if ((mine.rowCount ?? 0) > 0) return;
+    const { rows } = await client.query<{ claimer: string | null }>(sql.claimerOf(project, routine, scheduledAt));
+    const holder = rows[0]?.claimer ?? null;
+    if (holder !== null && holder !== claimer) throw new ClaimTakenError(`the tick of ${scheduledAt} of routine ${routine} was taken over by another scheduler (this one was judged gone: its lease ran out)`);
+  }
+
+  /** Stores a fire's record; false when it was stored already (sent again), or when its claim
+   * is another scheduler's now (that one records the tick). */
+  async function store(routine: string, fire: Fire, opts: RecordOptions, warn?: Warn): Promise<boolean> {
     let stored = false;
     await db.transaction(async (client) => {
       stored = false; // (the transaction may run its callback again)
+      // a record of a claimed tick that opened no fire (a skip, one that could not start)
+      // settles its claim, while it is its claimer's
+      if (opts.claimer && !fire.closes) {
+        try {
+          await settle(client, routine, fire.scheduled_at, opts.claimer);
+        } catch (err) {
+          if (!(err instanceof ClaimTakenError)) throw err;
+          warn?.(`${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): ${err.message}`);
+          return;
+        }
+      }
       // Sent again after a lost answer (the spool): whether it is stored already is decided
       // with the routine's row locked, so once, whoever else sends it at the same time.
       await client.query(sql.ensureRow(project, routine));
@@ -97,13 +121,15 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       return parseRecord(rows[0]?.record);
     },
 
-    async openFire(routine: string, open: OpenFire): Promise<void> {
-      await db.transaction((client) =>
-        update(client, routine, (prior) => {
+    async openFire(routine: string, open: OpenFire, _warn: Warn, claimer?: string): Promise<void> {
+      await db.transaction(async (client) => {
+        // a claimed tick opens only while the claim is its claimer's: settled from here on
+        if (claimer) await settle(client, routine, open.scheduled_at, claimer);
+        await update(client, routine, (prior) => {
           const r = prior ?? emptyRecord();
           return { ...r, open_fires: [...(r.open_fires ?? []).filter((o) => o.id !== open.id), open] };
-        }),
-      );
+        });
+      });
     },
 
     async reconcile(isGone, now, warn, recorded): Promise<number> {
@@ -122,8 +148,8 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       return closed;
     },
 
-    async recordFire(routine: string, fire: Fire, _warn: Warn, opts: RecordOptions = {}): Promise<void> {
-      await store(routine, fire, opts);
+    async recordFire(routine: string, fire: Fire, warn: Warn, opts: RecordOptions = {}): Promise<void> {
+      await store(routine, fire, opts, warn);
     },
 
     async setPaused(routine: string, paused: boolean, note: string | null): Promise<PauseChange> {
@@ -158,12 +184,26 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       return shown;
     },
 
-    async claimTick(routine: string, scheduledAt: Date, host: string): Promise<boolean> {
-      const r = await db.query(sql.claimTick(project, routine, scheduledAt.toISOString(), host));
+    async claimTick(routine: string, scheduledAt: Date, by: Claimant): Promise<boolean> {
+      const r = await db.query(sql.claimTick(project, routine, scheduledAt.toISOString(), by.host, by.claimer));
       // now and then, forget claims older than a day: after the claim, never awaited by it (the
       // tick fires meanwhile), a batch found through its index
       if (Math.random() < 0.01) void db.query(sql.forgetOldTicks(project)).catch(() => {});
       return r.rowCount === 1;
+    },
+
+    async orphanClaims(claimer: string, limit: number): Promise<OrphanClaim[]> {
+      const { rows } = await db.query<{ routine: string; scheduled_at: Date; host: string; claimer: string }>(sql.orphanClaims(project, claimer, limit));
+      return rows.map((r) => ({ routine: r.routine, scheduledAt: r.scheduled_at, host: r.host, claimer: r.claimer }));
+    },
+
+    async settleClaim(routine: string, scheduledAt: Date, claimer: string): Promise<void> {
+      await db.query(sql.settleClaim(project, routine, scheduledAt.toISOString(), claimer));
+    },
+
+    async takeOverClaim(claim: OrphanClaim, to: Claimant): Promise<boolean> {
+      const r = await db.query(sql.takeOverClaim(project, claim.routine, claim.scheduledAt.toISOString(), claim.claimer, to));
+      return (r.rowCount ?? 0) === 1;
     },
 
     async releaseClaim(routine: string, scheduledAt: Date, host: string): Promise<boolean> {

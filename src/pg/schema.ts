@@ -136,6 +136,19 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX IF NOT EXISTS routinely_ticks_age ON routinely_ticks (project, scheduled_at);
     `,
   },
+  {
+    version: 5,
+    sql: `
+      -- Who holds each claim (the scheduler lease's lock_id: a claimer whose lease is not held
+      -- any more is gone) and whether its tick is settled (a fire opened, or a record written).
+      -- An unsettled claim of a claimer that is gone is taken over by a live scheduler
+      -- (scheduler/claims.ts); a claim retried after a lost answer is recognised as its own.
+      -- Claims made before this version are settled: nothing takes them over.
+      ALTER TABLE routinely_ticks ADD COLUMN IF NOT EXISTS claimer text,
+        ADD COLUMN IF NOT EXISTS settled boolean NOT NULL DEFAULT true;
+      CREATE INDEX IF NOT EXISTS routinely_ticks_unsettled ON routinely_ticks (project, scheduled_at) WHERE NOT settled;
+    `,
+  },
 ];
 
 /** Generations order by timeline first (SPEC §4.7 across a failover): the first lease on

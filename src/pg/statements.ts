@@ -301,9 +301,41 @@ export const routineSql = {
   recentFires: (project: string, f: FireFilter): Statement => ({
     text: RECENT_FIRES, values: [project, f.routines, f.keep, f.since, f.until, f.result, f.limit],
   }),
-  claimTick: (project: string, routine: string, scheduledAt: string, host: string): Statement => ({
-    text: 'INSERT INTO routinely_ticks (project, routine, scheduled_at, host) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
-    values: [project, routine, scheduledAt, host],
+  /** A tick taken for `claimer`, unsettled; also yes when the claim is this claimer's already
+   * and still unsettled (sent again after its answer was lost: it committed after all). */
+  claimTick: (project: string, routine: string, scheduledAt: string, host: string, claimer: string): Statement => ({
+    text: `INSERT INTO routinely_ticks AS t (project, routine, scheduled_at, host, claimer, settled) VALUES ($1, $2, $3, $4, $5, false)
+      ON CONFLICT (project, routine, scheduled_at) DO UPDATE SET claimed_at = t.claimed_at
+      WHERE t.claimer = excluded.claimer AND NOT t.settled RETURNING 1`,
+    values: [project, routine, scheduledAt, host, claimer], name: 'routinely_claim_5',
+  }),
+  /** The tick's fire opened or its record is written: settled, if the claim is still
+   * `claimer`'s (one row: a take-over of the same claim is either before, and this finds none,
+   * or after, and finds it settled). */
+  settleClaim: (project: string, routine: string, scheduledAt: string, claimer: string): Statement => ({
+    text: 'UPDATE routinely_ticks SET settled = true WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND claimer = $4 RETURNING 1',
+    values: [project, routine, scheduledAt, claimer], name: 'routinely_settle_5',
+  }),
+  /** Who holds the claim of a tick now (none: no row). */
+  claimerOf: (project: string, routine: string, scheduledAt: string): Statement => ({
+    text: 'SELECT claimer FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3', values: [project, routine, scheduledAt],
+  }),
+  /** Unsettled claims, oldest first, of claimers whose scheduler lease is not held (released,
+   * or expired by the database clock), and this claimer's own (its caller knows which of those
+   * it still works on). Through routinely_ticks_unsettled: costs what is unsettled. */
+  orphanClaims: (project: string, claimer: string, limit: number): Statement => ({
+    text: `SELECT t.routine, t.scheduled_at, t.host, t.claimer FROM routinely_ticks t
+      WHERE t.project = $1 AND NOT t.settled AND t.scheduled_at <= now()
+        AND (t.claimer = $2 OR NOT EXISTS (SELECT 1 FROM routinely_leases l WHERE l.project = t.project AND l.lock_id = t.claimer
+          AND l.released_at IS NULL AND l.expires_at > now()))
+      ORDER BY t.scheduled_at LIMIT $3`,
+    values: [project, claimer, limit],
+  }),
+  /** The claim moved from `from` to `to`, only while it is still `from`'s and unsettled. */
+  takeOverClaim: (project: string, routine: string, scheduledAt: string, from: string, to: { host: string; claimer: string }): Statement => ({
+    text: `UPDATE routinely_ticks SET claimer = $5, host = $6, claimed_at = now()
+      WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND claimer = $4 AND NOT settled RETURNING 1`,
+    values: [project, routine, scheduledAt, from, to.claimer, to.host],
   }),
   /** At most `batch` claims older than a day, found through routinely_ticks_age: a prune costs
    * what it removes. */

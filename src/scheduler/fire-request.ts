@@ -27,6 +27,9 @@ export interface FireRequest {
   onWait: (why: string, holder: LockRecord | null) => void;
   /** Its place in the lock's line, taken when it was queued (lock/line.ts). */
   ticket?: LineTicket | null;
+  /** A tick claimed with a shared database: its claimer, whose claim the fire's open marker
+   * settles (it opens only while the claim is still this claimer's). */
+  claimer?: string;
 }
 
 /** Fires one routine (firing.ts in production, a stub in tests) and returns its record; null

@@ -66,6 +66,9 @@ export interface FireContext {
   echo?: (chunk: Buffer) => void;
   /** Its place in the lock's line, taken when the scheduler queued it (lock/line.ts). */
   ticket?: LineTicket | null;
+  /** The claimer of a claimed tick (a shared database): the open marker settles its claim, and
+   * is refused (ClaimTakenError) when another scheduler took the claim over. */
+  claimer?: string;
 }
 
 export interface FireResult extends Fire {
@@ -170,7 +173,7 @@ async function open(ctx: FireContext, def: RoutineDef, scheduledAt: Date, span: 
     run_id: runId, trigger: ctx.trigger, ...(ctx.attempt ? { attempt: ctx.attempt } : {}), owner: owner(),
   };
   try {
-    await ctx.backend.routines.openFire(def.id, marker, ctx.warn);
+    await ctx.backend.routines.openFire(def.id, marker, ctx.warn, ctx.claimer);
   } catch (err) {
     // The marker may be stored all the same (the database committed it and the answer was
     // lost): the record of this fire that did not start closes it, if it is there.

@@ -25,6 +25,8 @@ export type LogEvent =
   | { event: 'routine.queued'; routine: string; behind: string }
   | { event: 'routine.retrying'; routine: string; attempt: number; of: number; in_ms: number }
   | { event: 'routine.catch_up'; routine: string; scheduled_at: string }
+  /** A claim nobody worked on, taken over (scheduler/claims.ts): fired late, or recorded. */
+  | { event: 'routine.taken_over'; routine: string; scheduled_at: string; from: string; fires: boolean }
   | { event: 'routine.paused'; routine: string; note: string | null }
   | { event: 'routine.resumed'; routine: string }
   | { event: 'notify.sent'; routine: string; notify_event: NotifyEventName; channel: 'webhook' | 'command'; target: string; attempts: number }
@@ -94,6 +96,8 @@ export function formatText(e: LogEvent): string {
       return `[routine] retrying ${e.routine} in ${secs(e.in_ms)} (attempt ${e.attempt} of ${e.of})`;
     case 'routine.catch_up':
       return `[routine] catching up ${e.routine} (missed ${e.scheduled_at})`;
+    case 'routine.taken_over':
+      return `[routine] took over ${e.routine} of ${e.scheduled_at} (claimed by ${e.from}, never fired): ${e.fires ? 'firing it late' : 'its next tick came first: recorded as skipped'}`;
     case 'routine.paused':
       return `[routine] paused ${e.routine}${e.note ? ` (${e.note})` : ''}`;
     case 'routine.resumed':

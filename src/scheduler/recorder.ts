@@ -15,8 +15,8 @@ import type { FireResult } from './firing.js';
 import type { Announce } from './fire-request.js';
 import type { Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
-import { claimMayHaveCommitted, flushMessage, SpoolFlusher } from './spooling-store.js';
-import { withKey, type Deferred, type RoutineStore, type Warn } from './store.js';
+import { flushMessage, SpoolFlusher } from './spooling-store.js';
+import { withKey, type Claimant, type Deferred, type OrphanClaim, type RoutineStore, type Warn } from './store.js';
 
 export interface RecorderOptions {
   store: RoutineStore;
@@ -27,6 +27,9 @@ export interface RecorderOptions {
   stateDir: () => string;
   /** This process's host identity (claims name it). */
   host: string;
+  /** Who claims ticks with a shared database: the scheduler lease's lock id (a claim whose
+   * claimer's lease is not held is taken over, scheduler/claims.ts). Default: the host. */
+  claimer?: string;
   /** Announces a recorded fire (SPEC §10; notify/notify.ts), for routines with a target. */
   notify?: Announce;
   /** A state folder that cannot be written (full, read-only) is waited out for as long as the
@@ -57,6 +60,9 @@ export interface RecordOptions {
   final?: boolean;
   /** Cuts notification deliveries short. */
   signal?: AbortSignal;
+  /** The record of a tick this scheduler claimed: stored only while the claim is its own (a
+   * database backend; a claim taken over is recorded by the one that took it). */
+  claimed?: boolean;
 }
 
 const RECORD_ATTEMPTS = 5;
@@ -109,17 +115,36 @@ export class Recorder {
     if (left > 0) this.o.warn(`${left} record${left === 1 ? '' : 's'} still spooled in ${this.o.stateDir()}/spool: the next scheduler or routine command on this host records ${left === 1 ? 'it' : 'them'}`);
   }
 
+  /** Who this process claims ticks as. */
+  get claimant(): Claimant {
+    return { host: this.o.host, claimer: this.o.claimer ?? this.o.host };
+  }
+
   /** Claims a scheduled time for this scheduler (several schedulers share a database: one of
-   * them takes each). A claim whose answer was lost may have committed: the tick is not fired
-   * (this host cannot know it is its own); the store spooled the claim, to be given back once
-   * the database answers again, so the flusher is woken. */
-  async claim(id: string, scheduledAt: Date): Promise<boolean> {
+   * them takes each). Throws when the database did not answer; sent again, a claim that
+   * committed although its answer was lost is recognised as this claimer's. */
+  claim(id: string, scheduledAt: Date): Promise<boolean> {
+    return this.o.store.claimTick(id, scheduledAt, this.claimant);
+  }
+
+  /** Unsettled claims of claimers that are gone, and this one's own (scheduler/claims.ts). */
+  orphanClaims(limit: number): Promise<OrphanClaim[]> {
+    return this.o.store.orphanClaims?.(this.claimant.claimer, limit) ?? Promise.resolve([]);
+  }
+
+  /** Settles a claim of this scheduler's whose tick ends with no fire and no record (paused):
+   * best effort (a claim left unsettled is recorded by this scheduler's sweep). */
+  async settle(id: string, scheduledAt: Date): Promise<void> {
     try {
-      return await this.o.store.claimTick(id, scheduledAt, this.o.host);
+      await this.o.store.settleClaim?.(id, scheduledAt, this.claimant.claimer);
     } catch (err) {
-      if (this.flusher && claimMayHaveCommitted(err)) this.flusher.kick();
-      throw err;
+      this.o.warn(`${id}: the claim of ${scheduledAt.toISOString()} could not be settled: ${(err as Error).message}`);
     }
+  }
+
+  /** Takes an orphan claim over for this scheduler; false when someone else settled or took it. */
+  takeOver(claim: OrphanClaim): Promise<boolean> {
+    return this.o.store.takeOverClaim?.(claim, this.claimant) ?? Promise.resolve(false);
   }
 
   /** Gives back a claim this process made for a tick it will not fire (best effort: a claim
@@ -137,7 +162,7 @@ export class Recorder {
     const announcing = this.o.notify !== undefined && notifies(def, project);
     // the record before this fire, for its notifications (read only then)
     const prior = announcing ? await this.current(def.id) : undefined;
-    const { deferred, failed } = await this.write(def.id, fire);
+    const { deferred, failed } = await this.write(def.id, fire, opts.claimed === true);
     if (!failed) this.tell(def.id, fire);
     const announced = failed ? Promise.resolve() : this.announce(def, project, prior, fire, opts.final ?? true, opts.signal);
     return { deferred, failed, prior, announced };
@@ -188,7 +213,7 @@ export class Recorder {
     }
   }
 
-  private async write(id: string, fire: Fire): Promise<{ deferred: Deferred | null; failed: Error | null }> {
+  private async write(id: string, fire: Fire, claimed = false): Promise<{ deferred: Deferred | null; failed: Error | null }> {
     // a state folder that cannot be written is looked at again every second at most, so that
     // recording resumes within a second of it being writable (SPEC §4.15)
     const pause = new Backoff(200, 1_000, this.o.clock);
@@ -202,7 +227,7 @@ export class Recorder {
       this.o.stateTrouble?.(null);
     };
     for (let attempt = 1; ; attempt++) {
-      const opts = attempt > 1 ? { again: true } : {};
+      const opts = { ...(attempt > 1 ? { again: true } : {}), ...(claimed && this.o.store.sharedTicks ? { claimer: this.claimant.claimer } : {}) };
       try {
         const deferred = await this.o.store.recordFire(id, keyed, this.o.warn, opts);
         if (deferred) {

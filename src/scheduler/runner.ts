@@ -13,7 +13,8 @@ import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
 import type { Recorder } from './recorder.js';
 import { nextFire } from './timing.js';
-import { FolderReplacedError, isStorageError } from '../errors.js';
+import { ClaimTakenError, DatabaseError, DatabaseRowError, FolderReplacedError, isStorageError } from '../errors.js';
+import { Backoff } from '../backoff.js';
 import { unstartedMarker } from './unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { busyReason, slotsOf } from '../lock/named.js';
@@ -44,7 +45,15 @@ export interface RunnerOptions {
   phases?: PhaseRecorder;
   /** The waiting lines of the locks (lock/line.ts): a queued tick takes its place there. */
   line?: WaitLine;
+  /** A claim went through after claims had failed (the database is back): the scheduler's
+   * catchUp runs (a scheduler that was cut off fires the latest time it missed, SPEC §6). */
+  claimsBack?: () => void;
 }
+
+/** With a shared database, claims this scheduler made whose fire has not started yet, at most:
+ * claims are taken no faster than they are started, so the other schedulers take the rest of
+ * a busy second and a scheduler killed just after a tick leaves few claims to take over. */
+export const CLAIMS_AHEAD = 4;
 
 interface Active {
   stop: AbortController;
@@ -52,6 +61,8 @@ interface Active {
   jitter: boolean;
   /** Its scheduled fire (not a retry) waits in the queue: its next tick supersedes it. */
   queuedTick: boolean;
+  /** Its fire started, or it waits in a queue or for its lock: room for another claim. */
+  started: () => void;
 }
 
 export class Runner {
@@ -66,6 +77,14 @@ export class Runner {
   private readonly halt = new AbortController();
   /** Aborted when shutdown gives up waiting: cuts notification deliveries short. */
   private readonly notifyStop = new AbortController();
+  /** The ticks whose claim this scheduler asked for or holds and still works on (routine and
+   * time): its sweep leaves these alone (scheduler/claims.ts). */
+  private readonly claims = new Set<string>();
+  /** Claims made and not started yet (CLAIMS_AHEAD), and the claims waiting for room. */
+  private unstarted = 0;
+  private readonly claimRoom: (() => void)[] = [];
+  /** Claims failed (the database did not answer) since the last one that went through. */
+  private claimsFailing = false;
 
   constructor(private readonly o: RunnerOptions) {}
 
@@ -89,10 +108,11 @@ export class Runner {
     return g;
   }
 
-  /** One tick of one routine, tracked until done so that shutdown waits for it. */
-  launch(entry: Entry, scheduledAt: Date): void {
+  /** One tick of one routine, tracked until done so that shutdown waits for it. `claimed`: the
+   * claim is this scheduler's already (taken over from a claimer that is gone). */
+  launch(entry: Entry, scheduledAt: Date, claimed = false): void {
     this.track(
-      this.tick(entry, scheduledAt).catch((err: Error) => {
+      this.tick(entry, scheduledAt, claimed).catch((err: Error) => {
         // a state folder replaced (or failing) before the fire: held like any fire it could not
         // record, said once (SPEC §4.15, §12)
         if (err instanceof FolderReplacedError || isStorageError(err)) this.o.stateTrouble?.(err);
@@ -107,8 +127,14 @@ export class Runner {
     const { def } = entry;
     this.track((async () => {
       if (this.o.stateBroken?.() || this.stopping) return;
-      if (!(await this.o.recorder.claim(def.id, scheduledAt))) return;
-      await this.skip(def, this.skipFire(scheduledAt, reason), null);
+      const key = claimKey(def.id, scheduledAt);
+      this.claims.add(key);
+      try {
+        if (!(await this.claimOnce(def.id, scheduledAt))) return;
+        await this.skip(def, this.skipFire(scheduledAt, reason), null);
+      } finally {
+        this.claims.delete(key);
+      }
     })().catch((err: Error) => {
       if (err instanceof FolderReplacedError || isStorageError(err)) this.o.stateTrouble?.(err);
       else this.warn(`${def.id}: ${err.message}`);
@@ -119,6 +145,7 @@ export class Runner {
   async shutdown(timeoutMs: number): Promise<void> {
     this.stopping = true;
     this.halt.abort();
+    for (const room of this.claimRoom.splice(0)) room();
     // queued ticks never started: they are dropped, not fired
     for (const g of this.gates.values()) g.cancelAll();
     this.o.log({ event: 'scheduler.stopping', running: this.runningCount });
@@ -138,7 +165,92 @@ export class Runner {
     void p.finally(() => this.inFlight.delete(p));
   }
 
-  private async tick(entry: Entry, scheduledAt: Date): Promise<void> {
+  /** Whether this scheduler works on the tick (claiming it, or holding its claim). */
+  holdsClaim(id: string, scheduledAt: Date): boolean {
+    return this.claims.has(claimKey(id, scheduledAt));
+  }
+
+  /** A claim taken over (scheduler/claims.ts) that cannot fire before the routine's next tick
+   * any more: recorded as a skip with `reason`, which settles it. */
+  recordTakenOver(entry: Entry, scheduledAt: Date, reason: string): void {
+    this.track(this.skip(entry.def, this.skipFire(scheduledAt, reason), null).catch((err: Error) => this.warn(`${entry.def.id}: ${err.message}`)));
+  }
+
+  /** How long from now the tick may still start: until shortly before the routine's next tick. */
+  timeLeft(entry: Entry, scheduledAt: Date): number {
+    return this.untilNextTick(entry, scheduledAt);
+  }
+
+  private async tick(entry: Entry, scheduledAt: Date, claimed = false): Promise<void> {
+    const key = claimKey(entry.def.id, scheduledAt);
+    // that tick in flight here already (a catch-up of the time a claim retry fires): once
+    if (this.claims.has(key)) return;
+    // known before the claim is sent: the sweep never takes a claim of ours in flight for lost
+    this.claims.add(key);
+    let room = false;
+    try {
+      room = this.o.sharedTicks && !claimed ? await this.claimRoomTaken() : false;
+      // stopping while it waited for room: never claimed, so nothing to record
+      if (room && this.stopping) return;
+      await this.claimedTick(entry, scheduledAt, claimed, () => {
+        if (!room) return;
+        room = false;
+        this.releaseClaimRoom();
+      });
+    } finally {
+      this.claims.delete(key);
+      if (room) this.releaseClaimRoom();
+    }
+  }
+
+  /** Room for one more claim not started yet (CLAIMS_AHEAD); true once taken. */
+  private async claimRoomTaken(): Promise<boolean> {
+    while (this.unstarted >= CLAIMS_AHEAD && !this.stopping) await new Promise<void>((resolve) => this.claimRoom.push(resolve));
+    this.unstarted++;
+    return true;
+  }
+
+  private releaseClaimRoom(): void {
+    this.unstarted--;
+    this.claimRoom.shift()?.();
+  }
+
+  /** One claim, and what a claim that went through after failures means: the database is back. */
+  private async claimOnce(id: string, scheduledAt: Date): Promise<boolean> {
+    const ok = await this.o.recorder.claim(id, scheduledAt);
+    if (this.claimsFailing) {
+      this.claimsFailing = false;
+      this.o.log({ event: 'scheduler.warning', message: 'claims go through again (the database answers)' });
+      this.o.claimsBack?.();
+    }
+    return ok;
+  }
+
+  /** The claim of a tick, sent again while the database does not answer, until shortly before
+   * the routine's next tick (SPEC §9): on every scheduler, so the tick fires late, once (a claim
+   * that committed although its answer was lost is recognised as this claimer's). Given up, a
+   * claim that committed all the same is this scheduler's unsettled one: its sweep records it. */
+  private async claimUntilNextTick(entry: Entry, scheduledAt: Date): Promise<boolean> {
+    const id = entry.def.id;
+    const pause = new Backoff(100, 1_000, this.o.clock);
+    for (;;) {
+      try {
+        return await this.claimOnce(id, scheduledAt);
+      } catch (err) {
+        if (!(err instanceof DatabaseError) || err instanceof DatabaseRowError) throw err;
+        if (!this.claimsFailing) {
+          this.claimsFailing = true;
+          this.warn(`claims fail (${err.message}): each tick's claim is sent again until the routine's next tick`);
+        }
+        if (this.stopping || pause.pendingMs >= this.untilNextTick(entry, scheduledAt)) {
+          throw new DatabaseError(`the tick of ${scheduledAt.toISOString()} was not fired: its claim went unanswered until the routine's next tick (${err.message})`);
+        }
+        await pause.wait(this.halt.signal);
+      }
+    }
+  }
+
+  private async claimedTick(entry: Entry, scheduledAt: Date, claimed: boolean, started: () => void): Promise<void> {
     const { def } = entry;
     const id = def.id;
     // Held while the state cannot take records (a full disk: said once, /healthz 503): not
@@ -147,7 +259,7 @@ export class Runner {
     if (this.o.stateBroken?.()) return;
     // Several schedulers may share a database: exactly one of them takes each scheduled time,
     // and the others stay silent about it (it is not a skip).
-    if (!(await this.o.recorder.claim(id, scheduledAt))) return;
+    if (!claimed && !(await this.claimUntilNextTick(entry, scheduledAt))) return;
     if (this.stopping) return this.abandon(def, scheduledAt);
     // Still waiting for its turn when its own next tick comes: that waiting tick is skipped
     // (busy), and this one takes its place, so the queue never grows. (A queued retry is a run
@@ -159,7 +271,7 @@ export class Runner {
       await this.skip(def, this.skipFire(scheduledAt, 'previous run still running'), null);
       return;
     }
-    const active: Active = { stop: new AbortController(), jitter: false, queuedTick: false };
+    const active: Active = { stop: new AbortController(), jitter: false, queuedTick: false, started };
     this.active.set(id, active);
     try {
       await this.run(entry, scheduledAt, active);
@@ -171,13 +283,15 @@ export class Runner {
   private async run(entry: Entry, scheduledAt: Date, active: Active): Promise<void> {
     const { def } = entry;
     const project = this.o.project();
-    if (await this.pausedBeforeFire(def, scheduledAt)) return;
+    if (await this.pausedBeforeFire(def, scheduledAt)) return this.settleUnfired(def, scheduledAt);
     if (def.jitterSeconds > 0) {
+      // waiting out its jitter: room for another claim meanwhile
+      active.started();
       active.jitter = true;
       await this.sleepUnless(this.o.random() * def.jitterSeconds * 1000, active.stop.signal);
       active.jitter = false;
       if (active.stop.signal.aborted || this.stopping) return this.abandon(def, scheduledAt);
-      if (await this.pausedBeforeFire(def, scheduledAt)) return;
+      if (await this.pausedBeforeFire(def, scheduledAt)) return this.settleUnfired(def, scheduledAt);
     }
     const retry = def.retry;
     /** A failure whose announcement waits for its retries. */
@@ -204,7 +318,7 @@ export class Runner {
           this.announce(def, pending.prior, pending.fire, project);
           pending = null;
         }
-        const r = await this.o.recorder.record(def, project, recorded, { final: !again, signal: this.notifyStop.signal });
+        const r = await this.o.recorder.record(def, project, recorded, { final: !again, signal: this.notifyStop.signal, claimed: true });
         this.track(r.announced);
         pending = again ? { prior: r.prior, fire: recorded } : null;
         if (!again) return;
@@ -259,6 +373,7 @@ export class Runner {
     let queued = false;
     let outcome = await waited(turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
       queued = true;
+      active.started();
       joinLine();
       // the board first: a view asked on seeing the log line shows it
       this.o.phases?.queued(id, scheduledAt, behind);
@@ -300,16 +415,18 @@ export class Runner {
     if (this.stopping || !this.o.inCharge() || this.o.stateBroken?.()) return null;
     try {
       return await this.o.fire(def, scheduledAt, {
-        project, signal, trigger, attempt, ticket: ticket ?? null,
+        project, signal, trigger, attempt, ticket: ticket ?? null, ...(this.o.sharedTicks && trigger !== 'manual' ? { claimer: this.o.recorder.claimant.claimer } : {}),
         ...(busy ?? { ifBusy: def.ifBusy, waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined }),
         mayStart: () => this.o.inCharge(),
         onStarted: () => {
+          this.active.get(id)?.started();
           this.o.stateTrouble?.(null);
           this.o.phases?.clear(id, scheduledAt); // running: its open marker says so from here
           this.gate(def).locked(id);
           this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() });
         },
         onWait: (why, holder) => {
+          this.active.get(id)?.started();
           const held = holder ? holderText(holder) : why;
           this.o.phases?.waiting(id, scheduledAt, def.lock, held);
           this.o.log({ event: 'routine.waiting', routine: id, lock: def.lock, holder: held });
@@ -317,6 +434,12 @@ export class Runner {
         },
       });
     } catch (err) {
+      // Its claim was taken over (this scheduler was judged gone): the one that took it fires
+      // or records the tick, this one neither (SPEC §9).
+      if (err instanceof ClaimTakenError) {
+        this.warn(`${id}: ${err.message}`);
+        return null;
+      }
       // The state folder cannot be written (full, out of inodes, read-only, failing): nothing
       // ran, and nothing can be recorded; the scheduler holds its fires until it can (SPEC §4.15).
       if (isStorageError(err) || err instanceof FolderReplacedError) {
@@ -349,12 +472,19 @@ export class Runner {
     // held because the state cannot take records: a claim shared with other schedulers is given
     // back, as SPEC §9 has it (a claimed tick is fired, recorded or given back)
     if (reason === null && this.o.sharedTicks && this.o.stateBroken?.()) return this.o.recorder.giveBack(def.id, scheduledAt);
-    if (reason === null || (reason === 'scheduler lost its lock' && !this.o.sharedTicks)) return;
+    if (reason === null) return this.settleUnfired(def, scheduledAt);
+    if (reason === 'scheduler lost its lock' && !this.o.sharedTicks) return;
     try {
       await this.skip(def, this.skipFire(scheduledAt, reason), null);
     } catch (err) {
       this.warn(`${def.id}: the tick of ${scheduledAt.toISOString()} was not fired (${reason}) and could not be recorded: ${(err as Error).message}`);
     }
+  }
+
+  /** A claimed tick that ends here with no fire and no record (paused): its claim is settled, so
+   * that no sweep records it (with a shared database). */
+  private async settleUnfired(def: RoutineDef, scheduledAt: Date): Promise<void> {
+    if (this.o.sharedTicks) await this.o.recorder.settle(def.id, scheduledAt);
   }
 
   private skipFire(scheduledAt: Date, reason: string): Fire {
@@ -367,7 +497,7 @@ export class Runner {
     this.o.log({ event: 'routine.skipped', routine: def.id, reason: fire.reason!, ...(behind ? { holder: `routine ${behind}` } : {}) });
     // held ticks of a state folder that cannot be written are not recorded (they would pile up)
     if (this.o.stateBroken?.()) return;
-    const r = await this.o.recorder.record(def, this.o.project(), fire, { signal: this.notifyStop.signal });
+    const r = await this.o.recorder.record(def, this.o.project(), fire, { signal: this.notifyStop.signal, claimed: true });
     this.track(r.announced);
   }
 
@@ -400,7 +530,7 @@ export class Runner {
       if (isStorageError(err) || err instanceof FolderReplacedError) throw err;
       const fire = this.unstartedFire(scheduledAt, `could not read whether it is paused: ${(err as Error).message}`);
       this.logResult(def.id, fire);
-      const r = await this.o.recorder.record(def, this.o.project(), fire, { signal: this.notifyStop.signal });
+      const r = await this.o.recorder.record(def, this.o.project(), fire, { signal: this.notifyStop.signal, claimed: true });
       this.track(r.announced);
       return true;
     }
@@ -456,6 +586,9 @@ export class Runner {
     else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
   }
 }
+
+/** A tick as the runner's set of claims names it. */
+const claimKey = (id: string, scheduledAt: Date): string => `${id}@${scheduledAt.getTime()}`;
 
 /** A start that failed for want of a resource (exec/process.ts systemMessage names the code). */
 const EXHAUSTED = /\((EMFILE|ENFILE|EAGAIN|ENOMEM)\)/;

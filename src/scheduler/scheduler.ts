@@ -20,6 +20,8 @@ import type { RoutineStore } from './store.js';
 import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, SLEPT_RECORD_CAP, sleepMs, sleptThrough, stepText, type ClockReading, type Covered } from './timing.js';
 import type { WaitLine } from '../lock/line.js';
 
+import { sweepEveryMs, sweepLoop } from './claims.js';
+
 export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from './fire-request.js';
 
 export interface SchedulerOptions {
@@ -36,6 +38,10 @@ export interface SchedulerOptions {
   line?: WaitLine;
   /** This scheduler's host identity (claims name it). */
   host: string;
+  /** With a shared database: who claims ticks, the scheduler lease's lock id (default: the host)
+   * and that lease's TTL (how often claims nobody works on are looked for, claims.ts). */
+  claimer?: string;
+  claimTtlMs?: number;
   random?: () => number;
   /** Watch the config file and reload on change (default true). */
   watchConfig?: boolean;
@@ -95,7 +101,7 @@ export class Scheduler {
     this.observer = o.observer ?? {};
     this.recorder = new Recorder({
       store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, host: o.host,
-      ...(o.notify ? { notify: o.notify } : {}), waitOutStorage: true, stateTrouble: (err) => this.recordTrouble(err),
+      ...(o.claimer ? { claimer: o.claimer } : {}), ...(o.notify ? { notify: o.notify } : {}), waitOutStorage: true, stateTrouble: (err) => this.recordTrouble(err),
     });
     this.recorder.observe(this.observer);
     // the phases of fires before they run (queued, waiting), written as they change for every
@@ -109,6 +115,7 @@ export class Scheduler {
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
       stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateUnwritable !== null, sharedTicks: o.store.sharedTicks, phases, line: o.line,
+      claimsBack: () => void this.catchUp(),
     });
     this.runner.haltSignal.addEventListener('abort', () => this.recorder.halt(), { once: true });
     this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());
@@ -203,6 +210,12 @@ export class Scheduler {
     const onStop = (): void => this.wake.abort();
     stop.addEventListener('abort', onStop, { once: true });
     await this.recorder.start();
+    // with a shared database: claims nobody works on are taken over (claims.ts)
+    const sweeping = this.o.store.sharedTicks && this.o.store.orphanClaims
+      ? sweepLoop({
+          recorder: this.recorder, runner: this.runner, clock: this.clock, entry: (id) => this.routines.get(id), log: this.o.log, warn: this.warn,
+        }, sweepEveryMs(this.o.claimTtlMs ?? 60_000), this.runner.haltSignal)
+      : null;
     let before: ClockReading = { wall: this.clock.now(), mono: this.clock.monotonic() };
     try {
       while (!stop.aborted) {
@@ -246,6 +259,7 @@ export class Scheduler {
       stop.removeEventListener('abort', onStop);
       this.config.stop();
       await this.runner.shutdown(this.o.shutdownTimeoutMs ?? 30_000);
+      await sweeping;
       await this.phases.settled();
       await this.recorder.stopped();
       this.o.log({ event: 'scheduler.stopped' });

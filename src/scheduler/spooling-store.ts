@@ -18,7 +18,7 @@ import type { Fire, OpenFire } from '../state/routine-state.js';
 import type { HistoryEntry } from '../state/history.js';
 import type { RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
 import type { PhaseBoard } from './phases.js';
-import { withKey, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
+import { withKey, type Claimant, type OrphanClaim, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
 
 export class SpoolingStore implements RoutineStore {
   readonly publish?: RoutineStore['publish'];
@@ -47,25 +47,33 @@ export class SpoolingStore implements RoutineStore {
       await this.db.recordFire(routine, keyed, warn, opts);
     } catch (err) {
       if (!(err instanceof DatabaseError)) throw err;
-      const spooledTo = writeSpool(this.stateDir, { kind: 'fire', routine, fire: keyed, spooled_at: new Date().toISOString(), why: err.message });
+      const spooledTo = writeSpool(this.stateDir, { kind: 'fire', routine, fire: keyed, spooled_at: new Date().toISOString(), why: err.message, ...(opts.claimer ? { claimer: opts.claimer } : {}) });
       return { spooledTo, why: err.message };
     }
   }
 
-  /** A claim whose answer was lost may have committed: it is spooled, to be given back once the
-   * database answers again (this host does not fire that tick), and the error thrown. */
-  async claimTick(routine: string, scheduledAt: Date, host: string): Promise<boolean> {
-    try {
-      return await this.db.claimTick(routine, scheduledAt, host);
-    } catch (err) {
-      if (!claimMayHaveCommitted(err)) throw err;
-      try {
-        spoolClaim(this.stateDir, routine, scheduledAt, host, (err as Error).message);
-      } catch (spoolErr) {
-        throw new DatabaseError(`${(err as Error).message}; the unanswered claim of ${scheduledAt.toISOString()} could not be spooled either (${(spoolErr as Error).message})`);
-      }
-      throw err;
-    }
+  /** A claim whose answer was lost may have committed: the runner sends it again until the
+   * routine's next tick (a claim of its own claimer is recognised), and a claim of its own it gave
+   * up on is recorded by its sweep (scheduler/claims.ts). */
+  claimTick(routine: string, scheduledAt: Date, by: Claimant): Promise<boolean> {
+    return this.db.claimTick(routine, scheduledAt, by);
+  }
+
+  /** Not this host's own claims whose record waits in its spool: that record settles them when
+   * it is sent (a sweep recording them meanwhile would record the tick twice). */
+  async orphanClaims(claimer: string, limit: number): Promise<OrphanClaim[]> {
+    const found = (await this.db.orphanClaims?.(claimer, limit)) ?? [];
+    if (!found.some((c) => c.claimer === claimer)) return found;
+    const spooled = new Set(listSpool(this.stateDir, () => {}).flatMap((s) => (s.record.kind === 'fire' ? [`${s.record.routine} ${Date.parse(s.record.fire.scheduled_at)}`] : [])));
+    return found.filter((c) => c.claimer !== claimer || !spooled.has(`${c.routine} ${c.scheduledAt.getTime()}`));
+  }
+
+  settleClaim(routineId: string, scheduledAt: Date, claimer: string): Promise<void> {
+    return this.db.settleClaim?.(routineId, scheduledAt, claimer) ?? Promise.resolve();
+  }
+
+  takeOverClaim(claim: OrphanClaim, to: Claimant): Promise<boolean> {
+    return this.db.takeOverClaim?.(claim, to) ?? Promise.resolve(false);
   }
 
   /** Sends every spooled record again, oldest first (see flushSpool). */
@@ -89,8 +97,8 @@ export class SpoolingStore implements RoutineStore {
     return this.db.readOne(routineId, warn);
   }
 
-  openFire(routineId: string, open: OpenFire, warn: Warn): Promise<void> {
-    return this.db.openFire(routineId, open, warn);
+  openFire(routineId: string, open: OpenFire, warn: Warn, claimer?: string): Promise<void> {
+    return this.db.openFire(routineId, open, warn, claimer);
   }
 
   setPaused(routineId: string, paused: boolean, note: string | null): Promise<PauseChange> {
@@ -145,7 +153,7 @@ async function flushSpool(store: RoutineStore, stateDir: string, warn: Warn): Pr
   for (const { path, record } of all) {
     try {
       if (record.kind === 'fire') {
-        await store.recordFire(record.routine, record.fire, warn, { again: true });
+        await store.recordFire(record.routine, record.fire, warn, { again: true, ...(record.claimer ? { claimer: record.claimer } : {}) });
         done.recorded++;
       } else if (await store.releaseClaim(record.routine, new Date(record.scheduled_at), record.host)) {
         done.released++;

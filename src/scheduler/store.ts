@@ -16,6 +16,24 @@ export interface PauseChange {
 
 export interface RecordOptions {
   again?: boolean;
+  /** The record of a claimed tick by its claimer (a database backend): stored only while the
+   * claim is still this claimer's, and it settles the claim. */
+  claimer?: string;
+}
+
+/** Who claims ticks: a scheduler, by its host and its scheduler lease's lock id (whether that
+ * lease is held says whether the claimer lives). */
+export interface Claimant {
+  host: string;
+  claimer: string;
+}
+
+/** An unsettled claim (no fire opened, no record) of a claimer that is gone, or of the asker. */
+export interface OrphanClaim {
+  routine: string;
+  scheduledAt: Date;
+  host: string;
+  claimer: string;
 }
 
 /** A record the database did not take now, kept in this host's spool to be sent again. */
@@ -67,7 +85,7 @@ export interface RoutineStore {
   probeWritable?(): void;
   /** Records that a fire has started (before its work starts); the fire's record (recordFire with
    * `closes: open.id`) closes it. A fire whose process dies in between is found by reconcile. */
-  openFire(routineId: string, open: OpenFire, warn: Warn): Promise<void>;
+  openFire(routineId: string, open: OpenFire, warn: Warn, claimer?: string): Promise<void>;
   /** With `again` (the record is sent once more after an answer was lost, from the spool): a
    * record whose open fire is already closed, or whose key is already in history, is stored
    * already and is not stored twice; one older than the last fire recorded counts without
@@ -90,7 +108,16 @@ export interface RoutineStore {
   recentFires(routines: readonly string[], q: FireQuery, warn: Warn): Promise<ShownFire[]>;
   /** Claims one scheduled time of a routine for this scheduler; false when another scheduler
    * already did (several schedulers share a database backend, SPEC §9). */
-  claimTick(routineId: string, scheduledAt: Date, host: string): Promise<boolean>;
+  claimTick(routineId: string, scheduledAt: Date, by: Claimant): Promise<boolean>;
+  /** Where ticks are shared: unsettled claims of claimers that are gone and `claimer`'s own,
+   * oldest first (scheduler/claims.ts decides what becomes of them). */
+  orphanClaims?(claimer: string, limit: number): Promise<OrphanClaim[]>;
+  /** Settles a claim of `claimer` whose tick ends with no fire and no record (a paused routine):
+   * no sweep takes it over. */
+  settleClaim?(routineId: string, scheduledAt: Date, claimer: string): Promise<void>;
+  /** Moves an unsettled claim from its claimer to `to`; false when it is no longer that
+   * claimer's or was settled meanwhile. */
+  takeOverClaim?(claim: OrphanClaim, to: Claimant): Promise<boolean>;
   /** Gives back a claim this host made but did not fire (its answer was lost, so the tick was
    * not fired): the tick is no longer attributed to this host. Not when a fire of that tick is
    * open or recorded. Returns whether a claim was released. */

@@ -18,7 +18,7 @@ import { readJsonState, writeJsonDurable } from './json-file.js';
 import { checkFire, type Fire } from './routine-state.js';
 
 export type SpoolRecord =
-  | { kind: 'fire'; routine: string; fire: Fire; spooled_at: string; why: string }
+  | { kind: 'fire'; routine: string; fire: Fire; spooled_at: string; why: string; claimer?: string }
   | { kind: 'claim'; routine: string; scheduled_at: string; host: string; spooled_at: string; why: string };
 
 export interface Spooled {
@@ -63,7 +63,9 @@ export function checkSpoolRecord(v: unknown, routine: string): SpoolRecord | str
     const fire = checkFire(o.fire);
     if (!fire) return 'not a fire record';
     if (!fire.closes && !fire.key) return 'a fire without an id';
-    return { kind: 'fire', routine, fire, spooled_at: spooledAt, why };
+    // the claimer of a claimed tick's record: stored only while the claim is still its own
+    const claimer = typeof o.claimer === 'string' && o.claimer.length > 0 && o.claimer.length <= 255 ? { claimer: o.claimer } : {};
+    return { kind: 'fire', routine, fire, spooled_at: spooledAt, why, ...claimer };
   }
   if (o.kind === 'claim') {
     if (typeof o.scheduled_at !== 'string' || !Number.isFinite(Date.parse(o.scheduled_at))) return 'no scheduled_at';

@@ -200,22 +200,23 @@ suite('recording through an outage', () => {
 
   it('a claim whose answer was lost is given back once the database answers, unless that tick was fired', async () => {
     const { store: real, query } = await store();
+    const h1 = { host: 'h1', claimer: 'c1' };
     const dir = testdir();
     const at = new Date(T0);
     // the insert committed, the client timed out: this host did not fire the tick
-    expect(await real.claimTick('a', at, 'h1')).toBe(true);
+    expect(await real.claimTick('a', at, h1)).toBe(true);
     spoolClaim(dir, 'a', at, 'h1', 'database …: timed out');
     // a tick claimed and fired by h1 (recorded) and one open: both keep their claims
     const fired = new Date(T0 + 60_000);
-    expect(await real.claimTick('a', fired, 'h1')).toBe(true);
+    expect(await real.claimTick('a', fired, h1)).toBe(true);
     await real.recordFire('a', { ...fire(60, 'success', { key: 'aa' }), scheduled_at: fired.toISOString() }, () => {});
     spoolClaim(dir, 'a', fired, 'h1', 'x');
     const running = new Date(T0 + 120_000);
-    expect(await real.claimTick('a', running, 'h1')).toBe(true);
+    expect(await real.claimTick('a', running, h1)).toBe(true);
     await real.openFire('a', { ...opened('0c0c0c0c', 120), scheduled_at: running.toISOString() }, () => {});
     spoolClaim(dir, 'a', running, 'h1', 'x');
     // another host's claim of the same routine and time is never touched
-    expect(await real.claimTick('b', at, 'h2')).toBe(true);
+    expect(await real.claimTick('b', at, { host: 'h2', claimer: 'c2' })).toBe(true);
     spoolClaim(dir, 'b', at, 'h1', 'x');
     expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({ recorded: 0, released: 1, left: 0 });
     const ticks = (await query('SELECT routine, scheduled_at, host FROM routinely_ticks ORDER BY routine, scheduled_at')) as { routine: string; scheduled_at: Date; host: string }[];
@@ -223,12 +224,50 @@ suite('recording through an outage', () => {
       `a ${fired.toISOString()} h1`, `a ${running.toISOString()} h1`, `b ${at.toISOString()} h2`,
     ]);
     // given back, the tick can be claimed again (a catch-up of this host may fire it)
-    expect(await real.claimTick('a', at, 'h1')).toBe(true);
+    expect(await real.claimTick('a', at, h1)).toBe(true);
+  });
+
+  it('a claim sent again is its claimer\'s while unsettled; settled by its open marker or its record; taken over only from its claimer, and then refused to it', async () => {
+    const { store: real, query } = await store();
+    const a = { host: 'h1', claimer: 'c1' };
+    const b = { host: 'h2', claimer: 'c2' };
+    const t = (s: number): Date => new Date(T0 + s * 1000);
+    // sent again after a lost answer: still its own (yes), never another's
+    expect(await real.claimTick('a', t(0), a)).toBe(true);
+    expect(await real.claimTick('a', t(0), a)).toBe(true);
+    expect(await real.claimTick('a', t(0), b)).toBe(false);
+    // no lease holds c1 or c2: both are gone; c2 asks and sees c1's unsettled claim
+    expect((await real.orphanClaims!('c2', 10)).map((c) => `${c.routine} ${c.claimer}`)).toEqual(['a c1']);
+    // opened by its claimer: settled, no orphan, and no longer claimable again even by itself
+    await real.openFire('a', { ...opened('0d0d0d0d', 0), scheduled_at: t(0).toISOString() }, () => {}, 'c1');
+    expect(await real.orphanClaims!('c2', 10)).toEqual([]);
+    expect(await real.claimTick('a', t(0), a)).toBe(false);
+    // a skip's record settles its claim too
+    expect(await real.claimTick('a', t(1), a)).toBe(true);
+    await real.recordFire('a', { ...fire(1, 'skipped', { key: 'bb' }), scheduled_at: t(1).toISOString() }, () => {}, { claimer: 'c1' });
+    expect(await real.orphanClaims!('c2', 10)).toEqual([]);
+    // taken over by c2: c1's marker is refused, c1's record is not stored; c2's is
+    expect(await real.claimTick('a', t(2), a)).toBe(true);
+    const [orphan] = await real.orphanClaims!('c2', 10);
+    expect(await real.takeOverClaim!(orphan!, b)).toBe(true);
+    expect(await real.takeOverClaim!(orphan!, { host: 'h3', claimer: 'c3' })).toBe(false); // one sweeper wins
+    await expect(real.openFire('a', { ...opened('0e0e0e0e', 2), scheduled_at: t(2).toISOString() }, () => {}, 'c1')).rejects.toThrow(/taken over by another scheduler/);
+    const warned: string[] = [];
+    await real.recordFire('a', { ...fire(2, 'skipped', { key: 'cc' }), scheduled_at: t(2).toISOString() }, (m) => warned.push(m), { claimer: 'c1' });
+    expect(warned).toEqual([expect.stringMatching(/^a: not recorded \(skipped.*taken over by another scheduler/)]);
+    await real.recordFire('a', { ...fire(2, 'skipped', { key: 'dd' }), scheduled_at: t(2).toISOString(), reason: 'claimer died' }, () => {}, { claimer: 'c2' });
+    expect((await real.history('a')).map((h) => `${h.scheduled_at} ${h.reason}`).filter((h) => h.startsWith(t(2).toISOString()))).toEqual([`${t(2).toISOString()} claimer died`]);
+    // a claim whose claimer holds its scheduler lease is nobody's to take
+    expect(await real.claimTick('a', t(3), b)).toBe(true);
+    await query(`INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at) VALUES ('app', 'scheduler@h2', 'c2', 1, '{}', now(), now(), now() + interval '1 minute')`);
+    expect(await real.orphanClaims!('c1', 10)).toEqual([]);
+    // a manual fire (no claim) is no one's to refuse
+    await real.openFire('a', { ...opened('0f0f0f0f', 9), scheduled_at: t(9).toISOString() }, () => {}, 'c1');
   });
 });
 
 describe('the scheduler with a spool (stub store, no server)', () => {
-  it('a claim without an answer is not fired and is spooled to be given back; a record the database refused is spooled and flushed with backoff', async () => {
+  it('a claim without an answer is sent again and the tick fires late, once; a record the database refused is spooled and flushed with backoff', async () => {
     const dir = testProject({ routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] });
     const project = loadProject({ cwd: dir });
     const real = fileRoutineStore(project);
@@ -271,20 +310,15 @@ describe('the scheduler with a spool (stub store, no server)', () => {
     };
     await settle();
     clock.advance(30_000); // 10:01:00, its claim unanswered
-    await eventually(() => listSpool(project.stateDir, () => {}).length === 1, 5000);
+    await eventually(() => events.some((e) => e.event === 'scheduler.warning' && /^claims fail/.test(e.message)), 5000);
     expect(fired).toEqual([]);
-    expect(listSpool(project.stateDir, () => {})[0]!.record).toMatchObject({ kind: 'claim', routine: 'a', scheduled_at: '2026-12-01T10:01:00.000Z', host: 'h1' });
-    // kicked: a second later the claim is given back
-    clock.advance(1000);
-    await eventually(() => released.length === 1, 5000);
-    expect(released).toEqual(['a 2026-12-01T10:01:00.000Z h1']);
+    // nothing spooled for the claim: it is sent again, a moment later, and the tick fires late
     expect(listSpool(project.stateDir, () => {})).toEqual([]);
-    // 10:02:00 fires; the database refuses its record, and refuses it once more from the spool
-    for (let i = 0; i < 59; i++) {
-      clock.advance(1000);
-      await settle();
-    }
+    clock.advance(100);
     await eventually(() => fired.length === 1 && sent.length >= 1, 5000);
+    expect(fired).toEqual(['2026-12-01T10:01:00.000Z']);
+    expect(released).toEqual([]);
+    expect(events).toContainEqual({ event: 'scheduler.warning', message: 'claims go through again (the database answers)' });
     for (let i = 0; i < 60 && readFires(project, 'a').length === 0; i++) {
       clock.advance(1000);
       await settle();
