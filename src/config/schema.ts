@@ -51,7 +51,7 @@ export const routineShape = {
   enabled: z.optional(z.boolean()),
   timeoutSeconds: z.optional(seconds('Stop the routine run after this many seconds.')),
   jitterSeconds: z.optional(z.number().check(z.gte(0), z.lte(86_400), z.describe('Random delay of 0..N seconds before starting (at most a day).'))),
-  catchUp: z.optional(z.enum(['none', 'latest']).check(z.describe('"latest": on scheduler start, fire once if the last scheduled time was missed.'))),
+  catchUp: z.optional(z.enum(['none', 'latest']).check(z.describe('"latest": on scheduler start (and with PostgreSQL when claims go through again after the database was away), fire once if the last scheduled time was missed.'))),
   env: z.optional(z.record(z.string(), z.string()).check(z.describe('Extra environment variables for a command routine.'))),
   cwd: z.optional(z.string().check(z.describe('Working directory of a command routine, relative to the project root; must stay inside it.'))),
   ifBusy: z.optional(z.enum(['skip', 'wait']).check(z.describe('"skip" (default): a tick that meets the exec lock held by something else than this scheduler (a manual command, lock run, another host) is skipped. "wait": it waits for the lock (up to waitTimeoutSeconds) and runs as soon as it frees. Routines due together take turns at their lock (a tick still waiting when its own next tick comes is a skip). Also what `routine run` does when busy, unless --if-busy is given.'))),

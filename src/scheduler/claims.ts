@@ -64,6 +64,8 @@ export async function sweepLoop(o: SweepOptions, everyMs: number, stop: AbortSig
     try {
       await sweepClaims(o);
       failing = false;
+      // between ticks too: a scheduler whose claims failed catches up as soon as it can
+      o.runner.databaseAnswered();
     } catch (err) {
       if (!failing) o.warn(`could not look for claims nobody fires: ${(err as Error).message}`);
       failing = true;

@@ -218,12 +218,17 @@ export class Runner {
   /** One claim, and what a claim that went through after failures means: the database is back. */
   private async claimOnce(id: string, scheduledAt: Date): Promise<boolean> {
     const ok = await this.o.recorder.claim(id, scheduledAt);
-    if (this.claimsFailing) {
-      this.claimsFailing = false;
-      this.o.log({ event: 'scheduler.warning', message: 'claims go through again (the database answers)' });
-      this.o.claimsBack?.();
-    }
+    this.databaseAnswered();
     return ok;
+  }
+
+  /** The database answered (a claim, or the claims sweep between ticks): after claims failed,
+   * said once, and the scheduler's catchUp runs. */
+  databaseAnswered(): void {
+    if (!this.claimsFailing) return;
+    this.claimsFailing = false;
+    this.o.log({ event: 'scheduler.warning', message: 'claims go through again (the database answers)' });
+    this.o.claimsBack?.();
   }
 
   /** The claim of a tick, sent again while the database does not answer, until shortly before

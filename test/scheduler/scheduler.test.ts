@@ -12,7 +12,9 @@ import type { LogEvent } from '../../src/scheduler/log.js';
 import { fileRoutineStore, pauseRoutine, readRoutineState } from '../../src/scheduler/file-store.js';
 import { Scheduler, type FireFn, type FireRequest } from '../../src/scheduler/scheduler.js';
 import { readFires } from '../../src/scheduler/file-store.js';
-import { StateIOError } from '../../src/errors.js';
+import { DatabaseError, StateIOError } from '../../src/errors.js';
+import type { RoutineStore } from '../../src/scheduler/store.js';
+import { CLAIMS_AHEAD } from '../../src/scheduler/runner.js';
 import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -340,6 +342,96 @@ describe('Scheduler', () => {
     await settle();
     expect(fired).toEqual(['nightly@2026-11-29T03:00:00.000Z']);
     expect(events).toContainEqual({ event: 'routine.catch_up', routine: 'nightly', scheduled_at: '2026-11-29T03:00:00.000Z' });
+    stop.abort();
+    await done;
+  });
+
+  it('with a shared database: a tick whose claim went unanswered until its next tick is given up, and catchUp latest fires it once as soon as the database answers between ticks (the claims sweep)', async () => {
+    const dir = testProject();
+    mkdirState(dir, { version: 1, routines: { r: { last_scheduled_at: '2026-11-29T19:00:00.000Z' } } });
+    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [routine('r', '* * * * *', { catchUp: 'latest' }), routine('plain', '* * * * *')] }));
+    const project = loadProject({ cwd: dir });
+    const files = fileRoutineStore(project);
+    const clock = new ManualClock(T0 + 500);
+    // the database refuses every connection from 19:00:30 until 19:01:59.2
+    const down = (): boolean => clock.now() >= T0 + 30_000 && clock.now() < T0 + 119_200;
+    const refused = (): DatabaseError => new DatabaseError('database db:5432/x: connection refused (ECONNREFUSED)', { neverConnected: true });
+    const store: RoutineStore = {
+      ...files, sharedTicks: true,
+      claimTick: async (id, at, by) => {
+        if (down()) throw refused();
+        return files.claimTick(id, at, by);
+      },
+      orphanClaims: async () => {
+        if (down()) throw refused();
+        return [];
+      },
+    };
+    const fired: string[] = [];
+    const events: LogEvent[] = [];
+    const scheduler = new Scheduler({
+      project, clock, log: (e) => events.push(e), watchConfig: false, store, host: 'h1', claimer: 'c1', claimTtlMs: 4000,
+      reloadProject: () => project,
+      fire: async (def, scheduledAt) => {
+        fired.push(`${def.id}@${scheduledAt.toISOString().slice(11, 19)}@${new Date(clock.now()).toISOString().slice(11, 21)}`);
+        return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };
+      },
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    await settle();
+    while (clock.now() < T0 + 120_500) {
+      clock.advance(100);
+      await settle();
+    }
+    // 19:01 was given up at its next tick's margin (both routines), then fired late by catchUp
+    // (r only) when the sweep at 19:01:59.5 found the database back; 19:02 fired on time
+    expect(events).toContainEqual({ event: 'scheduler.warning', message: expect.stringMatching(/^r: the tick of 2026-11-29T19:01:00.000Z was not fired: its claim went unanswered until the routine's next tick/) });
+    expect(events).toContainEqual({ event: 'routine.catch_up', routine: 'r', scheduled_at: '2026-11-29T19:01:00.000Z' });
+    expect(fired).toEqual(['r@19:01:00@19:01:59.5', 'r@19:02:00@19:02:00.0', 'plain@19:02:00@19:02:00.0']);
+    stop.abort();
+    await done;
+  });
+
+  it('with a shared database, claims are taken no faster than fires start: at most CLAIMS_AHEAD claimed and not started', async () => {
+    const ids = Array.from({ length: 10 }, (_, i) => `r${i}`);
+    const dir = testProject({ routines: ids.map((id) => routine(id, '* * * * *', { exclusive: false })) });
+    const project = loadProject({ cwd: dir });
+    const files = fileRoutineStore(project);
+    const clock = new ManualClock(T0 + 500);
+    let claimed = 0;
+    let started = 0;
+    let most = 0;
+    const store: RoutineStore = {
+      ...files, sharedTicks: true, orphanClaims: async () => [],
+      claimTick: async (id, at, by) => {
+        claimed++;
+        most = Math.max(most, claimed - started);
+        return files.claimTick(id, at, by);
+      },
+    };
+    // each fire starts only when let go, one at a time
+    const waiting: (() => void)[] = [];
+    const scheduler = new Scheduler({
+      project, clock, log: () => {}, watchConfig: false, store, host: 'h1', claimer: 'c1', reloadProject: () => project,
+      fire: (def, scheduledAt, o) => new Promise((resolve) => waiting.push(() => {
+        started++;
+        o.onStarted();
+        resolve({ result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null });
+      })),
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    await settle();
+    clock.advance(59_500);
+    await settle();
+    expect(claimed).toBe(CLAIMS_AHEAD);
+    while (waiting.length > 0) {
+      waiting.shift()!();
+      await settle();
+    }
+    expect(started).toBe(10);
+    expect(most).toBe(CLAIMS_AHEAD);
     stop.abort();
     await done;
   });
