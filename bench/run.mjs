@@ -5,6 +5,7 @@ import { execBenchmarks } from './exec.mjs';
 import { httpBenchmarks } from './http.mjs';
 import { lockBenchmarks } from './lock.mjs';
 import { pgBenchmarks } from './pg.mjs';
+import { fleetBenchmarks } from './pg-fleet.mjs';
 import { schedulerBenchmarks } from './scheduler.mjs';
 import { fireCostBySize } from './fire-size.mjs';
 import { coldStart } from './cold-start.mjs';
@@ -22,5 +23,6 @@ if (!only || only === 'cold') await coldStart(quick ? { rounds: 8 } : {});
 if ((!only && !quick) || only === 'cron') await cronAnchor();
 if (!only || only === 'http') await httpBenchmarks({ quick });
 if (!only || only === 'pg') await pgBenchmarks({ quick });
+if (!only || only === 'fleet') await fleetBenchmarks({ quick });
 // an hour: only when asked for
 if (only === 'soak') await soak({ minutes: Number(process.argv.find((a) => a.startsWith('--minutes='))?.slice(10) ?? 60) });

@@ -35,8 +35,9 @@ export interface Db {
    * statement unnamed from then on (the statement is sent again unnamed: it never ran). */
   query<R extends Row = Row>(statement: Statement): Promise<QueryAnswer<R>>;
   /** Runs `fn` in a transaction on one connection (with its statement timeout set for the
-   * transaction only: nothing of it outlives the transaction in a pooler's server connection). */
-  transaction<T>(fn: (client: TxClient) => Promise<T>): Promise<T>;
+   * transaction only: nothing of it outlives the transaction in a pooler's server connection).
+   * `urgent`: on a fire's way to its start (see Statement.urgent). */
+  transaction<T>(fn: (client: TxClient) => Promise<T>, opts?: { urgent?: boolean }): Promise<T>;
   /** A held lease's own statements (heartbeat, release): on connections of their own, so a
    * heartbeat never waits behind this process's other statements on a slow link. */
   leaseQuery<R extends Row = Row>(statement: Statement): Promise<QueryAnswer<R>>;
@@ -238,8 +239,14 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
       return p.query(text, values);
     }
   };
-  const wrap = async <T>(fn: (p: pg.Pool) => Promise<T>, which: 'main' | 'lease' = 'main'): Promise<T> => {
+  // The statement connections are taken in turn through a gate that lets a fire's way to its
+  // start (claims, the pause flag, open markers) go before records: a burst of 1 000 routines
+  // starts them all before recording the first ones, instead of one start per record.
+  const gate = new TurnGate(limits.main);
+  const wrap = async <T>(fn: (p: pg.Pool) => Promise<T>, which: 'main' | 'lease' = 'main', urgent = false): Promise<T> => {
     if (switching) await switching;
+    const gated = which === 'main' && leasePool !== pool;
+    if (gated && !(await gate.enter(urgent, limits.connectTimeoutMs))) throw dbError(several ? target.where : where, new Error('timeout exceeded when trying to connect'), limits);
     try {
       return await fn(which === 'lease' ? leasePool : pool);
     } catch (err) {
@@ -247,15 +254,17 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
       if (!environmental(err)) throw err;
       reselect();
       throw dbError(several ? target.where : where, err, limits);
+    } finally {
+      if (gated) gate.leave();
     }
   };
   const db: Db = {
     get where() {
       return several ? `${target.where} (of ${where})` : where;
     },
-    query: (s) => wrap((p) => run(p, s)),
+    query: (s) => wrap((p) => run(p, s), 'main', s.urgent === true),
     leaseQuery: (s) => wrap((p) => run(p, s), 'lease'),
-    transaction: (fn) =>
+    transaction: (fn, opts) =>
       wrap(async (p) => {
         const client = await p.connect();
         // A server going away while we hold the connection makes it emit 'error'; unhandled,
@@ -264,8 +273,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
         let broken: unknown = undefined;
         const tx: TxClient = { query: (s) => client.query(s.text, s.values) };
         try {
-          await tx.query(sessionSql.begin);
-          await tx.query(sessionSql.statementTimeout(STATEMENT_TIMEOUT_MS));
+          await tx.query(sessionSql.beginWithTimeout(STATEMENT_TIMEOUT_MS));
           const result = await fn(tx);
           await tx.query(sessionSql.commit);
           return result;
@@ -278,7 +286,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
           // a connection that failed is not given back to the pool
           client.release(broken instanceof Error ? broken : undefined);
         }
-      }),
+      }, 'main', opts?.urgent === true),
     close: async () => {
       await Promise.all([...new Set([pool, leasePool])].map((p) => p.end().catch(ignore)));
     },
@@ -288,6 +296,40 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
   if (leasePool !== pool) warm(leasePool);
   await migrate(db);
   return db;
+}
+
+/** `size` holders at once; urgent askers go before the others; an asker gives up after
+ * `timeoutMs` (the pool's own connect time-out, which it then no longer waits for). */
+class TurnGate {
+  private inside = 0;
+  private readonly waiting: { urgent: boolean; go: (entered: boolean) => void }[] = [];
+
+  constructor(private readonly size: number) {}
+
+  enter(urgent: boolean, timeoutMs: number): Promise<boolean> {
+    if (this.inside < this.size) {
+      this.inside++;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const w = { urgent, go: (entered: boolean) => (clearTimeout(timer), resolve(entered)) };
+      const timer = setTimeout(() => {
+        const i = this.waiting.indexOf(w);
+        if (i >= 0) this.waiting.splice(i, 1);
+        resolve(false);
+      }, timeoutMs);
+      // urgent ones after the urgent ones waiting, before every other
+      const at = urgent ? this.waiting.findIndex((x) => !x.urgent) : -1;
+      if (at < 0) this.waiting.push(w);
+      else this.waiting.splice(at, 0, w);
+    });
+  }
+
+  leave(): void {
+    const next = this.waiting.shift();
+    if (next) next.go(true);
+    else this.inside--;
+  }
 }
 
 function warm(pool: pg.Pool): void {

@@ -2,7 +2,7 @@
 // one transaction with the row locked (FOR UPDATE), so concurrent writers on any host never lose
 // each other's updates.
 
-import type { Claimant, FireQuery, OrphanClaim, PauseChange, RecordOptions, RoutineStore, ShownFire, Warn } from '../scheduler/store.js';
+import { claimKey, type Claimant, type FireQuery, type OrphanClaim, type PauseChange, type RecordOptions, type RoutineStore, type ShownFire, type Warn } from '../scheduler/store.js';
 import { ClaimTakenError } from '../errors.js';
 import { checkBoard, type PhaseBoard } from '../scheduler/phases.js';
 import { processGone } from '../process/identity.js';
@@ -12,25 +12,36 @@ import { applyFire, applyLateFire, checkRecord, isLate, emptyRecord, emptyState,
 import type { Db, TxClient } from './connect.js';
 import { ENTRY_ROW_MAX, RECORD_ROW_MAX, routineSql as sql } from './statements.js';
 
+/** History lines are trimmed to `historyLines` once per this many records (each reader takes the
+ * newest `historyLines` only). */
+const TRIM_EVERY = 16;
+
 /** `historyLines`: fires kept per routine (retention.historyLines). */
 export function pgRoutineStore(db: Db, project: string, historyLines: number): RoutineStore {
-  async function update(client: TxClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
-    // make sure the row exists, then lock it
-    await client.query(sql.ensureRow(project, routine));
-    const { rows } = await client.query<{ record: unknown }>(sql.lockedRecord(project, routine));
-    const prior = parseRecord(rows[0]?.record);
-    await client.query(sql.writeRecord(project, routine, JSON.stringify(change(prior))));
+  /** The routine's record, its row locked until the transaction ends (made first when missing:
+   * one round trip when it exists, as it does after a routine's first record). With `claim`, the
+   * claim of that tick is settled in the same round trip (ClaimTakenError when another
+   * scheduler holds it now; no claim at all — a manual fire, a claim forgotten after a day, one
+   * made before claims named their claimer — settles nothing and is no one's). */
+  async function locked(client: TxClient, routine: string, claim?: { scheduledAt: string; claimer: string }): Promise<RoutineRecord | undefined> {
+    const read = async (): Promise<{ record: unknown; settled?: number }[]> =>
+      (claim ? await client.query<{ record: unknown; settled: number }>(sql.settleAndLock(project, routine, claim.scheduledAt, claim.claimer)) : await client.query<{ record: unknown }>(sql.lockedRecord(project, routine))).rows;
+    let rows = await read();
+    if (rows.length === 0) {
+      await client.query(sql.ensureRow(project, routine));
+      rows = await read();
+    }
+    if (claim && rows[0]?.settled !== 1) {
+      const { rows: held } = await client.query<{ claimer: string | null }>(sql.claimerOf(project, routine, claim.scheduledAt));
+      const holder = held[0]?.claimer ?? null;
+      if (holder !== null && holder !== claim.claimer) throw new ClaimTakenError(`the tick of ${claim.scheduledAt} of routine ${routine} was taken over by another scheduler (this one was judged gone: its lease ran out)`);
+    }
+    return parseRecord(rows[0]?.record);
   }
 
-  /** Settles the claim of a tick for `claimer` (its fire opened, or its record is written);
-   * throws ClaimTakenError when another scheduler holds the claim now. No claim (a manual fire, a
-   * claim forgotten after a day, one made before claims named their claimer): nothing to settle. */
-  async function settle(client: TxClient, routine: string, scheduledAt: string, claimer: string): Promise<void> {
-    const mine = await client.query(sql.settleClaim(project, routine, scheduledAt, claimer));
-    if ((mine.rowCount ?? 0) > 0) return;
-    const { rows } = await client.query<{ claimer: string | null }>(sql.claimerOf(project, routine, scheduledAt));
-    const holder = rows[0]?.claimer ?? null;
-    if (holder !== null && holder !== claimer) throw new ClaimTakenError(`the tick of ${scheduledAt} of routine ${routine} was taken over by another scheduler (this one was judged gone: its lease ran out)`);
+  async function update(client: TxClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
+    const prior = await locked(client, routine);
+    await client.query(sql.writeRecord(project, routine, JSON.stringify(change(prior))));
   }
 
   /** Stores a fire's record; false when it was stored already (sent again), or when its claim
@@ -39,21 +50,18 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     let stored = false;
     await db.transaction(async (client) => {
       stored = false; // (the transaction may run its callback again)
-      // a record of a claimed tick that opened no fire (a skip, one that could not start)
-      // settles its claim, while it is its claimer's
-      if (opts.claimer && !fire.closes) {
-        try {
-          await settle(client, routine, fire.scheduled_at, opts.claimer);
-        } catch (err) {
-          if (!(err instanceof ClaimTakenError)) throw err;
-          warn?.(`${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): ${err.message}`);
-          return;
-        }
+      // The routine's row locked first: a record sent again after a lost answer (the spool) is
+      // decided stored or not with it held, so once, whoever else sends it at the same time. A
+      // record of a claimed tick that opened no fire (a skip, one that could not start) settles
+      // its claim, while it is its claimer's.
+      let prior: RoutineRecord | undefined;
+      try {
+        prior = await locked(client, routine, opts.claimer && !fire.closes ? { scheduledAt: fire.scheduled_at, claimer: opts.claimer } : undefined);
+      } catch (err) {
+        if (!(err instanceof ClaimTakenError)) throw err;
+        warn?.(`${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): ${err.message}`);
+        return;
       }
-      // Sent again after a lost answer (the spool): whether it is stored already is decided
-      // with the routine's row locked, so once, whoever else sends it at the same time.
-      await client.query(sql.ensureRow(project, routine));
-      await client.query(sql.lockRow(project, routine));
       if (opts.again && !fire.closes && fire.key) {
         const { rowCount } = await client.query(sql.historyHas(project, routine, 'key', fire.key));
         if ((rowCount ?? 0) > 0) return;  // stored already
@@ -64,31 +72,27 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         // (a fire that did not start because the marker's answer was lost)
         const { rowCount } = await client.query(sql.historyHas(project, routine, 'closes', fire.closes));
         if ((rowCount ?? 0) > 0) return;  // stored already
+        // its open fire is closed: recorded already — for records from before history lines
+        // carried `closes`; a fire that did not start may close none
+        if (!fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) return;
       }
-      let already = false;
-      await update(client, routine, (prior) => {
-        if (opts.again && fire.closes && !fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
-          // its open fire is closed: recorded already (unchanged below) — for records from
-          // before history lines carried `closes`; a fire that did not start may close none
-          already = true;
-          return prior ?? emptyRecord();
-        }
-        const next = opts.again && isLate(prior, fire) ? applyLateFire(prior!, fire) : applyFire(prior, fire);
-        if (!fire.closes) return next;
+      let next = opts.again && isLate(prior, fire) ? applyLateFire(prior!, fire) : applyFire(prior, fire);
+      if (fire.closes) {
         const left = (next.open_fires ?? []).filter((o) => o.id !== fire.closes);
         const { open_fires: _o, ...rest } = next;
-        return left.length > 0 ? { ...rest, open_fires: left } : rest;
-      });
-      if (already) return;
+        next = left.length > 0 ? { ...rest, open_fires: left } : rest;
+      }
       const entry: HistoryEntry = {
         scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
         result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
         ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}), ...(fire.by ? { by: fire.by } : {}),
         ...(fire.key ? { key: fire.key } : {}), ...(fire.closes ? { closes: fire.closes } : {}),
       };
-      await client.query(sql.addHistory(project, routine, JSON.stringify(entry)));
+      const { rows } = await client.query<{ seq: string }>(sql.writeRecordAndHistory(project, routine, JSON.stringify(next), JSON.stringify(entry)));
       stored = true;
-      await client.query(sql.trimHistory(project, routine, historyLines));
+      // beyond the kept lines, a few more wait for the next trim (every reader takes the
+      // newest `historyLines` only): one trim per TRIM_EVERY records, not one each
+      if (historyLines < TRIM_EVERY * 4 || Number(rows[0]?.seq ?? 0) % TRIM_EVERY === 0) await client.query(sql.trimHistory(project, routine, historyLines));
     });
     return stored;
   }
@@ -117,19 +121,16 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     },
 
     async readOne(routine: string): Promise<RoutineRecord | undefined> {
-      const { rows } = await db.query<{ record: unknown }>(sql.record(project, routine));
+      const { rows } = await db.query<{ record: unknown }>({ ...sql.record(project, routine), urgent: true });
       return parseRecord(rows[0]?.record);
     },
 
     async openFire(routine: string, open: OpenFire, _warn: Warn, claimer?: string): Promise<void> {
       await db.transaction(async (client) => {
         // a claimed tick opens only while the claim is its claimer's: settled from here on
-        if (claimer) await settle(client, routine, open.scheduled_at, claimer);
-        await update(client, routine, (prior) => {
-          const r = prior ?? emptyRecord();
-          return { ...r, open_fires: [...(r.open_fires ?? []).filter((o) => o.id !== open.id), open] };
-        });
-      });
+        const r = (await locked(client, routine, claimer ? { scheduledAt: open.scheduled_at, claimer } : undefined)) ?? emptyRecord();
+        await client.query(sql.writeRecord(project, routine, JSON.stringify({ ...r, open_fires: [...(r.open_fires ?? []).filter((o) => o.id !== open.id), open] })));
+      }, { urgent: true });
     },
 
     async reconcile(isGone, now, warn, recorded): Promise<number> {
@@ -185,11 +186,20 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     },
 
     async claimTick(routine: string, scheduledAt: Date, by: Claimant): Promise<boolean> {
-      const r = await db.query(sql.claimTick(project, routine, scheduledAt.toISOString(), by.host, by.claimer));
+      const r = await db.query({ ...sql.claimTick(project, routine, scheduledAt.toISOString(), by.host, by.claimer), urgent: true });
       // now and then, forget claims older than a day: after the claim, never awaited by it (the
       // tick fires meanwhile), a batch found through its index
       if (Math.random() < 0.01) void db.query(sql.forgetOldTicks(project)).catch(() => {});
       return r.rowCount === 1;
+    },
+
+    async claimTicks(asked: readonly { routine: string; scheduledAt: Date }[], by: Claimant): Promise<Set<string>> {
+      // rows locked in one order by every scheduler (routine, then time): two batches of the
+      // same ticks wait for each other instead of deadlocking
+      const ticks = [...asked].sort((a, b) => (a.routine < b.routine ? -1 : a.routine > b.routine ? 1 : a.scheduledAt.getTime() - b.scheduledAt.getTime()));
+      const { rows } = await db.query<{ routine: string; scheduled_at: Date }>({ ...sql.claimTicks(project, ticks.map((t) => t.routine), ticks.map((t) => t.scheduledAt.toISOString()), by.host, by.claimer), urgent: true });
+      if (Math.random() < 0.01 * ticks.length) void db.query(sql.forgetOldTicks(project)).catch(() => {});
+      return new Set(rows.map((r) => claimKey(r.routine, r.scheduled_at)));
     },
 
     async orphanClaims(claimer: string, limit: number): Promise<OrphanClaim[]> {

@@ -14,6 +14,9 @@ export interface Statement {
   text: string;
   values?: unknown[];
   name?: string;
+  /** On a fire's way to its start (a claim, the pause flag, the open marker): it goes before
+   * the statements of records waiting for the same connection (connect.ts). */
+  urgent?: boolean;
 }
 
 /** The connection's own statements (connect.ts, db-clock.ts). */
@@ -21,6 +24,8 @@ export const sessionSql = {
   begin: { text: 'BEGIN' } as Statement,
   /** For the transaction only: nothing of it outlives the transaction in a pooler's server connection. */
   statementTimeout: (ms: number): Statement => ({ text: `SET LOCAL statement_timeout = ${Math.trunc(ms)}` }),
+  /** BEGIN and the transaction's statement time-out in one round trip (a simple query of two). */
+  beginWithTimeout: (ms: number): Statement => ({ text: `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(ms)}` }),
   commit: { text: 'COMMIT' } as Statement,
   rollback: { text: 'ROLLBACK' } as Statement,
   standby: { text: 'SELECT pg_is_in_recovery() AS standby' } as Statement,
@@ -275,9 +280,22 @@ export const routineSql = {
   lockRow: (project: string, routine: string): Statement => ({
     text: 'SELECT 1 FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', values: [project, routine],
   }),
-  /** The routine's record, its row locked until the transaction ends. */
+  /** The routine's record, its row locked until the transaction ends (no row: none made). */
   lockedRecord: (project: string, routine: string): Statement => ({
-    text: `SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, values: [project, routine],
+    text: `SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, values: [project, routine], name: 'routinely_locked_record_5',
+  }),
+  /** lockedRecord, and the claim of the tick at `scheduledAt` settled for `claimer` in the same
+   * round trip (`settled`: 1 when the claim is that claimer's). */
+  settleAndLock: (project: string, routine: string, scheduledAt: string, claimer: string): Statement => ({
+    text: `WITH s AS (UPDATE routinely_ticks SET settled = true WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND claimer = $4 RETURNING 1)
+      SELECT (SELECT count(*) FROM s)::int AS settled, ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`,
+    values: [project, routine, scheduledAt, claimer], name: 'routinely_settle_lock_5',
+  }),
+  /** The record written and a history line added, one round trip; answers the line's seq. */
+  writeRecordAndHistory: (project: string, routine: string, doc: string, entry: string): Statement => ({
+    text: `WITH w AS (UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2)
+      INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $4::json) RETURNING seq`,
+    values: [project, routine, doc, entry], name: 'routinely_write_record_history_5',
   }),
   writeRecord: (project: string, routine: string, doc: string): Statement => ({
     text: 'UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2', values: [project, routine, doc],
@@ -308,6 +326,15 @@ export const routineSql = {
       ON CONFLICT (project, routine, scheduled_at) DO UPDATE SET claimed_at = t.claimed_at
       WHERE t.claimer = excluded.claimer AND NOT t.settled RETURNING 1`,
     values: [project, routine, scheduledAt, host, claimer], name: 'routinely_claim_5',
+  }),
+  /** claimTick for several ticks in one round trip: answers the ticks taken (or this claimer's
+   * already and unsettled). */
+  claimTicks: (project: string, routines: readonly string[], scheduledAts: readonly string[], host: string, claimer: string): Statement => ({
+    text: `INSERT INTO routinely_ticks AS t (project, routine, scheduled_at, host, claimer, settled)
+      SELECT $1, u.r, u.a, $4, $5, false FROM unnest($2::text[], $3::timestamptz[]) AS u(r, a)
+      ON CONFLICT (project, routine, scheduled_at) DO UPDATE SET claimed_at = t.claimed_at
+      WHERE t.claimer = excluded.claimer AND NOT t.settled RETURNING routine, scheduled_at`,
+    values: [project, routines, scheduledAts, host, claimer], name: 'routinely_claim_many_5',
   }),
   /** The tick's fire opened or its record is written: settled, if the claim is still
    * `claimer`'s (one row: a take-over of the same claim is either before, and this finds none,

@@ -16,7 +16,7 @@ import type { Announce } from './fire-request.js';
 import type { Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
 import { flushMessage, SpoolFlusher } from './spooling-store.js';
-import { withKey, type Claimant, type Deferred, type OrphanClaim, type RoutineStore, type Warn } from './store.js';
+import { claimKey, withKey, type Claimant, type Deferred, type OrphanClaim, type RoutineStore, type Warn } from './store.js';
 
 export interface RecorderOptions {
   store: RoutineStore;
@@ -66,6 +66,9 @@ export interface RecordOptions {
 }
 
 const RECORD_ATTEMPTS = 5;
+
+/** Claims sent in one statement at most. */
+const CLAIM_BATCH = 100;
 
 export class Recorder {
   private readonly flusher: SpoolFlusher | null;
@@ -124,7 +127,25 @@ export class Recorder {
    * them takes each). Throws when the database did not answer; sent again, a claim that
    * committed although its answer was lost is recognised as this claimer's. */
   claim(id: string, scheduledAt: Date): Promise<boolean> {
-    return this.o.store.claimTick(id, scheduledAt, this.claimant);
+    if (!this.o.store.claimTicks) return this.o.store.claimTick(id, scheduledAt, this.claimant);
+    // the claims asked for in one turn of the event loop go in one statement (CLAIM_BATCH at most)
+    return new Promise((resolve, reject) => {
+      this.claimsAsked.push({ id, scheduledAt, resolve, reject });
+      if (this.claimsAsked.length === 1) setImmediate(() => this.sendClaims());
+    });
+  }
+
+  private claimsAsked: { id: string; scheduledAt: Date; resolve: (won: boolean) => void; reject: (err: unknown) => void }[] = [];
+
+  private sendClaims(): void {
+    const asked = this.claimsAsked.splice(0);
+    for (let i = 0; i < asked.length; i += CLAIM_BATCH) {
+      const part = asked.slice(i, i + CLAIM_BATCH);
+      this.o.store.claimTicks!(part.map((a) => ({ routine: a.id, scheduledAt: a.scheduledAt })), this.claimant).then(
+        (won) => part.forEach((a) => a.resolve(won.has(claimKey(a.id, a.scheduledAt)))),
+        (err: unknown) => part.forEach((a) => a.reject(err)),
+      );
+    }
   }
 
   /** Unsettled claims of claimers that are gone, and this one's own (scheduler/claims.ts). */

@@ -12,6 +12,7 @@ import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
 import type { Recorder } from './recorder.js';
+import { claimKey } from './store.js';
 import { nextFire } from './timing.js';
 import { ClaimTakenError, DatabaseError, DatabaseRowError, FolderReplacedError, isStorageError } from '../errors.js';
 import { Backoff } from '../backoff.js';
@@ -45,6 +46,8 @@ export interface RunnerOptions {
   phases?: PhaseRecorder;
   /** The waiting lines of the locks (lock/line.ts): a queued tick takes its place there. */
   line?: WaitLine;
+  /** Claims not started yet at most (default CLAIMS_AHEAD). */
+  claimsAhead?: number;
   /** A claim went through after claims had failed (the database is back): the scheduler's
    * catchUp runs (a scheduler that was cut off fires the latest time it missed, SPEC §6). */
   claimsBack?: () => void;
@@ -53,7 +56,7 @@ export interface RunnerOptions {
 /** With a shared database, claims this scheduler made whose fire has not started yet, at most:
  * claims are taken no faster than they are started, so the other schedulers take the rest of
  * a busy second and a scheduler killed just after a tick leaves few claims to take over. */
-export const CLAIMS_AHEAD = 4;
+export const CLAIMS_AHEAD = 1024;
 
 interface Active {
   stop: AbortController;
@@ -205,7 +208,7 @@ export class Runner {
 
   /** Room for one more claim not started yet (CLAIMS_AHEAD); true once taken. */
   private async claimRoomTaken(): Promise<boolean> {
-    while (this.unstarted >= CLAIMS_AHEAD && !this.stopping) await new Promise<void>((resolve) => this.claimRoom.push(resolve));
+    while (this.unstarted >= (this.o.claimsAhead ?? CLAIMS_AHEAD) && !this.stopping) await new Promise<void>((resolve) => this.claimRoom.push(resolve));
     this.unstarted++;
     return true;
   }
@@ -242,13 +245,15 @@ export class Runner {
       try {
         return await this.claimOnce(id, scheduledAt);
       } catch (err) {
-        if (!(err instanceof DatabaseError) || err instanceof DatabaseRowError) throw err;
+        // the database did not answer, or chose this claim as a deadlock's victim: sent again
+        const deadlock = (err as { code?: unknown }).code === '40P01';
+        if (!deadlock && (!(err instanceof DatabaseError) || err instanceof DatabaseRowError)) throw err;
         if (!this.claimsFailing) {
           this.claimsFailing = true;
-          this.warn(`claims fail (${err.message}): each tick's claim is sent again until the routine's next tick`);
+          this.warn(`claims fail (${(err as Error).message}): each tick's claim is sent again until the routine's next tick`);
         }
         if (this.stopping || pause.pendingMs >= this.untilNextTick(entry, scheduledAt)) {
-          throw new DatabaseError(`the tick of ${scheduledAt.toISOString()} was not fired: its claim went unanswered until the routine's next tick (${err.message})`);
+          throw new DatabaseError(`the tick of ${scheduledAt.toISOString()} was not fired: its claim went unanswered until the routine's next tick (${(err as Error).message})`);
         }
         await pause.wait(this.halt.signal);
       }
@@ -591,9 +596,6 @@ export class Runner {
     else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
   }
 }
-
-/** A tick as the runner's set of claims names it. */
-const claimKey = (id: string, scheduledAt: Date): string => `${id}@${scheduledAt.getTime()}`;
 
 /** A start that failed for want of a resource (exec/process.ts systemMessage names the code). */
 const EXHAUSTED = /\((EMFILE|ENFILE|EAGAIN|ENOMEM)\)/;

@@ -42,6 +42,8 @@ export interface SchedulerOptions {
    * and that lease's TTL (how often claims nobody works on are looked for, claims.ts). */
   claimer?: string;
   claimTtlMs?: number;
+  /** Claims not started yet at most (runner.ts CLAIMS_AHEAD). */
+  claimsAhead?: number;
   random?: () => number;
   /** Watch the config file and reload on change (default true). */
   watchConfig?: boolean;
@@ -115,7 +117,7 @@ export class Scheduler {
       fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
       inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
       stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateUnwritable !== null, sharedTicks: o.store.sharedTicks, phases, line: o.line,
-      claimsBack: () => void this.catchUp(),
+      claimsBack: () => void this.catchUp(), ...(o.claimsAhead ? { claimsAhead: o.claimsAhead } : {}),
     });
     this.runner.haltSignal.addEventListener('abort', () => this.recorder.halt(), { once: true });
     this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());
@@ -227,7 +229,7 @@ export class Scheduler {
         else if (forward > 0) this.steppedForward(before, now, forward);
         before = now;
         if (this.cacheAt !== null && now.wall >= this.cacheAt) this.writeCache();
-        for (const id of dueIds(this.next, now.wall)) {
+        for (const id of this.inClaimOrder(dueIds(this.next, now.wall))) {
           const entry = this.routines.get(id)!;
           const scheduledAt = this.next.get(id)!;
           // Late by a stall of a few seconds: each time missed fires (SPEC §9: every tick of a
@@ -264,6 +266,19 @@ export class Scheduler {
       await this.recorder.stopped();
       this.o.log({ event: 'scheduler.stopped' });
     }
+  }
+
+  /** With a shared database each scheduler claims the ticks due together in an order of its own
+   * (its host's hash of each routine), so that schedulers waking together mostly claim different
+   * ticks first instead of racing for the same ones. */
+  private inClaimOrder(ids: string[]): string[] {
+    if (!this.o.store.sharedTicks || ids.length < 2) return ids;
+    const rank = (id: string): number => {
+      let h = 0x811c9dc5;
+      for (const c of `${this.o.host}\0${id}`) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193);
+      return h >>> 0;
+    };
+    return ids.map((id) => [rank(id), id] as const).sort((a, b) => a[0] - b[0]).map(([, id]) => id);
   }
 
   /** The times a routine never fires again: those dealt with, and its own fired across a jump. */

@@ -18,7 +18,7 @@ import type { Fire, OpenFire } from '../state/routine-state.js';
 import type { HistoryEntry } from '../state/history.js';
 import type { RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
 import type { PhaseBoard } from './phases.js';
-import { withKey, type Claimant, type OrphanClaim, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
+import { claimKey, withKey, type Claimant, type OrphanClaim, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
 
 export class SpoolingStore implements RoutineStore {
   readonly publish?: RoutineStore['publish'];
@@ -61,6 +61,16 @@ export class SpoolingStore implements RoutineStore {
 
   /** Not this host's own claims whose record waits in its spool: that record settles them when
    * it is sent (a sweep recording them meanwhile would record the tick twice). */
+  claimTicks(ticks: readonly { routine: string; scheduledAt: Date }[], by: Claimant): Promise<Set<string>> {
+    if (this.db.claimTicks) return this.db.claimTicks(ticks, by);
+    // a store that claims one at a time (tests' stubs)
+    return (async () => {
+      const won = new Set<string>();
+      for (const t of ticks) if (await this.db.claimTick(t.routine, t.scheduledAt, by)) won.add(claimKey(t.routine, t.scheduledAt));
+      return won;
+    })();
+  }
+
   async orphanClaims(claimer: string, limit: number): Promise<OrphanClaim[]> {
     const found = (await this.db.orphanClaims?.(claimer, limit)) ?? [];
     if (!found.some((c) => c.claimer === claimer)) return found;

@@ -28,6 +28,9 @@ export interface Claimant {
   claimer: string;
 }
 
+/** A tick as sets of claims name it: its routine and its time. */
+export const claimKey = (routine: string, scheduledAt: Date): string => `${routine}@${scheduledAt.getTime()}`;
+
 /** An unsettled claim (no fire opened, no record) of a claimer that is gone, or of the asker. */
 export interface OrphanClaim {
   routine: string;
@@ -109,6 +112,8 @@ export interface RoutineStore {
   /** Claims one scheduled time of a routine for this scheduler; false when another scheduler
    * already did (several schedulers share a database backend, SPEC §9). */
   claimTick(routineId: string, scheduledAt: Date, by: Claimant): Promise<boolean>;
+  /** claimTick for several ticks at once (one round trip): the keys (`claimKey`) of those taken. */
+  claimTicks?(ticks: readonly { routine: string; scheduledAt: Date }[], by: Claimant): Promise<Set<string>>;
   /** Where ticks are shared: unsettled claims of claimers that are gone and `claimer`'s own,
    * oldest first (scheduler/claims.ts decides what becomes of them). */
   orphanClaims?(claimer: string, limit: number): Promise<OrphanClaim[]>;

@@ -14,7 +14,6 @@ import { Scheduler, type FireFn, type FireRequest } from '../../src/scheduler/sc
 import { readFires } from '../../src/scheduler/file-store.js';
 import { DatabaseError, StateIOError } from '../../src/errors.js';
 import type { RoutineStore } from '../../src/scheduler/store.js';
-import { CLAIMS_AHEAD } from '../../src/scheduler/runner.js';
 import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -393,7 +392,8 @@ describe('Scheduler', () => {
     await done;
   });
 
-  it('with a shared database, claims are taken no faster than fires start: at most CLAIMS_AHEAD claimed and not started', async () => {
+  it('with a shared database, claims are taken no faster than fires start: at most claimsAhead claimed and not started', async () => {
+    const AHEAD = 4;
     const ids = Array.from({ length: 10 }, (_, i) => `r${i}`);
     const dir = testProject({ routines: ids.map((id) => routine(id, '* * * * *', { exclusive: false })) });
     const project = loadProject({ cwd: dir });
@@ -413,8 +413,8 @@ describe('Scheduler', () => {
     // each fire starts only when let go, one at a time
     const waiting: (() => void)[] = [];
     const scheduler = new Scheduler({
-      project, clock, log: () => {}, watchConfig: false, store, host: 'h1', claimer: 'c1', reloadProject: () => project,
-      fire: (def, scheduledAt, o) => new Promise((resolve) => waiting.push(() => {
+      project, clock, log: () => {}, watchConfig: false, store, host: 'h1', claimer: 'c1', reloadProject: () => project, claimsAhead: AHEAD,
+      fire: (_def, scheduledAt, o) => new Promise((resolve) => waiting.push(() => {
         started++;
         o.onStarted();
         resolve({ result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null });
@@ -425,13 +425,13 @@ describe('Scheduler', () => {
     await settle();
     clock.advance(59_500);
     await settle();
-    expect(claimed).toBe(CLAIMS_AHEAD);
+    expect(claimed).toBe(AHEAD);
     while (waiting.length > 0) {
       waiting.shift()!();
       await settle();
     }
     expect(started).toBe(10);
-    expect(most).toBe(CLAIMS_AHEAD);
+    expect(most).toBe(AHEAD);
     stop.abort();
     await done;
   });
