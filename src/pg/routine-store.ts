@@ -44,6 +44,14 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     await client.query(sql.writeRecord(project, routine, JSON.stringify(change(prior))));
   }
 
+  /** Now and then (about once per 100 claims), claims older than a day are forgotten: a batch
+   * found through its index, never awaited by the claim, and on the connection of the lease
+   * heartbeats (idle between beats; a batch takes milliseconds), not on the one that claims and
+   * fires (with backend.poolSize 1 they are one). */
+  function forgetOldTicks(): void {
+    void db.leaseQuery(sql.forgetOldTicks(project)).catch(() => {});
+  }
+
   /** Stores a fire's record; false when it was stored already (sent again), or when its claim
    * is another scheduler's now (that one records the tick). */
   async function store(routine: string, fire: Fire, opts: RecordOptions, warn?: Warn): Promise<boolean> {
@@ -189,7 +197,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       const r = await db.query({ ...sql.claimTick(project, routine, scheduledAt.toISOString(), by.host, by.claimer), urgent: true });
       // now and then, forget claims older than a day: after the claim, never awaited by it (the
       // tick fires meanwhile), a batch found through its index
-      if (Math.random() < 0.01) void db.query(sql.forgetOldTicks(project)).catch(() => {});
+      if (Math.random() < 0.01) forgetOldTicks();
       return r.rowCount === 1;
     },
 
@@ -198,7 +206,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       // same ticks wait for each other instead of deadlocking
       const ticks = [...asked].sort((a, b) => (a.routine < b.routine ? -1 : a.routine > b.routine ? 1 : a.scheduledAt.getTime() - b.scheduledAt.getTime()));
       const { rows } = await db.query<{ routine: string; scheduled_at: Date }>({ ...sql.claimTicks(project, ticks.map((t) => t.routine), ticks.map((t) => t.scheduledAt.toISOString()), by.host, by.claimer), urgent: true });
-      if (Math.random() < 0.01 * ticks.length) void db.query(sql.forgetOldTicks(project)).catch(() => {});
+      if (Math.random() < 0.01 * ticks.length) forgetOldTicks();
       return new Set(rows.map((r) => claimKey(r.routine, r.scheduled_at)));
     },
 
