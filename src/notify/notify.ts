@@ -3,10 +3,10 @@
 // scheduler and `routine run` call it. It never throws and never changes the fire's result: a
 // delivery that fails is a `[notify] …` log line.
 
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import { printable } from '../printable.js';
 import { parseFrame } from '../scheduler/log-frames.js';
-import { showRoutineLog } from '../scheduler/routine-log.js';
+import { routineLogFiles, showRoutineLog } from '../scheduler/routine-log.js';
 import type { Project } from '../config/load.js';
 import type { NotifyEvent, RoutineDef } from '../config/types.js';
 import { hostId } from '../process/identity.js';
@@ -65,7 +65,7 @@ export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]>
         routine: o.def.id,
         prior: o.prior,
         fire: o.fire,
-        log: o.logPath ?? join(o.project.stateDir, 'logs', `${o.def.id}.log`),
+        log: o.logPath ?? routineLogFiles(o.project.stateDir, o.def.id).current,
         outputTail,
         holder: o.fire.holder ? holderText(o.fire.holder) : null,
         ifBusy: o.def.ifBusy,

@@ -21,10 +21,10 @@ import { writeChecksummed, writeFileDurable } from '../fs/durable.js';
 import { ensureStateRoot } from '../state/json-file.js';
 import { processGone } from '../process/identity.js';
 import { phasesPath, readPhasesFile } from './phases.js';
-import { interruptedFire, type Fire, type OpenFire } from '../state/routine-state.js';
+import { checkRecord, interruptedFire, type Fire, type OpenFire } from '../state/routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
-import { checkFolders, checkRec, indexPath, readRoutine, readRoutineIndexed, type IndexCache, type RoutineIndex } from './routine-index.js';
+import { checkFolders, indexPath, readRoutine, readRoutineIndexed, type IndexCache, type RoutineIndex } from './routine-index.js';
 import { readRoutineState, StatePublisher } from './state-file.js';
 
 export { indexPath, readRoutine, type IndexCache } from './routine-index.js';
@@ -134,7 +134,7 @@ export async function pauseRoutine(project: Project, routineId: string, paused: 
 
 /** The routine's newest `retention.historyLines` fires (from the rotated file too), oldest first. */
 export function readFires(project: Project, routineId: string, warn: Warn = () => {}): HistoryEntry[] {
-  return readFireEntries(historyPath(project.stateDir, routineId), project.config.retention.historyLines, checkRec, warn);
+  return readFireEntries(historyPath(project.stateDir, routineId), project.config.retention.historyLines, checkRecord, warn);
 }
 
 /** Creates a file with a byte of data in the history folder, and removes it: what every fire

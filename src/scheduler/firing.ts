@@ -7,7 +7,7 @@
 // the log frames and the record.)
 
 import { stoppedReason, takeStopRequest } from './stop-request.js';
-import { join, relative } from 'node:path';
+import { relative } from 'node:path';
 import { acquireLock, busyReason, slotsOf } from '../lock/named.js';
 import type { Backend } from '../backend-types.js';
 import { anySignal, type Clock } from '../clock.js';
@@ -36,7 +36,10 @@ import type { LineEntry, LineTicket } from '../lock/line.js';
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
 const KILL_GRACE_MS = 5_000;
 
-export type Trigger = 'schedule' | 'manual' | 'retry';
+import type { Trigger } from './log-frames.js';
+import { routineLogFiles } from './routine-log.js';
+
+export type { Trigger };
 
 export interface FireContext {
   project: Project;
@@ -79,9 +82,9 @@ export interface FireResult extends Fire {
   ahead?: { why: string; scheduled: boolean };
 }
 
-/** `<stateDir>/logs/<id>.log`; opened O_NOFOLLOW and checked. */
+/** `<stateDir>/logs/<id>.log` (routine-log.ts names the files); opened O_NOFOLLOW and checked. */
 export function routineLogPath(project: Project, id: string): string {
-  return join(project.stateDir, 'logs', `${id}.log`);
+  return routineLogFiles(project.stateDir, id).current;
 }
 
 /** Opens the routine's log for one more run, first rotating it to `<id>.log.1` (replacing the

@@ -16,7 +16,6 @@ export function indexPath(project: Project, routineId: string): string {
   return `${historyPath(project.stateDir, routineId).slice(0, -'.jsonl'.length)}.index`;
 }
 
-export const checkRec = (v: unknown) => checkRecord(v);
 
 /** Where a fold of a history file stopped: the file (inode), its size and modification time
  * then (a file rewritten to the same size is folded again). */
@@ -71,7 +70,7 @@ function foldHistory(project: Project, id: string, base: RoutineIndex | null, wa
     if (!whole) return null;
     read = { ...whole, start: 0 };
   }
-  const parsed = parseHistory(read.bytes.toString('utf8'), checkRec);
+  const parsed = parseHistory(read.bytes.toString('utf8'), checkRecord);
   if (parsed.unreadable.length > 0) warn(unreadableMessage(file, from ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
   const folded = foldLines(parsed.lines, from);
   return { record: folded.record, recent: folded.recent, ino: read.ino, size: read.size, mtime: read.mtimeMs, tail: tailOf(file, read) };
