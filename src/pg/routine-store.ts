@@ -60,11 +60,12 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       stored = false; // (the transaction may run its callback again)
       // The routine's row locked first: a record sent again after a lost answer (the spool) is
       // decided stored or not with it held, so once, whoever else sends it at the same time. A
-      // record of a claimed tick that opened no fire (a skip, one that could not start) settles
-      // its claim, while it is its claimer's.
+      // record of a claimed tick settles its claim in the same round trip, while it is its
+      // claimer's: one that opened no fire (a skip), and one whose open marker was never stored
+      // (it could not start: its record closes a marker that may not be there).
       let prior: RoutineRecord | undefined;
       try {
-        prior = await locked(client, routine, opts.claimer && !fire.closes ? { scheduledAt: fire.scheduled_at, claimer: opts.claimer } : undefined);
+        prior = await locked(client, routine, opts.claimer ? { scheduledAt: fire.scheduled_at, claimer: opts.claimer } : undefined);
       } catch (err) {
         if (!(err instanceof ClaimTakenError)) throw err;
         warn?.(`${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): ${err.message}`);
@@ -201,11 +202,11 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       return r.rowCount === 1;
     },
 
-    async claimTicks(asked: readonly { routine: string; scheduledAt: Date }[], by: Claimant): Promise<Set<string>> {
+    async claimTicks(asked: readonly { routine: string; scheduledAt: Date }[], by: Claimant, again = false): Promise<Set<string>> {
       // rows locked in one order by every scheduler (routine, then time): two batches of the
       // same ticks wait for each other instead of deadlocking
       const ticks = [...asked].sort((a, b) => (a.routine < b.routine ? -1 : a.routine > b.routine ? 1 : a.scheduledAt.getTime() - b.scheduledAt.getTime()));
-      const { rows } = await db.query<{ routine: string; scheduled_at: Date }>({ ...sql.claimTicks(project, ticks.map((t) => t.routine), ticks.map((t) => t.scheduledAt.toISOString()), by.host, by.claimer), urgent: true });
+      const { rows } = await db.query<{ routine: string; scheduled_at: Date }>({ ...sql.claimTicks(project, ticks.map((t) => t.routine), ticks.map((t) => t.scheduledAt.toISOString()), by.host, by.claimer, again), urgent: true });
       if (Math.random() < 0.01 * ticks.length) forgetOldTicks();
       return new Set(rows.map((r) => claimKey(r.routine, r.scheduled_at)));
     },

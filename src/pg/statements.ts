@@ -327,14 +327,15 @@ export const routineSql = {
       WHERE t.claimer = excluded.claimer AND NOT t.settled RETURNING 1`,
     values: [project, routine, scheduledAt, host, claimer], name: 'routinely_claim_5',
   }),
-  /** claimTick for several ticks in one round trip: answers the ticks taken (or this claimer's
-   * already and unsettled). */
-  claimTicks: (project: string, routines: readonly string[], scheduledAts: readonly string[], host: string, claimer: string): Statement => ({
+  /** claimTick for several ticks in one round trip: answers the ticks taken. `again` (claims
+   * sent again after an answer was lost): also those this claimer holds already, unsettled — a
+   * first claim of a tick this claimer holds is a second way to the same tick, and answered no. */
+  claimTicks: (project: string, routines: readonly string[], scheduledAts: readonly string[], host: string, claimer: string, again: boolean): Statement => ({
     text: `INSERT INTO routinely_ticks AS t (project, routine, scheduled_at, host, claimer, settled)
       SELECT $1, u.r, u.a, $4, $5, false FROM unnest($2::text[], $3::timestamptz[]) AS u(r, a)
-      ON CONFLICT (project, routine, scheduled_at) DO UPDATE SET claimed_at = t.claimed_at
-      WHERE t.claimer = excluded.claimer AND NOT t.settled RETURNING routine, scheduled_at`,
-    values: [project, routines, scheduledAts, host, claimer], name: 'routinely_claim_many_5',
+      ON CONFLICT (project, routine, scheduled_at) DO ${again ? `UPDATE SET claimed_at = t.claimed_at
+      WHERE t.claimer = excluded.claimer AND NOT t.settled` : 'NOTHING'} RETURNING routine, scheduled_at`,
+    values: [project, routines, scheduledAts, host, claimer], name: again ? 'routinely_claim_again_5' : 'routinely_claim_many_5',
   }),
   /** The tick's fire opened or its record is written: settled, if the claim is still
    * `claimer`'s (one row: a take-over of the same claim is either before, and this finds none,

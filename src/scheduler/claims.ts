@@ -42,15 +42,15 @@ export async function sweepClaims(o: SweepOptions): Promise<number> {
   let taken = 0;
   for (const c of await o.recorder.orphanClaims(SWEEP_BATCH)) {
     const own = c.claimer === me;
-    if (own && o.runner.holdsClaim(c.routine, c.scheduledAt)) continue;
+    // a tick this scheduler works on is its own business, also a claim of another's it took
+    if (o.runner.holdsClaim(c.routine, c.scheduledAt)) continue;
     const entry = o.entry(c.routine);
     if (!entry) continue;
-    if (!(await o.recorder.takeOver(c))) continue;
-    taken++;
-    const fires = o.runner.timeLeft(entry, c.scheduledAt) > 0;
-    o.log({ event: 'routine.taken_over', routine: c.routine, scheduled_at: c.scheduledAt.toISOString(), from: own ? 'this scheduler' : c.host, fires });
-    if (fires) o.runner.launch(entry, c.scheduledAt, true);
-    else o.runner.recordTakenOver(entry, c.scheduledAt, takenOverReason(c, own));
+    const from = own ? 'this scheduler' : c.host;
+    // said before the tick's own lines (a fire's start, a skip's record)
+    const adopted = o.runner.adopt(entry, c, takenOverReason(c, own), (fires) =>
+      o.log({ event: 'routine.taken_over', routine: c.routine, scheduled_at: c.scheduledAt.toISOString(), from, fires }));
+    if (await adopted) taken++;
   }
   return taken;
 }

@@ -126,26 +126,30 @@ export class Recorder {
   /** Claims a scheduled time for this scheduler (several schedulers share a database: one of
    * them takes each). Throws when the database did not answer; sent again, a claim that
    * committed although its answer was lost is recognised as this claimer's. */
-  claim(id: string, scheduledAt: Date): Promise<boolean> {
+  claim(id: string, scheduledAt: Date, again = false): Promise<boolean> {
     if (!this.o.store.claimTicks) return this.o.store.claimTick(id, scheduledAt, this.claimant);
     // the claims asked for in one turn of the event loop go in one statement (CLAIM_BATCH at most)
     return new Promise((resolve, reject) => {
-      this.claimsAsked.push({ id, scheduledAt, resolve, reject });
+      this.claimsAsked.push({ id, scheduledAt, again, resolve, reject });
       if (this.claimsAsked.length === 1) setImmediate(() => this.sendClaims());
     });
   }
 
-  private claimsAsked: { id: string; scheduledAt: Date; resolve: (won: boolean) => void; reject: (err: unknown) => void }[] = [];
+  private claimsAsked: { id: string; scheduledAt: Date; again: boolean; resolve: (won: boolean) => void; reject: (err: unknown) => void }[] = [];
 
   private sendClaims(): void {
-    const asked = this.claimsAsked.splice(0);
-    for (let i = 0; i < asked.length; i += CLAIM_BATCH) {
-      const part = asked.slice(i, i + CLAIM_BATCH);
-      this.o.store.claimTicks!(part.map((a) => ({ routine: a.id, scheduledAt: a.scheduledAt })), this.claimant).then(
-        (won) => part.forEach((a) => a.resolve(won.has(claimKey(a.id, a.scheduledAt)))),
-        (err: unknown) => part.forEach((a) => a.reject(err)),
-      );
+    const all = this.claimsAsked.splice(0);
+    for (const again of [false, true]) {
+      const asked = all.filter((a) => a.again === again);
+      for (let i = 0; i < asked.length; i += CLAIM_BATCH) this.sendBatch(asked.slice(i, i + CLAIM_BATCH), again);
     }
+  }
+
+  private sendBatch(part: Recorder['claimsAsked'], again: boolean): void {
+    this.o.store.claimTicks!(part.map((a) => ({ routine: a.id, scheduledAt: a.scheduledAt })), this.claimant, again).then(
+      (won) => part.forEach((a) => a.resolve(won.has(claimKey(a.id, a.scheduledAt)))),
+      (err: unknown) => part.forEach((a) => a.reject(err)),
+    );
   }
 
   /** Unsettled claims of claimers that are gone, and this one's own (scheduler/claims.ts). */

@@ -12,7 +12,7 @@ import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import { holderText, type Logger } from './log.js';
 import type { Recorder } from './recorder.js';
-import { claimKey } from './store.js';
+import { claimKey, type OrphanClaim } from './store.js';
 import { nextFire } from './timing.js';
 import { ClaimTakenError, DatabaseError, DatabaseRowError, FolderReplacedError, isStorageError } from '../errors.js';
 import { Backoff } from '../backoff.js';
@@ -173,15 +173,33 @@ export class Runner {
     return this.claims.has(claimKey(id, scheduledAt));
   }
 
-  /** A claim taken over (scheduler/claims.ts) that cannot fire before the routine's next tick
-   * any more: recorded as a skip with `reason`, which settles it. */
-  recordTakenOver(entry: Entry, scheduledAt: Date, reason: string): void {
-    this.track(this.skip(entry.def, this.skipFire(scheduledAt, reason), null).catch((err: Error) => this.warn(`${entry.def.id}: ${err.message}`)));
-  }
-
-  /** How long from now the tick may still start: until shortly before the routine's next tick. */
-  timeLeft(entry: Entry, scheduledAt: Date): number {
-    return this.untilNextTick(entry, scheduledAt);
+  /** Takes over a claim nobody works on (scheduler/claims.ts) and fires it late, or — when the
+   * routine's next tick is too near — records it as a skip with `reason` (which settles it). The
+   * tick is this runner's from before the take-over until it is fired or recorded, so that no
+   * other way to the same tick here (a catch-up, a claim sent again) claims it meanwhile: a claim
+   * of this claimer's that is not settled answers yes to it. Returns whether it took it and
+   * whether it fires it; null when it did not take it. */
+  async adopt(entry: Entry, claim: OrphanClaim, reason: string, taken: (fires: boolean) => void): Promise<{ fires: boolean } | null> {
+    const key = claimKey(claim.routine, claim.scheduledAt);
+    if (this.claims.has(key) || this.stopping) return null;
+    this.claims.add(key);
+    let handed = false;
+    try {
+      if (!(await this.o.recorder.takeOver(claim))) return null;
+      const fires = this.untilNextTick(entry, claim.scheduledAt) > 0;
+      taken(fires);
+      if (fires) {
+        // handed to the tick in the same turn: it takes the key as it starts
+        this.claims.delete(key);
+        handed = true;
+        this.launch(entry, claim.scheduledAt, true);
+        return { fires: true };
+      }
+      await this.skip(entry.def, this.skipFire(claim.scheduledAt, reason), null);
+      return { fires: false };
+    } finally {
+      if (!handed) this.claims.delete(key);
+    }
   }
 
   private async tick(entry: Entry, scheduledAt: Date, claimed = false): Promise<void> {
@@ -219,8 +237,8 @@ export class Runner {
   }
 
   /** One claim, and what a claim that went through after failures means: the database is back. */
-  private async claimOnce(id: string, scheduledAt: Date): Promise<boolean> {
-    const ok = await this.o.recorder.claim(id, scheduledAt);
+  private async claimOnce(id: string, scheduledAt: Date, again = false): Promise<boolean> {
+    const ok = await this.o.recorder.claim(id, scheduledAt, again);
     this.databaseAnswered();
     return ok;
   }
@@ -241,9 +259,9 @@ export class Runner {
   private async claimUntilNextTick(entry: Entry, scheduledAt: Date): Promise<boolean> {
     const id = entry.def.id;
     const pause = new Backoff(100, 1_000, this.o.clock);
-    for (;;) {
+    for (let again = false; ; again = true) {
       try {
-        return await this.claimOnce(id, scheduledAt);
+        return await this.claimOnce(id, scheduledAt, again);
       } catch (err) {
         // the database did not answer, or chose this claim as a deadlock's victim: sent again
         const deadlock = (err as { code?: unknown }).code === '40P01';

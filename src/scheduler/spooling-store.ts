@@ -61,8 +61,8 @@ export class SpoolingStore implements RoutineStore {
 
   /** Not this host's own claims whose record waits in its spool: that record settles them when
    * it is sent (a sweep recording them meanwhile would record the tick twice). */
-  claimTicks(ticks: readonly { routine: string; scheduledAt: Date }[], by: Claimant): Promise<Set<string>> {
-    if (this.db.claimTicks) return this.db.claimTicks(ticks, by);
+  claimTicks(ticks: readonly { routine: string; scheduledAt: Date }[], by: Claimant, again = false): Promise<Set<string>> {
+    if (this.db.claimTicks) return this.db.claimTicks(ticks, by, again);
     // a store that claims one at a time (tests' stubs)
     return (async () => {
       const won = new Set<string>();

@@ -112,8 +112,10 @@ export interface RoutineStore {
   /** Claims one scheduled time of a routine for this scheduler; false when another scheduler
    * already did (several schedulers share a database backend, SPEC §9). */
   claimTick(routineId: string, scheduledAt: Date, by: Claimant): Promise<boolean>;
-  /** claimTick for several ticks at once (one round trip): the keys (`claimKey`) of those taken. */
-  claimTicks?(ticks: readonly { routine: string; scheduledAt: Date }[], by: Claimant): Promise<Set<string>>;
+  /** claimTick for several ticks at once (one round trip): the keys (`claimKey`) of those taken.
+   * Only with `again` (sent again after a lost answer) is a claim this claimer holds, unsettled,
+   * answered yes. */
+  claimTicks?(ticks: readonly { routine: string; scheduledAt: Date }[], by: Claimant, again?: boolean): Promise<Set<string>>;
   /** Where ticks are shared: unsettled claims of claimers that are gone and `claimer`'s own,
    * oldest first (scheduler/claims.ts decides what becomes of them). */
   orphanClaims?(claimer: string, limit: number): Promise<OrphanClaim[]>;

@@ -261,6 +261,18 @@ suite('recording through an outage', () => {
     expect(await real.claimTick('a', t(3), b)).toBe(true);
     await query(`INSERT INTO routinely_leases (project, key, lock_id, epoch, owner, created_at, heartbeat_at, expires_at) VALUES ('app', 'scheduler@h2', 'c2', 1, '{}', now(), now(), now() + interval '1 minute')`);
     expect(await real.orphanClaims!('c1', 10)).toEqual([]);
+    // a fire that could not start (its marker's answer lost, the marker never stored): its
+    // record closes that marker and settles the claim all the same — no sweep records it again
+    expect(await real.claimTick('a', t(4), b)).toBe(true);
+    await real.recordFire('a', { ...fire(4, 'failure', { closes: '0a0a0a0a' }), scheduled_at: t(4).toISOString(), reason: 'not started: timed out', unstarted: true }, () => {}, { claimer: 'c2' });
+    expect((await real.orphanClaims!('c1', 10)).filter((c) => c.scheduledAt.getTime() === t(4).getTime())).toEqual([]);
+    // in batches: a first claim of a tick its claimer holds is a second way to it (no); sent
+    // again after a lost answer (again), its own unsettled claim is yes; another's never
+    const batch = [{ routine: 'a', scheduledAt: t(5) }, { routine: 'b', scheduledAt: t(5) }];
+    expect(await real.claimTicks!(batch, a)).toEqual(new Set([`a@${t(5).getTime()}`, `b@${t(5).getTime()}`]));
+    expect(await real.claimTicks!(batch, a)).toEqual(new Set());
+    expect(await real.claimTicks!(batch, a, true)).toEqual(new Set([`a@${t(5).getTime()}`, `b@${t(5).getTime()}`]));
+    expect(await real.claimTicks!(batch, b, true)).toEqual(new Set());
     // a manual fire (no claim) is no one's to refuse
     await real.openFire('a', { ...opened('0f0f0f0f', 9), scheduled_at: t(9).toISOString() }, () => {}, 'c1');
   });
