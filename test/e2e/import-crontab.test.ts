@@ -83,8 +83,9 @@ describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
     expect((await runCli(['validate'], { cwd: project })).code).toBe(0);
     const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 110_000 });
     await s.waitFor(/\[scheduler\] started \(5 routines\)/);
-    // a manual holder of the db lock meanwhile: the db job waits for it, never skips
-    const holder = await runCli(['lock', 'run', '--lock', 'db', '--', 'sleep', '1'], { cwd: project });
+    // a manual holder of the db lock meanwhile: the db job waits for it, never skips (the
+    // holder waits its turn too: the db job may hold the lock as it comes, every 2 s for 0.5 s)
+    const holder = await runCli(['lock', 'run', '--lock', 'db', '--if-busy', 'wait', '--', 'sleep', '1'], { cwd: project });
     expect(holder.code).toBe(0);
     await eventually(() => Math.min(...['app1', 'app2', 'db', 'bare1', 'bare2'].map((id) => (spansOf(join(project, 'marks')).get(id) ?? []).filter((x) => x.e < Infinity).length)) >= 3, 60_000, 'three runs of every job', () => s.stdout());
     s.child.kill('SIGTERM');
