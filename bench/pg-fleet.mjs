@@ -105,13 +105,18 @@ function graphileFleet(url, procs, jobs) {
   };
 }
 
+/** A database of its own for one side, and that side's processes on it (started, not up yet). */
+async function startFleet(prefix, side, o) {
+  const db = `${prefix}_${side.replace(/\W/g, '_')}_${process.pid}`;
+  await q(o.admin, `CREATE DATABASE ${db}`);
+  const url = dbUrl(o.admin, db);
+  return { db, url, fleet: side === 'routinely' ? routinelyFleet(url, o.procs, o.jobs) : graphileFleet(url, o.procs, o.jobs) };
+}
+
 /** One side's cost of the minute `at`: statements and server CPU from 10 s before it to 50 s
  * after it, divided by the ticks fired in it. */
 async function perTick(side, o) {
-  const db = `fleet_${side.replace(/\W/g, "_")}_${process.pid}`;
-  await q(o.admin, `CREATE DATABASE ${db}`);
-  const url = dbUrl(o.admin, db);
-  const fleet = side === 'routinely' ? routinelyFleet(url, o.procs, o.jobs) : graphileFleet(url, o.procs, o.jobs);
+  const { db, url, fleet } = await startFleet('fleet', side, o);
   try {
     await fleet.up();
     const at = minuteAhead(25_000);
@@ -137,10 +142,7 @@ async function perTick(side, o) {
 
 /** How late each job of the minute `at` started (ms after its minute), with `procs` processes. */
 export async function lateness(side, o) {
-  const db = `late_${side.replace(/\W/g, "_")}_${process.pid}`;
-  await q(o.admin, `CREATE DATABASE ${db}`);
-  const url = dbUrl(o.admin, db);
-  const fleet = side === 'routinely' ? routinelyFleet(url, o.procs, o.jobs) : graphileFleet(url, o.procs, o.jobs);
+  const { url, fleet } = await startFleet('late', side, o);
   try {
     await fleet.up();
     const at = minuteAhead(20_000);

@@ -4,6 +4,7 @@
 // name the host and never the password.
 
 import pg from 'pg';
+import { PriorityGate } from './priority-gate.js';
 import { DatabaseError } from '../errors.js';
 import { MIGRATIONS, schemaSql } from './schema.js';
 import { sessionSql, type Statement } from './statements.js';
@@ -242,7 +243,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
   // The statement connections are taken in turn through a gate that lets a fire's way to its
   // start (claims, the pause flag, open markers) go before records: a burst of 1 000 routines
   // starts them all before recording the first ones, instead of one start per record.
-  const gate = new TurnGate(limits.main);
+  const gate = new PriorityGate(limits.main);
   const wrap = async <T>(fn: (p: pg.Pool) => Promise<T>, which: 'main' | 'lease' = 'main', urgent = false): Promise<T> => {
     if (switching) await switching;
     const gated = which === 'main' && leasePool !== pool;
@@ -296,40 +297,6 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
   if (leasePool !== pool) warm(leasePool);
   await migrate(db);
   return db;
-}
-
-/** `size` holders at once; urgent askers go before the others; an asker gives up after
- * `timeoutMs` (the pool's own connect time-out, which it then no longer waits for). */
-class TurnGate {
-  private inside = 0;
-  private readonly waiting: { urgent: boolean; go: (entered: boolean) => void }[] = [];
-
-  constructor(private readonly size: number) {}
-
-  enter(urgent: boolean, timeoutMs: number): Promise<boolean> {
-    if (this.inside < this.size) {
-      this.inside++;
-      return Promise.resolve(true);
-    }
-    return new Promise((resolve) => {
-      const w = { urgent, go: (entered: boolean) => (clearTimeout(timer), resolve(entered)) };
-      const timer = setTimeout(() => {
-        const i = this.waiting.indexOf(w);
-        if (i >= 0) this.waiting.splice(i, 1);
-        resolve(false);
-      }, timeoutMs);
-      // urgent ones after the urgent ones waiting, before every other
-      const at = urgent ? this.waiting.findIndex((x) => !x.urgent) : -1;
-      if (at < 0) this.waiting.push(w);
-      else this.waiting.splice(at, 0, w);
-    });
-  }
-
-  leave(): void {
-    const next = this.waiting.shift();
-    if (next) next.go(true);
-    else this.inside--;
-  }
 }
 
 function warm(pool: pg.Pool): void {
