@@ -7,7 +7,7 @@ import type { ExecStore } from './exec/store.js';
 import type { LockBackend } from './lock/lock-backend.js';
 import type { LockStatus } from './lock/status.js';
 import type { LivenessProbe } from './process/identity.js';
-import type { RoutineStore } from './scheduler/store.js';
+import type { RoutineStore } from './state/store.js';
 import type { DbClock } from './pg/db-clock.js';
 
 /** What differs between the backends (config/backend-caps.ts decides it once per project). */

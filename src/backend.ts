@@ -9,7 +9,7 @@ import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
 import { SCHEDULER_LOCK_KEY, fileLockBackend } from './lock/lock-backend.js';
 import { readLockStatus } from './lock/status.js';
 import type { Backend, OpenOptions } from './backend-types.js';
-import { fileRoutineStore } from './scheduler/file-store.js';
+import { fileRoutineStore } from './state/file-store.js';
 import { ensureStateRoot } from './state/json-file.js';
 import { trustRoot } from './fs/files.js';
 

@@ -1,8 +1,8 @@
 // Spans of time as people read them: the formatters of every view (the CLI, the pages, the
 // run lines, the logs, the lock's and the database's messages), in a module that depends on
-// nothing. Four forms, each for its reader: humanDuration for views, shortDuration for one-unit
+// nothing. Five forms, each for its reader: humanDuration for views, shortDuration for one-unit
 // columns, tenthsOfSeconds for what a run took (logs, records), seconds for settings and ages in
-// messages.
+// messages, stepText for a clock step in the scheduler's log.
 
 /** The one formatter of spans in every view (cli/io.ts re-exports it). Self-contained: the
  * pages' script carries its source (page-script.ts). */
@@ -39,3 +39,13 @@ export const tenthsOfSeconds = (ms: number): string => `${(ms / 1000).toFixed(1)
 /** Seconds with no more digits than they need, to the tenth: `4s`, `2.5s` (a TTL, a time-out, a
  * heartbeat's age in a lock's or the database's message). */
 export const seconds = (ms: number): string => `${Math.round(ms / 100) / 10}s`;
+
+/** `2h0m0s`, `3m20s`, `45s` (whole seconds, as the log shows a clock step). */
+export function stepText(ms: number): string {
+  const s = Math.round(ms / 1000);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (h > 0) return `${h}h${m}m${s % 60}s`;
+  if (m > 0) return `${m}m${s % 60}s`;
+  return `${s}s`;
+}

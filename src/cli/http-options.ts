@@ -3,16 +3,13 @@
 // anything starts. Light on purpose (scheduler-command imports it, and `routine list` imports
 // scheduler-command): the checks load on use, prom-client and the server only after this says yes.
 
-import { formatListen, parseListen, type ListenAddress } from '../config/listen.js';
+import { formatListen, parseListen } from '../config/listen.js';
 import { displayPath, type Project } from '../config/load.js';
 import { UsageError } from '../errors.js';
 
-export interface HttpSetup {
-  listen: ListenAddress;
-  token: string | null;
-  /** `http.actions`: POST /api/routines/ID/run|pause|resume (always with the token). */
-  actions: boolean;
-}
+import type { HttpSetup, RoutineRows } from '../http/wiring.js';
+
+export type { HttpSetup };
 
 /** null when neither `--http` nor `http.listen` asks for the server. */
 export async function httpSetup(flag: string | undefined, project: Project, env: NodeJS.ProcessEnv = process.env): Promise<HttpSetup | null> {
@@ -30,3 +27,7 @@ export async function httpSetup(flag: string | undefined, project: Project, env:
   }
   return { listen, token: exposure.token, actions };
 }
+
+/** `routine list --json`'s rows for the page, imported on use: a static import would make
+ * esbuild split routine-commands into a shared chunk, one more file for every `routine list`. */
+export const routineRows: RoutineRows = async (project, now, backend) => (await import('./routine-commands.js')).routineRows(project, now, backend);

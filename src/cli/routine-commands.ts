@@ -8,20 +8,20 @@ import { EXEC_LOCK_NAME, ID_PATTERN, type RoutineDef } from '../config/types.js'
 import { busyReason } from '../lock/named.js';
 import { ConfigError, ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { parseTimeArg } from './time-arg.js';
-import { ownerGone } from '../scheduler/firing.js';
-import { runManually } from '../scheduler/manual-run.js';
-import { Recorder } from '../scheduler/recorder.js';
+import { ownerGone } from '../fire/firing.js';
+import { runManually } from '../fire/manual-run.js';
+import { Recorder } from '../fire/recorder.js';
 import { notifyFire } from '../notify/notify.js';
 import { hostId } from '../process/identity.js';
-import { createLogger } from '../scheduler/log.js';
+import { createLogger } from '../fire/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
-import { routineZone } from '../scheduler/schedule.js';
+import { routineZone } from '../config/schedule.js';
 import { emptyRecord, type RoutineResult } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import { listRows, phasesOf, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
-import { readSchedulerState } from '../scheduler/status.js';
+import { readSchedulerState } from '../control/status.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
 import type { GlobalOptions } from './globals.js';
@@ -297,12 +297,12 @@ export async function routinePause(id: string, flags: { note?: string }, g: Glob
   return ExitCode.OK;
 }
 
-/** `routine stop ID` (SPEC §10): see scheduler/stop-request.ts. Nothing running: exit 0, said. */
+/** `routine stop ID` (SPEC §10): see fire/stop-request.ts. Nothing running: exit 0, said. */
 export async function routineStop(id: string, flags: { timeout: number }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   const def = findRoutine(project, id);
   if (def.action !== 'command') throw new UsageError(`routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop; routine stop stops command routines`);
-  const { stopRoutine } = await import('../scheduler/stop-request.js');
+  const { stopRoutine } = await import('../fire/stop-request.js');
   const r = await withBackend(project, (backend) => stopRoutine({ backend, stateDir: project.stateDir, routine: id, who: { via: 'cli', pid: process.pid }, graceMs: flags.timeout * 1000, clock: systemClock }));
   switch (r.kind) {
     case 'idle':

@@ -7,10 +7,10 @@
 
 import { printable } from '../printable.js';
 import { processGone } from '../process/identity.js';
-import type { SchedulerState } from '../scheduler/status.js';
+import type { SchedulerState } from '../control/status.js';
 import { schedulerLine } from './scheduler-line.js';
 import type { OpenFire, RoutineRecord } from '../state/routine-state.js';
-import type { Phase, PhaseBoard } from '../scheduler/phases.js';
+import type { Phase, PhaseBoard } from '../state/phases.js';
 import { ExitCode } from '../errors.js';
 import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
 import { shortDuration } from '../duration.js';

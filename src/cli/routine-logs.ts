@@ -5,7 +5,7 @@ import { displayPath } from '../config/load.js';
 import { ID_PATTERN } from '../config/types.js';
 import { ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { isRunId } from '../run-id.js';
-import { showRoutineLog } from '../scheduler/routine-log.js';
+import { showRoutineLog } from '../fire/routine-log.js';
 import { TerminalStream } from '../printable.js';
 import { err, out } from './io.js';
 import type { GlobalOptions } from './globals.js';

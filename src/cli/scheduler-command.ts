@@ -3,24 +3,24 @@
 import { loadProject } from '../config/load.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { ExitCode } from '../errors.js';
-import { fireRoutine, ownerGone } from '../scheduler/firing.js';
+import { fireRoutine, ownerGone } from '../fire/firing.js';
 import { commandEnvOf } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { disposable, openBackend } from '../backend.js';
 import { hostId } from '../process/identity.js';
-import { createLogger, type LogFormat } from '../scheduler/log.js';
+import { createLogger, type LogFormat } from '../fire/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { LeaseKeeper, stalledNotice } from '../scheduler/lease-keeper.js';
-import { holdRunningMark } from '../scheduler/running-mark.js';
+import { holdRunningMark } from '../control/running-mark.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
-import { httpSetup } from './http-options.js';
+import { httpSetup, routineRows } from './http-options.js';
 import { stopWithNpm } from './wrapper.js';
 import { boundedLines } from './bounded-output.js';
 import { keepGoingOnBrokenPipes, limitExitFlush } from './io.js';
 import { setIoNoticeSink } from '../fs/io-notice.js';
-import type { SchedulerHttp } from './http-status.js';
+import type { SchedulerHttp } from '../http/wiring.js';
 import type { GlobalOptions } from './globals.js';
 
 // `serve` is reached through this module on purpose: the two share the logger and the HTTP
@@ -108,8 +108,8 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
       return state !== null ? `state folder not writable: ${state}` : keeper.problem();
     };
     // the page's runs are recorded by the scheduler's recorder: its metrics count them
-    served = http && (await (await import('./http-status.js')).schedulerHttp({
-      setup: http, backend, host, log, project: () => scheduler.currentProject, lockProblem: problem, shutdownTimeoutMs: flags.shutdownTimeout * 1000, recorder: scheduler.recorder,
+    served = http && (await (await import('../http/wiring.js')).schedulerHttp({
+      setup: http, routineRows, backend, host, log, project: () => scheduler.currentProject, lockProblem: problem, shutdownTimeoutMs: flags.shutdownTimeout * 1000, recorder: scheduler.recorder,
       held: () => (scheduler.stateUnwritable !== null ? `state folder not writable: ${scheduler.stateUnwritable}` : null),
     }));
   } catch (err) {
@@ -148,5 +148,3 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   }
   return keeper.lost ? ExitCode.FAILED : ExitCode.OK;
 }
-
-

@@ -2,7 +2,7 @@
 // `routine list`.
 
 import { printable } from '../printable.js';
-import type { SchedulerInstance, SchedulerState } from '../scheduler/status.js';
+import type { SchedulerInstance, SchedulerState } from '../control/status.js';
 import { humanDuration } from './io.js';
 
 const ago = (s: number | null): string => (s === null ? 'unknown' : s < 60 ? `${Math.max(0, Math.round(s))}s ago` : `${humanDuration(s * 1000)} ago`);

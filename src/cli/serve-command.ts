@@ -6,10 +6,10 @@ import { loadProject, type Project } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { disposable, openBackend } from '../backend.js';
 import { hostId } from '../process/identity.js';
-import { createLogger, type LogFormat } from '../scheduler/log.js';
-import { flushMessage, SpoolFlusher } from '../scheduler/spooling-store.js';
+import { createLogger, type LogFormat } from '../fire/log.js';
+import { flushMessage, SpoolFlusher } from '../state/spooling-store.js';
 import { routineChanges } from '../scheduler/reload-changes.js';
-import { httpSetup } from './http-options.js';
+import { httpSetup, routineRows } from './http-options.js';
 import { out } from './io.js';
 import type { GlobalOptions } from './globals.js';
 
@@ -25,8 +25,8 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
   if (!setup) throw new UsageError('serve needs an address: --http [HOST:]PORT, or "http": { "listen": … } in the config');
   await using backend = disposable(await openBackend(project));
   const host = hostId();
-  const { serveHttp } = await import('./http-status.js');
-  const server = await serveHttp({ setup, backend, host, log, project: () => project, schedulerKey: backend.schedulerKey(host) });
+  const { serveHttp } = await import('../http/wiring.js');
+  const server = await serveHttp({ setup, routineRows, backend, host, log, project: () => project, schedulerKey: backend.schedulerKey(host) });
   const stopped = new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());

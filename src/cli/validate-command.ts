@@ -3,7 +3,7 @@
 import { keepCrons } from '../config/cron.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ConfigError, ExitCode, RoutinelyError } from '../errors.js';
-import { cronSchedule, nextRuns, routineZone } from '../scheduler/schedule.js';
+import { cronSchedule, nextRuns, routineZone } from '../config/schedule.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { err, formatInZone, machineZone, out } from './io.js';

@@ -10,7 +10,7 @@
 
 import { procCmdline, readProcStat } from '../fs/proc.js';
 import { parseProcStat } from '../process/identity.js';
-import type { Logger } from '../scheduler/log.js';
+import type { Logger } from '../fire/log.js';
 
 /** How npm started us, from the variables it sets for the programs it runs; null: not by npm. */
 export function npmWrapper(env: NodeJS.ProcessEnv): string | null {

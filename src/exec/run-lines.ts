@@ -1,6 +1,6 @@
 // What an exec run says, line by line, wherever it is said: `exec run` / `exec resume` on the
 // terminal (cli/progress.ts, with colour) and a routine's log when a routine runs exec work
-// (scheduler/firing.ts, plain), so the page and `routine logs` show what the terminal shows.
+// (fire/firing.ts, plain), so the page and `routine logs` show what the terminal shows.
 
 import { humanDuration } from '../duration.js';
 import { printable } from '../printable.js';

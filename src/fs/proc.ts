@@ -1,5 +1,5 @@
 // Reading the system's own files: Linux's /proc, the kernel's view of processes (lock/identity.ts
-// and scheduler/control.ts decide what it means), and the user database (/etc/passwd,
+// and control/control.ts decide what it means), and the user database (/etc/passwd,
 // /etc/group: config/trust.ts). They are the system's files, not state: no ownership or size rules
 // apply, and every error goes to the caller (a process that ended while we looked answers ENOENT
 // or ESRCH).

@@ -5,13 +5,13 @@
 
 import { basename } from 'node:path';
 import { printable } from '../printable.js';
-import { parseFrame } from '../scheduler/log-frames.js';
-import { routineLogFiles, showRoutineLog } from '../scheduler/routine-log.js';
+import { parseFrame } from '../fire/log-frames.js';
+import { routineLogFiles, showRoutineLog } from '../fire/routine-log.js';
 import type { Project } from '../config/load.js';
 import type { NotifyEvent, RoutineDef } from '../config/types.js';
 import { hostId } from '../process/identity.js';
 import type { LockRecord } from '../lock/record.js';
-import { holderText, type Logger } from '../scheduler/log.js';
+import { holderText, type Logger } from '../fire/log.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import { deliver, type Delivery, type DeliveryOptions } from './deliver.js';
 import { notifyEvents, notifyTarget, wanted } from './events.js';

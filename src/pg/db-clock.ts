@@ -8,7 +8,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import type { Db } from './connect.js';
 import { sessionSql } from './statements.js';
-import type { Logger } from '../scheduler/log.js';
+import type { Logger } from '../fire/log.js';
 
 /** One measurement: how far the database clock is ahead of ours, ± rttMs / 2. */
 export interface OffsetSample {

@@ -9,7 +9,7 @@ import { DbClock, skewWarning } from './db-clock.js';
 import { pgExecStore } from './exec-store.js';
 import { pgLockBackend } from './lease.js';
 import { pgRoutineStore } from './routine-store.js';
-import { SpoolingStore } from '../scheduler/spooling-store.js';
+import { SpoolingStore } from '../state/spooling-store.js';
 
 /** How often the offset to the database clock is measured again, at most. */
 const CLOCK_REFRESH_MAX_MS = 30_000;

@@ -2,9 +2,9 @@
 // one transaction with the row locked (FOR UPDATE), so concurrent writers on any host never lose
 // each other's updates.
 
-import { claimKey, type Claimant, type FireQuery, type OrphanClaim, type PauseChange, type RecordOptions, type RoutineStore, type ShownFire, type Warn } from '../scheduler/store.js';
+import { claimKey, type Claimant, type FireQuery, type OrphanClaim, type PauseChange, type RecordOptions, type RoutineStore, type ShownFire, type Warn } from '../state/store.js';
 import { ClaimTakenError } from '../errors.js';
-import { checkBoard, type PhaseBoard } from '../scheduler/phases.js';
+import { checkBoard, type PhaseBoard } from '../state/phases.js';
 import { processGone } from '../process/identity.js';
 import { checkFireEntry } from '../state/fire-entry.js';
 import type { HistoryEntry } from '../state/history.js';

@@ -8,10 +8,10 @@
 // tick, or records it as skipped with the reason.
 
 import type { Clock } from '../clock.js';
-import type { Entry } from './fire-request.js';
-import type { Recorder } from './recorder.js';
+import type { Entry } from '../fire/fire-request.js';
+import type { Recorder } from '../fire/recorder.js';
 import type { Runner } from './runner.js';
-import type { OrphanClaim } from './store.js';
+import type { OrphanClaim } from '../state/store.js';
 
 /** Claims looked at per sweep, at most (the oldest first; the rest in the next). */
 const SWEEP_BATCH = 200;

@@ -13,7 +13,7 @@ import type { LockBackend } from '../lock/lock-backend.js';
 import type { Lease, LockOwnerInfo } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { describeHolder } from '../lock/stale.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../fire/log.js';
 
 /** A scheduler on this host that is alive but whose record looks expired (stopped with SIGSTOP,
  * or a time someone wrote) is watched for up to a TTL (SPEC §4.4): taken over once its heartbeat

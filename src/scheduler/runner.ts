@@ -9,19 +9,19 @@ import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
-import type { FireResult, Trigger } from './firing.js';
-import { holderText, type Logger } from './log.js';
-import type { Recorder } from './recorder.js';
-import { claimKey, type OrphanClaim } from './store.js';
+import type { FireResult, Trigger } from '../fire/firing.js';
+import { holderText, type Logger } from '../fire/log.js';
+import type { Recorder } from '../fire/recorder.js';
+import { claimKey, type OrphanClaim } from '../state/store.js';
 import { nextFire } from './timing.js';
 import { ClaimTakenError, DatabaseError, DatabaseRowError, FolderReplacedError, isStorageError } from '../errors.js';
 import { Backoff } from '../backoff.js';
-import { unstartedMarker } from './unstarted.js';
+import { unstartedMarker } from '../fire/unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { busyReason, slotsOf } from '../lock/named.js';
 import type { LineTicket, WaitLine } from '../lock/line.js';
-import type { PhaseRecorder } from './phases.js';
-import { MAX_DEFAULT_WAIT_MS, type Entry, type FireFn } from './fire-request.js';
+import type { PhaseRecorder } from '../state/phases.js';
+import { MAX_DEFAULT_WAIT_MS, type Entry, type FireFn } from '../fire/fire-request.js';
 
 export interface RunnerOptions {
   fire: FireFn;

@@ -7,22 +7,23 @@ import { systemClock, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import type { LockRecord } from '../lock/record.js';
 import { ConfigWatch } from './config-watch.js';
-import type { Logger } from './log.js';
-import type { SchedulerObserver } from './observer.js';
-import { Recorder } from './recorder.js';
-import type { Announce, Entry, FireFn } from './fire-request.js';
+import type { Logger } from '../fire/log.js';
+import type { SchedulerObserver } from '../fire/observer.js';
+import { Recorder } from '../fire/recorder.js';
+import type { Announce, Entry, FireFn } from '../fire/fire-request.js';
 import { Runner } from './runner.js';
 import { routineChanges } from './reload-changes.js';
-import { PhaseRecorder } from './phases.js';
+import { PhaseRecorder } from '../state/phases.js';
 import { selfIdentity } from '../process/identity.js';
-import { lightSchedule, routineZone } from './schedule.js';
-import type { RoutineStore } from './store.js';
-import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, SLEPT_RECORD_CAP, sleepMs, sleptThrough, stepText, type ClockReading, type Covered } from './timing.js';
+import { lightSchedule, routineZone } from '../config/schedule.js';
+import type { RoutineStore } from '../state/store.js';
+import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, SLEPT_RECORD_CAP, sleepMs, sleptThrough, type ClockReading, type Covered } from './timing.js';
+import { stepText } from '../duration.js';
 import type { WaitLine } from '../lock/line.js';
 
 import { sweepEveryMs, sweepLoop } from './claims.js';
 
-export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from './fire-request.js';
+export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from '../fire/fire-request.js';
 
 export interface SchedulerOptions {
   project: Project;

@@ -1,7 +1,7 @@
 // Pure timing decisions of the scheduler loop (no I/O, so they are tested as plain functions): what is due, how long to sleep,
 // whether the wall clock jumped, what a catch-up should fire. Times are epoch milliseconds.
 
-import type { Schedule } from './schedule.js';
+import type { Schedule } from '../config/schedule.js';
 
 /** Longest single sleep: the loop re-reads the wall clock at least this often, so a suspend,
  * a resume or a clock step is noticed within it (croner caps its own waits the same way). */
@@ -123,16 +123,6 @@ export function nextUncovered(schedule: Schedule, afterMs: number, covered: read
     t = nextFire(schedule, hit.to);
   }
   return t;
-}
-
-/** `2h0m0s`, `3m20s`, `45s` (whole seconds, as the log shows a clock step). */
-export function stepText(ms: number): string {
-  const s = Math.round(ms / 1000);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  if (h > 0) return `${h}h${m}m${s % 60}s`;
-  if (m > 0) return `${m}m${s % 60}s`;
-  return `${s}s`;
 }
 
 /** `catchUp: "latest"`: the most recent scheduled time, if it passed after the last recorded

@@ -10,7 +10,7 @@ import { machineZone, zoneTime, type ZoneTime } from '../zone-time.js';
 import { VERSION } from '../version.js';
 import { COVER_MS, UPCOMING_MAX, UPCOMING_MIN, listCacheKey, nextCached, readListCache, readProjectCache, sameOffset, writeListCache, type CachedProject, type CachedRoutine } from './list-cache.js';
 import { ensureStateRoot } from '../state/json-file.js';
-import { routineZone } from './schedule.js';
+import { routineZone } from '../config/schedule.js';
 
 /** The cache entries for a validated config at `nowMs`. */
 export function cachedRoutines(project: Project, nowMs: number): CachedRoutine[] {

@@ -1,5 +1,5 @@
 // Which schedules are fixed-time (Vixie cron's rule), and the pattern croner is handed so that it
-// agrees. The fire times themselves are tested in test/scheduler/schedule.test.ts.
+// agrees. The fire times themselves are tested in test/config/schedule.test.ts.
 
 import { CronPattern } from 'croner';
 import { describe, expect, it } from 'vitest';

@@ -97,7 +97,7 @@ describe('routine-state.json', () => {
     expect(differences(dir, ids)).toEqual([]);
     expect(lags.length).toBeGreaterThan(5);
     // SPEC §3's "within one second" is the publisher's rule, proved on an injected clock
-    // (test/scheduler/state-file.test.ts); here, on a machine of any load, every record showed
+    // (test/state/state-file.test.ts); here, on a machine of any load, every record showed
     // and the file is exact. The lag is printed for the record, not judged.
     console.log(`routine-state.json lag behind history: max ${Math.round(Math.max(...lags))} ms over ${lags.length} records`);
   }, 30_000);

@@ -10,7 +10,7 @@ import { ExitCode, StateIOError } from '../../src/errors.js';
 import { loadRun, RunStore } from '../../src/exec/run-store.js';
 import { saveRegistry, loadRegistry, emptyRegistry } from '../../src/exec/registry.js';
 import type { RunState } from '../../src/exec/run-state.js';
-import { indexPath, readRoutineState, recordFire, statePath, publishRoutineState } from '../../src/scheduler/file-store.js';
+import { indexPath, readRoutineState, recordFire, statePath, publishRoutineState } from '../../src/state/file-store.js';
 import { appendLineTo, setDurableIoForTests, writeFileDurable } from '../../src/fs/durable.js';
 import { historyPath } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';

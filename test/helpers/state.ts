@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Project } from '../../src/config/load.js';
-import { readRoutineState } from '../../src/scheduler/file-store.js';
+import { readRoutineState } from '../../src/state/file-store.js';
 import type { RoutineStateFile } from '../../src/state/routine-state.js';
 
 export function routineStateOf(dir: string, stateDir = join(dir, '.routinely')): RoutineStateFile {

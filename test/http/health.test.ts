@@ -7,7 +7,7 @@ import { loadProject } from '../../src/config/load.js';
 import { LoopWatch, STALL_GRACE_MS, judgeHealth } from '../../src/http/health.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { startStatusServer } from '../../src/http/server.js';
-import { fileRoutineStore } from '../../src/scheduler/file-store.js';
+import { fileRoutineStore } from '../../src/state/file-store.js';
 import { Scheduler } from '../../src/scheduler/scheduler.js';
 import { MAX_SLEEP_MS } from '../../src/scheduler/timing.js';
 import { httpGet } from '../helpers/http.js';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { disposable, openBackend, type Backend } from '../../src/backend.js';
 import { loadProject, type Project } from '../../src/config/load.js';
 import { notifyFire, type NotifyFireOptions } from '../../src/notify/notify.js';
-import { formatText, type LogEvent } from '../../src/scheduler/log.js';
+import { formatText, type LogEvent } from '../../src/fire/log.js';
 import type { Fire, RoutineResult } from '../../src/state/routine-state.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { testProject } from '../helpers/testdir.js';

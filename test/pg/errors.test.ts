@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { dbError } from '../../src/pg/connect.js';
-import { claimMayHaveCommitted } from '../../src/scheduler/spooling-store.js';
+import { claimMayHaveCommitted } from '../../src/state/spooling-store.js';
 
 const err = (code: string | undefined, message = 'x'): Error => Object.assign(new Error(message), code ? { code } : {});
 

@@ -4,7 +4,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { connect } from '../../src/pg/connect.js';
 import { pgRoutineStore } from '../../src/pg/routine-store.js';
-import type { FireQuery } from '../../src/scheduler/store.js';
+import type { FireQuery } from '../../src/state/store.js';
 import type { HistoryEntry } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:f
 import { join } from 'node:path';
 import { LIST_CACHE_FILE, nextCached, writeListCache } from '../../src/scheduler/list-cache.js';
 import { cachedProject, cachedRoutines } from '../../src/scheduler/upcoming.js';
-import { cronSchedule } from '../../src/scheduler/schedule.js';
+import { cronSchedule } from '../../src/config/schedule.js';
 import { zoneTime } from '../../src/zone-time.js';
 import { testProject } from '../helpers/testdir.js';
 

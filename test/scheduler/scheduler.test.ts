@@ -7,13 +7,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadProject } from '../../src/config/load.js';
-import type { FireResult } from '../../src/scheduler/firing.js';
-import type { LogEvent } from '../../src/scheduler/log.js';
-import { fileRoutineStore, pauseRoutine, readRoutineState } from '../../src/scheduler/file-store.js';
+import type { FireResult } from '../../src/fire/firing.js';
+import type { LogEvent } from '../../src/fire/log.js';
+import { fileRoutineStore, pauseRoutine, readRoutineState } from '../../src/state/file-store.js';
 import { Scheduler, type FireFn, type FireRequest } from '../../src/scheduler/scheduler.js';
-import { readFires } from '../../src/scheduler/file-store.js';
+import { readFires } from '../../src/state/file-store.js';
 import { DatabaseError, StateIOError } from '../../src/errors.js';
-import type { RoutineStore } from '../../src/scheduler/store.js';
+import type { RoutineStore } from '../../src/state/store.js';
 import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { cronSchedule, nextRuns } from '../../src/scheduler/schedule.js';
-import { MAX_SLEEP_MS, SLEPT_RECORD_CAP, STALL_REPLAY_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, missedTimes, nextFire, nextUncovered, sleepMs, sleptThrough, stepText } from '../../src/scheduler/timing.js';
+import { cronSchedule, nextRuns } from '../../src/config/schedule.js';
+import { MAX_SLEEP_MS, SLEPT_RECORD_CAP, STALL_REPLAY_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, missedTimes, nextFire, nextUncovered, sleepMs, sleptThrough } from '../../src/scheduler/timing.js';
+import { stepText } from '../../src/duration.js';
 import { rng } from '../helpers/rng.js';
 
 const at = (iso: string): number => Date.parse(iso);

@@ -1,7 +1,7 @@
 import { readFileSync, statSync, truncateSync, writeFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { indexPath, openFire, readFires, readRoutineState, reconcileOpenFires, recordFire, pauseRoutine, statePath, publishRoutineState } from '../../src/scheduler/file-store.js';
+import { indexPath, openFire, readFires, readRoutineState, reconcileOpenFires, recordFire, pauseRoutine, statePath, publishRoutineState } from '../../src/state/file-store.js';
 import { historyPath, historyTrimBytes, readHistoryBytes } from '../../src/state/history.js';
 import { UnsafePathError } from '../../src/errors.js';
 import { interruptedFire, type Fire, type OpenFire } from '../../src/state/routine-state.js';

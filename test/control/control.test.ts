@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { systemProbe, type LivenessProbe } from '../../src/process/identity.js';
 import type { LockRecord } from '../../src/lock/record.js';
-import { unproven } from '../../src/scheduler/control.js';
-import type { SchedulerInstance } from '../../src/scheduler/status.js';
+import { unproven } from '../../src/control/control.js';
+import type { SchedulerInstance } from '../../src/control/status.js';
 import { fakeProbe } from '../lock/fake-probe.js';
 
 function instance(owner: Partial<LockRecord['owner']> = {}): SchedulerInstance {

@@ -13,8 +13,8 @@
 // of a fire counts, ties keep the files' order), tested against it.
 
 import { linesFromEnd } from '../fs/lines-from-end.js';
-import { LATE_LINE_MS, parseHistoryLine, historyPath, readFireEntries, type HistoryEntry } from '../state/history.js';
-import { checkRecord } from '../state/routine-state.js';
+import { LATE_LINE_MS, parseHistoryLine, historyPath, readFireEntries, type HistoryEntry } from './history.js';
+import { checkRecord } from './routine-state.js';
 import type { FireQuery, ShownFire, Warn } from './store.js';
 
 /** How far a recorded time may go back from one line to the next (a clock stepped back). */

@@ -1,6 +1,7 @@
 // The HTTP server's data, wired from an open backend (SPEC §11): the same rows as `routine list
-// --json`, `lock status --json` and `exec runs --json`, read through the backend the scheduler (or
-// `serve`) already holds open. This module, the server and prom-client load only with --http.
+// --json` (the CLI hands its row builder in), `lock status --json` and `exec runs --json`, read
+// through the backend the scheduler (or `serve`) already holds open. This module, the server and
+// prom-client load only with --http.
 
 import { basename } from 'node:path';
 import type { Backend } from '../backend.js';
@@ -10,34 +11,45 @@ import { listRuns } from '../exec-api.js';
 import { summarize, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { busyReason, lockStatusAll, slotsOf } from '../lock/named.js';
-import { readSchedulerState } from '../scheduler/status.js';
+import { readSchedulerState } from '../control/status.js';
 
 /** The lock a routine takes, as views name it: "exec", a named lock, or "none" (not exclusive). */
 const routineLock = (r: { exclusive: boolean; lock: string } | undefined): string => (!r ? 'exec' : r.exclusive ? r.lock : 'none');
-import { LoopWatch, type Health } from '../http/health.js';
-import { Metrics } from '../http/metrics.js';
-import { startStatusServer } from '../http/server.js';
-import { recentResults, type RunView, type ServerInfo, type StatusSources } from '../http/sources.js';
-import type { Logger } from '../scheduler/log.js';
-import type { SchedulerObserver } from '../scheduler/observer.js';
-import type { HttpSetup } from './http-options.js';
+import { LoopWatch, type Health } from './health.js';
+import { Metrics } from './metrics.js';
+import { startStatusServer } from './server.js';
+import { recentResults, type RoutineView, type RunView, type ServerInfo, type StatusSources } from './sources.js';
+import type { Logger } from '../fire/log.js';
+import type { SchedulerObserver } from '../fire/observer.js';
+import type { ListenAddress } from '../config/listen.js';
 import type { RoutineDef } from '../config/types.js';
 import { NotFoundError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
 import { describeHolder } from '../lock/stale.js';
 import { processGone } from '../process/identity.js';
-import type { RoutineActions, RunAnswer, RunOutput } from '../http/sources.js';
-import { runManually } from '../scheduler/manual-run.js';
-import { HttpProblem } from '../http/actions.js';
-import { Recorder } from '../scheduler/recorder.js';
+import type { RoutineActions, RunAnswer, RunOutput } from './sources.js';
+import { runManually } from '../fire/manual-run.js';
+import { HttpProblem } from './actions.js';
+import { Recorder } from '../fire/recorder.js';
 import { notifyFire } from '../notify/notify.js';
-import { busyPolicy } from './busy.js';
 
 /** The stop action's grace between SIGTERM and SIGKILL (`routine stop`'s default). */
 const STOP_GRACE_MS = 10_000;
 
+export interface HttpSetup {
+  listen: ListenAddress;
+  token: string | null;
+  /** `http.actions`: POST /api/routines/ID/run|pause|resume (always with the token). */
+  actions: boolean;
+}
+
+/** The rows of `routine list --json` (the CLI's builder, handed in: nothing below cli/ imports
+ * it). */
+export type RoutineRows = (project: Project, now: Date, backend: Backend) => Promise<RoutineView[]>;
+
 interface Wiring {
   setup: HttpSetup;
+  routineRows: RoutineRows;
   backend: Backend;
   /** The config in force (a scheduler's follows its reloads). */
   project: () => Project;
@@ -59,7 +71,7 @@ interface WithRecorder {
 /** What `routine logs ID --run RUN --lines N` prints, as the page shows it: null when the log
  * holds no such run. */
 async function runOutput(stateDir: string, id: string, runId: string, lines: number): Promise<RunOutput | null> {
-  const { showRoutineLog } = await import('../scheduler/routine-log.js');
+  const { showRoutineLog } = await import('../fire/routine-log.js');
   const chunks: Buffer[] = [];
   const notices: string[] = [];
   // one line more than shown tells whether earlier lines were left out
@@ -92,8 +104,8 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
       const { project, def } = find(id);
       const held = w.held?.() ?? null;
       if (held !== null) return Promise.reject(new HttpProblem(503, `not started: ${held}; the scheduler holds its fires until it is writable (nothing recorded)`));
-      const policy = busyPolicy({}, def.manualIfBusy);
-      if (policy.ifBusy === 'wait' && def.waitTimeoutSeconds !== undefined) policy.waitTimeoutMs = def.waitTimeoutSeconds * 1000;
+      // the routine's own busy rule (a run from the page has no flags)
+      const policy = { ifBusy: def.manualIfBusy, waitTimeoutMs: def.manualIfBusy === 'wait' && def.waitTimeoutSeconds !== undefined ? def.waitTimeoutSeconds * 1000 : undefined };
       return new Promise<RunAnswer>((answer, fail) => {
         const warn = (message: string): void => w.log({ event: 'http.warning', message: `run ${id}: ${message}` });
         const run = runManually({
@@ -130,7 +142,7 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
     stopFire: async (id, address) => {
       const { def } = find(id);
       if (def.action !== 'command') return { state: 'refused', error: `routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop` };
-      const { stopRoutine } = await import('../scheduler/stop-request.js');
+      const { stopRoutine } = await import('../fire/stop-request.js');
       const r = await stopRoutine({ backend: w.backend, stateDir: w.project().stateDir, routine: id, who: { via: 'http', address: address.replace(/^::ffff:/, '') }, graceMs: STOP_GRACE_MS, clock: w.backend.clock });
       w.log({ event: 'http.action', action: 'stop', routine: id, outcome: r.kind === 'stopped' ? `stopped run ${r.runId}${r.killed ? ' (SIGKILL)' : ''}` : r.kind });
       switch (r.kind) {
@@ -172,9 +184,7 @@ async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health:
   const sources: StatusSources = {
     info: { project: first.config.project ?? basename(first.root), host: w.host, backend: w.backend.kind, mode, pid: process.pid },
     ...(w.backend.dbClock ? { clockOffsetMs: () => w.backend.dbClock!.offsetMs ?? null } : {}),
-    // imported on use: a static import would make esbuild split routine-commands into a shared
-    // chunk, one more file for every `routine list` to load
-    routines: async () => (await import('./routine-commands.js')).routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
+    routines: () => w.routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
     routineConfig: () => Object.fromEntries(w.project().config.routines.map((r) => [r.id, { exclusive: r.exclusive, if_busy: r.ifBusy, lock: routineLock(r) }])),
     recent: async (ids) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id, warn))] as const))),
     // as `lock status --json`: the exec lock, and every named lock in use beside it

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { fireTimes } from '../../src/scheduler/firing.js';
+import { fireTimes } from '../../src/fire/firing.js';
 
 describe('fireTimes', () => {
   it('the stamps differ by exactly the recorded duration, also when the wall clock stepped during the fire', () => {

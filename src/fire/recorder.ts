@@ -16,8 +16,8 @@ import type { FireResult } from './firing.js';
 import type { Announce } from './fire-request.js';
 import type { Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
-import { flushMessage, SpoolFlusher } from './spooling-store.js';
-import { claimKey, withKey, type Claimant, type Deferred, type OrphanClaim, type RoutineStore, type Warn } from './store.js';
+import { flushMessage, SpoolFlusher } from '../state/spooling-store.js';
+import { claimKey, withKey, type Claimant, type Deferred, type OrphanClaim, type RoutineStore, type Warn } from '../state/store.js';
 
 export interface RecorderOptions {
   store: RoutineStore;

@@ -13,10 +13,10 @@ import { Backoff } from '../backoff.js';
 import { anySignal, type Clock } from '../clock.js';
 import { DatabaseError } from '../errors.js';
 import { namesIn } from '../fs/files.js';
-import { listSpool, removeSpooled, spoolDir, writeSpool } from '../state/spool.js';
-import type { Fire, OpenFire } from '../state/routine-state.js';
-import type { HistoryEntry } from '../state/history.js';
-import type { RoutineRecord, RoutineStateFile } from '../state/routine-state.js';
+import { listSpool, removeSpooled, spoolDir, writeSpool } from './spool.js';
+import type { Fire, OpenFire } from './routine-state.js';
+import type { HistoryEntry } from './history.js';
+import type { RoutineRecord, RoutineStateFile } from './routine-state.js';
 import type { PhaseBoard } from './phases.js';
 import { claimKey, withKey, type Claimant, type OrphanClaim, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
 

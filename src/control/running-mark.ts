@@ -1,6 +1,6 @@
 // `<stateDir>/scheduler.running`: the file every scheduler opens at start and keeps open for its
 // life (Node opens files close-on-exec: its commands do not inherit it). `scheduler stop` signals a
-// process only if it holds this project's mark open (scheduler/control.ts): a lock record or a
+// process only if it holds this project's mark open (control/control.ts): a lock record or a
 // database row can name any process, only the process itself can hold the file (SPEC §12).
 
 import { join } from 'node:path';

@@ -7,7 +7,7 @@ import type { LineTicket } from '../lock/line.js';
 import type { LockRecord } from '../lock/record.js';
 import type { RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
-import type { Schedule } from './schedule.js';
+import type { Schedule } from '../config/schedule.js';
 
 /** What a tick asks of one fire. */
 export interface FireRequest {

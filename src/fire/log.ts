@@ -1,6 +1,5 @@
 import { jsonText, printable } from '../printable.js';
-import { stepText } from './timing.js';
-import { tenthsOfSeconds } from '../duration.js';
+import { stepText, tenthsOfSeconds } from '../duration.js';
 
 // Scheduler log lines (SPEC §6): one per event on stdout, prefixed by an ISO-8601 UTC
 // timestamp, e.g. `2026-11-29T19:05:00.012Z [routine] skipped auto: exec busy`; with

@@ -3,8 +3,8 @@
 // start, by the end frame that follows; a killed run's section ends at the next start.
 
 import { describe, expect, it } from 'vitest';
-import { endFrame, startFrame } from '../../src/scheduler/firing.js';
-import { LastLines, RunFilter, parseFrame } from '../../src/scheduler/log-frames.js';
+import { endFrame, startFrame } from '../../src/fire/firing.js';
+import { LastLines, RunFilter, parseFrame } from '../../src/fire/log-frames.js';
 
 const A = 'r-20261130T120000Z-aaaa';
 const B = 'r-20261130T120100Z-bbbb';

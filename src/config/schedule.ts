@@ -4,9 +4,9 @@
 // and the scheduler agree on every fire time.
 
 import type { Cron } from 'croner';
-import { backendCaps } from '../config/backend-caps.js';
-import { croner, cronFor } from '../config/cron.js';
-import { cronerPattern } from '../config/dialect.js';
+import { backendCaps } from './backend-caps.js';
+import { croner, cronFor } from './cron.js';
+import { cronerPattern } from './dialect.js';
 
 export interface Schedule {
   /** The first fire time strictly after `from`, or null when there is none. */

@@ -1,10 +1,10 @@
-// The stop request a stopper leaves for the fire's owner (scheduler/stop-request.ts): read once,
+// The stop request a stopper leaves for the fire's owner (fire/stop-request.ts): read once,
 // checked as input (SPEC §12), never a path made of a name that is not one of ours.
 
 import { mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { stoppedReason, takeStopRequest, writeStopRequest } from '../../src/scheduler/stop-request.js';
+import { stoppedReason, takeStopRequest, writeStopRequest } from '../../src/fire/stop-request.js';
 import { testdir } from '../helpers/testdir.js';
 
 describe('stop requests', () => {

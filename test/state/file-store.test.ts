@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { fileRoutineStore } from '../../src/scheduler/file-store.js';
+import { fileRoutineStore } from '../../src/state/file-store.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
 

@@ -5,8 +5,8 @@
 import { appendFileSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { recordFire, statePath } from '../../src/scheduler/file-store.js';
-import { StatePublisher } from '../../src/scheduler/state-file.js';
+import { recordFire, statePath } from '../../src/state/file-store.js';
+import { StatePublisher } from '../../src/state/state-file.js';
 import { fireLine, historyPath } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { ManualClock } from '../../src/clock.js';

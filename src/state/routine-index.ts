@@ -6,9 +6,9 @@
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { checkFolder, lstatQuiet, readFileChecked, trustRoot } from '../fs/files.js';
-import { historyPath, parseHistory, readHistoryBytes, readHistoryText, unreadableMessage } from '../state/history.js';
+import { historyPath, parseHistory, readHistoryBytes, readHistoryText, unreadableMessage } from './history.js';
 import { readChecksummed } from '../checksum.js';
-import { checkRecord, foldLines, type Folded, type RoutineRecord } from '../state/routine-state.js';
+import { checkRecord, foldLines, type Folded, type RoutineRecord } from './routine-state.js';
 import type { Warn } from './store.js';
 import { isObj } from '../is-object.js';
 

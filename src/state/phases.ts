@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { isObj } from '../is-object.js';
-import { corruptMessage, readJsonState } from '../state/json-file.js';
+import { corruptMessage, readJsonState } from './json-file.js';
 
 export type Phase =
   | { phase: 'queued'; since: string; scheduled_at: string; behind: string }

@@ -11,7 +11,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { cronProblem } from '../../src/config/cron.js';
-import { cronSchedule, lightSchedule, nextRuns, type Schedule } from '../../src/scheduler/schedule.js';
+import { cronSchedule, lightSchedule, nextRuns, type Schedule } from '../../src/config/schedule.js';
 import { rng } from '../helpers/rng.js';
 
 /** What `routine list` uses: the croner calculator cronProblem passes to its callback. */

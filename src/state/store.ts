@@ -2,9 +2,9 @@
 // (the default), or tables in PostgreSQL (SPEC §9).
 
 import { randomHex } from '../fs/files.js';
-import type { HistoryEntry } from '../state/history.js';
+import type { HistoryEntry } from './history.js';
 import type { PhaseBoard } from './phases.js';
-import type { Fire, OpenFire, RoutineRecord, RoutineResult, RoutineStateFile } from '../state/routine-state.js';
+import type { Fire, OpenFire, RoutineRecord, RoutineResult, RoutineStateFile } from './routine-state.js';
 
 export type Warn = (message: string) => void;
 

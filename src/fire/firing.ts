@@ -26,7 +26,7 @@ import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { appendLineToFile, openAppendTo, type AppendFile } from '../fs/durable.js';
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
-import type { Warn } from './store.js';
+import type { Warn } from '../state/store.js';
 import { markUnstarted } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver, statFollow } from '../fs/ops.js';

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { RoutineDef } from '../../src/config/types.js';
-import { createLogger, formatText } from '../../src/scheduler/log.js';
+import { createLogger, formatText } from '../../src/fire/log.js';
 import { routineChanges } from '../../src/scheduler/reload-changes.js';
 
 const def = (id: string, schedule = '* * * * *'): RoutineDef =>

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkBoard, PhaseRecorder, readPhasesFile, type PhaseBoard } from '../../src/scheduler/phases.js';
+import { checkBoard, PhaseRecorder, readPhasesFile, type PhaseBoard } from '../../src/state/phases.js';
 import { testdir } from '../helpers/testdir.js';
 import { listRows, phasesOf, renderTable, type ListedRoutine } from '../../src/cli/routine-list.js';
 import { applyFire, emptyRecord, type RoutineRecord } from '../../src/state/routine-state.js';

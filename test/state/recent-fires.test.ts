@@ -1,13 +1,13 @@
-// `routine history`'s reader from the end of the history files (scheduler/recent-fires.ts):
+// `routine history`'s reader from the end of the history files (state/recent-fires.ts):
 // whatever the histories hold, it shows exactly what reading them whole and sorting shows.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { readFires } from '../../src/scheduler/file-store.js';
-import { newestFires, recentFiresInFiles } from '../../src/scheduler/recent-fires.js';
-import type { FireQuery } from '../../src/scheduler/store.js';
+import { readFires } from '../../src/state/file-store.js';
+import { newestFires, recentFiresInFiles } from '../../src/state/recent-fires.js';
+import type { FireQuery } from '../../src/state/store.js';
 import type { HistoryEntry } from '../../src/state/history.js';
 import { rng } from '../helpers/rng.js';
 import { testdir, testProject } from '../helpers/testdir.js';
