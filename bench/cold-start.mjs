@@ -13,7 +13,13 @@ const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 
 function project(n) {
   const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-cold-'));
-  const routines = Array.from({ length: n }, (_, i) => ({ id: `r${i}`, schedule: `${i % 60} ${i % 24} * * *`, action: 'command', run: 'true', ...(i % 2 ? { timezone: 'Europe/Berlin' } : {}) }));
+  const routines = Array.from({ length: n }, (_, i) => ({
+    id: `r${i}`,
+    schedule: `${i % 60} ${i % 24} * * *`,
+    action: 'command',
+    run: 'true',
+    ...(i % 2 ? { timezone: 'Europe/Berlin' } : {}),
+  }));
   writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines }));
   return dir;
 }
@@ -31,8 +37,17 @@ export async function coldStart({ rounds = 20 } = {}) {
   for (const n of [100, 1000]) {
     const dir = project(n);
     const full = benchEnv({ ROUTINELY_LIST_CACHE: '0' });
-    for (const c of COMMANDS) spawnSync(process.execPath, [cli, ...c.args], { cwd: dir, env: benchEnv(), stdio: 'ignore' }); // leaves the cache
-    const times = { node: [], ...Object.fromEntries(COMMANDS.flatMap((c) => [[c.name, []], [`${c.name} (validating)`, []]])) };
+    for (const c of COMMANDS)
+      spawnSync(process.execPath, [cli, ...c.args], { cwd: dir, env: benchEnv(), stdio: 'ignore' }); // leaves the cache
+    const times = {
+      node: [],
+      ...Object.fromEntries(
+        COMMANDS.flatMap((c) => [
+          [c.name, []],
+          [`${c.name} (validating)`, []],
+        ]),
+      ),
+    };
     for (let i = 0; i < rounds; i++) {
       times.node.push(timeCommand(process.execPath, ['-e', '0']));
       for (const c of COMMANDS) {
@@ -46,11 +61,20 @@ export async function coldStart({ rounds = 20 } = {}) {
     for (const c of COMMANDS) {
       const cached = median(times[c.name]);
       const validating = median(times[`${c.name} (validating)`]);
-      rows.push([`${c.name} (cached)`, fmt(cached), `${fmt(cached / node, 2)}x`, c.target[n] ? `<= ${c.target[n]}x` : '']);
+      rows.push([
+        `${c.name} (cached)`,
+        fmt(cached),
+        `${fmt(cached / node, 2)}x`,
+        c.target[n] ? `<= ${c.target[n]}x` : '',
+      ]);
       rows.push([`${c.name} (validating)`, fmt(validating), `${fmt(validating / node, 2)}x`, '']);
       results[`${n}:${c.name}`] = { cached, validating, node };
     }
-    table(`Cold start with ${n} routines, no scheduler running (median of ${rounds} interleaved runs, ms)`, ['command', 'median ms', 'ratio', 'target'], rows);
+    table(
+      `Cold start with ${n} routines, no scheduler running (median of ${rounds} interleaved runs, ms)`,
+      ['command', 'median ms', 'ratio', 'target'],
+      rows,
+    );
   }
   return results;
 }

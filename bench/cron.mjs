@@ -38,7 +38,8 @@ export async function cronAnchor({ minutes = 2 } = {}) {
   ].join('\n');
   const ns = spawn('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script], { stdio: 'ignore' });
   await sleep(1500);
-  const cron = spawnSync('pgrep', ['-P', String(ns.pid), '-x', 'cron'], { encoding: 'utf8' }).stdout.trim() || String(ns.pid);
+  const cron =
+    spawnSync('pgrep', ['-P', String(ns.pid), '-x', 'cron'], { encoding: 'utf8' }).stdout.trim() || String(ns.pid);
   const pid = Number(cron.split('\n')[0]);
   // from just after a minute boundary, over `minutes` of them
   await sleep(61_000 - (Date.now() % 60_000));
@@ -50,10 +51,19 @@ export async function cronAnchor({ minutes = 2 } = {}) {
   rmSync(dir, { recursive: true, force: true });
   const cronPerFire = (after - before) / (60 * minutes);
   const ours = await fireCost(16, 2);
-  table('CPU per fire: the cron daemon (60 * * * * * true lines, cron + children) against routinely', ['what', 'ms CPU per fire', 'ratio', 'goal'], [
-    ['cron daemon (Debian cron, private mount namespace)', fmt(cronPerFire, 2), '1.00x', ''],
-    ['routinely scheduler (scheduler + children)', fmt(ours.perFireMs, 2), `${fmt(ours.perFireMs / cronPerFire, 2)}x`, '<= 1x'],
-  ]);
+  table(
+    'CPU per fire: the cron daemon (60 * * * * * true lines, cron + children) against routinely',
+    ['what', 'ms CPU per fire', 'ratio', 'goal'],
+    [
+      ['cron daemon (Debian cron, private mount namespace)', fmt(cronPerFire, 2), '1.00x', ''],
+      [
+        'routinely scheduler (scheduler + children)',
+        fmt(ours.perFireMs, 2),
+        `${fmt(ours.perFireMs / cronPerFire, 2)}x`,
+        '<= 1x',
+      ],
+    ],
+  );
   return { cron: cronPerFire, ours: ours.perFireMs };
 }
 

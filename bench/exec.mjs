@@ -31,19 +31,33 @@ export async function execBenchmarks({ quick = false } = {}) {
   const o = median(ours);
   const x = median(xargs);
   const f = median(floor);
-  table(`500 trivial tasks (sh -c true), 4 at a time: wall ms (median of ${rounds}, process start included)`, ['runner', 'median ms', 'ratio'], [
-    ['xargs -P4', fmt(x), '1.00x'],
-    ['bare Node spawn loop (the floor for any Node runner)', fmt(f), `${fmt(f / x, 2)}x`],
-    ['routinely exec run --parallel 4', fmt(o), `${fmt(o / x, 2)}x`],
-  ]);
+  table(
+    `500 trivial tasks (sh -c true), 4 at a time: wall ms (median of ${rounds}, process start included)`,
+    ['runner', 'median ms', 'ratio'],
+    [
+      ['xargs -P4', fmt(x), '1.00x'],
+      ['bare Node spawn loop (the floor for any Node runner)', fmt(f), `${fmt(f / x, 2)}x`],
+      ['routinely exec run --parallel 4', fmt(o), `${fmt(o / x, 2)}x`],
+    ],
+  );
 
   // why a Node runner pays more per task than xargs, and more the bigger it is: the fork
   const sizes = [0, 25, 100].map((mb) => {
-    const runs = [0, 1, 2].map(() => JSON.parse(spawnSync(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-rss.mjs'), String(mb)], { env: benchEnv(), encoding: 'utf8' }).stdout));
+    const runs = [0, 1, 2].map(() =>
+      JSON.parse(
+        spawnSync(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-rss.mjs'), String(mb)], {
+          env: benchEnv(),
+          encoding: 'utf8',
+        }).stdout,
+      ),
+    );
     return { rss: median(runs.map((r) => r.rssMb)), cpu: median(runs.map((r) => r.cpuMs)) };
   });
-  table('Node spawn of `true` from parents of three sizes: the parent\'s CPU per spawn (200 spawns one at a time, median of 3)', ['parent RSS MB', 'parent ms CPU per spawn', 'ratio'],
-    sizes.map((x) => [fmt(x.rss, 0), fmt(x.cpu, 2), `${fmt(x.cpu / sizes[0].cpu, 2)}x`]));
+  table(
+    "Node spawn of `true` from parents of three sizes: the parent's CPU per spawn (200 spawns one at a time, median of 3)",
+    ['parent RSS MB', 'parent ms CPU per spawn', 'ratio'],
+    sizes.map((x) => [fmt(x.rss, 0), fmt(x.cpu, 2), `${fmt(x.cpu / sizes[0].cpu, 2)}x`]),
+  );
 
   const bytes = {};
   for (const n of [100, 1000]) {
@@ -53,10 +67,14 @@ export async function execBenchmarks({ quick = false } = {}) {
     bytes[n] = r.bytesWritten;
     rmSync(dir, { recursive: true, force: true });
   }
-  table('Bytes written to state by one run (snapshot at start and end, journal, registry)', ['tasks', 'bytes', 'bytes per task'], [
-    ['100', String(bytes[100]), fmt(bytes[100] / 100)],
-    ['1000', String(bytes[1000]), fmt(bytes[1000] / 1000)],
-  ]);
+  table(
+    'Bytes written to state by one run (snapshot at start and end, journal, registry)',
+    ['tasks', 'bytes', 'bytes per task'],
+    [
+      ['100', String(bytes[100]), fmt(bytes[100] / 100)],
+      ['1000', String(bytes[1000]), fmt(bytes[1000] / 1000)],
+    ],
+  );
   console.log(`  1000 tasks write ${fmt(bytes[1000] / bytes[100], 2)}x the bytes of 100 (linear: 10x)`);
   return { ours: o, xargs: x, floor: f, bytes };
 }

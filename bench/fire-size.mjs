@@ -29,7 +29,12 @@ function procCpuMs(pid) {
  * history and its own index, and the shared index written. */
 export async function project(n) {
   const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-size-'));
-  const routines = Array.from({ length: n }, (_, i) => ({ id: `r${i}`, schedule: i === 0 ? '* * * * * *' : `${i % 60} ${i % 24} 1 1 *`, action: 'command', run: 'true' }));
+  const routines = Array.from({ length: n }, (_, i) => ({
+    id: `r${i}`,
+    schedule: i === 0 ? '* * * * * *' : `${i % 60} ${i % 24} 1 1 *`,
+    action: 'command',
+    run: 'true',
+  }));
   writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines }));
   const history = join(dir, '.routinely', 'history');
   mkdirSync(history, { recursive: true, mode: 0o700 });
@@ -38,7 +43,19 @@ export async function project(n) {
     const lines = [];
     for (let k = 0; k < 1000; k++) {
       const at = new Date(t0 + k * 60_000).toISOString();
-      lines.push(JSON.stringify({ scheduled_at: at, started_at: at, finished_at: at, result: 'success', reason: null, exit_code: 0, run_id: `r-20260101T000000Z-${(k % 65536).toString(16).padStart(4, '0')}`, trigger: 'schedule', id: `${i.toString(16).padStart(8, '0')}${k.toString(16).padStart(8, '0')}` }));
+      lines.push(
+        JSON.stringify({
+          scheduled_at: at,
+          started_at: at,
+          finished_at: at,
+          result: 'success',
+          reason: null,
+          exit_code: 0,
+          run_id: `r-20260101T000000Z-${(k % 65536).toString(16).padStart(4, '0')}`,
+          trigger: 'schedule',
+          id: `${i.toString(16).padStart(8, '0')}${k.toString(16).padStart(8, '0')}`,
+        }),
+      );
     }
     writeFileSync(join(history, `r${i}.jsonl`), `${lines.join('\n')}\n`, { mode: 0o600 });
   }
@@ -47,7 +64,21 @@ export async function project(n) {
   const b = await openBackend(p);
   // each routine's own index, as its writers leave it; then the shared one
   const at = new Date().toISOString();
-  for (let i = 0; i < n; i++) await b.routines.recordFire(`r${i}`, { result: 'success', reason: null, scheduled_at: at, started_at: at, finished_at: at, duration_ms: 1, exit_code: 0, run_id: null }, () => {});
+  for (let i = 0; i < n; i++)
+    await b.routines.recordFire(
+      `r${i}`,
+      {
+        result: 'success',
+        reason: null,
+        scheduled_at: at,
+        started_at: at,
+        finished_at: at,
+        duration_ms: 1,
+        exit_code: 0,
+        run_id: null,
+      },
+      () => {},
+    );
   await b.close();
   // (a build that did not write it yet at close: measured by the watch below)
   let stateBytes = 0;
@@ -80,7 +111,9 @@ function watchState(dir) {
       }
       last = st.ino;
       // r0's records: lines in its history (appended only), and what the file counts
-      const lines = readFileSync(history, 'utf8').split('\n').filter((l) => l.includes('"result"')).length;
+      const lines = readFileSync(history, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"result"')).length;
       const c = JSON.parse(readFileSync(path, 'utf8')).routines.r0?.counts;
       const shown = c ? c.success + c.failure + c.skipped : 0;
       base ??= { lines, shown };
@@ -104,13 +137,19 @@ export async function measure(n, seconds) {
   const { dir, stateBytes } = await project(n);
   // `routine history` (the newest 20 of every routine together) in the same project: what it
   // reads follows what it shows; `node -e 0` beside it is the start-up floor
-  const history = median([0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, [cli, 'routine', 'history'], { cwd: dir })));
+  const history = median(
+    [0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, [cli, 'routine', 'history'], { cwd: dir })),
+  );
   const node = median([0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, ['-e', '0'])));
   // `routine list` with no scheduler running: its first run validates the config and leaves the
   // cache every later run starts from (the everyday case, timed)
   timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir });
   const list = median([0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir })));
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   s.stdout.on('data', (d) => (out += d));
   while (!out.includes('[scheduler] started')) await sleep(20);
@@ -130,7 +169,11 @@ export async function measure(n, seconds) {
     cpuMs: (b.cpu - a.cpu) / fires,
     // what the fire wrote to its routine's files: all it wrote, less the shared index's rewrites
     bytes: (b.io - a.io - shared) / fires,
-    shared: { rewritesPerFire: (b.rewrites - a.rewrites) / fires, bytes: stateBytes, maxLagMs: Math.max(0, ...watch.seen.lags) },
+    shared: {
+      rewritesPerFire: (b.rewrites - a.rewrites) / fires,
+      bytes: stateBytes,
+      maxLagMs: Math.max(0, ...watch.seen.lags),
+    },
     historyMs: history,
     listMs: list,
     nodeMs: node,
@@ -145,21 +188,65 @@ export async function fireCostBySize({ seconds = 20, rounds = 3 } = {}) {
   const results = {};
   for (const n of sizes) {
     results[n] = {
-      cpuMs: median(runs[n].map((x) => x.cpuMs)), bytes: median(runs[n].map((x) => x.bytes)),
-      rewrites: median(runs[n].map((x) => x.shared.rewritesPerFire)), stateBytes: runs[n][0].shared.bytes,
+      cpuMs: median(runs[n].map((x) => x.cpuMs)),
+      bytes: median(runs[n].map((x) => x.bytes)),
+      rewrites: median(runs[n].map((x) => x.shared.rewritesPerFire)),
+      stateBytes: runs[n][0].shared.bytes,
       maxLagMs: Math.max(...runs[n].map((x) => x.shared.maxLagMs)),
-      historyMs: median(runs[n].map((x) => x.historyMs)), listMs: median(runs[n].map((x) => x.listMs)), nodeMs: median(runs[n].map((x) => x.nodeMs)),
+      historyMs: median(runs[n].map((x) => x.historyMs)),
+      listMs: median(runs[n].map((x) => x.listMs)),
+      nodeMs: median(runs[n].map((x) => x.nodeMs)),
     };
   }
   const base = results[1];
-  table(`Cost per fire by project size (one per-second routine; every routine with 1 000 history lines; ${seconds} s x ${rounds}, median; CPU of the scheduler and its children, routine-state.json's rewrites included)`,
-    ['routines', 'ms CPU per fire', 'ratio', 'bytes to its routine\'s files per fire', 'ratio', 'routine-state.json: rewrites per fire, KB each', 'its lag behind history, max ms', 'target'],
-    sizes.map((n) => [String(n), fmt(results[n].cpuMs, 2), `${fmt(results[n].cpuMs / base.cpuMs, 2)}x`, fmt(results[n].bytes, 0), `${fmt(results[n].bytes / base.bytes, 2)}x`,
-      `${fmt(results[n].rewrites, 2)} x ${fmt(results[n].stateBytes / 1024, 1)}`, fmt(results[n].maxLagMs, 0), n === 1 ? '' : '<= 1.2x, lag <= 1000']));
-  table('routine history (the newest 20 of all routines) and routine list (cached, no scheduler) in the same projects (median of 5 per round, wall ms; node -e 0 beside them)',
-    ['routines', 'history files', 'node -e 0 ms', 'routine history ms', 'ratio to node', 'ratio to 1 routine', 'routine list ms', 'ratio to node', 'target'],
-    sizes.map((n) => [String(n), `${fmt((n * 1000 * 250) / 1024 / 1024, 1)} MB`, fmt(results[n].nodeMs, 1), fmt(results[n].historyMs, 1), `${fmt(results[n].historyMs / results[n].nodeMs, 2)}x`, `${fmt(results[n].historyMs / base.historyMs, 2)}x`,
-      fmt(results[n].listMs, 1), `${fmt(results[n].listMs / results[n].nodeMs, 2)}x`, n === 1000 ? 'list <= 2x' : '']));
+  table(
+    `Cost per fire by project size (one per-second routine; every routine with 1 000 history lines; ${seconds} s x ${rounds}, median; CPU of the scheduler and its children, routine-state.json's rewrites included)`,
+    [
+      'routines',
+      'ms CPU per fire',
+      'ratio',
+      "bytes to its routine's files per fire",
+      'ratio',
+      'routine-state.json: rewrites per fire, KB each',
+      'its lag behind history, max ms',
+      'target',
+    ],
+    sizes.map((n) => [
+      String(n),
+      fmt(results[n].cpuMs, 2),
+      `${fmt(results[n].cpuMs / base.cpuMs, 2)}x`,
+      fmt(results[n].bytes, 0),
+      `${fmt(results[n].bytes / base.bytes, 2)}x`,
+      `${fmt(results[n].rewrites, 2)} x ${fmt(results[n].stateBytes / 1024, 1)}`,
+      fmt(results[n].maxLagMs, 0),
+      n === 1 ? '' : '<= 1.2x, lag <= 1000',
+    ]),
+  );
+  table(
+    'routine history (the newest 20 of all routines) and routine list (cached, no scheduler) in the same projects (median of 5 per round, wall ms; node -e 0 beside them)',
+    [
+      'routines',
+      'history files',
+      'node -e 0 ms',
+      'routine history ms',
+      'ratio to node',
+      'ratio to 1 routine',
+      'routine list ms',
+      'ratio to node',
+      'target',
+    ],
+    sizes.map((n) => [
+      String(n),
+      `${fmt((n * 1000 * 250) / 1024 / 1024, 1)} MB`,
+      fmt(results[n].nodeMs, 1),
+      fmt(results[n].historyMs, 1),
+      `${fmt(results[n].historyMs / results[n].nodeMs, 2)}x`,
+      `${fmt(results[n].historyMs / base.historyMs, 2)}x`,
+      fmt(results[n].listMs, 1),
+      `${fmt(results[n].listMs / results[n].nodeMs, 2)}x`,
+      n === 1000 ? 'list <= 2x' : '',
+    ]),
+  );
   return results;
 }
 

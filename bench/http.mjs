@@ -15,14 +15,27 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** 100 yearly routines (nothing fires while we measure), each with 200 history lines. */
 function project() {
   const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-http-'));
-  const routines = Array.from({ length: 100 }, (_, i) => ({ id: `r${i}`, schedule: `${i % 60} ${i % 24} 1 1 *`, action: 'command', run: 'true' }));
+  const routines = Array.from({ length: 100 }, (_, i) => ({
+    id: `r${i}`,
+    schedule: `${i % 60} ${i % 24} 1 1 *`,
+    action: 'command',
+    run: 'true',
+  }));
   writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines }));
   mkdirSync(join(dir, '.routinely', 'history'), { recursive: true, mode: 0o700 });
   const t = Date.UTC(2026, 10, 29);
   for (const r of routines) {
     const lines = Array.from({ length: 200 }, (_, k) => {
       const at = new Date(t + k * 60_000).toISOString();
-      return JSON.stringify({ scheduled_at: at, started_at: at, finished_at: at, result: ['success', 'failure', 'skipped'][k % 3], reason: null, exit_code: 0, run_id: null });
+      return JSON.stringify({
+        scheduled_at: at,
+        started_at: at,
+        finished_at: at,
+        result: ['success', 'failure', 'skipped'][k % 3],
+        reason: null,
+        exit_code: 0,
+        run_id: null,
+      });
     });
     writeFileSync(join(dir, '.routinely', 'history', `${r.id}.jsonl`), `${lines.join('\n')}\n`, { mode: 0o600 });
   }
@@ -31,7 +44,11 @@ function project() {
 
 function start(dir, args) {
   const t0 = nowMs();
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start', ...args], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start', ...args], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   s.stdout.on('data', (d) => (out += d));
   const started = (async () => {
@@ -51,7 +68,9 @@ const get = (url) =>
     request(url, (res) => {
       res.resume();
       res.on('end', () => resolvePromise(nowMs() - t0));
-    }).on('error', reject).end();
+    })
+      .on('error', reject)
+      .end();
   });
 
 export async function httpBenchmarks({ quick = false } = {}) {
@@ -60,7 +79,10 @@ export async function httpBenchmarks({ quick = false } = {}) {
   const plain = [];
   const served = [];
   for (let i = 0; i < rounds; i++) {
-    for (const [args, into] of [[[], plain], [['--http', '127.0.0.1:0'], served]]) {
+    for (const [args, into] of [
+      [[], plain],
+      [['--http', '127.0.0.1:0'], served],
+    ]) {
       const s = start(dir, args);
       into.push((await s.started).ms);
       await s.stop();
@@ -68,10 +90,14 @@ export async function httpBenchmarks({ quick = false } = {}) {
   }
   const p = median(plain);
   const h = median(served);
-  table(`Scheduler start to "[scheduler] started", 100 routines, ms (median of ${rounds} interleaved)`, ['command', 'median ms', 'ratio'], [
-    ['scheduler start', fmt(p), '1.00x'],
-    ['scheduler start --http 127.0.0.1:0', fmt(h), `${fmt(h / p, 2)}x`],
-  ]);
+  table(
+    `Scheduler start to "[scheduler] started", 100 routines, ms (median of ${rounds} interleaved)`,
+    ['command', 'median ms', 'ratio'],
+    [
+      ['scheduler start', fmt(p), '1.00x'],
+      ['scheduler start --http 127.0.0.1:0', fmt(h), `${fmt(h / p, 2)}x`],
+    ],
+  );
 
   const s = start(dir, ['--http', '127.0.0.1:0']);
   const { url } = await s.started;
@@ -87,6 +113,10 @@ export async function httpBenchmarks({ quick = false } = {}) {
   await s.stop();
   rmSync(dir, { recursive: true, force: true });
   const floor = median(times.healthz);
-  table(`GET with 100 routines x 200 history lines, ms (median of ${rounds}, state read afresh)`, ['path', 'median ms', 'vs /healthz'], paths.map((x) => [`/${x}`, fmt(median(times[x])), `${fmt(median(times[x]) / floor, 1)}x`]));
+  table(
+    `GET with 100 routines x 200 history lines, ms (median of ${rounds}, state read afresh)`,
+    ['path', 'median ms', 'vs /healthz'],
+    paths.map((x) => [`/${x}`, fmt(median(times[x])), `${fmt(median(times[x]) / floor, 1)}x`]),
+  );
   return { start: { plain: p, http: h }, get: Object.fromEntries(paths.map((x) => [`/${x}`, median(times[x])])) };
 }

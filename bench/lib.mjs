@@ -27,7 +27,9 @@ export function spawnNode(args, opts = {}) {
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
   const done = new Promise((resolve, reject) =>
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)))),
+    child.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
+    ),
   );
   return { child, done, output: () => out };
 }

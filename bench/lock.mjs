@@ -14,7 +14,13 @@ export async function uncontended() {
   const floorPath = join(dir, 'floor.lock');
   const target = join(dir, 'target');
   writeFileSync(target, '');
-  const opts = { lockDir: join(dir, 'locks'), key: 'exec-run', ttlMs: 60_000, refreshMs: 20_000, owner: { command: 'bench' } };
+  const opts = {
+    lockDir: join(dir, 'locks'),
+    key: 'exec-run',
+    ttlMs: 60_000,
+    refreshMs: 20_000,
+    owner: { command: 'bench' },
+  };
   const payload = JSON.stringify({ pid: process.pid, t: Date.now() });
   const named = fileLockBackend({ lockDir: join(dir, 'named'), ttlMs: 60_000, refreshMs: 20_000 });
   const impls = {
@@ -133,10 +139,14 @@ function startup() {
   }
   const n = median(node);
   const r = median(ours);
-  table('Cold start, ms (median of 30 interleaved runs, NODE_EXTRA_CA_CERTS unset for both)', ['command', 'median ms', 'ratio'], [
-    ['node -e 0', fmt(n), '1.00x'],
-    ['routinely --version', fmt(r), `${fmt(r / n, 2)}x`],
-  ]);
+  table(
+    'Cold start, ms (median of 30 interleaved runs, NODE_EXTRA_CA_CERTS unset for both)',
+    ['command', 'median ms', 'ratio'],
+    [
+      ['node -e 0', fmt(n), '1.00x'],
+      ['routinely --version', fmt(r), `${fmt(r / n, 2)}x`],
+    ],
+  );
   return { node: n, routinely: r };
 }
 
@@ -149,8 +159,19 @@ export async function lockBenchmarks({ quick = false } = {}) {
     const runs = [];
     for (let i = 0; i < (quick ? 1 : 3); i++) runs.push(await contention(impl));
     const m = (k) => median(runs.map((r) => r[k]));
-    rows.push([impl, fmt(m('wall')), String(Math.max(...runs.map((r) => r.overlaps))), fmt(m('p50'), 2), fmt(m('p99')), fmt(m('handoffs'), 0)]);
-    results[`contention-${impl}`] = { wall: m('wall'), p99: m('p99'), overlaps: Math.max(...runs.map((r) => r.overlaps)) };
+    rows.push([
+      impl,
+      fmt(m('wall')),
+      String(Math.max(...runs.map((r) => r.overlaps))),
+      fmt(m('p50'), 2),
+      fmt(m('p99')),
+      fmt(m('handoffs'), 0),
+    ]);
+    results[`contention-${impl}`] = {
+      wall: m('wall'),
+      p99: m('p99'),
+      overlaps: Math.max(...runs.map((r) => r.overlaps)),
+    };
   }
   const ratio = results['contention-proper-lockfile'].wall / results['contention-routinely'].wall;
   table(
@@ -159,19 +180,39 @@ export async function lockBenchmarks({ quick = false } = {}) {
     rows,
   );
   // said the right way round either way ("0.7x faster" meant slower)
-  console.log(ratio >= 1 ? `  routinely is ${fmt(ratio, 2)}x faster in wall time` : `  routinely is ${fmt(1 / ratio, 2)}x slower in wall time (${fmt(ratio, 2)}x proper-lockfile's speed)`);
+  console.log(
+    ratio >= 1
+      ? `  routinely is ${fmt(ratio, 2)}x faster in wall time`
+      : `  routinely is ${fmt(1 / ratio, 2)}x slower in wall time (${fmt(ratio, 2)}x proper-lockfile's speed)`,
+  );
 
   // Named locks (SPEC §4.16) beside the exec lock, each section held 1 ms: a named lock of one
   // slot costs what the exec lock does; one of three slots lets three in at once, never four.
   const namedRows = [];
   const exec = [];
-  for (const [label, impl, slots] of [['exec lock (1 slot)', 'routinely', 1], ['named lock, 1 slot', 'routinely-named', 1], ['named lock, 3 slots', 'routinely-slots3', 3]]) {
+  for (const [label, impl, slots] of [
+    ['exec lock (1 slot)', 'routinely', 1],
+    ['named lock, 1 slot', 'routinely-named', 1],
+    ['named lock, 3 slots', 'routinely-slots3', 3],
+  ]) {
     const runs = [];
     for (let i = 0; i < (quick ? 1 : 3); i++) runs.push(await contention(impl, 4, 300, slots, 1));
     const m = (k) => median(runs.map((r) => r[k]));
     if (impl === 'routinely') exec.push(m('wall'));
-    namedRows.push([label, fmt(m('wall')), String(Math.max(...runs.map((r) => r.most))), String(Math.max(...runs.map((r) => r.overlaps))), fmt(m('p50'), 2), fmt(m('p99')), `${fmt(m('wall') / exec[0], 2)}x`]);
-    results[`named-${impl}`] = { wall: m('wall'), most: Math.max(...runs.map((r) => r.most)), overlaps: Math.max(...runs.map((r) => r.overlaps)) };
+    namedRows.push([
+      label,
+      fmt(m('wall')),
+      String(Math.max(...runs.map((r) => r.most))),
+      String(Math.max(...runs.map((r) => r.overlaps))),
+      fmt(m('p50'), 2),
+      fmt(m('p99')),
+      `${fmt(m('wall') / exec[0], 2)}x`,
+    ]);
+    results[`named-${impl}`] = {
+      wall: m('wall'),
+      most: Math.max(...runs.map((r) => r.most)),
+      overlaps: Math.max(...runs.map((r) => r.overlaps)),
+    };
   }
   table(
     `4 processes x 300 contended cycles, each held 1 ms (median of ${quick ? 1 : 3} runs): named locks beside the exec lock`,
@@ -182,10 +223,18 @@ export async function lockBenchmarks({ quick = false } = {}) {
   const ours = [];
   for (let i = 0; i < (quick ? 3 : 10); i++) ours.push(await deadHolder('routinely'));
   const theirs = quick ? [] : [await deadHolder('proper-lockfile')];
-  table('Holder SIGKILLed, a waiter already polling: ms until the waiter holds the lock', ['implementation', 'median ms', 'runs'], [
-    ['routinely (poll <= 50 ms + dead-pid check)', fmt(median(ours)), String(ours.length)],
-    ['proper-lockfile defaults (stale 10 s)', theirs.length ? fmt(median(theirs)) : 'skipped (--quick)', String(theirs.length)],
-  ]);
+  table(
+    'Holder SIGKILLed, a waiter already polling: ms until the waiter holds the lock',
+    ['implementation', 'median ms', 'runs'],
+    [
+      ['routinely (poll <= 50 ms + dead-pid check)', fmt(median(ours)), String(ours.length)],
+      [
+        'proper-lockfile defaults (stale 10 s)',
+        theirs.length ? fmt(median(theirs)) : 'skipped (--quick)',
+        String(theirs.length),
+      ],
+    ],
+  );
   results.deadHolder = { routinely: median(ours), properLockfile: theirs.length ? median(theirs) : null };
 
   results.startup = startup();

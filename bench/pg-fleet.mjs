@@ -55,13 +55,26 @@ const dbUrl = (base, db) => {
 };
 
 /** Statements run in `db` since the last reset (every statement, every client). */
-const statements = async (admin, db) => Number((await q(admin, `SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)`, [db]))[0].n);
+const statements = async (admin, db) =>
+  Number(
+    (
+      await q(
+        admin,
+        `SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)`,
+        [db],
+      )
+    )[0].n,
+  );
 
 /** The first whole minute at least `leadMs` away. */
 const minuteAhead = (leadMs) => Math.ceil((Date.now() + leadMs) / 60_000) * 60_000;
 
 function startProcess(args, env, ready) {
-  const child = spawn(process.execPath, args.argv, { cwd: args.cwd, env: benchEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args.argv, {
+    cwd: args.cwd,
+    env: benchEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += d));
@@ -78,13 +91,30 @@ function startProcess(args, env, ready) {
 
 function routinelyFleet(url, procs, jobs) {
   const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-fleet-'));
-  writeFileSync(join(dir, 'routinely.json'), JSON.stringify({
-    project: 'fleet', backend: { type: 'postgres' },
-    routines: Array.from({ length: jobs }, (_, i) => ({ id: `j${String(i).padStart(4, '0')}`, schedule: '* * * * *', action: 'command', run: 'true', exclusive: false })),
-  }));
-  const all = Array.from({ length: procs }, (_, i) => startProcess({ argv: [CLI, 'scheduler', 'start'], cwd: dir }, { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: `h${i}` }, /\[scheduler\] started/));
+  writeFileSync(
+    join(dir, 'routinely.json'),
+    JSON.stringify({
+      project: 'fleet',
+      backend: { type: 'postgres' },
+      routines: Array.from({ length: jobs }, (_, i) => ({
+        id: `j${String(i).padStart(4, '0')}`,
+        schedule: '* * * * *',
+        action: 'command',
+        run: 'true',
+        exclusive: false,
+      })),
+    }),
+  );
+  const all = Array.from({ length: procs }, (_, i) =>
+    startProcess(
+      { argv: [CLI, 'scheduler', 'start'], cwd: dir },
+      { ROUTINELY_DATABASE_URL: url, ROUTINELY_HOST_ID: `h${i}` },
+      /\[scheduler\] started/,
+    ),
+  );
   return {
-    all, up: () => Promise.all(all.map((p) => p.up)),
+    all,
+    up: () => Promise.all(all.map((p) => p.up)),
     stop: async () => {
       for (const p of all) p.child.kill('SIGTERM');
       await Promise.all(all.map((p) => p.exited));
@@ -94,9 +124,12 @@ function routinelyFleet(url, procs, jobs) {
 }
 
 function graphileFleet(url, procs, jobs) {
-  const all = Array.from({ length: procs }, () => startProcess({ argv: [GW, url, String(jobs), '10'] }, {}, /^ready$/m));
+  const all = Array.from({ length: procs }, () =>
+    startProcess({ argv: [GW, url, String(jobs), '10'] }, {}, /^ready$/m),
+  );
   return {
-    all, up: () => Promise.all(all.map((p) => p.up)),
+    all,
+    up: () => Promise.all(all.map((p) => p.up)),
     stop: async () => {
       for (const p of all) p.child.kill('SIGTERM');
       await Promise.all(all.map((p) => p.exited));
@@ -110,7 +143,11 @@ async function startFleet(prefix, side, o) {
   const db = `${prefix}_${side.replace(/\W/g, '_')}_${process.pid}`;
   await q(o.admin, `CREATE DATABASE ${db}`);
   const url = dbUrl(o.admin, db);
-  return { db, url, fleet: side === 'routinely' ? routinelyFleet(url, o.procs, o.jobs) : graphileFleet(url, o.procs, o.jobs) };
+  return {
+    db,
+    url,
+    fleet: side === 'routinely' ? routinelyFleet(url, o.procs, o.jobs) : graphileFleet(url, o.procs, o.jobs),
+  };
 }
 
 /** One side's cost of the minute `at`: statements and server CPU from 10 s before it to 50 s
@@ -128,7 +165,13 @@ async function perTick(side, o) {
     const cpu = serverCpuMs(o.dataDir) - cpu0;
     let ticks;
     if (side === 'routinely') {
-      ticks = Number((await q(url, `SELECT count(*) AS n FROM routinely_history WHERE entry->>'scheduled_at' = $1`, [new Date(at).toISOString()]))[0].n);
+      ticks = Number(
+        (
+          await q(url, `SELECT count(*) AS n FROM routinely_history WHERE entry->>'scheduled_at' = $1`, [
+            new Date(at).toISOString(),
+          ])
+        )[0].n,
+      );
       await fleet.stop();
     } else {
       ticks = (await fleet.stop()).reduce((s, r) => s + r.late.filter(([minute]) => minute === at).length, 0);
@@ -149,7 +192,11 @@ export async function lateness(side, o) {
     await sleep(at + 40_000 - Date.now());
     let late;
     if (side === 'routinely') {
-      const rows = await q(url, `SELECT entry->>'started_at' AS s FROM routinely_history WHERE entry->>'scheduled_at' = $1 AND entry->>'run_id' IS NOT NULL`, [new Date(at).toISOString()]);
+      const rows = await q(
+        url,
+        `SELECT entry->>'started_at' AS s FROM routinely_history WHERE entry->>'scheduled_at' = $1 AND entry->>'run_id' IS NOT NULL`,
+        [new Date(at).toISOString()],
+      );
       late = rows.map((r) => Date.parse(r.s) - at);
       await fleet.stop();
     } else {
@@ -180,17 +227,36 @@ export async function fleetBenchmarks({ quick = false } = {}) {
     for (const side of ['graphile-worker', 'routinely']) cost[side] = await perTick(side, { ...o, procs, jobs: 20 });
     const g = cost['graphile-worker'];
     const r = cost.routinely;
-    table(`PostgreSQL fleet: ${procs} processes x 20 per-minute jobs, one minute (server side, per fired tick)`, ['implementation', 'ticks', 'statements/tick', 'server CPU ms/tick', 'ratio (statements, CPU)'], [
-      ['graphile-worker 0.17 cron', String(g.ticks), fmt(g.statements), fmt(g.cpuMs, 2), '1.00x, 1.00x'],
-      ['routinely scheduler', String(r.ticks), fmt(r.statements), fmt(r.cpuMs, 2), `${fmt(r.statements / g.statements, 2)}x, ${fmt(r.cpuMs / g.cpuMs, 2)}x`],
-    ]);
+    table(
+      `PostgreSQL fleet: ${procs} processes x 20 per-minute jobs, one minute (server side, per fired tick)`,
+      ['implementation', 'ticks', 'statements/tick', 'server CPU ms/tick', 'ratio (statements, CPU)'],
+      [
+        ['graphile-worker 0.17 cron', String(g.ticks), fmt(g.statements), fmt(g.cpuMs, 2), '1.00x, 1.00x'],
+        [
+          'routinely scheduler',
+          String(r.ticks),
+          fmt(r.statements),
+          fmt(r.cpuMs, 2),
+          `${fmt(r.statements / g.statements, 2)}x, ${fmt(r.cpuMs / g.cpuMs, 2)}x`,
+        ],
+      ],
+    );
     const jobs = quick ? 300 : 1000;
     const late = {};
     for (const side of ['graphile-worker', 'routinely']) late[side] = await lateness(side, { ...o, procs: 3, jobs });
-    table(`PostgreSQL fleet: ${jobs} per-minute jobs, 3 processes, how late each started (ms after its minute)`, ['implementation', 'fired', 'p50 ms', 'latest ms'], [
-      ['graphile-worker 0.17 cron (concurrency 10)', String(late['graphile-worker'].fired), fmt(late['graphile-worker'].p50, 0), fmt(late['graphile-worker'].max, 0)],
-      ['routinely scheduler', String(late.routinely.fired), fmt(late.routinely.p50, 0), fmt(late.routinely.max, 0)],
-    ]);
+    table(
+      `PostgreSQL fleet: ${jobs} per-minute jobs, 3 processes, how late each started (ms after its minute)`,
+      ['implementation', 'fired', 'p50 ms', 'latest ms'],
+      [
+        [
+          'graphile-worker 0.17 cron (concurrency 10)',
+          String(late['graphile-worker'].fired),
+          fmt(late['graphile-worker'].p50, 0),
+          fmt(late['graphile-worker'].max, 0),
+        ],
+        ['routinely scheduler', String(late.routinely.fired), fmt(late.routinely.p50, 0), fmt(late.routinely.max, 0)],
+      ],
+    );
     return { cost, late };
   } finally {
     destroyCluster(cluster);

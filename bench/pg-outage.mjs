@@ -35,10 +35,22 @@ async function round() {
   try {
     await query(cluster.url, 'CREATE DATABASE outage');
     const url = cluster.url.replace(/\/postgres$/, '/outage');
-    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 30 }, routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run }] }));
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      JSON.stringify({
+        project: 'app',
+        backend: { type: 'postgres' },
+        lock: { ttlSeconds: 30 },
+        routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run }],
+      }),
+    );
     const env = { ...process.env, ROUTINELY_DATABASE_URL: url, NO_COLOR: '1' };
     delete env.NODE_EXTRA_CA_CERTS;
-    const child = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -50,7 +62,10 @@ async function round() {
     await sleep(20_000); // the flusher backs off up to 8 s between tries at this length of outage
     child.kill('SIGTERM');
     await exited;
-    const rows = await query(url, `SELECT entry->>'result' AS result, entry->>'reason' AS reason FROM routinely_history WHERE routine = 'tick'`);
+    const rows = await query(
+      url,
+      `SELECT entry->>'result' AS result, entry->>'reason' AS reason FROM routinely_history WHERE routine = 'tick'`,
+    );
     const started = (out.match(/\[routine\] started tick/g) ?? []).length;
     const recorded = rows.filter((r) => r.result !== 'skipped').length;
     const interrupted = rows.filter((r) => /interrupted/.test(r.reason ?? '')).length;
@@ -66,6 +81,10 @@ const total = { started: 0, recorded: 0, interrupted: 0, lost: 0 };
 for (let i = 1; i <= rounds; i++) {
   const r = await round();
   for (const k of Object.keys(total)) total[k] += r[k];
-  console.log(`round ${i}: started ${r.started}, recorded ${r.recorded}, interrupted ${r.interrupted}, lost ${r.lost} ("could not record" warnings: ${r.warnings})`);
+  console.log(
+    `round ${i}: started ${r.started}, recorded ${r.recorded}, interrupted ${r.interrupted}, lost ${r.lost} ("could not record" warnings: ${r.warnings})`,
+  );
 }
-console.log(`total (${cli}, outage ${outageS}s, run "${run}"): started ${total.started}, recorded ${total.recorded}, interrupted ${total.interrupted}, lost ${total.lost}`);
+console.log(
+  `total (${cli}, outage ${outageS}s, run "${run}"): started ${total.started}, recorded ${total.recorded}, interrupted ${total.interrupted}, lost ${total.lost}`,
+);

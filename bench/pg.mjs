@@ -11,7 +11,10 @@ import { fmt, median, nowMs, percentile, spawnNode, table } from './lib.mjs';
 
 function project(url) {
   const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-pg-'));
-  writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ project: `bench${process.pid}${Date.now()}`, backend: { type: 'postgres', url } }));
+  writeFileSync(
+    join(dir, 'routinely.json'),
+    JSON.stringify({ project: `bench${process.pid}${Date.now()}`, backend: { type: 'postgres', url } }),
+  );
   return dir;
 }
 
@@ -42,10 +45,14 @@ async function uncontended(url, cycles) {
   rmSync(dir, { recursive: true, force: true });
   const o = median(ours);
   const t = median(theirs);
-  table(`PostgreSQL: uncontended acquire+release per second (median of 5 rounds x ${cycles})`, ['implementation', 'cycles/s', 'ratio'], [
-    ['pg_try_advisory_lock + unlock (one connection)', fmt(t, 0), '1.00x'],
-    ['routinely lease (upsert + conditional release, fenced)', fmt(o, 0), `${fmt(o / t, 2)}x`],
-  ]);
+  table(
+    `PostgreSQL: uncontended acquire+release per second (median of 5 rounds x ${cycles})`,
+    ['implementation', 'cycles/s', 'ratio'],
+    [
+      ['pg_try_advisory_lock + unlock (one connection)', fmt(t, 0), '1.00x'],
+      ['routinely lease (upsert + conditional release, fenced)', fmt(o, 0), `${fmt(o / t, 2)}x`],
+    ],
+  );
   return { ours: o, advisory: t };
 }
 
@@ -54,7 +61,9 @@ async function contended(url, impl, procs, cycles) {
   const log = join(dir, 'log');
   const barrier = join(dir, 'go');
   writeFileSync(log, '');
-  const workers = Array.from({ length: procs }, () => spawnNode([join(import.meta.dirname, 'workers/pg-contend.mjs'), impl, dir, url, String(cycles), log, barrier]));
+  const workers = Array.from({ length: procs }, () =>
+    spawnNode([join(import.meta.dirname, 'workers/pg-contend.mjs'), impl, dir, url, String(cycles), log, barrier]),
+  );
   await new Promise((r) => setTimeout(r, 2000));
   writeFileSync(barrier, '');
   const results = (await Promise.all(workers.map((w) => w.done))).map((o) => JSON.parse(o.trim().split('\n').pop()));
@@ -67,7 +76,11 @@ async function contended(url, impl, procs, cycles) {
   }
   rmSync(dir, { recursive: true, force: true });
   const waits = results.flatMap((r) => r.waits);
-  return { wall: Math.max(...results.map((r) => r.end)) - Math.min(...results.map((r) => r.start)), p99: percentile(waits, 99), handoffs };
+  return {
+    wall: Math.max(...results.map((r) => r.end)) - Math.min(...results.map((r) => r.start)),
+    p99: percentile(waits, 99),
+    handoffs,
+  };
 }
 
 export async function pgBenchmarks({ quick = false } = {}) {
@@ -75,7 +88,9 @@ export async function pgBenchmarks({ quick = false } = {}) {
   let cluster;
   if (!url) {
     if (!findPgBin()) {
-      console.log('\nPostgreSQL: skipped (no server: set ROUTINELY_BENCH_DATABASE_URL or install Debian package "postgresql")');
+      console.log(
+        '\nPostgreSQL: skipped (no server: set ROUTINELY_BENCH_DATABASE_URL or install Debian package "postgresql")',
+      );
       return null;
     }
     cluster = await startCluster();
@@ -88,9 +103,18 @@ export async function pgBenchmarks({ quick = false } = {}) {
     for (const impl of ['advisory', 'routinely']) {
       const r = await contended(url, impl, 4, quick ? 50 : 200);
       out[impl] = r;
-      rows.push([impl === 'advisory' ? 'pg_try_advisory_lock, 1 ms retries' : 'routinely lease (ifBusy wait)', fmt(r.wall), fmt(r.p99), String(r.handoffs)]);
+      rows.push([
+        impl === 'advisory' ? 'pg_try_advisory_lock, 1 ms retries' : 'routinely lease (ifBusy wait)',
+        fmt(r.wall),
+        fmt(r.p99),
+        String(r.handoffs),
+      ]);
     }
-    table(`PostgreSQL: 4 processes x ${quick ? 50 : 200} contended cycles`, ['implementation', 'wall ms', 'p99 wait ms', 'hand-offs'], rows);
+    table(
+      `PostgreSQL: 4 processes x ${quick ? 50 : 200} contended cycles`,
+      ['implementation', 'wall ms', 'p99 wait ms', 'hand-offs'],
+      rows,
+    );
     return { uncontended: u, contended: out };
   } finally {
     if (cluster) destroyCluster(cluster);

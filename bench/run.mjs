@@ -13,7 +13,9 @@ import { cronAnchor } from './cron.mjs';
 import { soak } from './soak.mjs';
 
 const quick = process.argv.includes('--quick');
-console.log(`routinely benchmarks — node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})${quick ? ', quick' : ''}`);
+console.log(
+  `routinely benchmarks — node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})${quick ? ', quick' : ''}`,
+);
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7);
 if (!only || only === 'lock') await lockBenchmarks({ quick });
 if (!only || only === 'exec') await execBenchmarks({ quick });
@@ -25,4 +27,5 @@ if (!only || only === 'http') await httpBenchmarks({ quick });
 if (!only || only === 'pg') await pgBenchmarks({ quick });
 if (!only || only === 'fleet') await fleetBenchmarks({ quick });
 // an hour: only when asked for
-if (only === 'soak') await soak({ minutes: Number(process.argv.find((a) => a.startsWith('--minutes='))?.slice(10) ?? 60) });
+if (only === 'soak')
+  await soak({ minutes: Number(process.argv.find((a) => a.startsWith('--minutes='))?.slice(10) ?? 60) });

@@ -19,14 +19,22 @@ function project(routines) {
 /** 100 routines with distinct schedules, half of them in a time zone. */
 const hundred = (schedule) =>
   Array.from({ length: 100 }, (_, i) => ({
-    id: `r${i}`, schedule: schedule(i), action: 'command', run: 'true', ...(i % 2 ? { timezone: 'Europe/Berlin' } : {}),
+    id: `r${i}`,
+    schedule: schedule(i),
+    action: 'command',
+    run: 'true',
+    ...(i % 2 ? { timezone: 'Europe/Berlin' } : {}),
   }));
 
 /** `routine list` cold start against `node -e 0` (issue 12): from the running scheduler's cache
  * (the goal: <= 1.5x), and the full path (config validated, times computed; ROUTINELY_LIST_CACHE=0). */
 export async function listStartup(rounds) {
   const dir = project(hundred((i) => `${i % 60} ${i % 24} * * *`));
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   s.stdout.on('data', (d) => (out += d));
   while (!out.includes('[scheduler] started')) await sleep(20);
@@ -50,11 +58,15 @@ export async function listStartup(rounds) {
   const n = median(node);
   const o = median(ours);
   const f = median(slow);
-  table(`routine list cold start, ms (median of ${rounds} interleaved runs; 100 routines, 50 in a time zone)`, ['command', 'median ms', 'ratio', 'target'], [
-    ['node -e 0', fmt(n), '1.00x', ''],
-    ['routinely routine list (scheduler running: its cache)', fmt(o), `${fmt(o / n, 2)}x`, '<= 1.5x'],
-    ['routinely routine list (full path: ROUTINELY_LIST_CACHE=0)', fmt(f), `${fmt(f / n, 2)}x`, ''],
-  ]);
+  table(
+    `routine list cold start, ms (median of ${rounds} interleaved runs; 100 routines, 50 in a time zone)`,
+    ['command', 'median ms', 'ratio', 'target'],
+    [
+      ['node -e 0', fmt(n), '1.00x', ''],
+      ['routinely routine list (scheduler running: its cache)', fmt(o), `${fmt(o / n, 2)}x`, '<= 1.5x'],
+      ['routinely routine list (full path: ROUTINELY_LIST_CACHE=0)', fmt(f), `${fmt(f / n, 2)}x`, ''],
+    ],
+  );
   return { node: n, list: o, full: f };
 }
 
@@ -70,7 +82,11 @@ function procStat(pid) {
 /** CPU (the scheduler and every child it ran) of a scheduler over `seconds`, and its fires. */
 async function schedulerCpu(routines, seconds) {
   const dir = project(routines);
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   s.stdout.on('data', (d) => (out += d));
   while (!out.includes('[scheduler] started')) await sleep(20);
@@ -88,7 +104,10 @@ async function schedulerCpu(routines, seconds) {
 
 /** CPU of `n` × `sh -c true` from a shell loop (what cron pays per fire), from bash's `times`. */
 function shellLoopCpu(n) {
-  const r = spawnSync('bash', ['-c', `for i in $(seq ${n}); do sh -c true; done; times`], { encoding: 'utf8', env: benchEnv() });
+  const r = spawnSync('bash', ['-c', `for i in $(seq ${n}); do sh -c true; done; times`], {
+    encoding: 'utf8',
+    env: benchEnv(),
+  });
   const lines = r.stdout.trim().split('\n');
   const toMs = (t) => {
     const m = /(\d+)m([\d.]+)s/.exec(t);
@@ -104,7 +123,10 @@ export async function fireCost(seconds, rounds) {
   const shell = [];
   for (let i = 0; i < rounds; i++) {
     const busy = await schedulerCpu([{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }], seconds);
-    const idleRun = await schedulerCpu([{ id: 'never', schedule: '0 0 1 1 *', action: 'command', run: 'true' }], seconds);
+    const idleRun = await schedulerCpu(
+      [{ id: 'never', schedule: '0 0 1 1 *', action: 'command', run: 'true' }],
+      seconds,
+    );
     perFire.push((busy.cpuMs - idleRun.cpuMs) / Math.max(1, busy.fires));
     // at least 300 starts: bash's `times` counts in 10 ms ticks, too coarse for a few dozen
     const n = Math.max(300, busy.fires);
@@ -112,17 +134,25 @@ export async function fireCost(seconds, rounds) {
   }
   const ours = median(perFire);
   const cron = median(shell);
-  table(`CPU per fire of \`true\` (scheduler + children, minus an idle scheduler), ${seconds} s x ${rounds} rounds`, ['what', 'ms CPU per fire', 'ratio', 'target'], [
-    ['sh -c true from a shell loop (cron)', fmt(cron, 1), '1.00x', ''],
-    ['routinely scheduler', fmt(ours, 1), `${fmt(ours / cron, 2)}x`, '<= 3x'],
-  ]);
+  table(
+    `CPU per fire of \`true\` (scheduler + children, minus an idle scheduler), ${seconds} s x ${rounds} rounds`,
+    ['what', 'ms CPU per fire', 'ratio', 'target'],
+    [
+      ['sh -c true from a shell loop (cron)', fmt(cron, 1), '1.00x', ''],
+      ['routinely scheduler', fmt(ours, 1), `${fmt(ours / cron, 2)}x`, '<= 3x'],
+    ],
+  );
   return { perFireMs: ours, cronMs: cron, ratio: ours / cron };
 }
 
 async function idle(seconds) {
   // yearly schedules: nothing fires while we watch
   const dir = project(hundred((i) => `${i % 60} ${i % 24} 1 1 *`));
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   s.stdout.on('data', (d) => (out += d));
   while (!out.includes('[scheduler] started')) await sleep(20);
@@ -134,11 +164,15 @@ async function idle(seconds) {
   await new Promise((r) => s.on('close', r));
   rmSync(dir, { recursive: true, force: true });
   const cpuPct = ((b.cpuMs - a.cpuMs) / (seconds * 1000)) * 100;
-  table(`Idle scheduler with 100 routines, watched for ${seconds} s`, ['measure', 'value', 'target'], [
-    ['RSS MB', fmt(b.rssMb), '<= 60'],
-    ['CPU ms used', fmt(b.cpuMs - a.cpuMs, 0), '≈ 0'],
-    ['CPU %', fmt(cpuPct, 3), '≈ 0'],
-  ]);
+  table(
+    `Idle scheduler with 100 routines, watched for ${seconds} s`,
+    ['measure', 'value', 'target'],
+    [
+      ['RSS MB', fmt(b.rssMb), '<= 60'],
+      ['CPU ms used', fmt(b.cpuMs - a.cpuMs, 0), '≈ 0'],
+      ['CPU %', fmt(cpuPct, 3), '≈ 0'],
+    ],
+  );
   return { rssMb: b.rssMb, cpuMs: b.cpuMs - a.cpuMs };
 }
 
@@ -147,7 +181,11 @@ async function lateness(seconds) {
     { id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' },
     { id: 'tock', schedule: '*/2 * * * * *', action: 'register' },
   ]);
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'ignore', 'inherit'] });
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   await sleep(seconds * 1000);
   s.kill('SIGTERM');
   await new Promise((r) => s.on('close', r));
@@ -166,9 +204,11 @@ async function lateness(seconds) {
     }
   }
   rmSync(dir, { recursive: true, force: true });
-  table(`Tick lateness (started_at - scheduled_at) over ${seconds} s, per-second routines`, ['fires', 'p50 ms', 'p99 ms', 'target p99'], [
-    [String(late.length), fmt(percentile(late, 50)), fmt(percentile(late, 99)), '<= 50 ms'],
-  ]);
+  table(
+    `Tick lateness (started_at - scheduled_at) over ${seconds} s, per-second routines`,
+    ['fires', 'p50 ms', 'p99 ms', 'target p99'],
+    [[String(late.length), fmt(percentile(late, 50)), fmt(percentile(late, 99)), '<= 50 ms']],
+  );
   return { fires: late.length, p50: percentile(late, 50), p99: percentile(late, 99) };
 }
 
@@ -180,7 +220,11 @@ function historyFires(dir, id) {
   } catch {
     return [];
   }
-  return text.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => typeof e.result === 'string');
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((e) => typeof e.result === 'string');
 }
 
 /** SPEC §6 "The scheduler never competes with itself": five routines sharing ticks (three
@@ -196,7 +240,11 @@ export async function sharedTicks(seconds) {
     { id: 'even2', schedule: '*/2 * * * * *', action: 'command', run: 'true' },
   ];
   const dir = project(routines);
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'ignore', 'inherit'] });
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   await sleep(seconds * 1000);
   s.kill('SIGTERM');
   await new Promise((r) => s.on('close', r));
@@ -207,7 +255,9 @@ export async function sharedTicks(seconds) {
     due += f.length;
     ran += f.filter((e) => e.result === 'success').length;
   }
-  const late = historyFires(dir, 'queued').filter((e) => e.result === 'success').map((e) => Date.parse(e.started_at) - Date.parse(e.scheduled_at));
+  const late = historyFires(dir, 'queued')
+    .filter((e) => e.result === 'success')
+    .map((e) => Date.parse(e.started_at) - Date.parse(e.scheduled_at));
   rmSync(dir, { recursive: true, force: true });
   // cron + flock -n: every second, the jobs due start side by side, each under flock -n
   const lockDir = mkdtempSync(join(tmpdir(), 'routinely-bench-flock-'));
@@ -220,13 +270,29 @@ export async function sharedTicks(seconds) {
   const flockRan = Number(spawnSync('bash', ['-c', script], { encoding: 'utf8' }).stdout.trim());
   const flockDue = Array.from({ length: seconds }, (_, t) => ((t + 1) % 2 === 0 ? 5 : 3)).reduce((a, b) => a + b, 0);
   rmSync(lockDir, { recursive: true, force: true });
-  table(`Routines sharing ticks (3 per second, 2 every 2 s) for ${seconds} s: due fires that ran`, ['what', 'ran / due', 'share', 'target'], [
-    ['cron + flock -n (jobs of a tick side by side)', `${flockRan} / ${flockDue}`, `${fmt((flockRan / flockDue) * 100, 0)} %`, ''],
-    ['routinely scheduler (its routines take turns)', `${ran} / ${due}`, `${fmt((ran / Math.max(1, due)) * 100, 0)} %`, '100 %'],
-  ]);
-  table('Lateness of a routine queued behind a 50 ms sibling (started_at - scheduled_at)', ['fires', 'p50 ms', 'p99 ms'], [
-    [String(late.length), fmt(percentile(late, 50)), fmt(percentile(late, 99))],
-  ]);
+  table(
+    `Routines sharing ticks (3 per second, 2 every 2 s) for ${seconds} s: due fires that ran`,
+    ['what', 'ran / due', 'share', 'target'],
+    [
+      [
+        'cron + flock -n (jobs of a tick side by side)',
+        `${flockRan} / ${flockDue}`,
+        `${fmt((flockRan / flockDue) * 100, 0)} %`,
+        '',
+      ],
+      [
+        'routinely scheduler (its routines take turns)',
+        `${ran} / ${due}`,
+        `${fmt((ran / Math.max(1, due)) * 100, 0)} %`,
+        '100 %',
+      ],
+    ],
+  );
+  table(
+    'Lateness of a routine queued behind a 50 ms sibling (started_at - scheduled_at)',
+    ['fires', 'p50 ms', 'p99 ms'],
+    [[String(late.length), fmt(percentile(late, 50)), fmt(percentile(late, 99))]],
+  );
   return { ran, due, flockRan, flockDue, queuedP50: percentile(late, 50), queuedP99: percentile(late, 99) };
 }
 

@@ -14,8 +14,22 @@ const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
 
 export async function soak({ minutes = 60, routines = 20 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'routinely-bench-soak-'));
-  writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: Array.from({ length: routines }, (_, i) => ({ id: `s${i}`, schedule: '* * * * * *', action: 'command', run: 'true' })) }));
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], { cwd: dir, env: benchEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+  writeFileSync(
+    join(dir, 'routinely.json'),
+    JSON.stringify({
+      routines: Array.from({ length: routines }, (_, i) => ({
+        id: `s${i}`,
+        schedule: '* * * * * *',
+        action: 'command',
+        run: 'true',
+      })),
+    }),
+  );
+  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let fires = 0;
   let started = false;
   let tail = '';
@@ -41,9 +55,16 @@ export async function soak({ minutes = 60, routines = 20 } = {}) {
   const early = median(samples.filter((x) => x.min > span && x.min <= 2 * span).map((x) => x.rss));
   const late = median(samples.filter((x) => x.min > minutes - span).map((x) => x.rss));
   const every = Math.max(1, Math.round(samples.length / 12));
-  table(`Scheduler RSS while firing: ${routines} per-second routines for ${minutes} min (sampled every 30 s)`, ['minute', 'RSS MB', 'fires so far'],
-    samples.filter((_, i) => i % every === every - 1 || i === samples.length - 1).map((x) => [fmt(x.min, 1), fmt(x.rss, 1), String(x.fires)]));
-  console.log(`  RSS median, minutes ${fmt(span, 0)}-${fmt(2 * span, 0)}: ${fmt(early, 1)} MB; last ${fmt(span, 0)} minutes: ${fmt(late, 1)} MB (${fmt(late / early, 3)}x; flat: <= 1.05x); max ${fmt(Math.max(...samples.map((x) => x.rss)), 1)} MB`);
+  table(
+    `Scheduler RSS while firing: ${routines} per-second routines for ${minutes} min (sampled every 30 s)`,
+    ['minute', 'RSS MB', 'fires so far'],
+    samples
+      .filter((_, i) => i % every === every - 1 || i === samples.length - 1)
+      .map((x) => [fmt(x.min, 1), fmt(x.rss, 1), String(x.fires)]),
+  );
+  console.log(
+    `  RSS median, minutes ${fmt(span, 0)}-${fmt(2 * span, 0)}: ${fmt(early, 1)} MB; last ${fmt(span, 0)} minutes: ${fmt(late, 1)} MB (${fmt(late / early, 3)}x; flat: <= 1.05x); max ${fmt(Math.max(...samples.map((x) => x.rss)), 1)} MB`,
+  );
   return { early, late, samples };
 }
 

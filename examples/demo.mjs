@@ -55,7 +55,10 @@ const stopped = scheduler.closed;
 // Stopped from outside (SIGTERM, or Ctrl-C): what the demo started is stopped as the demo would
 // (SIGTERM: the scheduler ends its routines' groups and lets its lock go), then the temp project
 // goes; whatever is still there after 5 s gets SIGKILL.
-for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
+for (const [sig, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+]) {
   process.on(sig, async () => {
     const running = started.filter((c) => c.exitCode === null && c.signalCode === null);
     for (const c of running) c.kill('SIGTERM');
@@ -70,7 +73,10 @@ try {
   await sleep(6500);
 
   say('a manual exec run takes the exec lock for 6 s: the ticks that meet it are skipped, not failed');
-  writeFileSync(join(project, 'tasks', 'migrate.json'), JSON.stringify({ id: 'migrate', run: 'echo migrating; sleep 6; echo migrated' }));
+  writeFileSync(
+    join(project, 'tasks', 'migrate.json'),
+    JSON.stringify({ id: 'migrate', run: 'echo migrating; sleep 6; echo migrated' }),
+  );
   // --if-busy wait: a routine's tick may hold the lock at this very moment; the run waits for it.
   const manual = background(['exec', 'run', 'migrate', '--if-busy', 'wait']);
   let manualOut = '';
@@ -81,7 +87,10 @@ try {
   say('by hand, meanwhile: fail names the holder (75), skip exits 0, wait queues for the lock');
   run(['lock', 'run', '--', 'echo', 'not now']);
   run(['lock', 'run', '--if-busy', 'skip', '--', 'echo', 'not now']);
-  const waiter = background(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo "got it (generation $ROUTINELY_LOCK_GENERATION)"'], ['ignore', 'pipe', 'inherit']);
+  const waiter = background(
+    ['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo "got it (generation $ROUTINELY_LOCK_GENERATION)"'],
+    ['ignore', 'pipe', 'inherit'],
+  );
   let waiterOut = '';
   waiter.stdout.on('data', (d) => (waiterOut += d));
   await manual.closed;
@@ -101,10 +110,13 @@ try {
   run(['routine', 'history', 'heartbeat', '--limit', '6']);
 
   say('exec: a task fails and its dependant is skipped (not failed); fix the cause, resume the run');
-  writeFileSync(join(project, 'tasks', 'release.json'), JSON.stringify([
-    { id: 'package', run: 'test -f LICENSE || { echo "package: LICENSE is missing" >&2; exit 1; }' },
-    { id: 'publish', run: 'echo published', dependsOn: ['package'] },
-  ]));
+  writeFileSync(
+    join(project, 'tasks', 'release.json'),
+    JSON.stringify([
+      { id: 'package', run: 'test -f LICENSE || { echo "package: LICENSE is missing" >&2; exit 1; }' },
+      { id: 'publish', run: 'echo published', dependsOn: ['package'] },
+    ]),
+  );
   const runId = /run (r-[A-Za-z0-9-]+)/.exec(run(['exec', 'run']))?.[1];
   writeFileSync(join(project, 'LICENSE'), 'MIT\n');
   run(['exec', 'resume', runId]);

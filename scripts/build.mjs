@@ -50,7 +50,10 @@ for (const file of readdirSync('src', { recursive: true })) {
 zodNames.delete('core'); // z.core.$ZodError is a type here; the value is all of zod
 const vendorSource = {
   // (z.infer and the like are types: only names the module has at run time)
-  'zod/mini': `export { ${[...zodNames].filter((n) => n in zodModule).sort().join(', ')} } from 'zod/mini';`,
+  'zod/mini': `export { ${[...zodNames]
+    .filter((n) => n in zodModule)
+    .sort()
+    .join(', ')} } from 'zod/mini';`,
   croner: "export * from 'croner';",
   pg: "module.exports = require('pg');",
 };
@@ -72,7 +75,11 @@ const vendored = (fromDir) => ({
   name: 'vendored',
   setup(b) {
     b.onResolve({ filter: /^(zod\/mini|croner|pg)$/ }, (a) => ({ path: VENDOR[a.path], namespace: 'vendor' }));
-    b.onLoad({ filter: /.*/, namespace: 'vendor' }, (a) => ({ contents: `module.exports = require('${fromDir}/vendor/${a.path}.cjs');`, loader: 'js', resolveDir: '.' }));
+    b.onLoad({ filter: /.*/, namespace: 'vendor' }, (a) => ({
+      contents: `module.exports = require('${fromDir}/vendor/${a.path}.cjs');`,
+      loader: 'js',
+      resolveDir: '.',
+    }));
     b.onResolve({ filter: /\/vendor\/[\w-]+\.cjs$/ }, (a) => ({ path: a.path, external: true }));
   },
 });
@@ -120,14 +127,18 @@ await build({
 // has one copy of every class and lock (no dual-package hazard). index.cjs is it, its dynamic
 // imports inlined; index.js is an ES module that re-exports index.cjs by name.
 await build({ ...cjs, minify: false, plugins: [vendored('.')], entryPoints: { index: 'src/index.ts' } });
-const names = Object.keys(createRequire(import.meta.url)(resolve('dist/index.cjs'))).filter((n) => n !== 'default').sort();
+const names = Object.keys(createRequire(import.meta.url)(resolve('dist/index.cjs')))
+  .filter((n) => n !== 'default')
+  .sort();
 writeFileSync(
   'dist/index.js',
   // through require(), not `import lib from './index.cjs'`: importing a CommonJS file makes Node
   // lex all of it for export names first (measured: 40 ms of a 90 ms start)
   `// The same implementation as require('routinely'): dist/index.cjs.\nimport { createRequire } from 'node:module';\nconst lib = createRequire(import.meta.url)('./index.cjs');\n${names.map((n) => `export const ${n} = lib.${n};`).join('\n')}\n`,
 );
-execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--emitDeclarationOnly'], { stdio: 'inherit' });
+execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--emitDeclarationOnly'], {
+  stdio: 'inherit',
+});
 // Only the declarations index.d.ts reaches are shipped: tsc writes one per source file, and the
 // others (the config's zod shapes, croner's wrapper) import packages the package does not have.
 const reached = new Set();
@@ -143,7 +154,9 @@ for (const file of readdirSync('dist', { recursive: true })) {
   const path = join('dist', file);
   if (path.endsWith('.d.ts') && !reached.has(path)) rmSync(path);
 }
-for (const dir of readdirSync('dist', { recursive: true }).map((f) => join('dist', f)).reverse()) {
+for (const dir of readdirSync('dist', { recursive: true })
+  .map((f) => join('dist', f))
+  .reverse()) {
   if (statSync(dir).isDirectory() && readdirSync(dir).length === 0) rmSync(dir, { recursive: true });
 }
 // The same declarations for require(): a .d.cts beside every .d.ts, importing its siblings as

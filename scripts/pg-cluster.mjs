@@ -10,7 +10,9 @@ import { join } from 'node:path';
 export function findPgBin() {
   const root = '/usr/lib/postgresql';
   if (existsSync(root)) {
-    const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(root)
+      .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+      .sort((a, b) => Number(b) - Number(a));
     if (versions[0]) return join(root, versions[0], 'bin');
   }
   const p = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' }).stdout.trim();
@@ -43,7 +45,17 @@ export async function startCluster() {
   if (runAs) execFileSync('chown', [runAs, dataDir]);
   const port = await freePort();
   const cluster = { url: `postgres://postgres@127.0.0.1:${port}/postgres`, dataDir, bin, runAs };
-  pgCommand(cluster, 'initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
+  pgCommand(cluster, 'initdb', [
+    '-D',
+    dataDir,
+    '-U',
+    'postgres',
+    '--auth=trust',
+    '--no-sync',
+    '-E',
+    'UTF8',
+    '--locale=C',
+  ]);
   startServer(cluster);
   return cluster;
 }
@@ -51,8 +63,15 @@ export async function startCluster() {
 export function startServer(cluster) {
   const port = Number(new URL(cluster.url).port);
   pgCommand(cluster, 'pg_ctl', [
-    '-D', cluster.dataDir, '-w', '-t', '30', '-l', join(cluster.dataDir, 'server.log'),
-    '-o', `-p ${port} -k ${cluster.dataDir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+    '-D',
+    cluster.dataDir,
+    '-w',
+    '-t',
+    '30',
+    '-l',
+    join(cluster.dataDir, 'server.log'),
+    '-o',
+    `-p ${port} -k ${cluster.dataDir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
     'start',
   ]);
 }

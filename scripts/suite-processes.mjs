@@ -88,7 +88,8 @@ export function sweep(match, exclude = [process.pid]) {
   }
   for (const p of killed) {
     const dataDir = /\s-D\s+(\S+)/.exec(` ${p.cmdline}`)?.[1];
-    if (dataDir && dirname(dataDir) === tmpdir() && /^routinely-pg-/.test(basename(dataDir))) rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir && dirname(dataDir) === tmpdir() && /^routinely-pg-/.test(basename(dataDir)))
+      rmSync(dataDir, { recursive: true, force: true });
   }
   return killed;
 }

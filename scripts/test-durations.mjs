@@ -12,7 +12,9 @@ function lastRun() {
   const report = process.argv[2];
   if (report) {
     const { testResults } = JSON.parse(readFileSync(report, 'utf8'));
-    return testResults.filter((f) => f.status === 'passed').map((f) => [relative(process.cwd(), f.name), f.endTime - f.startTime]);
+    return testResults
+      .filter((f) => f.status === 'passed')
+      .map((f) => [relative(process.cwd(), f.name), f.endTime - f.startTime]);
   }
   const dir = 'node_modules/.vite/vitest';
   let newest = null;
@@ -37,5 +39,8 @@ for (const [path, ms] of run) {
 }
 for (const path of Object.keys(seconds)) if (!existsSync(path)) delete seconds[path];
 const sorted = Object.fromEntries(Object.entries(seconds).sort((a, b) => b[1] - a[1]));
-writeFileSync(file, `${JSON.stringify({ about: 'seconds per test file on a quiet 2-core machine (test/sequencer.ts); npm run test:durations updates it', seconds: sorted }, null, 2)}\n`);
+writeFileSync(
+  file,
+  `${JSON.stringify({ about: 'seconds per test file on a quiet 2-core machine (test/sequencer.ts); npm run test:durations updates it', seconds: sorted }, null, 2)}\n`,
+);
 console.log(`${file}: ${run.length} files of the last run, ${Object.keys(sorted).length} listed`);

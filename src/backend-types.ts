@@ -45,4 +45,3 @@ export interface OpenOptions {
    * for what others record (files: routine-state.json checked once a minute). */
   longRunning?: boolean;
 }
-

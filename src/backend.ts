@@ -25,19 +25,24 @@ export function trustProjectRoots(project: Project): void {
 export function fileBackend(project: Project, opts: OpenOptions = {}): Backend {
   trustProjectRoots(project);
   const lock = fileLockBackend({
-      lockDir: project.lockDir,
-      ttlMs: project.lockTtlMs,
-      refreshMs: project.lockRefreshMs,
-      generationFloor: () => execGenerationFloor(project),
-      hooks: { notice: (m) => process.stderr.write(`routinely: ${m}\n`) },
+    lockDir: project.lockDir,
+    ttlMs: project.lockTtlMs,
+    refreshMs: project.lockRefreshMs,
+    generationFloor: () => execGenerationFloor(project),
+    hooks: { notice: (m) => process.stderr.write(`routinely: ${m}\n`) },
   });
-  const routines = fileRoutineStore(project, { ...(opts.warn ? { warn: opts.warn } : {}), longRunning: opts.longRunning === true });
+  const routines = fileRoutineStore(project, {
+    ...(opts.warn ? { warn: opts.warn } : {}),
+    longRunning: opts.longRunning === true,
+  });
   return {
     kind: 'file',
     caps: backendCaps(project.backend),
     // the lock folder directly: the lock backend's status would also read the exec state for a
     // generation floor, which a view of the scheduler does not need
-    schedulerLocks: async (probe) => [readLockStatus({ lockDir: project.lockDir, key: SCHEDULER_LOCK_KEY, ...(probe ? { probe } : {}) })],
+    schedulerLocks: async (probe) => [
+      readLockStatus({ lockDir: project.lockDir, key: SCHEDULER_LOCK_KEY, ...(probe ? { probe } : {}) }),
+    ],
     lock: {
       ...lock,
       acquire: (key, owner, policy) => {

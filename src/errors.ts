@@ -110,7 +110,9 @@ export function asStorageError(err: unknown): unknown {
   if (err instanceof RoutinelyError || !isStorageError(err)) return err;
   const e = err as NodeJS.ErrnoException;
   const words = IO_WORDS[e.code!] ?? e.code;
-  const op = e.syscall ? `${e.syscall === 'scandir' ? 'listing' : e.syscall === 'open' ? 'opening' : e.syscall === 'write' || e.syscall === 'pwrite' ? 'writing' : e.syscall === 'read' ? 'reading' : e.syscall}` : 'using';
+  const op = e.syscall
+    ? `${e.syscall === 'scandir' ? 'listing' : e.syscall === 'open' ? 'opening' : e.syscall === 'write' || e.syscall === 'pwrite' ? 'writing' : e.syscall === 'read' ? 'reading' : e.syscall}`
+    : 'using';
   return new StateIOError(e.path ? `${words} ${op} ${e.path}` : `${words} (${e.message})`);
 }
 
@@ -125,7 +127,8 @@ export function ioMessage(err: unknown, verb: string, path: string): string {
 export function stateWriteError(err: unknown, path: string, verb = 'writing'): RoutinelyError {
   if (err instanceof RoutinelyError) return err;
   const code = errnoCode(err);
-  if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR') return new UnsafePathError(ioMessage(err, verb, path));
+  if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR')
+    return new UnsafePathError(ioMessage(err, verb, path));
   return new StateIOError(ioMessage(err, verb, path));
 }
 

@@ -13,7 +13,10 @@ import type { TaskView, UnreadableRun } from './exec/views.js';
 
 const opening = (ctx: ExecContext): ExecContext => (ctx.backend || ctx.open ? ctx : { ...ctx, open: withBackend });
 
-export function register(ctx: ExecContext, policy: LockedPolicy & { routine?: string | null }): ReturnType<typeof operations.register> {
+export function register(
+  ctx: ExecContext,
+  policy: LockedPolicy & { routine?: string | null },
+): ReturnType<typeof operations.register> {
   return operations.register(opening(ctx), policy);
 }
 export function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<RunOutcome> {
@@ -22,7 +25,11 @@ export function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<RunOut
 export function execResume(ctx: ExecContext, runId: string | undefined, opts: RunOptions = {}): Promise<ResumeOutcome> {
   return operations.execResume(opening(ctx), runId, opts);
 }
-export function resetTasks(ctx: ExecContext, ids: string[], policy: LockedPolicy): ReturnType<typeof operations.resetTasks> {
+export function resetTasks(
+  ctx: ExecContext,
+  ids: string[],
+  policy: LockedPolicy,
+): ReturnType<typeof operations.resetTasks> {
   return operations.resetTasks(opening(ctx), ids, policy);
 }
 export function execStatus(ctx: ExecContext): Promise<TaskView[]> {

@@ -1,24 +1,68 @@
 // The public library API (SPEC §8). The CLI is a thin layer over these functions.
 
-export { ExitCode, RoutinelyError, UsageError, ConfigError, UnsafePathError, StateIOError, NotFoundError } from './errors.js';
+export {
+  ExitCode,
+  RoutinelyError,
+  UsageError,
+  ConfigError,
+  UnsafePathError,
+  StateIOError,
+  NotFoundError,
+} from './errors.js';
 export type { ConfigIssue } from './errors.js';
 export { systemClock, ManualClock, type Clock } from './clock.js';
 
-export { loadProject, findConfig, readConfigFile, resolveProject, type Project, type LoadOptions } from './config/load.js';
+export {
+  loadProject,
+  findConfig,
+  readConfigFile,
+  resolveProject,
+  type Project,
+  type LoadOptions,
+} from './config/load.js';
 export { validateConfig, validateTaskFile, validateTaskSet, type Validation } from './config/validate.js';
 export type { Config, RoutineDef, TaskDef, RoutineAction } from './config/types.js';
 
 export { attemptAcquire, type AcquireOptions, type FileLockOptions } from './lock/acquire.js';
 export { acquireFileLease } from './lock/wait.js';
-export { fileLockBackend, EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, type LockBackend, type BusyPolicy } from './lock/lock-backend.js';
-export type { Lease, AcquireResult, RefreshResult, ReleaseResult, LockLost, LockHooks, IfBusy, LockOwnerInfo } from './lock/lease.js';
+export {
+  fileLockBackend,
+  EXEC_LOCK_KEY,
+  SCHEDULER_LOCK_KEY,
+  type LockBackend,
+  type BusyPolicy,
+} from './lock/lock-backend.js';
+export type {
+  Lease,
+  AcquireResult,
+  RefreshResult,
+  ReleaseResult,
+  LockLost,
+  LockHooks,
+  IfBusy,
+  LockOwnerInfo,
+} from './lock/lease.js';
 export { readLockStatus, breakStaleLock, type LockStatus, type BreakResult } from './lock/status.js';
 export { judgeLock, describeHolder, type Judgement, type StaleReason } from './lock/stale.js';
 export { systemProbe, type LivenessProbe, type ProcessState } from './process/identity.js';
 export type { LockRecord, LockOwner, ChildGroup } from './lock/record.js';
 
-export { withProjectLock, projectLockBackend, projectLockStatus, namedLockStatusOf, type ProjectLockOptions, type WithLockResult } from './project.js';
-export { acquireLock, lockKey, slotKeys, type NamedLockStatus, type SlotStatus, type NamedAcquireResult } from './lock/named.js';
+export {
+  withProjectLock,
+  projectLockBackend,
+  projectLockStatus,
+  namedLockStatusOf,
+  type ProjectLockOptions,
+  type WithLockResult,
+} from './project.js';
+export {
+  acquireLock,
+  lockKey,
+  slotKeys,
+  type NamedLockStatus,
+  type SlotStatus,
+  type NamedAcquireResult,
+} from './lock/named.js';
 export { configJsonSchema, taskFileJsonSchema } from './config/json-schema.js';
 
 export { register, execRun, execResume, resetTasks, execStatus, listRuns, showRun } from './exec-api.js';

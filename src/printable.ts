@@ -23,7 +23,9 @@ const hex2 = (c: string): string => c.charCodeAt(0).toString(16).padStart(2, '0'
 /** Output for a terminal or a log file (SPEC §12): see TERMINAL_UNSAFE. C1 controls and DEL
  * become `\u00XX`, which also keeps JSON output valid; other C0 controls become `\xHH`. */
 export function terminalText(s: string): string {
-  return s.replace(TERMINAL_UNSAFE, (m) => (m.length > 1 ? m : m.charCodeAt(0) >= 0x7f ? `\\u00${hex2(m)}` : `\\x${hex2(m)}`));
+  return s.replace(TERMINAL_UNSAFE, (m) =>
+    m.length > 1 ? m : m.charCodeAt(0) >= 0x7f ? `\\u00${hex2(m)}` : `\\x${hex2(m)}`,
+  );
 }
 
 /** A JSON document (JSON.stringify escapes C0 but leaves DEL and C1 raw): those escaped too. */

@@ -44,7 +44,13 @@ export async function withProjectLock<T>(
   const got =
     options.key !== undefined
       ? await backend.lock.acquire(options.key, owner, options)
-      : await acquireLock(backend.lock, lockName(options.lock), slotsOf(project.config.locks, lockName(options.lock)), owner, options);
+      : await acquireLock(
+          backend.lock,
+          lockName(options.lock),
+          slotsOf(project.config.locks, lockName(options.lock)),
+          owner,
+          options,
+        );
   if (!got.ok) {
     const reason = got.reason === 'WAIT_TIMEOUT' ? 'timeout' : got.reason === 'ABORTED' ? 'aborted' : 'busy';
     return { ok: false, reason, holder: got.holder, why: got.why };
@@ -59,7 +65,9 @@ export async function withProjectLock<T>(
 /** The lock's state as `routinely lock status --json` shows it, read from the project's own
  * backend: the lock folder with files, the database with `backend.type: "postgres"` (where the
  * lock folder says nothing). */
-export async function projectLockStatus(options: LoadOptions & { project?: Project; key?: string } = {}): Promise<LockStatus> {
+export async function projectLockStatus(
+  options: LoadOptions & { project?: Project; key?: string } = {},
+): Promise<LockStatus> {
   const project = options.project ?? loadProject(options);
   await using backend = disposable(await openBackend(project));
   // awaited here: `await using` closes the backend when the function returns
@@ -67,7 +75,9 @@ export async function projectLockStatus(options: LoadOptions & { project?: Proje
 }
 
 /** Every slot of a named lock, as `routinely lock status --lock NAME --json` shows it. */
-export async function namedLockStatusOf(options: LoadOptions & { project?: Project; lock: string }): Promise<NamedLockStatus> {
+export async function namedLockStatusOf(
+  options: LoadOptions & { project?: Project; lock: string },
+): Promise<NamedLockStatus> {
   const project = options.project ?? loadProject(options);
   await using backend = disposable(await openBackend(project));
   const name = lockName(options.lock);
@@ -77,6 +87,9 @@ export async function namedLockStatusOf(options: LoadOptions & { project?: Proje
 /** A lock name as given (default the exec lock); one that cannot be a lock is a usage error. */
 function lockName(name: string | undefined): string {
   if (name === undefined) return EXEC_LOCK_NAME;
-  if (!LOCK_NAME_PATTERN.test(name)) throw new UsageError(`${JSON.stringify(name)} is not a lock name (lowercase letters, digits, "_" and "-", at most 63 characters)`);
+  if (!LOCK_NAME_PATTERN.test(name))
+    throw new UsageError(
+      `${JSON.stringify(name)} is not a lock name (lowercase letters, digits, "_" and "-", at most 63 characters)`,
+    );
   return name;
 }

@@ -33,11 +33,13 @@ let byLength: string[] = [];
 export function redactSecrets(text: string): string {
   let out = text;
   for (const s of byLength) if (out.includes(s)) out = out.split(s).join('***');
-  return out
-    .replace(URL_TOKEN, (_m, scheme: string, rest: string) => `${scheme}${redactUserinfo(rest)}`)
-    // `user:password@host` written without a scheme
-    .replace(/(^|[\s"'=(])([A-Za-z0-9._-]+):(?!\/\/)(?!\*\*\*@)[^\s"'@]*@/g, '$1$2:***@')
-    .replace(/(password\s*=\s*)('[^']*'|"[^"]*"|[^\s&;'"]+)/gi, '$1***');
+  return (
+    out
+      .replace(URL_TOKEN, (_m, scheme: string, rest: string) => `${scheme}${redactUserinfo(rest)}`)
+      // `user:password@host` written without a scheme
+      .replace(/(^|[\s"'=(])([A-Za-z0-9._-]+):(?!\/\/)(?!\*\*\*@)[^\s"'@]*@/g, '$1$2:***@')
+      .replace(/(password\s*=\s*)('[^']*'|"[^"]*"|[^\s&;'"]+)/gi, '$1***')
+  );
 }
 
 function redactUserinfo(rest: string): string {

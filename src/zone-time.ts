@@ -33,8 +33,15 @@ export function formatInZone(date: Date, timeZone?: string): string {
   let fmt = formatters.get(timeZone ?? '');
   if (!fmt) {
     fmt = new Intl.DateTimeFormat('en-CA', {
-      timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
-      second: '2-digit', hourCycle: 'h23', timeZoneName: 'short',
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+      timeZoneName: 'short',
     });
     formatters.set(timeZone ?? '', fmt);
   }

@@ -32,10 +32,14 @@ export async function setup(project: TestProject): Promise<void> {
   // such test would fail with an unrelated-looking assertion ("expected 1 to be +0").
   const dist = new URL('../dist/', import.meta.url);
   const missing = ['cli.cjs', 'index.js', 'index.cjs'].filter((f) => !existsSync(new URL(f, dist)));
-  if (missing.length > 0) throw new Error(`dist/ has no ${missing.join(', ')}: run \`npm run build\` first (npm test and npm run test:unit build it)`);
+  if (missing.length > 0)
+    throw new Error(
+      `dist/ has no ${missing.join(', ')}: run \`npm run build\` first (npm test and npm run test:unit build it)`,
+    );
   tag = runTag(ROOT);
   const earlier = sweepEarlierRuns(tag);
-  if (earlier.length > 0) console.warn(`killed ${earlier.length} processes an earlier test run of this checkout left:\n${describe(earlier)}`);
+  if (earlier.length > 0)
+    console.warn(`killed ${earlier.length} processes an earlier test run of this checkout left:\n${describe(earlier)}`);
   // the workers are forked after this, with this environment, and hand it to what they start
   process.env[SUITE_VAR] = tag;
   startReaper(tag);
@@ -74,5 +78,9 @@ function describe(ps: SuiteProcess[]): string {
 function startReaper(run: string): void {
   const env = { ...process.env };
   delete env[SUITE_VAR];
-  spawn(process.execPath, [resolve(ROOT, 'scripts/suite-reaper.mjs'), run], { detached: true, stdio: 'ignore', env }).unref();
+  spawn(process.execPath, [resolve(ROOT, 'scripts/suite-reaper.mjs'), run], {
+    detached: true,
+    stdio: 'ignore',
+    env,
+  }).unref();
 }

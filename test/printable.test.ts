@@ -7,7 +7,12 @@ const SAMPLE = 'é title\u001b]0;pwned\u0007 clear\u001b[2J home\rover \u001b[1;
 
 describe('terminalText and TerminalStream', () => {
   it('keeps text, newlines, tabs and colour; escapes every other control character', () => {
-    expect(terminalText(SAMPLE)).toBe(String.raw`é title\x1b]0;pwned\x07 clear\x1b[2J home\x0dover ` + '\u001b[1;31mred\u001b[0m ✓ ' + String.raw`\u009b2J` + '\n');
+    expect(terminalText(SAMPLE)).toBe(
+      String.raw`é title\x1b]0;pwned\x07 clear\x1b[2J home\x0dover ` +
+        '\u001b[1;31mred\u001b[0m ✓ ' +
+        String.raw`\u009b2J` +
+        '\n',
+    );
     expect(terminalText('a\tb\n')).toBe('a\tb\n');
   });
 

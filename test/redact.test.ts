@@ -6,7 +6,6 @@ import { redactSecrets } from '../src/redact.js';
 import { parsePgUrl } from '../src/config/database-url.js';
 import { rng } from './helpers/rng.js';
 
-
 const CHARS = 'abcdefXYZ0123456789/+=@#?%[]:!$&()*,;~-._';
 
 describe('redaction of passwords in URLs', () => {
@@ -16,10 +15,17 @@ describe('redaction of passwords in URLs', () => {
     for (let i = 0; i < 500; i++) {
       let pass = `Zq${i}`;
       while (pass.length < 8 + (i % 12)) pass += ANY[Math.floor(next() * ANY.length)]!;
-      for (const url of [`postgres://app:${pass}@db.internal:5432/app`, `postgres://app@db/app?password=${pass.replace(/[&#]/g, '')}&sslmode=disable`]) {
+      for (const url of [
+        `postgres://app:${pass}@db.internal:5432/app`,
+        `postgres://app@db/app?password=${pass.replace(/[&#]/g, '')}&sslmode=disable`,
+      ]) {
         parsePgUrl(url); // as every command does before it says anything of the URL
         const secret = url.includes('?password=') ? pass.replace(/[&#]/g, '') : pass;
-        for (const message of [url, `ROUTINELY_DATABASE_URL: "${url}" is port 99999`, `database ${url}: connection refused`]) {
+        for (const message of [
+          url,
+          `ROUTINELY_DATABASE_URL: "${url}" is port 99999`,
+          `database ${url}: connection refused`,
+        ]) {
           expect(redactSecrets(message), message).not.toContain(secret);
         }
       }
@@ -30,7 +36,10 @@ describe('redaction of passwords in URLs', () => {
     ['postgres://alice:S3cret@db:5432/app', 'postgres://alice:***@db:5432/app'],
     ['postgresql://alice:S3cret@db/app?sslmode=require', 'postgresql://alice:***@db/app?sslmode=require'],
     ['alice:S3cret@host/db', 'alice:***@host/db'],
-    ['postgres://alice@db/app?password=S3cret&sslmode=verify-full', 'postgres://alice@db/app?password=***&sslmode=verify-full'],
+    [
+      'postgres://alice@db/app?password=S3cret&sslmode=verify-full',
+      'postgres://alice@db/app?password=***&sslmode=verify-full',
+    ],
     ['host=db user=alice password=S3cret dbname=app', 'host=db user=alice password=*** dbname=app'],
     ["host=db password='S3 cret' dbname=app", 'host=db password=*** dbname=app'],
     ['postgres://db/app', 'postgres://db/app'],
@@ -40,7 +49,9 @@ describe('redaction of passwords in URLs', () => {
   });
 
   it('known shapes', () => {
-    expect(redactUrl('postgres://app:Zm9v/YmFy+cXV4@db.internal:5432/app')).toBe('postgres://app:***@db.internal:5432/app');
+    expect(redactUrl('postgres://app:Zm9v/YmFy+cXV4@db.internal:5432/app')).toBe(
+      'postgres://app:***@db.internal:5432/app',
+    );
     expect(redactUrl('postgres://rt:p@ss@[bad')).toBe('postgres://rt:***@[bad');
     expect(redactUrl('postgres://u:pa?ss#x@h/db')).toBe('postgres://u:***@h/db');
     expect(redactUrl('http://u:hunter2@h/d')).toBe('http://u:***@h/d');
@@ -67,7 +78,11 @@ describe('redaction of passwords in URLs', () => {
         `postgres://${pass}@db/app`,
       ];
       for (const url of shapes) {
-        for (const message of [url, `ROUTINELY_DATABASE_URL: "${url}" is not a URL`, `database ${url}: connection refused`]) {
+        for (const message of [
+          url,
+          `ROUTINELY_DATABASE_URL: "${url}" is not a URL`,
+          `database ${url}: connection refused`,
+        ]) {
           const shown = redactSecrets(message);
           let secret = url.startsWith('https') ? encodeURIComponent(pass) : pass;
           if (url.startsWith(`postgres://${pass}@`)) {
@@ -80,7 +95,8 @@ describe('redaction of passwords in URLs', () => {
           expect(shown, message).not.toContain(secret);
           for (let k = 0; k + 4 <= secret.length; k++) {
             const piece = secret.slice(k, k + 4);
-            if (/[A-Za-z0-9]{4}/.test(piece) && !message.replace(secret, '').includes(piece)) expect(shown, `${message} shows ${piece}`).not.toContain(piece);
+            if (/[A-Za-z0-9]{4}/.test(piece) && !message.replace(secret, '').includes(piece))
+              expect(shown, `${message} shows ${piece}`).not.toContain(piece);
           }
         }
       }

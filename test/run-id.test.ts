@@ -9,7 +9,16 @@ describe('run ids', () => {
     const id = newRunId(Date.parse('2026-11-29T19:00:00Z'), '7f3a');
     expect(id).toBe('r-20261129T190000Z-7f3a');
     expect(isRunId(id)).toBe(true);
-    for (const bad of ['', 'r-', 'r-../x', 'r-a/b', 'x-20261129T190000Z-7f3a', `r-${'a'.repeat(RUN_ID_MAX - 1)}`, 'r-a\u0000']) expect(isRunId(bad), JSON.stringify(bad)).toBe(false);
+    for (const bad of [
+      '',
+      'r-',
+      'r-../x',
+      'r-a/b',
+      'x-20261129T190000Z-7f3a',
+      `r-${'a'.repeat(RUN_ID_MAX - 1)}`,
+      'r-a\u0000',
+    ])
+      expect(isRunId(bad), JSON.stringify(bad)).toBe(false);
     expect(isRunId(`r-${'a'.repeat(RUN_ID_MAX - 2)}`)).toBe(true);
   });
 });

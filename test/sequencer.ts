@@ -13,7 +13,9 @@ const ROOT = resolve(import.meta.dirname, '..');
 /** Seconds per file (paths relative to the checkout) from the committed measurements. */
 function committed(): Record<string, number> {
   try {
-    return (JSON.parse(readFileSync(resolve(ROOT, 'test/durations.json'), 'utf8')) as { seconds: Record<string, number> }).seconds;
+    return (
+      JSON.parse(readFileSync(resolve(ROOT, 'test/durations.json'), 'utf8')) as { seconds: Record<string, number> }
+    ).seconds;
   } catch {
     return {};
   }
@@ -24,7 +26,9 @@ export default class LongestFirst extends BaseSequencer {
     const known = committed();
     const seconds = (spec: TestSpecification): number => {
       const path = relative(ROOT, spec.moduleId);
-      const cached = this.ctx.cache.getFileTestResults(`${spec.project.name}:${relative(this.ctx.config.root, spec.moduleId)}`);
+      const cached = this.ctx.cache.getFileTestResults(
+        `${spec.project.name}:${relative(this.ctx.config.root, spec.moduleId)}`,
+      );
       if (cached && !cached.failed) return cached.duration / 1000;
       if (known[path] !== undefined) return known[path];
       // no measurement: a test file of 10 KB takes seconds, and an e2e one spawns processes

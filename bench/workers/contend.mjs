@@ -21,7 +21,15 @@ if (impl === 'routinely-named' || impl === 'routinely-slots3') {
 } else if (impl === 'routinely') {
   const { acquireFileLease } = await import('../../dist/index.js');
   acquire = async () => {
-    const r = await acquireFileLease({ lockDir: dir, key: 'exec-run', ttlMs: 30_000, refreshMs: 10_000, owner: { command: 'bench' }, ifBusy: 'wait', heartbeat: false });
+    const r = await acquireFileLease({
+      lockDir: dir,
+      key: 'exec-run',
+      ttlMs: 30_000,
+      refreshMs: 10_000,
+      owner: { command: 'bench' },
+      ifBusy: 'wait',
+      heartbeat: false,
+    });
     if (!r.ok) throw new Error(r.reason);
     return () => r.lease.release();
   };

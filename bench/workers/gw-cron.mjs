@@ -6,7 +6,9 @@ import { run } from 'graphile-worker';
 
 const [url, jobs, concurrency] = process.argv.slice(2);
 const late = [];
-const items = Array.from({ length: Number(jobs) }, (_, i) => `* * * * * noop ?id=j${String(i).padStart(4, '0')}`).join('\n');
+const items = Array.from({ length: Number(jobs) }, (_, i) => `* * * * * noop ?id=j${String(i).padStart(4, '0')}`).join(
+  '\n',
+);
 const runner = await run({
   connectionString: url,
   concurrency: Number(concurrency),

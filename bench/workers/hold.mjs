@@ -4,7 +4,14 @@ import { writeFileSync } from 'node:fs';
 const [impl, dir] = process.argv.slice(2);
 if (impl === 'routinely') {
   const { acquireFileLease } = await import('../../dist/index.js');
-  const r = await acquireFileLease({ lockDir: dir, key: 'exec-run', ttlMs: 60_000, refreshMs: 20_000, owner: { command: 'bench' }, ifBusy: 'wait' });
+  const r = await acquireFileLease({
+    lockDir: dir,
+    key: 'exec-run',
+    ttlMs: 60_000,
+    refreshMs: 20_000,
+    owner: { command: 'bench' },
+    ifBusy: 'wait',
+  });
   if (!r.ok) throw new Error(r.reason);
 } else {
   const lockfile = (await import('proper-lockfile')).default;

@@ -5,5 +5,16 @@ import { openSync, closeSync, mkdtempSync } from 'node:fs';
 const d = mkdtempSync('/tmp/floor-');
 let next = 0;
 const t0 = performance.now();
-await Promise.all(Array.from({ length: 4 }, async () => { while (next < 500) { const i = next++; const fd = openSync(`${d}/t${i}.log`, 'a'); await new Promise((r) => { const c = spawn('/bin/sh', ['-c', 'true'], { detached: true, stdio: ['ignore', fd, fd] }); c.on('close', r); }); closeSync(fd); } }));
-
+await Promise.all(
+  Array.from({ length: 4 }, async () => {
+    while (next < 500) {
+      const i = next++;
+      const fd = openSync(`${d}/t${i}.log`, 'a');
+      await new Promise((r) => {
+        const c = spawn('/bin/sh', ['-c', 'true'], { detached: true, stdio: ['ignore', fd, fd] });
+        c.on('close', r);
+      });
+      closeSync(fd);
+    }
+  }),
+);

@@ -7,6 +7,13 @@ const keep = [];
 for (let i = 0; i < mb; i++) keep.push(Buffer.alloc(1 << 20, 1));
 const n = 200;
 const c0 = process.cpuUsage();
-for (let i = 0; i < n; i++) await new Promise((r) => spawn('true', [], { stdio: 'ignore', detached: true }).on('exit', r));
+for (let i = 0; i < n; i++)
+  await new Promise((r) => spawn('true', [], { stdio: 'ignore', detached: true }).on('exit', r));
 const c = process.cpuUsage(c0);
-console.log(JSON.stringify({ rssMb: process.memoryUsage().rss / 1048576, cpuMs: (c.user + c.system) / 1000 / n, kept: keep.length }));
+console.log(
+  JSON.stringify({
+    rssMb: process.memoryUsage().rss / 1048576,
+    cpuMs: (c.user + c.system) / 1000 / n,
+    kept: keep.length,
+  }),
+);

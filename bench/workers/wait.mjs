@@ -4,7 +4,15 @@ const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 if (impl === 'routinely') {
   const { acquireFileLease } = await import('../../dist/index.js');
   console.log('waiting');
-  const r = await acquireFileLease({ lockDir: dir, key: 'exec-run', ttlMs: 60_000, refreshMs: 20_000, owner: { command: 'bench' }, ifBusy: 'wait', heartbeat: false });
+  const r = await acquireFileLease({
+    lockDir: dir,
+    key: 'exec-run',
+    ttlMs: 60_000,
+    refreshMs: 20_000,
+    owner: { command: 'bench' },
+    ifBusy: 'wait',
+    heartbeat: false,
+  });
   if (!r.ok) throw new Error(r.reason);
   console.log(JSON.stringify({ got: nowMs() }));
   r.lease.release();

@@ -22,7 +22,9 @@ export function busyPolicy(flags: BusyFlags, fallback: IfBusy): Policy {
   if (flags.waitTimeout === undefined) return { ifBusy };
   if (ifBusy !== 'wait') {
     const given = flags.ifBusy !== undefined ? `got --if-busy ${flags.ifBusy}` : `--if-busy is ${fallback} by default`;
-    throw new UsageError(`--wait-timeout only applies with --if-busy wait (${given}); to wait up to ${flags.waitTimeout}s, add --if-busy wait`);
+    throw new UsageError(
+      `--wait-timeout only applies with --if-busy wait (${given}); to wait up to ${flags.waitTimeout}s, add --if-busy wait`,
+    );
   }
   return { ifBusy, waitTimeoutMs: flags.waitTimeout * 1000 };
 }

@@ -15,7 +15,14 @@ interface Node {
 }
 
 /** Commands whose first argument is a routine id. */
-const ROUTINE_ID = new Set(['routine run', 'routine history', 'routine logs', 'routine pause', 'routine stop', 'routine resume']);
+const ROUTINE_ID = new Set([
+  'routine run',
+  'routine history',
+  'routine logs',
+  'routine pause',
+  'routine stop',
+  'routine resume',
+]);
 
 function nodes(program: Command): Node[] {
   const all: Node[] = [];
@@ -34,7 +41,9 @@ function nodes(program: Command): Node[] {
           description: o.description,
         })),
         { flags: ['--help', '-h'], choices: [], takesValue: false, description: 'show help' },
-        ...(path !== '' ? [{ flags: ['--config', '-c'], choices: [], takesValue: true, description: 'config file' }] : []),
+        ...(path !== ''
+          ? [{ flags: ['--config', '-c'], choices: [], takesValue: true, description: 'config file' }]
+          : []),
       ],
       takesRoutine: ROUTINE_ID.has(path),
     });
@@ -63,16 +72,22 @@ function bash(tree: Node[]): string {
     '  for ((i = 1; i < COMP_CWORD; i++)); do',
     '    w=${COMP_WORDS[i]}',
     '    case "$node|$w" in',
-    ...tree.flatMap((n) => n.subcommands.map((s) => `      ${sq(`${n.path}|${s}`)}) node=${sq(n.path ? `${n.path} ${s}` : s)} ;;`)),
+    ...tree.flatMap((n) =>
+      n.subcommands.map((s) => `      ${sq(`${n.path}|${s}`)}) node=${sq(n.path ? `${n.path} ${s}` : s)} ;;`),
+    ),
     '    esac',
     '  done',
     '  case "$node|$prev" in',
-    ...tree.flatMap((n) => n.options.filter((o) => o.takesValue).map((o) => {
-      const pattern = o.flags.map((f) => sq(`${n.path}|${f}`)).join('|');
-      return o.choices.length > 0
-        ? `    ${pattern}) COMPREPLY=($(compgen -W ${sq(o.choices.join(' '))} -- "$cur")); return ;;`
-        : `    ${pattern}) COMPREPLY=($(compgen -f -- "$cur")); return ;;`;
-    })),
+    ...tree.flatMap((n) =>
+      n.options
+        .filter((o) => o.takesValue)
+        .map((o) => {
+          const pattern = o.flags.map((f) => sq(`${n.path}|${f}`)).join('|');
+          return o.choices.length > 0
+            ? `    ${pattern}) COMPREPLY=($(compgen -W ${sq(o.choices.join(' '))} -- "$cur")); return ;;`
+            : `    ${pattern}) COMPREPLY=($(compgen -f -- "$cur")); return ;;`;
+        }),
+    ),
     '  esac',
     '  case "$node" in',
     ...tree.map((n) => {
@@ -98,18 +113,25 @@ function zsh(tree: Node[]): string {
 
 function fish(tree: Node[]): string {
   const esc = (s: string): string => s.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
-  const lines = ['# routinely completion for fish: routinely completion fish > ~/.config/fish/completions/routinely.fish', 'complete -c routinely -f'];
+  const lines = [
+    '# routinely completion for fish: routinely completion fish > ~/.config/fish/completions/routinely.fish',
+    'complete -c routinely -f',
+  ];
   for (const n of tree) {
     const words = n.path === '' ? [] : n.path.split(' ');
     // in this node: every word of its path given, and none of its subcommands yet
     const at = [
       ...(words.length === 0 ? ['__fish_use_subcommand'] : words.map((w) => `__fish_seen_subcommand_from ${w}`)),
-      ...(n.subcommands.length > 0 && words.length > 0 ? [`not __fish_seen_subcommand_from ${n.subcommands.join(' ')}`] : []),
+      ...(n.subcommands.length > 0 && words.length > 0
+        ? [`not __fish_seen_subcommand_from ${n.subcommands.join(' ')}`]
+        : []),
     ].join('; and ');
     const inside = words.length === 0 ? '' : words.map((w) => `__fish_seen_subcommand_from ${w}`).join('; and ');
     for (const s of n.subcommands) {
       const child = tree.find((c) => c.path === (n.path ? `${n.path} ${s}` : s));
-      lines.push(`complete -c routinely -n '${at}' -a ${s} -d '${esc(child?.description.split(/[:;(]/)[0]!.trim() ?? '')}'`);
+      lines.push(
+        `complete -c routinely -n '${at}' -a ${s} -d '${esc(child?.description.split(/[:;(]/)[0]!.trim() ?? '')}'`,
+      );
     }
     if (n.subcommands.length > 0 && words.length > 0) continue; // a group: its options are its commands'
     for (const o of n.options) {

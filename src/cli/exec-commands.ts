@@ -42,7 +42,12 @@ export async function registerCommand(flags: BusyFlags & { routine?: string }, g
   const policy = busyPolicy(flags, 'fail');
   const ctx = context(g);
   using stop = new StopSignals();
-  const r = await register(ctx, { ...policy, signal: stop.signal, routine: flags.routine ?? null, onWait: waitNotice(policy) });
+  const r = await register(ctx, {
+    ...policy,
+    signal: stop.signal,
+    routine: flags.routine ?? null,
+    onWait: waitNotice(policy),
+  });
   if (r.kind === 'busy') return busy(r.busy, policy, stop);
   out(describeSummary(r.value));
   return ExitCode.OK;
@@ -59,7 +64,8 @@ export async function runCommand(taskIds: string[], flags: RunFlags, g: GlobalOp
       tasks: taskIds.length > 0 ? taskIds : undefined,
     });
     if (r.kind === 'busy') return busy(r.busy, policy, stop);
-    if (r.kind === 'nothing') return nothingToDo({ status: 'NOTHING_TO_RUN', why: r.why, registered: r.summary }, flags);
+    if (r.kind === 'nothing')
+      return nothingToDo({ status: 'NOTHING_TO_RUN', why: r.why, registered: r.summary }, flags);
     return finish(r.state, flags, progress, stop);
   } finally {
     progress?.stop();
@@ -121,22 +127,39 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
     if (r.kind === 'conflict') {
       if (r.busy.reason === 'ABORTED') return stop.exitCode;
       if (policy.ifBusy === 'skip' && r.busy.reason === 'LOCK_HELD') {
-        if (flags.json) out(JSON.stringify({ status: 'CONFLICT', why_code: 'LOCK_CONFLICT', why: `exec busy: held by ${r.busy.why}`, next: 'skipped; try again later' }, null, 2));
+        if (flags.json)
+          out(
+            JSON.stringify(
+              {
+                status: 'CONFLICT',
+                why_code: 'LOCK_CONFLICT',
+                why: `exec busy: held by ${r.busy.why}`,
+                next: 'skipped; try again later',
+              },
+              null,
+              2,
+            ),
+          );
         else out('skipped: exec busy');
         return ExitCode.OK;
       }
       const conflict = {
-        status: 'CONFLICT', why_code: 'LOCK_CONFLICT',
+        status: 'CONFLICT',
+        why_code: 'LOCK_CONFLICT',
         why: `exec busy: ${r.busy.reason === 'WAIT_TIMEOUT' ? 'still ' : ''}held by ${r.busy.why}`,
         // the run this was about, named: a bare `exec resume` later may pick another (newer) one
         next: `wait for it to finish, or: routinely exec resume${r.runId ? ` ${r.runId}` : ''} --if-busy wait`,
         ...(r.runId ? { run_id: r.runId } : {}),
       };
       if (flags.json) out(JSON.stringify(conflict, null, 2));
-      else err(`${conflict.why}\n  status: CONFLICT (LOCK_CONFLICT); ${r.runId ? `run ${r.runId} was not touched` : 'the run was not touched'}\n  next: ${conflict.next}`);
+      else
+        err(
+          `${conflict.why}\n  status: CONFLICT (LOCK_CONFLICT); ${r.runId ? `run ${r.runId} was not touched` : 'the run was not touched'}\n  next: ${conflict.next}`,
+        );
       return ExitCode.BUSY;
     }
-    if (r.kind === 'nothing') return nothingToDo({ status: 'NOTHING_TO_RESUME', why: r.why, ...(r.next ? { next: r.next } : {}) }, flags);
+    if (r.kind === 'nothing')
+      return nothingToDo({ status: 'NOTHING_TO_RESUME', why: r.why, ...(r.next ? { next: r.next } : {}) }, flags);
     return finish(r.state, flags, progress, stop);
   } finally {
     progress?.stop();
@@ -158,7 +181,9 @@ export async function statusCommand(flags: { json?: boolean }, g: GlobalOptions)
   const width = Math.max(4, ...tasks.map((t) => t.id.length));
   out(`${'TASK'.padEnd(width)}  ${'STATUS'.padEnd(18)}  ${'PROVIDER'.padEnd(10)}  LAST RUN`);
   for (const t of tasks) {
-    out(`${t.id.padEnd(width)}  ${paint(t.status.padEnd(18), statusColor(t.status), color)}  ${t.provider.padEnd(10)}  ${t.last_run_id ?? '-'}`);
+    out(
+      `${t.id.padEnd(width)}  ${paint(t.status.padEnd(18), statusColor(t.status), color)}  ${t.provider.padEnd(10)}  ${t.last_run_id ?? '-'}`,
+    );
   }
   return ExitCode.OK;
 }
@@ -182,11 +207,17 @@ export async function runsCommand(flags: { json?: boolean; limit: number }, g: G
   const ctx = viewContext(g);
   const runs = await listRuns(ctx, flags.limit);
   if (flags.json) {
-    out(JSON.stringify(runs.map((run) => {
-      if (run.status === 'UNREADABLE') return run;
-      const { tasks: _t, ...r } = run as RunState;
-      return { ...r, summary: summarize({ ...r, tasks: _t }) };
-    }), null, 2));
+    out(
+      JSON.stringify(
+        runs.map((run) => {
+          if (run.status === 'UNREADABLE') return run;
+          const { tasks: _t, ...r } = run as RunState;
+          return { ...r, summary: summarize({ ...r, tasks: _t }) };
+        }),
+        null,
+        2,
+      ),
+    );
     return ExitCode.OK;
   }
   if (runs.length === 0) {
@@ -200,7 +231,9 @@ export async function runsCommand(flags: { json?: boolean; limit: number }, g: G
     }
     const r = run as RunState;
     const c = summarize(r);
-    out(`${r.run_id}  ${r.status.padEnd(11)}  ${c.succeeded}/${c.total} succeeded${r.attempt > 1 ? `  (attempt ${r.attempt})` : ''}${r.why_code ? `  ${r.why_code}` : ''}`);
+    out(
+      `${r.run_id}  ${r.status.padEnd(11)}  ${c.succeeded}/${c.total} succeeded${r.attempt > 1 ? `  (attempt ${r.attempt})` : ''}${r.why_code ? `  ${r.why_code}` : ''}`,
+    );
   }
   return ExitCode.OK;
 }
@@ -213,9 +246,13 @@ export async function showCommand(runId: string, flags: { json?: boolean }, g: G
     return ExitCode.OK;
   }
   const color = useColor();
-  out(`run ${run.run_id}: ${run.status} (attempt ${run.attempt}, generation ${run.generation}, ${run.command}${run.routine ? `, routine ${run.routine}` : ''})`);
+  out(
+    `run ${run.run_id}: ${run.status} (attempt ${run.attempt}, generation ${run.generation}, ${run.command}${run.routine ? `, routine ${run.routine}` : ''})`,
+  );
   const resumed = run.resumed_at ? `, resumed ${run.resumed_at}` : '';
-  const took = run.finished_at ? ` (${humanDuration(Date.parse(run.finished_at) - Date.parse(attemptStart(run)))})` : '';
+  const took = run.finished_at
+    ? ` (${humanDuration(Date.parse(run.finished_at) - Date.parse(attemptStart(run)))})`
+    : '';
   out(`  started ${run.created_at}${resumed}${run.finished_at ? `, finished ${run.finished_at}${took}` : ''}`);
   if (run.why) out(`  why:  ${run.why_code}: ${printable(run.why)}`);
   if (run.next) out(`  next: ${nextBesideShow(run.run_id, run.next)}`);
@@ -223,8 +260,12 @@ export async function showCommand(runId: string, flags: { json?: boolean }, g: G
   for (const [id, t] of Object.entries(run.tasks)) {
     const took = t.duration_ms !== null ? ` ${humanDuration(t.duration_ms)}` : '';
     const code = t.exit_code !== null ? ` exit ${t.exit_code}` : '';
-    const cut = t.output_cut_bytes ? `  (output cut: ${humanBytes(t.output_cut_bytes)} left out of the middle, retention.runLogBytes)` : '';
-    out(`  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${printable(t.why)}` : ''}${cut}`);
+    const cut = t.output_cut_bytes
+      ? `  (output cut: ${humanBytes(t.output_cut_bytes)} left out of the middle, retention.runLogBytes)`
+      : '';
+    out(
+      `  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${printable(t.why)}` : ''}${cut}`,
+    );
   }
   out(`  logs: ${shownStateDir(ctx)}/exec/runs/${run.run_id}/<task>.log`);
   return ExitCode.OK;

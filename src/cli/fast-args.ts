@@ -77,6 +77,7 @@ export function fastLockArgs(args: readonly string[]): FastLockArgs | null {
 export function fastValidateArgs(args: readonly string[]): { config?: string } | null {
   if (args[0] !== 'validate') return null;
   if (args.length === 1) return {};
-  if (args.length === 3 && (args[1] === '-c' || args[1] === '--config') && !args[2]!.startsWith('-')) return { config: args[2] };
+  if (args.length === 3 && (args[1] === '-c' || args[1] === '--config') && !args[2]!.startsWith('-'))
+    return { config: args[2] };
   return null;
 }

@@ -20,12 +20,18 @@ import type { FastListArgs } from './fast-args.js';
 import { cachedConfig } from './fast-config.js';
 import { err } from './io.js';
 import { terminalText } from '../printable.js';
-import { listRows, phasesOf, printList, schedulerLineOf, type ListedRoutine, type SchedulerLine } from './routine-list.js';
+import {
+  listRows,
+  phasesOf,
+  printList,
+  schedulerLineOf,
+  type ListedRoutine,
+  type SchedulerLine,
+} from './routine-list.js';
 import type { Phase } from '../state/phases.js';
 import { readPhasesFile } from '../state/phases.js';
 import { processGone } from '../process/identity.js';
 import type { RoutineRecord } from '../state/routine-state.js';
-
 
 interface Gathered {
   routines: ListedRoutine[];
@@ -51,7 +57,16 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
       next = nextCached(r, now);
       if (!next) return null; // the cache ran out: the full path computes it
     }
-    routines.push({ id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled, lock: r.lock, starvedAfterSkips: r.starvedAfterSkips, next });
+    routines.push({
+      id: r.id,
+      schedule: r.schedule,
+      timezone: r.timezone,
+      action: r.action,
+      enabled: r.enabled,
+      lock: r.lock,
+      starvedAfterSkips: r.starvedAfterSkips,
+      next,
+    });
   }
   // the same checks as the full path's backend (SPEC §12)
   trustRoot(stateDir);
@@ -92,14 +107,26 @@ export function fastList(a: FastListArgs, env: NodeJS.ProcessEnv = process.env):
   }
   if (!g) return null;
   const rows = listRows(g.routines, g.records, emptyRecord, g.phases);
-  const notes = [...(env.ROUTINELY_DEBUG ? ['routinely: debug: routine list from the scheduler\'s cache'] : []), ...g.warnings.map((w) => `routinely: warning: ${w}`)];
+  const notes = [
+    ...(env.ROUTINELY_DEBUG ? ["routinely: debug: routine list from the scheduler's cache"] : []),
+    ...g.warnings.map((w) => `routinely: warning: ${w}`),
+  ];
   if (stdoutIsTTY()) {
     for (const n of notes) err(n);
     return printList(g.routines, rows, g.scheduler, g.now, a);
   }
   let stdout = '';
   let stderr = notes.map((n) => `${n}\n`).join('');
-  const code = printList(g.routines, rows, g.scheduler, g.now, a, false, { out: (l) => (stdout += `${l}\n`), err: (l) => (stderr += `${l}\n`) }, { isTTY: false });
+  const code = printList(
+    g.routines,
+    rows,
+    g.scheduler,
+    g.now,
+    a,
+    false,
+    { out: (l) => (stdout += `${l}\n`), err: (l) => (stderr += `${l}\n`) },
+    { isTTY: false },
+  );
   writeOut(2, terminalText(stderr));
   writeOut(1, terminalText(stdout));
   return code;

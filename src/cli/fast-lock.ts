@@ -32,7 +32,12 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
     const p = found.project;
     cached = p;
     project = {
-      root: found.root, configPath: found.configPath, stateDir: p.stateDir, lockDir: p.lockDir, lockTtlMs: p.lockTtlMs, lockRefreshMs: p.lockRefreshMs,
+      root: found.root,
+      configPath: found.configPath,
+      stateDir: p.stateDir,
+      lockDir: p.lockDir,
+      lockTtlMs: p.lockTtlMs,
+      lockRefreshMs: p.lockRefreshMs,
       backend: { type: 'file' },
       // what the lock commands read of the config
       config: { passEnv: p.passEnv } as Project['config'],
@@ -44,7 +49,9 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
   // the lock alone, as fileBackend (backend.ts) builds it: no state stores to load
   trustProjectRoots(project);
   const lock = fileLockBackend({
-    lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs,
+    lockDir: project.lockDir,
+    ttlMs: project.lockTtlMs,
+    refreshMs: project.lockRefreshMs,
     generationFloor: () => execGenerationFloor(project),
     hooks: { notice: (m) => err(`routinely: ${m}`) },
   });
@@ -101,4 +108,3 @@ function storageFault(e: unknown): number {
   err(`routinely: ${error instanceof Error ? error.message : String(error)}`);
   return error instanceof RoutinelyError ? error.exitCode : ExitCode.IO;
 }
-

@@ -27,7 +27,7 @@ export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = pr
     for (const r of cache.routines) {
       lines.push(routineLine(r, r.timezone ?? found.project.machineZone));
       const times: ZoneTime[] = [];
-      for (let t = now; times.length < 3; ) {
+      for (let t = now; times.length < 3;) {
         const next = nextCached(r, t);
         if (!next) return null; // the cache ran out
         times.push(next);

@@ -12,7 +12,11 @@ import type { HttpSetup, RoutineRows } from '../http/wiring.js';
 export type { HttpSetup };
 
 /** null when neither `--http` nor `http.listen` asks for the server. */
-export async function httpSetup(flag: string | undefined, project: Project, env: NodeJS.ProcessEnv = process.env): Promise<HttpSetup | null> {
+export async function httpSetup(
+  flag: string | undefined,
+  project: Project,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<HttpSetup | null> {
   const text = flag ?? project.config.http?.listen ?? undefined;
   if (text === undefined) return null;
   const listen = parseListen(text);
@@ -23,11 +27,14 @@ export async function httpSetup(flag: string | undefined, project: Project, env:
   const actions = project.config.http?.actions === true;
   // an action changes what runs: never without the token, also on loopback (SPEC §11)
   if (actions && exposure.token === null) {
-    throw new UsageError(`http.actions in ${displayPath(project.configPath)}: the actions need ${TOKEN_ENV} (at least 16 characters, e.g. \`openssl rand -hex 32\`), also on loopback; clients send it as "Authorization: Bearer <token>"`);
+    throw new UsageError(
+      `http.actions in ${displayPath(project.configPath)}: the actions need ${TOKEN_ENV} (at least 16 characters, e.g. \`openssl rand -hex 32\`), also on loopback; clients send it as "Authorization: Bearer <token>"`,
+    );
   }
   return { listen, token: exposure.token, actions };
 }
 
 /** `routine list --json`'s rows for the page, imported on use: a static import would make
  * esbuild split routine-commands into a shared chunk, one more file for every `routine list`. */
-export const routineRows: RoutineRows = async (project, now, backend) => (await import('./routine-commands.js')).routineRows(project, now, backend);
+export const routineRows: RoutineRows = async (project, now, backend) =>
+  (await import('./routine-commands.js')).routineRows(project, now, backend);

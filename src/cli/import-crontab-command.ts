@@ -18,10 +18,16 @@ import type { GlobalOptions } from './globals.js';
 /** A crontab is a few kilobytes; a larger input is not one. */
 const MAX_BYTES = 1 << 20;
 
-export async function importCrontabCommand(file: string | undefined, flags: { system?: boolean; merge?: boolean }, g: GlobalOptions = {}): Promise<number> {
+export async function importCrontabCommand(
+  file: string | undefined,
+  flags: { system?: boolean; merge?: boolean },
+  g: GlobalOptions = {},
+): Promise<number> {
   const fromStdin = file === undefined || file === '-';
   if (fromStdin && process.stdin.isTTY) {
-    throw new UsageError('import-crontab reads a crontab from FILE or from standard input: routinely import-crontab /etc/cron.d/backup, or crontab -l | routinely import-crontab -');
+    throw new UsageError(
+      'import-crontab reads a crontab from FILE or from standard input: routinely import-crontab /etc/cron.d/backup, or crontab -l | routinely import-crontab -',
+    );
   }
   const source = fromStdin ? 'stdin' : file;
   const text = fromStdin ? await readStdin() : readCrontab(file);
@@ -46,8 +52,13 @@ export async function importCrontabCommand(file: string | undefined, flags: { sy
   const check = validateConfig(JSON.parse(stripJsonComments(merged.text)));
   if (!check.ok) throw new ConfigError(`${shown} (merged; nothing was written)`, check.issues);
   writeFileDurable(configPath, merged.text, { mode: (statFollow(configPath)?.mode ?? 0o644) & 0o777 });
-  const locks = merged.added.locks.length > 0 ? ` and ${merged.added.locks.length} lock${merged.added.locks.length === 1 ? '' : 's'} (${merged.added.locks.join(', ')})` : '';
-  out(`${shown}: added ${merged.added.routines} routine${merged.added.routines === 1 ? '' : 's'}${locks}; check it with routinely validate`);
+  const locks =
+    merged.added.locks.length > 0
+      ? ` and ${merged.added.locks.length} lock${merged.added.locks.length === 1 ? '' : 's'} (${merged.added.locks.join(', ')})`
+      : '';
+  out(
+    `${shown}: added ${merged.added.routines} routine${merged.added.routines === 1 ? '' : 's'}${locks}; check it with routinely validate`,
+  );
   return ExitCode.OK;
 }
 
@@ -58,9 +69,11 @@ function readCrontab(file: string): string {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     throw new UsageError(
-      code === 'ENOTREG' ? `${file} is not a regular file` :
-      code === 'EFBIG' ? `${file} is over ${MAX_BYTES} bytes: not a crontab` :
-      `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`,
+      code === 'ENOTREG'
+        ? `${file} is not a regular file`
+        : code === 'EFBIG'
+          ? `${file} is over ${MAX_BYTES} bytes: not a crontab`
+          : `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`,
     );
   }
   return decoded(bytes, file);

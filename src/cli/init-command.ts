@@ -55,7 +55,8 @@ export async function init(flags: { force?: boolean }, g: GlobalOptions): Promis
   if (!isDirectory(dir)) throw new UsageError(`cannot write ${path}: the folder ${dir} does not exist`);
   // Never through a symlink, even a dangling one: it could point anywhere (SPEC §12).
   const st = lstatQuiet(path);
-  if (st?.isSymbolicLink()) throw new UsageError(`${path} is a symbolic link; refusing to write through it (remove it first)`);
+  if (st?.isSymbolicLink())
+    throw new UsageError(`${path} is a symbolic link; refusing to write through it (remove it first)`);
   if (st && !flags.force) {
     throw new UsageError(`${path} already exists; pass --force to overwrite it`);
   }
@@ -96,10 +97,14 @@ const STATE_LINE = /^\/?\.routinely\/?\s*$/m;
 function ignoreStateFolder(dir: string): string | null {
   const path = join(dir, '.gitignore');
   const st = lstatQuiet(path);
-  if (st && !st.isFile()) return `note: ${displayPath(path)} is not a regular file; add .routinely/ to it yourself so the state folder is not committed`;
+  if (st && !st.isFile())
+    return `note: ${displayPath(path)} is not a regular file; add .routinely/ to it yourself so the state folder is not committed`;
   try {
     if (!st) {
-      writeProjectFile(path, "# routinely's state: locks, history, logs (this machine's, never committed)\n.routinely/\n");
+      writeProjectFile(
+        path,
+        "# routinely's state: locks, history, logs (this machine's, never committed)\n.routinely/\n",
+      );
       return `wrote ${displayPath(path)} (.routinely/: the state folder is not committed)`;
     }
     // O_NONBLOCK: a FIFO swapped in after the lstat must not hang init; then only a regular
@@ -109,7 +114,8 @@ function ignoreStateFolder(dir: string): string | null {
       had = STATE_LINE.test(text);
       return had ? null : `${text === '' || text.endsWith('\n') ? '' : '\n'}.routinely/\n`;
     });
-    if (!ok) return `note: ${displayPath(path)} is not a regular file of a sane size; add .routinely/ to it yourself so the state folder is not committed`;
+    if (!ok)
+      return `note: ${displayPath(path)} is not a regular file of a sane size; add .routinely/ to it yourself so the state folder is not committed`;
     return had ? null : `added .routinely/ to ${displayPath(path)}`;
   } catch (err) {
     return `note: could not add .routinely/ to ${displayPath(path)} (${(err as Error).message}); add it yourself so the state folder is not committed`;

@@ -20,12 +20,18 @@ import { loadForView } from './view-project.js';
 function lockNameOf(flag: string | undefined): string {
   const name = flag ?? EXEC_LOCK_NAME;
   if (!LOCK_NAME_PATTERN.test(name)) {
-    throw new UsageError(`--lock ${JSON.stringify(name)} is not a lock name (lowercase letters, digits, "_" and "-", starting with a letter or digit, at most 63 characters; "exec" is the project exec lock)`);
+    throw new UsageError(
+      `--lock ${JSON.stringify(name)} is not a lock name (lowercase letters, digits, "_" and "-", starting with a letter or digit, at most 63 characters; "exec" is the project exec lock)`,
+    );
   }
   return name;
 }
 
-export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: string; lock?: string }, g: GlobalOptions): Promise<number> {
+export async function lockRun(
+  cmd: string[],
+  flags: BusyFlags & { routine?: string; lock?: string },
+  g: GlobalOptions,
+): Promise<number> {
   const policy = busyPolicy(flags, 'fail');
   const name = lockNameOf(flags.lock);
   const project = loadProject({ configPath: g.config });
@@ -34,7 +40,14 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   const owner = { command: 'lock run', routine: flags.routine ?? null, run_id: process.env.ROUTINELY_RUN_ID ?? null };
   await using backend = disposable(await openBackend(project));
   const slots = slotsOf(project.config.locks, name);
-  const got = await acquireLock(backend.lock, name, slots, owner, { ...policy, signal: stop.signal }, waitNotice(policy, name));
+  const got = await acquireLock(
+    backend.lock,
+    name,
+    slots,
+    owner,
+    { ...policy, signal: stop.signal },
+    waitNotice(policy, name),
+  );
   if (!got.ok) {
     if (got.reason === 'ABORTED') return stop.exitCode;
     return reportBusy(got, policy, name);
@@ -46,8 +59,12 @@ export async function lockRun(cmd: string[], flags: BusyFlags & { routine?: stri
   return await runUnderLease(cmd, lease, stop, env, name);
 }
 
-export async function lockStatus(flags: { json?: boolean; key: string; lock?: string }, g: GlobalOptions): Promise<number> {
-  if (flags.lock !== undefined && flags.key !== 'exec-run') throw new UsageError('--lock and --key name a lock each: give one of them');
+export async function lockStatus(
+  flags: { json?: boolean; key: string; lock?: string },
+  g: GlobalOptions,
+): Promise<number> {
+  if (flags.lock !== undefined && flags.key !== 'exec-run')
+    throw new UsageError('--lock and --key name a lock each: give one of them');
   const name = flags.lock === undefined ? null : lockNameOf(flags.lock);
   const { project, invalid } = loadForView(g);
   if (!invalid) ensureListCache(project);
@@ -71,14 +88,19 @@ export async function lockStatus(flags: { json?: boolean; key: string; lock?: st
 }
 
 export async function lockBreak(flags: { key: string; lock?: string }, g: GlobalOptions): Promise<number> {
-  if (flags.lock !== undefined && flags.key !== 'exec-run') throw new UsageError('--lock and --key name a lock each: give one of them');
+  if (flags.lock !== undefined && flags.key !== 'exec-run')
+    throw new UsageError('--lock and --key name a lock each: give one of them');
   const project = loadProject({ configPath: g.config });
   const watching = (holder: string, forMs: number): void =>
-    err(`routinely: ${holder} is alive on this host: watching its heartbeat for up to ${Math.round(forMs / 1000)}s (a live holder here is judged by its heartbeat on this host's clock, never by the times in its record)`);
+    err(
+      `routinely: ${holder} is alive on this host: watching its heartbeat for up to ${Math.round(forMs / 1000)}s (a live holder here is judged by its heartbeat on this host's clock, never by the times in its record)`,
+    );
   const name = flags.lock === undefined ? null : lockNameOf(flags.lock);
   if (name === null || name === EXEC_LOCK_NAME) {
     const key = name === EXEC_LOCK_NAME ? 'exec-run' : flags.key;
-    const result = await withBackend(project, (b) => b.lock.breakStale(key === 'scheduler' ? b.schedulerKey(hostId()) : key, watching));
+    const result = await withBackend(project, (b) =>
+      b.lock.breakStale(key === 'scheduler' ? b.schedulerKey(hostId()) : key, watching),
+    );
     return reportBreak(result, key);
   }
   // a named lock: each of its slots, as the exec lock is broken (only a stale one)
@@ -100,10 +122,16 @@ export async function lockBreak(flags: { key: string; lock?: string }, g: Global
 function reportBreak(result: BreakResult, what: string): number {
   if (result.broken) {
     out(`broke the stale ${what} lock: ${result.why}`);
-    out(result.staleFile ? `  kept as ${displayPath(result.staleFile)}` : '  its record could not be read, so no copy was kept');
+    out(
+      result.staleFile
+        ? `  kept as ${displayPath(result.staleFile)}`
+        : '  its record could not be read, so no copy was kept',
+    );
     if (result.orphans.ended.length > 0) {
       const killed = result.orphans.killed.length ? ` (${result.orphans.killed.length} needed SIGKILL)` : '';
-      out(`  ended ${result.orphans.ended.length} orphaned process group(s): ${result.orphans.ended.join(', ')}${killed}`);
+      out(
+        `  ended ${result.orphans.ended.length} orphaned process group(s): ${result.orphans.ended.join(', ')}${killed}`,
+      );
     }
     return ExitCode.OK;
   }

@@ -20,7 +20,13 @@ const LEFTOVER_GRACE_MS = 2_000;
 
 /** Runs CMD in its own group while `lease` is held; returns the exit code `lock run` exits with.
  * `lockName`: the lock's name for CMD (ROUTINELY_LOCK_NAME). */
-export async function runUnderLease(cmd: string[], lease: Lease, stop: StopSignals, baseEnv: NodeJS.ProcessEnv, lockName = 'exec'): Promise<number> {
+export async function runUnderLease(
+  cmd: string[],
+  lease: Lease,
+  stop: StopSignals,
+  baseEnv: NodeJS.ProcessEnv,
+  lockName = 'exec',
+): Promise<number> {
   let childPid: number | null = null;
   let escalate: NodeJS.Timeout | undefined;
   const forward = stop.onSignal((signal, repeated) => {
@@ -33,7 +39,12 @@ export async function runUnderLease(cmd: string[], lease: Lease, stop: StopSigna
   const result = await runProcess({
     file: cmd[0]!,
     args: cmd.slice(1),
-    env: { ...baseEnv, ROUTINELY_LOCK_NAME: lockName, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId },
+    env: {
+      ...baseEnv,
+      ROUTINELY_LOCK_NAME: lockName,
+      ROUTINELY_LOCK_GENERATION: String(lease.generation),
+      ROUTINELY_LOCK_ID: lease.lockId,
+    },
     stdio: 'inherit',
     signal: lease.signal, // a lost lock stops the command (SPEC §4.3)
     killGraceMs: grace,
@@ -81,7 +92,12 @@ export function describeStatus(s: LockStatus, title = `${s.key} lock`): string[]
   if (s.record) {
     const o = s.record.owner;
     row('holder', printable(s.holder ?? ''));
-    row('command', printable([o.command, o.routine && `routine ${o.routine}`, o.run_id && `run ${o.run_id}`].filter(Boolean).join(', ')));
+    row(
+      'command',
+      printable(
+        [o.command, o.routine && `routine ${o.routine}`, o.run_id && `run ${o.run_id}`].filter(Boolean).join(', '),
+      ),
+    );
     row('since', formatInZone(new Date(s.record.created_at * 1000)));
     row('heartbeat', `${humanDuration((s.heartbeat_age_s ?? 0) * 1000)} ago`);
     const exp = s.expires_in_s ?? 0;
@@ -95,7 +111,6 @@ export function describeStatus(s: LockStatus, title = `${s.key} lock`): string[]
   row('file', displayPath(s.path));
   return lines;
 }
-
 
 /** `lock status --lock NAME`: a line for the lock, then each slot. */
 export function describeNamed(n: NamedLockStatus): string[] {

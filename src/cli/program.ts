@@ -19,7 +19,9 @@ function seconds(flag: string) {
   return (value: string): number => {
     const n = Number(value);
     if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n) || n > MAX_SECONDS) {
-      throw new InvalidArgumentError(`${flag} takes a number of seconds up to ${MAX_SECONDS}, got ${JSON.stringify(value)}`);
+      throw new InvalidArgumentError(
+        `${flag} takes a number of seconds up to ${MAX_SECONDS}, got ${JSON.stringify(value)}`,
+      );
     }
     return n;
   };
@@ -28,7 +30,8 @@ function seconds(flag: string) {
 function positiveInt(flag: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || n < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got ${JSON.stringify(value)}`);
+    if (!/^\d+$/.test(value.trim()) || n < 1)
+      throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -45,7 +48,10 @@ const waitTimeoutOption = (): Option =>
   );
 
 const httpOption = (): Option =>
-  new Option('--http <[host:]port>', 'serve /metrics, /healthz, /api/* and a status page here (default host 127.0.0.1; any other needs ROUTINELY_HTTP_TOKEN)');
+  new Option(
+    '--http <[host:]port>',
+    'serve /metrics, /healthz, /api/* and a status page here (default host 127.0.0.1; any other needs ROUTINELY_HTTP_TOKEN)',
+  );
 
 const keyOption = (): Option =>
   new Option('--key <key>', 'which lock').choices(['exec-run', 'scheduler']).default('exec-run');
@@ -53,7 +59,7 @@ const lockOption = (what: string): Option => new Option('--lock <name>', what);
 
 function buildProgram(setExit: (code: number) => void): Command {
   const program = new Command('routinely')
-    .description('Run a project\'s recurring work safely under one crash-safe project exec lock.')
+    .description("Run a project's recurring work safely under one crash-safe project exec lock.")
     .version(VERSION, '-V, --version', 'print the version')
     .addOption(configOption())
     .configureHelp({ showGlobalOptions: true })
@@ -136,13 +142,20 @@ Examples:
     .addOption(keyOption())
     .action(act(async (opts) => (await import('./lock-commands.js')).lockBreak(opts, globals())));
 
-  const routineOption = (): Option => new Option('--routine <id>', 'record the run as fired by this routine').hideHelp();
+  const routineOption = (): Option =>
+    new Option('--routine <id>', 'record the run as fired by this routine').hideHelp();
   const runOptions = (c: Command): Command =>
     c
       .addOption(ifBusyOption('fail'))
       .addOption(waitTimeoutOption())
-      .addOption(new Option('--parallel <n>', 'tasks at once (default exec.parallel)').argParser(positiveInt('--parallel')))
-      .addOption(new Option('--timeout <seconds>', 'stop the whole run after this long (ABORTED / RUN_TIMEOUT)').argParser(seconds('--timeout')))
+      .addOption(
+        new Option('--parallel <n>', 'tasks at once (default exec.parallel)').argParser(positiveInt('--parallel')),
+      )
+      .addOption(
+        new Option('--timeout <seconds>', 'stop the whole run after this long (ABORTED / RUN_TIMEOUT)').argParser(
+          seconds('--timeout'),
+        ),
+      )
       .option('--json', 'print the final run state as JSON')
       .addOption(routineOption());
 
@@ -161,7 +174,9 @@ Examples:
       .description('run the ready tasks (or the named ones) under the exec lock')
       .argument('[task...]', 'run exactly these tasks'),
   )
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Ready tasks are the pending ones whose dependencies have succeeded. Each task
 runs with sh -c in its own process group, output to
 <stateDir>/exec/runs/<run-id>/<task>.log. Exit 0 when all succeeded (or nothing
@@ -170,14 +185,21 @@ was ready), 1 when any failed, 75 when busy.
 Examples:
   routinely exec run
   routinely exec run build docs --parallel 4
-  routinely exec run --if-busy wait --json`)
-    .action(act(async (tasks: string[], opts) => (await import('./exec-commands.js')).runCommand(tasks, opts, globals())));
+  routinely exec run --if-busy wait --json`,
+    )
+    .action(
+      act(async (tasks: string[], opts) => (await import('./exec-commands.js')).runCommand(tasks, opts, globals())),
+    );
   runOptions(
     exec
       .command('resume')
       .description('finish an interrupted run: keep what succeeded, run the rest again')
       .argument('[run-id]', 'the run (default: the newest INTERRUPTED, ABORTED or orphaned RUNNING run)'),
-  ).action(act(async (runId: string | undefined, opts) => (await import('./exec-commands.js')).resumeCommand(runId, opts, globals())));
+  ).action(
+    act(async (runId: string | undefined, opts) =>
+      (await import('./exec-commands.js')).resumeCommand(runId, opts, globals()),
+    ),
+  );
   exec
     .command('status')
     .description('tasks and their statuses')
@@ -194,47 +216,81 @@ Examples:
     .description('one run: status, explanation, every task')
     .argument('<run-id>')
     .option('--json', 'print JSON')
-    .action(act(async (runId: string, opts) => (await import('./exec-commands.js')).showCommand(runId, opts, globals())));
+    .action(
+      act(async (runId: string, opts) => (await import('./exec-commands.js')).showCommand(runId, opts, globals())),
+    );
   exec
     .command('reset')
     .description('set tasks back to pending (takes the lock)')
     .argument('<task...>')
     .addOption(ifBusyOption('fail'))
     .addOption(waitTimeoutOption())
-    .action(act(async (tasks: string[], opts) => (await import('./exec-commands.js')).resetCommand(tasks, opts, globals())));
+    .action(
+      act(async (tasks: string[], opts) => (await import('./exec-commands.js')).resetCommand(tasks, opts, globals())),
+    );
 
   const routine = program.command('routine').description('routines: list, fire now, history, pause');
   routine
     .command('list')
     .description('every routine: schedule, next and last run, last result, counts, paused')
     .option('--json', 'print JSON (the fields of routine-state.json plus schedule and next_run_at)')
-    .option('--check', 'exit 1 when an enabled routine is failing (its last run failed, whatever skips came after), starved, or no scheduler runs')
+    .option(
+      '--check',
+      'exit 1 when an enabled routine is failing (its last run failed, whatever skips came after), starved, or no scheduler runs',
+    )
     .action(act(async (opts) => (await import('./routine-commands.js')).routineList(opts, globals())));
   routine
     .command('run')
-    .description('fire one routine now, exactly as the scheduler would, and record it (refused as busy: nothing recorded)')
+    .description(
+      'fire one routine now, exactly as the scheduler would, and record it (refused as busy: nothing recorded)',
+    )
     .argument('<id>')
-    .addOption(ifBusyOption('the routine\'s own ifBusy, else fail'))
+    .addOption(ifBusyOption("the routine's own ifBusy, else fail"))
     .addOption(waitTimeoutOption())
     .option('--json', "print the fire's record as JSON (the command's output goes to stderr)")
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineRun(id, opts, globals())));
   routine
     .command('history')
-    .description("past fires of a routine (or of every routine, merged), in time order, the newest last, as journalctl shows them")
+    .description(
+      'past fires of a routine (or of every routine, merged), in time order, the newest last, as journalctl shows them',
+    )
     .argument('[id]', 'one routine, also one no longer in the config')
-    .option('--since <time>', 'fires scheduled at or after TIME: ISO-8601, 10:00, today, yesterday, 2h, 1h30m, -1h, 2h ago, 1 hour ago')
+    .option(
+      '--since <time>',
+      'fires scheduled at or after TIME: ISO-8601, 10:00, today, yesterday, 2h, 1h30m, -1h, 2h ago, 1 hour ago',
+    )
     .option('--until <time>', 'fires scheduled before TIME (the same forms)')
-    .addOption(new Option('--result <result>', 'only these (the words the view prints, or the stored ones)').choices(['ok', 'failed', 'skipped', 'success', 'failure']))
+    .addOption(
+      new Option('--result <result>', 'only these (the words the view prints, or the stored ones)').choices([
+        'ok',
+        'failed',
+        'skipped',
+        'success',
+        'failure',
+      ]),
+    )
     .option('-r, --reverse', 'newest first')
-    .addOption(new Option('--limit <n>', 'the newest N (default 20, all with --since/--until)').argParser(positiveInt('--limit')))
+    .addOption(
+      new Option('--limit <n>', 'the newest N (default 20, all with --since/--until)').argParser(
+        positiveInt('--limit'),
+      ),
+    )
     .option('--json', 'print JSON')
-    .action(act(async (id: string | undefined, opts) => (await import('./routine-commands.js')).routineHistory(id, opts, globals())));
+    .action(
+      act(async (id: string | undefined, opts) =>
+        (await import('./routine-commands.js')).routineHistory(id, opts, globals()),
+      ),
+    );
   routine
     .command('logs')
     .description("a routine's output, every run framed by a start and an end line (the rotated .1 file first)")
     .argument('<id>')
     .option('--run <run-id>', "only this run's section, frames included")
-    .addOption(new Option('--lines <n>', 'only the last N lines (default: all; 10 with --follow)').argParser(positiveInt('--lines')))
+    .addOption(
+      new Option('--lines <n>', 'only the last N lines (default: all; 10 with --follow)').argParser(
+        positiveInt('--lines'),
+      ),
+    )
     .option('-f, --follow', 'keep printing new output, through rotation, until Ctrl-C; with --run, until that run ends')
     .action(act(async (id: string, opts) => (await import('./routine-logs.js')).routineLogs(id, opts, globals())));
   routine
@@ -245,9 +301,15 @@ Examples:
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routinePause(id, opts, globals())));
   routine
     .command('stop')
-    .description("stop the running fire of a command routine on this host: SIGTERM to its process group, SIGKILL after the grace; recorded once as a failure, stopped by hand")
+    .description(
+      'stop the running fire of a command routine on this host: SIGTERM to its process group, SIGKILL after the grace; recorded once as a failure, stopped by hand',
+    )
     .argument('<id>')
-    .addOption(new Option('--timeout <seconds>', 'the grace between SIGTERM and SIGKILL').argParser(seconds('--timeout')).default(10))
+    .addOption(
+      new Option('--timeout <seconds>', 'the grace between SIGTERM and SIGKILL')
+        .argParser(seconds('--timeout'))
+        .default(10),
+    )
     .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineStop(id, opts, globals())));
   routine
     .command('resume')
@@ -259,10 +321,18 @@ Examples:
   scheduler
     .command('start')
     .description('run the scheduler in the foreground (systemd, a container, a terminal)')
-    .addOption(new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'))
-    .addOption(new Option('--shutdown-timeout <seconds>', 'on SIGTERM/SIGINT, wait this long for running routines').argParser(seconds('--shutdown-timeout')).default(30))
+    .addOption(
+      new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'),
+    )
+    .addOption(
+      new Option('--shutdown-timeout <seconds>', 'on SIGTERM/SIGINT, wait this long for running routines')
+        .argParser(seconds('--shutdown-timeout'))
+        .default(30),
+    )
     .addOption(httpOption())
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Fires every enabled, unpaused routine under the exec lock: a command routine's
 command in its own process group, the exec actions as exec run / exec resume /
 register do, each with --if-busy skip (or the routine's own ifBusy). A tick that
@@ -270,7 +340,8 @@ meets a busy lock is logged as "[routine] skipped <id>: exec busy" and recorded
 as skipped. SIGHUP or a change of the config file reloads it (a bad config is
 logged and the old one kept). SIGTERM/SIGINT: stop firing, wait for running
 routines up to --shutdown-timeout, stop them, exit 0. --http serves /metrics,
-/healthz, /api/* and a status page (docs/http.md).`)
+/healthz, /api/* and a status page (docs/http.md).`,
+    )
     .action(act(async (opts) => (await import('./scheduler-command.js')).schedulerStart(opts, globals())));
 
   scheduler
@@ -281,21 +352,32 @@ routines up to --shutdown-timeout, stop them, exit 0. --http serves /metrics,
   scheduler
     .command('stop')
     .description('SIGTERM to the scheduler on this host, then wait until it has exited')
-    .addOption(new Option('--timeout <seconds>', 'give up waiting after this long (exit 1)').argParser(seconds('--timeout')).default(60))
+    .addOption(
+      new Option('--timeout <seconds>', 'give up waiting after this long (exit 1)')
+        .argParser(seconds('--timeout'))
+        .default(60),
+    )
     .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStop(opts, globals())));
 
   program
     .command('serve')
     .description('serve the metrics, health, API and status page without firing anything (a host that only watches)')
     .addOption(httpOption())
-    .addOption(new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'))
+    .addOption(
+      new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'),
+    )
     .action(act(async (opts) => (await import('./scheduler-command.js')).serve(opts, globals())));
 
   program
     .command('init')
     .description('write a commented starter routinely.json (with $schema) here')
-    .option('--force', 'write it even if a routinely.json exists here (overwritten) or in a parent folder (a nested project)')
-    .addHelpText('after', `
+    .option(
+      '--force',
+      'write it even if a routinely.json exists here (overwritten) or in a parent folder (a nested project)',
+    )
+    .addHelpText(
+      'after',
+      `
 Refuses (exit 2) when this folder already has a routinely.json, or is inside a
 project (a routinely.json in a parent folder, which commands run here already
 use); --force overrides both. With --config PATH it writes PATH instead of
@@ -304,22 +386,31 @@ use); --force overrides both. With --config PATH it writes PATH instead of
 "$schema" points at ./node_modules/routinely/config/routinely.schema.json
 (relative to the file) when routinely is installed in the project or a parent
 folder; otherwise at the schema of the routinely running init, as a file:// URL
-that works on this machine only.`)
+that works on this machine only.`,
+    )
     .action(act(async (opts) => (await import('./init-command.js')).init(opts, globals())));
 
   program
     .command('validate')
     .description('check the config and print the next 3 fire times of each routine')
-    .option('--json', 'print the result as JSON, valid or not (for CI): valid, config, routines with their next times, errors (file, path, message), warnings')
+    .option(
+      '--json',
+      'print the result as JSON, valid or not (for CI): valid, config, routines with their next times, errors (file, path, message), warnings',
+    )
     .action(act(async (opts) => (await import('./validate-command.js')).validate(globals(), opts)));
 
   program
     .command('import-crontab')
     .description('print the jobs of a crontab as routinely.json content (routines, locks)')
     .argument('[file]', 'a crontab file, or - (the default) for standard input')
-    .option('--system', 'the crontab has a user column after the schedule (/etc/crontab, /etc/cron.d/*: assumed for those paths)')
+    .option(
+      '--system',
+      'the crontab has a user column after the schedule (/etc/crontab, /etc/cron.d/*: assumed for those paths)',
+    )
     .option('--merge', "add them to the project's routinely.json instead (an id it has is refused)")
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Schedules are kept; each flock lock file becomes a named lock (jobs that
 shared a file take turns, others run side by side): flock -n skips a busy
 tick, a blocking flock waits until shortly before the next tick, -w S waits S.
@@ -331,18 +422,25 @@ is named in a comment and on stderr. Exit 0 when it printed (or merged).
 Examples:
   crontab -l | routinely import-crontab > routinely.json
   routinely import-crontab /etc/cron.d/backup
-  crontab -l | routinely import-crontab --merge`)
-    .action(act(async (file: string | undefined, opts) => (await import('./import-crontab-command.js')).importCrontabCommand(file, opts, globals())));
+  crontab -l | routinely import-crontab --merge`,
+    )
+    .action(
+      act(async (file: string | undefined, opts) =>
+        (await import('./import-crontab-command.js')).importCrontabCommand(file, opts, globals()),
+      ),
+    );
 
   program
     .command('completion')
     .description('print a completion script for bash, zsh or fish (commands, options, their values, routine ids)')
     .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh', 'fish']))
-    .action(act(async (shell: string) => {
-      const { completionScript } = await import('./completion.js');
-      process.stdout.write(completionScript(shell, program));
-      return ExitCode.OK;
-    }));
+    .action(
+      act(async (shell: string) => {
+        const { completionScript } = await import('./completion.js');
+        process.stdout.write(completionScript(shell, program));
+        return ExitCode.OK;
+      }),
+    );
 
   acceptGlobalsEverywhere(program);
   addExamples(program);
@@ -352,17 +450,35 @@ Examples:
 /** An example (or a few) for every command, shown at the end of its --help (SPEC §10); the
  * commands whose help text already ends with examples are not in this table. */
 const EXAMPLES: Record<string, string[]> = {
-  'lock status': ['routinely lock status', 'routinely lock status --lock agents --json', 'routinely lock status --json --key scheduler'],
-  'lock break': ['routinely lock break      # only a stale lock: dead holder, expired heartbeat', 'routinely lock break --lock db'],
+  'lock status': [
+    'routinely lock status',
+    'routinely lock status --lock agents --json',
+    'routinely lock status --json --key scheduler',
+  ],
+  'lock break': [
+    'routinely lock break      # only a stale lock: dead holder, expired heartbeat',
+    'routinely lock break --lock db',
+  ],
   register: ['routinely register'],
   'exec resume': ['routinely exec resume', 'routinely exec resume r-20261201T030000Z-1a2b --if-busy wait'],
   'exec status': ['routinely exec status', 'routinely exec status --json'],
   'exec runs': ['routinely exec runs --limit 5'],
   'exec show': ['routinely exec show r-20261201T030000Z-1a2b', 'routinely exec show r-20261201T030000Z-1a2b --json'],
   'exec reset': ['routinely exec reset build test'],
-  'routine list': ['routinely routine list', 'routinely routine list --check   # monitoring: exit 1 when failing or starved'],
-  'routine run': ['routinely routine run backup', 'routinely routine run backup --if-busy wait --wait-timeout 600', 'routinely routine run backup --json'],
-  'routine history': ['routinely routine history backup --limit 5', 'routinely routine history --since yesterday --result failed', 'routinely routine history --since "2h ago" --json'],
+  'routine list': [
+    'routinely routine list',
+    'routinely routine list --check   # monitoring: exit 1 when failing or starved',
+  ],
+  'routine run': [
+    'routinely routine run backup',
+    'routinely routine run backup --if-busy wait --wait-timeout 600',
+    'routinely routine run backup --json',
+  ],
+  'routine history': [
+    'routinely routine history backup --limit 5',
+    'routinely routine history --since yesterday --result failed',
+    'routinely routine history --since "2h ago" --json',
+  ],
   'routine logs': ['routinely routine logs backup --lines 50', 'routinely routine logs backup --follow'],
   'routine pause': ['routinely routine pause backup --note "disk swap until Friday"'],
   'routine stop': ['routinely routine stop backup', 'routinely routine stop backup --timeout 30'],
@@ -373,7 +489,11 @@ const EXAMPLES: Record<string, string[]> = {
   serve: ['routinely serve --http 127.0.0.1:9464'],
   init: ['routinely init', 'routinely init --config ops/routinely.json'],
   validate: ['routinely validate', 'routinely validate --json > validate.json'],
-  completion: ['eval "$(routinely completion bash)"      # in ~/.bashrc', 'eval "$(routinely completion zsh)"       # in ~/.zshrc, after compinit', 'routinely completion fish > ~/.config/fish/completions/routinely.fish'],
+  completion: [
+    'eval "$(routinely completion bash)"      # in ~/.bashrc',
+    'eval "$(routinely completion zsh)"       # in ~/.zshrc, after compinit',
+    'routinely completion fish > ~/.config/fish/completions/routinely.fish',
+  ],
 };
 
 /** Every command's help ends with its examples and where the exit codes are. */
@@ -385,11 +505,15 @@ function addExamples(cmd: Command, path = ''): void {
       continue;
     }
     const examples = EXAMPLES[at];
-    sub.addHelpText('after', `${examples ?`\nExamples:\n${examples.map((e) => `  ${e}`).join('\n')}\n` : ''}\nExit codes: ${EXIT_CODES_SHORT} (routinely --help explains each).`);
+    sub.addHelpText(
+      'after',
+      `${examples ? `\nExamples:\n${examples.map((e) => `  ${e}`).join('\n')}\n` : ''}\nExit codes: ${EXIT_CODES_SHORT} (routinely --help explains each).`,
+    );
   }
 }
 
-const EXIT_CODES_SHORT = '0 ok, 1 failed, 2 usage or config, 3 no scheduler, 74 state I/O,\n75 busy, 129/130/143 signal';
+const EXIT_CODES_SHORT =
+  '0 ok, 1 failed, 2 usage or config, 3 no scheduler, 74 state I/O,\n75 busy, 129/130/143 signal';
 
 const configOption = (): Option =>
   new Option('-c, --config <path>', 'config file (default: routinely.json found upward; env ROUTINELY_CONFIG)');
@@ -457,7 +581,11 @@ function reportError(thrown: unknown): number {
   const error = asStorageError(thrown);
   if (error instanceof CommanderError) {
     // commander printed its message already; help and version are not errors
-    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') {
+    if (
+      error.code === 'commander.helpDisplayed' ||
+      error.code === 'commander.version' ||
+      error.code === 'commander.help'
+    ) {
       return ExitCode.OK;
     }
     return ExitCode.USAGE;

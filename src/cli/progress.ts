@@ -31,7 +31,9 @@ export class Progress {
     this.state = state;
     // on a TTY the status line shows what started; a line is kept for what finished
     if (!(this.tty && e.type === 'task-started')) {
-      const text = eventLine(e, state, `${this.stateDir}/exec/runs/${state.run_id}`, (t, colour) => paint(t, colour, this.color));
+      const text = eventLine(e, state, `${this.stateDir}/exec/runs/${state.run_id}`, (t, colour) =>
+        paint(t, colour, this.color),
+      );
       if (text !== null) this.line(text);
     }
     if (this.tty) this.draw();

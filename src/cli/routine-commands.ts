@@ -1,4 +1,6 @@
 // `routinely routine list | run | history | pause | resume` (SPEC §6).
+// (Over 300 lines: one short function per subcommand, sharing how the project and backend are
+// opened and how a routine's rows are built.)
 
 import { printable } from '../printable.js';
 import { systemClock } from '../clock.js';
@@ -8,7 +10,6 @@ import { EXEC_LOCK_NAME, ID_PATTERN, type RoutineDef } from '../config/types.js'
 import { busyReason } from '../lock/named.js';
 import { ConfigError, ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { parseTimeArg } from './time-arg.js';
-import { ownerGone } from '../fire/firing.js';
 import { runManually } from '../fire/manual-run.js';
 import { Recorder } from '../fire/recorder.js';
 import { notifyFire } from '../notify/notify.js';
@@ -20,7 +21,15 @@ import { emptyRecord, type RoutineResult } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
-import { listRows, phasesOf, printList, schedulerLineOf, type ListRow, type ListedRoutine, type SchedulerLine } from './routine-list.js';
+import {
+  listRows,
+  phasesOf,
+  printList,
+  schedulerLineOf,
+  type ListRow,
+  type ListedRoutine,
+  type SchedulerLine,
+} from './routine-list.js';
 import { readSchedulerState } from '../control/status.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
@@ -36,7 +45,12 @@ function commandRecorder(project: Project, backend: Backend): Recorder {
   const log = createLogger('text', err);
   const host = hostId();
   return new Recorder({
-    store: backend.routines, clock: backend.clock, log, warn: warnTo, stateDir: () => project.stateDir, host,
+    store: backend.routines,
+    clock: backend.clock,
+    log,
+    warn: warnTo,
+    stateDir: () => project.stateDir,
+    host,
     notify: (n) => notifyFire({ ...n, log, host }),
   });
 }
@@ -47,7 +61,10 @@ async function flushSpooled(project: Project, b: Backend): Promise<number> {
   if (!b.routines.flushSpool) return 0;
   try {
     const r = await b.routines.flushSpool(warnTo);
-    if (r.recorded > 0) warnTo(`recorded ${r.recorded} fire${r.recorded === 1 ? '' : 's'} spooled on this host while the database was away`);
+    if (r.recorded > 0)
+      warnTo(
+        `recorded ${r.recorded} fire${r.recorded === 1 ? '' : 's'} spooled on this host while the database was away`,
+      );
     return r.left;
   } catch (e) {
     warnTo(`could not read the spool: ${(e as Error).message}`);
@@ -64,7 +81,6 @@ function findRoutine(project: Project, id: string): RoutineDef {
   return def;
 }
 
-
 /** The next run of a routine in its zone, checking its schedule on the way: one croner parse
  * per routine, dropped at once (croner keeps an 80 KB year table per pattern; parsing all 100
  * routines for validation first and again here cost a third of `routine list`'s start-up in GC). */
@@ -76,7 +92,12 @@ function nextRunOf(project: Project, r: RoutineDef, now: Date): ZoneTime | null 
   });
   if (problem) {
     const i = project.config.routines.indexOf(r);
-    throw new ConfigError(displayPath(project.configPath), [{ path: `routines[${i}].schedule`, message: `${JSON.stringify(r.schedule)} is not a valid cron expression (${problem})` }]);
+    throw new ConfigError(displayPath(project.configPath), [
+      {
+        path: `routines[${i}].schedule`,
+        message: `${JSON.stringify(r.schedule)} is not a valid cron expression (${problem})`,
+      },
+    ]);
   }
   return next ? zoneTime(next, zone) : null;
 }
@@ -84,15 +105,24 @@ function nextRunOf(project: Project, r: RoutineDef, now: Date): ZoneTime | null 
 /** The routines of a validated config as the list shows them. */
 export function listedRoutines(project: Project, now: Date): ListedRoutine[] {
   return project.config.routines.map((r) => ({
-    id: r.id, schedule: r.schedule, timezone: routineZone(r, project) ?? null, action: r.action, enabled: r.enabled,
-    lock: r.exclusive ? r.lock : 'none', starvedAfterSkips: r.starvedAfterSkips, next: nextRunOf(project, r, now),
+    id: r.id,
+    schedule: r.schedule,
+    timezone: routineZone(r, project) ?? null,
+    action: r.action,
+    enabled: r.enabled,
+    lock: r.exclusive ? r.lock : 'none',
+    starvedAfterSkips: r.starvedAfterSkips,
+    next: nextRunOf(project, r, now),
   }));
 }
 
 /** The `routine list --json` rows; with `backend`, read through that open backend (the HTTP
  * server's, SPEC §11) instead of opening one for the call. */
 export async function routineRows(project: Project, now: Date, backend?: Backend): Promise<ConfiguredRow[]> {
-  const read = async (b: Backend) => ({ state: await b.routines.read(warnTo), boards: await b.routines.readPhases(warnTo) });
+  const read = async (b: Backend) => ({
+    state: await b.routines.read(warnTo),
+    boards: await b.routines.readPhases(warnTo),
+  });
   const { state, boards } = backend ? await read(backend) : await withBackend(project, read);
   return listRows(listedRoutines(project, now), state.routines, emptyRecord, phasesOf(boards)) as ConfiguredRow[];
 }
@@ -129,19 +159,44 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
   }
   const { state, boards, scheduler, clockNow, spooled } = await withBackend(project, async (b) => {
     const left = await flushSpooled(project, b);
-    return { state: await b.routines.read(warnTo), boards: await b.routines.readPhases(warnTo), scheduler: await schedulerLine(b), clockNow: b.caps.sharedClock ? b.clock.now() : null, spooled: left };
+    return {
+      state: await b.routines.read(warnTo),
+      boards: await b.routines.readPhases(warnTo),
+      scheduler: await schedulerLine(b),
+      clockNow: b.caps.sharedClock ? b.clock.now() : null,
+      spooled: left,
+    };
   });
-  if (spooled > 0) warnTo(`${spooled} record${spooled === 1 ? '' : 's'} of fires on this host ${spooled === 1 ? 'waits' : 'wait'} in ${spoolDir(project.stateDir)}, not in the counts yet`);
+  if (spooled > 0)
+    warnTo(
+      `${spooled} record${spooled === 1 ? '' : 's'} of fires on this host ${spooled === 1 ? 'waits' : 'wait'} in ${spoolDir(project.stateDir)}, not in the counts yet`,
+    );
   // With a database, next and last runs are reckoned by its clock, as the scheduler fires by it.
   if (clockNow !== null) {
     now = new Date(clockNow);
     if (!fromState) routines = listedRoutines(project, now);
   }
   // With an invalid config, the routines the state knows (no schedule, action or next run).
-  routines ??= Object.keys(state.routines).map((id) => ({ id, schedule: null, timezone: null, action: null, enabled: null, lock: null, starvedAfterSkips: 3, next: null }));
+  routines ??= Object.keys(state.routines).map((id) => ({
+    id,
+    schedule: null,
+    timezone: null,
+    action: null,
+    enabled: null,
+    lock: null,
+    starvedAfterSkips: 3,
+    next: null,
+  }));
   // the next `routine list` starts from the cache (fast-list.ts), scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
-  return printList(routines, listRows(routines, state.routines, emptyRecord, phasesOf(boards)), scheduler, now.getTime(), flags, fromState);
+  return printList(
+    routines,
+    listRows(routines, state.routines, emptyRecord, phasesOf(boards)),
+    scheduler,
+    now.getTime(),
+    flags,
+    fromState,
+  );
 }
 
 /** `routine run ID [--json]`: with --json the command's output goes to stderr and stdout holds
@@ -152,7 +207,8 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
   const def = findRoutine(project, id);
   // The routine's own ifBusy unless --if-busy is given, else the manual default (SPEC §4).
   const policy = busyPolicy(flags, def.manualIfBusy);
-  if (policy.ifBusy === 'wait' && flags.ifBusy === undefined && def.waitTimeoutSeconds !== undefined) policy.waitTimeoutMs = def.waitTimeoutSeconds * 1000;
+  if (policy.ifBusy === 'wait' && flags.ifBusy === undefined && def.waitTimeoutSeconds !== undefined)
+    policy.waitTimeoutMs = def.waitTimeoutSeconds * 1000;
   const stop = new AbortController();
   let received: 'SIGINT' | 'SIGTERM' | null = null;
   const onSignal = (sig: 'SIGINT' | 'SIGTERM'): void => {
@@ -169,9 +225,17 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
     // that died are recorded, once each (SPEC §6).
     await flushSpooled(project, backend);
     const recorder = commandRecorder(project, backend);
-    reconciled = (await recorder.reconcile(ownerGone, project, stop.signal)).announced;
+    reconciled = (await recorder.reconcile(project, stop.signal)).announced;
     const outcome = await runManually({
-      project, backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn: warnTo, recorder, by: `cli, pid ${process.pid}`,
+      project,
+      backend,
+      def,
+      ifBusy: policy.ifBusy,
+      waitTimeoutMs: policy.waitTimeoutMs,
+      signal: stop.signal,
+      warn: warnTo,
+      recorder,
+      by: `cli, pid ${process.pid}`,
       onStarted: () => (flags.json ? undefined : out(`started ${id}`)),
       onWait: waitNotice(policy, def.exclusive ? def.lock : EXEC_LOCK_NAME),
       // the command's output also goes to this terminal (SPEC §10), and always to its log
@@ -183,14 +247,28 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
       if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
       const holder = outcome.holder ? describeHolder(outcome.holder, backend.clock.now()) : 'another process';
       const busy = busyReason(def.exclusive ? def.lock : EXEC_LOCK_NAME);
-      if (flags.json) out(JSON.stringify({ routine: id, result: policy.ifBusy === 'skip' ? 'skipped' : 'busy', reason: busy, holder, recorded: false }, null, 2));
+      if (flags.json)
+        out(
+          JSON.stringify(
+            {
+              routine: id,
+              result: policy.ifBusy === 'skip' ? 'skipped' : 'busy',
+              reason: busy,
+              holder,
+              recorded: false,
+            },
+            null,
+            2,
+          ),
+        );
       if (policy.ifBusy === 'skip') {
         if (flags.json) return ExitCode.OK;
         out(`skipped: ${busy}`);
         return ExitCode.OK;
       }
       if (flags.json) return ExitCode.BUSY;
-      if (policy.ifBusy === 'wait') err(`${busy}: still held by ${holder} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
+      if (policy.ifBusy === 'wait')
+        err(`${busy}: still held by ${holder} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
       else {
         err(`${busy}: held by ${holder}`);
         err(`  to wait for it instead, add --if-busy wait (--wait-timeout S gives up after S seconds)`);
@@ -204,7 +282,8 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
       // the fields `routine history --json` shows of it (the duration is finished - started)
       const { closes: _c, key: _k, unstarted: _u, duration_ms: _d, ...shown } = result;
       out(JSON.stringify({ routine: id, ...shown, log: `${project.stateDir}/logs/${id}.log` }, null, 2));
-    } else if (result.result === 'success') out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
+    } else if (result.result === 'success')
+      out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else out(`failed ${id}: ${result.reason ?? 'failed'} ${took}  (output: ${project.stateDir}/logs/${id}.log)`);
     if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
     return result.result === 'success' ? ExitCode.OK : ExitCode.FAILED;
@@ -225,7 +304,13 @@ export interface HistoryFlags {
 }
 
 /** --result takes the words the stored records use and the words the view prints. */
-const RESULTS: Record<string, RoutineResult> = { success: 'success', ok: 'success', failure: 'failure', failed: 'failure', skipped: 'skipped' };
+const RESULTS: Record<string, RoutineResult> = {
+  success: 'success',
+  ok: 'success',
+  failure: 'failure',
+  failed: 'failure',
+  skipped: 'skipped',
+};
 export const RESULT_CHOICES = Object.keys(RESULTS);
 
 /** `routine history [ID]` (SPEC §10), as journalctl shows a journal: in time order, the newest
@@ -240,7 +325,8 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
   const until = flags.until !== undefined ? parseTimeArg('--until', flags.until, now) : Infinity;
   if (since > until) throw new UsageError(`--since ${flags.since} is after --until ${flags.until}`);
   const result = flags.result === undefined ? undefined : RESULTS[flags.result];
-  if (flags.result !== undefined && result === undefined) throw new UsageError(`--result ${JSON.stringify(flags.result)}: one of ${RESULT_CHOICES.join(', ')}`);
+  if (flags.result !== undefined && result === undefined)
+    throw new UsageError(`--result ${JSON.stringify(flags.result)}: one of ${RESULT_CHOICES.join(', ')}`);
   const limit = flags.limit ?? (flags.since !== undefined || flags.until !== undefined ? Infinity : 20);
   const { project, invalid } = loadForView(g);
   if (id !== undefined && !ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
@@ -248,9 +334,14 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
   const { newest, removed } = await withBackend(project, async (b) => {
     await flushSpooled(project, b);
     // with an invalid config, the routines the state knows
-    const ids = id !== undefined ? [id] : configured ? [...configured] : Object.keys((await b.routines.read(warnTo)).routines);
+    const ids =
+      id !== undefined ? [id] : configured ? [...configured] : Object.keys((await b.routines.read(warnTo)).routines);
     // the newest that match, at a cost that follows --limit, not the histories' length
-    const fires = await b.routines.recentFires(ids, { limit, since, until, ...(result !== undefined ? { result } : {}) }, warnTo);
+    const fires = await b.routines.recentFires(
+      ids,
+      { limit, since, until, ...(result !== undefined ? { result } : {}) },
+      warnTo,
+    );
     // one routine no longer in the config: its kept history, if it has one (the state is read
     // only then: the usual history command pays nothing for it)
     const gone = id !== undefined && configured !== null && !configured.has(id);
@@ -265,7 +356,9 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
   if (flags.json) {
     // the fields of SPEC §3, in one order on both backends; the bookkeeping (id, closes, key,
     // recorded_at) stays in the files
-    const shown = entries.map(({ id: _i, closes: _c, key: _k, recorded_at: _r, routine, ...e }) => (id !== undefined ? e : { routine, ...e }));
+    const shown = entries.map(({ id: _i, closes: _c, key: _k, recorded_at: _r, routine, ...e }) =>
+      id !== undefined ? e : { routine, ...e },
+    );
     out(JSON.stringify(shown, null, 2));
     return ExitCode.OK;
   }
@@ -282,8 +375,12 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
     const late = Date.parse(e.started_at) - Date.parse(e.scheduled_at);
     const took = humanDuration(Date.parse(e.finished_at) - Date.parse(e.started_at));
     const who = id !== undefined ? '' : `${e.routine.padEnd(width)}  `;
-    const at = Number.isFinite(Date.parse(e.scheduled_at)) ? formatInZone(new Date(e.scheduled_at), zones.get(e.routine)) : printable(e.scheduled_at);
-    out(`${at}  ${who}${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`);
+    const at = Number.isFinite(Date.parse(e.scheduled_at))
+      ? formatInZone(new Date(e.scheduled_at), zones.get(e.routine))
+      : printable(e.scheduled_at);
+    out(
+      `${at}  ${who}${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`,
+    );
   }
   return ExitCode.OK;
 }
@@ -293,7 +390,9 @@ export async function routinePause(id: string, flags: { note?: string }, g: Glob
   findRoutine(project, id);
   const change = await withBackend(project, (b) => b.routines.setPaused(id, true, flags.note ?? null));
   const note = change.note ? ` (${printable(change.note)})` : '';
-  out(change.wasPaused ? `${id} was already paused${note}` : `paused ${id}${note}; a running scheduler stops firing it`);
+  out(
+    change.wasPaused ? `${id} was already paused${note}` : `paused ${id}${note}; a running scheduler stops firing it`,
+  );
   return ExitCode.OK;
 }
 
@@ -301,9 +400,21 @@ export async function routinePause(id: string, flags: { note?: string }, g: Glob
 export async function routineStop(id: string, flags: { timeout: number }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   const def = findRoutine(project, id);
-  if (def.action !== 'command') throw new UsageError(`routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop; routine stop stops command routines`);
+  if (def.action !== 'command')
+    throw new UsageError(
+      `routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop; routine stop stops command routines`,
+    );
   const { stopRoutine } = await import('../fire/stop-request.js');
-  const r = await withBackend(project, (backend) => stopRoutine({ backend, stateDir: project.stateDir, routine: id, who: { via: 'cli', pid: process.pid }, graceMs: flags.timeout * 1000, clock: systemClock }));
+  const r = await withBackend(project, (backend) =>
+    stopRoutine({
+      backend,
+      stateDir: project.stateDir,
+      routine: id,
+      who: { via: 'cli', pid: process.pid },
+      graceMs: flags.timeout * 1000,
+      clock: systemClock,
+    }),
+  );
   switch (r.kind) {
     case 'idle':
       out(`${id} is not running; nothing to stop`);
@@ -312,10 +423,14 @@ export async function routineStop(id: string, flags: { timeout: number }, g: Glo
       err(`${id} runs on ${r.host} (pid ${r.pid}): stop it there (routine stop only signals processes of this host)`);
       return ExitCode.FAILED;
     case 'not-found':
-      err(`${id}: a fire is open${r.runId ? ` (run ${r.runId})` : ''} but no process of it was found on this host; it may be ending on its own (see routine list)`);
+      err(
+        `${id}: a fire is open${r.runId ? ` (run ${r.runId})` : ''} but no process of it was found on this host; it may be ending on its own (see routine list)`,
+      );
       return ExitCode.FAILED;
     case 'stopped':
-      out(`stopped ${id} (run ${r.runId}) after ${tenthsOfSeconds(r.waitedMs)}${r.killed ? ` (SIGKILL: it outlived the ${flags.timeout}s grace)` : ''}; ${r.recorded ? 'recorded as failure: stopped by hand' : 'its record is not written yet: the process that ran it records it as it ends'}`);
+      out(
+        `stopped ${id} (run ${r.runId}) after ${tenthsOfSeconds(r.waitedMs)}${r.killed ? ` (SIGKILL: it outlived the ${flags.timeout}s grace)` : ''}; ${r.recorded ? 'recorded as failure: stopped by hand' : 'its record is not written yet: the process that ran it records it as it ends'}`,
+      );
       return ExitCode.OK;
   }
 }

@@ -4,6 +4,8 @@
 // running scheduler's cache of the same values). So the two print the same bytes.
 //
 // Keep this module light: the fast path loads it, and its whole budget is a few milliseconds.
+// (Over 300 lines: rows, table, --json and --check are one output format, which both paths must
+// print byte for byte.)
 
 import { printable } from '../printable.js';
 import { processGone } from '../process/identity.js';
@@ -48,22 +50,25 @@ export type ListRow = {
   lock: string | null;
   next_run_at: string | null;
 } & Omit<RoutineRecord, 'open_fires'> & {
-  /** Its last run failed (`consecutive_failures > 0`), whatever skips came after (SPEC §6). */
-  failing: boolean;
-  starved: boolean;
-  running_since: string | null;
-  /** Where a fire of it is now (SPEC §6): queued in its scheduler's queue for its lock, waiting
-   * for its lock held by someone else, or running; null when none is under way. From the records
-   * the scheduler writes (its open marker, its board of phases), never guessed. */
-  phase: 'queued' | 'waiting' | 'running' | null;
-  phase_since: string | null;
-  /** What it waits for: the routine it is queued behind, or the lock and its holder. */
-  waiting_for: { behind: string } | { lock: string; holder: string } | null;
-};
+    /** Its last run failed (`consecutive_failures > 0`), whatever skips came after (SPEC §6). */
+    failing: boolean;
+    starved: boolean;
+    running_since: string | null;
+    /** Where a fire of it is now (SPEC §6): queued in its scheduler's queue for its lock, waiting
+     * for its lock held by someone else, or running; null when none is under way. From the records
+     * the scheduler writes (its open marker, its board of phases), never guessed. */
+    phase: 'queued' | 'waiting' | 'running' | null;
+    phase_since: string | null;
+    /** What it waits for: the routine it is queued behind, or the lock and its holder. */
+    waiting_for: { behind: string } | { lock: string; holder: string } | null;
+  };
 
 /** When the oldest fire still in progress started (its process is alive, or lives on another
  * host where it cannot be told); null when none runs. */
-export function runningSince(open: readonly OpenFire[] | undefined, gone: (o: OpenFire['owner']) => boolean = processGone): string | null {
+export function runningSince(
+  open: readonly OpenFire[] | undefined,
+  gone: (o: OpenFire['owner']) => boolean = processGone,
+): string | null {
   let since: string | null = null;
   for (const o of open ?? []) {
     if (gone(o.owner)) continue;
@@ -75,11 +80,17 @@ export function runningSince(open: readonly OpenFire[] | undefined, gone: (o: Op
 /** Each routine's phase on the boards of the schedulers that live (phases.ts): the newest. */
 export function phasesOf(boards: readonly PhaseBoard[]): Record<string, Phase> {
   const out: Record<string, Phase> = {};
-  for (const b of boards) for (const [id, p] of Object.entries(b.routines)) if (!out[id] || out[id].since < p.since) out[id] = p;
+  for (const b of boards)
+    for (const [id, p] of Object.entries(b.routines)) if (!out[id] || out[id].since < p.since) out[id] = p;
   return out;
 }
 
-export function listRows(routines: readonly ListedRoutine[], records: Record<string, RoutineRecord>, emptyRecord: () => RoutineRecord, phases: Record<string, Phase> = {}): ListRow[] {
+export function listRows(
+  routines: readonly ListedRoutine[],
+  records: Record<string, RoutineRecord>,
+  emptyRecord: () => RoutineRecord,
+  phases: Record<string, Phase> = {},
+): ListRow[] {
   return routines.map((r) => {
     const { open_fires: open, ...record } = records[r.id] ?? emptyRecord();
     const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
@@ -89,7 +100,12 @@ export function listRows(routines: readonly ListedRoutine[], records: Record<str
     // after the record); a later tick's record (a skip, `previous run still running`) is not
     const current = p && !running && record.last_scheduled_at !== p.scheduled_at ? p : undefined;
     return {
-      id: r.id, schedule: r.schedule, timezone: r.timezone, action: r.action, enabled: r.enabled, lock: r.lock,
+      id: r.id,
+      schedule: r.schedule,
+      timezone: r.timezone,
+      action: r.action,
+      enabled: r.enabled,
+      lock: r.lock,
       next_run_at: r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null,
       ...record,
       failing: record.consecutive_failures > 0,
@@ -97,14 +113,18 @@ export function listRows(routines: readonly ListedRoutine[], records: Record<str
       running_since: running,
       phase: running ? 'running' : (current?.phase ?? null),
       phase_since: running ?? current?.since ?? null,
-      waiting_for: current?.phase === 'queued' ? { behind: current.behind } : current?.phase === 'waiting' ? { lock: current.lock, holder: current.holder } : null,
+      waiting_for:
+        current?.phase === 'queued'
+          ? { behind: current.behind }
+          : current?.phase === 'waiting'
+            ? { lock: current.lock, holder: current.holder }
+            : null,
     };
   });
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const WEEKDAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
-
 
 /** The next fire time, absolute in the routine's zone and relative: `03:00 GMT+1, in 6h`; a
  * day or more ahead with its weekday (`Mon 04:00 UTC, in 3d`), a week or more with its date
@@ -130,20 +150,36 @@ interface Cell {
 const skipsText = (n: number): string => `${n} skip${n === 1 ? '' : 's'}`;
 
 function lastCell(r: ListRow, nowMs: number): Cell {
-  if (r.running_since) return { text: `running ${humanDuration(Math.max(0, nowMs - Date.parse(r.running_since)))}`, colour: 'cyan' };
+  if (r.running_since)
+    return { text: `running ${humanDuration(Math.max(0, nowMs - Date.parse(r.running_since)))}`, colour: 'cyan' };
   const ago = r.last_finished_at ? ` ${shortDuration(Math.max(0, nowMs - Date.parse(r.last_finished_at)))} ago` : '';
   // Failing until a run succeeds: skips after a failure never make it look fine (SPEC §6).
   if (r.consecutive_failures > 0) {
     const times = r.consecutive_failures > 1 ? ` x${r.consecutive_failures}` : '';
-    const skips = r.last_result === 'skipped' && r.consecutive_skips > 0 ? ` (then ${skipsText(r.consecutive_skips)})` : ago;
+    const skips =
+      r.last_result === 'skipped' && r.consecutive_skips > 0 ? ` (then ${skipsText(r.consecutive_skips)})` : ago;
     return { text: `failing${times}${skips}`, colour: 'red' };
   }
   // starved on a named lock: which one (SPEC §4.16)
-  if (r.starved) return { text: `starved: ${r.consecutive_skips} skips${r.lock && r.lock !== 'exec' && r.lock !== 'none' ? ` (${r.lock} busy)` : ''}`, colour: 'magenta' };
+  if (r.starved)
+    return {
+      text: `starved: ${r.consecutive_skips} skips${r.lock && r.lock !== 'exec' && r.lock !== 'none' ? ` (${r.lock} busy)` : ''}`,
+      colour: 'magenta',
+    };
   // a fire queued or waiting (a problem above wins in 80 columns: --json and the page show both)
   const since = r.phase_since ? shortDuration(Math.max(0, nowMs - Date.parse(r.phase_since))) : '';
-  if (r.waiting_for && 'behind' in r.waiting_for) return { text: `queued ${since} behind ${r.waiting_for.behind}`, short: `queued behind ${r.waiting_for.behind}`, colour: 'cyan' };
-  if (r.waiting_for) return { text: `waiting ${since}: ${r.waiting_for.lock} busy`, short: `waiting: ${r.waiting_for.lock} busy`, colour: 'yellow' };
+  if (r.waiting_for && 'behind' in r.waiting_for)
+    return {
+      text: `queued ${since} behind ${r.waiting_for.behind}`,
+      short: `queued behind ${r.waiting_for.behind}`,
+      colour: 'cyan',
+    };
+  if (r.waiting_for)
+    return {
+      text: `waiting ${since}: ${r.waiting_for.lock} busy`,
+      short: `waiting: ${r.waiting_for.lock} busy`,
+      colour: 'yellow',
+    };
   if (!r.last_result) return { text: 'never', colour: 'gray' };
   if (r.last_result === 'success') return { text: `ok${ago}`, colour: 'green' };
   if (r.last_result === 'skipped') return { text: `skipped${ago}`, colour: 'yellow' };
@@ -174,7 +210,13 @@ const MIN = [12, 9, 20, 17, 12];
 const SHRINK = [2, 0, 3, 1];
 
 /** The table's lines (no trailing newline), at most `width` columns where the content allows. */
-export function renderTable(routines: readonly ListedRoutine[], rows: readonly ListRow[], scheduler: SchedulerLine | null, nowMs: number, o: { color: boolean; width: number; fromState?: boolean }): string[] {
+export function renderTable(
+  routines: readonly ListedRoutine[],
+  rows: readonly ListRow[],
+  scheduler: SchedulerLine | null,
+  nowMs: number,
+  o: { color: boolean; width: number; fromState?: boolean },
+): string[] {
   const lines: string[] = [];
   if (scheduler) lines.push(`scheduler: ${scheduler.text}`);
   if (rows.length === 0) {
@@ -184,7 +226,13 @@ export function renderTable(routines: readonly ListedRoutine[], rows: readonly L
   const table = rows.map((r, i) => {
     const routine = routines[i]!;
     const schedule = r.schedule ?? '-';
-    return [{ text: r.id }, { text: schedule }, nextCell(r, routine, nowMs, scheduler?.running !== false), lastCell(r, nowMs), { text: `${r.counts.success}/${r.counts.failure}/${r.counts.skipped}` }] as Cell[];
+    return [
+      { text: r.id },
+      { text: schedule },
+      nextCell(r, routine, nowMs, scheduler?.running !== false),
+      lastCell(r, nowMs),
+      { text: `${r.counts.success}/${r.counts.failure}/${r.counts.skipped}` },
+    ] as Cell[];
   });
   const widths = HEADER.map((h, i) => Math.max(h.length, ...table.map((t) => t[i]!.text.length)));
   // a pause note gives way first, but the next times stay whole
@@ -220,16 +268,19 @@ export function checkProblems(rows: readonly ListRow[], scheduler: SchedulerLine
   for (const r of rows) {
     if (r.enabled === false) continue;
     if (r.consecutive_failures > 0) {
-      const why = r.last_result === 'failure'
-        ? printable(r.last_reason ?? 'failed')
-        : `${r.consecutive_failures > 1 ? `${r.consecutive_failures} failures in a row, the last` : 'failed'} at ${r.last_failure_at ?? 'an unknown time'}, then ${r.consecutive_skips > 0 ? skipsText(r.consecutive_skips) : 'a skip'}`;
+      const why =
+        r.last_result === 'failure'
+          ? printable(r.last_reason ?? 'failed')
+          : `${r.consecutive_failures > 1 ? `${r.consecutive_failures} failures in a row, the last` : 'failed'} at ${r.last_failure_at ?? 'an unknown time'}, then ${r.consecutive_skips > 0 ? skipsText(r.consecutive_skips) : 'a skip'}`;
       problems.push(`failing routine: ${r.id} (${why})`);
     }
     if (r.starved && !r.paused) problems.push(`starved routine: ${r.id} (${r.consecutive_skips} busy skips in a row)`);
   }
   const enabled = rows.filter((r) => r.enabled !== false && !r.paused).length;
   if (scheduler && !scheduler.running && enabled > 0) {
-    problems.push(`no scheduler is running (${enabled} enabled routine${enabled === 1 ? '' : 's'} will not fire): start one with \`routinely scheduler start\``);
+    problems.push(
+      `no scheduler is running (${enabled} enabled routine${enabled === 1 ? '' : 's'} will not fire): start one with \`routinely scheduler start\``,
+    );
   }
   return problems;
 }
@@ -248,11 +299,21 @@ export interface ListSink {
 const consoleSink: ListSink = { out, err };
 
 /** Prints the list (or its JSON) and answers --check: shared by the full and the fast path. */
-export function printList(routines: ListedRoutine[], rows: ListRow[], scheduler: SchedulerLine, nowMs: number, flags: { json?: boolean; check?: boolean }, fromState = false, sink: ListSink = consoleSink, tty: { isTTY: boolean; columns?: number } = process.stdout): number {
+export function printList(
+  routines: ListedRoutine[],
+  rows: ListRow[],
+  scheduler: SchedulerLine,
+  nowMs: number,
+  flags: { json?: boolean; check?: boolean },
+  fromState = false,
+  sink: ListSink = consoleSink,
+  tty: { isTTY: boolean; columns?: number } = process.stdout,
+): number {
   if (flags.json) sink.out(JSON.stringify(rows, null, 2));
   else {
     const width = tty.isTTY && tty.columns ? tty.columns : 80;
-    for (const l of renderTable(routines, rows, scheduler, nowMs, { color: useColor(tty), width, fromState })) sink.out(l);
+    for (const l of renderTable(routines, rows, scheduler, nowMs, { color: useColor(tty), width, fromState }))
+      sink.out(l);
   }
   if (!flags.check) return ExitCode.OK;
   const problems = checkProblems(rows, scheduler);

@@ -26,7 +26,9 @@ export async function routineLogs(id: string, flags: LogsFlags, g: GlobalOptions
   // With an invalid config any id is looked for, but only ever as an id, never as a path.
   if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
   if (flags.run !== undefined && !isRunId(flags.run)) {
-    throw new UsageError(`--run: ${JSON.stringify(flags.run)} is not a run id (r-…; routinely routine history ${id} lists them)`);
+    throw new UsageError(
+      `--run: ${JSON.stringify(flags.run)} is not a run id (r-…; routinely routine history ${id} lists them)`,
+    );
   }
 
   // Following stops on SIGINT/SIGTERM (exit 0, as tail -f is meant to be stopped) or when
@@ -48,7 +50,12 @@ export async function routineLogs(id: string, flags: LogsFlags, g: GlobalOptions
   };
   try {
     const r = await showRoutineLog({
-      stateDir: project.stateDir, id, runId: flags.run, lines: flags.lines, follow: flags.follow, signal: stop.signal,
+      stateDir: project.stateDir,
+      id,
+      runId: flags.run,
+      lines: flags.lines,
+      follow: flags.follow,
+      signal: stop.signal,
       write: (chunk) => write(text.push(chunk)),
       notice: (m) => err(`routinely: ${m}`),
     });

@@ -3,7 +3,7 @@
 import { loadProject } from '../config/load.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { ExitCode } from '../errors.js';
-import { fireRoutine, ownerGone } from '../fire/firing.js';
+import { fireRoutine } from '../fire/firing.js';
 import { commandEnvOf } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { disposable, openBackend } from '../backend.js';
@@ -39,7 +39,6 @@ export interface SchedulerFlags {
   http?: string;
 }
 
-
 export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
   // A closed stdout or stderr (`scheduler start | head -3`, a terminal that went away) must not
@@ -52,19 +51,36 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   limitExitFlush(EXIT_FLUSH_MS);
   const log = createLogger(flags.logFormat, sink, () => clockNow());
   // the warnings `validate` gives (a 6-field schedule that reads like a 5-field one with a typo)
-  for (const w of habitWarnings(project.config.routines)) log({ event: 'scheduler.warning', message: w.replace(/^routinely: warning: /, '') });
+  for (const w of habitWarnings(project.config.routines))
+    log({ event: 'scheduler.warning', message: w.replace(/^routinely: warning: /, '') });
   // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
   const http = await httpSetup(flags.http, project);
   // The skew warning goes to the log (below), not to stderr.
-  await using backend = disposable(await openBackend(project, { skewNotice: () => {}, warn: (message) => log({ event: 'scheduler.warning', message }), longRunning: true }));
+  await using backend = disposable(
+    await openBackend(project, {
+      skewNotice: () => {},
+      warn: (message) => log({ event: 'scheduler.warning', message }),
+      longRunning: true,
+    }),
+  );
   clockNow = () => backend.clock.now();
   const host = hostId();
-  const got = await backend.lock.acquire(backend.schedulerKey(host), { command: 'scheduler', config: project.configPath }, { ifBusy: 'fail', watchStalled: stalledNotice(log, clockNow) });
+  const got = await backend.lock.acquire(
+    backend.schedulerKey(host),
+    { command: 'scheduler', config: project.configPath },
+    { ifBusy: 'fail', watchStalled: stalledNotice(log, clockNow) },
+  );
   if (!got.ok) return reportBusy(got, { ifBusy: 'fail' }, SCHEDULER_LOCK_KEY);
   const stop = new AbortController();
   let scheduler: Scheduler | null = null;
   const keeper = new LeaseKeeper(got.lease, {
-    lock: backend.lock, caps: backend.caps, clock: backend.clock, key: backend.schedulerKey(host), owner: { command: 'scheduler', config: project.configPath }, log, signal: stop.signal,
+    lock: backend.lock,
+    caps: backend.caps,
+    clock: backend.clock,
+    key: backend.schedulerKey(host),
+    owner: { command: 'scheduler', config: project.configPath },
+    log,
+    signal: stop.signal,
     stop: () => stop.abort(),
     trouble: (err) => scheduler?.lockTrouble(err),
   });
@@ -77,11 +93,27 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   scheduler = new Scheduler({
     project,
     fire: (def, scheduledAt, o) =>
-      fireRoutine({
-        project: o.project, backend, clock: backend.clock, trigger: o.trigger, attempt: o.attempt, ifBusy: o.ifBusy, waitTimeoutMs: o.waitTimeoutMs,
-        signal: o.signal, warn, baseEnv: baseEnv(o.project), onStarted: o.onStarted, onWait: o.onWait, mayStart: o.mayStart, ticket: o.ticket ?? null,
-        ...(o.claimer ? { claimer: o.claimer } : {}),
-      }, def, scheduledAt),
+      fireRoutine(
+        {
+          project: o.project,
+          backend,
+          clock: backend.clock,
+          trigger: o.trigger,
+          attempt: o.attempt,
+          ifBusy: o.ifBusy,
+          waitTimeoutMs: o.waitTimeoutMs,
+          signal: o.signal,
+          warn,
+          baseEnv: baseEnv(o.project),
+          onStarted: o.onStarted,
+          onWait: o.onWait,
+          mayStart: o.mayStart,
+          ticket: o.ticket ?? null,
+          ...(o.claimer ? { claimer: o.claimer } : {}),
+        },
+        def,
+        scheduledAt,
+      ),
     log,
     reloadProject: () => loadProject({ configPath: project.configPath, configSource: 'the config file' }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
@@ -108,10 +140,23 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
       return state !== null ? `state folder not writable: ${state}` : keeper.problem();
     };
     // the page's runs are recorded by the scheduler's recorder: its metrics count them
-    served = http && (await (await import('../http/wiring.js')).schedulerHttp({
-      setup: http, routineRows, backend, host, log, project: () => scheduler.currentProject, lockProblem: problem, shutdownTimeoutMs: flags.shutdownTimeout * 1000, recorder: scheduler.recorder,
-      held: () => (scheduler.stateUnwritable !== null ? `state folder not writable: ${scheduler.stateUnwritable}` : null),
-    }));
+    served =
+      http &&
+      (await (
+        await import('../http/wiring.js')
+      ).schedulerHttp({
+        setup: http,
+        routineRows,
+        backend,
+        host,
+        log,
+        project: () => scheduler.currentProject,
+        lockProblem: problem,
+        shutdownTimeoutMs: flags.shutdownTimeout * 1000,
+        recorder: scheduler.recorder,
+        held: () =>
+          scheduler.stateUnwritable !== null ? `state folder not writable: ${scheduler.stateUnwritable}` : null,
+      }));
   } catch (err) {
     keeper.dispose();
     await keeper.lease.release();
@@ -119,14 +164,20 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   }
   if (served) scheduler.observe(served.observer);
 
-  await scheduler.recorder.recordLeftovers(ownerGone, project);
+  await scheduler.recorder.recordLeftovers(project);
   // loaded with the database backend only (routine list loads this module, and stays lean)
-  const unwatchClock = backend.dbClock ? (await import('../pg/db-clock.js')).watchOffset(backend.dbClock, log, () => scheduler.clockStepped()) : () => {};
-  stop.signal.addEventListener('abort', () => {
-    served?.stopping();
-    // `scheduler status` says `stopping` until the lock is released, just before the exit
-    if (!keeper.lost) keeper.lease.annotate({ stopping: true });
-  }, { once: true });
+  const unwatchClock = backend.dbClock
+    ? (await import('../pg/db-clock.js')).watchOffset(backend.dbClock, log, () => scheduler.clockStepped())
+    : () => {};
+  stop.signal.addEventListener(
+    'abort',
+    () => {
+      served?.stopping();
+      // `scheduler status` says `stopping` until the lock is released, just before the exit
+      if (!keeper.lost) keeper.lease.annotate({ stopping: true });
+    },
+    { once: true },
+  );
   const onStop = (): void => stop.abort();
   const onHup = (): void => scheduler.requestReload();
   process.on('SIGINT', onStop);

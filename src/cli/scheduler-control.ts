@@ -28,7 +28,10 @@ export async function schedulerStop(flags: { timeout: number }, g: GlobalOptions
     stopScheduler(b, {
       timeoutMs: flags.timeout * 1000,
       stateDir: project.stateDir,
-      onSignalled: (s) => out(`stopping the scheduler (pid ${s.pid} on ${printable(s.host)}): sent SIGTERM, waiting up to ${flags.timeout}s for it to exit`),
+      onSignalled: (s) =>
+        out(
+          `stopping the scheduler (pid ${s.pid} on ${printable(s.host)}): sent SIGTERM, waiting up to ${flags.timeout}s for it to exit`,
+        ),
     }),
   );
   switch (r.kind) {
@@ -43,8 +46,15 @@ export async function schedulerStop(flags: { timeout: number }, g: GlobalOptions
       return ExitCode.FAILED;
     case 'elsewhere': {
       const s = r.scheduler;
-      const where = s.host === here ? `in another pid namespace on this host (a container?) as pid ${s.pid}` : `on ${s.host} (pid ${s.pid}), not on this host (${here})`;
-      err(printable(`routinely: the scheduler runs ${where}: not signalling it; stop it there with: routinely scheduler stop`));
+      const where =
+        s.host === here
+          ? `in another pid namespace on this host (a container?) as pid ${s.pid}`
+          : `on ${s.host} (pid ${s.pid}), not on this host (${here})`;
+      err(
+        printable(
+          `routinely: the scheduler runs ${where}: not signalling it; stop it there with: routinely scheduler stop`,
+        ),
+      );
       return ExitCode.FAILED;
     }
     case 'unverified':
@@ -53,7 +63,11 @@ export async function schedulerStop(flags: { timeout: number }, g: GlobalOptions
     case 'not-running': {
       const others = r.state.schedulers;
       if (others.length > 0) {
-        out(printable(`scheduler: not running on this host (${here}); nothing to stop here. Running on: ${others.map((s) => `${s.host} (pid ${s.pid})`).join(', ')}`));
+        out(
+          printable(
+            `scheduler: not running on this host (${here}); nothing to stop here. Running on: ${others.map((s) => `${s.host} (pid ${s.pid})`).join(', ')}`,
+          ),
+        );
       } else {
         out(`${schedulerLine(r.state)}; nothing to stop`);
       }

@@ -1,17 +1,6 @@
-// The `$schema` that `routinely init` writes: one that resolves where the file is edited.
-//
-// Editors read `$schema` as a URI: VS Code resolves a value starting with "." against the file
-// itself, and loads absolute `file://` and `https://` URIs; JetBrains IDEs do the same. A bare
-// absolute path is not a URI, and "node_modules/…" without "./" is not resolved against the file.
-// So, in order:
-// 1. routinely installed for the project (node_modules in the project folder or a parent, where
-//    Node finds it too): a relative "./…" or "../…" path. It works for everyone who clones the
-//    project and runs `npm install`, and follows upgrades.
-// 2. otherwise (a global install, the npx cache, a checkout): the schema of the routinely that
-//    is running `init`, as a file:// URI. It works on this machine only, which the starter's
-//    comment says, with the relative path to use once routinely is a dev dependency. (No
-//    published https:// URL is used: the schema must match the version that validates the file,
-//    and editors must not need the network.)
+// The `$schema` that `routinely init` writes: one that resolves where the file is edited — a
+// relative "./…" path when routinely is installed for the project, else the running routinely's
+// schema as a file:// URI (why: docs/design.md "The $schema that init writes").
 
 import { readPackageFile } from '../fs/ops.js';
 import { dirname, join, relative } from 'node:path';

@@ -22,11 +22,20 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
   let project: Project = loadProject({ configPath: g.config });
   const log = createLogger(flags.logFormat, out);
   const setup = await httpSetup(flags.http, project);
-  if (!setup) throw new UsageError('serve needs an address: --http [HOST:]PORT, or "http": { "listen": … } in the config');
+  if (!setup)
+    throw new UsageError('serve needs an address: --http [HOST:]PORT, or "http": { "listen": … } in the config');
   await using backend = disposable(await openBackend(project));
   const host = hostId();
   const { serveHttp } = await import('../http/wiring.js');
-  const server = await serveHttp({ setup, routineRows, backend, host, log, project: () => project, schedulerKey: backend.schedulerKey(host) });
+  const server = await serveHttp({
+    setup,
+    routineRows,
+    backend,
+    host,
+    log,
+    project: () => project,
+    schedulerKey: backend.schedulerKey(host),
+  });
   const stopped = new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
@@ -35,7 +44,11 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
     try {
       const before = project.config.routines;
       project = loadProject({ configPath: project.configPath });
-      log({ event: 'scheduler.reloaded', routines: project.config.routines.length, ...routineChanges(before, project.config.routines) });
+      log({
+        event: 'scheduler.reloaded',
+        routines: project.config.routines.length,
+        ...routineChanges(before, project.config.routines),
+      });
     } catch (err) {
       log({ event: 'scheduler.reload_failed', error: (err as Error).message });
     }

@@ -38,7 +38,8 @@ function span(text: string): number | null {
   return ms;
 }
 
-const HINT = 'give ISO-8601 (2026-11-30, 2026-11-30 22:00, 2026-11-30T22:00Z), a time of today (10:00), today, yesterday, or a span before now (2h, 1h30m, -1h, 2h ago, 1 hour ago)';
+const HINT =
+  'give ISO-8601 (2026-11-30, 2026-11-30 22:00, 2026-11-30T22:00Z), a time of today (10:00), today, yesterday, or a span before now (2h, 1h30m, -1h, 2h ago, 1 hour ago)';
 
 /** The time as ms since the epoch; a UsageError naming the flag otherwise. */
 export function parseTimeArg(flag: string, text: string, nowMs: number): number {
@@ -75,7 +76,9 @@ export function parseTimeArg(flag: string, text: string, nowMs: number): number 
   }
   // a date alone is local midnight (Date.parse would read it as UTC)
   const iso = /^\d{4}-\d\d-\d\d$/.test(t) ? `${t}T00:00` : t;
-  const at = /^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?)?(Z|[+-]\d\d:?\d\d)?$/i.test(iso) ? Date.parse(iso.replace(' ', 'T')) : NaN;
+  const at = /^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?)?(Z|[+-]\d\d:?\d\d)?$/i.test(iso)
+    ? Date.parse(iso.replace(' ', 'T'))
+    : NaN;
   // a day the month does not have (2026-02-31) is refused, not rolled over into March
   const [y, mo, d] = t.slice(0, 10).split('-').map(Number) as [number, number, number];
   const days = new Date(Date.UTC(y, mo, 0)).getUTCDate();

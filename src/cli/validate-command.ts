@@ -21,10 +21,17 @@ export async function validate(g: GlobalOptions, flags: { json?: boolean } = {})
     project = loadProject({ configPath: g.config });
   } catch (error) {
     if (!(error instanceof RoutinelyError)) throw error;
-    const issues = error instanceof ConfigError
-      ? error.issues.map((i) => ({ file: i.file ?? error.file, path: i.path, message: i.message }))
-      : [{ file: null, path: '', message: error.message }];
-    out(JSON.stringify({ valid: false, config: error instanceof ConfigError ? error.file : null, errors: issues, warnings: [] }, null, 2));
+    const issues =
+      error instanceof ConfigError
+        ? error.issues.map((i) => ({ file: i.file ?? error.file, path: i.path, message: i.message }))
+        : [{ file: null, path: '', message: error.message }];
+    out(
+      JSON.stringify(
+        { valid: false, config: error instanceof ConfigError ? error.file : null, errors: issues, warnings: [] },
+        null,
+        2,
+      ),
+    );
     return error.exitCode;
   }
   const { configPath: path, config } = project;
@@ -33,12 +40,22 @@ export async function validate(g: GlobalOptions, flags: { json?: boolean } = {})
   const routines = config.routines.map((r) => {
     const tz = routineZone(r, { backend });
     return {
-      id: r.id, schedule: r.schedule, timezone: tz ?? machineZone(), action: r.action, enabled: r.enabled,
+      id: r.id,
+      schedule: r.schedule,
+      timezone: tz ?? machineZone(),
+      action: r.action,
+      enabled: r.enabled,
       next: nextRuns(cronSchedule(r.schedule, tz), now, 3).map((at) => at.toISOString()),
     };
   });
   const warnings = habitWarnings(config.routines).map((w) => w.replace(/^routinely: warning: /, ''));
-  out(JSON.stringify({ valid: true, config: displayPath(path), routines, tasks: config.exec.tasks.length, errors: [], warnings }, null, 2));
+  out(
+    JSON.stringify(
+      { valid: true, config: displayPath(path), routines, tasks: config.exec.tasks.length, errors: [], warnings },
+      null,
+      2,
+    ),
+  );
   ensureListCache(project);
   return ExitCode.OK;
 }
@@ -57,7 +74,8 @@ async function validateText(g: GlobalOptions): Promise<number> {
   for (const r of config.routines) {
     const tz = routineZone(r, { backend });
     lines.push(routineLine(r, tz ?? machineZone()));
-    for (const at of nextRuns(cronSchedule(r.schedule, tz), now, 3)) lines.push(timeLine(formatInZone(at, tz), at.getTime()));
+    for (const at of nextRuns(cronSchedule(r.schedule, tz), now, 3))
+      lines.push(timeLine(formatInZone(at, tz), at.getTime()));
   }
   out(lines.join('\n'));
   for (const w of habitWarnings(config.routines)) err(w);
@@ -66,4 +84,3 @@ async function validateText(g: GlobalOptions): Promise<number> {
   ensureListCache(project);
   return ExitCode.OK;
 }
-

@@ -7,7 +7,10 @@ export function validHeader(path: string, routines: number, tasks: number): stri
 }
 
 /** `nightly  0 3 * * *  (Europe/Paris; command, disabled)` */
-export function routineLine(r: { id: string; schedule: string; action: string; enabled: boolean }, zone: string): string {
+export function routineLine(
+  r: { id: string; schedule: string; action: string; enabled: boolean },
+  zone: string,
+): string {
   const flags = [r.action, r.enabled ? null : 'disabled'].filter(Boolean).join(', ');
   return `${r.id}  ${r.schedule}  (${zone}; ${flags})`;
 }

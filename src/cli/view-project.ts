@@ -31,7 +31,9 @@ export function stateOnly(g: GlobalOptions, error: ConfigError): Project {
   const project = stateLocation(configPath);
   const state = relative(process.cwd(), project.stateDir) || '.';
   const where = project.backend.type === 'postgres' ? `the database (project ${project.backend.project})` : state;
-  err(`routinely: warning: ${displayPath(configPath)} is invalid, so this shows only what the state in ${where} holds:`);
+  err(
+    `routinely: warning: ${displayPath(configPath)} is invalid, so this shows only what the state in ${where} holds:`,
+  );
   for (const line of error.message.split('\n')) err(`routinely:   ${line}`);
   return project;
 }

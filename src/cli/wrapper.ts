@@ -36,7 +36,9 @@ export function readProc(pid: number): Proc | null {
     const text = readProcStat(pid);
     const stat = parseProcStat(text);
     if (!stat || stat.state === 'Z' || stat.state === 'X') return null;
-    const argv = procCmdline(pid).split('\0').filter((a) => a !== '');
+    const argv = procCmdline(pid)
+      .split('\0')
+      .filter((a) => a !== '');
     return { pid, ppid: stat.ppid, startTime: stat.startTime, argv };
   } catch {
     return null;
@@ -46,7 +48,9 @@ export function readProc(pid: number): Proc | null {
 /** npm or npx itself: it sets its title to `npm run sched` / `npm exec …` (one string in its
  * cmdline), or its cmdline names npm-cli.js / npx-cli.js, or a binary named npm / npx. */
 export function isNpm(p: Pick<Proc, 'argv'>): boolean {
-  return /^(npm|npx)( |$)/.test(p.argv[0] ?? '') || p.argv.slice(0, 3).some((a) => /(^|\/)(npm|npx)(-cli\.js)?$/.test(a));
+  return (
+    /^(npm|npx)( |$)/.test(p.argv[0] ?? '') || p.argv.slice(0, 3).some((a) => /(^|\/)(npm|npx)(-cli\.js)?$/.test(a))
+  );
 }
 
 /** A shell running a command string (`sh -c …`, npm's script-shell), whatever /bin/sh is. */
@@ -74,7 +78,8 @@ export function findStarter(ppid = process.ppid, read: (pid: number) => Proc | n
  * npm exited or was killed) or npm is gone (same pid, another start time: not it). */
 export function starterGone(s: Starter, ppid: number, read: (pid: number) => Proc | null = readProc): string | null {
   const parent = s.shell ?? s.npm;
-  if (ppid !== parent.pid) return s.shell ? `its shell (pid ${s.shell.pid}) under npm is gone` : `npm (pid ${s.npm.pid}) is gone`;
+  if (ppid !== parent.pid)
+    return s.shell ? `its shell (pid ${s.shell.pid}) under npm is gone` : `npm (pid ${s.npm.pid}) is gone`;
   if (!s.shell) return null;
   const npm = read(s.npm.pid);
   return npm && npm.startTime === s.npm.startTime ? null : `npm (pid ${s.npm.pid}) is gone`;
@@ -101,7 +106,10 @@ export function stopWithNpm(log: Logger, stop: () => void): () => void {
   const starter = findStarter();
   if (!starter) return () => {};
   return watchStarter(starter, (why) => {
-    log({ event: 'scheduler.warning', message: `${why}: the ${wrapper} that started this scheduler was stopped or ended; stopping as if sent SIGTERM` });
+    log({
+      event: 'scheduler.warning',
+      message: `${why}: the ${wrapper} that started this scheduler was stopped or ended; stopping as if sent SIGTERM`,
+    });
     stop();
   });
 }

@@ -19,7 +19,10 @@ export function extraFieldWarning(schedule: string): string | null {
   if (min.split(/[,-]/).some((h) => Number(h) > 23)) return null;
   const five = [sec, min, dom, month, '*'].join(' ');
   const daily = dom === '*' && month === '*';
-  const meant = PLAIN.test(min) && daily ? `daily at ${two(min)}:${two(sec)}` : `minute ${sec} of hour ${min}${daily ? ', every day' : ''}`;
+  const meant =
+    PLAIN.test(min) && daily
+      ? `daily at ${two(min)}:${two(sec)}`
+      : `minute ${sec} of hour ${min}${daily ? ', every day' : ''}`;
   const got = `second ${sec} of minute ${min}, every hour${daily ? '' : ` (day-of-month ${dom}, month ${month})`}`;
   return `"${schedule.trim()}" has 6 fields, so it is seconds first: ${got}. If "${five}" (5 fields: ${meant}) was meant, drop the last field`;
 }

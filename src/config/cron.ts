@@ -79,7 +79,10 @@ export function croner(translated: string, timezone?: string): Cron {
 
 const NAMES: Record<string, { what: string; names: string[] }> = {
   'day-of-week': { what: 'a day name', names: ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] },
-  month: { what: 'a month name', names: ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'] },
+  month: {
+    what: 'a month name',
+    names: ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'],
+  },
 };
 
 function fieldProblem(field: string, spec: { name: string; min: number; max: number }): string | null {
@@ -90,7 +93,8 @@ function fieldProblem(field: string, spec: { name: string; min: number; max: num
     for (const token of (range ?? '').split('-')) {
       if (!/^[A-Za-z]+$/.test(token) || /^(L|W|LW)$/i.test(token)) continue;
       const names = NAMES[spec.name];
-      if (!names) return `${spec.name} ${JSON.stringify(field)}: ${JSON.stringify(token)} is not a number (${spec.min}-${spec.max})`;
+      if (!names)
+        return `${spec.name} ${JSON.stringify(field)}: ${JSON.stringify(token)} is not a number (${spec.min}-${spec.max})`;
       if (!names.names.includes(token.toLowerCase())) {
         return `${spec.name} ${JSON.stringify(field)}: ${JSON.stringify(token)} is not ${names.what} (${names.names[0]}…${names.names[names.names.length - 1]}, or ${spec.min}-${spec.max})`;
       }

@@ -3,6 +3,8 @@
 // for: a job becomes a routine, an environment line goes into the `env` of the jobs below it (as
 // cron builds each job's environment from the lines above it), and what cannot be carried
 // (`@reboot`, an unescaped `%`, a line that is neither) is named in a comment and in a note.
+// (Over 300 lines: the line parser, cron's environment rules and the config writer, pure and
+// tested as one translation.)
 
 import { printable as escapeControls } from '../printable.js';
 import { cronProblem } from './cron.js';
@@ -77,7 +79,10 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   lines.forEach((raw, index) => {
     const where = `${o.source}:${index + 1}`;
     const notCarried = (why: string): void => {
-      entries.push({ comments: [...pending, `not carried: line ${index + 1}: ${printable(raw.trim())}`, `  ${why}`], routine: null });
+      entries.push({
+        comments: [...pending, `not carried: line ${index + 1}: ${printable(raw.trim())}`, `  ${why}`],
+        routine: null,
+      });
       pending = [];
       notes.push(`${where}: not carried: ${why}`);
     };
@@ -95,9 +100,10 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       if (name === 'MAILTO' || name === 'MAILFROM') {
         if (!headNoted.has(name)) {
           headNoted.add(name);
-          const text = name === 'MAILTO'
-            ? `MAILTO=${value}: routinely sends no mail. For a message when a routine fails (with the last lines of its output, as cron mails them), set "notify": { "command": "./scripts/mail-failure.sh" } or { "webhook": "https://…" } (docs/routines.md, Notifications).`
-            : `MAILFROM=${value}: routinely sends no mail; see "notify".`;
+          const text =
+            name === 'MAILTO'
+              ? `MAILTO=${value}: routinely sends no mail. For a message when a routine fails (with the last lines of its output, as cron mails them), set "notify": { "command": "./scripts/mail-failure.sh" } or { "webhook": "https://…" } (docs/routines.md, Notifications).`
+              : `MAILFROM=${value}: routinely sends no mail; see "notify".`;
           head.push(text);
           notes.push(`${where}: ${text}`);
         }
@@ -125,7 +131,9 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       return;
     }
     if (job.schedule.toLowerCase() === '@reboot') {
-      notCarried('@reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest" (it fires once at scheduler start when a time was missed), or keep it in cron, or use a systemd oneshot unit (WantedBy=multi-user.target)');
+      notCarried(
+        '@reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest" (it fires once at scheduler start when a time was missed), or keep it in cron, or use a systemd oneshot unit (WantedBy=multi-user.target)',
+      );
       return;
     }
     const problem = cronProblem(job.schedule, timezone);
@@ -140,23 +148,37 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     }
     const comments = [...pending, `line ${index + 1}: ${printable(line)}`];
     pending = [];
-    if (job.user !== null) comments.push(`ran as ${job.user} (the user column of a system crontab): routinely runs it as the scheduler's user`);
+    if (job.user !== null)
+      comments.push(
+        `ran as ${job.user} (the user column of a system crontab): routinely runs it as the scheduler's user`,
+      );
     const unwrapped = dropFlock(command.run);
-    const routine: Routine = { id: uniqueId(idFor(unwrapped.run), seen), schedule: job.schedule, action: 'command', run: unwrapped.run };
+    const routine: Routine = {
+      id: uniqueId(idFor(unwrapped.run), seen),
+      schedule: job.schedule,
+      action: 'command',
+      run: unwrapped.run,
+    };
     if (timezone) routine.timezone = timezone;
     if (unwrapped.lockFile === undefined) {
       routine.exclusive = false;
-      comments.push('no flock: takes no lock ("exclusive": false) and runs beside the other routines, as under cron; unlike cron, never beside itself (a tick while its previous run goes is skipped, "previous run still running")');
+      comments.push(
+        'no flock: takes no lock ("exclusive": false) and runs beside the other routines, as under cron; unlike cron, never beside itself (a tick while its previous run goes is skipped, "previous run still running")',
+      );
     } else {
       const lock = lockFor(unwrapped.lockFile, locks);
       routine.lock = lock.name;
       const shared = `the named lock "${lock.name}" (\`${unwrapped.wrapper}\`: the same file, the same lock)`;
       if (unwrapped.waitSeconds === undefined) {
-        comments.push(`takes ${shared}: routines on it take turns, others run beside it; a tick that finds it held by something else is skipped (recorded "skipped", not failed), as flock -n exited`);
+        comments.push(
+          `takes ${shared}: routines on it take turns, others run beside it; a tick that finds it held by something else is skipped (recorded "skipped", not failed), as flock -n exited`,
+        );
       } else {
         routine.ifBusy = 'wait';
         if (unwrapped.waitSeconds !== null) routine.waitTimeoutSeconds = unwrapped.waitSeconds;
-        comments.push(`takes ${shared}: routines on it take turns, others run beside it; a tick that finds it held waits for it (ifBusy "wait")${unwrapped.waitSeconds !== null ? ` up to ${unwrapped.waitSeconds} s, as flock -w did` : ', as flock did, until shortly before its next tick (then it is recorded "skipped")'}`);
+        comments.push(
+          `takes ${shared}: routines on it take turns, others run beside it; a tick that finds it held waits for it (ifBusy "wait")${unwrapped.waitSeconds !== null ? ` up to ${unwrapped.waitSeconds} s, as flock -w did` : ', as flock did, until shortly before its next tick (then it is recorded "skipped")'}`,
+        );
       }
     }
     if (Object.keys(env).length > 0) routine.env = { ...env };
@@ -165,7 +187,14 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   if (pending.length > 0) entries.push({ comments: pending, routine: null });
   const count = entries.filter((e) => e.routine).length;
   if (count === 0) notes.push(`${o.source}: no job to import`);
-  return { text: render(o.schema ?? INSTALLED_SCHEMA, head, locks, entries), notes, routines: count, head, entries, locks };
+  return {
+    text: render(o.schema ?? INSTALLED_SCHEMA, head, locks, entries),
+    notes,
+    routines: count,
+    head,
+    entries,
+    locks,
+  };
 }
 
 /** The package's schema as a project that installed routinely finds it. */
@@ -180,7 +209,10 @@ function render(schema: string, head: string[], locks: LockEntry[], entries: Ent
 
 /** The `locks` members (without the braces), each with its file in a comment. */
 export function lockLines(locks: readonly LockEntry[], indent: string): string[] {
-  return locks.map((l, i) => `${indent}${JSON.stringify(l.name)}: { "slots": 1 }${i < locks.length - 1 ? ',' : ''} // ${printable(l.file)}`);
+  return locks.map(
+    (l, i) =>
+      `${indent}${JSON.stringify(l.name)}: { "slots": 1 }${i < locks.length - 1 ? ',' : ''} // ${printable(l.file)}`,
+  );
 }
 
 /** The routines with their comments (without the brackets), separated by commas. */
@@ -191,7 +223,9 @@ export function routineLines(entries: readonly Entry[], indent: string): string[
   entries.forEach((e, i) => {
     for (const c of e.comments) out.push(`${indent}// ${c}`);
     if (!e.routine) return;
-    const body = JSON.stringify(e.routine, null, 2).split('\n').map((l) => `${indent}${l}`);
+    const body = JSON.stringify(e.routine, null, 2)
+      .split('\n')
+      .map((l) => `${indent}${l}`);
     if (i !== last) body[body.length - 1] += ',';
     out.push(...body);
   });
@@ -204,7 +238,12 @@ function lockFor(file: string, locks: LockEntry[]): LockEntry {
   const known = locks.find((l) => l.file === file);
   if (known) return known;
   const base = (file.split('/').filter(Boolean).pop() ?? 'lock').replace(/\.(lock|lck|pid)$/i, '');
-  const cleaned = base.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[^a-z0-9]+/, '').slice(0, 60) || 'lock';
+  const cleaned =
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9_-]+/g, '-')
+      .replace(/^[^a-z0-9]+/, '')
+      .slice(0, 60) || 'lock';
   const name0 = cleaned === 'exec' ? 'exec-lock' : cleaned;
   let name = name0;
   for (let n = 2; locks.some((l) => l.name === name); n++) name = `${name0}-${n}`;
@@ -236,7 +275,10 @@ function cronCommand(text: string): { run: string } | { refused: string } {
       run += '%';
       i++;
     } else if (c === '%') {
-      return { refused: 'an unescaped % (cron ends the command there and sends the rest to it as standard input): escape it as \\% if it is a plain %, or put the command and its input in a script' };
+      return {
+        refused:
+          'an unescaped % (cron ends the command there and sends the rest to it as standard input): escape it as \\% if it is a plain %, or put the command and its input in a script',
+      };
     } else {
       run += c;
     }
@@ -337,19 +379,28 @@ function dropFlock(run: string): { run: string; lockFile?: string; wrapper?: str
  * (`php /srv/app/report.php` → `report`; `sh -c 'SCRIPT'` → SCRIPT's). */
 function idFor(run: string): string {
   // past `cd DIR &&` and a test (`test -x F &&`, `[ -x F ] &&`): the program that does the work
-  const segments = run.split(/&&|\|\||;|\|/).map((s) => shellWords(s.trim(), 8).map((w) => w.value)).filter((ws) => ws.length > 0 && !['cd', 'test', '[', '[['].includes(ws[0]!));
+  const segments = run
+    .split(/&&|\|\||;|\|/)
+    .map((s) => shellWords(s.trim(), 8).map((w) => w.value))
+    .filter((ws) => ws.length > 0 && !['cd', 'test', '[', '[['].includes(ws[0]!));
   let program: string | undefined;
   for (const words of segments) {
     // sh -c 'SCRIPT': the script's program
     if (/(^|\/)(sh|dash|bash|zsh)$/.test(words[0]!) && words[1] === '-c' && words[2]) return idFor(words[2]);
-    const rest = words.filter((w) => !/^(env|nice|ionice|timeout|nohup|exec|sudo|chronic|-\S*|\d+[smhd]?|[A-Za-z_]\w*=.*)$/.test(w));
+    const rest = words.filter(
+      (w) => !/^(env|nice|ionice|timeout|nohup|exec|sudo|chronic|-\S*|\d+[smhd]?|[A-Za-z_]\w*=.*)$/.test(w),
+    );
     if (rest.length === 0) continue;
     const interpreter = /(^|\/)(php|python[\d.]*|node|ruby|perl|bash|sh|dash|zsh)$/.test(rest[0]!);
     program = interpreter && rest[1] && !rest[1].startsWith('-') ? rest[1] : rest[0];
     break;
   }
   const base = (program ?? 'job').split('/').filter(Boolean).pop() ?? 'job';
-  const id = base.replace(/\.(sh|bash|py|rb|pl|js|mjs|cjs|php)$/, '').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 60);
+  const id = base
+    .replace(/\.(sh|bash|py|rb|pl|js|mjs|cjs|php)$/, '')
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 60);
   return ID_PATTERN.test(id) ? id : 'job';
 }
 

@@ -28,8 +28,21 @@ export interface PgUrl {
 /** Query parameters the driver (node-postgres) honours as libpq does, passed on as they are;
  * `target_session_attrs` and `connect_timeout` are read here. `ssl` and `sslnegotiation` are
  * node-postgres' own. */
-const PASSED = new Set(['user', 'password', 'application_name', 'fallback_application_name', 'client_encoding', 'options',
-  'sslmode', 'sslcert', 'sslkey', 'sslrootcert', 'ssl', 'sslnegotiation', 'uselibpqcompat']);
+const PASSED = new Set([
+  'user',
+  'password',
+  'application_name',
+  'fallback_application_name',
+  'client_encoding',
+  'options',
+  'sslmode',
+  'sslcert',
+  'sslkey',
+  'sslrootcert',
+  'ssl',
+  'sslnegotiation',
+  'uselibpqcompat',
+]);
 
 /** libpq's parameters that routinely cannot honour, and what to do instead: a URL that names
  * one is refused by name, never silently half-read (libpq itself refuses a name it does not know). */
@@ -37,15 +50,16 @@ const NOT_HONOURED: Record<string, string> = {
   host: 'write the host in the URL (postgres://host:5432/db; a socket folder percent-encoded: postgres://%2Fvar%2Frun%2Fpostgresql/db)',
   hostaddr: 'write the address as the host (postgres://10.0.0.5:5432/db)',
   port: 'write the port after the host (postgres://host:5433/db)',
-  dbname: 'write the database as the URL\'s path (postgres://host/db)',
+  dbname: "write the database as the URL's path (postgres://host/db)",
   passfile: 'routinely reads ~/.pgpass (or PGPASSFILE), not a passfile parameter',
   service: 'service files are not read: write host, port, user and database in the URL',
   keepalives: 'routinely keeps TCP keepalives on by itself (first probe after 5 s)',
   keepalives_idle: 'routinely keeps TCP keepalives on by itself (first probe after 5 s)',
   keepalives_interval: 'routinely keeps TCP keepalives on by itself (first probe after 5 s)',
   keepalives_count: 'routinely keeps TCP keepalives on by itself (first probe after 5 s)',
-  tcp_user_timeout: 'a statement with no answer is given up after its own time-out (17 s), and the lease TTL judges a holder',
-  replication: 'a replication connection cannot run routinely\'s statements',
+  tcp_user_timeout:
+    'a statement with no answer is given up after its own time-out (17 s), and the lease TTL judges a holder',
+  replication: "a replication connection cannot run routinely's statements",
   load_balance_hosts: 'several hosts are tried in the order written (use target_session_attrs to skip standbys)',
 };
 
@@ -60,8 +74,24 @@ function refusedParam(name: string): string | null {
 }
 
 /** The rest of libpq's connection parameters (PostgreSQL 17): known, and not honoured. */
-const LIBPQ_ONLY = ['require_auth', 'channel_binding', 'gssencmode', 'requiressl', 'sslcompression', 'sslpassword', 'sslcertmode', 'sslcrl',
-  'sslcrldir', 'sslsni', 'requirepeer', 'ssl_min_protocol_version', 'ssl_max_protocol_version', 'krbsrvname', 'gsslib', 'gssdelegation'];
+const LIBPQ_ONLY = [
+  'require_auth',
+  'channel_binding',
+  'gssencmode',
+  'requiressl',
+  'sslcompression',
+  'sslpassword',
+  'sslcertmode',
+  'sslcrl',
+  'sslcrldir',
+  'sslsni',
+  'requirepeer',
+  'ssl_min_protocol_version',
+  'ssl_max_protocol_version',
+  'krbsrvname',
+  'gsslib',
+  'gssdelegation',
+];
 
 /** libpq's reading of connect_timeout: whole seconds; 0 (or less) waits for ever; 1 counts as 2. */
 function connectTimeout(value: string): number | string {
@@ -86,7 +116,8 @@ export function parsePgUrl(url: string): PgUrl | string {
   // when it parses, else the other.
   const last = all.lastIndexOf('@');
   const q0 = all.indexOf('?');
-  const ends = q0 >= 0 && last > q0 && /^[A-Za-z_]+=/.test(all.slice(q0 + 1)) ? [all.slice(0, q0).lastIndexOf('@'), last] : [last];
+  const ends =
+    q0 >= 0 && last > q0 && /^[A-Za-z_]+=/.test(all.slice(q0 + 1)) ? [all.slice(0, q0).lastIndexOf('@'), last] : [last];
   const secrets = ends.flatMap((at) => passwordsOf(all, at));
   for (const s of secrets) rememberSecret(s);
   let parsed: PgUrl | string = '';
@@ -135,7 +166,8 @@ function parseFrom(scheme: string, all: string, at: number, secrets: readonly st
     hosts.push({ host, port });
   }
   const target = params.get('target_session_attrs') ?? 'any';
-  if (!(TARGETS as readonly string[]).includes(target)) return `target_session_attrs=${target} is not one of ${TARGETS.join(', ')}`;
+  if (!(TARGETS as readonly string[]).includes(target))
+    return `target_session_attrs=${target} is not one of ${TARGETS.join(', ')}`;
   params.delete('target_session_attrs');
   for (const name of new Set(params.keys())) {
     const refused = refusedParam(name);
@@ -152,7 +184,15 @@ function parseFrom(scheme: string, all: string, at: number, secrets: readonly st
     return 'the database name is not percent-encoded correctly';
   }
   const query = params.toString();
-  return { scheme, userinfo, hosts, database, query, targetSessionAttrs: target as PgUrl['targetSessionAttrs'], connectTimeoutMs };
+  return {
+    scheme,
+    userinfo,
+    hosts,
+    database,
+    query,
+    targetSessionAttrs: target as PgUrl['targetSessionAttrs'],
+    connectTimeoutMs,
+  };
 }
 
 function safeDecode(s: string): string {
@@ -180,7 +220,10 @@ export function singleHostUrl(u: PgUrl, h: PgHost): string {
 
 /** Leaves valid %XX escapes as they are; encodes the characters the driver's parser splits on. */
 function keepEncoded(s: string, enc: (s: string) => string): string {
-  return s.split(/(%[0-9A-Fa-f]{2})/).map((part, i) => (i % 2 === 1 ? part : enc(part))).join('');
+  return s
+    .split(/(%[0-9A-Fa-f]{2})/)
+    .map((part, i) => (i % 2 === 1 ? part : enc(part)))
+    .join('');
 }
 
 /** `h1:5432,h2:5432/db`: where, for messages. */

@@ -30,7 +30,9 @@ export function stateLocation(configPath: string, env: NodeJS.ProcessEnv = proce
 function readRaw(configPath: string): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(stripJsonComments(readConfigBytes(configPath).toString('utf8')));
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
   } catch {
     return {}; // unreadable or not JSON: nothing to take from it
   }

@@ -57,10 +57,14 @@ function checkConfigOwner(p: string, source: string): void {
   if (!st) throw new UsageError(`${source}: ${p} ${notAFile(p) ?? 'cannot be looked at'}`);
   const problem = fileProblem(st, { othersMayNot: 0o022 });
   if (problem?.kind === 'owner') {
-    throw new UsageError(`${source}: refusing ${p}: it belongs to uid ${problem.uid}, not to this user (uid ${problem.me}); a config decides what runs as you — run routinely as its owner`);
+    throw new UsageError(
+      `${source}: refusing ${p}: it belongs to uid ${problem.uid}, not to this user (uid ${problem.me}); a config decides what runs as you — run routinely as its owner`,
+    );
   }
   if (problem?.kind === 'mode') {
-    throw new UsageError(`${source}: refusing ${p}: other users may write it (mode ${problem.mode}); fix it with: chmod 644 ${p}`);
+    throw new UsageError(
+      `${source}: refusing ${p}: other users may write it (mode ${problem.mode}); fix it with: chmod 644 ${p}`,
+    );
   }
 }
 
@@ -93,10 +97,24 @@ export function notAFile(p: string): string | null {
   const st = statOrWhy(p);
   if ('code' in st) {
     const code = st.code;
-    return code === 'ENOENT' ? 'does not exist' : code === 'ENOTDIR' ? 'does not exist (a folder on its path is a file)' : `cannot be looked at (${code})`;
+    return code === 'ENOENT'
+      ? 'does not exist'
+      : code === 'ENOTDIR'
+        ? 'does not exist (a folder on its path is a file)'
+        : `cannot be looked at (${code})`;
   }
   if (st.isFile()) return null;
-  const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a FIFO (named pipe)' : st.isSocket() ? 'a socket' : st.isCharacterDevice() ? 'a character device' : st.isBlockDevice() ? 'a block device' : 'something else';
+  const kind = st.isDirectory()
+    ? 'a folder'
+    : st.isFIFO()
+      ? 'a FIFO (named pipe)'
+      : st.isSocket()
+        ? 'a socket'
+        : st.isCharacterDevice()
+          ? 'a character device'
+          : st.isBlockDevice()
+            ? 'a block device'
+            : 'something else';
   return `is ${kind}, not a regular file`;
 }
 
@@ -141,7 +159,6 @@ export function stripJsonComments(text: string): string {
   }
   return out;
 }
-
 
 /** The most a config or task file may hold: thousands of routines stay far below it. */
 export const CONFIG_FILE_CAP = 4 * 1024 * 1024;

@@ -45,7 +45,8 @@ export function parseListen(text: string): ListenAddress | string {
     if (host === 'localhost') host = DEFAULT_HTTP_HOST;
     else if (!isIPv4(host) && !HOST_NAME.test(host)) return `${JSON.stringify(host)} is not an IP address or host name`;
   }
-  if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) return `${JSON.stringify(portText)} is not a port (0-65535)`;
+  if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535)
+    return `${JSON.stringify(portText)} is not a port (0-65535)`;
   return { host, port: Number(portText) };
 }
 

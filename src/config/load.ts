@@ -7,13 +7,20 @@ import { parsePgUrl } from './database-url.js';
 import { redactSecrets } from '../redact.js';
 import { ConfigError, UnsafePathError, UsageError, errnoCode } from '../errors.js';
 import { UntrustedPathError, checkTrustedPaths } from './trust.js';
-import { CONFIG_FILE, displayPath, findConfig, findConfigUpward, isFile, readConfigBytes, stripJsonComments } from './find.js';
+import {
+  CONFIG_FILE,
+  displayPath,
+  findConfig,
+  findConfigUpward,
+  isFile,
+  readConfigBytes,
+  stripJsonComments,
+} from './find.js';
 import { findJsonSyntaxError, lineColumn } from './json-syntax.js';
 
 export { CONFIG_FILE, displayPath, findConfig, findConfigUpward, isFile, stripJsonComments };
 import type { Config } from './types.js';
 import { validateConfig, type ValidateOptions } from './validate.js';
-
 
 export interface LoadOptions extends ValidateOptions {
   cwd?: string;
@@ -40,7 +47,6 @@ export interface Project {
 
 export type ProjectBackend = { type: 'file' } | { type: 'postgres'; url: string; project: string; poolSize: number };
 
-
 /** Parses JSON (comments allowed); a syntax error names its line and column
  * (`routinely.json: line 7, column 3: invalid JSON: trailing comma before "}" (JSON allows none)`). */
 export function parseJsonFile(text: string, shown: string): unknown {
@@ -51,7 +57,9 @@ export function parseJsonFile(text: string, shown: string): unknown {
     const syntax = findJsonSyntaxError(json);
     if (syntax) {
       const { line, column } = lineColumn(json, syntax.offset);
-      throw new ConfigError(shown, [{ path: '', message: `line ${line}, column ${column}: invalid JSON: ${syntax.message}` }]);
+      throw new ConfigError(shown, [
+        { path: '', message: `line ${line}, column ${column}: invalid JSON: ${syntax.message}` },
+      ]);
     }
     // Not found by our checker (it should be): JSON.parse's own words, without the quoted text.
     const msg = (err as Error).message.split('\n')[0]!.slice(0, 200);
@@ -67,11 +75,17 @@ function configText(path: string, shown: string): string {
   try {
     return readConfigBytes(path).toString('utf8');
   } catch (err) {
-    throw new ConfigError(shown, [{ path: '', message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message }]);
+    throw new ConfigError(shown, [
+      { path: '', message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message },
+    ]);
   }
 }
 
-export function readConfig(path: string, options: ValidateOptions = {}, cwd = process.cwd()): { config: Config; text: string } {
+export function readConfig(
+  path: string,
+  options: ValidateOptions = {},
+  cwd = process.cwd(),
+): { config: Config; text: string } {
   const shown = displayPath(path, cwd);
   const text = configText(path, shown);
   const result = validateConfig(parseJsonFile(text, shown), options);
@@ -80,7 +94,13 @@ export function readConfig(path: string, options: ValidateOptions = {}, cwd = pr
 }
 
 /** Reads a number of seconds from the environment; bad values are errors, not defaults. */
-function envSeconds(env: NodeJS.ProcessEnv, name: string, min: number, max: number, exclusiveMin = false): number | undefined {
+function envSeconds(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  min: number,
+  max: number,
+  exclusiveMin = false,
+): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   const n = Number(raw);
@@ -118,7 +138,13 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
     throw new UsageError(`${source}: ${refresh} must be below the lock TTL / 2 (TTL ${ttl}s)`);
   }
   return {
-    root, configPath, config, stateDir, lockDir, lockTtlMs: ttl * 1000, lockRefreshMs: refresh * 1000,
+    root,
+    configPath,
+    config,
+    stateDir,
+    lockDir,
+    lockTtlMs: ttl * 1000,
+    lockRefreshMs: refresh * 1000,
     backend: resolveBackend(config, env),
   };
 }
@@ -136,7 +162,9 @@ function resolveBackend(config: Config, env: NodeJS.ProcessEnv): ProjectBackend 
   const url = fromEnv ?? config.backend.url;
   const source = fromEnv !== undefined ? 'ROUTINELY_DATABASE_URL' : 'backend.url';
   if (url === undefined) {
-    throw new UsageError('the postgres backend needs a database URL: set backend.url in the config or ROUTINELY_DATABASE_URL');
+    throw new UsageError(
+      'the postgres backend needs a database URL: set backend.url in the config or ROUTINELY_DATABASE_URL',
+    );
   }
   // libpq's forms too: several hosts, target_session_attrs, a password holding '/' (SPEC §9)
   const parsed = parsePgUrl(url);

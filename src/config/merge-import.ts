@@ -83,7 +83,11 @@ function lastSignificant(clean: string, before: number): number {
 }
 
 /** The file's text with the imported routines and the locks it lacks added; or why not. */
-export function mergeImported(text: string, imported: Imported, file: string): { text: string; added: { routines: number; locks: string[] } } | { refused: string } {
+export function mergeImported(
+  text: string,
+  imported: Imported,
+  file: string,
+): { text: string; added: { routines: number; locks: string[] } } | { refused: string } {
   const clean = stripJsonComments(text);
   let config: unknown;
   try {
@@ -101,7 +105,9 @@ export function mergeImported(text: string, imported: Imported, file: string): {
   for (const e of imported.entries) {
     const at = e.routine ? ids.get(e.routine.id) : undefined;
     if (at !== undefined) {
-      return { refused: `routine "${e.routine!.id}" is in ${file} already (routines[${at}]): rename or remove it there, or change the crontab's job, then import again; nothing was written` };
+      return {
+        refused: `routine "${e.routine!.id}" is in ${file} already (routines[${at}]): rename or remove it there, or change the crontab's job, then import again; nothing was written`,
+      };
     }
   }
   const have = new Set(Object.keys((config.locks as Record<string, unknown> | undefined) ?? {}));
@@ -118,7 +124,12 @@ export function mergeImported(text: string, imported: Imported, file: string): {
       return;
     }
     const last = lastSignificant(clean, member.end);
-    if (last === member.start) edits.push({ at: member.start, end: member.end + 1, text: `${bracket[0]}\n${lines.join('\n')}\n  ${bracket[1]}` });
+    if (last === member.start)
+      edits.push({
+        at: member.start,
+        end: member.end + 1,
+        text: `${bracket[0]}\n${lines.join('\n')}\n  ${bracket[1]}`,
+      });
     else {
       // the rest of that line (a closing bracket on it: `"locks": { … }`) goes on a line of its
       // own, out of the reach of the new lines' comments
@@ -131,7 +142,10 @@ export function mergeImported(text: string, imported: Imported, file: string): {
   if (added.length > 0) {
     const last = lastSignificant(clean, top.close);
     const rest = /^[^\n]*/.exec(text.slice(last + 1))![0];
-    edits.push({ at: last + 1, text: `${last > top.open ? ',' : ''}${added.join(',')}${rest.trim() !== '' ? '\n' : ''}` });
+    edits.push({
+      at: last + 1,
+      text: `${last > top.open ? ',' : ''}${added.join(',')}${rest.trim() !== '' ? '\n' : ''}`,
+    });
   }
   let out = text;
   for (const e of edits.sort((a, b) => b.at - a.at)) out = out.slice(0, e.at) + e.text + out.slice(e.end ?? e.at);

@@ -66,6 +66,9 @@ export function nextRuns(schedule: Schedule, from: Date, count: number): Date[] 
 /** The zone a routine is scheduled in. With a scheduler per host (the database backend), the
  * schedulers on hosts in different zones claim the same scheduled times, so a routine without
  * `timezone` runs in UTC there (in the machine's zone with files). */
-export function routineZone(def: { timezone?: string }, project: { backend: { type: 'file' | 'postgres' } }): string | undefined {
+export function routineZone(
+  def: { timezone?: string },
+  project: { backend: { type: 'file' | 'postgres' } },
+): string | undefined {
   return def.timezone ?? (backendCaps(project.backend).schedulerPerProject ? undefined : 'UTC');
 }

@@ -1,16 +1,8 @@
-// StrictModes for the whole path (SPEC §12), as OpenSSH checks a user's files: what decides what
-// runs as you — the project folder, the folder of the config file, the state folder — and every
-// folder above them up to `/` must belong to root or to you and be writable by nobody else.
-// Otherwise another user who may write one of them can swap the config for a link to a config
-// of their choosing, plant the script it runs, or send your state (and the output of your
-// routines) into a folder they name.
-//
-// Allowed, as OpenSSH allows them: a world-writable folder with the sticky bit (such as /tmp) as
-// a parent, since nobody can rename or remove what another user put there; and a group-writable
-// folder whose group has no member but you (a user private group, what umask 002 gives).
-// A link at the config file or the state folder is judged by its owner and its folder, and its
-// target the same way. Light: no imports beyond node:fs, node:path and errors.ts, which has none
-// (the fast paths use it).
+// StrictModes for the whole path (SPEC §12), as OpenSSH checks a user's files: the project folder,
+// the config's folder, the state folder and every folder above them belong to root or to you and
+// are writable by nobody else; a sticky world-writable parent and a user private group are
+// allowed, as OpenSSH allows them (docs/design.md "Trusted paths"). Light: no imports beyond
+// node:fs, node:path and errors.ts (the fast paths use it).
 
 import type { Stats } from 'node:fs';
 import { lstatOrNull, realPath } from '../fs/ops.js';
@@ -37,14 +29,25 @@ function groupProblem(gid: number, uid: number): string | null {
   if (known !== undefined) return known;
   let why: string | null;
   try {
-    const passwd = userDatabase('passwd').split('\n').map((l) => l.split(':'));
+    const passwd = userDatabase('passwd')
+      .split('\n')
+      .map((l) => l.split(':'));
     const me = passwd.find((f) => f.length > 3 && Number(f[2]) === uid);
     const others = passwd.filter((f) => f.length > 3 && Number(f[3]) === gid && Number(f[2]) !== uid);
-    const line = userDatabase('group').split('\n').map((l) => l.split(':')).find((f) => f.length > 3 && Number(f[2]) === gid);
-    const members = (line?.[3] ?? '').split(',').map((m) => m.trim()).filter((m) => m && m !== me?.[0]);
-    if (!line) why = 'which /etc/group does not list (a directory group, such as LDAP or SSSD: its members cannot be known here, so it counts as shared)';
+    const line = userDatabase('group')
+      .split('\n')
+      .map((l) => l.split(':'))
+      .find((f) => f.length > 3 && Number(f[2]) === gid);
+    const members = (line?.[3] ?? '')
+      .split(',')
+      .map((m) => m.trim())
+      .filter((m) => m && m !== me?.[0]);
+    if (!line)
+      why =
+        'which /etc/group does not list (a directory group, such as LDAP or SSSD: its members cannot be known here, so it counts as shared)';
     else if (members.length > 0 || others.length > 0) why = 'which has other members';
-    else if (!me || Number(me[3]) !== gid || line[0] !== me[0]) why = `which is not your own private group (group ${line[0]}: a member could be added to it)`;
+    else if (!me || Number(me[3]) !== gid || line[0] !== me[0])
+      why = `which is not your own private group (group ${line[0]}: a member could be added to it)`;
     else why = null;
   } catch {
     why = 'whose members cannot be read from /etc/group and /etc/passwd';
@@ -81,7 +84,10 @@ function checkChain(dir: string, what: string, uid: number, checked: Set<string>
       const st = lstatOrNull(d); // null: not there (yet)
       if (st) {
         const why = refusal(d, st, uid, leaf);
-        if (why) throw new UntrustedPathError(`refusing the ${what}: ${why}; another user could change what runs as you. Fix: chmod go-w ${d} (or chown it), give each user their own "stateDir", or run routinely as a dedicated service user (docs/security.md)`);
+        if (why)
+          throw new UntrustedPathError(
+            `refusing the ${what}: ${why}; another user could change what runs as you. Fix: chmod go-w ${d} (or chown it), give each user their own "stateDir", or run routinely as a dedicated service user (docs/security.md)`,
+          );
         if (st.isSymbolicLink()) {
           // the link is ours; where it points is judged the same way
           let target: string;
@@ -111,7 +117,9 @@ export function checkTrustedPaths(o: { configPath: string; root: string; stateDi
   const st = lstatOrNull(o.configPath);
   if (st?.isSymbolicLink()) {
     if (st.uid !== 0 && st.uid !== uid) {
-      throw new UntrustedPathError(`refusing the config: ${o.configPath} is a link owned by uid ${st.uid}, neither root nor you (uid ${uid}); another user could point it at a config of their choosing. Fix: replace it with a file of yours`);
+      throw new UntrustedPathError(
+        `refusing the config: ${o.configPath} is a link owned by uid ${st.uid}, neither root nor you (uid ${uid}); another user could point it at a config of their choosing. Fix: replace it with a file of yours`,
+      );
     }
     const target = realPath(o.configPath);
     checkChain(dirname(target), 'config folder', uid, checked);
@@ -138,7 +146,9 @@ export function checkTaskFile(file: string): void {
   const st = lstatOrNull(file);
   if (!st?.isSymbolicLink()) return; // gone (reading it says so), or no link
   if (st.uid !== 0 && st.uid !== uid) {
-    throw new UntrustedPathError(`refusing the task file: ${file} is a link owned by uid ${st.uid}, neither root nor you (uid ${uid}); another user could point it at tasks of their choosing. Fix: remove it (and chmod go-w its folder)`);
+    throw new UntrustedPathError(
+      `refusing the task file: ${file} is a link owned by uid ${st.uid}, neither root nor you (uid ${uid}); another user could point it at tasks of their choosing. Fix: remove it (and chmod go-w its folder)`,
+    );
   }
   let target: string;
   try {

@@ -15,7 +15,12 @@ export const EXEC_LOCK_NAME = 'exec';
 export const MAX_LOCK_SLOTS = 64;
 
 /** Bounds on what runs leave on the state disk (SPEC §3 "Output is bounded"). */
-export const RETENTION_DEFAULTS = { runLogBytes: 4 * 1024 * 1024, routineLogBytes: 16 * 1024 * 1024, historyLines: 1000, execRuns: 50 } as const;
+export const RETENTION_DEFAULTS = {
+  runLogBytes: 4 * 1024 * 1024,
+  routineLogBytes: 16 * 1024 * 1024,
+  historyLines: 1000,
+  execRuns: 50,
+} as const;
 
 /** One exec task (SPEC §5), as the schema above checks it. Written out rather than inferred, so
  * the published types do not need zod (bundled, not installed); `SameAs` below keeps the two
@@ -101,4 +106,3 @@ export interface Retention {
   historyLines: number;
   execRuns: number;
 }
-

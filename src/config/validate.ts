@@ -8,7 +8,18 @@ import type { ConfigIssue } from '../errors.js';
 import { cronProblem, isValidTimezone } from './cron.js';
 import { parseListen } from './listen.js';
 import { allowedKeysAt, configSchema, taskSchema, type RawConfig } from './schema.js';
-import { EXEC_LOCK_NAME, ID_PATTERN, LOCK_NAME_PATTERN, NOTIFY_EVENTS, RETENTION_DEFAULTS, type Config, type NotifyDef, type NotifyEvent, type RoutineDef, type TaskDef } from './types.js';
+import {
+  EXEC_LOCK_NAME,
+  ID_PATTERN,
+  LOCK_NAME_PATTERN,
+  NOTIFY_EVENTS,
+  RETENTION_DEFAULTS,
+  type Config,
+  type NotifyDef,
+  type NotifyEvent,
+  type RoutineDef,
+  type TaskDef,
+} from './types.js';
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; issues: ConfigIssue[] };
 
@@ -41,7 +52,10 @@ export function unworkableValues(input: unknown, base: readonly PropertyKey[] = 
     if (typeof v === 'string') {
       if (!nul && v.includes('\0')) {
         nul = true;
-        issues.push({ path: formatPath(path), message: 'holds a NUL byte (\\u0000): no command, path or environment value can' });
+        issues.push({
+          path: formatPath(path),
+          message: 'holds a NUL byte (\\u0000): no command, path or environment value can',
+        });
       }
       continue;
     }
@@ -49,7 +63,10 @@ export function unworkableValues(input: unknown, base: readonly PropertyKey[] = 
     if (path.length - base.length >= MAX_CONFIG_DEPTH) {
       if (!deep) {
         deep = true;
-        issues.push({ path: formatPath(path), message: `is nested deeper than ${MAX_CONFIG_DEPTH} levels, more than any config needs` });
+        issues.push({
+          path: formatPath(path),
+          message: `is nested deeper than ${MAX_CONFIG_DEPTH} levels, more than any config needs`,
+        });
       }
       continue;
     }
@@ -58,7 +75,10 @@ export function unworkableValues(input: unknown, base: readonly PropertyKey[] = 
       const [k, x] = entries[i]!;
       if (!nul && typeof k === 'string' && k.includes('\0')) {
         nul = true;
-        issues.push({ path: formatPath([...path, k]), message: 'is a key with a NUL byte (\\u0000): no name can hold one' });
+        issues.push({
+          path: formatPath([...path, k]),
+          message: 'is a key with a NUL byte (\\u0000): no name can hold one',
+        });
       }
       stack.push({ v: x, path: [...path, k] });
     }
@@ -71,10 +91,13 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Issues for env names that are not names (`env` of a routine or a task). */
 export function envNameIssues(env: Record<string, string> | undefined, path: readonly PropertyKey[]): ConfigIssue[] {
-  return Object.keys(env ?? {}).filter((k) => !ENV_NAME.test(k)).map((k) => ({ path: formatPath([...path, k]), message: envNameMessage(k) }));
+  return Object.keys(env ?? {})
+    .filter((k) => !ENV_NAME.test(k))
+    .map((k) => ({ path: formatPath([...path, k]), message: envNameMessage(k) }));
 }
 
-const envNameMessage = (k: string): string => `${showValue(k)} is not an environment variable name (letters, digits and "_", not starting with a digit)`;
+const envNameMessage = (k: string): string =>
+  `${showValue(k)} is not an environment variable name (letters, digits and "_", not starting with a digit)`;
 
 export function showValue(v: unknown): string {
   if (v === undefined) return 'missing';
@@ -92,24 +115,35 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 const ID_WORDS = 'letters, digits, ".", "_", "-"; starts with a letter or digit; at most 64 characters';
-const LOCK_NAME_WORDS = 'lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock';
+const LOCK_NAME_WORDS =
+  'lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock';
 
 const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
 
 /** Turns zod issues into our messages: path, bad value, what is allowed. */
-function zodIssues(error: z.core.$ZodError, input: unknown, prefix: PropertyKey[] = [], inTaskFile = false): ConfigIssue[] {
+function zodIssues(
+  error: z.core.$ZodError,
+  input: unknown,
+  prefix: PropertyKey[] = [],
+  inTaskFile = false,
+): ConfigIssue[] {
   return error.issues.map((issue) => {
     const path = [...prefix, ...issue.path];
     const value = valueAt(input, issue.path);
     let message: string;
     switch (issue.code) {
       case 'invalid_type':
-        message = value === undefined ? `is required (${issue.expected})` : `${showValue(value)} is a ${typeName(value)}; expected ${issue.expected}`;
+        message =
+          value === undefined
+            ? `is required (${issue.expected})`
+            : `${showValue(value)} is a ${typeName(value)}; expected ${issue.expected}`;
         break;
       case 'unrecognized_keys': {
         const allowed = allowedKeysAt(issue.path, inTaskFile);
         const keys = issue.keys.map((k) => JSON.stringify(k)).join(', ');
-        const guesses = allowed ? issue.keys.map((k) => closest(k, allowed)).filter((g): g is string => g !== null) : [];
+        const guesses = allowed
+          ? issue.keys.map((k) => closest(k, allowed)).filter((g): g is string => g !== null)
+          : [];
         const guess = guesses.length ? `did you mean ${guesses.map((g) => JSON.stringify(g)).join(', ')}? ` : '';
         message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}${allowed ? ` (${guess}allowed: ${allowed.join(', ')})` : ''}`;
         break;
@@ -136,7 +170,10 @@ function zodIssues(error: z.core.$ZodError, input: unknown, prefix: PropertyKey[
       case 'invalid_key': {
         // a key of a map: a lock's name under "locks", a provider's id under "exec.providers"
         const key = String(issue.path.at(-1));
-        message = path[0] === 'locks' ? `${JSON.stringify(key)} is not a lock name (${LOCK_NAME_WORDS})` : `${JSON.stringify(key)} is not a valid id (${ID_WORDS})`;
+        message =
+          path[0] === 'locks'
+            ? `${JSON.stringify(key)} is not a lock name (${LOCK_NAME_WORDS})`
+            : `${JSON.stringify(key)} is not a valid id (${ID_WORDS})`;
         break;
       }
       default:
@@ -167,18 +204,33 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
 
   const backendType = raw.backend?.type ?? raw.lock?.backend ?? 'file';
   if (raw.backend && raw.lock?.backend && raw.backend.type !== raw.lock.backend) {
-    issues.push({ path: 'lock.backend', message: `${showValue(raw.lock.backend)} contradicts backend.type ${showValue(raw.backend.type)}` });
+    issues.push({
+      path: 'lock.backend',
+      message: `${showValue(raw.lock.backend)} contradicts backend.type ${showValue(raw.backend.type)}`,
+    });
   }
   if (backendType !== 'postgres' && raw.backend?.poolSize !== undefined) {
-    issues.push({ path: 'backend.poolSize', message: `${raw.backend.poolSize} applies to the postgres backend only (backend.type is ${showValue(backendType)})` });
+    issues.push({
+      path: 'backend.poolSize',
+      message: `${raw.backend.poolSize} applies to the postgres backend only (backend.type is ${showValue(backendType)})`,
+    });
   }
   if (backendType === 'postgres' && raw.project === undefined) {
-    issues.push({ path: 'project', message: 'is required with the postgres backend (it names the project in the database, where checkout paths differ between hosts)' });
+    issues.push({
+      path: 'project',
+      message:
+        'is required with the postgres backend (it names the project in the database, where checkout paths differ between hosts)',
+    });
   }
 
   const providers = raw.exec?.providers ?? {};
   const tasks = raw.exec?.tasks ?? [];
-  issues.push(...validateTaskSet(tasks.map((task, i) => ({ task, path: ['exec', 'tasks', i] })), providers));
+  issues.push(
+    ...validateTaskSet(
+      tasks.map((task, i) => ({ task, path: ['exec', 'tasks', i] })),
+      providers,
+    ),
+  );
   for (const [i, dir] of (raw.exec?.taskDirs ?? []).entries()) {
     const problem = relativePathProblem(dir);
     if (problem) issues.push({ path: formatPath(['exec', 'taskDirs', i]), message: `${showValue(dir)} ${problem}` });
@@ -186,7 +238,8 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
 
   if (raw.http?.listen !== undefined) {
     const listen = parseListen(raw.http.listen);
-    if (typeof listen === 'string') issues.push({ path: 'http.listen', message: `${showValue(raw.http.listen)} is not [HOST:]PORT: ${listen}` });
+    if (typeof listen === 'string')
+      issues.push({ path: 'http.listen', message: `${showValue(raw.http.listen)} is not [HOST:]PORT: ${listen}` });
   }
 
   const retention = { ...RETENTION_DEFAULTS, ...raw.retention };
@@ -203,7 +256,8 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
   for (const [i, r] of (raw.routines ?? []).entries()) {
     const at = (key: string): string => formatPath(['routines', i, key]);
     const first = seen.get(r.id);
-    if (first !== undefined) issues.push({ path: at('id'), message: `${showValue(r.id)} is a duplicate (also routines[${first}])` });
+    if (first !== undefined)
+      issues.push({ path: at('id'), message: `${showValue(r.id)} is a duplicate (also routines[${first}])` });
     else seen.set(r.id, i);
     if (r.action === 'command' && r.run === undefined) {
       issues.push({ path: at('run'), message: 'is required when action is "command"' });
@@ -213,28 +267,54 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     }
     issues.push(...envNameIssues(r.env, ['routines', i, 'env']));
     if ((r.env !== undefined || r.cwd !== undefined) && r.action !== 'command') {
-      issues.push({ path: at(r.env !== undefined ? 'env' : 'cwd'), message: `is only allowed with action "command" (action is "${r.action}")` });
+      issues.push({
+        path: at(r.env !== undefined ? 'env' : 'cwd'),
+        message: `is only allowed with action "command" (action is "${r.action}")`,
+      });
     }
     if (r.cwd !== undefined) {
       const problem = relativePathProblem(r.cwd);
       if (problem) issues.push({ path: at('cwd'), message: `${showValue(r.cwd)} ${problem}` });
     }
     if (r.timezone !== undefined && !isValidTimezone(r.timezone)) {
-      issues.push({ path: at('timezone'), message: `${showValue(r.timezone)} is not a known IANA time zone (e.g. "Europe/Berlin", "UTC")` });
+      issues.push({
+        path: at('timezone'),
+        message: `${showValue(r.timezone)} is not a known IANA time zone (e.g. "Europe/Berlin", "UTC")`,
+      });
     } else if (options.schedules !== false) {
       const problem = cronProblem(r.schedule, r.timezone);
-      if (problem) issues.push({ path: at('schedule'), message: `${showValue(r.schedule)} is not a valid cron expression (${problem})` });
+      if (problem)
+        issues.push({
+          path: at('schedule'),
+          message: `${showValue(r.schedule)} is not a valid cron expression (${problem})`,
+        });
     }
     if (r.waitTimeoutSeconds !== undefined && r.ifBusy !== 'wait') {
       issues.push({ path: at('waitTimeoutSeconds'), message: 'is only allowed with "ifBusy": "wait"' });
     }
     if (r.exclusive === false) {
-      if (r.action !== 'command') issues.push({ path: at('exclusive'), message: `false is only allowed with action "command" (action "${r.action}" always runs under the exec lock)` });
-      else if (r.ifBusy !== undefined) issues.push({ path: at('ifBusy'), message: 'is only allowed for a routine that takes a lock ("exclusive": false takes none, so it is never busy)' });
-      else if (r.lock !== undefined) issues.push({ path: at('lock'), message: 'is only allowed for a routine that takes a lock ("exclusive": false takes none)' });
+      if (r.action !== 'command')
+        issues.push({
+          path: at('exclusive'),
+          message: `false is only allowed with action "command" (action "${r.action}" always runs under the exec lock)`,
+        });
+      else if (r.ifBusy !== undefined)
+        issues.push({
+          path: at('ifBusy'),
+          message:
+            'is only allowed for a routine that takes a lock ("exclusive": false takes none, so it is never busy)',
+        });
+      else if (r.lock !== undefined)
+        issues.push({
+          path: at('lock'),
+          message: 'is only allowed for a routine that takes a lock ("exclusive": false takes none)',
+        });
     }
     if (r.lock !== undefined && r.lock !== EXEC_LOCK_NAME && r.action !== 'command') {
-      issues.push({ path: at('lock'), message: `is only allowed with action "command" (action "${r.action}" always runs under the exec lock)` });
+      issues.push({
+        path: at('lock'),
+        message: `is only allowed with action "command" (action "${r.action}" always runs under the exec lock)`,
+      });
     }
     if (r.notify) issues.push(...notifyProblems(r.notify, ['routines', i, 'notify']));
     const { notify, ...rest } = r;
@@ -254,7 +334,11 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
   if (raw.notify) issues.push(...notifyProblems(raw.notify, ['notify']));
   const locks: Record<string, { slots: number }> = {};
   for (const [name, l] of Object.entries(raw.locks ?? {})) {
-    if (name === EXEC_LOCK_NAME) issues.push({ path: formatPath(['locks', name]), message: '"exec" is the project exec lock: it is not declared, and has one slot' });
+    if (name === EXEC_LOCK_NAME)
+      issues.push({
+        path: formatPath(['locks', name]),
+        message: '"exec" is the project exec lock: it is not declared, and has one slot',
+      });
     locks[name] = { slots: l.slots ?? 1 };
   }
   if (issues.length > 0) return { ok: false, issues };
@@ -264,7 +348,11 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
     value: {
       project: raw.project,
       stateDir: raw.stateDir ?? '.routinely',
-      backend: { type: backendType, ...(raw.backend?.url !== undefined ? { url: raw.backend.url } : {}), poolSize: raw.backend?.poolSize ?? 2 },
+      backend: {
+        type: backendType,
+        ...(raw.backend?.url !== undefined ? { url: raw.backend.url } : {}),
+        poolSize: raw.backend?.poolSize ?? 2,
+      },
       lock: { ttlSeconds: ttl, refreshSeconds: refresh },
       exec: {
         parallel: raw.exec?.parallel ?? 2,
@@ -289,15 +377,20 @@ export const NOTIFY_OUTPUT_LINES = 20;
 
 function notifyDef(n: RawNotify): NotifyDef {
   return {
-    ...(n.webhook !== undefined ? { webhook: n.webhook } : {}), ...(n.command !== undefined ? { command: n.command } : {}),
-    on: n.on ?? [...NOTIFY_EVENTS], outputLines: n.outputLines ?? NOTIFY_OUTPUT_LINES,
+    ...(n.webhook !== undefined ? { webhook: n.webhook } : {}),
+    ...(n.command !== undefined ? { command: n.command } : {}),
+    on: n.on ?? [...NOTIFY_EVENTS],
+    outputLines: n.outputLines ?? NOTIFY_OUTPUT_LINES,
   };
 }
 
 function notifyProblems(n: RawNotify, path: PropertyKey[]): ConfigIssue[] {
   const out: ConfigIssue[] = [];
   if (n.webhook === undefined && n.command === undefined) {
-    out.push({ path: formatPath(path), message: 'needs "webhook" or "command" (or both); to silence a routine use "notify": false' });
+    out.push({
+      path: formatPath(path),
+      message: 'needs "webhook" or "command" (or both); to silence a routine use "notify": false',
+    });
   }
   if (n.webhook !== undefined) {
     let url: URL | null = null;
@@ -310,7 +403,11 @@ function notifyProblems(n: RawNotify, path: PropertyKey[]): ConfigIssue[] {
       out.push({ path: formatPath([...path, 'webhook']), message: 'is not an http: or https: URL' });
     }
   }
-  if (n.on !== undefined && n.on.length === 0) out.push({ path: formatPath([...path, 'on']), message: 'is empty: list at least one event, or use "notify": false' });
+  if (n.on !== undefined && n.on.length === 0)
+    out.push({
+      path: formatPath([...path, 'on']),
+      message: 'is empty: list at least one event, or use "notify": false',
+    });
   return out;
 }
 

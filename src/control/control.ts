@@ -79,10 +79,12 @@ export function unproven(s: SchedulerInstance, probe: LivenessProbe, stateDir?: 
   const p = probe.inspect(o.pid);
   if (p.state === 'dead') return `pid ${o.pid} has exited`;
   if (p.state !== 'alive' || !p.startTime || !o.start_time) return `the start time of pid ${o.pid} cannot be checked`;
-  if (p.startTime !== o.start_time) return `pid ${o.pid} is another process now (started at ${p.startTime}, the lock says ${o.start_time})`;
+  if (p.startTime !== o.start_time)
+    return `pid ${o.pid} is another process now (started at ${p.startTime}, the lock says ${o.start_time})`;
   const uid = myUid();
   const owner = probe.ownerUid?.(o.pid) ?? null;
-  if (uid !== null && owner !== null && owner !== uid) return `pid ${o.pid} belongs to uid ${owner}, not to this user (uid ${uid})`;
+  if (uid !== null && owner !== null && owner !== uid)
+    return `pid ${o.pid} belongs to uid ${owner}, not to this user (uid ${uid})`;
   const args = commandLine(o.pid);
   if (args !== null && !args.some((a, i) => a === 'scheduler' && args[i + 1] === 'start')) {
     return `pid ${o.pid} does not run "scheduler start"`;
@@ -108,7 +110,9 @@ export async function stopScheduler(backend: Backend, o: StopOptions & { stateDi
     // With files the project has one scheduler: elsewhere it is still this project's. With a
     // database each host runs its own: this host's is not running.
     const only = state.schedulers[0];
-    return backend.caps.schedulerPerProject && only ? { kind: 'elsewhere', scheduler: only } : { kind: 'not-running', state };
+    return backend.caps.schedulerPerProject && only
+      ? { kind: 'elsewhere', scheduler: only }
+      : { kind: 'not-running', state };
   }
   const why = unproven(target, probe, o.stateDir);
   if (why) return { kind: 'unverified', scheduler: target, why };

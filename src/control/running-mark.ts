@@ -17,7 +17,9 @@ export function holdRunningMark(stateDir: string, warn: (message: string) => voi
   try {
     openMark(stateDir);
   } catch (err) {
-    warn(`${(err as Error).message}: \`routinely scheduler stop\` cannot prove this is the project's scheduler, and will not signal it (stop it with SIGTERM)`);
+    warn(
+      `${(err as Error).message}: \`routinely scheduler stop\` cannot prove this is the project's scheduler, and will not signal it (stop it with SIGTERM)`,
+    );
   }
 }
 

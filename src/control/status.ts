@@ -50,27 +50,47 @@ function instance(s: LockStatus, probe: LivenessProbe): SchedulerInstance | null
   if (!record) return null;
   const o = record.owner;
   return {
-    key: s.key, pid: o.pid, host: o.host, since: new Date(record.created_at * 1000).toISOString(),
-    heartbeat_age_s: s.heartbeat_age_s, here: samePidSpace(o, probe), config: typeof o.config === 'string' ? o.config : null, stopping: o.stopping === true, record,
+    key: s.key,
+    pid: o.pid,
+    host: o.host,
+    since: new Date(record.created_at * 1000).toISOString(),
+    heartbeat_age_s: s.heartbeat_age_s,
+    here: samePidSpace(o, probe),
+    config: typeof o.config === 'string' ? o.config : null,
+    stopping: o.stopping === true,
+    record,
   };
 }
 
 /** The project's schedulers, from their locks. Cheap (a folder listing and a read, or two small
  * queries) and read-only: nothing is reclaimed, moved or written. */
-export async function readSchedulerState(backend: Backend, probe: LivenessProbe = systemProbe()): Promise<SchedulerState> {
+export async function readSchedulerState(
+  backend: Backend,
+  probe: LivenessProbe = systemProbe(),
+): Promise<SchedulerState> {
   return stateOf(await backend.schedulerLocks(probe), backend.kind, probe);
 }
 
 /** The state from the scheduler locks' statuses (also `routine list`'s fast path, which reads
  * the one file lock itself). */
-export function stateOf(statuses: readonly LockStatus[], kind: Backend['kind'], probe: LivenessProbe = systemProbe()): SchedulerState {
+export function stateOf(
+  statuses: readonly LockStatus[],
+  kind: Backend['kind'],
+  probe: LivenessProbe = systemProbe(),
+): SchedulerState {
   const schedulers: SchedulerInstance[] = [];
   const stale: StaleScheduler[] = [];
   for (const s of statuses) {
     if (s.state === 'free') continue;
     const i = instance(s, probe);
     if (s.state === 'held' && i) schedulers.push(i);
-    else stale.push({ key: s.key, pid: i?.pid ?? null, host: i?.host ?? null, why: s.why ?? (i ? 'unknown' : 'the lock record is unreadable') });
+    else
+      stale.push({
+        key: s.key,
+        pid: i?.pid ?? null,
+        host: i?.host ?? null,
+        why: s.why ?? (i ? 'unknown' : 'the lock record is unreadable'),
+      });
   }
   // this host's first, then by host
   schedulers.sort((a, b) => Number(b.here) - Number(a.here) || a.host.localeCompare(b.host));

@@ -57,7 +57,10 @@ export class CappedOutput {
         tail = tail.subarray(tail.length - room);
       }
     }
-    if (this.cut > 0) this.put(Buffer.from(`\n${CUT_LINE_PREFIX}${this.cut} bytes of output left out (runLogBytes ${this.capBytes}) ---\n`));
+    if (this.cut > 0)
+      this.put(
+        Buffer.from(`\n${CUT_LINE_PREFIX}${this.cut} bytes of output left out (runLogBytes ${this.capBytes}) ---\n`),
+      );
     this.put(tail);
     return this.cut;
   }

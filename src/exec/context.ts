@@ -23,10 +23,11 @@ export interface ExecContext {
 /** Runs `fn` with the context's backend, or with the project's, opened for the call. */
 export async function withStore<T>(ctx: ExecContext, fn: (backend: Backend) => Promise<T>): Promise<T> {
   if (ctx.backend) return fn(ctx.backend);
-  if (!ctx.open) throw new Error('an exec operation was called with neither a backend nor a way to open one (call it through src/exec-api.ts)');
+  if (!ctx.open)
+    throw new Error(
+      'an exec operation was called with neither a backend nor a way to open one (call it through src/exec-api.ts)',
+    );
   return ctx.open(ctx.project, fn);
 }
 
-
 export const nowIso = (c: Clock): string => new Date(c.now()).toISOString();
-

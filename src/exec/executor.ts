@@ -3,6 +3,7 @@
 // its output in `<run>/<task>.log`, killed on timeout. Stops everything when the lease is lost
 // (ABORTED / LOCK_LOST), on SIGINT/SIGTERM (INTERRUPTED) or when the whole run times out
 // (ABORTED / RUN_TIMEOUT). The decisions are in plan.ts; this file only carries them out.
+// (Over 300 lines: the task loop and its four ways to stop share one run's state.)
 
 import { dirname, relative, resolve } from 'node:path';
 import type { Clock } from '../clock.js';
@@ -98,8 +99,17 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     for (const [id, dep] of blockedTasks(plan, status, o.doneBefore)) {
       const depStatus = state.tasks[dep]?.status ?? 'not run';
       record({
-        type: 'task-finished', gen, at: iso(o.clock), task: id, status: 'skipped_dependency', exit_code: null, signal: null, duration_ms: null,
-        why_code: 'DEPENDENCY_FAILED', why: `dependency ${dep} did not succeed (${depStatus})`, next: `fix ${dep}, then: routinely exec resume ${state.run_id}`,
+        type: 'task-finished',
+        gen,
+        at: iso(o.clock),
+        task: id,
+        status: 'skipped_dependency',
+        exit_code: null,
+        signal: null,
+        duration_ms: null,
+        why_code: 'DEPENDENCY_FAILED',
+        why: `dependency ${dep} did not succeed (${depStatus})`,
+        next: `fix ${dep}, then: routinely exec resume ${state.run_id}`,
       });
     }
   };
@@ -129,15 +139,28 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
       let cutBytes = 0;
       try {
         if (typeof cwd !== 'string') {
-          result = { exitCode: 127, signal: null, timedOut: false, canceled: false, reason: 'spawn-error', durationMs: 0, error: cwd.error, pid: null };
+          result = {
+            exitCode: 127,
+            signal: null,
+            timedOut: false,
+            canceled: false,
+            reason: 'spawn-error',
+            durationMs: 0,
+            error: cwd.error,
+            pid: null,
+          };
         } else {
           result = await runProcess({
             file: def.run,
             shell: true,
             cwd,
             env: {
-              ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id,
-              ROUTINELY_LOCK_GENERATION: String(gen), ROUTINELY_LOCK_ID: o.lease.lockId,
+              ...baseEnv,
+              ...def.env,
+              ROUTINELY_RUN_ID: state.run_id,
+              ROUTINELY_TASK_ID: id,
+              ROUTINELY_LOCK_GENERATION: String(gen),
+              ROUTINELY_LOCK_ID: o.lease.lockId,
             },
             output: { fd: logFd, capBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
             timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
@@ -158,7 +181,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         if (childPid !== null) {
           const left = await stopGroup(childPid, Math.min(o.killGraceMs ?? 2000, graceNow()));
           cutBytes = (await endOutput?.()) ?? 0;
-          if (left > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(left, 'the task\'s group')}\n`);
+          if (left > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(left, "the task's group")}\n`);
           o.lease.untrackChild(childPid);
         } else {
           cutBytes = (await endOutput?.()) ?? 0;
@@ -167,9 +190,23 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
       } finally {
         closeFd(logFd);
       }
-      const event = finishEvent(id, result, gen, iso(o.clock), state.run_id, relative(o.root, o.logPath(id)), stoppedBy, def.timeoutSeconds);
+      const event = finishEvent(
+        id,
+        result,
+        gen,
+        iso(o.clock),
+        state.run_id,
+        relative(o.root, o.logPath(id)),
+        stoppedBy,
+        def.timeoutSeconds,
+      );
       if (cutBytes > 0 && event.type === 'task-finished') event.output_cut_bytes = cutBytes;
-      if (event.type === 'task-finished' && event.status === 'failed' && event.why_code === 'TASK_FAILED' && diskFull(o.logPath(id))) {
+      if (
+        event.type === 'task-finished' &&
+        event.status === 'failed' &&
+        event.why_code === 'TASK_FAILED' &&
+        diskFull(o.logPath(id))
+      ) {
         Object.assign(event, {
           why_code: 'LOG_WRITE_FAILED',
           why: `its output could not be written to ${relative(o.root, o.logPath(id))} (no space left on device); ${event.why}`,
@@ -187,9 +224,14 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
       }
     })();
     // An error in one task's bookkeeping surfaces in the loop even if another task won the race.
-    running.set(id, p.catch((err: unknown) => {
-      failures.push(err);
-    }).finally(() => running.delete(id)));
+    running.set(
+      id,
+      p
+        .catch((err: unknown) => {
+          failures.push(err);
+        })
+        .finally(() => running.delete(id)),
+    );
   };
 
   try {
@@ -266,28 +308,55 @@ function finishEvent(
   stoppedBy: StopCause | null,
   timeoutSeconds: number | undefined,
 ): RunEvent {
-  const base = { type: 'task-finished' as const, gen, at, task, exit_code: r.pid === null ? null : r.exitCode, signal: r.signal, duration_ms: Math.round(r.durationMs) };
+  const base = {
+    type: 'task-finished' as const,
+    gen,
+    at,
+    task,
+    exit_code: r.pid === null ? null : r.exitCode,
+    signal: r.signal,
+    duration_ms: Math.round(r.durationMs),
+  };
   const logHint = `see ${logPath}`;
   let status: TaskStatus;
   let why: Why | null = null;
   if (r.canceled) {
     status = 'interrupted';
     const cause = stoppedBy === 'STATE_ERROR' ? 'STATE_WRITE_FAILED' : stoppedBy === null ? 'INTERRUPTED' : stoppedBy;
-    const because = stoppedBy === 'LOCK_LOST' ? 'the exec lock was lost' : stoppedBy === 'RUN_TIMEOUT' ? 'the run timed out' : stoppedBy === 'STATE_ERROR' ? 'run state could not be written' : 'the run was interrupted';
+    const because =
+      stoppedBy === 'LOCK_LOST'
+        ? 'the exec lock was lost'
+        : stoppedBy === 'RUN_TIMEOUT'
+          ? 'the run timed out'
+          : stoppedBy === 'STATE_ERROR'
+            ? 'run state could not be written'
+            : 'the run was interrupted';
     why = { why_code: cause, why: `stopped because ${because}`, next: `routinely exec resume ${runId}` };
   } else if (r.timedOut) {
     status = 'failed';
     // The limit, not the time taken: that is printed beside it (`timed out (…) in 5.0s`).
-    why = { why_code: 'TASK_TIMEOUT', why: `timed out (timeoutSeconds: ${timeoutSeconds})`, next: `${logHint}; raise timeoutSeconds or fix the task, then: routinely exec resume ${runId}` };
+    why = {
+      why_code: 'TASK_TIMEOUT',
+      why: `timed out (timeoutSeconds: ${timeoutSeconds})`,
+      next: `${logHint}; raise timeoutSeconds or fix the task, then: routinely exec resume ${runId}`,
+    };
   } else if (r.reason === 'spawn-error') {
     status = 'failed';
-    why = { why_code: 'SPAWN_FAILED', why: r.error ?? 'could not be started', next: `fix the task definition, then: routinely exec resume ${runId}` };
+    why = {
+      why_code: 'SPAWN_FAILED',
+      why: r.error ?? 'could not be started',
+      next: `fix the task definition, then: routinely exec resume ${runId}`,
+    };
   } else if (r.exitCode === 0) {
     status = 'succeeded';
   } else {
     status = 'failed';
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-    why = { why_code: 'TASK_FAILED', why: `the command ${how}`, next: `${logHint}; fix it, then: routinely exec resume ${runId}` };
+    why = {
+      why_code: 'TASK_FAILED',
+      why: `the command ${how}`,
+      next: `${logHint}; fix it, then: routinely exec resume ${runId}`,
+    };
   }
   return { ...base, status, ...(why ?? {}) };
 }

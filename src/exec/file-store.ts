@@ -57,7 +57,11 @@ export function fileExecStore(project: Project): ExecStore {
     saveRegistry: async (registry: Registry, now: string, lease: Lease) => {
       const check = lease.verify();
       if (!check.ok) throw new FencedError(check.lost.why);
-      return saveRegistry(registryPath, { ...registry, generation: Math.max(registry.generation ?? 0, lease.generation) }, now);
+      return saveRegistry(
+        registryPath,
+        { ...registry, generation: Math.max(registry.generation ?? 0, lease.generation) },
+        now,
+      );
     },
     loadRun: async (runId) => {
       checked();

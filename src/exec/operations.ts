@@ -54,7 +54,12 @@ async function withLock<T>(
     // the backend's clock: with a database, run ids and times follow the database clock
     const clock = ctx.clock ?? backend.clock;
     const runId = (await runFor?.(clock, backend.exec)) ?? null;
-    const owner = { command, routine: routine ?? null, ...(runId ? { run_id: runId } : {}), ...(policy.scheduled ? { scheduled: true } : {}) };
+    const owner = {
+      command,
+      routine: routine ?? null,
+      ...(runId ? { run_id: runId } : {}),
+      ...(policy.scheduled ? { scheduled: true } : {}),
+    };
     const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, owner, policy, policy.onWait);
     if (!got.ok) return { kind: 'busy' as const, busy: got };
     try {
@@ -68,7 +73,13 @@ async function withLock<T>(
 
 export async function register(ctx: ExecContext, policy: LockedPolicy & { routine?: string | null }) {
   const defs = loadTaskDefinitions(ctx.project);
-  return withLock(ctx, 'register', policy.routine, policy, async (lease, clock, store) => (await prepareRegistry(ctx, store, clock, lease, defs)).summary);
+  return withLock(
+    ctx,
+    'register',
+    policy.routine,
+    policy,
+    async (lease, clock, store) => (await prepareRegistry(ctx, store, clock, lease, defs)).summary,
+  );
 }
 
 export interface RunOptions extends LockedPolicy {
@@ -96,7 +107,9 @@ function checkNamed(defs: SourcedTask[], named: string[] | undefined): void {
   const unknown = named.filter((n) => !known.has(n));
   if (unknown.length > 0) {
     const list = [...known].slice(0, 20).join(', ') || '(none)';
-    throw new UsageError(`unknown task${unknown.length > 1 ? 's' : ''} ${unknown.map((u) => JSON.stringify(u)).join(', ')} (known: ${list})`);
+    throw new UsageError(
+      `unknown task${unknown.length > 1 ? 's' : ''} ${unknown.map((u) => JSON.stringify(u)).join(', ')} (known: ${list})`,
+    );
   }
 }
 
@@ -105,28 +118,68 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
   checkNamed(defs, opts.tasks);
   // the run's id before the lock: the lock's record names it (none is made if nothing is ready)
   let runId = '';
-  const r = await withLock(ctx, 'exec run', opts.routine, opts, async (lease, clock, store) => {
-    const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
-    const ids = selectTasks(registry, opts.tasks);
-    if (ids.length === 0) return { kind: 'nothing' as const, summary, why: nothingToRunWhy(registry) };
-    const defById = new Map(defs.map((d) => [d.task.id, d.task]));
-    const ordered = dependencyOrder(ids.map((id) => ({ id, provider: '', dependsOn: defById.get(id)!.dependsOn ?? [] }))).map((t) => t.id);
-    const at = nowIso(clock);
-    const tasks: Record<string, TaskRun> = {};
-    for (const id of ordered) {
-      const def = defById.get(id)!;
-      tasks[id] = {
-        status: 'pending', provider: def.provider ?? 'default', attempts: 0, started_at: null, finished_at: null,
-        duration_ms: null, exit_code: null, signal: null, log: `${id}.log`, hash: taskHash(def),
+  const r = await withLock(
+    ctx,
+    'exec run',
+    opts.routine,
+    opts,
+    async (lease, clock, store) => {
+      const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
+      const ids = selectTasks(registry, opts.tasks);
+      if (ids.length === 0) return { kind: 'nothing' as const, summary, why: nothingToRunWhy(registry) };
+      const defById = new Map(defs.map((d) => [d.task.id, d.task]));
+      const ordered = dependencyOrder(
+        ids.map((id) => ({ id, provider: '', dependsOn: defById.get(id)!.dependsOn ?? [] })),
+      ).map((t) => t.id);
+      const at = nowIso(clock);
+      const tasks: Record<string, TaskRun> = {};
+      for (const id of ordered) {
+        const def = defById.get(id)!;
+        tasks[id] = {
+          status: 'pending',
+          provider: def.provider ?? 'default',
+          attempts: 0,
+          started_at: null,
+          finished_at: null,
+          duration_ms: null,
+          exit_code: null,
+          signal: null,
+          log: `${id}.log`,
+          hash: taskHash(def),
+        };
+      }
+      const state: RunState = {
+        version: 1,
+        run_id: runId,
+        status: 'RUNNING',
+        command: 'exec run',
+        routine: opts.routine ?? null,
+        generation: lease.generation,
+        lock_id: lease.lockId,
+        owner: ownerOf(),
+        attempt: 1,
+        parallel: opts.parallel ?? ctx.project.config.exec.parallel,
+        created_at: at,
+        updated_at: at,
+        finished_at: null,
+        tasks,
       };
-    }
-    const state: RunState = {
-      version: 1, run_id: runId, status: 'RUNNING', command: 'exec run', routine: opts.routine ?? null,
-      generation: lease.generation, lock_id: lease.lockId, owner: ownerOf(), attempt: 1,
-      parallel: opts.parallel ?? ctx.project.config.exec.parallel, created_at: at, updated_at: at, finished_at: null, tasks,
-    };
-    return { kind: 'run' as const, ...(await carryOut(ctx, opts, { store, clock, lease, registry, summary, state, defs: defById, resuming: false })) };
-  }, async (clock) => (runId = newRunId(clock.now(), randomHex(2))));
+      return {
+        kind: 'run' as const,
+        ...(await carryOut(ctx, opts, {
+          store,
+          clock,
+          lease,
+          registry,
+          summary,
+          state,
+          defs: defById,
+          resuming: false,
+        })),
+      };
+    },
+    async (clock) => (runId = newRunId(clock.now(), randomHex(2))),
+  );
   if (r.kind === 'busy') return r;
   if (r.value.kind === 'nothing') return r.value;
   const { kind: _k, ...done } = r.value;
@@ -135,7 +188,13 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
 
 function ownerOf() {
   const me = selfIdentity();
-  return { pid: me.pid, host: me.host, boot_id: me.boot_id, start_time: me.start_time, ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}) };
+  return {
+    pid: me.pid,
+    host: me.host,
+    boot_id: me.boot_id,
+    start_time: me.start_time,
+    ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}),
+  };
 }
 
 /** What carryOut works on: the run under the held lock, the registry it folds back into. */
@@ -152,14 +211,21 @@ interface Carried {
 }
 
 /** Creates (or reopens) the run, executes it, records the outcome, folds it into the registry. */
-async function carryOut(ctx: ExecContext, opts: RunOptions, c: Carried): Promise<{ state: RunState; summary: RegisterSummary; bytesWritten: number }> {
+async function carryOut(
+  ctx: ExecContext,
+  opts: RunOptions,
+  c: Carried,
+): Promise<{ state: RunState; summary: RegisterSummary; bytesWritten: number }> {
   const { store, clock, lease, registry, summary, state, defs, resuming } = c;
   lease.annotate({ run_id: state.run_id });
   const writer = store.runWriter(state.run_id, lease);
   try {
     // The registry names the run before the run exists: a crash in between leaves a name that
     // the next command drops, never a run that nobody folds back into the registry.
-    const withRun: Registry = { ...registry, active_runs: [...registry.active_runs.filter((r) => r !== state.run_id), state.run_id] };
+    const withRun: Registry = {
+      ...registry,
+      active_runs: [...registry.active_runs.filter((r) => r !== state.run_id), state.run_id],
+    };
     await store.saveRegistry(withRun, nowIso(clock), lease);
     if (resuming) await writer.reopen(state);
     else await writer.create(state);
@@ -171,27 +237,30 @@ async function carryOut(ctx: ExecContext, opts: RunOptions, c: Carried): Promise
     let began = false;
     try {
       result = await executeRun({
-      root: ctx.project.root,
-      writer,
-      logPath: (taskId) => store.logPath(state.run_id, taskId),
-      lease,
-      clock,
-      state,
-      defs,
-      doneBefore: (id) => registry.tasks[id]?.status === 'succeeded',
-      caps: { parallel: opts.parallel ?? ctx.project.config.exec.parallel, providers: ctx.project.config.exec.providers },
-      stop: opts.stop ?? new AbortController().signal,
-      runTimeoutMs: opts.runTimeoutMs,
-      killGraceMs: opts.killGraceMs,
-      runLogBytes: ctx.project.config.retention.runLogBytes,
-      env: ctx.env,
-      passEnv: ctx.project.config.passEnv,
-      onEvent: (e, s) => {
-        latest = s;
-        if (e.type === 'task-started') began = true;
-        opts.onEvent?.(e, s);
-      },
-    });
+        root: ctx.project.root,
+        writer,
+        logPath: (taskId) => store.logPath(state.run_id, taskId),
+        lease,
+        clock,
+        state,
+        defs,
+        doneBefore: (id) => registry.tasks[id]?.status === 'succeeded',
+        caps: {
+          parallel: opts.parallel ?? ctx.project.config.exec.parallel,
+          providers: ctx.project.config.exec.providers,
+        },
+        stop: opts.stop ?? new AbortController().signal,
+        runTimeoutMs: opts.runTimeoutMs,
+        killGraceMs: opts.killGraceMs,
+        runLogBytes: ctx.project.config.retention.runLogBytes,
+        env: ctx.env,
+        passEnv: ctx.project.config.passEnv,
+        onEvent: (e, s) => {
+          latest = s;
+          if (e.type === 'task-started') began = true;
+          opts.onEvent?.(e, s);
+        },
+      });
     } catch (err) {
       if (!(err instanceof StateIOError)) throw err;
       // SPEC §3: say what could not be written, and record the run as ABORTED if the state
@@ -207,7 +276,9 @@ async function carryOut(ctx: ExecContext, opts: RunOptions, c: Carried): Promise
       // nothing ran: 74, the work did not run; once a task has started, the run is a failed
       // one (ABORTED, exit 1), and the warning names what could not be written
       if (!began) throw err;
-      ctx.warn?.(`${err.message}: run ${state.run_id} was stopped part-way (ABORTED); what its tasks did is in its journal, and \`routinely exec resume\` runs the rest`);
+      ctx.warn?.(
+        `${err.message}: run ${state.run_id} was stopped part-way (ABORTED); what its tasks did is in its journal, and \`routinely exec resume\` runs the rest`,
+      );
       return { state: applyEvent(latest, event), summary, bytesWritten: writer.bytesWritten };
     }
     let fenced = result.stoppedBy === 'LOCK_LOST';
@@ -224,14 +295,22 @@ async function carryOut(ctx: ExecContext, opts: RunOptions, c: Carried): Promise
         // The work ran, and each task's result is in the run's journal: the run's own end could
         // not be written (its last journal line, or run.json, an index of the journal). Said, and
         // the run's exit code stands (SPEC §7: 74 is for work that did not run).
-        else if (err instanceof StateIOError) ctx.warn?.(`${err.message}: run ${state.run_id} ran (${finished.status}); its tasks' results are in its journal, and the rest of its record is brought up to date by the next command`);
+        else if (err instanceof StateIOError)
+          ctx.warn?.(
+            `${err.message}: run ${state.run_id} ran (${finished.status}); its tasks' results are in its journal, and the rest of its record is brought up to date by the next command`,
+          );
         else throw err;
       }
     }
     if (fenced) {
       // SPEC §4.3: record ABORTED / LOCK_LOST, write nothing else. The append carries our old
       // generation, so it can never override what a newer holder records for this run.
-      const lost: RunEvent = { ...event, status: 'ABORTED', why_code: 'LOCK_LOST', why: finalStatus(result.state, 'LOCK_LOST', lease.lost?.why).why };
+      const lost: RunEvent = {
+        ...event,
+        status: 'ABORTED',
+        why_code: 'LOCK_LOST',
+        why: finalStatus(result.state, 'LOCK_LOST', lease.lost?.why).why,
+      };
       const notStored = await writer.appendUnfenced(lost);
       // What we report is what the record says: a task whose result never reached it is run
       // again by resume, so it is not reported as done (SPEC §5: the record is the truth).
@@ -248,7 +327,9 @@ async function carryOut(ctx: ExecContext, opts: RunOptions, c: Carried): Promise
       // the registry is an index of the runs: the next command folds this one in (it is still
       // listed in active_runs); the run's own exit code stands
       if (!(err instanceof FencedError) && !(err instanceof StateIOError)) throw err;
-      ctx.warn?.(`run ${finished.run_id} is recorded, but the task registry was not updated (${err.message}); the next command does it`);
+      ctx.warn?.(
+        `run ${finished.run_id} is recorded, but the task registry was not updated (${err.message}); the next command does it`,
+      );
     }
     await pruneRuns(ctx, store, lease, new Set([finished.run_id, ...withRun.active_runs, ...provingRuns(folded)]));
     return { state: finished, summary, bytesWritten: writer.bytesWritten + bytes };
@@ -261,7 +342,9 @@ async function carryOut(ctx: ExecContext, opts: RunOptions, c: Carried): Promise
  * and rebuilt from the runs it is lost (SPEC §3), so each of these is kept, or a task that
  * succeeded would read as pending and run again. */
 function provingRuns(registry: Registry): string[] {
-  return Object.values(registry.tasks).filter((t) => t.status !== 'retired' && t.last_run_id !== null).map((t) => t.last_run_id!);
+  return Object.values(registry.tasks)
+    .filter((t) => t.status !== 'retired' && t.last_run_id !== null)
+    .map((t) => t.last_run_id!);
 }
 
 /** retention.execRuns: after a run is on record, the oldest finished runs past the newest
@@ -299,64 +382,122 @@ export type ResumeOutcome =
 
 const RESUMABLE = new Set(['INTERRUPTED', 'ABORTED']);
 
-export async function execResume(ctx: ExecContext, runId: string | undefined, opts: RunOptions = {}): Promise<ResumeOutcome> {
+export async function execResume(
+  ctx: ExecContext,
+  runId: string | undefined,
+  opts: RunOptions = {},
+): Promise<ResumeOutcome> {
   return withStore(ctx, (backend) => resumeWith({ ...ctx, backend }, runId, opts));
 }
 
-async function resumeWith(ctx: ExecContext & { backend: Backend }, runId: string | undefined, opts: RunOptions): Promise<ResumeOutcome> {
+async function resumeWith(
+  ctx: ExecContext & { backend: Backend },
+  runId: string | undefined,
+  opts: RunOptions,
+): Promise<ResumeOutcome> {
   if (runId !== undefined) {
-    if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
-    if ((await ctx.backend.exec.loadRun(runId)) === null) throw new NotFoundError(`no run ${runId} in ${ctx.backend.exec.location}`);
+    if (!isRunId(runId))
+      throw new NotFoundError(
+        `${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`,
+      );
+    if ((await ctx.backend.exec.loadRun(runId)) === null)
+      throw new NotFoundError(`no run ${runId} in ${ctx.backend.exec.location}`);
   }
   const defs = loadTaskDefinitions(ctx.project);
   let about: string | null = null;
-  const r = await withLock(ctx, 'exec resume', opts.routine, opts, async (lease, clock, store) => {
-    const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
-    const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store);
-    // (without RUN_ID the lock named the run that was newest before it was taken; another may
-    // have become it meanwhile: the heartbeat names the one resumed)
-    if (run && runId === undefined) lease.annotate({ run_id: run.run_id });
-    if (!run) return { kind: 'nothing' as const, ...(await nothingInterrupted(store)) };
-    if (run.status === 'SUCCEEDED') return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
-    if (run.status === 'RUNNING' && ownerAlive(run)) {
-      return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} is still running (pid ${run.owner.pid})` };
-    }
-    await lease.raiseGeneration(run.generation + 1);
-    const defById = new Map(defs.map((d) => [d.task.id, d.task]));
-    const reset: Record<string, string> = {};
-    const retired: string[] = [];
-    const doneSince: string[] = [];
-    for (const [id, t] of Object.entries(run.tasks)) {
-      if (t.status === 'succeeded') continue;
-      const def = defById.get(id);
-      if (!def) {
-        retired.push(id);
-        continue;
+  const r = await withLock(
+    ctx,
+    'exec resume',
+    opts.routine,
+    opts,
+    async (lease, clock, store) => {
+      const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
+      const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store);
+      // (without RUN_ID the lock named the run that was newest before it was taken; another may
+      // have become it meanwhile: the heartbeat names the one resumed)
+      if (run && runId === undefined) lease.annotate({ run_id: run.run_id });
+      if (!run) return { kind: 'nothing' as const, ...(await nothingInterrupted(store)) };
+      if (run.status === 'SUCCEEDED')
+        return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
+      if (run.status === 'RUNNING' && ownerAlive(run)) {
+        return {
+          kind: 'nothing' as const,
+          why: `nothing to resume: run ${run.run_id} is still running (pid ${run.owner.pid})`,
+        };
       }
-      // Succeeded since in a newer run (of a newer generation), unchanged: never run again.
-      const entry = registry.tasks[id];
-      if (entry?.status === 'succeeded' && entry.hash === taskHash(def) && (entry.generation ?? 0) > (t.gen ?? run.generation)) {
-        doneSince.push(id);
-        continue;
+      await lease.raiseGeneration(run.generation + 1);
+      const defById = new Map(defs.map((d) => [d.task.id, d.task]));
+      const reset: Record<string, string> = {};
+      const retired: string[] = [];
+      const doneSince: string[] = [];
+      for (const [id, t] of Object.entries(run.tasks)) {
+        if (t.status === 'succeeded') continue;
+        const def = defById.get(id);
+        if (!def) {
+          retired.push(id);
+          continue;
+        }
+        // Succeeded since in a newer run (of a newer generation), unchanged: never run again.
+        const entry = registry.tasks[id];
+        if (
+          entry?.status === 'succeeded' &&
+          entry.hash === taskHash(def) &&
+          (entry.generation ?? 0) > (t.gen ?? run.generation)
+        ) {
+          doneSince.push(id);
+          continue;
+        }
+        reset[id] = taskHash(def);
       }
-      reset[id] = taskHash(def);
-    }
-    if (Object.keys(reset).length === 0 && retired.length === 0) {
-      const where = [...new Set(doneSince.map((id) => registry.tasks[id]?.last_run_id).filter(Boolean))].join(', ');
-      return { kind: 'nothing' as const, why: `nothing to resume: the unfinished tasks of run ${run.run_id} (${doneSince.join(', ')}) have succeeded since${where ? ` (run ${where})` : ''}` };
-    }
-    let state = applyEvent(run, {
-      type: 'run-resumed', gen: lease.generation, at: nowIso(clock), lock_id: lease.lockId, owner: ownerOf(),
-      command: 'exec resume', routine: opts.routine ?? null, parallel: opts.parallel ?? ctx.project.config.exec.parallel, reset,
-    });
-    for (const id of retired) {
-      state = applyEvent(state, {
-        type: 'task-finished', gen: lease.generation, at: nowIso(clock), task: id, status: 'failed', exit_code: null, signal: null, duration_ms: null,
-        why_code: 'RETIRED', why: 'the task is no longer defined in the config', next: 'nothing to do, or define it again and resume',
+      if (Object.keys(reset).length === 0 && retired.length === 0) {
+        const where = [...new Set(doneSince.map((id) => registry.tasks[id]?.last_run_id).filter(Boolean))].join(', ');
+        return {
+          kind: 'nothing' as const,
+          why: `nothing to resume: the unfinished tasks of run ${run.run_id} (${doneSince.join(', ')}) have succeeded since${where ? ` (run ${where})` : ''}`,
+        };
+      }
+      let state = applyEvent(run, {
+        type: 'run-resumed',
+        gen: lease.generation,
+        at: nowIso(clock),
+        lock_id: lease.lockId,
+        owner: ownerOf(),
+        command: 'exec resume',
+        routine: opts.routine ?? null,
+        parallel: opts.parallel ?? ctx.project.config.exec.parallel,
+        reset,
       });
-    }
-    return { kind: 'run' as const, ...(await carryOut(ctx, opts, { store, clock, lease, registry, summary, state, defs: defById, resuming: true })) };
-  }, async (_clock, store) => (about = runId ?? (await findResumable(store))?.run_id ?? null));
+      for (const id of retired) {
+        state = applyEvent(state, {
+          type: 'task-finished',
+          gen: lease.generation,
+          at: nowIso(clock),
+          task: id,
+          status: 'failed',
+          exit_code: null,
+          signal: null,
+          duration_ms: null,
+          why_code: 'RETIRED',
+          why: 'the task is no longer defined in the config',
+          next: 'nothing to do, or define it again and resume',
+        });
+      }
+      return {
+        kind: 'run' as const,
+        ...(await carryOut(ctx, opts, {
+          store,
+          clock,
+          lease,
+          registry,
+          summary,
+          state,
+          defs: defById,
+          resuming: true,
+        })),
+      };
+    },
+    async (_clock, store) => (about = runId ?? (await findResumable(store))?.run_id ?? null),
+  );
   // the conflict's `next` resumes the run it was about, never "the newest" (another, later)
   if (r.kind === 'busy') return { kind: 'conflict', busy: r.busy, runId: about };
   if (r.value.kind === 'nothing') return r.value;
@@ -391,9 +532,15 @@ async function nothingInterrupted(store: ExecStore): Promise<{ why: string; next
   }
   if (run?.status !== 'FAILED') return { why: 'nothing to resume' };
   const c = summarize(run);
-  const counts = [c.failed ? `${c.failed} task${c.failed === 1 ? '' : 's'} failed` : null, c.skipped_dependency ? `${c.skipped_dependency} skipped` : null];
+  const counts = [
+    c.failed ? `${c.failed} task${c.failed === 1 ? '' : 's'} failed` : null,
+    c.skipped_dependency ? `${c.skipped_dependency} skipped` : null,
+  ];
   const next = `routinely exec resume ${run.run_id}`;
-  return { why: `nothing interrupted to resume; the newest run ${run.run_id} FAILED (${counts.filter(Boolean).join(', ')}); fix them and run: ${next}`, next };
+  return {
+    why: `nothing interrupted to resume; the newest run ${run.run_id} FAILED (${counts.filter(Boolean).join(', ')}); fix them and run: ${next}`,
+    next,
+  };
 }
 
 export async function resetTasks(ctx: ExecContext, ids: string[], policy: LockedPolicy) {
@@ -402,9 +549,9 @@ export async function resetTasks(ctx: ExecContext, ids: string[], policy: Locked
   return withLock(ctx, 'exec reset', null, policy, async (lease, clock, store) => {
     const { registry } = await prepareRegistry(ctx, store, clock, lease, defs);
     const tasks = { ...registry.tasks };
-    for (const id of ids) tasks[id] = { ...tasks[id]!, status: 'pending', updated_at: nowIso(clock), generation: lease.generation };
+    for (const id of ids)
+      tasks[id] = { ...tasks[id]!, status: 'pending', updated_at: nowIso(clock), generation: lease.generation };
     await store.saveRegistry({ ...registry, tasks }, nowIso(clock), lease);
     return ids;
   });
 }
-

@@ -6,27 +6,53 @@ import { emptyRegistry, syncRegistry, type Registry, type RegistryStatus } from 
 import type { SourcedTask } from './task-source.js';
 import { summarize, type RunEvent, type RunState, type RunStatus, type Why } from './run-state.js';
 
-export function finalStatus(state: RunState, stoppedBy: StopCause | null, lostWhy?: string): { status: RunStatus } & Partial<Why> {
+export function finalStatus(
+  state: RunState,
+  stoppedBy: StopCause | null,
+  lostWhy?: string,
+): { status: RunStatus } & Partial<Why> {
   const resume = `routinely exec resume ${state.run_id}`;
   switch (stoppedBy) {
     case 'LOCK_LOST':
-      return { status: 'ABORTED', why_code: 'LOCK_LOST', why: `the exec lock was lost${lostWhy ? `: ${lostWhy}` : ''}; its tasks were stopped`, next: resume };
+      return {
+        status: 'ABORTED',
+        why_code: 'LOCK_LOST',
+        why: `the exec lock was lost${lostWhy ? `: ${lostWhy}` : ''}; its tasks were stopped`,
+        next: resume,
+      };
     case 'RUN_TIMEOUT':
-      return { status: 'ABORTED', why_code: 'RUN_TIMEOUT', why: 'the run exceeded its timeout; its tasks were stopped', next: resume };
+      return {
+        status: 'ABORTED',
+        why_code: 'RUN_TIMEOUT',
+        why: 'the run exceeded its timeout; its tasks were stopped',
+        next: resume,
+      };
     case 'INTERRUPTED':
-      return { status: 'INTERRUPTED', why_code: 'INTERRUPTED', why: 'stopped by a signal; unfinished tasks were stopped', next: resume };
+      return {
+        status: 'INTERRUPTED',
+        why_code: 'INTERRUPTED',
+        why: 'stopped by a signal; unfinished tasks were stopped',
+        next: resume,
+      };
     case 'STATE_ERROR':
       // out of descriptors is no disk problem: the next step says what helps
       return {
-        status: 'ABORTED', why_code: 'STATE_WRITE_FAILED', why: `run state could not be written${lostWhy ? ` (${lostWhy})` : ''}; unfinished tasks were stopped`,
-        next: /too many open files/.test(lostWhy ?? '') ? `raise the open-file limit (ulimit -n) or lower --parallel, then: ${resume}` : `free space or fix the state folder, then: ${resume}`,
+        status: 'ABORTED',
+        why_code: 'STATE_WRITE_FAILED',
+        why: `run state could not be written${lostWhy ? ` (${lostWhy})` : ''}; unfinished tasks were stopped`,
+        next: /too many open files/.test(lostWhy ?? '')
+          ? `raise the open-file limit (ulimit -n) or lower --parallel, then: ${resume}`
+          : `free space or fix the state folder, then: ${resume}`,
       };
   }
   const failed = Object.entries(state.tasks).filter(([, t]) => t.status === 'failed');
   const skipped = Object.entries(state.tasks).filter(([, t]) => t.status === 'skipped_dependency');
   if (failed.length === 0 && skipped.length === 0) return { status: 'SUCCEEDED' };
   const counts = summarize(state);
-  const names = failed.map(([id, t]) => `${id} (${t.why_code === 'TASK_TIMEOUT' ? 'timeout' : t.exit_code !== null ? `exit ${t.exit_code}` : (t.why_code ?? 'failed').toLowerCase()})`);
+  const names = failed.map(
+    ([id, t]) =>
+      `${id} (${t.why_code === 'TASK_TIMEOUT' ? 'timeout' : t.exit_code !== null ? `exit ${t.exit_code}` : (t.why_code ?? 'failed').toLowerCase()})`,
+  );
   const first = failed[0]?.[1];
   return {
     status: 'FAILED',
@@ -41,7 +67,9 @@ const showStep = (runId: string): string => `routinely exec show ${runId} (logs 
 /** A run's `next` as `exec show` of that same run prints it: without the advice to run it. */
 export function nextBesideShow(runId: string, next: string): string {
   const step = showStep(runId);
-  return next.startsWith(step) ? `fix the failed tasks (logs below), then: ${next.slice(step.length + 'fix, then: '.length)}` : next;
+  return next.startsWith(step)
+    ? `fix the failed tasks (logs below), then: ${next.slice(step.length + 'fix, then: '.length)}`
+    : next;
 }
 
 /** When this attempt of the run began: its latest resume, else its creation. */
@@ -61,12 +89,20 @@ export function foldRun(registry: Registry, run: RunState, now: string): Registr
     const gen = t.gen ?? run.generation;
     if (entry.generation !== undefined && gen < entry.generation) continue;
     let status: RegistryStatus;
-    if (t.status === 'running' || t.status === 'interrupted' || (t.status === 'pending' && unfinished)) status = 'interrupted';
+    if (t.status === 'running' || t.status === 'interrupted' || (t.status === 'pending' && unfinished))
+      status = 'interrupted';
     else if (t.status === 'pending') continue;
     else status = t.status;
     // An interrupted attempt does not undo a success of the same generation folded before.
     if (status === 'interrupted' && entry.status === 'succeeded' && entry.generation === gen) continue;
-    tasks[id] = { ...entry, status, updated_at: now, last_run_id: run.run_id, last_exit_code: t.exit_code, generation: gen };
+    tasks[id] = {
+      ...entry,
+      status,
+      updated_at: now,
+      last_run_id: run.run_id,
+      last_exit_code: t.exit_code,
+      generation: gen,
+    };
   }
   return { ...registry, tasks, active_runs: registry.active_runs.filter((r) => r !== run.run_id) };
 }
@@ -103,14 +139,17 @@ export function asRecorded(state: RunState, unrecorded: readonly RunEvent[], not
     const t = tasks[e.type === 'task-finished' ? e.task : ''];
     if (e.type !== 'task-finished' || !t || t.status !== e.status) continue;
     tasks[e.task] = {
-      ...t, status: 'interrupted', why_code: 'NOT_RECORDED',
+      ...t,
+      status: 'interrupted',
+      why_code: 'NOT_RECORDED',
       why: `${e.status}, but the result could not be recorded (${because})`,
       next: `routinely exec resume ${state.run_id} will run it again`,
     };
   }
   if (notStored === null) return { ...state, tasks };
   return {
-    ...state, tasks,
+    ...state,
+    tasks,
     why: `${state.why ?? state.status}; this could not be recorded (${notStored}), so the run reads as interrupted until resumed`,
   };
 }

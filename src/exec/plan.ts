@@ -61,7 +61,9 @@ export function blockedTasks(
       if (status.get(t.id) !== 'pending' || blocked.has(t.id)) continue;
       for (const d of t.dependsOn) {
         const s = status.get(d);
-        const dead = blocked.has(d) || (s === undefined ? !doneBefore(d) : s === 'failed' || s === 'skipped_dependency' || s === 'interrupted');
+        const dead =
+          blocked.has(d) ||
+          (s === undefined ? !doneBefore(d) : s === 'failed' || s === 'skipped_dependency' || s === 'interrupted');
         if (dead) {
           blocked.set(t.id, d);
           grew = true;

@@ -1,6 +1,8 @@
 // Running one command (as execa does it): one result type for every outcome, the
 // reason a process ended recorded before it is killed, each child in its own process group
 // (a new session) so a timeout or a stop reaches its grandchildren too.
+// (Over 300 lines: spawn, output capture, time-outs and the kill of the group share one child's
+// state.)
 
 import type { StdioOptions } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -67,7 +69,9 @@ export function commandEnv(base: NodeJS.ProcessEnv, passEnv: readonly string[]):
 
 /** The commands' environment per config, copied from `base` once for each (a reload may change
  * passEnv). */
-export function commandEnvOf(base: NodeJS.ProcessEnv): (p: { config: { passEnv: readonly string[] } }) => NodeJS.ProcessEnv {
+export function commandEnvOf(
+  base: NodeJS.ProcessEnv,
+): (p: { config: { passEnv: readonly string[] } }) => NodeJS.ProcessEnv {
   const envFor = new WeakMap<object, NodeJS.ProcessEnv>();
   return (p) => {
     let env = envFor.get(p);
@@ -156,13 +160,18 @@ export function leftoverMessage(n: number, what = "the command's group"): string
 // node:child_process (with node:net and the stream machinery) only once something is spawned:
 // `lock status` and the other short commands that share this module never pay for it.
 const lazyRequire = createRequire(import.meta.url);
-function spawn(file: string, args: readonly string[], options: import('node:child_process').SpawnOptions): import('node:child_process').ChildProcess {
+function spawn(
+  file: string,
+  args: readonly string[],
+  options: import('node:child_process').SpawnOptions,
+): import('node:child_process').ChildProcess {
   return (lazyRequire('node:child_process') as typeof import('node:child_process')).spawn(file, args, options);
 }
 
 export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
   const started = performance.now();
-  const grace = (): number => (typeof spec.killGraceMs === 'function' ? spec.killGraceMs() : (spec.killGraceMs ?? 5000));
+  const grace = (): number =>
+    typeof spec.killGraceMs === 'function' ? spec.killGraceMs() : (spec.killGraceMs ?? 5000);
   return new Promise((resolve) => {
     let reason: EndReason = 'exited';
     let done = false;
@@ -172,7 +181,9 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     const capped = out ? new CappedOutput(out.fd, out.capBytes) : null;
     // With `output`, stderr joins stdout in the shell; what the shell says before that (a syntax
     // error on the first line) goes to the log directly, or through its own pipe to be echoed.
-    const stdio: StdioOptions = out ? ['ignore', 'pipe', spec.shell && !spec.onOutput ? out.fd : 'pipe'] : (spec.stdio ?? 'inherit');
+    const stdio: StdioOptions = out
+      ? ['ignore', 'pipe', spec.shell && !spec.onOutput ? out.fd : 'pipe']
+      : (spec.stdio ?? 'inherit');
     const file = out && spec.shell ? `exec 2>&1; ${spec.file}` : spec.file;
     const program = spec.shell ? '/bin/sh' : spec.file;
     // Out of descriptors or processes (EMFILE, ENFILE, EAGAIN, ENOMEM), spawn throws, or returns
@@ -184,7 +195,17 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
         ? spawn('/bin/sh', ['-c', file], { cwd: spec.cwd, env: spec.env, stdio, detached: true })
         : spawn(file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
     } catch (err) {
-      resolve({ exitCode: 127, signal: null, error: `${program}: ${systemMessage(err as Error)}`, reason: 'spawn-error', timedOut: false, canceled: false, durationMs: performance.now() - started, pid: null, ...(capped ? { endOutput: async () => capped.end() } : {}) });
+      resolve({
+        exitCode: 127,
+        signal: null,
+        error: `${program}: ${systemMessage(err as Error)}`,
+        reason: 'spawn-error',
+        timedOut: false,
+        canceled: false,
+        durationMs: performance.now() - started,
+        pid: null,
+        ...(capped ? { endOutput: async () => capped.end() } : {}),
+      });
       return;
     }
     const pid = child.pid ?? null;
@@ -192,13 +213,17 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     child.once('error', (err) => {
       if (pid === null) spawnError = err;
     });
-    const streams = (pid === null ? [] : [child.stdout, child.stderr]).filter((s): s is NonNullable<typeof s> => s != null);
+    const streams = (pid === null ? [] : [child.stdout, child.stderr]).filter(
+      (s): s is NonNullable<typeof s> => s != null,
+    );
     const onChunk = (chunk: Buffer): void => {
       capped?.write(chunk);
       spec.onOutput?.(chunk);
     };
     for (const s of streams) s.on('data', onChunk);
-    const closed = Promise.all(streams.map((s) => new Promise<void>((r) => (s.closed ? r() : s.once('close', () => r())))));
+    const closed = Promise.all(
+      streams.map((s) => new Promise<void>((r) => (s.closed ? r() : s.once('close', () => r())))),
+    );
     const endOutput = capped
       ? async (waitMs = 1000): Promise<number> => {
           let timer: NodeJS.Timeout | undefined;
@@ -266,10 +291,19 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
  * "No such file or directory"), not Node's `spawn x ENOENT`. */
 export function systemMessage(err: Error): string {
   const WORDS: Record<string, string> = {
-    ENOENT: 'No such file or directory', EACCES: 'Permission denied', EPERM: 'Operation not permitted', ENOEXEC: 'Exec format error',
-    ENOTDIR: 'Not a directory', E2BIG: 'Argument list too long', ELOOP: 'Too many levels of symbolic links', EISDIR: 'Is a directory',
+    ENOENT: 'No such file or directory',
+    EACCES: 'Permission denied',
+    EPERM: 'Operation not permitted',
+    ENOEXEC: 'Exec format error',
+    ENOTDIR: 'Not a directory',
+    E2BIG: 'Argument list too long',
+    ELOOP: 'Too many levels of symbolic links',
+    EISDIR: 'Is a directory',
     // out of a resource: the code too, so a scheduler can say it once per cause
-    EMFILE: 'Too many open files (EMFILE)', ENFILE: 'Too many open files in system (ENFILE)', EAGAIN: 'Resource temporarily unavailable (EAGAIN)', ENOMEM: 'Cannot allocate memory (ENOMEM)',
+    EMFILE: 'Too many open files (EMFILE)',
+    ENFILE: 'Too many open files in system (ENFILE)',
+    EAGAIN: 'Resource temporarily unavailable (EAGAIN)',
+    ENOMEM: 'Cannot allocate memory (ENOMEM)',
   };
   const code = (err as NodeJS.ErrnoException).code;
   return (code && WORDS[code]) ?? err.message;

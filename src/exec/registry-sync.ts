@@ -39,13 +39,22 @@ async function allRuns(store: ExecStore, warn: (m: string) => void): Promise<Run
 /** The registry; a missing or corrupt one is rebuilt from the runs, never taken for "nothing
  * ever ran" (SPEC §3). `write`: under the exec lock, about to save it (a corrupt file is moved
  * aside); else a read-only view (nothing is moved or written). */
-export async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: SourcedTask[], write: boolean, clock: Clock = ctx.clock ?? systemClock): Promise<{ registry: Registry; rebuilt: boolean }> {
+export async function currentRegistry(
+  ctx: ExecContext,
+  store: ExecStore,
+  defs: SourcedTask[],
+  write: boolean,
+  clock: Clock = ctx.clock ?? systemClock,
+): Promise<{ registry: Registry; rebuilt: boolean }> {
   const warn = ctx.warn ?? (() => {});
   const read = await store.loadRegistry({ write });
   if (read.kind === 'ok') return { registry: read.registry, rebuilt: false };
   const runs = await allRuns(store, warn);
   if (read.kind === 'missing' && runs.length === 0) return { registry: emptyRegistry(), rebuilt: false };
-  const how = read.kind === 'missing' ? 'is missing' : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
+  const how =
+    read.kind === 'missing'
+      ? 'is missing'
+      : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
   warn(`${store.registryLocation} ${how}; rebuilt from ${runs.length} run${runs.length === 1 ? '' : 's'}`);
   const registry = rebuildRegistry(runs, defs, nowIso(clock));
   // A run still RUNNING is either someone's live run (a read-only view) or a dead holder's (we
@@ -55,7 +64,14 @@ export async function currentRegistry(ctx: ExecContext, store: ExecStore, defs: 
 }
 
 /** Under the lock: fold runs left unfinished by dead holders, then sync with the definitions. */
-export async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock: Clock, lease: Lease, defs: SourcedTask[], currentRun?: string) {
+export async function prepareRegistry(
+  ctx: ExecContext,
+  store: ExecStore,
+  clock: Clock,
+  lease: Lease,
+  defs: SourcedTask[],
+  currentRun?: string,
+) {
   const warn = ctx.warn ?? (() => {});
   let { registry, rebuilt } = await currentRegistry(ctx, store, defs, true, clock);
   await lease.raiseGeneration((registry.generation ?? 0) + 1);
@@ -86,7 +102,12 @@ export async function prepareRegistry(ctx: ExecContext, store: ExecStore, clock:
   if (dirty || sync.added.length || sync.changed.length || sync.retired.length) {
     await store.saveRegistry(sync.registry, nowIso(clock), lease);
   }
-  const summary: RegisterSummary = { added: sync.added, changed: sync.changed, retired: sync.retired, total: defs.length };
+  const summary: RegisterSummary = {
+    added: sync.added,
+    changed: sync.changed,
+    retired: sync.retired,
+    total: defs.length,
+  };
   return { registry: sync.registry, summary };
 }
 
@@ -102,7 +123,11 @@ export function ownerAlive(run: RunState): boolean {
 
 async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, clock: Clock): Promise<RunState> {
   const event: RunEvent = {
-    type: 'run-finished', gen: lease.generation, at: nowIso(clock), status: 'INTERRUPTED', why_code: 'OWNER_DEAD',
+    type: 'run-finished',
+    gen: lease.generation,
+    at: nowIso(clock),
+    status: 'INTERRUPTED',
+    why_code: 'OWNER_DEAD',
     why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
     next: `routinely exec resume ${run.run_id}`,
   };
@@ -121,7 +146,9 @@ async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, cloc
 export function selectTasks(registry: Registry, named: string[] | undefined): string[] {
   const entries = Object.values(registry.tasks).filter((e) => e.status !== 'retired');
   if (named && named.length > 0) return named;
-  const chosen = new Set(entries.filter((e) => e.status === 'pending' || e.status === 'skipped_dependency').map((e) => e.id));
+  const chosen = new Set(
+    entries.filter((e) => e.status === 'pending' || e.status === 'skipped_dependency').map((e) => e.id),
+  );
   let changed = true;
   while (changed) {
     changed = false;
@@ -142,11 +169,18 @@ export function nothingToRunWhy(registry: Registry): string {
   const entries = Object.values(registry.tasks).filter((e) => e.status !== 'retired');
   if (entries.length === 0) return 'nothing to run: the config has no tasks (exec.tasks, exec.taskDirs)';
   const count = (s: string): number => entries.filter((e) => e.status === s).length;
-  const WORDS: [string, string][] = [['succeeded', 'succeeded'], ['failed', 'failed'], ['skipped_dependency', 'waiting for a failed dependency'], ['interrupted', 'interrupted'], ['running', 'running'], ['pending', 'pending behind those']];
+  const WORDS: [string, string][] = [
+    ['succeeded', 'succeeded'],
+    ['failed', 'failed'],
+    ['skipped_dependency', 'waiting for a failed dependency'],
+    ['interrupted', 'interrupted'],
+    ['running', 'running'],
+    ['pending', 'pending behind those'],
+  ];
   const parts = WORDS.filter(([s]) => count(s) > 0).map(([s, w]) => `${count(s)} ${w}`);
   const hints: string[] = [];
-  if (count('failed') + count('skipped_dependency') + count('interrupted') > 0) hints.push('routinely exec resume retries the failed and interrupted tasks of their run');
+  if (count('failed') + count('skipped_dependency') + count('interrupted') > 0)
+    hints.push('routinely exec resume retries the failed and interrupted tasks of their run');
   hints.push(`routinely exec reset TASK… sets tasks back to pending for the next exec run`);
   return `nothing to run: ${entries.length === count('succeeded') ? `all ${entries.length} task${entries.length === 1 ? '' : 's'} succeeded` : parts.join(', ')}\n  ${hints.join('\n  ')}`;
 }
-

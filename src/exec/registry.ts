@@ -16,7 +16,14 @@ export type RegistryRead =
   | { kind: 'missing' }
   | { kind: 'corrupt'; problem: string; movedTo: string | null };
 
-export const TASK_STATUSES = ['pending', 'running', 'succeeded', 'failed', 'skipped_dependency', 'interrupted'] as const;
+export const TASK_STATUSES = [
+  'pending',
+  'running',
+  'succeeded',
+  'failed',
+  'skipped_dependency',
+  'interrupted',
+] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 export type RegistryStatus = TaskStatus | 'retired';
 
@@ -52,11 +59,18 @@ export const emptyRegistry = (): Registry => ({ version: 1, updated_at: null, ac
 export function taskHash(def: TaskDef): string {
   const canonical = (v: unknown): unknown =>
     v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+        )
       : Array.isArray(v)
         ? v.map(canonical)
         : v;
-  return createHash('sha256').update(JSON.stringify(canonical(def))).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(def)))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export interface SyncResult {
@@ -69,7 +83,12 @@ export interface SyncResult {
 /** Pure: new → pending, changed definition → pending, unchanged keep their status, removed →
  * retired (a retired task that comes back counts as new). `generation`: the lock generation
  * making the change (statuses it sets are not replaced by older runs). */
-export function syncRegistry(current: Registry, defs: readonly SourcedTask[], now: string, generation?: number): SyncResult {
+export function syncRegistry(
+  current: Registry,
+  defs: readonly SourcedTask[],
+  now: string,
+  generation?: number,
+): SyncResult {
   const gen = generation !== undefined ? { generation } : {};
   const tasks: Record<string, RegistryEntry> = { ...current.tasks };
   const added: string[] = [];
@@ -83,8 +102,16 @@ export function syncRegistry(current: Registry, defs: readonly SourcedTask[], no
     if (!prior || prior.status === 'retired') {
       added.push(task.id);
       tasks[task.id] = {
-        id: task.id, hash, source, definition: task, status: 'pending', registered_at: now, updated_at: now,
-        last_run_id: prior?.last_run_id ?? null, last_exit_code: null, ...gen,
+        id: task.id,
+        hash,
+        source,
+        definition: task,
+        status: 'pending',
+        registered_at: now,
+        updated_at: now,
+        last_run_id: prior?.last_run_id ?? null,
+        last_exit_code: null,
+        ...gen,
       };
     } else if (prior.hash !== hash) {
       changed.push(task.id);
@@ -113,7 +140,10 @@ export function checkRegistry(v: unknown): Registry | string {
     }
   }
   return {
-    version: 1, updated_at: r.updated_at ?? null, active_runs: Array.isArray(r.active_runs) ? r.active_runs : [], tasks: r.tasks,
+    version: 1,
+    updated_at: r.updated_at ?? null,
+    active_runs: Array.isArray(r.active_runs) ? r.active_runs : [],
+    tasks: r.tasks,
     ...(typeof r.generation === 'number' ? { generation: r.generation } : {}),
   };
 }

@@ -12,7 +12,8 @@ import { summarize, type RunEvent, type RunState } from './run-state.js';
 export type Painter = (text: string, colour: 'green' | 'yellow' | 'red') => string;
 const plain: Painter = (text) => text;
 
-export const registerLine = (s: RegisterSummary): string => `${s.added.length} new, ${s.changed.length} changed, ${s.retired.length} retired`;
+export const registerLine = (s: RegisterSummary): string =>
+  `${s.added.length} new, ${s.changed.length} changed, ${s.retired.length} retired`;
 
 export function runHeader(state: RunState): string {
   const n = Object.keys(state.tasks).length;
@@ -47,7 +48,9 @@ export function runSummary(state: RunState, paint: Painter = plain): string[] {
   if (c.interrupted) parts.push(`${c.interrupted} interrupted`);
   if (c.pending) parts.push(`${c.pending} not started`);
   // A resumed run reports this attempt's time, not the time since the run was first created.
-  const took = state.finished_at ? ` in ${humanDuration(Date.parse(state.finished_at) - Date.parse(attemptStart(state)))}` : '';
+  const took = state.finished_at
+    ? ` in ${humanDuration(Date.parse(state.finished_at) - Date.parse(attemptStart(state)))}`
+    : '';
   const statusColour = state.status === 'SUCCEEDED' ? 'green' : state.status === 'INTERRUPTED' ? 'yellow' : 'red';
   const attempt = state.attempt > 1 ? ` (resume, attempt ${state.attempt})` : '';
   const lines = [`run ${state.run_id} ${paint(state.status, statusColour)}${attempt}: ${parts.join(', ')}${took}`];

@@ -6,6 +6,7 @@
 // state (fencing, SPEC §4.7).
 
 import { TASK_STATUSES, type TaskStatus } from './registry.js';
+import type { ProcessIdentity } from '../process/identity.js';
 
 export const RUN_STATUSES = ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'INTERRUPTED'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -53,14 +54,6 @@ export interface TaskRun extends Partial<Why> {
   gen?: number;
 }
 
-export interface RunOwner {
-  pid: number;
-  host: string;
-  boot_id: string | null;
-  start_time: string | null;
-  pid_ns?: string | null;
-}
-
 export interface RunState extends Partial<Why> {
   version: 1;
   run_id: string;
@@ -70,7 +63,7 @@ export interface RunState extends Partial<Why> {
   /** Lock generation of the newest writer (fencing token). */
   generation: number;
   lock_id: string;
-  owner: RunOwner;
+  owner: ProcessIdentity;
   /** 1 for the first execution, +1 per resume. */
   attempt: number;
   parallel: number;
@@ -106,7 +99,7 @@ export type RunEvent =
   | (EventBase & {
       type: 'run-resumed';
       lock_id: string;
-      owner: RunOwner;
+      owner: ProcessIdentity;
       command: string;
       routine: string | null;
       parallel: number;
@@ -125,9 +118,11 @@ const intOrNull = (v: unknown): boolean => v === null || v === undefined || Numb
  * make a run look alive for ever (and name every process to signal). */
 export function ownerProblem(o: unknown): string | null {
   if (!o || typeof o !== 'object') return 'malformed owner';
-  const w = o as Partial<RunOwner>;
-  if (!Number.isSafeInteger(w.pid) || (w.pid as number) <= 1 || (w.pid as number) > 4_194_304) return `owner pid ${JSON.stringify(w.pid)} is not a process id above 1`;
-  if (!str(w.host, 255) || !strOrNull(w.boot_id, 128) || !strOrNull(w.start_time, 64) || !strOrNull(w.pid_ns, 128)) return 'malformed owner';
+  const w = o as Partial<ProcessIdentity>;
+  if (!Number.isSafeInteger(w.pid) || (w.pid as number) <= 1 || (w.pid as number) > 4_194_304)
+    return `owner pid ${JSON.stringify(w.pid)} is not a process id above 1`;
+  if (!str(w.host, 255) || !strOrNull(w.boot_id, 128) || !strOrNull(w.start_time, 64) || !strOrNull(w.pid_ns, 128))
+    return 'malformed owner';
   return null;
 }
 
@@ -137,7 +132,8 @@ export function checkEvent(v: unknown): RunEvent | string {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return 'not an object';
   const e = v as Record<string, unknown>;
   if (!Number.isSafeInteger(e.gen) || (e.gen as number) < 0 || !str(e.at, 64)) return 'malformed gen or at';
-  const why = (): string | null => (strOrNull(e.why_code, 64) && strOrNull(e.why) && strOrNull(e.next) ? null : 'malformed why');
+  const why = (): string | null =>
+    strOrNull(e.why_code, 64) && strOrNull(e.why) && strOrNull(e.next) ? null : 'malformed why';
   switch (e.type) {
     case 'run-created':
       return e.state && typeof e.state === 'object' ? (v as RunEvent) : 'malformed state';
@@ -145,18 +141,32 @@ export function checkEvent(v: unknown): RunEvent | string {
       return str(e.task) && EVENT_TASK_ID.test(e.task) ? (v as RunEvent) : 'malformed task id';
     case 'task-finished':
       if (!str(e.task) || !EVENT_TASK_ID.test(e.task)) return 'malformed task id';
-      if (!(TASK_STATUSES as readonly unknown[]).includes(e.status)) return `unknown task status ${JSON.stringify(e.status)}`;
-      if (!intOrNull(e.exit_code) || !strOrNull(e.signal, 32) || !intOrNull(e.duration_ms) || !intOrNull(e.output_cut_bytes)) return 'malformed task result';
+      if (!(TASK_STATUSES as readonly unknown[]).includes(e.status))
+        return `unknown task status ${JSON.stringify(e.status)}`;
+      if (
+        !intOrNull(e.exit_code) ||
+        !strOrNull(e.signal, 32) ||
+        !intOrNull(e.duration_ms) ||
+        !intOrNull(e.output_cut_bytes)
+      )
+        return 'malformed task result';
       return why() ?? (v as RunEvent);
     case 'run-finished':
-      if (!(RUN_STATUSES as readonly unknown[]).includes(e.status)) return `unknown run status ${JSON.stringify(e.status)}`;
+      if (!(RUN_STATUSES as readonly unknown[]).includes(e.status))
+        return `unknown run status ${JSON.stringify(e.status)}`;
       return why() ?? (v as RunEvent);
     case 'run-resumed': {
       if (!str(e.lock_id) || !LOCK_ID.test(e.lock_id)) return 'lock_id is not 32 hex digits';
       const owner = ownerProblem(e.owner);
       if (owner) return owner;
-      if (!str(e.command, 4096) || !strOrNull(e.routine, 128) || !Number.isSafeInteger(e.parallel)) return 'malformed command, routine or parallel';
-      if (!e.reset || typeof e.reset !== 'object' || Object.entries(e.reset).some(([k, h]) => !EVENT_TASK_ID.test(k) || !str(h, 128))) return 'malformed reset';
+      if (!str(e.command, 4096) || !strOrNull(e.routine, 128) || !Number.isSafeInteger(e.parallel))
+        return 'malformed command, routine or parallel';
+      if (
+        !e.reset ||
+        typeof e.reset !== 'object' ||
+        Object.entries(e.reset).some(([k, h]) => !EVENT_TASK_ID.test(k) || !str(h, 128))
+      )
+        return 'malformed reset';
       return v as RunEvent;
     }
     default:
@@ -192,8 +202,17 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
       const t = state.tasks[ev.task];
       if (!t) return;
       state.tasks[ev.task] = {
-        status: 'running', provider: t.provider, attempts: t.attempts + 1, started_at: ev.at, finished_at: null,
-        duration_ms: null, exit_code: null, signal: null, log: t.log, hash: t.hash, gen: ev.gen,
+        status: 'running',
+        provider: t.provider,
+        attempts: t.attempts + 1,
+        started_at: ev.at,
+        finished_at: null,
+        duration_ms: null,
+        exit_code: null,
+        signal: null,
+        log: t.log,
+        hash: t.hash,
+        gen: ev.gen,
       };
       return;
     }
@@ -201,8 +220,17 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
       const t = state.tasks[ev.task];
       if (!t) return;
       const finished: TaskRun = {
-        status: ev.status, provider: t.provider, attempts: t.attempts, started_at: t.started_at, finished_at: ev.at,
-        duration_ms: ev.duration_ms, exit_code: ev.exit_code, signal: ev.signal, log: t.log, hash: t.hash, gen: ev.gen,
+        status: ev.status,
+        provider: t.provider,
+        attempts: t.attempts,
+        started_at: t.started_at,
+        finished_at: ev.at,
+        duration_ms: ev.duration_ms,
+        exit_code: ev.exit_code,
+        signal: ev.signal,
+        log: t.log,
+        hash: t.hash,
+        gen: ev.gen,
         ...(ev.output_cut_bytes ? { output_cut_bytes: ev.output_cut_bytes } : {}),
       };
       setWhy(finished, ev);
@@ -211,7 +239,8 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
     }
     case 'run-finished': {
       // A task still running when its run ended was cut off with it.
-      for (const [id, t] of Object.entries(state.tasks)) if (t.status === 'running') state.tasks[id] = { ...t, status: 'interrupted', gen: ev.gen };
+      for (const [id, t] of Object.entries(state.tasks))
+        if (t.status === 'running') state.tasks[id] = { ...t, status: 'interrupted', gen: ev.gen };
       state.status = ev.status;
       state.finished_at = ev.at;
       setWhy(state, ev);
@@ -220,11 +249,31 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
     case 'run-resumed': {
       for (const [id, hash] of Object.entries(ev.reset)) {
         const t = state.tasks[id];
-        if (t) state.tasks[id] = { status: 'pending', provider: t.provider, attempts: t.attempts, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: t.log, hash, gen: ev.gen };
+        if (t)
+          state.tasks[id] = {
+            status: 'pending',
+            provider: t.provider,
+            attempts: t.attempts,
+            started_at: null,
+            finished_at: null,
+            duration_ms: null,
+            exit_code: null,
+            signal: null,
+            log: t.log,
+            hash,
+            gen: ev.gen,
+          };
       }
       Object.assign(state, {
-        status: 'RUNNING', lock_id: ev.lock_id, owner: ev.owner, command: ev.command, routine: ev.routine,
-        parallel: ev.parallel, attempt: state.attempt + 1, resumed_at: ev.at, finished_at: null,
+        status: 'RUNNING',
+        lock_id: ev.lock_id,
+        owner: ev.owner,
+        command: ev.command,
+        routine: ev.routine,
+        parallel: ev.parallel,
+        attempt: state.attempt + 1,
+        resumed_at: ev.at,
+        finished_at: null,
       });
       setWhy(state, {});
       return;
@@ -240,4 +289,3 @@ export function summarize(state: RunState): Record<TaskStatus, number> & { total
   }
   return counts;
 }
-

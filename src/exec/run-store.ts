@@ -1,6 +1,8 @@
 // Run folders: `exec/runs/<run-id>/run.json` (snapshot), `journal.jsonl` (appended events) and
 // one `<task-id>.log` per task. Run ids come from users (`exec show`, `exec resume`): they are
 // checked against `^r-[A-Za-z0-9-]+$` before they ever become a path.
+// (Over 300 lines: a run folder's snapshot, journal and logs, each read and written through the
+// same checked paths and the writer's fence.)
 
 import { join } from 'node:path';
 import { NotFoundError, StateIOError, UnsafePathError, stateWriteError } from '../errors.js';
@@ -9,7 +11,14 @@ import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
 import { closeFd, fdSize, makeFolder } from '../fs/ops.js';
 import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';
-import { RUN_STATUSES, applyEventInPlace, checkEvent, ownerProblem, type RunEvent, type RunState } from './run-state.js';
+import {
+  RUN_STATUSES,
+  applyEventInPlace,
+  checkEvent,
+  ownerProblem,
+  type RunEvent,
+  type RunState,
+} from './run-state.js';
 import { isRunId } from '../run-id.js';
 import { type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
@@ -25,7 +34,10 @@ interface Snapshot extends RunState {
 }
 
 export function runDir(runsDir: string, runId: string): string {
-  if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
+  if (!isRunId(runId))
+    throw new NotFoundError(
+      `${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`,
+    );
   return join(runsDir, runId);
 }
 
@@ -35,7 +47,7 @@ export function runDir(runsDir: string, runId: string): string {
 export function listRunIds(runsDir: string): string[] {
   const ids = namesIn(runsDir).filter(isRunId).sort().reverse();
   const second = (id: string): string => id.slice(0, id.lastIndexOf('-'));
-  for (let i = 0; i < ids.length; ) {
+  for (let i = 0; i < ids.length;) {
     let j = i + 1;
     while (j < ids.length && second(ids[j]!) === second(ids[i]!)) j++;
     if (j - i > 1) {
@@ -64,16 +76,26 @@ export function checkSnapshot(v: unknown, runId: string): Snapshot | string {
   if (s.version !== 1 || typeof s.run_id !== 'string') return 'not a run snapshot';
   if (s.run_id !== runId) return `it names run ${JSON.stringify(s.run_id)}, not ${runId}`;
   if (!RUN_STATUSES.includes(s.status as never)) return `unknown status ${JSON.stringify(s.status)}`;
-  if (!s.tasks || typeof s.tasks !== 'object' || !Number.isSafeInteger(s.generation)) return 'malformed tasks or generation';
+  if (!s.tasks || typeof s.tasks !== 'object' || !Number.isSafeInteger(s.generation))
+    return 'malformed tasks or generation';
   for (const [id, t] of Object.entries(s.tasks)) {
     if (!TASK_ID.test(id) || id.includes('..')) return `task id ${JSON.stringify(id)} is not a task id`;
-    if (!t || typeof t !== 'object' || !(TASK_STATUSES as readonly unknown[]).includes((t as { status?: unknown }).status)) return `task ${JSON.stringify(id)} is malformed`;
+    if (
+      !t ||
+      typeof t !== 'object' ||
+      !(TASK_STATUSES as readonly unknown[]).includes((t as { status?: unknown }).status)
+    )
+      return `task ${JSON.stringify(id)} is malformed`;
   }
   const owner = ownerProblem(s.owner);
   if (owner) return owner;
   if (typeof s.lock_id !== 'string' || !/^[0-9a-f]{32}$/.test(s.lock_id)) return 'its lock_id is not 32 hex digits';
   if (typeof s.command !== 'string' || s.command.length > 4096) return 'malformed command';
-  return { ...(s as Snapshot), journal_offset: Number.isSafeInteger(s.journal_offset) && (s.journal_offset as number) >= 0 ? (s.journal_offset as number) : 0 };
+  return {
+    ...(s as Snapshot),
+    journal_offset:
+      Number.isSafeInteger(s.journal_offset) && (s.journal_offset as number) >= 0 ? (s.journal_offset as number) : 0,
+  };
 }
 
 export interface LoadedRun {
@@ -118,8 +140,14 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
   }
   // The snapshot is lost: the journal's first line is the run as created.
   const first = journal ? firstEvent(journal) : null;
-  if (first?.type !== 'run-created' || first.state.run_id !== runId || typeof checkSnapshot(first.state, runId) === 'string') {
-    throw new StateIOError(`${snapPath} is ${parsed === 'missing' ? 'missing' : `corrupt (${parsed})`} and its journal cannot rebuild the run`);
+  if (
+    first?.type !== 'run-created' ||
+    first.state.run_id !== runId ||
+    typeof checkSnapshot(first.state, runId) === 'string'
+  ) {
+    throw new StateIOError(
+      `${snapPath} is ${parsed === 'missing' ? 'missing' : `corrupt (${parsed})`} and its journal cannot rebuild the run`,
+    );
   }
   const state = structuredClone(first.state);
   replay(state, journal!);
@@ -149,7 +177,8 @@ function replay(state: RunState, bytes: Buffer): void {
       continue; // a torn line: the event never completed
     }
     // checked field by field, as every record (SPEC §12): a malformed or forged event is skipped
-    if (ev && typeof ev === 'object' && ev.type !== 'run-created' && typeof checkEvent(ev) !== 'string') applyEventInPlace(state, ev);
+    if (ev && typeof ev === 'object' && ev.type !== 'run-created' && typeof checkEvent(ev) !== 'string')
+      applyEventInPlace(state, ev);
   }
 }
 
@@ -241,12 +270,21 @@ export class RunStore implements RunWriter {
   async snapshot(state: RunState): Promise<void> {
     if (!this.fence.snapshot()) throw new FencedError('the lock is no longer ours');
     const path = join(this.dir, SNAPSHOT);
-    const existing = readJsonState(path, (v) => (v && typeof v === 'object' ? (v as { generation?: unknown }) : 'not an object'), { moveAside: true });
+    const existing = readJsonState(
+      path,
+      (v) => (v && typeof v === 'object' ? (v as { generation?: unknown }) : 'not an object'),
+      { moveAside: true },
+    );
     if (existing.kind === 'ok') {
       const gen = Number.isSafeInteger(existing.value.generation) ? (existing.value.generation as number) : 0;
-      if (gen > state.generation) throw new FencedError(`${path} was written by a newer lock holder (generation ${gen})`);
+      if (gen > state.generation)
+        throw new FencedError(`${path} was written by a newer lock holder (generation ${gen})`);
     }
-    this.bytesWritten += await writeJsonAtomic(path, { ...state, journal_offset: this.journalBytes }, { cleanTemps: true });
+    this.bytesWritten += await writeJsonAtomic(
+      path,
+      { ...state, journal_offset: this.journalBytes },
+      { cleanTemps: true },
+    );
   }
 
   async flush(): Promise<void> {

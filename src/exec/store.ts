@@ -52,4 +52,3 @@ export interface RunWriter {
   close(): Promise<void>;
   readonly bytesWritten: number;
 }
-

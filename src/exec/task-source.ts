@@ -27,7 +27,9 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       // a task folder, and a task file that is a link, are trusted as the project folder is
       // (SPEC §12): another user who may write them could choose what runs as you
       checkTaskFolder(abs);
-      names = listFolder(abs).filter((n) => n.endsWith('.json')).sort();
+      names = listFolder(abs)
+        .filter((n) => n.endsWith('.json'))
+        .sort();
     } catch (err) {
       if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
       if (errnoCode(err) === 'ENOENT') continue; // an empty task folder need not exist
@@ -43,7 +45,11 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
         text = readConfigBytes(file).toString('utf8');
       } catch (err) {
         if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
-        issues.push({ file: shown, path: '', message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message });
+        issues.push({
+          file: shown,
+          path: '',
+          message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message,
+        });
         continue;
       }
       let json: unknown;

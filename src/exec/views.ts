@@ -88,15 +88,32 @@ export function asSeen(run: RunState, holders?: readonly LockSeen[]): RunState {
   if (run.status !== 'RUNNING') return run;
   const interrupted = (why_code: 'OWNER_DEAD' | 'LOCK_LOST', why: string): RunState => ({
     ...run,
-    tasks: Object.fromEntries(Object.entries(run.tasks).map(([id, t]) => [id, t.status === 'running' ? { ...t, status: 'interrupted' as const } : t])),
-    status: 'INTERRUPTED', why_code, why, next: `routinely exec resume ${run.run_id}`,
+    tasks: Object.fromEntries(
+      Object.entries(run.tasks).map(([id, t]) => [
+        id,
+        t.status === 'running' ? { ...t, status: 'interrupted' as const } : t,
+      ]),
+    ),
+    status: 'INTERRUPTED',
+    why_code,
+    why,
+    next: `routinely exec resume ${run.run_id}`,
   });
   const who = `pid ${run.owner.pid} on ${printable(run.owner.host)}`;
-  if (!ownerAlive(run) && samePidSpace(run.owner, systemProbe())) return interrupted('OWNER_DEAD', `its process (${who}) ended without finishing the run`);
+  if (!ownerAlive(run) && samePidSpace(run.owner, systemProbe()))
+    return interrupted('OWNER_DEAD', `its process (${who}) ended without finishing the run`);
   const now = holders?.at(-1);
   if (!holders?.length || !holders.every((h) => h !== undefined && h !== run.generation)) return run;
-  const lock = now === 'free' ? 'the exec lock is free' : now === 'expired' ? 'its lease expired' : `the exec lock is held at epoch ${now}`;
-  return interrupted('LOCK_LOST', `its writer (${who}, epoch ${run.generation}) no longer holds the exec lock (${lock}); the run did not finish on record`);
+  const lock =
+    now === 'free'
+      ? 'the exec lock is free'
+      : now === 'expired'
+        ? 'its lease expired'
+        : `the exec lock is held at epoch ${now}`;
+  return interrupted(
+    'LOCK_LOST',
+    `its writer (${who}, epoch ${run.generation}) no longer holds the exec lock (${lock}); the run did not finish on record`,
+  );
 }
 
 /** A run whose state cannot be read at all (its run.json damaged and no journal to rebuild it). */
@@ -125,7 +142,10 @@ export async function listRuns(ctx: ExecContext, limit = 20): Promise<(RunState 
 }
 
 export async function showRun(ctx: ExecContext, runId: string): Promise<RunState> {
-  if (!isRunId(runId)) throw new NotFoundError(`${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`);
+  if (!isRunId(runId))
+    throw new NotFoundError(
+      `${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`,
+    );
   return withStore(ctx, async (backend) => {
     const before = await holderGeneration(backend);
     const run = await backend.exec.loadRun(runId);

@@ -46,4 +46,11 @@ export interface Entry {
   order: number;
 }
 
-export type Announce = (n: { project: Project; def: RoutineDef; prior: RoutineRecord | undefined; fire: FireResult; final: boolean; signal: AbortSignal }) => Promise<unknown>;
+export type Announce = (n: {
+  project: Project;
+  def: RoutineDef;
+  prior: RoutineRecord | undefined;
+  fire: FireResult;
+  final: boolean;
+  signal: AbortSignal;
+}) => Promise<unknown>;

@@ -21,7 +21,7 @@ import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-line
 import type { RunEvent, RunState } from '../exec/run-state.js';
 import { newRunId } from '../run-id.js';
 import { randomHex } from '../fs/files.js';
-import { processGone, selfIdentity } from '../process/identity.js';
+import { selfIdentity } from '../process/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { appendLineToFile, openAppendTo, type AppendFile } from '../fs/durable.js';
@@ -105,12 +105,21 @@ function openRoutineLog(project: Project, id: string): AppendFile {
 
 /** The line that opens a run in the routine's log (SPEC §10: `routine logs` finds runs by these
  * frames). `runId` is null for exec actions until the run has its id: the end frame names it. */
-export function startFrame(id: string, runId: string | null, startedAt: string, scheduledAt: string, trigger: Trigger): string {
+export function startFrame(
+  id: string,
+  runId: string | null,
+  startedAt: string,
+  scheduledAt: string,
+  trigger: Trigger,
+): string {
   return `--- routinely: ${id} run ${runId ?? 'pending'} started ${startedAt} (scheduled ${scheduledAt}, ${trigger}) ---\n`;
 }
 
 /** The line that closes a run in the routine's log. */
-export function endFrame(id: string, f: Pick<Fire, 'run_id' | 'finished_at' | 'result' | 'reason' | 'duration_ms'>): string {
+export function endFrame(
+  id: string,
+  f: Pick<Fire, 'run_id' | 'finished_at' | 'result' | 'reason' | 'duration_ms'>,
+): string {
   // one line whatever the reason holds (a config error's message has several)
   const reason = f.reason ? ` (${f.reason.replace(/\s*\n\s*/g, '; ')})` : '';
   return `--- routinely: ${id} run ${f.run_id ?? 'none'} finished ${f.finished_at}: ${f.result}${reason} in ${tenthsOfSeconds(f.duration_ms)} ---\n`;
@@ -123,17 +132,25 @@ function noteQuiet(log: AppendFile, path: string, line: string): void {
     appendLineToFile(log, path, line.replace(/\n$/, ''));
   } catch (err) {
     // the log is for people; the record has the result
-    ioNotice(err, 'appending to', path, "a line of routinely's own (a run's frame or a note) is missing from this routine's log; the record has the result");
+    ioNotice(
+      err,
+      'appending to',
+      path,
+      "a line of routinely's own (a run's frame or a note) is missing from this routine's log; the record has the result",
+    );
   }
 }
 
 const owner = (): OpenFire['owner'] => {
   const me = selfIdentity();
-  return { pid: me.pid, host: me.host, boot_id: me.boot_id, start_time: me.start_time, ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}) };
+  return {
+    pid: me.pid,
+    host: me.host,
+    boot_id: me.boot_id,
+    start_time: me.start_time,
+    ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}),
+  };
 };
-
-/** Whether the process behind an open fire is gone (this host only; elsewhere it cannot be told). */
-export const ownerGone = (o: OpenFire['owner']): boolean => processGone(o);
 
 /** Fires `def` once for `scheduledAt` and returns its record (with `closes` naming the open
  * marker it wrote), which the caller records; null when `mayStart` said no (nothing started,
@@ -156,10 +173,19 @@ export interface Span {
  * page's chart), also when the wall clock stepped during the fire. */
 export function fireTimes(span: Span, monotonicNow: number): Pick<Fire, 'started_at' | 'finished_at' | 'duration_ms'> {
   const durationMs = Math.max(0, Math.round(monotonicNow - span.started));
-  return { started_at: new Date(span.startedMs).toISOString(), finished_at: new Date(span.startedMs + durationMs).toISOString(), duration_ms: durationMs };
+  return {
+    started_at: new Date(span.startedMs).toISOString(),
+    finished_at: new Date(span.startedMs + durationMs).toISOString(),
+    duration_ms: durationMs,
+  };
 }
 
-function finish(ctx: FireContext, scheduledAt: Date, span: Span, f: Omit<FireResult, 'scheduled_at' | 'started_at' | 'finished_at' | 'duration_ms'>): FireResult {
+function finish(
+  ctx: FireContext,
+  scheduledAt: Date,
+  span: Span,
+  f: Omit<FireResult, 'scheduled_at' | 'started_at' | 'finished_at' | 'duration_ms'>,
+): FireResult {
   return {
     ...f,
     scheduled_at: scheduledAt.toISOString(),
@@ -170,10 +196,21 @@ function finish(ctx: FireContext, scheduledAt: Date, span: Span, f: Omit<FireRes
 }
 
 /** Writes the open marker; the fire's record will close it. */
-async function open(ctx: FireContext, def: RoutineDef, scheduledAt: Date, span: Span, runId: string | null): Promise<OpenFire> {
+async function open(
+  ctx: FireContext,
+  def: RoutineDef,
+  scheduledAt: Date,
+  span: Span,
+  runId: string | null,
+): Promise<OpenFire> {
   const marker: OpenFire = {
-    id: randomHex(8), scheduled_at: scheduledAt.toISOString(), started_at: new Date(span.startedMs).toISOString(),
-    run_id: runId, trigger: ctx.trigger, ...(ctx.attempt ? { attempt: ctx.attempt } : {}), owner: owner(),
+    id: randomHex(8),
+    scheduled_at: scheduledAt.toISOString(),
+    started_at: new Date(span.startedMs).toISOString(),
+    run_id: runId,
+    trigger: ctx.trigger,
+    ...(ctx.attempt ? { attempt: ctx.attempt } : {}),
+    owner: owner(),
   };
   try {
     await ctx.backend.routines.openFire(def.id, marker, ctx.warn, ctx.claimer);
@@ -199,12 +236,36 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   try {
     if (def.exclusive) {
       // the routine's lock: the exec lock, or a named one with its slots (SPEC §4.16)
-      const owner = { command: 'routine', routine: def.id, run_id: runId, ...(ctx.trigger !== 'manual' ? { scheduled: true } : {}) };
-      const policy = { ifBusy: ctx.ifBusy, waitTimeoutMs: ctx.waitTimeoutMs, signal: ctx.signal, ticket: ctx.ticket ?? null };
-      const got = await acquireLock(ctx.backend.lock, def.lock, slotsOf(ctx.project.config.locks, def.lock), owner, policy, ctx.onWait);
+      const owner = {
+        command: 'routine',
+        routine: def.id,
+        run_id: runId,
+        ...(ctx.trigger !== 'manual' ? { scheduled: true } : {}),
+      };
+      const policy = {
+        ifBusy: ctx.ifBusy,
+        waitTimeoutMs: ctx.waitTimeoutMs,
+        signal: ctx.signal,
+        ticket: ctx.ticket ?? null,
+      };
+      const got = await acquireLock(
+        ctx.backend.lock,
+        def.lock,
+        slotsOf(ctx.project.config.locks, def.lock),
+        owner,
+        policy,
+        ctx.onWait,
+      );
       if (!got.ok) {
         closeFd(logFd);
-        return finish(ctx, scheduledAt, span, { result: 'skipped', reason: busyReason(def.lock), exit_code: null, run_id: null, holder: got.holder, ...aheadOf(got) });
+        return finish(ctx, scheduledAt, span, {
+          result: 'skipped',
+          reason: busyReason(def.lock),
+          exit_code: null,
+          run_id: null,
+          holder: got.holder,
+          ...aheadOf(got),
+        });
       }
       lease = got.lease;
     }
@@ -225,18 +286,38 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   }
   try {
     ctx.onStarted?.(runId);
-    noteQuiet(log, routineLogPath(ctx.project, def.id), startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger));
+    noteQuiet(
+      log,
+      routineLogPath(ctx.project, def.id),
+      startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger),
+    );
     const r = await runCommand(ctx, def, lease, runId, logFd);
     const stopReason = typeof ctx.signal?.reason === 'string' ? ctx.signal.reason : 'stopped at scheduler shutdown';
     // stopped by `routine stop` or the HTTP action: said so, whatever the command made of its signal
     const by = takeStopRequest(ctx.project.stateDir, marker.id);
-    const { result, reason } = by !== null ? { result: 'failure' as const, reason: stoppedReason(by) } : describe(r.process, r.stoppedBy, lease, def, stopReason);
-    if (r.leftovers > 0) noteQuiet(log, routineLogPath(ctx.project, def.id), `routinely: ${leftoverMessage(r.leftovers)}`);
-    const out = finish(ctx, scheduledAt, span, { result, reason, exit_code: r.process.pid === null ? null : r.process.exitCode, run_id: runId, closes: marker.id });
+    const { result, reason } =
+      by !== null
+        ? { result: 'failure' as const, reason: stoppedReason(by) }
+        : describe(r.process, r.stoppedBy, lease, def, stopReason);
+    if (r.leftovers > 0)
+      noteQuiet(log, routineLogPath(ctx.project, def.id), `routinely: ${leftoverMessage(r.leftovers)}`);
+    const out = finish(ctx, scheduledAt, span, {
+      result,
+      reason,
+      exit_code: r.process.pid === null ? null : r.process.exitCode,
+      run_id: runId,
+      closes: marker.id,
+    });
     noteQuiet(log, routineLogPath(ctx.project, def.id), endFrame(def.id, out));
     return out;
   } catch (err) {
-    return finish(ctx, scheduledAt, span, { result: 'failure', reason: `could not run: ${(err as Error).message}`, exit_code: null, run_id: runId, closes: marker.id });
+    return finish(ctx, scheduledAt, span, {
+      result: 'failure',
+      reason: `could not run: ${(err as Error).message}`,
+      exit_code: null,
+      run_id: runId,
+      closes: marker.id,
+    });
   } finally {
     closeFd(logFd);
     if (lease) {
@@ -257,7 +338,13 @@ interface CommandRun {
 /** Runs `sh -c RUN` in its own process group under the held lease (none for a routine that is
  * not exclusive): the routine's cwd, env and timeout, output to the routine's log, and whatever
  * is left of its group ended before the lock is released (SPEC §4.11). */
-async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease | null, runId: string, logFd: number): Promise<CommandRun> {
+async function runCommand(
+  ctx: FireContext,
+  def: RoutineDef,
+  lease: Lease | null,
+  runId: string,
+  logFd: number,
+): Promise<CommandRun> {
   const grace = ctx.killGraceMs ?? KILL_GRACE_MS;
   const graceNow = (): number => (lease?.lost ? Math.min(grace, lease.lost.graceMs) : grace);
   const link = anySignal(...[lease?.signal, ctx.signal].filter((s): s is AbortSignal => s !== undefined));
@@ -267,12 +354,27 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease | null
     ...(def.env ?? {}),
     ROUTINELY_ROUTINE_ID: def.id,
     ROUTINELY_RUN_ID: runId,
-    ...(lease ? { ROUTINELY_LOCK_NAME: def.lock, ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId } : {}),
+    ...(lease
+      ? {
+          ROUTINELY_LOCK_NAME: def.lock,
+          ROUTINELY_LOCK_GENERATION: String(lease.generation),
+          ROUTINELY_LOCK_ID: lease.lockId,
+        }
+      : {}),
   };
   let childPid: number | null = null;
   const cwd = taskCwd(ctx.project.root, { cwd: def.cwd });
   if (typeof cwd !== 'string') {
-    const failed: ProcessResult = { exitCode: 127, signal: null, timedOut: false, canceled: false, reason: 'spawn-error', durationMs: 0, error: cwd.error, pid: null };
+    const failed: ProcessResult = {
+      exitCode: 127,
+      signal: null,
+      timedOut: false,
+      canceled: false,
+      reason: 'spawn-error',
+      durationMs: 0,
+      error: cwd.error,
+      pid: null,
+    };
     return { process: failed, stoppedBy: null, leftovers: 0, cutBytes: 0 };
   }
   const result = await runProcess({
@@ -301,14 +403,23 @@ async function runCommand(ctx: FireContext, def: RoutineDef, lease: Lease | null
   return { process: result, stoppedBy, leftovers, cutBytes };
 }
 
-function describe(r: ProcessResult, stoppedBy: CommandRun['stoppedBy'], lease: Lease | null, def: RoutineDef, stopReason: string): { result: RoutineResult; reason: string | null } {
-  if (stoppedBy === 'timeout') return { result: 'failure', reason: `timed out (timeoutSeconds: ${def.timeoutSeconds})` };
+function describe(
+  r: ProcessResult,
+  stoppedBy: CommandRun['stoppedBy'],
+  lease: Lease | null,
+  def: RoutineDef,
+  stopReason: string,
+): { result: RoutineResult; reason: string | null } {
+  if (stoppedBy === 'timeout')
+    return { result: 'failure', reason: `timed out (timeoutSeconds: ${def.timeoutSeconds})` };
   if (stoppedBy === 'lock') return { result: 'failure', reason: `lock lost: ${lease?.lost?.why ?? 'unknown'}` };
   if (stoppedBy === 'stop') return { result: 'failure', reason: stopReason };
   if (r.reason === 'spawn-error') return { result: 'failure', reason: `could not start: ${r.error ?? 'unknown'}` };
   if (r.exitCode === 0 && !r.signal) {
     // Success, unless the lock was lost meanwhile (the work may have overlapped a new holder).
-    return !lease || lease.verify().ok ? { result: 'success', reason: null } : { result: 'failure', reason: `lock lost: ${lease.lost?.why ?? 'unknown'}` };
+    return !lease || lease.verify().ok
+      ? { result: 'success', reason: null }
+      : { result: 'failure', reason: `lock lost: ${lease.lost?.why ?? 'unknown'}` };
   }
   return { result: 'failure', reason: r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode}` };
 }
@@ -340,18 +451,30 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     onLocked: async () => {
       if (ctx.mayStart && !ctx.mayStart()) throw new NotStarted();
       marker = await open(ctx, def, scheduledAt, span, null);
-      logLine(startFrame(def.id, null, (marker as OpenFire).started_at, (marker as OpenFire).scheduled_at, ctx.trigger));
+      logLine(
+        startFrame(def.id, null, (marker as OpenFire).started_at, (marker as OpenFire).scheduled_at, ctx.trigger),
+      );
       ctx.onStarted?.(null);
     },
   };
   const closes = (): { closes?: string } => (marker ? { closes: (marker as OpenFire).id } : {});
   const busy = (b: { holder: LockRecord | null; why: string; ahead?: LineEntry[] }): FireResult =>
-    finish(ctx, scheduledAt, span, { result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, holder: b.holder, ...aheadOf(b) });
+    finish(ctx, scheduledAt, span, {
+      result: 'skipped',
+      reason: 'exec busy',
+      exit_code: null,
+      run_id: null,
+      holder: b.holder,
+      ...aheadOf(b),
+    });
   const ran = (state: RunState): FireResult => {
     const ok = state.status === 'SUCCEEDED';
     return finish(ctx, scheduledAt, span, {
-      result: ok ? 'success' : 'failure', reason: ok ? null : `${state.status.toLowerCase()}: ${state.why ?? state.why_code ?? ''}`.trim(),
-      exit_code: ok ? 0 : 1, run_id: state.run_id, ...closes(),
+      result: ok ? 'success' : 'failure',
+      reason: ok ? null : `${state.status.toLowerCase()}: ${state.why ?? state.why_code ?? ''}`.trim(),
+      exit_code: ok ? 0 : 1,
+      run_id: state.run_id,
+      ...closes(),
     });
   };
   // The routine's log has what `exec run` would have said on a terminal (exec/run-lines.ts),
@@ -376,7 +499,9 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
   };
   try {
     const runOpts = {
-      ...policy, stop, runTimeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
+      ...policy,
+      stop,
+      runTimeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
       onStart: (s: RunState) => {
         runId = s.run_id;
         logLine(runHeader(s));
@@ -401,7 +526,16 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
       default: {
         const r = await register(exec, policy);
         if (r.kind !== 'busy') logLine(`registered: ${registerLine(r.value)}`);
-        out = r.kind === 'busy' ? busy(r.busy) : finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() });
+        out =
+          r.kind === 'busy'
+            ? busy(r.busy)
+            : finish(ctx, scheduledAt, span, {
+                result: 'success',
+                reason: null,
+                exit_code: 0,
+                run_id: null,
+                ...closes(),
+              });
       }
     }
     if (marker) logLine(endFrame(def.id, out));
@@ -409,7 +543,13 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
   } catch (err) {
     if (err instanceof NotStarted) return null;
     // A bad task definition, a full disk: the fire failed, and says why.
-    const out = finish(ctx, scheduledAt, span, { result: 'failure', reason: (err as Error).message, exit_code: null, run_id: runId, ...closes() });
+    const out = finish(ctx, scheduledAt, span, {
+      result: 'failure',
+      reason: (err as Error).message,
+      exit_code: null,
+      run_id: runId,
+      ...closes(),
+    });
     if (marker) logLine(endFrame(def.id, out));
     return out;
   } finally {

@@ -5,24 +5,53 @@
 export type Trigger = 'schedule' | 'manual' | 'retry';
 
 export type Frame =
-  | { kind: 'start'; routine: string; /** null: `pending` (an exec action, named by its end frame) */ runId: string | null; startedAt: string; scheduledAt: string; trigger: Trigger }
-  | { kind: 'end'; routine: string; /** null: `none` */ runId: string | null; finishedAt: string; result: 'success' | 'failure' | 'skipped'; reason: string | null; seconds: number };
+  | {
+      kind: 'start';
+      routine: string;
+      /** null: `pending` (an exec action, named by its end frame) */ runId: string | null;
+      startedAt: string;
+      scheduledAt: string;
+      trigger: Trigger;
+    }
+  | {
+      kind: 'end';
+      routine: string;
+      /** null: `none` */ runId: string | null;
+      finishedAt: string;
+      result: 'success' | 'failure' | 'skipped';
+      reason: string | null;
+      seconds: number;
+    };
 
 // A frame ends its line; output written without a final newline sits before it on that line.
 const START = /--- routinely: (\S+) run (\S+) started (\S+) \(scheduled (\S+), (schedule|manual|retry)\) ---$/;
-const END = /--- routinely: (\S+) run (\S+) finished (\S+): (success|failure|skipped)(?: \((.*)\))? in (\d+(?:\.\d+)?)s ---$/;
+const END =
+  /--- routinely: (\S+) run (\S+) finished (\S+): (success|failure|skipped)(?: \((.*)\))? in (\d+(?:\.\d+)?)s ---$/;
 const MARK = '--- routinely: ';
 
 /** The frame a log line ends with (its newline removed), or null. */
 export function parseFrame(line: string): Frame | null {
   if (!line.includes(MARK)) return null;
   const s = START.exec(line);
-  if (s) return { kind: 'start', routine: s[1]!, runId: s[2] === 'pending' ? null : s[2]!, startedAt: s[3]!, scheduledAt: s[4]!, trigger: s[5] as Trigger };
+  if (s)
+    return {
+      kind: 'start',
+      routine: s[1]!,
+      runId: s[2] === 'pending' ? null : s[2]!,
+      startedAt: s[3]!,
+      scheduledAt: s[4]!,
+      trigger: s[5] as Trigger,
+    };
   const e = END.exec(line);
   if (e) {
     return {
-      kind: 'end', routine: e[1]!, runId: e[2] === 'none' ? null : e[2]!, finishedAt: e[3]!,
-      result: e[4] as 'success' | 'failure' | 'skipped', reason: e[5] ?? null, seconds: Number(e[6]),
+      kind: 'end',
+      routine: e[1]!,
+      runId: e[2] === 'none' ? null : e[2]!,
+      finishedAt: e[3]!,
+      result: e[4] as 'success' | 'failure' | 'skipped',
+      reason: e[5] ?? null,
+      seconds: Number(e[6]),
     };
   }
   return null;
@@ -70,7 +99,11 @@ export class RunFilter {
     if (f?.kind === 'start') {
       // A run killed mid-line leaves its last output on the line the next start frame begins.
       const at = line.lastIndexOf(`${MARK}${this.routine} run `);
-      if (at > 0) return [...this.push(Buffer.concat([line.subarray(0, at), Buffer.from('\n')])), ...this.push(line.subarray(at))];
+      if (at > 0)
+        return [
+          ...this.push(Buffer.concat([line.subarray(0, at), Buffer.from('\n')])),
+          ...this.push(line.subarray(at)),
+        ];
       this.drop();
       if (f.runId === this.runId) {
         this.mode = 'match';

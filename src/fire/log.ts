@@ -28,8 +28,23 @@ export type LogEvent =
   | { event: 'routine.taken_over'; routine: string; scheduled_at: string; from: string; fires: boolean }
   | { event: 'routine.paused'; routine: string; note: string | null }
   | { event: 'routine.resumed'; routine: string }
-  | { event: 'notify.sent'; routine: string; notify_event: NotifyEventName; channel: 'webhook' | 'command'; target: string; attempts: number }
-  | { event: 'notify.failed'; routine: string; notify_event: NotifyEventName | null; channel: 'webhook' | 'command' | null; target: string | null; attempts: number; error: string }
+  | {
+      event: 'notify.sent';
+      routine: string;
+      notify_event: NotifyEventName;
+      channel: 'webhook' | 'command';
+      target: string;
+      attempts: number;
+    }
+  | {
+      event: 'notify.failed';
+      routine: string;
+      notify_event: NotifyEventName | null;
+      channel: 'webhook' | 'command' | null;
+      target: string | null;
+      attempts: number;
+      error: string;
+    }
   | { event: 'http.listening'; url: string; token: boolean }
   | { event: 'http.warning'; message: string }
   /** An action taken through the HTTP server (SPEC §11). */
@@ -42,7 +57,10 @@ type NotifyEventName = 'failure' | 'recovery' | 'starved';
 const secs = tenthsOfSeconds;
 
 /** `exec run r-… since 12:01:07` — who holds the exec lock, for a skip's log line (SPEC §10). */
-export function holderText(h: { owner: { command: string; run_id?: string | null; routine?: string | null; pid: number; host: string }; created_at: number }): string {
+export function holderText(h: {
+  owner: { command: string; run_id?: string | null; routine?: string | null; pid: number; host: string };
+  created_at: number;
+}): string {
   const what = h.owner.routine ? `routine ${h.owner.routine}` : h.owner.command;
   const run = h.owner.run_id ? ` ${h.owner.run_id}` : '';
   const since = new Date(h.created_at * 1000).toISOString().slice(11, 19);
@@ -58,10 +76,15 @@ export function formatText(e: LogEvent): string {
     case 'scheduler.stopped':
       return '[scheduler] stopped';
     case 'scheduler.reloaded': {
-      const what = [['added', e.added], ['removed', e.removed], ['changed', e.changed]]
+      const what = [
+        ['added', e.added],
+        ['removed', e.removed],
+        ['changed', e.changed],
+      ]
         .filter((x): x is [string, string[]] => Array.isArray(x[1]) && x[1].length > 0)
         .map(([verb, ids]) => `${verb} ${ids.join(', ')}`);
-      const changes = e.added || e.removed || e.changed ? `: ${what.length > 0 ? what.join('; ') : 'no routine changed'}` : '';
+      const changes =
+        e.added || e.removed || e.changed ? `: ${what.length > 0 ? what.join('; ') : 'no routine changed'}` : '';
       return `[scheduler] reloaded config (${e.routines} routine${e.routines === 1 ? '' : 's'}${changes})`;
     }
     case 'scheduler.reload_failed':
@@ -72,7 +95,9 @@ export function formatText(e: LogEvent): string {
     case 'scheduler.lock_lost':
       return `[scheduler] scheduler lock lost (${e.why}); stopping`;
     case 'scheduler.state':
-      return e.writable ? '[scheduler] state folder writable again; fires go on' : `[scheduler] state folder not writable: ${printable(e.message ?? 'unknown')}; fires are held until it is writable`;
+      return e.writable
+        ? '[scheduler] state folder writable again; fires go on'
+        : `[scheduler] state folder not writable: ${printable(e.message ?? 'unknown')}; fires are held until it is writable`;
     case 'scheduler.clock_step':
       return e.direction === 'back'
         ? `[scheduler] wall clock stepped back ${stepText(e.step_ms)}; firing on the new time, no tick fired twice`

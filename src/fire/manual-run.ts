@@ -37,14 +37,35 @@ export type ManualOutcome =
   /** It ran and is recorded, or spooled (`spooledTo`) when the database could not take it, or
    * could not be recorded at all (`unrecorded`: why; said as a warning). `announced`: its
    * notifications, delivered in the background. */
-  | { kind: 'ran'; fire: FireResult; spooled: { to: string; why: string } | null; unrecorded: string | null; announced: Promise<void> };
+  | {
+      kind: 'ran';
+      fire: FireResult;
+      spooled: { to: string; why: string } | null;
+      unrecorded: string | null;
+      announced: Promise<void>;
+    };
 
 export async function runManually(m: ManualRun): Promise<ManualOutcome> {
   const { project, backend, def } = m;
-  const fire = await fireRoutine({
-    project, backend, clock: backend.clock, trigger: 'manual', ifBusy: m.ifBusy, waitTimeoutMs: m.waitTimeoutMs,
-    signal: m.signal, killGraceMs: 5000, warn: m.warn, baseEnv: m.baseEnv, onStarted: m.onStarted, onWait: m.onWait, echo: m.echo,
-  }, def, new Date(backend.clock.now()));
+  const fire = await fireRoutine(
+    {
+      project,
+      backend,
+      clock: backend.clock,
+      trigger: 'manual',
+      ifBusy: m.ifBusy,
+      waitTimeoutMs: m.waitTimeoutMs,
+      signal: m.signal,
+      killGraceMs: 5000,
+      warn: m.warn,
+      baseEnv: m.baseEnv,
+      onStarted: m.onStarted,
+      onWait: m.onWait,
+      echo: m.echo,
+    },
+    def,
+    new Date(backend.clock.now()),
+  );
   if (fire === null) throw new Error('bug: a manual fire was not started');
   if (fire.result === 'skipped') return { kind: 'busy', holder: fire.holder ?? null };
   if (m.by) fire.by = m.by;

@@ -11,13 +11,22 @@ import type { Clock } from '../clock.js';
 import { isStorageError } from '../errors.js';
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
-import type { Fire, OpenFire, RoutineRecord } from '../state/routine-state.js';
+import type { Fire, RoutineRecord } from '../state/routine-state.js';
+import { processGone } from '../process/identity.js';
 import type { FireResult } from './firing.js';
 import type { Announce } from './fire-request.js';
 import type { Logger } from './log.js';
 import type { SchedulerObserver } from './observer.js';
 import { flushMessage, SpoolFlusher } from '../state/spooling-store.js';
-import { claimKey, withKey, type Claimant, type Deferred, type OrphanClaim, type RoutineStore, type Warn } from '../state/store.js';
+import {
+  claimKey,
+  withKey,
+  type Claimant,
+  type Deferred,
+  type OrphanClaim,
+  type RoutineStore,
+  type Warn,
+} from '../state/store.js';
 
 export interface RecorderOptions {
   store: RoutineStore;
@@ -86,7 +95,9 @@ export class Recorder {
     const spooling = o.store.flushSpool ? { flushSpool: o.store.flushSpool.bind(o.store) } : null;
     this.flusher = spooling
       ? new SpoolFlusher({
-          store: spooling, clock: o.clock, warn: o.warn,
+          store: spooling,
+          clock: o.clock,
+          warn: o.warn,
           log: (f) => o.log({ event: 'scheduler.warning', message: flushMessage(f) }),
         })
       : null;
@@ -116,7 +127,10 @@ export class Recorder {
     await this.o.store.close?.();
     if (!this.flusher) return;
     const left = (await this.flusher.stopped())?.left ?? 0;
-    if (left > 0) this.o.warn(`${left} record${left === 1 ? '' : 's'} still spooled in ${this.o.stateDir()}/spool: the next scheduler or routine command on this host records ${left === 1 ? 'it' : 'them'}`);
+    if (left > 0)
+      this.o.warn(
+        `${left} record${left === 1 ? '' : 's'} still spooled in ${this.o.stateDir()}/spool: the next scheduler or routine command on this host records ${left === 1 ? 'it' : 'them'}`,
+      );
   }
 
   /** Who this process claims ticks as. */
@@ -136,7 +150,13 @@ export class Recorder {
     });
   }
 
-  private claimsAsked: { id: string; scheduledAt: Date; again: boolean; resolve: (won: boolean) => void; reject: (err: unknown) => void }[] = [];
+  private claimsAsked: {
+    id: string;
+    scheduledAt: Date;
+    again: boolean;
+    resolve: (won: boolean) => void;
+    reject: (err: unknown) => void;
+  }[] = [];
 
   private sendClaims(): void {
     const all = this.claimsAsked.splice(0);
@@ -147,7 +167,11 @@ export class Recorder {
   }
 
   private sendBatch(part: Recorder['claimsAsked'], again: boolean): void {
-    this.o.store.claimTicks!(part.map((a) => ({ routine: a.id, scheduledAt: a.scheduledAt })), this.claimant, again).then(
+    this.o.store.claimTicks!(
+      part.map((a) => ({ routine: a.id, scheduledAt: a.scheduledAt })),
+      this.claimant,
+      again,
+    ).then(
       (won) => part.forEach((a) => a.resolve(won.has(claimKey(a.id, a.scheduledAt)))),
       (err: unknown) => part.forEach((a) => a.reject(err)),
     );
@@ -179,7 +203,9 @@ export class Recorder {
     try {
       await this.o.store.releaseClaim(id, scheduledAt, this.o.host);
     } catch (err) {
-      this.o.warn(`${id}: the claim of ${scheduledAt.toISOString()} could not be given back: ${(err as Error).message}`);
+      this.o.warn(
+        `${id}: the claim of ${scheduledAt.toISOString()} could not be given back: ${(err as Error).message}`,
+      );
     }
   }
 
@@ -190,42 +216,63 @@ export class Recorder {
     const prior = announcing ? await this.current(def.id) : undefined;
     const { deferred, failed } = await this.write(def.id, fire, opts.claimed === true);
     if (!failed) this.tell(def.id, fire);
-    const announced = failed ? Promise.resolve() : this.announce(def, project, prior, fire, opts.final ?? true, opts.signal);
+    const announced = failed
+      ? Promise.resolve()
+      : this.announce(def, project, prior, fire, opts.final ?? true, opts.signal);
     return { deferred, failed, prior, announced };
   }
 
   /** Sends a fire's notifications (never throws). */
-  announce(def: RoutineDef, project: Project, prior: RoutineRecord | undefined, fire: FireResult, final: boolean, signal?: AbortSignal): Promise<void> {
+  announce(
+    def: RoutineDef,
+    project: Project,
+    prior: RoutineRecord | undefined,
+    fire: FireResult,
+    final: boolean,
+    signal?: AbortSignal,
+  ): Promise<void> {
     if (!this.o.notify || !notifies(def, project)) return Promise.resolve();
-    return this.o.notify({ project, def, prior, fire, final, signal: signal ?? new AbortController().signal })
-      .then(() => {}, (err: Error) => this.o.warn(`${def.id}: notification failed: ${err.message}`));
+    return this.o.notify({ project, def, prior, fire, final, signal: signal ?? new AbortController().signal }).then(
+      () => {},
+      (err: Error) => this.o.warn(`${def.id}: notification failed: ${err.message}`),
+    );
   }
 
   /** Records every open fire whose process is gone as interrupted (SPEC §6), through the same
    * path: counted, and announced as the failure it is. Returns how many it closed. */
-  async reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, project: Project, signal?: AbortSignal): Promise<{ closed: number; announced: Promise<void> }> {
+  async reconcile(project: Project, signal?: AbortSignal): Promise<{ closed: number; announced: Promise<void> }> {
     const announcements: Promise<void>[] = [];
-    const closed = await this.o.store.reconcile(isGone, new Date(this.o.clock.now()), this.o.warn, (id, fire) => {
-      this.tell(id, fire);
-      const def = project.config.routines.find((r) => r.id === id);
-      // its record before is not known here (it is read after): announced as a failure on its own
-      if (def) announcements.push(this.announce(def, project, undefined, fire, true, signal));
-    });
+    // the owner is judged on this host only (elsewhere it cannot be told)
+    const closed = await this.o.store.reconcile(
+      (owner) => processGone(owner),
+      new Date(this.o.clock.now()),
+      this.o.warn,
+      (id, fire) => {
+        this.tell(id, fire);
+        const def = project.config.routines.find((r) => r.id === id);
+        // its record before is not known here (it is read after): announced as a failure on its own
+        if (def) announcements.push(this.announce(def, project, undefined, fire, true, signal));
+      },
+    );
     return { closed, announced: Promise.all(announcements).then(() => {}) };
   }
 
   /** At a scheduler's start: what this host spooled while the database was away, with its real
    * results, then the fires left open by a process that died (SIGKILL), once each. Said in the
    * log; a failure to do either is said and the scheduler goes on. */
-  async recordLeftovers(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, project: Project): Promise<void> {
+  async recordLeftovers(project: Project): Promise<void> {
     try {
       // spooled fires first: reconcile would call them interrupted
       if (this.o.store.flushSpool) {
         const f = await this.o.store.flushSpool(this.o.warn);
-        if (f.recorded > 0) this.o.warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
+        if (f.recorded > 0)
+          this.o.warn(`recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'} of this host`);
       }
-      const { closed } = await this.reconcile(isGone, project);
-      if (closed > 0) this.o.warn(`recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`);
+      const { closed } = await this.reconcile(project);
+      if (closed > 0)
+        this.o.warn(
+          `recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`,
+        );
     } catch (err) {
       this.o.warn(`could not reconcile open fires: ${(err as Error).message}`);
     }
@@ -239,7 +286,11 @@ export class Recorder {
     }
   }
 
-  private async write(id: string, fire: Fire, claimed = false): Promise<{ deferred: Deferred | null; failed: Error | null }> {
+  private async write(
+    id: string,
+    fire: Fire,
+    claimed = false,
+  ): Promise<{ deferred: Deferred | null; failed: Error | null }> {
     // a state folder that cannot be written is looked at again every second at most, so that
     // recording resumes within a second of it being writable (SPEC §4.15)
     const pause = new Backoff(200, 1_000, this.o.clock);
@@ -253,11 +304,16 @@ export class Recorder {
       this.o.stateTrouble?.(null);
     };
     for (let attempt = 1; ; attempt++) {
-      const opts = { ...(attempt > 1 ? { again: true } : {}), ...(claimed && this.o.store.sharedTicks ? { claimer: this.claimant.claimer } : {}) };
+      const opts = {
+        ...(attempt > 1 ? { again: true } : {}),
+        ...(claimed && this.o.store.sharedTicks ? { claimer: this.claimant.claimer } : {}),
+      };
       try {
         const deferred = await this.o.store.recordFire(id, keyed, this.o.warn, opts);
         if (deferred) {
-          const then = this.flushing ? 'recorded when the database is back' : 'the next scheduler or routine command on this host records it';
+          const then = this.flushing
+            ? 'recorded when the database is back'
+            : 'the next scheduler or routine command on this host records it';
           this.o.warn(`could not record ${id} now (${deferred.why}); spooled to ${deferred.spooledTo}: ${then}`);
           this.flusher?.kick();
         }
@@ -275,7 +331,9 @@ export class Recorder {
         const waitOut = storage && this.o.waitOutStorage === true;
         if ((!waitOut && attempt >= RECORD_ATTEMPTS) || this.halted.signal.aborted) {
           settled();
-          this.o.warn(`could not record ${id} (${fire.result}): ${(err as Error).message}; its open marker stays, and the next scheduler or routine command records the fire as interrupted`);
+          this.o.warn(
+            `could not record ${id} (${fire.result}): ${(err as Error).message}; its open marker stays, and the next scheduler or routine command records the fire as interrupted`,
+          );
           return { deferred: null, failed: err as Error };
         }
         await (storage ? pause : other).wait(this.halted.signal);

@@ -11,7 +11,6 @@ import { checkFolder, lstatQuiet, trustRoot } from '../fs/files.js';
 import { LogReader } from '../fs/log-file.js';
 import { LastLines, RunFilter } from './log-frames.js';
 
-
 /** The files of a routine's log, the id checked before it becomes part of a path. */
 export function routineLogFiles(stateDir: string, id: string): { dir: string; current: string; rotated: string } {
   if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
@@ -49,7 +48,12 @@ const DEFAULT_FOLLOW_LINES = 10;
 
 /** The bytes a cut line says were left out, or 0 for any other line. */
 function cutBytesOf(line: Buffer): number {
-  if (line.length > 120 || line.length < CUT_LINE_PREFIX.length || line.toString('latin1', 0, CUT_LINE_PREFIX.length) !== CUT_LINE_PREFIX) return 0;
+  if (
+    line.length > 120 ||
+    line.length < CUT_LINE_PREFIX.length ||
+    line.toString('latin1', 0, CUT_LINE_PREFIX.length) !== CUT_LINE_PREFIX
+  )
+    return 0;
   const m = CUT_LINE_PATTERN.exec(line.toString('utf8').replace(/\r?\n$/, ''));
   return m ? Number(m[1]) : 0;
 }
@@ -116,9 +120,11 @@ export async function showRoutineLog(v: LogView): Promise<LogViewResult> {
     }
     if (filter) {
       if (filter.complete) return { kind: 'shown' };
-      if (!filter.found && (!v.follow || !filter.waiting)) return { kind: 'run-not-found', path: files.current, inProgress: filter.waiting };
+      if (!filter.found && (!v.follow || !filter.waiting))
+        return { kind: 'run-not-found', path: files.current, inProgress: filter.waiting };
       if (!v.follow) return { kind: 'shown' };
-      if (!filter.found) v.notice(`waiting for the run in progress to end: a run of an exec action is named by its end frame`);
+      if (!filter.found)
+        v.notice(`waiting for the run in progress to end: a run of an exec action is named by its end frame`);
     } else if (!v.follow) {
       return { kind: 'shown' };
     }
@@ -126,7 +132,10 @@ export async function showRoutineLog(v: LogView): Promise<LogViewResult> {
 
     const pump = (r: LogReader): void => {
       if (raw) for (const b of r.bytes()) v.write(b);
-      else r.lines((lines) => { for (const l of lines.flatMap((x) => filter!.push(x))) v.write(l); });
+      else
+        r.lines((lines) => {
+          for (const l of lines.flatMap((x) => filter!.push(x))) v.write(l);
+        });
     };
     while (!v.signal?.aborted) {
       if (cur) pump(cur);

@@ -52,7 +52,9 @@ export function takeStopRequest(stateDir: string, markerId: string): string | nu
   if (!path) return null;
   const read = readJsonState(path, (v): { who: string } | string => {
     const o = v as { version?: unknown; who?: unknown };
-    return o && o.version === 1 && typeof o.who === 'string' && o.who.length <= 200 ? { who: o.who } : 'not a stop request';
+    return o && o.version === 1 && typeof o.who === 'string' && o.who.length <= 200
+      ? { who: o.who }
+      : 'not a stop request';
   });
   if (read.kind === 'missing') return null;
   unlinkQuiet(path);
@@ -94,7 +96,8 @@ export async function stopRoutine(o: StopOptions): Promise<StopOutcome> {
     return away ? { kind: 'elsewhere', host: away.owner.host, pid: away.owner.pid } : { kind: 'idle' };
   }
   const fire = here[0]!;
-  if (!fire.run_id || !isRunId(fire.run_id) || !probe.markedGroupLeaders) return { kind: 'not-found', runId: fire.run_id };
+  if (!fire.run_id || !isRunId(fire.run_id) || !probe.markedGroupLeaders)
+    return { kind: 'not-found', runId: fire.run_id };
   // the request first: the owner may see its command end at any moment after the signal
   writeStopRequest(o.stateDir, fire.id, o.who);
   const entry = `ROUTINELY_RUN_ID=${fire.run_id}`;

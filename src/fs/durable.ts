@@ -1,14 +1,7 @@
-// Durable writes of state files (SPEC §3): a temp file under an unpredictable name (O_EXCL,
-// never through a symlink), every byte written, its size checked, fsync, rename over the old
-// file, fsync of the folder. A short write is not an error to write(2) — a filling disk returns
-// a smaller count — so the loop goes on until every byte is written or write(2) fails, and the
-// size is checked before the rename: a full disk or an I/O error leaves the previous file
-// intact and is reported with its path (exit 74). write-file-atomic, on the original package
-// list, calls write once and ignores a short count, so it could publish a truncated file
-// on a full disk; this replaces it.
-//
-// Appends (journals, history) go through appendLine: the line starts on a fresh line, so a
-// torn last line (a crash or a full disk mid-append) never swallows the next entry.
+// Durable writes of state files (SPEC §3): a temp file (O_EXCL, never through a symlink), every
+// byte written (the short-write loop), its size checked, fsync, rename, fsync of the folder; a
+// full disk or an I/O error leaves the previous file intact (exit 74). Appends start on a fresh
+// line, so a torn last line never swallows the next entry (docs/design.md "Durable writes").
 // (Over 300 lines: the replace, append and rewrite-in-place paths with their fault handling,
 // which share the short-write loop and the checks of what was opened.)
 
@@ -119,7 +112,11 @@ export function writeBufferDurable(path: string, buf: Buffer, opts: DurableOptio
   const tmp = `${path}${TEMP_MARK}${randomHex(8)}`;
   let fd: number;
   try {
-    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, opts.mode ?? 0o600);
+    fd = openSync(
+      tmp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      opts.mode ?? 0o600,
+    );
   } catch (err) {
     throw stateWriteError(err, path);
   }
@@ -128,7 +125,8 @@ export function writeBufferDurable(path: string, buf: Buffer, opts: DurableOptio
     writeAll(fd, buf, 0);
     if (opts.sync !== false) io.fsync(fd);
     st = fstatSync(fd, { bigint: true });
-    if (st.size !== BigInt(buf.length)) throw Object.assign(new Error(`only ${st.size} of ${buf.length} bytes reached the disk`), { code: 'EIO' });
+    if (st.size !== BigInt(buf.length))
+      throw Object.assign(new Error(`only ${st.size} of ${buf.length} bytes reached the disk`), { code: 'EIO' });
   } catch (err) {
     closeSync(fd);
     unlinkQuiet(tmp);
@@ -157,7 +155,8 @@ export function syncDir(dir: string): void {
     io.fsync(fd);
   } catch (err) {
     // the rename itself is atomic; a file system that cannot sync folders says nothing
-    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EBADF'].includes(errnoCode(err) ?? '')) ioNotice(err, 'syncing the folder', dir, 'the file renamed in it is in place, but may not survive a power loss');
+    if (!['EINVAL', 'ENOTSUP', 'EOPNOTSUPP', 'EBADF'].includes(errnoCode(err) ?? ''))
+      ioNotice(err, 'syncing the folder', dir, 'the file renamed in it is in place, but may not survive a power loss');
   } finally {
     closeSync(fd);
   }
@@ -209,7 +208,15 @@ export function openAppendTo(path: string): AppendFile {
   let fd: number;
   try {
     ensureDir(dirname(path));
-    fd = openSync(path, (READS_ON_APPEND ? constants.O_RDWR : constants.O_WRONLY) | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+    fd = openSync(
+      path,
+      (READS_ON_APPEND ? constants.O_RDWR : constants.O_WRONLY) |
+        constants.O_APPEND |
+        constants.O_CREAT |
+        constants.O_NOFOLLOW |
+        constants.O_NONBLOCK,
+      0o600,
+    );
   } catch (err) {
     if (errnoCode(err) === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to append to it`);
     if (err instanceof UnsafePathError) throw err;
@@ -220,9 +227,11 @@ export function openAppendTo(path: string): AppendFile {
   if (p) {
     closeSync(fd);
     throw new UnsafePathError(
-      p.kind === 'type' ? `${path} is not a regular file; refusing to write to it (remove it)` :
-      p.kind === 'owner' ? `${path} is owned by uid ${p.uid}, not by this user; refusing to write to it (remove it)` :
-      `${path} can be read or written by other users (mode ${p.kind === 'mode' ? p.mode : '?'}); refusing to write to it; fix it with: chmod 600 ${path}`,
+      p.kind === 'type'
+        ? `${path} is not a regular file; refusing to write to it (remove it)`
+        : p.kind === 'owner'
+          ? `${path} is owned by uid ${p.uid}, not by this user; refusing to write to it (remove it)`
+          : `${path} can be read or written by other users (mode ${p.kind === 'mode' ? p.mode : '?'}); refusing to write to it; fix it with: chmod 600 ${path}`,
     );
   }
   return { fd, ino: st.ino, readable: READS_ON_APPEND };
@@ -346,8 +355,12 @@ export function writeChecksummed(path: string, text: string): void {
   try {
     const st = fstatSync(fd);
     const p = fileProblem(st);
-    if (p?.kind === 'type') throw new UnsafePathError(`${path} is not a regular file; refusing to write state through it`);
-    if (p?.kind === 'owner') throw new UnsafePathError(`${path} is owned by uid ${p.uid}, not by this user (uid ${p.me}); refusing to write it`);
+    if (p?.kind === 'type')
+      throw new UnsafePathError(`${path} is not a regular file; refusing to write state through it`);
+    if (p?.kind === 'owner')
+      throw new UnsafePathError(
+        `${path} is owned by uid ${p.uid}, not by this user (uid ${p.me}); refusing to write it`,
+      );
     writeAll(fd, buf, 0);
     if (st.size > buf.length) ftruncateSync(fd, buf.length);
   } catch (err) {

@@ -64,10 +64,21 @@ export type FileProblem =
 /** The one check of "a regular file of ours" (SPEC §12): a regular file, owned by this user,
  * within the rule's mode and size; null when it is. */
 export function fileProblem(st: Stats, rule: FileRule = {}): FileProblem | null {
-  if (!st.isFile()) return { kind: 'type', what: st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : st.isDirectory() ? 'a folder' : 'a device or special file' };
+  if (!st.isFile())
+    return {
+      kind: 'type',
+      what: st.isFIFO()
+        ? 'a FIFO'
+        : st.isSocket()
+          ? 'a socket'
+          : st.isDirectory()
+            ? 'a folder'
+            : 'a device or special file',
+    };
   const me = myUid();
   if (me !== null && st.uid !== me) return { kind: 'owner', uid: st.uid, me };
-  if (rule.othersMayNot !== undefined && (st.mode & rule.othersMayNot) !== 0) return { kind: 'mode', mode: (st.mode & 0o777).toString(8).padStart(4, '0') };
+  if (rule.othersMayNot !== undefined && (st.mode & rule.othersMayNot) !== 0)
+    return { kind: 'mode', mode: (st.mode & 0o777).toString(8).padStart(4, '0') };
   if (rule.cap !== undefined && st.size > rule.cap) return { kind: 'size', size: st.size, cap: rule.cap };
   return null;
 }
@@ -98,7 +109,11 @@ export function readFileChecked(path: string, cap = STATE_FILE_CAP): FileContent
 /** The bytes of `path` from byte `offset` to its end (as it was when opened), with the checks
  * above, size first: a file past `cap` is refused before a byte of it is read. null when it does
  * not exist. */
-export function readFileFrom(path: string, offset: number, cap = STATE_FILE_CAP): { bytes: Buffer; ino: number; size: number; mtimeMs: number } | null {
+export function readFileFrom(
+  path: string,
+  offset: number,
+  cap = STATE_FILE_CAP,
+): { bytes: Buffer; ino: number; size: number; mtimeMs: number } | null {
   const opened = openChecked(path, cap);
   if (!opened) return null;
   const { fd, st } = opened;
@@ -130,7 +145,7 @@ export function readFollowing(path: string, cap: number, refuse: (st: Stats) => 
     if (why) throw new Error(`refusing to read it: ${why}`);
     const buf = Buffer.allocUnsafe(Math.min(cap + 1, st.size + 1));
     let n = 0;
-    for (let r; n < buf.length && (r = readSync(fd, buf, n, buf.length - n, n)) > 0; ) n += r;
+    for (let r; n < buf.length && (r = readSync(fd, buf, n, buf.length - n, n)) > 0;) n += r;
     if (n === buf.length) throw new Error('refusing to read it: it changed while being read');
     return buf.subarray(0, n);
   } finally {
@@ -261,7 +276,6 @@ export function writeNewFile(path: string, data: string | Buffer): number {
   return ino;
 }
 
-
 /** Publishes `existing` under `name` with link(2), which fails if `name` exists: there is never
  * a moment when `name` holds a half-written file (SPEC §4.1). */
 export function linkNew(existing: string, name: string): boolean {
@@ -305,7 +319,8 @@ export function trustRoot(dir: string): void {
 
 function rootOf(abs: string): string | null {
   let best: string | null = null;
-  for (const r of roots) if ((abs === r || abs.startsWith(`${r}/`)) && (best === null || r.length > best.length)) best = r;
+  for (const r of roots)
+    if ((abs === r || abs.startsWith(`${r}/`)) && (best === null || r.length > best.length)) best = r;
   return best;
 }
 
@@ -323,7 +338,9 @@ function folderRefusal(dir: string, st: Stats): string | null {
 }
 
 const goneRoot = (d: string): FolderReplacedError =>
-  new FolderReplacedError(`${d} is gone while routinely ran (it was there when checked); nothing is written through its path until it is back — or restart routinely`);
+  new FolderReplacedError(
+    `${d} is gone while routinely ran (it was there when checked); nothing is written through its path until it is back — or restart routinely`,
+  );
 
 /** Checks `dir` and, when it is under a declared root, every folder from that root down to it:
  * each must be a folder of ours, writable by us alone; below the root none may be a symlink.
@@ -349,7 +366,9 @@ export function checkFolder(dir: string): void {
         now = null;
       }
       if (now !== null && now !== known) {
-        throw new FolderReplacedError(`${d} was replaced while routinely ran (it is not the folder checked before); nothing is written through it until it is back — or restart routinely`);
+        throw new FolderReplacedError(
+          `${d} was replaced while routinely ran (it is not the folder checked before); nothing is written through it until it is back — or restart routinely`,
+        );
       }
       if (now === null && roots.has(d)) throw goneRoot(d);
     }
@@ -367,7 +386,9 @@ export function checkFolder(dir: string): void {
       if (now === known) continue;
       if (now !== null) {
         // kept as it was: the folder stays refused until it is the one checked before again
-        throw new FolderReplacedError(`${d} was replaced while routinely ran (it is not the folder checked before); nothing is written through it until it is back — or restart routinely`);
+        throw new FolderReplacedError(
+          `${d} was replaced while routinely ran (it is not the folder checked before); nothing is written through it until it is back — or restart routinely`,
+        );
       }
       // A state or lock root that vanished keeps its pin: moved away, it may come back as a link
       // to another folder a moment later (a swap is a rename, then a symlink), and one adopted
@@ -385,7 +406,8 @@ export function checkFolder(dir: string): void {
       if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return;
       throw err;
     }
-    if (st.isSymbolicLink()) throw new UnsafePathError(`${d} is a symbolic link inside routinely's state; refusing to follow it`);
+    if (st.isSymbolicLink())
+      throw new UnsafePathError(`${d} is a symbolic link inside routinely's state; refusing to follow it`);
     const why = folderRefusal(d, st);
     if (why) throw new UnsafePathError(why);
     checked.set(d, identity(st));
@@ -401,7 +423,9 @@ export function ensureDir(dir: string): void {
     return;
   }
   if (PSEUDO_FS.some((p) => abs === p || abs.startsWith(`${p}/`))) {
-    throw new UnsafePathError(`${abs} is on /${abs.split('/')[1]}, a kernel pseudo file system; choose a real folder for state and locks`);
+    throw new UnsafePathError(
+      `${abs} is on /${abs.split('/')[1]}, a kernel pseudo file system; choose a real folder for state and locks`,
+    );
   }
   const missing: string[] = [];
   for (let d = abs; ; d = dirname(d)) {

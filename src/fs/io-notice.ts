@@ -24,7 +24,12 @@ export function ioNotice(err: unknown, doing: string, path: string, meaning: str
   if (said.size > 1000) said.clear(); // a process that meets thousands of failing files
   // an errno names the cause; an error of ours already names the file
   const code = errnoCode(err);
-  const text = code !== undefined && /^E[A-Z0-9]+$/.test(code) ? ioMessage(err, doing, path) : (err instanceof Error ? err.message : String(err));
+  const text =
+    code !== undefined && /^E[A-Z0-9]+$/.test(code)
+      ? ioMessage(err, doing, path)
+      : err instanceof Error
+        ? err.message
+        : String(err);
   try {
     sink(`${text}; ${meaning}`);
   } catch {

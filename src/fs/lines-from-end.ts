@@ -24,9 +24,10 @@ export function* linesFromEnd(path: string, firstBlockBytes = 8 * 1024): Generat
     for (let blockBytes = firstBlockBytes; end > 0; blockBytes = Math.min(blockBytes * 2, 256 * 1024)) {
       const start = Math.max(0, end - blockBytes);
       const block = Buffer.alloc(end - start);
-      for (let got = 0; got < block.length; ) {
+      for (let got = 0; got < block.length;) {
         const n = readSync(fd, block, got, block.length - got, start + got);
-        if (n <= 0) throw stateWriteError(Object.assign(new Error('file shrank while read'), { code: 'EIO' }), path, 'reading');
+        if (n <= 0)
+          throw stateWriteError(Object.assign(new Error('file shrank while read'), { code: 'EIO' }), path, 'reading');
         got += n;
       }
       const chunk = carry.length > 0 ? Buffer.concat([block, carry]) : block;

@@ -5,8 +5,28 @@
 // answer, not an error) is written here once (scripts/check-structure.mjs counts the calls).
 
 import {
-  accessSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, realpathSync,
-  futimesSync, renameSync, rmSync, statfsSync, statSync, unlinkSync, watch, writeSync, type BigIntStats, type FSWatcher, type Stats,
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+  futimesSync,
+  renameSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  unlinkSync,
+  watch,
+  writeSync,
+  type BigIntStats,
+  type FSWatcher,
+  type Stats,
 } from 'node:fs';
 import { writeAll } from './durable.js';
 
@@ -38,7 +58,11 @@ export function touchFd(fd: number, seconds: number): void {
 /** Opens `path` read-only to hold it open (created 0600 if missing, never through a symlink), a
  * regular file or an error: a mark whose holder is known by its open descriptor. */
 export function holdOpen(path: string): number {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  const fd = openSync(
+    path,
+    constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    0o600,
+  );
   if (!fstatSync(fd).isFile()) {
     closeSync(fd);
     throw new Error(`${path} is not a regular file`);
@@ -153,7 +177,7 @@ export function watchFolder(dir: string, onName: (name: string | null) => void):
  * (EAGAIN) is waited out, a reader gone (EPIPE, `| head -1`) is not our error. */
 export function writeOut(fd: number, text: string): void {
   const buf = Buffer.from(text);
-  for (let off = 0; off < buf.length; ) {
+  for (let off = 0; off < buf.length;) {
     try {
       off += writeSync(fd, buf, off, buf.length - off);
     } catch (e) {
@@ -186,7 +210,7 @@ export function readInputFile(path: string, cap: number): Buffer {
     const chunks: Buffer[] = [];
     let total = 0;
     const buf = Buffer.alloc(64 * 1024);
-    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) {
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) {
       total += n;
       if (total > cap) throw Object.assign(new Error(`${path} is over ${cap} bytes`), { code: 'EFBIG' });
       chunks.push(Buffer.from(buf.subarray(0, n)));
@@ -201,7 +225,11 @@ export function readInputFile(path: string, cap: number): Buffer {
  * never through a symlink at its name: created exclusively (EEXIST thrown), or replaced when
  * `replace`. */
 export function writeProjectFile(path: string, text: string, replace = false): void {
-  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (replace ? constants.O_TRUNC : constants.O_EXCL), 0o644);
+  const fd = openSync(
+    path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (replace ? constants.O_TRUNC : constants.O_EXCL),
+    0o644,
+  );
   try {
     writeText(fd, text);
   } finally {

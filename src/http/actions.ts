@@ -45,14 +45,22 @@ export function parseBody(text: string): Record<string, unknown> {
   } catch {
     throw new HttpProblem(400, 'the body is not JSON');
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new HttpProblem(400, 'the body is not a JSON object');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new HttpProblem(400, 'the body is not a JSON object');
   return v as Record<string, unknown>;
 }
 
 /** POST /api/routines/ID/ACTION: [status, JSON answer]. `address`: the client's. */
-export async function takeAction(s: StatusSources, id: string, action: string, body: Record<string, unknown>, address = '?'): Promise<[number, unknown]> {
+export async function takeAction(
+  s: StatusSources,
+  id: string,
+  action: string,
+  body: Record<string, unknown>,
+  address = '?',
+): Promise<[number, unknown]> {
   const a = s.actions!;
-  if (!(await s.routines()).some((r) => r.id === id)) throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
+  if (!(await s.routines()).some((r) => r.id === id))
+    throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
   if (action === 'stop') {
     const r = await a.stopFire(id, address);
     switch (r.state) {
@@ -61,11 +69,21 @@ export async function takeAction(s: StatusSources, id: string, action: string, b
       case 'elsewhere':
         return [409, { ...r, routine: id, message: `${id} runs on ${r.host} (pid ${r.pid}): stop it there` }];
       case 'not-found':
-        return [409, { ...r, routine: id, message: `${id}: a fire is open but no process of it was found on this host` }];
+        return [
+          409,
+          { ...r, routine: id, message: `${id}: a fire is open but no process of it was found on this host` },
+        ];
       case 'refused':
         return [400, { ...r, routine: id, message: r.error }];
       case 'stopped':
-        return [200, { ...r, routine: id, message: `stopped ${id} (run ${r.run_id})${r.killed ? ', with SIGKILL after the grace' : ''}; ${r.recorded ? 'recorded as failure: stopped by hand' : 'its record follows as it ends'}` }];
+        return [
+          200,
+          {
+            ...r,
+            routine: id,
+            message: `stopped ${id} (run ${r.run_id})${r.killed ? ', with SIGKILL after the grace' : ''}; ${r.recorded ? 'recorded as failure: stopped by hand' : 'its record follows as it ends'}`,
+          },
+        ];
     }
   }
   if (action === 'run') {
@@ -80,15 +98,34 @@ export async function takeAction(s: StatusSources, id: string, action: string, b
       case 'busy':
         return [409, { ...r, routine: id, message: `${r.error} (nothing recorded)` }];
       case 'finished':
-        return [200, { ...r, routine: id, message: `${r.result === 'success' ? 'succeeded' : `failed: ${r.reason ?? 'failed'}`} ${id}${r.run_id ? ` (run ${r.run_id})` : ''}` }];
+        return [
+          200,
+          {
+            ...r,
+            routine: id,
+            message: `${r.result === 'success' ? 'succeeded' : `failed: ${r.reason ?? 'failed'}`} ${id}${r.run_id ? ` (run ${r.run_id})` : ''}`,
+          },
+        ];
     }
   }
   if (action === 'pause') {
     const note = body.note;
-    if (note !== undefined && note !== null && (typeof note !== 'string' || note.length > NOTE_MAX)) throw new HttpProblem(400, `note: a string of at most ${NOTE_MAX} characters, or null`);
+    if (note !== undefined && note !== null && (typeof note !== 'string' || note.length > NOTE_MAX))
+      throw new HttpProblem(400, `note: a string of at most ${NOTE_MAX} characters, or null`);
     const r = await a.pause(id, typeof note === 'string' && note.trim() !== '' ? note.trim() : null);
-    return [200, { routine: id, paused: true, ...r, message: r.was_paused ? `${id} was already paused` : `paused ${id}` }];
+    return [
+      200,
+      { routine: id, paused: true, ...r, message: r.was_paused ? `${id} was already paused` : `paused ${id}` },
+    ];
   }
   const r = await a.resume(id);
-  return [200, { routine: id, paused: false, ...r, message: r.was_paused ? `resumed ${id}` : `${id} was not paused; nothing to resume` }];
+  return [
+    200,
+    {
+      routine: id,
+      paused: false,
+      ...r,
+      message: r.was_paused ? `resumed ${id}` : `${id} was not paused; nothing to resume`,
+    },
+  ];
 }

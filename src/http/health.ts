@@ -30,7 +30,10 @@ export function judgeHealth(r: LoopReading): Health {
   if (r.dueBy === null) return { ok: false, reason: 'scheduler starting: the loop has not run yet' };
   const late = r.nowMs - r.dueBy;
   if (late > (r.graceMs ?? STALL_GRACE_MS)) {
-    return { ok: false, reason: `scheduler loop stalled: no loop iteration for ${Math.round(late / 1000)}s past its wake-up time` };
+    return {
+      ok: false,
+      reason: `scheduler loop stalled: no loop iteration for ${Math.round(late / 1000)}s past its wake-up time`,
+    };
   }
   return { ok: true };
 }
@@ -56,6 +59,12 @@ export class LoopWatch {
   }
 
   health(): Health {
-    return judgeHealth({ dueBy: this.dueBy, nowMs: this.clock.monotonic(), stopping: this.stopped, lockProblem: this.lockProblem(), graceMs: this.graceMs });
+    return judgeHealth({
+      dueBy: this.dueBy,
+      nowMs: this.clock.monotonic(),
+      stopping: this.stopped,
+      lockProblem: this.lockProblem(),
+      graceMs: this.graceMs,
+    });
   }
 }

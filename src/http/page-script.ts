@@ -145,4 +145,3 @@ export const PAGE_SCRIPT = `"use strict";
   setInterval(() => void refresh(), ${REFRESH_MS});
 })();
 `;
-

@@ -12,7 +12,8 @@ import { PAGE_STYLE } from './page-style.js';
 import { PAGE_SCRIPT, REFRESH_MS } from './page-script.js';
 import { renderDetail, renderParts, viewKit, type DetailData, type PageData } from './view.js';
 
-if (PAGE_SCRIPT.includes('</script') || PAGE_STYLE.includes('</style')) throw new Error('the inline page script or style would end its element early');
+if (PAGE_SCRIPT.includes('</script') || PAGE_STYLE.includes('</style'))
+  throw new Error('the inline page script or style would end its element early');
 
 const sha256 = (s: string): string => `'sha256-${createHash('sha256').update(s).digest('base64')}'`;
 
@@ -135,12 +136,24 @@ function mainSections(p: { routines: string; lock: string; runs: string }): stri
 export function renderPage(data: PageData, nowMs: number, o: { tokenRequired?: boolean } = {}): string {
   const p = renderParts(data, nowMs);
   return frame({
-    title: `${data.status.project} · routinely status`, project: data.status.project, routine: null, shell: false, tokenRequired: o.tokenRequired === true,
-    status: p.status, main: mainSections(p), skipTo: 'routines-title', takenAt: nowMs,
+    title: `${data.status.project} · routinely status`,
+    project: data.status.project,
+    routine: null,
+    shell: false,
+    tokenRequired: o.tokenRequired === true,
+    status: p.status,
+    main: mainSections(p),
+    skipTo: 'routines-title',
+    takenAt: nowMs,
   });
 }
 
-function routineSections(id: string, p: { summary: string; fires: string; output: string; pager: string }, actions: boolean, stoppable = true): string {
+function routineSections(
+  id: string,
+  p: { summary: string; fires: string; output: string; pager: string },
+  actions: boolean,
+  stoppable = true,
+): string {
   const buttons = actions
     ? `<section aria-labelledby="actions-title" class="js-only" hidden>
 <h2 id="actions-title">Actions</h2>
@@ -148,7 +161,7 @@ function routineSections(id: string, p: { summary: string; fires: string; output
 <label for="pause-note">Pause note</label> <input id="pause-note" type="text" maxlength="500" size="30">
 <button type="button" data-action="pause">Pause</button> <button type="button" data-action="resume">Resume</button>${stoppable ? ' <button type="button" data-action="stop">Stop the running fire</button>' : ''}</div>
 <p id="action-result" role="status"></p>
-<p class="muted">As <code>routinely routine run ${esc(id)}</code>, <code>pause</code>, <code>resume</code>${stoppable ? ' and <code>stop</code>' : ''} do: the routine's own busy rule, the same records${stoppable ? ' (a stop: SIGTERM to the fire\'s process group, SIGKILL after 10 s, recorded as stopped by hand from this address)' : ''}.</p>
+<p class="muted">As <code>routinely routine run ${esc(id)}</code>, <code>pause</code>, <code>resume</code>${stoppable ? ' and <code>stop</code>' : ''} do: the routine's own busy rule, the same records${stoppable ? " (a stop: SIGTERM to the fire's process group, SIGKILL after 10 s, recorded as stopped by hand from this address)" : ''}.</p>
 </section>`
     : '';
   return `<section aria-labelledby="routine-title">
@@ -180,8 +193,15 @@ ${buttons}
 export function renderRoutinePage(data: DetailData, nowMs: number, o: { tokenRequired?: boolean } = {}): string {
   const p = renderDetail(data, nowMs);
   return frame({
-    title: `${data.routine.id} · ${data.status.project} · routinely`, project: data.status.project, routine: data.routine.id, shell: false, tokenRequired: o.tokenRequired === true,
-    status: p.status, main: routineSections(data.routine.id, p, data.actions, data.routine.action === 'command'), skipTo: 'fires-title', takenAt: nowMs,
+    title: `${data.routine.id} · ${data.status.project} · routinely`,
+    project: data.status.project,
+    routine: data.routine.id,
+    shell: false,
+    tokenRequired: o.tokenRequired === true,
+    status: p.status,
+    main: routineSections(data.routine.id, p, data.actions, data.routine.action === 'command'),
+    skipTo: 'fires-title',
+    takenAt: nowMs,
   });
 }
 
@@ -193,7 +213,14 @@ export function renderShell(routine: string | null, actions: boolean): string {
     ? routineSections(routine, { summary: '', fires: empty, output: '', pager: '' }, actions)
     : mainSections({ routines: empty, lock: '', runs: empty });
   return frame({
-    title: 'routinely status', project: null, routine, shell: true, tokenRequired: true,
-    status: SHELL_TEXT, main, skipTo: routine ? 'fires-title' : 'routines-title', takenAt: null,
+    title: 'routinely status',
+    project: null,
+    routine,
+    shell: true,
+    tokenRequired: true,
+    status: SHELL_TEXT,
+    main,
+    skipTo: routine ? 'fires-title' : 'routines-title',
+    takenAt: null,
   });
 }

@@ -28,11 +28,17 @@ export function checkExposure(listen: ListenAddress, env: NodeJS.ProcessEnv): Ex
   const raw = env[TOKEN_ENV];
   const token = raw === undefined || raw === '' ? null : raw;
   if (token !== null && (token.length < MIN_TOKEN_LENGTH || /\s/.test(token))) {
-    return { ok: false, why: `${TOKEN_ENV} must be at least ${MIN_TOKEN_LENGTH} characters without spaces (e.g. the output of \`openssl rand -hex 32\`)` };
+    return {
+      ok: false,
+      why: `${TOKEN_ENV} must be at least ${MIN_TOKEN_LENGTH} characters without spaces (e.g. the output of \`openssl rand -hex 32\`)`,
+    };
   }
   if (token === null && !isLoopback(listen.host)) {
     const what = isWildcard(listen.host) ? 'every interface' : 'a non-loopback address';
-    return { ok: false, why: `listens on ${what}: set ${TOKEN_ENV} (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1` };
+    return {
+      ok: false,
+      why: `listens on ${what}: set ${TOKEN_ENV} (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1`,
+    };
   }
   return { ok: true, token };
 }
@@ -82,7 +88,11 @@ export function hostAllowed(header: string | undefined, listen: ListenAddress, p
 /** Whether a request that changes something comes from this server's own page, or from no page
  * at all (curl sends no Origin): an Origin naming another host, or a browser that says the
  * request is cross-site, is refused. */
-export function sameOrigin(origin: string | undefined, fetchSite: string | string[] | undefined, host: string | undefined): boolean {
+export function sameOrigin(
+  origin: string | undefined,
+  fetchSite: string | string[] | undefined,
+  host: string | undefined,
+): boolean {
   if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return false;
   if (origin === undefined) return true;
   return host !== undefined && origin.toLowerCase() === `http://${host.toLowerCase()}`;

@@ -5,6 +5,7 @@
 // page asked for without it is served empty, for its script to fetch the data with the token);
 // an action always needs the token and may not come from another origin; slow clients are cut
 // off by header, request and idle timeouts.
+// (Over 300 lines: the routes and the checks every request passes, together so no route misses one.)
 
 import { jsonText } from '../printable.js';
 import { isRunId } from '../run-id.js';
@@ -146,10 +147,20 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     const durations = await Promise.all(rows.map(lastRunDuration));
     return {
       routines: rows.map((r, i) => ({
-        id: r.id, paused: r.paused, last_success_at: r.last_success_at, last_failure_at: r.last_failure_at, consecutive_skips: consecutiveSkips(r, recent[r.id]),
-        consecutive_failures: r.consecutive_failures, next_run_at: r.enabled ? r.next_run_at : null, starved: r.starved === true,
-        running: typeof r.running_since === 'string', last_scheduled_at: r.last_scheduled_at, last_run_duration_ms: durations[i] ?? null,
-        config: config[r.id] ? { schedule: r.schedule, timezone: r.timezone ?? machineZone(), action: r.action, ...config[r.id]! } : null,
+        id: r.id,
+        paused: r.paused,
+        last_success_at: r.last_success_at,
+        last_failure_at: r.last_failure_at,
+        consecutive_skips: consecutiveSkips(r, recent[r.id]),
+        consecutive_failures: r.consecutive_failures,
+        next_run_at: r.enabled ? r.next_run_at : null,
+        starved: r.starved === true,
+        running: typeof r.running_since === 'string',
+        last_scheduled_at: r.last_scheduled_at,
+        last_run_duration_ms: durations[i] ?? null,
+        config: config[r.id]
+          ? { schedule: r.schedule, timezone: r.timezone ?? machineZone(), action: r.action, ...config[r.id]! }
+          : null,
       })),
       execLockHeld: lock.state === 'held',
       schedulerUp: up,
@@ -158,11 +169,21 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     };
   };
   const page = async (): Promise<string> => {
-    const [st, routines, recent, lock, runs] = await Promise.all([status(), s.routines(), history(), s.lock(), s.runs()]);
+    const [st, routines, recent, lock, runs] = await Promise.all([
+      status(),
+      s.routines(),
+      history(),
+      s.lock(),
+      s.runs(),
+    ]);
     const data: PageData = { status: st, routines, recent, lock, runs };
     return renderPage(data, Date.parse(st.now), { tokenRequired: o.token !== null });
   };
-  const json = (read: () => Promise<unknown>) => async (): Promise<[number, string, string]> => [200, JSON_TYPE, jsonBody(await read())];
+  const json = (read: () => Promise<unknown>) => async (): Promise<[number, string, string]> => [
+    200,
+    JSON_TYPE,
+    jsonBody(await read()),
+  ];
   const jsonBody = (v: unknown): string => `${jsonText(JSON.stringify(v))}\n`;
 
   /** A routine's page: null when the config has no such routine. */
@@ -170,7 +191,11 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     const routine = (await s.routines()).find((r) => r.id === id);
     if (!routine) return null;
     // every fire kept (the store bounds it: retention.historyLines), newest first
-    const [st, all, running] = await Promise.all([status(), s.fires(id, Infinity), s.running ? s.running(id) : Promise.resolve(null)]);
+    const [st, all, running] = await Promise.all([
+      status(),
+      s.fires(id, Infinity),
+      s.running ? s.running(id) : Promise.resolve(null),
+    ]);
     const pages = Math.max(1, Math.ceil(all.length / DETAIL_FIRES));
     const number = Math.min(pageNumber, pages);
     const fires = all.slice((number - 1) * DETAIL_FIRES, number * DETAIL_FIRES);
@@ -178,13 +203,24 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     // the run asked for, else the one running now (its output grows), else the newest that ran
     const runId = run ?? running?.run_id ?? ran.find((f) => f.run_id !== null)?.run_id ?? null;
     const output = runId === null ? null : await s.output(id, runId, DETAIL_LINES);
-    return { status: st, routine, fires, output, actions: s.actions !== undefined, page: { number, pages, total: all.length, size: DETAIL_FIRES }, ran, running };
+    return {
+      status: st,
+      routine,
+      fires,
+      output,
+      actions: s.actions !== undefined,
+      page: { number, pages, total: all.length, size: DETAIL_FIRES },
+      ran,
+      running,
+    };
   };
   const detailOf = async (id: string, query: URLSearchParams): Promise<DetailData> => {
     const run = query.get('run');
-    if (run !== null && !isRunId(run)) throw new HttpProblem(400, `run ${JSON.stringify(run.slice(0, 100))} is not a run id (r-…)`);
+    if (run !== null && !isRunId(run))
+      throw new HttpProblem(400, `run ${JSON.stringify(run.slice(0, 100))} is not a run id (r-…)`);
     const pageText = query.get('page') ?? '1';
-    if (!/^[1-9]\d{0,5}$/.test(pageText)) throw new HttpProblem(400, `page ${JSON.stringify(pageText.slice(0, 20))} is not a page number (1, 2, …)`);
+    if (!/^[1-9]\d{0,5}$/.test(pageText))
+      throw new HttpProblem(400, `page ${JSON.stringify(pageText.slice(0, 20))} is not a page number (1, 2, …)`);
     const d = await detail(id, run, Number(pageText));
     if (!d) throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
     return d;
@@ -216,21 +252,42 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       const unread = carriesBody(req) && !bodyWanted;
       if (unread || extra.connection === 'close') lingerAtClose(req.socket);
       const close = unread ? { connection: 'close' } : {};
-      res.writeHead(code, { ...COMMON_HEADERS, 'content-type': type, 'content-length': String(Buffer.byteLength(body)), ...(type.startsWith('text/html') ? { 'content-security-policy': PAGE_CSP } : { 'content-security-policy': "default-src 'none'; frame-ancestors 'none'" }), ...close, ...extra });
+      res.writeHead(code, {
+        ...COMMON_HEADERS,
+        'content-type': type,
+        'content-length': String(Buffer.byteLength(body)),
+        ...(type.startsWith('text/html')
+          ? { 'content-security-policy': PAGE_CSP }
+          : { 'content-security-policy': "default-src 'none'; frame-ancestors 'none'" }),
+        ...close,
+        ...extra,
+      });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
     const isPost = req.method === 'POST';
     // Checked first: an answer of any other kind to a rebound name would already be a leak.
-    if (!hostAllowed(req.headers.host, o.listen, port)) return send(421, TEXT, 'misdirected request: the Host header does not name this server\n');
+    if (!hostAllowed(req.headers.host, o.listen, port))
+      return send(421, TEXT, 'misdirected request: the Host header does not name this server\n');
     const url = new URL(req.url ?? '/', 'http://x');
     const path = url.pathname;
-    const page = path === '/' ? { routine: null } : /^\/routines\/[^/]+$/.test(path) && ROUTINE_ID.test(path.slice(10)) ? { routine: path.slice(10) } : null;
+    const page =
+      path === '/'
+        ? { routine: null }
+        : /^\/routines\/[^/]+$/.test(path) && ROUTINE_ID.test(path.slice(10))
+          ? { routine: path.slice(10) }
+          : null;
     const reading = req.method === 'GET' || req.method === 'HEAD';
     if (o.token !== null && !bearerMatches(req.headers.authorization, o.token)) {
       // a browser cannot send the header when it opens a page: it gets the page without data,
       // whose script asks for the token and sends it with every request (never a cookie)
-      if (reading && page) return send(200, 'text/html; charset=utf-8', renderShell(page.routine, s.actions !== undefined));
-      return send(401, TEXT, 'unauthorized: send "Authorization: Bearer <token>" with the token of ROUTINELY_HTTP_TOKEN\n', { 'www-authenticate': 'Bearer realm="routinely"' });
+      if (reading && page)
+        return send(200, 'text/html; charset=utf-8', renderShell(page.routine, s.actions !== undefined));
+      return send(
+        401,
+        TEXT,
+        'unauthorized: send "Authorization: Bearer <token>" with the token of ROUTINELY_HTTP_TOKEN\n',
+        { 'www-authenticate': 'Bearer realm="routinely"' },
+      );
     }
     const action = /^\/api\/routines\/([^/]+)\/(run|pause|resume|stop)$/.exec(path);
     const allow = s.actions ? 'GET, HEAD, POST' : 'GET, HEAD';
@@ -238,7 +295,14 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       // Another site's page may not act (its fetch could not carry the token without a CORS
       // answer this server never gives, and a form cannot set the header; this says no first).
       if (!sameOrigin(req.headers.origin, req.headers['sec-fetch-site'], req.headers.host)) {
-        return send(403, JSON_TYPE, jsonBody({ error: 'cross-origin request refused: actions are taken from this server\'s own page, or without an Origin header (curl)' }));
+        return send(
+          403,
+          JSON_TYPE,
+          jsonBody({
+            error:
+              "cross-origin request refused: actions are taken from this server's own page, or without an Origin header (curl)",
+          }),
+        );
       }
       const id = action[1]!;
       try {
@@ -246,18 +310,32 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
         bodyWanted = true;
         // Node's own test of the header (it chose checkContinue by it)
         if (/(?:^|\W)100-continue(?:$|\W)/i.test(req.headers.expect ?? '')) res.writeContinue();
-        const [code, answer] = await takeAction(s, id, action[2]!, parseBody(await readBody(req)), req.socket.remoteAddress ?? '?');
+        const [code, answer] = await takeAction(
+          s,
+          id,
+          action[2]!,
+          parseBody(await readBody(req)),
+          req.socket.remoteAddress ?? '?',
+        );
         s.forget();
         return send(code, JSON_TYPE, jsonBody(answer));
       } catch (err) {
         // a body too large is not read to its end: the connection is closed after the answer
-        if (err instanceof HttpProblem) return send(err.status, JSON_TYPE, jsonBody({ error: err.message }), err.status === 413 ? { connection: 'close' } : {});
+        if (err instanceof HttpProblem)
+          return send(
+            err.status,
+            JSON_TYPE,
+            jsonBody({ error: err.message }),
+            err.status === 413 ? { connection: 'close' } : {},
+          );
         o.warn(`${path}: ${(err as Error).message}`);
         return send(500, JSON_TYPE, jsonBody({ error: 'the action failed; see the log of routinely' }));
       }
     }
     if (!reading) {
-      const why = s.actions ? 'only the actions take POST (/api/routines/ID/run, /pause, /resume, /stop)' : 'this server is read-only (actions are off: http.actions)';
+      const why = s.actions
+        ? 'only the actions take POST (/api/routines/ID/run, /pause, /resume, /stop)'
+        : 'this server is read-only (actions are off: http.actions)';
       return send(405, TEXT, `method not allowed: ${why}\n`, { allow });
     }
     const detailApi = /^\/api\/routines\/([^/]+)$/.exec(path);
@@ -266,7 +344,11 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       (page?.routine
         ? async (): Promise<[number, string, string]> => {
             const d = await detailOf(page.routine!, url.searchParams);
-            return [200, 'text/html; charset=utf-8', renderRoutinePage(d, Date.parse(d.status.now), { tokenRequired: o.token !== null })];
+            return [
+              200,
+              'text/html; charset=utf-8',
+              renderRoutinePage(d, Date.parse(d.status.now), { tokenRequired: o.token !== null }),
+            ];
           }
         : detailApi && ROUTINE_ID.test(detailApi[1]!)
           ? async (): Promise<[number, string, string]> => {
@@ -287,17 +369,23 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     }
   };
 
-  const server = createServer({
-    headersTimeout: TIMEOUTS.headersTimeout, requestTimeout: TIMEOUTS.requestTimeout, keepAliveTimeout: TIMEOUTS.keepAliveTimeout, maxHeaderSize: 16 * 1024,
-    // the timeouts above are enforced within a second, not at Node's default 30 s sweep
-    connectionsCheckingInterval: 1_000,
-  }, (req, res) => {
-    handle(req, res).catch((err: Error) => {
-      o.warn(`request failed: ${err.message}`);
-      if (!res.headersSent) res.writeHead(500).end();
-      else res.destroy();
-    });
-  });
+  const server = createServer(
+    {
+      headersTimeout: TIMEOUTS.headersTimeout,
+      requestTimeout: TIMEOUTS.requestTimeout,
+      keepAliveTimeout: TIMEOUTS.keepAliveTimeout,
+      maxHeaderSize: 16 * 1024,
+      // the timeouts above are enforced within a second, not at Node's default 30 s sweep
+      connectionsCheckingInterval: 1_000,
+    },
+    (req, res) => {
+      handle(req, res).catch((err: Error) => {
+        o.warn(`request failed: ${err.message}`);
+        if (!res.headersSent) res.writeHead(500).end();
+        else res.destroy();
+      });
+    },
+  );
   // with a listener Node no longer answers "100 Continue" on its own: handle() does, for an
   // action it is about to read the body of, and for nothing else
   server.on('checkContinue', (req, res) => server.emit('request', req, res));
@@ -309,8 +397,10 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       const code = errnoCode(err);
       const where = formatListen(o.listen);
       if (code === 'EADDRINUSE') reject(new UsageError(`--http ${where}: the address is already in use`));
-      else if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') reject(new UsageError(`--http ${where}: no such address on this machine`));
-      else if (code === 'EACCES') reject(new UsageError(`--http ${where}: not allowed to listen there (ports below 1024 need privileges)`));
+      else if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+        reject(new UsageError(`--http ${where}: no such address on this machine`));
+      else if (code === 'EACCES')
+        reject(new UsageError(`--http ${where}: not allowed to listen there (ports below 1024 need privileges)`));
       else reject(new UsageError(`--http ${where}: cannot listen (${err.message})`));
     };
     server.once('error', onError);

@@ -31,7 +31,8 @@ export interface RoutineView extends RoutineRecord {
 
 /** An `exec runs --json` row: the run without its tasks, with their counts; or a run whose
  * state cannot be read, with why. */
-export type RunView = (Omit<RunState, 'tasks'> & { summary: Record<TaskStatus, number> & { total: number } }) | UnreadableRun;
+export type RunView =
+  (Omit<RunState, 'tasks'> & { summary: Record<TaskStatus, number> & { total: number } }) | UnreadableRun;
 
 /** A fire as `routine history --json` shows it (without the files' bookkeeping). */
 export type FireView = Omit<HistoryEntry, 'id' | 'closes' | 'key'>;
@@ -124,8 +125,15 @@ export const STRIP_LENGTH = 30;
 /** The strip of a routine from its history (oldest first). */
 export function recentResults(history: readonly HistoryEntry[], n = STRIP_LENGTH): RecentResults {
   let trailing = 0;
-  for (let i = history.length - 1; i >= 0 && history[i]!.result === 'skipped'; i--) if (starvingSkip(history[i]!)) trailing++;
-  const results = history.slice(-n).map(({ result, scheduled_at, finished_at, reason, run_id }) => ({ result, scheduled_at, finished_at, reason, run_id }));
+  for (let i = history.length - 1; i >= 0 && history[i]!.result === 'skipped'; i--)
+    if (starvingSkip(history[i]!)) trailing++;
+  const results = history.slice(-n).map(({ result, scheduled_at, finished_at, reason, run_id }) => ({
+    result,
+    scheduled_at,
+    finished_at,
+    reason,
+    run_id,
+  }));
   return { results, trailing_skips: trailing };
 }
 
@@ -137,7 +145,11 @@ export function consecutiveSkips(row: RoutineView, recent: RecentResults | undef
 
 /** Coalesces reads: a page refreshing every 5 s in several tabs, a scrape and a probe share one
  * read of the state per `ttlMs` instead of one each. */
-export function cachedSources(s: StatusSources, ttlMs = 1000, now: () => number = () => performance.now()): StatusSources & { forget(): void } {
+export function cachedSources(
+  s: StatusSources,
+  ttlMs = 1000,
+  now: () => number = () => performance.now(),
+): StatusSources & { forget(): void } {
   const caches: Map<string, unknown>[] = [];
   const memo = <A extends unknown[], T>(fn: (...a: A) => Promise<T>): ((...a: A) => Promise<T>) => {
     const cache = new Map<string, { at: number; value: Promise<T> }>();

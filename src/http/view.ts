@@ -5,6 +5,7 @@
 // anything outside its body but viewKit and humanDuration, which the page inlines beside it
 // (types are erased).
 // Every string from state is HTML-escaped.
+// (Over 300 lines: one self-contained renderer, which may not import helpers.)
 
 import type { LockStatus } from '../lock/status.js';
 import type { Health } from './health.js';
@@ -68,7 +69,10 @@ export function viewKit(nowMs: number) {
     String(v ?? '')
       .replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c)
       // control characters from records are shown, not interpreted (SPEC §12)
-      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+      .replace(
+        /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g,
+        (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+      );
   const span = humanDuration;
   const ms = (iso: string | null | undefined): number | null => {
     const t = iso ? Date.parse(iso) : NaN;
@@ -81,7 +85,19 @@ export function viewKit(nowMs: number) {
     const z = zone ?? 'UTC';
     if (!formats.has(z)) {
       try {
-        formats.set(z, new Intl.DateTimeFormat('sv-SE', { timeZone: z, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }));
+        formats.set(
+          z,
+          new Intl.DateTimeFormat('sv-SE', {
+            timeZone: z,
+            year: 'numeric',
+            month: '2-digit',
+            day: '2-digit',
+            hour: '2-digit',
+            minute: '2-digit',
+            second: '2-digit',
+            hourCycle: 'h23',
+          }),
+        );
       } catch {
         formats.set(z, null);
       }
@@ -119,7 +135,10 @@ export function viewKit(nowMs: number) {
       );
     }
     const healthText = s.health.ok ? 'healthy' : `unhealthy: ${s.health.reason}`;
-    const who = s.mode === 'scheduler' ? `Scheduler pid ${s.pid} on ${s.host}` : `Watching only (pid ${s.pid} on ${s.host}); a scheduler is running`;
+    const who =
+      s.mode === 'scheduler'
+        ? `Scheduler pid ${s.pid} on ${s.host}`
+        : `Watching only (pid ${s.pid} on ${s.host}); a scheduler is running`;
     return (
       `<p class="health ${s.health.ok ? 'ok' : 'bad'}">${badge(s.health.ok ? 'success' : 'failure', s.health.ok ? 'OK' : 'NOT OK')} ` +
       `${esc(who)} · ${esc(healthText)}</p>` +
@@ -179,24 +198,37 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
     // a skip is a tick, not a run: the last run is the last success or failure, and its duration
     // is shown only when the last record is that run; a skip after it is told apart
     const ranAt = Math.max(ms(r.last_success_at) ?? -Infinity, ms(r.last_failure_at) ?? -Infinity);
-    const took = r.last_result !== 'skipped' && typeof r.last_duration_ms === 'number' ? `<span class="sub">took ${esc(span(r.last_duration_ms))}</span>` : '';
+    const took =
+      r.last_result !== 'skipped' && typeof r.last_duration_ms === 'number'
+        ? `<span class="sub">took ${esc(span(r.last_duration_ms))}</span>`
+        : '';
     const skippedAt = r.last_result === 'skipped' ? ms(r.last_finished_at) : null;
     const lastRun =
       `${ago(Number.isFinite(ranAt) ? new Date(ranAt).toISOString() : null)}${took}` +
-      (skippedAt !== null ? `<span class="sub">last tick skipped ${esc(span(Math.max(0, nowMs - skippedAt)))} ago</span>` : '');
+      (skippedAt !== null
+        ? `<span class="sub">last tick skipped ${esc(span(Math.max(0, nowMs - skippedAt)))} ago</span>`
+        : '');
     const skips = typeof r.consecutive_skips === 'number' ? r.consecutive_skips : (recent?.trailing_skips ?? 0);
     const states: string[] = [];
     // running: it holds the exec lock, or (another lock, or none) a fire of it is open
-    const runningSince = holder && holder.owner.routine === r.id ? holder.created_at * 1000 : ms(r.running_since ?? null);
+    const runningSince =
+      holder && holder.owner.routine === r.id ? holder.created_at * 1000 : ms(r.running_since ?? null);
     if (runningSince !== null) states.push(badge('running', `running ${span(Math.max(0, nowMs - runningSince))}`));
     else if (r.waiting_for) states.push(phaseBadge(r));
     if (!r.enabled) states.push(badge('muted', 'disabled'));
     if (r.paused) states.push(badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused'));
     // failing until a run succeeds, whatever skips came after (SPEC §6)
     const failures = typeof r.consecutive_failures === 'number' ? r.consecutive_failures : 0;
-    if (failures > 0) states.push(badge('failure', `failing${failures > 1 ? ` ×${failures}` : ''}${r.last_result === 'skipped' && skips > 0 ? ` (then ${skips} skip${skips === 1 ? '' : 's'})` : ''}`));
+    if (failures > 0)
+      states.push(
+        badge(
+          'failure',
+          `failing${failures > 1 ? ` ×${failures}` : ''}${r.last_result === 'skipped' && skips > 0 ? ` (then ${skips} skip${skips === 1 ? '' : 's'})` : ''}`,
+        ),
+      );
     if (r.starved === true) states.push(badge('starved', `starved (${skips} skips in a row)`));
-    else if (skips > 0 && failures === 0) states.push(badge('skipped', `${skips} skip${skips === 1 ? '' : 's'} in a row`));
+    else if (skips > 0 && failures === 0)
+      states.push(badge('skipped', `${skips} skip${skips === 1 ? '' : 's'} in a row`));
     return (
       `<tr role="row"><th scope="row" role="rowheader"><a class="id" href="/routines/${esc(r.id)}">${esc(r.id)}</a>` +
       `<span class="sub"><code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''} · ${esc(r.action)}${r.lock && r.lock !== 'exec' ? ` · ${r.lock === 'none' ? 'no lock' : `lock ${esc(r.lock)}`}` : ''}</span></th>` +
@@ -209,27 +241,51 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
       `<td role="cell" data-label="OK / failed / skipped" class="num">${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}</td></tr>`
     );
   });
-  const routines = rows.join('') || '<tr role="row"><td role="cell" colspan="7" class="muted">No routines in the config.</td></tr>';
+  const routines =
+    rows.join('') || '<tr role="row"><td role="cell" colspan="7" class="muted">No routines in the config.</td></tr>';
 
   // --- the exec lock --------------------------------------------------------------------------
   const l = d.lock;
   const item = (k: string, v: string): string => `<div><dt>${esc(k)}</dt><dd>${v}</dd></div>`;
-  const lockItems: string[] = [item('State', badge(l.state === 'held' ? 'running' : l.state === 'stale' ? 'failure' : 'success', l.state))];
+  const lockItems: string[] = [
+    item('State', badge(l.state === 'held' ? 'running' : l.state === 'stale' ? 'failure' : 'success', l.state)),
+  ];
   if (l.record) {
     const o = l.record.owner;
     lockItems.push(item('Holder', `pid ${esc(o.pid)} on ${esc(o.host)}`));
-    const what = [o.command === 'routine' && o.routine ? null : o.command, o.routine ? `routine ${o.routine}` : null, o.run_id ? `run ${o.run_id}` : null].filter(Boolean).join(', ');
+    const what = [
+      o.command === 'routine' && o.routine ? null : o.command,
+      o.routine ? `routine ${o.routine}` : null,
+      o.run_id ? `run ${o.run_id}` : null,
+    ]
+      .filter(Boolean)
+      .join(', ');
     lockItems.push(item('Doing', esc(what)));
-    lockItems.push(item('Since', time(l.record.created_at * 1000, `${span(Math.max(0, nowMs - l.record.created_at * 1000))} ago`)));
-    if (typeof l.heartbeat_age_s === 'number') lockItems.push(item('Heartbeat', `${esc(span(l.heartbeat_age_s * 1000))} ago`));
-    if (typeof l.expires_in_s === 'number') lockItems.push(item('Expires', l.expires_in_s >= 0 ? `in ${esc(span(l.expires_in_s * 1000))}` : `${esc(span(-l.expires_in_s * 1000))} ago`));
+    lockItems.push(
+      item('Since', time(l.record.created_at * 1000, `${span(Math.max(0, nowMs - l.record.created_at * 1000))} ago`)),
+    );
+    if (typeof l.heartbeat_age_s === 'number')
+      lockItems.push(item('Heartbeat', `${esc(span(l.heartbeat_age_s * 1000))} ago`));
+    if (typeof l.expires_in_s === 'number')
+      lockItems.push(
+        item(
+          'Expires',
+          l.expires_in_s >= 0 ? `in ${esc(span(l.expires_in_s * 1000))}` : `${esc(span(-l.expires_in_s * 1000))} ago`,
+        ),
+      );
   }
   if (l.state === 'stale' && l.why) lockItems.push(item('Why stale', esc(l.why)));
   lockItems.push(item('Generation', esc(l.generation)));
   const lock = lockItems.join('');
 
   // --- recent exec runs -----------------------------------------------------------------------
-  const STATUS_KIND: Record<string, string> = { SUCCEEDED: 'success', FAILED: 'failure', ABORTED: 'failure', INTERRUPTED: 'skipped', RUNNING: 'running' };
+  const STATUS_KIND: Record<string, string> = {
+    SUCCEEDED: 'success',
+    FAILED: 'failure',
+    ABORTED: 'failure',
+    INTERRUPTED: 'skipped',
+    RUNNING: 'running',
+  };
   const runRows = d.runs.slice(0, 10).map((r) => {
     if (r.status === 'UNREADABLE' || !('summary' in r)) {
       return (
@@ -241,7 +297,8 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
     }
     const started = ms(r.created_at);
     const finished = ms(r.finished_at);
-    const took = started !== null && finished !== null ? span(finished - started) : r.status === 'RUNNING' ? 'running' : '–';
+    const took =
+      started !== null && finished !== null ? span(finished - started) : r.status === 'RUNNING' ? 'running' : '–';
     const why = r.why_code ? `<code>${esc(r.why_code)}</code> ${esc(r.why ?? '')}` : '<span class="muted">–</span>';
     return (
       `<tr role="row"><th scope="row" role="rowheader"><code>${esc(r.run_id)}</code></th>` +
@@ -252,7 +309,8 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
       `<td role="cell" data-label="Why">${why}</td></tr>`
     );
   });
-  const runs = runRows.join('') || '<tr role="row"><td role="cell" colspan="6" class="muted">No exec runs yet.</td></tr>';
+  const runs =
+    runRows.join('') || '<tr role="row"><td role="cell" colspan="6" class="muted">No exec runs yet.</td></tr>';
 
   return { status, routines, lock, runs };
 }
@@ -262,40 +320,71 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
   const r = d.routine;
   const item = (k: string, v: string): string => `<div><dt>${esc(k)}</dt><dd>${v}</dd></div>`;
   const next = ms(r.next_run_at);
-  const state = !r.enabled ? badge('muted', 'disabled') : r.paused ? badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused') : unscheduled(d.status) ? badge('failure', 'no scheduler') : badge('success', 'scheduled');
-  const failing = r.consecutive_failures > 0 ? ` ${badge('failure', `failing${r.consecutive_failures > 1 ? ` ×${r.consecutive_failures}` : ''}`)}` : '';
+  const state = !r.enabled
+    ? badge('muted', 'disabled')
+    : r.paused
+      ? badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused')
+      : unscheduled(d.status)
+        ? badge('failure', 'no scheduler')
+        : badge('success', 'scheduled');
+  const failing =
+    r.consecutive_failures > 0
+      ? ` ${badge('failure', `failing${r.consecutive_failures > 1 ? ` ×${r.consecutive_failures}` : ''}`)}`
+      : '';
   const starved = r.starved === true ? ` ${badge('starved', 'starved')}` : '';
   const phase = !d.running && r.waiting_for ? ` ${phaseBadge(r)}` : '';
-  const summary = [
-    item('Schedule', `<code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''}`),
-    item('Action', esc(r.action)),
-    item('State', `${state}${failing}${starved}${phase}`),
-    item('Next run', !r.enabled || r.paused || next === null ? '<span class="muted">none</span>' : unscheduled(d.status) ? `<span class="muted">none: no scheduler runs (would be ${esc(absolute(next, r.timezone))})</span>` : `${esc(absolute(next, r.timezone))}`),
-    item('Last success', ago(r.last_success_at)),
-    item('Last failure', ago(r.last_failure_at)),
-    item('OK / failed / skipped', `${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}`),
-    ...(d.running ? [item('Running now', `since ${ago(d.running.started_at)}${d.running.run_id ? ` · run <code>${esc(d.running.run_id)}</code>` : ''}`)] : []),
-  ].join('') + durationsChart(d.ran ?? []);
+  const summary =
+    [
+      item('Schedule', `<code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''}`),
+      item('Action', esc(r.action)),
+      item('State', `${state}${failing}${starved}${phase}`),
+      item(
+        'Next run',
+        !r.enabled || r.paused || next === null
+          ? '<span class="muted">none</span>'
+          : unscheduled(d.status)
+            ? `<span class="muted">none: no scheduler runs (would be ${esc(absolute(next, r.timezone))})</span>`
+            : `${esc(absolute(next, r.timezone))}`,
+      ),
+      item('Last success', ago(r.last_success_at)),
+      item('Last failure', ago(r.last_failure_at)),
+      item('OK / failed / skipped', `${r.counts.success} / ${r.counts.failure} / ${r.counts.skipped}`),
+      ...(d.running
+        ? [
+            item(
+              'Running now',
+              `since ${ago(d.running.started_at)}${d.running.run_id ? ` · run <code>${esc(d.running.run_id)}</code>` : ''}`,
+            ),
+          ]
+        : []),
+    ].join('') + durationsChart(d.ran ?? []);
 
   /** The durations of the newest fires that ran, oldest left: an inline SVG (nothing loaded),
    * one bar per fire, its height the time it took against the longest shown, its colour and a
    * letter-free title by result; with a text summary for screen readers. */
   function durationsChart(ran: FireView[]): string {
-    const bars = ran.slice(0, 30).reverse().map((f) => ({ f, took: Math.max(0, (ms(f.finished_at) ?? 0) - (ms(f.started_at) ?? 0)) }));
+    const bars = ran
+      .slice(0, 30)
+      .reverse()
+      .map((f) => ({ f, took: Math.max(0, (ms(f.finished_at) ?? 0) - (ms(f.started_at) ?? 0)) }));
     if (bars.length === 0) return '';
     const longest = Math.max(...bars.map((b) => b.took), 1);
     const W = 8;
     const H = 48;
-    const rects = bars.map((b, i) => {
-      const h = Math.max(2, Math.round((b.took / longest) * H));
-      const k = resultOf(b.f.result).key;
-      return `<rect class="bar bar-${esc(k)}" x="${i * (W + 2)}" y="${H - h}" width="${W}" height="${h}"><title>${esc(`${resultOf(b.f.result).word} in ${span(b.took)} · ${absolute(ms(b.f.scheduled_at) ?? 0, r.timezone)}`)}</title></rect>`;
-    }).join('');
+    const rects = bars
+      .map((b, i) => {
+        const h = Math.max(2, Math.round((b.took / longest) * H));
+        const k = resultOf(b.f.result).key;
+        return `<rect class="bar bar-${esc(k)}" x="${i * (W + 2)}" y="${H - h}" width="${W}" height="${h}"><title>${esc(`${resultOf(b.f.result).word} in ${span(b.took)} · ${absolute(ms(b.f.scheduled_at) ?? 0, r.timezone)}`)}</title></rect>`;
+      })
+      .join('');
     const sorted = bars.map((b) => b.took).sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)]!;
     const text = `Durations of the last ${bars.length} fires that ran, oldest first: median ${span(median)}, longest ${span(longest)}.`;
-    return `<div><dt>Durations</dt><dd><svg class="chart" role="img" aria-label="${esc(text)}" width="${bars.length * (W + 2)}" height="${H}" viewBox="0 0 ${bars.length * (W + 2)} ${H}">${rects}</svg>` +
-      `<span class="sub">median ${esc(span(median))} · longest ${esc(span(longest))} · last ${bars.length} that ran</span></dd></div>`;
+    return (
+      `<div><dt>Durations</dt><dd><svg class="chart" role="img" aria-label="${esc(text)}" width="${bars.length * (W + 2)}" height="${H}" viewBox="0 0 ${bars.length * (W + 2)} ${H}">${rects}</svg>` +
+      `<span class="sub">median ${esc(span(median))} · longest ${esc(span(longest))} · last ${bars.length} that ran</span></dd></div>`
+    );
   }
 
   const TRIGGER: Record<string, string> = { schedule: 'schedule', manual: 'by hand', retry: 'retry' };
@@ -324,7 +413,8 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
       `<td role="cell" data-label="Run">${run}</td></tr>`
     );
   });
-  const fires = rows.join('') || '<tr role="row"><td role="cell" colspan="7" class="muted">No fires recorded yet.</td></tr>';
+  const fires =
+    rows.join('') || '<tr role="row"><td role="cell" colspan="7" class="muted">No fires recorded yet.</td></tr>';
 
   const o = d.output;
   const live = o !== null && d.running?.run_id === o.run_id;
@@ -335,11 +425,15 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
     : '<p class="muted">No output logged for this routine yet.</p>';
   // the kept history, a page at a time (newest first): links that work without JavaScript too
   const pg = d.page;
-  const link = (n: number, text: string): string => `<a href="/routines/${esc(r.id)}?page=${n}#fires-title">${esc(text)}</a>`;
-  const pager = pg && pg.pages > 1
-    ? `<nav aria-label="Pages of fires" class="pager">${pg.number > 1 ? link(pg.number - 1, '← Newer fires') : ''} ` +
-      `<span class="muted">fires ${(pg.number - 1) * pg.size + 1}–${Math.min(pg.total, pg.number * pg.size)} of ${pg.total} kept (page ${pg.number} of ${pg.pages})</span> ` +
-      `${pg.number < pg.pages ? link(pg.number + 1, 'Older fires →') : ''}</nav>`
-    : pg ? `<p class="muted">${pg.total} fire${pg.total === 1 ? '' : 's'} kept.</p>` : '';
+  const link = (n: number, text: string): string =>
+    `<a href="/routines/${esc(r.id)}?page=${n}#fires-title">${esc(text)}</a>`;
+  const pager =
+    pg && pg.pages > 1
+      ? `<nav aria-label="Pages of fires" class="pager">${pg.number > 1 ? link(pg.number - 1, '← Newer fires') : ''} ` +
+        `<span class="muted">fires ${(pg.number - 1) * pg.size + 1}–${Math.min(pg.total, pg.number * pg.size)} of ${pg.total} kept (page ${pg.number} of ${pg.pages})</span> ` +
+        `${pg.number < pg.pages ? link(pg.number + 1, 'Older fires →') : ''}</nav>`
+      : pg
+        ? `<p class="muted">${pg.total} fire${pg.total === 1 ? '' : 's'} kept.</p>`
+        : '';
   return { status: statusLine(d.status), summary, fires, output, pager };
 }

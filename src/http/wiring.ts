@@ -2,6 +2,7 @@
 // --json` (the CLI hands its row builder in), `lock status --json` and `exec runs --json`, read
 // through the backend the scheduler (or `serve`) already holds open. This module, the server and
 // prom-client load only with --http.
+// (Over 300 lines: every route's source and the actions, over one open backend.)
 
 import { basename } from 'node:path';
 import type { Backend } from '../backend.js';
@@ -14,7 +15,8 @@ import { busyReason, lockStatusAll, slotsOf } from '../lock/named.js';
 import { readSchedulerState } from '../control/status.js';
 
 /** The lock a routine takes, as views name it: "exec", a named lock, or "none" (not exclusive). */
-const routineLock = (r: { exclusive: boolean; lock: string } | undefined): string => (!r ? 'exec' : r.exclusive ? r.lock : 'none');
+const routineLock = (r: { exclusive: boolean; lock: string } | undefined): string =>
+  !r ? 'exec' : r.exclusive ? r.lock : 'none';
 import { LoopWatch, type Health } from './health.js';
 import { Metrics } from './metrics.js';
 import { startStatusServer } from './server.js';
@@ -75,7 +77,14 @@ async function runOutput(stateDir: string, id: string, runId: string, lines: num
   const chunks: Buffer[] = [];
   const notices: string[] = [];
   // one line more than shown tells whether earlier lines were left out
-  const r = await showRoutineLog({ stateDir, id, runId, lines: lines + 1, write: (c) => chunks.push(c), notice: (m) => notices.push(m) });
+  const r = await showRoutineLog({
+    stateDir,
+    id,
+    runId,
+    lines: lines + 1,
+    write: (c) => chunks.push(c),
+    notice: (m) => notices.push(m),
+  });
   if (r.kind !== 'shown') return null;
   const cut = chunks.length > lines;
   let text = Buffer.concat(cut ? chunks.slice(1) : chunks);
@@ -89,7 +98,10 @@ async function runOutput(stateDir: string, id: string, runId: string, lines: num
  * rule (else `fail`), the same records, the notifications. A run goes on after the answer (it
  * started, or waits for the lock); the server's close() stops the runs still going and waits for
  * their records. */
-function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineActions & { stop(): void; close(): Promise<void> } {
+function actions(
+  w: Wiring & WithRecorder,
+  mode: ServerInfo['mode'],
+): RoutineActions & { stop(): void; close(): Promise<void> } {
   const going = new Set<Promise<unknown>>();
   const stop = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -103,32 +115,67 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
     run: (id, address) => {
       const { project, def } = find(id);
       const held = w.held?.() ?? null;
-      if (held !== null) return Promise.reject(new HttpProblem(503, `not started: ${held}; the scheduler holds its fires until it is writable (nothing recorded)`));
+      if (held !== null)
+        return Promise.reject(
+          new HttpProblem(
+            503,
+            `not started: ${held}; the scheduler holds its fires until it is writable (nothing recorded)`,
+          ),
+        );
       // the routine's own busy rule (a run from the page has no flags)
-      const policy = { ifBusy: def.manualIfBusy, waitTimeoutMs: def.manualIfBusy === 'wait' && def.waitTimeoutSeconds !== undefined ? def.waitTimeoutSeconds * 1000 : undefined };
+      const policy = {
+        ifBusy: def.manualIfBusy,
+        waitTimeoutMs:
+          def.manualIfBusy === 'wait' && def.waitTimeoutSeconds !== undefined
+            ? def.waitTimeoutSeconds * 1000
+            : undefined,
+      };
       return new Promise<RunAnswer>((answer, fail) => {
         const warn = (message: string): void => w.log({ event: 'http.warning', message: `run ${id}: ${message}` });
         const run = runManually({
-          project, backend: w.backend, def, ifBusy: policy.ifBusy, waitTimeoutMs: policy.waitTimeoutMs, signal: stop.signal, warn, recorder: w.recorder,
-          baseEnv: commandEnv(process.env, project.config.passEnv), by: `http, ${address.replace(/^::ffff:/, '')}`,
+          project,
+          backend: w.backend,
+          def,
+          ifBusy: policy.ifBusy,
+          waitTimeoutMs: policy.waitTimeoutMs,
+          signal: stop.signal,
+          warn,
+          recorder: w.recorder,
+          baseEnv: commandEnv(process.env, project.config.passEnv),
+          by: `http, ${address.replace(/^::ffff:/, '')}`,
           onStarted: (runId) => answer({ state: 'started', run_id: runId }),
           onWait: (why) => answer({ state: 'waiting', why }),
-        }).then(async (o) => {
-          if (o.kind === 'ran') await o.announced;
-          if (o.kind === 'busy') {
-            const busy = busyReason(def.exclusive ? def.lock : 'exec');
-            if (policy.ifBusy === 'skip') answer({ state: 'skipped', reason: busy });
-            else answer({ state: 'busy', error: `${busy}: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}` });
-          } else {
-            // a fire that failed before it started (its tasks unreadable, the lock's store down)
-            // never called onStarted: it is answered with its record (a no-op when answered)
-            answer({ state: 'finished', result: o.fire.result, reason: o.fire.reason, run_id: o.fire.run_id });
-          }
-          w.log({ event: 'http.action', action: 'run', routine: id, outcome: o.kind === 'busy' ? `not run, ${busyReason(def.exclusive ? def.lock : 'exec')}` : `${o.fire.result}${o.fire.reason ? ` (${o.fire.reason})` : ''}` });
-        }, (err: Error) => {
-          warn(err.message);
-          fail(err);
-        });
+        }).then(
+          async (o) => {
+            if (o.kind === 'ran') await o.announced;
+            if (o.kind === 'busy') {
+              const busy = busyReason(def.exclusive ? def.lock : 'exec');
+              if (policy.ifBusy === 'skip') answer({ state: 'skipped', reason: busy });
+              else
+                answer({
+                  state: 'busy',
+                  error: `${busy}: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}`,
+                });
+            } else {
+              // a fire that failed before it started (its tasks unreadable, the lock's store down)
+              // never called onStarted: it is answered with its record (a no-op when answered)
+              answer({ state: 'finished', result: o.fire.result, reason: o.fire.reason, run_id: o.fire.run_id });
+            }
+            w.log({
+              event: 'http.action',
+              action: 'run',
+              routine: id,
+              outcome:
+                o.kind === 'busy'
+                  ? `not run, ${busyReason(def.exclusive ? def.lock : 'exec')}`
+                  : `${o.fire.result}${o.fire.reason ? ` (${o.fire.reason})` : ''}`,
+            });
+          },
+          (err: Error) => {
+            warn(err.message);
+            fail(err);
+          },
+        );
         going.add(run);
         void run.finally(() => going.delete(run));
       });
@@ -136,15 +183,36 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
     pause: async (id, note) => {
       find(id);
       const change = await w.backend.routines.setPaused(id, true, note);
-      w.log({ event: 'http.action', action: 'pause', routine: id, outcome: change.wasPaused ? 'was already paused' : `paused${note ? ` (${note})` : ''}` });
+      w.log({
+        event: 'http.action',
+        action: 'pause',
+        routine: id,
+        outcome: change.wasPaused ? 'was already paused' : `paused${note ? ` (${note})` : ''}`,
+      });
       return { was_paused: change.wasPaused, note: change.note };
     },
     stopFire: async (id, address) => {
       const { def } = find(id);
-      if (def.action !== 'command') return { state: 'refused', error: `routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop` };
+      if (def.action !== 'command')
+        return {
+          state: 'refused',
+          error: `routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop`,
+        };
       const { stopRoutine } = await import('../fire/stop-request.js');
-      const r = await stopRoutine({ backend: w.backend, stateDir: w.project().stateDir, routine: id, who: { via: 'http', address: address.replace(/^::ffff:/, '') }, graceMs: STOP_GRACE_MS, clock: w.backend.clock });
-      w.log({ event: 'http.action', action: 'stop', routine: id, outcome: r.kind === 'stopped' ? `stopped run ${r.runId}${r.killed ? ' (SIGKILL)' : ''}` : r.kind });
+      const r = await stopRoutine({
+        backend: w.backend,
+        stateDir: w.project().stateDir,
+        routine: id,
+        who: { via: 'http', address: address.replace(/^::ffff:/, '') },
+        graceMs: STOP_GRACE_MS,
+        clock: w.backend.clock,
+      });
+      w.log({
+        event: 'http.action',
+        action: 'stop',
+        routine: id,
+        outcome: r.kind === 'stopped' ? `stopped run ${r.runId}${r.killed ? ' (SIGKILL)' : ''}` : r.kind,
+      });
       switch (r.kind) {
         case 'stopped':
           return { state: 'stopped', run_id: r.runId, killed: r.killed, recorded: r.recorded, waited_ms: r.waitedMs };
@@ -159,7 +227,12 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
     resume: async (id) => {
       find(id);
       const change = await w.backend.routines.setPaused(id, false, null);
-      w.log({ event: 'http.action', action: 'resume', routine: id, outcome: change.wasPaused ? 'resumed' : 'was not paused' });
+      w.log({
+        event: 'http.action',
+        action: 'resume',
+        routine: id,
+        outcome: change.wasPaused ? 'resumed' : 'was not paused',
+      });
       return { was_paused: change.wasPaused };
     },
     // Shutdown began: the runs going on get the shutdown timeout, as the scheduler's own do,
@@ -177,16 +250,38 @@ function actions(w: Wiring & WithRecorder, mode: ServerInfo['mode']): RoutineAct
   };
 }
 
-async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health: () => Promise<Health>, schedulerUp: () => Promise<boolean>, metrics: Metrics) {
+async function start(
+  w: Wiring & WithRecorder,
+  mode: ServerInfo['mode'],
+  health: () => Promise<Health>,
+  schedulerUp: () => Promise<boolean>,
+  metrics: Metrics,
+) {
   const warn = (message: string): void => w.log({ event: 'http.warning', message });
   const acts = w.setup.actions ? actions(w, mode) : null;
   const first = w.project();
   const sources: StatusSources = {
-    info: { project: first.config.project ?? basename(first.root), host: w.host, backend: w.backend.kind, mode, pid: process.pid },
+    info: {
+      project: first.config.project ?? basename(first.root),
+      host: w.host,
+      backend: w.backend.kind,
+      mode,
+      pid: process.pid,
+    },
     ...(w.backend.dbClock ? { clockOffsetMs: () => w.backend.dbClock!.offsetMs ?? null } : {}),
     routines: () => w.routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
-    routineConfig: () => Object.fromEntries(w.project().config.routines.map((r) => [r.id, { exclusive: r.exclusive, if_busy: r.ifBusy, lock: routineLock(r) }])),
-    recent: async (ids) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id, warn))] as const))),
+    routineConfig: () =>
+      Object.fromEntries(
+        w
+          .project()
+          .config.routines.map((r) => [r.id, { exclusive: r.exclusive, if_busy: r.ifBusy, lock: routineLock(r) }]),
+      ),
+    recent: async (ids) =>
+      Object.fromEntries(
+        await Promise.all(
+          ids.map(async (id) => [id, recentResults(await w.backend.routines.history(id, warn))] as const),
+        ),
+      ),
     // as `lock status --json`: the exec lock, and every named lock in use beside it
     lock: () => lockStatusAll(w.backend.lock, (name) => slotsOf(w.project().config.locks, name)),
     // as `exec runs --json` prints them
@@ -201,10 +296,14 @@ async function start(w: Wiring & WithRecorder, mode: ServerInfo['mode'], health:
     // newest first by scheduled time, as `routine history ID -r` (the same store query), not in
     // the order the records were written (a queued or retried fire is recorded late)
     fires: async (id, n) =>
-      (await w.backend.routines.recentFires([id], { limit: n, since: -Infinity, until: Infinity }, warn)).reverse().map(({ id: _i, closes: _c, key: _k, recorded_at: _r, routine: _routine, ...e }) => e),
+      (await w.backend.routines.recentFires([id], { limit: n, since: -Infinity, until: Infinity }, warn))
+        .reverse()
+        .map(({ id: _i, closes: _c, key: _k, recorded_at: _r, routine: _routine, ...e }) => e),
     output: (id, runId, lines) => runOutput(w.project().stateDir, id, runId, lines),
     running: async (id) => {
-      const open = ((await w.backend.routines.readOne(id, warn))?.open_fires ?? []).filter((f) => !processGone(f.owner));
+      const open = ((await w.backend.routines.readOne(id, warn))?.open_fires ?? []).filter(
+        (f) => !processGone(f.owner),
+      );
       const first = open.sort((a, b) => a.started_at.localeCompare(b.started_at))[0];
       return first ? { run_id: first.run_id, started_at: first.started_at } : null;
     },
@@ -231,10 +330,20 @@ export interface SchedulerHttp {
 }
 
 /** The server of `scheduler start --http`: healthy while the loop runs and the lock is held. */
-export async function schedulerHttp(w: Wiring & WithRecorder & { lockProblem: () => string | null }): Promise<SchedulerHttp> {
+export async function schedulerHttp(
+  w: Wiring & WithRecorder & { lockProblem: () => string | null },
+): Promise<SchedulerHttp> {
   const watch = new LoopWatch(systemClock, w.lockProblem);
-  const metrics = new Metrics(true, w.backend.dbClock !== undefined, (id) => routineLock(w.project().config.routines.find((r) => r.id === id)));
-  const server = await start(w, 'scheduler', async () => watch.health(), async () => watch.health().ok, metrics);
+  const metrics = new Metrics(true, w.backend.dbClock !== undefined, (id) =>
+    routineLock(w.project().config.routines.find((r) => r.id === id)),
+  );
+  const server = await start(
+    w,
+    'scheduler',
+    async () => watch.health(),
+    async () => watch.health().ok,
+    metrics,
+  );
   return {
     observer: { sleeping: (ms) => watch.sleeping(ms), fired: (id, fire) => metrics.fired(id, fire) },
     stopping: () => {
@@ -259,10 +368,16 @@ export async function serveHttp(w: Wiring & { schedulerKey: string }): Promise<{
   // one rule with `routine list`'s first line: a scheduler of the project holds its lock, on any
   // host (not only this one's)
   const schedulerUp = async (): Promise<boolean> => (await readSchedulerState(w.backend)).running;
-  const metrics = new Metrics(false, w.backend.dbClock !== undefined, (id) => routineLock(w.project().config.routines.find((r) => r.id === id)));
+  const metrics = new Metrics(false, w.backend.dbClock !== undefined, (id) =>
+    routineLock(w.project().config.routines.find((r) => r.id === id)),
+  );
   // the page's runs are recorded as the scheduler records its fires: counted, announced
   const recorder = new Recorder({
-    store: w.backend.routines, clock: w.backend.clock, log: w.log, host: w.host, stateDir: () => w.project().stateDir,
+    store: w.backend.routines,
+    clock: w.backend.clock,
+    log: w.log,
+    host: w.host,
+    stateDir: () => w.project().stateDir,
     warn: (message) => w.log({ event: 'http.warning', message }),
     notify: (n) => notifyFire({ ...n, log: w.log, host: w.host }),
   });

@@ -1,14 +1,9 @@
-// Taking the lock (SPEC §4.1, §4.2, §4.5, §4.7, §4.10) and the --if-busy policies.
-//
-// The lock is a sequence of slots, `<key>.slot.<generation>`, each an immutable record created
-// with link(2) from a complete temp file. The holder is the process whose slot is the highest;
-// the lock is free when that slot's holder has linked its release mark `<key>.free.<generation>`,
-// stale when the holder is dead or its heartbeat expired. Taking it means linking the next slot number, which
-// exactly one process can do, whoever else races or stalls. `<key>.lock` is then pointed at the
-// new slot, so people and tools still find the holder's record where SPEC §4 names it; a record
-// there that is no slot's copy (written by a tool or a test that follows SPEC §4's file, or by
-// hand) is judged by the same rules as a slot (docs/lock.md "Design").
-// One look at the folder is look.ts, the wait loop wait.ts, the view view.ts.
+// Taking the lock (SPEC §4.1, §4.2, §4.5, §4.7, §4.10): a sequence of immutable slots
+// `<key>.slot.<generation>`, each linked from a complete temp file; the holder's slot is the
+// highest, released by its `<key>.free.<generation>` mark. Taking it links the next slot, which
+// exactly one process can do; `<key>.lock` then points at it (docs/lock.md "Design",
+// docs/design.md "Taking the file lock"). One look at the folder is look.ts, the wait loop
+// wait.ts, the view view.ts.
 
 import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
@@ -86,7 +81,11 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
   checkFolder(paths.dir);
   let garbage: string[] = [];
   for (let loop = 0; loop < MAX_LOOPS; loop++) {
-    const look = lookAtLock(paths, clock.now(), probe, { observe: attempt.observe, hooks: opts.hooks, floor: opts.generationFloor });
+    const look = lookAtLock(paths, clock.now(), probe, {
+      observe: attempt.observe,
+      hooks: opts.hooks,
+      floor: opts.generationFloor,
+    });
     if (look.kind === 'retry') continue;
     if (look.kind === 'held') return { ok: false, reason: 'LOCK_HELD', holder: look.holder, why: look.why };
 
@@ -124,7 +123,9 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
       staleFile = moved.staleFile;
     }
     if (look.next > MAX_GENERATION) {
-      throw new UnsafePathError(`the ${opts.key} lock's generation would pass ${MAX_GENERATION}; a record in ${paths.dir} is not believable`);
+      throw new UnsafePathError(
+        `the ${opts.key} lock's generation would pass ${MAX_GENERATION}; a record in ${paths.dir} is not believable`,
+      );
     }
 
     const started = clock.monotonic();
@@ -179,7 +180,17 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
       unlinkQuiet(tmp);
     }
     const view: ViewStamp | null = placed ? stampView(paths, mine) : null;
-    const lease = new FileLease({ paths, record, slotIno: mine, view, timing: opts, clock, probe, confirmedAt: started, ...(opts.hooks ? { hooks: opts.hooks } : {}) });
+    const lease = new FileLease({
+      paths,
+      record,
+      slotIno: mine,
+      view,
+      timing: opts,
+      clock,
+      probe,
+      confirmedAt: started,
+      ...(opts.hooks ? { hooks: opts.hooks } : {}),
+    });
     try {
       // the heartbeat file exists from now on, rewritten in place: keeping the lease needs no
       // new blocks or inodes (SPEC §4.15)
@@ -255,7 +266,8 @@ function lockDirError(paths: LockPaths, err: unknown): Error {
   const code = errnoCode(err);
   if (code === undefined) return err as Error;
   // A full or failing disk is an I/O error on state (exit 74), not bad usage.
-  if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || code === 'EROFS') return stateWriteError(err, paths.dir, 'creating the lock in');
+  if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || code === 'EROFS')
+    return stateWriteError(err, paths.dir, 'creating the lock in');
   const hint: Record<string, string> = {
     EACCES: 'permission denied',
     EPERM: 'operation not permitted',
@@ -267,4 +279,3 @@ function lockDirError(paths: LockPaths, err: unknown): Error {
     `cannot create the lock in ${paths.dir}: ${hint[code] ?? code} (${code}); check ROUTINELY_LOCK_DIR / stateDir`,
   );
 }
-

@@ -27,14 +27,22 @@ export interface Beat {
   owner?: BeatOwner;
 }
 
-export type BeatOwner = Pick<LockOwner, 'pid' | 'host' | 'boot_id' | 'start_time' | 'command'> & { pid_ns?: string | null };
+export type BeatOwner = Pick<LockOwner, 'pid' | 'host' | 'boot_id' | 'start_time' | 'command'> & {
+  pid_ns?: string | null;
+};
 
 function isBeatOwner(v: unknown): v is BeatOwner {
   if (typeof v !== 'object' || v === null) return false;
   const o = v as Record<string, unknown>;
-  return Number.isSafeInteger(o.pid) && (o.pid as number) > 0 && typeof o.host === 'string' && typeof o.command === 'string'
-    && (o.boot_id === null || typeof o.boot_id === 'string') && (o.start_time === null || typeof o.start_time === 'string')
-    && (o.pid_ns === undefined || o.pid_ns === null || typeof o.pid_ns === 'string');
+  return (
+    Number.isSafeInteger(o.pid) &&
+    (o.pid as number) > 0 &&
+    typeof o.host === 'string' &&
+    typeof o.command === 'string' &&
+    (o.boot_id === null || typeof o.boot_id === 'string') &&
+    (o.start_time === null || typeof o.start_time === 'string') &&
+    (o.pid_ns === undefined || o.pid_ns === null || typeof o.pid_ns === 'string')
+  );
 }
 
 export function parseBeat(text: string, lockId: string): Beat | null {

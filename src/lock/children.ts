@@ -43,7 +43,12 @@ export class ChildJournal {
       writeAll(this.fd, Buffer.from(`\n${JSON.stringify(line)}\n`));
     } catch (err) {
       // see above
-      ioNotice(err, 'appending to', this.path, 'the group also goes into the heartbeat file, where a reclaimer finds it once written');
+      ioNotice(
+        err,
+        'appending to',
+        this.path,
+        'the group also goes into the heartbeat file, where a reclaimer finds it once written',
+      );
     }
     return child;
   }

@@ -28,7 +28,8 @@ import { healView, judgeView, readView, removeView, sameStamp, type ViewStamp } 
 
 const CHILD_WRITE_MS = 250;
 /** What a failed view write means (said with it). */
-export const VIEW_ONLY = 'only the view `<key>.lock` of the lock is stale or missing; who holds the lock is decided by its slots (docs/lock.md)';
+export const VIEW_ONLY =
+  'only the view `<key>.lock` of the lock is stale or missing; who holds the lock is decided by its slots (docs/lock.md)';
 export interface LeaseTiming {
   ttlMs: number;
   refreshMs: number;
@@ -150,7 +151,14 @@ export class FileLease extends LeaseState implements Lease {
       routine: this.rec.owner.routine ?? null,
       children: this.rec.owner.children ?? [],
       ...(this.rec.owner.stopping ? { stopping: true as const } : {}),
-      owner: { pid: this.rec.owner.pid, host: this.rec.owner.host, boot_id: this.rec.owner.boot_id, start_time: this.rec.owner.start_time, command: this.rec.owner.command, ...(this.rec.owner.pid_ns ? { pid_ns: this.rec.owner.pid_ns } : {}) },
+      owner: {
+        pid: this.rec.owner.pid,
+        host: this.rec.owner.host,
+        boot_id: this.rec.owner.boot_id,
+        start_time: this.rec.owner.start_time,
+        command: this.rec.owner.command,
+        ...(this.rec.owner.pid_ns ? { pid_ns: this.rec.owner.pid_ns } : {}),
+      },
     };
   }
 
@@ -175,7 +183,12 @@ export class FileLease extends LeaseState implements Lease {
     } catch (err) {
       if (errnoCode(err) === undefined) throw err;
       this.lastWriteError = err as NodeJS.ErrnoException;
-      ioNotice(err, 'writing the heartbeat', beatPath(this.paths, this.rec.lock_id), 'the next heartbeat tries again; the lease is lost only if none is written before it runs out');
+      ioNotice(
+        err,
+        'writing the heartbeat',
+        beatPath(this.paths, this.rec.lock_id),
+        'the next heartbeat tries again; the lease is lost only if none is written before it runs out',
+      );
       return null;
     }
   }
@@ -212,7 +225,10 @@ export class FileLease extends LeaseState implements Lease {
     if ((next || !mine || mine.ino !== this.slotIno) && this.folderInDoubt()) return { ok: true };
     if (next) {
       const r = readSlot(this.paths, g + 1);
-      const by = r.kind === 'ok' ? `pid ${r.holder.record.owner.pid} on ${printable(r.holder.record.owner.host)} (generation ${g + 1})` : `generation ${g + 1}`;
+      const by =
+        r.kind === 'ok'
+          ? `pid ${r.holder.record.owner.pid} on ${printable(r.holder.record.owner.host)} (generation ${g + 1})`
+          : `generation ${g + 1}`;
       return { ok: false, why: `the lock now belongs to ${by}`, takenOver: true };
     }
     if (!mine || mine.ino !== this.slotIno) {
@@ -288,7 +304,7 @@ export class FileLease extends LeaseState implements Lease {
     if (left > giveUpLeadMs(this.ttlMs)) return null;
     this.jumpCheck = true;
     try {
-      const wallElapsed = this.clock.now() - (this.rec.heartbeat_at * 1000);
+      const wallElapsed = this.clock.now() - this.rec.heartbeat_at * 1000;
       const files = this.checkFiles('jump');
       if (!files.ok) return this.markLost(`${files.why} (after the wall clock jumped)`, files.takenOver).why;
       const r = this.beat();
@@ -333,7 +349,10 @@ export class FileLease extends LeaseState implements Lease {
       .filter((g): g is number => g !== null && g !== atLeast && g > previous);
     if (between.length > 0 || ino === null) {
       if (ino !== null && lstatQuiet(target)?.ino === ino) unlinkQuiet(target);
-      this.markLost(`the lock was taken (generation ${Math.min(...between, atLeast)}) while we raised our generation`, true);
+      this.markLost(
+        `the lock was taken (generation ${Math.min(...between, atLeast)}) while we raised our generation`,
+        true,
+      );
       return;
     }
     this.rec = { ...this.rec, generation: atLeast };
@@ -343,7 +362,9 @@ export class FileLease extends LeaseState implements Lease {
       this.markLost(check.why, check.takenOver);
       return;
     }
-    this.hooks.notice?.(`raised the ${this.rec.key} lock's generation from ${previous} to ${atLeast} (state showed a higher one)`);
+    this.hooks.notice?.(
+      `raised the ${this.rec.key} lock's generation from ${previous} to ${atLeast} (state showed a higher one)`,
+    );
     this.healView();
   }
 
@@ -382,7 +403,12 @@ export class FileLease extends LeaseState implements Lease {
       // Could not link the mark (a full folder): without a heartbeat file, observers judge our
       // slot by its creation-time expiry, and by our pid once we exit.
       unlinkQuiet(beatPath(this.paths, this.rec.lock_id));
-      ioNotice(err, 'linking the release mark', freePath(this.paths, this.rec.generation), 'the lock is released all the same: the next holder finds this process gone (or its record expired) instead of the mark');
+      ioNotice(
+        err,
+        'linking the release mark',
+        freePath(this.paths, this.rec.generation),
+        'the lock is released all the same: the next holder finds this process gone (or its record expired) instead of the mark',
+      );
     }
     this.released = true;
     this.closeChildJournal(true);
@@ -436,7 +462,9 @@ export class FileLease extends LeaseState implements Lease {
    * the error: a read-only or failing state folder), or ''. */
   private writeTrouble(): string {
     const e = this.lastWriteError;
-    return e ? `; its heartbeat could not be written to ${beatPath(this.paths, this.rec.lock_id)} (${e.code ?? 'error'}: ${e.message.replace(/^\w+: /, '').split(',')[0]})` : '';
+    return e
+      ? `; its heartbeat could not be written to ${beatPath(this.paths, this.rec.lock_id)} (${e.code ?? 'error'}: ${e.message.replace(/^\w+: /, '').split(',')[0]})`
+      : '';
   }
 
   /** Whether the lease was lost because its own heartbeats could not be written (the state
@@ -450,4 +478,3 @@ export class FileLease extends LeaseState implements Lease {
     this.closeChildJournal(false); // the reclaimer reads it
   }
 }
-

@@ -83,13 +83,16 @@ export abstract class LeaseState {
       this.timer.unref();
     } else {
       const schedule = (sentAt: number): NodeJS.Timeout => {
-        const t = setTimeout(() => {
-          const sent = this.clock.monotonic();
-          void Promise.resolve(beat()).finally(() => {
-            // stopped meanwhile (released, lost): stopHeartbeat cleared this.timer
-            if (this.timer === t && !this.released && !this.lostInfo) this.timer = schedule(sent);
-          });
-        }, Math.max(0, sentAt + refreshMs - this.clock.monotonic()));
+        const t = setTimeout(
+          () => {
+            const sent = this.clock.monotonic();
+            void Promise.resolve(beat()).finally(() => {
+              // stopped meanwhile (released, lost): stopHeartbeat cleared this.timer
+              if (this.timer === t && !this.released && !this.lostInfo) this.timer = schedule(sent);
+            });
+          },
+          Math.max(0, sentAt + refreshMs - this.clock.monotonic()),
+        );
         t.unref();
         return t;
       };
@@ -110,11 +113,14 @@ export abstract class LeaseState {
     clearTimeout(this.deadline);
     if (this.released || this.lostInfo) return;
     const left = this.confirmedAt + this.ttlMs - giveUpLeadMs(this.ttlMs) - this.clock.monotonic();
-    this.deadline = setTimeout(() => {
-      const expired = this.expiredBy();
-      if (expired) this.markLost(expired);
-      else this.armDeadline();
-    }, Math.max(0, left));
+    this.deadline = setTimeout(
+      () => {
+        const expired = this.expiredBy();
+        if (expired) this.markLost(expired);
+        else this.armDeadline();
+      },
+      Math.max(0, left),
+    );
     this.deadline.unref();
   }
 

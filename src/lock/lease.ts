@@ -38,8 +38,7 @@ export interface LockHooks {
 export type RefreshResult = { ok: true } | { ok: false; lost: LockLost };
 
 export type ReleaseResult =
-  | { released: true }
-  | { released: false; reason: 'NOT_OWNER'; holder: LockRecord | null; why: string };
+  { released: true } | { released: false; reason: 'NOT_OWNER'; holder: LockRecord | null; why: string };
 
 export interface Lease extends AsyncDisposable {
   readonly key: string;

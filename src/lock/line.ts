@@ -14,7 +14,13 @@ import { systemClock, type Clock } from '../clock.js';
 import { ensureDir, lstatQuiet, namesIn, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
 import { closeFd, createHeld, touchFd } from '../fs/ops.js';
 import { isObj } from '../is-object.js';
-import { processGone, selfIdentity, systemProbe, type LivenessProbe, type ProcessIdentity } from '../process/identity.js';
+import {
+  processGone,
+  selfIdentity,
+  systemProbe,
+  type LivenessProbe,
+  type ProcessIdentity,
+} from '../process/identity.js';
 import type { LockOwnerInfo } from './lease.js';
 
 /** One waiter in a line, as others see it. */
@@ -51,7 +57,11 @@ export const before = (a: { arrived: number; ticket: string }, b: { arrived: num
  * where its earliest queued tick stands, or two processes could each wait for the other), or —
  * for a newcomer of a process with no ticket — every one. Oldest first.
  */
-export function aheadOf(all: readonly LineEntry[], self: { pid: number; host: string }, mine: { arrived: number; ticket: string } | null): LineEntry[] {
+export function aheadOf(
+  all: readonly LineEntry[],
+  self: { pid: number; host: string },
+  mine: { arrived: number; ticket: string } | null,
+): LineEntry[] {
   const isSelf = (e: LineEntry): boolean => e.owner.pid === self.pid && e.owner.host === self.host;
   let place = mine;
   for (const e of all) if (isSelf(e) && (!place || before(e, place))) place = e;
@@ -69,12 +79,23 @@ export function lineWhy(ahead: readonly LineEntry[]): string {
 
 /** The owner fields a ticket keeps: who, where, doing what. */
 export function ticketOwner(owner: LockOwnerInfo, probe: LivenessProbe): LineEntry['owner'] {
-  return { ...selfIdentity(probe), command: owner.command, routine: owner.routine ?? null, ...(owner.scheduled ? { scheduled: true } : {}) };
+  return {
+    ...selfIdentity(probe),
+    command: owner.command,
+    routine: owner.routine ?? null,
+    ...(owner.scheduled ? { scheduled: true } : {}),
+  };
 }
 
 export function isLineOwner(v: unknown): v is LineEntry['owner'] {
   // (scheduled: a scheduled tick of a routine waits there, as a lock holder's record says)
-  return isObj(v) && Number.isSafeInteger(v.pid) && (v.pid as number) > 0 && typeof v.host === 'string' && typeof v.command === 'string';
+  return (
+    isObj(v) &&
+    Number.isSafeInteger(v.pid) &&
+    (v.pid as number) > 0 &&
+    typeof v.host === 'string' &&
+    typeof v.command === 'string'
+  );
 }
 
 export interface FileLineOptions {
@@ -127,7 +148,10 @@ export function fileWaitLine(o: FileLineOptions): WaitLine {
       const arrived = clock.now();
       const id = randomHex(8);
       const path = join(dir, `${name}.${String(arrived).padStart(15, '0')}.${id}`);
-      const fd = createHeld(path, `${JSON.stringify({ version: 1, lock: name, arrived_at: new Date(arrived).toISOString(), owner: ticketOwner(owner, probe) })}\n`);
+      const fd = createHeld(
+        path,
+        `${JSON.stringify({ version: 1, lock: name, arrived_at: new Date(arrived).toISOString(), owner: ticketOwner(owner, probe) })}\n`,
+      );
       // its beat: the file's mtime, each refresh (a stopped process stops beating)
       const timer = setInterval(() => {
         try {

@@ -62,13 +62,25 @@ export function fileLockBackend(o: FileBackendOptions): LockBackend {
   const common = { lockDir: o.lockDir, clock: o.clock, probe: o.probe, generationFloor: o.generationFloor };
   return {
     acquire: (key, owner, policy = {}) =>
-      acquireFileLease({ ...common, key, owner, ttlMs: o.ttlMs, refreshMs: o.refreshMs, pollMaxMs: o.pollMaxMs, hooks: o.hooks, ...policy }),
+      acquireFileLease({
+        ...common,
+        key,
+        owner,
+        ttlMs: o.ttlMs,
+        refreshMs: o.refreshMs,
+        pollMaxMs: o.pollMaxMs,
+        hooks: o.hooks,
+        ...policy,
+      }),
     status: async (key) => readLockStatus({ ...common, key }),
     breakStale: (key, onWatch) => breakStaleLock({ ...common, key, ttlMs: o.ttlMs, ...(onWatch ? { onWatch } : {}) }),
     keys: async (prefix) => lockKeys(o.lockDir, prefix),
     line: fileWaitLine({ lockDir: o.lockDir, ttlMs: o.ttlMs, refreshMs: o.refreshMs, clock: o.clock, probe: o.probe }),
     // a look that must be taken again (a slot appearing meanwhile) counts as held
-    holds: async (key) => lookAtLock(lockPaths(o.lockDir, key), (o.clock ?? systemClock).now(), o.probe ?? systemProbe(), { floor: o.generationFloor }).kind !== 'free',
+    holds: async (key) =>
+      lookAtLock(lockPaths(o.lockDir, key), (o.clock ?? systemClock).now(), o.probe ?? systemProbe(), {
+        floor: o.generationFloor,
+      }).kind !== 'free',
   };
 }
 

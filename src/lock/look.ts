@@ -32,7 +32,10 @@ export type Look =
     };
 
 /** The step hook of a lock operation (tests pause or race at named steps). */
-export const stepOf = (hooks: LockHooks | undefined) => (name: string): void => hooks?.step?.(name);
+export const stepOf =
+  (hooks: LockHooks | undefined) =>
+  (name: string): void =>
+    hooks?.step?.(name);
 
 /** Reads the folder once and decides: held, free (perhaps after a takeover), or look again. */
 export function lookAtLock(
@@ -70,29 +73,62 @@ export function lookAtLock(
   const foreignView = classifyView(view, max, top);
   // What an observer times: the holder's identity and heartbeat — the same for a record seen as
   // the view and, once adopted, as a slot (a stale view is first made a slot of its own)
-  const viewSig = foreignView ? (foreignView.record ? `${foreignView.record.lock_id}@${foreignView.record.heartbeat_at}` : foreignView.text) : '';
-  const signature = [top?.signature ?? (beaten ? `${beaten.lock_id}@${beaten.heartbeat_at}` : topBad?.why) ?? '', viewSig].filter((x) => x !== '').join('|');
+  const viewSig = foreignView
+    ? foreignView.record
+      ? `${foreignView.record.lock_id}@${foreignView.record.heartbeat_at}`
+      : foreignView.text
+    : '';
+  const signature = [
+    top?.signature ?? (beaten ? `${beaten.lock_id}@${beaten.heartbeat_at}` : topBad?.why) ?? '',
+    viewSig,
+  ]
+    .filter((x) => x !== '')
+    .join('|');
   const observation = o.observe?.(signature);
 
   let stale: (Judgement & { stale: true }) | null = null;
   if (top) {
     const verdict = lostByThisProcess(top.record.lock_id)
-      ? { stale: true as const, reason: 'UNCHANGED' as const, why: 'a lease this process held and lost (its heartbeat could not be kept)' }
+      ? {
+          stale: true as const,
+          reason: 'UNCHANGED' as const,
+          why: 'a lease this process held and lost (its heartbeat could not be kept)',
+        }
       : judgeLock(top.record, nowMs, probe, observation);
-    if (!verdict.stale) return { kind: 'held', holder: top.record, why: describeHolder(top.record, nowMs), ownerCheck: verdict.ownerCheck };
+    if (!verdict.stale)
+      return {
+        kind: 'held',
+        holder: top.record,
+        why: describeHolder(top.record, nowMs),
+        ownerCheck: verdict.ownerCheck,
+      };
     stale = verdict;
   } else if (topBad) {
     const verdict = beaten ? judgeLock(beaten, nowMs, probe, observation) : null;
     if (verdict && !verdict.stale) {
-      return { kind: 'held', holder: beaten!, why: `${describeHolder(beaten!, nowMs)}; its lock record is unreadable (${topBad.why})`, ownerCheck: verdict.ownerCheck };
+      return {
+        kind: 'held',
+        holder: beaten!,
+        why: `${describeHolder(beaten!, nowMs)}; its lock record is unreadable (${topBad.why})`,
+        ownerCheck: verdict.ownerCheck,
+      };
     }
-    stale = { stale: true, reason: 'UNREADABLE', why: verdict?.stale ? `${topBad.why}; its holder's heartbeat: ${verdict.why}` : topBad.why };
+    stale = {
+      stale: true,
+      reason: 'UNREADABLE',
+      why: verdict?.stale ? `${topBad.why}; its holder's heartbeat: ${verdict.why}` : topBad.why,
+    };
   }
   let foreign: Extract<Look, { kind: 'free' }>['foreign'] = null;
   if (foreignView) {
     const verdict = judgeLock(foreignView.record, nowMs, probe, observation);
     if (!verdict.stale && foreignView.record) {
-      return { kind: 'held', holder: foreignView.record, why: describeHolder(foreignView.record, nowMs), ownerCheck: verdict.ownerCheck };
+      return {
+        kind: 'held',
+        holder: foreignView.record,
+        why: describeHolder(foreignView.record, nowMs),
+        ownerCheck: verdict.ownerCheck,
+      };
     }
     foreign = { ...foreignView, why: verdict.stale ? verdict.why : 'unreadable' };
   }
@@ -111,9 +147,14 @@ function newestBeat(paths: LockPaths, names: readonly string[], generation: numb
     const beat = readBeat(paths, n.slice(paths.beatPrefix.length));
     if (!beat?.owner || (best && best.heartbeat_at >= beat.heartbeat_at)) continue;
     best = {
-      version: 1, key: paths.key, lock_id: beat.lock_id, generation,
+      version: 1,
+      key: paths.key,
+      lock_id: beat.lock_id,
+      generation,
       owner: { ...beat.owner, run_id: beat.run_id, routine: beat.routine, children: beat.children },
-      created_at: beat.heartbeat_at, heartbeat_at: beat.heartbeat_at, expires_at: beat.expires_at,
+      created_at: beat.heartbeat_at,
+      heartbeat_at: beat.heartbeat_at,
+      expires_at: beat.expires_at,
     };
   }
   return best;

@@ -43,7 +43,8 @@ export function slotsOf(locks: Record<string, { slots: number }>, name: string):
 export const busyReason = (name: string): string => `${name} busy`;
 
 /** Busy; `ahead`: because these waiters came first (the lock may be free this moment). */
-export type NamedAcquireResult = (AcquireResult & { ok: false; ahead?: LineEntry[] }) | { ok: true; lease: Lease; slot: number };
+export type NamedAcquireResult =
+  (AcquireResult & { ok: false; ahead?: LineEntry[] }) | { ok: true; lease: Lease; slot: number };
 
 /**
  * Takes a free slot of `name` (the first free one, in slot order). Busy when every slot is held:
@@ -70,19 +71,32 @@ export async function acquireLock(
   const line = lock.line;
   // one look at the line at a time: the waits on every slot ask together
   let looking: Promise<LineEntry[] | null> | null = null;
-  const ahead = line ? () => (looking ??= aheadInLine(lock, line, name, keys, mine).finally(() => (looking = null))) : undefined;
-  const turn = ahead ? async () => { const a = await ahead(); return a ? lineWhy(a) : null; } : undefined;
+  const ahead = line
+    ? () => (looking ??= aheadInLine(lock, line, name, keys, mine).finally(() => (looking = null)))
+    : undefined;
+  const turn = ahead
+    ? async () => {
+        const a = await ahead();
+        return a ? lineWhy(a) : null;
+      }
+    : undefined;
   const busy: (AcquireResult & { ok: false })[] = [];
   const notYet = ahead ? await ahead() : null;
   if (notYet === null) {
     for (const [i, key] of keys.entries()) {
-      const r = await lock.acquire(key, owner, { ...busyPolicy, ifBusy: busyPolicy.ifBusy === 'wait' ? 'fail' : busyPolicy.ifBusy });
+      const r = await lock.acquire(key, owner, {
+        ...busyPolicy,
+        ifBusy: busyPolicy.ifBusy === 'wait' ? 'fail' : busyPolicy.ifBusy,
+      });
       if (r.ok) return { ok: true, lease: r.lease, slot: i + 1 };
       if (r.reason !== 'LOCK_HELD') return r;
       busy.push(r);
     }
   }
-  const held: AcquireResult & { ok: false; ahead?: LineEntry[] } = notYet === null ? allHeld(busy) : { ok: false, reason: 'LOCK_HELD', holder: null, why: lineWhy(notYet), ahead: notYet };
+  const held: AcquireResult & { ok: false; ahead?: LineEntry[] } =
+    notYet === null
+      ? allHeld(busy)
+      : { ok: false, reason: 'LOCK_HELD', holder: null, why: lineWhy(notYet), ahead: notYet };
   if (busyPolicy.ifBusy !== 'wait') return held;
   // its place in the line from now (none when the line cannot be written: order lost, not the wait)
   const joined = line && !mine ? await line.join(name, owner).catch(() => null) : null;
@@ -98,7 +112,13 @@ export async function acquireLock(
 /** null when it is this waiter's turn (`mine`; a newcomer's when null): no live waiter of
  * another process came before it, or fewer than the slots free now; else those waiters. A line
  * that cannot be read orders nothing (every take is still the lock's own). */
-async function aheadInLine(lock: LockBackend, line: WaitLine, name: string, keys: readonly string[], mine: LineTicket | null): Promise<LineEntry[] | null> {
+async function aheadInLine(
+  lock: LockBackend,
+  line: WaitLine,
+  name: string,
+  keys: readonly string[],
+  mine: LineTicket | null,
+): Promise<LineEntry[] | null> {
   try {
     const ahead = await line.ahead(name, mine);
     if (ahead.length === 0) return null;
@@ -122,10 +142,16 @@ function allHeld(busy: (AcquireResult & { ok: false })[]): AcquireResult & { ok:
 }
 
 /** "pid 1 on a (lock run), …, and pid 2 on b (routine x), … (all 2 slots)": as a holder is named. */
-const slotsWhy = (busy: { why: string }[]): string => `${busy.map((b) => b.why).join(', and ')} (all ${busy.length} slots)`;
+const slotsWhy = (busy: { why: string }[]): string =>
+  `${busy.map((b) => b.why).join(', and ')} (all ${busy.length} slots)`;
 
 /** Waits on every slot at once; the first lease wins, the others are given back. */
-async function waitForAnySlot(lock: LockBackend, keys: string[], owner: LockOwnerInfo, policy: BusyPolicy): Promise<NamedAcquireResult> {
+async function waitForAnySlot(
+  lock: LockBackend,
+  keys: string[],
+  owner: LockOwnerInfo,
+  policy: BusyPolicy,
+): Promise<NamedAcquireResult> {
   if (keys.length === 1) {
     const r = await lock.acquire(keys[0]!, owner, policy);
     return r.ok ? { ...r, slot: 1 } : r;
@@ -146,11 +172,14 @@ async function waitForAnySlot(lock: LockBackend, keys: string[], owner: LockOwne
     });
     const results = await Promise.all(tries);
     if (winner) return { ok: true, ...(winner as { lease: Lease; slot: number }) };
-    if (policy.signal?.aborted) return results.find((r) => !r.ok && r.reason === 'ABORTED') as AcquireResult & { ok: false };
+    if (policy.signal?.aborted)
+      return results.find((r) => !r.ok && r.reason === 'ABORTED') as AcquireResult & { ok: false };
     const failed = results.filter((r): r is AcquireResult & { ok: false } => !r.ok);
     const timedOut = failed.every((r) => r.reason === 'WAIT_TIMEOUT');
     const why = slotsWhy(failed);
-    return timedOut ? { ok: false, reason: 'WAIT_TIMEOUT', holder: failed[0]?.holder ?? null, why } : (failed.find((r) => r.reason !== 'WAIT_TIMEOUT') ?? failed[0]!);
+    return timedOut
+      ? { ok: false, reason: 'WAIT_TIMEOUT', holder: failed[0]?.holder ?? null, why }
+      : (failed.find((r) => r.reason !== 'WAIT_TIMEOUT') ?? failed[0]!);
   } finally {
     policy.signal?.removeEventListener('abort', onOuter);
   }
@@ -173,14 +202,24 @@ export interface NamedLockStatus {
 
 /** Every slot of `name`. */
 export async function namedLockStatus(lock: LockBackend, name: string, slots: number): Promise<NamedLockStatus> {
-  const slot_status = await Promise.all(slotKeys(name, slots).map(async (key, i) => ({ ...(await lock.status(key)), lock: name, slot: i + 1 })));
-  return { lock: name, slots: slot_status.length, held: slot_status.filter((s) => s.state === 'held').length, slot_status };
+  const slot_status = await Promise.all(
+    slotKeys(name, slots).map(async (key, i) => ({ ...(await lock.status(key)), lock: name, slot: i + 1 })),
+  );
+  return {
+    lock: name,
+    slots: slot_status.length,
+    held: slot_status.filter((s) => s.state === 'held').length,
+    slot_status,
+  };
 }
 
 /** The exec lock's status (as it always was), with every named lock in use beside it: a slot
  * held, or stale (`lock status` without `--lock`). `slots`: the config's count of a lock's
  * slots, when known (else: as many as have been used). */
-export async function lockStatusAll(lock: LockBackend, slots?: (name: string) => number): Promise<LockStatus & { lock: string; slot: number; named: NamedLockStatus[] }> {
+export async function lockStatusAll(
+  lock: LockBackend,
+  slots?: (name: string) => number,
+): Promise<LockStatus & { lock: string; slot: number; named: NamedLockStatus[] }> {
   const exec = await lock.status(EXEC_LOCK_KEY);
   const used = new Map<string, number>();
   for (const key of await lock.keys(NAMED_PREFIX)) {

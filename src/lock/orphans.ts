@@ -23,7 +23,6 @@ export interface OrphanReport {
 /** The environment entry that marks processes started under lock `lockId`. */
 export const lockMarker = (lockId: string): string => `ROUTINELY_LOCK_ID=${lockId}`;
 
-
 export type GroupVerdict =
   | { kind: 'ours' }
   | { kind: 'gone' }
@@ -32,14 +31,14 @@ export type GroupVerdict =
   /** Proven to be the recorded group, but running as another user. */
   | { kind: 'foreign'; uid: number };
 
-
 /** Decides whether process group `child.pid` is still the recorded child of holder `lockId`. */
 export function judgeGroup(child: ChildGroup, lockId: string | null, probe: LivenessProbe): GroupVerdict {
   if (!Number.isSafeInteger(child.pid) || child.pid <= 1) return { kind: 'unverified' };
   const me = myUid();
   const leader = probe.inspect(child.pid);
   if (leader.state === 'alive') {
-    if (child.start_time === null || leader.startTime !== child.start_time || leader.pgid !== child.pid) return { kind: 'unverified' };
+    if (child.start_time === null || leader.startTime !== child.start_time || leader.pgid !== child.pid)
+      return { kind: 'unverified' };
     const uid = probe.ownerUid?.(child.pid) ?? null;
     if (uid !== null && me !== null && uid !== me) return { kind: 'foreign', uid };
     return { kind: 'ours' };

@@ -41,7 +41,8 @@ export async function endHolderOrphans(holder: LockRecord, ctx: ReclaimContext):
   const children: ChildGroup[] = [...(holder.owner.children ?? [])];
   if (isLockId(holder.lock_id)) {
     children.push(...readChildJournal(journalPath(ctx.paths, holder.lock_id), ctx.probe));
-    for (const p of ctx.probe.markedGroupLeaders?.(lockMarker(holder.lock_id)) ?? []) children.push({ pid: p.pid, start_time: p.startTime });
+    for (const p of ctx.probe.markedGroupLeaders?.(lockMarker(holder.lock_id)) ?? [])
+      children.push({ pid: p.pid, start_time: p.startTime });
   }
   if (children.length === 0) return none;
   const unique = [...new Map(children.map((c) => [c.pid, c])).values()];
@@ -128,7 +129,12 @@ export function pruneStaleFiles(paths: LockPaths, names?: readonly string[]): vo
  * below ours, the heartbeat and journal files of every holder but the kept slots' and ours,
  * and temp files of writers that died. Everything here is below the top slot or older than any
  * live writer's file, so removing it can never take anything from a holder. */
-export function collectGarbage(ctx: ReclaimContext, names: readonly string[], generation: number, lockId: string): void {
+export function collectGarbage(
+  ctx: ReclaimContext,
+  names: readonly string[],
+  generation: number,
+  lockId: string,
+): void {
   const { paths } = ctx;
   let slots = 0;
   let holders = 0;
@@ -144,7 +150,9 @@ export function collectGarbage(ctx: ReclaimContext, names: readonly string[], ge
   const keep = new Set([lockId]);
   for (let g = generation - SLOTS_KEPT + 1; g < generation; g++) {
     try {
-      const rec = parseLockRecord(readFileChecked(join(paths.dir, `${paths.slotPrefix}${g}`), LOCK_FILE_CAP)?.text ?? '');
+      const rec = parseLockRecord(
+        readFileChecked(join(paths.dir, `${paths.slotPrefix}${g}`), LOCK_FILE_CAP)?.text ?? '',
+      );
       if (rec) keep.add(rec.lock_id);
     } catch {
       // unreadable: its files go
@@ -178,7 +186,6 @@ export function collectGarbage(ctx: ReclaimContext, names: readonly string[], ge
   }
   pruneStaleFiles(paths, names);
 }
-
 
 /** The highest generation any kept stale record shows (a floor when no slot survives). */
 export function highestStaleGeneration(paths: LockPaths, names: readonly string[]): number {

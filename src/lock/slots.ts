@@ -67,7 +67,8 @@ export function readSlot(paths: LockPaths, generation: number): SlotRead {
 }
 
 export function withBeat(rec: LockRecord, slotIno: number, beat: Beat | null): SlotHolder {
-  if (!beat) return { generation: rec.generation, record: rec, slotIno, signature: `${rec.lock_id}@${rec.heartbeat_at}` };
+  if (!beat)
+    return { generation: rec.generation, record: rec, slotIno, signature: `${rec.lock_id}@${rec.heartbeat_at}` };
   const record: LockRecord = {
     ...rec,
     heartbeat_at: beat.heartbeat_at,

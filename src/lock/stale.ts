@@ -9,8 +9,7 @@ import { seconds } from '../duration.js';
 export type StaleReason = 'UNREADABLE' | 'EXPIRED' | 'REBOOTED' | 'OWNER_DEAD' | 'PID_REUSED' | 'UNCHANGED';
 
 export type Judgement =
-  | { stale: false; ownerCheck: 'alive' | 'remote' | 'unknown' }
-  | { stale: true; reason: StaleReason; why: string };
+  { stale: false; ownerCheck: 'alive' | 'remote' | 'unknown' } | { stale: true; reason: StaleReason; why: string };
 
 export interface Observation {
   /** How long this observer has seen the same record (lock_id + heartbeat_at), on its own
@@ -41,7 +40,11 @@ export function judgeLock(
   // Another pid namespace on this host (a container) is judged like another host.
   if (owner.host === probe.host && (!owner.pid_ns || !probe.pidNs || owner.pid_ns === probe.pidNs)) {
     if (owner.boot_id && probe.bootId && owner.boot_id !== probe.bootId) {
-      return { stale: true, reason: 'REBOOTED', why: `host ${owner.host} rebooted since pid ${owner.pid} took the lock` };
+      return {
+        stale: true,
+        reason: 'REBOOTED',
+        why: `host ${owner.host} rebooted since pid ${owner.pid} took the lock`,
+      };
     }
     const proc = probe.inspect(owner.pid);
     if (proc.state === 'dead') {
@@ -61,7 +64,11 @@ export function judgeLock(
   const ttlMs = believedTtlMs(record, observation?.ttlMs ?? MAX_TTL_MS);
   const unchanged = (): Judgement | null =>
     observation && observation.unchangedForMs > ttlMs
-      ? { stale: true, reason: 'UNCHANGED', why: `no heartbeat seen for ${secs(observation.unchangedForMs / 1000)} on this host's clock (TTL ${secs(ttlMs / 1000)})` }
+      ? {
+          stale: true,
+          reason: 'UNCHANGED',
+          why: `no heartbeat seen for ${secs(observation.unchangedForMs / 1000)} on this host's clock (TTL ${secs(ttlMs / 1000)})`,
+        }
       : null;
   // A live owner on this host is judged by the monotonic clock alone (SPEC §4.4): the times in its
   // record (written by anyone who can write the lock folder or the database row) and a step of
@@ -93,7 +100,11 @@ export function believedTtlMs(record: LockRecord, observerTtlMs: number): number
 export function describeHolder(record: LockRecord, nowMs: number): string {
   const o = record.owner;
   // a routine's fire says "routine X" once, not "routine, routine X"
-  const context = [o.command === 'routine' && o.routine ? null : o.command, o.routine ? `routine ${o.routine}` : null, o.run_id ? `run ${o.run_id}` : null]
+  const context = [
+    o.command === 'routine' && o.routine ? null : o.command,
+    o.routine ? `routine ${o.routine}` : null,
+    o.run_id ? `run ${o.run_id}` : null,
+  ]
     .filter(Boolean)
     .join(', ');
   const age = Math.max(0, nowMs / 1000 - record.heartbeat_at);

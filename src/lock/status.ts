@@ -51,7 +51,9 @@ function withJournalChildren(r: LockRecord, paths: LockPaths, probe: LivenessPro
     const p = probe.inspect(c.pid);
     if (p.state === 'alive' && (!c.start_time || !p.startTime || p.startTime === c.start_time)) known.set(c.pid, c);
   }
-  return known.size === (r.owner.children ?? []).length ? r : { ...r, owner: { ...r.owner, children: [...known.values()] } };
+  return known.size === (r.owner.children ?? []).length
+    ? r
+    : { ...r, owner: { ...r.owner, children: [...known.values()] } };
 }
 
 export function readLockStatus(opts: LockInspectOptions): LockStatus {
@@ -72,22 +74,31 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
     if (look.kind === 'held') {
       const r = withJournalChildren(look.holder, paths, probe);
       return {
-        ...base, state: 'held', record: r, generation: r.generation, holder: look.why, ...timing(r),
+        ...base,
+        state: 'held',
+        record: r,
+        generation: r.generation,
+        holder: look.why,
+        ...timing(r),
         stale_reason: null,
-        why: look.ownerCheck !== 'alive'
-          ? `heartbeat is fresh (owner on ${r.owner.host}, judged by expiry)`
-          : recordLooksFresh(r, nowMs)
-            ? `owner pid ${r.owner.pid} is alive and its heartbeat is fresh`
-            // the words that are true: the record's times say expired, which decides nothing for a
-            // live owner on this host (SPEC §4.4)
-            : `owner pid ${r.owner.pid} is alive; its heartbeat is ${round1(now - r.heartbeat_at)}s old by its record, past the ${round1(believedTtlMs(r, MAX_TTL_MS) / 1000)}s TTL it claims — for a live owner on this host the record's times decide nothing: it is stale once its heartbeat stays unchanged for that TTL on this host's clock (lock break and a waiter watch it that long)`,
+        why:
+          look.ownerCheck !== 'alive'
+            ? `heartbeat is fresh (owner on ${r.owner.host}, judged by expiry)`
+            : recordLooksFresh(r, nowMs)
+              ? `owner pid ${r.owner.pid} is alive and its heartbeat is fresh`
+              : // the words that are true: the record's times say expired, which decides nothing for a
+                // live owner on this host (SPEC §4.4)
+                `owner pid ${r.owner.pid} is alive; its heartbeat is ${round1(now - r.heartbeat_at)}s old by its record, past the ${round1(believedTtlMs(r, MAX_TTL_MS) / 1000)}s TTL it claims — for a live owner on this host the record's times decide nothing: it is stale once its heartbeat stays unchanged for that TTL on this host's clock (lock break and a waiter watch it that long)`,
       };
     }
     if (look.kind === 'free' && (look.stale || look.foreign)) {
       const r = look.stale ? (look.top?.record ?? null) : (look.foreign?.record ?? null);
       const reason = look.stale ? look.stale.reason : look.foreign?.record ? 'EXPIRED' : 'UNREADABLE';
       return {
-        ...base, state: 'stale', record: r, generation: look.next - 1,
+        ...base,
+        state: 'stale',
+        record: r,
+        generation: look.next - 1,
         holder: r ? `pid ${r.owner.pid} on ${r.owner.host}` : null,
         ...(r ? timing(r) : { heartbeat_age_s: null, expires_in_s: null }),
         stale_reason: reason,
@@ -95,8 +106,15 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
       };
     }
     return {
-      ...base, state: 'free', record: null, generation: look.kind === 'free' ? look.next - 1 : 0, holder: null,
-      heartbeat_age_s: null, expires_in_s: null, stale_reason: null, why: null,
+      ...base,
+      state: 'free',
+      record: null,
+      generation: look.kind === 'free' ? look.next - 1 : 0,
+      holder: null,
+      heartbeat_age_s: null,
+      expires_in_s: null,
+      stale_reason: null,
+      why: null,
     };
   }
 }
@@ -104,7 +122,10 @@ export function readLockStatus(opts: LockInspectOptions): LockStatus {
 /** Watches a live holder on this host for up to the TTL: the observation that finds it stalled
  * (its heartbeat unchanged all that time; the lock may also have been released meanwhile), or
  * null once it showed a sign of life. */
-async function watchHolder(opts: LockInspectOptions, status: LockStatus): Promise<((signature: string) => Observation) | null> {
+async function watchHolder(
+  opts: LockInspectOptions,
+  status: LockStatus,
+): Promise<((signature: string) => Observation) | null> {
   const clock = opts.clock ?? systemClock;
   const probe = opts.probe ?? systemProbe();
   const paths = lockPaths(opts.lockDir, opts.key);
@@ -130,7 +151,12 @@ async function watchHolder(opts: LockInspectOptions, status: LockStatus): Promis
 }
 
 export type BreakResult =
-  | { broken: true; why: string; /** null: the record could not be read, so none was kept */ staleFile: string | null; orphans: OrphanReport }
+  | {
+      broken: true;
+      why: string;
+      /** null: the record could not be read, so none was kept */ staleFile: string | null;
+      orphans: OrphanReport;
+    }
   | { broken: false; reason: 'FREE' | 'NOT_STALE' | 'CHANGED'; why: string; status: LockStatus };
 
 /** Breaks a stale lock (SPEC §4.8): takes it over exactly as an acquirer would (ending the stale
@@ -148,18 +174,36 @@ export async function breakStaleLock(opts: LockInspectOptions): Promise<BreakRes
     // that time (a stalled holder), alive the moment it moves.
     const r = status.record;
     const looksFresh = r !== null && recordLooksFresh(r, (opts.clock ?? systemClock).now());
-    const watched = opts.ttlMs !== undefined && r !== null && !looksFresh && /is alive/.test(status.why ?? '') ? await watchHolder(opts, status) : null;
+    const watched =
+      opts.ttlMs !== undefined && r !== null && !looksFresh && /is alive/.test(status.why ?? '')
+        ? await watchHolder(opts, status)
+        : null;
     if (!watched) return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
     observe = watched;
   }
-  const r = await attemptAcquire({
-    lockDir: opts.lockDir, key: opts.key, ttlMs: 10_000, refreshMs: 3_000, owner: { command: 'lock break' },
-    clock: opts.clock, probe: opts.probe, generationFloor: opts.generationFloor,
-  }, observe ? { observe } : {});
+  const r = await attemptAcquire(
+    {
+      lockDir: opts.lockDir,
+      key: opts.key,
+      ttlMs: 10_000,
+      refreshMs: 3_000,
+      owner: { command: 'lock break' },
+      clock: opts.clock,
+      probe: opts.probe,
+      generationFloor: opts.generationFloor,
+    },
+    observe ? { observe } : {},
+  );
   if (!r.ok) {
-    return { broken: false, reason: 'CHANGED', why: `the lock changed while we looked (${r.why}); run again`, status: readLockStatus(opts) };
+    return {
+      broken: false,
+      reason: 'CHANGED',
+      why: `the lock changed while we looked (${r.why}); run again`,
+      status: readLockStatus(opts),
+    };
   }
   r.lease.releaseSync();
-  if (!r.takeover) return { broken: false, reason: 'CHANGED', why: 'the lock was released meanwhile; nothing to break', status };
+  if (!r.takeover)
+    return { broken: false, reason: 'CHANGED', why: 'the lock was released meanwhile; nothing to break', status };
   return { broken: true, why: r.takeover.why, staleFile: r.takeover.staleFile, orphans: r.takeover.orphans };
 }

@@ -33,9 +33,18 @@ export function readView(paths: LockPaths): ViewRead {
  * SPEC §4's format by something else than our slots (a tool, a test, a hand), or garbage. SPEC
  * §4 names this file as the lock, so such a record is honoured by the rules of §4.4 like a slot:
  * held while its owner lives and its heartbeat is fresh, taken over (and kept) once stale. */
-export function classifyView(view: ViewRead, max: number | null, top: SlotHolder | null): { record: LockRecord | null; ino: number; text: string } | null {
+export function classifyView(
+  view: ViewRead,
+  max: number | null,
+  top: SlotHolder | null,
+): { record: LockRecord | null; ino: number; text: string } | null {
   if (view.kind === 'missing') return null;
-  if (view.kind === 'ok' && max !== null && (view.record.generation < max || view.record.lock_id === top?.record.lock_id)) return null;
+  if (
+    view.kind === 'ok' &&
+    max !== null &&
+    (view.record.generation < max || view.record.lock_id === top?.record.lock_id)
+  )
+    return null;
   return { record: view.kind === 'ok' ? view.record : null, ino: view.ino, text: view.text };
 }
 
@@ -65,7 +74,13 @@ export function removeView(paths: LockPaths, ino: number, step: (name: string) =
   } catch (err) {
     // gone already (a successor, or `lock break`), or a fault that leaves only the view behind:
     // the release is the mark linked next, and the next holder replaces the view
-    if (errnoCode(err) !== 'ENOENT') ioNotice(err, 'moving aside the lock view', paths.lock, 'only the view is left behind: the lock is released all the same, and its next holder replaces the view');
+    if (errnoCode(err) !== 'ENOENT')
+      ioNotice(
+        err,
+        'moving aside the lock view',
+        paths.lock,
+        'only the view is left behind: the lock is released all the same, and its next holder replaces the view',
+      );
     return;
   }
   if (lstatQuiet(aside)?.ino !== ino && !lstatQuiet(paths.lock)) linkNew(aside, paths.lock);
@@ -92,7 +107,8 @@ export function linkView(paths: LockPaths, generation: number, slotIno: number):
 }
 
 /** The view `st` is the very file we stamped, unchanged since. */
-export const sameStamp = (st: Stats, stamp: ViewStamp | null): boolean => st.ino === stamp?.ino && st.ctimeMs === stamp.ctimeMs;
+export const sameStamp = (st: Stats, stamp: ViewStamp | null): boolean =>
+  st.ino === stamp?.ino && st.ctimeMs === stamp.ctimeMs;
 
 export type ViewFinding = { kind: 'ours'; stamp: ViewStamp } | { kind: 'harmless' } | { kind: 'claim'; who: string };
 
@@ -111,21 +127,32 @@ export function judgeView(paths: LockPaths, rec: LockRecord, st: Stats, slotIno?
   if (read.kind === 'ok' && read.record.lock_id === rec.lock_id && read.record.generation === rec.generation) {
     return { kind: 'ours', stamp: { ino: st.ino, ctimeMs: st.ctimeMs } };
   }
-  if (read.kind === 'ok' && (read.record.generation < rec.generation || read.record.lock_id === rec.lock_id)) return { kind: 'harmless' };
+  if (read.kind === 'ok' && (read.record.generation < rec.generation || read.record.lock_id === rec.lock_id))
+    return { kind: 'harmless' };
   // our own slot's file (the view is a hard link to it) made unreadable — zeroed by a crash or a
   // hand — claims nothing: our slot is still the top one (checked before), so still ours
   if (read.kind !== 'ok' && st.ino === slotIno) return { kind: 'ours', stamp: { ino: st.ino, ctimeMs: st.ctimeMs } };
-  const who = read.kind === 'ok' ? `pid ${read.record.owner.pid} on ${printable(read.record.owner.host)} (generation ${read.record.generation})` : 'an unreadable record';
+  const who =
+    read.kind === 'ok'
+      ? `pid ${read.record.owner.pid} on ${printable(read.record.owner.host)} (generation ${read.record.generation})`
+      : 'an unreadable record';
   return { kind: 'claim', who };
 }
 
 /** The holder's view, put back if it is missing or shows an older holder (its new stamp). */
-export function healView(paths: LockPaths, rec: LockRecord, slotIno: number, stamp: ViewStamp | null, step: (name: string) => void): ViewStamp | null {
+export function healView(
+  paths: LockPaths,
+  rec: LockRecord,
+  slotIno: number,
+  stamp: ViewStamp | null,
+  step: (name: string) => void,
+): ViewStamp | null {
   const view = lstatQuiet(paths.lock);
   if (view && sameStamp(view, stamp)) return stamp;
   if (view) {
     const read = readView(paths);
-    if (read.kind === 'ok' && read.record.lock_id === rec.lock_id && read.record.generation === rec.generation) return { ino: view.ino, ctimeMs: view.ctimeMs };
+    if (read.kind === 'ok' && read.record.lock_id === rec.lock_id && read.record.generation === rec.generation)
+      return { ino: view.ino, ctimeMs: view.ctimeMs };
   }
   step('beat:heal-view');
   return linkView(paths, rec.generation, slotIno);

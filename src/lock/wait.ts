@@ -36,7 +36,8 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
     for (;;) {
       // not its turn yet (others waited first): busy, however free the lock is this moment
       const notYet = opts.turn ? await opts.turn() : null;
-      const attempt = notYet === null ? await attemptAcquire(opts, { observe }) : { ok: false as const, holder: null, why: notYet };
+      const attempt =
+        notYet === null ? await attemptAcquire(opts, { observe }) : { ok: false as const, holder: null, why: notYet };
       if (attempt.ok) {
         if (opts.heartbeat !== false) attempt.lease.startHeartbeat();
         return { ok: true, lease: attempt.lease };

@@ -26,7 +26,12 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
     let stoppedFor: string | null = null;
     let settled = false;
     let kill: NodeJS.Timeout | undefined;
-    const child = spawn('/bin/sh', ['-c', a.command], { cwd: a.cwd, env: a.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn('/bin/sh', ['-c', a.command], {
+      cwd: a.cwd,
+      env: a.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     const pid = child.pid;
     const keep = (chunk: Buffer): void => {
       output = (output + chunk.toString('utf8')).slice(-KEEP_OUTPUT);
@@ -50,7 +55,10 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
       kill = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);
     };
     const onAbort = (): void => stop('stopped');
-    const timer = setTimeout(() => stop(`no exit within ${a.timeoutMs / 1000}s (its process group was ended)`), a.timeoutMs);
+    const timer = setTimeout(
+      () => stop(`no exit within ${a.timeoutMs / 1000}s (its process group was ended)`),
+      a.timeoutMs,
+    );
     a.signal?.addEventListener('abort', onAbort, { once: true });
     const finish = (r: AttemptResult): void => {
       if (settled) return;
@@ -71,7 +79,11 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
       // The last of its output says why; it may still be in the pipe for a moment.
       const judge = (): void => {
         const last = output.trimEnd().split('\n').pop()?.trim();
-        finish({ ok: false, error: `${signal ? `killed by ${signal}` : `exit code ${code}`}${last ? `: ${last}` : ''}`, retry: true });
+        finish({
+          ok: false,
+          error: `${signal ? `killed by ${signal}` : `exit code ${code}`}${last ? `: ${last}` : ''}`,
+          retry: true,
+        });
       };
       child.once('close', judge);
       setTimeout(judge, 200);

@@ -46,7 +46,10 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 export const DELIVERY_ATTEMPTS = 3;
 export const DELIVERY_BACKOFF_MS = 1_000;
 
-async function withAttempts(o: DeliveryOptions, attempt: () => Promise<AttemptResult>): Promise<Pick<Delivery, 'delivered' | 'attempts' | 'error'>> {
+async function withAttempts(
+  o: DeliveryOptions,
+  attempt: () => Promise<AttemptResult>,
+): Promise<Pick<Delivery, 'delivered' | 'attempts' | 'error'>> {
   const max = o.attempts ?? DELIVERY_ATTEMPTS;
   const pause = new Backoff(o.backoffMs ?? DELIVERY_BACKOFF_MS, Infinity, o.clock);
   let error: string | null = null;
@@ -80,7 +83,11 @@ export function notifyEnv(payload: NotifyPayload, base: NodeJS.ProcessEnv): Node
 
 /** Sends `payload` to the webhook and the command of `target` (both at once, when both are
  * set); one result per channel. */
-export async function deliver(target: Partial<NotifyDef>, payload: NotifyPayload, o: DeliveryOptions): Promise<Delivery[]> {
+export async function deliver(
+  target: Partial<NotifyDef>,
+  payload: NotifyPayload,
+  o: DeliveryOptions,
+): Promise<Delivery[]> {
   // DEL and C1 escaped too (JSON.stringify leaves them): a receiver that prints it prints text (SPEC §12)
   const body = `${jsonText(JSON.stringify(payload))}\n`;
   const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;
@@ -88,14 +95,20 @@ export async function deliver(target: Partial<NotifyDef>, payload: NotifyPayload
   if (target.webhook !== undefined) {
     const url = target.webhook;
     jobs.push(
-      withAttempts(o, () => postWebhook(url, body, timeoutMs, o.signal)).then((r) => ({ channel: 'webhook' as const, target: webhookLabel(url), ...r })),
+      withAttempts(o, () => postWebhook(url, body, timeoutMs, o.signal)).then((r) => ({
+        channel: 'webhook' as const,
+        target: webhookLabel(url),
+        ...r,
+      })),
     );
   }
   if (target.command !== undefined) {
     const command = target.command;
     const env = notifyEnv(payload, o.baseEnv ?? commandEnv(process.env, o.passEnv));
     jobs.push(
-      withAttempts(o, () => runNotifyCommand({ command, cwd: o.cwd, env, stdin: body, timeoutMs, signal: o.signal })).then((r) => ({ channel: 'command' as const, target: 'command', ...r })),
+      withAttempts(o, () =>
+        runNotifyCommand({ command, cwd: o.cwd, env, stdin: body, timeoutMs, signal: o.signal }),
+      ).then((r) => ({ channel: 'command' as const, target: 'command', ...r })),
     );
   }
   return Promise.all(jobs);

@@ -16,13 +16,19 @@ import { starvingSkip, type Fire, type RoutineRecord } from '../state/routine-st
  *   resets the count, and only then can it be raised again.
  *
  * An ordinary skip raises nothing. */
-export function notifyEvents(prior: RoutineRecord | undefined, fire: Fire, def: { starvedAfterSkips: number }, final: boolean): NotifyEvent[] {
+export function notifyEvents(
+  prior: RoutineRecord | undefined,
+  fire: Fire,
+  def: { starvedAfterSkips: number },
+  final: boolean,
+): NotifyEvent[] {
   switch (fire.result) {
     case 'failure':
       return final ? ['failure'] : [];
     case 'success': {
       const failedBefore = prior?.consecutive_failures ?? 0;
-      const sameTick = fire.trigger === 'retry' && fire.attempt !== undefined && fire.attempt > 1 ? fire.attempt - 1 : 0;
+      const sameTick =
+        fire.trigger === 'retry' && fire.attempt !== undefined && fire.attempt > 1 ? fire.attempt - 1 : 0;
       return failedBefore > sameTick ? ['recovery'] : [];
     }
     case 'skipped':

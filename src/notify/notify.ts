@@ -56,7 +56,10 @@ export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]>
     const target = notifyTarget(o.def, o.project.config);
     const events = wanted(target, notifyEvents(o.prior, o.fire, o.def, o.final));
     if (!target || events.length === 0) return outcomes;
-    const outputTail = target.outputLines > 0 ? await runTail(o.project.stateDir, o.def.id, o.fire.run_id, target.outputLines) : undefined;
+    const outputTail =
+      target.outputLines > 0
+        ? await runTail(o.project.stateDir, o.def.id, o.fire.run_id, target.outputLines)
+        : undefined;
     for (const event of events) {
       const payload = buildPayload({
         event,
@@ -71,18 +74,40 @@ export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]>
         ifBusy: o.def.ifBusy,
       });
       const deliveries = await deliver(target, payload, {
-        cwd: o.project.root, passEnv: o.project.config.passEnv, baseEnv: o.baseEnv, signal: o.signal, ...o.delivery,
+        cwd: o.project.root,
+        passEnv: o.project.config.passEnv,
+        baseEnv: o.baseEnv,
+        signal: o.signal,
+        ...o.delivery,
       });
       for (const d of deliveries) {
-        const base = { routine: o.def.id, notify_event: event, channel: d.channel, target: d.target, attempts: d.attempts };
-        o.log(d.delivered ? { event: 'notify.sent', ...base } : { event: 'notify.failed', ...base, error: d.error ?? 'unknown' });
+        const base = {
+          routine: o.def.id,
+          notify_event: event,
+          channel: d.channel,
+          target: d.target,
+          attempts: d.attempts,
+        };
+        o.log(
+          d.delivered
+            ? { event: 'notify.sent', ...base }
+            : { event: 'notify.failed', ...base, error: d.error ?? 'unknown' },
+        );
       }
       outcomes.push({ event, deliveries });
     }
   } catch (err) {
     // A bug or an impossible state here must not reach the fire that was just recorded.
     try {
-      o.log({ event: 'notify.failed', routine: o.def.id, notify_event: null, channel: null, target: null, attempts: 0, error: (err as Error).message });
+      o.log({
+        event: 'notify.failed',
+        routine: o.def.id,
+        notify_event: null,
+        channel: null,
+        target: null,
+        attempts: 0,
+        error: (err as Error).message,
+      });
     } catch {
       // nothing left to tell
     }
@@ -97,12 +122,23 @@ async function runTail(stateDir: string, routine: string, runId: string | null, 
   const chunks: Buffer[] = [];
   try {
     // two lines more: the frames around the run's output
-    const r = await showRoutineLog({ stateDir, id: routine, runId, lines: n + 2, write: (c) => chunks.push(c), notice: () => {} });
+    const r = await showRoutineLog({
+      stateDir,
+      id: routine,
+      runId,
+      lines: n + 2,
+      write: (c) => chunks.push(c),
+      notice: () => {},
+    });
     if (r.kind !== 'shown') return null;
   } catch {
     return null;
   }
   const lines = Buffer.concat(chunks).toString('utf8').split('\n');
   if (lines.at(-1) === '') lines.pop();
-  return lines.filter((l) => parseFrame(l) === null).slice(-n).map(printable).join('\n');
+  return lines
+    .filter((l) => parseFrame(l) === null)
+    .slice(-n)
+    .map(printable)
+    .join('\n');
 }

@@ -80,7 +80,12 @@ function why(i: PayloadInput, after: RoutineRecord): string | null {
 }
 
 /** One line: what a person should run now. */
-export function nextStep(event: NotifyEvent, routine: string, runId: string | null, ifBusy: 'skip' | 'wait' = 'skip'): string {
+export function nextStep(
+  event: NotifyEvent,
+  routine: string,
+  runId: string | null,
+  ifBusy: 'skip' | 'wait' = 'skip',
+): string {
   switch (event) {
     case 'failure':
       return runId

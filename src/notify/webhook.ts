@@ -25,7 +25,12 @@ function clean(message: string, url: string): string {
   return message.split(url).join(webhookLabel(url));
 }
 
-export function postWebhook(url: string, body: string, timeoutMs: number, signal?: AbortSignal): Promise<AttemptResult> {
+export function postWebhook(
+  url: string,
+  body: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<AttemptResult> {
   return new Promise((resolve) => {
     let settled = false;
     let req: ClientRequest | undefined;
@@ -38,7 +43,10 @@ export function postWebhook(url: string, body: string, timeoutMs: number, signal
       resolve(r);
     };
     const onAbort = (): void => done({ ok: false, error: 'stopped', retry: false });
-    const timer = setTimeout(() => done({ ok: false, error: `no answer within ${timeoutMs / 1000}s`, retry: true }), timeoutMs);
+    const timer = setTimeout(
+      () => done({ ok: false, error: `no answer within ${timeoutMs / 1000}s`, retry: true }),
+      timeoutMs,
+    );
     if (signal?.aborted) return onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
     let u: URL;
@@ -52,7 +60,11 @@ export function postWebhook(url: string, body: string, timeoutMs: number, signal
     try {
       req = request(u, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'routinely' },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': 'routinely',
+        },
       });
     } catch (err) {
       return done({ ok: false, error: clean((err as Error).message, url), retry: false });
@@ -64,7 +76,12 @@ export function postWebhook(url: string, body: string, timeoutMs: number, signal
       res.resume();
       res.on('error', () => {});
       if (status >= 200 && status < 300) done({ ok: true });
-      else done({ ok: false, error: `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`, retry: true });
+      else
+        done({
+          ok: false,
+          error: `HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
+          retry: true,
+        });
     });
     req.end(body);
   });

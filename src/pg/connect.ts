@@ -2,6 +2,8 @@
 // timeouts, so a dead host or a stuck server is noticed in seconds and a lease is judged by its
 // expiry, never by a TCP timeout of hours (Linux's default tcp_keepalive_time is 2 h). Errors
 // name the host and never the password.
+// (Over 300 lines: the pool, its keepalives and time-outs, error naming and the migration runner
+// share each connection's set-up.)
 
 import pg from 'pg';
 import { PriorityGate } from './priority-gate.js';
@@ -95,33 +97,55 @@ function tooManyConnections(message: string, l: Limits): string {
 const perProcess = (l: Limits): string =>
   `each routinely process opens up to ${l.main + l.lease} connection${l.main + l.lease === 1 ? '' : 's'} (backend.poolSize)`;
 
-const STANDBY_FIX = 'point the URL at the primary, or list every host with target_session_attrs=read-write (postgres://h1:5432,h2:5432/db?target_session_attrs=read-write)';
+const STANDBY_FIX =
+  'point the URL at the primary, or list every host with target_session_attrs=read-write (postgres://h1:5432,h2:5432/db?target_session_attrs=read-write)';
 
 /** A connection problem as a person reads it; never the password. Each cause is told by its
  * code or by the driver's exact words, never by a word that may be part of another message
  * (PgBouncer's `unsupported startup parameter: statement_timeout` is not a timeout). */
-export function dbError(where: string, err: unknown, l: Limits = { main: DEFAULT_POOL_SIZE - 1, lease: 1, connectTimeoutMs: defaultConnectTimeoutMs(60_000) }): DatabaseError {
+export function dbError(
+  where: string,
+  err: unknown,
+  l: Limits = { main: DEFAULT_POOL_SIZE - 1, lease: 1, connectTimeoutMs: defaultConnectTimeoutMs(60_000) },
+): DatabaseError {
   const e = err as { code?: string; message?: string };
   const msg = e.message ?? String(err);
   const reason =
-    e.code === 'ECONNREFUSED' ? 'connection refused' :
-    e.code === 'ECONNRESET' ? 'connection reset' :
-    e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' ? 'unknown host' :
-    e.code === 'ETIMEDOUT' ? 'timed out connecting' :
-    msg === 'timeout exceeded when trying to connect' ? `this process's connection pool is exhausted: its ${l.main} connection${l.main === 1 ? '' : 's'} stayed busy for ${secs(l.connectTimeoutMs)} (a wait inside this process, not for the database; raise backend.poolSize)` :
-    msg.startsWith('Connection terminated due to connection timeout') ? `timed out connecting (no answer within ${secs(l.connectTimeoutMs)}; set connect_timeout=N in the URL for a slower link)` :
-    msg === 'Query read timeout' ? `no answer within ${QUERY_TIMEOUT_MS / 1000}s (timed out; behind PgBouncer in session mode this is a wait in its queue for a server connection: its pool is exhausted, raise default_pool_size or lower backend.poolSize)` :
-    /no more connections allowed \(max_client_conn\)/.test(msg) ? `PgBouncer refused the connection: its max_client_conn is reached (raise it, or lower backend.poolSize: ${perProcess(l)})` :
-    /query_wait_timeout/.test(msg) ? `PgBouncer's pool is exhausted: the statement waited query_wait_timeout for a server connection (raise default_pool_size, or lower backend.poolSize: ${perProcess(l)})` :
-    e.code === '57014' ? `a statement ran past ${STATEMENT_TIMEOUT_MS / 1000}s and was canceled (57014)` :
-    e.code === '28P01' || e.code === '28000' ? 'authentication failed' :
-    e.code === '3D000' ? 'database does not exist' :
-    e.code === '57P01' || e.code === '57P03' ? 'the server is shutting down or starting up' :
-    e.code === '25006' ? `the server is read-only (a standby?) (25006): ${STANDBY_FIX}` :
-    e.code === '53300' ? tooManyConnections(msg, l) :
-    msg.replace(/\/\/[^@\s]*@/g, '//***@');
+    e.code === 'ECONNREFUSED'
+      ? 'connection refused'
+      : e.code === 'ECONNRESET'
+        ? 'connection reset'
+        : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN'
+          ? 'unknown host'
+          : e.code === 'ETIMEDOUT'
+            ? 'timed out connecting'
+            : msg === 'timeout exceeded when trying to connect'
+              ? `this process's connection pool is exhausted: its ${l.main} connection${l.main === 1 ? '' : 's'} stayed busy for ${secs(l.connectTimeoutMs)} (a wait inside this process, not for the database; raise backend.poolSize)`
+              : msg.startsWith('Connection terminated due to connection timeout')
+                ? `timed out connecting (no answer within ${secs(l.connectTimeoutMs)}; set connect_timeout=N in the URL for a slower link)`
+                : msg === 'Query read timeout'
+                  ? `no answer within ${QUERY_TIMEOUT_MS / 1000}s (timed out; behind PgBouncer in session mode this is a wait in its queue for a server connection: its pool is exhausted, raise default_pool_size or lower backend.poolSize)`
+                  : /no more connections allowed \(max_client_conn\)/.test(msg)
+                    ? `PgBouncer refused the connection: its max_client_conn is reached (raise it, or lower backend.poolSize: ${perProcess(l)})`
+                    : /query_wait_timeout/.test(msg)
+                      ? `PgBouncer's pool is exhausted: the statement waited query_wait_timeout for a server connection (raise default_pool_size, or lower backend.poolSize: ${perProcess(l)})`
+                      : e.code === '57014'
+                        ? `a statement ran past ${STATEMENT_TIMEOUT_MS / 1000}s and was canceled (57014)`
+                        : e.code === '28P01' || e.code === '28000'
+                          ? 'authentication failed'
+                          : e.code === '3D000'
+                            ? 'database does not exist'
+                            : e.code === '57P01' || e.code === '57P03'
+                              ? 'the server is shutting down or starting up'
+                              : e.code === '25006'
+                                ? `the server is read-only (a standby?) (25006): ${STANDBY_FIX}`
+                                : e.code === '53300'
+                                  ? tooManyConnections(msg, l)
+                                  : msg.replace(/\/\/[^@\s]*@/g, '//***@');
   const neverConnected = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '28P01', '28000', '3D000'].includes(e.code ?? '');
-  return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`, { neverConnected });
+  return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`, {
+    neverConnected,
+  });
 }
 
 /** Errors of the environment (the server, the network, the pooler), as opposed to errors of our
@@ -160,7 +184,12 @@ function makePool(t: Target, max: number, connectTimeoutMs: number, keepIdle = f
 
 /** Whether a host is one to use: reachable, and (for read-write) not a standby. */
 async function probeHost(t: Target, wantPrimary: boolean, l: Limits): Promise<true | DatabaseError> {
-  const client = new pg.Client({ connectionString: t.url, connectionTimeoutMillis: l.connectTimeoutMs, query_timeout: QUERY_TIMEOUT_MS, application_name: 'routinely' });
+  const client = new pg.Client({
+    connectionString: t.url,
+    connectionTimeoutMillis: l.connectTimeoutMs,
+    query_timeout: QUERY_TIMEOUT_MS,
+    application_name: 'routinely',
+  });
   client.on('error', ignore);
   try {
     await client.connect();
@@ -188,7 +217,10 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
     const main = makePool(t, limits.main, limits.connectTimeoutMs);
     return [main, limits.lease === 0 ? main : makePool(t, limits.lease, limits.connectTimeoutMs, true)];
   };
-  const targets: Target[] = parsed.hosts.map((h) => ({ url: singleHostUrl(parsed, h), where: describePgUrl({ ...parsed, hosts: [h] }) }));
+  const targets: Target[] = parsed.hosts.map((h) => ({
+    url: singleHostUrl(parsed, h),
+    where: describePgUrl({ ...parsed, hosts: [h] }),
+  }));
   const where = describePgUrl(parsed);
   const wantPrimary = parsed.targetSessionAttrs === 'read-write' || parsed.targetSessionAttrs === 'primary';
   const several = targets.length > 1;
@@ -202,7 +234,10 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
       if (ok === true) return t;
       why.push(ok.message.replace(/^database /, ''));
     }
-    throw new DatabaseError(`database ${where}: no host ${wantPrimary ? 'is a reachable primary' : 'is reachable'} (${why.join('; ')})`, { neverConnected: true });
+    throw new DatabaseError(
+      `database ${where}: no host ${wantPrimary ? 'is a reachable primary' : 'is reachable'} (${why.join('; ')})`,
+      { neverConnected: true },
+    );
   };
 
   let target = await choose();
@@ -244,10 +279,15 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
   // start (claims, the pause flag, open markers) go before records: a burst of 1 000 routines
   // starts them all before recording the first ones, instead of one start per record.
   const gate = new PriorityGate(limits.main);
-  const wrap = async <T>(fn: (p: pg.Pool) => Promise<T>, which: 'main' | 'lease' = 'main', urgent = false): Promise<T> => {
+  const wrap = async <T>(
+    fn: (p: pg.Pool) => Promise<T>,
+    which: 'main' | 'lease' = 'main',
+    urgent = false,
+  ): Promise<T> => {
     if (switching) await switching;
     const gated = which === 'main' && leasePool !== pool;
-    if (gated && !(await gate.enter(urgent, limits.connectTimeoutMs))) throw dbError(several ? target.where : where, new Error('timeout exceeded when trying to connect'), limits);
+    if (gated && !(await gate.enter(urgent, limits.connectTimeoutMs)))
+      throw dbError(several ? target.where : where, new Error('timeout exceeded when trying to connect'), limits);
     try {
       return await fn(which === 'lease' ? leasePool : pool);
     } catch (err) {
@@ -266,28 +306,32 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
     query: (s) => wrap((p) => run(p, s), 'main', s.urgent === true),
     leaseQuery: (s) => wrap((p) => run(p, s), 'lease'),
     transaction: (fn, opts) =>
-      wrap(async (p) => {
-        const client = await p.connect();
-        // A server going away while we hold the connection makes it emit 'error'; unhandled,
-        // that would crash the process. The failing query reports the problem instead.
-        client.on('error', ignore);
-        let broken: unknown = undefined;
-        const tx: TxClient = { query: (s) => client.query(s.text, s.values) };
-        try {
-          await tx.query(sessionSql.beginWithTimeout(STATEMENT_TIMEOUT_MS));
-          const result = await fn(tx);
-          await tx.query(sessionSql.commit);
-          return result;
-        } catch (err) {
-          broken = environmental(err) ? err : undefined;
-          await tx.query(sessionSql.rollback).catch(() => {});
-          throw err;
-        } finally {
-          client.off('error', ignore);
-          // a connection that failed is not given back to the pool
-          client.release(broken instanceof Error ? broken : undefined);
-        }
-      }, 'main', opts?.urgent === true),
+      wrap(
+        async (p) => {
+          const client = await p.connect();
+          // A server going away while we hold the connection makes it emit 'error'; unhandled,
+          // that would crash the process. The failing query reports the problem instead.
+          client.on('error', ignore);
+          let broken: unknown = undefined;
+          const tx: TxClient = { query: (s) => client.query(s.text, s.values) };
+          try {
+            await tx.query(sessionSql.beginWithTimeout(STATEMENT_TIMEOUT_MS));
+            const result = await fn(tx);
+            await tx.query(sessionSql.commit);
+            return result;
+          } catch (err) {
+            broken = environmental(err) ? err : undefined;
+            await tx.query(sessionSql.rollback).catch(() => {});
+            throw err;
+          } finally {
+            client.off('error', ignore);
+            // a connection that failed is not given back to the pool
+            client.release(broken instanceof Error ? broken : undefined);
+          }
+        },
+        'main',
+        opts?.urgent === true,
+      ),
     close: async () => {
       await Promise.all([...new Set([pool, leasePool])].map((p) => p.end().catch(ignore)));
     },
@@ -315,7 +359,10 @@ export async function migrate(db: Db): Promise<number> {
   // Up to date (the usual case): no lock, no DDL, so a role that may only read and write data
   // works once the schema exists.
   const { rows: table } = await db.query<{ ok: boolean; standby: boolean }>(schemaSql.present);
-  if (table[0]?.standby) throw new DatabaseError(`database ${db.where}: the server is a read-only standby (pg_is_in_recovery): ${STANDBY_FIX}`);
+  if (table[0]?.standby)
+    throw new DatabaseError(
+      `database ${db.where}: the server is a read-only standby (pg_is_in_recovery): ${STANDBY_FIX}`,
+    );
   if (table[0]?.ok) {
     const { rows: have } = await db.query<{ v: number | null }>(schemaSql.version);
     if ((have[0]?.v ?? 0) >= latest) return latest;

@@ -146,7 +146,13 @@ export function watchOffset(clock: DbClock, log: Logger, stepped: () => void): (
     const news = offsetNews(logged, offset);
     if (!news) return;
     logged = offset;
-    log({ event: 'scheduler.clock', offset_ms: Math.round(offset * 10) / 10, rtt_ms: Math.round(sample.rttMs * 10) / 10, change: news, text: describeOffset(offset) });
+    log({
+      event: 'scheduler.clock',
+      offset_ms: Math.round(offset * 10) / 10,
+      rtt_ms: Math.round(sample.rttMs * 10) / 10,
+      change: news,
+      text: describeOffset(offset),
+    });
     const warning = skewWarning(offset);
     if (warning) log({ event: 'scheduler.warning', message: warning });
     if (news === 'changed') stepped();

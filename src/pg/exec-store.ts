@@ -24,7 +24,6 @@ import { execSql } from './statements.js';
 /** How long a holder that lost its lease keeps trying to store its run's final record. */
 const FINAL_WRITE_RETRY_MS = 12_000;
 
-
 export function pgExecStore(db: Db, project: Project & { backend: { type: 'postgres'; project: string } }): ExecStore {
   const name = project.backend.project;
   const logsDir = join(project.stateDir, 'exec', 'runs');
@@ -46,7 +45,11 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
     },
 
     async saveRegistry(registry: Registry, now: string, lease: Lease): Promise<number> {
-      const doc = JSON.stringify({ ...registry, updated_at: now, generation: Math.max(registry.generation ?? 0, lease.generation) });
+      const doc = JSON.stringify({
+        ...registry,
+        updated_at: now,
+        generation: Math.max(registry.generation ?? 0, lease.generation),
+      });
       const r = await db.query(execSql.saveRegistry(name, doc, lease));
       if (r.rowCount === 0) throw new FencedError('the exec lock is no longer ours (database)');
       return Buffer.byteLength(doc);
@@ -60,12 +63,19 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       // A row is input (SPEC §12): its run id must be the one asked for, every field in range,
       // before anything (a log path) is made from it.
       const checked = checkSnapshot(row.snapshot, runId);
-      if (typeof checked === 'string') throw new DatabaseError(`run ${runId} in the database is unreadable (${checked})`);
+      if (typeof checked === 'string')
+        throw new DatabaseError(`run ${runId} in the database is unreadable (${checked})`);
       const { journal_offset: _o, ...state } = checked;
       const events = await db.query<{ event: RunEvent }>(execSql.eventsAfter(name, runId, row.events_seq));
       for (const e of events.rows) {
         // a row is input (SPEC §12): an event that does not check out is not applied
-        if (e.event && typeof e.event === 'object' && e.event.type !== 'run-created' && typeof checkEvent(e.event) !== 'string') applyEventInPlace(state, e.event);
+        if (
+          e.event &&
+          typeof e.event === 'object' &&
+          e.event.type !== 'run-created' &&
+          typeof checkEvent(e.event) !== 'string'
+        )
+          applyEventInPlace(state, e.event);
       }
       return state;
     },
@@ -83,7 +93,8 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       removeTree(runDir(logsDir, runId));
     },
 
-    runWriter: (runId: string, lease: Lease): RunWriter => new PgRunWriter(db, name, runId, lease, runDir(logsDir, runId)),
+    runWriter: (runId: string, lease: Lease): RunWriter =>
+      new PgRunWriter(db, name, runId, lease, runDir(logsDir, runId)),
 
     logPath: (runId, taskId) => join(runDir(logsDir, runId), `${taskId}.log`),
   };
@@ -181,8 +192,13 @@ class PgRunWriter implements RunWriter {
     const doc = JSON.stringify(state);
     this.bytesWritten += Buffer.byteLength(doc);
     // an update never replaces a snapshot written under a newer generation
-    const r = await this.db.query((insert ? execSql.insertSnapshot : execSql.updateSnapshot)(this.project, this.runId, this.lease, doc));
-    if (r.rowCount === 0) throw new FencedError(`run ${this.runId}: the exec lock is no longer ours, or a newer holder wrote this run (database)`);
+    const r = await this.db.query(
+      (insert ? execSql.insertSnapshot : execSql.updateSnapshot)(this.project, this.runId, this.lease, doc),
+    );
+    if (r.rowCount === 0)
+      throw new FencedError(
+        `run ${this.runId}: the exec lock is no longer ours, or a newer holder wrote this run (database)`,
+      );
   }
 
   async close(): Promise<void> {

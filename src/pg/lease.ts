@@ -1,12 +1,7 @@
 // The lease in PostgreSQL (SPEC §9): one row per (project, key) with holder, lock_id, epoch and
-// expires_at, judged by the database clock. Acquire and reclaim are single conditional
-// statements; heartbeat and release are conditional on lock_id and epoch (0 rows = lost), so
-// exactly one process holds a key however many race, across hosts.
-//
-// Like the file backend, an owner on this host that is confirmed dead (pid gone or reused, host
-// rebooted) is reclaimed at once, and the process groups it started are ended first; a live owner
-// on this host only once a waiter saw its row unchanged for a TTL on its own clock (never by the
-// row's times, SPEC §4.4); an owner elsewhere once its lease has expired by the database clock.
+// expires_at, judged by the database clock. Acquire and reclaim are single conditional statements;
+// heartbeat and release are conditional on lock_id and epoch (0 rows = lost). Who may be reclaimed
+// when: docs/design.md "The lease in PostgreSQL".
 // (Over 300 lines: acquire, reclaim, heartbeat, release, status, and the object holding a lease;
 // their statements are in statements.ts.)
 
@@ -22,7 +17,15 @@ import { ChildJournal } from '../lock/children.js';
 import { unlinkQuiet } from '../fs/files.js';
 import type { OrphanReport } from '../lock/orphans.js';
 import { journalPath, lockPaths, type LockPaths } from '../lock/paths.js';
-import { isGeneration, isOwner, MAX_GENERATION, parseLockRecord, serializeLockRecord, type LockOwner, type LockRecord } from '../lock/record.js';
+import {
+  isGeneration,
+  isOwner,
+  MAX_GENERATION,
+  parseLockRecord,
+  serializeLockRecord,
+  type LockOwner,
+  type LockRecord,
+} from '../lock/record.js';
 import { endHolderOrphans } from '../lock/reclaim.js';
 import { observerOf, StalledWatch } from '../lock/observer.js';
 import { describeHolder, judgeLock, type Observation } from '../lock/stale.js';
@@ -65,7 +68,11 @@ interface LeaseRow {
  * `scheduler@<host>` is no file name, so it is made one: every character outside the lock key
  * pattern becomes `_`. Names may then coincide; the journals in them are named by lock id. */
 export function localLockPaths(lockDir: string, key: string): LockPaths {
-  const safe = key.replace(/[^A-Za-z0-9._-]/g, '_').replace(/\.{2,}/g, '_').replace(/^[._-]/, '_').slice(0, 64);
+  const safe = key
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/\.{2,}/g, '_')
+    .replace(/^[._-]/, '_')
+    .slice(0, 64);
   return lockPaths(lockDir, safe);
 }
 
@@ -78,7 +85,11 @@ export function localLockPaths(lockDir: string, key: string): LockPaths {
  */
 function checkedRow(o: PgLockOptions, key: string, row: LeaseRow): LeaseRow {
   if (/^[0-9]{1,16}$/.test(String(row.epoch)) && isGeneration(Number(row.epoch))) return row;
-  throw rowError(o, key, `has epoch ${String(row.epoch).slice(0, 40)}, outside the generations routinely writes and can fence with exactly (1 to ${MAX_GENERATION}); it was not written by routinely and is not acted on`);
+  throw rowError(
+    o,
+    key,
+    `has epoch ${String(row.epoch).slice(0, 40)}, outside the generations routinely writes and can fence with exactly (1 to ${MAX_GENERATION}); it was not written by routinely and is not acted on`,
+  );
 }
 
 function rowError(o: PgLockOptions, key: string, what: string): DatabaseRowError {
@@ -95,12 +106,25 @@ function validRecord(key: string, r: LeaseRow): LockRecord | null {
 
 /** Who holds a row whose owner is not one (a database writer's): no process on any host, so it
  * is judged by the database clock alone, and nothing is ever signalled for it. */
-const UNREADABLE_OWNER: LockOwner = { pid: 0, host: '?', boot_id: null, start_time: null, command: 'an owner in the database row that is not one', children: [] };
+const UNREADABLE_OWNER: LockOwner = {
+  pid: 0,
+  host: '?',
+  boot_id: null,
+  start_time: null,
+  command: 'an owner in the database row that is not one',
+  children: [],
+};
 
 function toRecord(key: string, r: LeaseRow): LockRecord {
   return {
-    version: 1, key, lock_id: r.lock_id, generation: Number(r.epoch), owner: isOwner(r.owner) ? r.owner : UNREADABLE_OWNER,
-    created_at: r.created_at, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at,
+    version: 1,
+    key,
+    lock_id: r.lock_id,
+    generation: Number(r.epoch),
+    owner: isOwner(r.owner) ? r.owner : UNREADABLE_OWNER,
+    created_at: r.created_at,
+    heartbeat_at: r.heartbeat_at,
+    expires_at: r.expires_at,
   };
 }
 
@@ -150,38 +174,69 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
    * by `observation` (a waiter's own clock), never by the times in its row. */
   function staleness(key: string, row: LeaseRow, observation?: Observation) {
     // a lease this process lost (a database outage) is known lost by the process it names
-    if (lostByThisProcess(row.lock_id)) return { stale: true as const, reason: 'UNCHANGED' as const, why: 'a lease this process held and lost' };
+    if (lostByThisProcess(row.lock_id))
+      return { stale: true as const, reason: 'UNCHANGED' as const, why: 'a lease this process held and lost' };
     return judgeLock(toRecord(key, row), row.db_now * 1000, probe, observation);
   }
 
   type Attempt = { ok: true; lease: PgLease } | { ok: false; holder: LockRecord | null; why: string };
 
-  async function attempt(key: string, owner: LockOwnerInfo, observe?: (signature: string) => Observation): Promise<Attempt> {
+  async function attempt(
+    key: string,
+    owner: LockOwnerInfo,
+    observe?: (signature: string) => Observation,
+  ): Promise<Attempt> {
     const lockId = randomHex(16);
     const ownerRec: LockOwner = { ...selfIdentity(probe), ...owner, children: [] };
     for (let loop = 0; loop < 8; loop++) {
       const started = clock.monotonic();
       // Fast path, one round trip: the timeline gate, and a free key taken when it is open.
-      const grant = { project: o.project, key, lockId, owner: JSON.stringify(ownerRec), ttlSecs, maxGeneration: MAX_GENERATION };
+      const grant = {
+        project: o.project,
+        key,
+        lockId,
+        owner: JSON.stringify(ownerRec),
+        ttlSecs,
+        maxGeneration: MAX_GENERATION,
+      };
       const { rows } = await o.db.query<GateRow & Partial<LeaseRow>>(leaseSql.acquire(grant));
       const answer = rows[0]!;
       const gate = gateOf(answer);
       if (gate.closedWhy) return { ok: false, holder: null, why: gate.closedWhy };
       const floor = (gate.timeline - 1) * TIMELINE_GENERATIONS;
-      if (answer.lock_id != null) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, answer as LeaseRow), clock, probe, started) };
+      if (answer.lock_id != null)
+        return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, answer as LeaseRow), clock, probe, started) };
       const row = await current(key);
       // the statements take no row whose epoch + 1 would pass MAX_GENERATION (nor overflow)
-      if (row && Number(row.epoch) >= MAX_GENERATION) throw rowError(o, key, `has epoch ${row.epoch}, the last generation routinely hands out exactly; the key cannot be taken again`);
+      if (row && Number(row.epoch) >= MAX_GENERATION)
+        throw rowError(
+          o,
+          key,
+          `has epoch ${row.epoch}, the last generation routinely hands out exactly; the key cannot be taken again`,
+        );
       if (!row || row.released) continue;
       const verdict = staleness(key, row, observe?.(`${row.lock_id}|${row.epoch}|${row.heartbeat_at}`));
-      if (!verdict.stale) return { ok: false, holder: toRecord(key, row), why: describeHolder(toRecord(key, row), row.db_now * 1000) };
+      if (!verdict.stale)
+        return { ok: false, holder: toRecord(key, row), why: describeHolder(toRecord(key, row), row.db_now * 1000) };
       // Stale: end what the old holder started here, then take over exactly that lease (a
       // compare-and-set on lock_id and epoch: of several reclaimers, one wins).
       await endOrphans(key, row);
       const dead = verdict.reason !== 'EXPIRED';
       const reclaimStarted = clock.monotonic();
-      const swapped = await o.db.query<LeaseRow>(leaseSql.reclaim({ ...grant, stale: { lockId: row.lock_id, epoch: row.epoch }, dead, timeline: gate.timeline, floor }));
-      if (swapped.rows[0]) return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, swapped.rows[0]), clock, probe, reclaimStarted) };
+      const swapped = await o.db.query<LeaseRow>(
+        leaseSql.reclaim({
+          ...grant,
+          stale: { lockId: row.lock_id, epoch: row.epoch },
+          dead,
+          timeline: gate.timeline,
+          floor,
+        }),
+      );
+      if (swapped.rows[0])
+        return {
+          ok: true,
+          lease: new PgLease(o, key, checkedRow(o, key, swapped.rows[0]), clock, probe, reclaimStarted),
+        };
     }
     const row = await current(key);
     return { ok: false, holder: row ? toRecord(key, row) : null, why: 'the lock changed hands too often to take it' };
@@ -233,12 +288,29 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       } catch (err) {
         // a row not acted on is shown as what it is, so one bad key does not break every view
         if (!(err instanceof DatabaseRowError)) throw err;
-        return { ...base, state: 'stale', record: null, generation: 0, holder: 'a database row routinely does not act on', heartbeat_age_s: null, expires_in_s: null, stale_reason: 'UNREADABLE', why: err.message };
+        return {
+          ...base,
+          state: 'stale',
+          record: null,
+          generation: 0,
+          holder: 'a database row routinely does not act on',
+          heartbeat_age_s: null,
+          expires_in_s: null,
+          stale_reason: 'UNREADABLE',
+          why: err.message,
+        };
       }
       if (!row || row.released) {
         return {
-          ...base, state: 'free', record: null, generation: Number(row?.epoch ?? 0), holder: null,
-          heartbeat_age_s: null, expires_in_s: null, stale_reason: null, why: null,
+          ...base,
+          state: 'free',
+          record: null,
+          generation: Number(row?.epoch ?? 0),
+          holder: null,
+          heartbeat_age_s: null,
+          expires_in_s: null,
+          stale_reason: null,
+          why: null,
         };
       }
       const rec = toRecord(key, row);
@@ -253,7 +325,11 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
         heartbeat_age_s: round1(row.db_now - row.heartbeat_at),
         expires_in_s: round1(row.expires_at - row.db_now),
         stale_reason: v.stale ? v.reason : null,
-        why: v.stale ? `${v.why} (database clock)` : v.ownerCheck === 'alive' ? `owner pid ${rec.owner.pid} is alive and its heartbeat is fresh` : 'heartbeat is fresh by the database clock',
+        why: v.stale
+          ? `${v.why} (database clock)`
+          : v.ownerCheck === 'alive'
+            ? `owner pid ${rec.owner.pid} is alive and its heartbeat is fresh`
+            : 'heartbeat is fresh by the database clock',
       };
     },
 
@@ -271,9 +347,23 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       const v = staleness(key, row);
       if (!v.stale) return { broken: false, reason: 'NOT_STALE', why: `${status.holder}: ${status.why}`, status };
       const orphans = await endOrphans(key, row);
-      const r = await o.db.query(leaseSql.breakStale({ project: o.project, key, lockId: row.lock_id, epoch: row.epoch, dead: v.reason !== 'EXPIRED' }));
-      if (r.rowCount === 0) return { broken: false, reason: 'CHANGED', why: 'the lock changed while we looked; run again', status };
-      return { broken: true, why: v.why, staleFile: `row (${o.project}, ${key}) released at epoch ${row.epoch}`, orphans };
+      const r = await o.db.query(
+        leaseSql.breakStale({
+          project: o.project,
+          key,
+          lockId: row.lock_id,
+          epoch: row.epoch,
+          dead: v.reason !== 'EXPIRED',
+        }),
+      );
+      if (r.rowCount === 0)
+        return { broken: false, reason: 'CHANGED', why: 'the lock changed while we looked; run again', status };
+      return {
+        broken: true,
+        why: v.why,
+        staleFile: `row (${o.project}, ${key}) released at epoch ${row.epoch}`,
+        orphans,
+      };
     },
   };
 }
@@ -331,7 +421,10 @@ export class PgLease extends LeaseState implements Lease {
           );
           const r = rows[0];
           if (!r) {
-            this.markLost('the lease row is no longer ours (taken over, released, or granted before the database failed over)', true);
+            this.markLost(
+              'the lease row is no longer ours (taken over, released, or granted before the database failed over)',
+              true,
+            );
             return;
           }
           this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };
@@ -376,8 +469,11 @@ export class PgLease extends LeaseState implements Lease {
   }
 
   async raiseGeneration(atLeast: number): Promise<void> {
-    if (atLeast <= this.rec.generation || !isGeneration(atLeast) || atLeast >= MAX_GENERATION || !this.verify().ok) return;
-    const { rows } = await this.o.db.leaseQuery<{ epoch: string }>(leaseSql.raiseGeneration({ ...this.hold(), atLeast }));
+    if (atLeast <= this.rec.generation || !isGeneration(atLeast) || atLeast >= MAX_GENERATION || !this.verify().ok)
+      return;
+    const { rows } = await this.o.db.leaseQuery<{ epoch: string }>(
+      leaseSql.raiseGeneration({ ...this.hold(), atLeast }),
+    );
     if (rows[0] && isGeneration(Number(rows[0].epoch))) this.rec = { ...this.rec, generation: Number(rows[0].epoch) };
   }
 
@@ -393,7 +489,13 @@ export class PgLease extends LeaseState implements Lease {
     await this.beating?.catch(() => {});
     try {
       const r = await this.o.db.leaseQuery(leaseSql.release(this.hold()));
-      if (r.rowCount === 0) return { released: false, reason: 'NOT_OWNER', holder: null, why: 'the lease row is no longer ours; left it alone' };
+      if (r.rowCount === 0)
+        return {
+          released: false,
+          reason: 'NOT_OWNER',
+          holder: null,
+          why: 'the lease row is no longer ours; left it alone',
+        };
       this.journal?.close(true);
     } catch (err) {
       // The database is unreachable: the lease expires on its own within the TTL. Until then
@@ -404,8 +506,14 @@ export class PgLease extends LeaseState implements Lease {
       this.releaseLater();
       // the cause in words, with the database (a DatabaseError names it; the driver's own errors
       // do not), never only an error class such as DATABASE
-      const cause = err instanceof DatabaseError ? err.message : `database ${this.o.db.where}: ${(err as Error).message}`;
-      return { released: false, reason: 'NOT_OWNER', holder: null, why: `could not release it (${cause}); it expires within ${this.o.ttlMs / 1000}s, and the release is tried again until then` };
+      const cause =
+        err instanceof DatabaseError ? err.message : `database ${this.o.db.where}: ${(err as Error).message}`;
+      return {
+        released: false,
+        reason: 'NOT_OWNER',
+        holder: null,
+        why: `could not release it (${cause}); it expires within ${this.o.ttlMs / 1000}s, and the release is tried again until then`,
+      };
     }
     this.released = true;
     return { released: true };
@@ -414,14 +522,12 @@ export class PgLease extends LeaseState implements Lease {
   private releaseLater(): void {
     const attempt = (): void => {
       if (this.released || this.expiredBy()) return;
-      this.o.db
-        .query(leaseSql.release(this.hold()))
-        .then(
-          () => {
-            this.released = true;
-          },
-          () => setTimeout(attempt, 500).unref(),
-        );
+      this.o.db.query(leaseSql.release(this.hold())).then(
+        () => {
+          this.released = true;
+        },
+        () => setTimeout(attempt, 500).unref(),
+      );
     };
     setTimeout(attempt, 500).unref();
   }

@@ -17,7 +17,13 @@ interface WaiterRow {
   stale: boolean;
 }
 
-export function pgWaitLine(o: { db: Db; project: string; ttlMs: number; refreshMs: number; probe?: LivenessProbe }): WaitLine {
+export function pgWaitLine(o: {
+  db: Db;
+  project: string;
+  ttlMs: number;
+  refreshMs: number;
+  probe?: LivenessProbe;
+}): WaitLine {
   const probe = o.probe ?? systemProbe();
   const quiet = (p: Promise<unknown>): void => {
     p.catch((err: unknown) => {
@@ -28,7 +34,9 @@ export function pgWaitLine(o: { db: Db; project: string; ttlMs: number; refreshM
   return {
     async join(name, owner) {
       const ticket = randomHex(8);
-      const { rows } = await o.db.query<{ arrived: number }>(lineSql.join(o.project, name, ticket, JSON.stringify(ticketOwner(owner, probe))));
+      const { rows } = await o.db.query<{ arrived: number }>(
+        lineSql.join(o.project, name, ticket, JSON.stringify(ticketOwner(owner, probe))),
+      );
       const timer = setInterval(() => quiet(o.db.query(lineSql.beat(o.project, name, ticket))), o.refreshMs);
       timer.unref();
       let left = false;

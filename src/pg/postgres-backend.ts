@@ -14,7 +14,10 @@ import { SpoolingStore } from '../state/spooling-store.js';
 /** How often the offset to the database clock is measured again, at most. */
 const CLOCK_REFRESH_MAX_MS = 30_000;
 
-export async function postgresBackend(project: Project, skewNotice: (message: string) => void = () => {}): Promise<Backend> {
+export async function postgresBackend(
+  project: Project,
+  skewNotice: (message: string) => void = () => {},
+): Promise<Backend> {
   if (project.backend.type !== 'postgres') throw new Error('not a postgres project');
   const { url, project: name, poolSize } = project.backend;
   const db = await connect(url, { poolSize, ttlMs: project.lockTtlMs });
@@ -30,7 +33,13 @@ export async function postgresBackend(project: Project, skewNotice: (message: st
   const warning = skewWarning(clock.offsetMs ?? 0);
   if (warning) skewNotice(warning);
   clock.startRefreshing(Math.max(1000, Math.min(project.lockRefreshMs, CLOCK_REFRESH_MAX_MS)));
-  const lock = pgLockBackend({ db, project: name, lockDir: project.lockDir, ttlMs: project.lockTtlMs, refreshMs: project.lockRefreshMs });
+  const lock = pgLockBackend({
+    db,
+    project: name,
+    lockDir: project.lockDir,
+    ttlMs: project.lockTtlMs,
+    refreshMs: project.lockRefreshMs,
+  });
   return {
     kind: 'postgres',
     caps: backendCaps(project.backend),

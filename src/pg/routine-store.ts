@@ -1,14 +1,39 @@
 // Routine state, history and tick claims in PostgreSQL. Each record is a read-modify-write in
 // one transaction with the row locked (FOR UPDATE), so concurrent writers on any host never lose
 // each other's updates.
+// (Over 300 lines: one store object, every method a transaction over statements.ts; the SQL is
+// there, the decisions here.)
 
-import { claimKey, type Claimant, type FireQuery, type OrphanClaim, type PauseChange, type RecordOptions, type RoutineStore, type ShownFire, type Warn } from '../state/store.js';
+import {
+  claimKey,
+  type Claimant,
+  type FireQuery,
+  type OrphanClaim,
+  type PauseChange,
+  type RecordOptions,
+  type RoutineStore,
+  type ShownFire,
+  type Warn,
+} from '../state/store.js';
 import { ClaimTakenError } from '../errors.js';
 import { checkBoard, type PhaseBoard } from '../state/phases.js';
 import { processGone } from '../process/identity.js';
 import { checkFireEntry } from '../state/fire-entry.js';
 import type { HistoryEntry } from '../state/history.js';
-import { applyFire, applyLateFire, checkRecord, isLate, emptyRecord, emptyState, interruptedFire, setPaused, type Fire, type OpenFire, type RoutineRecord, type RoutineStateFile } from '../state/routine-state.js';
+import {
+  applyFire,
+  applyLateFire,
+  checkRecord,
+  isLate,
+  emptyRecord,
+  emptyState,
+  interruptedFire,
+  setPaused,
+  type Fire,
+  type OpenFire,
+  type RoutineRecord,
+  type RoutineStateFile,
+} from '../state/routine-state.js';
 import type { Db, TxClient } from './connect.js';
 import { ENTRY_ROW_MAX, RECORD_ROW_MAX, routineSql as sql } from './statements.js';
 
@@ -23,23 +48,41 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
    * claim of that tick is settled in the same round trip (ClaimTakenError when another
    * scheduler holds it now; no claim at all — a manual fire, a claim forgotten after a day, one
    * made before claims named their claimer — settles nothing and is no one's). */
-  async function locked(client: TxClient, routine: string, claim?: { scheduledAt: string; claimer: string }): Promise<RoutineRecord | undefined> {
+  async function locked(
+    client: TxClient,
+    routine: string,
+    claim?: { scheduledAt: string; claimer: string },
+  ): Promise<RoutineRecord | undefined> {
     const read = async (): Promise<{ record: unknown; settled?: number }[]> =>
-      (claim ? await client.query<{ record: unknown; settled: number }>(sql.settleAndLock(project, routine, claim.scheduledAt, claim.claimer)) : await client.query<{ record: unknown }>(sql.lockedRecord(project, routine))).rows;
+      (claim
+        ? await client.query<{ record: unknown; settled: number }>(
+            sql.settleAndLock(project, routine, claim.scheduledAt, claim.claimer),
+          )
+        : await client.query<{ record: unknown }>(sql.lockedRecord(project, routine))
+      ).rows;
     let rows = await read();
     if (rows.length === 0) {
       await client.query(sql.ensureRow(project, routine));
       rows = await read();
     }
     if (claim && rows[0]?.settled !== 1) {
-      const { rows: held } = await client.query<{ claimer: string | null }>(sql.claimerOf(project, routine, claim.scheduledAt));
+      const { rows: held } = await client.query<{ claimer: string | null }>(
+        sql.claimerOf(project, routine, claim.scheduledAt),
+      );
       const holder = held[0]?.claimer ?? null;
-      if (holder !== null && holder !== claim.claimer) throw new ClaimTakenError(`the tick of ${claim.scheduledAt} of routine ${routine} was taken over by another scheduler (this one was judged gone: its lease ran out)`);
+      if (holder !== null && holder !== claim.claimer)
+        throw new ClaimTakenError(
+          `the tick of ${claim.scheduledAt} of routine ${routine} was taken over by another scheduler (this one was judged gone: its lease ran out)`,
+        );
     }
     return parseRecord(rows[0]?.record);
   }
 
-  async function update(client: TxClient, routine: string, change: (r: RoutineRecord | undefined) => RoutineRecord): Promise<void> {
+  async function update(
+    client: TxClient,
+    routine: string,
+    change: (r: RoutineRecord | undefined) => RoutineRecord,
+  ): Promise<void> {
     const prior = await locked(client, routine);
     await client.query(sql.writeRecord(project, routine, JSON.stringify(change(prior))));
   }
@@ -65,7 +108,11 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       // (it could not start: its record closes a marker that may not be there).
       let prior: RoutineRecord | undefined;
       try {
-        prior = await locked(client, routine, opts.claimer ? { scheduledAt: fire.scheduled_at, claimer: opts.claimer } : undefined);
+        prior = await locked(
+          client,
+          routine,
+          opts.claimer ? { scheduledAt: fire.scheduled_at, claimer: opts.claimer } : undefined,
+        );
       } catch (err) {
         if (!(err instanceof ClaimTakenError)) throw err;
         warn?.(`${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): ${err.message}`);
@@ -73,14 +120,14 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       }
       if (opts.again && !fire.closes && fire.key) {
         const { rowCount } = await client.query(sql.historyHas(project, routine, 'key', fire.key));
-        if ((rowCount ?? 0) > 0) return;  // stored already
+        if ((rowCount ?? 0) > 0) return; // stored already
       }
       if (opts.again && fire.closes) {
         // a record that closes an open fire is stored already when history holds a record
         // closing it (this one, or reconcile's); its marker may never have been stored at all
         // (a fire that did not start because the marker's answer was lost)
         const { rowCount } = await client.query(sql.historyHas(project, routine, 'closes', fire.closes));
-        if ((rowCount ?? 0) > 0) return;  // stored already
+        if ((rowCount ?? 0) > 0) return; // stored already
         // its open fire is closed: recorded already — for records from before history lines
         // carried `closes`; a fire that did not start may close none
         if (!fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) return;
@@ -92,16 +139,27 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         next = left.length > 0 ? { ...rest, open_fires: left } : rest;
       }
       const entry: HistoryEntry = {
-        scheduled_at: fire.scheduled_at, started_at: fire.started_at, finished_at: fire.finished_at,
-        result: fire.result, reason: fire.reason, exit_code: fire.exit_code, run_id: fire.run_id,
-        ...(fire.trigger ? { trigger: fire.trigger } : {}), ...(fire.attempt ? { attempt: fire.attempt } : {}), ...(fire.by ? { by: fire.by } : {}),
-        ...(fire.key ? { key: fire.key } : {}), ...(fire.closes ? { closes: fire.closes } : {}),
+        scheduled_at: fire.scheduled_at,
+        started_at: fire.started_at,
+        finished_at: fire.finished_at,
+        result: fire.result,
+        reason: fire.reason,
+        exit_code: fire.exit_code,
+        run_id: fire.run_id,
+        ...(fire.trigger ? { trigger: fire.trigger } : {}),
+        ...(fire.attempt ? { attempt: fire.attempt } : {}),
+        ...(fire.by ? { by: fire.by } : {}),
+        ...(fire.key ? { key: fire.key } : {}),
+        ...(fire.closes ? { closes: fire.closes } : {}),
       };
-      const { rows } = await client.query<{ seq: string }>(sql.writeRecordAndHistory(project, routine, JSON.stringify(next), JSON.stringify(entry)));
+      const { rows } = await client.query<{ seq: string }>(
+        sql.writeRecordAndHistory(project, routine, JSON.stringify(next), JSON.stringify(entry)),
+      );
       stored = true;
       // beyond the kept lines, a few more wait for the next trim (every reader takes the
       // newest `historyLines` only): one trim per TRIM_EVERY records, not one each
-      if (historyLines < TRIM_EVERY * 4 || Number(rows[0]?.seq ?? 0) % TRIM_EVERY === 0) await client.query(sql.trimHistory(project, routine, historyLines));
+      if (historyLines < TRIM_EVERY * 4 || Number(rows[0]?.seq ?? 0) % TRIM_EVERY === 0)
+        await client.query(sql.trimHistory(project, routine, historyLines));
     });
     return stored;
   }
@@ -124,7 +182,9 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       }
       if (bad.length > 0) {
         const shown = bad.slice(0, 5).join(', ') + (bad.length > 5 ? ` and ${bad.length - 5} more` : '');
-        warn(`database ${db.where}: the state of routine${bad.length === 1 ? '' : 's'} ${shown} of project ${project} is not a routine's record (or over ${RECORD_ROW_MAX / 1024} KiB); read as never run until the next record`);
+        warn(
+          `database ${db.where}: the state of routine${bad.length === 1 ? '' : 's'} ${shown} of project ${project} is not a routine's record (or over ${RECORD_ROW_MAX / 1024} KiB); read as never run until the next record`,
+        );
       }
       return state;
     },
@@ -135,11 +195,22 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     },
 
     async openFire(routine: string, open: OpenFire, _warn: Warn, claimer?: string): Promise<void> {
-      await db.transaction(async (client) => {
-        // a claimed tick opens only while the claim is its claimer's: settled from here on
-        const r = (await locked(client, routine, claimer ? { scheduledAt: open.scheduled_at, claimer } : undefined)) ?? emptyRecord();
-        await client.query(sql.writeRecord(project, routine, JSON.stringify({ ...r, open_fires: [...(r.open_fires ?? []).filter((o) => o.id !== open.id), open] })));
-      }, { urgent: true });
+      await db.transaction(
+        async (client) => {
+          // a claimed tick opens only while the claim is its claimer's: settled from here on
+          const r =
+            (await locked(client, routine, claimer ? { scheduledAt: open.scheduled_at, claimer } : undefined)) ??
+            emptyRecord();
+          await client.query(
+            sql.writeRecord(
+              project,
+              routine,
+              JSON.stringify({ ...r, open_fires: [...(r.open_fires ?? []).filter((o) => o.id !== open.id), open] }),
+            ),
+          );
+        },
+        { urgent: true },
+      );
     },
 
     async reconcile(isGone, now, warn, recorded): Promise<number> {
@@ -178,41 +249,77 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     async history(routine: string, warn?: Warn): Promise<HistoryEntry[]> {
       // by start, never more rows than are kept (statements.ts)
       const { rows } = await db.query<{ entry: unknown }>(sql.history(project, routine, historyLines));
-      return checkedEntries(rows, (bad) => warn?.(unreadableRows(db.where, project, bad.length, [routine])), (_r, entry) => entry);
+      return checkedEntries(
+        rows,
+        (bad) => warn?.(unreadableRows(db.where, project, bad.length, [routine])),
+        (_r, entry) => entry,
+      );
     },
 
     async recentFires(routines: readonly string[], q: FireQuery, warn: Warn): Promise<ShownFire[]> {
       // each routine's newest rows as history() keeps them, then the newest that match; rows
       // that are not a fire's record come back only as the routines they are of (statements.ts)
       const iso = (ms: number): string | null => (Number.isFinite(ms) ? new Date(ms).toISOString() : null);
-      const { rows } = await db.query<{ routine: string; entry: unknown; bad: string[] | null }>(sql.recentFires(project, {
-        routines, keep: historyLines, since: iso(q.since), until: iso(q.until), result: q.result ?? null, limit: Number.isFinite(q.limit) ? q.limit : null,
-      }));
+      const { rows } = await db.query<{ routine: string; entry: unknown; bad: string[] | null }>(
+        sql.recentFires(project, {
+          routines,
+          keep: historyLines,
+          since: iso(q.since),
+          until: iso(q.until),
+          result: q.result ?? null,
+          limit: Number.isFinite(q.limit) ? q.limit : null,
+        }),
+      );
       const bad = [...(rows[0]?.bad ?? [])];
-      const shown = checkedEntries(rows.reverse(), (b) => bad.push(...b.map((r) => r.routine)), (r, entry): ShownFire => ({ routine: r.routine, ...entry }));
+      const shown = checkedEntries(
+        rows.reverse(),
+        (b) => bad.push(...b.map((r) => r.routine)),
+        (r, entry): ShownFire => ({ routine: r.routine, ...entry }),
+      );
       if (bad.length > 0) warn(unreadableRows(db.where, project, bad.length, [...new Set(bad)]));
       return shown;
     },
 
     async claimTick(routine: string, scheduledAt: Date, by: Claimant): Promise<boolean> {
-      const r = await db.query({ ...sql.claimTick(project, routine, scheduledAt.toISOString(), by.host, by.claimer), urgent: true });
+      const r = await db.query({
+        ...sql.claimTick(project, routine, scheduledAt.toISOString(), by.host, by.claimer),
+        urgent: true,
+      });
       // now and then, forget claims older than a day: after the claim, never awaited by it (the
       // tick fires meanwhile), a batch found through its index
       if (Math.random() < 0.01) forgetOldTicks();
       return r.rowCount === 1;
     },
 
-    async claimTicks(asked: readonly { routine: string; scheduledAt: Date }[], by: Claimant, again = false): Promise<Set<string>> {
+    async claimTicks(
+      asked: readonly { routine: string; scheduledAt: Date }[],
+      by: Claimant,
+      again = false,
+    ): Promise<Set<string>> {
       // rows locked in one order by every scheduler (routine, then time): two batches of the
       // same ticks wait for each other instead of deadlocking
-      const ticks = [...asked].sort((a, b) => (a.routine < b.routine ? -1 : a.routine > b.routine ? 1 : a.scheduledAt.getTime() - b.scheduledAt.getTime()));
-      const { rows } = await db.query<{ routine: string; scheduled_at: Date }>({ ...sql.claimTicks(project, ticks.map((t) => t.routine), ticks.map((t) => t.scheduledAt.toISOString()), by.host, by.claimer, again), urgent: true });
+      const ticks = [...asked].sort((a, b) =>
+        a.routine < b.routine ? -1 : a.routine > b.routine ? 1 : a.scheduledAt.getTime() - b.scheduledAt.getTime(),
+      );
+      const { rows } = await db.query<{ routine: string; scheduled_at: Date }>({
+        ...sql.claimTicks(
+          project,
+          ticks.map((t) => t.routine),
+          ticks.map((t) => t.scheduledAt.toISOString()),
+          by.host,
+          by.claimer,
+          again,
+        ),
+        urgent: true,
+      });
       if (Math.random() < 0.01 * ticks.length) forgetOldTicks();
       return new Set(rows.map((r) => claimKey(r.routine, r.scheduled_at)));
     },
 
     async orphanClaims(claimer: string, limit: number): Promise<OrphanClaim[]> {
-      const { rows } = await db.query<{ routine: string; scheduled_at: Date; host: string; claimer: string }>(sql.orphanClaims(project, claimer, limit));
+      const { rows } = await db.query<{ routine: string; scheduled_at: Date; host: string; claimer: string }>(
+        sql.orphanClaims(project, claimer, limit),
+      );
       return rows.map((r) => ({ routine: r.routine, scheduledAt: r.scheduled_at, host: r.host, claimer: r.claimer }));
     },
 
@@ -221,7 +328,9 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     },
 
     async takeOverClaim(claim: OrphanClaim, to: Claimant): Promise<boolean> {
-      const r = await db.query(sql.takeOverClaim(project, claim.routine, claim.scheduledAt.toISOString(), claim.claimer, to));
+      const r = await db.query(
+        sql.takeOverClaim(project, claim.routine, claim.scheduledAt.toISOString(), claim.claimer, to),
+      );
       return (r.rowCount ?? 0) === 1;
     },
 
@@ -248,7 +357,10 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
     async readPhases(warn: Warn): Promise<PhaseBoard[]> {
       const { rows } = await db.query<{ board: unknown }>(sql.readPhases(project));
       const boards = rows.map((r) => checkBoard(r.board));
-      if (boards.some((b) => b === null)) warn(`database ${db.where}: a row of routinely_phases is not a board of phases (written by something else than routinely?): left out`);
+      if (boards.some((b) => b === null))
+        warn(
+          `database ${db.where}: a row of routinely_phases is not a board of phases (written by something else than routinely?): left out`,
+        );
       // a board of a scheduler on this host whose process is gone ended with it, lease or not
       return boards.filter((b): b is PhaseBoard => b !== null && !processGone(b.owner));
     },
@@ -264,7 +376,11 @@ function parseRecord(value: unknown): RoutineRecord | undefined {
 
 /** The rows whose entries check out (checkFireEntry), as `shape` makes them; the others go to
  * `skipped` (when there are any). */
-function checkedEntries<R extends { entry: unknown }, T>(rows: readonly R[], skipped: (bad: R[]) => void, shape: (row: R, entry: HistoryEntry) => T): T[] {
+function checkedEntries<R extends { entry: unknown }, T>(
+  rows: readonly R[],
+  skipped: (bad: R[]) => void,
+  shape: (row: R, entry: HistoryEntry) => T,
+): T[] {
   const out: T[] = [];
   const bad: R[] = [];
   for (const r of rows) {
@@ -277,6 +393,9 @@ function checkedEntries<R extends { entry: unknown }, T>(rows: readonly R[], ski
 }
 
 function unreadableRows(where: string, project: string, n: number, routines: string[]): string {
-  const named = routines.length === 1 ? `routine ${routines[0]}` : `routines ${routines.slice(0, 5).join(', ')}${routines.length > 5 ? ` and ${routines.length - 5} more` : ''}`;
+  const named =
+    routines.length === 1
+      ? `routine ${routines[0]}`
+      : `routines ${routines.slice(0, 5).join(', ')}${routines.length > 5 ? ` and ${routines.length - 5} more` : ''}`;
   return `database ${where}: ${n} history row${n === 1 ? '' : 's'} of ${named} of project ${project} ${n === 1 ? 'is' : 'are'} not a fire's record (or over ${ENTRY_ROW_MAX / 1024} KiB) and ${n === 1 ? 'was' : 'were'} skipped`;
 }

@@ -163,7 +163,9 @@ export const schemaSql = {
   version: { text: 'SELECT max(version) AS v FROM routinely_schema' },
   /** Transaction-scoped: nothing stays locked in a pooler's server connection afterwards. */
   lock: (key: number) => ({ text: 'SELECT pg_advisory_xact_lock($1)', values: [key] }),
-  versions: { text: 'CREATE TABLE IF NOT EXISTS routinely_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())' },
+  versions: {
+    text: 'CREATE TABLE IF NOT EXISTS routinely_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+  },
   applied: (version: number) => ({ text: 'INSERT INTO routinely_schema (version) VALUES ($1)', values: [version] }),
   migration: (m: Migration) => ({ text: m.sql }),
 };

@@ -120,25 +120,59 @@ const sqlText = (v: string): string => `'${v.replace(/'/g, "''")}'`;
 export const leaseSql = {
   row: (k: LeaseKey): Statement => ({ text: LEASE_ROW, values: [k.project, k.key] }),
   acquire: (g: LeaseGrant): Statement => ({
-    text: LEASE_ACQUIRE, values: [g.project, g.key, g.lockId, g.owner, g.ttlSecs, g.maxGeneration], name: 'routinely_acquire_1',
+    text: LEASE_ACQUIRE,
+    values: [g.project, g.key, g.lockId, g.owner, g.ttlSecs, g.maxGeneration],
+    name: 'routinely_acquire_1',
   }),
   /** `stale`: the row judged stale; `dead`: its holder is known dead (else only an expired row is
    * taken); `floor`: the first generation of `timeline` less one. */
-  reclaim: (g: LeaseGrant & { stale: { lockId: string; epoch: number | string }; dead: boolean; timeline: number; floor: number }): Statement => ({
+  reclaim: (
+    g: LeaseGrant & {
+      stale: { lockId: string; epoch: number | string };
+      dead: boolean;
+      timeline: number;
+      floor: number;
+    },
+  ): Statement => ({
     text: LEASE_RECLAIM,
-    values: [g.project, g.key, g.lockId, g.owner, g.ttlSecs, g.stale.lockId, g.stale.epoch, g.dead, g.timeline, g.floor, g.maxGeneration],
+    values: [
+      g.project,
+      g.key,
+      g.lockId,
+      g.owner,
+      g.ttlSecs,
+      g.stale.lockId,
+      g.stale.epoch,
+      g.dead,
+      g.timeline,
+      g.floor,
+      g.maxGeneration,
+    ],
   }),
   heartbeat: (h: LeaseHold & { ttlSecs: number; owner: string }): Statement => ({
-    text: LEASE_HEARTBEAT, values: [h.project, h.key, h.lockId, h.epoch, h.ttlSecs, h.owner], name: 'routinely_heartbeat_1',
+    text: LEASE_HEARTBEAT,
+    values: [h.project, h.key, h.lockId, h.epoch, h.ttlSecs, h.owner],
+    name: 'routinely_heartbeat_1',
   }),
-  raiseGeneration: (h: LeaseHold & { atLeast: number }): Statement => ({ text: LEASE_RAISE, values: [h.project, h.key, h.lockId, h.epoch, h.atLeast] }),
-  release: (h: LeaseHold): Statement => ({ text: LEASE_RELEASE, values: [h.project, h.key, h.lockId, h.epoch], name: 'routinely_release_1' }),
+  raiseGeneration: (h: LeaseHold & { atLeast: number }): Statement => ({
+    text: LEASE_RAISE,
+    values: [h.project, h.key, h.lockId, h.epoch, h.atLeast],
+  }),
+  release: (h: LeaseHold): Statement => ({
+    text: LEASE_RELEASE,
+    values: [h.project, h.key, h.lockId, h.epoch],
+    name: 'routinely_release_1',
+  }),
   /** The holder's lease freed by someone else (lock break), only while it is stale: expired, or
    * its holder known dead (`dead`). */
-  breakStale: (h: LeaseHold & { dead: boolean }): Statement => ({ text: LEASE_BREAK, values: [h.project, h.key, h.lockId, h.epoch, h.dead] }),
+  breakStale: (h: LeaseHold & { dead: boolean }): Statement => ({
+    text: LEASE_BREAK,
+    values: [h.project, h.key, h.lockId, h.epoch, h.dead],
+  }),
   keys: (project: string, prefix: string): Statement => ({ text: LEASE_KEYS, values: [project, prefix] }),
   /** The statement a person runs to remove a row routinely will not act on (said in messages). */
-  deleteAdvice: (k: LeaseKey): string => `DELETE FROM routinely_leases WHERE project = ${sqlText(k.project)} AND key = ${sqlText(k.key)}`,
+  deleteAdvice: (k: LeaseKey): string =>
+    `DELETE FROM routinely_leases WHERE project = ${sqlText(k.project)} AND key = ${sqlText(k.key)}`,
 };
 
 // ---- routinely_registry, routinely_runs, routinely_run_events (exec-store.ts) ----
@@ -188,28 +222,53 @@ const SNAPSHOT_UPDATE = `WITH ${FENCE}
    WHERE project = $1 AND run_id = $2 AND generation <= $4 AND EXISTS (SELECT 1 FROM fence)`;
 
 export const execSql = {
-  registry: (project: string): Statement => ({ text: 'SELECT registry FROM routinely_registry WHERE project = $1', values: [project] }),
+  registry: (project: string): Statement => ({
+    text: 'SELECT registry FROM routinely_registry WHERE project = $1',
+    values: [project],
+  }),
   /** A registry that does not check out, kept under another project name for inspection. */
-  moveRegistry: (project: string, aside: string): Statement => ({ text: 'UPDATE routinely_registry SET project = $2 WHERE project = $1', values: [project, aside] }),
-  saveRegistry: (project: string, doc: string, f: Fence): Statement => ({ text: REGISTRY_SAVE, values: [project, doc, f.lockId, f.generation] }),
+  moveRegistry: (project: string, aside: string): Statement => ({
+    text: 'UPDATE routinely_registry SET project = $2 WHERE project = $1',
+    values: [project, aside],
+  }),
+  saveRegistry: (project: string, doc: string, f: Fence): Statement => ({
+    text: REGISTRY_SAVE,
+    values: [project, doc, f.lockId, f.generation],
+  }),
   snapshot: (project: string, runId: string): Statement => ({
-    text: 'SELECT snapshot, events_seq FROM routinely_runs WHERE project = $1 AND run_id = $2', values: [project, runId],
+    text: 'SELECT snapshot, events_seq FROM routinely_runs WHERE project = $1 AND run_id = $2',
+    values: [project, runId],
   }),
   eventsAfter: (project: string, runId: string, seq: string): Statement => ({
-    text: 'SELECT event FROM routinely_run_events WHERE project = $1 AND run_id = $2 AND seq > $3 ORDER BY seq', values: [project, runId, seq],
+    text: 'SELECT event FROM routinely_run_events WHERE project = $1 AND run_id = $2 AND seq > $3 ORDER BY seq',
+    values: [project, runId, seq],
   }),
   /** Newest by the database's order, not by the ids (they carry the creating host's clock). */
   newestRuns: (project: string, limit: number): Statement => ({
-    text: 'SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY created_seq DESC LIMIT $2', values: [project, limit],
+    text: 'SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY created_seq DESC LIMIT $2',
+    values: [project, limit],
   }),
-  removeRun: (project: string, runId: string, f: Fence): Statement => ({ text: RUN_REMOVE, values: [project, runId, f.lockId, f.generation] }),
-  appendEvent: (project: string, runId: string, f: Fence, doc: string): Statement => ({ text: EVENT_APPEND, values: [project, runId, f.lockId, f.generation, doc] }),
+  removeRun: (project: string, runId: string, f: Fence): Statement => ({
+    text: RUN_REMOVE,
+    values: [project, runId, f.lockId, f.generation],
+  }),
+  appendEvent: (project: string, runId: string, f: Fence, doc: string): Statement => ({
+    text: EVENT_APPEND,
+    values: [project, runId, f.lockId, f.generation, doc],
+  }),
   /** The final record of a holder that lost its lease, under its old generation `gen`. */
   appendEventUnfenced: (project: string, runId: string, gen: number, doc: string): Statement => ({
-    text: 'INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::json)', values: [project, runId, gen, doc],
+    text: 'INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::json)',
+    values: [project, runId, gen, doc],
   }),
-  insertSnapshot: (project: string, runId: string, f: Fence, doc: string): Statement => ({ text: SNAPSHOT_INSERT, values: [project, runId, f.lockId, f.generation, doc] }),
-  updateSnapshot: (project: string, runId: string, f: Fence, doc: string): Statement => ({ text: SNAPSHOT_UPDATE, values: [project, runId, f.lockId, f.generation, doc] }),
+  insertSnapshot: (project: string, runId: string, f: Fence, doc: string): Statement => ({
+    text: SNAPSHOT_INSERT,
+    values: [project, runId, f.lockId, f.generation, doc],
+  }),
+  updateSnapshot: (project: string, runId: string, f: Fence, doc: string): Statement => ({
+    text: SNAPSHOT_UPDATE,
+    values: [project, runId, f.lockId, f.generation, doc],
+  }),
 };
 
 // ---- routinely_routine_state, routinely_history, routinely_ticks (routine-store.ts) ----
@@ -275,49 +334,72 @@ export const PRUNE_BATCH = 1000;
 export const routineSql = {
   /** The routine's row, made if missing, so that it can be locked. */
   ensureRow: (project: string, routine: string): Statement => ({
-    text: `INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`, values: [project, routine],
+    text: `INSERT INTO routinely_routine_state (project, routine, record) VALUES ($1, $2, '{}'::json) ON CONFLICT DO NOTHING`,
+    values: [project, routine],
   }),
   lockRow: (project: string, routine: string): Statement => ({
-    text: 'SELECT 1 FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE', values: [project, routine],
+    text: 'SELECT 1 FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE',
+    values: [project, routine],
   }),
   /** The routine's record, its row locked until the transaction ends (no row: none made). */
   lockedRecord: (project: string, routine: string): Statement => ({
-    text: `SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`, values: [project, routine], name: 'routinely_locked_record_5',
+    text: `SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`,
+    values: [project, routine],
+    name: 'routinely_locked_record_5',
   }),
   /** lockedRecord, and the claim of the tick at `scheduledAt` settled for `claimer` in the same
    * round trip (`settled`: 1 when the claim is that claimer's). */
   settleAndLock: (project: string, routine: string, scheduledAt: string, claimer: string): Statement => ({
     text: `WITH s AS (UPDATE routinely_ticks SET settled = true WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND claimer = $4 RETURNING 1)
       SELECT (SELECT count(*) FROM s)::int AS settled, ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2 FOR UPDATE`,
-    values: [project, routine, scheduledAt, claimer], name: 'routinely_settle_lock_5',
+    values: [project, routine, scheduledAt, claimer],
+    name: 'routinely_settle_lock_5',
   }),
   /** The record written and a history line added, one round trip; answers the line's seq. */
   writeRecordAndHistory: (project: string, routine: string, doc: string, entry: string): Statement => ({
     text: `WITH w AS (UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2)
       INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $4::json) RETURNING seq`,
-    values: [project, routine, doc, entry], name: 'routinely_write_record_history_5',
+    values: [project, routine, doc, entry],
+    name: 'routinely_write_record_history_5',
   }),
   writeRecord: (project: string, routine: string, doc: string): Statement => ({
-    text: 'UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2', values: [project, routine, doc],
+    text: 'UPDATE routinely_routine_state SET record = $3::json WHERE project = $1 AND routine = $2',
+    values: [project, routine, doc],
   }),
   record: (project: string, routine: string): Statement => ({
-    text: `SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2`, values: [project, routine],
+    text: `SELECT ${RECORD} FROM routinely_routine_state WHERE project = $1 AND routine = $2`,
+    values: [project, routine],
   }),
   /** Every routine's record, and whether its row is one (`readable`). */
   records: (project: string): Statement => ({
-    text: `SELECT routine, ${RECORD}, (${RECORD_OK}) AS readable FROM routinely_routine_state WHERE project = $1`, values: [project],
+    text: `SELECT routine, ${RECORD}, (${RECORD_OK}) AS readable FROM routinely_routine_state WHERE project = $1`,
+    values: [project],
   }),
   /** Whether the routine's history holds a record whose `field` (key, closes, scheduled_at) is `value`. */
-  historyHas: (project: string, routine: string, field: 'key' | 'closes' | 'scheduled_at', value: string): Statement => ({
-    text: `SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'${field}' = $3 LIMIT 1`, values: [project, routine, value],
+  historyHas: (
+    project: string,
+    routine: string,
+    field: 'key' | 'closes' | 'scheduled_at',
+    value: string,
+  ): Statement => ({
+    text: `SELECT 1 FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'${field}' = $3 LIMIT 1`,
+    values: [project, routine, value],
   }),
   addHistory: (project: string, routine: string, doc: string): Statement => ({
-    text: 'INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)', values: [project, routine, doc],
+    text: 'INSERT INTO routinely_history (project, routine, entry) VALUES ($1, $2, $3::json)',
+    values: [project, routine, doc],
   }),
-  trimHistory: (project: string, routine: string, keep: number): Statement => ({ text: HISTORY_TRIM, values: [project, routine, keep] }),
-  history: (project: string, routine: string, keep: number): Statement => ({ text: HISTORY, values: [project, routine, keep] }),
+  trimHistory: (project: string, routine: string, keep: number): Statement => ({
+    text: HISTORY_TRIM,
+    values: [project, routine, keep],
+  }),
+  history: (project: string, routine: string, keep: number): Statement => ({
+    text: HISTORY,
+    values: [project, routine, keep],
+  }),
   recentFires: (project: string, f: FireFilter): Statement => ({
-    text: RECENT_FIRES, values: [project, f.routines, f.keep, f.since, f.until, f.result, f.limit],
+    text: RECENT_FIRES,
+    values: [project, f.routines, f.keep, f.since, f.until, f.result, f.limit],
   }),
   /** A tick taken for `claimer`, unsettled; also yes when the claim is this claimer's already
    * and still unsettled (sent again after its answer was lost: it committed after all). */
@@ -325,28 +407,43 @@ export const routineSql = {
     text: `INSERT INTO routinely_ticks AS t (project, routine, scheduled_at, host, claimer, settled) VALUES ($1, $2, $3, $4, $5, false)
       ON CONFLICT (project, routine, scheduled_at) DO UPDATE SET claimed_at = t.claimed_at
       WHERE t.claimer = excluded.claimer AND NOT t.settled RETURNING 1`,
-    values: [project, routine, scheduledAt, host, claimer], name: 'routinely_claim_5',
+    values: [project, routine, scheduledAt, host, claimer],
+    name: 'routinely_claim_5',
   }),
   /** claimTick for several ticks in one round trip: answers the ticks taken. `again` (claims
    * sent again after an answer was lost): also those this claimer holds already, unsettled — a
    * first claim of a tick this claimer holds is a second way to the same tick, and answered no. */
-  claimTicks: (project: string, routines: readonly string[], scheduledAts: readonly string[], host: string, claimer: string, again: boolean): Statement => ({
+  claimTicks: (
+    project: string,
+    routines: readonly string[],
+    scheduledAts: readonly string[],
+    host: string,
+    claimer: string,
+    again: boolean,
+  ): Statement => ({
     text: `INSERT INTO routinely_ticks AS t (project, routine, scheduled_at, host, claimer, settled)
       SELECT $1, u.r, u.a, $4, $5, false FROM unnest($2::text[], $3::timestamptz[]) AS u(r, a)
-      ON CONFLICT (project, routine, scheduled_at) DO ${again ? `UPDATE SET claimed_at = t.claimed_at
-      WHERE t.claimer = excluded.claimer AND NOT t.settled` : 'NOTHING'} RETURNING routine, scheduled_at`,
-    values: [project, routines, scheduledAts, host, claimer], name: again ? 'routinely_claim_again_5' : 'routinely_claim_many_5',
+      ON CONFLICT (project, routine, scheduled_at) DO ${
+        again
+          ? `UPDATE SET claimed_at = t.claimed_at
+      WHERE t.claimer = excluded.claimer AND NOT t.settled`
+          : 'NOTHING'
+      } RETURNING routine, scheduled_at`,
+    values: [project, routines, scheduledAts, host, claimer],
+    name: again ? 'routinely_claim_again_5' : 'routinely_claim_many_5',
   }),
   /** The tick's fire opened or its record is written: settled, if the claim is still
    * `claimer`'s (one row: a take-over of the same claim is either before, and this finds none,
    * or after, and finds it settled). */
   settleClaim: (project: string, routine: string, scheduledAt: string, claimer: string): Statement => ({
     text: 'UPDATE routinely_ticks SET settled = true WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND claimer = $4 RETURNING 1',
-    values: [project, routine, scheduledAt, claimer], name: 'routinely_settle_5',
+    values: [project, routine, scheduledAt, claimer],
+    name: 'routinely_settle_5',
   }),
   /** Who holds the claim of a tick now (none: no row). */
   claimerOf: (project: string, routine: string, scheduledAt: string): Statement => ({
-    text: 'SELECT claimer FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3', values: [project, routine, scheduledAt],
+    text: 'SELECT claimer FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3',
+    values: [project, routine, scheduledAt],
   }),
   /** Unsettled claims, oldest first, of claimers whose scheduler lease is not held (released,
    * or expired by the database clock), and this claimer's own (its caller knows which of those
@@ -360,7 +457,13 @@ export const routineSql = {
     values: [project, claimer, limit],
   }),
   /** The claim moved from `from` to `to`, only while it is still `from`'s and unsettled. */
-  takeOverClaim: (project: string, routine: string, scheduledAt: string, from: string, to: { host: string; claimer: string }): Statement => ({
+  takeOverClaim: (
+    project: string,
+    routine: string,
+    scheduledAt: string,
+    from: string,
+    to: { host: string; claimer: string },
+  ): Statement => ({
     text: `UPDATE routinely_ticks SET claimer = $5, host = $6, claimed_at = now()
       WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND claimer = $4 AND NOT settled RETURNING 1`,
     values: [project, routine, scheduledAt, from, to.claimer, to.host],
@@ -373,7 +476,8 @@ export const routineSql = {
     values: [project, batch],
   }),
   releaseClaim: (project: string, routine: string, scheduledAt: string, host: string): Statement => ({
-    text: 'DELETE FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND host = $4', values: [project, routine, scheduledAt, host],
+    text: 'DELETE FROM routinely_ticks WHERE project = $1 AND routine = $2 AND scheduled_at = $3 AND host = $4',
+    values: [project, routine, scheduledAt, host],
   }),
   writePhases: (project: string, host: string, board: string): Statement => ({
     text: `INSERT INTO routinely_phases (project, host, board) VALUES ($1, $2, $3::json)
@@ -397,10 +501,12 @@ export const lineSql = {
     values: [project, lock, ticket, owner],
   }),
   beat: (project: string, lock: string, ticket: string): Statement => ({
-    text: 'UPDATE routinely_line SET beat_at = clock_timestamp() WHERE project = $1 AND lock = $2 AND ticket = $3', values: [project, lock, ticket],
+    text: 'UPDATE routinely_line SET beat_at = clock_timestamp() WHERE project = $1 AND lock = $2 AND ticket = $3',
+    values: [project, lock, ticket],
   }),
   leave: (project: string, lock: string, ticket: string): Statement => ({
-    text: 'DELETE FROM routinely_line WHERE project = $1 AND lock = $2 AND ticket = $3', values: [project, lock, ticket],
+    text: 'DELETE FROM routinely_line WHERE project = $1 AND lock = $2 AND ticket = $3',
+    values: [project, lock, ticket],
   }),
   /** Every waiter of a lock, oldest first, and whether its beat is older than a TTL. */
   waiters: (project: string, lock: string, ttlSecs: number): Statement => ({

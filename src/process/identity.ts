@@ -2,11 +2,21 @@
 // reused (containers hand out the same low pids every boot), so a process is host + boot id +
 // pid + start time (SPEC §4). Linux reads /proc; macOS asks ps; anything else
 // only learns "dead" from kill(pid, 0) and otherwise falls back to lease expiry.
+// (Over 300 lines: identity and the liveness probe for Linux (/proc), macOS (ps) and the rest,
+// one verdict over three sources.)
 
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { errnoCode } from '../errors.js';
-import { lastPid, procBootId, procEnviron, procNames, procOwnerUid, procPidNamespace, readProcStat } from '../fs/proc.js';
+import {
+  lastPid,
+  procBootId,
+  procEnviron,
+  procNames,
+  procOwnerUid,
+  procPidNamespace,
+  readProcStat,
+} from '../fs/proc.js';
 
 // child_process only where Linux's /proc is missing (macOS: ps, sysctl): loading it costs a few
 // milliseconds of every start-up that reads a lock (`routine list` must start fast, SPEC §6).
@@ -201,7 +211,9 @@ function darwinInspect(pid: number): ProcessState {
   try {
     // lstart is formatted in the caller's zone and locale: fix both, or two observers with
     // different TZ would read different start times for one process.
-    out = execText('ps', ['-o', 'stat=,pgid=,lstart=', '-p', String(pid)], { env: { ...process.env, TZ: 'UTC', LC_ALL: 'C' } });
+    out = execText('ps', ['-o', 'stat=,pgid=,lstart=', '-p', String(pid)], {
+      env: { ...process.env, TZ: 'UTC', LC_ALL: 'C' },
+    });
   } catch {
     // ps exits 1 when no such process exists
     return killProbe(pid);
@@ -243,7 +255,10 @@ function readBootId(): string | null {
 
 /** Whether pids recorded by `owner` mean the same processes here: same host, same boot, same
  * pid namespace (unknown parts are given the benefit of the doubt). */
-export function samePidSpace(owner: { host: string; boot_id?: string | null; pid_ns?: string | null }, probe: LivenessProbe): boolean {
+export function samePidSpace(
+  owner: { host: string; boot_id?: string | null; pid_ns?: string | null },
+  probe: LivenessProbe,
+): boolean {
   if (owner.host !== probe.host) return false;
   if (owner.boot_id && probe.bootId && owner.boot_id !== probe.bootId) return false;
   return !owner.pid_ns || !probe.pidNs || owner.pid_ns === probe.pidNs;
@@ -269,8 +284,7 @@ let cachedProbe: LivenessProbe | undefined;
 export function systemProbe(): LivenessProbe {
   if (cachedProbe) return cachedProbe;
   const platform = process.platform;
-  const inspect =
-    platform === 'linux' ? linuxInspect : platform === 'darwin' ? darwinInspect : killProbe;
+  const inspect = platform === 'linux' ? linuxInspect : platform === 'darwin' ? darwinInspect : killProbe;
   const probe: LivenessProbe = {
     host: hostId(),
     bootId: readBootId(),
@@ -278,7 +292,9 @@ export function systemProbe(): LivenessProbe {
     inspect,
     groupMembers: platform === 'linux' ? linuxGroupMembers : () => [],
     ...(platform === 'linux' ? { sessionGroups: linuxSessionGroups } : {}),
-    ...(platform === 'linux' ? { ownerUid: linuxOwnerUid, environHas: linuxEnvironHas, markedGroupLeaders: linuxMarkedGroupLeaders } : {}),
+    ...(platform === 'linux'
+      ? { ownerUid: linuxOwnerUid, environHas: linuxEnvironHas, markedGroupLeaders: linuxMarkedGroupLeaders }
+      : {}),
   };
   cachedProbe = probe;
   return probe;
@@ -302,7 +318,10 @@ export function selfIdentity(probe: LivenessProbe = systemProbe()): ProcessIdent
 /** Whether the process `o` names is gone: dead, or its pid now belongs to a process started at
  * another time. Only on this host (and boot, and pid namespace); elsewhere it cannot be told
  * (false). */
-export function processGone(o: { pid: number; host: string; boot_id?: string | null; start_time?: string | null; pid_ns?: string | null }, probe: LivenessProbe = systemProbe()): boolean {
+export function processGone(
+  o: { pid: number; host: string; boot_id?: string | null; start_time?: string | null; pid_ns?: string | null },
+  probe: LivenessProbe = systemProbe(),
+): boolean {
   if (!samePidSpace(o, probe)) return false;
   const p = probe.inspect(o.pid);
   if (p.state === 'dead') return true;

@@ -25,14 +25,20 @@ export interface SweepOptions {
   clock: Clock;
   /** The routine of that id in the config in force (a claim of a routine removed is left). */
   entry: (id: string) => Entry | undefined;
-  log: (event: { event: 'routine.taken_over'; routine: string; scheduled_at: string; from: string; fires: boolean }) => void;
+  log: (event: {
+    event: 'routine.taken_over';
+    routine: string;
+    scheduled_at: string;
+    from: string;
+    fires: boolean;
+  }) => void;
   warn: (message: string) => void;
 }
 
 /** The reason a taken-over claim is recorded with when its time to fire has passed. */
 export function takenOverReason(c: OrphanClaim, own: boolean): string {
   return own
-    ? 'claim unanswered: the database did not answer this scheduler\'s claim until the routine\'s next tick'
+    ? "claim unanswered: the database did not answer this scheduler's claim until the routine's next tick"
     : `claimer died: the scheduler on ${c.host} claimed it and stopped before firing it`;
 }
 
@@ -49,7 +55,14 @@ export async function sweepClaims(o: SweepOptions): Promise<number> {
     const from = own ? 'this scheduler' : c.host;
     // said before the tick's own lines (a fire's start, a skip's record)
     const adopted = o.runner.adopt(entry, c, takenOverReason(c, own), (fires) =>
-      o.log({ event: 'routine.taken_over', routine: c.routine, scheduled_at: c.scheduledAt.toISOString(), from, fires }));
+      o.log({
+        event: 'routine.taken_over',
+        routine: c.routine,
+        scheduled_at: c.scheduledAt.toISOString(),
+        from,
+        fires,
+      }),
+    );
     if (await adopted) taken++;
   }
   return taken;

@@ -20,7 +20,10 @@ import type { Logger } from '../fire/log.js';
  * has not moved all that time, refused the moment it moves. This says so in the log. */
 export function stalledNotice(log: Logger, now: () => number): (holder: LockRecord, forMs: number) => void {
   return (holder, forMs) =>
-    log({ event: 'scheduler.warning', message: `the scheduler lock's holder, ${describeHolder(holder, now())}, is alive on this host but its record looks expired: watching its heartbeat for up to ${Math.round(forMs / 1000)}s` });
+    log({
+      event: 'scheduler.warning',
+      message: `the scheduler lock's holder, ${describeHolder(holder, now())}, is alive on this host but its record looks expired: watching its heartbeat for up to ${Math.round(forMs / 1000)}s`,
+    });
 }
 
 export type LossAction = 'hold-fires-and-retake' | 'stop' | 'retake';
@@ -56,7 +59,10 @@ export class LeaseKeeper {
   /** The lock was lost for good: the scheduler exits 1. */
   lost = false;
 
-  constructor(first: Lease, private readonly o: KeeperOptions) {
+  constructor(
+    first: Lease,
+    private readonly o: KeeperOptions,
+  ) {
     this.current = first;
     first.signal.addEventListener('abort', this.onLost, { once: true });
   }
@@ -113,14 +119,18 @@ export class LeaseKeeper {
       } catch (err) {
         if (whenWritable) continue; // still not writable
         const badRow = err instanceof DatabaseRowError;
-        log({ event: 'scheduler.warning', message: `cannot take the scheduler lock again: ${(err as Error).message}; retrying${badRow ? ' in a minute' : ''}` });
+        log({
+          event: 'scheduler.warning',
+          message: `cannot take the scheduler lock again: ${(err as Error).message}; retrying${badRow ? ' in a minute' : ''}`,
+        });
         if (badRow) await clock.sleep(BAD_ROW_RETRY_MS, signal);
         else await pause.wait(signal);
         continue;
       }
       if (!again.ok) {
         // with a database: stopped while waiting; with files: taken by another meanwhile
-        if (whenWritable) this.giveUp(`while the state folder could not be written, the lock was taken by ${again.why}`);
+        if (whenWritable)
+          this.giveUp(`while the state folder could not be written, the lock was taken by ${again.why}`);
         return;
       }
       if (signal.aborted) {

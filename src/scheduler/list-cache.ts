@@ -54,7 +54,8 @@ export function shifted(t: ZoneTime, ms: number): ZoneTime {
 }
 
 /** Whether `b` is `a` moved by their difference on the same zone offset (no DST change between). */
-export const sameOffset = (a: ZoneTime, b: ZoneTime): boolean => a.zone === b.zone && wallMs(b) - wallMs(a) === b.at - a.at;
+export const sameOffset = (a: ZoneTime, b: ZoneTime): boolean =>
+  a.zone === b.zone && wallMs(b) - wallMs(a) === b.at - a.at;
 
 /** The routine's first cached fire time after `nowMs`, or null when the cache has run out. */
 export function nextCached(r: CachedRoutine, nowMs: number): ZoneTime | null {
@@ -108,7 +109,17 @@ export function listCacheKey(configPath: string, env: NodeJS.ProcessEnv, version
     .sort()
     .map((k) => [k, env[k]]);
   const uid = typeof process.geteuid === 'function' ? process.geteuid() : null;
-  return JSON.stringify([version, uid, configPath, String(st.dev), String(st.ino), String(st.size), String(st.mtimeNs), String(st.ctimeNs), vars]);
+  return JSON.stringify([
+    version,
+    uid,
+    configPath,
+    String(st.dev),
+    String(st.ino),
+    String(st.size),
+    String(st.mtimeNs),
+    String(st.ctimeNs),
+    vars,
+  ]);
 }
 
 /** Writes the cache; returns when it should be written again (the earliest time a routine is
@@ -120,7 +131,12 @@ function writeCacheFile(path: string, value: unknown): void {
   writeFileDurable(path, JSON.stringify(value), { cleanTemps: true, sync: false, createFolder: false });
 }
 
-export function writeListCache(project: CachedProject, key: string, routines: CachedRoutine[], writtenAt: number): number | null {
+export function writeListCache(
+  project: CachedProject,
+  key: string,
+  routines: CachedRoutine[],
+  writtenAt: number,
+): number | null {
   writeCacheFile(join(project.stateDir, PROJECT_CACHE_FILE), { version: 1, key, project });
   const cache: ListCache = { version: 2, key, written_at: writtenAt, routines };
   writeCacheFile(join(project.stateDir, LIST_CACHE_FILE), cache);
@@ -137,20 +153,50 @@ export function writeListCache(project: CachedProject, key: string, routines: Ca
 }
 
 const isZoneTime = (v: unknown): v is ZoneTime =>
-  isObj(v) && Number.isSafeInteger(v.at) && typeof v.date === 'string' && /^\d{4}-\d\d-\d\d$/.test(v.date) && typeof v.time === 'string' && /^\d\d:\d\d:\d\d$/.test(v.time) && typeof v.zone === 'string' && v.zone.length <= 64;
+  isObj(v) &&
+  Number.isSafeInteger(v.at) &&
+  typeof v.date === 'string' &&
+  /^\d{4}-\d\d-\d\d$/.test(v.date) &&
+  typeof v.time === 'string' &&
+  /^\d\d:\d\d:\d\d$/.test(v.time) &&
+  typeof v.zone === 'string' &&
+  v.zone.length <= 64;
 
 function checkRoutine(v: unknown): CachedRoutine | null {
   if (!isObj(v)) return null;
-  if (typeof v.id !== 'string' || typeof v.schedule !== 'string' || typeof v.action !== 'string' || typeof v.enabled !== 'boolean' || typeof v.lock !== 'string') return null;
+  if (
+    typeof v.id !== 'string' ||
+    typeof v.schedule !== 'string' ||
+    typeof v.action !== 'string' ||
+    typeof v.enabled !== 'boolean' ||
+    typeof v.lock !== 'string'
+  )
+    return null;
   if (v.timezone !== null && typeof v.timezone !== 'string') return null;
   if (!Number.isSafeInteger(v.starvedAfterSkips) || (v.starvedAfterSkips as number) < 1) return null;
   if (!Array.isArray(v.upcoming) || !v.upcoming.every(isZoneTime)) return null;
   let every: CachedRoutine['every'];
   if (v.every !== undefined) {
-    if (!isObj(v.every) || !Number.isSafeInteger(v.every.step) || (v.every.step as number) < 1000 || !Number.isSafeInteger(v.every.until)) return null;
+    if (
+      !isObj(v.every) ||
+      !Number.isSafeInteger(v.every.step) ||
+      (v.every.step as number) < 1000 ||
+      !Number.isSafeInteger(v.every.until)
+    )
+      return null;
     every = { step: v.every.step as number, until: v.every.until as number };
   }
-  return { id: v.id, schedule: v.schedule, timezone: v.timezone, action: v.action, enabled: v.enabled, lock: v.lock, starvedAfterSkips: v.starvedAfterSkips as number, upcoming: v.upcoming, ...(every ? { every } : {}) };
+  return {
+    id: v.id,
+    schedule: v.schedule,
+    timezone: v.timezone,
+    action: v.action,
+    enabled: v.enabled,
+    lock: v.lock,
+    starvedAfterSkips: v.starvedAfterSkips as number,
+    upcoming: v.upcoming,
+    ...(every ? { every } : {}),
+  };
 }
 
 function checkProject(v: unknown): CachedProject | null {
@@ -159,11 +205,26 @@ function checkProject(v: unknown): CachedProject | null {
   if (!str(v.stateDir) || !str(v.lockDir) || !str(v.machineZone)) return null;
   const ms = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x > 0;
   if (!ms(v.lockTtlMs) || !ms(v.lockRefreshMs) || v.lockRefreshMs * 2 >= v.lockTtlMs) return null;
-  if (!Array.isArray(v.passEnv) || !v.passEnv.every((x) => typeof x === 'string') || !Number.isSafeInteger(v.inlineTasks)) return null;
-  if (!isObj(v.locks) || !Object.values(v.locks).every((n) => Number.isSafeInteger(n) && (n as number) >= 1 && (n as number) <= 64)) return null;
+  if (
+    !Array.isArray(v.passEnv) ||
+    !v.passEnv.every((x) => typeof x === 'string') ||
+    !Number.isSafeInteger(v.inlineTasks)
+  )
+    return null;
+  if (
+    !isObj(v.locks) ||
+    !Object.values(v.locks).every((n) => Number.isSafeInteger(n) && (n as number) >= 1 && (n as number) <= 64)
+  )
+    return null;
   return {
-    stateDir: v.stateDir, lockDir: v.lockDir, lockTtlMs: v.lockTtlMs, lockRefreshMs: v.lockRefreshMs,
-    passEnv: v.passEnv as string[], machineZone: v.machineZone, inlineTasks: v.inlineTasks as number, locks: v.locks as Record<string, number>,
+    stateDir: v.stateDir,
+    lockDir: v.lockDir,
+    lockTtlMs: v.lockTtlMs,
+    lockRefreshMs: v.lockRefreshMs,
+    passEnv: v.passEnv as string[],
+    machineZone: v.machineZone,
+    inlineTasks: v.inlineTasks as number,
+    locks: v.locks as Record<string, number>,
   };
 }
 
@@ -203,4 +264,3 @@ export function readListCache(stateDir: string, key: string): ListCache | null {
   }
   return { version: 2, key, written_at: v.written_at as number, routines };
 }
-

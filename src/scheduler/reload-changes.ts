@@ -4,7 +4,10 @@
 import type { RoutineDef } from '../config/types.js';
 
 /** Which routines a reload added, removed and changed (any key of its definition), by id. */
-export function routineChanges(before: readonly RoutineDef[], after: readonly RoutineDef[]): { added: string[]; removed: string[]; changed: string[] } {
+export function routineChanges(
+  before: readonly RoutineDef[],
+  after: readonly RoutineDef[],
+): { added: string[]; removed: string[]; changed: string[] } {
   const old = new Map(before.map((r) => [r.id, JSON.stringify(r)]));
   const ids = new Set(after.map((r) => r.id));
   return {

@@ -128,20 +128,22 @@ export class Runner {
    * scheduler took stays its), then recorded as a skip with `reason`. */
   missed(entry: Entry, scheduledAt: Date, reason: string): void {
     const { def } = entry;
-    this.track((async () => {
-      if (this.o.stateBroken?.() || this.stopping) return;
-      const key = claimKey(def.id, scheduledAt);
-      this.claims.add(key);
-      try {
-        if (!(await this.claimOnce(def.id, scheduledAt))) return;
-        await this.skip(def, this.skipFire(scheduledAt, reason), null);
-      } finally {
-        this.claims.delete(key);
-      }
-    })().catch((err: Error) => {
-      if (err instanceof FolderReplacedError || isStorageError(err)) this.o.stateTrouble?.(err);
-      else this.warn(`${def.id}: ${err.message}`);
-    }));
+    this.track(
+      (async () => {
+        if (this.o.stateBroken?.() || this.stopping) return;
+        const key = claimKey(def.id, scheduledAt);
+        this.claims.add(key);
+        try {
+          if (!(await this.claimOnce(def.id, scheduledAt))) return;
+          await this.skip(def, this.skipFire(scheduledAt, reason), null);
+        } finally {
+          this.claims.delete(key);
+        }
+      })().catch((err: Error) => {
+        if (err instanceof FolderReplacedError || isStorageError(err)) this.o.stateTrouble?.(err);
+        else this.warn(`${def.id}: ${err.message}`);
+      }),
+    );
   }
 
   /** Stop firing; let running routines finish up to `timeoutMs`; then stop them. */
@@ -179,7 +181,12 @@ export class Runner {
    * other way to the same tick here (a catch-up, a claim sent again) claims it meanwhile: a claim
    * of this claimer's that is not settled answers yes to it. Returns whether it took it and
    * whether it fires it; null when it did not take it. */
-  async adopt(entry: Entry, claim: OrphanClaim, reason: string, taken: (fires: boolean) => void): Promise<{ fires: boolean } | null> {
+  async adopt(
+    entry: Entry,
+    claim: OrphanClaim,
+    reason: string,
+    taken: (fires: boolean) => void,
+  ): Promise<{ fires: boolean } | null> {
     const key = claimKey(claim.routine, claim.scheduledAt);
     if (this.claims.has(key) || this.stopping) return null;
     this.claims.add(key);
@@ -226,7 +233,8 @@ export class Runner {
 
   /** Room for one more claim not started yet (CLAIMS_AHEAD); true once taken. */
   private async claimRoomTaken(): Promise<boolean> {
-    while (this.unstarted >= (this.o.claimsAhead ?? CLAIMS_AHEAD) && !this.stopping) await new Promise<void>((resolve) => this.claimRoom.push(resolve));
+    while (this.unstarted >= (this.o.claimsAhead ?? CLAIMS_AHEAD) && !this.stopping)
+      await new Promise<void>((resolve) => this.claimRoom.push(resolve));
     this.unstarted++;
     return true;
   }
@@ -268,10 +276,14 @@ export class Runner {
         if (!deadlock && (!(err instanceof DatabaseError) || err instanceof DatabaseRowError)) throw err;
         if (!this.claimsFailing) {
           this.claimsFailing = true;
-          this.warn(`claims fail (${(err as Error).message}): each tick's claim is sent again until the routine's next tick`);
+          this.warn(
+            `claims fail (${(err as Error).message}): each tick's claim is sent again until the routine's next tick`,
+          );
         }
         if (this.stopping || pause.pendingMs >= this.untilNextTick(entry, scheduledAt)) {
-          throw new DatabaseError(`the tick of ${scheduledAt.toISOString()} was not fired: its claim went unanswered until the routine's next tick (${(err as Error).message})`);
+          throw new DatabaseError(
+            `the tick of ${scheduledAt.toISOString()} was not fired: its claim went unanswered until the routine's next tick (${(err as Error).message})`,
+          );
         }
         await pause.wait(this.halt.signal);
       }
@@ -328,7 +340,8 @@ export class Runner {
       for (let attempt = 1; ; attempt++) {
         // a tick claimed and then stopped before its first fire is still recorded, as any tick
         // this scheduler will not fire (never lost without a record, SPEC §9)
-        if (active.stop.signal.aborted || this.stopping) return attempt === 1 ? this.abandon(def, scheduledAt) : undefined;
+        if (active.stop.signal.aborted || this.stopping)
+          return attempt === 1 ? this.abandon(def, scheduledAt) : undefined;
         const trigger: Trigger = attempt === 1 ? 'schedule' : 'retry';
         const result = await this.inTurn(entry, scheduledAt, project, active, trigger, retry ? attempt : undefined);
         if (result === 'superseded') {
@@ -339,20 +352,35 @@ export class Runner {
         if (result === null) return attempt === 1 ? this.abandon(def, scheduledAt) : undefined;
         this.logResult(def.id, result);
         // Skips are never retried; a failure is, while attempts remain.
-        const again = retry !== undefined && result.result === 'failure' && attempt <= retry.attempts && !this.stopping && !active.stop.signal.aborted;
+        const again =
+          retry !== undefined &&
+          result.result === 'failure' &&
+          attempt <= retry.attempts &&
+          !this.stopping &&
+          !active.stop.signal.aborted;
         const recorded: FireResult = { ...result, trigger, ...(retry ? { attempt } : {}) };
         if (result.result === 'skipped' && pending) {
           // a retry that met a busy lock ends the retries: the failure is final after all
           this.announce(def, pending.prior, pending.fire, project);
           pending = null;
         }
-        const r = await this.o.recorder.record(def, project, recorded, { final: !again, signal: this.notifyStop.signal, claimed: true });
+        const r = await this.o.recorder.record(def, project, recorded, {
+          final: !again,
+          signal: this.notifyStop.signal,
+          claimed: true,
+        });
         this.track(r.announced);
         pending = again ? { prior: r.prior, fire: recorded } : null;
         if (!again) return;
         // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out.
         const delayMs = retry!.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * this.o.random());
-        this.o.log({ event: 'routine.retrying', routine: def.id, attempt: attempt + 1, of: retry!.attempts + 1, in_ms: Math.round(delayMs) });
+        this.o.log({
+          event: 'routine.retrying',
+          routine: def.id,
+          attempt: attempt + 1,
+          of: retry!.attempts + 1,
+          in_ms: Math.round(delayMs),
+        });
         await this.sleepUnless(delayMs, active.stop.signal);
         if (active.stop.signal.aborted || this.stopping || (await this.isPaused(def.id))) return;
       }
@@ -363,7 +391,14 @@ export class Runner {
   }
 
   /** One fire in this scheduler's turn at its lock (exclusive routines) or at once. */
-  private async inTurn(entry: Entry, scheduledAt: Date, project: Project, active: Active, trigger: Trigger, attempt: number | undefined): Promise<FireResult | null | 'superseded'> {
+  private async inTurn(
+    entry: Entry,
+    scheduledAt: Date,
+    project: Project,
+    active: Active,
+    trigger: Trigger,
+    attempt: number | undefined,
+  ): Promise<FireResult | null | 'superseded'> {
     const { def } = entry;
     const signal = active.stop.signal;
     if (!def.exclusive) return this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
@@ -381,7 +416,11 @@ export class Runner {
     // waiter that came later waits behind it, one that came earlier goes first.
     let line: Promise<LineTicket | null> | null = null;
     const joinLine = (): void => {
-      line ??= this.o.line ? this.o.line.join(def.lock, { command: 'routine', routine: id, ...(trigger !== 'manual' ? { scheduled: true } : {}) }).catch(() => null) : null;
+      line ??= this.o.line
+        ? this.o.line
+            .join(def.lock, { command: 'routine', routine: id, ...(trigger !== 'manual' ? { scheduled: true } : {}) })
+            .catch(() => null)
+        : null;
     };
     try {
       return await this.takeTurns(entry, scheduledAt, project, active, trigger, attempt, waited, joinLine, () => line);
@@ -391,22 +430,31 @@ export class Runner {
   }
 
   private async takeTurns(
-    entry: Entry, scheduledAt: Date, project: Project, active: Active, trigger: Trigger, attempt: number | undefined,
-    waited: (turn: Promise<TurnOutcome>) => Promise<TurnOutcome>, joinLine: () => void, line: () => Promise<LineTicket | null> | null,
+    entry: Entry,
+    scheduledAt: Date,
+    project: Project,
+    active: Active,
+    trigger: Trigger,
+    attempt: number | undefined,
+    waited: (turn: Promise<TurnOutcome>) => Promise<TurnOutcome>,
+    joinLine: () => void,
+    line: () => Promise<LineTicket | null> | null,
   ): Promise<FireResult | null | 'superseded'> {
     const { def } = entry;
     const id = def.id;
     const signal = active.stop.signal;
     const turns = this.gate(def);
     let queued = false;
-    let outcome = await waited(turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
-      queued = true;
-      active.started();
-      joinLine();
-      // the board first: a view asked on seeing the log line shows it
-      this.o.phases?.queued(id, scheduledAt, behind);
-      this.o.log({ event: 'routine.queued', routine: id, behind });
-    }));
+    let outcome = await waited(
+      turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
+        queued = true;
+        active.started();
+        joinLine();
+        // the board first: a view asked on seeing the log line shows it
+        this.o.phases?.queued(id, scheduledAt, behind);
+        this.o.log({ event: 'routine.queued', routine: id, behind });
+      }),
+    );
     if (queued) this.o.phases?.clear(id, scheduledAt);
     // it waited: it may have been paused meanwhile
     if (outcome === 'start' && queued && (this.stopping || signal.aborted || (await this.isPaused(id)))) {
@@ -416,13 +464,30 @@ export class Runner {
     while (outcome === 'start') {
       const ticket = await line();
       let r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt, undefined, ticket);
-      const busy = r !== null && r.result === 'skipped' && r.reason === busyReason(def.lock) && (!!r.holder || !!r.ahead);
+      const busy =
+        r !== null && r.result === 'skipped' && r.reason === busyReason(def.lock) && (!!r.holder || !!r.ahead);
       const metOwn = busy && !!r!.holder && this.o.ownHolder(r!.holder);
       // Held for a tick of another scheduler of this project (a shared database): the same
       // queue, so it waits for its turn — until its own next tick — instead of skipping
       // (SPEC §6: adding a standby scheduler never turns a run into a skip).
-      if (busy && !metOwn && (r!.holder?.owner.scheduled === true || r!.ahead?.scheduled === true) && def.ifBusy === 'skip' && !signal.aborted && !this.stopping) {
-        r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt, { ifBusy: 'wait', waitTimeoutMs: this.untilNextTick(entry, scheduledAt) }, ticket);
+      if (
+        busy &&
+        !metOwn &&
+        (r!.holder?.owner.scheduled === true || r!.ahead?.scheduled === true) &&
+        def.ifBusy === 'skip' &&
+        !signal.aborted &&
+        !this.stopping
+      ) {
+        r = await this.fireOnce(
+          entry,
+          scheduledAt,
+          project,
+          signal,
+          trigger,
+          attempt,
+          { ifBusy: 'wait', waitTimeoutMs: this.untilNextTick(entry, scheduledAt) },
+          ticket,
+        );
       }
       // the lock was taken by a fire of ours a moment earlier: back in the queue, no skip
       const again = turns.done(id, metOwn);
@@ -435,7 +500,16 @@ export class Runner {
 
   /** One fire of the routine, never throwing: a fire that could not even start is a failure.
    * `busy`: what it does when its lock is held (default: the routine's ifBusy). */
-  private async fireOnce(entry: Entry, scheduledAt: Date, project: Project, signal: AbortSignal, trigger: Trigger, attempt: number | undefined, busy?: { ifBusy: 'wait'; waitTimeoutMs: number }, ticket?: LineTicket | null): Promise<FireResult | null> {
+  private async fireOnce(
+    entry: Entry,
+    scheduledAt: Date,
+    project: Project,
+    signal: AbortSignal,
+    trigger: Trigger,
+    attempt: number | undefined,
+    busy?: { ifBusy: 'wait'; waitTimeoutMs: number },
+    ticket?: LineTicket | null,
+  ): Promise<FireResult | null> {
     const { def } = entry;
     const id = def.id;
     // A scheduler that lost its lock (paused past its TTL while another took over) starts
@@ -443,8 +517,16 @@ export class Runner {
     if (this.stopping || !this.o.inCharge() || this.o.stateBroken?.()) return null;
     try {
       return await this.o.fire(def, scheduledAt, {
-        project, signal, trigger, attempt, ticket: ticket ?? null, ...(this.o.sharedTicks && trigger !== 'manual' ? { claimer: this.o.recorder.claimant.claimer } : {}),
-        ...(busy ?? { ifBusy: def.ifBusy, waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined }),
+        project,
+        signal,
+        trigger,
+        attempt,
+        ticket: ticket ?? null,
+        ...(this.o.sharedTicks && trigger !== 'manual' ? { claimer: this.o.recorder.claimant.claimer } : {}),
+        ...(busy ?? {
+          ifBusy: def.ifBusy,
+          waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
+        }),
         mayStart: () => this.o.inCharge(),
         onStarted: () => {
           this.active.get(id)?.started();
@@ -487,7 +569,17 @@ export class Runner {
   /** A fire that could not start: a failure all the same (`routine list --check` shows it). */
   private unstartedFire(scheduledAt: Date, why: string): FireResult {
     const at = new Date(this.o.clock.now()).toISOString();
-    return { result: 'failure', reason: `not started: ${why}`, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, unstarted: true };
+    return {
+      result: 'failure',
+      reason: `not started: ${why}`,
+      scheduled_at: scheduledAt.toISOString(),
+      started_at: at,
+      finished_at: at,
+      duration_ms: 0,
+      exit_code: null,
+      run_id: null,
+      unstarted: true,
+    };
   }
 
   /** A tick this scheduler claimed but will not fire (it stops, or lost its lock before the
@@ -499,13 +591,16 @@ export class Runner {
     const reason = !this.o.inCharge() ? 'scheduler lost its lock' : this.stopping ? 'scheduler stopping' : null;
     // held because the state cannot take records: a claim shared with other schedulers is given
     // back, as SPEC §9 has it (a claimed tick is fired, recorded or given back)
-    if (reason === null && this.o.sharedTicks && this.o.stateBroken?.()) return this.o.recorder.giveBack(def.id, scheduledAt);
+    if (reason === null && this.o.sharedTicks && this.o.stateBroken?.())
+      return this.o.recorder.giveBack(def.id, scheduledAt);
     if (reason === null) return this.settleUnfired(def, scheduledAt);
     if (reason === 'scheduler lost its lock' && !this.o.sharedTicks) return;
     try {
       await this.skip(def, this.skipFire(scheduledAt, reason), null);
     } catch (err) {
-      this.warn(`${def.id}: the tick of ${scheduledAt.toISOString()} was not fired (${reason}) and could not be recorded: ${(err as Error).message}`);
+      this.warn(
+        `${def.id}: the tick of ${scheduledAt.toISOString()} was not fired (${reason}) and could not be recorded: ${(err as Error).message}`,
+      );
     }
   }
 
@@ -517,15 +612,33 @@ export class Runner {
 
   private skipFire(scheduledAt: Date, reason: string): Fire {
     const at = new Date(this.o.clock.now()).toISOString();
-    return { result: 'skipped', reason, scheduled_at: scheduledAt.toISOString(), started_at: at, finished_at: at, duration_ms: 0, exit_code: null, run_id: null, trigger: 'schedule' };
+    return {
+      result: 'skipped',
+      reason,
+      scheduled_at: scheduledAt.toISOString(),
+      started_at: at,
+      finished_at: at,
+      duration_ms: 0,
+      exit_code: null,
+      run_id: null,
+      trigger: 'schedule',
+    };
   }
 
   /** A tick that did not run: logged, recorded, counted, announced (starvation only). */
   private async skip(def: RoutineDef, fire: Fire, behind: string | null): Promise<void> {
-    this.o.log({ event: 'routine.skipped', routine: def.id, reason: fire.reason!, ...(behind ? { holder: `routine ${behind}` } : {}) });
+    this.o.log({
+      event: 'routine.skipped',
+      routine: def.id,
+      reason: fire.reason!,
+      ...(behind ? { holder: `routine ${behind}` } : {}),
+    });
     // held ticks of a state folder that cannot be written are not recorded (they would pile up)
     if (this.o.stateBroken?.()) return;
-    const r = await this.o.recorder.record(def, this.o.project(), fire, { signal: this.notifyStop.signal, claimed: true });
+    const r = await this.o.recorder.record(def, this.o.project(), fire, {
+      signal: this.notifyStop.signal,
+      claimed: true,
+    });
     this.track(r.announced);
   }
 
@@ -558,7 +671,10 @@ export class Runner {
       if (isStorageError(err) || err instanceof FolderReplacedError) throw err;
       const fire = this.unstartedFire(scheduledAt, `could not read whether it is paused: ${(err as Error).message}`);
       this.logResult(def.id, fire);
-      const r = await this.o.recorder.record(def, this.o.project(), fire, { signal: this.notifyStop.signal, claimed: true });
+      const r = await this.o.recorder.record(def, this.o.project(), fire, {
+        signal: this.notifyStop.signal,
+        claimed: true,
+      });
       this.track(r.announced);
       return true;
     }
@@ -603,20 +719,39 @@ export class Runner {
       this.exhaustedAt = this.o.clock.monotonic();
       if (!this.exhausted.has(cause)) {
         this.exhausted.add(cause);
-        this.warn(`${RESOURCE[cause]} (${cause}): fires fail to start while it lasts, each recorded as a failure with its cause (first: routine ${id}); the scheduler carries on`);
+        this.warn(
+          `${RESOURCE[cause]} (${cause}): fires fail to start while it lasts, each recorded as a failure with its cause (first: routine ${id}); the scheduler carries on`,
+        );
       }
     } else if (this.exhausted.size > 0 && r.run_id !== null && this.o.clock.monotonic() - this.exhaustedAt > 60_000) {
       this.warn(`commands start again: no fire failed for want of ${[...this.exhausted].join(', ')} for a minute`);
       this.exhausted.clear();
     }
-    if (r.result === 'success') this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
-    else if (r.result === 'skipped') this.o.log({ event: 'routine.skipped', routine: id, reason: r.reason ?? 'busy', ...(r.holder ? { holder: holderText(r.holder) } : r.ahead ? { holder: r.ahead.why } : {}) });
-    else this.o.log({ event: 'routine.failed', routine: id, reason: r.reason ?? 'failed', duration_ms: r.duration_ms, run_id: r.run_id });
+    if (r.result === 'success')
+      this.o.log({ event: 'routine.succeeded', routine: id, duration_ms: r.duration_ms, run_id: r.run_id });
+    else if (r.result === 'skipped')
+      this.o.log({
+        event: 'routine.skipped',
+        routine: id,
+        reason: r.reason ?? 'busy',
+        ...(r.holder ? { holder: holderText(r.holder) } : r.ahead ? { holder: r.ahead.why } : {}),
+      });
+    else
+      this.o.log({
+        event: 'routine.failed',
+        routine: id,
+        reason: r.reason ?? 'failed',
+        duration_ms: r.duration_ms,
+        run_id: r.run_id,
+      });
   }
 }
 
 /** A start that failed for want of a resource (exec/process.ts systemMessage names the code). */
 const EXHAUSTED = /\((EMFILE|ENFILE|EAGAIN|ENOMEM)\)/;
 const RESOURCE: Record<string, string> = {
-  EMFILE: 'out of file descriptors', ENFILE: 'the system is out of file descriptors', EAGAIN: 'out of processes', ENOMEM: 'out of memory',
+  EMFILE: 'out of file descriptors',
+  ENFILE: 'the system is out of file descriptors',
+  EAGAIN: 'out of processes',
+  ENOMEM: 'out of memory',
 };

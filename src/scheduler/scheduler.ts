@@ -2,6 +2,8 @@
 // (runner.ts: the exec lock queue, jitter, retries, notifications), which records it through the
 // recorder (recorder.ts). It also reloads its config, follows clock steps and shuts down
 // gracefully. Timing decisions are pure (timing.ts, turns.ts); this file carries them out.
+// (Over 300 lines: the loop with its reload, clock-step and shutdown paths, which share the loop's
+// state; the decisions are in timing.ts and turns.ts.)
 
 import { systemClock, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
@@ -17,7 +19,20 @@ import { PhaseRecorder } from '../state/phases.js';
 import { selfIdentity } from '../process/identity.js';
 import { lightSchedule, routineZone } from '../config/schedule.js';
 import type { RoutineStore } from '../state/store.js';
-import { backwardStep, catchUpTime, coverAfterStep, dueIds, forwardStep, missedTimes, nextUncovered, SLEPT_RECORD_CAP, sleepMs, sleptThrough, type ClockReading, type Covered } from './timing.js';
+import {
+  backwardStep,
+  catchUpTime,
+  coverAfterStep,
+  dueIds,
+  forwardStep,
+  missedTimes,
+  nextUncovered,
+  SLEPT_RECORD_CAP,
+  sleepMs,
+  sleptThrough,
+  type ClockReading,
+  type Covered,
+} from './timing.js';
 import { stepText } from '../duration.js';
 import type { WaitLine } from '../lock/line.js';
 
@@ -103,25 +118,55 @@ export class Scheduler {
     this.clock = o.clock ?? systemClock;
     this.observer = o.observer ?? {};
     this.recorder = new Recorder({
-      store: o.store, clock: this.clock, log: o.log, warn: this.warn, stateDir: () => this.project.stateDir, host: o.host,
-      ...(o.claimer ? { claimer: o.claimer } : {}), ...(o.notify ? { notify: o.notify } : {}), waitOutStorage: true, stateTrouble: (err) => this.recordTrouble(err),
+      store: o.store,
+      clock: this.clock,
+      log: o.log,
+      warn: this.warn,
+      stateDir: () => this.project.stateDir,
+      host: o.host,
+      ...(o.claimer ? { claimer: o.claimer } : {}),
+      ...(o.notify ? { notify: o.notify } : {}),
+      waitOutStorage: true,
+      stateTrouble: (err) => this.recordTrouble(err),
     });
     this.recorder.observe(this.observer);
     // the phases of fires before they run (queued, waiting), written as they change for every
     // view to read (SPEC §6)
     const me = selfIdentity();
     const phases = (this.phases = new PhaseRecorder({
-      owner: { pid: me.pid, host: o.host, boot_id: me.boot_id, start_time: me.start_time, ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}) },
-      clock: this.clock, write: (board) => o.store.writePhases(board), warn: this.warn,
+      owner: {
+        pid: me.pid,
+        host: o.host,
+        boot_id: me.boot_id,
+        start_time: me.start_time,
+        ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}),
+      },
+      clock: this.clock,
+      write: (board) => o.store.writePhases(board),
+      warn: this.warn,
     }));
     this.runner = new Runner({
-      fire: o.fire, log: o.log, clock: this.clock, random: o.random ?? Math.random, recorder: this.recorder, project: () => this.project,
-      inCharge: o.inCharge ?? (() => true), ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
-      stateTrouble: (err) => this.stateTrouble(err), stateBroken: () => this.stateUnwritable !== null, sharedTicks: o.store.sharedTicks, phases, line: o.line,
-      claimsBack: () => void this.catchUp(), ...(o.claimsAhead ? { claimsAhead: o.claimsAhead } : {}),
+      fire: o.fire,
+      log: o.log,
+      clock: this.clock,
+      random: o.random ?? Math.random,
+      recorder: this.recorder,
+      project: () => this.project,
+      inCharge: o.inCharge ?? (() => true),
+      ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
+      stateTrouble: (err) => this.stateTrouble(err),
+      stateBroken: () => this.stateUnwritable !== null,
+      sharedTicks: o.store.sharedTicks,
+      phases,
+      line: o.line,
+      claimsBack: () => void this.catchUp(),
+      ...(o.claimsAhead ? { claimsAhead: o.claimsAhead } : {}),
     });
     this.runner.haltSignal.addEventListener('abort', () => this.recorder.halt(), { once: true });
-    this.config = new ConfigWatch(() => this.project.configPath, () => this.requestReload());
+    this.config = new ConfigWatch(
+      () => this.project.configPath,
+      () => this.requestReload(),
+    );
   }
 
   /** Who is told of every recorded fire and every loop sleep (an HTTP server started after
@@ -185,7 +230,8 @@ export class Scheduler {
    * for the probe, not for a history line). */
   private recordTrouble(err: unknown): void {
     const before = this.stateUnwritable;
-    this.recordProblem = err === null ? null : (this.recordProblem ?? (err instanceof Error ? err.message : String(err)));
+    this.recordProblem =
+      err === null ? null : (this.recordProblem ?? (err instanceof Error ? err.message : String(err)));
     this.stateChanged(before);
   }
 
@@ -214,11 +260,21 @@ export class Scheduler {
     stop.addEventListener('abort', onStop, { once: true });
     await this.recorder.start();
     // with a shared database: claims nobody works on are taken over (claims.ts)
-    const sweeping = this.o.store.sharedTicks && this.o.store.orphanClaims
-      ? sweepLoop({
-          recorder: this.recorder, runner: this.runner, clock: this.clock, entry: (id) => this.routines.get(id), log: this.o.log, warn: this.warn,
-        }, sweepEveryMs(this.o.claimTtlMs ?? 60_000), this.runner.haltSignal)
-      : null;
+    const sweeping =
+      this.o.store.sharedTicks && this.o.store.orphanClaims
+        ? sweepLoop(
+            {
+              recorder: this.recorder,
+              runner: this.runner,
+              clock: this.clock,
+              entry: (id) => this.routines.get(id),
+              log: this.o.log,
+              warn: this.warn,
+            },
+            sweepEveryMs(this.o.claimTtlMs ?? 60_000),
+            this.runner.haltSignal,
+          )
+        : null;
     let before: ClockReading = { wall: this.clock.now(), mono: this.clock.monotonic() };
     try {
       while (!stop.aborted) {
@@ -236,25 +292,45 @@ export class Scheduler {
           // Late by a stall of a few seconds: each time missed fires (SPEC §9: every tick of a
           // shared database is someone's); late by a suspend or a clock step forward: once,
           // then continue from now.
-          const times = forward > 0 ? [scheduledAt] : missedTimes(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
+          const times =
+            forward > 0
+              ? [scheduledAt]
+              : missedTimes(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
           // Later than that with no clock step (stopped, paused, overloaded): the first fires
           // late, every other time slept through is recorded as a skip that says so (SPEC §6
           // "Nothing is lost without a record"); claimed first, so with a shared database a time
           // another scheduler fired stays its.
-          const slept = forward > 0 ? { times: [], more: 0 } : sleptThrough(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
-          this.next.set(id, nextUncovered(entry.schedule, Math.max(now.wall, times.at(-1)!), this.coveredFor(id), entry.since));
-          if (forward > 0) this.firedAcrossJump.set(id, [...(this.firedAcrossJump.get(id) ?? []).slice(-15), { from: scheduledAt - 1, to: scheduledAt }]);
+          const slept =
+            forward > 0
+              ? { times: [], more: 0 }
+              : sleptThrough(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
+          this.next.set(
+            id,
+            nextUncovered(entry.schedule, Math.max(now.wall, times.at(-1)!), this.coveredFor(id), entry.since),
+          );
+          if (forward > 0)
+            this.firedAcrossJump.set(id, [
+              ...(this.firedAcrossJump.get(id) ?? []).slice(-15),
+              { from: scheduledAt - 1, to: scheduledAt },
+            ]);
           for (const t of times) this.runner.launch(entry, new Date(t));
           if (slept.times.length > 0) {
             const late = `missed: the scheduler woke ${stepText(now.wall - scheduledAt)} late (stopped, paused or overloaded); the fire of ${new Date(scheduledAt).toISOString()} ran late for it`;
             for (const t of slept.times) this.runner.missed(entry, new Date(t), late);
-            if (slept.more > 0) this.o.log({ event: 'scheduler.warning', message: `${id}: ${slept.more} more times slept through were not recorded (at most ${SLEPT_RECORD_CAP} per wake-up)` });
+            if (slept.more > 0)
+              this.o.log({
+                event: 'scheduler.warning',
+                message: `${id}: ${slept.more} more times slept through were not recorded (at most ${SLEPT_RECORD_CAP} per wake-up)`,
+              });
           }
         }
         if (this.wake.signal.aborted) this.wake = new AbortController();
         if (this.stateProblem !== null) this.probeState();
         // while fires are held, the state folder is looked at again every second
-        const ms = Math.min(sleepMs(this.next, this.clock.now()), this.stateUnwritable !== null ? STATE_PROBE_MS : Infinity);
+        const ms = Math.min(
+          sleepMs(this.next, this.clock.now()),
+          this.stateUnwritable !== null ? STATE_PROBE_MS : Infinity,
+        );
         this.observer.sleeping?.(ms);
         await this.clock.sleep(ms, this.wake.signal);
       }
@@ -279,7 +355,10 @@ export class Scheduler {
       for (const c of `${this.o.host}\0${id}`) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193);
       return h >>> 0;
     };
-    return ids.map((id) => [rank(id), id] as const).sort((a, b) => a[0] - b[0]).map(([, id]) => id);
+    return ids
+      .map((id) => [rank(id), id] as const)
+      .sort((a, b) => a[0] - b[0])
+      .map(([, id]) => id);
   }
 
   /** The times a routine never fires again: those dealt with, and its own fired across a jump. */
@@ -294,7 +373,8 @@ export class Scheduler {
     this.covered = coverAfterStep(this.covered, this.epochStart, beforeMs, nowMs);
     this.epochStart = nowMs;
     this.o.log({ event: 'scheduler.clock_step', direction: 'back', step_ms: Math.round(stepMs) });
-    for (const [id, e] of this.routines) this.next.set(id, nextUncovered(e.schedule, nowMs, this.coveredFor(id), e.since));
+    for (const [id, e] of this.routines)
+      this.next.set(id, nextUncovered(e.schedule, nowMs, this.coveredFor(id), e.since));
     this.writeCache();
   }
 
@@ -345,14 +425,22 @@ export class Scheduler {
     // claims and its records would stay in the old place while routines moved to the new one.
     const where = (p: Project): string => JSON.stringify([p.stateDir, p.lockDir, p.backend]);
     if (where(fresh) !== where(this.project)) {
-      this.o.log({ event: 'scheduler.reload_failed', error: 'stateDir, the lock folder, the backend or the project name changed: restart the scheduler for that; keeping the old config' });
+      this.o.log({
+        event: 'scheduler.reload_failed',
+        error:
+          'stateDir, the lock folder, the backend or the project name changed: restart the scheduler for that; keeping the old config',
+      });
       return;
     }
     const before = this.project.config.routines;
     this.apply(fresh);
     this.config.accepted();
     this.writeCache();
-    this.o.log({ event: 'scheduler.reloaded', routines: this.routines.size, ...routineChanges(before, fresh.config.routines) });
+    this.o.log({
+      event: 'scheduler.reloaded',
+      routines: this.routines.size,
+      ...routineChanges(before, fresh.config.routines),
+    });
   }
 
   /** A cache that cannot be written only costs `routine list` its fast start: said once. */
@@ -363,7 +451,10 @@ export class Scheduler {
       this.cacheAt = this.o.cacheSchedules(this.project, now);
     } catch (err) {
       this.cacheAt = now + 60_000;
-      if (!this.cacheFailed) this.warn(`could not write the routine list cache (routine list computes its times itself): ${(err as Error).message}`);
+      if (!this.cacheFailed)
+        this.warn(
+          `could not write the routine list cache (routine list computes its times itself): ${(err as Error).message}`,
+        );
       this.cacheFailed = true;
     }
   }
@@ -383,7 +474,9 @@ export class Scheduler {
       const { def, schedule } = entry;
       if (def.catchUp !== 'latest') continue;
       const record = state.routines[def.id];
-      const last = [record?.last_scheduled_at ?? null, ...(record?.open_fires ?? []).map((f) => f.scheduled_at)].reduce<string | null>((a, b) => (b !== null && (a === null || b > a) ? b : a), null);
+      const last = [record?.last_scheduled_at ?? null, ...(record?.open_fires ?? []).map((f) => f.scheduled_at)].reduce<
+        string | null
+      >((a, b) => (b !== null && (a === null || b > a) ? b : a), null);
       const missed = catchUpTime(schedule, last, now);
       if (!missed) continue;
       this.o.log({ event: 'routine.catch_up', routine: def.id, scheduled_at: missed.toISOString() });
@@ -393,4 +486,3 @@ export class Scheduler {
 
   private warn = (message: string): void => this.o.log({ event: 'scheduler.warning', message });
 }
-

@@ -33,10 +33,21 @@ export const STALL_REPLAY_MS = 5_000;
  * clock step: each time it missed, when the first is at most STALL_REPLAY_MS old (each is then a
  * tick of its own: claimed, fired or recorded as a skip, never silently passed over); else only
  * the first (one late fire; the rest is the routine's catchUp rule). */
-export function missedTimes(schedule: Schedule, firstMs: number, nowMs: number, covered: readonly Covered[], sinceMs?: number): number[] {
+export function missedTimes(
+  schedule: Schedule,
+  firstMs: number,
+  nowMs: number,
+  covered: readonly Covered[],
+  sinceMs?: number,
+): number[] {
   const out = [firstMs];
   if (nowMs - firstMs > STALL_REPLAY_MS) return out;
-  for (let t = nextUncovered(schedule, firstMs, covered, sinceMs); t !== null && t <= nowMs && out.length <= STALL_REPLAY_MS / 1000; t = nextUncovered(schedule, t, covered, sinceMs)) out.push(t);
+  for (
+    let t = nextUncovered(schedule, firstMs, covered, sinceMs);
+    t !== null && t <= nowMs && out.length <= STALL_REPLAY_MS / 1000;
+    t = nextUncovered(schedule, t, covered, sinceMs)
+  )
+    out.push(t);
   return out;
 }
 
@@ -48,11 +59,21 @@ export const SLEPT_RECORD_CAP = 600;
  * `firstMs` with no clock step (stopped, paused, overloaded: its monotonic clock moved): every
  * time after the first (which fires, late) up to `nowMs`, never one already dealt with; at most
  * SLEPT_RECORD_CAP, and how many more there were. Each is recorded as a skip that says why. */
-export function sleptThrough(schedule: Schedule, firstMs: number, nowMs: number, covered: readonly Covered[], sinceMs?: number): { times: number[]; more: number } {
+export function sleptThrough(
+  schedule: Schedule,
+  firstMs: number,
+  nowMs: number,
+  covered: readonly Covered[],
+  sinceMs?: number,
+): { times: number[]; more: number } {
   const times: number[] = [];
   let more = 0;
   if (nowMs - firstMs <= STALL_REPLAY_MS) return { times, more };
-  for (let t = nextUncovered(schedule, firstMs, covered, sinceMs); t !== null && t <= nowMs; t = nextUncovered(schedule, t, covered, sinceMs)) {
+  for (
+    let t = nextUncovered(schedule, firstMs, covered, sinceMs);
+    t !== null && t <= nowMs;
+    t = nextUncovered(schedule, t, covered, sinceMs)
+  ) {
     if (times.length < SLEPT_RECORD_CAP) times.push(t);
     else if (++more > 1_000_000) break;
   }
@@ -102,8 +123,15 @@ export interface Covered {
 
 /** The covered intervals after a backward step from `beforeMs` to `nowMs`, given that every time
  * in (epochStartMs, beforeMs] was dealt with; merged, and without intervals wholly in the past. */
-export function coverAfterStep(covered: readonly Covered[], epochStartMs: number, beforeMs: number, nowMs: number): Covered[] {
-  const all = [...covered, { from: epochStartMs, to: beforeMs }].filter((c) => c.to > nowMs && c.to > c.from).sort((a, b) => a.from - b.from);
+export function coverAfterStep(
+  covered: readonly Covered[],
+  epochStartMs: number,
+  beforeMs: number,
+  nowMs: number,
+): Covered[] {
+  const all = [...covered, { from: epochStartMs, to: beforeMs }]
+    .filter((c) => c.to > nowMs && c.to > c.from)
+    .sort((a, b) => a.from - b.from);
   const merged: Covered[] = [];
   for (const c of all) {
     const last = merged[merged.length - 1];
@@ -115,7 +143,12 @@ export function coverAfterStep(covered: readonly Covered[], epochStartMs: number
 
 /** The first fire time after `afterMs` that no covered interval holds. `sinceMs`: the routine
  * was scheduled by this process then (times before it were never its own to deal with). */
-export function nextUncovered(schedule: Schedule, afterMs: number, covered: readonly Covered[], sinceMs = -Infinity): number | null {
+export function nextUncovered(
+  schedule: Schedule,
+  afterMs: number,
+  covered: readonly Covered[],
+  sinceMs = -Infinity,
+): number | null {
   let t = nextFire(schedule, afterMs);
   for (let i = 0; t !== null && i <= covered.length; i++) {
     const hit = covered.find((c) => t! > Math.max(c.from, sinceMs) && t! <= c.to);

@@ -1,18 +1,8 @@
 // The scheduler's own queue for one lock (SPEC §6 "The scheduler never competes with itself",
-// §4.16: one queue per lock): routines of one scheduler that are due together, or fall due while
-// another of its routines holds their lock, wait here and start one after another — cron runs
-// the jobs of a minute side by side, `flock -n` fails all but one of them, we run them all in
-// turn. A lock of N slots lets N of them hold it at once. Only a lock held by something else (a
-// manual command, `lock run`, another host) is a busy skip.
-//
-// Pure bookkeeping (no I/O, no timers, no promises), like timing.ts: the runner asks for a turn,
-// says when its fire waits for a foreign holder, has the lock, or is done, and starts what this
-// returns. Order: scheduled time, then config order, then arrival.
-//
-// While the turn's holder waits for a lock that someone else holds (ifBusy "wait"), the lock is
-// not ours: a queued `skip` routine may try it then (one at a time), and is skipped as busy if it
-// is still held, exactly as without a queue. A try that meets a lock held by a fire of this
-// scheduler (the waiter got it first) is not a skip: it goes back in the queue.
+// §4.16): routines of one scheduler due together, or due while another of its routines holds
+// their lock, wait here and start one after another (N at once for a lock of N slots). Only a lock
+// held by something else is a busy skip. Pure bookkeeping (no I/O, no timers, no promises), like
+// timing.ts. Order, waiters and queued skips: docs/design.md "The scheduler's turns".
 
 export interface TurnRequest {
   /** The routine. At most one request per routine is queued or active. */
@@ -123,7 +113,11 @@ export class LockTurns {
   private insert(req: TurnRequest): void {
     const entry = { req, seq: this.seq++ };
     const before = (a: typeof entry, b: typeof entry): boolean =>
-      a.req.scheduledAt !== b.req.scheduledAt ? a.req.scheduledAt < b.req.scheduledAt : a.req.order !== b.req.order ? a.req.order < b.req.order : a.seq < b.seq;
+      a.req.scheduledAt !== b.req.scheduledAt
+        ? a.req.scheduledAt < b.req.scheduledAt
+        : a.req.order !== b.req.order
+          ? a.req.order < b.req.order
+          : a.seq < b.seq;
     let i = this.queue.length;
     while (i > 0 && before(entry, this.queue[i - 1]!)) i--;
     this.queue.splice(i, 0, entry);

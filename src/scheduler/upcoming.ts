@@ -8,7 +8,19 @@ import { cronerPattern } from '../config/dialect.js';
 import type { Project } from '../config/load.js';
 import { machineZone, zoneTime, type ZoneTime } from '../zone-time.js';
 import { VERSION } from '../version.js';
-import { COVER_MS, UPCOMING_MAX, UPCOMING_MIN, listCacheKey, nextCached, readListCache, readProjectCache, sameOffset, writeListCache, type CachedProject, type CachedRoutine } from './list-cache.js';
+import {
+  COVER_MS,
+  UPCOMING_MAX,
+  UPCOMING_MIN,
+  listCacheKey,
+  nextCached,
+  readListCache,
+  readProjectCache,
+  sameOffset,
+  writeListCache,
+  type CachedProject,
+  type CachedRoutine,
+} from './list-cache.js';
 import { ensureStateRoot } from '../state/json-file.js';
 import { routineZone } from '../config/schedule.js';
 
@@ -22,19 +34,38 @@ export function cachedRoutines(project: Project, nowMs: number): CachedRoutine[]
       // one parse per routine, dropped afterwards (see lightSchedule)
       const cron = croner(cronerPattern(def.schedule, zone), zone);
       let cursor: Date | null = new Date(nowMs);
-      while (upcoming.length < UPCOMING_MAX && (upcoming.length < UPCOMING_MIN || upcoming.at(-1)!.at - nowMs < COVER_MS) && (cursor = cron.nextRun(cursor))) {
+      while (
+        upcoming.length < UPCOMING_MAX &&
+        (upcoming.length < UPCOMING_MIN || upcoming.at(-1)!.at - nowMs < COVER_MS) &&
+        (cursor = cron.nextRun(cursor))
+      ) {
         upcoming.push(zoneTime(cursor, zone));
       }
       every = evenlyOn(cron, upcoming, nowMs + COVER_MS, zone);
     }
-    return { id: def.id, schedule: def.schedule, timezone: zone ?? null, action: def.action, enabled: def.enabled, lock: def.exclusive ? def.lock : 'none', starvedAfterSkips: def.starvedAfterSkips, upcoming, ...(every ? { every } : {}) };
+    return {
+      id: def.id,
+      schedule: def.schedule,
+      timezone: zone ?? null,
+      action: def.action,
+      enabled: def.enabled,
+      lock: def.exclusive ? def.lock : 'none',
+      starvedAfterSkips: def.starvedAfterSkips,
+      upcoming,
+      ...(every ? { every } : {}),
+    };
   });
 }
 
 /** A routine that fires at an even step (every second, every 10 s) keeps doing so up to `until`
  * on the same zone offset: checked fire time by fire time (at most COVER_MS / 1 s of them), and
  * only then is the rest of the cover left to `routine list` to count out (list-cache.ts). */
-function evenlyOn(cron: { nextRun(d: Date): Date | null }, upcoming: ZoneTime[], until: number, zone: string | undefined): CachedRoutine['every'] {
+function evenlyOn(
+  cron: { nextRun(d: Date): Date | null },
+  upcoming: ZoneTime[],
+  until: number,
+  zone: string | undefined,
+): CachedRoutine['every'] {
   if (upcoming.length < UPCOMING_MAX) return undefined; // already covered
   const step = upcoming[1]!.at - upcoming[0]!.at;
   if (step < 1000 || !upcoming.every((t, i) => i === 0 || t.at - upcoming[i - 1]!.at === step)) return undefined;
@@ -58,15 +89,21 @@ export function cacheSchedules(project: Project, nowMs: number, env: NodeJS.Proc
   } catch {
     return nowMs + 5_000;
   }
-  if (key === null || text !== project.configText || listCacheKey(project.configPath, env, VERSION) !== key) return nowMs + 5_000;
+  if (key === null || text !== project.configText || listCacheKey(project.configPath, env, VERSION) !== key)
+    return nowMs + 5_000;
   return writeListCache(cachedProject(project), key, cachedRoutines(project, nowMs), nowMs);
 }
 
 /** The settings the short commands take from the cache. */
 export function cachedProject(project: Project): CachedProject {
   return {
-    stateDir: project.stateDir, lockDir: project.lockDir, lockTtlMs: project.lockTtlMs, lockRefreshMs: project.lockRefreshMs,
-    passEnv: project.config.passEnv, machineZone: machineZone(), inlineTasks: project.config.exec.tasks.length,
+    stateDir: project.stateDir,
+    lockDir: project.lockDir,
+    lockTtlMs: project.lockTtlMs,
+    lockRefreshMs: project.lockRefreshMs,
+    passEnv: project.config.passEnv,
+    machineZone: machineZone(),
+    inlineTasks: project.config.exec.tasks.length,
     locks: Object.fromEntries(Object.entries(project.config.locks).map(([name, l]) => [name, l.slots])),
   };
 }
@@ -80,7 +117,13 @@ export function ensureListCache(project: Project, nowMs = Date.now(), env: NodeJ
     const key = listCacheKey(project.configPath, env, VERSION);
     if (key === null) return;
     const cache = readListCache(project.stateDir, key);
-    if (cache && readProjectCache(project.stateDir, key) && cache.written_at <= nowMs && cache.routines.every((r) => nextCached(r, nowMs) !== null)) return;
+    if (
+      cache &&
+      readProjectCache(project.stateDir, key) &&
+      cache.written_at <= nowMs &&
+      cache.routines.every((r) => nextCached(r, nowMs) !== null)
+    )
+      return;
     ensureStateRoot(project.stateDir);
     cacheSchedules(project, nowMs, env);
   } catch {

@@ -1,22 +1,25 @@
-// Routine state in files (SPEC §3, §6). The history files hold the facts — every fire, every
-// pause and resume, every open marker — appended with one O_APPEND write each. Two indexes sit
-// on top, and both may be lost, stale or garbled at any moment without losing anything:
-// - `history/<id>.index`, one per routine (routine-index.ts): its record folded from its
-//   history. Whoever records a fact of the routine rewrites it (in place, with a checksum; no
-//   lock: a writer that puts back an older copy only makes the next reader fold a few more lines).
-// - `routine-state.json` (state-file.ts): every routine's record, rewritten by this store's
-//   publisher within a second of every fact it records.
-// Readers take a routine's record from routine-state.json when its history file is still the
-// size it was folded at, else from its own index, folded forward from its history — so no reader
-// ever shows less than the history holds, and a fire costs the same with 1 or 1 000 routines
-// (SPEC §3 "The cost of a fire does not grow with the project").
+// Routine state in files (SPEC §3, §6). The history files hold the facts (every fire, pause,
+// resume and open marker, one O_APPEND write each); two indexes on top, `history/<id>.index`
+// (routine-index.ts) and routine-state.json (state-file.ts), may be lost, stale or garbled without
+// losing anything. No reader shows less than the history holds, and a fire costs the same with 1
+// or 1 000 routines (docs/design.md "Routine state in files").
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../lock/wait.js';
 import { checkFolder, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
-import { historyTrimBytes, appendHistoryLine, fireLine, historyPath, openLine, pauseLine, readFireEntries, rotateHistory, type HistoryEntry } from './history.js';
+import {
+  historyTrimBytes,
+  appendHistoryLine,
+  fireLine,
+  historyPath,
+  openLine,
+  pauseLine,
+  readFireEntries,
+  rotateHistory,
+  type HistoryEntry,
+} from './history.js';
 import { writeChecksummed, writeFileDurable } from '../fs/durable.js';
 import { ensureStateRoot } from './json-file.js';
 import { processGone } from '../process/identity.js';
@@ -24,7 +27,14 @@ import { phasesPath, readPhasesFile } from './phases.js';
 import { checkRecord, interruptedFire, type Fire, type OpenFire } from './routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
-import { checkFolders, indexPath, readRoutine, readRoutineIndexed, type IndexCache, type RoutineIndex } from './routine-index.js';
+import {
+  checkFolders,
+  indexPath,
+  readRoutine,
+  readRoutineIndexed,
+  type IndexCache,
+  type RoutineIndex,
+} from './routine-index.js';
 import { readRoutineState, StatePublisher } from './state-file.js';
 
 export { indexPath, readRoutine, type IndexCache } from './routine-index.js';
@@ -33,7 +43,12 @@ export { publishRoutineState, readRoutineState, statePath } from './state-file.j
 /** After a fact was appended: brings the routine's own index up to date (rotating a history
  * file that grew past its bound). The fact is safe in the history already: an index that cannot
  * be written is only a warning (it is rebuilt from the history by the next reader). */
-async function indexAfterAppend(project: Project, id: string, warn: Warn, cache?: IndexCache): Promise<RoutineIndex | null> {
+async function indexAfterAppend(
+  project: Project,
+  id: string,
+  warn: Warn,
+  cache?: IndexCache,
+): Promise<RoutineIndex | null> {
   let folded = readRoutineIndexed(project, id, warn, cache);
   if (folded && folded.size > historyTrimBytes(project.config.retention.historyLines)) {
     folded = await rotate(project, id, warn);
@@ -45,7 +60,9 @@ async function indexAfterAppend(project: Project, id: string, warn: Warn, cache?
     // and is rebuilt from the history
     writeChecksummed(indexPath(project, id), JSON.stringify({ version: 1, ...folded }));
   } catch (err) {
-    warn(`${(err as Error).message}; the fact is recorded in ${historyPath(project.stateDir, id)} and the index is rebuilt from it later`);
+    warn(
+      `${(err as Error).message}; the fact is recorded in ${historyPath(project.stateDir, id)} and the index is rebuilt from it later`,
+    );
   }
   return folded;
 }
@@ -81,27 +98,50 @@ async function rotate(project: Project, id: string, warn: Warn): Promise<Routine
 
 /** Appends the fact, then brings the routine's index up to date. A full disk that stops the
  * append is an error (the fact is not recorded: exit 74). */
-async function recordFact(project: Project, id: string, line: string, warn: Warn, cache?: IndexCache): Promise<RoutineIndex | null> {
+async function recordFact(
+  project: Project,
+  id: string,
+  line: string,
+  warn: Warn,
+  cache?: IndexCache,
+): Promise<RoutineIndex | null> {
   checkFolders(project);
   ensureStateRoot(project.stateDir);
   appendHistoryLine(historyPath(project.stateDir, id), line);
   return indexAfterAppend(project, id, warn, cache);
 }
 
-export async function recordFire(project: Project, routineId: string, fire: Fire, warn: Warn = () => {}, cache?: IndexCache): Promise<void> {
+export async function recordFire(
+  project: Project,
+  routineId: string,
+  fire: Fire,
+  warn: Warn = () => {},
+  cache?: IndexCache,
+): Promise<void> {
   await recordFact(project, routineId, fireLine(fire), warn, cache);
 }
 
 /** The open marker is a fact appended on its own (one O_APPEND write: appends never interleave
  * within a line); readers learn of it from the history. */
-export async function openFire(project: Project, routineId: string, open: OpenFire, _warn: Warn = () => {}): Promise<void> {
+export async function openFire(
+  project: Project,
+  routineId: string,
+  open: OpenFire,
+  _warn: Warn = () => {},
+): Promise<void> {
   checkFolders(project);
   ensureStateRoot(project.stateDir);
   appendHistoryLine(historyPath(project.stateDir, routineId), openLine(open));
 }
 
 /** Closes every open fire whose process is gone, as a failure: its outcome was lost. */
-export async function reconcileOpenFires(project: Project, isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn = () => {}, recorded: (id: string, fire: Fire) => void = () => {}): Promise<number> {
+export async function reconcileOpenFires(
+  project: Project,
+  isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean,
+  now: Date,
+  warn: Warn = () => {},
+  recorded: (id: string, fire: Fire) => void = () => {},
+): Promise<number> {
   const state = readRoutineState(project, warn);
   let closed = 0;
   for (const [id, record] of Object.entries(state.routines)) {
@@ -124,7 +164,13 @@ export async function reconcileOpenFires(project: Project, isGone: (owner: OpenF
 }
 
 /** Pauses or resumes. Pausing again without a note keeps the note given first. */
-export async function pauseRoutine(project: Project, routineId: string, paused: boolean, note: string | null, warn: Warn = () => {}): Promise<PauseChange> {
+export async function pauseRoutine(
+  project: Project,
+  routineId: string,
+  paused: boolean,
+  note: string | null,
+  warn: Warn = () => {},
+): Promise<PauseChange> {
   const before = readRoutine(project, routineId, warn);
   const wasPaused = before?.paused === true;
   const keptNote = paused ? (note ?? (wasPaused ? (before?.paused_note ?? null) : null)) : null;
@@ -134,7 +180,12 @@ export async function pauseRoutine(project: Project, routineId: string, paused: 
 
 /** The routine's newest `retention.historyLines` fires (from the rotated file too), oldest first. */
 export function readFires(project: Project, routineId: string, warn: Warn = () => {}): HistoryEntry[] {
-  return readFireEntries(historyPath(project.stateDir, routineId), project.config.retention.historyLines, checkRecord, warn);
+  return readFireEntries(
+    historyPath(project.stateDir, routineId),
+    project.config.retention.historyLines,
+    checkRecord,
+    warn,
+  );
 }
 
 /** Creates a file with a byte of data in the history folder, and removes it: what every fire
@@ -166,7 +217,11 @@ const SWEEP_EVERY_MS = 60_000;
 
 export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}): RoutineStore {
   const cache: IndexCache = new Map();
-  const publisher = new StatePublisher({ project, cache, warn: opts.warn ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)) });
+  const publisher = new StatePublisher({
+    project,
+    cache,
+    warn: opts.warn ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)),
+  });
   if (opts.longRunning) publisher.sweepEvery(SWEEP_EVERY_MS);
   return {
     read: async (warn) => readRoutineState(project, warn),
@@ -182,7 +237,9 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       // key, is this record already (the RoutineStore contract, as the database store keeps it).
       if (opts?.again && (fire.closes || fire.key)) {
         // (what the file holds was said by the attempt before: no warning per retry)
-        const seen = readFires(project, id, () => {}).some((e) => (fire.closes && e.closes === fire.closes) || (fire.key && e.key === fire.key));
+        const seen = readFires(project, id, () => {}).some(
+          (e) => (fire.closes && e.closes === fire.closes) || (fire.key && e.key === fire.key),
+        );
         if (seen) return;
       }
       try {
@@ -207,7 +264,8 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       return change;
     },
     history: async (id, warn) => readFires(project, id, warn),
-    recentFires: async (ids, q, warn) => recentFiresInFiles(project.stateDir, ids, q, project.config.retention.historyLines, warn),
+    recentFires: async (ids, q, warn) =>
+      recentFiresInFiles(project.stateDir, ids, q, project.config.retention.historyLines, warn),
     // one scheduler per project (the `scheduler` lock): every tick is ours
     sharedTicks: false,
     claimTick: async () => true,
@@ -223,4 +281,3 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
     },
   };
 }
-

@@ -28,7 +28,6 @@ export interface HistoryEntry {
   recorded_at?: string;
 }
 
-
 const isStr = (v: unknown): v is string => typeof v === 'string';
 const RESULTS = new Set(['success', 'failure', 'skipped']);
 const TRIGGERS = new Set(['schedule', 'manual', 'retry']);
@@ -48,14 +47,17 @@ const isToken = (v: unknown): v is string => typeof v === 'string' && v.length >
 export function checkFireEntry(v: unknown): HistoryEntry | null {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
   const o = v as Record<string, unknown>;
-  if (!isTime(o.scheduled_at) || !isTime(o.started_at) || !isTime(o.finished_at) || !RESULTS.has(o.result as string)) return null;
+  if (!isTime(o.scheduled_at) || !isTime(o.started_at) || !isTime(o.finished_at) || !RESULTS.has(o.result as string))
+    return null;
   const reason = o.reason ?? null;
   const runId = o.run_id ?? null;
   const exit = o.exit_code ?? null;
   if ((reason !== null && !isStr(reason)) || (runId !== null && !isToken(runId))) return null;
   if (exit !== null && !(Number.isSafeInteger(exit) && Math.abs(exit as number) <= 0xffff)) return null;
   return {
-    scheduled_at: o.scheduled_at, started_at: o.started_at, finished_at: o.finished_at,
+    scheduled_at: o.scheduled_at,
+    started_at: o.started_at,
+    finished_at: o.finished_at,
     result: o.result as HistoryEntry['result'],
     reason: reason !== null && reason.length > REASON_MAX ? `${reason.slice(0, REASON_MAX)}…` : reason,
     exit_code: exit as number | null,
@@ -69,4 +71,3 @@ export function checkFireEntry(v: unknown): HistoryEntry | null {
     ...(isTime(o.recorded_at) ? { recorded_at: o.recorded_at } : {}),
   };
 }
-

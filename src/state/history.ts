@@ -11,7 +11,16 @@
 import { checkFireEntry, type HistoryEntry } from './fire-entry.js';
 import { join } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
-import { linkNew, lstatQuiet, namesIn, randomHex, readFileChecked, readFileFrom, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
+import {
+  linkNew,
+  lstatQuiet,
+  namesIn,
+  randomHex,
+  readFileChecked,
+  readFileFrom,
+  STATE_FILE_CAP,
+  unlinkQuiet,
+} from '../fs/files.js';
 import { closeFd, renameOver } from '../fs/ops.js';
 import { appendLineToFile, openAppendTo, writeFileDurable } from '../fs/durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
@@ -39,7 +48,8 @@ export type HistoryLine =
 const ROUTINE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 export function historyPath(stateDir: string, routineId: string): string {
-  if (!ROUTINE_ID.test(routineId) || routineId.includes('..')) throw new Error(`invalid routine id ${JSON.stringify(routineId)}`);
+  if (!ROUTINE_ID.test(routineId) || routineId.includes('..'))
+    throw new Error(`invalid routine id ${JSON.stringify(routineId)}`);
   return join(stateDir, 'history', `${routineId}.jsonl`);
 }
 
@@ -52,10 +62,17 @@ export function historyIds(stateDir: string): string[] {
     // a folder that cannot be listed must not read as "no history" (never ran, 0/0/0)
     throw asStorageError(err);
   }
-  return names.filter((n) => n.endsWith('.jsonl')).map((n) => n.slice(0, -6)).filter((id) => ROUTINE_ID.test(id) && !id.includes('..'));
+  return names
+    .filter((n) => n.endsWith('.jsonl'))
+    .map((n) => n.slice(0, -6))
+    .filter((id) => ROUTINE_ID.test(id) && !id.includes('..'));
 }
 
-export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger']; attempt?: number } = {}, nowMs = Date.now()): string {
+export function fireLine(
+  fire: Fire,
+  extra: { trigger?: HistoryEntry['trigger']; attempt?: number } = {},
+  nowMs = Date.now(),
+): string {
   const entry: HistoryEntry = {
     scheduled_at: fire.scheduled_at,
     started_at: fire.started_at,
@@ -64,8 +81,8 @@ export function fireLine(fire: Fire, extra: { trigger?: HistoryEntry['trigger'];
     reason: fire.reason,
     exit_code: fire.exit_code,
     run_id: fire.run_id,
-    ...(fire.trigger ?? extra.trigger ? { trigger: fire.trigger ?? extra.trigger } : {}),
-    ...(fire.attempt ?? extra.attempt ? { attempt: fire.attempt ?? extra.attempt } : {}),
+    ...((fire.trigger ?? extra.trigger) ? { trigger: fire.trigger ?? extra.trigger } : {}),
+    ...((fire.attempt ?? extra.attempt) ? { attempt: fire.attempt ?? extra.attempt } : {}),
     ...(fire.by ? { by: fire.by } : {}),
     ...(fire.closes ? { closes: fire.closes } : {}),
     ...(fire.key ? { key: fire.key } : {}),
@@ -81,7 +98,9 @@ export function openLine(open: OpenFire): string {
 }
 
 export function pauseLine(paused: boolean, note: string | null, at: string): string {
-  return JSON.stringify(paused ? { event: 'paused', at, note, id: randomHex(8) } : { event: 'resumed', at, id: randomHex(8) });
+  return JSON.stringify(
+    paused ? { event: 'paused', at, note, id: randomHex(8) } : { event: 'resumed', at, id: randomHex(8) },
+  );
 }
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
@@ -120,7 +139,11 @@ export interface ParsedHistory {
   unreadable: number[];
 }
 
-export function parseHistory(text: string, checkRecord: (v: unknown) => RoutineRecord | null, firstLine = 1): ParsedHistory {
+export function parseHistory(
+  text: string,
+  checkRecord: (v: unknown) => RoutineRecord | null,
+  firstLine = 1,
+): ParsedHistory {
   const lines: HistoryLine[] = [];
   const unreadable: number[] = [];
   const raw = text.split('\n');
@@ -142,7 +165,12 @@ export function unreadableMessage(path: string, numbers: number[]): string {
 /** The newest `historyLines` fires of the history `file` (its rotated `.1` first), oldest first:
  * one entry per fire — a line re-appended (same id) or a second record closing the same open fire
  * counts once, the first one, as the fold counts it (routine-state.ts foldLines). */
-export function readFireEntries(file: string, historyLines: number, checkRecord: (v: unknown) => RoutineRecord | null, warn: (message: string) => void = () => {}): HistoryEntry[] {
+export function readFireEntries(
+  file: string,
+  historyLines: number,
+  checkRecord: (v: unknown) => RoutineRecord | null,
+  warn: (message: string) => void = () => {},
+): HistoryEntry[] {
   const out: HistoryEntry[] = [];
   const seen = new Set<string>();
   for (const f of [`${file}.1`, file]) {
@@ -182,13 +210,19 @@ export function appendHistoryLine(path: string, line: string): void {
 }
 
 /** Reads `path` from byte `offset` (0: all of it). */
-export function readHistoryText(path: string, offset = 0): { text: string; ino: number; size: number; mtimeMs: number } | null {
+export function readHistoryText(
+  path: string,
+  offset = 0,
+): { text: string; ino: number; size: number; mtimeMs: number } | null {
   const r = readHistoryBytes(path, offset);
   return r ? { text: r.bytes.toString('utf8'), ino: r.ino, size: r.size, mtimeMs: r.mtimeMs } : null;
 }
 
 /** The bytes of `path` from `offset` (a regular file of ours, never through a symlink). */
-export function readHistoryBytes(path: string, offset = 0): { bytes: Buffer; ino: number; size: number; mtimeMs: number } | null {
+export function readHistoryBytes(
+  path: string,
+  offset = 0,
+): { bytes: Buffer; ino: number; size: number; mtimeMs: number } | null {
   if (offset === 0) {
     const c = readFileChecked(path, STATE_FILE_CAP);
     return c ? { bytes: c.bytes, ino: c.ino, size: c.bytes.length, mtimeMs: c.mtimeMs } : null;
@@ -217,7 +251,13 @@ export function rotateHistory(path: string, summaryRecord: RoutineRecord, recent
     unlinkQuiet(aside);
     throw stateWriteError(err, old);
   }
-  const summary = JSON.stringify({ event: 'summary', at, record: summaryRecord, recent: recent.slice(-RECENT_IDS), id: randomHex(8) });
+  const summary = JSON.stringify({
+    event: 'summary',
+    at,
+    record: summaryRecord,
+    recent: recent.slice(-RECENT_IDS),
+    id: randomHex(8),
+  });
   writeFileDurable(path, `${summary}\n`);
 }
 

@@ -24,7 +24,10 @@ export function ensureStateRoot(stateDir: string): void {
   if (lstatQuiet(stateDir)) return;
   ensureStateDir(stateDir);
   try {
-    writeNewFile(join(stateDir, '.gitignore'), '# routinely state (locks, runs, history): not for version control\n*\n');
+    writeNewFile(
+      join(stateDir, '.gitignore'),
+      '# routinely state (locks, runs, history): not for version control\n*\n',
+    );
   } catch {
     // someone else created it first, or the disk is full: neither matters here
   }
@@ -39,11 +42,8 @@ export async function writeJsonAtomic(path: string, value: unknown, opts: Durabl
   return writeJsonDurable(path, value, opts);
 }
 
-
 export type ReadResult<T> =
-  | { kind: 'ok'; value: T }
-  | { kind: 'missing' }
-  | { kind: 'corrupt'; movedTo: string | null; problem: string };
+  { kind: 'ok'; value: T } | { kind: 'missing' } | { kind: 'corrupt'; movedTo: string | null; problem: string };
 
 export interface ReadOptions {
   /** Move a corrupt file aside (writers about to replace it). Read-only views leave it. */
@@ -55,13 +55,18 @@ export interface ReadOptions {
 
 /** Reads and checks a JSON state file. `check` returns the typed value or a problem string. A
  * file we refuse to read (a FIFO, another user's, oversized) counts as corrupt. */
-export function readJsonState<T>(path: string, check: (v: unknown) => T | string, opts: ReadOptions = {}): ReadResult<T> {
+export function readJsonState<T>(
+  path: string,
+  check: (v: unknown) => T | string,
+  opts: ReadOptions = {},
+): ReadResult<T> {
   let text: string | null;
   let problem: string;
   try {
     text = opts.cap === undefined ? readNoFollow(path) : readNoFollow(path, opts.cap);
   } catch (err) {
-    if (!(err instanceof UnsafePathError)) throw new StateIOError(`cannot read ${path}: ${errnoCode(err) ?? String(err)}`);
+    if (!(err instanceof UnsafePathError))
+      throw new StateIOError(`cannot read ${path}: ${errnoCode(err) ?? String(err)}`);
     return { kind: 'corrupt', movedTo: null, problem: err.message };
   }
   if (text === null) return { kind: 'missing' };

@@ -34,11 +34,23 @@ export function checkBoard(v: unknown): PhaseBoard | null {
   const routines: Record<string, Phase> = {};
   for (const [id, p] of Object.entries(v.routines)) {
     if (!isObj(p) || !isIso(p.since) || !isIso(p.scheduled_at)) return null;
-    if (p.phase === 'queued' && isStr(p.behind, 64)) routines[id] = { phase: 'queued', since: p.since, scheduled_at: p.scheduled_at, behind: p.behind };
-    else if (p.phase === 'waiting' && isStr(p.lock, 64) && isStr(p.holder, 512)) routines[id] = { phase: 'waiting', since: p.since, scheduled_at: p.scheduled_at, lock: p.lock, holder: p.holder };
+    if (p.phase === 'queued' && isStr(p.behind, 64))
+      routines[id] = { phase: 'queued', since: p.since, scheduled_at: p.scheduled_at, behind: p.behind };
+    else if (p.phase === 'waiting' && isStr(p.lock, 64) && isStr(p.holder, 512))
+      routines[id] = { phase: 'waiting', since: p.since, scheduled_at: p.scheduled_at, lock: p.lock, holder: p.holder };
     else return null;
   }
-  return { owner: { pid: o.pid as number, host: o.host, boot_id: (o.boot_id as string | null) ?? null, start_time: (o.start_time as string | null) ?? null, ...(isStr(o.pid_ns, 64) ? { pid_ns: o.pid_ns } : {}) }, written_at: v.written_at, routines };
+  return {
+    owner: {
+      pid: o.pid as number,
+      host: o.host,
+      boot_id: (o.boot_id as string | null) ?? null,
+      start_time: (o.start_time as string | null) ?? null,
+      ...(isStr(o.pid_ns, 64) ? { pid_ns: o.pid_ns } : {}),
+    },
+    written_at: v.written_at,
+    routines,
+  };
 }
 
 /** The scheduler's side: sets and clears phases, and writes the board as they change — one write
@@ -51,7 +63,12 @@ export class PhaseRecorder {
   private failed = false;
 
   constructor(
-    private readonly o: { owner: PhaseBoard['owner']; clock: Pick<Clock, 'now'>; write: (board: PhaseBoard) => Promise<void>; warn: (message: string) => void },
+    private readonly o: {
+      owner: PhaseBoard['owner'];
+      clock: Pick<Clock, 'now'>;
+      write: (board: PhaseBoard) => Promise<void>;
+      warn: (message: string) => void;
+    },
   ) {}
 
   queued(id: string, scheduledAt: Date, behind: string): void {
@@ -92,12 +109,19 @@ export class PhaseRecorder {
   private async flush(): Promise<void> {
     while (this.dirty) {
       this.dirty = false;
-      const board: PhaseBoard = { owner: this.o.owner, written_at: this.now(), routines: Object.fromEntries(this.routines) };
+      const board: PhaseBoard = {
+        owner: this.o.owner,
+        written_at: this.now(),
+        routines: Object.fromEntries(this.routines),
+      };
       try {
         await this.o.write(board);
         this.failed = false;
       } catch (err) {
-        if (!this.failed) this.o.warn(`the routines' phases (queued, waiting) could not be written: ${(err as Error).message}; views show them once they can be`);
+        if (!this.failed)
+          this.o.warn(
+            `the routines' phases (queued, waiting) could not be written: ${(err as Error).message}; views show them once they can be`,
+          );
         this.failed = true;
       }
     }
@@ -112,6 +136,13 @@ export const phasesPath = (project: { stateDir: string }): string => join(projec
  * next write replaces it). */
 export function readPhasesFile(project: { stateDir: string }, warn: (message: string) => void): PhaseBoard | null {
   const r = readJsonState(phasesPath(project), (v) => checkBoard(v) ?? 'not a board of phases');
-  if (r.kind === 'corrupt') warn(corruptMessage(phasesPath(project), r, 'the routines show no queued or waiting phase until the scheduler writes it again'));
+  if (r.kind === 'corrupt')
+    warn(
+      corruptMessage(
+        phasesPath(project),
+        r,
+        'the routines show no queued or waiting phase until the scheduler writes it again',
+      ),
+    );
   return r.kind === 'ok' ? r.value : null;
 }

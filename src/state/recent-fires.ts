@@ -1,16 +1,7 @@
 // The newest fires of some routines from their history files (`routine history`, SPEC §6), at a
-// cost that follows what is shown, not the project: each file is read from its end (a project
-// of 1 000 routines with full histories holds 250 MB of them; the newest 20 fires need a few
-// blocks of each).
-//
-// When to stop reading a file: lines are appended, so each was written no earlier than the lines
-// before it, and a fire is scheduled before its line is written. A line says when it was written
-// closely enough: a fire line appended more than LATE_LINE_MS after its fire finished (a record
-// retried through a full disk) carries `recorded_at`; any other was written within that of its
-// `finished_at`. Once a line was written before the oldest fire we keep was scheduled, nothing
-// before it can be newer — with a margin for a wall clock stepped back while the lines were
-// written. What is shown is what reading the files whole shows (readFireEntries: the first record
-// of a fire counts, ties keep the files' order), tested against it.
+// cost that follows what is shown, not the project: each file is read from its end, and reading
+// stops once a line was written before the oldest fire kept (docs/design.md "Reading the history
+// from its end"). What is shown is what reading the files whole shows, tested against it.
 
 import { linesFromEnd } from '../fs/lines-from-end.js';
 import { LATE_LINE_MS, parseHistoryLine, historyPath, readFireEntries, type HistoryEntry } from './history.js';
@@ -36,10 +27,18 @@ const asc = (x: Found, y: Found): number => x.at - y.at || x.started - y.started
  * wanted. A fire recorded twice (a line re-appended across a rotation, two reconciles at once)
  * or a torn line is read whole instead: the first record counts, and a torn line is named by its
  * number, which only a reader from the start knows. */
-export function newestFires(stateDir: string, routineId: string, q: FireQuery, historyLines: number, warn: Warn = () => {}, shown = -Infinity): HistoryEntry[] {
+export function newestFires(
+  stateDir: string,
+  routineId: string,
+  q: FireQuery,
+  historyLines: number,
+  warn: Warn = () => {},
+  shown = -Infinity,
+): HistoryEntry[] {
   if (!(q.limit > 0)) return [];
   const file = historyPath(stateDir, routineId);
-  const wanted = (at: number, e: HistoryEntry): boolean => at >= q.since && at < q.until && at >= shown && (q.result === undefined || e.result === q.result);
+  const wanted = (at: number, e: HistoryEntry): boolean =>
+    at >= q.since && at < q.until && at >= shown && (q.result === undefined || e.result === q.result);
   const seen = new Set<string>();
   let kept: Found[] = [];
   let fires = 0;
@@ -65,7 +64,10 @@ export function newestFires(stateDir: string, routineId: string, q: FireQuery, h
       if (line.kind === 'open') unresolved.delete(line.id ?? '');
       if (line.kind !== 'fire') continue;
       const e = line.entry;
-      const written = Math.max(Date.parse(e.finished_at) + LATE_LINE_MS, e.recorded_at ? Date.parse(e.recorded_at) : -Infinity);
+      const written = Math.max(
+        Date.parse(e.finished_at) + LATE_LINE_MS,
+        e.recorded_at ? Date.parse(e.recorded_at) : -Infinity,
+      );
       if (written + CLOCK_MARGIN_MS < Math.max(q.since, floor)) break read;
       for (const k of [line.id ? `id:${line.id}` : null, e.closes ? `closes:${e.closes}` : null]) {
         if (k === null) continue;
@@ -93,14 +95,25 @@ export function newestFires(stateDir: string, routineId: string, q: FireQuery, h
 function readWhole(file: string, q: FireQuery, historyLines: number, shown: number, warn: Warn): HistoryEntry[] {
   const all = readFireEntries(file, historyLines, checkRecord, warn)
     .map((e, pos): Found => ({ e, at: Date.parse(e.scheduled_at), started: Date.parse(e.started_at), pos }))
-    .filter((c) => c.at >= q.since && c.at < q.until && c.at >= shown && (q.result === undefined || c.e.result === q.result));
-  return all.sort(asc).slice(-q.limit).map((c) => c.e);
+    .filter(
+      (c) => c.at >= q.since && c.at < q.until && c.at >= shown && (q.result === undefined || c.e.result === q.result),
+    );
+  return all
+    .sort(asc)
+    .slice(-q.limit)
+    .map((c) => c.e);
 }
 
 /** The newest `q.limit` fires of `routines` together, oldest first, each with its routine. Once
  * `limit` are found, the next routines are read only as far back as could beat the oldest of
  * them (with 1 000 routines, a line or two each). Ties keep the routines' order. */
-export function recentFiresInFiles(stateDir: string, routines: readonly string[], q: FireQuery, historyLines: number, warn: Warn): ShownFire[] {
+export function recentFiresInFiles(
+  stateDir: string,
+  routines: readonly string[],
+  q: FireQuery,
+  historyLines: number,
+  warn: Warn,
+): ShownFire[] {
   if (!(q.limit > 0)) return [];
   let all: { f: ShownFire; at: number; started: number; pos: number }[] = [];
   let shown = -Infinity;
@@ -108,7 +121,12 @@ export function recentFiresInFiles(stateDir: string, routines: readonly string[]
   const sorted = (): typeof all => all.sort((x, y) => x.at - y.at || x.started - y.started || x.pos - y.pos);
   for (const routine of routines) {
     for (const e of newestFires(stateDir, routine, q, historyLines, warn, shown)) {
-      all.push({ f: { routine, ...e }, at: Date.parse(e.scheduled_at), started: Date.parse(e.started_at), pos: order++ });
+      all.push({
+        f: { routine, ...e },
+        at: Date.parse(e.scheduled_at),
+        started: Date.parse(e.started_at),
+        pos: order++,
+      });
     }
     if (Number.isFinite(q.limit) && all.length >= 2 * q.limit) {
       all = sorted().slice(-q.limit);

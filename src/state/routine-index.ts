@@ -16,7 +16,6 @@ export function indexPath(project: Project, routineId: string): string {
   return `${historyPath(project.stateDir, routineId).slice(0, -'.jsonl'.length)}.index`;
 }
 
-
 /** Where a fold of a history file stopped: the file (inode), its size and modification time
  * then (a file rewritten to the same size is folded again). */
 export interface FoldedAt {
@@ -25,7 +24,8 @@ export interface FoldedAt {
   mtime: number;
 }
 
-export const unmoved = (at: FoldedAt, st: { ino: number; size: number; mtimeMs: number }): boolean => at.ino === st.ino && at.size === st.size && at.mtime === st.mtimeMs;
+export const unmoved = (at: FoldedAt, st: { ino: number; size: number; mtimeMs: number }): boolean =>
+  at.ino === st.ino && at.size === st.size && at.mtime === st.mtimeMs;
 
 /** A routine's own index: its record and the bookkeeping to fold on from where it stopped. */
 export interface RoutineIndex extends FoldedAt {
@@ -41,8 +41,23 @@ export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (
 function checkIndex(v: unknown): RoutineIndex | string {
   if (!isObj(v) || v.version !== 1) return 'not a routine index';
   const record = checkRecord(v.record);
-  if (!record || !isCount(v.ino) || !isCount(v.size) || !Number.isFinite(v.mtime) || typeof v.tail !== 'string' || !Array.isArray(v.recent)) return 'not a routine index';
-  return { record, ino: v.ino, size: v.size, mtime: v.mtime as number, tail: v.tail, recent: v.recent.filter((x): x is string => typeof x === 'string').slice(-64) };
+  if (
+    !record ||
+    !isCount(v.ino) ||
+    !isCount(v.size) ||
+    !Number.isFinite(v.mtime) ||
+    typeof v.tail !== 'string' ||
+    !Array.isArray(v.recent)
+  )
+    return 'not a routine index';
+  return {
+    record,
+    ino: v.ino,
+    size: v.size,
+    mtime: v.mtime as number,
+    tail: v.tail,
+    recent: v.recent.filter((x): x is string => typeof x === 'string').slice(-64),
+  };
 }
 
 /** The routine's record as its history holds it: from `base` (its index) when the file is still
@@ -71,9 +86,17 @@ function foldHistory(project: Project, id: string, base: RoutineIndex | null, wa
     read = { ...whole, start: 0 };
   }
   const parsed = parseHistory(read.bytes.toString('utf8'), checkRecord);
-  if (parsed.unreadable.length > 0) warn(unreadableMessage(file, from ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
+  if (parsed.unreadable.length > 0)
+    warn(unreadableMessage(file, from ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
   const folded = foldLines(parsed.lines, from);
-  return { record: folded.record, recent: folded.recent, ino: read.ino, size: read.size, mtime: read.mtimeMs, tail: tailOf(file, read) };
+  return {
+    record: folded.record,
+    recent: folded.recent,
+    ino: read.ino,
+    size: read.size,
+    mtime: read.mtimeMs,
+    tail: tailOf(file, read),
+  };
 }
 
 /** The last up to 64 bytes of the file as read (base64): from the bytes in hand when they
@@ -137,8 +160,12 @@ export function checkFolders(project: Project): void {
 }
 
 /** One routine's record as the history holds it; undefined when it has none. */
-export function readRoutine(project: Project, id: string, warn: Warn = () => {}, cache?: IndexCache): RoutineRecord | undefined {
+export function readRoutine(
+  project: Project,
+  id: string,
+  warn: Warn = () => {},
+  cache?: IndexCache,
+): RoutineRecord | undefined {
   checkFolders(project);
   return readRoutineIndexed(project, id, warn, cache)?.record;
 }
-

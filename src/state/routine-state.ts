@@ -77,16 +77,29 @@ export interface Fire {
 export const emptyState = (): RoutineStateFile => ({ version: 1, routines: {} });
 
 export const emptyRecord = (): RoutineRecord => ({
-  last_result: null, last_reason: null, last_scheduled_at: null, last_started_at: null, last_finished_at: null,
-  last_duration_ms: null, last_exit_code: null, last_run_id: null, last_success_at: null, last_failure_at: null,
-  last_skipped_at: null, counts: { success: 0, failure: 0, skipped: 0 }, consecutive_failures: 0, consecutive_skips: 0, paused: false,
+  last_result: null,
+  last_reason: null,
+  last_scheduled_at: null,
+  last_started_at: null,
+  last_finished_at: null,
+  last_duration_ms: null,
+  last_exit_code: null,
+  last_run_id: null,
+  last_success_at: null,
+  last_failure_at: null,
+  last_skipped_at: null,
+  counts: { success: 0, failure: 0, skipped: 0 },
+  consecutive_failures: 0,
+  consecutive_skips: 0,
+  paused: false,
   paused_note: null,
 });
 
 /** Whether a skip is one that starves the routine: its lock was busy (`exec busy`, or `<name>
  * busy` for a named lock: held by something else, or not freed within a wait). Its own previous
  * run still going is not starvation. */
-export const starvingSkip = (fire: Pick<Fire, 'result' | 'reason'>): boolean => fire.result === 'skipped' && /^[a-z0-9][a-z0-9_-]* busy\b/.test(fire.reason ?? 'exec busy');
+export const starvingSkip = (fire: Pick<Fire, 'result' | 'reason'>): boolean =>
+  fire.result === 'skipped' && /^[a-z0-9][a-z0-9_-]* busy\b/.test(fire.reason ?? 'exec busy');
 
 /** Records one fire. A skip never counts as a failure and leaves `consecutive_failures` alone. */
 export function applyFire(prior: RoutineRecord | undefined, fire: Fire): RoutineRecord {
@@ -165,8 +178,14 @@ export function checkFire(v: unknown): Fire | null {
   if (v.closes !== undefined && !token(v.closes)) return null;
   if (v.key !== undefined && !token(v.key)) return null;
   return {
-    result: v.result, reason: v.reason as string | null, scheduled_at: v.scheduled_at, started_at: v.started_at, finished_at: v.finished_at,
-    duration_ms: v.duration_ms as number, exit_code: v.exit_code as number | null, run_id: v.run_id as string | null,
+    result: v.result,
+    reason: v.reason as string | null,
+    scheduled_at: v.scheduled_at,
+    started_at: v.started_at,
+    finished_at: v.finished_at,
+    duration_ms: v.duration_ms as number,
+    exit_code: v.exit_code as number | null,
+    run_id: v.run_id as string | null,
     ...(v.trigger === 'schedule' || v.trigger === 'manual' || v.trigger === 'retry' ? { trigger: v.trigger } : {}),
     ...(Number.isSafeInteger(v.attempt) && (v.attempt as number) > 0 ? { attempt: v.attempt as number } : {}),
     ...(isBy(v.by) ? { by: v.by } : {}),
@@ -180,10 +199,16 @@ export function setPaused(prior: RoutineRecord | undefined, paused: boolean, not
   return { ...(prior ?? emptyRecord()), paused, paused_note: paused ? note : null };
 }
 
-
 const RECORD_STRINGS = [
-  'last_reason', 'last_scheduled_at', 'last_started_at', 'last_finished_at', 'last_run_id', 'last_success_at',
-  'last_failure_at', 'last_skipped_at', 'paused_note',
+  'last_reason',
+  'last_scheduled_at',
+  'last_started_at',
+  'last_finished_at',
+  'last_run_id',
+  'last_success_at',
+  'last_failure_at',
+  'last_skipped_at',
+  'paused_note',
 ] as const;
 const count = (v: unknown): number => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
 
@@ -193,7 +218,10 @@ export function checkRecord(rec: unknown): RoutineRecord | null {
   if (!isObj(rec)) return null;
   const out = emptyRecord();
   for (const k of RECORD_STRINGS) out[k] = typeof rec[k] === 'string' ? rec[k] : null;
-  out.last_result = rec.last_result === 'success' || rec.last_result === 'failure' || rec.last_result === 'skipped' ? rec.last_result : null;
+  out.last_result =
+    rec.last_result === 'success' || rec.last_result === 'failure' || rec.last_result === 'skipped'
+      ? rec.last_result
+      : null;
   out.last_duration_ms = Number.isFinite(rec.last_duration_ms) ? (rec.last_duration_ms as number) : null;
   out.last_exit_code = Number.isInteger(rec.last_exit_code) ? (rec.last_exit_code as number) : null;
   const c = isObj(rec.counts) ? rec.counts : {};
@@ -212,16 +240,26 @@ export function checkRecord(rec: unknown): RoutineRecord | null {
 
 /** An open fire, every field checked; null when it is not one. */
 export function checkOpenFire(v: unknown): OpenFire | null {
-  if (!isObj(v) || typeof v.id !== 'string' || typeof v.scheduled_at !== 'string' || typeof v.started_at !== 'string') return null;
+  if (!isObj(v) || typeof v.id !== 'string' || typeof v.scheduled_at !== 'string' || typeof v.started_at !== 'string')
+    return null;
   if (v.run_id !== null && typeof v.run_id !== 'string') return null;
   const o = v.owner;
   if (!isObj(o) || !Number.isSafeInteger(o.pid) || (o.pid as number) < 1 || typeof o.host !== 'string') return null;
   const strOrNull = (x: unknown): string | null => (typeof x === 'string' ? x : null);
   return {
-    id: v.id, scheduled_at: v.scheduled_at, started_at: v.started_at, run_id: v.run_id as string | null,
+    id: v.id,
+    scheduled_at: v.scheduled_at,
+    started_at: v.started_at,
+    run_id: v.run_id as string | null,
     trigger: v.trigger === 'manual' || v.trigger === 'retry' ? v.trigger : 'schedule',
     ...(Number.isSafeInteger(v.attempt) ? { attempt: v.attempt as number } : {}),
-    owner: { pid: o.pid as number, host: o.host, boot_id: strOrNull(o.boot_id), start_time: strOrNull(o.start_time), pid_ns: strOrNull(o.pid_ns) },
+    owner: {
+      pid: o.pid as number,
+      host: o.host,
+      boot_id: strOrNull(o.boot_id),
+      start_time: strOrNull(o.start_time),
+      pid_ns: strOrNull(o.pid_ns),
+    },
   };
 }
 
@@ -231,9 +269,15 @@ export function interruptedFire(open: OpenFire, now: Date): Fire {
   return {
     result: 'failure',
     reason: `interrupted: pid ${open.owner.pid} on ${open.owner.host} ended before the outcome was recorded`,
-    scheduled_at: open.scheduled_at, started_at: open.started_at, finished_at: finished,
-    duration_ms: Math.max(0, now.getTime() - Date.parse(open.started_at)) || 0, exit_code: null, run_id: open.run_id,
-    trigger: open.trigger, ...(open.attempt ? { attempt: open.attempt } : {}), closes: open.id,
+    scheduled_at: open.scheduled_at,
+    started_at: open.started_at,
+    finished_at: finished,
+    duration_ms: Math.max(0, now.getTime() - Date.parse(open.started_at)) || 0,
+    exit_code: null,
+    run_id: open.run_id,
+    trigger: open.trigger,
+    ...(open.attempt ? { attempt: open.attempt } : {}),
+    closes: open.id,
   };
 }
 
@@ -290,13 +334,21 @@ export function foldLines(lines: readonly HistoryLineLike[], base?: Folded): Fol
         // judged a stale read): the first counts, as the database backend stores it once
         if (seen.has(e.closes) && !(record.open_fires ?? []).some((o) => o.id === e.closes)) continue;
         const closed = (record.open_fires ?? []).find((o) => o.id === e.closes);
-        const left = (record.open_fires ?? []).filter((o) => o.id !== e.closes && !(closed && closesEarlier(closed, o)));
+        const left = (record.open_fires ?? []).filter(
+          (o) => o.id !== e.closes && !(closed && closesEarlier(closed, o)),
+        );
         record = { ...record, open_fires: left };
         if (left.length === 0) delete record.open_fires;
       }
       const fire: Fire = {
-        result: e.result, reason: e.reason ?? null, scheduled_at: e.scheduled_at, started_at: e.started_at, finished_at: e.finished_at,
-        duration_ms: Math.max(0, Date.parse(e.finished_at) - Date.parse(e.started_at)) || 0, exit_code: e.exit_code ?? null, run_id: e.run_id ?? null,
+        result: e.result,
+        reason: e.reason ?? null,
+        scheduled_at: e.scheduled_at,
+        started_at: e.started_at,
+        finished_at: e.finished_at,
+        duration_ms: Math.max(0, Date.parse(e.finished_at) - Date.parse(e.started_at)) || 0,
+        exit_code: e.exit_code ?? null,
+        run_id: e.run_id ?? null,
       };
       // One rule for every view: the last result is the newest fire's. A fire recorded after a
       // newer one (an old fire's outcome reconciled late, a record that waited in a spool)
@@ -317,16 +369,36 @@ export function foldLines(lines: readonly HistoryLineLike[], base?: Folded): Fol
  */
 function closesEarlier(later: OpenFire, earlier: OpenFire): boolean {
   const tick = (o: OpenFire): boolean => o.trigger === 'schedule' || o.trigger === 'retry';
-  return tick(later) && tick(earlier) && earlier.owner.pid === later.owner.pid && earlier.owner.host === later.owner.host
-    && earlier.owner.start_time === later.owner.start_time && Date.parse(earlier.started_at) < Date.parse(later.started_at);
+  return (
+    tick(later) &&
+    tick(earlier) &&
+    earlier.owner.pid === later.owner.pid &&
+    earlier.owner.host === later.owner.host &&
+    earlier.owner.start_time === later.owner.start_time &&
+    Date.parse(earlier.started_at) < Date.parse(later.started_at)
+  );
 }
 
 /** The shape foldLines needs (history.ts's HistoryLine), stated here to keep imports one-way. */
 export type HistoryLineLike =
-  | { kind: 'fire'; id: string | null; entry: { scheduled_at: string; started_at: string; finished_at: string; result: RoutineResult; reason?: string | null; exit_code?: number | null; run_id?: string | null; closes?: string } }
+  | {
+      kind: 'fire';
+      id: string | null;
+      entry: {
+        scheduled_at: string;
+        started_at: string;
+        finished_at: string;
+        result: RoutineResult;
+        reason?: string | null;
+        exit_code?: number | null;
+        run_id?: string | null;
+        closes?: string;
+      };
+    }
   | { kind: 'open'; id: string | null; open: OpenFire }
   | { kind: 'pause'; id: string | null; paused: boolean; note: string | null; at: string }
   | { kind: 'summary'; id: string | null; record: RoutineRecord; recent: string[]; at: string };
 
 /** Who started a fire, as a record may say it: short and printable. */
-export const isBy = (x: unknown): x is string => typeof x === 'string' && x.length > 0 && x.length <= 200 && !/[\u0000-\u001f\u007f]/.test(x);
+export const isBy = (x: unknown): x is string =>
+  typeof x === 'string' && x.length > 0 && x.length <= 200 && !/[\u0000-\u001f\u007f]/.test(x);

@@ -1,15 +1,8 @@
 // The local spool of records the database could not take (SPEC §6: every fire that started is
-// recorded exactly once). `<stateDir>/spool/<routine>.<key>.json`, one file per record, written
-// durably (durable.ts: 0600 in a 0700 folder, never through a symlink) before the fire's own
-// process lets go of it, and removed once the database has it. The key is the open fire's id (or
-// the record's own key), so a record spooled twice is one file, and recording it again is a no-op
-// in the database (routine-store.ts checks the id in the same transaction).
-//
-// Two kinds of record: a fire (its full record), and a claim whose answer was lost (the insert
-// may have committed after the client gave up): this host did not fire that tick, so the claim
-// is released again once the database is back, and no tick stays attributed to a host that never
-// fired it. Every file is input when read back (SPEC §12): checked field by field; a file that is
-// not one of ours is moved aside and reported, never recorded.
+// recorded exactly once): `<stateDir>/spool/<routine>.<key>.json`, one durable file per record,
+// removed once the database has it; keyed by the open fire's id, so a record spooled twice is one
+// file and recording it again a no-op. Every file is input when read back (SPEC §12): one that is
+// not ours is moved aside and reported (docs/design.md "The spool").
 
 import { join } from 'node:path';
 import { lstatQuiet, namesIn, unlinkQuiet } from '../fs/files.js';
@@ -64,13 +57,21 @@ export function checkSpoolRecord(v: unknown, routine: string): SpoolRecord | str
     if (!fire) return 'not a fire record';
     if (!fire.closes && !fire.key) return 'a fire without an id';
     // the claimer of a claimed tick's record: stored only while the claim is still its own
-    const claimer = typeof o.claimer === 'string' && o.claimer.length > 0 && o.claimer.length <= 255 ? { claimer: o.claimer } : {};
+    const claimer =
+      typeof o.claimer === 'string' && o.claimer.length > 0 && o.claimer.length <= 255 ? { claimer: o.claimer } : {};
     return { kind: 'fire', routine, fire, spooled_at: spooledAt, why, ...claimer };
   }
   if (o.kind === 'claim') {
     if (typeof o.scheduled_at !== 'string' || !Number.isFinite(Date.parse(o.scheduled_at))) return 'no scheduled_at';
     if (typeof o.host !== 'string' || o.host.length === 0 || o.host.length > 255) return 'no host';
-    return { kind: 'claim', routine, scheduled_at: new Date(o.scheduled_at).toISOString(), host: o.host, spooled_at: spooledAt, why };
+    return {
+      kind: 'claim',
+      routine,
+      scheduled_at: new Date(o.scheduled_at).toISOString(),
+      host: o.host,
+      spooled_at: spooledAt,
+      why,
+    };
   }
   return `unknown kind ${JSON.stringify(o.kind)}`;
 }
@@ -90,12 +91,17 @@ export function listSpool(stateDir: string, warn: (message: string) => void): Sp
     if (st?.isFile() && (st.mode & 0o022) !== 0) {
       const aside = `${path}.corrupt.${Date.now()}`;
       const moved = moveAside(path, aside);
-      warn(`spool file ${path} is not a record of ours (others may write it, mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ${moved ? `moved aside to ${aside}` : 'left in place'}, not recorded`);
+      warn(
+        `spool file ${path} is not a record of ours (others may write it, mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ${moved ? `moved aside to ${aside}` : 'left in place'}, not recorded`,
+      );
       continue;
     }
     const r = readJsonState(path, (v) => checkSpoolRecord(v, m[1]!), { moveAside: true, cap: SPOOL_FILE_CAP });
     if (r.kind === 'ok') out.push({ path, record: r.value });
-    else if (r.kind === 'corrupt') warn(`spool file ${path} is not a record of ours (${r.problem}); ${r.movedTo ? `moved aside to ${r.movedTo}` : 'left in place'}, not recorded`);
+    else if (r.kind === 'corrupt')
+      warn(
+        `spool file ${path} is not a record of ours (${r.problem}); ${r.movedTo ? `moved aside to ${r.movedTo}` : 'left in place'}, not recorded`,
+      );
   }
   const at = (s: Spooled): string => (s.record.kind === 'fire' ? s.record.fire.started_at : s.record.scheduled_at);
   return out.sort((a, b) => (at(a) < at(b) ? -1 : at(a) > at(b) ? 1 : 0));

@@ -1,13 +1,10 @@
 // The routine store of a database backend with this host's spool in front (SPEC §6: every fire
-// that started is recorded exactly once). A record the database does not take (DatabaseError:
-// refused, timed out, the answer lost) is spooled on this host (state/spool.ts) before its
-// process lets go of it, and sent again — as "again", so the store keeps it once even if the
-// first try committed after all — by whichever process of this host flushes the spool next: the
-// scheduler (SpoolFlusher, in the background, with back-off, until the spool is empty), `routine
-// run`, `routine list`, `routine history`. A claim whose answer was lost is spooled too, and given
-// back. Other errors (a bug, a record the store refuses) are not spooled. The file backend has no
-// spool: a spool on the same disk as the state would not help; its callers' retries and the open
-// marker handle a full disk.
+// that started is recorded exactly once). A record the database does not take (DatabaseError) is
+// spooled on this host (state/spool.ts) and sent again, as "again", by whichever process of this
+// host flushes the spool next; other errors are not spooled. The file backend has no spool
+// (docs/design.md "The spooling store").
+// (Over 300 lines: the store's every method passes through, and the spool's flusher with its
+// back-off lives beside them.)
 
 import { Backoff } from '../backoff.js';
 import { anySignal, type Clock } from '../clock.js';
@@ -18,7 +15,20 @@ import type { Fire, OpenFire } from './routine-state.js';
 import type { HistoryEntry } from './history.js';
 import type { RoutineRecord, RoutineStateFile } from './routine-state.js';
 import type { PhaseBoard } from './phases.js';
-import { claimKey, withKey, type Claimant, type OrphanClaim, type Deferred, type FireQuery, type FlushResult, type ShownFire, type PauseChange, type RecordOptions, type RoutineStore, type Warn } from './store.js';
+import {
+  claimKey,
+  withKey,
+  type Claimant,
+  type OrphanClaim,
+  type Deferred,
+  type FireQuery,
+  type FlushResult,
+  type ShownFire,
+  type PauseChange,
+  type RecordOptions,
+  type RoutineStore,
+  type Warn,
+} from './store.js';
 
 export class SpoolingStore implements RoutineStore {
   readonly publish?: RoutineStore['publish'];
@@ -47,7 +57,14 @@ export class SpoolingStore implements RoutineStore {
       await this.db.recordFire(routine, keyed, warn, opts);
     } catch (err) {
       if (!(err instanceof DatabaseError)) throw err;
-      const spooledTo = writeSpool(this.stateDir, { kind: 'fire', routine, fire: keyed, spooled_at: new Date().toISOString(), why: err.message, ...(opts.claimer ? { claimer: opts.claimer } : {}) });
+      const spooledTo = writeSpool(this.stateDir, {
+        kind: 'fire',
+        routine,
+        fire: keyed,
+        spooled_at: new Date().toISOString(),
+        why: err.message,
+        ...(opts.claimer ? { claimer: opts.claimer } : {}),
+      });
       return { spooledTo, why: err.message };
     }
   }
@@ -61,12 +78,17 @@ export class SpoolingStore implements RoutineStore {
 
   /** Not this host's own claims whose record waits in its spool: that record settles them when
    * it is sent (a sweep recording them meanwhile would record the tick twice). */
-  claimTicks(ticks: readonly { routine: string; scheduledAt: Date }[], by: Claimant, again = false): Promise<Set<string>> {
+  claimTicks(
+    ticks: readonly { routine: string; scheduledAt: Date }[],
+    by: Claimant,
+    again = false,
+  ): Promise<Set<string>> {
     if (this.db.claimTicks) return this.db.claimTicks(ticks, by, again);
     // a store that claims one at a time (tests' stubs)
     return (async () => {
       const won = new Set<string>();
-      for (const t of ticks) if (await this.db.claimTick(t.routine, t.scheduledAt, by)) won.add(claimKey(t.routine, t.scheduledAt));
+      for (const t of ticks)
+        if (await this.db.claimTick(t.routine, t.scheduledAt, by)) won.add(claimKey(t.routine, t.scheduledAt));
       return won;
     })();
   }
@@ -74,7 +96,11 @@ export class SpoolingStore implements RoutineStore {
   async orphanClaims(claimer: string, limit: number): Promise<OrphanClaim[]> {
     const found = (await this.db.orphanClaims?.(claimer, limit)) ?? [];
     if (!found.some((c) => c.claimer === claimer)) return found;
-    const spooled = new Set(listSpool(this.stateDir, () => {}).flatMap((s) => (s.record.kind === 'fire' ? [`${s.record.routine} ${Date.parse(s.record.fire.scheduled_at)}`] : [])));
+    const spooled = new Set(
+      listSpool(this.stateDir, () => {}).flatMap((s) =>
+        s.record.kind === 'fire' ? [`${s.record.routine} ${Date.parse(s.record.fire.scheduled_at)}`] : [],
+      ),
+    );
     return found.filter((c) => c.claimer !== claimer || !spooled.has(`${c.routine} ${c.scheduledAt.getTime()}`));
   }
 
@@ -95,8 +121,18 @@ export class SpoolingStore implements RoutineStore {
    * process spooled it, then ended: the flush records it with its real result, never as
    * interrupted). Checked as each open fire is judged, so a record spooled a moment ago counts
    * too. (Callers flush first, and say what they recorded.) */
-  reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn, recorded?: (routineId: string, fire: Fire) => void): Promise<number> {
-    return this.db.reconcile((owner, open) => isGone(owner, open) && !isSpooled(this.stateDir, open.id), now, warn, recorded);
+  reconcile(
+    isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean,
+    now: Date,
+    warn: Warn,
+    recorded?: (routineId: string, fire: Fire) => void,
+  ): Promise<number> {
+    return this.db.reconcile(
+      (owner, open) => isGone(owner, open) && !isSpooled(this.stateDir, open.id),
+      now,
+      warn,
+      recorded,
+    );
   }
 
   read(warn: Warn): Promise<RoutineStateFile> {
@@ -152,7 +188,14 @@ export const claimMayHaveCommitted = (err: unknown): boolean => err instanceof D
 /** Spools a claim whose answer was lost: this host did not fire that tick, and gives the claim
  * back once the database is there again (flushSpool). */
 export function spoolClaim(stateDir: string, routine: string, scheduledAt: Date, host: string, why: string): string {
-  return writeSpool(stateDir, { kind: 'claim', routine, scheduled_at: scheduledAt.toISOString(), host, spooled_at: new Date().toISOString(), why });
+  return writeSpool(stateDir, {
+    kind: 'claim',
+    routine,
+    scheduled_at: scheduledAt.toISOString(),
+    host,
+    spooled_at: new Date().toISOString(),
+    why,
+  });
 }
 
 /** Sends every spooled record again, oldest first; stops at the first database error (the
@@ -163,7 +206,10 @@ async function flushSpool(store: RoutineStore, stateDir: string, warn: Warn): Pr
   for (const { path, record } of all) {
     try {
       if (record.kind === 'fire') {
-        await store.recordFire(record.routine, record.fire, warn, { again: true, ...(record.claimer ? { claimer: record.claimer } : {}) });
+        await store.recordFire(record.routine, record.fire, warn, {
+          again: true,
+          ...(record.claimer ? { claimer: record.claimer } : {}),
+        });
         done.recorded++;
       } else if (await store.releaseClaim(record.routine, new Date(record.scheduled_at), record.host)) {
         done.released++;
@@ -192,7 +238,12 @@ export class SpoolFlusher {
   private loop: Promise<void> | null = null;
 
   constructor(
-    private readonly o: { store: Pick<SpoolingStore, 'flushSpool'>; clock: Clock; warn: Warn; log: (f: FlushResult) => void },
+    private readonly o: {
+      store: Pick<SpoolingStore, 'flushSpool'>;
+      clock: Clock;
+      warn: Warn;
+      log: (f: FlushResult) => void;
+    },
   ) {}
 
   /** A record was just spooled: flush soon. */

@@ -1,21 +1,10 @@
-// routine-state.json (SPEC §3, §6): every routine's record, for status scripts and every view.
-// It is an index of the history files, which hold the facts; it shows every record within a
-// second of it, whoever wrote it:
-// - Every process that records a fact (a fire, an open marker, a pause) tells its publisher,
-//   which rewrites the file at most once a second (a burst of fires is one rewrite) and before
-//   the process closes its backend: `routine run`, `pause` and `resume` exit with the file up to
-//   date.
-// - Writers take the `routine-state` lock for the read-modify-write, so two of them (a scheduler
-//   and `routine run`) never lose each other's update.
-// - A long-running publisher (the scheduler) keeps what it last wrote in memory, with the
-//   file's identity: while the file is still the one it wrote, a rewrite folds only the routines
-//   it recorded since and writes the bytes it keeps per routine, so a rewrite costs a copy of
-//   the file, not a fold of every history (SPEC §3: a fire's cost does not grow with the
-//   project). A file written by anyone else since is read and folded whole, and so is the file
-//   once a minute, for a writer that was killed between its append and its rewrite.
-// Readers never depend on it being current: each routine's record is taken from here only while
-// its history file is still where this file says it was folded to (history_at), else from the
-// routine's own index and history.
+// routine-state.json (SPEC §3, §6): every routine's record, for status scripts and every view; an
+// index of the history files (which hold the facts) showing every record within a second of it,
+// whoever wrote it. Writers take the `routine-state` lock for the read-modify-write; a long-running
+// publisher rewrites only what it recorded since. Readers never depend on it being current
+// (history_at). How and why: docs/design.md "routine-state.json".
+// (Over 300 lines: the publisher and the reader, which share the file's format and the cache of
+// its identity and per-routine bytes.)
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
@@ -53,7 +42,8 @@ function checkStateFile(v: unknown): StateFile | string {
   const history = (v as { history_at?: unknown }).history_at;
   if (isObj(history)) {
     for (const [id, pos] of Object.entries(history)) {
-      if (Array.isArray(pos) && isCount(pos[0]) && isCount(pos[1]) && Number.isFinite(pos[2])) at[id] = { ino: pos[0], size: pos[1], mtime: pos[2] };
+      if (Array.isArray(pos) && isCount(pos[0]) && isCount(pos[1]) && Number.isFinite(pos[2]))
+        at[id] = { ino: pos[0], size: pos[1], mtime: pos[2] };
     }
   }
   return { routines: file.routines, at };
@@ -117,7 +107,8 @@ interface Shown {
 function shown(id: string, record: RoutineRecord, at: FoldedAt | null): Shown {
   const key = JSON.stringify(id);
   return {
-    record, at,
+    record,
+    at,
     recordBytes: Buffer.from(`${key}: ${JSON.stringify(record)}`),
     atBytes: at ? Buffer.from(`${key}: [${at.ino}, ${at.size}, ${at.mtime}]`) : null,
   };
@@ -176,7 +167,13 @@ class Shownlist {
       }
       return out;
     };
-    return Buffer.concat([HEAD, ...section(this.records, (s) => s.recordBytes), MIDDLE, ...section(this.positions, (s) => s.atBytes), TAIL]);
+    return Buffer.concat([
+      HEAD,
+      ...section(this.records, (s) => s.recordBytes),
+      MIDDLE,
+      ...section(this.positions, (s) => s.atBytes),
+      TAIL,
+    ]);
   }
 }
 
@@ -294,10 +291,12 @@ export class StatePublisher {
   /** Runs one rewrite after the one under way, if any (never two at once). */
   private run(full: boolean): Promise<Error | null> {
     const before = this.running ?? Promise.resolve(null);
-    const p: Promise<Error | null> = before.then(() => this.publish(full)).finally(() => {
-      if (this.running === p) this.running = null;
-      if (!this.running && (this.dirty.size > 0 || this.pendingFull)) this.schedule();
-    });
+    const p: Promise<Error | null> = before
+      .then(() => this.publish(full))
+      .finally(() => {
+        if (this.running === p) this.running = null;
+        if (!this.running && (this.dirty.size > 0 || this.pendingFull)) this.schedule();
+      });
     this.running = p;
     return p;
   }
@@ -356,7 +355,10 @@ export class StatePublisher {
       const message = (err as Error).message;
       // said once per cause (a full disk says ENOSPC of the lock, then of the file: one cause)
       const cause = (err as NodeJS.ErrnoException).code ?? message;
-      if (cause !== this.problem) this.o.warn(`could not rewrite ${statePath(project)} (${message}); every record is in the history files, and the file is rewritten once it can be`);
+      if (cause !== this.problem)
+        this.o.warn(
+          `could not rewrite ${statePath(project)} (${message}); every record is in the history files, and the file is rewritten once it can be`,
+        );
       this.problem = cause;
       return err as Error;
     }
@@ -377,21 +379,28 @@ export class StatePublisher {
   private rewrite(full: boolean, ids: string[], prepared: FoldedState | null): void {
     const { project, cache, warn } = this.o;
     const path = statePath(project);
-    const trusted = !full && this.shown !== null && this.identity !== null && this.clock.monotonic() - this.sweptAt < SWEEP_MS && currentIdentity(path) === this.identity;
+    const trusted =
+      !full &&
+      this.shown !== null &&
+      this.identity !== null &&
+      this.clock.monotonic() - this.sweptAt < SWEEP_MS &&
+      currentIdentity(path) === this.identity;
     let routines: Shownlist;
     if (trusted) {
       routines = this.shown!;
       checkFolders(project);
       for (const id of ids) {
         const folded = readRoutineIndexed(project, id, warn, cache);
-        if (folded) routines.set(id, shown(id, folded.record, { ino: folded.ino, size: folded.size, mtime: folded.mtime }));
+        if (folded)
+          routines.set(id, shown(id, folded.record, { ino: folded.ino, size: folded.size, mtime: folded.mtime }));
       }
     } else {
       const fresh = prepared !== null && !prepared.corrupt && currentIdentity(path) === prepared.identity;
       const read = fresh ? prepared : readWithPositions(project, warn, true, cache);
       this.sweptAt = this.clock.monotonic();
       routines = new Shownlist();
-      for (const [id, record] of Object.entries(read.state.routines)) routines.set(id, shown(id, record, read.at[id] ?? null));
+      for (const [id, record] of Object.entries(read.state.routines))
+        routines.set(id, shown(id, record, read.at[id] ?? null));
       if (read.current) {
         this.shown = routines;
         this.identity = currentIdentity(path);

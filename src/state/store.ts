@@ -101,7 +101,12 @@ export interface RoutineStore {
   /** Records every open fire whose process is gone as a failure (reason `interrupted`): each fire
    * that started is then recorded exactly once (SPEC §6). Returns how many it closed; each one
    * is told to `recorded` (the metrics and notifications of the process that records it). */
-  reconcile(isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean, now: Date, warn: Warn, recorded?: (routineId: string, fire: Fire) => void): Promise<number>;
+  reconcile(
+    isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean,
+    now: Date,
+    warn: Warn,
+    recorded?: (routineId: string, fire: Fire) => void,
+  ): Promise<number>;
   /** Pausing again without a note keeps the first note. */
   setPaused(routineId: string, paused: boolean, note: string | null): Promise<PauseChange>;
   /** Oldest first. */
@@ -115,7 +120,11 @@ export interface RoutineStore {
   /** claimTick for several ticks at once (one round trip): the keys (`claimKey`) of those taken.
    * Only with `again` (sent again after a lost answer) is a claim this claimer holds, unsettled,
    * answered yes. */
-  claimTicks?(ticks: readonly { routine: string; scheduledAt: Date }[], by: Claimant, again?: boolean): Promise<Set<string>>;
+  claimTicks?(
+    ticks: readonly { routine: string; scheduledAt: Date }[],
+    by: Claimant,
+    again?: boolean,
+  ): Promise<Set<string>>;
   /** Where ticks are shared: unsettled claims of claimers that are gone and `claimer`'s own,
    * oldest first (scheduler/claims.ts decides what becomes of them). */
   orphanClaims?(claimer: string, limit: number): Promise<OrphanClaim[]>;

@@ -7,27 +7,54 @@ import { applyFire, emptyRecord, type Fire, type RoutineRecord } from '../../src
 
 const NOW = Date.parse('2026-11-29T19:00:00Z');
 const fire = (result: Fire['result'], at: string, reason: string | null = null): Fire => ({
-  result, reason, scheduled_at: at, started_at: at, finished_at: at, duration_ms: 10, exit_code: result === 'failure' ? 3 : null, run_id: null,
+  result,
+  reason,
+  scheduled_at: at,
+  started_at: at,
+  finished_at: at,
+  duration_ms: 10,
+  exit_code: result === 'failure' ? 3 : null,
+  run_id: null,
 });
 const listed = (id: string): ListedRoutine => ({
-  id, schedule: '* * * * *', timezone: 'UTC', action: 'command', enabled: true, lock: 'exec', starvedAfterSkips: 3,
+  id,
+  schedule: '* * * * *',
+  timezone: 'UTC',
+  action: 'command',
+  enabled: true,
+  lock: 'exec',
+  starvedAfterSkips: 3,
   next: { at: NOW + 30_000, date: '2026-11-29', time: '19:00:30', zone: 'UTC' },
 });
-const record = (...fires: Fire[]): RoutineRecord => fires.reduce<RoutineRecord>((r, f) => applyFire(r, f), emptyRecord());
+const record = (...fires: Fire[]): RoutineRecord =>
+  fires.reduce<RoutineRecord>((r, f) => applyFire(r, f), emptyRecord());
 const running = { running: true, text: 'running, pid 1 on h since 2026-11-29 18:00:00 UTC' };
 
 describe('routine list: failing until a success', () => {
   const records = {
-    bad: record(fire('failure', '2026-11-29T18:58:00.000Z', 'exit code 3'), fire('skipped', '2026-11-29T18:59:00.000Z', 'exec busy'), fire('skipped', '2026-11-29T18:59:30.000Z', 'exec busy')),
-    worse: record(fire('failure', '2026-11-29T18:57:00.000Z', 'exit code 3'), fire('failure', '2026-11-29T18:58:00.000Z', 'exit code 3')),
-    fine: record(fire('failure', '2026-11-29T18:57:00.000Z', 'exit code 3'), fire('success', '2026-11-29T18:58:00.000Z'), fire('skipped', '2026-11-29T18:59:00.000Z', 'exec busy')),
+    bad: record(
+      fire('failure', '2026-11-29T18:58:00.000Z', 'exit code 3'),
+      fire('skipped', '2026-11-29T18:59:00.000Z', 'exec busy'),
+      fire('skipped', '2026-11-29T18:59:30.000Z', 'exec busy'),
+    ),
+    worse: record(
+      fire('failure', '2026-11-29T18:57:00.000Z', 'exit code 3'),
+      fire('failure', '2026-11-29T18:58:00.000Z', 'exit code 3'),
+    ),
+    fine: record(
+      fire('failure', '2026-11-29T18:57:00.000Z', 'exit code 3'),
+      fire('success', '2026-11-29T18:58:00.000Z'),
+      fire('skipped', '2026-11-29T18:59:00.000Z', 'exec busy'),
+    ),
   };
   const routines = ['bad', 'worse', 'fine'].map(listed);
   const rows = listRows(routines, records, emptyRecord);
 
   it('the JSON rows keep last_result and add failing from consecutive_failures', () => {
     expect(rows.map((r) => [r.id, r.last_result, r.failing, r.consecutive_failures])).toEqual([
-      ['bad', 'skipped', true, 1], ['worse', 'failure', true, 2], ['fine', 'skipped', false, 0],
+      ['bad', 'skipped', true, 1],
+      ['worse', 'failure', true, 2],
+      ['fine', 'skipped', false, 0],
     ]);
   });
 
@@ -47,10 +74,20 @@ describe('routine list: failing until a success', () => {
   });
 
   it('fits 80 columns with long ids, schedules and pause notes', () => {
-    const long = (i: number): ListedRoutine => ({ ...listed(`routine-with-a-rather-long-name-${i}`), schedule: '0,15,30,45 8-18 * * MON-FRI' });
+    const long = (i: number): ListedRoutine => ({
+      ...listed(`routine-with-a-rather-long-name-${i}`),
+      schedule: '0,15,30,45 8-18 * * MON-FRI',
+    });
     const many = [long(1), long(2)];
-    const paused = { ...emptyRecord(), paused: true, paused_note: 'waiting for the storage migration to finish, see ticket 4711' };
-    const lines = renderTable(many, listRows(many, { [many[0]!.id]: paused }, emptyRecord), running, NOW, { color: false, width: 80 });
+    const paused = {
+      ...emptyRecord(),
+      paused: true,
+      paused_note: 'waiting for the storage migration to finish, see ticket 4711',
+    };
+    const lines = renderTable(many, listRows(many, { [many[0]!.id]: paused }, emptyRecord), running, NOW, {
+      color: false,
+      width: 80,
+    });
     expect(lines.length).toBe(4);
     for (const l of lines) expect(l.length, l).toBeLessThanOrEqual(80);
   });

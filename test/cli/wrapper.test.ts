@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { findStarter, isNpm, isShell, readProc, starterGone, type Proc } from '../../src/cli/wrapper.js';
 
-const table = (procs: Proc[]) => (pid: number): Proc | null => procs.find((p) => p.pid === pid) ?? null;
+const table =
+  (procs: Proc[]) =>
+  (pid: number): Proc | null =>
+    procs.find((p) => p.pid === pid) ?? null;
 const npm: Proc = { pid: 10, ppid: 1, startTime: '500', argv: ['npm run sched'] };
 const dash: Proc = { pid: 11, ppid: 10, startTime: '501', argv: ['sh', '-c', 'routinely scheduler start'] };
 

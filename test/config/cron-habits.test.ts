@@ -12,11 +12,23 @@ describe('extraFieldWarning', () => {
     expect(extraFieldWarning(' 30 4 * 1 * * ')).toBe(
       '"30 4 * 1 * *" has 6 fields, so it is seconds first: second 30 of minute 4, every hour (day-of-month 1, month *). If "30 4 1 * *" (5 fields: minute 30 of hour 4) was meant, drop the last field',
     );
-    expect(extraFieldWarning('0 9,17 * * * *')).toMatch(/If "0 9,17 \* \* \*" \(5 fields: minute 0 of hour 9,17, every day\)/);
+    expect(extraFieldWarning('0 9,17 * * * *')).toMatch(
+      /If "0 9,17 \* \* \*" \(5 fields: minute 0 of hour 9,17, every day\)/,
+    );
   });
 
   it('stays quiet for what reads as meant: seconds-first with an hour, every N seconds, a minute no hour could be, 5 fields, nicknames', () => {
-    for (const s of ['0 0 3 * * *', '*/10 * * * * *', '0 */5 * * * *', '0 30 * * * *', '0 3 * * *', '@daily', '0 3 * * * 1', '61 3 * * * *']) expect(extraFieldWarning(s), s).toBeNull();
+    for (const s of [
+      '0 0 3 * * *',
+      '*/10 * * * * *',
+      '0 */5 * * * *',
+      '0 30 * * * *',
+      '0 3 * * *',
+      '@daily',
+      '0 3 * * * 1',
+      '61 3 * * * *',
+    ])
+      expect(extraFieldWarning(s), s).toBeNull();
   });
 });
 
@@ -26,6 +38,7 @@ describe('cronProblem in our words', () => {
     expect(cronProblem('0 9 * jna *')).toBe('month "jna": "jna" is not a month name (jan…dec, or 1-12)');
     expect(cronProblem('0 nine * * *')).toBe('hour "nine": "nine" is not a number (0-23)');
     // names in any case, and croner's own letters, still pass
-    for (const ok of ['0 9 * * MON-FRI', '0 9 * JAN,jul *', '0 9 L * *', '0 9 * * 5L', '0 9 * * sun#2']) expect(cronProblem(ok), ok).toBeNull();
+    for (const ok of ['0 9 * * MON-FRI', '0 9 * JAN,jul *', '0 9 L * *', '0 9 * * 5L', '0 9 * * sun#2'])
+      expect(cronProblem(ok), ok).toBeNull();
   });
 });

@@ -10,7 +10,17 @@ const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'crontab', 'user.cro
 interface Out {
   $schema: string;
   locks?: Record<string, { slots: number }>;
-  routines: { id: string; schedule: string; run: string; timezone?: string; lock?: string; exclusive?: boolean; ifBusy?: string; waitTimeoutSeconds?: number; env?: Record<string, string> }[];
+  routines: {
+    id: string;
+    schedule: string;
+    run: string;
+    timezone?: string;
+    lock?: string;
+    exclusive?: boolean;
+    ifBusy?: string;
+    waitTimeoutSeconds?: number;
+    env?: Record<string, string>;
+  }[];
 }
 
 function imported(text: string, system = false) {
@@ -25,7 +35,13 @@ describe('import-crontab', () => {
   it('a real user crontab: every job a routine that validates, every other line accounted for', () => {
     const r = imported(readFileSync(FIXTURE, 'utf8'));
     expect(r.config.routines.map((x) => `${x.id} ${x.schedule}`)).toEqual([
-      'backup 15 3 * * *', 'sync */5 * * * *', 'report 0 4 * * 1', 'rotate @hourly', 'tar 0 0 1 * *', 'backup-2 0 5 * * sun,sat', 'curl 0 9 * * mon-fri',
+      'backup 15 3 * * *',
+      'sync */5 * * * *',
+      'report 0 4 * * 1',
+      'rotate @hourly',
+      'tar 0 0 1 * *',
+      'backup-2 0 5 * * sun,sat',
+      'curl 0 9 * * mon-fri',
     ]);
     expect(r.routines).toBe(7);
     // the output is a config: "$schema" first
@@ -38,9 +54,16 @@ describe('import-crontab', () => {
     expect(r.text).toContain('"backup": { "slots": 1 }, // /tmp/backup.lock');
     expect(r.byId.backup).toMatchObject({ lock: 'backup' });
     expect(r.byId.backup!.ifBusy).toBeUndefined();
-    expect(r.text).toContain('// takes the named lock "backup" (`flock -n /tmp/backup.lock`: the same file, the same lock): routines on it take turns, others run beside it; a tick that finds it held by something else is skipped (recorded "skipped", not failed), as flock -n exited');
+    expect(r.text).toContain(
+      '// takes the named lock "backup" (`flock -n /tmp/backup.lock`: the same file, the same lock): routines on it take turns, others run beside it; a tick that finds it held by something else is skipped (recorded "skipped", not failed), as flock -n exited',
+    );
     // flock that waits (-w 600): the routine waits for the lock as long
-    expect(r.byId.report).toMatchObject({ run: 'php /srv/app/report.php', lock: 'report', ifBusy: 'wait', waitTimeoutSeconds: 600 });
+    expect(r.byId.report).toMatchObject({
+      run: 'php /srv/app/report.php',
+      lock: 'report',
+      ifBusy: 'wait',
+      waitTimeoutSeconds: 600,
+    });
     // no flock: no lock, as under cron
     expect(r.byId.rotate).toMatchObject({ exclusive: false });
     expect(r.byId.rotate!.lock).toBeUndefined();
@@ -48,16 +71,26 @@ describe('import-crontab', () => {
     expect(r.byId.tar!.run).toBe('tar czf "$BACKUP_DIR/home-$(date +%Y%m).tgz" /home');
     // environment lines reach the jobs below them, unquoted; MAILTO and SHELL are not variables of the job
     expect(r.byId.backup!.env).toEqual({ PATH: '/usr/local/bin:/usr/bin:/bin', BACKUP_DIR: '/srv/backups' });
-    expect(r.byId['backup-2']!.env).toEqual({ PATH: '/usr/local/bin:/usr/bin:/bin', BACKUP_DIR: '/srv/backups', GREETING: 'hello there' });
+    expect(r.byId['backup-2']!.env).toEqual({
+      PATH: '/usr/local/bin:/usr/bin:/bin',
+      BACKUP_DIR: '/srv/backups',
+      GREETING: 'hello there',
+    });
     // CRON_TZ: the zone of the schedules below it
     expect(r.byId.curl!.timezone).toBe('Europe/Paris');
     expect(r.byId['backup-2']!.timezone).toBeUndefined();
     // what is not carried: in a comment where it was, and in a note, never silently
-    expect(r.text).toMatch(/\/\/ not carried: line 13: @reboot \/usr\/local\/bin\/start-worker\.sh\n {4}\/\/ {3}@reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest"/);
-    expect(r.text).toMatch(/\/\/ not carried: line 15: 30 2 \* \* \* mail -s "nightly" root%the backup ran%bye\n {4}\/\/ {3}an unescaped % \(cron ends the command there/);
+    expect(r.text).toMatch(
+      /\/\/ not carried: line 13: @reboot \/usr\/local\/bin\/start-worker\.sh\n {4}\/\/ {3}@reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest"/,
+    );
+    expect(r.text).toMatch(
+      /\/\/ not carried: line 15: 30 2 \* \* \* mail -s "nightly" root%the backup ran%bye\n {4}\/\/ {3}an unescaped % \(cron ends the command there/,
+    );
     expect(r.notes).toEqual([
       expect.stringMatching(/^crontab:3: SHELL=\/bin\/bash: routinely runs every command with \/bin\/sh -c/),
-      expect.stringMatching(/^crontab:5: MAILTO=ops@example\.com: routinely sends no mail\. For a message when a routine fails .* set "notify"/),
+      expect.stringMatching(
+        /^crontab:5: MAILTO=ops@example\.com: routinely sends no mail\. For a message when a routine fails .* set "notify"/,
+      ),
       expect.stringMatching(/^crontab:13: not carried: @reboot runs at boot/),
       expect.stringMatching(/^crontab:15: not carried: an unescaped %/),
     ]);
@@ -68,8 +101,14 @@ describe('import-crontab', () => {
 
   it('a system crontab: the user column is not part of the command', () => {
     const r = imported('17 * * * * root cd / && run-parts --report /etc/cron.hourly\n', true);
-    expect(r.config.routines[0]).toMatchObject({ id: 'run-parts', schedule: '17 * * * *', run: 'cd / && run-parts --report /etc/cron.hourly' });
-    expect(r.text).toContain("ran as root (the user column of a system crontab): routinely runs it as the scheduler's user");
+    expect(r.config.routines[0]).toMatchObject({
+      id: 'run-parts',
+      schedule: '17 * * * *',
+      run: 'cd / && run-parts --report /etc/cron.hourly',
+    });
+    expect(r.text).toContain(
+      "ran as root (the user column of a system crontab): routinely runs it as the scheduler's user",
+    );
   });
 
   it('lines that are neither a job nor a variable, and schedules cron would refuse, are named', () => {
@@ -85,15 +124,17 @@ describe('import-crontab', () => {
   });
 
   it('flock forms it cannot read are left as written; ids stay unique and valid', () => {
-    const r = imported([
-      '* * * * * flock --unknown-option /tmp/l cmd',
-      '* * * * * flock -n /tmp/l',
-      '* * * * * flock -n "/tmp/with space.lock" ./a.sh one',
-      '* * * * * ./a.sh two',
-      '* * * * * ./a.sh three',
-      '* * * * * nice -n 10 python3 /opt/etl/load.py',
-      '* * * * * $HOME/bin/x',
-    ].join('\n'));
+    const r = imported(
+      [
+        '* * * * * flock --unknown-option /tmp/l cmd',
+        '* * * * * flock -n /tmp/l',
+        '* * * * * flock -n "/tmp/with space.lock" ./a.sh one',
+        '* * * * * ./a.sh two',
+        '* * * * * ./a.sh three',
+        '* * * * * nice -n 10 python3 /opt/etl/load.py',
+        '* * * * * $HOME/bin/x',
+      ].join('\n'),
+    );
     expect(r.config.routines.map((x) => [x.id, x.run])).toEqual([
       ['flock', 'flock --unknown-option /tmp/l cmd'],
       ['flock-2', 'flock -n /tmp/l'],
@@ -114,23 +155,41 @@ describe('import-crontab', () => {
 
   it('CRLF line ends and a last line without a newline', () => {
     const r = imported('A=1\r\n0 1 * * * echo one\r\n0 2 * * * echo two');
-    expect(r.config.routines.map((x) => [x.run, x.env])).toEqual([['echo one', { A: '1' }], ['echo two', { A: '1' }]]);
+    expect(r.config.routines.map((x) => [x.run, x.env])).toEqual([
+      ['echo one', { A: '1' }],
+      ['echo two', { A: '1' }],
+    ]);
   });
 });
 
 describe('import-crontab: locks and ids (SPEC §4.16, §10)', () => {
   it('one named lock per lock file (the same file, the same lock; names made unique); -n skips, a blocking flock waits, -w S waits S; no flock, no lock', () => {
-    const r = imported([
-      '*/5 * * * * flock -n /tmp/app.lock ./index.sh',
-      '*/2 * * * * flock -n /tmp/app.lock -c "./sync.sh"',
-      '0 * * * * flock /var/lock/app.lock ./other-app.sh',
-      '0 * * * * flock /tmp/DB.lck ./dump.sh',
-      '*/10 * * * * flock -w 30 /tmp/DB.lck ./vacuum.sh',
-      '* * * * * /usr/bin/flock -n /run/exec ./e.sh',
-      '* * * * * ./bare.sh',
-    ].join('\n'));
-    expect(r.config.locks).toEqual({ app: { slots: 1 }, 'app-2': { slots: 1 }, db: { slots: 1 }, 'exec-lock': { slots: 1 } });
-    expect(r.config.routines.map((x) => [x.id, x.lock ?? null, x.exclusive ?? true, x.ifBusy ?? 'skip', x.waitTimeoutSeconds ?? null])).toEqual([
+    const r = imported(
+      [
+        '*/5 * * * * flock -n /tmp/app.lock ./index.sh',
+        '*/2 * * * * flock -n /tmp/app.lock -c "./sync.sh"',
+        '0 * * * * flock /var/lock/app.lock ./other-app.sh',
+        '0 * * * * flock /tmp/DB.lck ./dump.sh',
+        '*/10 * * * * flock -w 30 /tmp/DB.lck ./vacuum.sh',
+        '* * * * * /usr/bin/flock -n /run/exec ./e.sh',
+        '* * * * * ./bare.sh',
+      ].join('\n'),
+    );
+    expect(r.config.locks).toEqual({
+      app: { slots: 1 },
+      'app-2': { slots: 1 },
+      db: { slots: 1 },
+      'exec-lock': { slots: 1 },
+    });
+    expect(
+      r.config.routines.map((x) => [
+        x.id,
+        x.lock ?? null,
+        x.exclusive ?? true,
+        x.ifBusy ?? 'skip',
+        x.waitTimeoutSeconds ?? null,
+      ]),
+    ).toEqual([
       ['index', 'app', true, 'skip', null],
       ['sync', 'app', true, 'skip', null],
       ['other-app', 'app-2', true, 'wait', null],
@@ -143,11 +202,13 @@ describe('import-crontab: locks and ids (SPEC §4.16, §10)', () => {
   });
 
   it('ids from the program past cd …&&, a test, nice, timeout N and NAME=value', () => {
-    const r = imported([
-      '* * * * * cd /srv/app && [ -x bin/report ] && nice -n 10 timeout 60 bin/report --all',
-      '* * * * * test -f /etc/enabled && LANG=C ./scripts/cleanup.sh',
-      '* * * * * [[ -d /srv ]] && timeout 5m /usr/local/bin/warm-cache',
-    ].join('\n'));
+    const r = imported(
+      [
+        '* * * * * cd /srv/app && [ -x bin/report ] && nice -n 10 timeout 60 bin/report --all',
+        '* * * * * test -f /etc/enabled && LANG=C ./scripts/cleanup.sh',
+        '* * * * * [[ -d /srv ]] && timeout 5m /usr/local/bin/warm-cache',
+      ].join('\n'),
+    );
     expect(r.config.routines.map((x) => x.id)).toEqual(['report', 'cleanup', 'warm-cache']);
   });
 });

@@ -10,7 +10,11 @@ const parsed = (url: string): PgUrl => {
 describe('PostgreSQL URLs as libpq reads them', () => {
   it('several hosts, default ports, IPv6, target_session_attrs taken out of the query', () => {
     const u = parsed('postgres://app:pw@h1:5433,h2,[::1]:6000/app?target_session_attrs=read-write&sslmode=verify-full');
-    expect(u.hosts).toEqual([{ host: 'h1', port: 5433 }, { host: 'h2', port: 5432 }, { host: '::1', port: 6000 }]);
+    expect(u.hosts).toEqual([
+      { host: 'h1', port: 5433 },
+      { host: 'h2', port: 5432 },
+      { host: '::1', port: 6000 },
+    ]);
     expect(u.targetSessionAttrs).toBe('read-write');
     expect(u.query).toBe('sslmode=verify-full');
     expect(describePgUrl(u)).toBe('h1:5433,h2:5432,[::1]:6000/app');
@@ -37,20 +41,35 @@ describe('PostgreSQL URLs as libpq reads them', () => {
   });
 
   it('connect_timeout is read as libpq reads it (whole seconds, 0 for ever, at least 2) and taken out of the query', () => {
-    expect(parsed('postgres://h/db?connect_timeout=30&sslmode=disable')).toMatchObject({ connectTimeoutMs: 30_000, query: 'sslmode=disable' });
+    expect(parsed('postgres://h/db?connect_timeout=30&sslmode=disable')).toMatchObject({
+      connectTimeoutMs: 30_000,
+      query: 'sslmode=disable',
+    });
     expect(parsed('postgres://h/db?connect_timeout=0').connectTimeoutMs).toBe(0);
     expect(parsed('postgres://h/db?connect_timeout=1').connectTimeoutMs).toBe(2000);
     expect(parsed('postgres://h/db').connectTimeoutMs).toBeNull();
-    expect(parsePgUrl('postgres://h/db?connect_timeout=2.5')).toBe('connect_timeout=2.5 is not a whole number of seconds');
+    expect(parsePgUrl('postgres://h/db?connect_timeout=2.5')).toBe(
+      'connect_timeout=2.5 is not a whole number of seconds',
+    );
   });
 
   it('libpq parameters routinely cannot honour are refused by name, never half-read', () => {
-    expect(parsePgUrl('postgres://h/db?keepalives_idle=10')).toMatch(/^parameter keepalives_idle is not honoured by routinely: routinely keeps TCP keepalives on/);
-    expect(parsePgUrl('postgres://h/db?sslmode=require&channel_binding=require')).toMatch(/^parameter channel_binding is not honoured by routinely \(its driver, node-postgres, has no such setting\)/);
-    expect(parsePgUrl('postgres://h/db?host=/var/run/postgresql')).toMatch(/^parameter host is not honoured by routinely: write the host in the URL/);
+    expect(parsePgUrl('postgres://h/db?keepalives_idle=10')).toMatch(
+      /^parameter keepalives_idle is not honoured by routinely: routinely keeps TCP keepalives on/,
+    );
+    expect(parsePgUrl('postgres://h/db?sslmode=require&channel_binding=require')).toMatch(
+      /^parameter channel_binding is not honoured by routinely \(its driver, node-postgres, has no such setting\)/,
+    );
+    expect(parsePgUrl('postgres://h/db?host=/var/run/postgresql')).toMatch(
+      /^parameter host is not honoured by routinely: write the host in the URL/,
+    );
     expect(parsePgUrl('postgres://h/db?service=prod')).toMatch(/^parameter service is not honoured/);
-    expect(parsePgUrl('postgres://h/db?conect_timeout=5')).toMatch(/^unknown parameter "conect_timeout" \(libpq refuses it too; routinely reads .*connect_timeout/);
+    expect(parsePgUrl('postgres://h/db?conect_timeout=5')).toMatch(
+      /^unknown parameter "conect_timeout" \(libpq refuses it too; routinely reads .*connect_timeout/,
+    );
     // what the driver does honour passes
-    expect(parsed('postgres://h/db?sslmode=verify-full&application_name=nightly&options=-c%20search_path%3Dops').query).toBe('sslmode=verify-full&application_name=nightly&options=-c+search_path%3Dops');
+    expect(
+      parsed('postgres://h/db?sslmode=verify-full&application_name=nightly&options=-c%20search_path%3Dops').query,
+    ).toBe('sslmode=verify-full&application_name=nightly&options=-c+search_path%3Dops');
   });
 });

@@ -36,7 +36,16 @@ describe('isFixedTime: neither minute nor hour starts with * (Vixie cron)', () =
 
 describe('cronerPattern', () => {
   it('leaves patterns croner already classifies alike untouched', () => {
-    for (const p of ['30 2 * * *', '0 1,13 * * *', ' 30 1-3 * * MON ', '*/30 * * * *', '0 */2 * * *', '@daily', '@hourly', '5 30 2 * * *']) {
+    for (const p of [
+      '30 2 * * *',
+      '0 1,13 * * *',
+      ' 30 1-3 * * MON ',
+      '*/30 * * * *',
+      '0 */2 * * *',
+      '@daily',
+      '@hourly',
+      '5 30 2 * * *',
+    ]) {
       expect(cronerPattern(p)).toBe(p.trim());
     }
   });
@@ -49,7 +58,7 @@ describe('cronerPattern', () => {
     expect(cronerPattern('0 1,*/8 L * *')).toBe('0 0 0-1,8,16 L * *');
   });
 
-  it('throws croner\'s own error for an invalid pattern it has to parse', () => {
+  it("throws croner's own error for an invalid pattern it has to parse", () => {
     expect(() => cronerPattern('0 0-23/2 * * MON#6')).toThrow(/nth weekday out of range/);
     expect(cronProblem('0 0-23/2 * * MON#6')).toMatch(/^nth weekday out of range/);
   });
@@ -59,11 +68,22 @@ describe('cronerPattern', () => {
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
     for (let i = 0; i < 300; i++) {
       const seconds = r() < 0.5 ? [] : [timeField(r, 59)];
-      const pattern = [...seconds, timeField(r, 59), timeField(r, 23), pick(['*', '1', 'L', '?']), pick(['*', '3-10']), pick(['*', 'MON', '?'])].join(' ');
+      const pattern = [
+        ...seconds,
+        timeField(r, 59),
+        timeField(r, 23),
+        pick(['*', '1', 'L', '?']),
+        pick(['*', '3-10']),
+        pick(['*', 'MON', '?']),
+      ].join(' ');
       const original = new CronPattern(pattern, undefined, { mode: '5-or-6-parts' });
-      const translated = new CronPattern(cronerPattern(pattern), undefined, { mode: '5-or-6-parts', fixedTimeRule: 'no-wildcard' });
+      const translated = new CronPattern(cronerPattern(pattern), undefined, {
+        mode: '5-or-6-parts',
+        fixedTimeRule: 'no-wildcard',
+      });
       expect(translated.isFixedTime, pattern).toBe(isFixedTime(pattern));
-      for (const f of ['second', 'minute', 'hour', 'day', 'month', 'dayOfWeek'] as const) expect(translated[f], `${pattern} ${f}`).toEqual(original[f]);
+      for (const f of ['second', 'minute', 'hour', 'day', 'month', 'dayOfWeek'] as const)
+        expect(translated[f], `${pattern} ${f}`).toEqual(original[f]);
       expect(translated.lastDayOfMonth).toBe(original.lastDayOfMonth);
     }
   });
@@ -92,4 +112,3 @@ function timeField(r: () => number, max: number): string {
   if (kind === 5) return [v(), range(), v()].join(',');
   return `${v()},*/${2 + Math.floor(r() * 10)}`;
 }
-

@@ -30,15 +30,20 @@ describe('findJsonSyntaxError', () => {
     expect(at(text)).toBe(expected);
   });
 
-  it.each([['{}'], ['[]'], ['{ "a": [1, -2.5e3, true, false, null, "x\\n\\u00e9"], "b": {} }'], [' 0 ']])('accepts %j as JSON.parse does', (text) => {
-    expect(() => JSON.parse(text)).not.toThrow();
-    expect(findJsonSyntaxError(text)).toBeNull();
-  });
+  it.each([['{}'], ['[]'], ['{ "a": [1, -2.5e3, true, false, null, "x\\n\\u00e9"], "b": {} }'], [' 0 ']])(
+    'accepts %j as JSON.parse does',
+    (text) => {
+      expect(() => JSON.parse(text)).not.toThrow();
+      expect(findJsonSyntaxError(text)).toBeNull();
+    },
+  );
 });
 
 describe('parseJsonFile', () => {
   it('names the file, line and column, also past comments', () => {
     const text = '{\n  // the lock\n  "lock": { "ttlSeconds": 5 },\n  /* routines */\n  "routines": [\n  ],\n}\n';
-    expect(() => parseJsonFile(text, 'routinely.json')).toThrow('routinely.json: line 6, column 4: invalid JSON: trailing comma before "}" (JSON allows none)');
+    expect(() => parseJsonFile(text, 'routinely.json')).toThrow(
+      'routinely.json: line 6, column 4: invalid JSON: trailing comma before "}" (JSON allows none)',
+    );
   });
 });

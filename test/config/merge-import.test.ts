@@ -36,9 +36,16 @@ describe('mergeImported', () => {
     const out = merged(file);
     // (up to where a closing bracket on the line makes room for the new lines)
     for (const line of file.split('\n')) expect(out).toContain(line.replace(/\s*[\]}],?$/, ''));
-    const config = JSON.parse(stripJsonComments(out)) as { locks: object; routines: { id: string; lock?: string; exclusive?: boolean }[] };
+    const config = JSON.parse(stripJsonComments(out)) as {
+      locks: object;
+      routines: { id: string; lock?: string; exclusive?: boolean }[];
+    };
     expect(config.locks).toEqual({ agents: { slots: 2 }, app: { slots: 1 } });
-    expect(config.routines.map((r) => [r.id, r.lock ?? null, r.exclusive ?? true])).toEqual([['sync', null, true], ['index', 'app', true], ['backup', null, false]]);
+    expect(config.routines.map((r) => [r.id, r.lock ?? null, r.exclusive ?? true])).toEqual([
+      ['sync', null, true],
+      ['index', 'app', true],
+      ['backup', null, false],
+    ]);
     expect(out).toContain('// Imported from crontab by routinely import-crontab.');
     expect(out).toContain('// takes the named lock "app"');
   });
@@ -47,16 +54,32 @@ describe('mergeImported', () => {
     for (const file of ['{}\n', '{ "stateDir": ".state" }\n', '{\n  "routines": []\n}\n']) {
       const config = JSON.parse(stripJsonComments(merged(file))) as { locks: object; routines: { id: string }[] };
       expect(config.locks, file).toEqual({ app: { slots: 1 } });
-      expect(config.routines.map((r) => r.id), file).toEqual(['index', 'backup']);
+      expect(
+        config.routines.map((r) => r.id),
+        file,
+      ).toEqual(['index', 'backup']);
     }
   });
 
   it('a lock of the same name is kept as the file has it; an id the file has is refused by name', () => {
-    const sameLock = JSON.parse(stripJsonComments(merged('{ "locks": { "app": { "slots": 3 } } }'))) as { locks: object };
+    const sameLock = JSON.parse(stripJsonComments(merged('{ "locks": { "app": { "slots": 3 } } }'))) as {
+      locks: object;
+    };
     expect(sameLock.locks).toEqual({ app: { slots: 3 } });
-    const r = mergeImported('{ "routines": [ { "id": "a", "schedule": "* * * * *", "action": "register" }, { "id": "backup", "schedule": "* * * * *", "action": "register" } ] }', imported, 'routinely.json');
-    expect(r).toEqual({ refused: 'routine "backup" is in routinely.json already (routines[1]): rename or remove it there, or change the crontab\'s job, then import again; nothing was written' });
-    expect(mergeImported('[1]', imported, 'routinely.json')).toEqual({ refused: 'routinely.json holds no JSON object' });
-    expect(mergeImported('{ "routines": {} }', imported, 'routinely.json')).toEqual({ refused: 'routinely.json: "routines" is not an array' });
+    const r = mergeImported(
+      '{ "routines": [ { "id": "a", "schedule": "* * * * *", "action": "register" }, { "id": "backup", "schedule": "* * * * *", "action": "register" } ] }',
+      imported,
+      'routinely.json',
+    );
+    expect(r).toEqual({
+      refused:
+        'routine "backup" is in routinely.json already (routines[1]): rename or remove it there, or change the crontab\'s job, then import again; nothing was written',
+    });
+    expect(mergeImported('[1]', imported, 'routinely.json')).toEqual({
+      refused: 'routinely.json holds no JSON object',
+    });
+    expect(mergeImported('{ "routines": {} }', imported, 'routinely.json')).toEqual({
+      refused: 'routinely.json: "routines" is not an array',
+    });
   });
 });

@@ -17,9 +17,14 @@ import { rng } from '../helpers/rng.js';
 /** What `routine list` uses: the croner calculator cronProblem passes to its callback. */
 function listSchedule(pattern: string, zone: string): Schedule {
   let schedule: Schedule | undefined;
-  expect(cronProblem(pattern, zone, (cron) => {
-    schedule = { next: (from) => cron.nextRun(from), previous: (at) => cron.previousRuns(1, new Date(at.getTime() + 1))[0] ?? null };
-  })).toBeNull();
+  expect(
+    cronProblem(pattern, zone, (cron) => {
+      schedule = {
+        next: (from) => cron.nextRun(from),
+        previous: (at) => cron.previousRuns(1, new Date(at.getTime() + 1))[0] ?? null,
+      };
+    }),
+  ).toBeNull();
   return schedule!;
 }
 
@@ -39,68 +44,260 @@ interface Case {
 
 const CASES: Case[] = [
   // Fall back: a repeated hour runs a fixed-time list or range once, on its first pass.
-  { what: 'fall-back list', pattern: '0 1,13 * * *', zone: 'America/New_York', from: '2026-10-31T16:00:00Z',
-    runs: ['2026-10-31T17:00:00.000Z', '2026-11-01T05:00:00.000Z', '2026-11-01T18:00:00.000Z', '2026-11-02T06:00:00.000Z'] }, // 13:00 EDT, 01:00 EDT (not 01:00 EST), 13:00 EST, 01:00 EST
-  { what: 'fall-back range', pattern: '30 1-2 * * *', zone: 'America/New_York', from: '2026-10-31T16:00:00Z',
-    runs: ['2026-11-01T05:30:00.000Z', '2026-11-01T07:30:00.000Z', '2026-11-02T06:30:00.000Z'] }, // 01:30 EDT, 02:30 EST, 01:30 EST
-  { what: 'fall-back list', pattern: '30 2,14 * * *', zone: 'Europe/Berlin', from: '2026-10-24T12:00:00Z',
-    runs: ['2026-10-24T12:30:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-25T13:30:00.000Z'] }, // 14:30 CEST, 02:30 CEST (not CET), 14:30 CET
-  { what: 'fall-back range', pattern: '30 1-3 * * *', zone: 'Europe/Berlin', from: '2026-10-24T12:00:00Z',
-    runs: ['2026-10-24T23:30:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-25T02:30:00.000Z', '2026-10-26T00:30:00.000Z'] }, // 01:30 CEST, 02:30 CEST, 03:30 CET, 01:30 CET
-  { what: 'fall-back list', pattern: '40 1,13 * * *', zone: 'Australia/Lord_Howe', from: '2026-04-04T00:00:00Z',
-    runs: ['2026-04-04T02:40:00.000Z', '2026-04-04T14:40:00.000Z', '2026-04-05T03:10:00.000Z', '2026-04-05T15:10:00.000Z'] }, // 13:40 +11, 01:40 +11 (not +10:30), 13:40 +10:30, 01:40 +10:30
-  { what: 'fall-back range', pattern: '45 0-1 * * *', zone: 'Australia/Lord_Howe', from: '2026-04-04T00:00:00Z',
-    runs: ['2026-04-04T13:45:00.000Z', '2026-04-04T14:45:00.000Z', '2026-04-05T14:15:00.000Z'] }, // 00:45 +11, 01:45 +11 (not +10:30), 00:45 +10:30
-  { what: 'fall-back range step', pattern: '0 0-23/2 * * *', zone: 'Europe/Berlin', from: '2026-10-24T21:00:00Z',
-    runs: ['2026-10-24T22:00:00.000Z', '2026-10-25T00:00:00.000Z', '2026-10-25T03:00:00.000Z'] }, // 00:00 CEST, 02:00 CEST (not CET), 04:00 CET
+  {
+    what: 'fall-back list',
+    pattern: '0 1,13 * * *',
+    zone: 'America/New_York',
+    from: '2026-10-31T16:00:00Z',
+    runs: [
+      '2026-10-31T17:00:00.000Z',
+      '2026-11-01T05:00:00.000Z',
+      '2026-11-01T18:00:00.000Z',
+      '2026-11-02T06:00:00.000Z',
+    ],
+  }, // 13:00 EDT, 01:00 EDT (not 01:00 EST), 13:00 EST, 01:00 EST
+  {
+    what: 'fall-back range',
+    pattern: '30 1-2 * * *',
+    zone: 'America/New_York',
+    from: '2026-10-31T16:00:00Z',
+    runs: ['2026-11-01T05:30:00.000Z', '2026-11-01T07:30:00.000Z', '2026-11-02T06:30:00.000Z'],
+  }, // 01:30 EDT, 02:30 EST, 01:30 EST
+  {
+    what: 'fall-back list',
+    pattern: '30 2,14 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-10-24T12:00:00Z',
+    runs: ['2026-10-24T12:30:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-25T13:30:00.000Z'],
+  }, // 14:30 CEST, 02:30 CEST (not CET), 14:30 CET
+  {
+    what: 'fall-back range',
+    pattern: '30 1-3 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-10-24T12:00:00Z',
+    runs: [
+      '2026-10-24T23:30:00.000Z',
+      '2026-10-25T00:30:00.000Z',
+      '2026-10-25T02:30:00.000Z',
+      '2026-10-26T00:30:00.000Z',
+    ],
+  }, // 01:30 CEST, 02:30 CEST, 03:30 CET, 01:30 CET
+  {
+    what: 'fall-back list',
+    pattern: '40 1,13 * * *',
+    zone: 'Australia/Lord_Howe',
+    from: '2026-04-04T00:00:00Z',
+    runs: [
+      '2026-04-04T02:40:00.000Z',
+      '2026-04-04T14:40:00.000Z',
+      '2026-04-05T03:10:00.000Z',
+      '2026-04-05T15:10:00.000Z',
+    ],
+  }, // 13:40 +11, 01:40 +11 (not +10:30), 13:40 +10:30, 01:40 +10:30
+  {
+    what: 'fall-back range',
+    pattern: '45 0-1 * * *',
+    zone: 'Australia/Lord_Howe',
+    from: '2026-04-04T00:00:00Z',
+    runs: ['2026-04-04T13:45:00.000Z', '2026-04-04T14:45:00.000Z', '2026-04-05T14:15:00.000Z'],
+  }, // 00:45 +11, 01:45 +11 (not +10:30), 00:45 +10:30
+  {
+    what: 'fall-back range step',
+    pattern: '0 0-23/2 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-10-24T21:00:00Z',
+    runs: ['2026-10-24T22:00:00.000Z', '2026-10-25T00:00:00.000Z', '2026-10-25T03:00:00.000Z'],
+  }, // 00:00 CEST, 02:00 CEST (not CET), 04:00 CET
 
   // Spring forward: a fixed-time list, range or step in the gap runs at its end, once.
-  { what: 'spring list', pattern: '30 2,14 * * *', zone: 'Europe/Berlin', from: '2026-03-28T12:00:00Z',
-    runs: ['2026-03-28T13:30:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-29T12:30:00.000Z', '2026-03-30T00:30:00.000Z'] }, // 14:30 CET, 03:00 CEST, 14:30 CEST, 02:30 CEST
-  { what: 'spring range', pattern: '30 1-3 * * *', zone: 'Europe/Berlin', from: '2026-03-28T12:00:00Z',
-    runs: ['2026-03-29T00:30:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-29T01:30:00.000Z', '2026-03-29T23:30:00.000Z'] }, // 01:30 CET, 03:00 CEST (for 02:30), 03:30 CEST, 01:30 CEST
-  { what: 'spring range meeting the end of the gap (once, where Vixie starts it twice)', pattern: '0 1-3 * * *', zone: 'Europe/Berlin', from: '2026-03-28T12:00:00Z',
-    runs: ['2026-03-29T00:00:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-29T23:00:00.000Z'] }, // 01:00 CET, 03:00 CEST, 01:00 CEST
-  { what: 'spring range step', pattern: '0 0-23/2 * * *', zone: 'Europe/Berlin', from: '2026-03-28T22:00:00Z',
-    runs: ['2026-03-28T23:00:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-29T02:00:00.000Z'] }, // 00:00 CET, 03:00 CEST (for 02:00), 04:00 CEST
-  { what: 'spring list', pattern: '30 2,14 * * *', zone: 'America/New_York', from: '2026-03-07T17:00:00Z',
-    runs: ['2026-03-07T19:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-08T18:30:00.000Z'] }, // 14:30 EST, 03:00 EDT, 14:30 EDT
-  { what: 'spring range', pattern: '15 1-3 * * *', zone: 'America/New_York', from: '2026-03-07T17:00:00Z',
-    runs: ['2026-03-08T06:15:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-08T07:15:00.000Z', '2026-03-09T05:15:00.000Z'] }, // 01:15 EST, 03:00 EDT (for 02:15), 03:15 EDT, 01:15 EDT
-  { what: 'spring range step', pattern: '0 0-23/2 * * *', zone: 'America/New_York', from: '2026-03-08T04:00:00Z',
-    runs: ['2026-03-08T05:00:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-08T08:00:00.000Z'] }, // 00:00 EST, 03:00 EDT (for 02:00), 04:00 EDT
-  { what: 'spring list', pattern: '15 2,14 * * *', zone: 'Australia/Lord_Howe', from: '2026-10-03T00:00:00Z',
-    runs: ['2026-10-03T03:45:00.000Z', '2026-10-03T15:30:00.000Z', '2026-10-04T03:15:00.000Z'] }, // 14:15 +10:30, 02:30 +11 (for 02:15), 14:15 +11
-  { what: 'spring range', pattern: '20 1-2 * * *', zone: 'Australia/Lord_Howe', from: '2026-10-03T00:00:00Z',
-    runs: ['2026-10-03T14:50:00.000Z', '2026-10-03T15:30:00.000Z', '2026-10-04T14:20:00.000Z', '2026-10-04T15:20:00.000Z'] }, // 01:20 +10:30, 02:30 +11 (for 02:20), 01:20 +11, 02:20 +11
-  { what: 'spring range step', pattern: '0 0-23/2 * * *', zone: 'Australia/Lord_Howe', from: '2026-10-03T13:00:00Z',
-    runs: ['2026-10-03T13:30:00.000Z', '2026-10-03T15:30:00.000Z', '2026-10-03T17:00:00.000Z'] }, // 00:00 +10:30, 02:30 +11 (for 02:00), 04:00 +11
+  {
+    what: 'spring list',
+    pattern: '30 2,14 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-03-28T12:00:00Z',
+    runs: [
+      '2026-03-28T13:30:00.000Z',
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-29T12:30:00.000Z',
+      '2026-03-30T00:30:00.000Z',
+    ],
+  }, // 14:30 CET, 03:00 CEST, 14:30 CEST, 02:30 CEST
+  {
+    what: 'spring range',
+    pattern: '30 1-3 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-03-28T12:00:00Z',
+    runs: [
+      '2026-03-29T00:30:00.000Z',
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-29T01:30:00.000Z',
+      '2026-03-29T23:30:00.000Z',
+    ],
+  }, // 01:30 CET, 03:00 CEST (for 02:30), 03:30 CEST, 01:30 CEST
+  {
+    what: 'spring range meeting the end of the gap (once, where Vixie starts it twice)',
+    pattern: '0 1-3 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-03-28T12:00:00Z',
+    runs: ['2026-03-29T00:00:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-29T23:00:00.000Z'],
+  }, // 01:00 CET, 03:00 CEST, 01:00 CEST
+  {
+    what: 'spring range step',
+    pattern: '0 0-23/2 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-03-28T22:00:00Z',
+    runs: ['2026-03-28T23:00:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-29T02:00:00.000Z'],
+  }, // 00:00 CET, 03:00 CEST (for 02:00), 04:00 CEST
+  {
+    what: 'spring list',
+    pattern: '30 2,14 * * *',
+    zone: 'America/New_York',
+    from: '2026-03-07T17:00:00Z',
+    runs: ['2026-03-07T19:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-08T18:30:00.000Z'],
+  }, // 14:30 EST, 03:00 EDT, 14:30 EDT
+  {
+    what: 'spring range',
+    pattern: '15 1-3 * * *',
+    zone: 'America/New_York',
+    from: '2026-03-07T17:00:00Z',
+    runs: [
+      '2026-03-08T06:15:00.000Z',
+      '2026-03-08T07:00:00.000Z',
+      '2026-03-08T07:15:00.000Z',
+      '2026-03-09T05:15:00.000Z',
+    ],
+  }, // 01:15 EST, 03:00 EDT (for 02:15), 03:15 EDT, 01:15 EDT
+  {
+    what: 'spring range step',
+    pattern: '0 0-23/2 * * *',
+    zone: 'America/New_York',
+    from: '2026-03-08T04:00:00Z',
+    runs: ['2026-03-08T05:00:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-08T08:00:00.000Z'],
+  }, // 00:00 EST, 03:00 EDT (for 02:00), 04:00 EDT
+  {
+    what: 'spring list',
+    pattern: '15 2,14 * * *',
+    zone: 'Australia/Lord_Howe',
+    from: '2026-10-03T00:00:00Z',
+    runs: ['2026-10-03T03:45:00.000Z', '2026-10-03T15:30:00.000Z', '2026-10-04T03:15:00.000Z'],
+  }, // 14:15 +10:30, 02:30 +11 (for 02:15), 14:15 +11
+  {
+    what: 'spring range',
+    pattern: '20 1-2 * * *',
+    zone: 'Australia/Lord_Howe',
+    from: '2026-10-03T00:00:00Z',
+    runs: [
+      '2026-10-03T14:50:00.000Z',
+      '2026-10-03T15:30:00.000Z',
+      '2026-10-04T14:20:00.000Z',
+      '2026-10-04T15:20:00.000Z',
+    ],
+  }, // 01:20 +10:30, 02:30 +11 (for 02:20), 01:20 +11, 02:20 +11
+  {
+    what: 'spring range step',
+    pattern: '0 0-23/2 * * *',
+    zone: 'Australia/Lord_Howe',
+    from: '2026-10-03T13:00:00Z',
+    runs: ['2026-10-03T13:30:00.000Z', '2026-10-03T15:30:00.000Z', '2026-10-03T17:00:00.000Z'],
+  }, // 00:00 +10:30, 02:30 +11 (for 02:00), 04:00 +11
 
   // Nicknames are fixed-time like the patterns they stand for (Havana changes at midnight).
-  { what: 'spring nickname', pattern: '@daily', zone: 'America/Havana', from: '2026-03-06T12:00:00Z',
-    runs: ['2026-03-07T05:00:00.000Z', '2026-03-08T05:00:00.000Z', '2026-03-09T04:00:00.000Z'] }, // 00:00 CST, 01:00 CDT (for 00:00), 00:00 CDT
-  { what: 'fall-back nickname', pattern: '@midnight', zone: 'America/Havana', from: '2026-10-31T00:00:00Z',
-    runs: ['2026-10-31T04:00:00.000Z', '2026-11-01T04:00:00.000Z', '2026-11-02T05:00:00.000Z'] }, // 00:00 CDT, 00:00 CDT (not CST), 00:00 CST
-  { what: 'fixed-time with seconds (seconds first: they do not make it an interval)', pattern: '*/20 30 2 * * *', zone: 'Europe/Berlin', from: '2026-03-28T12:00:00Z',
-    runs: ['2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z', '2026-03-30T00:30:20.000Z'] }, // 03:00:00 CEST once, then 02:30:00 and 02:30:20 CEST
+  {
+    what: 'spring nickname',
+    pattern: '@daily',
+    zone: 'America/Havana',
+    from: '2026-03-06T12:00:00Z',
+    runs: ['2026-03-07T05:00:00.000Z', '2026-03-08T05:00:00.000Z', '2026-03-09T04:00:00.000Z'],
+  }, // 00:00 CST, 01:00 CDT (for 00:00), 00:00 CDT
+  {
+    what: 'fall-back nickname',
+    pattern: '@midnight',
+    zone: 'America/Havana',
+    from: '2026-10-31T00:00:00Z',
+    runs: ['2026-10-31T04:00:00.000Z', '2026-11-01T04:00:00.000Z', '2026-11-02T05:00:00.000Z'],
+  }, // 00:00 CDT, 00:00 CDT (not CST), 00:00 CST
+  {
+    what: 'fixed-time with seconds (seconds first: they do not make it an interval)',
+    pattern: '*/20 30 2 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-03-28T12:00:00Z',
+    runs: ['2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z', '2026-03-30T00:30:20.000Z'],
+  }, // 03:00:00 CEST once, then 02:30:00 and 02:30:20 CEST
 
   // Interval jobs (minute or hour starts with *) are as croner computes them: both passes, gaps skipped.
-  { what: 'interval in a repeat', pattern: '*/30 * * * *', zone: 'America/New_York', from: '2026-11-01T04:45:00Z',
-    runs: ['2026-11-01T05:00:00.000Z', '2026-11-01T05:30:00.000Z', '2026-11-01T06:00:00.000Z', '2026-11-01T06:30:00.000Z', '2026-11-01T07:00:00.000Z'] }, // 01:00, 01:30 EDT, 01:00, 01:30, 02:00 EST
-  { what: 'hourly in a repeat', pattern: '0 * * * *', zone: 'America/New_York', from: '2026-11-01T04:45:00Z',
-    runs: ['2026-11-01T05:00:00.000Z', '2026-11-01T06:00:00.000Z', '2026-11-01T07:00:00.000Z'] }, // 01:00 EDT, 01:00 EST, 02:00 EST
-  { what: 'interval in a 30-minute repeat', pattern: '*/30 * * * *', zone: 'Australia/Lord_Howe', from: '2026-04-04T13:45:00Z',
-    runs: ['2026-04-04T14:00:00.000Z', '2026-04-04T14:30:00.000Z', '2026-04-04T15:00:00.000Z', '2026-04-04T15:30:00.000Z'] }, // 01:00, 01:30 +11, 01:30, 02:00 +10:30
-  { what: '@hourly in a repeat', pattern: '@hourly', zone: 'America/Havana', from: '2026-11-01T03:30:00Z',
-    runs: ['2026-11-01T04:00:00.000Z', '2026-11-01T05:00:00.000Z', '2026-11-01T06:00:00.000Z'] }, // 00:00 CDT, 00:00 CST, 01:00 CST
-  { what: 'interval with a fixed hour in a repeat', pattern: '*/30 2 * * *', zone: 'Europe/Berlin', from: '2026-10-24T23:45:00Z',
-    runs: ['2026-10-25T00:00:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-25T01:00:00.000Z', '2026-10-25T01:30:00.000Z', '2026-10-26T01:00:00.000Z'] }, // 02:00, 02:30 CEST, 02:00, 02:30 CET
-  { what: 'interval in a gap', pattern: '30 * * * *', zone: 'Europe/Berlin', from: '2026-03-29T00:00:00Z',
-    runs: ['2026-03-29T00:30:00.000Z', '2026-03-29T01:30:00.000Z'] }, // 01:30 CET, 03:30 CEST: 02:30 skipped
-  { what: 'stepped hours from * in a gap', pattern: '0 */2 * * *', zone: 'Europe/Berlin', from: '2026-03-28T22:00:00Z',
-    runs: ['2026-03-28T23:00:00.000Z', '2026-03-29T02:00:00.000Z'] }, // 00:00 CET, 04:00 CEST: 02:00 skipped (0-23/2 runs it at 03:00)
-  { what: 'interval with a fixed hour in a gap', pattern: '*/15 2 * * *', zone: 'America/New_York', from: '2026-03-07T12:00:00Z',
-    runs: ['2026-03-09T06:00:00.000Z'] }, // 02:00 EDT on 03-09: nothing on 03-08
+  {
+    what: 'interval in a repeat',
+    pattern: '*/30 * * * *',
+    zone: 'America/New_York',
+    from: '2026-11-01T04:45:00Z',
+    runs: [
+      '2026-11-01T05:00:00.000Z',
+      '2026-11-01T05:30:00.000Z',
+      '2026-11-01T06:00:00.000Z',
+      '2026-11-01T06:30:00.000Z',
+      '2026-11-01T07:00:00.000Z',
+    ],
+  }, // 01:00, 01:30 EDT, 01:00, 01:30, 02:00 EST
+  {
+    what: 'hourly in a repeat',
+    pattern: '0 * * * *',
+    zone: 'America/New_York',
+    from: '2026-11-01T04:45:00Z',
+    runs: ['2026-11-01T05:00:00.000Z', '2026-11-01T06:00:00.000Z', '2026-11-01T07:00:00.000Z'],
+  }, // 01:00 EDT, 01:00 EST, 02:00 EST
+  {
+    what: 'interval in a 30-minute repeat',
+    pattern: '*/30 * * * *',
+    zone: 'Australia/Lord_Howe',
+    from: '2026-04-04T13:45:00Z',
+    runs: [
+      '2026-04-04T14:00:00.000Z',
+      '2026-04-04T14:30:00.000Z',
+      '2026-04-04T15:00:00.000Z',
+      '2026-04-04T15:30:00.000Z',
+    ],
+  }, // 01:00, 01:30 +11, 01:30, 02:00 +10:30
+  {
+    what: '@hourly in a repeat',
+    pattern: '@hourly',
+    zone: 'America/Havana',
+    from: '2026-11-01T03:30:00Z',
+    runs: ['2026-11-01T04:00:00.000Z', '2026-11-01T05:00:00.000Z', '2026-11-01T06:00:00.000Z'],
+  }, // 00:00 CDT, 00:00 CST, 01:00 CST
+  {
+    what: 'interval with a fixed hour in a repeat',
+    pattern: '*/30 2 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-10-24T23:45:00Z',
+    runs: [
+      '2026-10-25T00:00:00.000Z',
+      '2026-10-25T00:30:00.000Z',
+      '2026-10-25T01:00:00.000Z',
+      '2026-10-25T01:30:00.000Z',
+      '2026-10-26T01:00:00.000Z',
+    ],
+  }, // 02:00, 02:30 CEST, 02:00, 02:30 CET
+  {
+    what: 'interval in a gap',
+    pattern: '30 * * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-03-29T00:00:00Z',
+    runs: ['2026-03-29T00:30:00.000Z', '2026-03-29T01:30:00.000Z'],
+  }, // 01:30 CET, 03:30 CEST: 02:30 skipped
+  {
+    what: 'stepped hours from * in a gap',
+    pattern: '0 */2 * * *',
+    zone: 'Europe/Berlin',
+    from: '2026-03-28T22:00:00Z',
+    runs: ['2026-03-28T23:00:00.000Z', '2026-03-29T02:00:00.000Z'],
+  }, // 00:00 CET, 04:00 CEST: 02:00 skipped (0-23/2 runs it at 03:00)
+  {
+    what: 'interval with a fixed hour in a gap',
+    pattern: '*/15 2 * * *',
+    zone: 'America/New_York',
+    from: '2026-03-07T12:00:00Z',
+    runs: ['2026-03-09T06:00:00.000Z'],
+  }, // 02:00 EDT on 03-09: nothing on 03-08
 ];
 
 describe.each(Object.entries(PLACES))('DST days, as cron runs them: %s', (_place, make) => {
@@ -109,51 +306,65 @@ describe.each(Object.entries(PLACES))('DST days, as cron runs them: %s', (_place
     expect(iso(nextRuns(s, new Date(c.from), c.runs.length))).toEqual(c.runs);
   });
 
-  it.each(CASES.map((c) => [`${c.what}: ${c.pattern} ${c.zone}`, c] as const))('previous() walks the same runs back: %s', (_name, c) => {
-    const s = make(c.pattern, c.zone);
-    c.runs.forEach((run, i) => {
-      const at = new Date(run);
-      expect(s.previous(at)?.toISOString(), `at ${run}`).toBe(run);
-      if (i > 0) expect(s.previous(new Date(at.getTime() - 1))?.toISOString(), `before ${run}`).toBe(c.runs[i - 1]);
-    });
-  });
+  it.each(CASES.map((c) => [`${c.what}: ${c.pattern} ${c.zone}`, c] as const))(
+    'previous() walks the same runs back: %s',
+    (_name, c) => {
+      const s = make(c.pattern, c.zone);
+      c.runs.forEach((run, i) => {
+        const at = new Date(run);
+        expect(s.previous(at)?.toISOString(), `at ${run}`).toBe(run);
+        if (i > 0) expect(s.previous(new Date(at.getTime() - 1))?.toISOString(), `before ${run}`).toBe(c.runs[i - 1]);
+      });
+    },
+  );
 });
 
 describe('previous() inside a repeated hour (catch-up)', () => {
   it('a fixed-time job looks back to the first pass, an interval job to the latest pass', () => {
     // 2026-11-01 06:40Z is 01:40 EST, on the second pass of New York's 01:00-01:59
     const at = new Date('2026-11-01T06:40:00Z');
-    expect(lightSchedule('0 1,13 * * *', 'America/New_York').previous(at)?.toISOString()).toBe('2026-11-01T05:00:00.000Z');
+    expect(lightSchedule('0 1,13 * * *', 'America/New_York').previous(at)?.toISOString()).toBe(
+      '2026-11-01T05:00:00.000Z',
+    );
     expect(lightSchedule('0 * * * *', 'America/New_York').previous(at)?.toISOString()).toBe('2026-11-01T06:00:00.000Z');
     // 03:10 CEST on Berlin's spring day: the 02:30 run happened at 03:00
-    expect(lightSchedule('30 2,14 * * *', 'Europe/Berlin').previous(new Date('2026-03-29T01:10:00Z'))?.toISOString()).toBe('2026-03-29T01:00:00.000Z');
+    expect(
+      lightSchedule('30 2,14 * * *', 'Europe/Berlin').previous(new Date('2026-03-29T01:10:00Z'))?.toISOString(),
+    ).toBe('2026-03-29T01:00:00.000Z');
   });
 });
 
 describe('fixed-seed randomized: next() is a minute-by-minute simulation of cron', () => {
   // Windows of 8 hours on either side of each 2026 transition.
   const TRANSITIONS: [string, string][] = [
-    ['Europe/Berlin', '2026-03-29T01:00:00Z'], ['Europe/Berlin', '2026-10-25T01:00:00Z'],
-    ['America/New_York', '2026-03-08T07:00:00Z'], ['America/New_York', '2026-11-01T06:00:00Z'],
-    ['Australia/Lord_Howe', '2026-04-04T15:00:00Z'], ['Australia/Lord_Howe', '2026-10-03T15:30:00Z'],
+    ['Europe/Berlin', '2026-03-29T01:00:00Z'],
+    ['Europe/Berlin', '2026-10-25T01:00:00Z'],
+    ['America/New_York', '2026-03-08T07:00:00Z'],
+    ['America/New_York', '2026-11-01T06:00:00Z'],
+    ['Australia/Lord_Howe', '2026-04-04T15:00:00Z'],
+    ['Australia/Lord_Howe', '2026-10-03T15:30:00Z'],
   ];
 
   it('for fixed-time and interval minute/hour fields in three zones', () => {
     const r = rng(20260329);
-    const windows = TRANSITIONS.map(([zone, at]) => wallMinutes(zone, Date.parse(at) - 8 * 3600_000, Date.parse(at) + 8 * 3600_000));
+    const windows = TRANSITIONS.map(([zone, at]) =>
+      wallMinutes(zone, Date.parse(at) - 8 * 3600_000, Date.parse(at) + 8 * 3600_000),
+    );
     for (let i = 0; i < 60; i++) {
       const minute = field(r, 59);
       const hour = field(r, 23);
       const pattern = `${minute.text} ${hour.text} * * *`;
       const fixed = !minute.text.startsWith('*') && !hour.text.startsWith('*');
-      const matches = (wall: number): boolean => minute.values.has(wall % 60) && hour.values.has(Math.floor(wall / 60) % 24);
+      const matches = (wall: number): boolean =>
+        minute.values.has(wall % 60) && hour.values.has(Math.floor(wall / 60) % 24);
       for (const w of windows) {
         const expected = simulateCron(w, fixed, matches);
         const s = cronSchedule(pattern, w.zone);
         const got: string[] = [];
         for (let t = s.next(new Date(w.start - 1)); t && t.getTime() < w.end; t = s.next(t)) got.push(t.toISOString());
         expect(got, `${pattern} ${w.zone} around ${new Date(w.start).toISOString()}`).toEqual(expected);
-        for (let k = 1; k < got.length; k++) expect(s.previous(new Date(Date.parse(got[k]!) - 1))?.toISOString()).toBe(got[k - 1]);
+        for (let k = 1; k < got.length; k++)
+          expect(s.previous(new Date(Date.parse(got[k]!) - 1))?.toISOString()).toBe(got[k - 1]);
       }
     }
   });
@@ -168,7 +379,15 @@ interface Window {
 }
 
 function wallMinutes(zone: string, start: number, end: number): Window {
-  const f = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' });
+  const f = new Intl.DateTimeFormat('en-US', {
+    timeZone: zone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+  });
   const walls: number[] = [];
   for (let t = start; t < end; t += 60_000) {
     const p = Object.fromEntries(f.formatToParts(new Date(t)).map((x) => [x.type, Number(x.value)]));
@@ -185,8 +404,10 @@ function simulateCron(w: Window, fixed: boolean, matches: (wall: number) => bool
   let highest = previous;
   w.walls.forEach((wall, i) => {
     let fire: boolean;
-    if (!fixed) fire = matches(wall); // wildcard jobs: every minute the clock shows, gaps skipped
-    else if (wall <= highest) fire = false; // the clock went back: fixed-time jobs already ran
+    if (!fixed)
+      fire = matches(wall); // wildcard jobs: every minute the clock shows, gaps skipped
+    else if (wall <= highest)
+      fire = false; // the clock went back: fixed-time jobs already ran
     else {
       // After a jump forward, the skipped minutes run now (Vixie: each of them; we: once).
       fire = false;
@@ -202,7 +423,8 @@ function simulateCron(w: Window, fixed: boolean, matches: (wall: number) => bool
 /** A minute or hour field and the values it matches: *, a step, a value, a range, a stepped range or a list. */
 function field(r: () => number, max: number): { text: string; values: Set<number> } {
   const v = (): number => Math.floor(r() * (max + 1));
-  const span = (a: number, b: number, step = 1): number[] => Array.from({ length: Math.floor((b - a) / step) + 1 }, (_, k) => a + k * step);
+  const span = (a: number, b: number, step = 1): number[] =>
+    Array.from({ length: Math.floor((b - a) / step) + 1 }, (_, k) => a + k * step);
   const kind = Math.floor(r() * 6);
   if (kind === 0 && max === 23) return { text: '*', values: new Set(span(0, max)) };
   if (kind <= 1) {
@@ -223,4 +445,3 @@ function field(r: () => number, max: number): { text: string; values: Set<number
   const c = v();
   return { text: `${c},${a}-${b}`, values: new Set([c, ...span(a, b)]) };
 }
-

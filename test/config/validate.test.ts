@@ -19,20 +19,41 @@ describe('validateConfig', () => {
     const r = validateConfig(example);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value.routines.find((x) => x.id === 'auto')).toMatchObject({ enabled: true, catchUp: 'none', jitterSeconds: 0 });
-    expect(validateConfig({})).toMatchObject({ ok: true, value: { stateDir: '.routinely', lock: { ttlSeconds: 60 }, exec: { parallel: 2 } } });
+    expect(r.value.routines.find((x) => x.id === 'auto')).toMatchObject({
+      enabled: true,
+      catchUp: 'none',
+      jitterSeconds: 0,
+    });
+    expect(validateConfig({})).toMatchObject({
+      ok: true,
+      value: { stateDir: '.routinely', lock: { ttlSeconds: 60 }, exec: { parallel: 2 } },
+    });
   });
 
   it('backend.poolSize: 2 by default, 1..100, postgres only', () => {
-    expect(validateConfig({ project: 'p', backend: { type: 'postgres' } })).toMatchObject({ ok: true, value: { backend: { type: 'postgres', poolSize: 2 } } });
-    expect(validateConfig({ project: 'p', backend: { type: 'postgres', poolSize: 1 } })).toMatchObject({ ok: true, value: { backend: { poolSize: 1 } } });
-    expect(problems({ project: 'p', backend: { type: 'postgres', poolSize: 0 } })).toEqual([expect.stringMatching(/^backend\.poolSize: 0 /)]);
-    expect(problems({ project: 'p', backend: { type: 'postgres', poolSize: 2.5 } })).toEqual([expect.stringMatching(/^backend\.poolSize: 2\.5 /)]);
-    expect(problems({ backend: { type: 'file', poolSize: 4 } })).toEqual(['backend.poolSize: 4 applies to the postgres backend only (backend.type is "file")']);
+    expect(validateConfig({ project: 'p', backend: { type: 'postgres' } })).toMatchObject({
+      ok: true,
+      value: { backend: { type: 'postgres', poolSize: 2 } },
+    });
+    expect(validateConfig({ project: 'p', backend: { type: 'postgres', poolSize: 1 } })).toMatchObject({
+      ok: true,
+      value: { backend: { poolSize: 1 } },
+    });
+    expect(problems({ project: 'p', backend: { type: 'postgres', poolSize: 0 } })).toEqual([
+      expect.stringMatching(/^backend\.poolSize: 0 /),
+    ]);
+    expect(problems({ project: 'p', backend: { type: 'postgres', poolSize: 2.5 } })).toEqual([
+      expect.stringMatching(/^backend\.poolSize: 2\.5 /),
+    ]);
+    expect(problems({ backend: { type: 'file', poolSize: 4 } })).toEqual([
+      'backend.poolSize: 4 applies to the postgres backend only (backend.type is "file")',
+    ]);
   });
 
   it('names the path, the value and the range of a bad cron field (SPEC §2 example)', () => {
-    const input = { routines: [routine({ id: 'a' }), routine({ id: 'b' }), routine({ id: 'c', schedule: '*/61 * * * *' })] };
+    const input = {
+      routines: [routine({ id: 'a' }), routine({ id: 'b' }), routine({ id: 'c', schedule: '*/61 * * * *' })],
+    };
     expect(problems(input)).toEqual([
       'routines[2].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)',
     ]);
@@ -47,22 +68,37 @@ describe('validateConfig', () => {
     ['60 * * * * *', 'second 60 out of range 0-59'],
     ['* * * *', 'has 4 fields'],
     ['0 0 0 * * * 2030', 'has 7 fields'],
-    ['@reboot', '@reboot is not a time: for work at every scheduler start give the routine its real schedule with "catchUp": "latest"'],
+    [
+      '@reboot',
+      '@reboot is not a time: for work at every scheduler start give the routine its real schedule with "catchUp": "latest"',
+    ],
     ['*/0 * * * *', 'minute step 0 must be at least 1'],
   ])('rejects schedule %j: %s', (schedule, why) => {
     expect(problems({ routines: [routine({ schedule })] })[0]).toContain(why);
   });
 
   it.each([
-    '@hourly', '@daily', '@midnight', '@weekly', '@monthly', '@yearly', '@annually', '*/10 * * * * *', '0 9 * * MON-FRI', '0 3 * * *',
+    '@hourly',
+    '@daily',
+    '@midnight',
+    '@weekly',
+    '@monthly',
+    '@yearly',
+    '@annually',
+    '*/10 * * * * *',
+    '0 9 * * MON-FRI',
+    '0 3 * * *',
     // croner's extensions (docs/routines.md, "Schedules")
-    '0 0 L * *', '0 0 15W * *', '0 0 LW * *', '0 0 * * 5L', '0 0 * * FRI#2', '0 0 ? * MON', '0 0 */2 * +1',
-  ])(
-    'accepts schedule %j',
-    (schedule) => {
-      expect(problems({ routines: [routine({ schedule })] })).toEqual([]);
-    },
-  );
+    '0 0 L * *',
+    '0 0 15W * *',
+    '0 0 LW * *',
+    '0 0 * * 5L',
+    '0 0 * * FRI#2',
+    '0 0 ? * MON',
+    '0 0 */2 * +1',
+  ])('accepts schedule %j', (schedule) => {
+    expect(problems({ routines: [routine({ schedule })] })).toEqual([]);
+  });
 
   it.each(['0 0 30 2 *', '0 0 31 4 *', '0 0 0 31 11 *'])('refuses schedule %j, which never fires', (schedule) => {
     expect(problems({ routines: [routine({ schedule })] })).toEqual([
@@ -75,61 +111,118 @@ describe('validateConfig', () => {
       notify: { webhook: 'https://alerts.example/hook' },
       routines: [
         routine({ id: 'plain' }),
-        routine({ id: 'daily', schedule: '0 3 * * *', ifBusy: 'wait', waitTimeoutSeconds: 600, retry: { attempts: 2, backoffSeconds: 30 }, starvedAfterSkips: 5, notify: { command: './alert.sh', on: ['failure'] } }),
+        routine({
+          id: 'daily',
+          schedule: '0 3 * * *',
+          ifBusy: 'wait',
+          waitTimeoutSeconds: 600,
+          retry: { attempts: 2, backoffSeconds: 30 },
+          starvedAfterSkips: 5,
+          notify: { command: './alert.sh', on: ['failure'] },
+        }),
         routine({ id: 'quiet', notify: false }),
       ],
     });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value.notify).toEqual({ webhook: 'https://alerts.example/hook', on: ['failure', 'recovery', 'starved'], outputLines: 20 });
+    expect(r.value.notify).toEqual({
+      webhook: 'https://alerts.example/hook',
+      on: ['failure', 'recovery', 'starved'],
+      outputLines: 20,
+    });
     const [plain, daily, quiet] = r.value.routines;
     expect(plain).toMatchObject({ ifBusy: 'skip', starvedAfterSkips: 3 });
     expect(plain).not.toHaveProperty('notify');
-    expect(daily).toMatchObject({ ifBusy: 'wait', waitTimeoutSeconds: 600, retry: { attempts: 2, backoffSeconds: 30 }, starvedAfterSkips: 5, notify: { command: './alert.sh', on: ['failure'], outputLines: 20 } });
+    expect(daily).toMatchObject({
+      ifBusy: 'wait',
+      waitTimeoutSeconds: 600,
+      retry: { attempts: 2, backoffSeconds: 30 },
+      starvedAfterSkips: 5,
+      notify: { command: './alert.sh', on: ['failure'], outputLines: 20 },
+    });
     expect(quiet).toMatchObject({ notify: false });
   });
 
   it('names what is wrong with the operations fields', () => {
-    expect(problems({
-      notify: { on: ['failure'] },
+    expect(
+      problems({
+        notify: { on: ['failure'] },
+        routines: [
+          routine({ id: 'a', waitTimeoutSeconds: 5 }),
+          routine({ id: 'b' }),
+          routine({ id: 'c', notify: { webhook: 'ftp://x', on: [] } }),
+        ],
+      }),
+    ).toEqual(
+      expect.arrayContaining([
+        'notify: needs "webhook" or "command" (or both); to silence a routine use "notify": false',
+        'routines[0].waitTimeoutSeconds: is only allowed with "ifBusy": "wait"',
+        'routines[2].notify.webhook: is not an http: or https: URL',
+        'routines[2].notify.on: is empty: list at least one event, or use "notify": false',
+      ]),
+    );
+    const shapeProblems = problems({
       routines: [
-        routine({ id: 'a', waitTimeoutSeconds: 5 }),
-        routine({ id: 'b' }),
-        routine({ id: 'c', notify: { webhook: 'ftp://x', on: [] } }),
+        routine({ retry: { attempts: 11, backoffSeconds: 1 } }),
+        routine({ id: 'd', ifBusy: 'queue' }),
+        routine({ id: 'e', starvedAfterSkips: 0 }),
       ],
-    })).toEqual(expect.arrayContaining([
-      'notify: needs "webhook" or "command" (or both); to silence a routine use "notify": false',
-      'routines[0].waitTimeoutSeconds: is only allowed with "ifBusy": "wait"',
-      'routines[2].notify.webhook: is not an http: or https: URL',
-      'routines[2].notify.on: is empty: list at least one event, or use "notify": false',
-    ]));
-    const shapeProblems = problems({ routines: [routine({ retry: { attempts: 11, backoffSeconds: 1 } }), routine({ id: 'd', ifBusy: 'queue' }), routine({ id: 'e', starvedAfterSkips: 0 })] });
+    });
     expect(shapeProblems.join('\n')).toMatch(/routines\[0\]\.retry\.attempts/);
     expect(shapeProblems.join('\n')).toMatch(/routines\[1\]\.ifBusy/);
     expect(shapeProblems.join('\n')).toMatch(/routines\[2\]\.starvedAfterSkips/);
   });
 
   it('"exclusive": false only for command routines, and then without ifBusy; routine run\'s busy default follows the routine\'s own ifBusy', () => {
-    expect(problems({ routines: [routine({ id: 'a', action: 'command', run: 'true', exclusive: false, ifBusy: 'wait' }), { id: 'b', schedule: '* * * * *', action: 'register', exclusive: false }] })).toEqual([
+    expect(
+      problems({
+        routines: [
+          routine({ id: 'a', action: 'command', run: 'true', exclusive: false, ifBusy: 'wait' }),
+          { id: 'b', schedule: '* * * * *', action: 'register', exclusive: false },
+        ],
+      }),
+    ).toEqual([
       'routines[0].ifBusy: is only allowed for a routine that takes a lock ("exclusive": false takes none, so it is never busy)',
       'routines[1].exclusive: false is only allowed with action "command" (action "register" always runs under the exec lock)',
     ]);
-    const ok = validateConfig({ routines: [routine({ id: 'a' }), routine({ id: 'b', ifBusy: 'wait' }), routine({ id: 'c', ifBusy: 'skip' }), routine({ id: 'd', action: 'command', run: 'true', exclusive: false })] });
+    const ok = validateConfig({
+      routines: [
+        routine({ id: 'a' }),
+        routine({ id: 'b', ifBusy: 'wait' }),
+        routine({ id: 'c', ifBusy: 'skip' }),
+        routine({ id: 'd', action: 'command', run: 'true', exclusive: false }),
+      ],
+    });
     if (!ok.ok) throw new Error(JSON.stringify(ok.issues));
     expect(ok.value.routines.map((r) => [r.id, r.ifBusy, r.manualIfBusy, r.exclusive])).toEqual([
-      ['a', 'skip', 'fail', true], ['b', 'wait', 'wait', true], ['c', 'skip', 'skip', true], ['d', 'skip', 'fail', false],
+      ['a', 'skip', 'fail', true],
+      ['b', 'wait', 'wait', true],
+      ['c', 'skip', 'skip', true],
+      ['d', 'skip', 'fail', false],
     ]);
   });
 
   it('refuses what no config can use: a NUL byte in any string or key, env names that are not names, nesting deeper than a config needs (issue 49)', () => {
-    expect(problems({ routines: [routine({ action: 'command', run: 'echo \0hi' })] })).toEqual(['routines[0].run: holds a NUL byte (\\u0000): no command, path or environment value can']);
-    expect(problems({ stateDir: 'st\0x' })).toEqual(['stateDir: holds a NUL byte (\\u0000): no command, path or environment value can']);
-    expect(problems({ routines: [routine({ action: 'command', run: 'true', env: { 'A\0B': 'x' } })] })).toEqual(['routines[0].env["A\\u0000B"]: is a key with a NUL byte (\\u0000): no name can hold one']);
-    expect(problems({ routines: [routine({ action: 'command', run: 'true', env: { 'B=C': 'x', _OK: 'y', '1D': 'z', ok2: 'w' } })] })).toEqual([
+    expect(problems({ routines: [routine({ action: 'command', run: 'echo \0hi' })] })).toEqual([
+      'routines[0].run: holds a NUL byte (\\u0000): no command, path or environment value can',
+    ]);
+    expect(problems({ stateDir: 'st\0x' })).toEqual([
+      'stateDir: holds a NUL byte (\\u0000): no command, path or environment value can',
+    ]);
+    expect(problems({ routines: [routine({ action: 'command', run: 'true', env: { 'A\0B': 'x' } })] })).toEqual([
+      'routines[0].env["A\\u0000B"]: is a key with a NUL byte (\\u0000): no name can hold one',
+    ]);
+    expect(
+      problems({
+        routines: [routine({ action: 'command', run: 'true', env: { 'B=C': 'x', _OK: 'y', '1D': 'z', ok2: 'w' } })],
+      }),
+    ).toEqual([
       'routines[0].env["B=C"]: "B=C" is not an environment variable name (letters, digits and "_", not starting with a digit)',
       'routines[0].env["1D"]: "1D" is not an environment variable name (letters, digits and "_", not starting with a digit)',
     ]);
-    expect(problems({ exec: { tasks: [task({ env: { 'X Y': '1' } })] } })).toEqual(['exec.tasks[0].env["X Y"]: "X Y" is not an environment variable name (letters, digits and "_", not starting with a digit)']);
+    expect(problems({ exec: { tasks: [task({ env: { 'X Y': '1' } })] } })).toEqual([
+      'exec.tasks[0].env["X Y"]: "X Y" is not an environment variable name (letters, digits and "_", not starting with a digit)',
+    ]);
     // 100 000 levels: an answer, not a stack overflow
     let deep: unknown = [];
     for (let i = 0; i < 100_000; i++) deep = [deep];
@@ -138,27 +231,62 @@ describe('validateConfig', () => {
     expect(found[0]).toMatch(/^routines(\[0\]){31}: is nested deeper than 32 levels, more than any config needs$/);
     // a task file says the same, with its name
     const file = validateTaskFile({ id: 'x', run: 'a\0b' }, 'tasks/x.json');
-    expect(file).toEqual({ ok: false, issues: [{ file: 'tasks/x.json', path: 'run', message: 'holds a NUL byte (\\u0000): no command, path or environment value can' }] });
+    expect(file).toEqual({
+      ok: false,
+      issues: [
+        {
+          file: 'tasks/x.json',
+          path: 'run',
+          message: 'holds a NUL byte (\\u0000): no command, path or environment value can',
+        },
+      ],
+    });
   });
 
   it('rejects unknown keys and lists the allowed ones', () => {
     expect(problems({ routines: [routine({ scheduel: 'x' })] })).toEqual([
       'routines[0]: unknown key "scheduel" (did you mean "schedule"? allowed: id, schedule, action, run, timezone, enabled, timeoutSeconds, jitterSeconds, catchUp, env, cwd, ifBusy, exclusive, lock, waitTimeoutSeconds, retry, starvedAfterSkips, notify)',
     ]);
-    expect(problems({ lokc: {} })[0]).toMatch(/^: unknown key "lokc" \(did you mean "lock"\? allowed: \$schema, project, stateDir, backend, lock, exec, routines, locks, passEnv, http, notify, retention\)$/);
+    expect(problems({ lokc: {} })[0]).toMatch(
+      /^: unknown key "lokc" \(did you mean "lock"\? allowed: \$schema, project, stateDir, backend, lock, exec, routines, locks, passEnv, http, notify, retention\)$/,
+    );
   });
 
   it('named locks (SPEC §4.16): declared with 1..64 slots, lowercase names, never "exec"; a routine\'s lock only for a command routine that takes a lock', () => {
-    const ok = validateConfig({ locks: { agents: { slots: 3 }, db: {} }, routines: [routine({ id: 'a', action: 'command', run: 'true', lock: 'agents' }), routine({ id: 'b', action: 'command', run: 'true', lock: 'cache' }), routine({ id: 'c' })] });
+    const ok = validateConfig({
+      locks: { agents: { slots: 3 }, db: {} },
+      routines: [
+        routine({ id: 'a', action: 'command', run: 'true', lock: 'agents' }),
+        routine({ id: 'b', action: 'command', run: 'true', lock: 'cache' }),
+        routine({ id: 'c' }),
+      ],
+    });
     if (!ok.ok) throw new Error(JSON.stringify(ok.issues));
     expect(ok.value.locks).toEqual({ agents: { slots: 3 }, db: { slots: 1 } });
-    expect(ok.value.routines.map((r) => [r.id, r.lock])).toEqual([['a', 'agents'], ['b', 'cache'], ['c', 'exec']]);
-    expect(problems({ locks: { exec: { slots: 2 } } })).toEqual(['locks.exec: "exec" is the project exec lock: it is not declared, and has one slot']);
+    expect(ok.value.routines.map((r) => [r.id, r.lock])).toEqual([
+      ['a', 'agents'],
+      ['b', 'cache'],
+      ['c', 'exec'],
+    ]);
+    expect(problems({ locks: { exec: { slots: 2 } } })).toEqual([
+      'locks.exec: "exec" is the project exec lock: it is not declared, and has one slot',
+    ]);
     expect(problems({ locks: { agents: { slots: 65 } } }).join('\n')).toMatch(/^locks\.agents\.slots: /);
     expect(problems({ locks: { agents: { slots: 0 } } }).join('\n')).toMatch(/^locks\.agents\.slots: /);
-    expect(problems({ locks: { Agents: {} } })).toEqual(['locks.Agents: "Agents" is not a lock name (lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock)']);
-    expect(problems({ locks: { agents: { slot: 2 } } })).toEqual([expect.stringMatching(/^locks\.agents: unknown key "slot" \(did you mean "slots"\?/)]);
-    expect(problems({ routines: [routine({ id: 'a', action: 'register', lock: 'db' }), routine({ id: 'b', action: 'command', run: 'true', exclusive: false, lock: 'db' })] })).toEqual([
+    expect(problems({ locks: { Agents: {} } })).toEqual([
+      'locks.Agents: "Agents" is not a lock name (lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock)',
+    ]);
+    expect(problems({ locks: { agents: { slot: 2 } } })).toEqual([
+      expect.stringMatching(/^locks\.agents: unknown key "slot" \(did you mean "slots"\?/),
+    ]);
+    expect(
+      problems({
+        routines: [
+          routine({ id: 'a', action: 'register', lock: 'db' }),
+          routine({ id: 'b', action: 'command', run: 'true', exclusive: false, lock: 'db' }),
+        ],
+      }),
+    ).toEqual([
       'routines[0].lock: is only allowed with action "command" (action "register" always runs under the exec lock)',
       'routines[1].lock: is only allowed for a routine that takes a lock ("exclusive": false takes none)',
     ]);
@@ -168,16 +296,31 @@ describe('validateConfig', () => {
   });
 
   it('http.listen: [HOST:]PORT, checked with its path (SPEC §11)', () => {
-    expect(validateConfig({ http: { listen: '127.0.0.1:9464' } })).toMatchObject({ ok: true, value: { http: { listen: '127.0.0.1:9464' } } });
+    expect(validateConfig({ http: { listen: '127.0.0.1:9464' } })).toMatchObject({
+      ok: true,
+      value: { http: { listen: '127.0.0.1:9464' } },
+    });
     expect(validateConfig({})).toMatchObject({ ok: true, value: { http: null } });
-    expect(problems({ http: { listen: '127.0.0.1:99999' } })).toEqual(['http.listen: "127.0.0.1:99999" is not [HOST:]PORT: "99999" is not a port (0-65535)']);
-    expect(problems({ http: { listen: '::1:9464' } })).toEqual(['http.listen: "::1:9464" is not [HOST:]PORT: an IPv6 address goes in brackets, e.g. [::1]:9464']);
-    expect(problems({ http: { listen: '9464', port: 1 } })).toEqual(['http: unknown key "port" (allowed: listen, actions)']);
+    expect(problems({ http: { listen: '127.0.0.1:99999' } })).toEqual([
+      'http.listen: "127.0.0.1:99999" is not [HOST:]PORT: "99999" is not a port (0-65535)',
+    ]);
+    expect(problems({ http: { listen: '::1:9464' } })).toEqual([
+      'http.listen: "::1:9464" is not [HOST:]PORT: an IPv6 address goes in brackets, e.g. [::1]:9464',
+    ]);
+    expect(problems({ http: { listen: '9464', port: 1 } })).toEqual([
+      'http: unknown key "port" (allowed: listen, actions)',
+    ]);
   });
 
   it('http.actions: a boolean, off by default; it needs no http.listen (--http may give the address)', () => {
-    expect(validateConfig({ http: { listen: '9464' } })).toMatchObject({ ok: true, value: { http: { listen: '9464', actions: false } } });
-    expect(validateConfig({ http: { actions: true } })).toMatchObject({ ok: true, value: { http: { listen: null, actions: true } } });
+    expect(validateConfig({ http: { listen: '9464' } })).toMatchObject({
+      ok: true,
+      value: { http: { listen: '9464', actions: false } },
+    });
+    expect(validateConfig({ http: { actions: true } })).toMatchObject({
+      ok: true,
+      value: { http: { listen: null, actions: true } },
+    });
     expect(problems({ http: { actions: 'yes' } })).toEqual([expect.stringMatching(/^http\.actions: /)]);
   });
 
@@ -199,14 +342,24 @@ describe('validateConfig', () => {
     expect(problems({ routines: [routine({ action: 'deploy' })] })).toEqual([
       'routines[0].action: "deploy" is not one of "exec-auto", "exec-resume", "register", "command"',
     ]);
-    expect(problems({ routines: [routine({ id: 'has space' })] })[0]).toMatch(/^routines\[0\]\.id: "has space" is not a valid id/);
-    expect(problems({ routines: [routine({ enabled: 'yes' })] })).toEqual(['routines[0].enabled: "yes" is a string; expected boolean']);
-    expect(problems({ routines: [{ id: 'a', action: 'register' }] })).toEqual(['routines[0].schedule: is required (string)']);
+    expect(problems({ routines: [routine({ id: 'has space' })] })[0]).toMatch(
+      /^routines\[0\]\.id: "has space" is not a valid id/,
+    );
+    expect(problems({ routines: [routine({ enabled: 'yes' })] })).toEqual([
+      'routines[0].enabled: "yes" is a string; expected boolean',
+    ]);
+    expect(problems({ routines: [{ id: 'a', action: 'register' }] })).toEqual([
+      'routines[0].schedule: is required (string)',
+    ]);
   });
 
   it('refuses timeouts past what a timer can hold', () => {
-    expect(problems({ exec: { tasks: [task({ timeoutSeconds: 2_592_000 })] } })).toEqual(['exec.tasks[0].timeoutSeconds: 2592000 is too big (maximum 2000000)']);
-    expect(problems({ routines: [routine({ jitterSeconds: 100_000 })] })).toEqual(['routines[0].jitterSeconds: 100000 is too big (maximum 86400)']);
+    expect(problems({ exec: { tasks: [task({ timeoutSeconds: 2_592_000 })] } })).toEqual([
+      'exec.tasks[0].timeoutSeconds: 2592000 is too big (maximum 2000000)',
+    ]);
+    expect(problems({ routines: [routine({ jitterSeconds: 100_000 })] })).toEqual([
+      'routines[0].jitterSeconds: 100000 is too big (maximum 86400)',
+    ]);
   });
 
   it('checks the lock section', () => {
@@ -218,14 +371,24 @@ describe('validateConfig', () => {
   });
 
   it('checks tasks: duplicates, providers, dependencies, cycles, cwd', () => {
-    expect(problems({ exec: { tasks: [task(), task()] } })).toEqual(['exec.tasks[1].id: "build" is a duplicate (also exec.tasks[0])']);
+    expect(problems({ exec: { tasks: [task(), task()] } })).toEqual([
+      'exec.tasks[1].id: "build" is a duplicate (also exec.tasks[0])',
+    ]);
     expect(problems({ exec: { tasks: [task({ provider: 'gpu' })] } })).toEqual([
       'exec.tasks[0].provider: "gpu" is not a provider in exec.providers (known: default)',
     ]);
-    expect(problems({ exec: { tasks: [task({ dependsOn: ['nope'] })] } })).toEqual(['exec.tasks[0].dependsOn[0]: "nope" is not a task id']);
+    expect(problems({ exec: { tasks: [task({ dependsOn: ['nope'] })] } })).toEqual([
+      'exec.tasks[0].dependsOn[0]: "nope" is not a task id',
+    ]);
     expect(
       problems({
-        exec: { tasks: [task({ id: 'a', dependsOn: ['c'] }), task({ id: 'b', dependsOn: ['a'] }), task({ id: 'c', dependsOn: ['b'] })] },
+        exec: {
+          tasks: [
+            task({ id: 'a', dependsOn: ['c'] }),
+            task({ id: 'b', dependsOn: ['a'] }),
+            task({ id: 'c', dependsOn: ['b'] }),
+          ],
+        },
       }),
     ).toEqual(['exec.tasks[0].dependsOn: dependency cycle: a -> c -> b -> a']);
     expect(problems({ exec: { tasks: [task({ cwd: '../outside' }), task({ id: 'abs', cwd: '/etc' })] } })).toEqual([
@@ -241,7 +404,14 @@ describe('validateConfig', () => {
     const r = validateTaskFile([task({ id: 'ok' }), { id: 'bad', run: 'x', depends: [] }], 'tasks/a.json');
     expect(r).toEqual({
       ok: false,
-      issues: [{ file: 'tasks/a.json', path: '[1]', message: 'unknown key "depends" (did you mean "dependsOn"? allowed: id, run, provider, dependsOn, timeoutSeconds, env, cwd)' }],
+      issues: [
+        {
+          file: 'tasks/a.json',
+          path: '[1]',
+          message:
+            'unknown key "depends" (did you mean "dependsOn"? allowed: id, run, provider, dependsOn, timeoutSeconds, env, cwd)',
+        },
+      ],
     });
     const set = validateTaskSet(
       [
@@ -272,10 +442,20 @@ describe('unknown keys', () => {
       const v = validateConfig(raw);
       return v.ok ? [] : v.issues.map((i) => `${i.path}: ${i.message}`);
     };
-    expect(problems({ routines: [{ id: 'a', shedule: '@daily', action: 'command', run: 'true' }] }).find((p) => p.includes('unknown'))).toMatch(/^routines\[0\]: unknown key "shedule" \(did you mean "schedule"\? allowed: id, schedule,/);
-    expect(problems({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true', timeZone: 'UTC' }] })[0]).toMatch(/unknown key "timeZone" \(did you mean "timezone"\?/);
-    expect(problems({ retention: { histroyLines: 5 } })[0]).toMatch(/unknown key "histroyLines" \(did you mean "historyLines"\?/);
+    expect(
+      problems({ routines: [{ id: 'a', shedule: '@daily', action: 'command', run: 'true' }] }).find((p) =>
+        p.includes('unknown'),
+      ),
+    ).toMatch(/^routines\[0\]: unknown key "shedule" \(did you mean "schedule"\? allowed: id, schedule,/);
+    expect(
+      problems({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true', timeZone: 'UTC' }] })[0],
+    ).toMatch(/unknown key "timeZone" \(did you mean "timezone"\?/);
+    expect(problems({ retention: { histroyLines: 5 } })[0]).toMatch(
+      /unknown key "histroyLines" \(did you mean "historyLines"\?/,
+    );
     // nothing close: no guess
-    expect(problems({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true', colour: 'red' }] })[0]).toMatch(/unknown key "colour" \(allowed: /);
+    expect(
+      problems({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true', colour: 'red' }] })[0],
+    ).toMatch(/unknown key "colour" \(allowed: /);
   });
 });

@@ -23,7 +23,8 @@ async function brokenProject(extra: object = {}): Promise<{ project: string; run
   return { project, runId };
 }
 
-const WARNING = /^routinely: warning: routinely\.json is invalid, so this shows only what the state in (\S+) holds:\nroutinely: {3}routinely\.json: line \d+, column \d+: invalid JSON: trailing comma before "\}" \(JSON allows none\)\n/;
+const WARNING =
+  /^routinely: warning: routinely\.json is invalid, so this shows only what the state in (\S+) holds:\nroutinely: {3}routinely\.json: line \d+, column \d+: invalid JSON: trailing comma before "\}" \(JSON allows none\)\n/;
 
 describe('read-only views with an invalid config', () => {
   it('routine list shows the routines of the state, without schedules, and warns', async () => {
@@ -35,7 +36,9 @@ describe('read-only views with an invalid config', () => {
     expect(r.stdout).toMatch(/^scheduler: not running\n/);
     expect(r.stdout).toMatch(/^tick +- +- +ok \S+ ago +1\/0\/0$/m);
     const json = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as object[];
-    expect(json).toEqual([expect.objectContaining({ id: 'tick', schedule: null, action: null, next_run_at: null, last_result: 'success' })]);
+    expect(json).toEqual([
+      expect.objectContaining({ id: 'tick', schedule: null, action: null, next_run_at: null, last_result: 'success' }),
+    ]);
   });
 
   it('routine list --check still fails with exit 2: monitoring must notice', async () => {
@@ -54,18 +57,24 @@ describe('read-only views with an invalid config', () => {
     expect(status).toMatchObject({ code: 0, stderr: expect.stringMatching(WARNING) });
     expect(status.stdout).toMatch(/^build +succeeded/m);
     expect((await runCli(['exec', 'runs'], { cwd: project })).stdout).toContain(`${runId}  SUCCEEDED`);
-    expect((await runCli(['exec', 'show', runId], { cwd: project })).stdout).toMatch(new RegExp(`^run ${runId}: SUCCEEDED`));
+    expect((await runCli(['exec', 'show', runId], { cwd: project })).stdout).toMatch(
+      new RegExp(`^run ${runId}: SUCCEEDED`),
+    );
   });
 
   it('lock status still names the holder', async () => {
     const { project } = await brokenProject();
     writeFileSync(join(project, 'routinely.json'), JSON.stringify(config));
-    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; while [ ! -f go ]; do sleep 0.02; done'], { cwd: project });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; while [ ! -f go ]; do sleep 0.02; done'], {
+      cwd: project,
+    });
     await holder.waitFor(/started/);
     writeFileSync(join(project, 'routinely.json'), JSON.stringify({ ...config, lock: { ttlSeconds: 'soon' } }));
     const r = await runCli(['lock', 'status'], { cwd: project });
     expect(r.code).toBe(0);
-    expect(r.stderr).toMatch(/^routinely: warning: routinely\.json is invalid, so this shows only what the state in \.routinely holds:\nroutinely: {3}routinely\.json: lock\.ttlSeconds: "soon" is a string; expected number\n$/);
+    expect(r.stderr).toMatch(
+      /^routinely: warning: routinely\.json is invalid, so this shows only what the state in \.routinely holds:\nroutinely: {3}routinely\.json: lock\.ttlSeconds: "soon" is a string; expected number\n$/,
+    );
     expect(r.stdout).toMatch(/^exec-run lock: held\n/);
     expect(r.stdout).toMatch(new RegExp(`holder: +pid ${holder.pid} `));
     writeFileSync(join(project, 'go'), '');
@@ -74,10 +83,19 @@ describe('read-only views with an invalid config', () => {
 
   it('the state folder comes from what still validates, or ROUTINELY_STATE_DIR', async () => {
     const { project } = await brokenProject({ stateDir: 'var/state' });
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ ...config, stateDir: 'var/state', routines: [{ id: 'tick', schedule: '*/61 * * * *', action: 'command', run: 'echo tick' }] }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({
+        ...config,
+        stateDir: 'var/state',
+        routines: [{ id: 'tick', schedule: '*/61 * * * *', action: 'command', run: 'echo tick' }],
+      }),
+    );
     const r = await runCli(['routine', 'list'], { cwd: project });
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain('routinely: warning: routinely.json is invalid, so this shows only what the state in var/state holds:\nroutinely:   routinely.json: routines[0].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)\n');
+    expect(r.stderr).toContain(
+      'routinely: warning: routinely.json is invalid, so this shows only what the state in var/state holds:\nroutinely:   routinely.json: routines[0].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)\n',
+    );
     expect(r.stdout).toMatch(/^tick +- +- +ok \S+ ago/m);
     const env = await runCli(['routine', 'list'], { cwd: project, env: { ROUTINELY_STATE_DIR: 'elsewhere' } });
     expect(env.stderr).toContain('the state in elsewhere holds');
@@ -86,13 +104,16 @@ describe('read-only views with an invalid config', () => {
     expect(bad.code).toBe(2); // a bad environment override stays an error
   });
 
-  it.each([[['exec', 'run']], [['routine', 'run', 'tick']], [['lock', 'run', '--', 'true']], [['register']], [['routine', 'pause', 'tick']]])(
-    'commands that act still refuse: %j exits 2',
-    async (args) => {
-      const { project } = await brokenProject();
-      const r = await runCli(args, { cwd: project });
-      expect(r.code).toBe(2);
-      expect(r.stderr).toMatch(/^routinely: routinely\.json: line \d+, column \d+: invalid JSON/);
-    },
-  );
+  it.each([
+    [['exec', 'run']],
+    [['routine', 'run', 'tick']],
+    [['lock', 'run', '--', 'true']],
+    [['register']],
+    [['routine', 'pause', 'tick']],
+  ])('commands that act still refuse: %j exits 2', async (args) => {
+    const { project } = await brokenProject();
+    const r = await runCli(args, { cwd: project });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^routinely: routinely\.json: line \d+, column \d+: invalid JSON/);
+  });
 });

@@ -14,7 +14,10 @@ import { testdir, testProject } from '../helpers/testdir.js';
 async function leafCommands(): Promise<string[][]> {
   const names = (help: string): string[] => {
     const block = help.split('\nCommands:\n')[1]?.split('\n\n')[0] ?? '';
-    return block.split('\n').map((l) => /^  (\S+)/.exec(l)?.[1]).filter((n): n is string => n !== undefined && n !== 'help');
+    return block
+      .split('\n')
+      .map((l) => /^  (\S+)/.exec(l)?.[1])
+      .filter((n): n is string => n !== undefined && n !== 'help');
   };
   const top = names((await runInProcess(['--help'])).stdout);
   const leaves: string[][] = [];
@@ -28,7 +31,8 @@ async function leafCommands(): Promise<string[][]> {
 
 const shellMissing = (shell: string): string | null => {
   if (existsSync(`/usr/bin/${shell}`)) return null;
-  if (process.env.CI === 'true') throw new Error(`CI=true but ${shell} is missing (Debian package "${shell}"; .ci/run installs it)`);
+  if (process.env.CI === 'true')
+    throw new Error(`CI=true but ${shell} is missing (Debian package "${shell}"; .ci/run installs it)`);
   return `no /usr/bin/${shell}`;
 };
 
@@ -51,9 +55,14 @@ describe('--help', () => {
       const help = (await runInProcess([...words, '--help'])).stdout;
       const examples = help.split('\nExamples:\n')[1]?.split('\n\n')[0] ?? '';
       if (!examples.split('\n').some((l) => l.includes(`routinely ${words.join(' ')}`))) without.push(words.join(' '));
-      expect(help, words.join(' ')).toMatch(/Exit codes: 0 ok, 1 failed, 2 usage or config, 3 no scheduler, 74 state I\/O,\n75 busy/);
+      expect(help, words.join(' ')).toMatch(
+        /Exit codes: 0 ok, 1 failed, 2 usage or config, 3 no scheduler, 74 state I\/O,\n75 busy/,
+      );
       // it fits an 80-column terminal
-      expect(help.split('\n').filter((l) => l.length > 80), words.join(' ')).toEqual([]);
+      expect(
+        help.split('\n').filter((l) => l.length > 80),
+        words.join(' '),
+      ).toEqual([]);
     }
     expect(without).toEqual([]);
   });
@@ -61,10 +70,18 @@ describe('--help', () => {
 
 describe('--json for CI', () => {
   it('validate --json: valid with next times and warnings, or not with every problem named; exit codes as without', async () => {
-    const project = testProject({ routines: [{ id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true', timezone: 'Europe/Paris' }] });
+    const project = testProject({
+      routines: [{ id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true', timezone: 'Europe/Paris' }],
+    });
     const ok = await runCli(['validate', '--json'], { cwd: project });
     expect(ok.code, ok.stderr).toBe(0);
-    const doc = JSON.parse(ok.stdout) as { valid: boolean; config: string; routines: { id: string; timezone: string; next: string[] }[]; errors: unknown[]; warnings: string[] };
+    const doc = JSON.parse(ok.stdout) as {
+      valid: boolean;
+      config: string;
+      routines: { id: string; timezone: string; next: string[] }[];
+      errors: unknown[];
+      warnings: string[];
+    };
     expect(doc).toMatchObject({ valid: true, config: 'routinely.json', errors: [] });
     expect(doc.routines).toHaveLength(1);
     expect(doc.routines[0]).toMatchObject({ id: 'nightly', timezone: 'Europe/Paris' });
@@ -74,37 +91,70 @@ describe('--json for CI', () => {
     const text = (await runCli(['validate'], { cwd: project })).stdout;
     for (const t of doc.routines[0]!.next) expect(text).toContain(t);
 
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [{ id: 'x', schedule: '61 * * * *', action: 'command', run: 'true' }] }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ routines: [{ id: 'x', schedule: '61 * * * *', action: 'command', run: 'true' }] }),
+    );
     const bad = await runCli(['validate', '--json'], { cwd: project });
     expect(bad.code).toBe(2);
     expect(JSON.parse(bad.stdout)).toEqual({
-      valid: false, config: 'routinely.json', warnings: [],
-      errors: [{ file: 'routinely.json', path: 'routines[0].schedule', message: expect.stringMatching(/minute 61 out of range 0-59/) }],
+      valid: false,
+      config: 'routinely.json',
+      warnings: [],
+      errors: [
+        {
+          file: 'routinely.json',
+          path: 'routines[0].schedule',
+          message: expect.stringMatching(/minute 61 out of range 0-59/),
+        },
+      ],
     });
     const none = await runCli(['validate', '--json', '--config', join(project, 'nope.json')], { cwd: project });
     expect(none.code).toBe(2);
-    expect(JSON.parse(none.stdout)).toMatchObject({ valid: false, errors: [{ message: expect.stringMatching(/nope\.json does not exist/) }] });
+    expect(JSON.parse(none.stdout)).toMatchObject({
+      valid: false,
+      errors: [{ message: expect.stringMatching(/nope\.json does not exist/) }],
+    });
   });
 
   it('routine run --json: the record on stdout, the output on stderr; busy is said in JSON with exit 75', async () => {
-    const project = testProject({ routines: [
-      { id: 'hi', schedule: '@daily', action: 'command', run: 'echo out; echo err >&2' },
-      { id: 'bad', schedule: '@daily', action: 'command', run: 'exit 3' },
-    ] });
+    const project = testProject({
+      routines: [
+        { id: 'hi', schedule: '@daily', action: 'command', run: 'echo out; echo err >&2' },
+        { id: 'bad', schedule: '@daily', action: 'command', run: 'exit 3' },
+      ],
+    });
     const ok = await runCli(['routine', 'run', 'hi', '--json'], { cwd: project });
     expect(ok.code).toBe(0);
     expect(ok.stderr).toBe('out\nerr\n');
     const fire = JSON.parse(ok.stdout) as Record<string, unknown>;
-    expect(fire).toMatchObject({ routine: 'hi', result: 'success', exit_code: 0, trigger: 'manual', by: expect.stringMatching(/^cli, pid \d+$/) });
+    expect(fire).toMatchObject({
+      routine: 'hi',
+      result: 'success',
+      exit_code: 0,
+      trigger: 'manual',
+      by: expect.stringMatching(/^cli, pid \d+$/),
+    });
     // what history shows of it, field for field
-    const [entry] = JSON.parse((await runCli(['routine', 'history', 'hi', '--json'], { cwd: project })).stdout) as Record<string, unknown>[];
+    const [entry] = JSON.parse(
+      (await runCli(['routine', 'history', 'hi', '--json'], { cwd: project })).stdout,
+    ) as Record<string, unknown>[];
     const { routine: _r, log: _l, ...recorded } = fire;
     expect(entry).toEqual(recorded);
     const failed = await runCli(['routine', 'run', 'bad', '--json'], { cwd: project });
     expect(failed.code).toBe(1);
-    expect(JSON.parse(failed.stdout)).toMatchObject({ routine: 'bad', result: 'failure', reason: 'exit code 3', exit_code: 3 });
+    expect(JSON.parse(failed.stdout)).toMatchObject({
+      routine: 'bad',
+      result: 'failure',
+      reason: 'exit code 3',
+      exit_code: 3,
+    });
     // the lock held by someone else
-    const holder = spawnSync(process.execPath, [CLI, 'lock', 'run', '--', 'sh', '-c', `"${process.execPath}" "${CLI}" routine run hi --json; echo "code=$?"`], { cwd: project, env: childEnv(), encoding: 'utf8' });
+    const holder = spawnSync(
+      process.execPath,
+      [CLI, 'lock', 'run', '--', 'sh', '-c', `"${process.execPath}" "${CLI}" routine run hi --json; echo "code=$?"`],
+      { cwd: project, env: childEnv(), encoding: 'utf8' },
+    );
     expect(holder.stdout).toMatch(/"result": "busy"/);
     expect(holder.stdout).toMatch(/"recorded": false/);
     expect(holder.stdout).toMatch(/code=75\n$/);
@@ -113,7 +163,12 @@ describe('--json for CI', () => {
 
 describe('routinely completion', () => {
   const withBin = (): { env: NodeJS.ProcessEnv; project: string } => {
-    const project = testProject({ routines: [{ id: 'backup', schedule: '@daily', action: 'command', run: 'true' }, { id: 'report', schedule: '@daily', action: 'command', run: 'true' }] });
+    const project = testProject({
+      routines: [
+        { id: 'backup', schedule: '@daily', action: 'command', run: 'true' },
+        { id: 'report', schedule: '@daily', action: 'command', run: 'true' },
+      ],
+    });
     const bin = join(testdir(), 'bin');
     mkdirSync(bin);
     symlinkSync(CLI, join(bin, 'routinely'));
@@ -148,14 +203,28 @@ setopt ksharrays   # as zsh's bashcompinit runs the function
 COMP_WORDS=(routinely routine stop ''); COMP_CWORD=3; _routinely; print -r -- "\${COMPREPLY[*]}"
 COMP_WORDS=(routinely scheduler start --log-format ''); COMP_CWORD=4; _routinely; print -r -- "\${COMPREPLY[*]}"`;
     const out = execFileSync('/usr/bin/zsh', ['-f', '-c', script], { cwd: project, env, encoding: 'utf8' }).split('\n');
-    expect(out.slice(0, 3)).toEqual(['_bash_complete -F _routinely', '--timeout --help -h --config -c backup report', 'text json']);
+    expect(out.slice(0, 3)).toEqual([
+      '_bash_complete -F _routinely',
+      '--timeout --help -h --config -c backup report',
+      'text json',
+    ]);
   });
 
   it.skipIf(shellMissing('fish') !== null)('fish: complete -C answers as a user at the prompt sees it', () => {
     const { project, env } = withBin();
-    const script = 'routinely completion fish | source; complete -C "routinely sch"; echo ---; complete -C "routinely routine logs "; echo ---; complete -C "routinely lock status --key "; echo ---; complete -C "routinely exec "';
-    const out = execFileSync('/usr/bin/fish', ['--no-config', '-c', script], { cwd: project, env: { ...env, HOME: testdir() }, encoding: 'utf8' });
-    const [sch, ids, keys, exec] = out.split('---\n').map((b) => b.trim().split('\n').map((l) => l.split('\t')[0]));
+    const script =
+      'routinely completion fish | source; complete -C "routinely sch"; echo ---; complete -C "routinely routine logs "; echo ---; complete -C "routinely lock status --key "; echo ---; complete -C "routinely exec "';
+    const out = execFileSync('/usr/bin/fish', ['--no-config', '-c', script], {
+      cwd: project,
+      env: { ...env, HOME: testdir() },
+      encoding: 'utf8',
+    });
+    const [sch, ids, keys, exec] = out.split('---\n').map((b) =>
+      b
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t')[0]),
+    );
     expect(sch).toEqual(['scheduler']);
     expect(ids).toEqual(['backup', 'report']);
     expect(keys).toEqual(['exec-run', 'scheduler']);

@@ -6,7 +6,9 @@ import { testdir, testProject } from '../helpers/testdir.js';
 
 /** A folder without a config, and a project elsewhere that `--config` names. */
 function elsewhere(): { cwd: string; config: string } {
-  const project = testProject({ routines: [{ id: 'nightly', schedule: '0 3 * * *', timezone: 'UTC', action: 'command', run: 'true' }] });
+  const project = testProject({
+    routines: [{ id: 'nightly', schedule: '0 3 * * *', timezone: 'UTC', action: 'command', run: 'true' }],
+  });
   return { cwd: testdir(), config: join(project, 'routinely.json') };
 }
 
@@ -23,7 +25,10 @@ describe('global options', () => {
     [['lock', 'run', '--config', '$CONFIG', '--', 'echo', 'ran', '--config', 'x'], /^ran --config x$/m],
   ])('are accepted after the subcommand too: %j', async (args, expected) => {
     const { cwd, config } = elsewhere();
-    const r = await runCli(args.map((a) => (a === '$CONFIG' ? config : a)), { cwd });
+    const r = await runCli(
+      args.map((a) => (a === '$CONFIG' ? config : a)),
+      { cwd },
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(expected);
@@ -81,6 +86,8 @@ describe('--wait-timeout without --if-busy wait is refused, never ignored', () =
     const r = args[0] === 'lock' ? await runCli(args, { cwd: project }) : await runInProcess(args, { cwd: project });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^routinely: --wait-timeout only applies with --if-busy wait \((got --if-busy skip|--if-busy is fail by default)\); to wait up to 5s, add --if-busy wait\n$/);
+    expect(r.stderr).toMatch(
+      /^routinely: --wait-timeout only applies with --if-busy wait \((got --if-busy skip|--if-busy is fail by default)\); to wait up to 5s, add --if-busy wait\n$/,
+    );
   });
 });

@@ -9,7 +9,13 @@ import { eventually, processRuns, runCli, startCli, type Spawned } from '../help
 import { stateFileOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
-const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({
+  id,
+  schedule,
+  action: 'command',
+  run,
+  ...extra,
+});
 const YEARLY = '0 0 1 1 *';
 const stop = async (s: Spawned): Promise<number | null> => {
   s.child.kill('SIGTERM');
@@ -29,7 +35,11 @@ describe('the design, as a user checks it', () => {
     const skipped = (await s.waitFor(/^(\S+) \[routine\] skipped tick: exec busy( \(held by [^)]+\))?$/m))[1]!;
     expect(skipped).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     // routine-state.json itself, as `jq .routines.tick` reads it
-    await eventually(() => stateFileOf(dir)?.routines.tick?.last_result === 'skipped', 5000, 'the skip in routine-state.json');
+    await eventually(
+      () => stateFileOf(dir)?.routines.tick?.last_result === 'skipped',
+      5000,
+      'the skip in routine-state.json',
+    );
     const tick = stateFileOf(dir)!.routines.tick!;
     expect(tick).toMatchObject({ last_result: 'skipped', last_reason: 'exec busy', consecutive_failures: 0 });
     expect(tick.counts.failure).toBe(0);
@@ -58,7 +68,9 @@ describe('the design, as a user checks it', () => {
     await holder.waitFor(/holding/);
     const fail = await runCli(['exec', 'run', '--if-busy', 'fail'], { cwd: dir });
     expect(fail.code).toBe(75);
-    expect(fail.stderr).toMatch(new RegExp(`^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago\\n`));
+    expect(fail.stderr).toMatch(
+      new RegExp(`^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago\\n`),
+    );
     const skip = await runCli(['exec', 'run', '--if-busy', 'skip'], { cwd: dir });
     expect(skip).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
     expect(() => readFileSync(join(dir, 'ran.txt'))).toThrow();
@@ -79,7 +91,10 @@ describe('the design, as a user checks it', () => {
     const next = await runCli(['lock', 'run', '--', 'sh', '-c', 'echo next'], { cwd: dir });
     expect(next.code, next.stderr).toBe(0);
     expect(next.stdout).toBe('next\n');
-    const st = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir })).stdout) as { state: string; generation: number };
+    const st = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir })).stdout) as {
+      state: string;
+      generation: number;
+    };
     expect(st.state).toBe('free');
     expect(st.generation).toBeGreaterThanOrEqual(2);
   });
@@ -88,8 +103,21 @@ describe('the design, as a user checks it', () => {
     const dir = testProject({ routines: [cmd('slow', '* * * * * *', 'echo running > running.txt; sleep 3')] });
     const s = startCli(['scheduler', 'start'], { cwd: dir });
     await s.waitFor(/\[routine\] started slow/);
-    await eventually(() => { try { return readFileSync(join(dir, 'running.txt'), 'utf8') === 'running\n'; } catch { return false; } }, 10_000, 'slow runs');
-    const status = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir })).stdout) as { state: string; record: { owner: { routine: string; command: string; pid: number } } };
+    await eventually(
+      () => {
+        try {
+          return readFileSync(join(dir, 'running.txt'), 'utf8') === 'running\n';
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+      'slow runs',
+    );
+    const status = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: dir })).stdout) as {
+      state: string;
+      record: { owner: { routine: string; command: string; pid: number } };
+    };
     expect(status).toMatchObject({ state: 'held', record: { owner: { routine: 'slow', command: 'routine' } } });
     expect(status.record.owner.pid).toBe(s.pid);
     const busy = await runCli(['exec', 'run'], { cwd: dir });
@@ -101,15 +129,41 @@ describe('the design, as a user checks it', () => {
 
   it('the routine actions: register syncs the tasks, exec-auto runs what is pending, exec-resume finishes an interrupted run', async () => {
     const dir = testProject({
-      exec: { tasks: [{ id: 'build', run: 'echo built >> built.txt' }, { id: 'slow', run: 'touch slow.started; sleep 60', dependsOn: ['build'] }] },
-      routines: [{ id: 'sync', schedule: YEARLY, action: 'register' }, { id: 'auto', schedule: YEARLY, action: 'exec-auto' }, { id: 'resume', schedule: YEARLY, action: 'exec-resume' }],
+      exec: {
+        tasks: [
+          { id: 'build', run: 'echo built >> built.txt' },
+          { id: 'slow', run: 'touch slow.started; sleep 60', dependsOn: ['build'] },
+        ],
+      },
+      routines: [
+        { id: 'sync', schedule: YEARLY, action: 'register' },
+        { id: 'auto', schedule: YEARLY, action: 'exec-auto' },
+        { id: 'resume', schedule: YEARLY, action: 'exec-resume' },
+      ],
     });
     expect((await runCli(['routine', 'run', 'sync'], { cwd: dir })).code).toBe(0);
-    const registered = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: dir })).stdout) as { id: string; status: string }[];
-    expect(registered.map((t) => [t.id, t.status])).toEqual([['build', 'pending'], ['slow', 'pending']]);
+    const registered = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: dir })).stdout) as {
+      id: string;
+      status: string;
+    }[];
+    expect(registered.map((t) => [t.id, t.status])).toEqual([
+      ['build', 'pending'],
+      ['slow', 'pending'],
+    ]);
     // exec-auto starts the pending tasks; killed while slow runs, the run is left interrupted
     const auto = startCli(['routine', 'run', 'auto'], { cwd: dir });
-    await eventually(() => { try { readFileSync(join(dir, 'slow.started')); return true; } catch { return false; } }, 15_000, 'slow started');
+    await eventually(
+      () => {
+        try {
+          readFileSync(join(dir, 'slow.started'));
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      15_000,
+      'slow started',
+    );
     auto.child.kill('SIGKILL');
     await auto.exited;
     // the slow task finishes quickly from now on
@@ -119,8 +173,14 @@ describe('the design, as a user checks it', () => {
     expect((await runCli(['routine', 'run', 'sync'], { cwd: dir })).code).toBe(0);
     const resumed = await runCli(['routine', 'run', 'resume'], { cwd: dir });
     expect(resumed.code, resumed.stderr).toBe(0);
-    const done = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: dir })).stdout) as { id: string; status: string }[];
-    expect(done.map((t) => [t.id, t.status])).toEqual([['build', 'succeeded'], ['slow', 'succeeded']]);
+    const done = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: dir })).stdout) as {
+      id: string;
+      status: string;
+    }[];
+    expect(done.map((t) => [t.id, t.status])).toEqual([
+      ['build', 'succeeded'],
+      ['slow', 'succeeded'],
+    ]);
     // build succeeded before the kill and was kept: it ran once
     expect(readFileSync(join(dir, 'built.txt'), 'utf8')).toBe('built\n');
     // and each of the three is in routine-state.json with its result

@@ -37,7 +37,10 @@ describe('the demo', () => {
       }
     });
     const { code } = await demo.exited;
-    expect(code, `${demo.stderr()}\n--- stdout (last 60 lines) ---\n${demo.stdout().split('\n').slice(-60).join('\n')}`).toBe(0);
+    expect(
+      code,
+      `${demo.stderr()}\n--- stdout (last 60 lines) ---\n${demo.stdout().split('\n').slice(-60).join('\n')}`,
+    ).toBe(0);
     const printed = demo
       .stdout()
       .split('\n')

@@ -6,7 +6,17 @@
 // Needs root (mount); skipped otherwise, except under CI=true where it must run.
 
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { readChecksummed } from '../../src/checksum.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -61,57 +71,69 @@ function checkIntact(state: string): void {
 }
 
 describe.skipIf(!canMount && process.env.CI !== 'true')('a full disk under the state folder (SPEC §3)', () => {
-  it.each([0, 1, 2, 3])('with %i pages left: every writer succeeds or exits 74 naming the file; nothing is torn, lost or run twice', async (pages) => {
-    expect(canMount, 'this test needs root and mount (CI runs as root)').toBe(true);
-    const project = testProject({
-      routines: Array.from({ length: 12 }, (_, i) => ({ id: `r${i}`, schedule: '0 0 1 1 *', action: 'command', run: 'echo fired' })),
-      exec: { tasks: Array.from({ length: 16 }, (_, i) => ({ id: `t${i}`, run: `echo t${i} >> starts` })) },
-    });
-    const mnt = join(project, 'mnt');
-    mkdirSync(mnt);
-    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=512k,mode=0700', 'tmpfs', mnt]).status).toBe(0);
-    onTestFinished(() => {
-      spawnSync('umount', ['-l', mnt]);
-    });
-    const state = join(mnt, 'state');
-    const env = { ROUTINELY_STATE_DIR: state };
-    const cli = (args: string[]) => runCli(args, { cwd: project, env });
-    for (let i = 0; i < 12; i++) expect((await cli(['routine', 'run', `r${i}`])).code).toBe(0);
-    expect((await cli(['exec', 'run', 't0', 't1', 't2', 't3'])).code).toBe(0);
+  it.each([0, 1, 2, 3])(
+    'with %i pages left: every writer succeeds or exits 74 naming the file; nothing is torn, lost or run twice',
+    async (pages) => {
+      expect(canMount, 'this test needs root and mount (CI runs as root)').toBe(true);
+      const project = testProject({
+        routines: Array.from({ length: 12 }, (_, i) => ({
+          id: `r${i}`,
+          schedule: '0 0 1 1 *',
+          action: 'command',
+          run: 'echo fired',
+        })),
+        exec: { tasks: Array.from({ length: 16 }, (_, i) => ({ id: `t${i}`, run: `echo t${i} >> starts` })) },
+      });
+      const mnt = join(project, 'mnt');
+      mkdirSync(mnt);
+      expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=512k,mode=0700', 'tmpfs', mnt]).status).toBe(0);
+      onTestFinished(() => {
+        spawnSync('umount', ['-l', mnt]);
+      });
+      const state = join(mnt, 'state');
+      const env = { ROUTINELY_STATE_DIR: state };
+      const cli = (args: string[]) => runCli(args, { cwd: project, env });
+      for (let i = 0; i < 12; i++) expect((await cli(['routine', 'run', `r${i}`])).code).toBe(0);
+      expect((await cli(['exec', 'run', 't0', 't1', 't2', 't3'])).code).toBe(0);
 
-    fill(mnt, pages);
-    const outcomes: string[] = [];
-    for (const args of [['routine', 'run', 'r2'], ['exec', 'run'], ['routine', 'pause', 'r3'], ['register']]) {
-      const r = await cli(args);
-      outcomes.push(`${args.join(' ')}: ${r.code}`);
-      expect([0, 1, 74], `${args.join(' ')}: ${r.stderr}`).toContain(r.code);
-      if (r.code === 74) expect(r.stderr, args.join(' ')).toMatch(/(no space left on device|input\/output error) (writing|appending to|creating|creating the lock in) \S+/);
-      expect(r.stderr).not.toMatch(/unexpected error|    at /);
+      fill(mnt, pages);
+      const outcomes: string[] = [];
+      for (const args of [['routine', 'run', 'r2'], ['exec', 'run'], ['routine', 'pause', 'r3'], ['register']]) {
+        const r = await cli(args);
+        outcomes.push(`${args.join(' ')}: ${r.code}`);
+        expect([0, 1, 74], `${args.join(' ')}: ${r.stderr}`).toContain(r.code);
+        if (r.code === 74)
+          expect(r.stderr, args.join(' ')).toMatch(
+            /(no space left on device|input\/output error) (writing|appending to|creating|creating the lock in) \S+/,
+          );
+        expect(r.stderr).not.toMatch(/unexpected error|    at /);
+        checkIntact(state);
+      }
+
+      rmSync(join(mnt, 'filler'));
+      // Space again: the state reads whole, what was recorded is counted, and nothing that
+      // succeeded runs again.
+      const list = await cli(['routine', 'list', '--json']);
+      expect(list.code, list.stderr).toBe(0);
+      const rows = JSON.parse(list.stdout) as { id: string; counts: { success: number } }[];
+      for (const row of rows) expect(row.counts.success, row.id).toBeGreaterThanOrEqual(1);
+      const history = await cli(['routine', 'history', 'r2', '--json']);
+      expect((JSON.parse(history.stdout) as unknown[]).length).toBe(rows.find((r) => r.id === 'r2')!.counts.success);
+      const run = await cli(['exec', 'run']);
+      expect([0, 1], run.stderr).toContain(run.code);
+      const again = await cli(['exec', 'run']);
+      expect(again.stdout, outcomes.join('; ')).toMatch(/nothing to run/);
+      const startLines = readFileSync(join(project, 'starts'), 'utf8').trim().split('\n');
+      const counts = new Map<string, number>();
+      for (const l of startLines) counts.set(l, (counts.get(l) ?? 0) + 1);
+      // t0..t3 succeeded before the disk filled: they never started again
+      for (const t of ['t0', 't1', 't2', 't3'])
+        expect(counts.get(t), `${t} ran again (${outcomes.join('; ')})`).toBe(1);
+      // and every task ran (`again` found nothing to run: each has succeeded once)
+      expect([...counts.keys()].sort()).toEqual(Array.from({ length: 16 }, (_, i) => `t${i}`).sort());
       checkIntact(state);
-    }
-
-    rmSync(join(mnt, 'filler'));
-    // Space again: the state reads whole, what was recorded is counted, and nothing that
-    // succeeded runs again.
-    const list = await cli(['routine', 'list', '--json']);
-    expect(list.code, list.stderr).toBe(0);
-    const rows = JSON.parse(list.stdout) as { id: string; counts: { success: number } }[];
-    for (const row of rows) expect(row.counts.success, row.id).toBeGreaterThanOrEqual(1);
-    const history = await cli(['routine', 'history', 'r2', '--json']);
-    expect((JSON.parse(history.stdout) as unknown[]).length).toBe(rows.find((r) => r.id === 'r2')!.counts.success);
-    const run = await cli(['exec', 'run']);
-    expect([0, 1], run.stderr).toContain(run.code);
-    const again = await cli(['exec', 'run']);
-    expect(again.stdout, outcomes.join('; ')).toMatch(/nothing to run/);
-    const startLines = readFileSync(join(project, 'starts'), 'utf8').trim().split('\n');
-    const counts = new Map<string, number>();
-    for (const l of startLines) counts.set(l, (counts.get(l) ?? 0) + 1);
-    // t0..t3 succeeded before the disk filled: they never started again
-    for (const t of ['t0', 't1', 't2', 't3']) expect(counts.get(t), `${t} ran again (${outcomes.join('; ')})`).toBe(1);
-    // and every task ran (`again` found nothing to run: each has succeeded once)
-    expect([...counts.keys()].sort()).toEqual(Array.from({ length: 16 }, (_, i) => `t${i}`).sort());
-    checkIntact(state);
-    // each routine's own index (routine-state.json is the scheduler's, none ran here)
-    expect(existsSync(join(state, 'history', 'r2.index'))).toBe(true);
-  });
+      // each routine's own index (routine-state.json is the scheduler's, none ran here)
+      expect(existsSync(join(state, 'history', 'r2.index'))).toBe(true);
+    },
+  );
 });

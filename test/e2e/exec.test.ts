@@ -52,39 +52,75 @@ function maxOverlap(iv: Map<string, { s: number; e: number }>, filter: (id: stri
 
 function hashTree(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const name of readdirSync(dir)) out[name] = createHash('sha256').update(readFileSync(join(dir, name))).digest('hex');
+  for (const name of readdirSync(dir))
+    out[name] = createHash('sha256')
+      .update(readFileSync(join(dir, name)))
+      .digest('hex');
   return out;
 }
 
 describe('register', () => {
   it('syncs the registry by content hash and prints the summary', async () => {
     const project = testProject({
-      exec: { taskDirs: ['tasks'], tasks: [{ id: 'build', run: 'true' }, { id: 'lint', run: 'true' }] },
+      exec: {
+        taskDirs: ['tasks'],
+        tasks: [
+          { id: 'build', run: 'true' },
+          { id: 'lint', run: 'true' },
+        ],
+      },
     });
     mkdirSync(join(project, 'tasks'));
-    writeFileSync(join(project, 'tasks', 'more.json'), JSON.stringify([{ id: 'docs', run: 'true', dependsOn: ['build'] }]));
+    writeFileSync(
+      join(project, 'tasks', 'more.json'),
+      JSON.stringify([{ id: 'docs', run: 'true', dependsOn: ['build'] }]),
+    );
     expect((await runCli(['register'], { cwd: project })).stdout).toBe('3 new, 0 changed, 0 retired\n');
     expect((await runCli(['register'], { cwd: project })).stdout).toBe('0 new, 0 changed, 0 retired\n');
-    writeFileSync(join(project, 'tasks', 'more.json'), JSON.stringify({ id: 'docs', run: 'make docs', dependsOn: ['build'] }));
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { taskDirs: ['tasks'], tasks: [{ id: 'build', run: 'true' }] } }));
+    writeFileSync(
+      join(project, 'tasks', 'more.json'),
+      JSON.stringify({ id: 'docs', run: 'make docs', dependsOn: ['build'] }),
+    );
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ exec: { taskDirs: ['tasks'], tasks: [{ id: 'build', run: 'true' }] } }),
+    );
     expect((await runCli(['register'], { cwd: project })).stdout).toBe('0 new, 1 changed, 1 retired\n');
-    const status = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as { id: string; status: string; source: string }[];
-    expect(Object.fromEntries(status.map((t) => [t.id, t.status]))).toEqual({ build: 'pending', lint: 'retired', docs: 'pending' });
+    const status = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as {
+      id: string;
+      status: string;
+      source: string;
+    }[];
+    expect(Object.fromEntries(status.map((t) => [t.id, t.status]))).toEqual({
+      build: 'pending',
+      lint: 'retired',
+      docs: 'pending',
+    });
     expect(status.find((t) => t.id === 'docs')?.source).toBe('tasks/more.json');
   });
 
   it('rejects bad task files with exit 2, naming the file and path', async () => {
     const project = testProject({ exec: { taskDirs: ['tasks'], tasks: [{ id: 'build', run: 'true' }] } });
     mkdirSync(join(project, 'tasks'));
-    writeFileSync(join(project, 'tasks', 'bad.json'), JSON.stringify([{ id: 'build', run: 'x' }, { id: 'x', run: 'y', dependsOn: ['x'] }]));
+    writeFileSync(
+      join(project, 'tasks', 'bad.json'),
+      JSON.stringify([
+        { id: 'build', run: 'x' },
+        { id: 'x', run: 'y', dependsOn: ['x'] },
+      ]),
+    );
     const r = await runCli(['register'], { cwd: project });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('tasks/bad.json: [0].id: "build" is a duplicate (also exec.tasks[0])');
     expect(r.stderr).toContain('tasks/bad.json: [1].dependsOn[0]: "x" is the task itself');
     writeFileSync(join(project, 'tasks', 'bad.json'), '{ nope');
-    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: line 1, column 3: invalid JSON: expected a property name in double quotes, found "n"/);
+    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(
+      /tasks\/bad\.json: line 1, column 3: invalid JSON: expected a property name in double quotes, found "n"/,
+    );
     writeFileSync(join(project, 'tasks', 'bad.json'), '[\n  { "id": "a", "run": "true" },\n]\n');
-    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(/tasks\/bad\.json: line 2, column 31: invalid JSON: trailing comma before "\]"/);
+    expect((await runCli(['exec', 'run'], { cwd: project })).stderr).toMatch(
+      /tasks\/bad\.json: line 2, column 31: invalid JSON: trailing comma before "\]"/,
+    );
   });
 });
 
@@ -100,7 +136,10 @@ describe('exec run', () => {
       ...['b1', 'b2', 'b3'].map((id) => ({ id, run: together(ev, join(project, 'together'), 3) })),
       { id: 'b4', run: timed(ev, 0.3) },
     ];
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 3, providers: { agent: { maxConcurrency: 1 } }, tasks } }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ exec: { parallel: 3, providers: { agent: { maxConcurrency: 1 } }, tasks } }),
+    );
     const r = await runCli(['exec', 'run'], { cwd: project, timeoutMs: 120_000 });
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/SUCCEEDED: 9 succeeded/);
@@ -117,7 +156,10 @@ describe('exec run', () => {
   it('--parallel overrides the config, and named tasks run as asked', async () => {
     const project = testProject();
     const ev = join(project, 'events');
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 4, tasks: ['x', 'y', 'z'].map((id) => ({ id, run: timed(ev, 0.2) })) } }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ exec: { parallel: 4, tasks: ['x', 'y', 'z'].map((id) => ({ id, run: timed(ev, 0.2) })) } }),
+    );
     expect((await runCli(['exec', 'run', 'x', 'y', '--parallel', '1'], { cwd: project })).code).toBe(0);
     const iv = intervals(ev);
     expect([...iv.keys()].sort()).toEqual(['x', 'y']);
@@ -153,9 +195,26 @@ describe('exec run', () => {
     // the next run has nothing ready: build failed, its dependants wait for it
     const again = await runCli(['exec', 'run'], { cwd: project });
     // it says why, and what runs them again
-    expect(again).toMatchObject({ code: 0, stdout: expect.stringMatching(/^nothing to run: \d+ succeeded, 1 failed, 2 waiting for a failed dependency\n  routinely exec resume retries the failed and interrupted tasks of their run\n  routinely exec reset TASK… sets tasks back to pending for the next exec run\n$/) });
+    expect(again).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(
+        /^nothing to run: \d+ succeeded, 1 failed, 2 waiting for a failed dependency\n  routinely exec resume retries the failed and interrupted tasks of their run\n  routinely exec reset TASK… sets tasks back to pending for the next exec run\n$/,
+      ),
+    });
     // reset, fix, run: the dependants follow
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: [{ id: 'build', run: 'true' }, { id: 'docs', run: 'true', dependsOn: ['build'] }, { id: 'site', run: 'true', dependsOn: ['docs'] }, { id: 'lint', run: 'true' }] } }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({
+        exec: {
+          tasks: [
+            { id: 'build', run: 'true' },
+            { id: 'docs', run: 'true', dependsOn: ['build'] },
+            { id: 'site', run: 'true', dependsOn: ['docs'] },
+            { id: 'lint', run: 'true' },
+          ],
+        },
+      }),
+    );
     const fixed = await runCli(['exec', 'run', '--json'], { cwd: project });
     expect(Object.keys((JSON.parse(fixed.stdout) as RunState).tasks)).toEqual(['build', 'docs', 'site']);
     expect(fixed.code).toBe(0);
@@ -168,24 +227,41 @@ describe('exec run', () => {
     const r = await runCli(['exec', 'run', '--json'], { cwd: project });
     expect(r.code).toBe(1);
     const run = JSON.parse(r.stdout) as RunState;
-    expect(run.tasks.hang).toMatchObject({ status: 'failed', why_code: 'TASK_TIMEOUT', why: 'timed out (timeoutSeconds: 0.5)' });
+    expect(run.tasks.hang).toMatchObject({
+      status: 'failed',
+      why_code: 'TASK_TIMEOUT',
+      why: 'timed out (timeoutSeconds: 0.5)',
+    });
     const gc = Number(readFileSync(join(project, 'gc.pid'), 'utf8'));
     await eventually(() => !processRuns(gc), 5000, 'grandchild gone');
     // the limit once, the time taken once: never "timed out after 0.5s in 0.5s"
     const plain = await runCli(['exec', 'run', 'hang'], { cwd: project });
     expect(plain.stdout).toMatch(/^failed hang: timed out \(timeoutSeconds: 0\.5\) in \d+\.\ds {2}\(log: /m);
     const id = /^run (r-\S+) FAILED/m.exec(plain.stdout)![1]!;
-    expect((await runCli(['exec', 'show', id], { cwd: project })).stdout).toMatch(/^ {2}hang {2}failed +(exit \d+ )?\d+\.\ds {2}— timed out \(timeoutSeconds: 0\.5\)$/m);
+    expect((await runCli(['exec', 'show', id], { cwd: project })).stdout).toMatch(
+      /^ {2}hang {2}failed +(exit \d+ )?\d+\.\ds {2}— timed out \(timeoutSeconds: 0\.5\)$/m,
+    );
   });
 
   it('runs tasks in the project root or their cwd, with their env and the routinely variables', async () => {
     const project = testProject({
-      exec: { tasks: [{ id: 'where', run: 'echo "$PWD $GREETING $ROUTINELY_TASK_ID $ROUTINELY_RUN_ID"', env: { GREETING: 'hi' }, cwd: 'sub' }] },
+      exec: {
+        tasks: [
+          {
+            id: 'where',
+            run: 'echo "$PWD $GREETING $ROUTINELY_TASK_ID $ROUTINELY_RUN_ID"',
+            env: { GREETING: 'hi' },
+            cwd: 'sub',
+          },
+        ],
+      },
     });
     mkdirSync(join(project, 'sub'));
     expect((await runCli(['exec', 'run'], { cwd: join(project, 'sub') })).code).toBe(0);
     const run = lastRun(project);
-    expect(readFileSync(join(runsDir(project), run.run_id, 'where.log'), 'utf8')).toBe(`${join(project, 'sub')} hi where ${run.run_id}\n`);
+    expect(readFileSync(join(runsDir(project), run.run_id, 'where.log'), 'utf8')).toBe(
+      `${join(project, 'sub')} hi where ${run.run_id}\n`,
+    );
   });
 
   it('busy: exit 75 naming the holder; skip exits 0 and starts no run', async () => {
@@ -195,7 +271,10 @@ describe('exec run', () => {
     const r = await runCli(['exec', 'run'], { cwd: project });
     expect(r.code).toBe(75);
     expect(r.stderr).toMatch(/^exec busy: held by pid \d+ on .* \(lock run\)/);
-    expect(await runCli(['exec', 'run', '--if-busy', 'skip'], { cwd: project })).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
+    expect(await runCli(['exec', 'run', '--if-busy', 'skip'], { cwd: project })).toMatchObject({
+      code: 0,
+      stdout: 'skipped: exec busy\n',
+    });
     expect(runIds(project)).toEqual([]);
     holder.child.kill('SIGTERM');
     await holder.exited;
@@ -203,7 +282,14 @@ describe('exec run', () => {
 
   it('SIGTERM: tasks stopped, run INTERRUPTED, lock free, exit 143; resume finishes it', async () => {
     const project = testProject({
-      exec: { parallel: 2, tasks: [{ id: 'quick', run: 'true' }, { id: 'slow', run: 'echo "slow $$" > slow.pid; sleep 60' }, { id: 'after', run: 'true', dependsOn: ['slow'] }] },
+      exec: {
+        parallel: 2,
+        tasks: [
+          { id: 'quick', run: 'true' },
+          { id: 'slow', run: 'echo "slow $$" > slow.pid; sleep 60' },
+          { id: 'after', run: 'true', dependsOn: ['slow'] },
+        ],
+      },
     });
     const p = startCli(['exec', 'run'], { cwd: project });
     const slowPid = Number((await lineIn(join(project, 'slow.pid'), /slow (\d+)/, 10_000, 'slow started'))[1]);
@@ -218,7 +304,19 @@ describe('exec run', () => {
     expect(run.tasks.after?.status).toBe('pending');
     // interrupted work belongs to its run: a plain exec run does not pick it up, resume does
     expect((await runCli(['exec', 'run'], { cwd: project })).stdout).toMatch(/^nothing to run: /);
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 2, tasks: [{ id: 'quick', run: 'true' }, { id: 'slow', run: 'true' }, { id: 'after', run: 'true', dependsOn: ['slow'] }] } }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({
+        exec: {
+          parallel: 2,
+          tasks: [
+            { id: 'quick', run: 'true' },
+            { id: 'slow', run: 'true' },
+            { id: 'after', run: 'true', dependsOn: ['slow'] },
+          ],
+        },
+      }),
+    );
     const resumed = await runCli(['exec', 'resume', '--json'], { cwd: project });
     expect(resumed.code).toBe(0);
     const done = JSON.parse(resumed.stdout) as RunState;
@@ -242,7 +340,12 @@ describe('exec run', () => {
     p.child.kill('SIGKILL');
     await p.exited;
     expect(lastRun(project).status).toBe('RUNNING'); // its owner died mid-run
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 1, tasks: [tasks[0], { id: 'two', run: `echo two >> ${count}` }, tasks[2]] } }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({
+        exec: { parallel: 1, tasks: [tasks[0], { id: 'two', run: `echo two >> ${count}` }, tasks[2]] },
+      }),
+    );
     const r = await runCli(['exec', 'resume', '--json'], { cwd: project });
     expect(r.code).toBe(0);
     const run = JSON.parse(r.stdout) as RunState;
@@ -253,7 +356,8 @@ describe('exec run', () => {
   it('the lock record of exec run and exec resume names the run from the moment it is linked (cat of the lock tells which run holds it)', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'echo started; [ -e go ] || sleep 30' }] } });
     const lock = join(project, '.routinely', 'locks', 'exec-run.lock');
-    const linked = (): { owner: { command: string; run_id?: string } } => JSON.parse(readFileSync(lock, 'utf8')) as { owner: { command: string; run_id?: string } };
+    const linked = (): { owner: { command: string; run_id?: string } } =>
+      JSON.parse(readFileSync(lock, 'utf8')) as { owner: { command: string; run_id?: string } };
     const first = startCli(['exec', 'run'], { cwd: project, timeoutMs: 60_000 });
     await eventually(() => existsSync(lock), 15_000, 'the lock');
     const runId = linked().owner.run_id;
@@ -271,7 +375,7 @@ describe('exec run', () => {
     holder.child.kill('SIGTERM');
     await holder.exited;
     const resume = startCli(['exec', 'resume', runId!], { cwd: project, timeoutMs: 60_000 });
-    await eventually(() => existsSync(lock) && linked().owner.command === 'exec resume', 15_000, 'the resume\'s lock');
+    await eventually(() => existsSync(lock) && linked().owner.command === 'exec resume', 15_000, "the resume's lock");
     expect(linked().owner.run_id).toBe(runId);
     writeFileSync(join(project, 'go'), '');
     expect((await resume.exited).code).toBe(0);
@@ -291,10 +395,16 @@ describe('exec run', () => {
     const plain = await runCli(['exec', 'resume', id], { cwd: project });
     expect(plain.code).toBe(75);
     expect(plain.stderr).toMatch(/exec busy: held by pid \d+.*\n {2}status: CONFLICT \(LOCK_CONFLICT\)/);
-    expect(await runCli(['exec', 'resume', '--if-busy', 'skip'], { cwd: project })).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
+    expect(await runCli(['exec', 'resume', '--if-busy', 'skip'], { cwd: project })).toMatchObject({
+      code: 0,
+      stdout: 'skipped: exec busy\n',
+    });
     // the conflict says what to run next about this very run, never a bare resume (which could
     // pick a newer one): also when RUN_ID was not given, the run that was the newest then
-    expect(JSON.parse(r.stdout)).toMatchObject({ run_id: id, next: `wait for it to finish, or: routinely exec resume ${id} --if-busy wait` });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      run_id: id,
+      next: `wait for it to finish, or: routinely exec resume ${id} --if-busy wait`,
+    });
     expect(plain.stderr).toContain(`  next: wait for it to finish, or: routinely exec resume ${id} --if-busy wait`);
     expect(hashTree(join(runsDir(project), id))).toEqual(before);
     expect(readFileSync(join(project, '.routinely', 'exec', 'tasks.json'), 'utf8')).toBe(registryBefore);
@@ -303,12 +413,17 @@ describe('exec run', () => {
   });
 
   it('lost lock (SIGSTOP past the TTL): ABORTED / LOCK_LOST, its tasks stopped, nothing else written', async () => {
-    const project = testProject({ lock: { ttlSeconds: 2 }, exec: { tasks: [{ id: 'long', run: 'echo "pid $$" > long.pid; sleep 60' }] } });
+    const project = testProject({
+      lock: { ttlSeconds: 2 },
+      exec: { tasks: [{ id: 'long', run: 'echo "pid $$" > long.pid; sleep 60' }] },
+    });
     const p = startCli(['exec', 'run'], { cwd: project });
     const taskPid = Number((await lineIn(join(project, 'long.pid'), /pid (\d+)/, 10_000, 'task started'))[1]);
     const id = runIds(project)[0]!;
     process.kill(p.pid, 'SIGSTOP');
-    const thief = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo took-over; sleep 2'], { cwd: project });
+    const thief = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo took-over; sleep 2'], {
+      cwd: project,
+    });
     await thief.waitFor(/took-over/);
     const why = (): string => `exec run: ${p.stdout()} ${p.stderr()} | thief: ${thief.stdout()} ${thief.stderr()}`;
     expect(processRuns(taskPid), why()).toBe(false);
@@ -322,8 +437,14 @@ describe('exec run', () => {
     expect(readFileSync(join(project, '.routinely', 'exec', 'tasks.json'), 'utf8')).toBe(registryBefore);
     const journal = readFileSync(join(runsDir(project), id, 'journal.jsonl'), 'utf8');
     expect(journal.startsWith(journalBefore)).toBe(true);
-    const added = journal.slice(journalBefore.length).trim().split('\n').map((l) => JSON.parse(l) as { type: string; status: string; why_code: string });
-    expect(added, why()).toEqual([expect.objectContaining({ type: 'run-finished', status: 'ABORTED', why_code: 'LOCK_LOST' })]);
+    const added = journal
+      .slice(journalBefore.length)
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; status: string; why_code: string });
+    expect(added, why()).toEqual([
+      expect.objectContaining({ type: 'run-finished', status: 'ABORTED', why_code: 'LOCK_LOST' }),
+    ]);
     expect(lastRun(project)).toMatchObject({ status: 'ABORTED', why_code: 'LOCK_LOST' });
     expect((await thief.exited).code).toBe(0);
   });
@@ -331,12 +452,29 @@ describe('exec run', () => {
 
 describe('exec state outlives a wiped lock folder', () => {
   it('resume still works after the generation counter was lost (its generation is raised above the state)', async () => {
-    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: 'exit 1' }] } });
+    const project = testProject({
+      exec: {
+        tasks: [
+          { id: 'a', run: 'true' },
+          { id: 'b', run: 'exit 1' },
+        ],
+      },
+    });
     for (let i = 0; i < 3; i++) await runCli(['lock', 'run', '--', 'true'], { cwd: project }); // generation 3
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1);
     const id = runIds(project)[0]!;
     rmSync(join(project, '.routinely', 'locks'), { recursive: true, force: true });
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: 'true' }] } }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({
+        exec: {
+          tasks: [
+            { id: 'a', run: 'true' },
+            { id: 'b', run: 'true' },
+          ],
+        },
+      }),
+    );
     const r = await runCli(['exec', 'resume', id, '--json'], { cwd: project });
     expect(r.code, r.stderr).toBe(0);
     const run = JSON.parse(r.stdout) as RunState;
@@ -347,20 +485,42 @@ describe('exec state outlives a wiped lock folder', () => {
 
 describe('exec read views and bad input', () => {
   it('status, runs, show, reset', async () => {
-    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: 'exit 4' }] } });
+    const project = testProject({
+      exec: {
+        tasks: [
+          { id: 'a', run: 'true' },
+          { id: 'b', run: 'exit 4' },
+        ],
+      },
+    });
     await runCli(['exec', 'run'], { cwd: project });
     const id = runIds(project)[0]!;
     const runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout);
-    expect(runs).toEqual([expect.objectContaining({ run_id: id, status: 'FAILED', summary: expect.objectContaining({ succeeded: 1, failed: 1, total: 2 }) })]);
+    expect(runs).toEqual([
+      expect.objectContaining({
+        run_id: id,
+        status: 'FAILED',
+        summary: expect.objectContaining({ succeeded: 1, failed: 1, total: 2 }),
+      }),
+    ]);
     const show = await runCli(['exec', 'show', id], { cwd: project });
     expect(show.stdout).toMatch(new RegExp(`^run ${id}: FAILED`));
     expect(show.stdout).toMatch(/b +failed +exit 4/);
-    expect(JSON.parse((await runCli(['exec', 'show', id, '--json'], { cwd: project })).stdout)).toMatchObject({ run_id: id, tasks: { b: { exit_code: 4 } } });
+    expect(JSON.parse((await runCli(['exec', 'show', id, '--json'], { cwd: project })).stdout)).toMatchObject({
+      run_id: id,
+      tasks: { b: { exit_code: 4 } },
+    });
     const human = await runCli(['exec', 'status'], { cwd: project });
     expect(human.stdout).toMatch(/^TASK +STATUS/);
     expect(human.stdout).toMatch(/b +failed/);
-    expect(await runCli(['exec', 'reset', 'b'], { cwd: project })).toMatchObject({ code: 0, stdout: 'reset to pending: b\n' });
-    const after = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as { id: string; status: string }[];
+    expect(await runCli(['exec', 'reset', 'b'], { cwd: project })).toMatchObject({
+      code: 0,
+      stdout: 'reset to pending: b\n',
+    });
+    const after = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as {
+      id: string;
+      status: string;
+    }[];
     expect(after.find((t) => t.id === 'b')?.status).toBe('pending');
     expect((await runCli(['exec', 'reset', 'zzz'], { cwd: project })).code).toBe(2);
   });
@@ -380,12 +540,32 @@ describe('exec read views and bad input', () => {
 
   it('nothing to run and nothing to resume exit 0', async () => {
     const project = testProject();
-    expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to run: the config has no tasks (exec.tasks, exec.taskDirs)\n' });
-    expect(await runCli(['exec', 'resume'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to resume\n' });
+    expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({
+      code: 0,
+      stdout: 'nothing to run: the config has no tasks (exec.tasks, exec.taskDirs)\n',
+    });
+    expect(await runCli(['exec', 'resume'], { cwd: project })).toMatchObject({
+      code: 0,
+      stdout: 'nothing to resume\n',
+    });
     // everything done: says so, and how to run it again
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: 'true' }] } }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({
+        exec: {
+          tasks: [
+            { id: 'a', run: 'true' },
+            { id: 'b', run: 'true' },
+          ],
+        },
+      }),
+    );
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
-    expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({ code: 0, stdout: 'nothing to run: all 2 tasks succeeded\n  routinely exec reset TASK… sets tasks back to pending for the next exec run\n' });
+    expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({
+      code: 0,
+      stdout:
+        'nothing to run: all 2 tasks succeeded\n  routinely exec reset TASK… sets tasks back to pending for the next exec run\n',
+    });
     await sleep(0);
   });
 });

@@ -57,7 +57,11 @@ describe('short commands from the validated config', () => {
     const project = testProject({ routines });
     expect((await full(project, ['validate'])).code).toBe(0);
     await fast(project, ['lock', 'status']); // leaves the cache
-    for (const args of [['lock', 'status'], ['lock', 'status', '--json'], ['lock', 'status', '--key', 'scheduler']]) {
+    for (const args of [
+      ['lock', 'status'],
+      ['lock', 'status', '--json'],
+      ['lock', 'status', '--key', 'scheduler'],
+    ]) {
       const f = await fast(project, args);
       expect(f.stderr, args.join(' ')).toMatch(FROM_CACHE);
       const s = await full(project, args);
@@ -78,9 +82,14 @@ describe('short commands from the validated config', () => {
       const s = await full(project, [...args]);
       expect([f.code, f.stdout], args.join(' ')).toEqual([code, out]);
       expect([s.code, s.stdout], args.join(' ')).toEqual([code, out]);
-      expect(f.stderr.replace(FROM_CACHE, '').replace(/heartbeat \d+s ago/g, 'heartbeat Ns ago'), args.join(' ')).toBe(s.stderr.replace(/heartbeat \d+s ago/g, 'heartbeat Ns ago'));
+      expect(f.stderr.replace(FROM_CACHE, '').replace(/heartbeat \d+s ago/g, 'heartbeat Ns ago'), args.join(' ')).toBe(
+        s.stderr.replace(/heartbeat \d+s ago/g, 'heartbeat Ns ago'),
+      );
     }
-    const status = JSON.parse((await fast(project, ['lock', 'status', '--json'])).stdout) as { state: string; record: { owner: { pid: number } } };
+    const status = JSON.parse((await fast(project, ['lock', 'status', '--json'])).stdout) as {
+      state: string;
+      record: { owner: { pid: number } };
+    };
     expect(status).toMatchObject({ state: 'held', record: { owner: { pid: holder.pid } } });
     holder.child.kill('SIGTERM');
     await holder.exited;

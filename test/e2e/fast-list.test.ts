@@ -23,8 +23,10 @@ async function withScheduler(config: object): Promise<{ project: string; s: Spaw
   return { project, s };
 }
 
-const list = (project: string, args: string[] = [], env: Record<string, string> = {}) => runCli(['routine', 'list', ...args], { cwd: project, env: { ROUTINELY_DEBUG: '1', ...env } });
-const full = (project: string, args: string[] = []) => runCli(['routine', 'list', ...args], { cwd: project, env: { ROUTINELY_LIST_CACHE: '0' } });
+const list = (project: string, args: string[] = [], env: Record<string, string> = {}) =>
+  runCli(['routine', 'list', ...args], { cwd: project, env: { ROUTINELY_DEBUG: '1', ...env } });
+const full = (project: string, args: string[] = []) =>
+  runCli(['routine', 'list', ...args], { cwd: project, env: { ROUTINELY_LIST_CACHE: '0' } });
 
 describe('routine list from the scheduler cache', () => {
   it('prints what the full path prints, table, --json and --check alike', async () => {
@@ -75,7 +77,12 @@ describe('routine list from the scheduler cache', () => {
     await again.exited;
     const good = readFileSync(cache, 'utf8');
     const expected = (await full(project)).stdout;
-    for (const damage of ['', '{', good.slice(0, good.length / 2), good.replace('"upcoming":[{"at":', '"upcoming":[{"at":"x","y":')]) {
+    for (const damage of [
+      '',
+      '{',
+      good.slice(0, good.length / 2),
+      good.replace('"upcoming":[{"at":', '"upcoming":[{"at":"x","y":'),
+    ]) {
       writeFileSync(cache, damage);
       const r = await list(project);
       expect(r.stderr).toBe('');

@@ -13,7 +13,13 @@ import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { routineStateOf, stateFileOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
-const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({
+  id,
+  schedule,
+  action: 'command',
+  run,
+  ...extra,
+});
 const TOKEN = 'e2e-token-5d1c0a3b9e7f4a2c8d6b';
 /** Appear in the config and the environment only: never in anything served. */
 const RUN_SECRET = 'RUN-STRING-SECRET-7f3a';
@@ -28,15 +34,21 @@ async function startServing(args: string[], opts: RunOptions & { cwd: string }):
 const stateOf = (dir: string): RoutineStateFile => routineStateOf(dir);
 /** The fires in a routine's history file (it also records pauses and resumes). */
 const historyOf = (dir: string, id: string): HistoryEntry[] =>
-  readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as HistoryEntry).filter((e) => typeof e.result === 'string');
+  readFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as HistoryEntry)
+    .filter((e) => typeof e.result === 'string');
 /** Busy skips since the last fire that ran (a skip behind its own previous run is not one). */
 const trailingSkips = (h: HistoryEntry[]): number => {
   let n = 0;
-  for (let i = h.length - 1; i >= 0 && h[i]!.result === 'skipped'; i--) if ((h[i]!.reason ?? 'exec busy').startsWith('exec busy')) n++;
+  for (let i = h.length - 1; i >= 0 && h[i]!.result === 'skipped'; i--)
+    if ((h[i]!.reason ?? 'exec busy').startsWith('exec busy')) n++;
   return n;
 };
 const json = async (url: string): Promise<unknown> => JSON.parse((await httpGet(url)).body);
-const withoutNext = (rows: unknown): unknown => (rows as Record<string, unknown>[]).map(({ next_run_at: _n, ...r }) => r);
+const withoutNext = (rows: unknown): unknown =>
+  (rows as Record<string, unknown>[]).map(({ next_run_at: _n, ...r }) => r);
 
 /** Polls an async check until it passes (behaviour, not timing: the limit only prevents a hang). */
 async function until(check: () => Promise<void>, limitMs = 20_000): Promise<void> {
@@ -56,7 +68,11 @@ describe('scheduler start --http (file backend)', () => {
   it('counts every fire the process records as routine-state.json does: a run started over HTTP, a fire left open by a killed run (SPEC §11)', async () => {
     const project = testProject({
       http: { actions: true },
-      routines: [cmd('manual', '0 0 1 1 *', 'true'), cmd('bad', '0 0 1 1 *', 'exit 4'), cmd('slow', '0 0 1 1 *', 'sleep 30', { exclusive: false })],
+      routines: [
+        cmd('manual', '0 0 1 1 *', 'true'),
+        cmd('bad', '0 0 1 1 *', 'exit 4'),
+        cmd('slow', '0 0 1 1 *', 'sleep 30', { exclusive: false }),
+      ],
     });
     const env = { ROUTINELY_HTTP_TOKEN: TOKEN };
     // a fire left open: its process killed while it ran
@@ -66,7 +82,13 @@ describe('scheduler start --http (file backend)', () => {
     await slow.exited;
     const { p: s, url } = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env });
     await s.waitFor(/left open by a scheduler that died/);
-    const post = (id: string) => httpGet(`${url}api/routines/${id}/run`, { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, 'POST', '{}');
+    const post = (id: string) =>
+      httpGet(
+        `${url}api/routines/${id}/run`,
+        { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        'POST',
+        '{}',
+      );
     expect((await post('manual')).status).toBe(202);
     await until(async () => expect(historyOf(project, 'manual').map((e) => e.result)).toEqual(['success']));
     expect((await post('bad')).status).toBe(202);
@@ -75,10 +97,17 @@ describe('scheduler start --http (file backend)', () => {
     await until(async () => {
       const m = (await httpGet(`${url}metrics`, { authorization: `Bearer ${TOKEN}` })).body;
       const file = stateFileOf(project)!;
-      for (const [id, result] of [['manual', 'success'], ['bad', 'failure'], ['slow', 'failure']] as const) {
+      for (const [id, result] of [
+        ['manual', 'success'],
+        ['bad', 'failure'],
+        ['slow', 'failure'],
+      ] as const) {
         expect(sample(m, 'routinely_fires_total', { routine: id, result }), `${id} ${result}`).toBe(1);
         expect(file.routines[id]?.counts[result], `${id} in routine-state.json`).toBe(1);
-        expect(historyOf(project, id).filter((e) => e.result === result), `${id} in history`).toHaveLength(1);
+        expect(
+          historyOf(project, id).filter((e) => e.result === result),
+          `${id} in history`,
+        ).toHaveLength(1);
       }
       expect(sample(m, 'routinely_routine_failing', { routine: 'bad' })).toBe(1);
     });
@@ -88,8 +117,17 @@ describe('scheduler start --http (file backend)', () => {
 
   it('metrics after a success, a failure and busy skips agree with the records; the API is the CLI JSON; nothing secret is served', async () => {
     const project = testProject({
-      exec: { tasks: [{ id: 'build', run: 'true' }, { id: 'test', run: 'exit 1', dependsOn: ['build'] }] },
-      routines: [cmd('ok', '* * * * * *', `echo ${RUN_SECRET}`), cmd('bad', '* * * * * *', `echo ${RUN_SECRET}; exit 3`), cmd('later', '0 3 * * *', `echo ${RUN_SECRET}`, { timezone: 'Europe/Berlin' })],
+      exec: {
+        tasks: [
+          { id: 'build', run: 'true' },
+          { id: 'test', run: 'exit 1', dependsOn: ['build'] },
+        ],
+      },
+      routines: [
+        cmd('ok', '* * * * * *', `echo ${RUN_SECRET}`),
+        cmd('bad', '* * * * * *', `echo ${RUN_SECRET}; exit 3`),
+        cmd('later', '0 3 * * *', `echo ${RUN_SECRET}`, { timezone: 'Europe/Berlin' }),
+      ],
     });
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1); // one FAILED run for /api/runs
     const env = { SOME_SECRET: ENV_SECRET };
@@ -121,8 +159,11 @@ describe('scheduler start --http (file backend)', () => {
       const st = stateOf(project).routines;
       for (const id of ['ok', 'bad']) {
         const counts = st[id]!.counts;
-        for (const [result, n] of Object.entries(counts)) expect(sample(m, 'routinely_fires_total', { routine: id, result }), `${id} ${result}`).toBe(n);
-        expect(sample(m, 'routinely_fire_duration_seconds_count', { routine: id })).toBe(counts.success + counts.failure);
+        for (const [result, n] of Object.entries(counts))
+          expect(sample(m, 'routinely_fires_total', { routine: id, result }), `${id} ${result}`).toBe(n);
+        expect(sample(m, 'routinely_fire_duration_seconds_count', { routine: id })).toBe(
+          counts.success + counts.failure,
+        );
         expect(sample(m, 'routinely_consecutive_skips', { routine: id })).toBe(trailingSkips(historyOf(project, id)));
         expect(sample(m, 'routinely_routine_paused', { routine: id })).toBe(1);
       }
@@ -130,17 +171,22 @@ describe('scheduler start --http (file backend)', () => {
       expect(st.ok!.counts.skipped).toBeGreaterThanOrEqual(1);
       expect(st.bad!.counts.failure).toBeGreaterThanOrEqual(1);
       expect(sample(m, 'routinely_consecutive_skips', { routine: 'ok' })).toBeGreaterThanOrEqual(1);
-      expect(sample(m, 'routinely_last_success_timestamp_seconds', { routine: 'ok' })).toBe(Date.parse(st.ok!.last_success_at!) / 1000);
+      expect(sample(m, 'routinely_last_success_timestamp_seconds', { routine: 'ok' })).toBe(
+        Date.parse(st.ok!.last_success_at!) / 1000,
+      );
       expect(sample(m, 'routinely_last_success_timestamp_seconds', { routine: 'bad' })).toBe(0); // never succeeded: 0, present from the first scrape
       expect(sample(m, 'routinely_fires_total', { routine: 'later', result: 'success' })).toBe(0);
       expect(sample(m, 'routinely_routine_paused', { routine: 'later' })).toBe(0);
       expect(sample(m, 'routinely_exec_lock_held')).toBe(0);
       expect(sample(m, 'routinely_scheduler_up')).toBe(1);
-      expect(sample(m, 'routinely_fire_duration_seconds_bucket', { routine: 'ok', le: '+Inf' })).toBe(st.ok!.counts.success);
+      expect(sample(m, 'routinely_fire_duration_seconds_bucket', { routine: 'ok', le: '+Inf' })).toBe(
+        st.ok!.counts.success,
+      );
     });
 
     expect(await httpGet(`${url}healthz`)).toMatchObject({ status: 200, body: 'ok\n' });
-    const cli = async (...args: string[]): Promise<unknown> => JSON.parse((await runCli(args, { cwd: project })).stdout);
+    const cli = async (...args: string[]): Promise<unknown> =>
+      JSON.parse((await runCli(args, { cwd: project })).stdout);
     expect(withoutNext(await json(`${url}api/routines`))).toEqual(withoutNext(await cli('routine', 'list', '--json')));
     expect(await json(`${url}api/lock`)).toEqual(await cli('lock', 'status', '--json'));
     const runs = await json(`${url}api/runs`);
@@ -150,7 +196,16 @@ describe('scheduler start --http (file backend)', () => {
     expect(page).toContain('<a class="id" href="/routines/ok">ok</a>');
     expect(page).toContain('<code>TASK_FAILED</code>');
 
-    for (const path of ['', 'metrics', 'healthz', 'api/status', 'api/routines', 'api/history', 'api/lock', 'api/runs']) {
+    for (const path of [
+      '',
+      'metrics',
+      'healthz',
+      'api/status',
+      'api/routines',
+      'api/history',
+      'api/lock',
+      'api/runs',
+    ]) {
       const body = (await httpGet(`${url}${path}`)).body;
       expect(body, path).not.toContain(RUN_SECRET);
       expect(body, path).not.toContain(ENV_SECRET);
@@ -162,7 +217,10 @@ describe('scheduler start --http (file backend)', () => {
   it('/healthz: 503 naming the cause once the scheduler lock is taken over; the scheduler then stops (exit 1)', async () => {
     const project = testProject({ routines: [cmd('long', '* * * * * *', 'sleep 30')] });
     const env = { ROUTINELY_LOCK_TTL_SECONDS: '3' }; // heartbeat every second
-    const { p: s, url } = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '5'], { cwd: project, env });
+    const { p: s, url } = await startServing(
+      ['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '5'],
+      { cwd: project, env },
+    );
     await s.waitFor(/\[routine\] started long/);
     expect(await httpGet(`${url}healthz`)).toMatchObject({ status: 200, body: 'ok\n' });
     // take the scheduler lock away: its files go, and another process takes the key
@@ -183,23 +241,37 @@ describe('scheduler start --http (file backend)', () => {
 
   it('a non-loopback address without ROUTINELY_HTTP_TOKEN exits 2 before taking any lock', async () => {
     const project = testProject({ routines: [cmd('x', '0 0 1 1 *', 'true')] });
-    const external = Object.values(networkInterfaces()).flatMap((l) => l ?? []).find((a) => a.family === 'IPv4' && !a.internal)?.address;
+    const external = Object.values(networkInterfaces())
+      .flatMap((l) => l ?? [])
+      .find((a) => a.family === 'IPv4' && !a.internal)?.address;
     const binds = ['0.0.0.0:0', '[::]:0', ...(external ? [`${external}:0`] : [])];
     for (const bind of binds) {
-      const r = await runCli(['scheduler', 'start', '--http', bind], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: undefined } });
+      const r = await runCli(['scheduler', 'start', '--http', bind], {
+        cwd: project,
+        env: { ROUTINELY_HTTP_TOKEN: undefined },
+      });
       expect(r.code, bind).toBe(2);
-      expect(r.stderr).toMatch(/^routinely: --http \S+ listens on (every interface|a non-loopback address): set ROUTINELY_HTTP_TOKEN/);
+      expect(r.stderr).toMatch(
+        /^routinely: --http \S+ listens on (every interface|a non-loopback address): set ROUTINELY_HTTP_TOKEN/,
+      );
       const serve = await runCli(['serve', '--http', bind], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: undefined } });
       expect(serve.code, bind).toBe(2);
     }
     const fromConfig = testProject({ http: { listen: '0.0.0.0:0' }, routines: [cmd('x', '0 0 1 1 *', 'true')] });
-    expect(await runCli(['scheduler', 'start'], { cwd: fromConfig, env: { ROUTINELY_HTTP_TOKEN: undefined } })).toMatchObject({ code: 2, stderr: expect.stringMatching(/ROUTINELY_HTTP_TOKEN/) });
-    expect(JSON.parse((await runCli(['lock', 'status', '--key', 'scheduler', '--json'], { cwd: project })).stdout)).toMatchObject({ state: 'free' });
+    expect(
+      await runCli(['scheduler', 'start'], { cwd: fromConfig, env: { ROUTINELY_HTTP_TOKEN: undefined } }),
+    ).toMatchObject({ code: 2, stderr: expect.stringMatching(/ROUTINELY_HTTP_TOKEN/) });
+    expect(
+      JSON.parse((await runCli(['lock', 'status', '--key', 'scheduler', '--json'], { cwd: project })).stdout),
+    ).toMatchObject({ state: 'free' });
   });
 
   it('with a token on every interface: 401 without it or with a wrong one, 200 with it; a foreign Host header is refused', async () => {
     const project = testProject({ http: { listen: '0.0.0.0:0' }, routines: [cmd('x', '0 0 1 1 *', 'true')] });
-    const { p: s, url } = await startServing(['scheduler', 'start'], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: TOKEN } });
+    const { p: s, url } = await startServing(['scheduler', 'start'], {
+      cwd: project,
+      env: { ROUTINELY_HTTP_TOKEN: TOKEN },
+    });
     expect(s.stdout()).toMatch(/\[http\] listening on http:\/\/0\.0\.0\.0:\d+\/ \(token required\)/);
     const port = Number(new URL(url).port);
     const local = `http://127.0.0.1:${port}/`;
@@ -210,10 +282,16 @@ describe('scheduler start --http (file backend)', () => {
     expect(shell.body).not.toContain('href="/routines/x"');
     for (const path of ['metrics', 'healthz', 'api/routines', 'api/routines/x']) {
       expect((await httpGet(`${local}${path}`)).status, path).toBe(401);
-      expect((await httpGet(`${local}${path}`, { authorization: 'Bearer wrong-token-000000000000' })).status, path).toBe(401);
+      expect(
+        (await httpGet(`${local}${path}`, { authorization: 'Bearer wrong-token-000000000000' })).status,
+        path,
+      ).toBe(401);
       expect((await httpGet(`${local}${path}`, { authorization: `Bearer ${TOKEN}` })).status, path).toBe(200);
     }
-    expect((await httpGet(`${local}healthz`, { authorization: `Bearer ${TOKEN}`, host: `rebound.evil.example:${port}` })).status).toBe(421);
+    expect(
+      (await httpGet(`${local}healthz`, { authorization: `Bearer ${TOKEN}`, host: `rebound.evil.example:${port}` }))
+        .status,
+    ).toBe(421);
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
   });
@@ -246,7 +324,9 @@ describe('scheduler start --http (file backend)', () => {
     expect(m).not.toMatch(/^routinely_fires_total\{/m); // it fired nothing itself
     s.child.kill('SIGTERM');
     await s.exited;
-    expect(withoutNext(await json(`${url}api/routines`))).toEqual(withoutNext(JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout)));
+    expect(withoutNext(await json(`${url}api/routines`))).toEqual(
+      withoutNext(JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout)),
+    );
     w.child.kill('SIGTERM');
     expect((await w.exited).code).toBe(0);
     expect(stateOf(project).routines.tick!.counts.success).toBeGreaterThan(0);
@@ -259,24 +339,40 @@ const pgSuite = cluster ? describe : describe.skip; // skipped only outside CI, 
 pgSuite('scheduler start --http (PostgreSQL backend)', () => {
   it('each scheduler exports what it fired plus the shared state; serve shows the same rows as the CLI', async () => {
     const dbUrl = await freshDatabase(cluster!);
-    const project = testProject({ project: 'app', backend: { type: 'postgres' }, routines: [cmd('tick', '* * * * * *', 'true')] });
+    const project = testProject({
+      project: 'app',
+      backend: { type: 'postgres' },
+      routines: [cmd('tick', '* * * * * *', 'true')],
+    });
     const env = { ROUTINELY_DATABASE_URL: dbUrl };
-    const a = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: 'host-a' } });
-    const b = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: 'host-b' } });
+    const a = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], {
+      cwd: project,
+      env: { ...env, ROUTINELY_HOST_ID: 'host-a' },
+    });
+    const b = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], {
+      cwd: project,
+      env: { ...env, ROUTINELY_HOST_ID: 'host-b' },
+    });
     await a.p.waitFor(/\[scheduler\] started/);
     await b.p.waitFor(/\[scheduler\] started/);
-    const list = async (): Promise<Record<string, unknown>[]> => JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project, env })).stdout);
+    const list = async (): Promise<Record<string, unknown>[]> =>
+      JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project, env })).stdout);
     await until(async () => expect((await list())[0]!.counts).toMatchObject({ success: expect.any(Number) }));
-    await until(async () => expect(((await list())[0]!.counts as { success: number }).success).toBeGreaterThanOrEqual(3));
+    await until(async () =>
+      expect(((await list())[0]!.counts as { success: number }).success).toBeGreaterThanOrEqual(3),
+    );
     expect((await runCli(['routine', 'pause', 'tick'], { cwd: project, env })).code).toBe(0);
     await until(async () => {
       const [ma, mb, rows] = await Promise.all([httpGet(`${a.url}metrics`), httpGet(`${b.url}metrics`), list()]);
-      const fired = (m: string): number => sample(m, 'routinely_fires_total', { routine: 'tick', result: 'success' }) ?? 0;
+      const fired = (m: string): number =>
+        sample(m, 'routinely_fires_total', { routine: 'tick', result: 'success' }) ?? 0;
       const row = rows[0] as { counts: { success: number }; last_success_at: string };
       // each tick fired once across the two; together they fired all of them
       expect(fired(ma.body) + fired(mb.body)).toBe(row.counts.success);
       for (const m of [ma.body, mb.body]) {
-        expect(sample(m, 'routinely_last_success_timestamp_seconds', { routine: 'tick' })).toBe(Date.parse(row.last_success_at) / 1000);
+        expect(sample(m, 'routinely_last_success_timestamp_seconds', { routine: 'tick' })).toBe(
+          Date.parse(row.last_success_at) / 1000,
+        );
         expect(sample(m, 'routinely_routine_paused', { routine: 'tick' })).toBe(1);
         expect(sample(m, 'routinely_scheduler_up')).toBe(1);
       }
@@ -284,9 +380,14 @@ pgSuite('scheduler start --http (PostgreSQL backend)', () => {
     expect(await httpGet(`${a.url}healthz`)).toMatchObject({ status: 200, body: 'ok\n' });
     expect(await json(`${a.url}api/status`)).toMatchObject({ backend: 'postgres', mode: 'scheduler', host: 'host-a' });
 
-    const w = await startServing(['serve', '--http', '127.0.0.1:0'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: 'watcher' } });
+    const w = await startServing(['serve', '--http', '127.0.0.1:0'], {
+      cwd: project,
+      env: { ...env, ROUTINELY_HOST_ID: 'watcher' },
+    });
     expect(withoutNext(await json(`${w.url}api/routines`))).toEqual(withoutNext(await list()));
-    expect(await json(`${w.url}api/lock`)).toEqual(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project, env })).stdout));
+    expect(await json(`${w.url}api/lock`)).toEqual(
+      JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project, env })).stdout),
+    );
     expect((await httpGet(w.url)).body).toContain('<a class="id" href="/routines/tick">tick</a>');
     expect((await httpGet(w.url)).body).not.toContain(dbUrl);
     for (const p of [a.p, b.p, w.p]) p.child.kill('SIGTERM');

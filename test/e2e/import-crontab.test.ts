@@ -11,7 +11,14 @@ import { overlapping, spansOf } from '../helpers/spans.js';
 import { testdir } from '../helpers/testdir.js';
 
 const importing = (args: string[], input: string | null, cwd: string) =>
-  spawnSync(process.execPath, [CLI, 'import-crontab', ...args], { cwd, env: childEnv(), input: input ?? undefined, stdio: [input === null ? 'ignore' : 'pipe', 'pipe', 'pipe'], encoding: 'utf8', timeout: 30_000 });
+  spawnSync(process.execPath, [CLI, 'import-crontab', ...args], {
+    cwd,
+    env: childEnv(),
+    input: input ?? undefined,
+    stdio: [input === null ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
 
 describe('routinely import-crontab', () => {
   it('crontab -l | routinely import-crontab > routinely.json: it validates, and a routine runs with the env and % as cron ran it', async () => {
@@ -25,11 +32,13 @@ describe('routinely import-crontab', () => {
     ].join('\n');
     const r = importing([], crontab, project);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toBe([
-      'routinely: import-crontab: stdin:1: MAILTO=me@example.com: routinely sends no mail. For a message when a routine fails (with the last lines of its output, as cron mails them), set "notify": { "command": "./scripts/mail-failure.sh" } or { "webhook": "https://…" } (docs/routines.md, Notifications).',
-      'routinely: import-crontab: stdin:4: not carried: @reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest" (it fires once at scheduler start when a time was missed), or keep it in cron, or use a systemd oneshot unit (WantedBy=multi-user.target)',
-      '',
-    ].join('\n'));
+    expect(r.stderr).toBe(
+      [
+        'routinely: import-crontab: stdin:1: MAILTO=me@example.com: routinely sends no mail. For a message when a routine fails (with the last lines of its output, as cron mails them), set "notify": { "command": "./scripts/mail-failure.sh" } or { "webhook": "https://…" } (docs/routines.md, Notifications).',
+        'routinely: import-crontab: stdin:4: not carried: @reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest" (it fires once at scheduler start when a time was missed), or keep it in cron, or use a systemd oneshot unit (WantedBy=multi-user.target)',
+        '',
+      ].join('\n'),
+    );
     writeFileSync(join(project, 'routinely.json'), r.stdout);
     const validate = await runCli(['validate'], { cwd: project });
     expect(validate.code, validate.stderr).toBe(0);
@@ -43,9 +52,14 @@ describe('routinely import-crontab', () => {
     const dir = testdir('routinely-import-');
     const file = importing([join(FIXTURES, 'crontab', 'user.crontab')], null, dir);
     expect(file.status).toBe(0);
-    expect(file.stdout).toMatch(/^\{\n {2}"\$schema": "[^"]+",\n {2}\/\/ Imported from .*user\.crontab by routinely import-crontab/);
+    expect(file.stdout).toMatch(
+      /^\{\n {2}"\$schema": "[^"]+",\n {2}\/\/ Imported from .*user\.crontab by routinely import-crontab/,
+    );
     expect((file.stdout.match(/"action": "command"/g) ?? []).length).toBe(7);
-    writeFileSync(join(dir, 'crontab'), 'SHELL=/bin/sh\n25 6 * * * root test -x /usr/sbin/anacron || run-parts --report /etc/cron.daily\n');
+    writeFileSync(
+      join(dir, 'crontab'),
+      'SHELL=/bin/sh\n25 6 * * * root test -x /usr/sbin/anacron || run-parts --report /etc/cron.daily\n',
+    );
     const system = importing(['--system', 'crontab'], null, dir);
     expect(system.status, system.stderr).toBe(0);
     expect(system.stdout).toContain('"run": "test -x /usr/sbin/anacron || run-parts --report /etc/cron.daily"');
@@ -59,47 +73,69 @@ describe('routinely import-crontab', () => {
   });
 });
 
-
 describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
-  it('jobs keep cron\'s sharing: the two on one lock file take turns, the blocking one waits instead of skipping, the jobs without flock run beside them', { timeout: 120_000 }, async () => {
-    const project = testdir('routinely-import-');
-    const locks = join(project, 'cron-locks');
-    // each job writes its span (a cron line's % escaped as cron wants it)
-    const job = (id: string, secs: number): string => `sh -c 'echo "${id} start $(date +\\%s\\%3N)" >> marks; sleep ${secs}; echo "${id} end $(date +\\%s\\%3N)" >> marks'`;
-    const crontab = [
-      `*/5 * * * * flock -n ${locks}/app.lock ${job('app1', 0.8)}`,
-      `*/5 * * * * flock -n ${locks}/app.lock ${job('app2', 0.8)}`,
-      `*/5 * * * * flock ${locks}/db.lock ${job('db', 0.5)}`,
-      `*/5 * * * * ${job('bare1', 0.8)}`,
-      `*/5 * * * * ${job('bare2', 0.8)}`,
-      '',
-    ].join('\n');
-    const r = importing([], crontab, project);
-    expect(r.status, r.stderr).toBe(0);
-    // every second instead of every five minutes: what runs beside what is the point here
-    const config = JSON.parse(stripJsonComments(r.stdout)) as { routines: { schedule: string }[] };
-    for (const routine of config.routines) routine.schedule = '*/2 * * * * *';
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify(config));
-    expect((await runCli(['validate'], { cwd: project })).code).toBe(0);
-    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 110_000 });
-    await s.waitFor(/\[scheduler\] started \(5 routines\)/);
-    // a manual holder of the db lock meanwhile: the db job waits for it, never skips (the
-    // holder waits its turn too: the db job may hold the lock as it comes, every 2 s for 0.5 s)
-    const holder = await runCli(['lock', 'run', '--lock', 'db', '--if-busy', 'wait', '--', 'sleep', '1'], { cwd: project });
-    expect(holder.code).toBe(0);
-    await eventually(() => Math.min(...['app1', 'app2', 'db', 'bare1', 'bare2'].map((id) => (spansOf(join(project, 'marks')).get(id) ?? []).filter((x) => x.e < Infinity).length)) >= 3, 60_000, 'three runs of every job', () => s.stdout());
-    s.child.kill('SIGTERM');
-    expect((await s.exited).code).toBe(0);
-    const sp = spansOf(join(project, 'marks'));
-    expect(overlapping(sp.get('app1')!, sp.get('app2')!), 'the two jobs of app.lock never at once').toBe(0);
-    expect(overlapping(sp.get('bare1')!, sp.get('bare2')!), 'the jobs without flock side by side').toBeGreaterThan(0);
-    expect(overlapping(sp.get('bare1')!, sp.get('app1')!) + overlapping(sp.get('bare1')!, sp.get('app2')!), 'a job without flock beside a locked one').toBeGreaterThan(0);
-    expect(overlapping(sp.get('db')!, sp.get('app1')!) + overlapping(sp.get('db')!, sp.get('app2')!), 'db.lock and app.lock side by side').toBeGreaterThan(0);
-    expect(s.stdout()).not.toMatch(/skipped db: db busy/);
-    expect(s.stdout()).not.toMatch(/\[routine\] failed/);
-  });
+  it(
+    "jobs keep cron's sharing: the two on one lock file take turns, the blocking one waits instead of skipping, the jobs without flock run beside them",
+    { timeout: 120_000 },
+    async () => {
+      const project = testdir('routinely-import-');
+      const locks = join(project, 'cron-locks');
+      // each job writes its span (a cron line's % escaped as cron wants it)
+      const job = (id: string, secs: number): string =>
+        `sh -c 'echo "${id} start $(date +\\%s\\%3N)" >> marks; sleep ${secs}; echo "${id} end $(date +\\%s\\%3N)" >> marks'`;
+      const crontab = [
+        `*/5 * * * * flock -n ${locks}/app.lock ${job('app1', 0.8)}`,
+        `*/5 * * * * flock -n ${locks}/app.lock ${job('app2', 0.8)}`,
+        `*/5 * * * * flock ${locks}/db.lock ${job('db', 0.5)}`,
+        `*/5 * * * * ${job('bare1', 0.8)}`,
+        `*/5 * * * * ${job('bare2', 0.8)}`,
+        '',
+      ].join('\n');
+      const r = importing([], crontab, project);
+      expect(r.status, r.stderr).toBe(0);
+      // every second instead of every five minutes: what runs beside what is the point here
+      const config = JSON.parse(stripJsonComments(r.stdout)) as { routines: { schedule: string }[] };
+      for (const routine of config.routines) routine.schedule = '*/2 * * * * *';
+      writeFileSync(join(project, 'routinely.json'), JSON.stringify(config));
+      expect((await runCli(['validate'], { cwd: project })).code).toBe(0);
+      const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 110_000 });
+      await s.waitFor(/\[scheduler\] started \(5 routines\)/);
+      // a manual holder of the db lock meanwhile: the db job waits for it, never skips (the
+      // holder waits its turn too: the db job may hold the lock as it comes, every 2 s for 0.5 s)
+      const holder = await runCli(['lock', 'run', '--lock', 'db', '--if-busy', 'wait', '--', 'sleep', '1'], {
+        cwd: project,
+      });
+      expect(holder.code).toBe(0);
+      await eventually(
+        () =>
+          Math.min(
+            ...['app1', 'app2', 'db', 'bare1', 'bare2'].map(
+              (id) => (spansOf(join(project, 'marks')).get(id) ?? []).filter((x) => x.e < Infinity).length,
+            ),
+          ) >= 3,
+        60_000,
+        'three runs of every job',
+        () => s.stdout(),
+      );
+      s.child.kill('SIGTERM');
+      expect((await s.exited).code).toBe(0);
+      const sp = spansOf(join(project, 'marks'));
+      expect(overlapping(sp.get('app1')!, sp.get('app2')!), 'the two jobs of app.lock never at once').toBe(0);
+      expect(overlapping(sp.get('bare1')!, sp.get('bare2')!), 'the jobs without flock side by side').toBeGreaterThan(0);
+      expect(
+        overlapping(sp.get('bare1')!, sp.get('app1')!) + overlapping(sp.get('bare1')!, sp.get('app2')!),
+        'a job without flock beside a locked one',
+      ).toBeGreaterThan(0);
+      expect(
+        overlapping(sp.get('db')!, sp.get('app1')!) + overlapping(sp.get('db')!, sp.get('app2')!),
+        'db.lock and app.lock side by side',
+      ).toBeGreaterThan(0);
+      expect(s.stdout()).not.toMatch(/skipped db: db busy/);
+      expect(s.stdout()).not.toMatch(/\[routine\] failed/);
+    },
+  );
 
-  it('--merge adds the routines and locks to the project\'s routinely.json (comments kept); an id it has is refused by name and nothing is written', async () => {
+  it("--merge adds the routines and locks to the project's routinely.json (comments kept); an id it has is refused by name and nothing is written", async () => {
     const project = testdir('routinely-import-');
     expect((await runCli(['init'], { cwd: project })).code).toBe(0);
     const before = readFileSync(join(project, 'routinely.json'), 'utf8');
@@ -113,7 +149,9 @@ describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
     expect(validate.code, validate.stderr).toBe(0);
     const again = importing(['--merge'], crontab, project);
     expect(again.status).toBe(2);
-    expect(again.stderr).toMatch(/^routinely: import-crontab --merge: routine "index" is in routinely\.json already \(routines\[\d+\]\): rename or remove it there/);
+    expect(again.stderr).toMatch(
+      /^routinely: import-crontab --merge: routine "index" is in routinely\.json already \(routines\[\d+\]\): rename or remove it there/,
+    );
     expect(readFileSync(join(project, 'routinely.json'), 'utf8')).toBe(after);
   });
 });

@@ -6,12 +6,16 @@ import { stripJsonComments } from '../../src/config/load.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 
-const schemaOf = (dir: string): string => (JSON.parse(stripJsonComments(readFileSync(join(dir, 'routinely.json'), 'utf8'))) as { $schema: string }).$schema;
+const schemaOf = (dir: string): string =>
+  (JSON.parse(stripJsonComments(readFileSync(join(dir, 'routinely.json'), 'utf8'))) as { $schema: string }).$schema;
 
 /** A stand-in for `npm install routinely` in `dir`: the package's schema where Node would find it. */
 function installedIn(dir: string): void {
   mkdirSync(join(dir, 'node_modules', 'routinely', 'config'), { recursive: true });
-  writeFileSync(join(dir, 'node_modules', 'routinely', 'config', 'routinely.schema.json'), readFileSync(resolve(import.meta.dirname, '../../config/routinely.schema.json')));
+  writeFileSync(
+    join(dir, 'node_modules', 'routinely', 'config', 'routinely.schema.json'),
+    readFileSync(resolve(import.meta.dirname, '../../config/routinely.schema.json')),
+  );
 }
 
 describe('init', () => {
@@ -58,11 +62,15 @@ describe('init', () => {
     const r = await runCli(['init'], { cwd: sub });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe(`routinely: ${sub} is already inside the project of ${join(outer, 'routinely.json')} (routinely commands run here use it); to start a separate project nested in it, pass --force\n`);
+    expect(r.stderr).toBe(
+      `routinely: ${sub} is already inside the project of ${join(outer, 'routinely.json')} (routinely commands run here use it); to start a separate project nested in it, pass --force\n`,
+    );
     expect(existsSync(join(sub, 'routinely.json'))).toBe(false);
     const forced = await runCli(['init', '--force'], { cwd: sub });
     expect(forced.code).toBe(0);
-    expect(forced.stdout).toContain(`note: a nested project; commands run in ${outer} outside this folder still use ${join(outer, 'routinely.json')}`);
+    expect(forced.stdout).toContain(
+      `note: a nested project; commands run in ${outer} outside this folder still use ${join(outer, 'routinely.json')}`,
+    );
     expect((await runCli(['validate'], { cwd: sub })).stdout).toMatch(/^routinely\.json: valid/);
   });
 
@@ -74,19 +82,26 @@ describe('init', () => {
     expect((await runCli(['init', '--config', 'ci/routinely.json'], { cwd: dir })).code).toBe(0);
     expect((await runCli(['validate', '--config', 'ci/routinely.json'], { cwd: dir })).code).toBe(0);
     const help = await runCli(['init', '--help']);
-    expect(help.stdout).toMatch(/--force\s+write it even if a routinely\.json exists here\s+\(overwritten\)\s+or\s+in\s+a\s+parent\s+folder\s+\(a\s+nested\s+project\)/);
+    expect(help.stdout).toMatch(
+      /--force\s+write it even if a routinely\.json exists here\s+\(overwritten\)\s+or\s+in\s+a\s+parent\s+folder\s+\(a\s+nested\s+project\)/,
+    );
     expect(help.stdout).toContain('file:// URL');
   });
 
   it('config comments keep error positions; a "//" inside a string is not a comment', async () => {
     const dir = testdir();
-    writeFileSync(join(dir, 'routinely.json'), '{\n  // note\n  "routines": [ /* one */ { "id": "a", "schedule": "@daily", "action": "command", "run": "echo http://x" } ]\n}\n');
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      '{\n  // note\n  "routines": [ /* one */ { "id": "a", "schedule": "@daily", "action": "command", "run": "echo http://x" } ]\n}\n',
+    );
     const ok = await runCli(['validate'], { cwd: dir });
     expect(ok.code).toBe(0);
     writeFileSync(join(dir, 'routinely.json'), '{\n  // note\n  "lock": { "ttlSeconds": 5, }\n}\n');
     const bad = await runCli(['validate'], { cwd: dir });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe('routinely: routinely.json: line 3, column 28: invalid JSON: trailing comma before "}" (JSON allows none)\n');
+    expect(bad.stderr).toBe(
+      'routinely: routinely.json: line 3, column 28: invalid JSON: trailing comma before "}" (JSON allows none)\n',
+    );
   });
 
   it('never writes through a symlink at ./routinely.json, even a dangling one', async () => {
@@ -121,9 +136,14 @@ describe('init and the habits a new user brings', () => {
     expect(again.stdout).toContain('next: routinely validate, then routinely scheduler start');
     // on PATH only because npx put node_modules/.bin there: after npx, only npx finds it
     const viaNpx = testdir();
-    const underNpx = await runCli(['init'], { cwd: viaNpx, env: { PATH: `${bin}:/usr/bin:/bin`, npm_command: 'exec', npm_lifecycle_event: 'npx' } });
+    const underNpx = await runCli(['init'], {
+      cwd: viaNpx,
+      env: { PATH: `${bin}:/usr/bin:/bin`, npm_command: 'exec', npm_lifecycle_event: 'npx' },
+    });
     expect(underNpx.stdout).toContain('next: npx routinely validate, then npx routinely scheduler start');
-    expect(readFileSync(join(viaNpx, '.gitignore'), 'utf8')).toBe("# routinely's state: locks, history, logs (this machine's, never committed)\n.routinely/\n");
+    expect(readFileSync(join(viaNpx, '.gitignore'), 'utf8')).toBe(
+      "# routinely's state: locks, history, logs (this machine's, never committed)\n.routinely/\n",
+    );
     expect(readFileSync(join(other, '.gitignore'), 'utf8')).toBe('node_modules\n.routinely/\n');
     // already there (in any of git's spellings): left as it is
     const third = testdir();
@@ -143,8 +163,17 @@ describe('init and the habits a new user brings', () => {
 describe('validate and cron habits', () => {
   it('warns (exit 0) on a 6-field schedule that reads like a crontab line with a field too many, from the cache too', async () => {
     const dir = testdir();
-    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [{ id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' }, { id: 'ok', schedule: '0 0 3 * * *', action: 'command', run: 'true' }] }));
-    const warning = 'routinely: warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field\n';
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      JSON.stringify({
+        routines: [
+          { id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' },
+          { id: 'ok', schedule: '0 0 3 * * *', action: 'command', run: 'true' },
+        ],
+      }),
+    );
+    const warning =
+      'routinely: warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field\n';
     const full = await runCli(['validate'], { cwd: dir });
     expect(full).toMatchObject({ code: 0, stderr: warning });
     const cached = await runCli(['validate'], { cwd: dir, env: { ROUTINELY_DEBUG: '1' } });
@@ -155,21 +184,34 @@ describe('validate and cron habits', () => {
 
   it('scheduler start gives the same 6-field warning in its log', async () => {
     const dir = testdir();
-    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [{ id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' }] }));
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      JSON.stringify({ routines: [{ id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' }] }),
+    );
     const s = startCli(['scheduler', 'start'], { cwd: dir, timeoutMs: 30_000 });
     await s.waitFor(/\[scheduler\] started/);
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
-    expect(s.stdout()).toContain('[scheduler] warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field');
+    expect(s.stdout()).toContain(
+      '[scheduler] warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field',
+    );
   });
 
   it('names the field and the word croner would only call illegal, and guesses a misspelt key', async () => {
     const dir = testdir();
-    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [{ id: 'weekdays', schedule: '0 9 * * mon-fry', action: 'command', run: 'true' }] }));
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      JSON.stringify({ routines: [{ id: 'weekdays', schedule: '0 9 * * mon-fry', action: 'command', run: 'true' }] }),
+    );
     const r = await runCli(['validate'], { cwd: dir });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('routines[0].schedule: "0 9 * * mon-fry" is not a valid cron expression (day-of-week "mon-fry": "fry" is not a day name (sun…sat, or 0-7))');
-    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [{ id: 'b', shedule: '@daily', action: 'command', run: 'true' }] }));
+    expect(r.stderr).toContain(
+      'routines[0].schedule: "0 9 * * mon-fry" is not a valid cron expression (day-of-week "mon-fry": "fry" is not a day name (sun…sat, or 0-7))',
+    );
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      JSON.stringify({ routines: [{ id: 'b', shedule: '@daily', action: 'command', run: 'true' }] }),
+    );
     const key = await runCli(['validate'], { cwd: dir });
     expect(key.code).toBe(2);
     expect(key.stderr).toMatch(/routines\[0\]: unknown key "shedule" \(did you mean "schedule"\? allowed:/);

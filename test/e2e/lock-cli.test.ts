@@ -1,7 +1,18 @@
 // `routinely lock …` end to end: the built CLI, real processes, real signals.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
@@ -41,9 +52,10 @@ function reachableCli(): string {
 
 /** Runs the CLI as an unprivileged user when we are root (root ignores file permissions). */
 function asUnprivileged(args: string[], cwd: string) {
-  const argv = process.getuid?.() === 0
-    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, reachableCli(), ...args]
-    : [process.execPath, CLI, ...args];
+  const argv =
+    process.getuid?.() === 0
+      ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, reachableCli(), ...args]
+      : [process.execPath, CLI, ...args];
   return new Promise<{ code: number | null; stderr: string }>((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), { cwd, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
@@ -57,7 +69,7 @@ function asUnprivileged(args: string[], cwd: string) {
 }
 
 describe('lock run', () => {
-  it('exits with the command\'s own code and leaves the lock free', async () => {
+  it("exits with the command's own code and leaves the lock free", async () => {
     const project = testProject();
     expect((await runCli(['lock', 'run', '--', 'sh', '-c', 'exit 7'], { cwd: project })).code).toBe(7);
     expect((await runCli(['lock', 'run', '--', 'true'], { cwd: project })).code).toBe(0);
@@ -65,7 +77,9 @@ describe('lock run', () => {
     const missing = await runCli(['lock', 'run', '--', 'no-such-command-xyz'], { cwd: project });
     expect(missing.code).toBe(127);
     // flock's words: flock: failed to execute no-such-command-xyz: No such file or directory
-    expect(missing.stderr).toBe('routinely: lock run: failed to execute no-such-command-xyz: No such file or directory\n');
+    expect(missing.stderr).toBe(
+      'routinely: lock run: failed to execute no-such-command-xyz: No such file or directory\n',
+    );
     writeFileSync(join(project, 'not-executable'), 'echo hi\n', { mode: 0o644 });
     const denied = await runCli(['lock', 'run', '--', './not-executable'], { cwd: project });
     expect(denied.code).toBe(126);
@@ -79,10 +93,15 @@ describe('lock run', () => {
     const fail = await runCli(['lock', 'run', '--', 'echo', 'ran'], { cwd: project });
     expect(fail.code).toBe(75);
     expect(fail.stdout).toBe('');
-    expect(fail.stderr).toMatch(new RegExp(`^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago`));
+    expect(fail.stderr).toMatch(
+      new RegExp(`^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago`),
+    );
     const skip = await runCli(['lock', 'run', '--if-busy', 'skip', '--', 'echo', 'ran'], { cwd: project });
     expect(skip).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
-    const wait = await runCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo ran $ROUTINELY_LOCK_GENERATION'], { cwd: project });
+    const wait = await runCli(
+      ['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo ran $ROUTINELY_LOCK_GENERATION'],
+      { cwd: project },
+    );
     expect(wait).toMatchObject({ code: 0, stdout: 'ran 2\n' });
     expect((await holder.exited).code).toBe(0);
   });
@@ -91,23 +110,31 @@ describe('lock run', () => {
     const project = testProject();
     const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 30'], { cwd: project });
     await holder.waitFor(/started/);
-    const r = await runCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '0.3', '--', 'true'], { cwd: project });
+    const r = await runCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '0.3', '--', 'true'], {
+      cwd: project,
+    });
     expect(r.code).toBe(75);
     expect(r.stderr).toMatch(/exec busy: still held by pid \d+ .* after waiting 0.3s/);
     holder.child.kill('SIGTERM');
     expect((await holder.exited).code).toBe(143);
   });
 
-  it('SIGKILL of the holder: the next waiter gets the lock within a second and the holder\'s child no longer runs', async () => {
+  it("SIGKILL of the holder: the next waiter gets the lock within a second and the holder's child no longer runs", async () => {
     const project = testProject();
     const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo "child $$"; sleep 60'], { cwd: project });
     const childPid = Number((await holder.waitFor(/child (\d+)/))[1]);
-    await eventually(() => (readLock(project)?.owner.children ?? []).some((c) => c.pid === childPid), 5000, 'child recorded');
+    await eventually(
+      () => (readLock(project)?.owner.children ?? []).some((c) => c.pid === childPid),
+      5000,
+      'child recorded',
+    );
     holder.child.kill('SIGKILL');
     await holder.exited;
     expect(processRuns(childPid)).toBe(true); // the orphan outlives its holder until a reclaim
     // --wait-timeout 1: exit 0 proves the dead holder was noticed and reclaimed within a second
-    const next = await runCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '1', '--', 'echo', 'next'], { cwd: project });
+    const next = await runCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '1', '--', 'echo', 'next'], {
+      cwd: project,
+    });
     expect(next).toMatchObject({ code: 0, stdout: 'next\n' });
     await eventually(() => !processRuns(childPid), 5000, 'orphan ended');
     const kept = readdirSync(join(project, '.routinely', 'locks')).filter((n) => n.startsWith('exec-run.lock.stale.'));
@@ -149,7 +176,10 @@ describe('lock run', () => {
     await eventually(() => (readLock(project)?.owner.children ?? []).length === 1, 5000, 'child recorded');
     const oldLock = readLock(project)!;
     process.kill(old.pid, 'SIGSTOP');
-    const next = startCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '20', '--', 'sh', '-c', 'echo took-over; sleep 3'], { cwd: project });
+    const next = startCli(
+      ['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '20', '--', 'sh', '-c', 'echo took-over; sleep 3'],
+      { cwd: project },
+    );
     await next.waitFor(/took-over/);
     const newLock = readLock(project)!;
     expect(newLock.lock_id).not.toBe(oldLock.lock_id);
@@ -169,15 +199,28 @@ describe('lock run', () => {
   it.each([
     ['SIGTERM', 143],
     ['SIGINT', 130],
-  ] as const)('%s is forwarded to the command\'s group, then the lock is released (exit %i)', async (signal, exitCode) => {
-    const project = testProject();
-    const p = startCli(['lock', 'run', '--', 'sh', '-c', `trap 'echo got-${signal}; exit 0' ${signal.slice(3)}; echo ready; sleep 30 & wait`], { cwd: project });
-    await p.waitFor(/ready/);
-    p.child.kill(signal);
-    expect((await p.exited).code).toBe(exitCode);
-    expect(p.stdout()).toContain(`got-${signal}`);
-    expect(existsSync(lockFile(project))).toBe(false);
-  });
+  ] as const)(
+    "%s is forwarded to the command's group, then the lock is released (exit %i)",
+    async (signal, exitCode) => {
+      const project = testProject();
+      const p = startCli(
+        [
+          'lock',
+          'run',
+          '--',
+          'sh',
+          '-c',
+          `trap 'echo got-${signal}; exit 0' ${signal.slice(3)}; echo ready; sleep 30 & wait`,
+        ],
+        { cwd: project },
+      );
+      await p.waitFor(/ready/);
+      p.child.kill(signal);
+      expect((await p.exited).code).toBe(exitCode);
+      expect(p.stdout()).toContain(`got-${signal}`);
+      expect(existsSync(lockFile(project))).toBe(false);
+    },
+  );
 });
 
 describe('lock status and lock break', () => {
@@ -189,7 +232,9 @@ describe('lock status and lock break', () => {
     await holder.waitFor(/started/);
     const held = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout);
     expect(held).toMatchObject({
-      state: 'held', generation: 1, stale_reason: null,
+      state: 'held',
+      generation: 1,
+      stale_reason: null,
       record: { version: 1, key: 'exec-run', generation: 1, owner: { pid: holder.pid, command: 'lock run' } },
     });
     expect(held.heartbeat_age_s + held.expires_in_s).toBeCloseTo(30, 0); // the TTL, both seen at one moment
@@ -224,18 +269,39 @@ describe('lock status and lock break', () => {
     const probe = systemProbe();
     const now = Date.now() / 1000;
     mkdirSync(join(project, '.routinely', 'locks'), { recursive: true, mode: 0o700 });
-    writeFileSync(lockFile(project), serializeLockRecord({
-      version: 1, key: 'exec-run', lock_id: 'e'.repeat(32), generation: 4,
-      owner: { pid: owner.pid!, host: probe.host, boot_id: probe.bootId, start_time: info.startTime, command: 'lock run' },
-      created_at: now - 200, heartbeat_at: now - 100, expires_at: now + 100 * 365 * 86400,
-    } as LockRecord), { mode: 0o600 });
+    writeFileSync(
+      lockFile(project),
+      serializeLockRecord({
+        version: 1,
+        key: 'exec-run',
+        lock_id: 'e'.repeat(32),
+        generation: 4,
+        owner: {
+          pid: owner.pid!,
+          host: probe.host,
+          boot_id: probe.bootId,
+          start_time: info.startTime,
+          command: 'lock run',
+        },
+        created_at: now - 200,
+        heartbeat_at: now - 100,
+        expires_at: now + 100 * 365 * 86400,
+      } as LockRecord),
+      { mode: 0o600 },
+    );
     try {
       // its record says "fresh for a century": nothing acts on that, in either direction
-      expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout)).toMatchObject({ state: 'held' });
+      expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout)).toMatchObject({
+        state: 'held',
+      });
       const broken = await runCli(['lock', 'break'], { cwd: project });
-      expect(broken.stderr).toMatch(new RegExp(`pid ${owner.pid} on \\S+ .* is alive on this host: watching its heartbeat for up to 2s`));
+      expect(broken.stderr).toMatch(
+        new RegExp(`pid ${owner.pid} on \\S+ .* is alive on this host: watching its heartbeat for up to 2s`),
+      );
       expect(broken.code, broken.stderr).toBe(0);
-      expect(broken.stdout).toMatch(/broke the stale exec-run lock: no heartbeat seen for 2(\.\d)?s on this host's clock \(TTL 2s\)/);
+      expect(broken.stdout).toMatch(
+        /broke the stale exec-run lock: no heartbeat seen for 2(\.\d)?s on this host's clock \(TTL 2s\)/,
+      );
       expect(processRuns(owner.pid!)).toBe(true); // the owner itself is not a child of its lock
     } finally {
       owner.kill('SIGKILL');
@@ -290,25 +356,43 @@ describe('unsafe and unusable paths', () => {
     chmodSync(join(project, '.routinely', 'locks'), 0o555);
     const r = await asUnprivileged(['lock', 'run', '--if-busy', 'wait', '--', 'true'], project);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(process.getuid?.() === 0
-      ? /\.routinely\/locks is owned by uid 0, not by this user/
-      : /cannot create the lock in .*\.routinely\/locks: permission denied \(EACCES\)/);
+    expect(r.stderr).toMatch(
+      process.getuid?.() === 0
+        ? /\.routinely\/locks is owned by uid 0, not by this user/
+        : /cannot create the lock in .*\.routinely\/locks: permission denied \(EACCES\)/,
+    );
   });
 });
 
 describe('bad input exits 2 and names what is wrong', () => {
   it.each([
     [['lock', 'run', '--if-busy', 'maybe', '--', 'true'], {}, /--if-busy.*maybe.*fail, skip, wait/],
-    [['lock', 'run', '--wait-timeout', 'soon', '--', 'true'], {}, /--wait-timeout takes a number of seconds up to 2000000, got "soon"/],
-    [['lock', 'run', '--if-busy', 'fail', '--wait-timeout', '5', '--', 'true'], {}, /--wait-timeout only applies with --if-busy wait/],
+    [
+      ['lock', 'run', '--wait-timeout', 'soon', '--', 'true'],
+      {},
+      /--wait-timeout takes a number of seconds up to 2000000, got "soon"/,
+    ],
+    [
+      ['lock', 'run', '--if-busy', 'fail', '--wait-timeout', '5', '--', 'true'],
+      {},
+      /--wait-timeout only applies with --if-busy wait/,
+    ],
     [['lock', 'run'], {}, /missing required argument 'cmd'/],
     [['lock', 'status', '--key', '../etc'], {}, /--key.*exec-run, scheduler/],
     [['lock', 'frobnicate'], {}, /unknown command 'frobnicate'/],
     [['lock', 'status', '--colour'], {}, /unknown option '--colour'/],
-    [['lock', 'status'], { ROUTINELY_LOCK_TTL_SECONDS: '0' }, /ROUTINELY_LOCK_TTL_SECONDS: "0" is not a number of seconds between 1 and 86400/],
+    [
+      ['lock', 'status'],
+      { ROUTINELY_LOCK_TTL_SECONDS: '0' },
+      /ROUTINELY_LOCK_TTL_SECONDS: "0" is not a number of seconds between 1 and 86400/,
+    ],
     [['lock', 'status'], { ROUTINELY_LOCK_TTL_SECONDS: 'abc' }, /ROUTINELY_LOCK_TTL_SECONDS: "abc"/],
     [['lock', 'status'], { ROUTINELY_LOCK_TTL_SECONDS: '90000' }, /ROUTINELY_LOCK_TTL_SECONDS: "90000"/],
-    [['lock', 'status'], { ROUTINELY_LOCK_REFRESH_SECONDS: '40' }, /ROUTINELY_LOCK_REFRESH_SECONDS: 40 must be below the lock TTL \/ 2 \(TTL 60s\)/],
+    [
+      ['lock', 'status'],
+      { ROUTINELY_LOCK_REFRESH_SECONDS: '40' },
+      /ROUTINELY_LOCK_REFRESH_SECONDS: 40 must be below the lock TTL \/ 2 \(TTL 60s\)/,
+    ],
     [['lock', 'status'], { ROUTINELY_LOCK_REFRESH_SECONDS: '-1' }, /ROUTINELY_LOCK_REFRESH_SECONDS: "-1"/],
     [['lock', 'status'], { ROUTINELY_CONFIG: 'nope.json' }, /ROUTINELY_CONFIG: nope.json does not exist/],
     [['--config', 'nope.json', 'lock', 'status'], {}, /--config: nope.json does not exist/],
@@ -324,11 +408,15 @@ describe('bad input exits 2 and names what is wrong', () => {
     const project = testProject({ routines: [{ id: 'x', schedule: '*/61 * * * *', action: 'exec-auto' }] });
     const r = await runCli(['lock', 'run', '--', 'true'], { cwd: project });
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe('routinely: routinely.json: routines[0].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)\n');
+    expect(r.stderr).toBe(
+      'routinely: routinely.json: routines[0].schedule: "*/61 * * * *" is not a valid cron expression (minute 61 out of range 0-59)\n',
+    );
     writeFileSync(join(project, 'routinely.json'), '{\n  "lock": { "ttlSeconds": 5, }\n}');
     const syntax = await runCli(['validate'], { cwd: project });
     expect(syntax.code).toBe(2);
-    expect(syntax.stderr).toBe('routinely: routinely.json: line 2, column 28: invalid JSON: trailing comma before "}" (JSON allows none)\n');
+    expect(syntax.stderr).toBe(
+      'routinely: routinely.json: line 2, column 28: invalid JSON: trailing comma before "}" (JSON allows none)\n',
+    );
   });
 
   it('no config anywhere up the tree: exit 2 with a hint', async () => {
@@ -344,10 +432,14 @@ describe('bad input exits 2 and names what is wrong', () => {
 
 describe('validate and version', () => {
   it('prints the next three fire times of each routine', async () => {
-    const project = testProject({ routines: [{ id: 'nightly', schedule: '0 3 * * *', timezone: 'Europe/Berlin', action: 'register' }] });
+    const project = testProject({
+      routines: [{ id: 'nightly', schedule: '0 3 * * *', timezone: 'Europe/Berlin', action: 'register' }],
+    });
     const r = await runCli(['validate'], { cwd: project });
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^routinely\.json: valid \(1 routine, 0 inline tasks\)\nnightly {2}0 3 \* \* \* {2}\(Europe\/Berlin; register\)\n/);
+    expect(r.stdout).toMatch(
+      /^routinely\.json: valid \(1 routine, 0 inline tasks\)\nnightly {2}0 3 \* \* \* {2}\(Europe\/Berlin; register\)\n/,
+    );
     expect(r.stdout.match(/^ {2}\d{4}-\d\d-\d\d 03:00:00 GMT\+\d/gm)).toHaveLength(3);
   });
 

@@ -12,7 +12,12 @@ import { testProject } from '../helpers/testdir.js';
 /** Pids of processes whose command line contains `needle`. */
 function pgrep(needle: string): number[] {
   const r = spawnSync('pgrep', ['-f', needle], { encoding: 'utf8' });
-  return r.stdout.trim().split('\n').filter(Boolean).map(Number).filter((p) => p !== process.pid);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map(Number)
+    .filter((p) => p !== process.pid);
 }
 
 let sleeps = 0;
@@ -33,7 +38,9 @@ describe('leftovers of the command end before the lock is released (SPEC §4.11)
       routines: [{ id: 'jobs', schedule: '0 0 1 1 *', action: 'command', run: escape(tags[1]!) }],
       exec: { tasks: [{ id: 'jobs', run: escape(tags[2]!) }] },
     });
-    const held = await runCli(['lock', 'run', '--', 'bash', '-c', `set -m; ${tags[0]} & ${tags[0]}1 & exit 0`], { cwd: project });
+    const held = await runCli(['lock', 'run', '--', 'bash', '-c', `set -m; ${tags[0]} & ${tags[0]}1 & exit 0`], {
+      cwd: project,
+    });
     expect(held.code, held.stderr).toBe(0);
     expect(held.stderr).toMatch(/ended 2 leftover processes of the command's group/);
     const fired = await runCli(['routine', 'run', 'jobs'], { cwd: project });
@@ -52,7 +59,10 @@ describe('leftovers of the command end before the lock is released (SPEC §4.11)
     expect(bg.stderr).toMatch(/ended 1 leftover process of the command's group/);
     expect(pgrep(tag)).toEqual([]);
     // `[s]leep` so that pgrep does not find its own shell
-    const next = await runCli(['lock', 'run', '--if-busy', 'fail', '--', 'sh', '-c', `pgrep -f '[s]${tag.slice(1)}' || echo alone`], { cwd: project });
+    const next = await runCli(
+      ['lock', 'run', '--if-busy', 'fail', '--', 'sh', '-c', `pgrep -f '[s]${tag.slice(1)}' || echo alone`],
+      { cwd: project },
+    );
     expect(next).toMatchObject({ code: 0, stdout: 'alone\n' });
   });
 
@@ -62,7 +72,17 @@ describe('leftovers of the command end before the lock is released (SPEC §4.11)
     // the command ends only once the process has left the group (setsid ran, it wrote its pid),
     // so the leftover sweep cannot meet it while it is still a member
     const left = join(project, 'left');
-    const r = await runCli(['lock', 'run', '--', 'sh', '-c', `setsid sh -c 'echo $$ > ${left}; exec ${tag}' </dev/null >/dev/null 2>&1 & while [ ! -s ${left} ]; do sleep 0.01; done; exit 0`], { cwd: project });
+    const r = await runCli(
+      [
+        'lock',
+        'run',
+        '--',
+        'sh',
+        '-c',
+        `setsid sh -c 'echo $$ > ${left}; exec ${tag}' </dev/null >/dev/null 2>&1 & while [ ! -s ${left} ]; do sleep 0.01; done; exit 0`,
+      ],
+      { cwd: project },
+    );
     expect(r.code).toBe(0);
     await eventually(() => pgrep(tag).length === 1, 5000, 'setsid process running');
     for (const p of pgrep(tag)) process.kill(p, 'SIGKILL');
@@ -88,14 +108,17 @@ describe('the generation is never reissued (SPEC §4.12)', () => {
     ['garbled', 'garbage\n'],
     ['truncated', '00000000000'],
     ['zero-length', ''],
-  ])('a %s newest slot (the record that carries the generation; there is no counter file) changes nothing: the next generation is above every earlier one', async (_name, content) => {
-    const project = testProject();
-    for (let i = 1; i <= 6; i++) expect(await gen(project)).toBe(i);
-    const locks = join(project, '.routinely', 'locks');
-    rmSync(join(locks, 'exec-run.free.6'));
-    writeFileSync(join(locks, 'exec-run.slot.6'), content);
-    expect(await gen(project)).toBe(7);
-  });
+  ])(
+    'a %s newest slot (the record that carries the generation; there is no counter file) changes nothing: the next generation is above every earlier one',
+    async (_name, content) => {
+      const project = testProject();
+      for (let i = 1; i <= 6; i++) expect(await gen(project)).toBe(i);
+      const locks = join(project, '.routinely', 'locks');
+      rmSync(join(locks, 'exec-run.free.6'));
+      writeFileSync(join(locks, 'exec-run.slot.6'), content);
+      expect(await gen(project)).toBe(7);
+    },
+  );
 
   it('with every slot lost, the kept stale locks give the floor', async () => {
     const project = testProject();
@@ -116,7 +139,9 @@ describe('the generation is never reissued (SPEC §4.12)', () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] } });
     for (let i = 0; i < 4; i++) await gen(project);
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
-    const run = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as { generation: number }[];
+    const run = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as {
+      generation: number;
+    }[];
     const highest = Math.max(...run.map((r) => r.generation));
     expect(highest).toBe(5);
     rmSync(join(project, '.routinely', 'locks'), { recursive: true });
@@ -126,52 +151,105 @@ describe('the generation is never reissued (SPEC §4.12)', () => {
 
 describe('the work dies with the lease (SPEC §4.14)', () => {
   const haveStrace = spawnSync('strace', ['-V']).status === 0;
-  it.skipIf(!haveStrace && process.env.CI !== 'true')('a command that ignores SIGTERM is SIGKILLed before its lease can expire for anyone else', async () => {
-    const project = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 } });
-    const marks = join(project, 'marks');
-    const work = (name: string) => ['bash', '-c', `trap '' TERM; echo up; while :; do echo "${name} $EPOCHREALTIME" >> '${marks}'; sleep 0.02; done`];
-    // Every heartbeat of A fails from its 3rd in-place write on (as on a failing disk): A cannot
-    // renew. (A full disk no longer stops a heartbeat: it rewrites the same block, SPEC §4.15.)
-    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=pwrite64', '-e', 'inject=pwrite64:error=EIO:when=3+', process.execPath, CLI, 'lock', 'run', '--', ...work('A')], {
-      cwd: project, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let aErr = '';
-    a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
-    const aExit = new Promise<number | null>((res) => a.on('exit', (c) => res(c)));
-    await eventually(() => existsSync(marks), 10_000, 'A working');
-    // A's lease as everyone else sees it: the expiry of its last heartbeat that got written.
-    const locks = join(project, '.routinely', 'locks');
-    let expiredA = 0;
-    const watchBeats = setInterval(() => {
-      for (const n of readdirSync(locks).filter((x) => x.startsWith('exec-run.beat.'))) {
-        try {
-          const beat = JSON.parse(readChecksummed(readFileSync(join(locks, n), 'utf8')) ?? 'null') as { expires_at: number };
-          expiredA = Math.max(expiredA, beat.expires_at);
-        } catch {
-          // replaced while we read it
+  it.skipIf(!haveStrace && process.env.CI !== 'true')(
+    'a command that ignores SIGTERM is SIGKILLed before its lease can expire for anyone else',
+    async () => {
+      const project = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 } });
+      const marks = join(project, 'marks');
+      const work = (name: string) => [
+        'bash',
+        '-c',
+        `trap '' TERM; echo up; while :; do echo "${name} $EPOCHREALTIME" >> '${marks}'; sleep 0.02; done`,
+      ];
+      // Every heartbeat of A fails from its 3rd in-place write on (as on a failing disk): A cannot
+      // renew. (A full disk no longer stops a heartbeat: it rewrites the same block, SPEC §4.15.)
+      const a = spawn(
+        'strace',
+        [
+          '-f',
+          '-qq',
+          '-o',
+          '/dev/null',
+          '-e',
+          'trace=pwrite64',
+          '-e',
+          'inject=pwrite64:error=EIO:when=3+',
+          process.execPath,
+          CLI,
+          'lock',
+          'run',
+          '--',
+          ...work('A'),
+        ],
+        {
+          cwd: project,
+          env: childEnv(),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let aErr = '';
+      a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
+      const aExit = new Promise<number | null>((res) => a.on('exit', (c) => res(c)));
+      await eventually(() => existsSync(marks), 10_000, 'A working');
+      // A's lease as everyone else sees it: the expiry of its last heartbeat that got written.
+      const locks = join(project, '.routinely', 'locks');
+      let expiredA = 0;
+      const watchBeats = setInterval(() => {
+        for (const n of readdirSync(locks).filter((x) => x.startsWith('exec-run.beat.'))) {
+          try {
+            const beat = JSON.parse(readChecksummed(readFileSync(join(locks, n), 'utf8')) ?? 'null') as {
+              expires_at: number;
+            };
+            expiredA = Math.max(expiredA, beat.expires_at);
+          } catch {
+            // replaced while we read it
+          }
         }
-      }
-    }, 10);
-    // B waits for the lock; it gets it only once A's lease has expired.
-    const b = startCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '30', '--', 'bash', '-c', `echo "B $EPOCHREALTIME" >> '${marks}'; echo "B $EPOCHREALTIME" >> '${marks}'`], { cwd: project });
-    expect((await b.exited).code).toBe(0);
-    expect(await aExit).toBe(1);
-    clearInterval(watchBeats);
-    expect(aErr).toMatch(/lock lost: no successful heartbeat for [\d.]+s.*; its heartbeat could not be written to \S+exec-run\.beat\.[0-9a-f]{32} \(EIO: i\/o error/);
-    const lines = readFileSync(marks, 'utf8').trim().split('\n').map((l) => l.split(' '));
-    const lastA = Math.max(...lines.filter((l) => l[0] === 'A').map((l) => Number(l[1])));
-    const firstB = Math.min(...lines.filter((l) => l[0] === 'B').map((l) => Number(l[1])));
-    expect(lastA, `A still worked ${(lastA - firstB).toFixed(3)}s after B started`).toBeLessThan(firstB);
-    expect(expiredA).toBeGreaterThan(0);
-    expect(lastA, `A still worked ${(lastA - expiredA).toFixed(3)}s after its lease expired`).toBeLessThan(expiredA);
-    await eventually(() => !processRuns(a.pid!), 5000, 'A gone');
-  });
+      }, 10);
+      // B waits for the lock; it gets it only once A's lease has expired.
+      const b = startCli(
+        [
+          'lock',
+          'run',
+          '--if-busy',
+          'wait',
+          '--wait-timeout',
+          '30',
+          '--',
+          'bash',
+          '-c',
+          `echo "B $EPOCHREALTIME" >> '${marks}'; echo "B $EPOCHREALTIME" >> '${marks}'`,
+        ],
+        { cwd: project },
+      );
+      expect((await b.exited).code).toBe(0);
+      expect(await aExit).toBe(1);
+      clearInterval(watchBeats);
+      expect(aErr).toMatch(
+        /lock lost: no successful heartbeat for [\d.]+s.*; its heartbeat could not be written to \S+exec-run\.beat\.[0-9a-f]{32} \(EIO: i\/o error/,
+      );
+      const lines = readFileSync(marks, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' '));
+      const lastA = Math.max(...lines.filter((l) => l[0] === 'A').map((l) => Number(l[1])));
+      const firstB = Math.min(...lines.filter((l) => l[0] === 'B').map((l) => Number(l[1])));
+      expect(lastA, `A still worked ${(lastA - firstB).toFixed(3)}s after B started`).toBeLessThan(firstB);
+      expect(expiredA).toBeGreaterThan(0);
+      expect(lastA, `A still worked ${(lastA - expiredA).toFixed(3)}s after its lease expired`).toBeLessThan(expiredA);
+      await eventually(() => !processRuns(a.pid!), 5000, 'A gone');
+    },
+  );
 });
 
 describe('also (issue 8)', () => {
   it('a state folder on /proc is refused at once with exit 2, never a spinning mkdir', async () => {
     const project = testProject();
-    const r = await runCli(['lock', 'run', '--', 'true'], { cwd: project, env: { ROUTINELY_STATE_DIR: '/proc/nope' }, timeoutMs: 10_000 });
+    const r = await runCli(['lock', 'run', '--', 'true'], {
+      cwd: project,
+      env: { ROUTINELY_STATE_DIR: '/proc/nope' },
+      timeoutMs: 10_000,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/\/proc\/nope(\/locks)? is on \/proc, a kernel pseudo file system/);
   });

@@ -75,9 +75,14 @@ describe('the exec lock under real processes', () => {
       writeFileSync(
         join(dir, 'exec-run.lock'),
         serializeLockRecord({
-          version: 1, key: 'exec-run', lock_id: `${round}`.repeat(32), generation: 10 + round,
+          version: 1,
+          key: 'exec-run',
+          lock_id: `${round}`.repeat(32),
+          generation: 10 + round,
           owner: { pid: deadPid(), host: probe.host, boot_id: probe.bootId, start_time: '1', command: 'exec run' },
-          created_at: now - 5, heartbeat_at: now - 1, expires_at: now + 59,
+          created_at: now - 5,
+          heartbeat_at: now - 1,
+          expires_at: now + 59,
         }),
       );
       const racers = Array.from({ length: 8 }, () =>

@@ -18,13 +18,28 @@ const mustRun = process.env.CI === 'true';
 
 /** A command that says its generation, then marks its work with timestamps for `seconds`. */
 const work = (name: string, marks: string, seconds: number): string[] => [
-  'bash', '-c', `echo "gen $ROUTINELY_LOCK_GENERATION"; for i in $(seq ${seconds * 20}); do echo "${name} $EPOCHREALTIME" >> '${marks}'; sleep 0.05; done`,
+  'bash',
+  '-c',
+  `echo "gen $ROUTINELY_LOCK_GENERATION"; for i in $(seq ${seconds * 20}); do echo "${name} $EPOCHREALTIME" >> '${marks}'; sleep 0.05; done`,
 ];
 
 function underStrace(project: string, when: number, args: string[]) {
   const lock = join(project, '.routinely', 'locks', 'exec-run.lock');
-  const argv = ['-f', '-qq', '-o', join(project, 'trace'), '-P', lock, '-e', 'trace=%file,%desc',
-    '-e', `inject=all:delay_enter=8000000:when=${when}`, process.execPath, CLI, ...args];
+  const argv = [
+    '-f',
+    '-qq',
+    '-o',
+    join(project, 'trace'),
+    '-P',
+    lock,
+    '-e',
+    'trace=%file,%desc',
+    '-e',
+    `inject=all:delay_enter=8000000:when=${when}`,
+    process.execPath,
+    CLI,
+    ...args,
+  ];
   const child = spawn('strace', argv, { cwd: project, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let errText = '';
@@ -50,7 +65,10 @@ function stalledNow(trace: string): boolean {
 
 function blocks(marks: string): string {
   if (!existsSync(marks)) return '';
-  const lines = readFileSync(marks, 'utf8').trim().split('\n').map((l) => l.split(' '));
+  const lines = readFileSync(marks, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => l.split(' '));
   lines.sort((a, b) => Number(a[1]) - Number(b[1]));
   const order: string[] = [];
   for (const [who] of lines) if (order.at(-1) !== who) order.push(who!);
@@ -62,32 +80,64 @@ describe.skipIf(!haveStrace && !mustRun)('lock run stalled by strace (SPEC §4.1
     ['while taking the lock', 3],
     ['in a heartbeat', 10],
     ['later in a heartbeat', 13],
-  ] as const)('%s: the next holder keeps the lock, generations rise, the commands never overlap', { timeout: 60_000 }, async ([, when], { onTestFinished, expect }) => {
-    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
-    const project = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 } }, onTestFinished);
-    const marks = join(project, 'marks');
-    const a = underStrace(project, when, ['lock', 'run', '--if-busy', 'wait', '--', ...work('A', marks, 3)]);
-    if (when === 3) await eventually(() => stalledNow(join(project, 'trace')), 30_000, 'A stalled while taking the lock', () => a.stdout() + a.stderr());
-    else await eventually(() => /gen \d+/.test(a.stdout()), 30_000, 'A holds the lock', () => a.stdout() + a.stderr());
-    const b = startCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '30', '--', ...work('B', marks, 5)], { cwd: project, onFinished: onTestFinished });
-    const [codeA, rb] = await Promise.all([a.exited, b.exited]);
-    const detail = `A(${codeA}): ${a.stdout()} ${a.stderr()}\nB(${rb.code}): ${b.stdout()} ${b.stderr()}\ntrace: ${readFileSync(join(project, 'trace'), 'utf8').split('\n').filter((l) => l.includes('DELAYED')).join('\n')}`;
-    expect(rb.code, detail).toBe(0);
-    expect(b.stderr(), detail).not.toMatch(/lock lost/);
-    const order = blocks(marks);
-    // stalled in a heartbeat, A held the lock first; stalled while taking it, A may never run
-    expect(when === 3 ? ['AB', 'B'] : ['AB'], `commands overlapped or ran out of turn (${order}); ${detail}`).toContain(order);
-    const genA = Number(/gen (\d+)/.exec(a.stdout())?.[1] ?? 0);
-    const genB = Number(/gen (\d+)/.exec(b.stdout())?.[1]);
-    if (order.startsWith('A')) {
-      // A held the lock when it stalled: it learned it lost it, stopped, and said so.
-      expect(genB, detail).toBeGreaterThan(genA);
-      expect(codeA, detail).toBe(1);
-      expect(a.stderr(), detail).toMatch(/lock lost/);
-    } else if (genA > 0) {
-      expect(genA, detail).toBeGreaterThan(genB);
-    }
-    const status = spawnSync(process.execPath, [CLI, 'lock', 'status', '--json'], { cwd: project, env: childEnv(), encoding: 'utf8' });
-    expect(JSON.parse(status.stdout)).toMatchObject({ state: 'free' });
-  });
+  ] as const)(
+    '%s: the next holder keeps the lock, generations rise, the commands never overlap',
+    { timeout: 60_000 },
+    async ([, when], { onTestFinished, expect }) => {
+      expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+      const project = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 } }, onTestFinished);
+      const marks = join(project, 'marks');
+      const a = underStrace(project, when, ['lock', 'run', '--if-busy', 'wait', '--', ...work('A', marks, 3)]);
+      if (when === 3)
+        await eventually(
+          () => stalledNow(join(project, 'trace')),
+          30_000,
+          'A stalled while taking the lock',
+          () => a.stdout() + a.stderr(),
+        );
+      else
+        await eventually(
+          () => /gen \d+/.test(a.stdout()),
+          30_000,
+          'A holds the lock',
+          () => a.stdout() + a.stderr(),
+        );
+      const b = startCli(['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '30', '--', ...work('B', marks, 5)], {
+        cwd: project,
+        onFinished: onTestFinished,
+      });
+      const [codeA, rb] = await Promise.all([a.exited, b.exited]);
+      const detail = `A(${codeA}): ${a.stdout()} ${a.stderr()}\nB(${rb.code}): ${b.stdout()} ${b.stderr()}\ntrace: ${readFileSync(
+        join(project, 'trace'),
+        'utf8',
+      )
+        .split('\n')
+        .filter((l) => l.includes('DELAYED'))
+        .join('\n')}`;
+      expect(rb.code, detail).toBe(0);
+      expect(b.stderr(), detail).not.toMatch(/lock lost/);
+      const order = blocks(marks);
+      // stalled in a heartbeat, A held the lock first; stalled while taking it, A may never run
+      expect(
+        when === 3 ? ['AB', 'B'] : ['AB'],
+        `commands overlapped or ran out of turn (${order}); ${detail}`,
+      ).toContain(order);
+      const genA = Number(/gen (\d+)/.exec(a.stdout())?.[1] ?? 0);
+      const genB = Number(/gen (\d+)/.exec(b.stdout())?.[1]);
+      if (order.startsWith('A')) {
+        // A held the lock when it stalled: it learned it lost it, stopped, and said so.
+        expect(genB, detail).toBeGreaterThan(genA);
+        expect(codeA, detail).toBe(1);
+        expect(a.stderr(), detail).toMatch(/lock lost/);
+      } else if (genA > 0) {
+        expect(genA, detail).toBeGreaterThan(genB);
+      }
+      const status = spawnSync(process.execPath, [CLI, 'lock', 'status', '--json'], {
+        cwd: project,
+        env: childEnv(),
+        encoding: 'utf8',
+      });
+      expect(JSON.parse(status.stdout)).toMatchObject({ state: 'free' });
+    },
+  );
 });

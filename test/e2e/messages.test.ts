@@ -10,7 +10,9 @@ import { testProject } from '../helpers/testdir.js';
 
 /** Holds the exec lock until the file `go` appears in the project. */
 function holdLock(project: string) {
-  return startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; while [ ! -f go ]; do sleep 0.02; done'], { cwd: project });
+  return startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; while [ ! -f go ]; do sleep 0.02; done'], {
+    cwd: project,
+  });
 }
 
 const failing = () =>
@@ -31,7 +33,11 @@ describe('a busy exec lock', () => {
     await holder.waitFor(/started/);
     const r = await runCli(['exec', 'run'], { cwd: project });
     expect(r.code).toBe(75);
-    expect(r.stderr).toMatch(new RegExp(`^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago\\n {2}to wait for it instead, add --if-busy wait \\(--wait-timeout S gives up after S seconds\\)\\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago\\n {2}to wait for it instead, add --if-busy wait \\(--wait-timeout S gives up after S seconds\\)\\n$`,
+      ),
+    );
     writeFileSync(join(project, 'go'), '');
     expect((await holder.exited).code).toBe(0);
   });
@@ -54,7 +60,11 @@ describe('a busy exec lock', () => {
     writeFileSync(join(project, 'go'), '');
     expect((await waiter.exited).code).toBe(0);
     const limit = args.includes('--wait-timeout') ? '; giving up after 60s' : '';
-    expect(waiter.stderr()).toMatch(new RegExp(`^waiting for the exec lock, held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago${limit}\\n$`));
+    expect(waiter.stderr()).toMatch(
+      new RegExp(
+        `^waiting for the exec lock, held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago${limit}\\n$`,
+      ),
+    );
     expect(waiter.stdout()).toMatch(done);
   });
 
@@ -71,7 +81,9 @@ describe('after a failed run', () => {
     const run = await runCli(['exec', 'run'], { cwd: project });
     expect(run.code).toBe(1);
     const id = /^run (r-\S+) FAILED/m.exec(run.stdout)![1]!;
-    expect(run.stdout).toContain(`  next: routinely exec show ${id} (logs beside it), fix, then: routinely exec resume ${id}`);
+    expect(run.stdout).toContain(
+      `  next: routinely exec show ${id} (logs beside it), fix, then: routinely exec resume ${id}`,
+    );
     const show = await runCli(['exec', 'show', id], { cwd: project });
     expect(show.code).toBe(0);
     expect(show.stdout).not.toContain('exec show');
@@ -88,7 +100,10 @@ describe('after a failed run', () => {
       stderr: '',
       stdout: `nothing interrupted to resume; the newest run ${id} FAILED (1 task failed, 1 skipped); fix them and run: routinely exec resume ${id}\n`,
     });
-    const json = JSON.parse((await runCli(['exec', 'resume', '--json'], { cwd: project })).stdout) as Record<string, string>;
+    const json = JSON.parse((await runCli(['exec', 'resume', '--json'], { cwd: project })).stdout) as Record<
+      string,
+      string
+    >;
     expect(json).toMatchObject({ status: 'NOTHING_TO_RESUME', next: `routinely exec resume ${id}` });
     writeFileSync(join(project, 'LICENSE'), 'MIT\n');
     const resumed = await runCli(['exec', 'resume', id], { cwd: project });
@@ -106,8 +121,12 @@ describe('after a failed run', () => {
     const state = JSON.parse((await runCli(['exec', 'show', id, '--json'], { cwd: project })).stdout) as RunState;
     expect(Date.parse(state.resumed_at!) - Date.parse(state.created_at)).toBeGreaterThanOrEqual(1200);
     const own = `${((Date.parse(state.finished_at!) - Date.parse(state.resumed_at!)) / 1000).toFixed(1)}s`;
-    expect(resumed.stdout).toMatch(new RegExp(`^run ${id} SUCCEEDED \\(resume, attempt 2\\): 3 succeeded in ${own.replace('.', '\\.')}$`, 'm'));
+    expect(resumed.stdout).toMatch(
+      new RegExp(`^run ${id} SUCCEEDED \\(resume, attempt 2\\): 3 succeeded in ${own.replace('.', '\\.')}$`, 'm'),
+    );
     const show = await runCli(['exec', 'show', id], { cwd: project });
-    expect(show.stdout).toContain(`  started ${state.created_at}, resumed ${state.resumed_at}, finished ${state.finished_at} (${own})\n`);
+    expect(show.stdout).toContain(
+      `  started ${state.created_at}, resumed ${state.resumed_at}, finished ${state.finished_at} (${own})\n`,
+    );
   });
 });

@@ -14,7 +14,11 @@ import { testdir, testProject } from '../helpers/testdir.js';
 const cluster = pgCluster();
 
 /** A command that says it holds (its lock and generation), then works until `go` exists. */
-const holding = (tag: string): string[] => ['sh', '-c', `echo "holding ${tag} $ROUTINELY_LOCK_NAME $ROUTINELY_LOCK_GENERATION"; while [ ! -e go ]; do sleep 0.05; done`];
+const holding = (tag: string): string[] => [
+  'sh',
+  '-c',
+  `echo "holding ${tag} $ROUTINELY_LOCK_NAME $ROUTINELY_LOCK_GENERATION"; while [ ! -e go ]; do sleep 0.05; done`,
+];
 
 interface Setup {
   backend: 'file' | 'postgres';
@@ -23,9 +27,14 @@ interface Setup {
 }
 
 async function setup(backend: Setup['backend'], config: object = {}): Promise<Setup> {
-  if (backend === 'file') return { backend, project: testProject({ locks: { agents: { slots: 2 } }, ...config }), env: {} };
+  if (backend === 'file')
+    return { backend, project: testProject({ locks: { agents: { slots: 2 } }, ...config }), env: {} };
   const url = await freshDatabase(cluster!);
-  return { backend, project: testProject({ project: 'app', backend: { type: 'postgres' }, locks: { agents: { slots: 2 } }, ...config }), env: { ROUTINELY_DATABASE_URL: url } };
+  return {
+    backend,
+    project: testProject({ project: 'app', backend: { type: 'postgres' }, locks: { agents: { slots: 2 } }, ...config }),
+    env: { ROUTINELY_DATABASE_URL: url },
+  };
 }
 
 const lockRun = (s: Setup, args: string[], tag: string): Spawned =>
@@ -40,24 +49,41 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     const cache = lockRun(s, ['--lock', 'cache'], 'cache');
     const exec = lockRun(s, [], 'exec');
     // all three at once: each holds its own lock
-    for (const [p, tag, name] of [[db, 'db', 'db'], [cache, 'cache', 'cache'], [exec, 'exec', 'exec']] as const) {
+    for (const [p, tag, name] of [
+      [db, 'db', 'db'],
+      [cache, 'cache', 'cache'],
+      [exec, 'exec', 'exec'],
+    ] as const) {
       await p.waitFor(new RegExp(`holding ${tag} ${name} \\d+`));
     }
     // a second holder of db is turned away, naming the holder; of another name it is not
     const busy = await runCli(['lock', 'run', '--lock', 'db', '--', 'true'], { cwd: s.project, env: s.env });
     expect(busy.code, busy.stderr).toBe(75);
     expect(busy.stderr).toMatch(new RegExp(`^db busy: held by pid ${db.pid} on \\S+ \\(lock run\\)`));
-    const skip = await runCli(['lock', 'run', '--lock', 'db', '--if-busy', 'skip', '--', 'true'], { cwd: s.project, env: s.env });
+    const skip = await runCli(['lock', 'run', '--lock', 'db', '--if-busy', 'skip', '--', 'true'], {
+      cwd: s.project,
+      env: s.env,
+    });
     expect([skip.code, skip.stdout]).toEqual([0, 'skipped: db busy\n']);
-    const other = await runCli(['lock', 'run', '--lock', 'queue', '--', 'sh', '-c', 'echo $ROUTINELY_LOCK_NAME'], { cwd: s.project, env: s.env });
+    const other = await runCli(['lock', 'run', '--lock', 'queue', '--', 'sh', '-c', 'echo $ROUTINELY_LOCK_NAME'], {
+      cwd: s.project,
+      env: s.env,
+    });
     expect([other.code, other.stdout]).toEqual([0, 'queue\n']);
     // lock status: the exec lock first, then each named lock in use; --json names each
     const status = await runCli(['lock', 'status'], { cwd: s.project, env: s.env });
     expect(status.stdout).toMatch(/^exec-run lock: held\n(.*\n)*cache lock: held\n(.*\n)*db lock: held\n/);
     expect(status.stdout).not.toMatch(/queue lock/); // released: not in use
-    const json = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: s.project, env: s.env })).stdout) as { lock: string; state: string; named: { lock: string; held: number }[] };
+    const json = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: s.project, env: s.env })).stdout) as {
+      lock: string;
+      state: string;
+      named: { lock: string; held: number }[];
+    };
     expect(json).toMatchObject({ lock: 'exec', state: 'held' });
-    expect(json.named.map((n) => [n.lock, n.held])).toEqual([['cache', 1], ['db', 1]]);
+    expect(json.named.map((n) => [n.lock, n.held])).toEqual([
+      ['cache', 1],
+      ['db', 1],
+    ]);
     writeGo(s);
     for (const p of [db, cache, exec]) expect((await p.exited).code).toBe(0);
   });
@@ -71,13 +97,22 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     const third = await runCli(['lock', 'run', '--lock', 'agents', '--', 'true'], { cwd: s.project, env: s.env });
     expect(third.code).toBe(75);
     expect(third.stderr).toMatch(/^agents busy: held by pid \d+ .*, and pid \d+ .* \(all 2 slots\)\n/);
-    const named = JSON.parse((await runCli(['lock', 'status', '--lock', 'agents', '--json'], { cwd: s.project, env: s.env })).stdout) as { slots: number; held: number; slot_status: { slot: number; state: string; record: { owner: { pid: number } } }[] };
+    const named = JSON.parse(
+      (await runCli(['lock', 'status', '--lock', 'agents', '--json'], { cwd: s.project, env: s.env })).stdout,
+    ) as {
+      slots: number;
+      held: number;
+      slot_status: { slot: number; state: string; record: { owner: { pid: number } } }[];
+    };
     expect(named).toMatchObject({ slots: 2, held: 2 });
     expect(named.slot_status.map((x) => x.record.owner.pid).sort()).toEqual([first.pid, second.pid].sort());
     const text = await runCli(['lock', 'status', '--lock', 'agents'], { cwd: s.project, env: s.env });
     expect(text.stdout).toMatch(/^agents lock: 2 of 2 slots held\n {2}slot 1: held\n(.*\n)* {2}slot 2: held\n/);
     // a waiter: in when one of them lets go
-    const waiter = startCli(['lock', 'run', '--lock', 'agents', '--if-busy', 'wait', '--', 'sh', '-c', 'echo in $ROUTINELY_LOCK_NAME'], { cwd: s.project, env: s.env, timeoutMs: 60_000 });
+    const waiter = startCli(
+      ['lock', 'run', '--lock', 'agents', '--if-busy', 'wait', '--', 'sh', '-c', 'echo in $ROUTINELY_LOCK_NAME'],
+      { cwd: s.project, env: s.env, timeoutMs: 60_000 },
+    );
     await waiter.waitFor(/waiting for the agents lock, held by .* \(all 2 slots\)/);
     first.child.kill('SIGTERM');
     expect((await waiter.exited).code, waiter.stderr()).toBe(0);
@@ -86,26 +121,31 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     await second.exited;
   });
 
-  it('a slot holder SIGKILLed: its slot is taken at once by the next, its command\'s group ended; generations only rise', async () => {
+  it("a slot holder SIGKILLed: its slot is taken at once by the next, its command's group ended; generations only rise", async () => {
     const s = await setup(backend, { locks: { agents: { slots: 2 } }, lock: { ttlSeconds: 30 } });
     const keep = lockRun(s, ['--lock', 'agents'], 'keep');
     const doomed = lockRun(s, ['--lock', 'agents'], 'doomed');
     await keep.waitFor(/holding keep/);
     const genBefore = Number((await doomed.waitFor(/holding doomed agents (\d+)/))[1]);
-    const status = JSON.parse((await runCli(['lock', 'status', '--lock', 'agents', '--json'], { cwd: s.project, env: s.env })).stdout) as { slot_status: { slot: number; record: { owner: { pid: number; children?: { pid: number }[] } } }[] };
+    const status = JSON.parse(
+      (await runCli(['lock', 'status', '--lock', 'agents', '--json'], { cwd: s.project, env: s.env })).stdout,
+    ) as { slot_status: { slot: number; record: { owner: { pid: number; children?: { pid: number }[] } } }[] };
     const slot = status.slot_status.find((x) => x.record.owner.pid === doomed.pid)!;
     const orphan = slot.record.owner.children?.[0]?.pid;
-    expect(orphan, 'the command\'s group is recorded').toBeGreaterThan(1);
+    expect(orphan, "the command's group is recorded").toBeGreaterThan(1);
     doomed.child.kill('SIGKILL');
     await doomed.exited;
     expect(processRuns(orphan!), 'the orphan outlives its holder until a taker ends it').toBe(true);
     // the next taker gets the dead holder's slot (not the one `keep` holds) at once
-    const next = await runCli(['lock', 'run', '--lock', 'agents', '--', 'sh', '-c', 'echo "gen $ROUTINELY_LOCK_GENERATION"'], { cwd: s.project, env: s.env });
+    const next = await runCli(
+      ['lock', 'run', '--lock', 'agents', '--', 'sh', '-c', 'echo "gen $ROUTINELY_LOCK_GENERATION"'],
+      { cwd: s.project, env: s.env },
+    );
     expect(next.code, next.stderr).toBe(0);
     const genAfter = Number(/gen (\d+)/.exec(next.stdout)![1]);
-    expect(genAfter, 'the slot\'s generation rose').toBeGreaterThan(genBefore);
-    await eventually(() => !processRuns(orphan!), 10_000, 'the dead holder\'s command ended');
-    expect(keep.child.exitCode, 'the other slot\'s holder goes on').toBeNull();
+    expect(genAfter, "the slot's generation rose").toBeGreaterThan(genBefore);
+    await eventually(() => !processRuns(orphan!), 10_000, "the dead holder's command ended");
+    expect(keep.child.exitCode, "the other slot's holder goes on").toBeNull();
     writeGo(s);
     expect((await keep.exited).code).toBe(0);
   });
@@ -116,7 +156,23 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     const gen = Number((await stalled.waitFor(/holding stalled agents (\d+)/))[1]);
     stalled.child.kill('SIGSTOP');
     try {
-      const taker = startCli(['lock', 'run', '--lock', 'agents', '--if-busy', 'wait', '--wait-timeout', '60', '--', 'sh', '-c', 'echo "gen $ROUTINELY_LOCK_GENERATION"'], { cwd: s.project, env: s.env, timeoutMs: 90_000 });
+      const taker = startCli(
+        [
+          'lock',
+          'run',
+          '--lock',
+          'agents',
+          '--if-busy',
+          'wait',
+          '--wait-timeout',
+          '60',
+          '--',
+          'sh',
+          '-c',
+          'echo "gen $ROUTINELY_LOCK_GENERATION"',
+        ],
+        { cwd: s.project, env: s.env, timeoutMs: 90_000 },
+      );
       expect((await taker.exited).code, taker.stderr()).toBe(0);
       expect(Number(/gen (\d+)/.exec(taker.stdout())![1])).toBeGreaterThan(gen);
     } finally {
@@ -145,20 +201,38 @@ function writeGo(s: Setup): void {
   writeFileSync(join(s.project, 'go'), '');
 }
 
-
 describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () => {
   it('a routine on db and one on cache run side by side; two on db take turns; a 2-slot lock runs two at once; a db held from outside is a busy skip named db', async () => {
     const marks = 'marks';
-    const work = (id: string): string => `echo "${id} start $(date +%s%3N)" >> ${marks}; sleep 0.6; echo "${id} end $(date +%s%3N)" >> ${marks}`;
-    const routine = (id: string, lock: string) => ({ id, schedule: '*/2 * * * * *', action: 'command', run: work(id), lock });
+    const work = (id: string): string =>
+      `echo "${id} start $(date +%s%3N)" >> ${marks}; sleep 0.6; echo "${id} end $(date +%s%3N)" >> ${marks}`;
+    const routine = (id: string, lock: string) => ({
+      id,
+      schedule: '*/2 * * * * *',
+      action: 'command',
+      run: work(id),
+      lock,
+    });
     const project = testProject({
       locks: { pool: { slots: 2 } },
-      routines: [routine('db1', 'db'), routine('db2', 'db'), routine('cache', 'cache'), routine('p1', 'pool'), routine('p2', 'pool'), routine('p3', 'pool')],
+      routines: [
+        routine('db1', 'db'),
+        routine('db2', 'db'),
+        routine('cache', 'cache'),
+        routine('p1', 'pool'),
+        routine('p2', 'pool'),
+        routine('p3', 'pool'),
+      ],
     });
     const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 90_000 });
     await s.waitFor(/\[scheduler\] started \(6 routines\)/);
     const file = join(project, marks);
-    await eventually(() => (spansOf(file).get('db2') ?? []).filter((x) => x.e < Infinity).length >= 3, 30_000, 'three turns of db2', () => s.stdout());
+    await eventually(
+      () => (spansOf(file).get('db2') ?? []).filter((x) => x.e < Infinity).length >= 3,
+      30_000,
+      'three turns of db2',
+      () => s.stdout(),
+    );
     const sp = spansOf(file);
     // different locks: side by side; one lock: one at a time; two slots: two at once, never three
     expect(overlapping(sp.get('db1')!, sp.get('cache')!), 'db1 and cache side by side').toBeGreaterThan(0);
@@ -166,15 +240,30 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
     const pool = ['p1', 'p2', 'p3'].flatMap((id) => sp.get(id)!.map((x) => ({ ...x, id })));
     const most = Math.max(...pool.map((x) => pool.filter((y) => y.s <= x.s && x.s < y.e).length));
     expect(most, 'the pool lock: two at once at most').toBe(2);
-    expect(pool.some((x) => pool.some((y) => y !== x && x.s < y.e && y.s < x.e)), 'the pool lock: two at once').toBe(true);
+    expect(
+      pool.some((x) => pool.some((y) => y !== x && x.s < y.e && y.s < x.e)),
+      'the pool lock: two at once',
+    ).toBe(true);
     expect(s.stdout()).toMatch(/\[routine\] queued db2: behind db1/);
     expect(s.stdout()).not.toMatch(/busy/);
     // db held by `lock run --lock db`: the db routines skip, named; the others go on
-    const holder = startCli(['lock', 'run', '--lock', 'db', '--', 'sh', '-c', 'echo holding; sleep 4'], { cwd: project, timeoutMs: 60_000 });
+    const holder = startCli(['lock', 'run', '--lock', 'db', '--', 'sh', '-c', 'echo holding; sleep 4'], {
+      cwd: project,
+      timeoutMs: 60_000,
+    });
     await holder.waitFor(/holding/);
     await s.waitFor(/\[routine\] skipped db1: db busy \(held by lock run since \d\d:\d\d:\d\d\)/, 15_000);
-    const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { id: string; lock: string; last_result: string; last_reason: string | null }[];
-    expect(list.find((r) => r.id === 'db1')).toMatchObject({ lock: 'db', last_result: 'skipped', last_reason: 'db busy' });
+    const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+      id: string;
+      lock: string;
+      last_result: string;
+      last_reason: string | null;
+    }[];
+    expect(list.find((r) => r.id === 'db1')).toMatchObject({
+      lock: 'db',
+      last_result: 'skipped',
+      last_reason: 'db busy',
+    });
     expect(list.find((r) => r.id === 'cache')).toMatchObject({ lock: 'cache' });
     expect((await holder.exited).code).toBe(0);
     s.child.kill('SIGTERM');
@@ -183,32 +272,61 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
 });
 
 (cluster ? describe : describe.skip)('one project, one queue, across schedulers (SPEC §6; PostgreSQL)', () => {
-  it('two schedulers, four exclusive routines due together: every tick runs, one at a time, none skipped as busy', { timeout: 120_000 }, async () => {
-    const url = await freshDatabase(cluster!);
-    const marks = join(testdir('routinely-marks-'), 'marks');
-    const routine = (id: string) => ({ id, schedule: '*/4 * * * * *', action: 'command', run: `echo "${id} start $(date +%s%3N)" >> ${marks}; sleep 0.3; echo "${id} end $(date +%s%3N)" >> ${marks}` });
-    // two hosts' checkouts of one project: each scheduler fires the routines of its own config,
-    // so every tick, two routines of each meet the exec lock held by the other's
-    const checkouts = [['r1', 'r2'], ['r3', 'r4']].map((ids) => testProject({ project: 'app', backend: { type: 'postgres' }, routines: ids.map(routine) }));
-    const env = { ROUTINELY_DATABASE_URL: url };
-    const schedulers = checkouts.map((cwd, i) => startCli(['scheduler', 'start'], { cwd, env: { ...env, ROUTINELY_HOST_ID: `h${i + 1}` }, timeoutMs: 110_000 }));
-    for (const s of schedulers) await s.waitFor(/\[scheduler\] started/, 60_000);
-    const ids = ['r1', 'r2', 'r3', 'r4'];
-    const done = (): number => Math.min(...ids.map((id) => (spansOf(marks).get(id) ?? []).filter((x) => x.e < Infinity).length));
-    await eventually(() => done() >= 4, 60_000, 'four ticks of every routine', () => schedulers.map((s) => s.stdout()).join('\n--\n'));
-    for (const s of schedulers) s.child.kill('SIGTERM');
-    for (const s of schedulers) expect((await s.exited).code, s.stderr()).toBe(0);
-    const said = schedulers.map((s) => s.stdout()).join('\n');
-    expect(said).not.toMatch(/skipped r\d: exec busy/);
-    // the other scheduler's tick was met (holding the lock, or queued ahead in its line), and waited for
-    expect(said).toMatch(/\[routine\] waiting r\d: exec busy \(held by (routine r\d |no one this moment, but a waiter that came first takes it next: routine r\d, pid \d+ on h\d)/);
-    // one at a time under the exec lock, across both hosts
-    const all = ids.flatMap((id) => spansOf(marks).get(id)!.filter((x) => x.e < Infinity));
-    for (const x of all) expect(all.filter((y) => y !== x && x.s < y.e && y.s < x.e)).toEqual([]);
-    // every tick of each routine recorded once, and run (none skipped)
-    for (const cwd of checkouts) {
-      const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd, env })).stdout) as { id: string; counts: { success: number; failure: number; skipped: number } }[];
-      for (const r of rows) expect(r.counts, r.id).toMatchObject({ failure: 0, skipped: 0 });
-    }
-  });
+  it(
+    'two schedulers, four exclusive routines due together: every tick runs, one at a time, none skipped as busy',
+    { timeout: 120_000 },
+    async () => {
+      const url = await freshDatabase(cluster!);
+      const marks = join(testdir('routinely-marks-'), 'marks');
+      const routine = (id: string) => ({
+        id,
+        schedule: '*/4 * * * * *',
+        action: 'command',
+        run: `echo "${id} start $(date +%s%3N)" >> ${marks}; sleep 0.3; echo "${id} end $(date +%s%3N)" >> ${marks}`,
+      });
+      // two hosts' checkouts of one project: each scheduler fires the routines of its own config,
+      // so every tick, two routines of each meet the exec lock held by the other's
+      const checkouts = [
+        ['r1', 'r2'],
+        ['r3', 'r4'],
+      ].map((ids) => testProject({ project: 'app', backend: { type: 'postgres' }, routines: ids.map(routine) }));
+      const env = { ROUTINELY_DATABASE_URL: url };
+      const schedulers = checkouts.map((cwd, i) =>
+        startCli(['scheduler', 'start'], { cwd, env: { ...env, ROUTINELY_HOST_ID: `h${i + 1}` }, timeoutMs: 110_000 }),
+      );
+      for (const s of schedulers) await s.waitFor(/\[scheduler\] started/, 60_000);
+      const ids = ['r1', 'r2', 'r3', 'r4'];
+      const done = (): number =>
+        Math.min(...ids.map((id) => (spansOf(marks).get(id) ?? []).filter((x) => x.e < Infinity).length));
+      await eventually(
+        () => done() >= 4,
+        60_000,
+        'four ticks of every routine',
+        () => schedulers.map((s) => s.stdout()).join('\n--\n'),
+      );
+      for (const s of schedulers) s.child.kill('SIGTERM');
+      for (const s of schedulers) expect((await s.exited).code, s.stderr()).toBe(0);
+      const said = schedulers.map((s) => s.stdout()).join('\n');
+      expect(said).not.toMatch(/skipped r\d: exec busy/);
+      // the other scheduler's tick was met (holding the lock, or queued ahead in its line), and waited for
+      expect(said).toMatch(
+        /\[routine\] waiting r\d: exec busy \(held by (routine r\d |no one this moment, but a waiter that came first takes it next: routine r\d, pid \d+ on h\d)/,
+      );
+      // one at a time under the exec lock, across both hosts
+      const all = ids.flatMap((id) =>
+        spansOf(marks)
+          .get(id)!
+          .filter((x) => x.e < Infinity),
+      );
+      for (const x of all) expect(all.filter((y) => y !== x && x.s < y.e && y.s < x.e)).toEqual([]);
+      // every tick of each routine recorded once, and run (none skipped)
+      for (const cwd of checkouts) {
+        const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd, env })).stdout) as {
+          id: string;
+          counts: { success: number; failure: number; skipped: number };
+        }[];
+        for (const r of rows) expect(r.counts, r.id).toMatchObject({ failure: 0, skipped: 0 });
+      }
+    },
+  );
 });

@@ -9,7 +9,13 @@ import { eventually, runCli, startCli, type Spawned } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 import { closedPort, webhookServer } from '../helpers/webhook-server.js';
 
-const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({
+  id,
+  schedule,
+  action: 'command',
+  run,
+  ...extra,
+});
 
 async function stop(s: Spawned): Promise<void> {
   s.child.kill('SIGTERM');
@@ -23,26 +29,65 @@ describe('the scheduler notifies', () => {
       notify: { webhook: hook.url },
       routines: [
         // fails on its first fire, succeeds from then on
-        cmd('flaky', '* * * * * *', 'if [ -f failed-once ]; then echo fine; else touch failed-once; echo broken >&2; exit 3; fi', { starvedAfterSkips: 1000 }),
+        cmd(
+          'flaky',
+          '* * * * * *',
+          'if [ -f failed-once ]; then echo fine; else touch failed-once; echo broken >&2; exit 3; fi',
+          { starvedAfterSkips: 1000 },
+        ),
         cmd('blocked', '* * * * * *', 'true', { starvedAfterSkips: 3, notify: { webhook: hook.url, on: ['starved'] } }),
         cmd('quiet', '* * * * * *', 'exit 1', { notify: false }),
       ],
     });
     const s = startCli(['scheduler', 'start'], { cwd: project });
-    await eventually(() => hook.payloads().some((p) => p.event === 'recovery'), 30_000, 'a recovery', () => `${JSON.stringify(hook.payloads())}\n${s.stdout()}\n${s.stderr()}`);
+    await eventually(
+      () => hook.payloads().some((p) => p.event === 'recovery'),
+      30_000,
+      'a recovery',
+      () => `${JSON.stringify(hook.payloads())}\n${s.stdout()}\n${s.stderr()}`,
+    );
     const flaky = hook.payloads().filter((p) => p.routine === 'flaky');
     expect(flaky.map((p) => p.event)).toEqual(['failure', 'recovery']);
     expect(flaky[0]).toMatchObject({
-      event: 'failure', routine: 'flaky', result: 'failure', why: 'exit code 3', exit_code: 3, consecutive_failures: 1, consecutive_skips: 0,
-      run_id: expect.stringMatching(/^r-/), log: expect.stringMatching(/\.routinely\/logs\/flaky\.log$/),
+      event: 'failure',
+      routine: 'flaky',
+      result: 'failure',
+      why: 'exit code 3',
+      exit_code: 3,
+      consecutive_failures: 1,
+      consecutive_skips: 0,
+      run_id: expect.stringMatching(/^r-/),
+      log: expect.stringMatching(/\.routinely\/logs\/flaky\.log$/),
     });
-    expect(Object.keys(flaky[0]!).sort()).toEqual(['consecutive_failures', 'consecutive_skips', 'event', 'exit_code', 'finished_at', 'host', 'log', 'next', 'output_tail', 'project', 'result', 'routine', 'run_id', 'scheduled_at', 'why'].sort());
+    expect(Object.keys(flaky[0]!).sort()).toEqual(
+      [
+        'consecutive_failures',
+        'consecutive_skips',
+        'event',
+        'exit_code',
+        'finished_at',
+        'host',
+        'log',
+        'next',
+        'output_tail',
+        'project',
+        'result',
+        'routine',
+        'run_id',
+        'scheduled_at',
+        'why',
+      ].sort(),
+    );
     expect(hook.payloads().filter((p) => p.routine === 'quiet')).toEqual([]);
 
     // hold the exec lock: every routine is skipped; `blocked` is starved once, after 3 skips
-    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -f go ]; do sleep 0.05; done'], { cwd: project });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -f go ]; do sleep 0.05; done'], {
+      cwd: project,
+    });
     await holder.waitFor(/holding/);
-    await s.waitFor(/skipped blocked: exec busy[^]*skipped blocked: exec busy[^]*skipped blocked: exec busy[^]*skipped blocked: exec busy/);
+    await s.waitFor(
+      /skipped blocked: exec busy[^]*skipped blocked: exec busy[^]*skipped blocked: exec busy[^]*skipped blocked: exec busy/,
+    );
     await eventually(() => hook.payloads().some((p) => p.event === 'starved'), 10_000, 'starved');
     writeFileSync(join(project, 'go'), '');
     await holder.exited;
@@ -52,17 +97,27 @@ describe('the scheduler notifies', () => {
     expect(events.filter((e) => e === 'blocked:starved')).toHaveLength(1);
     // the skips of flaky (which notifies failures and recoveries) announced nothing
     expect(events.filter((e) => e.startsWith('flaky:'))).toEqual(['flaky:failure', 'flaky:recovery']);
-    expect(hook.payloads().find((p) => p.event === 'starved')).toMatchObject({ routine: 'blocked', result: 'skipped', consecutive_skips: 3 });
+    expect(hook.payloads().find((p) => p.event === 'starved')).toMatchObject({
+      routine: 'blocked',
+      result: 'skipped',
+      consecutive_skips: 3,
+    });
   });
 
   it('a webhook that is down never changes a result, and says so in the log', async () => {
     const port = await closedPort();
-    const project = testProject({ notify: { webhook: `http://127.0.0.1:${port}/hook` }, routines: [cmd('bad', '* * * * * *', 'exit 5')] });
+    const project = testProject({
+      notify: { webhook: `http://127.0.0.1:${port}/hook` },
+      routines: [cmd('bad', '* * * * * *', 'exit 5')],
+    });
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/\[notify\] /, 60_000);
     await stop(s);
     expect(s.stdout()).toMatch(/failed bad: exit code 5/);
-    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { last_result: string; last_reason: string }[];
+    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+      last_result: string;
+      last_reason: string;
+    }[];
     expect(rows[0]).toMatchObject({ last_result: 'failure', last_reason: 'exit code 5' });
   });
 });
@@ -73,7 +128,9 @@ describe('routine run notifies', () => {
     const project = testProject({ notify: { webhook: hook.url }, routines: [cmd('manual', '0 0 1 1 *', 'exit 7')] });
     const r = await runCli(['routine', 'run', 'manual'], { cwd: project });
     expect(r.code).toBe(1);
-    expect(hook.payloads()).toEqual([expect.objectContaining({ event: 'failure', routine: 'manual', exit_code: 7, why: 'exit code 7' })]);
+    expect(hook.payloads()).toEqual([
+      expect.objectContaining({ event: 'failure', routine: 'manual', exit_code: 7, why: 'exit code 7' }),
+    ]);
     expect(existsSync(join(project, '.routinely', 'logs', 'manual.log'))).toBe(true);
   });
 
@@ -81,11 +138,19 @@ describe('routine run notifies', () => {
     const hook = await webhookServer();
     // 25 lines, the last with a terminal escape and a tab
     const run = "for i in $(seq 1 24); do echo line $i; done; printf '\\033[2Jgone\\tcol\\n'; exit 3";
-    const project = testProject({ notify: { webhook: hook.url }, routines: [cmd('noisy', '0 0 1 1 *', run), cmd('terse', '0 0 1 1 *', run, { notify: { webhook: hook.url, outputLines: 0 } })] });
+    const project = testProject({
+      notify: { webhook: hook.url },
+      routines: [
+        cmd('noisy', '0 0 1 1 *', run),
+        cmd('terse', '0 0 1 1 *', run, { notify: { webhook: hook.url, outputLines: 0 } }),
+      ],
+    });
     expect((await runCli(['routine', 'run', 'noisy'], { cwd: project })).code).toBe(1);
     expect((await runCli(['routine', 'run', 'terse'], { cwd: project })).code).toBe(1);
     const [noisy, terse] = hook.payloads();
-    const tail = Array.from({ length: 19 }, (_, i) => `line ${i + 6}`).concat('\\x1b[2Jgone\\x09col').join('\n');
+    const tail = Array.from({ length: 19 }, (_, i) => `line ${i + 6}`)
+      .concat('\\x1b[2Jgone\\x09col')
+      .join('\n');
     expect(noisy).toMatchObject({ routine: 'noisy', event: 'failure', output_tail: tail });
     expect(terse).toMatchObject({ routine: 'terse', event: 'failure' });
     expect(terse).not.toHaveProperty('output_tail');

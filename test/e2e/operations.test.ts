@@ -10,7 +10,13 @@ import type { HistoryEntry } from '../../src/state/history.js';
 import { eventually, runCli, startCli, type Spawned } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
-const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({
+  id,
+  schedule,
+  action: 'command',
+  run,
+  ...extra,
+});
 
 async function history(project: string, id: string): Promise<HistoryEntry[]> {
   const r = await runCli(['routine', 'history', id, '--json', '--limit', '1000'], { cwd: project });
@@ -24,7 +30,10 @@ async function stop(s: Spawned): Promise<void> {
 
 /** Holds the exec lock until the file `go` appears in the project. */
 async function holdLock(project: string): Promise<Spawned> {
-  const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -f go ]; do sleep 0.05; done; echo released'], { cwd: project });
+  const holder = startCli(
+    ['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -f go ]; do sleep 0.05; done; echo released'],
+    { cwd: project },
+  );
   await holder.waitFor(/holding/);
   return holder;
 }
@@ -49,7 +58,9 @@ describe('ifBusy "wait"', () => {
   });
 
   it('gives up at waitTimeoutSeconds: recorded as a skip, reason "exec busy"', async () => {
-    const project = testProject({ routines: [cmd('w', '*/5 * * * * *', 'touch ran', { ifBusy: 'wait', waitTimeoutSeconds: 1 })] });
+    const project = testProject({
+      routines: [cmd('w', '*/5 * * * * *', 'touch ran', { ifBusy: 'wait', waitTimeoutSeconds: 1 })],
+    });
     const holder = await holdLock(project);
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/\[routine\] waiting w: exec busy/);
@@ -58,14 +69,27 @@ describe('ifBusy "wait"', () => {
     writeFileSync(join(project, 'go'), '');
     await holder.exited;
     expect(existsSync(join(project, 'ran'))).toBe(false);
-    const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<string, unknown>[];
-    expect(list[0]).toMatchObject({ id: 'w', last_result: 'skipped', last_reason: 'exec busy', consecutive_skips: 1, counts: { success: 0, failure: 0, skipped: 1 } });
+    const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<
+      string,
+      unknown
+    >[];
+    expect(list[0]).toMatchObject({
+      id: 'w',
+      last_result: 'skipped',
+      last_reason: 'exec busy',
+      consecutive_skips: 1,
+      counts: { success: 0, failure: 0, skipped: 1 },
+    });
   });
 });
 
 describe('retry', () => {
   it('tries a failed fire again with back-off; each attempt is its own history line', async () => {
-    const project = testProject({ routines: [cmd('flaky', '* * * * * *', 'echo try >> tries; exit 4', { retry: { attempts: 2, backoffSeconds: 0.2 } })] });
+    const project = testProject({
+      routines: [
+        cmd('flaky', '* * * * * *', 'echo try >> tries; exit 4', { retry: { attempts: 2, backoffSeconds: 0.2 } }),
+      ],
+    });
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/\[routine\] retrying flaky in 0\.2s \(attempt 2 of 3\)/);
     await s.waitFor(/\[routine\] retrying flaky in 0\.[45]s \(attempt 3 of 3\)/);
@@ -91,7 +115,11 @@ describe('routine list and --check (SPEC §10)', () => {
     });
     // no scheduler yet: --check says so (and only that: nothing failed or starved)
     const none = await runCli(['routine', 'list', '--check'], { cwd: project });
-    expect(none).toMatchObject({ code: 1, stderr: 'routinely: no scheduler is running (2 enabled routines will not fire): start one with `routinely scheduler start`\n' });
+    expect(none).toMatchObject({
+      code: 1,
+      stderr:
+        'routinely: no scheduler is running (2 enabled routines will not fire): start one with `routinely scheduler start`\n',
+    });
     expect(none.stdout).toMatch(/^scheduler: not running\n/);
 
     const s = startCli(['scheduler', 'start'], { cwd: project });
@@ -105,7 +133,10 @@ describe('routine list and --check (SPEC §10)', () => {
     expect(running.stdout).toMatch(/\nstarving +\* \* \* \* \* \* +.+ +starved: \d+ skips +\d+\/0\/[2-9]\d*\n/);
     expect(running.code).toBe(1);
     expect(running.stderr).toMatch(/^routinely: starved routine: starving \(\d+ busy skips in a row\)\n$/);
-    const json = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<string, unknown>[];
+    const json = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<
+      string,
+      unknown
+    >[];
     expect(json.find((r) => r.id === 'slow')).toMatchObject({ running_since: expect.stringMatching(/^\d{4}-/) });
     expect(json.find((r) => r.id === 'starving')).toMatchObject({ starved: true, running_since: null });
 
@@ -118,7 +149,7 @@ describe('routine list and --check (SPEC §10)', () => {
     // (under load a fire of slow can outlast a second and cost starving two skips in a row: it
     // then recovers at its next run, so --check is asked again for up to 30 s)
     let well = await runCli(['routine', 'list', '--check'], { cwd: project });
-    for (const until = Date.now() + 30_000; well.code !== 0 && Date.now() < until; ) {
+    for (const until = Date.now() + 30_000; well.code !== 0 && Date.now() < until;) {
       await new Promise((r) => setTimeout(r, 200));
       well = await runCli(['routine', 'list', '--check'], { cwd: project });
     }

@@ -7,7 +7,19 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { eventually, runCli, startCli } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
-import { caughtUp, crash, dbUrl, destroy, freePort, makeSynchronous, ownPrimary, portOf, promote, startStandby, stop } from '../helpers/pg-topology.js';
+import {
+  caughtUp,
+  crash,
+  dbUrl,
+  destroy,
+  freePort,
+  makeSynchronous,
+  ownPrimary,
+  portOf,
+  promote,
+  startStandby,
+  stop,
+} from '../helpers/pg-topology.js';
 import { startServer } from '../helpers/postgres.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -48,15 +60,26 @@ suite('failover of a replicated primary: one holder, generations only rise', () 
     // a URL that reaches a standby: exit 74 naming it, never "unexpected error"
     const ro = await runCli(['lock', 'run', '--', 'true'], { cwd: project, env: onStandby });
     expect(ro.code, ro.stderr).toBe(74);
-    expect(ro.stderr).toMatch(new RegExp(`database 127\\.0\\.0\\.1:${portOf(standby)}/app: the server is a read-only standby`));
+    expect(ro.stderr).toMatch(
+      new RegExp(`database 127\\.0\\.0\\.1:${portOf(standby)}/app: the server is a read-only standby`),
+    );
     if (mode === 'synchronous') makeSynchronous(primary);
     else stop(standby); // lags from here on: it never sees A's lease
 
-    const a = startCli(['lock', 'run', '--', 'bash', '-c', stamp(ev, 'A', 30)], { cwd: project, env: onPrimary, timeoutMs: 120_000 });
-    await eventually(() => events(ev).has('A'), 20_000, 'A started'); crash(primary);
+    const a = startCli(['lock', 'run', '--', 'bash', '-c', stamp(ev, 'A', 30)], {
+      cwd: project,
+      env: onPrimary,
+      timeoutMs: 120_000,
+    });
+    await eventually(() => events(ev).has('A'), 20_000, 'A started');
+    crash(primary);
     if (mode !== 'synchronous') startServer(standby);
     promote(standby);
-    const b = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'bash', '-c', stamp(ev, 'B', 0.2)], { cwd: project, env: onStandby, timeoutMs: 120_000 });
+    const b = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'bash', '-c', stamp(ev, 'B', 0.2)], {
+      cwd: project,
+      env: onStandby,
+      timeoutMs: 120_000,
+    });
     const aExit = await a.exited;
     expect(aExit.code, a.stderr()).not.toBe(0); // its lease ran out with its primary: its work was stopped
     expect((await b.exited).code, b.stderr()).toBe(0);
@@ -66,10 +89,14 @@ suite('failover of a replicated primary: one holder, generations only rise', () 
     expect(A.end, 'A was stopped, never finished').toBeUndefined();
     // both commands stamp the same clock: A's last sign of work came before B began
     expect(A.lastMark, 'A worked a while').toBeDefined();
-    expect(B.start, `B started only after A's work was gone (A's last mark ${A.lastMark})`).toBeGreaterThan(A.lastMark!);
+    expect(B.start, `B started only after A's work was gone (A's last mark ${A.lastMark})`).toBeGreaterThan(
+      A.lastMark!,
+    );
     expect(B.gen, `B's generation ${B.gen} above A's ${A.gen}`).toBeGreaterThan(A.gen);
     // in plain words: nobody holds it, and why not yet
-    expect(b.stderr()).toMatch(/waiting for the exec lock, held by no one yet: the database failed over \(timeline 2, first seen [^)]+\), and no lease is granted until every lease of the old primary has run out, one TTL later \(\d+s more\)/);
+    expect(b.stderr()).toMatch(
+      /waiting for the exec lock, held by no one yet: the database failed over \(timeline 2, first seen [^)]+\), and no lease is granted until every lease of the old primary has run out, one TTL later \(\d+s more\)/,
+    );
   });
 });
 
@@ -80,18 +107,31 @@ suite('multi-host URLs (libpq)', () => {
     const down = await freePort();
     const project = testProject({ project: 'app', backend: { type: 'postgres' } });
     const url = `postgres://postgres@127.0.0.1:${down},127.0.0.1:${portOf(cluster!)}/${db}?target_session_attrs=read-write`;
-    const r = await runCli(['lock', 'run', '--', 'sh', '-c', 'echo ran > ran'], { cwd: project, env: { ROUTINELY_DATABASE_URL: url } });
+    const r = await runCli(['lock', 'run', '--', 'sh', '-c', 'echo ran > ran'], {
+      cwd: project,
+      env: { ROUTINELY_DATABASE_URL: url },
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(join(project, 'ran'), 'utf8')).toBe('ran\n');
     const st = await runCli(['lock', 'status'], { cwd: project, env: { ROUTINELY_DATABASE_URL: url } });
     expect(st.code, st.stderr).toBe(0);
     // every host down: 74, naming each
-    const none = await runCli(['lock', 'run', '--', 'true'], { cwd: project, env: { ROUTINELY_DATABASE_URL: `postgres://postgres@127.0.0.1:${down},127.0.0.1:${down}/${db}` } });
+    const none = await runCli(['lock', 'run', '--', 'true'], {
+      cwd: project,
+      env: { ROUTINELY_DATABASE_URL: `postgres://postgres@127.0.0.1:${down},127.0.0.1:${down}/${db}` },
+    });
     expect(none.code).toBe(74);
-    expect(none.stderr).toMatch(new RegExp(`no host is reachable \\(127\\.0\\.0\\.1:${down}/${db}: connection refused[^;]*; 127\\.0\\.0\\.1:${down}/${db}: connection refused`));
+    expect(none.stderr).toMatch(
+      new RegExp(
+        `no host is reachable \\(127\\.0\\.0\\.1:${down}/${db}: connection refused[^;]*; 127\\.0\\.0\\.1:${down}/${db}: connection refused`,
+      ),
+    );
     // a password with '/' (base64) is never shown, in any message
     writeFileSync(join(project, 'x'), '');
-    const secret = await runCli(['lock', 'status'], { cwd: project, env: { ROUTINELY_DATABASE_URL: `postgres://app:Zm9v/YmFy+cXV4@127.0.0.1:${down}/${db}` } });
+    const secret = await runCli(['lock', 'status'], {
+      cwd: project,
+      env: { ROUTINELY_DATABASE_URL: `postgres://app:Zm9v/YmFy+cXV4@127.0.0.1:${down}/${db}` },
+    });
     expect(secret.code).toBe(74);
     expect(secret.stderr).not.toMatch(/YmFy|Zm9v/);
   });

@@ -13,21 +13,26 @@ import { testProject } from '../helpers/testdir.js';
 const cluster = pgCluster();
 const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
 
-
 async function ownServer(): Promise<{ own: TestCluster; url: string }> {
   const own = await startCluster();
   onTestFinished(() => destroyCluster(own));
   return { own, url: await freshDatabase(own) };
 }
 
-const spoolFiles = (dir: string): string[] => (existsSync(join(dir, '.routinely', 'spool')) ? readdirSync(join(dir, '.routinely', 'spool')) : []);
+const spoolFiles = (dir: string): string[] =>
+  existsSync(join(dir, '.routinely', 'spool')) ? readdirSync(join(dir, '.routinely', 'spool')) : [];
 
 /** `routine run` of a 2 s routine whose database stops while it runs (started again once the run
  * has ended): its record is spooled on this host. */
 async function runThroughOutage() {
   const { own, url } = await ownServer();
   const env = { ROUTINELY_DATABASE_URL: url };
-  const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 30 }, routines: [{ id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 2; echo ok' }] });
+  const dir = testProject({
+    project: 'app',
+    backend: { type: 'postgres' },
+    lock: { ttlSeconds: 30 },
+    routines: [{ id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 2; echo ok' }],
+  });
   const run = startCli(['routine', 'run', 'slow'], { cwd: dir, env });
   await run.waitFor(/started slow/);
   stopServer(own, 'fast');
@@ -40,18 +45,32 @@ async function runThroughOutage() {
   return { url, env, dir, run, done };
 }
 
-interface Entry { scheduled_at: string; started_at: string; result: string; reason: string | null; run_id: string | null }
+interface Entry {
+  scheduled_at: string;
+  started_at: string;
+  result: string;
+  reason: string | null;
+  run_id: string | null;
+}
 
 suite('a database outage while a fire runs', () => {
   it('scheduler: the fire is recorded exactly once with its real result when the database is back; counts add up', async () => {
     const { own, url } = await ownServer();
     const env = { ROUTINELY_DATABASE_URL: url };
-    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 30 }, routines: [{ id: 'slow', schedule: '*/5 * * * * *', action: 'command', run: 'sleep 2; echo ok' }] });
+    const dir = testProject({
+      project: 'app',
+      backend: { type: 'postgres' },
+      lock: { ttlSeconds: 30 },
+      routines: [{ id: 'slow', schedule: '*/5 * * * * *', action: 'command', run: 'sleep 2; echo ok' }],
+    });
     const s = startCli(['scheduler', 'start'], { cwd: dir, env, timeoutMs: 90_000 });
     await s.waitFor(/\[routine\] started slow/, 20_000);
     stopServer(own, 'fast');
     try {
-      await s.waitFor(/could not record slow now \(database .*\); spooled to \S+\/spool\/slow\.[0-9a-f]{16}\.json/, 20_000);
+      await s.waitFor(
+        /could not record slow now \(database .*\); spooled to \S+\/spool\/slow\.[0-9a-f]{16}\.json/,
+        20_000,
+      );
       expect(spoolFiles(dir)).toHaveLength(1);
     } finally {
       startServer(own);
@@ -60,7 +79,12 @@ suite('a database outage while a fire runs', () => {
     expect(spoolFiles(dir)).toEqual([]);
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
-    const history = (await sql<{ entry: Entry }>(url, `SELECT entry FROM routinely_history WHERE routine = 'slow' ORDER BY entry->>'started_at'`)).map((r) => r.entry);
+    const history = (
+      await sql<{ entry: Entry }>(
+        url,
+        `SELECT entry FROM routinely_history WHERE routine = 'slow' ORDER BY entry->>'started_at'`,
+      )
+    ).map((r) => r.entry);
     // the fire that ran through the outage: its real result, not "interrupted"
     expect(history[0]).toMatchObject({ result: 'success', reason: null, run_id: expect.stringMatching(/^r-/) });
     expect(history.filter((h) => /interrupted/.test(h.reason ?? ''))).toEqual([]);
@@ -69,25 +93,36 @@ suite('a database outage while a fire runs', () => {
     expect(history).toHaveLength(logged.length);
     expect(new Set(history.map((h) => h.scheduled_at)).size).toBe(history.length);
     const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env });
-    const row = JSON.parse(list.stdout)[0] as { counts: { success: number; failure: number; skipped: number }; open_fires?: unknown };
+    const row = JSON.parse(list.stdout)[0] as {
+      counts: { success: number; failure: number; skipped: number };
+      open_fires?: unknown;
+    };
     expect(row.counts.success + row.counts.failure + row.counts.skipped).toBe(history.length);
     expect(row.counts.success).toBe(history.filter((h) => h.result === 'success').length);
     expect(row.open_fires).toBeUndefined();
     // no claim is left attributed to this host without a fire
-    const ticks = await sql<{ scheduled_at: Date }>(url, `SELECT scheduled_at FROM routinely_ticks WHERE routine = 'slow'`);
+    const ticks = await sql<{ scheduled_at: Date }>(
+      url,
+      `SELECT scheduled_at FROM routinely_ticks WHERE routine = 'slow'`,
+    );
     expect(ticks.map((t) => t.scheduled_at.toISOString()).sort()).toEqual(history.map((h) => h.scheduled_at).sort());
   });
 
-  it('routine run: exits with the command\'s result, spools the record, and the next routine command on the host records it once', async () => {
+  it("routine run: exits with the command's result, spools the record, and the next routine command on the host records it once", async () => {
     const { env, dir, run, done } = await runThroughOutage();
     expect(done.code, run.stderr()).toBe(0);
     expect(run.stdout()).toMatch(/succeeded slow in \d/);
-    expect(run.stderr()).toMatch(/could not record slow now \(database .*\); spooled to \S+\/spool\/slow\.[0-9a-f]{16}\.json: the next scheduler or routine command on this host records it/);
+    expect(run.stderr()).toMatch(
+      /could not record slow now \(database .*\); spooled to \S+\/spool\/slow\.[0-9a-f]{16}\.json: the next scheduler or routine command on this host records it/,
+    );
     expect(spoolFiles(dir)).toHaveLength(1);
     const list = await runCli(['routine', 'list', '--json'], { cwd: dir, env });
     expect(list.code, list.stderr).toBe(0);
     expect(list.stderr).toMatch(/recorded 1 fire spooled on this host while the database was away/);
-    expect(JSON.parse(list.stdout)[0]).toMatchObject({ last_result: 'success', counts: { success: 1, failure: 0, skipped: 0 } });
+    expect(JSON.parse(list.stdout)[0]).toMatchObject({
+      last_result: 'success',
+      counts: { success: 1, failure: 0, skipped: 0 },
+    });
     expect(spoolFiles(dir)).toEqual([]);
     // a second command finds nothing more to record
     const again = await runCli(['routine', 'history', 'slow', '--json'], { cwd: dir, env });
@@ -114,11 +149,19 @@ suite('a database outage while a fire runs', () => {
     const { own, url } = await ownServer();
     const env = { ROUTINELY_DATABASE_URL: url };
     // a TTL far longer than the test: only a release can free the lock in time
-    const dir = testProject({ project: 'app', backend: { type: 'postgres' }, lock: { ttlSeconds: 300 }, routines: [{ id: 'slow', schedule: '*/5 * * * * *', action: 'command', run: 'sleep 2' }] });
+    const dir = testProject({
+      project: 'app',
+      backend: { type: 'postgres' },
+      lock: { ttlSeconds: 300 },
+      routines: [{ id: 'slow', schedule: '*/5 * * * * *', action: 'command', run: 'sleep 2' }],
+    });
     const s = startCli(['scheduler', 'start'], { cwd: dir, env, timeoutMs: 120_000 });
     onTestFinished(() => void s.child.kill('SIGKILL'));
     await s.waitFor(/\[routine\] started slow/, 20_000);
-    const [held] = await sql<{ epoch: string }>(url, `SELECT epoch FROM routinely_leases WHERE key = 'exec-run' AND released_at IS NULL`);
+    const [held] = await sql<{ epoch: string }>(
+      url,
+      `SELECT epoch FROM routinely_leases WHERE key = 'exec-run' AND released_at IS NULL`,
+    );
     expect(held).toBeDefined();
     stopServer(own, 'fast');
     try {
@@ -133,7 +176,10 @@ suite('a database outage while a fire runs', () => {
     // a TTL of 300 s: without a release the row stays ours for minutes; 60 s is ample for one
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const [row] = await sql<{ epoch: string; released: boolean }>(url, `SELECT epoch, released_at IS NOT NULL AS released FROM routinely_leases WHERE key = 'exec-run'`).catch(() => []);
+      const [row] = await sql<{ epoch: string; released: boolean }>(
+        url,
+        `SELECT epoch, released_at IS NOT NULL AS released FROM routinely_leases WHERE key = 'exec-run'`,
+      ).catch(() => []);
       if (row && (row.released || Number(row.epoch) > Number(held!.epoch))) break;
       if (Date.now() > deadline) throw new Error(`the outage fire's lease was never released\n${s.stdout()}`);
       await new Promise((r) => setTimeout(r, 200));

@@ -13,7 +13,11 @@ import { testdir } from '../helpers/testdir.js';
 
 /** The CLI with at most 64 open descriptors (a shell sets the limit, then becomes the CLI). */
 function limited(args: string[], cwd: string) {
-  const child = spawn('/bin/sh', ['-c', `ulimit -n 64 && exec "$0" "$@"`, process.execPath, CLI, ...args], { cwd, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('/bin/sh', ['-c', `ulimit -n 64 && exec "$0" "$@"`, process.execPath, CLI, ...args], {
+    cwd,
+    env: childEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -23,47 +27,94 @@ function limited(args: string[], cwd: string) {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
   return {
-    child, exited, stdout: () => out, stderr: () => err,
-    waitFor: (re: RegExp, limitMs: number) => eventually(() => re.test(out), limitMs, String(re), () => out + err),
+    child,
+    exited,
+    stdout: () => out,
+    stderr: () => err,
+    waitFor: (re: RegExp, limitMs: number) =>
+      eventually(
+        () => re.test(out),
+        limitMs,
+        String(re),
+        () => out + err,
+      ),
   };
 }
 
 describe('out of file descriptors', () => {
-  it('30 routines each second under ulimit -n 64: fires that cannot start fail with the cause, the scheduler says it once and stays up', { timeout: 90_000 }, async () => {
-    const project = testdir('routinely-emfile-');
-    const routines = Array.from({ length: 30 }, (_, i) => ({ id: `r${i}`, schedule: '* * * * * *', action: 'command', run: 'sleep 1.5', exclusive: false }));
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines }));
-    const s = limited(['scheduler', 'start'], project);
-    await s.waitFor(/\[scheduler\] warning: out of file descriptors \(EMFILE\): fires fail to start while it lasts/, 30_000);
-    // it carries on: later ticks still fire
-    const ticks = (): number => (s.stdout().match(/\[routine\] (succeeded|failed) /g) ?? []).length;
-    const seen = ticks();
-    await eventually(() => ticks() > seen + 30, 30_000, 'more fires after the warning', () => s.stdout());
-    s.child.kill('SIGTERM');
-    const end = await s.exited;
-    expect([end.code, s.stderr()]).toEqual([0, '']);
-    expect(s.stdout().match(/out of file descriptors/g)).toHaveLength(1);
-    expect(s.stdout()).toMatch(/\[routine\] failed r\d+: could not start: \/bin\/sh: Too many open files \(EMFILE\)/);
-    // each such fire is recorded with its cause, as routine history shows it
-    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { id: string; counts: { failure: number } }[];
-    const failed = rows.find((r) => r.counts.failure > 0)!;
-    const history = JSON.parse((await runCli(['routine', 'history', failed.id, '--json'], { cwd: project })).stdout) as { result: string; reason: string | null }[];
-    expect(history.some((h) => h.result === 'failure' && /Too many open files \(EMFILE\)/.test(h.reason ?? ''))).toBe(true);
-    expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout)).toMatchObject({ state: 'free' });
-  });
+  it(
+    '30 routines each second under ulimit -n 64: fires that cannot start fail with the cause, the scheduler says it once and stays up',
+    { timeout: 90_000 },
+    async () => {
+      const project = testdir('routinely-emfile-');
+      const routines = Array.from({ length: 30 }, (_, i) => ({
+        id: `r${i}`,
+        schedule: '* * * * * *',
+        action: 'command',
+        run: 'sleep 1.5',
+        exclusive: false,
+      }));
+      writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines }));
+      const s = limited(['scheduler', 'start'], project);
+      await s.waitFor(
+        /\[scheduler\] warning: out of file descriptors \(EMFILE\): fires fail to start while it lasts/,
+        30_000,
+      );
+      // it carries on: later ticks still fire
+      const ticks = (): number => (s.stdout().match(/\[routine\] (succeeded|failed) /g) ?? []).length;
+      const seen = ticks();
+      await eventually(
+        () => ticks() > seen + 30,
+        30_000,
+        'more fires after the warning',
+        () => s.stdout(),
+      );
+      s.child.kill('SIGTERM');
+      const end = await s.exited;
+      expect([end.code, s.stderr()]).toEqual([0, '']);
+      expect(s.stdout().match(/out of file descriptors/g)).toHaveLength(1);
+      expect(s.stdout()).toMatch(/\[routine\] failed r\d+: could not start: \/bin\/sh: Too many open files \(EMFILE\)/);
+      // each such fire is recorded with its cause, as routine history shows it
+      const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+        id: string;
+        counts: { failure: number };
+      }[];
+      const failed = rows.find((r) => r.counts.failure > 0)!;
+      const history = JSON.parse(
+        (await runCli(['routine', 'history', failed.id, '--json'], { cwd: project })).stdout,
+      ) as { result: string; reason: string | null }[];
+      expect(history.some((h) => h.result === 'failure' && /Too many open files \(EMFILE\)/.test(h.reason ?? ''))).toBe(
+        true,
+      );
+      expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout)).toMatchObject({
+        state: 'free',
+      });
+    },
+  );
 
-  it('exec run --parallel 40 under ulimit -n 64: the run is recorded, the lock released, no crash', { timeout: 60_000 }, async () => {
-    const project = testdir('routinely-emfile-');
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks: Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.5' })) } }));
-    const r = limited(['exec', 'run', '--parallel', '40'], project);
-    const end = await r.exited;
-    expect(end.code, r.stderr()).toBe(1);
-    expect(r.stderr()).not.toMatch(/unexpected error|at .*\.js:\d+/);
-    expect(r.stdout()).toMatch(/^run (r-\S+) (FAILED|ABORTED)/m);
-    // out of descriptors is said as such, with what helps (not "free space")
-    expect(r.stdout()).toMatch(/next: raise the open-file limit \(ulimit -n\) or lower --parallel, then: routinely exec resume r-/);
-    expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout)).toMatchObject({ state: 'free' });
-    const runs = await runCli(['exec', 'runs'], { cwd: project });
-    expect(runs.stdout).toMatch(/r-\S+ +(FAILED|ABORTED)/);
-  });
+  it(
+    'exec run --parallel 40 under ulimit -n 64: the run is recorded, the lock released, no crash',
+    { timeout: 60_000 },
+    async () => {
+      const project = testdir('routinely-emfile-');
+      writeFileSync(
+        join(project, 'routinely.json'),
+        JSON.stringify({ exec: { tasks: Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.5' })) } }),
+      );
+      const r = limited(['exec', 'run', '--parallel', '40'], project);
+      const end = await r.exited;
+      expect(end.code, r.stderr()).toBe(1);
+      expect(r.stderr()).not.toMatch(/unexpected error|at .*\.js:\d+/);
+      expect(r.stdout()).toMatch(/^run (r-\S+) (FAILED|ABORTED)/m);
+      // out of descriptors is said as such, with what helps (not "free space")
+      expect(r.stdout()).toMatch(
+        /next: raise the open-file limit \(ulimit -n\) or lower --parallel, then: routinely exec resume r-/,
+      );
+      expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout)).toMatchObject({
+        state: 'free',
+      });
+      const runs = await runCli(['exec', 'runs'], { cwd: project });
+      expect(runs.stdout).toMatch(/r-\S+ +(FAILED|ABORTED)/);
+    },
+  );
 });

@@ -13,11 +13,19 @@ const MiB = 1024 * 1024;
 /** 20 MB of numbered lines, FIRST before them and LAST after, on stdout and stderr in turn. */
 const LOUD = `echo FIRST; i=0; while [ $i -lt 40 ]; do head -c 524288 /dev/zero | tr '\\0' x; echo " block $i" >&2; i=$((i+1)); done; echo LAST`;
 const runsDir = (p: string): string => join(p, '.routinely', 'exec', 'runs');
-const runIds = (p: string): string[] => (existsSync(runsDir(p)) ? readdirSync(runsDir(p)).filter((n) => n.startsWith('r-')).sort() : []);
+const runIds = (p: string): string[] =>
+  existsSync(runsDir(p))
+    ? readdirSync(runsDir(p))
+        .filter((n) => n.startsWith('r-'))
+        .sort()
+    : [];
 
 describe('a run prints more than retention.runLogBytes', () => {
   it('a routine: about runLogBytes on disk, its head and tail kept, a line says how much was left out; routine logs says so', async () => {
-    const project = testProject({ retention: { runLogBytes: MiB }, routines: [{ id: 'loud', schedule: '0 0 1 1 *', action: 'command', run: LOUD }] });
+    const project = testProject({
+      retention: { runLogBytes: MiB },
+      routines: [{ id: 'loud', schedule: '0 0 1 1 *', action: 'command', run: LOUD }],
+    });
     const r = await runCli(['routine', 'run', 'loud'], { cwd: project });
     expect(r.code).toBe(0);
     const log = join(project, '.routinely', 'logs', 'loud.log');
@@ -35,11 +43,21 @@ describe('a run prints more than retention.runLogBytes', () => {
     const shown = await runCli(['routine', 'logs', 'loud'], { cwd: project });
     expect(shown.code).toBe(0);
     expect(shown.stdout).toContain('LAST');
-    expect(shown.stderr).toMatch(/a run shown here printed more than retention\.runLogBytes: \d+ bytes were left out of the middle/);
+    expect(shown.stderr).toMatch(
+      /a run shown here printed more than retention\.runLogBytes: \d+ bytes were left out of the middle/,
+    );
   });
 
   it('an exec task: its log is bounded the same way, and exec show says its output was cut', async () => {
-    const project = testProject({ retention: { runLogBytes: MiB }, exec: { tasks: [{ id: 'loud', run: LOUD }, { id: 'quiet', run: 'echo hi' }] } });
+    const project = testProject({
+      retention: { runLogBytes: MiB },
+      exec: {
+        tasks: [
+          { id: 'loud', run: LOUD },
+          { id: 'quiet', run: 'echo hi' },
+        ],
+      },
+    });
     const r = await runCli(['exec', 'run'], { cwd: project });
     expect(r.code).toBe(0);
     const [id] = runIds(project);
@@ -59,7 +77,12 @@ describe('a run prints more than retention.runLogBytes', () => {
   });
 
   it('a command that leaves a background job holding its output does not keep the run open', async () => {
-    const project = testProject({ retention: { runLogBytes: MiB }, routines: [{ id: 'bg', schedule: '0 0 1 1 *', action: 'command', run: 'echo before; (sleep 30; echo late) & echo after' }] });
+    const project = testProject({
+      retention: { runLogBytes: MiB },
+      routines: [
+        { id: 'bg', schedule: '0 0 1 1 *', action: 'command', run: 'echo before; (sleep 30; echo late) & echo after' },
+      ],
+    });
     const r = await runCli(['routine', 'run', 'bg'], { cwd: project });
     expect(r.code).toBe(0);
     const text = readFileSync(join(project, '.routinely', 'logs', 'bg.log'), 'utf8');
@@ -69,10 +92,13 @@ describe('a run prints more than retention.runLogBytes', () => {
   });
 });
 
-describe('a routine\'s log files stay within retention.routineLogBytes', () => {
+describe("a routine's log files stay within retention.routineLogBytes", () => {
   it('runs of 600 KiB each with routineLogBytes 2 MiB: the log and its one rotated file together stay within it', async () => {
     const run = `head -c 614400 /dev/zero | tr '\\0' y; echo; echo "run $(cat n 2>/dev/null)"`;
-    const project = testProject({ retention: { runLogBytes: MiB, routineLogBytes: 2 * MiB }, routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run }] });
+    const project = testProject({
+      retention: { runLogBytes: MiB, routineLogBytes: 2 * MiB },
+      routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run }],
+    });
     const log = join(project, '.routinely', 'logs', 'r.log');
     for (let i = 0; i < 8; i++) {
       writeFileSync(join(project, 'n'), String(i));
@@ -96,10 +122,16 @@ describe('a routine\'s log files stay within retention.routineLogBytes', () => {
 describe('retention.execRuns', () => {
   it('keeps the newest N runs; an interrupted (resumable) run is never removed, and resumes', async () => {
     const project = testProject();
-    const cfg = (slow: boolean) => JSON.stringify({
-      retention: { execRuns: 3 },
-      exec: { tasks: [{ id: 'a', run: 'true' }, { id: 'b', run: slow ? 'touch b.started; sleep 60' : 'true' }] },
-    });
+    const cfg = (slow: boolean) =>
+      JSON.stringify({
+        retention: { execRuns: 3 },
+        exec: {
+          tasks: [
+            { id: 'a', run: 'true' },
+            { id: 'b', run: slow ? 'touch b.started; sleep 60' : 'true' },
+          ],
+        },
+      });
     writeFileSync(join(project, 'routinely.json'), cfg(true));
     const p = startCli(['exec', 'run', 'b'], { cwd: project });
     await eventually(() => existsSync(join(project, 'b.started')), 10_000, 'b started');
@@ -122,10 +154,16 @@ describe('retention.execRuns', () => {
     expect(runIds(project)).toHaveLength(4);
   });
 
-  it('never removes the only run that proves a task\'s result: with tasks.json lost after pruning, a task that succeeded does not run again', async () => {
+  it("never removes the only run that proves a task's result: with tasks.json lost after pruning, a task that succeeded does not run again", async () => {
     const project = testProject({
       retention: { execRuns: 2 },
-      exec: { tasks: [{ id: 'bigt', run: 'echo ran >> bigt.count' }, { id: 'small', run: 'true' }, { id: 'flaky', run: 'exit 1' }] },
+      exec: {
+        tasks: [
+          { id: 'bigt', run: 'echo ran >> bigt.count' },
+          { id: 'small', run: 'true' },
+          { id: 'flaky', run: 'exit 1' },
+        ],
+      },
     });
     expect((await runCli(['exec', 'run', 'bigt'], { cwd: project })).code).toBe(0);
     const [proof] = runIds(project);
@@ -135,8 +173,15 @@ describe('retention.execRuns', () => {
     expect(ids.length).toBeLessThanOrEqual(3); // the newest 2, and bigt's proof
     // the index lost: rebuilt from the runs kept
     rmSync(join(project, '.routinely', 'exec', 'tasks.json'));
-    const status = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as { id: string; status: string }[];
-    expect(Object.fromEntries(status.map((t) => [t.id, t.status]))).toMatchObject({ bigt: 'succeeded', small: 'succeeded', flaky: 'failed' });
+    const status = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as {
+      id: string;
+      status: string;
+    }[];
+    expect(Object.fromEntries(status.map((t) => [t.id, t.status]))).toMatchObject({
+      bigt: 'succeeded',
+      small: 'succeeded',
+      flaky: 'failed',
+    });
     await runCli(['exec', 'run'], { cwd: project });
     expect(readFileSync(join(project, 'bigt.count'), 'utf8')).toBe('ran\n');
   });

@@ -28,14 +28,25 @@ describe('routine logs', () => {
     expect(lines).toHaveLength(8);
     const runs = [lines[0]!.match(START)![2]!, lines[4]!.match(START)![2]!];
     expect(lines.map((l) => (START.test(l) ? 'start' : END.test(l) ? 'end' : l))).toEqual([
-      'start', `dumping ${runs[0]}`, 'done', 'end', 'start', `dumping ${runs[1]}`, 'done', 'end',
+      'start',
+      `dumping ${runs[0]}`,
+      'done',
+      'end',
+      'start',
+      `dumping ${runs[1]}`,
+      'done',
+      'end',
     ]);
     expect(lines[3]).toMatch(new RegExp(`^--- routinely: backup run ${runs[0]} finished .*: success in`));
     const one = await runCli(['routine', 'logs', 'backup', '--run', runs[1]!], { cwd: dir });
     expect(one).toMatchObject({ code: 0, stdout: `${lines.slice(4).join('\n')}\n` });
-    expect((await runCli(['routine', 'logs', 'backup', '--lines', '2'], { cwd: dir })).stdout).toBe(`${lines.slice(6).join('\n')}\n`);
+    expect((await runCli(['routine', 'logs', 'backup', '--lines', '2'], { cwd: dir })).stdout).toBe(
+      `${lines.slice(6).join('\n')}\n`,
+    );
     const flaky = (await runCli(['routine', 'logs', 'flaky'], { cwd: dir })).stdout;
-    expect(flaky).toMatch(/^--- routinely: flaky run r-\S+ started .*\nstarting\n--- routinely: flaky run r-\S+ finished .*: failure \(exit code 3\) in \d+\.\ds ---\n$/);
+    expect(flaky).toMatch(
+      /^--- routinely: flaky run r-\S+ started .*\nstarting\n--- routinely: flaky run r-\S+ finished .*: failure \(exit code 3\) in \d+\.\ds ---\n$/,
+    );
     // an exec action: its start frame says pending, its end frame names the exec run
     const auto = (await runCli(['routine', 'logs', 'auto'], { cwd: dir })).stdout;
     const runId = /^--- routinely: auto run (r-\S+) finished .*: success in/m.exec(auto)?.[1];
@@ -44,32 +55,61 @@ describe('routine logs', () => {
     expect((await runCli(['routine', 'logs', 'auto', '--run', runId!], { cwd: dir })).stdout).toBe(auto);
     // between the frames, what `exec run` says on a terminal (without colour)
     expect(auto.trimEnd().split('\n').slice(1, -1)).toEqual([
-      `run ${runId}: 1 task`, 'started build', expect.stringMatching(/^succeeded build in \d+\.\ds$/), expect.stringMatching(new RegExp(`^run ${runId} SUCCEEDED: 1 succeeded in \\d+\\.\\ds$`)),
+      `run ${runId}: 1 task`,
+      'started build',
+      expect.stringMatching(/^succeeded build in \d+\.\ds$/),
+      expect.stringMatching(new RegExp(`^run ${runId} SUCCEEDED: 1 succeeded in \\d+\\.\\ds$`)),
     ]);
   });
 
   it('an exec action with a failing task, with nothing to do, and a register: the log says what the terminal would', async () => {
     const dir = testProject({
-      exec: { tasks: [{ id: 'build', run: 'echo building' }, { id: 'bad', run: 'exit 3', dependsOn: ['build'] }] },
-      routines: [{ id: 'auto', schedule: '0 3 * * *', action: 'exec-auto' }, { id: 'reg', schedule: '0 3 * * *', action: 'register' }],
+      exec: {
+        tasks: [
+          { id: 'build', run: 'echo building' },
+          { id: 'bad', run: 'exit 3', dependsOn: ['build'] },
+        ],
+      },
+      routines: [
+        { id: 'auto', schedule: '0 3 * * *', action: 'exec-auto' },
+        { id: 'reg', schedule: '0 3 * * *', action: 'register' },
+      ],
     });
     for (const id of ['auto', 'auto', 'reg']) await runCli(['routine', 'run', id], { cwd: dir });
-    const body = (text: string): string[] => text.trimEnd().split('\n').filter((l) => !START.test(l) && !END.test(l));
+    const body = (text: string): string[] =>
+      text
+        .trimEnd()
+        .split('\n')
+        .filter((l) => !START.test(l) && !END.test(l));
     const auto = body((await runCli(['routine', 'logs', 'auto'], { cwd: dir })).stdout);
     const runId = /^run (r-\S+): 2 tasks$/.exec(auto[0]!)?.[1];
     expect(auto).toEqual([
-      `run ${runId}: 2 tasks`, 'started build', expect.stringMatching(/^succeeded build in /), 'started bad',
-      expect.stringMatching(new RegExp(`^failed bad: the command exited with code 3 in \\d+\\.\\ds {2}\\(log: \\.routinely/exec/runs/${runId}/bad\\.log\\)$`)),
+      `run ${runId}: 2 tasks`,
+      'started build',
+      expect.stringMatching(/^succeeded build in /),
+      'started bad',
+      expect.stringMatching(
+        new RegExp(
+          `^failed bad: the command exited with code 3 in \\d+\\.\\ds {2}\\(log: \\.routinely/exec/runs/${runId}/bad\\.log\\)$`,
+        ),
+      ),
       expect.stringMatching(new RegExp(`^run ${runId} FAILED: 1 succeeded, 1 failed in `)),
       '  why:  1 of 2 tasks failed: bad (exit 3)',
       `  next: routinely exec show ${runId} (logs beside it), fix, then: routinely exec resume ${runId}`,
       'nothing to run: 1 succeeded, 1 failed',
     ]);
-    expect(body((await runCli(['routine', 'logs', 'reg'], { cwd: dir })).stdout)).toEqual(['registered: 0 new, 0 changed, 0 retired']);
+    expect(body((await runCli(['routine', 'logs', 'reg'], { cwd: dir })).stdout)).toEqual([
+      'registered: 0 new, 0 changed, 0 retired',
+    ]);
   });
 
   it('says so for an unknown routine (2), a bad or unknown run id (2), and a routine with no log yet (0)', async () => {
-    const dir = testProject({ routines: [{ id: 'backup', schedule: '0 3 * * *', action: 'command', run: 'true' }, { id: 'new', schedule: '0 3 * * *', action: 'command', run: 'true' }] });
+    const dir = testProject({
+      routines: [
+        { id: 'backup', schedule: '0 3 * * *', action: 'command', run: 'true' },
+        { id: 'new', schedule: '0 3 * * *', action: 'command', run: 'true' },
+      ],
+    });
     await runCli(['routine', 'run', 'backup'], { cwd: dir });
     const unknown = await runCli(['routine', 'logs', 'nope'], { cwd: dir });
     expect(unknown).toMatchObject({ code: 2, stdout: '' });
@@ -79,23 +119,34 @@ describe('routine logs', () => {
     expect(bad.stderr).toMatch(/--run: "\.\.\/\.\.\/etc\/passwd" is not a run id/);
     const missing = await runCli(['routine', 'logs', 'backup', '--run', 'r-20000101T000000Z-dead'], { cwd: dir });
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toMatch(/^routinely: no run r-20000101T000000Z-dead in the log of backup \(\.routinely\/logs\/backup\.log and its rotated \.1\); routinely routine history backup lists its runs\n$/);
-    expect(await runCli(['routine', 'logs', 'new'], { cwd: dir })).toMatchObject({ code: 0, stdout: 'no output logged for new yet (.routinely/logs/new.log does not exist)\n' });
+    expect(missing.stderr).toMatch(
+      /^routinely: no run r-20000101T000000Z-dead in the log of backup \(\.routinely\/logs\/backup\.log and its rotated \.1\); routinely routine history backup lists its runs\n$/,
+    );
+    expect(await runCli(['routine', 'logs', 'new'], { cwd: dir })).toMatchObject({
+      code: 0,
+      stdout: 'no output logged for new yet (.routinely/logs/new.log does not exist)\n',
+    });
   });
 
   it('works while the config is broken: a warning, then the output', async () => {
-    const dir = testProject({ routines: [{ id: 'backup', schedule: '0 3 * * *', action: 'command', run: 'echo safe' }] });
+    const dir = testProject({
+      routines: [{ id: 'backup', schedule: '0 3 * * *', action: 'command', run: 'echo safe' }],
+    });
     await runCli(['routine', 'run', 'backup'], { cwd: dir });
     writeFileSync(join(dir, 'routinely.json'), '{ "routines": [ { "id": "backup", } ] }');
     const r = await runCli(['routine', 'logs', 'backup'], { cwd: dir });
     expect(r.code).toBe(0);
-    expect(r.stderr).toMatch(/^routinely: warning: routinely\.json is invalid, so this shows only what the state in \.routinely holds:/);
+    expect(r.stderr).toMatch(
+      /^routinely: warning: routinely\.json is invalid, so this shows only what the state in \.routinely holds:/,
+    );
     expect(r.stdout).toMatch(/^--- routinely: backup run r-\S+ started .*\nsafe\n--- routinely: backup run/);
     expect((await runCli(['routine', 'logs', '../x'], { cwd: dir })).code).toBe(2);
   });
 
   it('--follow prints what a running scheduler writes, until SIGTERM (exit 0)', async () => {
-    const dir = testProject({ routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'echo "tick $ROUTINELY_RUN_ID"' }] });
+    const dir = testProject({
+      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'echo "tick $ROUTINELY_RUN_ID"' }],
+    });
     const follow = startCli(['routine', 'logs', 'tick', '--follow'], { cwd: dir });
     await follow.waitFor(/no output logged for tick yet; waiting for it/);
     const s = startCli(['scheduler', 'start'], { cwd: dir });
@@ -114,7 +165,14 @@ describe('routine logs', () => {
 
   it('--follow --run follows one run while it runs and ends with it', async () => {
     const dir = testProject({
-      routines: [{ id: 'slow', schedule: '0 3 * * *', action: 'command', run: 'echo begin; while [ ! -f go ]; do sleep 0.05; done; echo end' }],
+      routines: [
+        {
+          id: 'slow',
+          schedule: '0 3 * * *',
+          action: 'command',
+          run: 'echo begin; while [ ! -f go ]; do sleep 0.05; done; echo end',
+        },
+      ],
     });
     const running = startCli(['routine', 'run', 'slow'], { cwd: dir });
     await running.waitFor(/begin/);
@@ -126,7 +184,11 @@ describe('routine logs', () => {
     expect(follow.stdout()).not.toMatch(/end/);
     writeFileSync(join(dir, 'go'), '');
     expect(await follow.exited).toEqual({ code: 0, signal: null });
-    expect(follow.stdout()).toMatch(new RegExp(`^--- routinely: slow run ${runId} started [^\\n]*\\nbegin\\nend\\n--- routinely: slow run ${runId} finished [^\\n]*: success in \\d+\\.\\ds ---\\n$`));
+    expect(follow.stdout()).toMatch(
+      new RegExp(
+        `^--- routinely: slow run ${runId} started [^\\n]*\\nbegin\\nend\\n--- routinely: slow run ${runId} finished [^\\n]*: success in \\d+\\.\\ds ---\\n$`,
+      ),
+    );
     expect((await running.exited).code).toBe(0);
   });
 
@@ -136,13 +198,17 @@ describe('routine logs', () => {
     expect((await runCli(['routine', 'run', 'loud'], { cwd: dir })).code).toBe(0);
     const shown = await runCli(['routine', 'logs', 'loud'], { cwd: dir });
     expect(shown.code).toBe(0);
-    expect(shown.stdout.split('\n')[1]).toBe(String.raw`title\x1b]0;pwned\x07 clear\x1b[2J\x1b[H home\x0dover ` + '\u001b[31mred\u001b[0m');
+    expect(shown.stdout.split('\n')[1]).toBe(
+      String.raw`title\x1b]0;pwned\x07 clear\x1b[2J\x1b[H home\x0dover ` + '\u001b[31mred\u001b[0m',
+    );
     // followed (read as it is written), the same
     const follow = startCli(['routine', 'logs', 'loud', '--follow'], { cwd: dir });
     await follow.waitFor(/finished [^\n]*: success in/);
     follow.child.kill('SIGTERM');
     expect((await follow.exited).code).toBe(0);
     expect(follow.stdout()).toBe(shown.stdout);
-    expect(readFileSync(join(dir, '.routinely/logs/loud.log'), 'utf8')).toContain('title\u001b]0;pwned\u0007 clear\u001b[2J\u001b[H home\rover \u001b[31mred\u001b[0m\n');
+    expect(readFileSync(join(dir, '.routinely/logs/loud.log'), 'utf8')).toContain(
+      'title\u001b]0;pwned\u0007 clear\u001b[2J\u001b[H home\rover \u001b[31mred\u001b[0m\n',
+    );
   });
 });

@@ -13,8 +13,10 @@ interface Fire {
   run_id: string | null;
 }
 
-const history = async (cwd: string, id: string): Promise<Fire[]> => JSON.parse((await runCli(['routine', 'history', id, '--json'], { cwd })).stdout) as Fire[];
-const lockState = async (cwd: string): Promise<string> => (JSON.parse((await runCli(['lock', 'status', '--json'], { cwd })).stdout) as { state: string }).state;
+const history = async (cwd: string, id: string): Promise<Fire[]> =>
+  JSON.parse((await runCli(['routine', 'history', id, '--json'], { cwd })).stdout) as Fire[];
+const lockState = async (cwd: string): Promise<string> =>
+  (JSON.parse((await runCli(['lock', 'status', '--json'], { cwd })).stdout) as { state: string }).state;
 const groupAlive = (pgid: number): boolean => {
   try {
     process.kill(-pgid, 0);
@@ -26,7 +28,9 @@ const groupAlive = (pgid: number): boolean => {
 
 describe('routine stop', () => {
   it('a fire of the scheduler: TERM to its group, recorded once as "stopped by hand (cli, pid …)", the lock free at once', async () => {
-    const project = testProject({ routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'echo "group $$"; sleep 60' }] });
+    const project = testProject({
+      routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'echo "group $$"; sleep 60' }],
+    });
     const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
     await s.waitFor(/\[routine\] started long/);
     // no next fire: the stopped one is the only one
@@ -38,7 +42,10 @@ describe('routine stop', () => {
     expect(await lockState(project)).toBe('free');
     const fires = (await history(project, 'long')).filter((f) => f.run_id === runId);
     expect(fires).toHaveLength(1);
-    expect(fires[0]).toMatchObject({ result: 'failure', reason: expect.stringMatching(/^stopped by hand \(cli, pid \d+\)$/) });
+    expect(fires[0]).toMatchObject({
+      result: 'failure',
+      reason: expect.stringMatching(/^stopped by hand \(cli, pid \d+\)$/),
+    });
     // nothing running now: said, exit 0
     const again = await runCli(['routine', 'stop', 'long'], { cwd: project });
     expect(again.code).toBe(0);
@@ -49,7 +56,16 @@ describe('routine stop', () => {
   });
 
   it('a command that ignores SIGTERM, run by `routine run`: SIGKILL after the grace, the whole group gone, one record', async () => {
-    const project = testProject({ routines: [{ id: 'stubborn', schedule: '0 0 1 1 *', action: 'command', run: `trap '' TERM; echo "group $$"; sleep 60 & wait; sleep 60` }] });
+    const project = testProject({
+      routines: [
+        {
+          id: 'stubborn',
+          schedule: '0 0 1 1 *',
+          action: 'command',
+          run: `trap '' TERM; echo "group $$"; sleep 60 & wait; sleep 60`,
+        },
+      ],
+    });
     const run = startCli(['routine', 'run', 'stubborn'], { cwd: project, timeoutMs: 60_000 });
     const pgid = Number((await run.waitFor(/group (\d+)/))[1]);
     const r = await runCli(['routine', 'stop', 'stubborn', '--timeout', '1'], { cwd: project });
@@ -61,34 +77,54 @@ describe('routine stop', () => {
     expect(await lockState(project)).toBe('free');
     const fires = await history(project, 'stubborn');
     expect(fires).toHaveLength(1);
-    expect(fires[0]).toMatchObject({ result: 'failure', reason: expect.stringMatching(/^stopped by hand \(cli, pid \d+\)$/) });
+    expect(fires[0]).toMatchObject({
+      result: 'failure',
+      reason: expect.stringMatching(/^stopped by hand \(cli, pid \d+\)$/),
+    });
   });
 
-  it('the HTTP action (behind the token): the same stop, recorded as by http and the client\'s address', async () => {
+  it("the HTTP action (behind the token): the same stop, recorded as by http and the client's address", async () => {
     const token = 'stop-token-0123456789abcdef';
-    const project = testProject({ http: { actions: true }, routines: [
-      { id: 'long', schedule: '* * * * * *', action: 'command', run: 'sleep 60' },
-      { id: 'quick', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
-    ] });
+    const project = testProject({
+      http: { actions: true },
+      routines: [
+        { id: 'long', schedule: '* * * * * *', action: 'command', run: 'sleep 60' },
+        { id: 'quick', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+      ],
+    });
     const env = { ROUTINELY_HTTP_TOKEN: token };
     const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env, timeoutMs: 60_000 });
     const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
     await s.waitFor(/\[routine\] started long/);
     expect((await runCli(['routine', 'pause', 'long'], { cwd: project })).code).toBe(0);
     expect((await httpGet(`${url}api/routines/long/stop`, {}, 'POST', '')).status, 'no token, no stop').toBe(401);
-    const r = await httpGet(`${url}api/routines/long/stop`, { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, 'POST', '{}');
+    const r = await httpGet(
+      `${url}api/routines/long/stop`,
+      { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      'POST',
+      '{}',
+    );
     expect(r.status, r.body).toBe(200);
     const answer = JSON.parse(r.body) as { state: string; run_id: string; recorded: boolean };
     expect(answer).toMatchObject({ state: 'stopped', recorded: true });
     expect(await lockState(project)).toBe('free');
     const fires = (await history(project, 'long')).filter((f) => f.run_id === answer.run_id);
-    expect(fires).toEqual([expect.objectContaining({ result: 'failure', reason: 'stopped by hand (http, 127.0.0.1)' })]);
+    expect(fires).toEqual([
+      expect.objectContaining({ result: 'failure', reason: 'stopped by hand (http, 127.0.0.1)' }),
+    ]);
     // who started a manual fire is kept with its record: over HTTP, and from the command line
-    expect((await httpGet(`${url}api/routines/quick/run`, { authorization: `Bearer ${token}` }, 'POST', '')).status).toBe(202);
+    expect(
+      (await httpGet(`${url}api/routines/quick/run`, { authorization: `Bearer ${token}` }, 'POST', '')).status,
+    ).toBe(202);
     await s.waitFor(/\[http\] run quick: success/);
     expect((await runCli(['routine', 'run', 'quick'], { cwd: project })).code).toBe(0);
     const quick = (await history(project, 'quick')) as (Fire & { by?: string; trigger?: string })[];
-    expect(quick.map((f) => [f.trigger, f.by]).sort()).toEqual([['manual', expect.stringMatching(/^cli, pid \d+$/)], ['manual', 'http, 127.0.0.1']].sort());
+    expect(quick.map((f) => [f.trigger, f.by]).sort()).toEqual(
+      [
+        ['manual', expect.stringMatching(/^cli, pid \d+$/)],
+        ['manual', 'http, 127.0.0.1'],
+      ].sort(),
+    );
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
   });

@@ -18,10 +18,17 @@ interface Entry {
 describe('the scheduler fires in its own process', () => {
   it('SIGKILL at random moments while a per-second routine runs: every run id the command saw is recorded exactly once', async () => {
     const project = testProject({
-      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'echo "$ROUTINELY_RUN_ID" >> seen; sleep 0.3; echo "$ROUTINELY_RUN_ID" >> done' }],
+      routines: [
+        {
+          id: 'tick',
+          schedule: '* * * * * *',
+          action: 'command',
+          run: 'echo "$ROUTINELY_RUN_ID" >> seen; sleep 0.3; echo "$ROUTINELY_RUN_ID" >> done',
+        },
+      ],
     });
     let seed = 7;
-    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let round = 0; round < 8; round++) {
       const s = startCli(['scheduler', 'start'], { cwd: project });
       await s.waitFor(/\[scheduler\] started/);
@@ -35,22 +42,34 @@ describe('the scheduler fires in its own process', () => {
     expect((await last.exited).code).toBe(0);
 
     const seen = readFileSync(join(project, 'seen'), 'utf8').trim().split('\n');
-    const history = JSON.parse((await runCli(['routine', 'history', 'tick', '--json', '--limit', '1000'], { cwd: project })).stdout) as Entry[];
+    const history = JSON.parse(
+      (await runCli(['routine', 'history', 'tick', '--json', '--limit', '1000'], { cwd: project })).stdout,
+    ) as Entry[];
     const recorded = history.filter((h) => h.run_id !== null).map((h) => h.run_id!);
     expect(new Set(recorded).size, 'no run recorded twice').toBe(recorded.length);
-    for (const id of seen) expect(recorded.filter((r) => r === id), `run ${id}`).toHaveLength(1);
+    for (const id of seen)
+      expect(
+        recorded.filter((r) => r === id),
+        `run ${id}`,
+      ).toHaveLength(1);
     // a run that finished got its real result; one cut off by the kill is a failure, "interrupted"
-    const finished = new Set(existsSync(join(project, 'done')) ? readFileSync(join(project, 'done'), 'utf8').trim().split('\n') : []);
+    const finished = new Set(
+      existsSync(join(project, 'done')) ? readFileSync(join(project, 'done'), 'utf8').trim().split('\n') : [],
+    );
     for (const h of history.filter((x) => x.run_id !== null)) {
       if (h.result === 'failure') expect(h.reason, h.run_id!).toMatch(/^interrupted|killed by|lock lost/);
       else if (!finished.has(h.run_id!)) expect.fail(`run ${h.run_id} recorded ${h.result} but never finished`);
     }
-    const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { counts: { success: number; failure: number } }[];
+    const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+      counts: { success: number; failure: number };
+    }[];
     expect(list[0]!.counts.success + list[0]!.counts.failure).toBe(recorded.length);
   }, 120_000);
 
-  it('a scheduler SIGKILLed mid-fire: the next lock run gets the lock at once and the command\'s group is gone', async () => {
-    const project = testProject({ routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'echo "pid $$" >> pids; sleep 60' }] });
+  it("a scheduler SIGKILLed mid-fire: the next lock run gets the lock at once and the command's group is gone", async () => {
+    const project = testProject({
+      routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'echo "pid $$" >> pids; sleep 60' }],
+    });
     const s = startCli(['scheduler', 'start'], { cwd: project });
     const pid = Number((await lineIn(join(project, 'pids'), /pid (\d+)/, 15_000, 'command started'))[1]);
     expect(processRuns(pid)).toBe(true);
@@ -58,12 +77,18 @@ describe('the scheduler fires in its own process', () => {
     await s.exited;
     const next = await runCli(['lock', 'run', '--if-busy', 'fail', '--', 'echo', 'next'], { cwd: project });
     expect(next).toMatchObject({ code: 0, stdout: 'next\n' });
-    await eventually(() => !processRuns(pid), 5000, 'the killed scheduler\'s command ended');
+    await eventually(() => !processRuns(pid), 5000, "the killed scheduler's command ended");
   });
 
   it('scheduler start | head -1: the scheduler goes on firing and recording', async () => {
-    const project = testProject({ routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }] });
-    const sh = spawn('sh', ['-c', `'${process.execPath}' '${CLI}' scheduler start | head -1`], { cwd: project, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const project = testProject({
+      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }],
+    });
+    const sh = spawn('sh', ['-c', `'${process.execPath}' '${CLI}' scheduler start | head -1`], {
+      cwd: project,
+      env: childEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     onTestFinished(() => {
       // only this test's scheduler (a child of that shell): a pattern would also kill the
       // schedulers of tests running beside this one
@@ -97,18 +122,36 @@ describe("a command routine's environment (SPEC §6)", () => {
     const show = 'printf "%s|%s|%s|%s\\n" "$ROUTINELY_ROUTINE_ID" "$ROUTINELY_RUN_ID" "$(pwd -P)" "$GREETING" > "$OUT"';
     const project = testProject({
       routines: [
-        { id: 'root', schedule: '0 0 1 1 *', action: 'command', run: show, env: { GREETING: 'hello', OUT: 'root.txt' } },
-        { id: 'inside', schedule: '0 0 1 1 *', action: 'command', run: show, cwd: 'sub', env: { GREETING: 'there', OUT: '../inside.txt' } },
+        {
+          id: 'root',
+          schedule: '0 0 1 1 *',
+          action: 'command',
+          run: show,
+          env: { GREETING: 'hello', OUT: 'root.txt' },
+        },
+        {
+          id: 'inside',
+          schedule: '0 0 1 1 *',
+          action: 'command',
+          run: show,
+          cwd: 'sub',
+          env: { GREETING: 'there', OUT: '../inside.txt' },
+        },
       ],
     });
     mkdirSync(join(project, 'sub'));
     const real = realpathSync(project);
     // from a folder below the root: the command still runs in the root (or its own cwd)
-    for (const id of ['root', 'inside']) expect((await runCli(['routine', 'run', id], { cwd: join(project, 'sub'), env: { GREETING: 'outer' } })).code).toBe(0);
+    for (const id of ['root', 'inside'])
+      expect(
+        (await runCli(['routine', 'run', id], { cwd: join(project, 'sub'), env: { GREETING: 'outer' } })).code,
+      ).toBe(0);
     const [rootId, rootRun, rootDir, rootGreeting] = readFileSync(join(project, 'root.txt'), 'utf8').trim().split('|');
     expect([rootId, rootDir, rootGreeting]).toEqual(['root', real, 'hello']);
     expect(rootRun).toMatch(/^r-\d{8}T\d{6}Z-[0-9a-f]+$/);
-    const history = JSON.parse((await runCli(['routine', 'history', 'root', '--json'], { cwd: project })).stdout) as { run_id: string }[];
+    const history = JSON.parse((await runCli(['routine', 'history', 'root', '--json'], { cwd: project })).stdout) as {
+      run_id: string;
+    }[];
     expect(history[0]!.run_id).toBe(rootRun);
     const [insideId, , insideDir, insideGreeting] = readFileSync(join(project, 'inside.txt'), 'utf8').trim().split('|');
     expect([insideId, insideDir, insideGreeting]).toEqual(['inside', join(real, 'sub'), 'there']);

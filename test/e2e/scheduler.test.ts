@@ -11,7 +11,13 @@ import { testProject } from '../helpers/testdir.js';
 
 const stateOf = (p: string): RoutineStateFile => routineStateOf(p);
 const lines = (s: Spawned): string[] => s.stdout().trim().split('\n').filter(Boolean);
-const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({
+  id,
+  schedule,
+  action: 'command',
+  run,
+  ...extra,
+});
 
 async function stopScheduler(s: Spawned): Promise<number | null> {
   s.child.kill('SIGTERM');
@@ -34,41 +40,74 @@ describe('scheduler start', () => {
     await eventually(() => stateOf(project).routines.tick?.last_result === 'skipped', 10_000, 'skip recorded');
     const list = await runCli(['routine', 'list'], { cwd: project });
     expect(list.stdout).toMatch(/^scheduler: running, pid \d+ on \S+ since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\n/);
-    expect(list.stdout).toMatch(/\ntick +\* \* \* \* \* \* +\S+ UTC, in \S+ +(skipped \S+ ago|running \S+) +\d+\/0\/[1-9]\d*\n/);
-    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<string, unknown>[];
-    expect(rows.find((r) => r.id === 'tick')).toMatchObject({ last_result: 'skipped', last_reason: 'exec busy', action: 'command', enabled: true, schedule: '* * * * * *', consecutive_failures: 0 });
+    expect(list.stdout).toMatch(
+      /\ntick +\* \* \* \* \* \* +\S+ UTC, in \S+ +(skipped \S+ ago|running \S+) +\d+\/0\/[1-9]\d*\n/,
+    );
+    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as Record<
+      string,
+      unknown
+    >[];
+    expect(rows.find((r) => r.id === 'tick')).toMatchObject({
+      last_result: 'skipped',
+      last_reason: 'exec busy',
+      action: 'command',
+      enabled: true,
+      schedule: '* * * * * *',
+      consecutive_failures: 0,
+    });
     expect(rows.find((r) => r.id === 'tick')?.next_run_at).toMatch(/^\d{4}-\d\d-\d\dT/);
     await holder.exited;
     // the lock is free again: success
-    await eventually(() => stateOf(project).routines.tick?.last_result === 'success', 10_000, 'success after the lock frees', () => `scheduler output (last 40 lines):\n${s.stdout().split('\n').slice(-40).join('\n')}\nholder: ${holder.stdout()}${holder.stderr()}`);
+    await eventually(
+      () => stateOf(project).routines.tick?.last_result === 'success',
+      10_000,
+      'success after the lock frees',
+      () =>
+        `scheduler output (last 40 lines):\n${s.stdout().split('\n').slice(-40).join('\n')}\nholder: ${holder.stdout()}${holder.stderr()}`,
+    );
     const tick = stateOf(project).routines.tick!;
     expect(tick.counts.failure).toBe(0);
     expect(tick.consecutive_failures).toBe(0);
     // --check: a skip is not a failure, but "bad" failed
     const writeOnly = { ...stateOf(project) };
     expect(writeOnly.routines.bad?.counts.failure).toBeGreaterThan(0);
-    expect((await stopScheduler(s))).toBe(0);
+    expect(await stopScheduler(s)).toBe(0);
     const check = await runCli(['routine', 'list', '--check'], { cwd: project });
     // failing until a run succeeds, whether its last tick ran or was skipped (SPEC §6)
     expect(check.code).toBe(1);
     expect(check.stderr).toMatch(/failing routine: bad \((exit code 3|failed at .*\))/);
     expect(check.stderr).not.toMatch(/routine: tick/);
     // skips never fail --check; with the scheduler stopped, its absence does
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [cmd('tick', '* * * * * *', 'echo tick')] }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ routines: [cmd('tick', '* * * * * *', 'echo tick')] }),
+    );
     const stopped = await runCli(['routine', 'list', '--check'], { cwd: project });
     expect(stopped.code).toBe(1);
-    expect(stopped.stderr).toBe('routinely: no scheduler is running (1 enabled routine will not fire): start one with `routinely scheduler start`\n');
-    expect(lines(s).every((l) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[(scheduler|routine)\] /.test(l))).toBe(true);
+    expect(stopped.stderr).toBe(
+      'routinely: no scheduler is running (1 enabled routine will not fire): start one with `routinely scheduler start`\n',
+    );
+    expect(lines(s).every((l) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \[(scheduler|routine)\] /.test(l))).toBe(
+      true,
+    );
   });
 
   it('a routine whose own previous run is still going is skipped with that reason, and never called starved (SPEC §10)', async () => {
-    const project = testProject({ routines: [cmd('long', '* * * * * *', 'sleep 4', { starvedAfterSkips: 2, exclusive: false })] });
+    const project = testProject({
+      routines: [cmd('long', '* * * * * *', 'sleep 4', { starvedAfterSkips: 2, exclusive: false })],
+    });
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/\[routine\] started long/);
     await s.waitFor(/(\[routine\] skipped long: previous run still running[^]*){3}/, 15_000);
     const check = await runCli(['routine', 'list', '--check'], { cwd: project });
     expect(check.stderr).not.toMatch(/starved/);
-    const row = (JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { id: string; consecutive_skips: number; counts: { skipped: number } }[])[0]!;
+    const row = (
+      JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+        id: string;
+        consecutive_skips: number;
+        counts: { skipped: number };
+      }[]
+    )[0]!;
     expect(row.counts.skipped).toBeGreaterThanOrEqual(3);
     expect(row.consecutive_skips).toBe(0);
     expect(await stopScheduler(s)).toBe(0);
@@ -89,7 +128,9 @@ describe('scheduler start', () => {
     const project = testProject({ routines: [cmd('p', '* * * * * *', 'true')] });
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/succeeded p/);
-    expect(await runCli(['routine', 'pause', 'p', '--note', 'deploy freeze'], { cwd: project })).toMatchObject({ code: 0 });
+    expect(await runCli(['routine', 'pause', 'p', '--note', 'deploy freeze'], { cwd: project })).toMatchObject({
+      code: 0,
+    });
     await s.waitFor(/\[routine\] paused p \(deploy freeze\)/);
     const count = stateOf(project).routines.p!.counts.success;
     await sleep(2500);
@@ -105,19 +146,30 @@ describe('scheduler start', () => {
     const project = testProject({ routines: [cmd('a', '* * * * * *', 'true')] });
     const s = startCli(['scheduler', 'start', '--log-format', 'json'], { cwd: project });
     await s.waitFor(/"event":"scheduler.started"/);
-    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [cmd('a', '* * * * * *', 'true'), cmd('b', '* * * * * *', 'true')] }));
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ routines: [cmd('a', '* * * * * *', 'true'), cmd('b', '* * * * * *', 'true')] }),
+    );
     await s.waitFor(/"event":"scheduler.reloaded","routines":2/);
     await s.waitFor(/"event":"routine.succeeded","routine":"b"/);
-    writeFileSync(join(project, 'routinely.json'), '{ "routines": [ { "id": "a", "schedule": "*/61 * * * *", "action": "register" } ] }');
+    writeFileSync(
+      join(project, 'routinely.json'),
+      '{ "routines": [ { "id": "a", "schedule": "*/61 * * * *", "action": "register" } ] }',
+    );
     await s.waitFor(/"event":"scheduler.reload_failed".*routines\[0\]\.schedule/);
     const before = stateOf(project).routines.b!.counts.success;
     await eventually(() => stateOf(project).routines.b!.counts.success > before, 10_000, 'old config keeps firing');
     writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [cmd('c', '* * * * * *', 'true')] }));
     await s.waitFor(/"event":"scheduler.reloaded","routines":1/);
     s.child.kill('SIGHUP');
-    await eventually(() => lines(s).filter((l) => l.includes('"scheduler.reloaded"')).length >= 3, 10_000, 'SIGHUP reload');
+    await eventually(
+      () => lines(s).filter((l) => l.includes('"scheduler.reloaded"')).length >= 3,
+      10_000,
+      'SIGHUP reload',
+    );
     expect(await stopScheduler(s)).toBe(0);
-    for (const l of lines(s)) expect(JSON.parse(l)).toMatchObject({ ts: expect.stringMatching(/Z$/), event: expect.any(String) });
+    for (const l of lines(s))
+      expect(JSON.parse(l)).toMatchObject({ ts: expect.stringMatching(/Z$/), event: expect.any(String) });
   });
 
   it('SIGTERM waits for a running routine, then exits 0 with every lock released', async () => {
@@ -131,7 +183,9 @@ describe('scheduler start', () => {
     expect(out.trim().endsWith('[scheduler] stopped')).toBe(true);
     const status = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout);
     expect(status.state).toBe('free');
-    const sched = JSON.parse((await runCli(['lock', 'status', '--json', '--key', 'scheduler'], { cwd: project })).stdout);
+    const sched = JSON.parse(
+      (await runCli(['lock', 'status', '--json', '--key', 'scheduler'], { cwd: project })).stdout,
+    );
     expect(sched.state).toBe('free');
   });
 
@@ -142,18 +196,27 @@ describe('scheduler start', () => {
     s.child.kill('SIGINT');
     expect((await s.exited).code).toBe(0);
     expect(s.stdout()).toMatch(/\[routine\] failed long: stopped at scheduler shutdown/);
-    expect(stateOf(project).routines.long).toMatchObject({ last_result: 'failure', last_reason: 'stopped at scheduler shutdown' });
+    expect(stateOf(project).routines.long).toMatchObject({
+      last_result: 'failure',
+      last_reason: 'stopped at scheduler shutdown',
+    });
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
   });
 
   it('a routine past its timeoutSeconds is stopped and recorded as a failure', async () => {
-    const project = testProject({ routines: [cmd('slow', '*/30 * * * * *', 'echo "pid $$" > slow.pid; sleep 30', { timeoutSeconds: 1 })] });
+    const project = testProject({
+      routines: [cmd('slow', '*/30 * * * * *', 'echo "pid $$" > slow.pid; sleep 30', { timeoutSeconds: 1 })],
+    });
     const r = await runCli(['routine', 'run', 'slow'], { cwd: project });
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/failed slow: timed out \(timeoutSeconds: 1\) in \d+\.\ds/);
     const pid = Number(readFileSync(join(project, 'slow.pid'), 'utf8').split(' ')[1]);
     await eventually(() => !processRuns(pid), 5000, 'command stopped');
-    expect(stateOf(project).routines.slow).toMatchObject({ last_result: 'failure', last_reason: 'timed out (timeoutSeconds: 1)', consecutive_failures: 1 });
+    expect(stateOf(project).routines.slow).toMatchObject({
+      last_result: 'failure',
+      last_reason: 'timed out (timeoutSeconds: 1)',
+      consecutive_failures: 1,
+    });
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
   });
 
@@ -162,7 +225,10 @@ describe('scheduler start', () => {
     // the routine last fired for 2020: the 1 January since then was missed
     await runCli(['routine', 'run', 'yearly'], { cwd: project });
     const history = join(project, '.routinely', 'history', 'yearly.jsonl');
-    writeFileSync(history, readFileSync(history, 'utf8').replace(/"scheduled_at":"[^"]*"/g, '"scheduled_at":"2020-01-01T00:00:00.000Z"'));
+    writeFileSync(
+      history,
+      readFileSync(history, 'utf8').replace(/"scheduled_at":"[^"]*"/g, '"scheduled_at":"2020-01-01T00:00:00.000Z"'),
+    );
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/\[routine\] catching up yearly \(missed \d{4}-01-01T/);
     await s.waitFor(/\[routine\] succeeded yearly/);
@@ -184,8 +250,25 @@ describe('scheduler start', () => {
     await s.waitFor(/\[scheduler\] warning: .*routine-state\.json is corrupt/);
     await s.waitFor(/succeeded c/);
     // the scheduler (the writer of the shared index) moves it aside and writes it again, nothing forgotten
-    await eventually(() => readdirSync(join(project, '.routinely')).some((n) => /^routine-state\.json\.corrupt\.\d+$/.test(n)), 10_000, 'moved aside');
-    await eventually(() => { try { return JSON.parse(readFileSync(join(project, '.routinely', 'routine-state.json'), 'utf8')).routines.c.counts.success >= 1; } catch { return false; } }, 10_000, 'state rewritten');
+    await eventually(
+      () => readdirSync(join(project, '.routinely')).some((n) => /^routine-state\.json\.corrupt\.\d+$/.test(n)),
+      10_000,
+      'moved aside',
+    );
+    await eventually(
+      () => {
+        try {
+          return (
+            JSON.parse(readFileSync(join(project, '.routinely', 'routine-state.json'), 'utf8')).routines.c.counts
+              .success >= 1
+          );
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+      'state rewritten',
+    );
     await eventually(() => (stateOf(project).routines.c?.counts.success ?? 0) >= 2, 10_000, 'fires go on');
     expect(await stopScheduler(s)).toBe(0);
   });
@@ -193,7 +276,10 @@ describe('scheduler start', () => {
 
 describe('routine run, history, pause', () => {
   it('routine run fires now and records it exactly like the scheduler; busy is 75 (fail) or 0 (skip)', async () => {
-    const project = testProject({ exec: { tasks: [{ id: 't', run: 'true' }] }, routines: [{ id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto' }] });
+    const project = testProject({
+      exec: { tasks: [{ id: 't', run: 'true' }] },
+      routines: [{ id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto' }],
+    });
     const ok = await runCli(['routine', 'run', 'auto'], { cwd: project });
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^started auto\nsucceeded auto in \d+\.\ds \(run r-\d{8}T\d{6}Z-[0-9a-f]{4}\)\n$/);
@@ -207,13 +293,21 @@ describe('routine run, history, pause', () => {
     expect(skip).toMatchObject({ code: 0, stdout: 'skipped: exec busy\n' });
     holder.child.kill('SIGTERM');
     await holder.exited;
-    expect(stateOf(project).routines.auto).toMatchObject({ counts: { success: 1, failure: 0, skipped: 0 }, last_result: 'success' });
-    const history = JSON.parse((await runCli(['routine', 'history', 'auto', '--json'], { cwd: project })).stdout) as { result: string; run_id: string | null }[];
+    expect(stateOf(project).routines.auto).toMatchObject({
+      counts: { success: 1, failure: 0, skipped: 0 },
+      last_result: 'success',
+    });
+    const history = JSON.parse((await runCli(['routine', 'history', 'auto', '--json'], { cwd: project })).stdout) as {
+      result: string;
+      run_id: string | null;
+    }[];
     expect(history.map((h) => h.result)).toEqual(['success']);
     expect(history[0]?.run_id).toMatch(/^r-/);
     const human = await runCli(['routine', 'history', 'auto', '--limit', '1'], { cwd: project });
     expect(human.stdout.trim().split('\n')).toHaveLength(1);
-    expect((await runCli(['routine', 'run', 'nope'], { cwd: project })).stderr).toMatch(/unknown routine "nope" \(known: auto\)/);
+    expect((await runCli(['routine', 'run', 'nope'], { cwd: project })).stderr).toMatch(
+      /unknown routine "nope" \(known: auto\)/,
+    );
   });
 
   it('routine run stopped by SIGTERM exits 143 and records why', async () => {
@@ -225,10 +319,12 @@ describe('routine run, history, pause', () => {
     expect(stateOf(project).routines.long).toMatchObject({ last_result: 'failure', last_reason: 'stopped by SIGTERM' });
   });
 
-  it('concurrent writers never lose each other\'s updates', async () => {
+  it("concurrent writers never lose each other's updates", async () => {
     const project = testProject({ routines: [cmd('a', '0 0 1 1 *', 'true'), cmd('b', '0 0 1 1 *', 'true')] });
     const runsA = Array.from({ length: 5 }, () => runCli(['routine', 'run', 'a'], { cwd: project }));
-    const runsB = Array.from({ length: 5 }, () => runCli(['routine', 'run', 'b', '--if-busy', 'wait'], { cwd: project }));
+    const runsB = Array.from({ length: 5 }, () =>
+      runCli(['routine', 'run', 'b', '--if-busy', 'wait'], { cwd: project }),
+    );
     const pauses = [runCli(['routine', 'pause', 'b', '--note', 'x'], { cwd: project })];
     const [doneA] = await Promise.all([Promise.all(runsA), Promise.all(runsB), ...pauses]);
     const st = stateOf(project).routines;
@@ -242,7 +338,9 @@ describe('routine run, history, pause', () => {
     const historyB = (await runCli(['routine', 'history', 'b', '--json'], { cwd: project })).stdout;
     expect(b, historyB).toEqual({ success: 5, failure: 0, skipped: 0 }); // --if-busy wait: every one ran
     expect(st.b?.paused).toBe(true);
-    const history = JSON.parse((await runCli(['routine', 'history', 'a', '--json'], { cwd: project })).stdout) as unknown[];
+    const history = JSON.parse(
+      (await runCli(['routine', 'history', 'a', '--json'], { cwd: project })).stdout,
+    ) as unknown[];
     expect(history).toHaveLength(ranA);
   });
 });

@@ -4,7 +4,19 @@
 // Needs root (to be the victim and to act as nobody); skipped otherwise, except under CI=true.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -41,9 +53,14 @@ function forged(children: { pid: number; start_time: string | null }[]): string 
   const probe = systemProbe();
   const now = Date.now() / 1000;
   const rec = {
-    version: 1, key: 'exec-run', lock_id: 'f'.repeat(32), generation: 3,
+    version: 1,
+    key: 'exec-run',
+    lock_id: 'f'.repeat(32),
+    generation: 3,
     owner: { pid: deadPid(), host: probe.host, boot_id: probe.bootId, start_time: '1', command: 'exec run', children },
-    created_at: now - 10, heartbeat_at: now - 5, expires_at: now + 55,
+    created_at: now - 10,
+    heartbeat_at: now - 5,
+    expires_at: now + 55,
   } as LockRecord;
   return serializeLockRecord(rec);
 }
@@ -78,7 +95,10 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     mkdirSync(locks, { recursive: true, mode: 0o700 });
     writeFileSync(join(locks, 'exec-run.lock'), forged([{ pid: v.pid, start_time: v.startTime }]));
     chownSync(join(locks, 'exec-run.lock'), NOBODY, NOBODY);
-    for (const args of [['lock', 'run', '--', 'true'], ['lock', 'status']]) {
+    for (const args of [
+      ['lock', 'run', '--', 'true'],
+      ['lock', 'status'],
+    ]) {
       const r = await runCli(args, { cwd: project });
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/exec-run\.lock is owned by uid 65534, not by this user/);
@@ -95,9 +115,19 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     mkdirSync(locks, { recursive: true, mode: 0o700 });
     writeFileSync(join(locks, 'exec-run.lock'), forged([{ pid, start_time: '1' }]));
     // run inside a process group of its own that must survive too
-    const wrapper = spawn('sh', ['-c', `${process.execPath} ${join(import.meta.dirname, '../../dist/cli.cjs')} lock run -- true; echo "exit $?"; sleep 1; echo alive`], {
-      cwd: project, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_EXTRA_CA_CERTS: '' },
-    });
+    const wrapper = spawn(
+      'sh',
+      [
+        '-c',
+        `${process.execPath} ${join(import.meta.dirname, '../../dist/cli.cjs')} lock run -- true; echo "exit $?"; sleep 1; echo alive`,
+      ],
+      {
+        cwd: project,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: '' },
+      },
+    );
     let out = '';
     wrapper.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     const code = await new Promise<number | null>((res) => wrapper.on('exit', (c) => res(c)));
@@ -128,7 +158,9 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
   });
 
   it('a pre-created world-readable log collects nothing: refused, named', async () => {
-    const project = testProject({ routines: [{ id: 'secret', schedule: '0 0 1 1 *', action: 'command', run: 'echo TOPSECRET' }] });
+    const project = testProject({
+      routines: [{ id: 'secret', schedule: '0 0 1 1 *', action: 'command', run: 'echo TOPSECRET' }],
+    });
     const logs = join(project, '.routinely', 'logs');
     mkdirSync(logs, { recursive: true, mode: 0o700 });
     writeFileSync(join(logs, 'secret.log'), '');
@@ -149,7 +181,10 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     const locks = join(project, '.routinely', 'locks');
     mkdirSync(locks, { recursive: true, mode: 0o700 });
     expect(spawnSync('mkfifo', [join(locks, 'exec-run.lock')]).status).toBe(0);
-    for (const args of [['lock', 'status'], ['lock', 'run', '--', 'true']]) {
+    for (const args of [
+      ['lock', 'status'],
+      ['lock', 'run', '--', 'true'],
+    ]) {
       const r = await runCli(args, { cwd: project, timeoutMs: 10_000 });
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/exec-run\.lock is a FIFO, not a regular file/);
@@ -165,15 +200,24 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
   it('no config snapshot is handed to a child: a file planted where one used to be is never read', async () => {
     const marker = join(mkdtempSync(join(tmpdir(), 'routinely-pwned-')), 'pwned');
     onTestFinished(() => rmSync(join(marker, '..'), { recursive: true, force: true }));
-    const project = testProject({ routines: [{ id: 'tick', schedule: '* * * * * *', action: 'exec-auto' }], exec: { tasks: [] } });
+    const project = testProject({
+      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'exec-auto' }],
+      exec: { tasks: [] },
+    });
     const s = startCli(['scheduler', 'start'], { cwd: project });
     await s.waitFor(/\[routine\] (succeeded|failed) tick/, 15_000);
     // routines fire in the scheduler's own process with the config it validated
     const snapshot = join(project, '.routinely', 'scheduler-config.json');
     expect(existsSync(snapshot)).toBe(false);
-    const evil = { config_path: join(project, 'routinely.json'), text: JSON.stringify({ exec: { tasks: [{ id: 'evil', run: `touch ${marker}` }] } }) };
+    const evil = {
+      config_path: join(project, 'routinely.json'),
+      text: JSON.stringify({ exec: { tasks: [{ id: 'evil', run: `touch ${marker}` }] } }),
+    };
     writeFileSync(snapshot, JSON.stringify(evil));
-    await s.waitFor(/\[routine\] (succeeded|failed) tick[\s\S]*\[routine\] (succeeded|failed) tick[\s\S]*\[routine\] (succeeded|failed) tick/, 15_000);
+    await s.waitFor(
+      /\[routine\] (succeeded|failed) tick[\s\S]*\[routine\] (succeeded|failed) tick[\s\S]*\[routine\] (succeeded|failed) tick/,
+      15_000,
+    );
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
     expect(existsSync(marker)).toBe(false);
@@ -185,7 +229,10 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     const shared = mkdtempSync(join(tmpdir(), 'routinely-shared-'));
     onTestFinished(() => rmSync(shared, { recursive: true, force: true }));
     chmodSync(shared, 0o755);
-    writeFileSync(join(shared, 'routinely.json'), JSON.stringify({ stateDir: '/tmp', exec: { tasks: [{ id: 'evil', run: `touch ${marker}` }] } }));
+    writeFileSync(
+      join(shared, 'routinely.json'),
+      JSON.stringify({ stateDir: '/tmp', exec: { tasks: [{ id: 'evil', run: `touch ${marker}` }] } }),
+    );
     chownSync(join(shared, 'routinely.json'), NOBODY, NOBODY);
     const work = join(shared, 'victimwork', 'sub');
     mkdirSync(work, { recursive: true });
@@ -212,7 +259,11 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
 
   it('the database URL and the HTTP token never reach task and routine commands unless passEnv says so', async () => {
     const project = testProject({
-      exec: { tasks: [{ id: 'env', run: 'echo "url=${ROUTINELY_DATABASE_URL:-none} token=${ROUTINELY_HTTP_TOKEN:-none}" >> seen' }] },
+      exec: {
+        tasks: [
+          { id: 'env', run: 'echo "url=${ROUTINELY_DATABASE_URL:-none} token=${ROUTINELY_HTTP_TOKEN:-none}" >> seen' },
+        ],
+      },
     });
     const env = { ROUTINELY_DATABASE_URL: 'postgres://u:S3cret@h/db', ROUTINELY_HTTP_TOKEN: 't0ken' };
     expect((await runCli(['exec', 'run'], { cwd: project, env })).code).toBe(0);
@@ -222,18 +273,31 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     cfg.exec.tasks[0].run += ' #2';
     writeFileSync(join(project, 'routinely.json'), JSON.stringify(cfg));
     expect((await runCli(['exec', 'run'], { cwd: project, env })).code).toBe(0);
-    expect(readFileSync(join(project, 'seen'), 'utf8')).toBe('url=none token=none\nurl=postgres://u:S3cret@h/db token=none\n');
+    expect(readFileSync(join(project, 'seen'), 'utf8')).toBe(
+      'url=none token=none\nurl=postgres://u:S3cret@h/db token=none\n',
+    );
   });
 
-  it('a record\'s host and command are printed with control characters escaped', async () => {
+  it("a record's host and command are printed with control characters escaped", async () => {
     const project = testProject();
     const locks = join(project, '.routinely', 'locks');
     mkdirSync(locks, { recursive: true, mode: 0o700 });
     const now = Date.now() / 1000;
     const rec: LockRecord = {
-      version: 1, key: 'exec-run', lock_id: 'e'.repeat(32), generation: 2,
-      owner: { pid: 4242, host: 'elsewhere\u001b]0;pwned\u0007', boot_id: null, start_time: null, command: 'exec run\u001b[2J' },
-      created_at: now, heartbeat_at: now, expires_at: now + 60,
+      version: 1,
+      key: 'exec-run',
+      lock_id: 'e'.repeat(32),
+      generation: 2,
+      owner: {
+        pid: 4242,
+        host: 'elsewhere\u001b]0;pwned\u0007',
+        boot_id: null,
+        start_time: null,
+        command: 'exec run\u001b[2J',
+      },
+      created_at: now,
+      heartbeat_at: now,
+      expires_at: now + 60,
     };
     writeFileSync(join(locks, 'exec-run.lock'), serializeLockRecord(rec));
     const r = await runCli(['lock', 'run', '--', 'true'], { cwd: project });
@@ -248,9 +312,19 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
   });
 
   it('ordinary use in a 0700 project is unaffected', async () => {
-    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] }, routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    const project = testProject({
+      exec: { tasks: [{ id: 'a', run: 'true' }] },
+      routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }],
+    });
     expect(statSync(project).mode & 0o777).toBe(0o700);
-    for (const args of [['exec', 'run'], ['routine', 'run', 'r'], ['routine', 'list'], ['lock', 'status'], ['exec', 'status'], ['validate']]) {
+    for (const args of [
+      ['exec', 'run'],
+      ['routine', 'run', 'r'],
+      ['routine', 'list'],
+      ['lock', 'status'],
+      ['exec', 'status'],
+      ['validate'],
+    ]) {
       const r = await runCli(args, { cwd: project });
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
     }

@@ -34,7 +34,9 @@ function taskProject(extra: object = {}) {
   return project;
 }
 const starts = (project: string): string[] =>
-  existsSync(join(project, 'starts')) ? readFileSync(join(project, 'starts'), 'utf8').trim().split('\n').filter(Boolean) : [];
+  existsSync(join(project, 'starts'))
+    ? readFileSync(join(project, 'starts'), 'utf8').trim().split('\n').filter(Boolean)
+    : [];
 
 describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
   it.each([
@@ -51,7 +53,11 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
     // a read-only view: shows the rebuilt state, changes nothing
     const view = await runCli(['exec', 'status', '--json'], { cwd: project });
     expect(view.stderr).toMatch(/tasks\.json is (missing|corrupt .*); rebuilt from 1 run/);
-    expect(Object.fromEntries((JSON.parse(view.stdout) as TaskRow[]).map((t) => [t.id, t.status]))).toEqual({ a: 'succeeded', b: 'succeeded', c: 'succeeded' });
+    expect(Object.fromEntries((JSON.parse(view.stdout) as TaskRow[]).map((t) => [t.id, t.status]))).toEqual({
+      a: 'succeeded',
+      b: 'succeeded',
+      c: 'succeeded',
+    });
     expect(existsSync(registry) ? readFileSync(registry, 'utf8') : null).toBe(damaged);
     expect(readdirSync(state(project, 'exec')).filter((n) => n.includes('.corrupt.'))).toEqual([]);
     // a writer rebuilds it, and runs nothing that succeeded
@@ -79,7 +85,12 @@ describe('a run of a holder that lost the lock never overrides newer results (SP
   it('STOP the first run past its TTL, let a second finish, CONT the first: register and resume keep the newer results', async () => {
     const project = testProject({
       lock: { ttlSeconds: 2, refreshSeconds: 0.5 },
-      exec: { tasks: [{ id: 'a', run: 'echo a >> starts; sleep 3' }, { id: 'b', run: 'echo b >> starts', dependsOn: ['a'] }] },
+      exec: {
+        tasks: [
+          { id: 'a', run: 'echo a >> starts; sleep 3' },
+          { id: 'b', run: 'echo b >> starts', dependsOn: ['a'] },
+        ],
+      },
     });
     const first = startCli(['exec', 'run'], { cwd: project });
     await eventually(() => starts(project).length === 1, 10_000, 'a started');
@@ -92,13 +103,23 @@ describe('a run of a holder that lost the lock never overrides newer results (SP
     expect(await statuses(project)).toEqual({ a: 'succeeded', b: 'succeeded' });
     expect((await runCli(['register'], { cwd: project })).code).toBe(0);
     expect(await statuses(project)).toEqual({ a: 'succeeded', b: 'succeeded' });
-    const runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as { status: string; why_code?: string }[];
-    expect(runs.map((r) => `${r.status}${r.why_code ? `/${r.why_code}` : ''}`).sort()).toEqual(['ABORTED/LOCK_LOST', 'SUCCEEDED']);
+    const runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as {
+      status: string;
+      why_code?: string;
+    }[];
+    expect(runs.map((r) => `${r.status}${r.why_code ? `/${r.why_code}` : ''}`).sort()).toEqual([
+      'ABORTED/LOCK_LOST',
+      'SUCCEEDED',
+    ]);
     const before = starts(project).length;
     const resume = await runCli(['exec', 'resume'], { cwd: project });
     expect(resume.code).toBe(0);
     // resuming the aborted run keeps what succeeded since: a and b do not start again
-    expect(starts(project).slice(before).filter((s) => s === 'a' || s === 'b').length).toBeLessThanOrEqual(0);
+    expect(
+      starts(project)
+        .slice(before)
+        .filter((s) => s === 'a' || s === 'b').length,
+    ).toBeLessThanOrEqual(0);
   }, 60_000);
 });
 
@@ -106,13 +127,20 @@ describe('read-only views (SPEC §3)', () => {
   it('after exec run is SIGKILLed, status/runs/show say INTERRUPTED / OWNER_DEAD without writing anything', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'slow', run: 'echo up; sleep 30' }] } });
     const run = startCli(['exec', 'run'], { cwd: project });
-    await eventually(() => existsSync(state(project, 'exec', 'runs')) && readdirSync(state(project, 'exec', 'runs')).length === 1, 10_000, 'run created');
+    await eventually(
+      () => existsSync(state(project, 'exec', 'runs')) && readdirSync(state(project, 'exec', 'runs')).length === 1,
+      10_000,
+      'run created',
+    );
     await run.waitFor(/started slow/); // the task runs: killed mid-run
     run.child.kill('SIGKILL');
     await run.exited;
     const runId = readdirSync(state(project, 'exec', 'runs'))[0]!;
     const snapshot = readFileSync(state(project, 'exec', 'runs', runId, 'run.json'), 'utf8');
-    const runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as { status: string; why_code?: string }[];
+    const runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as {
+      status: string;
+      why_code?: string;
+    }[];
     expect(runs[0]).toMatchObject({ status: 'INTERRUPTED', why_code: 'OWNER_DEAD' });
     const show = await runCli(['exec', 'show', runId], { cwd: project });
     expect(show.stdout).toMatch(new RegExp(`run ${runId}: INTERRUPTED`));
@@ -128,12 +156,18 @@ describe('read-only views (SPEC §3)', () => {
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
     const runId = readdirSync(state(project, 'exec', 'runs'))[0]!;
     writeFileSync(state(project, 'exec', 'runs', runId, 'run.json'), '{"version":1,');
-    let runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as { run_id: string; status: string }[];
+    let runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as {
+      run_id: string;
+      status: string;
+    }[];
     expect(runs).toEqual([expect.objectContaining({ run_id: runId, status: 'SUCCEEDED' })]);
     rmSync(state(project, 'exec', 'runs', runId, 'journal.jsonl'));
     const r = await runCli(['exec', 'runs'], { cwd: project });
     expect(r.stdout).toMatch(new RegExp(`${runId}  UNREADABLE .*run\\.json is corrupt`));
-    runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as { run_id: string; status: string }[];
+    runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as {
+      run_id: string;
+      status: string;
+    }[];
     expect(runs).toEqual([expect.objectContaining({ run_id: runId, status: 'UNREADABLE' })]);
   });
 });
@@ -145,38 +179,51 @@ describe('routine state: the index of the history (SPEC §3)', () => {
     ['garbled', (_f: string, _old: string) => '{"version":1,"routines":{"p":{"paused":fal'],
     ['empty (a power loss before its blocks reached the disk)', () => ''],
     ['an older copy (a power loss that kept an earlier rewrite)', (_f: string, old: string) => old],
-  ])('a routine-state.json %s keeps a paused routine paused and every count, on the CLI and in the scheduler', async (_name, damage) => {
-    const project = testProject({
-      routines: [
-        { id: 'p', schedule: '* * * * * *', action: 'command', run: 'echo p >> fired' },
-        { id: 'q', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
-      ],
-    });
-    expect((await runCli(['routine', 'run', 'q'], { cwd: project })).code).toBe(0);
-    const old = readFileSync(state(project, 'routine-state.json'), 'utf8');
-    for (let i = 0; i < 2; i++) expect((await runCli(['routine', 'run', 'q'], { cwd: project })).code).toBe(0);
-    expect((await runCli(['routine', 'pause', 'p', '--note', 'maintenance'], { cwd: project })).code).toBe(0);
-    writeFileSync(state(project, 'routine-state.json'), damage(state(project, 'routine-state.json'), old));
-    const list = await runCli(['routine', 'list', '--json'], { cwd: project });
-    const rows = JSON.parse(list.stdout) as { id: string; paused: boolean; paused_note: string | null; counts: { success: number } }[];
-    expect(rows.find((r) => r.id === 'p')).toMatchObject({ paused: true, paused_note: 'maintenance' });
-    expect(rows.find((r) => r.id === 'q')?.counts.success).toBe(3);
-    const s = startCli(['scheduler', 'start'], { cwd: project });
-    await s.waitFor(/\[scheduler\] started/);
-    await sleep(3000);
-    s.child.kill('SIGTERM');
-    expect((await s.exited).code).toBe(0);
-    expect(existsSync(join(project, 'fired'))).toBe(false);
-    // and the scheduler's first rewrite put the whole truth back in the file
-    const file = JSON.parse(readFileSync(state(project, 'routine-state.json'), 'utf8')) as { routines: Record<string, { paused: boolean; counts: { success: number } }> };
-    expect(file.routines.p?.paused).toBe(true);
-    expect(file.routines.q?.counts.success).toBe(3);
-  });
+  ])(
+    'a routine-state.json %s keeps a paused routine paused and every count, on the CLI and in the scheduler',
+    async (_name, damage) => {
+      const project = testProject({
+        routines: [
+          { id: 'p', schedule: '* * * * * *', action: 'command', run: 'echo p >> fired' },
+          { id: 'q', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+        ],
+      });
+      expect((await runCli(['routine', 'run', 'q'], { cwd: project })).code).toBe(0);
+      const old = readFileSync(state(project, 'routine-state.json'), 'utf8');
+      for (let i = 0; i < 2; i++) expect((await runCli(['routine', 'run', 'q'], { cwd: project })).code).toBe(0);
+      expect((await runCli(['routine', 'pause', 'p', '--note', 'maintenance'], { cwd: project })).code).toBe(0);
+      writeFileSync(state(project, 'routine-state.json'), damage(state(project, 'routine-state.json'), old));
+      const list = await runCli(['routine', 'list', '--json'], { cwd: project });
+      const rows = JSON.parse(list.stdout) as {
+        id: string;
+        paused: boolean;
+        paused_note: string | null;
+        counts: { success: number };
+      }[];
+      expect(rows.find((r) => r.id === 'p')).toMatchObject({ paused: true, paused_note: 'maintenance' });
+      expect(rows.find((r) => r.id === 'q')?.counts.success).toBe(3);
+      const s = startCli(['scheduler', 'start'], { cwd: project });
+      await s.waitFor(/\[scheduler\] started/);
+      await sleep(3000);
+      s.child.kill('SIGTERM');
+      expect((await s.exited).code).toBe(0);
+      expect(existsSync(join(project, 'fired'))).toBe(false);
+      // and the scheduler's first rewrite put the whole truth back in the file
+      const file = JSON.parse(readFileSync(state(project, 'routine-state.json'), 'utf8')) as {
+        routines: Record<string, { paused: boolean; counts: { success: number } }>;
+      };
+      expect(file.routines.p?.paused).toBe(true);
+      expect(file.routines.q?.counts.success).toBe(3);
+    },
+  );
 
   it('a torn history line never swallows the next run', async () => {
     const project = testProject({ routines: [{ id: 'r1', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
     for (let i = 0; i < 2; i++) await runCli(['routine', 'run', 'r1'], { cwd: project });
-    truncateSync(state(project, 'history', 'r1.jsonl'), readFileSync(state(project, 'history', 'r1.jsonl')).length - 20);
+    truncateSync(
+      state(project, 'history', 'r1.jsonl'),
+      readFileSync(state(project, 'history', 'r1.jsonl')).length - 20,
+    );
     await runCli(['routine', 'run', 'r1'], { cwd: project });
     const h = await runCli(['routine', 'history', 'r1', '--json'], { cwd: project });
     // the second run's record was torn: its start (the open marker) survives, so the next command
@@ -187,60 +234,112 @@ describe('routine state: the index of the history (SPEC §3)', () => {
     expect(h.stderr).toMatch(/r1\.jsonl: line 4 could not be read \(torn or corrupt\) and was skipped/);
   });
 
-  it.skipIf(!haveStrace && process.env.CI !== 'true')('a writer stalled between folding a routine\'s index and writing it loses no other update', async () => {
-    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
-    const project = testProject({ routines: [{ id: 'x', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
-    await runCli(['routine', 'resume', 'x'], { cwd: project }); // the history and index exist
-    const index = state(project, 'history', 'x.index');
-    // which of `routine pause`'s system calls on x.index comes after it folded the index:
-    // the open for the write (found by tracing one pause first)
-    const trace = join(project, 'trace');
-    spawnSync('strace', ['-f', '-qq', '-o', trace, '-P', index, process.execPath, CLI, 'routine', 'pause', 'x'], { cwd: project, env: childEnv() });
-    const calls = readFileSync(trace, 'utf8').split('\n').filter((l) => l && !/^\d+ +(---|\+\+\+)/.test(l));
-    const writeAt = calls.findIndex((l) => /openat\(AT_FDCWD, "[^"]*x\.index", O_RDWR/.test(l));
-    expect(calls.slice(0, writeAt).filter((l) => /pread64/.test(l)).length, 'the index is read before the write').toBeGreaterThan(0);
-    await runCli(['routine', 'resume', 'x'], { cwd: project });
-    // strace counts each system call apart: the write's open is the n-th openat of the file
-    const nth = calls.slice(0, writeAt + 1).filter((l) => /^\d+ +openat\(/.test(l)).length;
-    const traceX = join(project, 'trace-x');
-    const x = spawn('strace', ['-f', '-qq', '-o', traceX, '-P', index, '-e', `inject=openat:delay_enter=5000000:when=${nth}`, process.execPath, CLI, 'routine', 'pause', 'x', '--note', 'stalled'], {
-      cwd: project, env: childEnv(), stdio: 'ignore',
-    });
-    const xExit = new Promise<number | null>((res) => x.on('exit', (c) => res(c)));
-    await eventually(() => existsSync(traceX) && (readFileSync(traceX, 'utf8').match(/openat\(/g) ?? []).length >= nth, 10_000, 'the stalled writer');
-    // meanwhile a fire of x is recorded and its index written
-    const run = await runCli(['routine', 'run', 'x'], { cwd: project });
-    expect(run.code, run.stderr).toBe(0);
-    expect(await xExit).toBe(0);
-    expect(readFileSync(traceX, 'utf8')).toMatch(/DELAYED/);
-    // the stalled writer put back an index without the fire; readers fold it in from history
-    expect(JSON.parse(readFileSync(index, 'utf8').split('\n')[0]!).record.counts.success).toBe(0);
-    const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { id: string; paused: boolean; paused_note: string | null; counts: { success: number } }[];
-    expect(rows.map((r) => [r.id, r.paused, r.paused_note, r.counts.success])).toEqual([['x', true, 'stalled', 1]]);
-  }, 60_000);
+  it.skipIf(!haveStrace && process.env.CI !== 'true')(
+    "a writer stalled between folding a routine's index and writing it loses no other update",
+    async () => {
+      expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+      const project = testProject({ routines: [{ id: 'x', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+      await runCli(['routine', 'resume', 'x'], { cwd: project }); // the history and index exist
+      const index = state(project, 'history', 'x.index');
+      // which of `routine pause`'s system calls on x.index comes after it folded the index:
+      // the open for the write (found by tracing one pause first)
+      const trace = join(project, 'trace');
+      spawnSync('strace', ['-f', '-qq', '-o', trace, '-P', index, process.execPath, CLI, 'routine', 'pause', 'x'], {
+        cwd: project,
+        env: childEnv(),
+      });
+      const calls = readFileSync(trace, 'utf8')
+        .split('\n')
+        .filter((l) => l && !/^\d+ +(---|\+\+\+)/.test(l));
+      const writeAt = calls.findIndex((l) => /openat\(AT_FDCWD, "[^"]*x\.index", O_RDWR/.test(l));
+      expect(
+        calls.slice(0, writeAt).filter((l) => /pread64/.test(l)).length,
+        'the index is read before the write',
+      ).toBeGreaterThan(0);
+      await runCli(['routine', 'resume', 'x'], { cwd: project });
+      // strace counts each system call apart: the write's open is the n-th openat of the file
+      const nth = calls.slice(0, writeAt + 1).filter((l) => /^\d+ +openat\(/.test(l)).length;
+      const traceX = join(project, 'trace-x');
+      const x = spawn(
+        'strace',
+        [
+          '-f',
+          '-qq',
+          '-o',
+          traceX,
+          '-P',
+          index,
+          '-e',
+          `inject=openat:delay_enter=5000000:when=${nth}`,
+          process.execPath,
+          CLI,
+          'routine',
+          'pause',
+          'x',
+          '--note',
+          'stalled',
+        ],
+        {
+          cwd: project,
+          env: childEnv(),
+          stdio: 'ignore',
+        },
+      );
+      const xExit = new Promise<number | null>((res) => x.on('exit', (c) => res(c)));
+      await eventually(
+        () => existsSync(traceX) && (readFileSync(traceX, 'utf8').match(/openat\(/g) ?? []).length >= nth,
+        10_000,
+        'the stalled writer',
+      );
+      // meanwhile a fire of x is recorded and its index written
+      const run = await runCli(['routine', 'run', 'x'], { cwd: project });
+      expect(run.code, run.stderr).toBe(0);
+      expect(await xExit).toBe(0);
+      expect(readFileSync(traceX, 'utf8')).toMatch(/DELAYED/);
+      // the stalled writer put back an index without the fire; readers fold it in from history
+      expect(JSON.parse(readFileSync(index, 'utf8').split('\n')[0]!).record.counts.success).toBe(0);
+      const rows = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+        id: string;
+        paused: boolean;
+        paused_note: string | null;
+        counts: { success: number };
+      }[];
+      expect(rows.map((r) => [r.id, r.paused, r.paused_note, r.counts.success])).toEqual([['x', true, 'stalled', 1]]);
+    },
+    60_000,
+  );
 });
 
 describe('crashes never rerun finished work', () => {
   it('SIGKILL exec run / exec resume at random moments: a task recorded as succeeded never starts again', async () => {
     const ids = Array.from({ length: 8 }, (_, i) => `t${i}`);
     const project = testProject({
-      exec: { parallel: 2, tasks: ids.map((id) => ({ id, run: `echo ${id} >> starts; sleep 0.${3 + (Number(id.slice(1)) % 4)}` })) },
+      exec: {
+        parallel: 2,
+        tasks: ids.map((id) => ({ id, run: `echo ${id} >> starts; sleep 0.${3 + (Number(id.slice(1)) % 4)}` })),
+      },
     });
     // a fixed-seed sequence of kill delays
     let seed = 42;
-    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     const succeededAt = new Map<string, number>(); // task -> number of start lines when first seen succeeded
     for (let round = 0; round < 12; round++) {
       const s = await statuses(project).catch(() => ({}) as Record<string, string>);
       const seen = starts(project).length;
-      for (const [id, st] of Object.entries(s)) if (st === 'succeeded' && !succeededAt.has(id)) succeededAt.set(id, seen);
+      for (const [id, st] of Object.entries(s))
+        if (st === 'succeeded' && !succeededAt.has(id)) succeededAt.set(id, seen);
       if (ids.every((id) => s[id] === 'succeeded')) break;
       const cmd = round % 2 === 0 ? ['exec', 'run'] : ['exec', 'resume'];
       const p = startCli(cmd, { cwd: project });
       let ended = false;
       void p.exited.then(() => (ended = true));
       // the kill lands while work runs: once a task has started (or the command is done already)
-      await eventually(() => starts(project).length > seen || ended, 15_000, `a task started by ${cmd.join(' ')}`, () => p.stdout() + p.stderr());
+      await eventually(
+        () => starts(project).length > seen || ended,
+        15_000,
+        `a task started by ${cmd.join(' ')}`,
+        () => p.stdout() + p.stderr(),
+      );
       await sleep(Math.floor(random() * 700));
       p.child.kill('SIGKILL');
       await p.exited;
@@ -251,7 +350,10 @@ describe('crashes never rerun finished work', () => {
     const lines = starts(project);
     expect(succeededAt.size, 'some task was seen succeeded between kills').toBeGreaterThan(0);
     for (const [id, at] of succeededAt) {
-      expect(lines.slice(at).filter((l) => l === id), `${id} started again after it was recorded as succeeded`).toEqual([]);
+      expect(
+        lines.slice(at).filter((l) => l === id),
+        `${id} started again after it was recorded as succeeded`,
+      ).toEqual([]);
     }
     expect(await statuses(project)).toEqual(Object.fromEntries(ids.map((id) => [id, 'succeeded'])));
   }, 120_000);

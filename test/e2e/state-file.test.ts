@@ -10,7 +10,13 @@ import { CLI, childEnv, eventually, runCli, sleep, startCli } from '../helpers/c
 import { historyFactsOf, shownAsRecorded, stateFileOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
-const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({ id, schedule, action: 'command', run, ...extra });
+const cmd = (id: string, schedule: string, run: string, extra: object = {}) => ({
+  id,
+  schedule,
+  action: 'command',
+  run,
+  ...extra,
+});
 const YEARLY = '0 0 1 1 *';
 const haveStrace = spawnSync('strace', ['-V']).status === 0;
 
@@ -22,13 +28,23 @@ const differences = (dir: string, ids: string[]): string[] => {
 
 describe('routine-state.json', () => {
   it('routine run, pause and resume exit with the file up to date, mode 0600', async () => {
-    const dir = testProject({ routines: [cmd('ok', YEARLY, 'true'), cmd('bad', YEARLY, 'exit 3'), cmd('held', YEARLY, 'true')] });
+    const dir = testProject({
+      routines: [cmd('ok', YEARLY, 'true'), cmd('bad', YEARLY, 'exit 3'), cmd('held', YEARLY, 'true')],
+    });
     expect(stateFileOf(dir)).toBeNull();
     expect((await runCli(['routine', 'run', 'ok'], { cwd: dir })).code).toBe(0);
-    expect(stateFileOf(dir)?.routines.ok).toMatchObject({ last_result: 'success', counts: { success: 1, failure: 0, skipped: 0 } });
+    expect(stateFileOf(dir)?.routines.ok).toMatchObject({
+      last_result: 'success',
+      counts: { success: 1, failure: 0, skipped: 0 },
+    });
     expect(statSync(join(dir, '.routinely', 'routine-state.json')).mode & 0o777).toBe(0o600);
     expect((await runCli(['routine', 'run', 'bad'], { cwd: dir })).code).toBe(1);
-    expect(stateFileOf(dir)?.routines.bad).toMatchObject({ last_result: 'failure', last_reason: 'exit code 3', last_exit_code: 3, consecutive_failures: 1 });
+    expect(stateFileOf(dir)?.routines.bad).toMatchObject({
+      last_result: 'failure',
+      last_reason: 'exit code 3',
+      last_exit_code: 3,
+      consecutive_failures: 1,
+    });
     expect((await runCli(['routine', 'pause', 'held', '--note', 'deploy freeze'], { cwd: dir })).code).toBe(0);
     expect(stateFileOf(dir)?.routines.held).toMatchObject({ paused: true, paused_note: 'deploy freeze' });
     expect(differences(dir, ['ok', 'bad', 'held'])).toEqual([]);
@@ -39,7 +55,12 @@ describe('routine-state.json', () => {
 
   it('a running scheduler shows every record as it is made; commands beside it lose nothing, and the file is exact when it stops', async () => {
     const dir = testProject({
-      routines: [cmd('tick', '* * * * * *', 'true'), cmd('two', '*/2 * * * * *', 'exit 2'), cmd('manual', YEARLY, 'true'), cmd('held', YEARLY, 'true')],
+      routines: [
+        cmd('tick', '* * * * * *', 'true'),
+        cmd('two', '*/2 * * * * *', 'exit 2'),
+        cmd('manual', YEARLY, 'true'),
+        cmd('held', YEARLY, 'true'),
+      ],
     });
     const ids = ['tick', 'two', 'manual', 'held'];
     const s = startCli(['scheduler', 'start'], { cwd: dir });
@@ -81,11 +102,15 @@ describe('routine-state.json', () => {
     const file = join(dir, '.routinely', 'routine-state.json');
     let inode = statSync(file).ino;
     let rewrites = 0;
-    await eventually(() => {
-      const now = statSync(file).ino;
-      if (now !== inode) (inode = now), rewrites++;
-      return rewrites >= 2;
-    }, 15_000, 'two rewrites by the scheduler');
+    await eventually(
+      () => {
+        const now = statSync(file).ino;
+        if (now !== inode) ((inode = now), rewrites++);
+        return rewrites >= 2;
+      },
+      15_000,
+      'two rewrites by the scheduler',
+    );
     await eventually(() => lags.length > 5, 15_000, 'records shown while sampled');
     // the scheduler's later rewrites kept them
     expect(stateFileOf(dir)?.routines.manual).toMatchObject({ counts: { success: 1 } });
@@ -99,14 +124,20 @@ describe('routine-state.json', () => {
     // SPEC §3's "within one second" is the publisher's rule, proved on an injected clock
     // (test/state/state-file.test.ts); here, on a machine of any load, every record showed
     // and the file is exact. The lag is printed for the record, not judged.
-    console.log(`routine-state.json lag behind history: max ${Math.round(Math.max(...lags))} ms over ${lags.length} records`);
+    console.log(
+      `routine-state.json lag behind history: max ${Math.round(Math.max(...lags))} ms over ${lags.length} records`,
+    );
   }, 30_000);
 
-  it('writers at the same time never lose each other\'s updates', async () => {
+  it("writers at the same time never lose each other's updates", async () => {
     const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
     const dir = testProject({ routines: ids.map((id) => cmd(id, YEARLY, 'true', { exclusive: false })) });
     for (let round = 0; round < 3; round++) {
-      const runs = ids.map((id, i) => (i % 3 === 2 ? runCli(['routine', round % 2 === 0 ? 'pause' : 'resume', id], { cwd: dir }) : runCli(['routine', 'run', id], { cwd: dir })));
+      const runs = ids.map((id, i) =>
+        i % 3 === 2
+          ? runCli(['routine', round % 2 === 0 ? 'pause' : 'resume', id], { cwd: dir })
+          : runCli(['routine', 'run', id], { cwd: dir }),
+      );
       for (const r of await Promise.all(runs)) expect(r.code, r.stderr).toBe(0);
       expect(differences(dir, ids)).toEqual([]);
     }
@@ -114,52 +145,101 @@ describe('routine-state.json', () => {
     expect(stateFileOf(dir)?.routines.c?.paused).toBe(true);
   }, 60_000);
 
-  it.skipIf(!haveStrace && process.env.CI !== 'true')('a writer stalled between reading the file and replacing it loses nobody else\'s update', async () => {
-    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
-    const dir = testProject({ routines: [cmd('a', YEARLY, 'sleep 1', { exclusive: false }), cmd('b', YEARLY, 'true', { exclusive: false })] });
-    // `a`'s first rename — of its first new routine-state.json over the old one, once it has
-    // read that — is held 1.5 s (the lock's files are linked, not renamed, until its release)
-    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:delay_enter=1500000:when=1', process.execPath, CLI, 'routine', 'run', 'a'], { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
-    let aErr = '';
-    a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
-    const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
-    onTestFinished(() => {
-      a.kill('SIGKILL');
-    });
-    // `a` has started (its open marker is in its history) and is replacing the file
-    await eventually(() => historyFactsOf(dir, 'a').open === 1, 10_000, 'a started');
-    const b = await runCli(['routine', 'run', 'b'], { cwd: dir });
-    expect(b.code, b.stderr).toBe(0);
-    expect(stateFileOf(dir)?.routines.b).toMatchObject({ counts: { success: 1 } });
-    expect(await aExited, aErr).toBe(0);
-    // nobody removed its half-written file or replaced the file under it meanwhile
-    expect(aErr).not.toMatch(/could not rewrite/);
-    expect(differences(dir, ['a', 'b'])).toEqual([]);
-  }, 30_000);
+  it.skipIf(!haveStrace && process.env.CI !== 'true')(
+    "a writer stalled between reading the file and replacing it loses nobody else's update",
+    async () => {
+      expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+      const dir = testProject({
+        routines: [cmd('a', YEARLY, 'sleep 1', { exclusive: false }), cmd('b', YEARLY, 'true', { exclusive: false })],
+      });
+      // `a`'s first rename — of its first new routine-state.json over the old one, once it has
+      // read that — is held 1.5 s (the lock's files are linked, not renamed, until its release)
+      const a = spawn(
+        'strace',
+        [
+          '-f',
+          '-qq',
+          '-o',
+          '/dev/null',
+          '-e',
+          'trace=rename',
+          '-e',
+          'inject=rename:delay_enter=1500000:when=1',
+          process.execPath,
+          CLI,
+          'routine',
+          'run',
+          'a',
+        ],
+        { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let aErr = '';
+      a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
+      const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
+      onTestFinished(() => {
+        a.kill('SIGKILL');
+      });
+      // `a` has started (its open marker is in its history) and is replacing the file
+      await eventually(() => historyFactsOf(dir, 'a').open === 1, 10_000, 'a started');
+      const b = await runCli(['routine', 'run', 'b'], { cwd: dir });
+      expect(b.code, b.stderr).toBe(0);
+      expect(stateFileOf(dir)?.routines.b).toMatchObject({ counts: { success: 1 } });
+      expect(await aExited, aErr).toBe(0);
+      // nobody removed its half-written file or replaced the file under it meanwhile
+      expect(aErr).not.toMatch(/could not rewrite/);
+      expect(differences(dir, ['a', 'b'])).toEqual([]);
+    },
+    30_000,
+  );
 
-  it.skipIf(!haveStrace && process.env.CI !== 'true')('a writer stalled past its lock\'s time-out mid-write: the next holder\'s file stands, the stalled one says nothing false and exits with the file exact', async () => {
-    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
-    // the routine-state lock times out with the project's lock: 2 s here
-    const dir = testProject({ lock: { ttlSeconds: 2, refreshSeconds: 0.5 }, routines: [cmd('a', YEARLY, 'sleep 1', { exclusive: false }), cmd('b', YEARLY, 'true', { exclusive: false })] });
-    // `a`'s last rewrite (its third rename: the first rewrite renames its file into place, then
-    // its lock's view aside) is held 4 s before its file is renamed into place, its event loop
-    // with it (no heartbeat), so `b` takes the lock over (removing the temp file `a` left) and
-    // writes its record; then `a` wakes, as it is about to exit
-    const a = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-e', 'trace=rename', '-e', 'inject=rename:delay_enter=4000000:when=3', process.execPath, CLI, 'routine', 'run', 'a'], { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
-    let aErr = '';
-    a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
-    const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
-    onTestFinished(() => {
-      a.kill('SIGKILL');
-    });
-    await eventually(() => historyFactsOf(dir, 'a').fires === 1, 10_000, 'a recorded');
-    const b = await runCli(['routine', 'run', 'b'], { cwd: dir });
-    expect(b.code, b.stderr).toBe(0);
-    expect(stateFileOf(dir)?.routines.b).toMatchObject({ counts: { success: 1 } });
-    expect(await aExited, aErr).toBe(0);
-    // `a` found the lock no longer its own and did its rewrite again from the histories: no
-    // warning of a failure that was only its lost turn, and the file has both
-    expect(aErr).not.toMatch(/could not rewrite/);
-    expect(differences(dir, ['a', 'b'])).toEqual([]);
-  }, 30_000);
+  it.skipIf(!haveStrace && process.env.CI !== 'true')(
+    "a writer stalled past its lock's time-out mid-write: the next holder's file stands, the stalled one says nothing false and exits with the file exact",
+    async () => {
+      expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+      // the routine-state lock times out with the project's lock: 2 s here
+      const dir = testProject({
+        lock: { ttlSeconds: 2, refreshSeconds: 0.5 },
+        routines: [cmd('a', YEARLY, 'sleep 1', { exclusive: false }), cmd('b', YEARLY, 'true', { exclusive: false })],
+      });
+      // `a`'s last rewrite (its third rename: the first rewrite renames its file into place, then
+      // its lock's view aside) is held 4 s before its file is renamed into place, its event loop
+      // with it (no heartbeat), so `b` takes the lock over (removing the temp file `a` left) and
+      // writes its record; then `a` wakes, as it is about to exit
+      const a = spawn(
+        'strace',
+        [
+          '-f',
+          '-qq',
+          '-o',
+          '/dev/null',
+          '-e',
+          'trace=rename',
+          '-e',
+          'inject=rename:delay_enter=4000000:when=3',
+          process.execPath,
+          CLI,
+          'routine',
+          'run',
+          'a',
+        ],
+        { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let aErr = '';
+      a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
+      const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
+      onTestFinished(() => {
+        a.kill('SIGKILL');
+      });
+      await eventually(() => historyFactsOf(dir, 'a').fires === 1, 10_000, 'a recorded');
+      const b = await runCli(['routine', 'run', 'b'], { cwd: dir });
+      expect(b.code, b.stderr).toBe(0);
+      expect(stateFileOf(dir)?.routines.b).toMatchObject({ counts: { success: 1 } });
+      expect(await aExited, aErr).toBe(0);
+      // `a` found the lock no longer its own and did its rewrite again from the histories: no
+      // warning of a failure that was only its lost turn, and the file has both
+      expect(aErr).not.toMatch(/could not rewrite/);
+      expect(differences(dir, ['a', 'b'])).toEqual([]);
+    },
+    30_000,
+  );
 });

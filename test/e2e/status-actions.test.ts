@@ -28,7 +28,7 @@ interface Entry {
 }
 
 describe.skipIf(missing !== null)('status page actions in Chromium', () => {
-  it('asks for the token, shows a routine\'s fires and output, runs, pauses and resumes it as the CLI does; another origin cannot', async () => {
+  it("asks for the token, shows a routine's fires and output, runs, pauses and resumes it as the CLI does; another origin cannot", async () => {
     const project = testProject({
       project: 'shop',
       http: { actions: true },
@@ -39,14 +39,21 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
       ],
     });
     const env = { ROUTINELY_HTTP_TOKEN: TOKEN };
-    const history = async (): Promise<Entry[]> => JSON.parse((await runCli(['routine', 'history', 'hello', '--json'], { cwd: project })).stdout) as Entry[];
+    const history = async (): Promise<Entry[]> =>
+      JSON.parse((await runCli(['routine', 'history', 'hello', '--json'], { cwd: project })).stdout) as Entry[];
 
     // actions without the token are refused before anything starts
     const refused = await runCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/http\.actions in .*routinely\.json: the actions need ROUTINELY_HTTP_TOKEN .*also on loopback/);
+    expect(refused.stderr).toMatch(
+      /http\.actions in .*routinely\.json: the actions need ROUTINELY_HTTP_TOKEN .*also on loopback/,
+    );
 
-    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '2'], { cwd: project, env, timeoutMs: 150_000 });
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '2'], {
+      cwd: project,
+      env,
+      timeoutMs: 150_000,
+    });
     const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+) \(token required\)/))[1]!;
     const context = await openBrowser();
     const page = await context.newPage();
@@ -74,7 +81,9 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
     await page.getByRole('button', { name: 'Run now' }).click();
     await expect.poll(() => page.locator('#action-result').textContent()).toMatch(/^run: started hello \(run r-\S+\)$/);
     await expect.poll(() => page.locator('#fires').textContent(), { timeout: 20_000 }).toMatch(/ok.*by hand/);
-    await expect.poll(() => page.locator('pre.output').textContent(), { timeout: 20_000 }).toContain('<b>bold</b> & done');
+    await expect
+      .poll(() => page.locator('pre.output').textContent(), { timeout: 20_000 })
+      .toContain('<b>bold</b> & done');
     expect(await page.locator('pre.output b').count()).toBe(0); // shown, not interpreted
     const ran = await history();
     expect(ran).toHaveLength(1);
@@ -82,9 +91,15 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
 
     // busy: refused with the holder named, nothing recorded (the CLI's default for a manual run)
     const holder = startCli(['lock', 'run', '--', 'sleep', '60'], { cwd: project });
-    await expect.poll(async () => JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state, { timeout: 20_000 }).toBe('held');
+    await expect
+      .poll(async () => JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state, {
+        timeout: 20_000,
+      })
+      .toBe('held');
     await page.getByRole('button', { name: 'Run now' }).click();
-    await expect.poll(() => page.locator('#action-result').textContent()).toMatch(/^run: exec busy: held by pid \d+ .*\(nothing recorded\)$/);
+    await expect
+      .poll(() => page.locator('#action-result').textContent())
+      .toMatch(/^run: exec busy: held by pid \d+ .*\(nothing recorded\)$/);
     holder.child.kill('SIGTERM');
     await holder.exited;
     expect(await history()).toHaveLength(1);
@@ -93,8 +108,15 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
     await page.getByLabel('Pause note').fill('until the vendor answers');
     await page.getByRole('button', { name: 'Pause', exact: true }).click();
     await expect.poll(() => page.locator('#action-result').textContent()).toBe('pause: paused hello');
-    const listed = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as { id: string; paused: boolean; paused_note: string | null }[];
-    expect(listed.find((r) => r.id === 'hello')).toMatchObject({ paused: true, paused_note: 'until the vendor answers' });
+    const listed = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+      id: string;
+      paused: boolean;
+      paused_note: string | null;
+    }[];
+    expect(listed.find((r) => r.id === 'hello')).toMatchObject({
+      paused: true,
+      paused_note: 'until the vendor answers',
+    });
     await expect.poll(() => page.locator('#summary').textContent()).toContain('paused: until the vendor answers');
 
     // the page passes axe in every mode, with a fire, its output and the pause
@@ -103,7 +125,8 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
     writeFileSync(join(ARTIFACTS, 'axe-routine-page.json'), JSON.stringify(axe, null, 2));
     for (const [mode, found] of Object.entries(axe)) expect(found, mode).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, 'status-routine.png'), fullPage: true });
-    if (process.env.ROUTINELY_UPDATE_DOCS_SCREENSHOT === '1') copyFileSync(join(ARTIFACTS, 'status-routine.png'), join(ROOT, 'docs', 'status-routine.png'));
+    if (process.env.ROUTINELY_UPDATE_DOCS_SCREENSHOT === '1')
+      copyFileSync(join(ARTIFACTS, 'status-routine.png'), join(ROOT, 'docs', 'status-routine.png'));
 
     await page.getByRole('button', { name: 'Resume' }).click();
     await expect.poll(() => page.locator('#action-result').textContent()).toBe('resume: resumed hello');
@@ -114,34 +137,53 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
     // nothing done: its fetch with the header needs a CORS answer the server never gives, a
     // "simple" POST (no header) is refused for want of the token, and a client that forges an
     // Origin is refused for it.
-    const foreign = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>elsewhere</title><p>elsewhere</p>'));
+    const foreign = createServer((_req, res) =>
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!doctype html><title>elsewhere</title><p>elsewhere</p>'),
+    );
     await new Promise<void>((r) => foreign.listen(0, '127.0.0.1', () => r()));
-    onTestFinished(() => new Promise<void>((r) => {
-      foreign.close(() => r());
-      foreign.closeAllConnections();
-    }));
+    onTestFinished(
+      () =>
+        new Promise<void>((r) => {
+          foreign.close(() => r());
+          foreign.closeAllConnections();
+        }),
+    );
     const evil = await context.newPage();
     await evil.goto(`http://localhost:${(foreign.address() as AddressInfo).port}/`);
-    const tried = await evil.evaluate(async ([target, token]) => {
-      const out: string[] = [];
-      try {
-        const r = await fetch(`${target}api/routines/hello/run`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
-        out.push(`cors: ${r.status}`);
-      } catch (e) {
-        out.push(`cors: ${(e as Error).name}`);
-      }
-      try {
-        // reaches the server, which wants the token; its answer is withheld from the page too
-        // (Cross-Origin-Resource-Policy: same-origin)
-        await fetch(`${target}api/routines/hello/run`, { method: 'POST', mode: 'no-cors', body: '{}' });
-        out.push('simple: answered');
-      } catch (e) {
-        out.push(`simple: ${(e as Error).name}`);
-      }
-      return out;
-    }, [url, TOKEN] as const);
+    const tried = await evil.evaluate(
+      async ([target, token]) => {
+        const out: string[] = [];
+        try {
+          const r = await fetch(`${target}api/routines/hello/run`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: '{}',
+          });
+          out.push(`cors: ${r.status}`);
+        } catch (e) {
+          out.push(`cors: ${(e as Error).name}`);
+        }
+        try {
+          // reaches the server, which wants the token; its answer is withheld from the page too
+          // (Cross-Origin-Resource-Policy: same-origin)
+          await fetch(`${target}api/routines/hello/run`, { method: 'POST', mode: 'no-cors', body: '{}' });
+          out.push('simple: answered');
+        } catch (e) {
+          out.push(`simple: ${(e as Error).name}`);
+        }
+        return out;
+      },
+      [url, TOKEN] as const,
+    );
     expect(tried).toEqual(['cors: TypeError', 'simple: TypeError']);
-    const forged = await httpGet(`${url}api/routines/hello/run`, { authorization: `Bearer ${TOKEN}`, origin: 'http://localhost:1' }, 'POST', '{}');
+    const forged = await httpGet(
+      `${url}api/routines/hello/run`,
+      { authorization: `Bearer ${TOKEN}`, origin: 'http://localhost:1' },
+      'POST',
+      '{}',
+    );
     expect(forged.status).toBe(403);
     expect(await history()).toHaveLength(1);
     expect(problems).toEqual([]);
@@ -152,21 +194,41 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
 });
 
 describe('a run started from the HTTP server', () => {
-  it('gets the shutdown timeout as the scheduler\'s own routines do: one that ends within it finishes and is recorded as it ended', async () => {
-    const project = testProject({ http: { actions: true }, routines: [{ id: 'short', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 1.5' }] });
-    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '30'], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: TOKEN }, timeoutMs: 60_000 });
+  it("gets the shutdown timeout as the scheduler's own routines do: one that ends within it finishes and is recorded as it ended", async () => {
+    const project = testProject({
+      http: { actions: true },
+      routines: [{ id: 'short', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 1.5' }],
+    });
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '30'], {
+      cwd: project,
+      env: { ROUTINELY_HTTP_TOKEN: TOKEN },
+      timeoutMs: 60_000,
+    });
     const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
-    expect((await httpGet(`${url}api/routines/short/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '')).status).toBe(202);
+    expect(
+      (await httpGet(`${url}api/routines/short/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '')).status,
+    ).toBe(202);
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
-    const [entry] = JSON.parse((await runCli(['routine', 'history', 'short', '--json'], { cwd: project })).stdout) as { result: string; trigger: string }[];
+    const [entry] = JSON.parse((await runCli(['routine', 'history', 'short', '--json'], { cwd: project })).stdout) as {
+      result: string;
+      trigger: string;
+    }[];
     expect(entry).toMatchObject({ result: 'success', trigger: 'manual' });
   }, 90_000);
 
   it('that fails before it starts (its task files unreadable) is answered, not left hanging', async () => {
-    const project = testProject({ http: { actions: true }, exec: { taskDirs: ['tasks'] }, routines: [{ id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto' }] });
+    const project = testProject({
+      http: { actions: true },
+      exec: { taskDirs: ['tasks'] },
+      routines: [{ id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto' }],
+    });
     mkdirSync(join(project, 'tasks'));
-    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: TOKEN }, timeoutMs: 60_000 });
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], {
+      cwd: project,
+      env: { ROUTINELY_HTTP_TOKEN: TOKEN },
+      timeoutMs: 60_000,
+    });
     const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
     writeFileSync(join(project, 'tasks', 'bad.json'), '{ bad json');
     const r = await httpGet(`${url}api/routines/auto/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '');
@@ -177,16 +239,31 @@ describe('a run started from the HTTP server', () => {
   }, 90_000);
 
   it('is stopped and recorded when the scheduler stops past its shutdown timeout, before its lock is released', async () => {
-    const project = testProject({ http: { actions: true }, routines: [{ id: 'long', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 60' }] });
-    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '2'], { cwd: project, env: { ROUTINELY_HTTP_TOKEN: TOKEN }, timeoutMs: 60_000 });
+    const project = testProject({
+      http: { actions: true },
+      routines: [{ id: 'long', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 60' }],
+    });
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '2'], {
+      cwd: project,
+      env: { ROUTINELY_HTTP_TOKEN: TOKEN },
+      timeoutMs: 60_000,
+    });
     const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
     const r = await httpGet(`${url}api/routines/long/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '');
     expect(r.status).toBe(202);
     expect(JSON.parse(r.body)).toMatchObject({ state: 'started', routine: 'long' });
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
-    const [entry] = JSON.parse((await runCli(['routine', 'history', 'long', '--json'], { cwd: project })).stdout) as { result: string; reason: string; trigger: string }[];
-    expect(entry).toMatchObject({ result: 'failure', trigger: 'manual', reason: expect.stringMatching(/stopped: routinely scheduler is stopping/) });
+    const [entry] = JSON.parse((await runCli(['routine', 'history', 'long', '--json'], { cwd: project })).stdout) as {
+      result: string;
+      reason: string;
+      trigger: string;
+    }[];
+    expect(entry).toMatchObject({
+      result: 'failure',
+      trigger: 'manual',
+      reason: expect.stringMatching(/stopped: routinely scheduler is stopping/),
+    });
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
   }, 90_000);
 });

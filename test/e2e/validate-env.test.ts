@@ -6,9 +6,15 @@ import { testProject } from '../helpers/testdir.js';
 
 describe('validate checks the environment overrides as every command does', () => {
   it.each([
-    [{ ROUTINELY_LOCK_TTL_SECONDS: 'abc' }, /ROUTINELY_LOCK_TTL_SECONDS: "abc" is not a number of seconds between 1 and 86400/],
+    [
+      { ROUTINELY_LOCK_TTL_SECONDS: 'abc' },
+      /ROUTINELY_LOCK_TTL_SECONDS: "abc" is not a number of seconds between 1 and 86400/,
+    ],
     [{ ROUTINELY_LOCK_TTL_SECONDS: '0' }, /ROUTINELY_LOCK_TTL_SECONDS: "0"/],
-    [{ ROUTINELY_LOCK_REFRESH_SECONDS: '40' }, /ROUTINELY_LOCK_REFRESH_SECONDS: 40 must be below the lock TTL \/ 2 \(TTL 60s\)/],
+    [
+      { ROUTINELY_LOCK_REFRESH_SECONDS: '40' },
+      /ROUTINELY_LOCK_REFRESH_SECONDS: 40 must be below the lock TTL \/ 2 \(TTL 60s\)/,
+    ],
     [{ ROUTINELY_LOCK_REFRESH_SECONDS: '-1' }, /ROUTINELY_LOCK_REFRESH_SECONDS: "-1"/],
   ])('%j', async (env, message) => {
     const project = testProject();
@@ -23,7 +29,10 @@ describe('validate checks the environment overrides as every command does', () =
   it('good overrides pass', async () => {
     const project = testProject();
     mkdirSync(join(project, 'state'));
-    const r = await runCli(['validate'], { cwd: project, env: { ROUTINELY_LOCK_TTL_SECONDS: '30', ROUTINELY_STATE_DIR: 'state', ROUTINELY_LOCK_DIR: 'state/locks' } });
+    const r = await runCli(['validate'], {
+      cwd: project,
+      env: { ROUTINELY_LOCK_TTL_SECONDS: '30', ROUTINELY_STATE_DIR: 'state', ROUTINELY_LOCK_DIR: 'state/locks' },
+    });
     expect(r).toMatchObject({ code: 0, stderr: '' });
   });
 });

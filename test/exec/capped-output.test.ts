@@ -14,7 +14,7 @@ function capture(cap: number, chunks: Buffer[]): { text: string; cut: number } {
   return { text: readFileSync(file, 'latin1'), cut };
 }
 
-describe('CappedOutput: a run\'s output bounded to runLogBytes (SPEC §3)', () => {
+describe("CappedOutput: a run's output bounded to runLogBytes (SPEC §3)", () => {
   it('output within the cap is kept whole, byte for byte, with no cut line', () => {
     const chunks = Array.from({ length: 50 }, (_, i) => Buffer.from(`line ${i}\n`));
     const r = capture(4096, chunks);
@@ -26,7 +26,9 @@ describe('CappedOutput: a run\'s output bounded to runLogBytes (SPEC §3)', () =
     // chunk sizes that do not line up with the halves
     const sizes = Array.from({ length: 400 }, (_, i) => 1 + ((i * 7919) % 997));
     let n = 0;
-    const chunks = sizes.map((s) => Buffer.from(Array.from({ length: s }, () => String.fromCharCode(33 + (n++ % 90))).join('')));
+    const chunks = sizes.map((s) =>
+      Buffer.from(Array.from({ length: s }, () => String.fromCharCode(33 + (n++ % 90))).join('')),
+    );
     const all = Buffer.concat(chunks).toString('latin1');
     const cap = 16 * 1024;
     const r = capture(cap, chunks);

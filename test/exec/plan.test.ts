@@ -9,22 +9,39 @@ const never = () => false;
 describe('tasksToStart', () => {
   it('respects the overall cap and keeps definition order', () => {
     const tasks = [t('a'), t('b'), t('c')];
-    expect(tasksToStart(tasks, status({ a: 'pending', b: 'pending', c: 'pending' }), never, { parallel: 2, providers: {} })).toEqual(['a', 'b']);
-    expect(tasksToStart(tasks, status({ a: 'running', b: 'pending', c: 'pending' }), never, { parallel: 2, providers: {} })).toEqual(['b']);
+    expect(
+      tasksToStart(tasks, status({ a: 'pending', b: 'pending', c: 'pending' }), never, { parallel: 2, providers: {} }),
+    ).toEqual(['a', 'b']);
+    expect(
+      tasksToStart(tasks, status({ a: 'running', b: 'pending', c: 'pending' }), never, { parallel: 2, providers: {} }),
+    ).toEqual(['b']);
   });
 
   it('respects per-provider caps while other providers use the free slots', () => {
     const tasks = [t('r1', [], 'agent'), t('r2', [], 'agent'), t('b1'), t('b2')];
     const caps = { parallel: 4, providers: { agent: { maxConcurrency: 1 } } };
-    expect(tasksToStart(tasks, status({ r1: 'pending', r2: 'pending', b1: 'pending', b2: 'pending' }), never, caps)).toEqual(['r1', 'b1', 'b2']);
-    expect(tasksToStart(tasks, status({ r1: 'running', r2: 'pending', b1: 'succeeded', b2: 'running' }), never, caps)).toEqual([]);
+    expect(
+      tasksToStart(tasks, status({ r1: 'pending', r2: 'pending', b1: 'pending', b2: 'pending' }), never, caps),
+    ).toEqual(['r1', 'b1', 'b2']);
+    expect(
+      tasksToStart(tasks, status({ r1: 'running', r2: 'pending', b1: 'succeeded', b2: 'running' }), never, caps),
+    ).toEqual([]);
   });
 
   it('starts a task only when its dependencies succeeded, here or before the run', () => {
     const tasks = [t('build'), t('docs', ['build']), t('deploy', ['lint'])];
     const caps = { parallel: 4, providers: {} };
-    expect(tasksToStart(tasks, status({ build: 'running', docs: 'pending', deploy: 'pending' }), never, caps)).toEqual([]);
-    expect(tasksToStart(tasks, status({ build: 'succeeded', docs: 'pending', deploy: 'pending' }), (id) => id === 'lint', caps)).toEqual(['docs', 'deploy']);
+    expect(tasksToStart(tasks, status({ build: 'running', docs: 'pending', deploy: 'pending' }), never, caps)).toEqual(
+      [],
+    );
+    expect(
+      tasksToStart(
+        tasks,
+        status({ build: 'succeeded', docs: 'pending', deploy: 'pending' }),
+        (id) => id === 'lint',
+        caps,
+      ),
+    ).toEqual(['docs', 'deploy']);
   });
 });
 
@@ -46,6 +63,10 @@ describe('blockedTasks', () => {
 
 describe('dependencyOrder', () => {
   it('puts dependencies first and is otherwise stable', () => {
-    expect(dependencyOrder([t('docs', ['build']), t('lint'), t('build')]).map((x) => x.id)).toEqual(['build', 'docs', 'lint']);
+    expect(dependencyOrder([t('docs', ['build']), t('lint'), t('build')]).map((x) => x.id)).toEqual([
+      'build',
+      'docs',
+      'lint',
+    ]);
   });
 });

@@ -7,10 +7,33 @@ import type { RunState } from '../../src/exec/run-state.js';
 import { testdir } from '../helpers/testdir.js';
 
 const state = (gen = 3): RunState => ({
-  version: 1, run_id: 'r-20261129T190000Z-aaaa', status: 'RUNNING', command: 'exec run', routine: null, generation: gen,
-  lock_id: 'a'.repeat(32), owner: { pid: 4242, host: 'h', boot_id: null, start_time: null }, attempt: 1, parallel: 1,
-  created_at: 't', updated_at: 't', finished_at: null,
-  tasks: { a: { status: 'pending', provider: 'default', attempts: 0, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: 'a.log', hash: 'h' } },
+  version: 1,
+  run_id: 'r-20261129T190000Z-aaaa',
+  status: 'RUNNING',
+  command: 'exec run',
+  routine: null,
+  generation: gen,
+  lock_id: 'a'.repeat(32),
+  owner: { pid: 4242, host: 'h', boot_id: null, start_time: null },
+  attempt: 1,
+  parallel: 1,
+  created_at: 't',
+  updated_at: 't',
+  finished_at: null,
+  tasks: {
+    a: {
+      status: 'pending',
+      provider: 'default',
+      attempts: 0,
+      started_at: null,
+      finished_at: null,
+      duration_ms: null,
+      exit_code: null,
+      signal: null,
+      log: 'a.log',
+      hash: 'h',
+    },
+  },
 });
 const open = { append: () => true, snapshot: () => true };
 

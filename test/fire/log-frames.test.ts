@@ -11,25 +11,54 @@ const B = 'r-20261130T120100Z-bbbb';
 const C = 'r-20261130T120200Z-cccc';
 const T = '2026-11-30T12:00:00.000Z';
 const start = (run: string | null, id = 'job'): string => startFrame(id, run, T, T, 'schedule');
-const end = (run: string | null, result: 'success' | 'failure' = 'success', id = 'job', reason: string | null = null): string =>
-  endFrame(id, { run_id: run, finished_at: T, result, reason, duration_ms: 1234 });
+const end = (
+  run: string | null,
+  result: 'success' | 'failure' = 'success',
+  id = 'job',
+  reason: string | null = null,
+): string => endFrame(id, { run_id: run, finished_at: T, result, reason, duration_ms: 1234 });
 
 /** The lines of `log` that RunFilter picks for `run`. */
 function pick(log: string, run: string): { out: string; found: boolean; complete: boolean; waiting: boolean } {
   const f = new RunFilter('job', run);
   const lines = log.split(/(?<=\n)/).filter((l) => l !== '');
-  const out = lines.flatMap((l) => f.push(Buffer.from(l))).map((b) => b.toString()).join('');
+  const out = lines
+    .flatMap((l) => f.push(Buffer.from(l)))
+    .map((b) => b.toString())
+    .join('');
   return { out, found: f.found, complete: f.complete, waiting: f.waiting };
 }
 
 describe('parseFrame', () => {
   it("reads back firing.ts's frames", () => {
-    expect(parseFrame(start(A).trimEnd())).toEqual({ kind: 'start', routine: 'job', runId: A, startedAt: T, scheduledAt: T, trigger: 'schedule' });
-    expect(parseFrame(startFrame('job', null, T, T, 'retry').trimEnd())).toMatchObject({ kind: 'start', runId: null, trigger: 'retry' });
-    expect(parseFrame(end(A, 'failure', 'job', 'exit code 3 (from (sh))').trimEnd())).toEqual({
-      kind: 'end', routine: 'job', runId: A, finishedAt: T, result: 'failure', reason: 'exit code 3 (from (sh))', seconds: 1.2,
+    expect(parseFrame(start(A).trimEnd())).toEqual({
+      kind: 'start',
+      routine: 'job',
+      runId: A,
+      startedAt: T,
+      scheduledAt: T,
+      trigger: 'schedule',
     });
-    expect(parseFrame(end(null).trimEnd())).toMatchObject({ kind: 'end', runId: null, result: 'success', reason: null });
+    expect(parseFrame(startFrame('job', null, T, T, 'retry').trimEnd())).toMatchObject({
+      kind: 'start',
+      runId: null,
+      trigger: 'retry',
+    });
+    expect(parseFrame(end(A, 'failure', 'job', 'exit code 3 (from (sh))').trimEnd())).toEqual({
+      kind: 'end',
+      routine: 'job',
+      runId: A,
+      finishedAt: T,
+      result: 'failure',
+      reason: 'exit code 3 (from (sh))',
+      seconds: 1.2,
+    });
+    expect(parseFrame(end(null).trimEnd())).toMatchObject({
+      kind: 'end',
+      runId: null,
+      result: 'success',
+      reason: null,
+    });
   });
 
   it('finds a frame after output that had no final newline; plain output is no frame', () => {
@@ -40,10 +69,17 @@ describe('parseFrame', () => {
 });
 
 describe('RunFilter', () => {
-  const log = [start(A), 'a1\n', 'a2\n', end(A), start(B), 'b1\n', end(B, 'failure'), start(C), 'c1\n', end(C)].join('');
+  const log = [start(A), 'a1\n', 'a2\n', end(A), start(B), 'b1\n', end(B, 'failure'), start(C), 'c1\n', end(C)].join(
+    '',
+  );
 
   it("picks one run's section, frames included", () => {
-    expect(pick(log, B)).toEqual({ out: [start(B), 'b1\n', end(B, 'failure')].join(''), found: true, complete: true, waiting: false });
+    expect(pick(log, B)).toEqual({
+      out: [start(B), 'b1\n', end(B, 'failure')].join(''),
+      found: true,
+      complete: true,
+      waiting: false,
+    });
     expect(pick(log, A).out).toBe([start(A), 'a1\n', 'a2\n', end(A)].join(''));
   });
 
@@ -52,7 +88,17 @@ describe('RunFilter', () => {
   });
 
   it("an exec action's pending start is matched by the end frame that names the run", () => {
-    const exec = [start(A), 'a1\n', end(A), start(null), 'task output\n', end(B), start(null), 'other\n', end(null)].join('');
+    const exec = [
+      start(A),
+      'a1\n',
+      end(A),
+      start(null),
+      'task output\n',
+      end(B),
+      start(null),
+      'other\n',
+      end(null),
+    ].join('');
     expect(pick(exec, B).out).toBe([start(null), 'task output\n', end(B)].join(''));
     expect(pick(exec, A).out).toBe([start(A), 'a1\n', end(A)].join(''));
   });
@@ -65,16 +111,25 @@ describe('RunFilter', () => {
 
   it("a run killed without its end frame ends where the next run's start frame begins", () => {
     const killed = [start(A), 'a1\n', 'half a li', start(B), 'b1\n', end(B)].join('');
-    expect(pick(killed, A)).toMatchObject({ out: [start(A), 'a1\n', 'half a li\n'].join(''), found: true, complete: false });
+    expect(pick(killed, A)).toMatchObject({
+      out: [start(A), 'a1\n', 'half a li\n'].join(''),
+      found: true,
+      complete: false,
+    });
     expect(pick(killed, B).out).toBe([start(B), 'b1\n', end(B)].join(''));
   });
 
   it('output without a start frame (its start rotated away) belongs to the end frame that follows', () => {
-    expect(pick(['tail of a1\n', end(A), start(B), 'b\n', end(B)].join(''), A).out).toBe(['tail of a1\n', end(A)].join(''));
+    expect(pick(['tail of a1\n', end(A), start(B), 'b\n', end(B)].join(''), A).out).toBe(
+      ['tail of a1\n', end(A)].join(''),
+    );
   });
 
   it('an end frame after output without a newline is found; the line is kept whole', () => {
-    expect(pick([start(A), `no newline${end(A, 'failure')}`].join(''), A)).toMatchObject({ out: [start(A), `no newline${end(A, 'failure')}`].join(''), complete: true });
+    expect(pick([start(A), `no newline${end(A, 'failure')}`].join(''), A)).toMatchObject({
+      out: [start(A), `no newline${end(A, 'failure')}`].join(''),
+      complete: true,
+    });
   });
 
   it("another routine's frames (in its output) are output, not frames", () => {

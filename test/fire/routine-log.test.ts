@@ -14,7 +14,17 @@ import { testdir } from '../helpers/testdir.js';
 
 const T = '2026-11-30T12:00:00.000Z';
 const run = (id: string, out: string[], result: 'success' | 'failure' = 'success'): string =>
-  [startFrame('job', id, T, T, 'schedule'), ...out.map((l) => `${l}\n`), endFrame('job', { run_id: id, finished_at: T, result, reason: result === 'failure' ? 'exit code 1' : null, duration_ms: 100 })].join('');
+  [
+    startFrame('job', id, T, T, 'schedule'),
+    ...out.map((l) => `${l}\n`),
+    endFrame('job', {
+      run_id: id,
+      finished_at: T,
+      result,
+      reason: result === 'failure' ? 'exit code 1' : null,
+      duration_ms: 100,
+    }),
+  ].join('');
 const R1 = 'r-20261130T120000Z-0001';
 const R2 = 'r-20261130T120100Z-0002';
 const R3 = 'r-20261130T120200Z-0003';
@@ -28,7 +38,12 @@ function state(): { stateDir: string; log: string } {
 async function show(v: Omit<LogView, 'write' | 'notice' | 'id'> & { id?: string }) {
   let out = '';
   const notices: string[] = [];
-  const r = await showRoutineLog({ id: 'job', ...v, write: (b) => (out += b.toString()), notice: (m) => notices.push(m) });
+  const r = await showRoutineLog({
+    id: 'job',
+    ...v,
+    write: (b) => (out += b.toString()),
+    notice: (m) => notices.push(m),
+  });
   return { r, out, notices };
 }
 
@@ -47,14 +62,22 @@ describe('showRoutineLog', () => {
     expect(out).toBe(run(R1, ['one']) + run(R2, ['two']) + run(R3, ['three'], 'failure'));
   });
 
-  it('--lines N: the last N lines; --run: that run only, from either file; both: the run\'s last lines', async () => {
+  it("--lines N: the last N lines; --run: that run only, from either file; both: the run's last lines", async () => {
     const s = state();
     writeFileSync(`${s.log}.1`, run(R1, ['one']));
     writeFileSync(s.log, run(R2, ['a', 'b', 'c']));
     expect((await show({ stateDir: s.stateDir, lines: 2 })).out).toBe(`c\n${run(R2, []).split('\n')[1]}\n`);
     expect((await show({ stateDir: s.stateDir, runId: R1 })).out).toBe(run(R1, ['one']));
-    expect((await show({ stateDir: s.stateDir, runId: R2, lines: 3 })).out).toBe(run(R2, ['a', 'b', 'c']).split(/(?<=\n)/).slice(-3).join(''));
-    expect((await show({ stateDir: s.stateDir, runId: R3 })).r).toMatchObject({ kind: 'run-not-found', inProgress: false });
+    expect((await show({ stateDir: s.stateDir, runId: R2, lines: 3 })).out).toBe(
+      run(R2, ['a', 'b', 'c'])
+        .split(/(?<=\n)/)
+        .slice(-3)
+        .join(''),
+    );
+    expect((await show({ stateDir: s.stateDir, runId: R3 })).r).toMatchObject({
+      kind: 'run-not-found',
+      inProgress: false,
+    });
   });
 
   it('a routine without a log yet; an id that is not one is never a path', async () => {
@@ -68,13 +91,22 @@ describe('showRoutineLog', () => {
     const secret = join(testdir(), 'secret');
     writeFileSync(secret, 'secret\n');
     symlinkSync(secret, s.log);
-    await expect(show({ stateDir: s.stateDir })).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/job\.log is a symbolic link; refusing to read it/) });
+    await expect(show({ stateDir: s.stateDir })).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/job\.log is a symbolic link; refusing to read it/),
+    });
     const f = state();
     execFileSync('mkfifo', [`${f.log}.1`]);
-    await expect(show({ stateDir: f.stateDir })).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/job\.log\.1 is a FIFO, not a regular file/) });
+    await expect(show({ stateDir: f.stateDir })).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/job\.log\.1 is a FIFO, not a regular file/),
+    });
     const g = state();
     execFileSync('chmod', ['777', join(g.stateDir, 'logs')]);
-    await expect(show({ stateDir: g.stateDir })).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/logs is writable by .*other users/) });
+    await expect(show({ stateDir: g.stateDir })).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/logs is writable by .*other users/),
+    });
   });
 
   it('--follow: the last 10 lines, then what is written, through rotation and truncation, until aborted', async () => {
@@ -83,7 +115,15 @@ describe('showRoutineLog', () => {
     const stop = new AbortController();
     let out = '';
     const notices: string[] = [];
-    const following = showRoutineLog({ stateDir: s.stateDir, id: 'job', follow: true, signal: stop.signal, pollMs: 20, write: (b) => (out += b.toString()), notice: (m) => notices.push(m) });
+    const following = showRoutineLog({
+      stateDir: s.stateDir,
+      id: 'job',
+      follow: true,
+      signal: stop.signal,
+      pollMs: 20,
+      write: (b) => (out += b.toString()),
+      notice: (m) => notices.push(m),
+    });
     await eventually(() => out.includes('old 29'), 10_000, 'the last lines');
     expect(out).toBe(Array.from({ length: 10 }, (_, i) => `old ${20 + i}\n`).join(''));
     appendFileSync(s.log, 'partial ');
@@ -99,7 +139,12 @@ describe('showRoutineLog', () => {
     expect(out.indexOf('last of the old file')).toBeLessThan(out.indexOf('first of the new file'));
     truncateSync(s.log, 0);
     appendFileSync(s.log, 'after truncation\n');
-    await eventually(() => out.endsWith('after truncation\n'), 10_000, 'after truncation', () => out);
+    await eventually(
+      () => out.endsWith('after truncation\n'),
+      10_000,
+      'after truncation',
+      () => out,
+    );
     expect(notices.join('\n')).toMatch(/was truncated; reading it from its start/);
     stop.abort();
     expect(await following).toEqual({ kind: 'stopped' });
@@ -110,7 +155,15 @@ describe('showRoutineLog', () => {
     const stop = new AbortController();
     let out = '';
     const notices: string[] = [];
-    const following = showRoutineLog({ stateDir: s.stateDir, id: 'job', follow: true, signal: stop.signal, pollMs: 20, write: (b) => (out += b.toString()), notice: (m) => notices.push(m) });
+    const following = showRoutineLog({
+      stateDir: s.stateDir,
+      id: 'job',
+      follow: true,
+      signal: stop.signal,
+      pollMs: 20,
+      write: (b) => (out += b.toString()),
+      notice: (m) => notices.push(m),
+    });
     await eventually(() => notices.length > 0, 10_000, 'the notice');
     expect(notices).toEqual(['no output logged for job yet; waiting for it']);
     writeFileSync(s.log, 'hello\n', { mode: 0o600 });
@@ -123,13 +176,28 @@ describe('showRoutineLog', () => {
     const s = state();
     writeFileSync(s.log, run(R1, ['one']) + startFrame('job', R2, T, T, 'manual') + 'working\n', { mode: 0o600 });
     let out = '';
-    const following = showRoutineLog({ stateDir: s.stateDir, id: 'job', runId: R2, follow: true, pollMs: 20, write: (b) => (out += b.toString()), notice: () => {} });
+    const following = showRoutineLog({
+      stateDir: s.stateDir,
+      id: 'job',
+      runId: R2,
+      follow: true,
+      pollMs: 20,
+      write: (b) => (out += b.toString()),
+      notice: () => {},
+    });
     await eventually(() => out.includes('working'), 10_000, 'the run so far');
     expect(out).toBe(`${startFrame('job', R2, T, T, 'manual')}working\n`);
     appendFileSync(s.log, 'almost');
-    appendFileSync(s.log, ' done\n' + endFrame('job', { run_id: R2, finished_at: T, result: 'success', reason: null, duration_ms: 5 }) + run(R3, ['next run']));
+    appendFileSync(
+      s.log,
+      ' done\n' +
+        endFrame('job', { run_id: R2, finished_at: T, result: 'success', reason: null, duration_ms: 5 }) +
+        run(R3, ['next run']),
+    );
     expect(await following).toEqual({ kind: 'run-ended' });
-    expect(out).toBe(`${startFrame('job', R2, T, T, 'manual')}working\nalmost done\n${endFrame('job', { run_id: R2, finished_at: T, result: 'success', reason: null, duration_ms: 5 })}`);
+    expect(out).toBe(
+      `${startFrame('job', R2, T, T, 'manual')}working\nalmost done\n${endFrame('job', { run_id: R2, finished_at: T, result: 'success', reason: null, duration_ms: 5 })}`,
+    );
     const done = await show({ stateDir: s.stateDir, runId: R1, follow: true });
     expect(done).toMatchObject({ r: { kind: 'shown' }, out: run(R1, ['one']) });
   });
@@ -139,13 +207,32 @@ describe('showRoutineLog', () => {
     writeFileSync(s.log, `${startFrame('job', null, T, T, 'schedule')}task output\n`, { mode: 0o600 });
     let out = '';
     const notices: string[] = [];
-    const following = showRoutineLog({ stateDir: s.stateDir, id: 'job', runId: R2, follow: true, pollMs: 20, write: (b) => (out += b.toString()), notice: (m) => notices.push(m) });
+    const following = showRoutineLog({
+      stateDir: s.stateDir,
+      id: 'job',
+      runId: R2,
+      follow: true,
+      pollMs: 20,
+      write: (b) => (out += b.toString()),
+      notice: (m) => notices.push(m),
+    });
     await eventually(() => notices.length > 0, 10_000, 'the notice');
     expect(notices[0]).toMatch(/waiting for the run in progress to end/);
     expect(out).toBe('');
-    appendFileSync(s.log, endFrame('job', { run_id: R2, finished_at: T, result: 'failure', reason: 'failed: 1 of 1 tasks failed', duration_ms: 5 }));
+    appendFileSync(
+      s.log,
+      endFrame('job', {
+        run_id: R2,
+        finished_at: T,
+        result: 'failure',
+        reason: 'failed: 1 of 1 tasks failed',
+        duration_ms: 5,
+      }),
+    );
     expect(await following).toEqual({ kind: 'run-ended' });
-    expect(out).toMatch(/^--- routinely: job run pending started .*\ntask output\n--- routinely: job run r-20261130T120100Z-0002 finished .*: failure \(failed: 1 of 1 tasks failed\) in 0\.0s ---\n$/);
+    expect(out).toMatch(
+      /^--- routinely: job run pending started .*\ntask output\n--- routinely: job run r-20261130T120100Z-0002 finished .*: failure \(failed: 1 of 1 tasks failed\) in 0\.0s ---\n$/,
+    );
     // without a run in progress, an unknown run is an error at once, also with --follow
     expect((await show({ stateDir: s.stateDir, runId: R3, follow: true })).r).toMatchObject({ kind: 'run-not-found' });
   });

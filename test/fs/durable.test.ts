@@ -57,8 +57,14 @@ function expectIoError(fn: () => unknown, file: RegExp): void {
 }
 
 const fire = (i: number): Fire => ({
-  result: 'success', reason: null, scheduled_at: new Date(1_800_000_000_000 + i).toISOString(), started_at: new Date(1_800_000_000_000 + i).toISOString(),
-  finished_at: new Date(1_800_000_000_100 + i).toISOString(), duration_ms: 100, exit_code: 0, run_id: `r-${i}`,
+  result: 'success',
+  reason: null,
+  scheduled_at: new Date(1_800_000_000_000 + i).toISOString(),
+  started_at: new Date(1_800_000_000_000 + i).toISOString(),
+  finished_at: new Date(1_800_000_000_100 + i).toISOString(),
+  duration_ms: 100,
+  exit_code: 0,
+  run_id: `r-${i}`,
 });
 
 describe('writeFileDurable', () => {
@@ -70,18 +76,18 @@ describe('writeFileDurable', () => {
     expect(readFileSync(path, 'utf8')).toBe(text);
   });
 
-  it.each([['ENOSPC', /no space left on device writing .*state\.json/], ['EIO', /input\/output error writing .*state\.json/]])(
-    '%s part-way leaves the previous file intact, no temp file, exit 74 naming the file',
-    (code, message) => {
-      const dir = testdir();
-      const path = join(dir, 'state.json');
-      writeFileSync(path, 'previous');
-      failAfter(4096, code);
-      expectIoError(() => writeFileDurable(path, 'y'.repeat(10_000)), message);
-      expect(readFileSync(path, 'utf8')).toBe('previous');
-      expect(readdirSync(dir)).toEqual(['state.json']);
-    },
-  );
+  it.each([
+    ['ENOSPC', /no space left on device writing .*state\.json/],
+    ['EIO', /input\/output error writing .*state\.json/],
+  ])('%s part-way leaves the previous file intact, no temp file, exit 74 naming the file', (code, message) => {
+    const dir = testdir();
+    const path = join(dir, 'state.json');
+    writeFileSync(path, 'previous');
+    failAfter(4096, code);
+    expectIoError(() => writeFileDurable(path, 'y'.repeat(10_000)), message);
+    expect(readFileSync(path, 'utf8')).toBe('previous');
+    expect(readdirSync(dir)).toEqual(['state.json']);
+  });
 
   it('removes temp files of killed writers when asked (under the writer lock)', () => {
     const dir = testdir();
@@ -111,7 +117,9 @@ describe('appends', () => {
 
 describe('each state writer under a full disk', () => {
   function project() {
-    return loadProject({ cwd: testProject({ routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] }) });
+    return loadProject({
+      cwd: testProject({ routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] }),
+    });
   }
 
   it('routine history: the fire is not recorded, exit 74 names the history file; the index is untouched', async () => {
@@ -119,7 +127,9 @@ describe('each state writer under a full disk', () => {
     await recordFire(p, 'a', fire(1));
     const before = readFileSync(indexPath(p, 'a'), 'utf8');
     failAfter(10);
-    await expect(recordFire(p, 'a', fire(2))).rejects.toThrow(/no space left on device appending to .*history\/a\.jsonl/);
+    await expect(recordFire(p, 'a', fire(2))).rejects.toThrow(
+      /no space left on device appending to .*history\/a\.jsonl/,
+    );
     restore?.();
     restore = null;
     expect(readFileSync(indexPath(p, 'a'), 'utf8')).toBe(before);
@@ -128,7 +138,7 @@ describe('each state writer under a full disk', () => {
     expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
   });
 
-  it('a routine\'s index: the fact is recorded in history, the index write fails with a warning and is rebuilt', async () => {
+  it("a routine's index: the fact is recorded in history, the index write fails with a warning and is rebuilt", async () => {
     const p = project();
     await recordFire(p, 'a', fire(1));
     const before = readFileSync(indexPath(p, 'a'), 'utf8');
@@ -138,7 +148,9 @@ describe('each state writer under a full disk', () => {
     await recordFire(p, 'a', fire(2), (m) => warnings.push(m));
     restore?.();
     restore = null;
-    expect(warnings.join()).toMatch(/no space left on device writing .*history\/a\.index; the fact is recorded in .*a\.jsonl/);
+    expect(warnings.join()).toMatch(
+      /no space left on device writing .*history\/a\.index; the fact is recorded in .*a\.jsonl/,
+    );
     expect(readFileSync(indexPath(p, 'a'), 'utf8')).toBe(before);
     expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
     expect(readFileSync(historyPath(p.stateDir, 'a'), 'utf8').trim().split('\n')).toHaveLength(2);
@@ -163,7 +175,9 @@ describe('each state writer under a full disk', () => {
     await saveRegistry(path, { ...emptyRegistry(), generation: 3 }, 'now');
     const before = readFileSync(path, 'utf8');
     failAfter(20);
-    await expect(saveRegistry(path, { ...emptyRegistry(), generation: 4 }, 'later')).rejects.toThrow(/no space left on device writing .*tasks\.json/);
+    await expect(saveRegistry(path, { ...emptyRegistry(), generation: 4 }, 'later')).rejects.toThrow(
+      /no space left on device writing .*tasks\.json/,
+    );
     restore?.();
     restore = null;
     expect(readFileSync(path, 'utf8')).toBe(before);
@@ -173,18 +187,52 @@ describe('each state writer under a full disk', () => {
   it('a run: a failed snapshot leaves the last good one, and the journal still tells the rest', async () => {
     const runs = join(testdir(), 'runs');
     const state: RunState = {
-      version: 1, run_id: 'r-20261130T000000Z-abcd', status: 'RUNNING', command: 'exec run', routine: null, generation: 1,
-      lock_id: 'a'.repeat(32), owner: { pid: process.pid, host: 'h', boot_id: null, start_time: null }, attempt: 1, parallel: 1,
-      created_at: 'c', updated_at: 'c', finished_at: null,
-      tasks: { t: { status: 'pending', provider: 'default', attempts: 0, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: 't.log', hash: 'h' } },
+      version: 1,
+      run_id: 'r-20261130T000000Z-abcd',
+      status: 'RUNNING',
+      command: 'exec run',
+      routine: null,
+      generation: 1,
+      lock_id: 'a'.repeat(32),
+      owner: { pid: process.pid, host: 'h', boot_id: null, start_time: null },
+      attempt: 1,
+      parallel: 1,
+      created_at: 'c',
+      updated_at: 'c',
+      finished_at: null,
+      tasks: {
+        t: {
+          status: 'pending',
+          provider: 'default',
+          attempts: 0,
+          started_at: null,
+          finished_at: null,
+          duration_ms: null,
+          exit_code: null,
+          signal: null,
+          log: 't.log',
+          hash: 'h',
+        },
+      },
     };
     const store = new RunStore(runs, state.run_id, { append: () => true, snapshot: () => true });
     await store.create(state);
     store.append({ type: 'task-started', gen: 1, at: 'a', task: 't' });
-    store.append({ type: 'task-finished', gen: 1, at: 'b', task: 't', status: 'succeeded', exit_code: 0, signal: null, duration_ms: 5 });
+    store.append({
+      type: 'task-finished',
+      gen: 1,
+      at: 'b',
+      task: 't',
+      status: 'succeeded',
+      exit_code: 0,
+      signal: null,
+      duration_ms: 5,
+    });
     store.append({ type: 'run-finished', gen: 1, at: 'c', status: 'SUCCEEDED' });
     failAfter(50);
-    await expect(store.snapshot({ ...state, status: 'SUCCEEDED' })).rejects.toThrow(/no space left on device writing .*run\.json/);
+    await expect(store.snapshot({ ...state, status: 'SUCCEEDED' })).rejects.toThrow(
+      /no space left on device writing .*run\.json/,
+    );
     restore?.();
     restore = null;
     await store.close();
@@ -197,17 +245,53 @@ describe('each state writer under a full disk', () => {
     const runs = join(testdir(), 'runs');
     const id = 'r-20261130T000000Z-beef';
     const state = {
-      version: 1, run_id: id, status: 'RUNNING', command: 'exec run', routine: null, generation: 1, lock_id: 'a'.repeat(32),
-      owner: { pid: 4242, host: 'h', boot_id: null, start_time: null }, attempt: 1, parallel: 1, created_at: 'c', updated_at: 'c', finished_at: null,
-      tasks: { t: { status: 'pending', provider: 'default', attempts: 0, started_at: null, finished_at: null, duration_ms: null, exit_code: null, signal: null, log: 't.log', hash: 'h' } },
+      version: 1,
+      run_id: id,
+      status: 'RUNNING',
+      command: 'exec run',
+      routine: null,
+      generation: 1,
+      lock_id: 'a'.repeat(32),
+      owner: { pid: 4242, host: 'h', boot_id: null, start_time: null },
+      attempt: 1,
+      parallel: 1,
+      created_at: 'c',
+      updated_at: 'c',
+      finished_at: null,
+      tasks: {
+        t: {
+          status: 'pending',
+          provider: 'default',
+          attempts: 0,
+          started_at: null,
+          finished_at: null,
+          duration_ms: null,
+          exit_code: null,
+          signal: null,
+          log: 't.log',
+          hash: 'h',
+        },
+      },
     } satisfies RunState;
     const store = new RunStore(runs, id, { append: () => true, snapshot: () => true });
     await store.create(state);
     failAfter(10);
-    expectIoError(() => store.append({ type: 'task-started', gen: 1, at: 'a', task: 't' }), /no space left on device appending to .*journal\.jsonl/);
+    expectIoError(
+      () => store.append({ type: 'task-started', gen: 1, at: 'a', task: 't' }),
+      /no space left on device appending to .*journal\.jsonl/,
+    );
     restore?.();
     restore = null;
-    store.append({ type: 'task-finished', gen: 1, at: 'b', task: 't', status: 'failed', exit_code: 1, signal: null, duration_ms: 5 });
+    store.append({
+      type: 'task-finished',
+      gen: 1,
+      at: 'b',
+      task: 't',
+      status: 'failed',
+      exit_code: 1,
+      signal: null,
+      duration_ms: 5,
+    });
     await store.close();
     expect(loadRun(runs, id)!.tasks.t?.status).toBe('failed');
   });

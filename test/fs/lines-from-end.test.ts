@@ -11,7 +11,11 @@ describe('linesFromEnd', () => {
   it('gives every line, last first, across block boundaries and multi-byte characters', () => {
     const dir = testdir();
     const lines = Array.from({ length: 200 }, (_, i) => `${i} ${'é€𝄞'.repeat(i % 7)} ${'x'.repeat(i % 13)}`);
-    for (const [name, text] of [['with.txt', `${lines.join('\n')}\n`], ['without.txt', lines.join('\n')], ['gaps.txt', `\n\n${lines.join('\n\n')}\n\n`]] as const) {
+    for (const [name, text] of [
+      ['with.txt', `${lines.join('\n')}\n`],
+      ['without.txt', lines.join('\n')],
+      ['gaps.txt', `\n\n${lines.join('\n\n')}\n\n`],
+    ] as const) {
       writeFileSync(join(dir, name), text);
       for (const block of [1, 2, 3, 7, 64, 8192]) {
         const read = [...linesFromEnd(join(dir, name), block)].filter((l) => l.length > 0);

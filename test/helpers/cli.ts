@@ -149,7 +149,12 @@ export function processRuns(pid: number): boolean {
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `fn` until it returns true (behaviour, not timing: the limit only prevents a hang). */
-export async function eventually(fn: () => boolean | Promise<boolean>, limitMs = 15_000, what = 'condition', detail?: () => string): Promise<void> {
+export async function eventually(
+  fn: () => boolean | Promise<boolean>,
+  limitMs = 15_000,
+  what = 'condition',
+  detail?: () => string,
+): Promise<void> {
   const deadline = Date.now() + limitMs;
   while (!(await fn())) {
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}${detail ? `\n${detail()}` : ''}`);
@@ -160,13 +165,22 @@ export async function eventually(fn: () => boolean | Promise<boolean>, limitMs =
 /** Waits until `file` holds a whole line matching `pattern` and returns the match. A shell's
  * `echo … > file` creates the file before its write lands, so a test that waits for the file
  * alone can read it empty. */
-export async function lineIn(file: string, pattern: RegExp, limitMs = 15_000, what = `a line in ${file}`): Promise<RegExpExecArray> {
+export async function lineIn(
+  file: string,
+  pattern: RegExp,
+  limitMs = 15_000,
+  what = `a line in ${file}`,
+): Promise<RegExpExecArray> {
   const whole = new RegExp(`${pattern.source}\\n`, pattern.flags.replace('g', ''));
   let found: RegExpExecArray | null = null;
-  await eventually(() => {
-    found = existsSync(file) ? whole.exec(readFileSync(file, 'utf8')) : null;
-    return found !== null;
-  }, limitMs, what);
+  await eventually(
+    () => {
+      found = existsSync(file) ? whole.exec(readFileSync(file, 'utf8')) : null;
+      return found !== null;
+    },
+    limitMs,
+    what,
+  );
   return found!;
 }
 
@@ -182,7 +196,8 @@ export async function heartbeatWritten(cwd: string, env: Record<string, string>,
     const rec = (JSON.parse(r.stdout || 'null') as { record?: { heartbeat_at: number } | null } | null)?.record;
     if (rec && first === null) first = rec.heartbeat_at;
     else if (rec && first !== null && rec.heartbeat_at > first) return;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for a heartbeat of the exec lock's holder:\n${r.stdout}${r.stderr}`);
+    if (Date.now() > deadline)
+      throw new Error(`gave up waiting for a heartbeat of the exec lock's holder:\n${r.stdout}${r.stderr}`);
     await sleep(50);
   }
 }

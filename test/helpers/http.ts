@@ -9,7 +9,12 @@ export interface HttpAnswer {
   body: string;
 }
 
-export function httpGet(url: string, headers: Record<string, string> = {}, method = 'GET', body?: string): Promise<HttpAnswer> {
+export function httpGet(
+  url: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+  body?: string,
+): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method, headers, timeout: 20_000 }, (res) => {
       let body = '';
@@ -30,7 +35,11 @@ export function sample(text: string, name: string, labels: Record<string, string
     if (!m || m[1] !== name) continue;
     const got: Record<string, string> = {};
     for (const l of (m[2] ?? '').matchAll(/([a-z_][a-z0-9_]*)="((?:[^"\\]|\\.)*)"/gi)) got[l[1]!] = l[2]!;
-    if (Object.keys(labels).length === Object.keys(got).length && Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
+    if (
+      Object.keys(labels).length === Object.keys(got).length &&
+      Object.entries(labels).every(([k, v]) => got[k] === v)
+    )
+      return Number(m[3]);
   }
   return undefined;
 }

@@ -12,7 +12,10 @@ let running = false;
 
 /** `routinely ARGS` in this process, in `cwd` with `env` added to the environment; its output
  * captured. One at a time (it borrows the process's stdout, stderr, cwd and environment). */
-export async function runInProcess(args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<RunResult> {
+export async function runInProcess(
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<RunResult> {
   if (running) throw new Error('runInProcess: one at a time');
   running = true;
   let stdout = '';

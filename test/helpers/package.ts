@@ -37,7 +37,11 @@ export interface Packed {
 export function npmEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', npm_config_update_notifier: 'false' };
   for (const k of Object.keys(env)) {
-    if (k === 'INIT_CWD' || (/^npm_/i.test(k) && !/^npm_config_(cache|registry|userconfig|globalconfig|update_notifier)$/i.test(k))) delete env[k];
+    if (
+      k === 'INIT_CWD' ||
+      (/^npm_/i.test(k) && !/^npm_config_(cache|registry|userconfig|globalconfig|update_notifier)$/i.test(k))
+    )
+      delete env[k];
   }
   return env;
 }
@@ -61,7 +65,10 @@ function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promi
 /** What a fresh clone holds: the files git tracks (plus new ones not ignored), no dist/; our
  * node_modules linked in (the clone's `npm ci`, for the build). */
 function freshClone(root: string, clone: string): void {
-  const files = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: root, encoding: 'utf8' });
+  const files = spawnSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   if (files.status !== 0) throw new Error(`git ls-files: ${files.stderr}`);
   for (const f of files.stdout.split('\0')) {
     if (!f || f === 'node_modules' || !existsSync(join(root, f))) continue;
@@ -76,7 +83,15 @@ async function makePackage(root: string, dir: string): Promise<void> {
   const clone = join(dir, 'clone');
   const packs = join(dir, 'packs');
   const project = join(dir, 'user');
-  const out: Packed = { clone, distBefore: false, pack: { code: null, signal: null, stdout: '', stderr: '' }, tarball: null, project, install: null, error: null };
+  const out: Packed = {
+    clone,
+    distBefore: false,
+    pack: { code: null, signal: null, stdout: '', stderr: '' },
+    tarball: null,
+    project,
+    install: null,
+    error: null,
+  };
   try {
     mkdirSync(clone);
     mkdirSync(packs);
@@ -122,7 +137,9 @@ export async function packedPackage(root: string, limitMs = 900_000): Promise<Pa
 /** A new project of the test's own with the installed package copied in (node_modules/routinely)
  * and @types/node linked, as a user's project has them. */
 export function userProjectWith(packed: Packed, dir: string, root: string): void {
-  cpSync(join(packed.project, 'node_modules', 'routinely'), join(dir, 'node_modules', 'routinely'), { recursive: true });
+  cpSync(join(packed.project, 'node_modules', 'routinely'), join(dir, 'node_modules', 'routinely'), {
+    recursive: true,
+  });
   mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
   symlinkSync(join(root, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'));
 }

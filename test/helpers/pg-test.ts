@@ -32,7 +32,11 @@ export async function freshDatabase(cluster: TestCluster): Promise<string> {
 }
 
 /** Runs one statement on its own connection and returns its rows. */
-export async function sql<R extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+export async function sql<R extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<R[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -45,7 +49,11 @@ export async function sql<R extends pg.QueryResultRow>(url: string, text: string
 /** Runs an SQL script with psql (its text on stdin, so a row of any size fits), as an operator or
  * a database writer would; throws with psql's own words when a statement fails. */
 export function psqlScript(url: string, script: string): string {
-  const r = spawnSync('psql', ['-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-d', url], { input: script, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync('psql', ['-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-d', url], {
+    input: script,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (r.status !== 0) throw new Error(`psql: ${r.stderr || r.error?.message}`);
   return r.stdout;
 }

@@ -45,7 +45,22 @@ export async function startStandby(primary: TestCluster): Promise<TestCluster> {
   const dataDir = mkdtempSync(join(tmpdir(), 'routinely-pg-standby-'));
   if (primary.runAs) execFileSync('chown', [primary.runAs, dataDir]);
   const standby: TestCluster = { ...primary, url: dbUrl(port, 'postgres'), dataDir };
-  pgCommand(primary, 'pg_basebackup', ['-h', '127.0.0.1', '-p', String(portOf(primary)), '-U', 'postgres', '-D', dataDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync']);
+  pgCommand(primary, 'pg_basebackup', [
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(portOf(primary)),
+    '-U',
+    'postgres',
+    '-D',
+    dataDir,
+    '-R',
+    '-X',
+    'stream',
+    '-c',
+    'fast',
+    '--no-sync',
+  ]);
   startServer(standby);
   return standby;
 }
@@ -96,19 +111,29 @@ export interface Bouncer {
 
 /** PgBouncer with a stock ini in `mode`, in front of `server`; `extra`: settings added to its
  * [pgbouncer] section (a small pool, to exhaust it). */
-export async function startBouncer(server: TestCluster, mode: 'session' | 'transaction', extra: Record<string, string | number> = {}): Promise<Bouncer> {
+export async function startBouncer(
+  server: TestCluster,
+  mode: 'session' | 'transaction',
+  extra: Record<string, string | number> = {},
+): Promise<Bouncer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'routinely-pgbouncer-'));
   writeFileSync(join(dir, 'users.txt'), '"postgres" ""\n');
   writeFileSync(
     join(dir, 'pgbouncer.ini'),
-    `[databases]\n* = host=127.0.0.1 port=${portOf(server)}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = ${port}\nauth_type = trust\nauth_file = ${join(dir, 'users.txt')}\npool_mode = ${mode}\n${Object.entries(extra).map(([k, v]) => `${k} = ${v}\n`).join('')}`,
+    `[databases]\n* = host=127.0.0.1 port=${portOf(server)}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = ${port}\nauth_type = trust\nauth_file = ${join(dir, 'users.txt')}\npool_mode = ${mode}\n${Object.entries(
+      extra,
+    )
+      .map(([k, v]) => `${k} = ${v}\n`)
+      .join('')}`,
   );
   if (server.runAs) {
     const uid = Number(execFileSync('id', ['-u', server.runAs], { encoding: 'utf8' }).trim());
     for (const f of ['', 'users.txt', 'pgbouncer.ini']) chownSync(join(dir, f), uid, -1);
   }
-  const argv = server.runAs ? ['runuser', '-u', server.runAs, '--', 'pgbouncer', join(dir, 'pgbouncer.ini')] : ['pgbouncer', join(dir, 'pgbouncer.ini')];
+  const argv = server.runAs
+    ? ['runuser', '-u', server.runAs, '--', 'pgbouncer', join(dir, 'pgbouncer.ini')]
+    : ['pgbouncer', join(dir, 'pgbouncer.ini')];
   // its own process group, killed whole: as root `runuser` forks pgbouncer as its child, and
   // killing runuser alone left pgbouncer running after the suite (issue 38)
   const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
@@ -139,7 +164,11 @@ export async function startBouncer(server: TestCluster, mode: 'session' | 'trans
 
 /** A TCP proxy to `port` that holds every chunk, each way, for `minMs`..`maxMs` (a slow link;
  * order kept). */
-export async function delayingProxy(port: number, minMs: number, maxMs: number): Promise<{ port: number; close(): void }> {
+export async function delayingProxy(
+  port: number,
+  minMs: number,
+  maxMs: number,
+): Promise<{ port: number; close(): void }> {
   const { connect } = await import('node:net');
   const sockets = new Set<import('node:net').Socket>();
   const server = createServer((client) => {
@@ -189,11 +218,18 @@ export interface TickAccount {
 
 export async function tickAccount(url: string, ids: readonly string[], from: number, to: number): Promise<TickAccount> {
   const { sql } = await import('./pg-test.js');
-  const rows = await sql<{ routine: string; at: string }>(url, `SELECT routine, entry->>'scheduled_at' AS at FROM routinely_history`);
-  const claims = await sql<{ routine: string; at: Date }>(url, 'SELECT routine, scheduled_at AS at FROM routinely_ticks');
+  const rows = await sql<{ routine: string; at: string }>(
+    url,
+    `SELECT routine, entry->>'scheduled_at' AS at FROM routinely_history`,
+  );
+  const claims = await sql<{ routine: string; at: Date }>(
+    url,
+    'SELECT routine, scheduled_at AS at FROM routinely_ticks',
+  );
   const key = (routine: string, t: number): string => `${routine} ${t}`;
   const records = new Map<string, number>();
-  for (const r of rows) records.set(key(r.routine, Date.parse(r.at)), (records.get(key(r.routine, Date.parse(r.at))) ?? 0) + 1);
+  for (const r of rows)
+    records.set(key(r.routine, Date.parse(r.at)), (records.get(key(r.routine, Date.parse(r.at))) ?? 0) + 1);
   const claimed = new Set(claims.map((c) => key(c.routine, c.at.getTime())));
   const a: TickAccount = { expected: 0, recorded: 0, unclaimed: 0, claimedLost: 0, twice: 0, gaps: [] };
   for (const id of ids) {
@@ -213,12 +249,22 @@ export async function tickAccount(url: string, ids: readonly string[], from: num
 /** `n` routines firing every second, beside no other work (no exec lock). */
 export function perSecond(n: number): { ids: string[]; routines: object[] } {
   const ids = Array.from({ length: n }, (_, i) => `r${String(i).padStart(2, '0')}`);
-  return { ids, routines: ids.map((id) => ({ id, schedule: '* * * * * *', action: 'command', run: 'true', exclusive: false })) };
+  return {
+    ids,
+    routines: ids.map((id) => ({ id, schedule: '* * * * * *', action: 'command', run: 'true', exclusive: false })),
+  };
 }
 
 /** Schedulers started on `hosts`, each started; SIGKILLed at the test's end should it fail. */
-export async function schedulers(hosts: string[], project: string, env: Record<string, string>, timeoutMs: number): Promise<Spawned[]> {
-  const all = hosts.map((h) => startCli(['scheduler', 'start'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: h }, timeoutMs }));
+export async function schedulers(
+  hosts: string[],
+  project: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<Spawned[]> {
+  const all = hosts.map((h) =>
+    startCli(['scheduler', 'start'], { cwd: project, env: { ...env, ROUTINELY_HOST_ID: h }, timeoutMs }),
+  );
   onTestFinished(() => {
     for (const s of all) if (s.child.exitCode === null) s.child.kill('SIGKILL');
   });

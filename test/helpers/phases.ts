@@ -26,115 +26,164 @@ const untilGo = 'while [ ! -e go ]; do sleep 0.05; done';
 export function phaseTests(cluster: TestCluster | null): void {
   const backend = cluster ? 'postgres' : 'file';
   describe(`the phase of a fire before it runs, ${backend} backend`, () => {
-    it('queued behind the routine that holds its lock, waiting for a lock held from outside, running: the same in routine list, --json, /api/routines and the page, from the moment the scheduler says it; none once it ran', { timeout: 120_000 }, async () => {
-      const url = backend === 'postgres' ? await freshDatabase(cluster!) : null;
-      const project = testProject({
-        project: 'app',
-        ...(url ? { backend: { type: 'postgres' } } : {}),
-        routines: [
-          // both due at the same moments on one lock: one runs until `go`, the other queues behind it
-          { id: 'first', schedule: '*/30 * * * * *', action: 'command', run: untilGo, lock: 'db' },
-          { id: 'second', schedule: '*/30 * * * * *', action: 'command', run: 'true', lock: 'db' },
-          // its lock held by `lock run` from outside: it waits (until shortly before its next tick)
-          { id: 'report', schedule: '*/30 * * * * *', action: 'command', run: 'true', lock: 'cache', ifBusy: 'wait' },
-        ],
-      });
-      const env = url ? { ROUTINELY_DATABASE_URL: url } : {};
-      const opts = { cwd: project, env };
-      const holder = startCli(['lock', 'run', '--lock', 'cache', '--', 'sh', '-c', `echo holding; ${untilGo}`], { ...opts, timeoutMs: 110_000 });
-      await holder.waitFor(/holding/);
-      const s: Spawned = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { ...opts, timeoutMs: 110_000 });
-      const base = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/, 60_000))[1]!;
-      // the next tick: one of first and second runs, the other queues behind it; report waits
-      const queued = (await s.waitFor(/\[routine\] queued (first|second): behind (first|second)/, 60_000)).slice(1);
-      await s.waitFor(/\[routine\] waiting report: cache busy \(held by lock run /, 30_000);
-      const [behindId, runningId] = queued as [string, string];
-      expect(behindId).not.toBe(runningId);
+    it(
+      'queued behind the routine that holds its lock, waiting for a lock held from outside, running: the same in routine list, --json, /api/routines and the page, from the moment the scheduler says it; none once it ran',
+      { timeout: 120_000 },
+      async () => {
+        const url = backend === 'postgres' ? await freshDatabase(cluster!) : null;
+        const project = testProject({
+          project: 'app',
+          ...(url ? { backend: { type: 'postgres' } } : {}),
+          routines: [
+            // both due at the same moments on one lock: one runs until `go`, the other queues behind it
+            { id: 'first', schedule: '*/30 * * * * *', action: 'command', run: untilGo, lock: 'db' },
+            { id: 'second', schedule: '*/30 * * * * *', action: 'command', run: 'true', lock: 'db' },
+            // its lock held by `lock run` from outside: it waits (until shortly before its next tick)
+            { id: 'report', schedule: '*/30 * * * * *', action: 'command', run: 'true', lock: 'cache', ifBusy: 'wait' },
+          ],
+        });
+        const env = url ? { ROUTINELY_DATABASE_URL: url } : {};
+        const opts = { cwd: project, env };
+        const holder = startCli(['lock', 'run', '--lock', 'cache', '--', 'sh', '-c', `echo holding; ${untilGo}`], {
+          ...opts,
+          timeoutMs: 110_000,
+        });
+        await holder.waitFor(/holding/);
+        const s: Spawned = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { ...opts, timeoutMs: 110_000 });
+        const base = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/, 60_000))[1]!;
+        // the next tick: one of first and second runs, the other queues behind it; report waits
+        const queued = (await s.waitFor(/\[routine\] queued (first|second): behind (first|second)/, 60_000)).slice(1);
+        await s.waitFor(/\[routine\] waiting report: cache busy \(held by lock run /, 30_000);
+        const [behindId, runningId] = queued as [string, string];
+        expect(behindId).not.toBe(runningId);
 
-      const rows = async (): Promise<Record<string, Row>> => {
-        const r = await runCli(['routine', 'list', '--json'], opts);
-        expect(r.code, r.stderr).toBe(0);
-        return Object.fromEntries((JSON.parse(r.stdout) as Row[]).map((x) => [x.id, x]));
-      };
-      const expected = (list: Record<string, Row>): void => {
-        expect(list[runningId]).toMatchObject({ phase: 'running', waiting_for: null });
-        expect(list[runningId]!.running_since).toBe(list[runningId]!.phase_since);
-        expect(list[behindId]).toMatchObject({ phase: 'queued', waiting_for: { behind: runningId }, running_since: null });
-        expect(list.report).toMatchObject({ phase: 'waiting', waiting_for: { lock: 'cache', holder: expect.stringMatching(/^lock run /) }, running_since: null });
-        for (const id of [behindId, 'report']) expect(Number.isFinite(Date.parse(list[id]!.phase_since!)), id).toBe(true);
-      };
-      // right after the scheduler said it (a database board is written a moment after the line)
-      if (backend === 'file') expected(await rows());
-      else await eventually(async () => (await rows())[behindId]?.phase === 'queued' && (await rows()).report?.phase === 'waiting', 10_000, 'the phases in the database');
-      expected(await rows());
+        const rows = async (): Promise<Record<string, Row>> => {
+          const r = await runCli(['routine', 'list', '--json'], opts);
+          expect(r.code, r.stderr).toBe(0);
+          return Object.fromEntries((JSON.parse(r.stdout) as Row[]).map((x) => [x.id, x]));
+        };
+        const expected = (list: Record<string, Row>): void => {
+          expect(list[runningId]).toMatchObject({ phase: 'running', waiting_for: null });
+          expect(list[runningId]!.running_since).toBe(list[runningId]!.phase_since);
+          expect(list[behindId]).toMatchObject({
+            phase: 'queued',
+            waiting_for: { behind: runningId },
+            running_since: null,
+          });
+          expect(list.report).toMatchObject({
+            phase: 'waiting',
+            waiting_for: { lock: 'cache', holder: expect.stringMatching(/^lock run /) },
+            running_since: null,
+          });
+          for (const id of [behindId, 'report'])
+            expect(Number.isFinite(Date.parse(list[id]!.phase_since!)), id).toBe(true);
+        };
+        // right after the scheduler said it (a database board is written a moment after the line)
+        if (backend === 'file') expected(await rows());
+        else
+          await eventually(
+            async () => (await rows())[behindId]?.phase === 'queued' && (await rows()).report?.phase === 'waiting',
+            10_000,
+            'the phases in the database',
+          );
+        expected(await rows());
 
-      // the text: the last-result column says where each fire is
-      const text = await runCli(['routine', 'list'], opts);
-      expect(text.stdout).toMatch(new RegExp(`^${behindId} .*queued (\\S+ )?behind ${runningId}`, 'm'));
-      expect(text.stdout).toMatch(/^report .*waiting( \S+)?: cache busy/m);
-      expect(text.stdout).toMatch(new RegExp(`^${runningId} .*running `, 'm'));
+        // the text: the last-result column says where each fire is
+        const text = await runCli(['routine', 'list'], opts);
+        expect(text.stdout).toMatch(new RegExp(`^${behindId} .*queued (\\S+ )?behind ${runningId}`, 'm'));
+        expect(text.stdout).toMatch(/^report .*waiting( \S+)?: cache busy/m);
+        expect(text.stdout).toMatch(new RegExp(`^${runningId} .*running `, 'm'));
 
-      // the server's API and page say the same
-      const api = Object.fromEntries(((await (await fetch(`${base}api/routines`)).json()) as Row[]).map((x) => [x.id, x]));
-      expected(api);
-      const page = await (await fetch(`${base}`)).text();
-      expect(page).toMatch(new RegExp(`class="badge b-queued">queued [^<]* behind ${runningId}<`));
-      expect(page).toMatch(/class="badge b-waiting" title="held by lock run [^"]*">waiting [^<]*: cache busy</);
-      const detail = await (await fetch(`${base}routines/report`)).text();
-      expect(detail).toMatch(/b-waiting[^>]*>waiting [^<]*: cache busy</);
+        // the server's API and page say the same
+        const api = Object.fromEntries(
+          ((await (await fetch(`${base}api/routines`)).json()) as Row[]).map((x) => [x.id, x]),
+        );
+        expected(api);
+        const page = await (await fetch(`${base}`)).text();
+        expect(page).toMatch(new RegExp(`class="badge b-queued">queued [^<]* behind ${runningId}<`));
+        expect(page).toMatch(/class="badge b-waiting" title="held by lock run [^"]*">waiting [^<]*: cache busy</);
+        const detail = await (await fetch(`${base}routines/report`)).text();
+        expect(detail).toMatch(/b-waiting[^>]*>waiting [^<]*: cache busy</);
 
-      // and in a real browser: the rows as rendered, and again once the page refreshed itself from
-      // /api (the queued fire stays queued until `go`; the waiting one may give up before its next tick)
-      if (backend === 'file' && !chromiumMissing()) {
-        const browser = await openBrowser();
-        const page = await browser.newPage();
-        await page.goto(base);
-        const rowText = (id: string) => page.locator('#routines tr', { has: page.locator(`.id:text-is("${id}")`) }).first().innerText();
-        expect(await rowText(behindId)).toMatch(new RegExp(`queued \\S+ behind ${runningId}`));
-        expect(await rowText('report')).toMatch(/waiting \S+: cache busy/);
-        await page.waitForFunction(() => Number(document.body.dataset.refreshes || 0) >= 1, undefined, { timeout: 20_000 });
-        expect(await rowText(behindId)).toMatch(new RegExp(`queued \\S+ behind ${runningId}`));
-        expect(await rowText(runningId)).toMatch(/running/);
-      }
+        // and in a real browser: the rows as rendered, and again once the page refreshed itself from
+        // /api (the queued fire stays queued until `go`; the waiting one may give up before its next tick)
+        if (backend === 'file' && !chromiumMissing()) {
+          const browser = await openBrowser();
+          const page = await browser.newPage();
+          await page.goto(base);
+          const rowText = (id: string) =>
+            page
+              .locator('#routines tr', { has: page.locator(`.id:text-is("${id}")`) })
+              .first()
+              .innerText();
+          expect(await rowText(behindId)).toMatch(new RegExp(`queued \\S+ behind ${runningId}`));
+          expect(await rowText('report')).toMatch(/waiting \S+: cache busy/);
+          await page.waitForFunction(() => Number(document.body.dataset.refreshes || 0) >= 1, undefined, {
+            timeout: 20_000,
+          });
+          expect(await rowText(behindId)).toMatch(new RegExp(`queued \\S+ behind ${runningId}`));
+          expect(await rowText(runningId)).toMatch(/running/);
+        }
 
-      // the holder lets go: report runs; first ends: second runs — none is queued or waiting then
-      writeFileSync(join(project, 'go'), '');
-      expect((await holder.exited).code).toBe(0);
-      await eventually(async () => {
-        const l = await rows();
-        return ['first', 'second', 'report'].every((id) => l[id]!.phase === null && (l as Record<string, Row & { last_result: string | null }>)[id]!.last_result === 'success');
-      }, 30_000, 'every fire ran', () => s.stdout());
-      const after = await rows();
-      for (const id of ['first', 'second', 'report']) expect(after[id]).toMatchObject({ phase: null, phase_since: null, waiting_for: null, running_since: null });
-      const textAfter = (await runCli(['routine', 'list'], opts)).stdout;
-      expect(textAfter).not.toMatch(/queued|waiting/);
+        // the holder lets go: report runs; first ends: second runs — none is queued or waiting then
+        writeFileSync(join(project, 'go'), '');
+        expect((await holder.exited).code).toBe(0);
+        await eventually(
+          async () => {
+            const l = await rows();
+            return ['first', 'second', 'report'].every(
+              (id) =>
+                l[id]!.phase === null &&
+                (l as Record<string, Row & { last_result: string | null }>)[id]!.last_result === 'success',
+            );
+          },
+          30_000,
+          'every fire ran',
+          () => s.stdout(),
+        );
+        const after = await rows();
+        for (const id of ['first', 'second', 'report'])
+          expect(after[id]).toMatchObject({ phase: null, phase_since: null, waiting_for: null, running_since: null });
+        const textAfter = (await runCli(['routine', 'list'], opts)).stdout;
+        expect(textAfter).not.toMatch(/queued|waiting/);
 
-      s.child.kill('SIGTERM');
-      expect((await s.exited).code).toBe(0);
-    });
+        s.child.kill('SIGTERM');
+        expect((await s.exited).code).toBe(0);
+      },
+    );
 
-    it('the board of a scheduler SIGKILLed while a fire waits is not believed: no view shows it waiting', { timeout: 120_000 }, async () => {
-      const url = backend === 'postgres' ? await freshDatabase(cluster!) : null;
-      const project = testProject({
-        project: 'app',
-        ...(url ? { backend: { type: 'postgres' } } : {}),
-        routines: [{ id: 'report', schedule: '*/30 * * * * *', action: 'command', run: 'true', lock: 'cache', ifBusy: 'wait' }],
-      });
-      const env = url ? { ROUTINELY_DATABASE_URL: url } : {};
-      const opts = { cwd: project, env };
-      const holder = startCli(['lock', 'run', '--lock', 'cache', '--', 'sh', '-c', `echo holding; ${untilGo}`], { ...opts, timeoutMs: 110_000 });
-      await holder.waitFor(/holding/);
-      const s = startCli(['scheduler', 'start'], { ...opts, timeoutMs: 110_000 });
-      await s.waitFor(/\[routine\] waiting report: cache busy/, 60_000);
-      const phaseOf = async (): Promise<Row['phase']> => (JSON.parse((await runCli(['routine', 'list', '--json'], opts)).stdout) as Row[])[0]!.phase;
-      await eventually(async () => (await phaseOf()) === 'waiting', 10_000, 'waiting shown');
-      s.child.kill('SIGKILL');
-      await s.exited;
-      // its process is gone: its board is not believed (with a database, before its lease runs out)
-      expect(await phaseOf()).toBe(null);
-      expect((await runCli(['routine', 'list'], opts)).stdout).not.toMatch(/waiting/);
-      writeFileSync(join(project, 'go'), '');
-      expect((await holder.exited).code).toBe(0);
-    });
+    it(
+      'the board of a scheduler SIGKILLed while a fire waits is not believed: no view shows it waiting',
+      { timeout: 120_000 },
+      async () => {
+        const url = backend === 'postgres' ? await freshDatabase(cluster!) : null;
+        const project = testProject({
+          project: 'app',
+          ...(url ? { backend: { type: 'postgres' } } : {}),
+          routines: [
+            { id: 'report', schedule: '*/30 * * * * *', action: 'command', run: 'true', lock: 'cache', ifBusy: 'wait' },
+          ],
+        });
+        const env = url ? { ROUTINELY_DATABASE_URL: url } : {};
+        const opts = { cwd: project, env };
+        const holder = startCli(['lock', 'run', '--lock', 'cache', '--', 'sh', '-c', `echo holding; ${untilGo}`], {
+          ...opts,
+          timeoutMs: 110_000,
+        });
+        await holder.waitFor(/holding/);
+        const s = startCli(['scheduler', 'start'], { ...opts, timeoutMs: 110_000 });
+        await s.waitFor(/\[routine\] waiting report: cache busy/, 60_000);
+        const phaseOf = async (): Promise<Row['phase']> =>
+          (JSON.parse((await runCli(['routine', 'list', '--json'], opts)).stdout) as Row[])[0]!.phase;
+        await eventually(async () => (await phaseOf()) === 'waiting', 10_000, 'waiting shown');
+        s.child.kill('SIGKILL');
+        await s.exited;
+        // its process is gone: its board is not believed (with a database, before its lease runs out)
+        expect(await phaseOf()).toBe(null);
+        expect((await runCli(['routine', 'list'], opts)).stdout).not.toMatch(/waiting/);
+        writeFileSync(join(project, 'go'), '');
+        expect((await holder.exited).code).toBe(0);
+      },
+    );
   });
 }

@@ -28,4 +28,5 @@ export function spansOf(file: string): Map<string, Span[]> {
 }
 
 /** How many spans of `a` overlap one of `b`. */
-export const overlapping = (a: Span[], b: Span[]): number => a.filter((x) => b.some((y) => x.s < y.e && y.s < x.e)).length;
+export const overlapping = (a: Span[], b: Span[]): number =>
+  a.filter((x) => b.some((y) => x.s < y.e && y.s < x.e)).length;

@@ -39,7 +39,13 @@ export interface HistoryFacts {
 }
 
 export function historyFactsOf(dir: string, id: string, stateDir = join(dir, '.routinely')): HistoryFacts {
-  const facts: HistoryFacts = { counts: { success: 0, failure: 0, skipped: 0 }, last: null, paused: false, open: 0, fires: 0 };
+  const facts: HistoryFacts = {
+    counts: { success: 0, failure: 0, skipped: 0 },
+    last: null,
+    paused: false,
+    open: 0,
+    fires: 0,
+  };
   const open = new Set<string>();
   for (const name of [`${id}.jsonl.1`, `${id}.jsonl`]) {
     let text: string;
@@ -65,7 +71,11 @@ export function historyFactsOf(dir: string, id: string, stateDir = join(dir, '.r
       else if (typeof v.result === 'string') {
         facts.counts[v.result as keyof HistoryFacts['counts']]++;
         facts.fires++;
-        facts.last = { result: v.result, reason: (v.reason as string | null) ?? null, scheduled_at: v.scheduled_at as string };
+        facts.last = {
+          result: v.result,
+          reason: (v.reason as string | null) ?? null,
+          scheduled_at: v.scheduled_at as string,
+        };
         if (typeof v.closes === 'string') open.delete(v.closes);
       }
     }
@@ -78,7 +88,23 @@ export function historyFactsOf(dir: string, id: string, stateDir = join(dir, '.r
 export function shownAsRecorded(file: RoutineStateFile | null, facts: HistoryFacts, id: string): string | null {
   const r = file?.routines[id];
   if (!r) return facts.fires > 0 || facts.paused || facts.open > 0 ? `${id}: not in routine-state.json` : null;
-  const shown = { counts: r.counts, last_result: r.last_result, last_reason: r.last_reason, last_scheduled_at: r.last_scheduled_at, paused: r.paused, open: r.open_fires?.length ?? 0 };
-  const recorded = { counts: facts.counts, last_result: facts.last?.result ?? null, last_reason: facts.last?.reason ?? null, last_scheduled_at: facts.last?.scheduled_at ?? null, paused: facts.paused, open: facts.open };
-  return JSON.stringify(shown) === JSON.stringify(recorded) ? null : `${id}: routine-state.json shows ${JSON.stringify(shown)}, the history ${JSON.stringify(recorded)}`;
+  const shown = {
+    counts: r.counts,
+    last_result: r.last_result,
+    last_reason: r.last_reason,
+    last_scheduled_at: r.last_scheduled_at,
+    paused: r.paused,
+    open: r.open_fires?.length ?? 0,
+  };
+  const recorded = {
+    counts: facts.counts,
+    last_result: facts.last?.result ?? null,
+    last_reason: facts.last?.reason ?? null,
+    last_scheduled_at: facts.last?.scheduled_at ?? null,
+    paused: facts.paused,
+    open: facts.open,
+  };
+  return JSON.stringify(shown) === JSON.stringify(recorded)
+    ? null
+    : `${id}: routine-state.json shows ${JSON.stringify(shown)}, the history ${JSON.stringify(recorded)}`;
 }

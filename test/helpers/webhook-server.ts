@@ -26,7 +26,10 @@ export interface WebhookServer {
 }
 
 /** Answers the n-th request with `script[n]` (the last entry repeats; default 200). */
-export async function webhookServer(script: Behaviour[] = [200], onFinished: (fn: () => void) => void = onTestFinished): Promise<WebhookServer> {
+export async function webhookServer(
+  script: Behaviour[] = [200],
+  onFinished: (fn: () => void) => void = onTestFinished,
+): Promise<WebhookServer> {
   const received: Received[] = [];
   const sockets = new Set<Socket>();
   let connections = 0;
@@ -34,7 +37,12 @@ export async function webhookServer(script: Behaviour[] = [200], onFinished: (fn
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      received.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
       const b = script[Math.min(received.length - 1, script.length - 1)] ?? 200;
       if (b === 'hang') return;
       res.writeHead(b, { 'content-type': 'text/plain' }).end(b < 300 ? 'ok' : 'no');

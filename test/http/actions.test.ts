@@ -20,13 +20,22 @@ function fakeActions(answer: RunAnswer = { state: 'started', run_id: 'r-1' }) {
     run: async (id) => (asked.push(`run ${id}`), answer),
     pause: async (id, note) => (asked.push(`pause ${id} ${note}`), { was_paused: false, note }),
     resume: async (id) => (asked.push(`resume ${id}`), { was_paused: true }),
-    stopFire: async (id, address) => (asked.push(`stop ${id} ${address}`), { state: 'stopped', run_id: 'r-9', killed: false, recorded: true, waited_ms: 40 }),
+    stopFire: async (id, address) => (
+      asked.push(`stop ${id} ${address}`),
+      { state: 'stopped', run_id: 'r-9', killed: false, recorded: true, waited_ms: 40 }
+    ),
   };
   return { asked, actions };
 }
 
 async function serve(over: Partial<StatusSources> = {}, token: string | null = TOKEN): Promise<StatusServer> {
-  const server = await startStatusServer({ listen: { host: '127.0.0.1', port: 0 }, token, sources: fixedSources(pageData(), over), metrics: new Metrics(true), warn: () => {} });
+  const server = await startStatusServer({
+    listen: { host: '127.0.0.1', port: 0 },
+    token,
+    sources: fixedSources(pageData(), over),
+    metrics: new Metrics(true),
+    warn: () => {},
+  });
   onTestFinished(() => server.close());
   return server;
 }
@@ -48,12 +57,25 @@ interface RawAnswer {
  * them while it reads, as a careless client does; with `expect: 100-continue` it writes only
  * after the server says to go on.
  */
-function rawPost(port: number, path: string, headers: Record<string, string>, size: number, body?: string): Promise<RawAnswer> {
+function rawPost(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  size: number,
+  body?: string,
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     const payload = body === undefined ? null : Buffer.from(body);
     const total = payload ? payload.length : size;
-    const head = Object.entries({ host: `127.0.0.1:${port}`, 'content-type': 'application/json', 'content-length': String(total), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    const head = Object.entries({
+      host: `127.0.0.1:${port}`,
+      'content-type': 'application/json',
+      'content-length': String(total),
+      ...headers,
+    })
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
     let written = 0;
     let text = '';
     let pumping = false;
@@ -81,7 +103,12 @@ function rawPost(port: number, path: string, headers: Record<string, string>, si
     socket.on('close', () => {
       const final = text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
       const lines = text.split('\r\n').filter((l) => l.startsWith('HTTP/1.1 '));
-      resolve({ status: final.split('\r\n')[0] ?? '', lines, headers: final.split('\r\n\r\n')[0] ?? '', written: Math.min(written, total) });
+      resolve({
+        status: final.split('\r\n')[0] ?? '',
+        lines,
+        headers: final.split('\r\n\r\n')[0] ?? '',
+        written: Math.min(written, total),
+      });
     });
     socket.once('connect', () => {
       socket.write(`POST /${path} HTTP/1.1\r\n${head}\r\n`);
@@ -97,7 +124,12 @@ describe('actions', () => {
     const s = await serve({ actions });
     const run = await post(s, 'api/routines/tick/run');
     expect(run.status).toBe(202);
-    expect(JSON.parse(run.body)).toMatchObject({ state: 'started', run_id: 'r-1', routine: 'tick', message: 'started tick (run r-1)' });
+    expect(JSON.parse(run.body)).toMatchObject({
+      state: 'started',
+      run_id: 'r-1',
+      routine: 'tick',
+      message: 'started tick (run r-1)',
+    });
     const pause = await post(s, 'api/routines/tick/pause', AUTH, JSON.stringify({ note: '  until Monday ' }));
     expect(pause.status).toBe(200);
     expect(JSON.parse(pause.body)).toMatchObject({ paused: true, was_paused: false, note: 'until Monday' });
@@ -105,12 +137,18 @@ describe('actions', () => {
     // stop: who asked goes with it (the client's address)
     const stop = await post(s, 'api/routines/tick/stop', AUTH, '');
     expect(stop.status).toBe(200);
-    expect(JSON.parse(stop.body)).toMatchObject({ state: 'stopped', run_id: 'r-9', message: 'stopped tick (run r-9); recorded as failure: stopped by hand' });
+    expect(JSON.parse(stop.body)).toMatchObject({
+      state: 'stopped',
+      run_id: 'r-9',
+      message: 'stopped tick (run r-9); recorded as failure: stopped by hand',
+    });
     expect(asked).toEqual(['run tick', 'pause tick until Monday', 'resume tick', 'stop tick 127.0.0.1']);
   });
 
   it('a run refused as busy is a 409 naming the holder; a skip is a 200 that says nothing was recorded', async () => {
-    const busy = await serve({ actions: fakeActions({ state: 'busy', error: 'exec busy: held by pid 7 on h (exec run)' }).actions });
+    const busy = await serve({
+      actions: fakeActions({ state: 'busy', error: 'exec busy: held by pid 7 on h (exec run)' }).actions,
+    });
     const r = await post(busy, 'api/routines/tick/run');
     expect(r.status).toBe(409);
     expect(JSON.parse(r.body).message).toBe('exec busy: held by pid 7 on h (exec run) (nothing recorded)');
@@ -123,7 +161,11 @@ describe('actions', () => {
   it('always needs the token, also on loopback; without it nothing is done', async () => {
     const { asked, actions } = fakeActions();
     const s = await serve({ actions });
-    for (const auth of [{}, { authorization: 'Bearer wrong-token-0123456789abcdef' }, { authorization: `Basic ${TOKEN}` }] as Record<string, string>[]) {
+    for (const auth of [
+      {},
+      { authorization: 'Bearer wrong-token-0123456789abcdef' },
+      { authorization: `Basic ${TOKEN}` },
+    ] as Record<string, string>[]) {
       const r = await post(s, 'api/routines/tick/run', auth);
       expect(r.status, JSON.stringify(auth)).toBe(401);
     }
@@ -151,7 +193,13 @@ describe('actions', () => {
     expect(cross.written).toBeLessThan(32 * 1024 * 1024);
     expect(asked).toEqual([]);
     // with the token, a client that asks is told to go on and its action is taken
-    const ok = await rawPost(s.port, 'api/routines/tick/pause', { ...AUTH, expect: '100-continue' }, 0, '{"note":"asked first"}');
+    const ok = await rawPost(
+      s.port,
+      'api/routines/tick/pause',
+      { ...AUTH, expect: '100-continue' },
+      0,
+      '{"note":"asked first"}',
+    );
     expect(ok.lines).toEqual(['HTTP/1.1 100 Continue', 'HTTP/1.1 200 OK']);
     expect(asked).toEqual(['pause tick asked first']);
   });
@@ -160,14 +208,22 @@ describe('actions', () => {
     const { asked, actions } = fakeActions();
     const s = await serve({ actions });
     const own = `http://127.0.0.1:${s.port}`;
-    for (const h of [{ origin: 'http://evil.example' }, { origin: `http://localhost:${s.port + 1}` }, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }, { origin: own, 'sec-fetch-site': 'same-site' }] as Record<string, string>[]) {
+    for (const h of [
+      { origin: 'http://evil.example' },
+      { origin: `http://localhost:${s.port + 1}` },
+      { origin: 'null' },
+      { 'sec-fetch-site': 'cross-site' },
+      { origin: own, 'sec-fetch-site': 'same-site' },
+    ] as Record<string, string>[]) {
       const r = await post(s, 'api/routines/tick/run', { ...AUTH, ...h });
       expect(r.status, JSON.stringify(h)).toBe(403);
       expect(JSON.parse(r.body).error).toMatch(/^cross-origin request refused/);
     }
     expect(asked).toEqual([]);
     // its own page (same origin), and curl (no Origin) may
-    expect((await post(s, 'api/routines/tick/run', { ...AUTH, origin: own, 'sec-fetch-site': 'same-origin' })).status).toBe(202);
+    expect(
+      (await post(s, 'api/routines/tick/run', { ...AUTH, origin: own, 'sec-fetch-site': 'same-origin' })).status,
+    ).toBe(202);
     expect((await post(s, 'api/routines/tick/run')).status).toBe(202);
   });
 
@@ -207,20 +263,37 @@ describe('actions', () => {
 });
 
 const fire = (over: Partial<FireView> = {}): FireView => ({
-  scheduled_at: '2026-11-29T19:00:00.000Z', started_at: '2026-11-29T19:00:02.500Z', finished_at: '2026-11-29T19:00:07.500Z',
-  result: 'failure', reason: 'exit code 3', exit_code: 3, run_id: 'r-20261129T190000Z-aa', trigger: 'schedule', ...over,
+  scheduled_at: '2026-11-29T19:00:00.000Z',
+  started_at: '2026-11-29T19:00:02.500Z',
+  finished_at: '2026-11-29T19:00:07.500Z',
+  result: 'failure',
+  reason: 'exit code 3',
+  exit_code: 3,
+  run_id: 'r-20261129T190000Z-aa',
+  trigger: 'schedule',
+  ...over,
 });
 
 describe("a routine's page", () => {
   const fires = [
     fire({ trigger: 'retry', attempt: 2, run_id: 'r-20261129T190100Z-bb' }),
-    fire({ result: 'skipped', reason: 'exec busy', exit_code: null, run_id: null, started_at: '2026-11-29T19:00:00.000Z', finished_at: '2026-11-29T19:00:00.000Z' }),
+    fire({
+      result: 'skipped',
+      reason: 'exec busy',
+      exit_code: null,
+      run_id: null,
+      started_at: '2026-11-29T19:00:00.000Z',
+      finished_at: '2026-11-29T19:00:00.000Z',
+    }),
     fire({ result: 'success', reason: null, exit_code: 0, trigger: 'manual' }),
   ];
   const asked: string[] = [];
   const sources: Partial<StatusSources> = {
     fires: async (_id, n) => fires.slice(0, n),
-    output: async (_id, run, lines) => (asked.push(`${run} ${lines}`), { run_id: run, text: '<script>alert(1)</script>\u001b[31mred\n', lines, cut_lines: true, notices: [] }),
+    output: async (_id, run, lines) => (
+      asked.push(`${run} ${lines}`),
+      { run_id: run, text: '<script>alert(1)</script>\u001b[31mred\n', lines, cut_lines: true, notices: [] }
+    ),
   };
 
   it('lists its newest fires (result, reason, lateness, duration, trigger and attempt) and the output of the newest run, escaped', async () => {
@@ -228,16 +301,25 @@ describe("a routine's page", () => {
     const r = await httpGet(`${s.url}routines/tick`);
     expect(r.status).toBe(200);
     expect(r.headers['content-security-policy']).toMatch(/^default-src 'none'; script-src 'sha256-/);
-    const rows = r.body.slice(r.body.indexOf('<tbody id="fires"'), r.body.indexOf('</tbody>', r.body.indexOf('<tbody id="fires"')));
+    const rows = r.body.slice(
+      r.body.indexOf('<tbody id="fires"'),
+      r.body.indexOf('</tbody>', r.body.indexOf('<tbody id="fires"')),
+    );
     expect(rows.match(/<tr role="row">/g)).toHaveLength(3);
-    expect(rows).toMatch(/failed \(exit 3\).*exit code 3.*>2\.5s<.*>5\.0s<.*retry, attempt 2.*\?run=r-20261129T190100Z-bb#output/);
+    expect(rows).toMatch(
+      /failed \(exit 3\).*exit code 3.*>2\.5s<.*>5\.0s<.*retry, attempt 2.*\?run=r-20261129T190100Z-bb#output/,
+    );
     // a skip never ran: no lateness, no duration, no output link
-    expect(rows).toMatch(/S<\/span> skipped<\/td><td role="cell" data-label="Reason">exec busy<\/td><td[^>]*><span class="muted">–<\/span><\/td><td[^>]*><span class="muted">–<\/span><\/td><td role="cell" data-label="Trigger">schedule<\/td><td role="cell" data-label="Run"><span class="muted">–<\/span>/);
+    expect(rows).toMatch(
+      /S<\/span> skipped<\/td><td role="cell" data-label="Reason">exec busy<\/td><td[^>]*><span class="muted">–<\/span><\/td><td[^>]*><span class="muted">–<\/span><\/td><td role="cell" data-label="Trigger">schedule<\/td><td role="cell" data-label="Run"><span class="muted">–<\/span>/,
+    );
     expect(rows).toContain('by hand');
     expect(asked).toEqual(['r-20261129T190100Z-bb 200']);
     expect(r.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[31mred');
     expect(r.body).not.toContain('<script>alert(1)');
-    expect(r.body).toContain('its last 200 lines; <code>routinely routine logs tick --run r-20261129T190100Z-bb</code> shows all');
+    expect(r.body).toContain(
+      'its last 200 lines; <code>routinely routine logs tick --run r-20261129T190100Z-bb</code> shows all',
+    );
   });
 
   it('shows the run asked for; refuses a run id that is not one, and a routine the config does not have', async () => {

@@ -25,9 +25,18 @@ describe('judgeHealth', () => {
     expect(judgeHealth({ ...base, nowMs: 1000 + STALL_GRACE_MS })).toEqual({ ok: true });
   });
   it('names why not', () => {
-    expect(judgeHealth({ ...base, nowMs: 1000 + STALL_GRACE_MS + 2000 })).toEqual({ ok: false, reason: 'scheduler loop stalled: no loop iteration for 12s past its wake-up time' });
-    expect(judgeHealth({ ...base, lockProblem: 'scheduler lock lost (taken over)' })).toEqual({ ok: false, reason: 'scheduler lock lost (taken over)' });
-    expect(judgeHealth({ ...base, dueBy: null })).toMatchObject({ ok: false, reason: expect.stringMatching(/^scheduler starting/) });
+    expect(judgeHealth({ ...base, nowMs: 1000 + STALL_GRACE_MS + 2000 })).toEqual({
+      ok: false,
+      reason: 'scheduler loop stalled: no loop iteration for 12s past its wake-up time',
+    });
+    expect(judgeHealth({ ...base, lockProblem: 'scheduler lock lost (taken over)' })).toEqual({
+      ok: false,
+      reason: 'scheduler lock lost (taken over)',
+    });
+    expect(judgeHealth({ ...base, dueBy: null })).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^scheduler starting/),
+    });
     expect(judgeHealth({ ...base, stopping: true })).toEqual({ ok: false, reason: 'scheduler stopping' });
   });
   it('a LoopWatch follows the announced sleeps on its clock', () => {
@@ -59,13 +68,25 @@ describe('a real scheduler behind /healthz', () => {
     const clock: Clock = {
       now: () => manual.now(),
       monotonic: () => manual.monotonic(),
-      sleep: (ms, signal) => (stalled ? new Promise<void>((r) => signal?.addEventListener('abort', () => r(), { once: true })) : manual.sleep(ms, signal)),
+      sleep: (ms, signal) =>
+        stalled
+          ? new Promise<void>((r) => signal?.addEventListener('abort', () => r(), { once: true }))
+          : manual.sleep(ms, signal),
     };
     const watch = new LoopWatch(clock, () => null);
     const project = loadProject({ cwd: dir });
     const scheduler = new Scheduler({
-      project, clock, log: () => {}, fire: async () => { throw new Error('nothing fires in this test'); }, reloadProject: () => project, watchConfig: false,
-      store: fileRoutineStore(project), host: 'test-host', observer: { sleeping: (ms) => watch.sleeping(ms) },
+      project,
+      clock,
+      log: () => {},
+      fire: async () => {
+        throw new Error('nothing fires in this test');
+      },
+      reloadProject: () => project,
+      watchConfig: false,
+      store: fileRoutineStore(project),
+      host: 'test-host',
+      observer: { sleeping: (ms) => watch.sleeping(ms) },
     });
     const stop = new AbortController();
     const done = scheduler.run(stop.signal);
@@ -74,7 +95,10 @@ describe('a real scheduler behind /healthz', () => {
       await done;
     });
     const server = await startStatusServer({
-      listen: { host: '127.0.0.1', port: 0 }, token: null, metrics: new Metrics(true), warn: () => {},
+      listen: { host: '127.0.0.1', port: 0 },
+      token: null,
+      metrics: new Metrics(true),
+      warn: () => {},
       sources: fixedSources(pageData(), { health: async () => watch.health() }),
     });
     onTestFinished(() => server.close());

@@ -6,12 +6,30 @@ import type { Fire } from '../../src/state/routine-state.js';
 import { sample } from '../helpers/http.js';
 
 const fire = (result: Fire['result'], ms = 1500): Fire => ({
-  result, reason: null, scheduled_at: '2026-11-29T19:00:00.000Z', started_at: '2026-11-29T19:00:00.010Z', finished_at: '2026-11-29T19:00:01.510Z', duration_ms: ms, exit_code: 0, run_id: null,
+  result,
+  reason: null,
+  scheduled_at: '2026-11-29T19:00:00.000Z',
+  started_at: '2026-11-29T19:00:00.010Z',
+  finished_at: '2026-11-29T19:00:01.510Z',
+  duration_ms: ms,
+  exit_code: 0,
+  run_id: null,
 });
 type Row = SharedState['routines'][number];
 const row = (id: string, over: Partial<Row> = {}): Row => ({
-  id, paused: false, last_success_at: null, last_failure_at: null, consecutive_skips: 0, consecutive_failures: 0, next_run_at: null, starved: false,
-  running: false, last_scheduled_at: null, last_run_duration_ms: null, config: null, ...over,
+  id,
+  paused: false,
+  last_success_at: null,
+  last_failure_at: null,
+  consecutive_skips: 0,
+  consecutive_failures: 0,
+  next_run_at: null,
+  starved: false,
+  running: false,
+  last_scheduled_at: null,
+  last_run_duration_ms: null,
+  config: null,
+  ...over,
 });
 const state = (over: Partial<Row> = {}): SharedState => ({
   routines: [
@@ -49,7 +67,9 @@ describe('Metrics', () => {
   it('shared state: last success, consecutive skips, paused, the exec lock, up', async () => {
     const m = new Metrics(true);
     const text = await m.render(state());
-    expect(sample(text, 'routinely_last_success_timestamp_seconds', { routine: 'a' })).toBe(Date.parse('2026-11-29T19:00:01.510Z') / 1000);
+    expect(sample(text, 'routinely_last_success_timestamp_seconds', { routine: 'a' })).toBe(
+      Date.parse('2026-11-29T19:00:01.510Z') / 1000,
+    );
     // present from the first scrape: never succeeded reads 0, so "no success in N hours" fires
     expect(sample(text, 'routinely_last_success_timestamp_seconds', { routine: 'b' })).toBe(0);
     expect(sample(text, 'routinely_consecutive_skips', { routine: 'b' })).toBe(3);
@@ -71,11 +91,25 @@ describe('Metrics', () => {
     m.fired('a', { ...fire('skipped', 0), reason: 'exec busy' });
     const failedAt = '2026-11-29T20:00:00.000Z';
     const next = '2026-11-30T03:00:00.000Z';
-    const text = await m.render({ ...state(), routines: [row('a', { consecutive_failures: 2, last_failure_at: failedAt, consecutive_skips: 3, next_run_at: next, starved: true }), row('b')] });
+    const text = await m.render({
+      ...state(),
+      routines: [
+        row('a', {
+          consecutive_failures: 2,
+          last_failure_at: failedAt,
+          consecutive_skips: 3,
+          next_run_at: next,
+          starved: true,
+        }),
+        row('b'),
+      ],
+    });
     expect(sample(text, 'routinely_routine_failing', { routine: 'a' })).toBe(1);
     expect(sample(text, 'routinely_routine_failing', { routine: 'b' })).toBe(0);
     expect(sample(text, 'routinely_consecutive_failures', { routine: 'a' })).toBe(2);
-    expect(sample(text, 'routinely_last_failure_timestamp_seconds', { routine: 'a' })).toBe(Date.parse(failedAt) / 1000);
+    expect(sample(text, 'routinely_last_failure_timestamp_seconds', { routine: 'a' })).toBe(
+      Date.parse(failedAt) / 1000,
+    );
     expect(sample(text, 'routinely_last_failure_timestamp_seconds', { routine: 'b' })).toBe(0);
     expect(sample(text, 'routinely_next_fire_timestamp_seconds', { routine: 'a' })).toBe(Date.parse(next) / 1000);
     expect(sample(text, 'routinely_routine_starved', { routine: 'a' })).toBe(1);
@@ -88,23 +122,47 @@ describe('Metrics', () => {
     expect(sample(text, 'routinely_info', { version: '1.2.3', project: 'app', host: 'h1' })).toBe(1);
     // a 10 ms fire is told from a 50 ms one
     m.fired('a', fire('success', 10));
-    expect(sample(await m.render(state()), 'routinely_fire_duration_seconds_bucket', { routine: 'a', le: '0.01' })).toBe(1);
+    expect(
+      sample(await m.render(state()), 'routinely_fire_duration_seconds_bucket', { routine: 'a', le: '0.01' }),
+    ).toBe(1);
   });
 
-  it('kube-state-metrics\' CronJob counterparts: running, last schedule of any result, last duration, the routine\'s config as info', async () => {
+  it("kube-state-metrics' CronJob counterparts: running, last schedule of any result, last duration, the routine's config as info", async () => {
     const m = new Metrics(true);
-    const config = { schedule: '*/5 * * * *', timezone: 'Europe/Berlin', action: 'command', exclusive: false, if_busy: 'wait', lock: 'none' };
-    const text = await m.render({ ...state(), routines: [
-      row('a', { running: true, last_scheduled_at: '2026-11-29T19:00:00.000Z', last_run_duration_ms: 1500, config }),
-      row('b'),
-    ] });
+    const config = {
+      schedule: '*/5 * * * *',
+      timezone: 'Europe/Berlin',
+      action: 'command',
+      exclusive: false,
+      if_busy: 'wait',
+      lock: 'none',
+    };
+    const text = await m.render({
+      ...state(),
+      routines: [
+        row('a', { running: true, last_scheduled_at: '2026-11-29T19:00:00.000Z', last_run_duration_ms: 1500, config }),
+        row('b'),
+      ],
+    });
     expect(sample(text, 'routinely_routine_running', { routine: 'a' })).toBe(1);
     expect(sample(text, 'routinely_routine_running', { routine: 'b' })).toBe(0);
-    expect(sample(text, 'routinely_last_schedule_timestamp_seconds', { routine: 'a' })).toBe(Date.parse('2026-11-29T19:00:00.000Z') / 1000);
+    expect(sample(text, 'routinely_last_schedule_timestamp_seconds', { routine: 'a' })).toBe(
+      Date.parse('2026-11-29T19:00:00.000Z') / 1000,
+    );
     expect(sample(text, 'routinely_last_schedule_timestamp_seconds', { routine: 'b' })).toBe(0);
     expect(sample(text, 'routinely_last_duration_seconds', { routine: 'a' })).toBe(1.5);
     expect(sample(text, 'routinely_last_duration_seconds', { routine: 'b' })).toBe(0);
-    expect(sample(text, 'routinely_routine_info', { routine: 'a', schedule: '*/5 * * * *', timezone: 'Europe/Berlin', action: 'command', exclusive: 'false', if_busy: 'wait', lock: 'none' })).toBe(1);
+    expect(
+      sample(text, 'routinely_routine_info', {
+        routine: 'a',
+        schedule: '*/5 * * * *',
+        timezone: 'Europe/Berlin',
+        action: 'command',
+        exclusive: 'false',
+        if_busy: 'wait',
+        lock: 'none',
+      }),
+    ).toBe(1);
     // a routine removed by a reload loses its info too
     expect(await m.render({ ...state(), routines: [row('b')] })).not.toMatch(/routinely_routine_info\{routine="a"/);
   });
@@ -151,10 +209,24 @@ describe('Metrics', () => {
     m.fired('a', fire('success'));
     const names = new Set([...(await m.render(state())).matchAll(/^# TYPE (\S+) /gm)].map((x) => x[1]));
     expect([...names].sort()).toEqual([
-      'routinely_consecutive_failures', 'routinely_consecutive_skips', 'routinely_exec_lock_held', 'routinely_fire_duration_seconds', 'routinely_fires_total',
-      'routinely_info', 'routinely_last_duration_seconds', 'routinely_last_failure_timestamp_seconds', 'routinely_last_schedule_timestamp_seconds',
-      'routinely_last_success_timestamp_seconds', 'routinely_next_fire_timestamp_seconds',
-      'routinely_routine_failing', 'routinely_routine_info', 'routinely_routine_paused', 'routinely_routine_running', 'routinely_routine_starved', 'routinely_scheduler_up', 'routinely_skips_total',
+      'routinely_consecutive_failures',
+      'routinely_consecutive_skips',
+      'routinely_exec_lock_held',
+      'routinely_fire_duration_seconds',
+      'routinely_fires_total',
+      'routinely_info',
+      'routinely_last_duration_seconds',
+      'routinely_last_failure_timestamp_seconds',
+      'routinely_last_schedule_timestamp_seconds',
+      'routinely_last_success_timestamp_seconds',
+      'routinely_next_fire_timestamp_seconds',
+      'routinely_routine_failing',
+      'routinely_routine_info',
+      'routinely_routine_paused',
+      'routinely_routine_running',
+      'routinely_routine_starved',
+      'routinely_scheduler_up',
+      'routinely_skips_total',
     ]);
   });
 });

@@ -9,8 +9,10 @@ const TOKEN = 'a-token-of-32-characters-0123456';
 
 describe('exposure', () => {
   it('tells loopback from everything else', () => {
-    for (const h of ['127.0.0.1', '127.1.2.3', '::1', 'localhost', '::ffff:127.0.0.1']) expect(isLoopback(h), h).toBe(true);
-    for (const h of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.1', 'fe80::1', 'example.com', '128.0.0.1']) expect(isLoopback(h), h).toBe(false);
+    for (const h of ['127.0.0.1', '127.1.2.3', '::1', 'localhost', '::ffff:127.0.0.1'])
+      expect(isLoopback(h), h).toBe(true);
+    for (const h of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.1', 'fe80::1', 'example.com', '128.0.0.1'])
+      expect(isLoopback(h), h).toBe(false);
   });
 
   it('needs ROUTINELY_HTTP_TOKEN for every address but loopback', () => {
@@ -18,18 +20,31 @@ describe('exposure', () => {
     for (const host of ['0.0.0.0', '::', '10.1.2.3', 'metrics.internal']) {
       const r = checkExposure({ host, port: 9464 }, {});
       expect(r.ok, host).toBe(false);
-      if (!r.ok) expect(r.why).toMatch(/^listens on (every interface|a non-loopback address): set ROUTINELY_HTTP_TOKEN \(clients send "Authorization: Bearer <token>"\), or listen on 127\.0\.0\.1/);
+      if (!r.ok)
+        expect(r.why).toMatch(
+          /^listens on (every interface|a non-loopback address): set ROUTINELY_HTTP_TOKEN \(clients send "Authorization: Bearer <token>"\), or listen on 127\.0\.0\.1/,
+        );
       expect(checkExposure({ host, port: 9464 }, { ROUTINELY_HTTP_TOKEN: TOKEN })).toEqual({ ok: true, token: TOKEN });
     }
-    expect(checkExposure({ host: '0.0.0.0', port: 1 }, {})).toMatchObject({ why: expect.stringMatching(/^listens on every interface/) });
+    expect(checkExposure({ host: '0.0.0.0', port: 1 }, {})).toMatchObject({
+      why: expect.stringMatching(/^listens on every interface/),
+    });
     // an empty variable is unset
     expect(checkExposure({ host: '::', port: 1 }, { ROUTINELY_HTTP_TOKEN: '' }).ok).toBe(false);
   });
 
   it('refuses a guessable token, also on loopback', () => {
-    expect(checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: 'short' })).toMatchObject({ ok: false, why: expect.stringMatching(/at least 16 characters/) });
-    expect(checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: 'has a space in it, long enough' }).ok).toBe(false);
-    expect(checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: TOKEN })).toEqual({ ok: true, token: TOKEN });
+    expect(checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: 'short' })).toMatchObject({
+      ok: false,
+      why: expect.stringMatching(/at least 16 characters/),
+    });
+    expect(
+      checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: 'has a space in it, long enough' }).ok,
+    ).toBe(false);
+    expect(checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: TOKEN })).toEqual({
+      ok: true,
+      token: TOKEN,
+    });
   });
 });
 
@@ -37,7 +52,16 @@ describe('bearerMatches', () => {
   it('accepts exactly the token as a Bearer credential', () => {
     expect(bearerMatches(`Bearer ${TOKEN}`, TOKEN)).toBe(true);
     expect(bearerMatches(`bearer ${TOKEN}`, TOKEN)).toBe(true);
-    for (const h of [undefined, '', 'Bearer', `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(1)}`, `Basic ${TOKEN}`, TOKEN, `Bearer ${TOKEN} extra`]) {
+    for (const h of [
+      undefined,
+      '',
+      'Bearer',
+      `Bearer ${TOKEN}x`,
+      `Bearer ${TOKEN.slice(1)}`,
+      `Basic ${TOKEN}`,
+      TOKEN,
+      `Bearer ${TOKEN} extra`,
+    ]) {
       expect(bearerMatches(h, TOKEN), String(h)).toBe(false);
     }
   });
@@ -46,8 +70,20 @@ describe('bearerMatches', () => {
 describe('hostAllowed (DNS rebinding)', () => {
   const loop = { host: '127.0.0.1', port: 9464 };
   it('a loopback server answers only to loopback names with its port', () => {
-    for (const h of ['127.0.0.1:9464', 'localhost:9464', 'LOCALHOST:9464', '[::1]:9464']) expect(hostAllowed(h, loop, 9464), h).toBe(true);
-    for (const h of [undefined, '', 'evil.example:9464', 'localhost', 'localhost:80', '127.0.0.1:9465', 'localhost:9464/x', 'user@localhost:9464', '127.0.0.1.evil.example:9464', 'localhost:9464#x']) {
+    for (const h of ['127.0.0.1:9464', 'localhost:9464', 'LOCALHOST:9464', '[::1]:9464'])
+      expect(hostAllowed(h, loop, 9464), h).toBe(true);
+    for (const h of [
+      undefined,
+      '',
+      'evil.example:9464',
+      'localhost',
+      'localhost:80',
+      '127.0.0.1:9465',
+      'localhost:9464/x',
+      'user@localhost:9464',
+      '127.0.0.1.evil.example:9464',
+      'localhost:9464#x',
+    ]) {
       expect(hostAllowed(h, loop, 9464), String(h)).toBe(false);
     }
   });
@@ -65,7 +101,9 @@ describe('hostAllowed (DNS rebinding)', () => {
 
   it('a wildcard server answers to its interfaces and its host name', () => {
     const any = { host: '0.0.0.0', port: 9464 };
-    const addresses = Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => (a.family === 'IPv6' ? `[${a.address.replace(/%.*$/, '')}]` : a.address)));
+    const addresses = Object.values(networkInterfaces()).flatMap((l) =>
+      (l ?? []).map((a) => (a.family === 'IPv6' ? `[${a.address.replace(/%.*$/, '')}]` : a.address)),
+    );
     for (const a of addresses) expect(hostAllowed(`${a}:9464`, any, 9464), a).toBe(true);
     expect(hostAllowed(`${hostname()}:9464`, any, 9464)).toBe(true);
     expect(hostAllowed('localhost:9464', any, 9464)).toBe(true);

@@ -10,9 +10,15 @@ import { fixedSources, pageData } from './fixtures.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 
-async function serve(o: { sources?: StatusSources; token?: string | null; host?: string; warn?: (m: string) => void } = {}): Promise<StatusServer> {
+async function serve(
+  o: { sources?: StatusSources; token?: string | null; host?: string; warn?: (m: string) => void } = {},
+): Promise<StatusServer> {
   const server = await startStatusServer({
-    listen: { host: o.host ?? '127.0.0.1', port: 0 }, token: o.token ?? null, sources: o.sources ?? fixedSources(), metrics: new Metrics(true), warn: o.warn ?? (() => {}),
+    listen: { host: o.host ?? '127.0.0.1', port: 0 },
+    token: o.token ?? null,
+    sources: o.sources ?? fixedSources(),
+    metrics: new Metrics(true),
+    warn: o.warn ?? (() => {}),
   });
   onTestFinished(() => server.close());
   return server;
@@ -39,9 +45,14 @@ describe('status server', () => {
     expect(JSON.parse((await httpGet(`${s.url}api/lock`)).body)).toEqual(d.lock);
     expect(JSON.parse((await httpGet(`${s.url}api/runs`)).body)).toEqual(d.runs);
     expect(JSON.parse((await httpGet(`${s.url}api/history`)).body)).toEqual(d.recent);
-    expect(JSON.parse((await httpGet(`${s.url}api/status?x=1`)).body)).toMatchObject({ project: 'app', mode: 'scheduler', health: { ok: true }, scheduler_up: true });
+    expect(JSON.parse((await httpGet(`${s.url}api/status?x=1`)).body)).toMatchObject({
+      project: 'app',
+      mode: 'scheduler',
+      health: { ok: true },
+      scheduler_up: true,
+    });
     expect((await httpGet(`${s.url}nope`)).status).toBe(404);
-    expect((await httpGet(`${s.url}healthz`, {}, 'HEAD'))).toMatchObject({ status: 200, body: '' });
+    expect(await httpGet(`${s.url}healthz`, {}, 'HEAD')).toMatchObject({ status: 200, body: '' });
   });
 
   it('is read-only: other methods get 405', async () => {
@@ -60,7 +71,9 @@ describe('status server', () => {
       expect(r.status, host).toBe(421);
       expect(r.body).not.toContain('tick');
     }
-    expect((await httpGet(`${s.url}healthz`, { host: `localhost:${s.port}`, authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+    expect(
+      (await httpGet(`${s.url}healthz`, { host: `localhost:${s.port}`, authorization: `Bearer ${TOKEN}` })).status,
+    ).toBe(200);
   });
 
   it('with a token: 401 without it or with a wrong one, on every path but the pages, which come without data', async () => {
@@ -75,7 +88,16 @@ describe('status server', () => {
         expect(r.body).not.toMatch(/· app|build-01|exit code 3|r-2026/);
       }
     }
-    for (const path of ['metrics', 'healthz', 'api/routines', 'api/routines/tick', 'api/lock', 'api/runs', 'routines/no such', 'nope']) {
+    for (const path of [
+      'metrics',
+      'healthz',
+      'api/routines',
+      'api/routines/tick',
+      'api/lock',
+      'api/runs',
+      'routines/no such',
+      'nope',
+    ]) {
       for (const auth of [undefined, 'Bearer wrong-token-0123456789abcdef', `Basic ${TOKEN}`, `Bearer ${TOKEN}x`]) {
         const r = await httpGet(`${s.url}${path}`, auth ? { authorization: auth } : {});
         expect(r.status, `${path} ${auth}`).toBe(401);
@@ -91,7 +113,10 @@ describe('status server', () => {
     const fail = async (): Promise<never> => {
       throw new Error('connect ECONNREFUSED 10.1.1.1:5432 password=hunter2');
     };
-    const s = await serve({ sources: fixedSources(pageData(), { routines: fail, health: fail }), warn: (m) => warned.push(m) });
+    const s = await serve({
+      sources: fixedSources(pageData(), { routines: fail, health: fail }),
+      warn: (m) => warned.push(m),
+    });
     for (const path of ['', 'metrics', 'api/routines']) {
       const r = await httpGet(`${s.url}${path}`);
       expect(r.status, path).toBe(500);
@@ -106,14 +131,27 @@ describe('status server', () => {
   });
 
   it('503 with the reason while unhealthy', async () => {
-    const s = await serve({ sources: fixedSources(pageData(), { health: async () => ({ ok: false, reason: 'scheduler lock lost (taken over)' }) }) });
+    const s = await serve({
+      sources: fixedSources(pageData(), {
+        health: async () => ({ ok: false, reason: 'scheduler lock lost (taken over)' }),
+      }),
+    });
     expect(await httpGet(`${s.url}healthz`)).toMatchObject({ status: 503, body: 'scheduler lock lost (taken over)\n' });
   });
 
   it('a port in use is a usage error (exit 2) naming the address', async () => {
     const s = await serve();
-    await expect(startStatusServer({ listen: { host: '127.0.0.1', port: s.port }, token: null, sources: fixedSources(), metrics: new Metrics(true), warn: () => {} })).rejects.toMatchObject({
-      exitCode: 2, message: `--http 127.0.0.1:${s.port}: the address is already in use`,
+    await expect(
+      startStatusServer({
+        listen: { host: '127.0.0.1', port: s.port },
+        token: null,
+        sources: fixedSources(),
+        metrics: new Metrics(true),
+        warn: () => {},
+      }),
+    ).rejects.toMatchObject({
+      exitCode: 2,
+      message: `--http 127.0.0.1:${s.port}: the address is already in use`,
     });
   });
 });

@@ -199,7 +199,10 @@ describe.each(PLACES)('stale locks and reclaim (SPEC §4.4, §4.5) in %s', (_whe
     expect(kept).toHaveLength(1);
     expect(readFileSync(join(dir, kept[0]!), 'utf8')).toBe(content);
     // a takeover, said as one (what `lock break` and the log report)
-    expect(r.takeover).toMatchObject({ why: expect.stringMatching(/not a valid lock record|unreadable/), staleFile: join(dir, kept[0]!) });
+    expect(r.takeover).toMatchObject({
+      why: expect.stringMatching(/not a valid lock record|unreadable/),
+      staleFile: join(dir, kept[0]!),
+    });
   });
 
   it('reclaims at once when the owner on this host is dead', async () => {
@@ -220,7 +223,9 @@ describe.each(PLACES)('stale locks and reclaim (SPEC §4.4, §4.5) in %s', (_whe
     expect(r).toMatchObject({ ok: false, reason: 'LOCK_HELD', holder: { lock_id: live.lock_id } });
     expect(readFileSync(file, 'utf8')).toBe(serializeLockRecord(live));
     // nothing was linked: the planted slot stays the only one (the SPEC file never becomes one)
-    expect(readdirSync(dir).filter((n) => /^exec-run\.slot\.\d+$/.test(n))).toEqual(fileOf(5) === 'exec-run.lock' ? [] : ['exec-run.slot.5']);
+    expect(readdirSync(dir).filter((n) => /^exec-run\.slot\.\d+$/.test(n))).toEqual(
+      fileOf(5) === 'exec-run.lock' ? [] : ['exec-run.slot.5'],
+    );
   });
 
   it('reclaims an owner whose pid now belongs to another process', async () => {
@@ -251,7 +256,10 @@ describe.each(PLACES)('stale locks and reclaim (SPEC §4.4, §4.5) in %s', (_whe
     });
     const info = systemProbe().inspect(orphan.pid!);
     expect(info.state).toBe('alive');
-    const rec = staleRecord({}, { children: [{ pid: orphan.pid!, start_time: info.state === 'alive' ? info.startTime : null }] });
+    const rec = staleRecord(
+      {},
+      { children: [{ pid: orphan.pid!, start_time: info.state === 'alive' ? info.startTime : null }] },
+    );
     plant(dir, rec);
     await mustAcquire(options(dir));
     expect(processRuns(orphan.pid!)).toBe(false);
@@ -297,7 +305,10 @@ describe('stale slots', () => {
     const dir = testdir();
     writeFileSync(join(dir, 'exec-run.slot.9'), 'garbage\n');
     const broke = await breakStaleLock({ lockDir: dir, key: 'exec-run' });
-    expect(broke).toMatchObject({ broken: true, why: expect.stringMatching(/exec-run\.slot\.9 is not a valid lock record/) });
+    expect(broke).toMatchObject({
+      broken: true,
+      why: expect.stringMatching(/exec-run\.slot\.9 is not a valid lock record/),
+    });
     expect(broke.broken && readFileSync(broke.staleFile!, 'utf8')).toBe('garbage\n');
     expect(readLockStatus({ lockDir: dir, key: 'exec-run' })).toMatchObject({ state: 'free', generation: 10 });
   });
@@ -333,7 +344,9 @@ describe('paths we refuse (security)', () => {
     writeFileSync(join(dir, 'file'), '');
     const err = await attemptAcquire(options(join(dir, 'file', 'locks'))).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnsafePathError);
-    expect(String(err)).toMatch(/cannot create the lock in .*file\/locks: a path component is not a directory \(ENOTDIR\)/);
+    expect(String(err)).toMatch(
+      /cannot create the lock in .*file\/locks: a path component is not a directory \(ENOTDIR\)/,
+    );
   });
 
   it('rejects keys that would be paths', async () => {
@@ -447,15 +460,21 @@ describe('--if-busy policies', () => {
     // the waiter's pauses on a clock of the test's: it is released only once the waiter waits
     const clock = new ManualClock(Date.now());
     let settled = false;
-    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false, clock }).finally(() => (settled = true));
+    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false, clock }).finally(
+      () => (settled = true),
+    );
     await eventually(() => clock.sleeping >= 1, 15_000, 'the waiter to wait');
     expect(settled).toBe(false);
     await first.release();
     // the release wakes it (inotify), or the next pause does once the clock moves
-    await eventually(() => {
-      if (!settled) clock.advance(50);
-      return settled;
-    }, 15_000, 'the waiter to take the lock');
+    await eventually(
+      () => {
+        if (!settled) clock.advance(50);
+        return settled;
+      },
+      15_000,
+      'the waiter to take the lock',
+    );
     const r = await waiting;
     expect(r.ok).toBe(true);
     if (r.ok) await r.lease.release();
@@ -487,21 +506,29 @@ describe('--if-busy policies', () => {
     const info = systemProbe().inspect(holder.pid!);
     writeFileSync(
       join(dir, 'exec-run.lock'),
-      serializeLockRecord(staleRecord({}, { pid: holder.pid!, start_time: info.state === 'alive' ? info.startTime : null })),
+      serializeLockRecord(
+        staleRecord({}, { pid: holder.pid!, start_time: info.state === 'alive' ? info.startTime : null }),
+      ),
     );
     const clock = new ManualClock(Date.now());
     let settled = false;
-    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false, clock }).finally(() => (settled = true));
+    const waiting = acquireFileLease({ ...options(dir), ifBusy: 'wait', heartbeat: false, clock }).finally(
+      () => (settled = true),
+    );
     // killed only once the waiter found it alive and waits
     await eventually(() => clock.sleeping >= 1, 15_000, 'the waiter to wait');
     expect(settled).toBe(false);
     holder.kill('SIGKILL');
     await eventually(() => !processRuns(holder.pid!), 15_000, 'the holder to die');
     // a death changes nothing in the folder: the waiter's next pause ends, it looks again
-    await eventually(() => {
-      if (!settled) clock.advance(50);
-      return settled;
-    }, 15_000, 'the waiter to take the lock');
+    await eventually(
+      () => {
+        if (!settled) clock.advance(50);
+        return settled;
+      },
+      15_000,
+      'the waiter to take the lock',
+    );
     const r = await waiting;
     expect(r.ok).toBe(true);
     if (r.ok) await r.lease.release();

@@ -21,7 +21,9 @@ describe('a holder whose state folder is swapped mid-check', () => {
     trustRoot(lockDir);
     let swapAt: string | null = null;
     const lock = fileLockBackend({
-      lockDir, ttlMs: 60_000, refreshMs: 60_000,
+      lockDir,
+      ttlMs: 60_000,
+      refreshMs: 60_000,
       hooks: {
         step: (name) => {
           if (name !== swapAt) return;
@@ -54,7 +56,19 @@ describe('a holder whose state folder moves away or is swapped at the view check
     trustRoot(state);
     trustRoot(lockDir);
     let armed = false;
-    const lock = fileLockBackend({ lockDir, ttlMs: 60_000, refreshMs: 60_000, hooks: { step: (name) => { if (armed && name === at) { armed = false; swap(root, state, other); } } } });
+    const lock = fileLockBackend({
+      lockDir,
+      ttlMs: 60_000,
+      refreshMs: 60_000,
+      hooks: {
+        step: (name) => {
+          if (armed && name === at) {
+            armed = false;
+            swap(root, state, other);
+          }
+        },
+      },
+    });
     const got = await lock.acquire('exec-run', { command: 'test' });
     if (!got.ok) throw new Error('not acquired');
     checkFolder(state);
@@ -71,7 +85,9 @@ describe('a holder whose state folder moves away or is swapped at the view check
     const lease = await setup((root, state, other) => {
       // the other folder carries a view that claims a later generation
       const view = readFileSync(join(state, 'locks', 'exec-run.lock'), 'utf8');
-      const forged = view.replace(/"lock_id":"[0-9a-f]+"/, `"lock_id":"${'f'.repeat(32)}"`).replace('"generation":1', '"generation":2');
+      const forged = view
+        .replace(/"lock_id":"[0-9a-f]+"/, `"lock_id":"${'f'.repeat(32)}"`)
+        .replace('"generation":1', '"generation":2');
       expect(forged).not.toBe(view);
       writeFileSync(join(other, 'locks', 'exec-run.lock'), forged);
       renameSync(state, join(root, 'real'));

@@ -11,18 +11,39 @@ import { selfIdentity } from '../../src/process/identity.js';
 import { fakeProbe } from './fake-probe.js';
 import { testdir } from '../helpers/testdir.js';
 
-const entry = (ticket: string, arrived: number, pid: number, host = 'h'): LineEntry => ({ ticket, arrived, owner: { pid, host, boot_id: null, start_time: null, command: 'lock run' } });
+const entry = (ticket: string, arrived: number, pid: number, host = 'h'): LineEntry => ({
+  ticket,
+  arrived,
+  owner: { pid, host, boot_id: null, start_time: null, command: 'lock run' },
+});
 
 describe('the order of a line', () => {
   const self = { pid: 1, host: 'h' };
-  const line = [entry('b', 20, 3), entry('a', 10, 2), entry('c', 20, 1), entry('d', 30, 4), entry('e', 5, 2, 'other-host')];
+  const line = [
+    entry('b', 20, 3),
+    entry('a', 10, 2),
+    entry('c', 20, 1),
+    entry('d', 30, 4),
+    entry('e', 5, 2, 'other-host'),
+  ];
 
   it('a newcomer of a process with no ticket has every other waiter ahead, oldest first (arrival, then ticket)', () => {
-    expect(aheadOf(line.filter((e) => e.owner.pid !== 1), self, null).map((e) => e.ticket)).toEqual(['e', 'a', 'b', 'd']);
+    expect(
+      aheadOf(
+        line.filter((e) => e.owner.pid !== 1),
+        self,
+        null,
+      ).map((e) => e.ticket),
+    ).toEqual(['e', 'a', 'b', 'd']);
   });
 
   it('a ticket has those that came before it ahead; the same pid on another host is another process', () => {
-    expect(aheadOf(line, { pid: 4, host: 'h' }, { arrived: 30, ticket: 'd' }).map((e) => e.ticket)).toEqual(['e', 'a', 'b', 'c']);
+    expect(aheadOf(line, { pid: 4, host: 'h' }, { arrived: 30, ticket: 'd' }).map((e) => e.ticket)).toEqual([
+      'e',
+      'a',
+      'b',
+      'c',
+    ]);
     expect(aheadOf(line, { pid: 2, host: 'other-host' }, { arrived: 5, ticket: 'e' })).toEqual([]);
   });
 
@@ -34,8 +55,12 @@ describe('the order of a line', () => {
   });
 
   it('says who is first, as read after "held by"', () => {
-    expect(lineWhy([entry('a', 10, 2)])).toBe('no one this moment, but a waiter that came first takes it next: lock run, pid 2 on h');
-    expect(lineWhy([entry('a', 10, 2), entry('b', 20, 3), entry('c', 30, 4)])).toBe('no one this moment, but 3 waiters that came first take it next: lock run, pid 2 on h, and 2 more');
+    expect(lineWhy([entry('a', 10, 2)])).toBe(
+      'no one this moment, but a waiter that came first takes it next: lock run, pid 2 on h',
+    );
+    expect(lineWhy([entry('a', 10, 2), entry('b', 20, 3), entry('c', 30, 4)])).toBe(
+      'no one this moment, but 3 waiters that came first take it next: lock run, pid 2 on h, and 2 more',
+    );
   });
 });
 
@@ -44,7 +69,16 @@ describe('a line in a folder', () => {
   /** A ticket file as another process writes it. */
   function foreign(lockDir: string, name: string, arrived: number, pid: number, mtimeAgoMs = 0, text?: string): string {
     const file = join(lockDir, 'line', `${name}.${String(arrived).padStart(15, '0')}.${'0'.repeat(15)}${pid % 10}`);
-    writeFileSync(file, text ?? JSON.stringify({ version: 1, lock: name, owner: { pid, host: 'host-a', boot_id: 'boot-1', start_time: '100', command: 'lock run' } }), { mode: 0o600 });
+    writeFileSync(
+      file,
+      text ??
+        JSON.stringify({
+          version: 1,
+          lock: name,
+          owner: { pid, host: 'host-a', boot_id: 'boot-1', start_time: '100', command: 'lock run' },
+        }),
+      { mode: 0o600 },
+    );
     const t = (Date.now() - mtimeAgoMs) / 1000;
     utimesSync(file, t, t);
     return file;
@@ -52,7 +86,12 @@ describe('a line in a folder', () => {
 
   it('counts the live and fresh waiters of other processes; removes those of dead ones; passes over one not beaten for a TTL and a garbled one', async () => {
     const lockDir = testdir();
-    const probe = fakeProbe({ [process.pid]: { state: 'alive', startTime: '1', pgid: null }, 11: { state: 'alive', startTime: '100', pgid: null }, 13: { state: 'alive', startTime: '100', pgid: null }, 14: { state: 'alive', startTime: '999', pgid: null } });
+    const probe = fakeProbe({
+      [process.pid]: { state: 'alive', startTime: '1', pgid: null },
+      11: { state: 'alive', startTime: '100', pgid: null },
+      13: { state: 'alive', startTime: '100', pgid: null },
+      14: { state: 'alive', startTime: '999', pgid: null },
+    });
     const line = fileWaitLine({ lockDir, ttlMs, refreshMs: 3_000, probe });
     const mine = await line.join('db', { command: 'test' });
     expect(readdirSync(join(lockDir, 'line'))).toHaveLength(1);
@@ -77,12 +116,20 @@ describe('a line in a folder', () => {
 
   it('a free lock with a live waiter of another process ahead is busy to a newcomer, with why; once that waiter is gone, taken', async () => {
     const lockDir = testdir();
-    const probe = fakeProbe({ [process.pid]: { state: 'alive', startTime: '1', pgid: null }, 11: { state: 'alive', startTime: '100', pgid: null } });
+    const probe = fakeProbe({
+      [process.pid]: { state: 'alive', startTime: '1', pgid: null },
+      11: { state: 'alive', startTime: '100', pgid: null },
+    });
     const lock = fileLockBackend({ lockDir, ttlMs, refreshMs: 3_000, probe });
     await lock.line!.join('db', { command: 'test' }).then((t) => t.leave()); // the folder exists
     const file = foreign(lockDir, 'db', 1, 11);
     const busy = await acquireLock(lock, 'db', 1, { command: 'test' }, { ifBusy: 'fail' });
-    expect(busy).toMatchObject({ ok: false, reason: 'LOCK_HELD', holder: null, why: 'no one this moment, but a waiter that came first takes it next: lock run, pid 11 on host-a' });
+    expect(busy).toMatchObject({
+      ok: false,
+      reason: 'LOCK_HELD',
+      holder: null,
+      why: 'no one this moment, but a waiter that came first takes it next: lock run, pid 11 on host-a',
+    });
     expect(busy.ok === false && busy.ahead?.map((e) => e.owner.pid)).toEqual([11]);
     unlinkSync(file); // it left (took the lock elsewhere, or gave up)
     const got = await acquireLock(lock, 'db', 1, { command: 'test' }, { ifBusy: 'fail' });
@@ -92,7 +139,10 @@ describe('a line in a folder', () => {
 
   it('with slots, a waiter ahead holds up a newcomer only when no more slots are free than waiters ahead', async () => {
     const lockDir = testdir();
-    const probe = fakeProbe({ [process.pid]: { state: 'alive', startTime: '1', pgid: null }, 11: { state: 'alive', startTime: '100', pgid: null } });
+    const probe = fakeProbe({
+      [process.pid]: { state: 'alive', startTime: '1', pgid: null },
+      11: { state: 'alive', startTime: '100', pgid: null },
+    });
     const lock = fileLockBackend({ lockDir, ttlMs, refreshMs: 3_000, probe });
     await lock.line!.join('agents', { command: 'test' }).then((t) => t.leave());
     foreign(lockDir, 'agents', 1, 11);

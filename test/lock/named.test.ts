@@ -17,7 +17,8 @@ describe('named lock keys', () => {
     expect(slotKeys('agents', 3)).toEqual(['named.agents.1', 'named.agents.2', 'named.agents.3']);
     expect(lockOfKey('named.agents.3')).toEqual({ name: 'agents', slot: 3 });
     expect(lockOfKey('exec-run')).toEqual({ name: 'exec', slot: 1 });
-    for (const other of ['scheduler', 'routine-state', 'named.Agents.1', 'named.a.0', 'named.a', 'named..1']) expect(lockOfKey(other), other).toBeNull();
+    for (const other of ['scheduler', 'routine-state', 'named.Agents.1', 'named.a.0', 'named.a', 'named..1'])
+      expect(lockOfKey(other), other).toBeNull();
     const longest = 'a'.repeat(63);
     expect(lockOfKey(lockKey(longest, 64))).toEqual({ name: longest, slot: 64 });
   });
@@ -35,7 +36,11 @@ describe('acquireLock', () => {
     const b = await acquireLock(lock, 'agents', 2, owner, { ifBusy: 'fail' });
     expect([a.ok && a.slot, b.ok && b.slot]).toEqual([1, 2]);
     const c = await acquireLock(lock, 'agents', 2, owner, { ifBusy: 'skip' });
-    expect(c).toMatchObject({ ok: false, reason: 'LOCK_HELD', why: expect.stringMatching(/^pid \d+ .*, and pid \d+ .* \(all 2 slots\)$/) });
+    expect(c).toMatchObject({
+      ok: false,
+      reason: 'LOCK_HELD',
+      why: expect.stringMatching(/^pid \d+ .*, and pid \d+ .* \(all 2 slots\)$/),
+    });
     if (a.ok) await a.lease.release();
     const d = await acquireLock(lock, 'agents', 2, owner, { ifBusy: 'fail' });
     expect(d.ok && d.slot).toBe(1);
@@ -46,7 +51,9 @@ describe('acquireLock', () => {
     const lock = backend();
     const held = await Promise.all([1, 2].map(() => acquireLock(lock, 'agents', 2, owner, { ifBusy: 'fail' })));
     const told: string[] = [];
-    const waiting = acquireLock(lock, 'agents', 2, owner, { ifBusy: 'wait', waitTimeoutMs: 30_000 }, (why) => told.push(why));
+    const waiting = acquireLock(lock, 'agents', 2, owner, { ifBusy: 'wait', waitTimeoutMs: 30_000 }, (why) =>
+      told.push(why),
+    );
     await eventually(() => told.length > 0, 10_000, 'told whom it waits for');
     expect(told).toHaveLength(1);
     const second = held[1]!;

@@ -12,7 +12,8 @@ const LOCK = 'a'.repeat(32);
 
 function probe(table: Record<number, ProcessState>, extra: Partial<LivenessProbe> = {}): LivenessProbe {
   return {
-    host: 'h', bootId: 'b',
+    host: 'h',
+    bootId: 'b',
     inspect: (pid) => table[pid] ?? { state: 'dead', why: 'no-process' },
     groupMembers: () => [],
     ownerUid: () => me,
@@ -29,7 +30,10 @@ describe('which process groups may be signalled (SPEC §12)', () => {
   });
 
   it('a live leader: only with the recorded start time, leading its group, as this user', () => {
-    const p = probe({ 500: { state: 'alive', startTime: '77', pgid: 500 }, 600: { state: 'alive', startTime: '77', pgid: 1 } });
+    const p = probe({
+      500: { state: 'alive', startTime: '77', pgid: 500 },
+      600: { state: 'alive', startTime: '77', pgid: 1 },
+    });
     expect(judgeGroup({ pid: 500, start_time: '77' }, LOCK, p)).toEqual({ kind: 'ours' });
     expect(judgeGroup({ pid: 500, start_time: '78' }, LOCK, p)).toEqual({ kind: 'unverified' });
     expect(judgeGroup({ pid: 500, start_time: null }, LOCK, p)).toEqual({ kind: 'unverified' });
@@ -38,7 +42,7 @@ describe('which process groups may be signalled (SPEC §12)', () => {
     expect(judgeGroup({ pid: 500, start_time: '77' }, LOCK, other)).toEqual({ kind: 'foreign', uid: me + 1 });
   });
 
-  it('a leader that exited: only when a member carries the holder\'s ROUTINELY_LOCK_ID', () => {
+  it("a leader that exited: only when a member carries the holder's ROUTINELY_LOCK_ID", () => {
     const members = { groupMembers: () => [501, 502] };
     expect(judgeGroup({ pid: 500, start_time: '77' }, LOCK, probe({}, members))).toEqual({ kind: 'unverified' });
     const marked = probe({}, { ...members, environHas: (pid, entry) => pid === 502 && entry === lockMarker(LOCK) });
@@ -49,15 +53,27 @@ describe('which process groups may be signalled (SPEC §12)', () => {
 
   it('a proven orphan running as another user stops the takeover with exit 75 and says what to do', async () => {
     const p = probe({ 500: { state: 'alive', startTime: '77', pgid: 500 } }, { ownerUid: () => 4242 });
-    const err = await endOrphanGroups([{ pid: 500, start_time: '77' }], { lockId: LOCK, holderPid: 99, probe: p, clock: new ManualClock(), graceMs: 10 }).catch((e: unknown) => e);
+    const err = await endOrphanGroups([{ pid: 500, start_time: '77' }], {
+      lockId: LOCK,
+      holderPid: 99,
+      probe: p,
+      clock: new ManualClock(),
+      graceMs: 10,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OrphanBlockedError);
     expect((err as OrphanBlockedError).exitCode).toBe(75);
-    expect(String(err)).toMatch(/cannot end process group 500, left running by the previous holder \(pid 99\): it runs as uid 4242.*kill -TERM -- -500/);
+    expect(String(err)).toMatch(
+      /cannot end process group 500, left running by the previous holder \(pid 99\): it runs as uid 4242.*kill -TERM -- -500/,
+    );
   });
 
   it('finds a command by its ROUTINELY_LOCK_ID even when nothing recorded it', async () => {
     const lockId = 'c'.repeat(32);
-    const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore', env: { ...process.env, ROUTINELY_LOCK_ID: lockId } });
+    const child = spawn('sleep', ['60'], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, ROUTINELY_LOCK_ID: lockId },
+    });
     onTestFinished(() => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
@@ -65,11 +81,18 @@ describe('which process groups may be signalled (SPEC §12)', () => {
         /* gone */
       }
     });
-    await eventually(() => (systemProbe().markedGroupLeaders?.(lockMarker(lockId)) ?? []).length === 1, 5000, 'marked leader found');
+    await eventually(
+      () => (systemProbe().markedGroupLeaders?.(lockMarker(lockId)) ?? []).length === 1,
+      5000,
+      'marked leader found',
+    );
     const found = systemProbe().markedGroupLeaders!(lockMarker(lockId));
     expect(found.map((f) => f.pid)).toEqual([child.pid]);
     expect(systemProbe().markedGroupLeaders!(lockMarker('d'.repeat(32)))).toEqual([]);
-    const report = await endOrphanGroups(found.map((f) => ({ pid: f.pid, start_time: f.startTime })), { lockId, probe: systemProbe(), clock: new ManualClock(), graceMs: 0 });
+    const report = await endOrphanGroups(
+      found.map((f) => ({ pid: f.pid, start_time: f.startTime })),
+      { lockId, probe: systemProbe(), clock: new ManualClock(), graceMs: 0 },
+    );
     expect(report.ended).toEqual([child.pid]);
     await eventually(() => !processRuns(child.pid!), 5000, 'ended');
   });

@@ -36,22 +36,35 @@ describe('judgeLock (SPEC §4.4)', () => {
     const expired = lock({}, { heartbeat_at: s - 70, expires_at: s - 10 });
     expect(judgeLock(expired, NOW, fakeProbe(alive))).toEqual({ stale: false, ownerCheck: 'alive' });
     expect(judgeLock(expired, NOW + 7200_000, fakeProbe(alive))).toEqual({ stale: false, ownerCheck: 'alive' });
-    expect(judgeLock(expired, NOW, fakeProbe(alive), { unchangedForMs: 59_000 })).toEqual({ stale: false, ownerCheck: 'alive' });
+    expect(judgeLock(expired, NOW, fakeProbe(alive), { unchangedForMs: 59_000 })).toEqual({
+      stale: false,
+      ownerCheck: 'alive',
+    });
     const v = judgeLock(expired, NOW, fakeProbe(alive), { unchangedForMs: 61_000 });
     expect(v).toMatchObject({ stale: true, reason: 'UNCHANGED' });
     expect(v.stale && v.why).toMatch(/no heartbeat seen for 61s on this host's clock \(TTL 60s\)/);
   });
 
-  it('an implausible expiry (a hundred years ahead) is timed by the observer\'s own TTL, and on another host by a day at most', () => {
+  it("an implausible expiry (a hundred years ahead) is timed by the observer's own TTL, and on another host by a day at most", () => {
     const forever = lock({}, { heartbeat_at: s - 100, expires_at: s + 100 * 365 * 86400 });
-    expect(judgeLock(forever, NOW, fakeProbe(alive), { unchangedForMs: 61_000, ttlMs: 60_000 })).toMatchObject({ stale: true, reason: 'UNCHANGED' });
-    expect(judgeLock(forever, NOW, fakeProbe(alive), { unchangedForMs: 59_000, ttlMs: 60_000 })).toMatchObject({ stale: false });
+    expect(judgeLock(forever, NOW, fakeProbe(alive), { unchangedForMs: 61_000, ttlMs: 60_000 })).toMatchObject({
+      stale: true,
+      reason: 'UNCHANGED',
+    });
+    expect(judgeLock(forever, NOW, fakeProbe(alive), { unchangedForMs: 59_000, ttlMs: 60_000 })).toMatchObject({
+      stale: false,
+    });
     const remote = lock({ host: 'host-b' }, { heartbeat_at: s - 86_401, expires_at: s + 100 * 365 * 86400 });
     const r = judgeLock(remote, NOW, fakeProbe(alive));
     expect(r).toMatchObject({ stale: true, reason: 'EXPIRED' });
     expect(r.stale && r.why).toMatch(/claims a TTL of .*more than the 86400s believed/);
     // a plausible TTL of another host is believed as it is
-    expect(judgeLock(lock({ host: 'host-b' }, { heartbeat_at: s - 3000, expires_at: s + 600 }), NOW, fakeProbe(alive), { unchangedForMs: 0, ttlMs: 60_000 })).toMatchObject({ stale: false });
+    expect(
+      judgeLock(lock({ host: 'host-b' }, { heartbeat_at: s - 3000, expires_at: s + 600 }), NOW, fakeProbe(alive), {
+        unchangedForMs: 0,
+        ttlMs: 60_000,
+      }),
+    ).toMatchObject({ stale: false });
   });
 
   it('calls a dead owner on this host stale at once, before expiry', () => {
@@ -85,7 +98,10 @@ describe('judgeLock (SPEC §4.4)', () => {
   it('lets an observer distrust a remote clock: unchanged longer than the TTL on its own clock', () => {
     const remote = lock({ host: 'host-b' }, { heartbeat_at: s + 3600, expires_at: s + 3660 }); // clock an hour ahead
     expect(judgeLock(remote, NOW, fakeProbe({}), { unchangedForMs: 30_000 })).toMatchObject({ stale: false });
-    expect(judgeLock(remote, NOW, fakeProbe({}), { unchangedForMs: 61_000 })).toMatchObject({ stale: true, reason: 'UNCHANGED' });
+    expect(judgeLock(remote, NOW, fakeProbe({}), { unchangedForMs: 61_000 })).toMatchObject({
+      stale: true,
+      reason: 'UNCHANGED',
+    });
   });
 
   it('falls back to expiry when the process table cannot tell', () => {
@@ -98,7 +114,9 @@ describe('judgeLock (SPEC §4.4)', () => {
     const text = describeHolder(lock({ run_id: 'r-20261129T190000Z-7f3a', pid: 4711, host: 'build-01' }), NOW);
     expect(text).toBe('pid 4711 on build-01 (exec run, run r-20261129T190000Z-7f3a), heartbeat 5s ago');
     // a routine's fire: the routine once, never "routine, routine sync"
-    expect(describeHolder(lock({ command: 'routine', routine: 'sync', run_id: 'r-20261129T190000Z-7f3a' }), NOW)).toBe('pid 100 on host-a (routine sync, run r-20261129T190000Z-7f3a), heartbeat 5s ago');
+    expect(describeHolder(lock({ command: 'routine', routine: 'sync', run_id: 'r-20261129T190000Z-7f3a' }), NOW)).toBe(
+      'pid 100 on host-a (routine sync, run r-20261129T190000Z-7f3a), heartbeat 5s ago',
+    );
     expect(describeHolder(lock({ command: 'lock run', routine: 'sync' }), NOW)).toMatch(/\(lock run, routine sync\)/);
   });
 });

@@ -18,8 +18,23 @@ const HOLD_A = 1500;
 const HOLD_B = 5000;
 
 /** Every step the file lease reports to its hook; a new step must be added here to be tested. */
-const ACQUIRE = ['acquire:list', 'acquire:read-slot', 'acquire:write-temp', 'acquire:link-slot', 'acquire:recheck', 'acquire:write-view', 'acquire:beat'];
-const HOLD = ['children:append', 'verify:slots', 'verify:view', 'beat:write', 'beat:recheck:slots', 'beat:recheck:view'];
+const ACQUIRE = [
+  'acquire:list',
+  'acquire:read-slot',
+  'acquire:write-temp',
+  'acquire:link-slot',
+  'acquire:recheck',
+  'acquire:write-view',
+  'acquire:beat',
+];
+const HOLD = [
+  'children:append',
+  'verify:slots',
+  'verify:view',
+  'beat:write',
+  'beat:recheck:slots',
+  'beat:recheck:view',
+];
 const RELEASE = ['release:slots', 'release:view', 'release:move-view', 'release:mark'];
 const RAISE = ['raise:write', 'raise:link', 'raise:recheck', 'raise:recheck:slots', 'raise:recheck:view'];
 
@@ -34,32 +49,68 @@ interface Event {
 }
 
 const events = (p: Spawned): Event[] =>
-  p.stdout().trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Event);
+  p
+    .stdout()
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Event);
 
 type Finished = (fn: () => void) => void;
 
-function holder(dir: string, name: string, hold: number, onFinished: Finished, stall?: { at: string; n?: number }, raise = false, releaseWhen = '-'): Spawned {
-  return start(join(FIXTURES, 'stall-holder.mjs'), [
-    join(dir, 'locks'), String(TTL), String(REFRESH), String(hold), join(dir, 'marks'), name,
-    stall?.at ?? '-', String(stall?.n ?? 1), String(STALL), raise ? '1' : '0', releaseWhen,
-  ], { onFinished });
+function holder(
+  dir: string,
+  name: string,
+  hold: number,
+  onFinished: Finished,
+  stall?: { at: string; n?: number },
+  raise = false,
+  releaseWhen = '-',
+): Spawned {
+  return start(
+    join(FIXTURES, 'stall-holder.mjs'),
+    [
+      join(dir, 'locks'),
+      String(TTL),
+      String(REFRESH),
+      String(hold),
+      join(dir, 'marks'),
+      name,
+      stall?.at ?? '-',
+      String(stall?.n ?? 1),
+      String(STALL),
+      raise ? '1' : '0',
+      releaseWhen,
+    ],
+    { onFinished },
+  );
 }
 
 /** The work marks of A and B never interleave: one holder's marks form one block. */
 function checkMarks(dir: string): { a: number; b: number; order: string } {
   const file = join(dir, 'marks');
   const lines = existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
-  const marks = lines.map((l) => {
-    const [who, t] = l.split(' ');
-    return { who: who!, t: Number(t) };
-  }).filter((m) => m.who !== 'W');
+  const marks = lines
+    .map((l) => {
+      const [who, t] = l.split(' ');
+      return { who: who!, t: Number(t) };
+    })
+    .filter((m) => m.who !== 'W');
   marks.sort((x, y) => x.t - y.t);
   const blocks: string[] = [];
   for (const m of marks) if (blocks.at(-1) !== m.who) blocks.push(m.who);
-  return { a: marks.filter((m) => m.who === 'A').length, b: marks.filter((m) => m.who === 'B').length, order: blocks.join('') };
+  return {
+    a: marks.filter((m) => m.who === 'A').length,
+    b: marks.filter((m) => m.who === 'B').length,
+    order: blocks.join(''),
+  };
 }
 
-async function scenario(step: string, phase: 'acquire' | 'hold' | 'release' | 'raise', onFinished: Finished): Promise<void> {
+async function scenario(
+  step: string,
+  phase: 'acquire' | 'hold' | 'release' | 'raise',
+  onFinished: Finished,
+): Promise<void> {
   const dir = testdir('routinely-', onFinished);
   // Someone took and released the lock before, so acquiring meets an existing slot; to stall A
   // while it reads a holder's slot, that holder (W, no work) holds it until A has stalled there.
@@ -80,7 +131,10 @@ async function scenario(step: string, phase: 'acquire' | 'hold' | 'release' | 'r
 
   // B kept its lock to the end, and released it.
   expect(eb.code, detail).toBe(0);
-  expect(B.some((e) => e.lost), detail).toBe(false);
+  expect(
+    B.some((e) => e.lost),
+    detail,
+  ).toBe(false);
   expect(B.find((e) => e.released !== undefined)?.released, detail).toBe(true);
 
   // Generations only rise, in the order the holders held.
@@ -114,15 +168,32 @@ describe('a holder stalled at any step never hurts the next holder (SPEC §4.10)
     const a = holder(dir, 'A', 900, onTestFinished, undefined, true);
     expect((await a.exited).code).toBe(0);
     const steps = events(a).find((e) => e.steps)!.steps!;
-    const known = new Set([...ACQUIRE, ...HOLD, ...RELEASE, ...RAISE, 'acquire:read-view', 'beat:heal-view', 'acquire:move-aside']);
+    const known = new Set([
+      ...ACQUIRE,
+      ...HOLD,
+      ...RELEASE,
+      ...RAISE,
+      'acquire:read-view',
+      'beat:heal-view',
+      'acquire:move-aside',
+    ]);
     expect(steps.filter((s) => !known.has(s))).toEqual([]);
-    for (const s of [...ACQUIRE, ...HOLD, ...RELEASE, ...RAISE]) if (s !== 'acquire:read-slot') expect(steps).toContain(s);
+    for (const s of [...ACQUIRE, ...HOLD, ...RELEASE, ...RAISE])
+      if (s !== 'acquire:read-slot') expect(steps).toContain(s);
   });
 
   describe.concurrent('stalled', () => {
-    it.for(ACQUIRE)('while acquiring, at %s', { timeout: 40_000 }, (step, { onTestFinished }) => scenario(step, 'acquire', onTestFinished));
-    it.for(HOLD)('while holding, at %s', { timeout: 40_000 }, (step, { onTestFinished }) => scenario(step, 'hold', onTestFinished));
-    it.for(RELEASE)('while releasing, at %s', { timeout: 40_000 }, (step, { onTestFinished }) => scenario(step, 'release', onTestFinished));
-    it.for(RAISE)('while raising its generation, at %s', { timeout: 40_000 }, (step, { onTestFinished }) => scenario(step, 'raise', onTestFinished));
+    it.for(ACQUIRE)('while acquiring, at %s', { timeout: 40_000 }, (step, { onTestFinished }) =>
+      scenario(step, 'acquire', onTestFinished),
+    );
+    it.for(HOLD)('while holding, at %s', { timeout: 40_000 }, (step, { onTestFinished }) =>
+      scenario(step, 'hold', onTestFinished),
+    );
+    it.for(RELEASE)('while releasing, at %s', { timeout: 40_000 }, (step, { onTestFinished }) =>
+      scenario(step, 'release', onTestFinished),
+    );
+    it.for(RAISE)('while raising its generation, at %s', { timeout: 40_000 }, (step, { onTestFinished }) =>
+      scenario(step, 'raise', onTestFinished),
+    );
   });
 });

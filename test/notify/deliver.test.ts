@@ -15,10 +15,20 @@ import { testdir } from '../helpers/testdir.js';
 import { closedPort, webhookServer } from '../helpers/webhook-server.js';
 
 const payload: NotifyPayload = {
-  event: 'failure', project: 'app', host: 'build-01', routine: 'backup', run_id: 'r-20261130T120000Z-ab12', result: 'failure',
-  scheduled_at: '2026-11-30T12:00:00.000Z', finished_at: '2026-11-30T12:00:01.500Z', exit_code: 3, why: 'exit code 3',
-  next: 'routinely routine logs backup --run r-20261130T120000Z-ab12', log: '/p/.routinely/logs/backup.log',
-  consecutive_failures: 1, consecutive_skips: 0,
+  event: 'failure',
+  project: 'app',
+  host: 'build-01',
+  routine: 'backup',
+  run_id: 'r-20261130T120000Z-ab12',
+  result: 'failure',
+  scheduled_at: '2026-11-30T12:00:00.000Z',
+  finished_at: '2026-11-30T12:00:01.500Z',
+  exit_code: 3,
+  why: 'exit code 3',
+  next: 'routinely routine logs backup --run r-20261130T120000Z-ab12',
+  log: '/p/.routinely/logs/backup.log',
+  consecutive_failures: 1,
+  consecutive_skips: 0,
 };
 const fast = { attempts: 3, backoffMs: 10, timeoutMs: 5_000 };
 const on = ['failure' as const];
@@ -27,9 +37,19 @@ describe('webhook', () => {
   it('POSTs the payload as JSON once when the receiver answers 2xx', async () => {
     const hook = await webhookServer([204]);
     const [d] = await deliver({ webhook: hook.url, on }, payload, { cwd: '/', passEnv: [], ...fast });
-    expect(d).toEqual({ channel: 'webhook', target: `http://127.0.0.1:${hook.port}/…`, delivered: true, attempts: 1, error: null });
+    expect(d).toEqual({
+      channel: 'webhook',
+      target: `http://127.0.0.1:${hook.port}/…`,
+      delivered: true,
+      attempts: 1,
+      error: null,
+    });
     expect(hook.received).toHaveLength(1);
-    expect(hook.received[0]).toMatchObject({ method: 'POST', url: '/hook', headers: { 'content-type': 'application/json' } });
+    expect(hook.received[0]).toMatchObject({
+      method: 'POST',
+      url: '/hook',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(JSON.parse(hook.received[0]!.body)).toEqual(payload);
   });
 
@@ -55,14 +75,24 @@ describe('webhook', () => {
 
   it('connection refused: 3 attempts, reported', async () => {
     const port = await closedPort();
-    const [d] = await deliver({ webhook: `http://127.0.0.1:${port}/hook`, on }, payload, { cwd: '/', passEnv: [], ...fast });
+    const [d] = await deliver({ webhook: `http://127.0.0.1:${port}/hook`, on }, payload, {
+      cwd: '/',
+      passEnv: [],
+      ...fast,
+    });
     expect(d).toMatchObject({ delivered: false, attempts: 3 });
     expect(d!.error).toMatch(/ECONNREFUSED/);
   });
 
   it('a receiver that never answers: each attempt ends at the timeout, 3 attempts, then reported', async () => {
     const hook = await webhookServer(['hang']);
-    const [d] = await deliver({ webhook: hook.url, on }, payload, { cwd: '/', passEnv: [], attempts: 3, backoffMs: 10, timeoutMs: 1500 });
+    const [d] = await deliver({ webhook: hook.url, on }, payload, {
+      cwd: '/',
+      passEnv: [],
+      attempts: 3,
+      backoffMs: 10,
+      timeoutMs: 1500,
+    });
     expect(d).toMatchObject({ delivered: false, attempts: 3, error: 'no answer within 1.5s' });
     expect(hook.received).toHaveLength(3);
   });
@@ -70,7 +100,14 @@ describe('webhook', () => {
   it('an abort (scheduler shutdown) ends a hanging delivery at once, without more attempts', async () => {
     const hook = await webhookServer(['hang']);
     const stop = new AbortController();
-    const pending = deliver({ webhook: hook.url, on }, payload, { cwd: '/', passEnv: [], attempts: 3, backoffMs: 10, timeoutMs: 60_000, signal: stop.signal });
+    const pending = deliver({ webhook: hook.url, on }, payload, {
+      cwd: '/',
+      passEnv: [],
+      attempts: 3,
+      backoffMs: 10,
+      timeoutMs: 60_000,
+      signal: stop.signal,
+    });
     await eventually(() => hook.received.length === 1, 10_000, 'the request');
     stop.abort();
     const [d] = await pending;
@@ -103,16 +140,30 @@ describe('command', () => {
     process.env.ROUTINELY_HTTP_TOKEN = 'tok';
     process.env.SOMETHING_ELSE = 'kept';
     try {
-      const [d] = await deliver({ command: cmd, on }, payload, { cwd: dir, passEnv: ['ROUTINELY_HTTP_TOKEN'], ...fast });
+      const [d] = await deliver({ command: cmd, on }, payload, {
+        cwd: dir,
+        passEnv: ['ROUTINELY_HTTP_TOKEN'],
+        ...fast,
+      });
       expect(d).toEqual({ channel: 'command', target: 'command', delivered: true, attempts: 1, error: null });
     } finally {
       process.env = saved;
     }
     expect(JSON.parse(readFileSync(join(dir, 'stdin.json'), 'utf8'))).toEqual(payload);
-    const env = Object.fromEntries(readFileSync(join(dir, 'env.txt'), 'utf8').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const env = Object.fromEntries(
+      readFileSync(join(dir, 'env.txt'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
     expect(env).toMatchObject({
-      ROUTINELY_EVENT: 'failure', ROUTINELY_ROUTINE_ID: 'backup', ROUTINELY_RUN_ID: 'r-20261130T120000Z-ab12',
-      ROUTINELY_RESULT: 'failure', ROUTINELY_LOG: '/p/.routinely/logs/backup.log', SOMETHING_ELSE: 'kept', ROUTINELY_HTTP_TOKEN: 'tok',
+      ROUTINELY_EVENT: 'failure',
+      ROUTINELY_ROUTINE_ID: 'backup',
+      ROUTINELY_RUN_ID: 'r-20261130T120000Z-ab12',
+      ROUTINELY_RESULT: 'failure',
+      ROUTINELY_LOG: '/p/.routinely/logs/backup.log',
+      SOMETHING_ELSE: 'kept',
+      ROUTINELY_HTTP_TOKEN: 'tok',
     });
     expect(env).not.toHaveProperty('ROUTINELY_DATABASE_URL');
     expect(readFileSync(join(dir, 'cwd.txt'), 'utf8').trim()).toBe(dir);
@@ -120,7 +171,11 @@ describe('command', () => {
 
   it('a failing command gets 3 attempts; its last output line says why', async () => {
     const dir = testdir();
-    const [d] = await deliver({ command: 'echo try >> tries; echo "alert service down" >&2; exit 4', on }, payload, { cwd: dir, passEnv: [], ...fast });
+    const [d] = await deliver({ command: 'echo try >> tries; echo "alert service down" >&2; exit 4', on }, payload, {
+      cwd: dir,
+      passEnv: [],
+      ...fast,
+    });
     expect(d).toMatchObject({ delivered: false, attempts: 3, error: 'exit code 4: alert service down' });
     expect(readFileSync(join(dir, 'tries'), 'utf8')).toBe('try\ntry\ntry\n');
   });
@@ -129,17 +184,28 @@ describe('command', () => {
     const dir = testdir();
     const clock = new ManualClock();
     let settled = false;
-    const done = deliver({ command: 'echo try >> tries; exit 4', on }, payload, { cwd: dir, passEnv: [], attempts: 3, backoffMs: 3_600_000, clock }).then((r) => {
+    const done = deliver({ command: 'echo try >> tries; exit 4', on }, payload, {
+      cwd: dir,
+      passEnv: [],
+      attempts: 3,
+      backoffMs: 3_600_000,
+      clock,
+    }).then((r) => {
       settled = true;
       return r;
     });
-    const tries = (): number => (existsSync(join(dir, 'tries')) ? readFileSync(join(dir, 'tries'), 'utf8').split('\n').length - 1 : 0);
+    const tries = (): number =>
+      existsSync(join(dir, 'tries')) ? readFileSync(join(dir, 'tries'), 'utf8').split('\n').length - 1 : 0;
     await eventually(() => tries() === 1 && clock.sleeping === 1, 10_000, 'the first attempt, then its back-off');
     clock.advance(3_599_999);
     await sleep(200); // room for a wrong early attempt
     expect([tries(), settled, clock.sleeping]).toEqual([1, false, 1]);
     clock.advance(1);
-    await eventually(() => tries() === 2 && clock.sleeping === 1, 10_000, 'the second attempt, 1 h later, then a 2 h back-off');
+    await eventually(
+      () => tries() === 2 && clock.sleeping === 1,
+      10_000,
+      'the second attempt, 1 h later, then a 2 h back-off',
+    );
     clock.advance(3_600_000);
     await sleep(200);
     expect([tries(), settled, clock.sleeping]).toEqual([2, false, 1]);
@@ -151,22 +217,42 @@ describe('command', () => {
 
   it('a command that hangs is ended with its whole process group at the timeout', async () => {
     const dir = testdir();
-    const [d] = await deliver({ command: 'sleep 60 & echo $! > bg.pid; wait', on }, payload, { cwd: dir, passEnv: [], attempts: 1, timeoutMs: 2000 });
-    expect(d).toMatchObject({ delivered: false, attempts: 1, error: 'no exit within 2s (its process group was ended)' });
+    const [d] = await deliver({ command: 'sleep 60 & echo $! > bg.pid; wait', on }, payload, {
+      cwd: dir,
+      passEnv: [],
+      attempts: 1,
+      timeoutMs: 2000,
+    });
+    expect(d).toMatchObject({
+      delivered: false,
+      attempts: 1,
+      error: 'no exit within 2s (its process group was ended)',
+    });
     const bg = Number(readFileSync(join(dir, 'bg.pid'), 'utf8'));
     await eventually(() => !processRuns(bg), 10_000, 'the background sleep to end');
   });
 
   it('a command that does not read its stdin is fine', async () => {
-    const [d] = await deliver({ command: 'exit 0', on }, { ...payload, why: 'x'.repeat(1 << 20) }, { cwd: testdir(), passEnv: [], ...fast });
+    const [d] = await deliver(
+      { command: 'exit 0', on },
+      { ...payload, why: 'x'.repeat(1 << 20) },
+      { cwd: testdir(), passEnv: [], ...fast },
+    );
     expect(d).toMatchObject({ delivered: true });
   });
 
   it('webhook and command both get the event', async () => {
     const hook = await webhookServer([200]);
     const dir = testdir();
-    const results = await deliver({ webhook: hook.url, command: 'cat > got.json', on }, payload, { cwd: dir, passEnv: [], ...fast });
-    expect(results.map((r) => [r.channel, r.delivered])).toEqual([['webhook', true], ['command', true]]);
+    const results = await deliver({ webhook: hook.url, command: 'cat > got.json', on }, payload, {
+      cwd: dir,
+      passEnv: [],
+      ...fast,
+    });
+    expect(results.map((r) => [r.channel, r.delivered])).toEqual([
+      ['webhook', true],
+      ['command', true],
+    ]);
     expect(hook.received).toHaveLength(1);
     expect(existsSync(join(dir, 'got.json'))).toBe(true);
   });

@@ -6,12 +6,25 @@ import { describe, expect, it } from 'vitest';
 import type { NotifyDef } from '../../src/config/types.js';
 import { notifyEvents, notifyTarget, wanted } from '../../src/notify/events.js';
 import { nextStep } from '../../src/notify/payload.js';
-import { applyFire, emptyRecord, type Fire, type RoutineRecord, type RoutineResult } from '../../src/state/routine-state.js';
+import {
+  applyFire,
+  emptyRecord,
+  type Fire,
+  type RoutineRecord,
+  type RoutineResult,
+} from '../../src/state/routine-state.js';
 
 const T = '2026-11-30T12:00:00.000Z';
 const fire = (result: RoutineResult, extra: Partial<Fire> = {}): Fire => ({
-  result, reason: result === 'failure' ? 'exit code 3' : result === 'skipped' ? 'exec busy' : null,
-  scheduled_at: T, started_at: T, finished_at: T, duration_ms: 5, exit_code: result === 'failure' ? 3 : 0, run_id: null, ...extra,
+  result,
+  reason: result === 'failure' ? 'exit code 3' : result === 'skipped' ? 'exec busy' : null,
+  scheduled_at: T,
+  started_at: T,
+  finished_at: T,
+  duration_ms: 5,
+  exit_code: result === 'failure' ? 3 : 0,
+  run_id: null,
+  ...extra,
 });
 const def = { starvedAfterSkips: 3 };
 
@@ -32,7 +45,13 @@ describe('notifyEvents', () => {
   });
 
   it('every final failure raises failure; the first success after them raises recovery, once', () => {
-    expect(sequence(['success', 'failure', 'failure', 'success', 'success'])).toEqual([[], ['failure'], ['failure'], ['recovery'], []]);
+    expect(sequence(['success', 'failure', 'failure', 'success', 'success'])).toEqual([
+      [],
+      ['failure'],
+      ['failure'],
+      ['recovery'],
+      [],
+    ]);
   });
 
   it('a failure on a first fire (no record yet) raises failure', () => {
@@ -41,7 +60,10 @@ describe('notifyEvents', () => {
 
   it('a failed attempt that will be retried raises nothing; the last one raises failure', () => {
     expect(notifyEvents(undefined, fire('failure'), def, false)).toEqual([]);
-    const afterTwo = applyFire(applyFire(undefined, fire('failure')), fire('failure', { trigger: 'retry', attempt: 2 }));
+    const afterTwo = applyFire(
+      applyFire(undefined, fire('failure')),
+      fire('failure', { trigger: 'retry', attempt: 2 }),
+    );
     expect(notifyEvents(afterTwo, fire('failure', { trigger: 'retry', attempt: 3 }), def, true)).toEqual(['failure']);
   });
 
@@ -60,17 +82,47 @@ describe('notifyEvents', () => {
   });
 
   it('three consecutive skips raise exactly one starved; more skips raise nothing', () => {
-    expect(sequence(['skipped', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped'])).toEqual([[], [], ['starved'], [], [], [], []]);
+    expect(sequence(['skipped', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped', 'skipped'])).toEqual([
+      [],
+      [],
+      ['starved'],
+      [],
+      [],
+      [],
+      [],
+    ]);
   });
 
   it('starved again only after a success or a failure reset the count', () => {
-    expect(sequence(['skipped', 'skipped', 'skipped', 'success', 'skipped', 'skipped', 'skipped'])).toEqual([[], [], ['starved'], [], [], [], ['starved']]);
-    expect(sequence(['skipped', 'skipped', 'skipped', 'failure', 'skipped', 'skipped', 'skipped'])).toEqual([[], [], ['starved'], ['failure'], [], [], ['starved']]);
+    expect(sequence(['skipped', 'skipped', 'skipped', 'success', 'skipped', 'skipped', 'skipped'])).toEqual([
+      [],
+      [],
+      ['starved'],
+      [],
+      [],
+      [],
+      ['starved'],
+    ]);
+    expect(sequence(['skipped', 'skipped', 'skipped', 'failure', 'skipped', 'skipped', 'skipped'])).toEqual([
+      [],
+      [],
+      ['starved'],
+      ['failure'],
+      [],
+      [],
+      ['starved'],
+    ]);
   });
 
   it('follows starvedAfterSkips (1 means the first skip)', () => {
     expect(sequence(['skipped', 'skipped'], { starvedAfterSkips: 1 })).toEqual([['starved'], []]);
-    expect(sequence(['skipped', 'skipped', 'skipped', 'skipped', 'skipped'], { starvedAfterSkips: 5 })).toEqual([[], [], [], [], ['starved']]);
+    expect(sequence(['skipped', 'skipped', 'skipped', 'skipped', 'skipped'], { starvedAfterSkips: 5 })).toEqual([
+      [],
+      [],
+      [],
+      [],
+      ['starved'],
+    ]);
   });
 
   it('a success after skips that follow a failure is still a recovery (skips leave the failure count alone)', () => {
@@ -79,7 +131,11 @@ describe('notifyEvents', () => {
 });
 
 describe('notifyTarget', () => {
-  const top: NotifyDef = { webhook: 'https://alerts.example/hook', on: ['failure', 'recovery', 'starved'], outputLines: 20 };
+  const top: NotifyDef = {
+    webhook: 'https://alerts.example/hook',
+    on: ['failure', 'recovery', 'starved'],
+    outputLines: 20,
+  };
   const own: NotifyDef = { command: './alert.sh', on: ['failure'], outputLines: 20 };
 
   it("a routine's own notify replaces the top-level one; false silences it; absent uses the top level", () => {

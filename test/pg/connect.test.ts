@@ -5,28 +5,47 @@ const msg = (err: object): string => dbError('db:5432/app', err).message;
 
 describe('database errors name their real cause', () => {
   it('a parameter a pooler refuses is not a timeout', () => {
-    expect(msg({ code: '08P01', message: 'unsupported startup parameter: statement_timeout' })).toBe('database db:5432/app: unsupported startup parameter: statement_timeout (08P01)');
+    expect(msg({ code: '08P01', message: 'unsupported startup parameter: statement_timeout' })).toBe(
+      'database db:5432/app: unsupported startup parameter: statement_timeout (08P01)',
+    );
   });
 
   it('a wait for our own pool is not the database timing out; each timeout says which', () => {
     const limits = { main: 3, lease: 1, connectTimeoutMs: 15_000 };
     expect(dbError('db:5432/app', new Error('timeout exceeded when trying to connect'), limits).message).toBe(
-      "database db:5432/app: this process's connection pool is exhausted: its 3 connections stayed busy for 15s (a wait inside this process, not for the database; raise backend.poolSize)");
-    expect(dbError('db:5432/app', new Error('Connection terminated due to connection timeout'), limits).message).toMatch(/timed out connecting \(no answer within 15s; set connect_timeout=N in the URL for a slower link\)/);
-    expect(msg(new Error('Query read timeout'))).toMatch(/no answer within 17s \(timed out; behind PgBouncer in session mode this is a wait in its queue for a server connection: its pool is exhausted/);
-    expect(msg({ code: '57014', message: 'canceling statement due to statement timeout' })).toMatch(/ran past 15s and was canceled \(57014\)/);
+      "database db:5432/app: this process's connection pool is exhausted: its 3 connections stayed busy for 15s (a wait inside this process, not for the database; raise backend.poolSize)",
+    );
+    expect(
+      dbError('db:5432/app', new Error('Connection terminated due to connection timeout'), limits).message,
+    ).toMatch(/timed out connecting \(no answer within 15s; set connect_timeout=N in the URL for a slower link\)/);
+    expect(msg(new Error('Query read timeout'))).toMatch(
+      /no answer within 17s \(timed out; behind PgBouncer in session mode this is a wait in its queue for a server connection: its pool is exhausted/,
+    );
+    expect(msg({ code: '57014', message: 'canceling statement due to statement timeout' })).toMatch(
+      /ran past 15s and was canceled \(57014\)/,
+    );
   });
 
   it('PgBouncer at its limits says which limit, and what one process takes of it', () => {
     const limits = { main: 1, lease: 1, connectTimeoutMs: 30_000 };
-    expect(dbError('db:6432/app', { code: '08P01', message: 'no more connections allowed (max_client_conn)' }, limits).message).toBe(
-      'database db:6432/app: PgBouncer refused the connection: its max_client_conn is reached (raise it, or lower backend.poolSize: each routinely process opens up to 2 connections (backend.poolSize)) (08P01)');
-    expect(dbError('db:6432/app', { code: '08P01', message: 'query_wait_timeout' }, limits).message).toMatch(/^database db:6432\/app: PgBouncer's pool is exhausted: the statement waited query_wait_timeout for a server connection/);
-    expect(dbError('db:5432/app', { code: '53300', message: 'sorry, too many clients already' }, limits).message).toMatch(/raise max_connections .*; each routinely process opens up to 2 connections \(backend.poolSize\)/);
+    expect(
+      dbError('db:6432/app', { code: '08P01', message: 'no more connections allowed (max_client_conn)' }, limits)
+        .message,
+    ).toBe(
+      'database db:6432/app: PgBouncer refused the connection: its max_client_conn is reached (raise it, or lower backend.poolSize: each routinely process opens up to 2 connections (backend.poolSize)) (08P01)',
+    );
+    expect(dbError('db:6432/app', { code: '08P01', message: 'query_wait_timeout' }, limits).message).toMatch(
+      /^database db:6432\/app: PgBouncer's pool is exhausted: the statement waited query_wait_timeout for a server connection/,
+    );
+    expect(
+      dbError('db:5432/app', { code: '53300', message: 'sorry, too many clients already' }, limits).message,
+    ).toMatch(/raise max_connections .*; each routinely process opens up to 2 connections \(backend.poolSize\)/);
   });
 
   it('a read-only server says how to reach the primary', () => {
-    expect(msg({ code: '25006', message: 'cannot execute INSERT in a read-only transaction' })).toMatch(/the server is read-only \(a standby\?\) \(25006\): point the URL at the primary, or list every host with target_session_attrs=read-write/);
+    expect(msg({ code: '25006', message: 'cannot execute INSERT in a read-only transaction' })).toMatch(
+      /the server is read-only \(a standby\?\) \(25006\): point the URL at the primary, or list every host with target_session_attrs=read-write/,
+    );
   });
 
   it('never the password', () => {

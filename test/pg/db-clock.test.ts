@@ -3,7 +3,15 @@
 
 import { describe, expect, it } from 'vitest';
 import {
-  DbClock, OFFSET_LOG_STEP_MS, SKEW_WARN_MS, bestSample, describeOffset, nextOffset, offsetNews, offsetSample, skewWarning,
+  DbClock,
+  OFFSET_LOG_STEP_MS,
+  SKEW_WARN_MS,
+  bestSample,
+  describeOffset,
+  nextOffset,
+  offsetNews,
+  offsetSample,
+  skewWarning,
 } from '../../src/pg/db-clock.js';
 
 describe('offset math', () => {
@@ -15,7 +23,12 @@ describe('offset math', () => {
   });
 
   it('the shortest round trip wins; nonsense samples are ignored', () => {
-    const best = bestSample([{ offsetMs: 9_950, rttMs: 120 }, { offsetMs: 10_001, rttMs: 2 }, { offsetMs: NaN, rttMs: 0 }, { offsetMs: 10_030, rttMs: 60 }]);
+    const best = bestSample([
+      { offsetMs: 9_950, rttMs: 120 },
+      { offsetMs: 10_001, rttMs: 2 },
+      { offsetMs: NaN, rttMs: 0 },
+      { offsetMs: 10_030, rttMs: 60 },
+    ]);
     expect(best).toEqual({ offsetMs: 10_001, rttMs: 2 });
     expect(bestSample([])).toBeNull();
   });

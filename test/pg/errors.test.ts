@@ -12,7 +12,13 @@ describe('claimMayHaveCommitted', () => {
     for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '28P01', '28000', '3D000']) {
       expect(claimMayHaveCommitted(dbError('h:5432/db', err(code))), code).toBe(false);
     }
-    for (const [code, message] of [['ECONNRESET', 'x'], [undefined, 'Query read timeout'], ['57014', 'canceled'], ['57P01', 'terminating'], [undefined, 'Connection terminated unexpectedly']] as const) {
+    for (const [code, message] of [
+      ['ECONNRESET', 'x'],
+      [undefined, 'Query read timeout'],
+      ['57014', 'canceled'],
+      ['57P01', 'terminating'],
+      [undefined, 'Connection terminated unexpectedly'],
+    ] as const) {
       expect(claimMayHaveCommitted(dbError('h:5432/db', err(code, message))), `${code} ${message}`).toBe(true);
     }
     // not a database error at all: a bug, not a lost answer

@@ -8,10 +8,11 @@ describe('PriorityGate', () => {
     const gate = new PriorityGate(1);
     expect(await gate.enter(false, 1000)).toBe(true);
     const order: string[] = [];
-    const ask = (name: string, urgent: boolean): Promise<void> => gate.enter(urgent, 5000).then((ok) => {
-      order.push(`${name}:${ok}`);
-      gate.leave();
-    });
+    const ask = (name: string, urgent: boolean): Promise<void> =>
+      gate.enter(urgent, 5000).then((ok) => {
+        order.push(`${name}:${ok}`);
+        gate.leave();
+      });
     const all = [ask('record1', false), ask('claim1', true), ask('record2', false), ask('claim2', true)];
     gate.leave();
     await Promise.all(all);

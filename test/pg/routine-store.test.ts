@@ -13,7 +13,8 @@ import { rng } from '../helpers/rng.js';
 const cluster = pgCluster();
 const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
 const RESULTS = ['success', 'failure', 'skipped'] as const;
-const byTime = (x: HistoryEntry, y: HistoryEntry): number => Date.parse(x.scheduled_at) - Date.parse(y.scheduled_at) || Date.parse(x.started_at) - Date.parse(y.started_at);
+const byTime = (x: HistoryEntry, y: HistoryEntry): number =>
+  Date.parse(x.scheduled_at) - Date.parse(y.scheduled_at) || Date.parse(x.started_at) - Date.parse(y.started_at);
 
 suite('the database store: recentFires', () => {
   it('selects what history() holds, for 60 random queries (fixed seed), the kept rows only', async () => {
@@ -28,13 +29,27 @@ suite('the database store: recentFires', () => {
       for (let k = 0; k < 40; k++) {
         const at = t0 + Math.floor(random() * 3_600_000);
         const iso = (ms: number): string => new Date(ms).toISOString();
-        const fire: Fire = { result: RESULTS[Math.floor(random() * 3)]!, reason: null, scheduled_at: iso(at), started_at: iso(at + 3), finished_at: iso(at + 900), duration_ms: 897, exit_code: 0, run_id: null, key: `${id}${k}` };
+        const fire: Fire = {
+          result: RESULTS[Math.floor(random() * 3)]!,
+          reason: null,
+          scheduled_at: iso(at),
+          started_at: iso(at + 3),
+          finished_at: iso(at + 900),
+          duration_ms: 897,
+          exit_code: 0,
+          run_id: null,
+          key: `${id}${k}`,
+        };
         await store.recordFire(id, fire, () => {});
       }
     }
     // what the queries are compared with: the kept rows of every routine (none would make every
     // comparison below one of empty lists)
-    for (const id of ids) expect((await store.history(id)).map((e) => e.key), `history of ${id}`).toEqual(Array.from({ length: historyLines }, () => expect.stringMatching(new RegExp(`^${id}\\d+$`))));
+    for (const id of ids)
+      expect(
+        (await store.history(id)).map((e) => e.key),
+        `history of ${id}`,
+      ).toEqual(Array.from({ length: historyLines }, () => expect.stringMatching(new RegExp(`^${id}\\d+$`))));
     let compared = 0; // rounds whose expected answer has fires in it
     for (let round = 0; round < 60; round++) {
       const pick = (): number => t0 + Math.floor(random() * 3_600_000);
@@ -46,12 +61,24 @@ suite('the database store: recentFires', () => {
         ...(random() < 0.3 ? { result: RESULTS[Math.floor(random() * 3)] } : {}),
       };
       const routines = ids.filter(() => random() < 0.7);
-      const whole = (await Promise.all(routines.map(async (routine) => (await store.history(routine)).map((e) => ({ routine, ...e })))))
+      const whole = (
+        await Promise.all(
+          routines.map(async (routine) => (await store.history(routine)).map((e) => ({ routine, ...e }))),
+        )
+      )
         .flat()
-        .filter((e) => Date.parse(e.scheduled_at) >= q.since && Date.parse(e.scheduled_at) < q.until && (q.result === undefined || e.result === q.result))
+        .filter(
+          (e) =>
+            Date.parse(e.scheduled_at) >= q.since &&
+            Date.parse(e.scheduled_at) < q.until &&
+            (q.result === undefined || e.result === q.result),
+        )
         .sort(byTime);
       const expected = Number.isFinite(q.limit) ? whole.slice(-q.limit) : whole;
-      expect(await store.recentFires(routines, q, () => {}), `round ${round}: ${JSON.stringify(q)} of ${routines.join(',')}`).toEqual(expected);
+      expect(
+        await store.recentFires(routines, q, () => {}),
+        `round ${round}: ${JSON.stringify(q)} of ${routines.join(',')}`,
+      ).toEqual(expected);
       if (expected.length > 0) compared++;
     }
     expect(compared, 'rounds that compared a non-empty answer').toBeGreaterThanOrEqual(45);

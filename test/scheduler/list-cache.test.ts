@@ -11,10 +11,27 @@ import { cronSchedule } from '../../src/config/schedule.js';
 import { zoneTime } from '../../src/zone-time.js';
 import { testProject } from '../helpers/testdir.js';
 
-const routine = (id: string, schedule: string, timezone?: string) => ({ id, schedule, action: 'command', run: 'true', ...(timezone ? { timezone } : {}) });
+const routine = (id: string, schedule: string, timezone?: string) => ({
+  id,
+  schedule,
+  action: 'command',
+  run: 'true',
+  ...(timezone ? { timezone } : {}),
+});
 
 describe('the list cache of fire times', () => {
-  const project = () => loadProject({ cwd: testProject({ routines: [routine('sec', '* * * * * *', 'Europe/Berlin'), routine('ten', '*/10 * * * * *'), routine('seven', '*/7 * * * * *'), routine('daily', '0 3 * * *'), routine('dst', '* * * * * *', 'Europe/Berlin')] }) });
+  const project = () =>
+    loadProject({
+      cwd: testProject({
+        routines: [
+          routine('sec', '* * * * * *', 'Europe/Berlin'),
+          routine('ten', '*/10 * * * * *'),
+          routine('seven', '*/7 * * * * *'),
+          routine('daily', '0 3 * * *'),
+          routine('dst', '* * * * * *', 'Europe/Berlin'),
+        ],
+      }),
+    });
 
   it('covers ten minutes of an evenly firing routine, and every time counted out from it is the real one', () => {
     const now = Date.parse('2026-11-29T19:00:00.300Z');
@@ -25,10 +42,15 @@ describe('the list cache of fire times', () => {
     // */7 restarts at each minute: not even, so only its listed times
     expect(cached.seven!.every).toBeUndefined();
     expect(cached.daily!.every).toBeUndefined();
-    for (const [id, schedule, zone] of [['sec', '* * * * * *', 'Europe/Berlin'], ['ten', '*/10 * * * * *', undefined]] as const) {
+    for (const [id, schedule, zone] of [
+      ['sec', '* * * * * *', 'Europe/Berlin'],
+      ['ten', '*/10 * * * * *', undefined],
+    ] as const) {
       const s = cronSchedule(schedule, zone);
       for (let t = now; t < Date.parse('2026-11-29T19:09:59Z'); t += 37_123) {
-        expect(nextCached(cached[id]!, t), `${id} at ${new Date(t).toISOString()}`).toEqual(zoneTime(s.next(new Date(t))!, zone));
+        expect(nextCached(cached[id]!, t), `${id} at ${new Date(t).toISOString()}`).toEqual(
+          zoneTime(s.next(new Date(t))!, zone),
+        );
       }
     }
     // past its cover: run out (the full path computes it)
@@ -50,7 +72,10 @@ describe('the list cache of fire times', () => {
     expect(existsSync(p.stateDir)).toBe(false);
     mkdirSync(p.stateDir, { mode: 0o700 });
     write();
-    const cache = JSON.parse(readFileSync(join(p.stateDir, LIST_CACHE_FILE), 'utf8')) as { key: string; routines: unknown[] };
+    const cache = JSON.parse(readFileSync(join(p.stateDir, LIST_CACHE_FILE), 'utf8')) as {
+      key: string;
+      routines: unknown[];
+    };
     expect([cache.key, cache.routines.length]).toEqual(['key', 5]);
     // a symlink planted at the cache's name is refused, and its target left as it was
     const target = join(p.root, 'elsewhere');

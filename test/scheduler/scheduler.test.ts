@@ -18,7 +18,13 @@ import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 const T0 = Date.UTC(2026, 10, 29, 19, 0, 0);
-const routine = (id: string, schedule: string, extra: object = {}) => ({ id, schedule, action: 'command', run: 'true', ...extra });
+const routine = (id: string, schedule: string, extra: object = {}) => ({
+  id,
+  schedule,
+  action: 'command',
+  run: 'true',
+  ...extra,
+});
 const settle = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
 };
@@ -27,7 +33,8 @@ function harness(config: object, startMs = T0 + 500) {
   const dir = testProject(config);
   const clock = new ManualClock(startMs);
   const events: LogEvent[] = [];
-  const fires: { id: string; scheduledAt: string; request: FireRequest; finish: (r?: Partial<FireResult>) => void }[] = [];
+  const fires: { id: string; scheduledAt: string; request: FireRequest; finish: (r?: Partial<FireResult>) => void }[] =
+    [];
   const fire: FireFn = (def, scheduledAt, o) =>
     new Promise((resolve) => {
       o.onStarted();
@@ -37,16 +44,30 @@ function harness(config: object, startMs = T0 + 500) {
         request: o,
         finish: (r = {}) =>
           resolve({
-            result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: new Date(clock.now()).toISOString(),
-            finished_at: new Date(clock.now()).toISOString(), duration_ms: 5, exit_code: 0, run_id: null, ...r,
+            result: 'success',
+            reason: null,
+            scheduled_at: scheduledAt.toISOString(),
+            started_at: new Date(clock.now()).toISOString(),
+            finished_at: new Date(clock.now()).toISOString(),
+            duration_ms: 5,
+            exit_code: 0,
+            run_id: null,
+            ...r,
           }),
       });
     });
   const project = loadProject({ cwd: dir });
   const scheduler = new Scheduler({
-    project, clock, fire, log: (e) => events.push(e),
-    reloadProject: () => loadProject({ cwd: dir }), shutdownTimeoutMs: 1000, watchConfig: false, random: () => 0.5,
-    store: fileRoutineStore(project), host: 'test-host',
+    project,
+    clock,
+    fire,
+    log: (e) => events.push(e),
+    reloadProject: () => loadProject({ cwd: dir }),
+    shutdownTimeoutMs: 1000,
+    watchConfig: false,
+    random: () => 0.5,
+    store: fileRoutineStore(project),
+    host: 'test-host',
   });
   const stop = new AbortController();
   const done = scheduler.run(stop.signal);
@@ -55,7 +76,12 @@ function harness(config: object, startMs = T0 + 500) {
 
 describe('Scheduler', () => {
   it('retries a failed fire after S, 2S… with jitter, each attempt its own history line; never a skip', async () => {
-    const h = harness({ routines: [routine('flaky', '0 * * * *', { retry: { attempts: 2, backoffSeconds: 10 } }), routine('busy', '0 * * * *', { retry: { attempts: 3, backoffSeconds: 10 } })] });
+    const h = harness({
+      routines: [
+        routine('flaky', '0 * * * *', { retry: { attempts: 2, backoffSeconds: 10 } }),
+        routine('busy', '0 * * * *', { retry: { attempts: 3, backoffSeconds: 10 } }),
+      ],
+    });
     await settle();
     h.clock.advance(3600_000 - 500);
     await settle();
@@ -86,8 +112,14 @@ describe('Scheduler', () => {
     h.clock.advance(100_000);
     await settle();
     expect(h.fires).toHaveLength(4);
-    expect(readFires(h.project, 'flaky').map((f) => [f.trigger, f.attempt, f.result])).toEqual([['schedule', 1, 'failure'], ['retry', 2, 'failure'], ['retry', 3, 'failure']]);
-    expect(readFires(h.project, 'busy').map((f) => [f.trigger, f.attempt, f.result])).toEqual([['schedule', 1, 'skipped']]);
+    expect(readFires(h.project, 'flaky').map((f) => [f.trigger, f.attempt, f.result])).toEqual([
+      ['schedule', 1, 'failure'],
+      ['retry', 2, 'failure'],
+      ['retry', 3, 'failure'],
+    ]);
+    expect(readFires(h.project, 'busy').map((f) => [f.trigger, f.attempt, f.result])).toEqual([
+      ['schedule', 1, 'skipped'],
+    ]);
     expect(h.events.filter((e) => e.event === 'routine.retrying' && e.routine === 'busy')).toEqual([]);
     h.stop.abort();
     await h.done;
@@ -107,19 +139,28 @@ describe('Scheduler', () => {
     h.clock.advance(60_000);
     await settle();
     expect(h.fires).toHaveLength(2);
-    expect(readRoutineState(h.project).routines.flaky).toMatchObject({ last_result: 'success', consecutive_failures: 0, counts: { success: 1, failure: 1 } });
+    expect(readRoutineState(h.project).routines.flaky).toMatchObject({
+      last_result: 'success',
+      consecutive_failures: 0,
+      counts: { success: 1, failure: 1 },
+    });
     h.stop.abort();
     await h.done;
   });
 
   it('ifBusy "wait": the fire waits for the lock up to waitTimeoutSeconds, by default until a margin before its next tick (at most an hour), and says whom it waits for', async () => {
-    const h = harness({ routines: [
-      routine('hourly', '0 * * * *', { ifBusy: 'wait' }),
-      routine('daily', '0 0 * * *', { ifBusy: 'wait' }),
-      routine('often', '*/10 * * * * *', { ifBusy: 'wait' }),
-      routine('told', '0 * * * *', { ifBusy: 'wait', waitTimeoutSeconds: 30 }),
-      routine('plain', '0 * * * *'),
-    ] }, Date.UTC(2026, 10, 29, 23, 59, 59, 500));
+    const h = harness(
+      {
+        routines: [
+          routine('hourly', '0 * * * *', { ifBusy: 'wait' }),
+          routine('daily', '0 0 * * *', { ifBusy: 'wait' }),
+          routine('often', '*/10 * * * * *', { ifBusy: 'wait' }),
+          routine('told', '0 * * * *', { ifBusy: 'wait', waitTimeoutSeconds: 30 }),
+          routine('plain', '0 * * * *'),
+        ],
+      },
+      Date.UTC(2026, 10, 29, 23, 59, 59, 500),
+    );
     await settle();
     h.clock.advance(500);
     // due together, they start one after another; each is asked what to do with a foreign holder
@@ -144,7 +185,9 @@ describe('Scheduler', () => {
   });
 
   it('fires each routine at its times and records the result', async () => {
-    const h = harness({ routines: [routine('ten', '*/10 * * * * *'), routine('off', '* * * * * *', { enabled: false })] });
+    const h = harness({
+      routines: [routine('ten', '*/10 * * * * *'), routine('off', '* * * * * *', { enabled: false })],
+    });
     await settle();
     expect(h.events[0]).toEqual({ event: 'scheduler.started', routines: 1, pid: process.pid });
     h.clock.advance(9_500);
@@ -166,11 +209,18 @@ describe('Scheduler', () => {
     h.clock.advance(10_000);
     await settle();
     expect(h.fires).toHaveLength(1);
-    expect(h.events).toContainEqual({ event: 'routine.skipped', routine: 'slow', reason: 'previous run still running' });
+    expect(h.events).toContainEqual({
+      event: 'routine.skipped',
+      routine: 'slow',
+      reason: 'previous run still running',
+    });
     await eventually(() => readRoutineState(h.project).routines.slow?.last_result === 'skipped', 5000);
     h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
     await eventually(() => readRoutineState(h.project).routines.slow?.counts.failure === 1, 5000);
-    expect(readRoutineState(h.project).routines.slow).toMatchObject({ counts: { success: 0, failure: 1, skipped: 1 }, consecutive_failures: 1 });
+    expect(readRoutineState(h.project).routines.slow).toMatchObject({
+      counts: { success: 0, failure: 1, skipped: 1 },
+      consecutive_failures: 1,
+    });
     h.stop.abort();
     await h.done;
   });
@@ -196,19 +246,33 @@ describe('Scheduler', () => {
   it('reloads a changed config and keeps the old one when the new one is bad', async () => {
     const h = harness({ routines: [routine('a', '*/10 * * * * *')] });
     await settle();
-    writeFileSync(join(h.dir, 'routinely.json'), JSON.stringify({ routines: [routine('a', '*/10 * * * * *'), routine('b', '*/5 * * * * *')] }));
+    writeFileSync(
+      join(h.dir, 'routinely.json'),
+      JSON.stringify({ routines: [routine('a', '*/10 * * * * *'), routine('b', '*/5 * * * * *')] }),
+    );
     h.scheduler.requestReload();
     await settle();
-    expect(h.events).toContainEqual({ event: 'scheduler.reloaded', routines: 2, added: ['b'], removed: [], changed: [] });
+    expect(h.events).toContainEqual({
+      event: 'scheduler.reloaded',
+      routines: 2,
+      added: ['b'],
+      removed: [],
+      changed: [],
+    });
     h.clock.advance(4_500);
     await settle();
     expect(h.fires.map((f) => f.id)).toEqual(['b']);
     h.fires[0]!.finish();
-    writeFileSync(join(h.dir, 'routinely.json'), '{"routines": [{"id": "a", "schedule": "*/61 * * * *", "action": "register"}]}');
+    writeFileSync(
+      join(h.dir, 'routinely.json'),
+      '{"routines": [{"id": "a", "schedule": "*/61 * * * *", "action": "register"}]}',
+    );
     h.scheduler.requestReload();
     await settle();
     const failed = h.events.find((e) => e.event === 'scheduler.reload_failed');
-    expect(failed).toMatchObject({ error: expect.stringContaining('routines[0].schedule: "*/61 * * * *" is not a valid cron expression') });
+    expect(failed).toMatchObject({
+      error: expect.stringContaining('routines[0].schedule: "*/61 * * * *" is not a valid cron expression'),
+    });
     expect(h.scheduler.routineCount).toBe(2);
     h.stop.abort();
     await h.done;
@@ -250,7 +314,11 @@ describe('Scheduler', () => {
     h.scheduler.clockStepped();
     await settle();
     expect(h.events).toContainEqual({ event: 'scheduler.clock_step', direction: 'back', step_ms: 60_000 });
-    for (const [advance, at] of [[10_000, '18:59:40'], [10_000, '18:59:50'], [10_000, '19:00:00']] as const) {
+    for (const [advance, at] of [
+      [10_000, '18:59:40'],
+      [10_000, '18:59:50'],
+      [10_000, '19:00:00'],
+    ] as const) {
       h.clock.advance(advance);
       await settle();
       expect(h.fires.map((f) => f.scheduledAt).at(-1)).toBe(`2026-11-29T${at}.000Z`);
@@ -304,12 +372,19 @@ describe('Scheduler', () => {
     h.clock.jumpWall(-2 * 3600_000);
     h.clock.advance(10_000);
     await settle();
-    expect(h.events.filter((e) => e.event === 'scheduler.clock_step').map((e) => (e as { direction: string }).direction)).toEqual(['forward', 'back']);
+    expect(
+      h.events.filter((e) => e.event === 'scheduler.clock_step').map((e) => (e as { direction: string }).direction),
+    ).toEqual(['forward', 'back']);
     const fromHere = h.fires.length;
     for (const at of ['19:00:50', '19:01:00', '19:01:10']) {
       h.clock.advance(10_000);
       await settle();
-      expect(h.fires.slice(fromHere).map((f) => f.scheduledAt).at(-1)).toBe(`2026-11-29T${at}.000Z`);
+      expect(
+        h.fires
+          .slice(fromHere)
+          .map((f) => f.scheduledAt)
+          .at(-1),
+      ).toBe(`2026-11-29T${at}.000Z`);
       h.fires.at(-1)!.finish();
       await eventually(() => readRoutineState(h.project).routines.t?.counts.success === h.fires.length, 5000);
     }
@@ -323,24 +398,46 @@ describe('Scheduler', () => {
   it('catchUp latest fires once at start when the last scheduled time was missed', async () => {
     const dir = testProject();
     mkdirState(dir, { version: 1, routines: { nightly: { last_scheduled_at: '2026-11-28T03:00:00.000Z' } } });
-    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [routine('nightly', '0 3 * * *', { catchUp: 'latest' }), routine('plain', '0 3 * * *')] }));
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      JSON.stringify({
+        routines: [routine('nightly', '0 3 * * *', { catchUp: 'latest' }), routine('plain', '0 3 * * *')],
+      }),
+    );
     const clock = new ManualClock(T0);
     const fired: string[] = [];
     const events: LogEvent[] = [];
     const scheduler = new Scheduler({
-      project: loadProject({ cwd: dir }), clock, log: (e) => events.push(e), watchConfig: false,
-      store: fileRoutineStore(loadProject({ cwd: dir })), host: 'test-host',
+      project: loadProject({ cwd: dir }),
+      clock,
+      log: (e) => events.push(e),
+      watchConfig: false,
+      store: fileRoutineStore(loadProject({ cwd: dir })),
+      host: 'test-host',
       reloadProject: () => loadProject({ cwd: dir }),
       fire: async (def, scheduledAt) => {
         fired.push(`${def.id}@${scheduledAt.toISOString()}`);
-        return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };
+        return {
+          result: 'success',
+          reason: null,
+          scheduled_at: scheduledAt.toISOString(),
+          started_at: '',
+          finished_at: '',
+          duration_ms: 0,
+          exit_code: 0,
+          run_id: null,
+        };
       },
     });
     const stop = new AbortController();
     const done = scheduler.run(stop.signal);
     await settle();
     expect(fired).toEqual(['nightly@2026-11-29T03:00:00.000Z']);
-    expect(events).toContainEqual({ event: 'routine.catch_up', routine: 'nightly', scheduled_at: '2026-11-29T03:00:00.000Z' });
+    expect(events).toContainEqual({
+      event: 'routine.catch_up',
+      routine: 'nightly',
+      scheduled_at: '2026-11-29T03:00:00.000Z',
+    });
     stop.abort();
     await done;
   });
@@ -348,15 +445,20 @@ describe('Scheduler', () => {
   it('with a shared database: a tick whose claim went unanswered until its next tick is given up, and catchUp latest fires it once as soon as the database answers between ticks (the claims sweep)', async () => {
     const dir = testProject();
     mkdirState(dir, { version: 1, routines: { r: { last_scheduled_at: '2026-11-29T19:00:00.000Z' } } });
-    writeFileSync(join(dir, 'routinely.json'), JSON.stringify({ routines: [routine('r', '* * * * *', { catchUp: 'latest' }), routine('plain', '* * * * *')] }));
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      JSON.stringify({ routines: [routine('r', '* * * * *', { catchUp: 'latest' }), routine('plain', '* * * * *')] }),
+    );
     const project = loadProject({ cwd: dir });
     const files = fileRoutineStore(project);
     const clock = new ManualClock(T0 + 500);
     // the database refuses every connection from 19:00:30 until 19:01:59.2
     const down = (): boolean => clock.now() >= T0 + 30_000 && clock.now() < T0 + 119_200;
-    const refused = (): DatabaseError => new DatabaseError('database db:5432/x: connection refused (ECONNREFUSED)', { neverConnected: true });
+    const refused = (): DatabaseError =>
+      new DatabaseError('database db:5432/x: connection refused (ECONNREFUSED)', { neverConnected: true });
     const store: RoutineStore = {
-      ...files, sharedTicks: true,
+      ...files,
+      sharedTicks: true,
       claimTick: async (id, at, by) => {
         if (down()) throw refused();
         return files.claimTick(id, at, by);
@@ -369,11 +471,29 @@ describe('Scheduler', () => {
     const fired: string[] = [];
     const events: LogEvent[] = [];
     const scheduler = new Scheduler({
-      project, clock, log: (e) => events.push(e), watchConfig: false, store, host: 'h1', claimer: 'c1', claimTtlMs: 4000,
+      project,
+      clock,
+      log: (e) => events.push(e),
+      watchConfig: false,
+      store,
+      host: 'h1',
+      claimer: 'c1',
+      claimTtlMs: 4000,
       reloadProject: () => project,
       fire: async (def, scheduledAt) => {
-        fired.push(`${def.id}@${scheduledAt.toISOString().slice(11, 19)}@${new Date(clock.now()).toISOString().slice(11, 21)}`);
-        return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };
+        fired.push(
+          `${def.id}@${scheduledAt.toISOString().slice(11, 19)}@${new Date(clock.now()).toISOString().slice(11, 21)}`,
+        );
+        return {
+          result: 'success',
+          reason: null,
+          scheduled_at: scheduledAt.toISOString(),
+          started_at: '',
+          finished_at: '',
+          duration_ms: 0,
+          exit_code: 0,
+          run_id: null,
+        };
       },
     });
     const stop = new AbortController();
@@ -385,8 +505,17 @@ describe('Scheduler', () => {
     }
     // 19:01 was given up at its next tick's margin (both routines), then fired late by catchUp
     // (r only) when the sweep at 19:01:59.5 found the database back; 19:02 fired on time
-    expect(events).toContainEqual({ event: 'scheduler.warning', message: expect.stringMatching(/^r: the tick of 2026-11-29T19:01:00.000Z was not fired: its claim went unanswered until the routine's next tick/) });
-    expect(events).toContainEqual({ event: 'routine.catch_up', routine: 'r', scheduled_at: '2026-11-29T19:01:00.000Z' });
+    expect(events).toContainEqual({
+      event: 'scheduler.warning',
+      message: expect.stringMatching(
+        /^r: the tick of 2026-11-29T19:01:00.000Z was not fired: its claim went unanswered until the routine's next tick/,
+      ),
+    });
+    expect(events).toContainEqual({
+      event: 'routine.catch_up',
+      routine: 'r',
+      scheduled_at: '2026-11-29T19:01:00.000Z',
+    });
     expect(fired).toEqual(['r@19:01:00@19:01:59.5', 'r@19:02:00@19:02:00.0', 'plain@19:02:00@19:02:00.0']);
     stop.abort();
     await done;
@@ -403,7 +532,9 @@ describe('Scheduler', () => {
     let started = 0;
     let most = 0;
     const store: RoutineStore = {
-      ...files, sharedTicks: true, orphanClaims: async () => [],
+      ...files,
+      sharedTicks: true,
+      orphanClaims: async () => [],
       claimTick: async (id, at, by) => {
         claimed++;
         most = Math.max(most, claimed - started);
@@ -413,12 +544,32 @@ describe('Scheduler', () => {
     // each fire starts only when let go, one at a time
     const waiting: (() => void)[] = [];
     const scheduler = new Scheduler({
-      project, clock, log: () => {}, watchConfig: false, store, host: 'h1', claimer: 'c1', reloadProject: () => project, claimsAhead: AHEAD,
-      fire: (_def, scheduledAt, o) => new Promise((resolve) => waiting.push(() => {
-        started++;
-        o.onStarted();
-        resolve({ result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null });
-      })),
+      project,
+      clock,
+      log: () => {},
+      watchConfig: false,
+      store,
+      host: 'h1',
+      claimer: 'c1',
+      reloadProject: () => project,
+      claimsAhead: AHEAD,
+      fire: (_def, scheduledAt, o) =>
+        new Promise((resolve) =>
+          waiting.push(() => {
+            started++;
+            o.onStarted();
+            resolve({
+              result: 'success',
+              reason: null,
+              scheduled_at: scheduledAt.toISOString(),
+              started_at: '',
+              finished_at: '',
+              duration_ms: 0,
+              exit_code: 0,
+              run_id: null,
+            });
+          }),
+        ),
     });
     const stop = new AbortController();
     const done = scheduler.run(stop.signal);
@@ -488,7 +639,8 @@ describe('Scheduler', () => {
   /** Drives the loop in 30 s steps (its longest sleep) up to `endMs`, finishing every fire and
    * waiting until it is recorded, so that no later tick meets it still running (a busy skip). */
   async function runUntil(h: ReturnType<typeof harness>, endMs: number): Promise<void> {
-    const recorded = (): number => Object.values(readRoutineState(h.project).routines).reduce((n, r) => n + r.counts.success, 0);
+    const recorded = (): number =>
+      Object.values(readRoutineState(h.project).routines).reduce((n, r) => n + r.counts.success, 0);
     let finished = 0;
     while (h.clock.now() < endMs) {
       h.clock.advance(30_000);
@@ -504,7 +656,10 @@ describe('Scheduler', () => {
   it('across a fall-back night, a 0 1,13 routine fires once at 01:00; an hourly one in both passes', async () => {
     // America/New_York 2026-11-01: 02:00 EDT (06:00Z) falls back to 01:00 EST, so 01:00-01:59 happens twice.
     const zone = { timezone: 'America/New_York' };
-    const h = harness({ routines: [routine('night', '0 1,13 * * *', zone), routine('hourly', '0 * * * *', zone)] }, Date.parse('2026-11-01T04:00:00.500Z'));
+    const h = harness(
+      { routines: [routine('night', '0 1,13 * * *', zone), routine('hourly', '0 * * * *', zone)] },
+      Date.parse('2026-11-01T04:00:00.500Z'),
+    );
     await settle();
     await runUntil(h, Date.parse('2026-11-01T07:30:00Z')); // 02:30 EST
     const at = (id: string): string[] => h.fires.filter((f) => f.id === id).map((f) => f.scheduledAt);
@@ -516,7 +671,10 @@ describe('Scheduler', () => {
 
   it('on a spring-forward day, a 30 2,14 routine fires at the first minute after the gap', async () => {
     // Europe/Berlin 2026-03-29: 02:00 CET (01:00Z) jumps to 03:00 CEST; cron runs the 02:30 job at 03:00.
-    const h = harness({ routines: [routine('list', '30 2,14 * * *', { timezone: 'Europe/Berlin' })] }, Date.parse('2026-03-29T00:00:00.500Z'));
+    const h = harness(
+      { routines: [routine('list', '30 2,14 * * *', { timezone: 'Europe/Berlin' })] },
+      Date.parse('2026-03-29T00:00:00.500Z'),
+    );
     await settle();
     await runUntil(h, Date.parse('2026-03-29T02:00:00Z')); // 04:00 CEST
     expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-03-29T01:00:00.000Z']);
@@ -541,10 +699,26 @@ describe('Scheduler', () => {
 });
 
 describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never competes with itself")', () => {
-  const own = { owner: { pid: process.pid, host: 'test-host', boot_id: null, start_time: null, command: 'routine', routine: 'x' }, version: 1 as const, key: 'exec-run', lock_id: 'a'.repeat(32), generation: 1, created_at: 1, heartbeat_at: 1, expires_at: 2 };
+  const own = {
+    owner: { pid: process.pid, host: 'test-host', boot_id: null, start_time: null, command: 'routine', routine: 'x' },
+    version: 1 as const,
+    key: 'exec-run',
+    lock_id: 'a'.repeat(32),
+    generation: 1,
+    created_at: 1,
+    heartbeat_at: 1,
+    expires_at: 2,
+  };
 
   it('routines due together all run, one after another in config order, each logged as queued behind the one holding', async () => {
-    const h = harness({ routines: [routine('a', '0 * * * *'), routine('b', '0 * * * *'), routine('c', '0 * * * *'), routine('free', '0 * * * *', { exclusive: false })] });
+    const h = harness({
+      routines: [
+        routine('a', '0 * * * *'),
+        routine('b', '0 * * * *'),
+        routine('c', '0 * * * *'),
+        routine('free', '0 * * * *', { exclusive: false }),
+      ],
+    });
     await settle();
     h.clock.advance(3600_000 - 500);
     await settle();
@@ -561,7 +735,10 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     h.fires[2]!.finish();
     await eventually(() => h.fires.length === 4, 5000);
     h.fires[3]!.finish();
-    await eventually(() => ['a', 'b', 'c', 'free'].every((id) => readRoutineState(h.project).routines[id]?.counts.success === 1), 5000);
+    await eventually(
+      () => ['a', 'b', 'c', 'free'].every((id) => readRoutineState(h.project).routines[id]?.counts.success === 1),
+      5000,
+    );
     expect(h.events.filter((e) => e.event === 'routine.skipped')).toEqual([]);
     h.stop.abort();
     await h.done;
@@ -576,8 +753,17 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     h.clock.advance(10_000); // :20 — often's :10 is superseded; long's :20 is a previous-run skip
     await settle();
     await eventually(() => readRoutineState(h.project).routines.often?.counts.skipped === 1, 5000);
-    expect(readRoutineState(h.project).routines.often).toMatchObject({ last_result: 'skipped', last_reason: 'exec busy', last_scheduled_at: '2026-11-29T19:00:10.000Z' });
-    expect(h.events).toContainEqual({ event: 'routine.skipped', routine: 'often', reason: 'exec busy', holder: 'routine long' });
+    expect(readRoutineState(h.project).routines.often).toMatchObject({
+      last_result: 'skipped',
+      last_reason: 'exec busy',
+      last_scheduled_at: '2026-11-29T19:00:10.000Z',
+    });
+    expect(h.events).toContainEqual({
+      event: 'routine.skipped',
+      routine: 'often',
+      reason: 'exec busy',
+      holder: 'routine long',
+    });
     h.fires[0]!.finish();
     await eventually(() => h.fires.length === 2, 5000);
     expect(h.fires[1]).toMatchObject({ id: 'often', scheduledAt: '2026-11-29T19:00:20.000Z' });
@@ -587,7 +773,9 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
   });
 
   it('a fire that meets the lock held by a fire of ours waits for its turn instead of skipping; a foreign holder is a busy skip', async () => {
-    const h = harness({ routines: [routine('w', '0 * * * *', { ifBusy: 'wait' }), routine('s', '0 * * * *'), routine('t', '0 * * * *')] });
+    const h = harness({
+      routines: [routine('w', '0 * * * *', { ifBusy: 'wait' }), routine('s', '0 * * * *'), routine('t', '0 * * * *')],
+    });
     await settle();
     h.clock.advance(3600_000 - 500);
     await settle();
@@ -620,12 +808,27 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     const fired: string[] = [];
     const project = loadProject({ cwd: dir });
     const scheduler = new Scheduler({
-      project, clock, log: () => {}, watchConfig: false, store: fileRoutineStore(project), host: 'test-host', reloadProject: () => project,
+      project,
+      clock,
+      log: () => {},
+      watchConfig: false,
+      store: fileRoutineStore(project),
+      host: 'test-host',
+      reloadProject: () => project,
       inCharge: () => inCharge,
       fire: async (_def, scheduledAt, o) => {
         if (!o.mayStart()) return null;
         fired.push(scheduledAt.toISOString());
-        return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };
+        return {
+          result: 'success',
+          reason: null,
+          scheduled_at: scheduledAt.toISOString(),
+          started_at: '',
+          finished_at: '',
+          duration_ms: 0,
+          exit_code: 0,
+          run_id: null,
+        };
       },
     });
     const stop = new AbortController();
@@ -644,22 +847,40 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     await done;
   });
 
-  it('a record the state folder would not take goes in within a second of the folder taking records again, timed by the scheduler\'s clock (SPEC §4.15)', async () => {
+  it("a record the state folder would not take goes in within a second of the folder taking records again, timed by the scheduler's clock (SPEC §4.15)", async () => {
     const dir = testProject({ routines: [routine('a', '0 * * * *')] });
     const project = loadProject({ cwd: dir });
     const clock = new ManualClock(T0 + 500);
     const real = fileRoutineStore(project);
     let full = true;
     const attempts: number[] = [];
-    const store = { ...real, recordFire: async (...args: Parameters<typeof real.recordFire>) => {
-      attempts.push(clock.monotonic());
-      if (full) throw new StateIOError(`no space left on device writing ${dir}/.routinely/history/a.jsonl`);
-      return real.recordFire(...args);
-    } };
+    const store = {
+      ...real,
+      recordFire: async (...args: Parameters<typeof real.recordFire>) => {
+        attempts.push(clock.monotonic());
+        if (full) throw new StateIOError(`no space left on device writing ${dir}/.routinely/history/a.jsonl`);
+        return real.recordFire(...args);
+      },
+    };
     const events: LogEvent[] = [];
     const scheduler = new Scheduler({
-      project, clock, log: (e) => events.push(e), watchConfig: false, store, host: 'test-host', reloadProject: () => project,
-      fire: async (_def, scheduledAt) => ({ result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: scheduledAt.toISOString(), finished_at: scheduledAt.toISOString(), duration_ms: 0, exit_code: 0, run_id: null }),
+      project,
+      clock,
+      log: (e) => events.push(e),
+      watchConfig: false,
+      store,
+      host: 'test-host',
+      reloadProject: () => project,
+      fire: async (_def, scheduledAt) => ({
+        result: 'success',
+        reason: null,
+        scheduled_at: scheduledAt.toISOString(),
+        started_at: scheduledAt.toISOString(),
+        finished_at: scheduledAt.toISOString(),
+        duration_ms: 0,
+        exit_code: 0,
+        run_id: null,
+      }),
     });
     const stop = new AbortController();
     const done = scheduler.run(stop.signal);
@@ -685,7 +906,9 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     expect(readFires(project, 'a').map((f) => f.result)).toEqual(['success']);
     expect(clock.monotonic() - freed).toBeLessThanOrEqual(1000);
     await eventually(() => events.some((e) => e.event === 'scheduler.state' && e.writable), 5000, 'writable again');
-    expect(events.filter((e) => e.event === 'scheduler.state').map((e) => (e as { writable: boolean }).writable)).toEqual([false, true]);
+    expect(
+      events.filter((e) => e.event === 'scheduler.state').map((e) => (e as { writable: boolean }).writable),
+    ).toEqual([false, true]);
     stop.abort();
     await done;
   });
@@ -693,8 +916,22 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
   it('a tick that meets its lock held by a tick of another scheduler (a shared database) waits for its turn until its next tick; one held by a manual command is a busy skip', async () => {
     const h = harness({ routines: [routine('a', '*/10 * * * * *'), routine('b', '*/10 * * * * *')] }, T0 + 9500);
     const holder = (scheduled: boolean) => ({
-      version: 1 as const, key: 'exec-run', lock_id: 'f'.repeat(32), generation: 3, created_at: T0 / 1000, heartbeat_at: T0 / 1000, expires_at: T0 / 1000 + 60,
-      owner: { pid: 4711, host: 'other-host', boot_id: null, start_time: null, command: 'routine', routine: 'x', ...(scheduled ? { scheduled: true } : {}) },
+      version: 1 as const,
+      key: 'exec-run',
+      lock_id: 'f'.repeat(32),
+      generation: 3,
+      created_at: T0 / 1000,
+      heartbeat_at: T0 / 1000,
+      expires_at: T0 / 1000 + 60,
+      owner: {
+        pid: 4711,
+        host: 'other-host',
+        boot_id: null,
+        start_time: null,
+        command: 'routine',
+        routine: 'x',
+        ...(scheduled ? { scheduled: true } : {}),
+      },
     });
     await settle();
     h.clock.advance(500); // :10 — a and b are due
@@ -719,7 +956,7 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     await h.done;
   });
 
-  it('a tick that comes while the previous fire\'s record is being written is a recorded skip, never dropped', async () => {
+  it("a tick that comes while the previous fire's record is being written is a recorded skip, never dropped", async () => {
     const dir = testProject({ routines: [routine('a', '* * * * * *')] });
     const project = loadProject({ cwd: dir });
     const clock = new ManualClock(T0 + 500);
@@ -728,13 +965,31 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     let release: () => void = () => {};
     const held = new Promise<void>((r) => (release = r));
     let records = 0;
-    const store = { ...real, recordFire: async (...args: Parameters<typeof real.recordFire>) => {
-      if (++records === 1) await held;
-      return real.recordFire(...args);
-    } };
+    const store = {
+      ...real,
+      recordFire: async (...args: Parameters<typeof real.recordFire>) => {
+        if (++records === 1) await held;
+        return real.recordFire(...args);
+      },
+    };
     const scheduler = new Scheduler({
-      project, clock, log: () => {}, watchConfig: false, store, host: 'test-host', reloadProject: () => project,
-      fire: async (_def, scheduledAt) => ({ result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null }),
+      project,
+      clock,
+      log: () => {},
+      watchConfig: false,
+      store,
+      host: 'test-host',
+      reloadProject: () => project,
+      fire: async (_def, scheduledAt) => ({
+        result: 'success',
+        reason: null,
+        scheduled_at: scheduledAt.toISOString(),
+        started_at: '',
+        finished_at: '',
+        duration_ms: 0,
+        exit_code: 0,
+        run_id: null,
+      }),
     });
     const stop = new AbortController();
     const done = scheduler.run(stop.signal);
@@ -762,16 +1017,34 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     let release: () => void = () => {};
     const held = new Promise<void>((r) => (release = r));
     let reads = 0;
-    const store = { ...real, readOne: async (id: string, warn: (m: string) => void) => {
-      if (++reads === 1) await held;
-      return real.readOne(id, warn);
-    } };
+    const store = {
+      ...real,
+      readOne: async (id: string, warn: (m: string) => void) => {
+        if (++reads === 1) await held;
+        return real.readOne(id, warn);
+      },
+    };
     const fired: string[] = [];
     const scheduler = new Scheduler({
-      project, clock, log: () => {}, watchConfig: false, store, host: 'test-host', reloadProject: () => project,
+      project,
+      clock,
+      log: () => {},
+      watchConfig: false,
+      store,
+      host: 'test-host',
+      reloadProject: () => project,
       fire: async (_def, scheduledAt) => {
         fired.push(scheduledAt.toISOString());
-        return { result: 'success', reason: null, scheduled_at: scheduledAt.toISOString(), started_at: '', finished_at: '', duration_ms: 0, exit_code: 0, run_id: null };
+        return {
+          result: 'success',
+          reason: null,
+          scheduled_at: scheduledAt.toISOString(),
+          started_at: '',
+          finished_at: '',
+          duration_ms: 0,
+          exit_code: 0,
+          run_id: null,
+        };
       },
     });
     const stop = new AbortController();
@@ -784,7 +1057,9 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     release();
     await done;
     expect(fired).toEqual([]);
-    expect(readFires(project, 'a').map((f) => [f.scheduled_at, f.result, f.reason])).toEqual([['2026-11-29T19:00:10.000Z', 'skipped', 'scheduler stopping']]);
+    expect(readFires(project, 'a').map((f) => [f.scheduled_at, f.result, f.reason])).toEqual([
+      ['2026-11-29T19:00:10.000Z', 'skipped', 'scheduler stopping'],
+    ]);
   });
 });
 

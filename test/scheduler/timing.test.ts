@@ -1,6 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { cronSchedule, nextRuns } from '../../src/config/schedule.js';
-import { MAX_SLEEP_MS, SLEPT_RECORD_CAP, STALL_REPLAY_MS, backwardStep, catchUpTime, clockWentBack, coverAfterStep, dueIds, missedTimes, nextFire, nextUncovered, sleepMs, sleptThrough } from '../../src/scheduler/timing.js';
+import {
+  MAX_SLEEP_MS,
+  SLEPT_RECORD_CAP,
+  STALL_REPLAY_MS,
+  backwardStep,
+  catchUpTime,
+  clockWentBack,
+  coverAfterStep,
+  dueIds,
+  missedTimes,
+  nextFire,
+  nextUncovered,
+  sleepMs,
+  sleptThrough,
+} from '../../src/scheduler/timing.js';
 import { stepText } from '../../src/duration.js';
 import { rng } from '../helpers/rng.js';
 
@@ -15,10 +29,12 @@ describe('schedule math (croner as a calculator)', () => {
   });
 
   it('supports seconds-first 6-field patterns and nicknames', () => {
-    expect(nextRuns(cronSchedule('*/10 * * * * *'), new Date('2026-11-29T19:00:01Z'), 3).map((d) => d.toISOString())).toEqual([
-      '2026-11-29T19:00:10.000Z', '2026-11-29T19:00:20.000Z', '2026-11-29T19:00:30.000Z',
-    ]);
-    expect(cronSchedule('@daily').next(new Date('2026-11-29T19:00:00Z'))?.toISOString()).toBe('2026-11-30T00:00:00.000Z');
+    expect(
+      nextRuns(cronSchedule('*/10 * * * * *'), new Date('2026-11-29T19:00:01Z'), 3).map((d) => d.toISOString()),
+    ).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T19:00:20.000Z', '2026-11-29T19:00:30.000Z']);
+    expect(cronSchedule('@daily').next(new Date('2026-11-29T19:00:00Z'))?.toISOString()).toBe(
+      '2026-11-30T00:00:00.000Z',
+    );
   });
 
   it('honours the time zone', () => {
@@ -36,13 +52,16 @@ describe('schedule math (croner as a calculator)', () => {
 
   it('DST fall back: a fixed time that occurs twice runs once; an interval job runs on both', () => {
     // Europe/Berlin 2026-10-25: 03:00 CEST falls back to 02:00 CET, so 02:30 happens twice
-    const fixed = nextRuns(cronSchedule('30 2 * * *', 'Europe/Berlin'), new Date('2026-10-24T12:00:00Z'), 2).map((d) => d.toISOString());
+    const fixed = nextRuns(cronSchedule('30 2 * * *', 'Europe/Berlin'), new Date('2026-10-24T12:00:00Z'), 2).map((d) =>
+      d.toISOString(),
+    );
     expect(fixed).toEqual(['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
-    const interval = nextRuns(cronSchedule('30 * * * *', 'Europe/Berlin'), new Date('2026-10-24T23:45:00Z'), 3).map((d) => d.toISOString());
+    const interval = nextRuns(cronSchedule('30 * * * *', 'Europe/Berlin'), new Date('2026-10-24T23:45:00Z'), 3).map(
+      (d) => d.toISOString(),
+    );
     expect(interval).toEqual(['2026-10-25T00:30:00.000Z', '2026-10-25T01:30:00.000Z', '2026-10-25T02:30:00.000Z']);
   });
 });
-
 
 /** A field and its set of matching values, built together. */
 function field(r: () => number, min: number, max: number): { text: string; values: Set<number> } {
@@ -71,10 +90,20 @@ describe('fixed-seed randomized schedule math', () => {
       const minute = field(r, 0, 59);
       const hour = field(r, 0, 23);
       const pattern = `${minute.text} ${hour.text} * * *`;
-      const from = Date.UTC(2026, Math.floor(r() * 12), 1 + Math.floor(r() * 28), Math.floor(r() * 24), Math.floor(r() * 60), Math.floor(r() * 60));
+      const from = Date.UTC(
+        2026,
+        Math.floor(r() * 12),
+        1 + Math.floor(r() * 28),
+        Math.floor(r() * 24),
+        Math.floor(r() * 60),
+        Math.floor(r() * 60),
+      );
       const got = cronSchedule(pattern).next(new Date(from))!.getTime();
       let expected = Math.floor(from / 60_000) * 60_000 + 60_000;
-      while (!(minute.values.has(new Date(expected).getUTCMinutes()) && hour.values.has(new Date(expected).getUTCHours()))) expected += 60_000;
+      while (!(
+        minute.values.has(new Date(expected).getUTCMinutes()) && hour.values.has(new Date(expected).getUTCHours())
+      ))
+        expected += 60_000;
       expect(got, `${pattern} from ${new Date(from).toISOString()}`).toBe(expected);
     }
   });
@@ -99,7 +128,11 @@ describe('fixed-seed randomized schedule math', () => {
 
 describe('loop decisions', () => {
   it('picks the due routines and sleeps until the next, at most MAX_SLEEP_MS', () => {
-    const next = new Map<string, number | null>([['a', at('2026-11-29T19:00:00Z')], ['b', at('2026-11-29T19:00:05Z')], ['c', null]]);
+    const next = new Map<string, number | null>([
+      ['a', at('2026-11-29T19:00:00Z')],
+      ['b', at('2026-11-29T19:00:05Z')],
+      ['c', null],
+    ]);
     expect(dueIds(next, at('2026-11-29T19:00:00Z'))).toEqual(['a']);
     expect(sleepMs(next, at('2026-11-29T19:00:01Z'))).toBe(0);
     next.set('a', at('2026-11-29T20:00:00Z'));
@@ -136,7 +169,10 @@ describe('loop decisions', () => {
     const s = cronSchedule('* * * * * *');
     const t0 = at('2026-11-29T19:00:00Z');
     expect(sleptThrough(s, t0, t0 + STALL_REPLAY_MS, [])).toEqual({ times: [], more: 0 });
-    expect(sleptThrough(s, t0, t0 + 12_300, [])).toEqual({ times: Array.from({ length: 12 }, (_, i) => t0 + (i + 1) * 1000), more: 0 });
+    expect(sleptThrough(s, t0, t0 + 12_300, [])).toEqual({
+      times: Array.from({ length: 12 }, (_, i) => t0 + (i + 1) * 1000),
+      more: 0,
+    });
     expect(sleptThrough(s, t0, t0 + 12_300, [{ from: t0, to: t0 + 10_000 }]).times).toEqual([t0 + 11_000, t0 + 12_000]);
     const hour = sleptThrough(s, t0, t0 + 3_600_000, []);
     expect([hour.times.length, hour.more]).toEqual([SLEPT_RECORD_CAP, 3600 - SLEPT_RECORD_CAP]);
@@ -164,20 +200,35 @@ describe('clock steps (SPEC §6)', () => {
   it('times dealt with before a step back are covered, and skipped; times outside fire', () => {
     const s = cronSchedule('*/10 * * * * *');
     // dealt with (19:00:00.5, 19:00:30.5]; stepped back to 18:59:30.5
-    const covered = coverAfterStep([], at('2026-11-29T19:00:00.500Z'), at('2026-11-29T19:00:30.500Z'), at('2026-11-29T18:59:30.500Z'));
+    const covered = coverAfterStep(
+      [],
+      at('2026-11-29T19:00:00.500Z'),
+      at('2026-11-29T19:00:30.500Z'),
+      at('2026-11-29T18:59:30.500Z'),
+    );
     expect(covered).toEqual([{ from: at('2026-11-29T19:00:00.500Z'), to: at('2026-11-29T19:00:30.500Z') }]);
     const walk: string[] = [];
-    for (let t: number | null = at('2026-11-29T18:59:30.500Z'); walk.length < 5 && t !== null; ) {
+    for (let t: number | null = at('2026-11-29T18:59:30.500Z'); walk.length < 5 && t !== null;) {
       t = nextUncovered(s, t, covered);
       if (t !== null) walk.push(new Date(t).toISOString().slice(11, 19));
     }
     expect(walk).toEqual(['18:59:40', '18:59:50', '19:00:00', '19:00:40', '19:00:50']);
     // a routine scheduled after the covered stretch began owns only what came after
-    expect(nextUncovered(s, at('2026-11-29T19:00:05Z'), covered, at('2026-11-29T19:00:15Z'))).toBe(at('2026-11-29T19:00:10Z'));
+    expect(nextUncovered(s, at('2026-11-29T19:00:05Z'), covered, at('2026-11-29T19:00:15Z'))).toBe(
+      at('2026-11-29T19:00:10Z'),
+    );
   });
 
   it('covered stretches merge, and those wholly in the past are dropped', () => {
-    const c = coverAfterStep([{ from: 100, to: 200 }, { from: 10, to: 40 }], 150, 300, 50);
+    const c = coverAfterStep(
+      [
+        { from: 100, to: 200 },
+        { from: 10, to: 40 },
+      ],
+      150,
+      300,
+      50,
+    );
     expect(c).toEqual([{ from: 100, to: 300 }]);
   });
 

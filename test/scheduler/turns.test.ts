@@ -3,7 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { LockTurns, type TurnRequest } from '../../src/scheduler/turns.js';
 
-const req = (id: string, scheduledAt: number, order: number, ifBusy: 'skip' | 'wait' = 'skip'): TurnRequest => ({ id, scheduledAt, order, ifBusy });
+const req = (id: string, scheduledAt: number, order: number, ifBusy: 'skip' | 'wait' = 'skip'): TurnRequest => ({
+  id,
+  scheduledAt,
+  order,
+  ifBusy,
+});
 const ids = (r: readonly TurnRequest[]): string[] => r.map((x) => x.id);
 
 describe('LockTurns', () => {

@@ -1,18 +1,31 @@
 import { readFileSync, statSync, truncateSync, writeFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { indexPath, openFire, readFires, readRoutineState, reconcileOpenFires, recordFire, pauseRoutine, statePath, publishRoutineState } from '../../src/state/file-store.js';
+import {
+  indexPath,
+  openFire,
+  readFires,
+  readRoutineState,
+  reconcileOpenFires,
+  recordFire,
+  pauseRoutine,
+  statePath,
+  publishRoutineState,
+} from '../../src/state/file-store.js';
 import { historyPath, historyTrimBytes, readHistoryBytes } from '../../src/state/history.js';
 import { UnsafePathError } from '../../src/errors.js';
 import { interruptedFire, type Fire, type OpenFire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
 
 const fire = (i: number, pad = 0): Fire => ({
-  result: i % 3 === 0 ? 'skipped' : i % 3 === 1 ? 'success' : 'failure', reason: i % 3 === 0 ? 'exec busy' : null,
+  result: i % 3 === 0 ? 'skipped' : i % 3 === 1 ? 'success' : 'failure',
+  reason: i % 3 === 0 ? 'exec busy' : null,
   scheduled_at: new Date(Date.UTC(2026, 10, 29) + i * 1000).toISOString(),
   started_at: new Date(Date.UTC(2026, 10, 29) + i * 1000).toISOString(),
   finished_at: new Date(Date.UTC(2026, 10, 29) + i * 1000 + 5).toISOString(),
-  duration_ms: 5, exit_code: 0, run_id: `r-${i}`.padEnd(pad, '0'),
+  duration_ms: 5,
+  exit_code: 0,
+  run_id: `r-${i}`.padEnd(pad, '0'),
 });
 
 function project() {
@@ -28,7 +41,9 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     truncateSync(path, 3 * 1024 ** 3);
     for (const offset of [0, 100, 2 * 1024 ** 3]) {
       expect(() => readHistoryBytes(path, offset), `offset ${offset}`).toThrow(UnsafePathError);
-      expect(() => readHistoryBytes(path, offset)).toThrow(/is 3221225472 bytes, larger than any file routinely writes there/);
+      expect(() => readHistoryBytes(path, offset)).toThrow(
+        /is 3221225472 bytes, larger than any file routinely writes there/,
+      );
     }
   });
 
@@ -53,7 +68,10 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
   });
 
   it('keeps retention.historyLines fires: a small limit keeps that many, the files stay small, counts stay exact', async () => {
-    const dir = testProject({ retention: { historyLines: 50 }, routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }] });
+    const dir = testProject({
+      retention: { historyLines: 50 },
+      routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }],
+    });
     const p = loadProject({ cwd: dir });
     const n = 600;
     for (let i = 0; i < n; i++) await recordFire(p, 'a', fire(i, 240));
@@ -69,7 +87,14 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
 
   it('a fire closed twice (its owner, then a reconcile that read before it) is counted and listed once, as its owner recorded it', async () => {
     const p = project();
-    const open: OpenFire = { id: 'o-1', scheduled_at: fire(1).scheduled_at, started_at: fire(1).started_at, run_id: 'r-1', trigger: 'manual', owner: { pid: 999_999, host: 'elsewhere', boot_id: null, start_time: null } };
+    const open: OpenFire = {
+      id: 'o-1',
+      scheduled_at: fire(1).scheduled_at,
+      started_at: fire(1).started_at,
+      run_id: 'r-1',
+      trigger: 'manual',
+      owner: { pid: 999_999, host: 'elsewhere', boot_id: null, start_time: null },
+    };
     await openFire(p, 'a', open);
     await recordFire(p, 'a', { ...fire(1), result: 'success', reason: null, closes: 'o-1' });
     await recordFire(p, 'a', interruptedFire(open, new Date()));
@@ -81,7 +106,14 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
 
   it('a reconcile closes an open fire whose owner is gone, once', async () => {
     const p = project();
-    const open: OpenFire = { id: 'o-2', scheduled_at: fire(1).scheduled_at, started_at: fire(1).started_at, run_id: 'r-2', trigger: 'manual', owner: { pid: 999_999, host: 'elsewhere', boot_id: null, start_time: null } };
+    const open: OpenFire = {
+      id: 'o-2',
+      scheduled_at: fire(1).scheduled_at,
+      started_at: fire(1).started_at,
+      run_id: 'r-2',
+      trigger: 'manual',
+      owner: { pid: 999_999, host: 'elsewhere', boot_id: null, start_time: null },
+    };
     await openFire(p, 'a', open);
     expect(await reconcileOpenFires(p, () => true, new Date())).toBe(1);
     expect(await reconcileOpenFires(p, () => true, new Date())).toBe(0);
@@ -148,7 +180,7 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     expect(readRoutineState(p).routines.a).toMatchObject({ paused: true, paused_note: 'x', counts: { success: 2 } });
   });
 
-  it('recording a fire writes only the routine\'s own files; routine-state.json is rewritten by the scheduler, now and then', async () => {
+  it("recording a fire writes only the routine's own files; routine-state.json is rewritten by the scheduler, now and then", async () => {
     const p = project();
     await recordFire(p, 'a', fire(1));
     expect(existsSync(statePath(p))).toBe(false);

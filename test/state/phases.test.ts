@@ -21,14 +21,25 @@ function recorder(opts: { fail?: () => boolean } = {}) {
   let release: (() => void) | null = null;
   let hold = false;
   const r = new PhaseRecorder({
-    owner, clock: { now: () => NOW }, warn: (m) => warnings.push(m),
+    owner,
+    clock: { now: () => NOW },
+    warn: (m) => warnings.push(m),
     write: async (b) => {
       if (hold) await new Promise<void>((res) => (release = res));
       if (opts.fail?.()) throw new Error('EIO: i/o error');
       written.push(structuredClone(b));
     },
   });
-  return { r, written, warnings, holdWrites: () => (hold = true), release: () => { hold = false; release?.(); } };
+  return {
+    r,
+    written,
+    warnings,
+    holdWrites: () => (hold = true),
+    release: () => {
+      hold = false;
+      release?.();
+    },
+  };
 }
 
 describe('PhaseRecorder', () => {
@@ -36,7 +47,9 @@ describe('PhaseRecorder', () => {
     const { r, written } = recorder();
     r.queued('b', at(0), 'a');
     await r.settled();
-    expect(written.at(-1)!.routines).toEqual({ b: { phase: 'queued', since: new Date(NOW).toISOString(), scheduled_at: at(0).toISOString(), behind: 'a' } });
+    expect(written.at(-1)!.routines).toEqual({
+      b: { phase: 'queued', since: new Date(NOW).toISOString(), scheduled_at: at(0).toISOString(), behind: 'a' },
+    });
     // the next tick supersedes the queued one: queued again, then the old fire ends
     r.queued('b', at(60), 'a');
     r.clear('b', at(0));
@@ -68,7 +81,9 @@ describe('PhaseRecorder', () => {
     await r.settled();
     r.queued('b', at(0), 'x');
     await r.settled();
-    expect(warnings).toEqual(["the routines' phases (queued, waiting) could not be written: EIO: i/o error; views show them once they can be"]);
+    expect(warnings).toEqual([
+      "the routines' phases (queued, waiting) could not be written: EIO: i/o error; views show them once they can be",
+    ]);
     failing = false;
     r.clear('a', at(0));
     await r.settled();
@@ -77,7 +92,19 @@ describe('PhaseRecorder', () => {
 });
 
 describe('checkBoard', () => {
-  const good = { owner, written_at: new Date(NOW).toISOString(), routines: { a: { phase: 'waiting', since: at(0).toISOString(), scheduled_at: at(0).toISOString(), lock: 'db', holder: 'lock run' } } };
+  const good = {
+    owner,
+    written_at: new Date(NOW).toISOString(),
+    routines: {
+      a: {
+        phase: 'waiting',
+        since: at(0).toISOString(),
+        scheduled_at: at(0).toISOString(),
+        lock: 'db',
+        holder: 'lock run',
+      },
+    },
+  };
 
   it('takes a board whose every field is one', () => {
     expect(checkBoard(good)).toEqual(good);
@@ -89,7 +116,10 @@ describe('checkBoard', () => {
     ['a pid that is no pid', { ...good, owner: { ...owner, pid: -1 } }],
     ['a time that is no time', { ...good, written_at: 'yesterday' }],
     ['a phase it does not know', { ...good, routines: { a: { ...good.routines.a, phase: 'sleeping' } } }],
-    ['queued without behind', { ...good, routines: { a: { phase: 'queued', since: good.written_at, scheduled_at: good.written_at } } }],
+    [
+      'queued without behind',
+      { ...good, routines: { a: { phase: 'queued', since: good.written_at, scheduled_at: good.written_at } } },
+    ],
     ['a holder of 10 000 characters', { ...good, routines: { a: { ...good.routines.a, holder: 'x'.repeat(10_000) } } }],
   ])('refuses %s', (_, v) => {
     expect(checkBoard(v)).toBe(null);
@@ -100,14 +130,23 @@ describe('phases.json', () => {
   it.each([
     ['NUL bytes', '\0\0\0\0'],
     ['half a board', '{"owner":{"pid":1,'],
-    ['a board of something else', '{"owner":{"pid":1,"host":"h","boot_id":null,"start_time":null},"written_at":"2026-12-04T20:00:00Z","routines":{"a":{"phase":"asleep"}}}'],
+    [
+      'a board of something else',
+      '{"owner":{"pid":1,"host":"h","boot_id":null,"start_time":null},"written_at":"2026-12-04T20:00:00Z","routines":{"a":{"phase":"asleep"}}}',
+    ],
   ])('with %s: said, with its path, and no phases (the next write replaces it)', (_, text) => {
     const stateDir = join(testdir(), 'state');
     mkdirSync(stateDir, { mode: 0o700 });
     writeFileSync(join(stateDir, 'phases.json'), text, { mode: 0o600 });
     const warnings: string[] = [];
     expect(readPhasesFile({ stateDir }, (m) => warnings.push(m))).toBe(null);
-    expect(warnings).toEqual([expect.stringMatching(new RegExp(`^${join(stateDir, 'phases.json')}.* is corrupt \\(.*\\); .*the routines show no queued or waiting phase until the scheduler writes it again$`))]);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^${join(stateDir, 'phases.json')}.* is corrupt \\(.*\\); .*the routines show no queued or waiting phase until the scheduler writes it again$`,
+        ),
+      ),
+    ]);
   });
 
   it('missing: no phases, nothing said', () => {
@@ -119,18 +158,51 @@ describe('phases.json', () => {
 
 describe('routine list rows with phases', () => {
   const listed = (id: string): ListedRoutine => ({
-    id, schedule: '* * * * *', timezone: 'UTC', action: 'command', enabled: true, lock: 'db', starvedAfterSkips: 3, next: { at: NOW + 30_000, date: '2026-12-04', time: '20:00:30', zone: 'UTC' },
+    id,
+    schedule: '* * * * *',
+    timezone: 'UTC',
+    action: 'command',
+    enabled: true,
+    lock: 'db',
+    starvedAfterSkips: 3,
+    next: { at: NOW + 30_000, date: '2026-12-04', time: '20:00:30', zone: 'UTC' },
   });
-  const board = (routines: PhaseBoard['routines'], since = new Date(NOW - 5000).toISOString()): PhaseBoard => ({ owner, written_at: since, routines });
-  const queued = { phase: 'queued' as const, since: new Date(NOW - 5000).toISOString(), scheduled_at: at(-5).toISOString(), behind: 'a' };
-  const waiting = { phase: 'waiting' as const, since: new Date(NOW - 12_000).toISOString(), scheduled_at: at(-12).toISOString(), lock: 'db', holder: 'lock run since 19:59:48' };
-  const skip = (scheduled: Date) => ({ result: 'skipped' as const, reason: 'previous run still running', scheduled_at: scheduled.toISOString(), started_at: scheduled.toISOString(), finished_at: scheduled.toISOString(), duration_ms: 0, exit_code: null, run_id: null });
+  const board = (routines: PhaseBoard['routines'], since = new Date(NOW - 5000).toISOString()): PhaseBoard => ({
+    owner,
+    written_at: since,
+    routines,
+  });
+  const queued = {
+    phase: 'queued' as const,
+    since: new Date(NOW - 5000).toISOString(),
+    scheduled_at: at(-5).toISOString(),
+    behind: 'a',
+  };
+  const waiting = {
+    phase: 'waiting' as const,
+    since: new Date(NOW - 12_000).toISOString(),
+    scheduled_at: at(-12).toISOString(),
+    lock: 'db',
+    holder: 'lock run since 19:59:48',
+  };
+  const skip = (scheduled: Date) => ({
+    result: 'skipped' as const,
+    reason: 'previous run still running',
+    scheduled_at: scheduled.toISOString(),
+    started_at: scheduled.toISOString(),
+    finished_at: scheduled.toISOString(),
+    duration_ms: 0,
+    exit_code: null,
+    run_id: null,
+  });
 
   it('shows queued and waiting with what each waits for, in the JSON rows and the table', () => {
     const routines = ['a', 'b', 'c'].map(listed);
     const rows = listRows(routines, {}, emptyRecord, phasesOf([board({ b: queued, c: waiting })]));
     expect(rows.map((r) => [r.id, r.phase, r.waiting_for])).toEqual([
-      ['a', null, null], ['b', 'queued', { behind: 'a' }], ['c', 'waiting', { lock: 'db', holder: 'lock run since 19:59:48' }],
+      ['a', null, null],
+      ['b', 'queued', { behind: 'a' }],
+      ['c', 'waiting', { lock: 'db', holder: 'lock run since 19:59:48' }],
     ]);
     expect(rows[1]!.phase_since).toBe(queued.since);
     const lines = renderTable(routines, rows, { running: true, text: 'running' }, NOW, { color: false, width: 80 });
@@ -138,21 +210,44 @@ describe('routine list rows with phases', () => {
     expect(lines.find((l) => l.startsWith('c '))).toMatch(/ waiting 12s: db busy /);
   });
 
-  it('a later tick\'s skip leaves the phase; the record of that very fire ends it; a running fire is running', () => {
+  it("a later tick's skip leaves the phase; the record of that very fire ends it; a running fire is running", () => {
     const later = applyFire(emptyRecord(), skip(at(0)));
     const same = applyFire(emptyRecord(), skip(at(-12)));
     // open on another host: it cannot be told dead there, so it runs
-    const open: RoutineRecord = { ...emptyRecord(), open_fires: [{ id: 'f1', scheduled_at: at(-12).toISOString(), started_at: new Date(NOW - 1000).toISOString(), run_id: null, trigger: 'schedule', owner: { pid: 1, host: 'elsewhere', boot_id: null, start_time: null } }] };
+    const open: RoutineRecord = {
+      ...emptyRecord(),
+      open_fires: [
+        {
+          id: 'f1',
+          scheduled_at: at(-12).toISOString(),
+          started_at: new Date(NOW - 1000).toISOString(),
+          run_id: null,
+          trigger: 'schedule',
+          owner: { pid: 1, host: 'elsewhere', boot_id: null, start_time: null },
+        },
+      ],
+    };
     const phases = phasesOf([board({ c: waiting })]);
     expect(listRows([listed('c')], { c: later }, emptyRecord, phases)[0]).toMatchObject({ phase: 'waiting' });
-    expect(listRows([listed('c')], { c: same }, emptyRecord, phases)[0]).toMatchObject({ phase: null, waiting_for: null });
-    expect(listRows([listed('c')], { c: open }, emptyRecord, phases)[0]).toMatchObject({ phase: 'running', waiting_for: null });
+    expect(listRows([listed('c')], { c: same }, emptyRecord, phases)[0]).toMatchObject({
+      phase: null,
+      waiting_for: null,
+    });
+    expect(listRows([listed('c')], { c: open }, emptyRecord, phases)[0]).toMatchObject({
+      phase: 'running',
+      waiting_for: null,
+    });
   });
 
   it('in 80 columns a starved routine says starved while its fire is queued (--json has both); a long phase gives way before the schedule', () => {
     const starved: RoutineRecord = { ...applyFire(emptyRecord(), skip(at(-1))), consecutive_skips: 5 };
     const routines = [listed('sync'), { ...listed('b'), schedule: '*/2 * * * * *' }];
-    const rows = listRows(routines, { sync: starved }, emptyRecord, phasesOf([board({ sync: queued, b: { ...queued, behind: 'a-routine-with-a-long-name' } })]));
+    const rows = listRows(
+      routines,
+      { sync: starved },
+      emptyRecord,
+      phasesOf([board({ sync: queued, b: { ...queued, behind: 'a-routine-with-a-long-name' } })]),
+    );
     expect(rows[0]).toMatchObject({ starved: true, phase: 'queued', waiting_for: { behind: 'a' } });
     const lines = renderTable(routines, rows, { running: true, text: 'running' }, NOW, { color: false, width: 80 });
     expect(lines.find((l) => l.startsWith('sync '))).toMatch(/ starved: 5 skips /);
@@ -163,7 +258,12 @@ describe('routine list rows with phases', () => {
 
   it('too wide, a phase drops its duration before it is cut or the schedule is', () => {
     const routines = ['second', 'report'].map((id) => ({ ...listed(id), schedule: '*/30 * * * * *' }));
-    const rows = listRows(routines, {}, emptyRecord, phasesOf([board({ second: { ...queued, behind: 'first' }, report: { ...waiting, lock: 'cache' } })]));
+    const rows = listRows(
+      routines,
+      {},
+      emptyRecord,
+      phasesOf([board({ second: { ...queued, behind: 'first' }, report: { ...waiting, lock: 'cache' } })]),
+    );
     const lines = renderTable(routines, rows, { running: true, text: 'running' }, NOW, { color: false, width: 80 });
     expect(lines.every((l) => l.length <= 80)).toBe(true);
     expect(lines.find((l) => l.startsWith('second '))).toMatch(/ \*\/30 \* \* \* \* \* +.+ queued behind first /);

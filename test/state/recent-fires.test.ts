@@ -13,7 +13,8 @@ import { rng } from '../helpers/rng.js';
 import { testdir, testProject } from '../helpers/testdir.js';
 
 const RESULTS = ['success', 'failure', 'skipped'] as const;
-const byTime = (x: HistoryEntry, y: HistoryEntry): number => Date.parse(x.scheduled_at) - Date.parse(y.scheduled_at) || Date.parse(x.started_at) - Date.parse(y.started_at);
+const byTime = (x: HistoryEntry, y: HistoryEntry): number =>
+  Date.parse(x.scheduled_at) - Date.parse(y.scheduled_at) || Date.parse(x.started_at) - Date.parse(y.started_at);
 
 /** A history as writers leave it: lines in the order fires finished (so a long fire is written
  * after shorter ones scheduled later), now and then a record sent twice, a torn line, a pause,
@@ -26,11 +27,30 @@ function writeHistory(dir: string, id: string, random: () => number, n: number, 
     const took = random() < 0.1 ? Math.floor(random() * 900_000) : Math.floor(random() * 5000);
     const scheduled = clock - took - Math.floor(random() * 2000);
     const iso = (ms: number): string => new Date(ms).toISOString();
-    const entry = { scheduled_at: iso(scheduled), started_at: iso(scheduled + 5), finished_at: iso(clock), result: RESULTS[Math.floor(random() * 3)], reason: null, exit_code: 0, run_id: null, trigger: 'schedule', id: `${id}-${k}`, ...(random() < 0.3 ? { closes: `c-${id}-${k}` } : {}) };
+    const entry = {
+      scheduled_at: iso(scheduled),
+      started_at: iso(scheduled + 5),
+      finished_at: iso(clock),
+      result: RESULTS[Math.floor(random() * 3)],
+      reason: null,
+      exit_code: 0,
+      run_id: null,
+      trigger: 'schedule',
+      id: `${id}-${k}`,
+      ...(random() < 0.3 ? { closes: `c-${id}-${k}` } : {}),
+    };
     // its open marker, written when it started: mostly just before its record, now and then a
     // few lines further up (a long fire), or rotated away
     if (entry.closes && random() < 0.9) {
-      const open = JSON.stringify({ event: 'open', id: entry.closes, scheduled_at: entry.scheduled_at, started_at: entry.started_at, run_id: null, trigger: 'schedule', owner: { pid: 4242, host: 'h', boot_id: null, start_time: null } });
+      const open = JSON.stringify({
+        event: 'open',
+        id: entry.closes,
+        scheduled_at: entry.scheduled_at,
+        started_at: entry.started_at,
+        run_id: null,
+        trigger: 'schedule',
+        owner: { pid: 4242, host: 'h', boot_id: null, start_time: null },
+      });
       lines.splice(Math.max(0, lines.length - Math.floor(random() * random() * 6)), 0, open);
     }
     lines.push(JSON.stringify(entry));
@@ -38,21 +58,63 @@ function writeHistory(dir: string, id: string, random: () => number, n: number, 
     if (random() < 0.03) lines.push('{"scheduled_at": "torn');
     if (random() < 0.03) lines.push(JSON.stringify({ event: 'paused', at: iso(clock), note: null, id: `${id}-p${k}` }));
     // another fire at the very same times (ties keep the files' order)
-    if (random() < 0.04) lines.push(JSON.stringify({ ...entry, id: `${id}-${k}-tie`, closes: undefined, result: RESULTS[Math.floor(random() * 3)] }));
+    if (random() < 0.04)
+      lines.push(
+        JSON.stringify({
+          ...entry,
+          id: `${id}-${k}-tie`,
+          closes: undefined,
+          result: RESULTS[Math.floor(random() * 3)],
+        }),
+      );
     // a record retried through a full disk: an old fire, appended now, saying when
     if (random() < 0.05) {
       const old = clock - 120_000 - Math.floor(random() * 7_200_000);
-      lines.push(JSON.stringify({ ...entry, scheduled_at: iso(old - 1000), started_at: iso(old - 995), finished_at: iso(old), recorded_at: iso(clock), id: `${id}-${k}-late`, closes: undefined }));
+      lines.push(
+        JSON.stringify({
+          ...entry,
+          scheduled_at: iso(old - 1000),
+          started_at: iso(old - 995),
+          finished_at: iso(old),
+          recorded_at: iso(clock),
+          id: `${id}-${k}-late`,
+          closes: undefined,
+        }),
+      );
     }
     // a second record of an earlier fire (two reconciles, or the owner's after a reconcile): the first counts
-    if (random() < 0.03 && k > 0) lines.push(JSON.stringify({ ...entry, result: 'failure', reason: 'interrupted', id: `${id}-${k}-second`, closes: `c-${id}-${k - 1}` }));
+    if (random() < 0.03 && k > 0)
+      lines.push(
+        JSON.stringify({
+          ...entry,
+          result: 'failure',
+          reason: 'interrupted',
+          id: `${id}-${k}-second`,
+          closes: `c-${id}-${k - 1}`,
+        }),
+      );
     // a date nobody can read
-    if (random() < 0.02) lines.push(JSON.stringify({ ...entry, scheduled_at: 'yesterday-ish', id: `${id}-${k}-bad`, closes: undefined }));
+    if (random() < 0.02)
+      lines.push(JSON.stringify({ ...entry, scheduled_at: 'yesterday-ish', id: `${id}-${k}-bad`, closes: undefined }));
   }
   const cut = Math.floor(lines.length * random());
   mkdirSync(join(dir, '.routinely', 'history'), { recursive: true, mode: 0o700 });
-  writeFileSync(join(dir, '.routinely', 'history', `${id}.jsonl.1`), lines.slice(0, cut).map((l) => `${l}\n`).join(''), { mode: 0o600 });
-  writeFileSync(join(dir, '.routinely', 'history', `${id}.jsonl`), lines.slice(cut).map((l) => `${l}\n`).join(''), { mode: 0o600 });
+  writeFileSync(
+    join(dir, '.routinely', 'history', `${id}.jsonl.1`),
+    lines
+      .slice(0, cut)
+      .map((l) => `${l}\n`)
+      .join(''),
+    { mode: 0o600 },
+  );
+  writeFileSync(
+    join(dir, '.routinely', 'history', `${id}.jsonl`),
+    lines
+      .slice(cut)
+      .map((l) => `${l}\n`)
+      .join(''),
+    { mode: 0o600 },
+  );
 }
 
 describe('the newest fires, read from the end', () => {
@@ -75,8 +137,14 @@ describe('the newest fires, read from the end', () => {
         until: random() < 0.5 ? Infinity : b!,
         ...(random() < 0.3 ? { result: RESULTS[Math.floor(random() * 3)] } : {}),
       };
-      const whole = ids.flatMap((routine) => readFires(project, routine).map((e) => ({ routine, ...e })))
-        .filter((e) => Date.parse(e.scheduled_at) >= q.since && Date.parse(e.scheduled_at) < q.until && (q.result === undefined || e.result === q.result))
+      const whole = ids
+        .flatMap((routine) => readFires(project, routine).map((e) => ({ routine, ...e })))
+        .filter(
+          (e) =>
+            Date.parse(e.scheduled_at) >= q.since &&
+            Date.parse(e.scheduled_at) < q.until &&
+            (q.result === undefined || e.result === q.result),
+        )
         .sort(byTime);
       const expected = Number.isFinite(q.limit) ? whole.slice(-q.limit) : whole;
       // a fire sent twice is one entry either way; which copy's line id it carries is bookkeeping
@@ -94,12 +162,28 @@ describe('the newest fires, read from the end', () => {
     mkdirSync(join(dir, 'history'), { recursive: true });
     const at = (m: number): string => new Date(Date.UTC(2026, 0, 1, 0, m)).toISOString();
     const owner = { pid: 4242, host: 'h', boot_id: null, start_time: null };
-    const fire = (m: number, closes: string, result: string, id: string) => JSON.stringify({ scheduled_at: at(m), started_at: at(m), finished_at: at(m), result, reason: null, exit_code: 0, run_id: null, closes, id });
-    writeFileSync(join(dir, 'history', 'r.jsonl'), `${[
-      JSON.stringify({ event: 'open', id: 'a', scheduled_at: at(1), started_at: at(1), run_id: null, owner }), fire(1, 'a', 'success', 'l1'),
-      JSON.stringify({ event: 'open', id: 'b', scheduled_at: at(2), started_at: at(2), run_id: null, owner }), fire(2, 'b', 'success', 'l2'),
-      fire(1, 'a', 'failure', 'l3'), // a reconcile that read stale state: not a fire of its own
-    ].join('\n')}\n`);
+    const fire = (m: number, closes: string, result: string, id: string) =>
+      JSON.stringify({
+        scheduled_at: at(m),
+        started_at: at(m),
+        finished_at: at(m),
+        result,
+        reason: null,
+        exit_code: 0,
+        run_id: null,
+        closes,
+        id,
+      });
+    writeFileSync(
+      join(dir, 'history', 'r.jsonl'),
+      `${[
+        JSON.stringify({ event: 'open', id: 'a', scheduled_at: at(1), started_at: at(1), run_id: null, owner }),
+        fire(1, 'a', 'success', 'l1'),
+        JSON.stringify({ event: 'open', id: 'b', scheduled_at: at(2), started_at: at(2), run_id: null, owner }),
+        fire(2, 'b', 'success', 'l2'),
+        fire(1, 'a', 'failure', 'l3'), // a reconcile that read stale state: not a fire of its own
+      ].join('\n')}\n`,
+    );
     const q = { limit: 10, since: -Infinity, until: Infinity };
     expect(newestFires(dir, 'r', q, 2).map((e) => e.id)).toEqual(['l1', 'l2']);
     expect(newestFires(dir, 'r', { ...q, result: 'failure' }, 2)).toEqual([]);
@@ -113,18 +197,33 @@ describe('the newest fires, read from the end', () => {
     const t0 = Date.UTC(2026, 0, 1);
     const lines = Array.from({ length: 5000 }, (_, k) => {
       const at = new Date(t0 + k * 60_000).toISOString();
-      return JSON.stringify({ scheduled_at: at, started_at: at, finished_at: at, result: 'success', reason: null, exit_code: 0, run_id: null, id: `i${k}` });
+      return JSON.stringify({
+        scheduled_at: at,
+        started_at: at,
+        finished_at: at,
+        result: 'success',
+        reason: null,
+        exit_code: 0,
+        run_id: null,
+        id: `i${k}`,
+      });
     });
     mkdirSync(join(dir, 'history'), { recursive: true });
     // a torn line far back: seen only by a reader that goes that far
     lines[100] = '{"torn';
     writeFileSync(join(dir, 'history', 'r.jsonl'), `${lines.join('\n')}\n`);
     const warnings: string[] = [];
-    const newest = newestFires(dir, 'r', { limit: 3, since: -Infinity, until: Infinity }, 10_000, (m) => warnings.push(m));
+    const newest = newestFires(dir, 'r', { limit: 3, since: -Infinity, until: Infinity }, 10_000, (m) =>
+      warnings.push(m),
+    );
     expect(newest.map((e) => e.id)).toEqual(['i4997', 'i4998', 'i4999']);
     expect(warnings).toEqual([]);
-    newestFires(dir, 'r', { limit: 3, since: -Infinity, until: Infinity, result: 'failure' }, 10_000, (m) => warnings.push(m));
+    newestFires(dir, 'r', { limit: 3, since: -Infinity, until: Infinity, result: 'failure' }, 10_000, (m) =>
+      warnings.push(m),
+    );
     // a reader that gets that far reads the file whole, and names the line (SPEC §3)
-    expect(warnings).toEqual([expect.stringMatching(/r\.jsonl: line 101 could not be read \(torn or corrupt\) and was skipped$/)]);
+    expect(warnings).toEqual([
+      expect.stringMatching(/r\.jsonl: line 101 could not be read \(torn or corrupt\) and was skipped$/),
+    ]);
   });
 });

@@ -1,22 +1,50 @@
 import { describe, expect, it } from 'vitest';
-import { applyFire, checkRoutineState, emptyRecord, foldLines, setPaused, type Fire } from '../../src/state/routine-state.js';
+import {
+  applyFire,
+  checkRoutineState,
+  emptyRecord,
+  foldLines,
+  setPaused,
+  type Fire,
+} from '../../src/state/routine-state.js';
 
 const fire = (result: Fire['result'], over: Partial<Fire> = {}): Fire => ({
-  result, reason: result === 'skipped' ? 'exec busy' : null, scheduled_at: '2026-11-29T19:05:00.000Z', started_at: '2026-11-29T19:05:00.010Z',
-  finished_at: '2026-11-29T19:05:01.000Z', duration_ms: 990, exit_code: 0, run_id: null, ...over,
+  result,
+  reason: result === 'skipped' ? 'exec busy' : null,
+  scheduled_at: '2026-11-29T19:05:00.000Z',
+  started_at: '2026-11-29T19:05:00.010Z',
+  finished_at: '2026-11-29T19:05:01.000Z',
+  duration_ms: 990,
+  exit_code: 0,
+  run_id: null,
+  ...over,
 });
 
 describe('routine state', () => {
   it('counts successes, failures and skips apart; a skip never touches consecutive_failures', () => {
     let r = applyFire(undefined, fire('failure', { exit_code: 3 }));
     r = applyFire(r, fire('failure'));
-    expect(r).toMatchObject({ consecutive_failures: 2, counts: { success: 0, failure: 2, skipped: 0 }, last_result: 'failure' });
+    expect(r).toMatchObject({
+      consecutive_failures: 2,
+      counts: { success: 0, failure: 2, skipped: 0 },
+      last_result: 'failure',
+    });
     r = applyFire(r, fire('skipped'));
-    expect(r).toMatchObject({ consecutive_failures: 2, counts: { failure: 2, skipped: 1 }, last_result: 'skipped', last_reason: 'exec busy' });
+    expect(r).toMatchObject({
+      consecutive_failures: 2,
+      counts: { failure: 2, skipped: 1 },
+      last_result: 'skipped',
+      last_reason: 'exec busy',
+    });
     expect(r.last_skipped_at).toBe('2026-11-29T19:05:01.000Z');
     expect(r.last_failure_at).toBe('2026-11-29T19:05:01.000Z');
     r = applyFire(r, fire('success', { run_id: 'r-1' }));
-    expect(r).toMatchObject({ consecutive_failures: 0, counts: { success: 1, failure: 2, skipped: 1 }, last_run_id: 'r-1', last_duration_ms: 990 });
+    expect(r).toMatchObject({
+      consecutive_failures: 0,
+      counts: { success: 1, failure: 2, skipped: 1 },
+      last_run_id: 'r-1',
+      last_duration_ms: 990,
+    });
   });
 
   it('pauses with a note and resumes without one, keeping the rest', () => {
@@ -26,8 +54,13 @@ describe('routine state', () => {
   });
 
   it('accepts the SPEC §6 shape and fills what is missing; rejects what is not state', () => {
-    const ok = checkRoutineState({ version: 1, routines: { auto: { last_result: 'skipped', counts: { success: 12, failure: 0, skipped: 4 } } } });
-    expect(ok).toMatchObject({ routines: { auto: { ...emptyRecord(), last_result: 'skipped', counts: { success: 12, failure: 0, skipped: 4 } } } });
+    const ok = checkRoutineState({
+      version: 1,
+      routines: { auto: { last_result: 'skipped', counts: { success: 12, failure: 0, skipped: 4 } } },
+    });
+    expect(ok).toMatchObject({
+      routines: { auto: { ...emptyRecord(), last_result: 'skipped', counts: { success: 12, failure: 0, skipped: 4 } } },
+    });
     expect(checkRoutineState([])).toBe('not an object');
     expect(checkRoutineState({ version: 2, routines: {} })).toMatch(/version/);
     expect(checkRoutineState({ version: 1, routines: { a: 5 } })).toMatch(/routines\.a/);
@@ -37,19 +70,47 @@ describe('routine state', () => {
 describe('folding a history with a damaged line (issue 49, item 3)', () => {
   const owner = { pid: 4711, host: 'h', boot_id: 'b', start_time: '100' };
   const at = (s: number): string => new Date(Date.UTC(2026, 11, 4, 12, 0, s)).toISOString();
-  const open = (id: string, s: number, trigger: 'schedule' | 'manual' = 'schedule', who = owner) => ({ kind: 'open' as const, id: `o${id}`, open: { id, scheduled_at: at(s), started_at: at(s), run_id: null, trigger, owner: who } });
-  const close = (id: string, s: number, result: 'success' | 'failure' = 'success', reason: string | null = null, finished = s + 1) =>
-    ({ kind: 'fire' as const, id: `c${id}-${finished}`, entry: { scheduled_at: at(s), started_at: at(s), finished_at: at(finished), result, reason, closes: id } });
+  const open = (id: string, s: number, trigger: 'schedule' | 'manual' = 'schedule', who = owner) => ({
+    kind: 'open' as const,
+    id: `o${id}`,
+    open: { id, scheduled_at: at(s), started_at: at(s), run_id: null, trigger, owner: who },
+  });
+  const close = (
+    id: string,
+    s: number,
+    result: 'success' | 'failure' = 'success',
+    reason: string | null = null,
+    finished = s + 1,
+  ) => ({
+    kind: 'fire' as const,
+    id: `c${id}-${finished}`,
+    entry: { scheduled_at: at(s), started_at: at(s), finished_at: at(finished), result, reason, closes: id },
+  });
 
   it('a tick whose record was lost is ended by the close of a later tick of the same scheduler: neither running nor a failure', () => {
     const { record } = foldLines([open('a', 1), /* its close damaged */ open('b', 2), close('b', 2)]);
     expect(record.open_fires).toBeUndefined();
-    expect(record).toMatchObject({ last_result: 'success', last_scheduled_at: at(2), counts: { success: 1, failure: 0, skipped: 0 }, consecutive_failures: 0 });
+    expect(record).toMatchObject({
+      last_result: 'success',
+      last_scheduled_at: at(2),
+      counts: { success: 1, failure: 0, skipped: 0 },
+      consecutive_failures: 0,
+    });
   });
 
   it('an old fire reconciled late (interrupted) counts, and never becomes the last result', () => {
-    const { record } = foldLines([open('a', 1), open('b', 2, 'manual', { ...owner, pid: 9 }), close('b', 2), close('a', 1, 'failure', 'interrupted: pid 4711 on h ended before the outcome was recorded', 30)]);
-    expect(record).toMatchObject({ last_result: 'success', last_scheduled_at: at(2), counts: { success: 1, failure: 1, skipped: 0 }, consecutive_failures: 0 });
+    const { record } = foldLines([
+      open('a', 1),
+      open('b', 2, 'manual', { ...owner, pid: 9 }),
+      close('b', 2),
+      close('a', 1, 'failure', 'interrupted: pid 4711 on h ended before the outcome was recorded', 30),
+    ]);
+    expect(record).toMatchObject({
+      last_result: 'success',
+      last_scheduled_at: at(2),
+      counts: { success: 1, failure: 1, skipped: 0 },
+      consecutive_failures: 0,
+    });
   });
 
   it('a manual run of the same process, or a fire of another process, is not ended by a later close', () => {

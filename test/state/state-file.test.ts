@@ -15,11 +15,30 @@ import { testProject } from '../helpers/testdir.js';
 
 const fire = (i: number): Fire => {
   const at = new Date(Date.UTC(2026, 10, 29) + i * 1000).toISOString();
-  return { result: 'success', reason: null, scheduled_at: at, started_at: at, finished_at: at, duration_ms: 1, exit_code: 0, run_id: null };
+  return {
+    result: 'success',
+    reason: null,
+    scheduled_at: at,
+    started_at: at,
+    finished_at: at,
+    duration_ms: 1,
+    exit_code: 0,
+    run_id: null,
+  };
 };
-const project = () => loadProject({ cwd: testProject({ routines: ['a', 'b', 'c'].map((id) => ({ id, schedule: '0 0 1 1 *', action: 'command', run: 'true' })) }) });
+const project = () =>
+  loadProject({
+    cwd: testProject({
+      routines: ['a', 'b', 'c'].map((id) => ({ id, schedule: '0 0 1 1 *', action: 'command', run: 'true' })),
+    }),
+  });
 const counts = (p: ReturnType<typeof project>): Record<string, number> =>
-  Object.fromEntries(Object.entries((JSON.parse(readFileSync(statePath(p), 'utf8')) as { routines: Record<string, { counts: { success: number } }> }).routines).map(([id, r]) => [id, r.counts.success]));
+  Object.fromEntries(
+    Object.entries(
+      (JSON.parse(readFileSync(statePath(p), 'utf8')) as { routines: Record<string, { counts: { success: number } }> })
+        .routines,
+    ).map(([id, r]) => [id, r.counts.success]),
+  );
 
 const exists = (p: ReturnType<typeof project>): boolean => existsSync(statePath(p));
 /** Each rewrite renames a new file over the old one: a new inode. */
@@ -32,7 +51,13 @@ describe('StatePublisher', () => {
     const warnings: string[] = [];
     // (200 ms, not the default second: the real time this test waits proves the injected clock
     // is the one that counts)
-    const pub = new StatePublisher({ project: p, cache: new Map(), warn: (m) => warnings.push(m), clock, intervalMs: 200 });
+    const pub = new StatePublisher({
+      project: p,
+      cache: new Map(),
+      warn: (m) => warnings.push(m),
+      clock,
+      intervalMs: 200,
+    });
     await recordFire(p, 'a', fire(0));
     pub.touched('a');
     clock.advance(0); // after a quiet while: at once
