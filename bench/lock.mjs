@@ -3,7 +3,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, wri
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import lockfile from 'proper-lockfile';
-import { acquireLock, attemptAcquire, fileLockBackend } from '../dist/index.js';
+import { acquireLock, attemptAcquire, fileLockBackend } from '../dist/lock-internals.cjs';
 import { fmt, median, nowMs, percentile, spawnNode, table, timeCommand } from './lib.mjs';
 
 const here = import.meta.dirname;

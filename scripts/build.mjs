@@ -127,6 +127,13 @@ await build({
 // has one copy of every class and lock (no dual-package hazard). index.cjs is it, its dynamic
 // imports inlined; index.js is an ES module that re-exports index.cjs by name.
 await build({ ...cjs, minify: false, plugins: [vendored('.')], entryPoints: { index: 'src/index.ts' } });
+// The file lock below the public API, for the test fixtures and benchmarks (not in the exports).
+await build({
+  ...cjs,
+  minify: false,
+  plugins: [vendored('.')],
+  entryPoints: { 'lock-internals': 'src/lock-internals.ts' },
+});
 const names = Object.keys(createRequire(import.meta.url)(resolve('dist/index.cjs')))
   .filter((n) => n !== 'default')
   .sort();

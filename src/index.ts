@@ -23,15 +23,9 @@ export {
 export { validateConfig, validateTaskFile, validateTaskSet, type Validation } from './config/validate.js';
 export type { Config, RoutineDef, TaskDef, RoutineAction } from './config/types.js';
 
-export { attemptAcquire, type AcquireOptions, type FileLockOptions } from './lock/acquire.js';
-export { acquireFileLease } from './lock/wait.js';
-export {
-  fileLockBackend,
-  EXEC_LOCK_KEY,
-  SCHEDULER_LOCK_KEY,
-  type LockBackend,
-  type BusyPolicy,
-} from './lock/lock-backend.js';
+// One way to take a lock: withProjectLock (project.ts); its backend for those who need the lease
+// itself: projectLockBackend.
+export { EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, type LockBackend, type BusyPolicy } from './lock/lock-backend.js';
 export type {
   Lease,
   AcquireResult,
@@ -55,14 +49,7 @@ export {
   type ProjectLockOptions,
   type WithLockResult,
 } from './project.js';
-export {
-  acquireLock,
-  lockKey,
-  slotKeys,
-  type NamedLockStatus,
-  type SlotStatus,
-  type NamedAcquireResult,
-} from './lock/named.js';
+export { lockKey, slotKeys, type NamedLockStatus, type SlotStatus, type NamedAcquireResult } from './lock/named.js';
 export { configJsonSchema, taskFileJsonSchema } from './config/json-schema.js';
 
 export { register, execRun, execResume, resetTasks, execStatus, listRuns, showRun } from './exec-api.js';

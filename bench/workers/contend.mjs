@@ -10,7 +10,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let acquire;
 if (impl === 'routinely-named' || impl === 'routinely-slots3') {
   // a named lock (SPEC §4.16): one slot, or three
-  const { acquireLock, fileLockBackend } = await import('../../dist/index.js');
+  const { acquireLock, fileLockBackend } = await import('../../dist/lock-internals.cjs');
   const lock = fileLockBackend({ lockDir: dir, ttlMs: 30_000, refreshMs: 10_000 });
   const slots = impl === 'routinely-slots3' ? 3 : 1;
   acquire = async () => {
@@ -19,7 +19,7 @@ if (impl === 'routinely-named' || impl === 'routinely-slots3') {
     return () => r.lease.release();
   };
 } else if (impl === 'routinely') {
-  const { acquireFileLease } = await import('../../dist/index.js');
+  const { acquireFileLease } = await import('../../dist/lock-internals.cjs');
   acquire = async () => {
     const r = await acquireFileLease({
       lockDir: dir,

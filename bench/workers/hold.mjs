@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 
 const [impl, dir] = process.argv.slice(2);
 if (impl === 'routinely') {
-  const { acquireFileLease } = await import('../../dist/index.js');
+  const { acquireFileLease } = await import('../../dist/lock-internals.cjs');
   const r = await acquireFileLease({
     lockDir: dir,
     key: 'exec-run',

@@ -2,7 +2,7 @@
 const [impl, dir] = process.argv.slice(2);
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 if (impl === 'routinely') {
-  const { acquireFileLease } = await import('../../dist/index.js');
+  const { acquireFileLease } = await import('../../dist/lock-internals.cjs');
   console.log('waiting');
   const r = await acquireFileLease({
     lockDir: dir,

@@ -9,9 +9,10 @@ import { trustProjectRoots } from '../backend.js';
 import type { Project } from '../config/load.js';
 import { ExitCode, RoutinelyError, asStorageError, isStorageError } from '../errors.js';
 import { execGenerationFloor } from '../exec/file-store.js';
-import { EXEC_LOCK_KEY, SCHEDULER_LOCK_KEY, fileLockBackend } from '../lock/lock-backend.js';
+import { SCHEDULER_LOCK_KEY, fileLockBackend } from '../lock/lock-backend.js';
 import { ensureStateRoot } from '../state/json-file.js';
-import { acquireAnnounced } from '../announced-wait.js';
+import { acquireLock } from '../lock/named.js';
+import { EXEC_LOCK_NAME } from '../config/types.js';
 import type { FastLockArgs } from './fast-args.js';
 import { cachedConfig } from './fast-config.js';
 import type { CachedProject } from '../scheduler/list-cache.js';
@@ -82,7 +83,7 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
   let got;
   try {
     ensureStateRoot(project.stateDir);
-    got = await acquireAnnounced(lock, EXEC_LOCK_KEY, owner, { ...policy, signal: stop.signal }, waitNotice(policy));
+    got = await acquireLock(lock, EXEC_LOCK_NAME, 1, owner, { ...policy, signal: stop.signal }, waitNotice(policy));
   } catch (e) {
     if (isStorageError(e)) return storageFault(e); // nothing ran; the disk fails: exit 74
     return null; // nothing ran: the full path tries again, and reports what stops it

@@ -4,7 +4,8 @@
 
 import { displayPath } from '../config/find.js';
 import { ExitCode } from '../errors.js';
-import { killGroup, leftoverMessage, runProcess, stopGroup } from '../exec/process.js';
+import { runGroupUnderLease } from '../exec/group-run.js';
+import { killGroup, leftoverMessage } from '../exec/process.js';
 import type { Lease } from '../lock/lease.js';
 import type { LockStatus } from '../lock/status.js';
 import type { NamedLockStatus } from '../lock/named.js';
@@ -14,9 +15,6 @@ import type { StopSignals } from './signals.js';
 
 /** How long a forwarded SIGINT/SIGTERM may take before the group gets SIGKILL. */
 const FORWARD_GRACE_MS = 10_000;
-/** SIGTERM → SIGKILL for leftovers of the command's group, and for the command when the lock
- * is lost (less when the lease has less time left). */
-const LEFTOVER_GRACE_MS = 2_000;
 
 /** Runs CMD in its own group while `lease` is held; returns the exit code `lock run` exits with.
  * `lockName`: the lock's name for CMD (ROUTINELY_LOCK_NAME). */
@@ -29,40 +27,29 @@ export async function runUnderLease(
 ): Promise<number> {
   let childPid: number | null = null;
   let escalate: NodeJS.Timeout | undefined;
+  // Ctrl-C and SIGTERM are passed on to the command (as flock's child gets them from the
+  // terminal), not turned into a stop of ours
   const forward = stop.onSignal((signal, repeated) => {
     if (childPid === null) return;
     killGroup(childPid, repeated ? 'SIGKILL' : signal);
     escalate ??= setTimeout(() => childPid !== null && killGroup(childPid, 'SIGKILL'), FORWARD_GRACE_MS);
   });
-  // SIGTERM → SIGKILL time; never past our lease once it is lost (SPEC §4.14).
-  const grace = (): number => Math.min(LEFTOVER_GRACE_MS, lease.lost ? lease.lost.graceMs : LEFTOVER_GRACE_MS);
-  const result = await runProcess({
+  const run = await runGroupUnderLease(lease, {
     file: cmd[0]!,
     args: cmd.slice(1),
-    env: {
-      ...baseEnv,
-      ROUTINELY_LOCK_NAME: lockName,
-      ROUTINELY_LOCK_GENERATION: String(lease.generation),
-      ROUTINELY_LOCK_ID: lease.lockId,
-    },
+    env: baseEnv,
+    lockName,
     stdio: 'inherit',
-    signal: lease.signal, // a lost lock stops the command (SPEC §4.3)
-    killGraceMs: grace,
     onSpawn: (pid) => {
       childPid = pid;
-      lease.trackChild(pid);
       if (stop.received) killGroup(pid, stop.received);
     },
   });
+  childPid = null;
   forward();
   clearTimeout(escalate);
-  // What is left of the group (background jobs, or what ignored a signal) must not run on
-  // outside the lock we are about to release (SPEC §4.11). Processes that left the group on
-  // purpose (setsid) are beyond reach, as they are for flock(1).
-  if (result.pid !== null) {
-    const left = await stopGroup(result.pid, grace());
-    if (left > 0) err(`routinely: ${leftoverMessage(left)}`);
-  }
+  const result = run.process;
+  if (run.leftovers > 0) err(`routinely: ${leftoverMessage(run.leftovers)}`);
 
   // Checked again after the command ended: a pause may have cost us the lock unnoticed.
   const check = lease.verify();
@@ -70,7 +57,6 @@ export async function runUnderLease(
     err(`routinely: lock lost: ${check.lost.why}; stopped ${cmd[0]} and left the lock alone`);
     return ExitCode.FAILED;
   }
-  if (result.pid !== null) lease.untrackChild(result.pid);
   const released = await lease.release();
   if (!released.released) err(`routinely: lock not released: ${released.why}`);
   if (stop.received) return stop.exitCode;

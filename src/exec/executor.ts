@@ -12,7 +12,8 @@ import type { Lease } from '../lock/lease.js';
 import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
 import { openAppend } from '../fs/durable.js';
 import { closeFd, fileSystemFull, realPath, writeText } from '../fs/ops.js';
-import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from './process.js';
+import { commandEnv, leftoverMessage, type ProcessResult } from './process.js';
+import { runGroupUnderLease, type GroupRun } from './group-run.js';
 import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
@@ -114,13 +115,6 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     }
   };
 
-  /** SIGTERM → SIGKILL time: the task's own, but never past our lease once it is lost (SPEC
-   * §4.14: the work is dead before anyone else may take the lock). */
-  const graceNow = (): number => {
-    const own = o.killGraceMs ?? 5000;
-    const lost = o.lease.lost;
-    return lost ? Math.min(own, lost.graceMs) : own;
-  };
   const running = new Map<string, Promise<void>>();
   const failures: unknown[] = [];
   // what every task's environment starts from: copied once per run (process.env is read key by
@@ -131,65 +125,25 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     record({ type: 'task-started', gen, at: iso(o.clock), task: id });
     if (stoppedBy) return;
     const logFd = openLog(o.logPath(id), state.tasks[id]!.attempts, state.attempt, o.clock);
-    const cwd = taskCwd(o.root, def);
-    let childPid: number | null = null;
-    let endOutput: ProcessResult['endOutput'];
     const p = (async () => {
-      let result: ProcessResult;
-      let cutBytes = 0;
+      let run: GroupRun;
       try {
-        if (typeof cwd !== 'string') {
-          result = {
-            exitCode: 127,
-            signal: null,
-            timedOut: false,
-            canceled: false,
-            reason: 'spawn-error',
-            durationMs: 0,
-            error: cwd.error,
-            pid: null,
-          };
-        } else {
-          result = await runProcess({
-            file: def.run,
-            shell: true,
-            cwd,
-            env: {
-              ...baseEnv,
-              ...def.env,
-              ROUTINELY_RUN_ID: state.run_id,
-              ROUTINELY_TASK_ID: id,
-              ROUTINELY_LOCK_GENERATION: String(gen),
-              ROUTINELY_LOCK_ID: o.lease.lockId,
-            },
-            output: { fd: logFd, capBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
-            timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
-            signal: stopper.signal,
-            killGraceMs: graceNow,
-            onSpawn: (pid) => {
-              childPid = pid;
-              o.lease.trackChild(pid);
-              // Checked again once the task exists: a stall between the last check and the spawn
-              // may have cost us the lock, and then the task must not live on (SPEC §4.10).
-              o.lease.held();
-            },
-          });
-          endOutput = result.endOutput;
-        }
-        // Work left behind in the group (background jobs) must not outlive the task under the
-        // lock; then the rest of its output (the pipe closes with the group) goes to the log.
-        if (childPid !== null) {
-          const left = await stopGroup(childPid, Math.min(o.killGraceMs ?? 2000, graceNow()));
-          cutBytes = (await endOutput?.()) ?? 0;
-          if (left > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(left, "the task's group")}\n`);
-          o.lease.untrackChild(childPid);
-        } else {
-          cutBytes = (await endOutput?.()) ?? 0;
-        }
-        if (result.error) writeQuiet(logFd, `routinely: ${result.error}\n`);
+        run = await runGroupUnderLease(o.lease, {
+          file: def.run,
+          shell: true,
+          cwd: taskCwd(o.root, def),
+          env: { ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id },
+          output: { fd: logFd, capBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
+          timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
+          signal: stopper.signal,
+          ...(o.killGraceMs !== undefined ? { killGraceMs: o.killGraceMs } : {}),
+        });
+        if (run.leftovers > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(run.leftovers, "the task's group")}\n`);
+        if (run.process.error) writeQuiet(logFd, `routinely: ${run.process.error}\n`);
       } finally {
         closeFd(logFd);
       }
+      const { process: result, cutBytes } = run;
       const event = finishEvent(
         id,
         result,

@@ -3,13 +3,14 @@
 // is in registry-sync.ts, the read views in views.ts.
 // (Over 300 lines: carryOut, one run from start to record, is most of it.)
 
-import { acquireAnnounced } from '../announced-wait.js';
+import { acquireLock } from '../lock/named.js';
+import { EXEC_LOCK_NAME } from '../config/types.js';
 import type { LineTicket } from '../lock/line.js';
 import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/types.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';
-import { EXEC_LOCK_KEY, type BusyPolicy } from '../lock/lock-backend.js';
+import type { BusyPolicy } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/files.js';
 import { selfIdentity } from '../process/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
@@ -60,7 +61,7 @@ async function withLock<T>(
       ...(runId ? { run_id: runId } : {}),
       ...(policy.scheduled ? { scheduled: true } : {}),
     };
-    const got = await acquireAnnounced(backend.lock, EXEC_LOCK_KEY, owner, policy, policy.onWait);
+    const got = await acquireLock(backend.lock, EXEC_LOCK_NAME, 1, owner, policy, policy.onWait);
     if (!got.ok) return { kind: 'busy' as const, busy: got };
     try {
       await policy.onLocked?.();

@@ -10,13 +10,14 @@ import { stoppedReason, takeStopRequest } from './stop-request.js';
 import { relative } from 'node:path';
 import { acquireLock, busyReason, slotsOf } from '../lock/named.js';
 import type { Backend } from '../backend-types.js';
-import { anySignal, type Clock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
 import { taskCwd } from '../exec/executor.js';
 import type { ExecContext } from '../exec/context.js';
 import { execResume, execRun, register } from '../exec/operations.js';
-import { commandEnv, leftoverMessage, runProcess, stopGroup, type ProcessResult } from '../exec/process.js';
+import { commandEnv, leftoverMessage, type ProcessResult } from '../exec/process.js';
+import { runGroupUnderLease, type GroupRun } from '../exec/group-run.js';
 import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-lines.js';
 import type { RunEvent, RunState } from '../exec/run-state.js';
 import { newRunId } from '../run-id.js';
@@ -34,7 +35,6 @@ import { tenthsOfSeconds } from '../duration.js';
 import type { LineEntry, LineTicket } from '../lock/line.js';
 
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
-const KILL_GRACE_MS = 5_000;
 
 import type { Trigger } from './log-frames.js';
 import { routineLogFiles } from './routine-log.js';
@@ -327,85 +327,37 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   }
 }
 
-interface CommandRun {
-  process: ProcessResult;
-  stoppedBy: 'timeout' | 'lock' | 'stop' | null;
-  leftovers: number;
-  /** Output left out of the log (retention.runLogBytes). */
-  cutBytes: number;
-}
-
 /** Runs `sh -c RUN` in its own process group under the held lease (none for a routine that is
- * not exclusive): the routine's cwd, env and timeout, output to the routine's log, and whatever
- * is left of its group ended before the lock is released (SPEC §4.11). */
-async function runCommand(
+ * not exclusive): the routine's cwd, env and timeout, output to the routine's log. */
+function runCommand(
   ctx: FireContext,
   def: RoutineDef,
   lease: Lease | null,
   runId: string,
   logFd: number,
-): Promise<CommandRun> {
-  const grace = ctx.killGraceMs ?? KILL_GRACE_MS;
-  const graceNow = (): number => (lease?.lost ? Math.min(grace, lease.lost.graceMs) : grace);
-  const link = anySignal(...[lease?.signal, ctx.signal].filter((s): s is AbortSignal => s !== undefined));
-  const stop = link.signal;
-  const env = {
-    ...(ctx.baseEnv ?? commandEnv(process.env, ctx.project.config.passEnv)),
-    ...(def.env ?? {}),
-    ROUTINELY_ROUTINE_ID: def.id,
-    ROUTINELY_RUN_ID: runId,
-    ...(lease
-      ? {
-          ROUTINELY_LOCK_NAME: def.lock,
-          ROUTINELY_LOCK_GENERATION: String(lease.generation),
-          ROUTINELY_LOCK_ID: lease.lockId,
-        }
-      : {}),
-  };
-  let childPid: number | null = null;
-  const cwd = taskCwd(ctx.project.root, { cwd: def.cwd });
-  if (typeof cwd !== 'string') {
-    const failed: ProcessResult = {
-      exitCode: 127,
-      signal: null,
-      timedOut: false,
-      canceled: false,
-      reason: 'spawn-error',
-      durationMs: 0,
-      error: cwd.error,
-      pid: null,
-    };
-    return { process: failed, stoppedBy: null, leftovers: 0, cutBytes: 0 };
-  }
-  const result = await runProcess({
+): Promise<GroupRun> {
+  return runGroupUnderLease(lease, {
     file: def.run!,
     shell: true,
-    cwd,
-    env,
+    cwd: taskCwd(ctx.project.root, { cwd: def.cwd }),
+    env: {
+      ...(ctx.baseEnv ?? commandEnv(process.env, ctx.project.config.passEnv)),
+      ...(def.env ?? {}),
+      ROUTINELY_ROUTINE_ID: def.id,
+      ROUTINELY_RUN_ID: runId,
+    },
+    lockName: def.lock,
     output: { fd: logFd, capBytes: ctx.project.config.retention.runLogBytes },
     timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
-    signal: stop,
-    killGraceMs: graceNow,
-    onSpawn: (pid) => {
-      childPid = pid;
-      lease?.trackChild(pid);
-      lease?.held(); // a stall right before the spawn may have cost the lock: then it stops at once
-    },
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+    ...(ctx.killGraceMs !== undefined ? { killGraceMs: ctx.killGraceMs } : {}),
     onOutput: ctx.echo,
   });
-  link.unlink();
-  const leftovers = childPid !== null ? await stopGroup(childPid, graceNow()) : 0;
-  if (childPid !== null) lease?.untrackChild(childPid);
-  const cutBytes = (await result.endOutput?.()) ?? 0;
-  let stoppedBy: CommandRun['stoppedBy'] = null;
-  if (result.timedOut) stoppedBy = 'timeout';
-  else if (result.canceled) stoppedBy = lease?.lost ? 'lock' : 'stop';
-  return { process: result, stoppedBy, leftovers, cutBytes };
 }
 
 function describe(
   r: ProcessResult,
-  stoppedBy: CommandRun['stoppedBy'],
+  stoppedBy: GroupRun['stoppedBy'],
   lease: Lease | null,
   def: RoutineDef,
   stopReason: string,

@@ -10,7 +10,7 @@ import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { FileLease, VIEW_ONLY } from './file-lease.js';
 import { checkFolder, ensureDir, linkNew, lstatQuiet, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
-import type { IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
+import type { BusyPolicy, LockHooks, LockOwnerInfo } from './lease.js';
 import { giveUpLeadMs } from './lease-state.js';
 import { lookAtLock, stepOf } from './look.js';
 import type { OrphanReport } from './orphans.js';
@@ -36,20 +36,11 @@ export interface FileLockOptions {
   generationFloor?: () => number;
 }
 
-export interface AcquireOptions extends FileLockOptions {
-  ifBusy?: IfBusy;
-  /** With ifBusy 'wait': give up after this long (WAIT_TIMEOUT). Unlimited when absent. */
-  waitTimeoutMs?: number;
-  /** Stops a wait early (ABORTED). */
-  signal?: AbortSignal;
+export interface AcquireOptions extends FileLockOptions, BusyPolicy {
   /** Longest pause between two polls while waiting; a dead holder is noticed within it. */
   pollMaxMs?: number;
   /** Start the heartbeat timer on success (default true). */
   heartbeat?: boolean;
-  /** See BusyPolicy.watchStalled. */
-  watchStalled?: (holder: LockRecord, forMs: number) => void;
-  /** See BusyPolicy.turn. */
-  turn?: () => Promise<string | null>;
 }
 
 /** What taking over from a stale holder did. */

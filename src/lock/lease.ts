@@ -76,3 +76,16 @@ export type AcquireResult =
   | { ok: false; reason: 'LOCK_HELD'; holder: LockRecord | null; why: string }
   | { ok: false; reason: 'WAIT_TIMEOUT'; holder: LockRecord | null; why: string }
   | { ok: false; reason: 'ABORTED'; holder: LockRecord | null; why: string };
+
+export interface BusyPolicy {
+  ifBusy?: IfBusy;
+  waitTimeoutMs?: number;
+  signal?: AbortSignal;
+  /** With fail or skip: a live holder on this host whose record looks expired (a stalled holder,
+   * or a forged time) is watched for up to a TTL before the answer, and this is told when the
+   * watch begins (SPEC §4.4; `scheduler start`, as `lock break`). */
+  watchStalled?: (holder: LockRecord, forMs: number) => void;
+  /** Whether it is this one's turn in the lock's line (line.ts): null when it may take the lock,
+   * else why not (read after "held by"). Asked before every attempt. */
+  turn?: () => Promise<string | null>;
+}

@@ -9,26 +9,14 @@ import { lookAtLock } from './look.js';
 import { lockPaths } from './paths.js';
 import { namesIn } from '../fs/files.js';
 import type { LivenessProbe } from '../process/identity.js';
-import type { AcquireResult, IfBusy, LockHooks, LockOwnerInfo } from './lease.js';
+import type { AcquireResult, BusyPolicy, LockHooks, LockOwnerInfo } from './lease.js';
+
+export type { BusyPolicy };
 import { fileWaitLine, type WaitLine } from './line.js';
-import type { LockRecord } from './record.js';
 import { breakStaleLock, readLockStatus, type BreakResult, type LockStatus } from './status.js';
 
 export const EXEC_LOCK_KEY = 'exec-run';
 export const SCHEDULER_LOCK_KEY = 'scheduler';
-
-export interface BusyPolicy {
-  ifBusy?: IfBusy;
-  waitTimeoutMs?: number;
-  signal?: AbortSignal;
-  /** With fail or skip: a live holder on this host whose record looks expired (a stalled holder,
-   * or a forged time) is watched for up to a TTL before the answer, and this is told when the
-   * watch begins (SPEC §4.4; `scheduler start`, as `lock break`). */
-  watchStalled?: (holder: LockRecord, forMs: number) => void;
-  /** Whether it is this one's turn in the lock's line (line.ts): null when it may take the lock,
-   * else why not (read after "held by"). Asked before every attempt. */
-  turn?: () => Promise<string | null>;
-}
 
 export interface LockBackend {
   acquire(key: string, owner: LockOwnerInfo, policy?: BusyPolicy): Promise<AcquireResult>;

@@ -27,7 +27,8 @@ import {
   type LockRecord,
 } from '../lock/record.js';
 import { endHolderOrphans } from '../lock/reclaim.js';
-import { observerOf, StalledWatch } from '../lock/observer.js';
+import { observerOf } from '../lock/observer.js';
+import { acquireUnderPolicy } from '../lock/if-busy.js';
 import { describeHolder, judgeLock, type Observation } from '../lock/stale.js';
 import type { BreakResult, LockStatus } from '../lock/status.js';
 import type { Db } from './connect.js';
@@ -244,40 +245,18 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
 
   return {
     async acquire(key, owner, policy: BusyPolicy = {}): Promise<AcquireResult> {
-      const ifBusy = policy.ifBusy ?? 'fail';
-      const deadline = policy.waitTimeoutMs === undefined ? Infinity : clock.monotonic() + policy.waitTimeoutMs;
       const pause = new Backoff(5, 100, clock);
       // every attempt of this process times the holder's row on its own clock (lock/observer.ts)
       const observe = observerOf(`pg ${o.db.where} ${o.project} ${key}`, ttlSecs * 1000, clock);
-      const watch = policy.watchStalled ? new StalledWatch(clock, ttlSecs * 1000, policy.watchStalled) : null;
-      for (;;) {
-        let r: Attempt;
-        try {
-          // not its turn yet (others waited first): busy, however free the lock is this moment
-          const notYet = policy.turn ? await policy.turn() : null;
-          r = notYet === null ? await attempt(key, owner, observe) : { ok: false, holder: null, why: notYet };
-        } catch (err) {
-          // A waiter outlives a database outage; fail and skip report it at once, and everyone
-          // a row that cannot be used (it stays so until someone sets it right)
-          if (ifBusy !== 'wait' || !(err instanceof DatabaseError) || err instanceof DatabaseRowError) throw err;
-          r = { ok: false, holder: null, why: err.message };
-        }
-        if (r.ok) {
-          r.lease.startHeartbeat();
-          return { ok: true, lease: r.lease };
-        }
-        if (ifBusy !== 'wait') {
-          if (watch?.keepWatching(r.holder) && !policy.signal?.aborted) {
-            await clock.sleep(250, policy.signal);
-            continue;
-          }
-          return { ok: false, reason: 'LOCK_HELD', holder: r.holder, why: r.why };
-        }
-        if (policy.signal?.aborted) return { ok: false, reason: 'ABORTED', holder: r.holder, why: r.why };
-        const left = deadline - clock.monotonic();
-        if (left <= 0) return { ok: false, reason: 'WAIT_TIMEOUT', holder: r.holder, why: r.why };
-        await pause.wait(policy.signal, left);
-      }
+      return acquireUnderPolicy(policy, {
+        clock,
+        ttlMs: ttlSecs * 1000,
+        attempt: () => attempt(key, owner, observe),
+        pause: (signal, leftMs) => pause.wait(signal, leftMs),
+        // a waiter outlives a database outage, not a row that cannot be used (it stays so until
+        // someone sets it right)
+        outlives: (err) => err instanceof DatabaseError && !(err instanceof DatabaseRowError),
+      });
     },
 
     async status(key): Promise<LockStatus> {

@@ -1,0 +1,8 @@
+// The file lock below the public API, for the test fixtures and the benchmarks that drive it
+// directly (built to dist/lock-internals.cjs; the package's exports do not name it). The library's
+// one way to take a lock is withProjectLock, its backend projectLockBackend (index.ts).
+
+export { attemptAcquire } from './lock/acquire.js';
+export { acquireFileLease } from './lock/wait.js';
+export { fileLockBackend } from './lock/lock-backend.js';
+export { acquireLock } from './lock/named.js';
