@@ -72,7 +72,7 @@ export function fileExecStore(project: Project): ExecStore {
       return listRunIds(runs).slice(0, limit);
     },
     runWriter: (runId: string, lease: Lease): RunWriter =>
-      new RunStore(runs, runId, { append: () => lease.held(), snapshot: () => lease.verify().ok }),
+      new RunStore(runs, runId, { append: () => lease.confirm(), snapshot: () => lease.verify().ok }),
     removeRun: async (runId, lease) => {
       const check = lease.verify();
       if (!check.ok) throw new FencedError(check.lost.why);

@@ -71,7 +71,7 @@ export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): 
       lease?.trackChild(pid);
       // a stall between the last check and the spawn may have cost the lock: then the command
       // must not live on (SPEC §4.10); a lost lease aborts the signal above
-      lease?.held();
+      lease?.confirm();
       onSpawn?.(pid);
     },
   });

@@ -28,7 +28,7 @@ import type { LockRecord } from '../lock/record.js';
 import { appendLineToFile, openAppendTo, type AppendFile } from '../fs/durable.js';
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from '../state/store.js';
-import { markUnstarted } from './unstarted.js';
+import { NotStartedError } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver, statFollow } from '../fs/ops.js';
 import { tenthsOfSeconds } from '../duration.js';
@@ -217,8 +217,7 @@ async function open(
   } catch (err) {
     // The marker may be stored all the same (the database committed it and the answer was
     // lost): the record of this fire that did not start closes it, if it is there.
-    markUnstarted(err, marker.id);
-    throw err;
+    throw new NotStartedError(err, marker.id);
   }
   return marker;
 }

@@ -10,6 +10,7 @@ import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';
 import { fireRoutine, type FireResult } from './firing.js';
+import { causeOf } from './unstarted.js';
 import type { Recorder } from './recorder.js';
 
 export interface ManualRun {
@@ -65,7 +66,11 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
     },
     def,
     new Date(backend.clock.now()),
-  );
+  ).catch((err: unknown) => {
+    // a manual run's open marker left behind is closed as interrupted once its process is gone;
+    // the caller judges what went wrong (its exit code, its HTTP answer)
+    throw causeOf(err);
+  });
   if (fire === null) throw new Error('bug: a manual fire was not started');
   if (fire.result === 'skipped') return { kind: 'busy', holder: fire.holder ?? null };
   if (m.by) fire.by = m.by;

@@ -285,7 +285,7 @@ export class FileLease extends LeaseState implements Lease {
 
   /** Cheap currency check for frequent fenced writes: not lost, not released, and our lease not
    * yet expired by our own clock. No I/O unless the wall clock jumped; verify() checks files. */
-  held(): boolean {
+  confirm(): boolean {
     if (this.lostInfo || this.released) return false;
     const expired = this.expiredBy();
     if (expired) this.markLost(expired);

@@ -56,9 +56,11 @@ export interface Lease extends AsyncDisposable {
   refresh(): RefreshResult;
   /** Check before a fenced write: still our lock_id in the file, and our lease not expired. */
   verify(): RefreshResult;
-  /** The same without I/O (not lost, not released, not expired by our own clock), for writes
-   * frequent enough that a file read each would dominate; readers fence those by generation. */
-  held(): boolean;
+  /** Confirms the lease by our own clock, for writes frequent enough that a read of the lock each
+   * would dominate (readers fence those by generation): false when it is lost, released or
+   * expired, and an expired lease is marked lost here (its signal aborts). The file lease reads
+   * its slots only when its expiry by the wall clock is near (a clock jump, SPEC §4.13). */
+  confirm(): boolean;
   /** Records a process group we started, so a reclaimer can end it if we die (SPEC §4.4). */
   trackChild(pid: number): void;
   untrackChild(pid: number): void;

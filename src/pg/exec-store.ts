@@ -128,7 +128,7 @@ class PgRunWriter implements RunWriter {
   /** Queued in order; the database refuses it in the same statement if the lease is gone. */
   append(event: RunEvent): void {
     if (this.fenced) throw this.fenced;
-    if (!this.lease.held()) throw new FencedError('the exec lock is no longer ours');
+    if (!this.lease.confirm()) throw new FencedError('the exec lock is no longer ours');
     const doc = JSON.stringify(event);
     this.bytesWritten += Buffer.byteLength(doc);
     this.chain = this.chain.then(async () => {
@@ -142,7 +142,8 @@ class PgRunWriter implements RunWriter {
           return;
         } catch (err) {
           if (!(err instanceof DatabaseError)) this.failure = err;
-          else if (!this.lease.held()) this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
+          else if (!this.lease.confirm())
+            this.fenced = new FencedError(`the exec lock could not be kept: ${err.message}`);
           else await pause.wait(); // the lease's own check decides when to stop
         }
       }

@@ -436,7 +436,7 @@ export class PgLease extends LeaseState implements Lease {
     return { ok: true };
   }
 
-  held(): boolean {
+  confirm(): boolean {
     return this.verify().ok;
   }
 

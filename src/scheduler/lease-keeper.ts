@@ -73,7 +73,7 @@ export class LeaseKeeper {
 
   /** Why the scheduler does not hold its lock now (for /healthz); null while it does. */
   problem(): string | null {
-    if (this.current.held()) return null;
+    if (this.current.confirm()) return null;
     const why = `scheduler lock lost (${this.current.lost?.why ?? 'released'})`;
     return this.o.caps.schedulerPerProject ? why : `${why}; taking it again`;
   }

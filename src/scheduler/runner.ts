@@ -16,7 +16,7 @@ import { claimKey, type OrphanClaim } from '../state/store.js';
 import { nextFire } from './timing.js';
 import { ClaimTakenError, DatabaseError, DatabaseRowError, FolderReplacedError, isStorageError } from '../errors.js';
 import { Backoff } from '../backoff.js';
-import { unstartedMarker } from '../fire/unstarted.js';
+import { causeOf, NotStartedError } from '../fire/unstarted.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { busyReason, slotsOf } from '../lock/named.js';
 import type { LineTicket, WaitLine } from '../lock/line.js';
@@ -543,7 +543,10 @@ export class Runner {
           this.gate(def).waiting(id);
         },
       });
-    } catch (err) {
+    } catch (thrown) {
+      // a start that failed may have left its open marker: its record closes it (unstarted.ts)
+      const closes = thrown instanceof NotStartedError ? thrown.markerId : null;
+      const err = causeOf(thrown);
       // Its claim was taken over (this scheduler was judged gone): the one that took it fires
       // or records the tick, this one neither (SPEC §9).
       if (err instanceof ClaimTakenError) {
@@ -558,8 +561,7 @@ export class Runner {
       }
       // Nothing ran (its log may not be written, the start could not be recorded): a failure
       // all the same, so that `routine list --check` shows it.
-      const marker = unstartedMarker(err);
-      return { ...this.unstartedFire(scheduledAt, (err as Error).message), ...(marker ? { closes: marker } : {}) };
+      return { ...this.unstartedFire(scheduledAt, (err as Error).message), ...(closes ? { closes } : {}) };
     } finally {
       // it waited and gave up, or ran: no longer waiting
       this.o.phases?.clear(id, scheduledAt);

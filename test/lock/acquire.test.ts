@@ -405,9 +405,9 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     const notices: string[] = [];
     const lease = await mustAcquire(options(dir, { clock, hooks: { notice: (m) => notices.push(m) } }));
     clock.advance(1_000);
-    expect(lease.held()).toBe(true);
+    expect(lease.confirm()).toBe(true);
     clock.jumpWall(jump);
-    expect(lease.held()).toBe(true);
+    expect(lease.confirm()).toBe(true);
     expect(lease.verify()).toEqual({ ok: true });
     expect(lease.refresh()).toEqual({ ok: true });
     const status = readLockStatus({ lockDir: dir, key: 'exec-run', clock });
@@ -425,7 +425,7 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     // an observer judged it expired and took the next slot
     const next = staleRecord({ generation: 2, lock_id: 'a'.repeat(32) }, { pid: process.pid, start_time: selfStart() });
     writeFileSync(join(dir, 'exec-run.slot.2'), serializeLockRecord(next));
-    expect(lease.held()).toBe(false);
+    expect(lease.confirm()).toBe(false);
     expect(lease.lost).toMatchObject({ why: expect.stringMatching(/generation 2/), graceMs: 0 });
   });
 

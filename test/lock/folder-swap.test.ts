@@ -41,7 +41,7 @@ describe('a holder whose state folder is swapped mid-check', () => {
     checkFolder(state);
     swapAt = 'verify:slots';
     expect(got.lease.verify()).toEqual({ ok: true });
-    expect(got.lease.held()).toBe(true);
+    expect(got.lease.confirm()).toBe(true);
   });
 });
 

@@ -28,7 +28,7 @@ import { loadProject } from '../../src/config/load.js';
 import { fileRoutineStore, readFires } from '../../src/state/file-store.js';
 import type { LogEvent } from '../../src/fire/log.js';
 import { Scheduler } from '../../src/scheduler/scheduler.js';
-import { markUnstarted } from '../../src/fire/unstarted.js';
+import { NotStartedError } from '../../src/fire/unstarted.js';
 import { eventually } from '../helpers/cli.js';
 
 const cluster = pgCluster();
@@ -553,9 +553,7 @@ describe('the scheduler with a spool (stub store, no server)', () => {
       store: new SpoolingStore(store, project.stateDir),
       host: 'h1',
       fire: async () => {
-        const err = new DatabaseError('database db:5432/x: timed out');
-        markUnstarted(err, '2c2c2c2c');
-        throw err;
+        throw new NotStartedError(new DatabaseError('database db:5432/x: timed out'), '2c2c2c2c');
       },
     });
     const stop = new AbortController();
