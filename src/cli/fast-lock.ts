@@ -4,7 +4,7 @@
 // neither the command-line parser nor the config validator; they then do exactly what the full
 // commands do (lock-run.ts is shared with them). Without the cache, null: the full path runs.
 
-import { writeOut } from '../fs/ops.js';
+import { writeOut } from '../fs/terminal.js';
 import { trustProjectRoots } from '../backend.js';
 import type { Project } from '../config/load.js';
 import { ExitCode, RoutinelyError, asStorageError, isStorageError } from '../errors.js';

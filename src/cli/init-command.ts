@@ -2,8 +2,9 @@
 // belongs to a project (then commands run here use that project's config, and a second,
 // nested project is almost always a mistake).
 
-import { amendProjectFile, isExecutable, statFollow, writeProjectFile } from '../fs/ops.js';
-import { lstatQuiet } from '../fs/files.js';
+import { amendProjectFile, writeProjectFile } from '../fs/project-files.js';
+import { isExecutable, statFollow } from '../fs/look.js';
+import { lstatQuiet } from '../fs/look.js';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { displayPath, findConfigUpward } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';

@@ -2,7 +2,7 @@
 // relative "./…" path when routinely is installed for the project, else the running routinely's
 // schema as a file:// URI (why: docs/design.md "The $schema that init writes").
 
-import { readPackageFile } from '../fs/ops.js';
+import { readPackageFile } from '../fs/project-files.js';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isFile } from '../config/load.js';

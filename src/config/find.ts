@@ -4,7 +4,7 @@
 
 import type { Stats } from 'node:fs';
 import { fileProblem, readFollowing } from '../fs/files.js';
-import { statFollow, statOrWhy } from '../fs/ops.js';
+import { statFollow, statOrWhy } from '../fs/look.js';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 

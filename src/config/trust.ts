@@ -5,11 +5,21 @@
 // node:fs, node:path and errors.ts (the fast paths use it).
 
 import type { Stats } from 'node:fs';
-import { lstatOrNull, realPath } from '../fs/ops.js';
+import { lstatQuiet, realPath } from '../fs/look.js';
 import { userDatabase } from '../fs/proc.js';
 import { dirname, resolve } from 'node:path';
 
 import { UntrustedPathError } from '../errors.js';
+
+/** A name as the checks see it: null when it is missing or cannot be looked at (the check of
+ * its folder refuses what matters). */
+function lookAt(path: string): Stats | null {
+  try {
+    return lstatQuiet(path);
+  } catch {
+    return null;
+  }
+}
 
 export { UntrustedPathError };
 
@@ -81,7 +91,7 @@ function checkChain(dir: string, what: string, uid: number, checked: Set<string>
   let leaf = true;
   for (let d = resolve(dir); ; d = dirname(d)) {
     if (!checked.has(d)) {
-      const st = lstatOrNull(d); // null: not there (yet)
+      const st = lookAt(d); // null: not there (yet)
       if (st) {
         const why = refusal(d, st, uid, leaf);
         if (why)
@@ -114,7 +124,7 @@ export function checkTrustedPaths(o: { configPath: string; root: string; stateDi
   if (uid === null) return; // no users to tell apart (Windows)
   const checked = new Set<string>();
   checkChain(dirname(o.configPath), 'config folder', uid, checked);
-  const st = lstatOrNull(o.configPath);
+  const st = lookAt(o.configPath);
   if (st?.isSymbolicLink()) {
     if (st.uid !== 0 && st.uid !== uid) {
       throw new UntrustedPathError(
@@ -143,7 +153,7 @@ export function checkTaskFolder(dir: string): void {
 export function checkTaskFile(file: string): void {
   const uid = myUid();
   if (uid === null) return;
-  const st = lstatOrNull(file);
+  const st = lookAt(file);
   if (!st?.isSymbolicLink()) return; // gone (reading it says so), or no link
   if (st.uid !== 0 && st.uid !== uid) {
     throw new UntrustedPathError(

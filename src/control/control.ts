@@ -12,7 +12,7 @@ import type { Backend } from '../backend-types.js';
 import { systemClock, type Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { myUid } from '../fs/files.js';
-import { statFollow } from '../fs/ops.js';
+import { statFollow } from '../fs/look.js';
 import { procCmdline, procFds, procFdTarget } from '../fs/proc.js';
 import { quietly, systemProbe, type LivenessProbe } from '../process/identity.js';
 import { readSchedulerState, type SchedulerInstance, type SchedulerState } from './status.js';

@@ -4,7 +4,7 @@
 // database row can name any process, only the process itself can hold the file (SPEC §12).
 
 import { join } from 'node:path';
-import { holdOpen } from '../fs/ops.js';
+import { holdOpen } from '../fs/names.js';
 import { ensureStateRoot } from '../state/json-file.js';
 
 export const runningMark = (stateDir: string): string => join(stateDir, 'scheduler.running');

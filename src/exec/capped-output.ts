@@ -3,7 +3,7 @@
 // much), and at the end it follows a line saying how many bytes were left out. So a command that
 // prints 300 MB leaves a few MB in its log, and no run can fill the state disk.
 
-import { writeText } from '../fs/ops.js';
+import { writeText } from '../fs/durable.js';
 
 /** How the line that marks a cut starts (`routine logs` looks for it to say so). */
 export const CUT_LINE_PREFIX = '--- routinely: ';

@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import type { Project } from '../config/load.js';
 import type { Lease } from '../lock/lease.js';
 import { checkFolder, readNoFollow, trustRoot } from '../fs/files.js';
-import { removeTree } from '../fs/ops.js';
+import { removeTree } from '../fs/names.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
 import { RunStore, listRunIds, loadRun, runDir } from './run-store.js';
 import { type ExecStore, type RunWriter } from './store.js';

@@ -6,7 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import type { TaskDef } from '../config/types.js';
-import { readJsonState, writeJsonAtomic } from '../state/json-file.js';
+import { readJsonState, writeJsonDurable } from '../state/json-file.js';
 import type { SourcedTask } from './task-source.js';
 
 /** The registry as stored. `missing` and `corrupt` are rebuilt from the runs by the caller
@@ -156,5 +156,5 @@ export function loadRegistry(path: string, write: boolean): RegistryRead {
 }
 
 export async function saveRegistry(path: string, registry: Registry, now: string): Promise<number> {
-  return writeJsonAtomic(path, { ...registry, updated_at: now }, { cleanTemps: true });
+  return writeJsonDurable(path, { ...registry, updated_at: now }, { cleanTemps: true });
 }

@@ -6,10 +6,12 @@
 
 import { join } from 'node:path';
 import { NotFoundError, StateIOError, UnsafePathError, stateWriteError } from '../errors.js';
-import { STATE_FILE_CAP, lstatQuiet, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
+import { STATE_FILE_CAP, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
+import { lstatQuiet } from '../fs/look.js';
 import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
-import { closeFd, fdSize, makeFolder } from '../fs/ops.js';
-import { ensureStateDir, readJsonState, writeJsonAtomic } from '../state/json-file.js';
+import { closeFd, makeFolder } from '../fs/names.js';
+import { fdSize } from '../fs/look.js';
+import { ensureStateDir, readJsonState, writeJsonDurable } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';
 import {
   RUN_STATUSES,
@@ -280,11 +282,7 @@ export class RunStore implements RunWriter {
       if (gen > state.generation)
         throw new FencedError(`${path} was written by a newer lock holder (generation ${gen})`);
     }
-    this.bytesWritten += await writeJsonAtomic(
-      path,
-      { ...state, journal_offset: this.journalBytes },
-      { cleanTemps: true },
-    );
+    this.bytesWritten += writeJsonDurable(path, { ...state, journal_offset: this.journalBytes }, { cleanTemps: true });
   }
 
   async flush(): Promise<void> {

@@ -8,7 +8,8 @@ import type { TaskDef } from '../config/types.js';
 import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
 import { checkTaskFile, checkTaskFolder, UntrustedPathError } from '../config/trust.js';
 import { ConfigError, errnoCode, UnsafePathError, type ConfigIssue } from '../errors.js';
-import { listFolder } from '../fs/ops.js';
+import { namesIn } from '../fs/files.js';
+import { statFollow } from '../fs/look.js';
 
 export interface SourcedTask {
   task: TaskDef;
@@ -27,12 +28,13 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       // a task folder, and a task file that is a link, are trusted as the project folder is
       // (SPEC §12): another user who may write them could choose what runs as you
       checkTaskFolder(abs);
-      names = listFolder(abs)
+      // a missing task folder need not exist (no tasks); a name that is no folder is said
+      if (statFollow(abs)?.isDirectory() === false) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+      names = namesIn(abs)
         .filter((n) => n.endsWith('.json'))
         .sort();
     } catch (err) {
       if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
-      if (errnoCode(err) === 'ENOENT') continue; // an empty task folder need not exist
       issues.push({ path: 'exec.taskDirs', message: `cannot read ${dir}: ${errnoCode(err) ?? String(err)}` });
       continue;
     }

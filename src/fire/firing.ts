@@ -30,7 +30,8 @@ import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from '../state/store.js';
 import { NotStartedError } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
-import { closeFd, renameOver, statFollow } from '../fs/ops.js';
+import { closeFd, renameOver } from '../fs/names.js';
+import { statFollow } from '../fs/look.js';
 import { tenthsOfSeconds } from '../duration.js';
 import type { LineEntry, LineTicket } from '../lock/line.js';
 

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { ID_PATTERN } from '../config/types.js';
 import { CUT_LINE_PATTERN, CUT_LINE_PREFIX } from '../exec/capped-output.js';
 import { NotFoundError } from '../errors.js';
-import { checkFolder, lstatQuiet, trustRoot } from '../fs/files.js';
+import { checkFolder, trustRoot } from '../fs/files.js';
+import { lstatQuiet } from '../fs/look.js';
 import { LogReader } from '../fs/log-file.js';
 import { LastLines, RunFilter } from './log-frames.js';
 

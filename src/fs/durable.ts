@@ -92,15 +92,12 @@ export interface DurableOptions {
   mode?: number;
 }
 
-/** Replaces `path` with `data` durably. Returns the bytes written. Throws StateIOError (74)
- * naming the file on I/O faults, UnsafePathError (2) for a path we may not use. */
-export function writeFileDurable(path: string, data: string, opts: DurableOptions = {}): number {
-  return Number(writeBufferDurable(path, Buffer.from(data, 'utf8'), opts).size);
-}
-
-/** writeFileDurable for bytes in hand; returns what the new file is (its inode, size and
- * modification time, as a later lstat of `path` shows them while nobody replaced it). */
-export function writeBufferDurable(path: string, buf: Buffer, opts: DurableOptions = {}): BigIntStats {
+/** Replaces `path` with `data` durably (the atomic write): returns what the new file is (its
+ * inode, size and modification time, as a later lstat of `path` shows them while nobody replaced
+ * it). Throws StateIOError (74) naming the file on I/O faults, UnsafePathError (2) for a path we
+ * may not use. */
+export function writeFileDurable(path: string, data: string | Buffer, opts: DurableOptions = {}): BigIntStats {
+  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   const dir = dirname(path);
   try {
     refuseOdd(path);
@@ -314,16 +311,6 @@ export function appendFileTorn(f: AppendFile, path: string): boolean {
   }
 }
 
-/** Appends one line to `path` (open, append, close). */
-export function appendLineTo(path: string, line: string): number {
-  const f = openAppendTo(path);
-  try {
-    return appendLineToFile(f, path, line);
-  } finally {
-    closeSync(f.fd);
-  }
-}
-
 /** Writes `buf` over the start of the existing file `path` (no symlink followed, nothing
  * created, nothing truncated): a record rewritten over the blocks it has, so keeping it up to date
  * never needs new blocks or inodes. Every byte or an error. */
@@ -369,4 +356,9 @@ export function writeChecksummed(path: string, text: string): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** Writes all of `text` to `fd` (a task's output file, a log), looping over short writes (durable.ts's writeAll). */
+export function writeText(fd: number, text: string | Buffer): void {
+  writeAll(fd, typeof text === 'string' ? Buffer.from(text, 'utf8') : text, null);
 }

@@ -5,7 +5,7 @@
 
 import { openAppend, writeAll } from '../fs/durable.js';
 import { LOCK_FILE_CAP, readFileChecked, unlinkQuiet } from '../fs/files.js';
-import { closeFd } from '../fs/ops.js';
+import { closeFd } from '../fs/names.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { samePidSpace, type LivenessProbe } from '../process/identity.js';
 import type { LockHooks } from './lease.js';

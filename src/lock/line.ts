@@ -11,8 +11,9 @@
 
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../clock.js';
-import { ensureDir, lstatQuiet, namesIn, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
-import { closeFd, createHeld, touchFd } from '../fs/ops.js';
+import { ensureDir, namesIn, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { lstatQuiet } from '../fs/look.js';
+import { closeFd, createHeld, touchFd } from '../fs/names.js';
 import { isObj } from '../is-object.js';
 import {
   processGone,

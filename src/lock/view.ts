@@ -6,9 +6,10 @@
 import type { Stats } from 'node:fs';
 import { errnoCode } from '../errors.js';
 import { ioNotice } from '../fs/io-notice.js';
-import { renameOver } from '../fs/ops.js';
+import { renameOver } from '../fs/names.js';
 import { printable } from '../printable.js';
-import { LOCK_FILE_CAP, linkNew, lstatQuiet, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { LOCK_FILE_CAP, linkNew, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { lstatQuiet } from '../fs/look.js';
 import { slotPath, type LockPaths } from './paths.js';
 import { parseLockRecord, type LockRecord } from './record.js';
 import type { SlotHolder } from './slots.js';

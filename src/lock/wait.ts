@@ -3,7 +3,7 @@
 // once and notices a holder killed with SIGKILL within one pause (its slot is then stale).
 
 import type { FSWatcher } from 'node:fs';
-import { watchFolder } from '../fs/ops.js';
+import { watchFolder } from '../fs/names.js';
 import { Backoff } from '../backoff.js';
 import { systemClock, type Clock } from '../clock.js';
 import { attemptAcquire, type AcquireOptions } from './acquire.js';

@@ -7,7 +7,7 @@
 import { Backoff } from '../backoff.js';
 import { systemClock } from '../clock.js';
 import { ensureDir } from '../fs/files.js';
-import { removeTree } from '../fs/ops.js';
+import { removeTree } from '../fs/names.js';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { DatabaseError } from '../errors.js';

@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import type { FSWatcher } from 'node:fs';
-import { watchFolder } from '../fs/ops.js';
+import { watchFolder } from '../fs/names.js';
 import { basename, dirname } from 'node:path';
 import { readConfigBytes } from '../config/find.js';
 

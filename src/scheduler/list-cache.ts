@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { readFileChecked } from '../fs/files.js';
 import { writeFileDurable } from '../fs/durable.js';
-import { statExact } from '../fs/ops.js';
+import { statExact } from '../fs/look.js';
 import type { ZoneTime } from '../zone-time.js';
 import { isObj } from '../is-object.js';
 

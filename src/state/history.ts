@@ -13,7 +13,6 @@ import { join } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
 import {
   linkNew,
-  lstatQuiet,
   namesIn,
   randomHex,
   readFileChecked,
@@ -21,7 +20,8 @@ import {
   STATE_FILE_CAP,
   unlinkQuiet,
 } from '../fs/files.js';
-import { closeFd, renameOver } from '../fs/ops.js';
+import { lstatQuiet } from '../fs/look.js';
+import { closeFd, renameOver } from '../fs/names.js';
 import { appendLineToFile, openAppendTo, writeFileDurable } from '../fs/durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
 

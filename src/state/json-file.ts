@@ -5,9 +5,10 @@
 
 import { basename, join } from 'node:path';
 import { StateIOError, UnsafePathError, errnoCode } from '../errors.js';
-import { ensureDir, lstatQuiet, readNoFollow, writeNewFile } from '../fs/files.js';
+import { ensureDir, readNoFollow, writeNewFile } from '../fs/files.js';
+import { lstatQuiet } from '../fs/look.js';
 import { writeFileDurable, type DurableOptions } from '../fs/durable.js';
-import { moveAside } from '../fs/ops.js';
+import { moveAside } from '../fs/names.js';
 
 export function ensureStateDir(dir: string): void {
   try {
@@ -33,13 +34,9 @@ export function ensureStateRoot(stateDir: string): void {
   }
 }
 
+/** Replaces `path` with `value` as JSON, durably (writeFileDurable); returns the bytes written. */
 export function writeJsonDurable(path: string, value: unknown, opts: DurableOptions = {}): number {
-  return writeFileDurable(path, `${JSON.stringify(value, null, 2)}\n`, opts);
-}
-
-/** Kept for callers that await: the write itself is synchronous. */
-export async function writeJsonAtomic(path: string, value: unknown, opts: DurableOptions = {}): Promise<number> {
-  return writeJsonDurable(path, value, opts);
+  return Number(writeFileDurable(path, `${JSON.stringify(value, null, 2)}\n`, opts).size);
 }
 
 export type ReadResult<T> =

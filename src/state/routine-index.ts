@@ -5,7 +5,8 @@
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
-import { checkFolder, lstatQuiet, readFileChecked, trustRoot } from '../fs/files.js';
+import { checkFolder, readFileChecked, trustRoot } from '../fs/files.js';
+import { lstatQuiet } from '../fs/look.js';
 import { historyPath, parseHistory, readHistoryBytes, readHistoryText, unreadableMessage } from './history.js';
 import { readChecksummed } from '../checksum.js';
 import { checkRecord, foldLines, type Folded, type RoutineRecord } from './routine-state.js';

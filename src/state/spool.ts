@@ -5,8 +5,9 @@
 // not ours is moved aside and reported (docs/design.md "The spool").
 
 import { join } from 'node:path';
-import { lstatQuiet, namesIn, unlinkQuiet } from '../fs/files.js';
-import { moveAside } from '../fs/ops.js';
+import { lstatQuiet } from '../fs/look.js';
+import { namesIn, unlinkQuiet } from '../fs/files.js';
+import { moveAside } from '../fs/names.js';
 import { readJsonState, writeJsonDurable } from './json-file.js';
 import { checkFire, type Fire } from './routine-state.js';
 

@@ -9,10 +9,10 @@
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { acquireFileLease } from '../lock/wait.js';
-import { lstatQuiet } from '../fs/files.js';
-import { statExact } from '../fs/ops.js';
+import { lstatQuiet } from '../fs/look.js';
+import { statExact } from '../fs/look.js';
 import { historyIds, historyPath } from './history.js';
-import { writeBufferDurable } from '../fs/durable.js';
+import { writeFileDurable } from '../fs/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from './json-file.js';
 import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from './routine-state.js';
 import { checkFolders, isCount, readRoutineIndexed, unmoved, type FoldedAt, type IndexCache } from './routine-index.js';
@@ -410,7 +410,7 @@ export class StatePublisher {
     this.shown = null; // until the write is known to have happened
     // not fsynced: a view of the histories, which every reader checks it against and the first
     // rewrite of every process folds again (a power loss can only leave an older, whole file)
-    const written = writeBufferDurable(path, routines.encode(), { cleanTemps: true, sync: false });
+    const written = writeFileDurable(path, routines.encode(), { cleanTemps: true, sync: false });
     this.shown = routines;
     this.identity = identityOf(written);
   }

@@ -11,7 +11,18 @@ import { loadRun, RunStore } from '../../src/exec/run-store.js';
 import { saveRegistry, loadRegistry, emptyRegistry } from '../../src/exec/registry.js';
 import type { RunState } from '../../src/exec/run-state.js';
 import { indexPath, readRoutineState, recordFire, statePath, publishRoutineState } from '../../src/state/file-store.js';
-import { appendLineTo, setDurableIoForTests, writeFileDurable } from '../../src/fs/durable.js';
+import { appendLineToFile, openAppendTo, setDurableIoForTests, writeFileDurable } from '../../src/fs/durable.js';
+import { closeFd } from '../../src/fs/names.js';
+
+/** One line appended the way the history and journals append (open, append, close). */
+function appendLineTo(path: string, line: string): void {
+  const f = openAppendTo(path);
+  try {
+    appendLineToFile(f, path, line);
+  } finally {
+    closeFd(f.fd);
+  }
+}
 import { historyPath } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { testdir, testProject } from '../helpers/testdir.js';

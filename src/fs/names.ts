@@ -1,0 +1,99 @@
+// Names and descriptors, beside the checked reads (files.ts), the durable writes and appends
+// (durable.ts), the looks at a name (look.ts) and /proc (proc.ts): a rename over or aside, a
+// folder made, removed or watched, a held file touched through its descriptor. Outside src/fs no
+// module calls node:fs itself, so each rule about a path is written here once
+// (scripts/check-structure.mjs counts the calls).
+
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  futimesSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  watch,
+  type FSWatcher,
+} from 'node:fs';
+import { writeAll } from './durable.js';
+
+/** Closes a descriptor opened through src/fs. */
+export function closeFd(fd: number): void {
+  closeSync(fd);
+}
+
+/** Creates `path` (0600, exclusively, never through a symlink) with `text`, and keeps it open:
+ * a file whose writer keeps touching it through its descriptor (touchFd), never its name. A file
+ * that could not be written whole is removed. */
+export function createHeld(path: string, text: string): number {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    writeAll(fd, Buffer.from(text));
+  } catch (err) {
+    closeSync(fd);
+    unlinkSync(path);
+    throw err;
+  }
+  return fd;
+}
+
+/** Sets a held file's times to `seconds` (since the epoch) through its descriptor. */
+export function touchFd(fd: number, seconds: number): void {
+  futimesSync(fd, seconds, seconds);
+}
+
+/** Opens `path` read-only to hold it open (created 0600 if missing, never through a symlink), a
+ * regular file or an error: a mark whose holder is known by its open descriptor. */
+export function holdOpen(path: string): number {
+  const fd = openSync(
+    path,
+    constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    0o600,
+  );
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new Error(`${path} is not a regular file`);
+  }
+  return fd;
+}
+
+/** rename(2): `to` replaced by `from` in one step (readers see the old file or the new one,
+ * never neither); a symlink at `to` is replaced, never followed. Errors are thrown. */
+export function renameOver(from: string, to: string): void {
+  renameSync(from, to);
+}
+
+/** renameOver that says whether it moved (a file set aside for inspection: `<name>.corrupt.<ts>`). */
+export function moveAside(from: string, to: string): boolean {
+  try {
+    renameSync(from, to);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Removes `path` and everything under it; nothing when it is missing (rm -rf). */
+export function removeTree(path: string): void {
+  rmSync(path, { recursive: true, force: true });
+}
+
+/** Creates folder `path` (mode 0700), exclusively: EEXIST is thrown when it exists. */
+export function makeFolder(path: string): void {
+  mkdirSync(path, { mode: 0o700 });
+}
+
+/** Watches folder `dir` (inotify): `onName` with the name that changed, or null when the kernel
+ * does not say. undefined when it cannot be watched (no inotify watches left): polling then
+ * carries on alone. A watcher never keeps the process alive, and closes itself on an error. */
+export function watchFolder(dir: string, onName: (name: string | null) => void): FSWatcher | undefined {
+  try {
+    const w = watch(dir, { persistent: false }, (_event, name) => onName(name));
+    w.on('error', () => w.close());
+    return w;
+  } catch {
+    return undefined;
+  }
+}

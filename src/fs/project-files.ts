@@ -1,0 +1,64 @@
+// Files of the user's project and of routinely's own package, which are not state: the config and
+// .gitignore `init` writes (0644, never through a symlink), an input file a user names on the
+// command line (read, never trusted to decide what runs), routinely's package.json.
+
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { writeText } from './durable.js';
+
+/** The bytes of an input file a user names on the command line (any owner, links followed: it
+ * is read, never trusted to decide what runs): errno errors thrown as they are; a file that is not
+ * a regular one is refused (code ENOTREG) and one over `cap` bytes too (code EFBIG). */
+export function readInputFile(path: string, cap: number): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    if (!fstatSync(fd).isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: 'ENOTREG' });
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const buf = Buffer.alloc(64 * 1024);
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) {
+      total += n;
+      if (total > cap) throw Object.assign(new Error(`${path} is over ${cap} bytes`), { code: 'EFBIG' });
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+    return Buffer.concat(chunks);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Writes a file of the user's project (`routinely init`: the config, a .gitignore), mode 0644,
+ * never through a symlink at its name: created exclusively (EEXIST thrown), or replaced when
+ * `replace`. */
+export function writeProjectFile(path: string, text: string, replace = false): void {
+  const fd = openSync(
+    path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (replace ? constants.O_TRUNC : constants.O_EXCL),
+    0o644,
+  );
+  try {
+    writeText(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Appends to a text file of the user's project what `amend` makes of its text (null: nothing),
+ * never through a symlink, never blocking on a FIFO swapped in (O_NONBLOCK). false when it is no
+ * regular file of at most `cap` bytes (left alone). */
+export function amendProjectFile(path: string, cap: number, amend: (text: string) => string | null): boolean {
+  const fd = openSync(path, constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > cap) return false;
+    const added = amend(readFileSync(fd, 'utf8'));
+    if (added) writeText(fd, added);
+    return true;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A file of routinely's own installed package (its package.json), as text. */
+export function readPackageFile(path: string): string {
+  return readFileSync(path, 'utf8');
+}

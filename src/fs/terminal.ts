@@ -1,0 +1,31 @@
+// Writes to the process's own output (stdout, stderr) and the question whether it is a terminal,
+// answered without loading node:tty (start-up: the fast commands never need it).
+
+import { fstatSync, statSync, writeSync } from 'node:fs';
+
+/** Writes all of `text` to an output descriptor (stdout) at once: a full non-blocking pipe
+ * (EAGAIN) is waited out, a reader gone (EPIPE, `| head -1`) is not our error. */
+export function writeOut(fd: number, text: string): void {
+  const buf = Buffer.from(text);
+  for (let off = 0; off < buf.length;) {
+    try {
+      off += writeSync(fd, buf, off, buf.length - off);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') continue;
+      if (code === 'EPIPE') return;
+      throw e;
+    }
+  }
+}
+
+/** Whether descriptor `fd` may be a terminal: a character device other than /dev/null (a pipe,
+ * a file and /dev/null are answered without loading node:tty). */
+export function mayBeTerminal(fd: number): boolean {
+  try {
+    const st = fstatSync(fd);
+    return st.isCharacterDevice() && st.rdev !== statSync('/dev/null').rdev;
+  } catch {
+    return false;
+  }
+}
