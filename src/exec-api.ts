@@ -11,33 +11,34 @@ import type { RunState } from './exec/run-state.js';
 import * as views from './exec/views.js';
 import type { TaskView, UnreadableRun } from './exec/views.js';
 
-const opening = (ctx: ExecContext): ExecContext => (ctx.backend || ctx.open ? ctx : { ...ctx, open: withBackend });
+/** The context with a way to open the project's backend for one call, unless it has a backend. */
+const withOpener = (ctx: ExecContext): ExecContext => (ctx.backend || ctx.open ? ctx : { ...ctx, open: withBackend });
 
 export function register(
   ctx: ExecContext,
   policy: LockedPolicy & { routine?: string | null },
 ): ReturnType<typeof operations.register> {
-  return operations.register(opening(ctx), policy);
+  return operations.register(withOpener(ctx), policy);
 }
 export function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<RunOutcome> {
-  return operations.execRun(opening(ctx), opts);
+  return operations.execRun(withOpener(ctx), opts);
 }
 export function execResume(ctx: ExecContext, runId: string | undefined, opts: RunOptions = {}): Promise<ResumeOutcome> {
-  return operations.execResume(opening(ctx), runId, opts);
+  return operations.execResume(withOpener(ctx), runId, opts);
 }
 export function resetTasks(
   ctx: ExecContext,
   ids: string[],
   policy: LockedPolicy,
 ): ReturnType<typeof operations.resetTasks> {
-  return operations.resetTasks(opening(ctx), ids, policy);
+  return operations.resetTasks(withOpener(ctx), ids, policy);
 }
 export function execStatus(ctx: ExecContext): Promise<TaskView[]> {
-  return views.execStatus(opening(ctx));
+  return views.execStatus(withOpener(ctx));
 }
 export function listRuns(ctx: ExecContext, limit = 20): Promise<(RunState | UnreadableRun)[]> {
-  return views.listRuns(opening(ctx), limit);
+  return views.listRuns(withOpener(ctx), limit);
 }
 export function showRun(ctx: ExecContext, runId: string): Promise<RunState> {
-  return views.showRun(opening(ctx), runId);
+  return views.showRun(withOpener(ctx), runId);
 }

@@ -1,6 +1,6 @@
 // `routinely validate`: the config is valid, and when each routine fires next.
 
-import { keepCrons } from '../config/cron.js';
+import { keepCrons } from '../config/cron-cache.js';
 import { displayPath, loadProject, type Project } from '../config/load.js';
 import { ConfigError, ExitCode, RoutinelyError } from '../errors.js';
 import { cronSchedule, nextRuns, routineZone } from '../config/schedule.js';

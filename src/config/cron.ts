@@ -2,8 +2,9 @@
 // range check in front of it only makes the common mistakes read well:
 // `minute 61 out of range 0-59` instead of croner's generic wording.
 
-import { Cron } from 'croner';
-import { cronerPattern, NICKNAMES } from './dialect.js';
+import type { Cron } from 'croner';
+import { cronFor } from './cron-cache.js';
+import { NICKNAMES } from './dialect.js';
 
 const FIELDS5 = [
   { name: 'minute', min: 0, max: 59 },
@@ -47,34 +48,6 @@ export function cronProblem(schedule: string, timezone?: string, use?: (cron: Cr
   if (cron.nextRun() === null) return 'never fires: no date matches it (like 30 February or 31 April)';
   use?.(cron);
   return null;
-}
-
-const crons = new Map<string, Cron>();
-let keep = false;
-
-/** Keep parsed patterns for reuse by this process: the read commands (`routine list`,
- * `validate`) parse each pattern once for validation and once for next-run times otherwise.
- * Off by default, because croner holds a 10 000-entry year table per pattern (≈ 80 KB): the
- * long-running scheduler lets them die young instead (100 routines would pin ≈ 8 MB and grow
- * its RSS by far more). */
-export function keepCrons(): void {
-  keep = true;
-}
-
-/** croner as a calculator for `pattern` in our dialect (Vixie's fixed-time rule, dialect.ts). */
-export function cronFor(pattern: string, timezone?: string): Cron {
-  const key = `${timezone ?? ''}\u0000${pattern.trim()}`;
-  let cron = crons.get(key);
-  if (!cron) {
-    cron = croner(cronerPattern(pattern, timezone), timezone);
-    if (keep) crons.set(key, cron);
-  }
-  return cron;
-}
-
-/** A croner calculator for a pattern cronerPattern has already translated. */
-export function croner(translated: string, timezone?: string): Cron {
-  return new Cron(translated, { mode: '5-or-6-parts', timezone, paused: true, fixedTimeRule: 'no-wildcard' });
 }
 
 const NAMES: Record<string, { what: string; names: string[] }> = {

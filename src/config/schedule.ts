@@ -5,7 +5,7 @@
 
 import type { Cron } from 'croner';
 import { backendCaps } from './backend-caps.js';
-import { croner, cronFor } from './cron.js';
+import { cronFor, recentCron } from './cron-cache.js';
 import { cronerPattern } from './dialect.js';
 
 export interface Schedule {
@@ -24,23 +24,8 @@ export function cronSchedule(pattern: string, timezone?: string): Schedule {
   };
 }
 
-/** Parsed patterns the long-running scheduler keeps: the few it used last (the routines that
- * fire often), not one per routine. */
-const RECENT_CRONS = 16;
-const recentCrons = new Map<string, Cron>();
-
-function recentCron(translated: string, timezone: string | undefined): Cron {
-  const key = `${timezone ?? ''}\u0000${translated}`;
-  let cron = recentCrons.get(key);
-  if (cron) recentCrons.delete(key);
-  else cron = croner(translated, timezone);
-  recentCrons.set(key, cron);
-  if (recentCrons.size > RECENT_CRONS) recentCrons.delete(recentCrons.keys().next().value!);
-  return cron;
-}
-
 /** The same, holding no parsed pattern per routine: for the long-running scheduler, where 100
- * routines would otherwise keep ≈ 8 MB of croner tables alive (see keepCrons in config/cron.ts);
+ * routines would otherwise keep ≈ 8 MB of croner tables alive (cron-cache.ts);
  * only the 16 used last are kept, so a routine that fires every second is not parsed again at
  * every fire (0.3 ms). */
 export function lightSchedule(pattern: string, timezone?: string): Schedule {

@@ -21,7 +21,7 @@ export interface ExecContext {
 }
 
 /** Runs `fn` with the context's backend, or with the project's, opened for the call. */
-export async function withStore<T>(ctx: ExecContext, fn: (backend: Backend) => Promise<T>): Promise<T> {
+export async function withExecBackend<T>(ctx: ExecContext, fn: (backend: Backend) => Promise<T>): Promise<T> {
   if (ctx.backend) return fn(ctx.backend);
   if (!ctx.open)
     throw new Error(

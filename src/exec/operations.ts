@@ -1,7 +1,7 @@
 // The exec commands as library operations (SPEC §5): register, run, resume, reset. Each takes the
 // project exec lock itself and returns a typed outcome; the CLI prints it. The registry's upkeep
 // is in registry-sync.ts, the read views in views.ts.
-// (Over 300 lines: carryOut, one run from start to record, is most of it.)
+// (Over 300 lines: runAndRecord, one run from start to record, is most of it.)
 
 import { acquireLock } from '../lock/named.js';
 import { EXEC_LOCK_NAME } from '../config/types.js';
@@ -11,11 +11,11 @@ import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/types.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';
 import type { BusyPolicy } from '../lock/lock-backend.js';
-import { randomHex } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import { selfIdentity } from '../process/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
-import { nowIso, withStore, type ExecContext } from './context.js';
+import { nowIso, withExecBackend, type ExecContext } from './context.js';
 import { executeRun } from './executor.js';
 import { asRecorded, finalStatus, foldRun } from './outcome.js';
 import { dependencyOrder } from './plan.js';
@@ -51,7 +51,7 @@ async function withLock<T>(
    * moment it is linked (SPEC §5 `owner.run_id`; `cat` of the lock tells which run holds it). */
   runFor?: (clock: Clock, store: ExecStore) => Promise<string | null>,
 ): Promise<{ kind: 'busy'; busy: Busy } | { kind: 'ok'; value: T }> {
-  return withStore(ctx, async (backend) => {
+  return withExecBackend(ctx, async (backend) => {
     // the backend's clock: with a database, run ids and times follow the database clock
     const clock = ctx.clock ?? backend.clock;
     const runId = (await runFor?.(clock, backend.exec)) ?? null;
@@ -167,7 +167,7 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
       };
       return {
         kind: 'run' as const,
-        ...(await carryOut(ctx, opts, {
+        ...(await runAndRecord(ctx, opts, {
           store,
           clock,
           lease,
@@ -198,7 +198,7 @@ function ownerOf() {
   };
 }
 
-/** What carryOut works on: the run under the held lock, the registry it folds back into. */
+/** What runAndRecord works on: the run under the held lock, the registry it folds back into. */
 interface Carried {
   store: ExecStore;
   clock: Clock;
@@ -212,7 +212,7 @@ interface Carried {
 }
 
 /** Creates (or reopens) the run, executes it, records the outcome, folds it into the registry. */
-async function carryOut(
+async function runAndRecord(
   ctx: ExecContext,
   opts: RunOptions,
   c: Carried,
@@ -388,7 +388,7 @@ export async function execResume(
   runId: string | undefined,
   opts: RunOptions = {},
 ): Promise<ResumeOutcome> {
-  return withStore(ctx, (backend) => resumeWith({ ...ctx, backend }, runId, opts));
+  return withExecBackend(ctx, (backend) => resumeWith({ ...ctx, backend }, runId, opts));
 }
 
 async function resumeWith(
@@ -485,7 +485,7 @@ async function resumeWith(
       }
       return {
         kind: 'run' as const,
-        ...(await carryOut(ctx, opts, {
+        ...(await runAndRecord(ctx, opts, {
           store,
           clock,
           lease,

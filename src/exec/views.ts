@@ -6,7 +6,7 @@ import { NotFoundError } from '../errors.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { samePidSpace, systemProbe } from '../process/identity.js';
 import { printable } from '../printable.js';
-import { withStore, type ExecContext } from './context.js';
+import { withExecBackend, type ExecContext } from './context.js';
 import { currentRegistry, ownerAlive } from './registry-sync.js';
 import { type RunState, type TaskRun } from './run-state.js';
 import { isRunId } from '../run-id.js';
@@ -27,7 +27,7 @@ export interface TaskView {
  * neither takes the lock nor registers (run `register` for that). */
 export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
   const defs = loadTaskDefinitions(ctx.project);
-  return withStore(ctx, async (backend) => {
+  return withExecBackend(ctx, async (backend) => {
     const store = backend.exec;
     const before = await holderGeneration(backend);
     const { registry } = await currentRegistry(ctx, store, defs, false, ctx.clock ?? backend.clock);
@@ -124,7 +124,7 @@ export interface UnreadableRun {
 }
 
 export async function listRuns(ctx: ExecContext, limit = 20): Promise<(RunState | UnreadableRun)[]> {
-  return withStore(ctx, async (backend) => {
+  return withExecBackend(ctx, async (backend) => {
     const store = backend.exec;
     const before = await holderGeneration(backend);
     const runs: (RunState | UnreadableRun)[] = [];
@@ -146,7 +146,7 @@ export async function showRun(ctx: ExecContext, runId: string): Promise<RunState
     throw new NotFoundError(
       `${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`,
     );
-  return withStore(ctx, async (backend) => {
+  return withExecBackend(ctx, async (backend) => {
     const before = await holderGeneration(backend);
     const run = await backend.exec.loadRun(runId);
     if (!run) throw new NotFoundError(`no run ${runId} in ${backend.exec.location}`);

@@ -21,7 +21,7 @@ import { runGroupUnderLease, type GroupRun } from '../exec/group-run.js';
 import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-lines.js';
 import type { RunEvent, RunState } from '../exec/run-state.js';
 import { newRunId } from '../run-id.js';
-import { randomHex } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import { selfIdentity } from '../process/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
@@ -32,12 +32,11 @@ import { NotStartedError } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver } from '../fs/names.js';
 import { statFollow } from '../fs/look.js';
-import { tenthsOfSeconds } from '../duration.js';
 import type { LineEntry, LineTicket } from '../lock/line.js';
 
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
 
-import type { Trigger } from './log-frames.js';
+import { endFrame, startFrame, type Trigger } from './log-frames.js';
 import { routineLogFiles } from './routine-log.js';
 
 export type { Trigger };
@@ -104,31 +103,9 @@ function openRoutineLog(project: Project, id: string): AppendFile {
   return openAppendTo(path);
 }
 
-/** The line that opens a run in the routine's log (SPEC §10: `routine logs` finds runs by these
- * frames). `runId` is null for exec actions until the run has its id: the end frame names it. */
-export function startFrame(
-  id: string,
-  runId: string | null,
-  startedAt: string,
-  scheduledAt: string,
-  trigger: Trigger,
-): string {
-  return `--- routinely: ${id} run ${runId ?? 'pending'} started ${startedAt} (scheduled ${scheduledAt}, ${trigger}) ---\n`;
-}
-
-/** The line that closes a run in the routine's log. */
-export function endFrame(
-  id: string,
-  f: Pick<Fire, 'run_id' | 'finished_at' | 'result' | 'reason' | 'duration_ms'>,
-): string {
-  // one line whatever the reason holds (a config error's message has several)
-  const reason = f.reason ? ` (${f.reason.replace(/\s*\n\s*/g, '; ')})` : '';
-  return `--- routinely: ${id} run ${f.run_id ?? 'none'} finished ${f.finished_at}: ${f.result}${reason} in ${tenthsOfSeconds(f.duration_ms)} ---\n`;
-}
-
 /** Appends a line of routinely's own (a frame, a note) to the routine's log, on a line of its
  * own even when the command's output did not end with a newline. */
-function noteQuiet(log: AppendFile, path: string, line: string): void {
+function appendToRoutineLog(log: AppendFile, path: string, line: string): void {
   try {
     appendLineToFile(log, path, line.replace(/\n$/, ''));
   } catch (err) {
@@ -181,7 +158,7 @@ export function fireTimes(span: Span, monotonicNow: number): Pick<Fire, 'started
   };
 }
 
-function finish(
+function fireRecord(
   ctx: FireContext,
   scheduledAt: Date,
   span: Span,
@@ -197,7 +174,7 @@ function finish(
 }
 
 /** Writes the open marker; the fire's record will close it. */
-async function open(
+async function writeOpenMarker(
   ctx: FireContext,
   def: RoutineDef,
   scheduledAt: Date,
@@ -258,7 +235,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       );
       if (!got.ok) {
         closeFd(logFd);
-        return finish(ctx, scheduledAt, span, {
+        return fireRecord(ctx, scheduledAt, span, {
           result: 'skipped',
           reason: busyReason(def.lock),
           exit_code: null,
@@ -275,7 +252,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       return null;
     }
     try {
-      marker = await open(ctx, def, scheduledAt, span, runId);
+      marker = await writeOpenMarker(ctx, def, scheduledAt, span, runId);
     } catch (err) {
       await lease?.release();
       throw err; // nothing ran; the caller reports why it could not even be recorded
@@ -286,7 +263,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
   }
   try {
     ctx.onStarted?.(runId);
-    noteQuiet(
+    appendToRoutineLog(
       log,
       routineLogPath(ctx.project, def.id),
       startFrame(def.id, runId, marker.started_at, marker.scheduled_at, ctx.trigger),
@@ -298,20 +275,20 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
     const { result, reason } =
       by !== null
         ? { result: 'failure' as const, reason: stoppedReason(by) }
-        : describe(r.process, r.stoppedBy, lease, def, stopReason);
+        : judgeRun(r.process, r.stoppedBy, lease, def, stopReason);
     if (r.leftovers > 0)
-      noteQuiet(log, routineLogPath(ctx.project, def.id), `routinely: ${leftoverMessage(r.leftovers)}`);
-    const out = finish(ctx, scheduledAt, span, {
+      appendToRoutineLog(log, routineLogPath(ctx.project, def.id), `routinely: ${leftoverMessage(r.leftovers)}`);
+    const out = fireRecord(ctx, scheduledAt, span, {
       result,
       reason,
       exit_code: r.process.pid === null ? null : r.process.exitCode,
       run_id: runId,
       closes: marker.id,
     });
-    noteQuiet(log, routineLogPath(ctx.project, def.id), endFrame(def.id, out));
+    appendToRoutineLog(log, routineLogPath(ctx.project, def.id), endFrame(def.id, out));
     return out;
   } catch (err) {
-    return finish(ctx, scheduledAt, span, {
+    return fireRecord(ctx, scheduledAt, span, {
       result: 'failure',
       reason: `could not run: ${(err as Error).message}`,
       exit_code: null,
@@ -355,7 +332,7 @@ function runCommand(
   });
 }
 
-function describe(
+function judgeRun(
   r: ProcessResult,
   stoppedBy: GroupRun['stoppedBy'],
   lease: Lease | null,
@@ -402,7 +379,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     onWait: ctx.onWait,
     onLocked: async () => {
       if (ctx.mayStart && !ctx.mayStart()) throw new NotStarted();
-      marker = await open(ctx, def, scheduledAt, span, null);
+      marker = await writeOpenMarker(ctx, def, scheduledAt, span, null);
       logLine(
         startFrame(def.id, null, (marker as OpenFire).started_at, (marker as OpenFire).scheduled_at, ctx.trigger),
       );
@@ -411,7 +388,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
   };
   const closes = (): { closes?: string } => (marker ? { closes: (marker as OpenFire).id } : {});
   const busy = (b: { holder: LockRecord | null; why: string; ahead?: LineEntry[] }): FireResult =>
-    finish(ctx, scheduledAt, span, {
+    fireRecord(ctx, scheduledAt, span, {
       result: 'skipped',
       reason: 'exec busy',
       exit_code: null,
@@ -421,7 +398,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     });
   const ran = (state: RunState): FireResult => {
     const ok = state.status === 'SUCCEEDED';
-    return finish(ctx, scheduledAt, span, {
+    return fireRecord(ctx, scheduledAt, span, {
       result: ok ? 'success' : 'failure',
       reason: ok ? null : `${state.status.toLowerCase()}: ${state.why ?? state.why_code ?? ''}`.trim(),
       exit_code: ok ? 0 : 1,
@@ -435,7 +412,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
   function logLine(line: string): void {
     try {
       log ??= openRoutineLog(ctx.project, def.id);
-      noteQuiet(log, routineLogPath(ctx.project, def.id), line);
+      appendToRoutineLog(log, routineLogPath(ctx.project, def.id), line);
     } catch {
       // the log is for people
     }
@@ -443,7 +420,13 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
   const runDir = (id: string): string => `${relative(ctx.project.root, ctx.project.stateDir) || '.'}/exec/runs/${id}`;
   const nothing = (why: string): FireResult => {
     logLine(why.split('\n')[0]!); // "nothing to run: all 3 tasks succeeded" (the hints are for a terminal)
-    return finish(ctx, scheduledAt, span, { result: 'success', reason: null, exit_code: 0, run_id: null, ...closes() });
+    return fireRecord(ctx, scheduledAt, span, {
+      result: 'success',
+      reason: null,
+      exit_code: 0,
+      run_id: null,
+      ...closes(),
+    });
   };
   const done = (state: RunState): FireResult => {
     for (const line of runSummary(state)) logLine(line);
@@ -481,7 +464,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
         out =
           r.kind === 'busy'
             ? busy(r.busy)
-            : finish(ctx, scheduledAt, span, {
+            : fireRecord(ctx, scheduledAt, span, {
                 result: 'success',
                 reason: null,
                 exit_code: 0,
@@ -495,7 +478,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
   } catch (err) {
     if (err instanceof NotStarted) return null;
     // A bad task definition, a full disk: the fire failed, and says why.
-    const out = finish(ctx, scheduledAt, span, {
+    const out = fireRecord(ctx, scheduledAt, span, {
       result: 'failure',
       reason: (err as Error).message,
       exit_code: null,

@@ -1,6 +1,9 @@
-// The frames around each run in a routine's log (firing.ts's startFrame/endFrame), and picking
-// one run's section out of the log, line by line (SPEC §10 `routine logs --run`). Pure: lines in,
+// The frames around each run in a routine's log (startFrame/endFrame write them, parseFrame reads
+// them), and picking one run's section out of the log, line by line (SPEC §10 `routine logs --run`). Pure: lines in,
 // lines out, so the same code serves a whole file and a log that is still growing.
+
+import { tenthsOfSeconds } from '../duration.js';
+import type { Fire } from '../state/routine-state.js';
 
 export type Trigger = 'schedule' | 'manual' | 'retry';
 
@@ -178,4 +181,26 @@ export class LastLines {
     this.next = 0;
     return l;
   }
+}
+
+/** The line that opens a run in the routine's log (SPEC §10: `routine logs` finds runs by these
+ * frames). `runId` is null for exec actions until the run has its id: the end frame names it. */
+export function startFrame(
+  id: string,
+  runId: string | null,
+  startedAt: string,
+  scheduledAt: string,
+  trigger: Trigger,
+): string {
+  return `--- routinely: ${id} run ${runId ?? 'pending'} started ${startedAt} (scheduled ${scheduledAt}, ${trigger}) ---\n`;
+}
+
+/** The line that closes a run in the routine's log. */
+export function endFrame(
+  id: string,
+  f: Pick<Fire, 'run_id' | 'finished_at' | 'result' | 'reason' | 'duration_ms'>,
+): string {
+  // one line whatever the reason holds (a config error's message has several)
+  const reason = f.reason ? ` (${f.reason.replace(/\s*\n\s*/g, '; ')})` : '';
+  return `--- routinely: ${id} run ${f.run_id ?? 'none'} finished ${f.finished_at}: ${f.result}${reason} in ${tenthsOfSeconds(f.duration_ms)} ---\n`;
 }

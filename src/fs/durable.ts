@@ -22,7 +22,8 @@ import { basename, dirname, join } from 'node:path';
 import type { BigIntStats } from 'node:fs';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { frameChecksummed } from '../checksum.js';
-import { ensureDir, fileProblem, randomHex, unlinkQuiet } from './files.js';
+import { ensureDir, fileProblem, unlinkQuiet } from './files.js';
+import { randomHex } from './random-ids.js';
 import { ioNotice } from './io-notice.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */

@@ -8,7 +8,8 @@
 import { systemClock, type Clock } from '../clock.js';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { FileLease, VIEW_ONLY } from './file-lease.js';
-import { checkFolder, ensureDir, linkNew, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { checkFolder, ensureDir, linkNew, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
 import type { BusyPolicy, LockHooks, LockOwnerInfo } from './lease.js';

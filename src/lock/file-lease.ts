@@ -14,7 +14,8 @@ import type { Clock } from '../clock.js';
 import { printable } from '../printable.js';
 import { FolderReplacedError, errnoCode } from '../errors.js';
 import { ChildJournal } from './children.js';
-import { checkFolder, linkNew, randomHex, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { checkFolder, linkNew, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { statFollow } from '../fs/look.js';
@@ -26,6 +27,7 @@ import { serializeLockRecord, toEpochSeconds, type LockRecord } from './record.j
 import { createBeatFile, rewriteBeatFile, type Beat } from './beat.js';
 import { listLockDir, readSlot } from './slots.js';
 import { healView, judgeView, readView, removeView, sameStamp, type ViewStamp } from './view.js';
+import { noteReleased } from './fair-turn.js';
 
 const CHILD_WRITE_MS = 250;
 /** What a failed view write means (said with it). */
@@ -37,9 +39,6 @@ export interface LeaseTiming {
 }
 
 export { safetyMarginMs } from './lease-state.js';
-
-/** When this process last released each lock (monotonic ms), for the waiters' fair turn. */
-export const lastReleased = new Map<string, number>();
 
 type FileCheck = { ok: true } | { ok: false; why: string; takenOver: boolean };
 
@@ -424,7 +423,7 @@ export class FileLease extends LeaseState implements Lease {
       }
       return { released: false, reason: 'NOT_OWNER', holder, why: `${why}; left it alone` };
     }
-    lastReleased.set(this.paths.lock, this.clock.monotonic());
+    noteReleased(this.paths.lock, this.clock);
     return { released: true };
   }
 

@@ -11,7 +11,8 @@
 
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../clock.js';
-import { ensureDir, namesIn, randomHex, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { ensureDir, namesIn, readFileChecked, unlinkQuiet } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { closeFd, createHeld, touchFd } from '../fs/names.js';
 import { isObj } from '../is-object.js';

@@ -5,9 +5,9 @@
 import type { FSWatcher } from 'node:fs';
 import { watchFolder } from '../fs/names.js';
 import { Backoff } from '../backoff.js';
-import { systemClock, type Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
 import { attemptAcquire, type AcquireOptions } from './acquire.js';
-import { lastReleased } from './file-lease.js';
+import { fairTurn } from './fair-turn.js';
 import type { AcquireResult } from './lease.js';
 import { acquireUnderPolicy } from './if-busy.js';
 import { observerOf } from './observer.js';
@@ -23,7 +23,7 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
   let watcher: FSWatcher | undefined;
   let wake: (() => void) | undefined;
   const backoff = new Backoff(1, opts.pollMaxMs ?? 50, clock);
-  await fairTurn(opts, paths.lock, clock);
+  await fairTurn(opts.ifBusy, paths.lock, clock);
   try {
     return await acquireUnderPolicy(opts, {
       clock,
@@ -43,15 +43,6 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
   } finally {
     watcher?.close();
   }
-}
-
-/** A benchmark-bought courtesy (docs/benchmarks.md, 4×500 contention: p99 wait 35 → 11 ms, +7 %
- * wall): a process that released this lock a moment ago and wants it back (waiting) lets a
- * millisecond pass, so waiters woken by the release take their turn instead of the releaser
- * taking it again and again. */
-async function fairTurn(opts: AcquireOptions, lock: string, clock: Clock): Promise<void> {
-  const released = lastReleased.get(lock);
-  if (opts.ifBusy === 'wait' && released !== undefined && clock.monotonic() - released < 2) await clock.sleep(1);
 }
 
 /** Wakes a waiter as soon as a holder releases (its release mark appears). Polling still runs,

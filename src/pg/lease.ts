@@ -9,7 +9,7 @@ import { Backoff } from '../backoff.js';
 import { systemClock, type Clock } from '../clock.js';
 import { DatabaseError, DatabaseRowError } from '../errors.js';
 import type { BusyPolicy, LockBackend } from '../lock/lock-backend.js';
-import { randomHex } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
 import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
 import { LeaseState, lostByThisProcess } from '../lock/lease-state.js';

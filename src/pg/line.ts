@@ -4,7 +4,7 @@
 // counts until its beat is a TTL old.
 
 import { DatabaseError } from '../errors.js';
-import { randomHex } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import { aheadOf, isLineOwner, ticketOwner, type LineEntry, type WaitLine } from '../lock/line.js';
 import { processGone, selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
 import type { Db } from './connect.js';

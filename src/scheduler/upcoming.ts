@@ -3,7 +3,7 @@
 
 import { backendCaps } from '../config/backend-caps.js';
 import { readConfigBytes } from '../config/find.js';
-import { croner } from '../config/cron.js';
+import { croner } from '../config/cron-cache.js';
 import { cronerPattern } from '../config/dialect.js';
 import type { Project } from '../config/load.js';
 import { machineZone, zoneTime, type ZoneTime } from '../zone-time.js';

@@ -11,15 +11,8 @@
 import { checkFireEntry, type HistoryEntry } from './fire-entry.js';
 import { join } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
-import {
-  linkNew,
-  namesIn,
-  randomHex,
-  readFileChecked,
-  readFileFrom,
-  STATE_FILE_CAP,
-  unlinkQuiet,
-} from '../fs/files.js';
+import { linkNew, namesIn, readFileChecked, readFileFrom, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { closeFd, renameOver } from '../fs/names.js';
 import { appendLineToFile, openAppendTo, writeFileDurable } from '../fs/durable.js';

@@ -125,7 +125,7 @@ const CHUNK = 32;
 
 /** The routines the file shows, in the order they were first shown (one a line), with their
  * bytes kept joined by chunks. */
-class Shownlist {
+class ShownRoutines {
   private readonly ids: string[] = [];
   private readonly at = new Map<string, number>();
   private readonly entries: Shown[] = [];
@@ -204,7 +204,7 @@ const SWEEP_MS = 60_000;
 
 /** Keeps routine-state.json up to date for the routines this process records (see the top). */
 export class StatePublisher {
-  private shown: Shownlist | null = null;
+  private shown: ShownRoutines | null = null;
   /** The file as this publisher left it (identityOf); null: not known. */
   private identity: string | null = null;
   private sweptAt = -Infinity;
@@ -385,7 +385,7 @@ export class StatePublisher {
       this.identity !== null &&
       this.clock.monotonic() - this.sweptAt < SWEEP_MS &&
       currentIdentity(path) === this.identity;
-    let routines: Shownlist;
+    let routines: ShownRoutines;
     if (trusted) {
       routines = this.shown!;
       checkFolders(project);
@@ -398,7 +398,7 @@ export class StatePublisher {
       const fresh = prepared !== null && !prepared.corrupt && currentIdentity(path) === prepared.identity;
       const read = fresh ? prepared : readWithPositions(project, warn, true, cache);
       this.sweptAt = this.clock.monotonic();
-      routines = new Shownlist();
+      routines = new ShownRoutines();
       for (const [id, record] of Object.entries(read.state.routines))
         routines.set(id, shown(id, record, read.at[id] ?? null));
       if (read.current) {

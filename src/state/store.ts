@@ -1,7 +1,7 @@
 // Where routine state lives, as the scheduler sees it: routine-state.json and history in files
 // (the default), or tables in PostgreSQL (SPEC §9).
 
-import { randomHex } from '../fs/files.js';
+import { randomHex } from '../fs/random-ids.js';
 import type { HistoryEntry } from './history.js';
 import type { PhaseBoard } from './phases.js';
 import type { Fire, OpenFire, RoutineRecord, RoutineResult, RoutineStateFile } from './routine-state.js';

@@ -3,7 +3,7 @@
 // start, by the end frame that follows; a killed run's section ends at the next start.
 
 import { describe, expect, it } from 'vitest';
-import { endFrame, startFrame } from '../../src/fire/firing.js';
+import { endFrame, startFrame } from '../../src/fire/log-frames.js';
 import { LastLines, RunFilter, parseFrame } from '../../src/fire/log-frames.js';
 
 const A = 'r-20261130T120000Z-aaaa';

@@ -6,7 +6,8 @@ import { appendFileSync, mkdirSync, renameSync, symlinkSync, truncateSync, write
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { endFrame, routineLogPath, startFrame } from '../../src/fire/firing.js';
+import { endFrame, startFrame } from '../../src/fire/log-frames.js';
+import { routineLogPath } from '../../src/fire/firing.js';
 import { routineLogFiles, showRoutineLog, type LogView } from '../../src/fire/routine-log.js';
 import type { Project } from '../../src/config/load.js';
 import { eventually } from '../helpers/cli.js';
