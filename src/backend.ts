@@ -6,7 +6,7 @@ import { systemClock } from './clock.js';
 import type { Project } from './config/load.js';
 import { backendCaps } from './config/backend-caps.js';
 import { execGenerationFloor, fileExecStore } from './exec/file-store.js';
-import { SCHEDULER_LOCK_KEY, fileLockBackend } from './lock/lock-backend.js';
+import { SCHEDULER_LOCK_KEY, fileLockBackend, type LockBackend } from './lock/lock-backend.js';
 import { readLockStatus } from './lock/status.js';
 import type { Backend, OpenOptions } from './backend-types.js';
 import { fileRoutineStore } from './state/file-store.js';
@@ -22,15 +22,21 @@ export function trustProjectRoots(project: Project): void {
   trustRoot(project.lockDir);
 }
 
-export function fileBackend(project: Project, opts: OpenOptions = {}): Backend {
+/** The project's file lock alone (what `lock run` needs from the fast start): its roots trusted,
+ * its generations never below the exec runs' (SPEC §4.7), its notices said on stderr. */
+export function projectFileLock(project: Project, notice: (message: string) => void): LockBackend {
   trustProjectRoots(project);
-  const lock = fileLockBackend({
+  return fileLockBackend({
     lockDir: project.lockDir,
     ttlMs: project.lockTtlMs,
     refreshMs: project.lockRefreshMs,
     generationFloor: () => execGenerationFloor(project),
-    hooks: { notice: (m) => process.stderr.write(`routinely: ${m}\n`) },
+    hooks: { notice },
   });
+}
+
+export function fileBackend(project: Project, opts: OpenOptions = {}): Backend {
+  const lock = projectFileLock(project, (m) => process.stderr.write(`routinely: ${m}\n`));
   const routines = fileRoutineStore(project, {
     ...(opts.warn ? { warn: opts.warn } : {}),
     longRunning: opts.longRunning === true,

@@ -21,6 +21,7 @@ import { cachedConfig } from './fast-config.js';
 import { err } from './io.js';
 import { terminalText } from '../printable.js';
 import {
+  factsOf,
   listRows,
   phasesOf,
   printList,
@@ -58,12 +59,7 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
       if (!next) return null; // the cache ran out: the full path computes it
     }
     routines.push({
-      id: r.id,
-      schedule: r.schedule,
-      timezone: r.timezone,
-      action: r.action,
-      enabled: r.enabled,
-      lock: r.lock,
+      ...factsOf(r),
       starvedAfterSkips: r.starvedAfterSkips,
       next,
     });

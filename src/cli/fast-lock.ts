@@ -5,11 +5,10 @@
 // commands do (lock-run.ts is shared with them). Without the cache, null: the full path runs.
 
 import { writeOut } from '../fs/terminal.js';
-import { trustProjectRoots } from '../backend.js';
+import { projectFileLock } from '../backend.js';
 import type { Project } from '../config/load.js';
 import { ExitCode, RoutinelyError, asStorageError, isStorageError } from '../errors.js';
-import { execGenerationFloor } from '../exec/file-store.js';
-import { SCHEDULER_LOCK_KEY, fileLockBackend } from '../lock/lock-backend.js';
+import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { ensureStateRoot } from '../state/json-file.js';
 import { acquireLock } from '../lock/named.js';
 import { EXEC_LOCK_NAME } from '../config/types.js';
@@ -47,15 +46,8 @@ export async function fastLock(a: FastLockArgs, env: NodeJS.ProcessEnv = process
     return null; // whatever it is, the full path reports it properly
   }
   if (env.ROUTINELY_DEBUG) err(`routinely: debug: lock ${a.kind} from the cache of a config that validated`);
-  // the lock alone, as fileBackend (backend.ts) builds it: no state stores to load
-  trustProjectRoots(project);
-  const lock = fileLockBackend({
-    lockDir: project.lockDir,
-    ttlMs: project.lockTtlMs,
-    refreshMs: project.lockRefreshMs,
-    generationFloor: () => execGenerationFloor(project),
-    hooks: { notice: (m) => err(`routinely: ${m}`) },
-  });
+  // the lock alone, as fileBackend builds it: no state stores to load
+  const lock = projectFileLock(project, (m) => err(`routinely: ${m}`));
   if (a.kind === 'status') {
     let text: string;
     try {

@@ -18,15 +18,29 @@ import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } 
 import { shortDuration } from '../duration.js';
 export { shortDuration };
 
-/** A routine as the list knows it: from the config, or (config invalid) only from the state. */
-export interface ListedRoutine {
+/** What the config says of a routine; null when not known (the config is invalid or not at hand). */
+export interface RoutineFacts {
   id: string;
   schedule: string | null;
   timezone: string | null;
   action: string | null;
   enabled: boolean | null;
-  /** The lock it takes: "exec", a named lock, "none" ("exclusive": false); null when not known. */
+  /** The lock it takes: "exec", a named lock, "none" ("exclusive": false). */
   lock: string | null;
+}
+
+/** Only the config's facts of `r` (a row is not to carry what else `r` holds). */
+export const factsOf = (r: RoutineFacts): RoutineFacts => ({
+  id: r.id,
+  schedule: r.schedule,
+  timezone: r.timezone,
+  action: r.action,
+  enabled: r.enabled,
+  lock: r.lock,
+});
+
+/** A routine as the list knows it: from the config, or (config invalid) only from the state. */
+export interface ListedRoutine extends RoutineFacts {
   starvedAfterSkips: number;
   /** The next fire time in the routine's zone; null when none (disabled, unknown). */
   next: ZoneTime | null;
@@ -40,14 +54,7 @@ export interface SchedulerLine {
 
 /** A `routine list --json` row: the routine-state record plus what the config says, whether it
  * is starved and since when a fire of it is running. */
-export type ListRow = {
-  id: string;
-  schedule: string | null;
-  timezone: string | null;
-  action: string | null;
-  enabled: boolean | null;
-  /** The lock it takes: "exec", a named lock, "none"; null when the config is not at hand. */
-  lock: string | null;
+export type ListRow = RoutineFacts & {
   next_run_at: string | null;
 } & Omit<RoutineRecord, 'open_fires'> & {
     /** Its last run failed (`consecutive_failures > 0`), whatever skips came after (SPEC §6). */
@@ -100,12 +107,7 @@ export function listRows(
     // after the record); a later tick's record (a skip, `previous run still running`) is not
     const current = p && !running && record.last_scheduled_at !== p.scheduled_at ? p : undefined;
     return {
-      id: r.id,
-      schedule: r.schedule,
-      timezone: r.timezone,
-      action: r.action,
-      enabled: r.enabled,
-      lock: r.lock,
+      ...factsOf(r),
       next_run_at: r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null,
       ...record,
       failing: record.consecutive_failures > 0,

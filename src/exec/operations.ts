@@ -12,7 +12,7 @@ import type { TaskDef } from '../config/types.js';
 import { NotFoundError, StateIOError, UsageError } from '../errors.js';
 import type { BusyPolicy } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/random-ids.js';
-import { selfIdentity } from '../process/identity.js';
+import { selfIdentity, type ProcessIdentity } from '../process/identity.js';
 import type { AcquireResult, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { nowIso, withExecBackend, type ExecContext } from './context.js';
@@ -165,19 +165,8 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
         finished_at: null,
         tasks,
       };
-      return {
-        kind: 'run' as const,
-        ...(await runAndRecord(ctx, opts, {
-          store,
-          clock,
-          lease,
-          registry,
-          summary,
-          state,
-          defs: defById,
-          resuming: false,
-        })),
-      };
+      const carried = { store, clock, lease, registry, summary, state, defs: defById, resuming: false };
+      return { kind: 'run' as const, ...(await runAndRecord(ctx, opts, carried)) };
     },
     async (clock) => (runId = newRunId(clock.now(), randomHex(2))),
   );
@@ -187,16 +176,8 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
   return { kind: 'done', ...done };
 }
 
-function ownerOf() {
-  const me = selfIdentity();
-  return {
-    pid: me.pid,
-    host: me.host,
-    boot_id: me.boot_id,
-    start_time: me.start_time,
-    ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}),
-  };
-}
+/** This process as a run names its owner (a copy: records never share the cached one). */
+const ownerOf = (): ProcessIdentity => ({ ...selfIdentity() });
 
 /** What runAndRecord works on: the run under the held lock, the registry it folds back into. */
 interface Carried {
@@ -483,19 +464,8 @@ async function resumeWith(
           next: 'nothing to do, or define it again and resume',
         });
       }
-      return {
-        kind: 'run' as const,
-        ...(await runAndRecord(ctx, opts, {
-          store,
-          clock,
-          lease,
-          registry,
-          summary,
-          state,
-          defs: defById,
-          resuming: true,
-        })),
-      };
+      const carried = { store, clock, lease, registry, summary, state, defs: defById, resuming: true };
+      return { kind: 'run' as const, ...(await runAndRecord(ctx, opts, carried)) };
     },
     async (_clock, store) => (about = runId ?? (await findResumable(store))?.run_id ?? null),
   );

@@ -119,16 +119,8 @@ function appendToRoutineLog(log: AppendFile, path: string, line: string): void {
   }
 }
 
-const owner = (): OpenFire['owner'] => {
-  const me = selfIdentity();
-  return {
-    pid: me.pid,
-    host: me.host,
-    boot_id: me.boot_id,
-    start_time: me.start_time,
-    ...(me.pid_ns ? { pid_ns: me.pid_ns } : {}),
-  };
-};
+/** This process as an open marker names its owner (a copy: records never share the cached one). */
+const owner = (): OpenFire['owner'] => ({ ...selfIdentity() });
 
 /** Fires `def` once for `scheduledAt` and returns its record (with `closes` naming the open
  * marker it wrote), which the caller records; null when `mayStart` said no (nothing started,

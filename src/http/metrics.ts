@@ -102,6 +102,9 @@ export class Metrics {
     private readonly lockOf: (routine: string) => string = () => 'exec',
   ) {
     const registers = [this.registry];
+    // most series are one gauge per routine
+    const perRoutine = (name: string, help: string): Gauge =>
+      new Gauge({ name, help, labelNames: ['routine'], registers });
     this.fires = new Counter({
       name: 'routinely_fires_total',
       help: 'Fires recorded by this scheduler, by routine and result (success, failure, skipped).',
@@ -115,24 +118,15 @@ export class Metrics {
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.lastSuccess = new Gauge({
-      name: 'routinely_last_success_timestamp_seconds',
-      help: 'When the routine last succeeded (epoch seconds, any scheduler); 0 until it has.',
-      labelNames: ['routine'],
-      registers,
-    });
-    this.skips = new Gauge({
-      name: 'routinely_consecutive_skips',
-      help: 'Busy skips of the routine (the exec lock held by something else) since it last ran; its own previous run still going does not count.',
-      labelNames: ['routine'],
-      registers,
-    });
-    this.paused = new Gauge({
-      name: 'routinely_routine_paused',
-      help: '1 while the routine is paused (routine pause), else 0.',
-      labelNames: ['routine'],
-      registers,
-    });
+    this.lastSuccess = perRoutine(
+      'routinely_last_success_timestamp_seconds',
+      'When the routine last succeeded (epoch seconds, any scheduler); 0 until it has.',
+    );
+    this.skips = perRoutine(
+      'routinely_consecutive_skips',
+      'Busy skips of the routine (the exec lock held by something else) since it last ran; its own previous run still going does not count.',
+    );
+    this.paused = perRoutine('routinely_routine_paused', '1 while the routine is paused (routine pause), else 0.');
     this.lockHeld = new Gauge({
       name: 'routinely_exec_lock_held',
       help: '1 while someone holds the project exec lock, else 0.',
@@ -143,36 +137,23 @@ export class Metrics {
       help: '1 while the scheduler loop is alive and holds its scheduler lock (serve: while a scheduler holds it), else 0; 0 from the moment it stops.',
       registers,
     });
-    this.failing = new Gauge({
-      name: 'routinely_routine_failing',
-      help: '1 while the last run of the routine failed (skips do not clear it; a success does), else 0.',
-      labelNames: ['routine'],
-      registers,
-    });
-    this.failures = new Gauge({
-      name: 'routinely_consecutive_failures',
-      help: 'Failed runs of the routine since it last succeeded.',
-      labelNames: ['routine'],
-      registers,
-    });
-    this.lastFailure = new Gauge({
-      name: 'routinely_last_failure_timestamp_seconds',
-      help: 'When the routine last failed (epoch seconds); 0 if never.',
-      labelNames: ['routine'],
-      registers,
-    });
-    this.nextFire = new Gauge({
-      name: 'routinely_next_fire_timestamp_seconds',
-      help: 'When the routine fires next (epoch seconds); 0 when it has no next time (disabled).',
-      labelNames: ['routine'],
-      registers,
-    });
-    this.starved = new Gauge({
-      name: 'routinely_routine_starved',
-      help: '1 while the routine has met a busy exec lock starvedAfterSkips times in a row, else 0.',
-      labelNames: ['routine'],
-      registers,
-    });
+    this.failing = perRoutine(
+      'routinely_routine_failing',
+      '1 while the last run of the routine failed (skips do not clear it; a success does), else 0.',
+    );
+    this.failures = perRoutine('routinely_consecutive_failures', 'Failed runs of the routine since it last succeeded.');
+    this.lastFailure = perRoutine(
+      'routinely_last_failure_timestamp_seconds',
+      'When the routine last failed (epoch seconds); 0 if never.',
+    );
+    this.nextFire = perRoutine(
+      'routinely_next_fire_timestamp_seconds',
+      'When the routine fires next (epoch seconds); 0 when it has no next time (disabled).',
+    );
+    this.starved = perRoutine(
+      'routinely_routine_starved',
+      '1 while the routine has met a busy exec lock starvedAfterSkips times in a row, else 0.',
+    );
     this.skipsTotal = new Counter({
       name: 'routinely_skips_total',
       help: 'Ticks this scheduler skipped, by routine and reason (exec_busy, or <lock>_busy for a named lock; previous_run, scheduler_stopping).',
@@ -180,24 +161,18 @@ export class Metrics {
       registers,
     });
     // kube-state-metrics' CronJob series have these counterparts
-    this.running = new Gauge({
-      name: 'routinely_routine_running',
-      help: '1 while a fire of the routine is running (on any host), else 0.',
-      labelNames: ['routine'],
-      registers,
-    });
-    this.lastSchedule = new Gauge({
-      name: 'routinely_last_schedule_timestamp_seconds',
-      help: "The scheduled time of the routine's last fire, of any result (epoch seconds); 0 if never.",
-      labelNames: ['routine'],
-      registers,
-    });
-    this.lastDuration = new Gauge({
-      name: 'routinely_last_duration_seconds',
-      help: "How long the routine's last fire that ran (success or failure) took; 0 if none ran.",
-      labelNames: ['routine'],
-      registers,
-    });
+    this.running = perRoutine(
+      'routinely_routine_running',
+      '1 while a fire of the routine is running (on any host), else 0.',
+    );
+    this.lastSchedule = perRoutine(
+      'routinely_last_schedule_timestamp_seconds',
+      "The scheduled time of the routine's last fire, of any result (epoch seconds); 0 if never.",
+    );
+    this.lastDuration = perRoutine(
+      'routinely_last_duration_seconds',
+      "How long the routine's last fire that ran (success or failure) took; 0 if none ran.",
+    );
     this.routineInfo = new Gauge({
       name: 'routinely_routine_info',
       help: 'Always 1: the routine as the config has it (schedule, timezone, action, exclusive, if_busy, and the lock it takes: exec, a named lock, or none).',

@@ -19,7 +19,7 @@ import { ClaimTakenError } from '../errors.js';
 import { checkBoard, type PhaseBoard } from '../state/phases.js';
 import { processGone } from '../process/identity.js';
 import { checkFireEntry } from '../state/fire-entry.js';
-import type { HistoryEntry } from '../state/history.js';
+import { historyEntryOf, type HistoryEntry } from '../state/history.js';
 import {
   applyFire,
   applyLateFire,
@@ -138,20 +138,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         const { open_fires: _o, ...rest } = next;
         next = left.length > 0 ? { ...rest, open_fires: left } : rest;
       }
-      const entry: HistoryEntry = {
-        scheduled_at: fire.scheduled_at,
-        started_at: fire.started_at,
-        finished_at: fire.finished_at,
-        result: fire.result,
-        reason: fire.reason,
-        exit_code: fire.exit_code,
-        run_id: fire.run_id,
-        ...(fire.trigger ? { trigger: fire.trigger } : {}),
-        ...(fire.attempt ? { attempt: fire.attempt } : {}),
-        ...(fire.by ? { by: fire.by } : {}),
-        ...(fire.key ? { key: fire.key } : {}),
-        ...(fire.closes ? { closes: fire.closes } : {}),
-      };
+      const entry = historyEntryOf(fire);
       const { rows } = await client.query<{ seq: string }>(
         sql.writeRecordAndHistory(project, routine, JSON.stringify(next), JSON.stringify(entry)),
       );

@@ -68,6 +68,18 @@ interface Active {
   started: () => void;
 }
 
+/** One fire of a tick in this scheduler's turn: what it fires, for which time, under which
+ * config, and as which attempt. */
+interface FireTurn {
+  entry: Entry;
+  scheduledAt: Date;
+  project: Project;
+  active: Active;
+  trigger: Trigger;
+  /** With retries: the attempt's number (1 for the first). */
+  attempt: number | undefined;
+}
+
 export class Runner {
   /** One queue per lock (SPEC §4.16): routines on one lock take turns, on different locks they
    * run side by side; a lock of N slots lets N of its routines hold it at once. */
@@ -343,7 +355,8 @@ export class Runner {
         if (active.stop.signal.aborted || this.stopping)
           return attempt === 1 ? this.abandon(def, scheduledAt) : undefined;
         const trigger: Trigger = attempt === 1 ? 'schedule' : 'retry';
-        const result = await this.inTurn(entry, scheduledAt, project, active, trigger, retry ? attempt : undefined);
+        const turn: FireTurn = { entry, scheduledAt, project, active, trigger, attempt: retry ? attempt : undefined };
+        const result = await this.inTurn(turn);
         if (result === 'superseded') {
           await this.skip(def, this.skipFire(scheduledAt, busyReason(def.lock)), this.gate(def).activeId());
           return;
@@ -391,17 +404,10 @@ export class Runner {
   }
 
   /** One fire in this scheduler's turn at its lock (exclusive routines) or at once. */
-  private async inTurn(
-    entry: Entry,
-    scheduledAt: Date,
-    project: Project,
-    active: Active,
-    trigger: Trigger,
-    attempt: number | undefined,
-  ): Promise<FireResult | null | 'superseded'> {
-    const { def } = entry;
-    const signal = active.stop.signal;
-    if (!def.exclusive) return this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt);
+  private async inTurn(t: FireTurn): Promise<FireResult | null | 'superseded'> {
+    const { def } = t.entry;
+    const { active, trigger } = t;
+    if (!def.exclusive) return this.fireOnce(t);
     const id = def.id;
     const turns = this.gate(def);
     // While it waits in the queue, its own next tick supersedes it (a retry is not superseded).
@@ -423,23 +429,19 @@ export class Runner {
         : null;
     };
     try {
-      return await this.takeTurns(entry, scheduledAt, project, active, trigger, attempt, waited, joinLine, () => line);
+      return await this.takeTurns(t, waited, joinLine, () => line);
     } finally {
       await (await (line as Promise<LineTicket | null> | null))?.leave();
     }
   }
 
   private async takeTurns(
-    entry: Entry,
-    scheduledAt: Date,
-    project: Project,
-    active: Active,
-    trigger: Trigger,
-    attempt: number | undefined,
+    t: FireTurn,
     waited: (turn: Promise<TurnOutcome>) => Promise<TurnOutcome>,
     joinLine: () => void,
     line: () => Promise<LineTicket | null> | null,
   ): Promise<FireResult | null | 'superseded'> {
+    const { entry, scheduledAt, active } = t;
     const { def } = entry;
     const id = def.id;
     const signal = active.stop.signal;
@@ -463,7 +465,7 @@ export class Runner {
     }
     while (outcome === 'start') {
       const ticket = await line();
-      let r = await this.fireOnce(entry, scheduledAt, project, signal, trigger, attempt, undefined, ticket);
+      let r = await this.fireOnce(t, undefined, ticket);
       const busy =
         r !== null && r.result === 'skipped' && r.reason === busyReason(def.lock) && (!!r.holder || !!r.ahead);
       const metOwn = busy && !!r!.holder && this.o.ownHolder(r!.holder);
@@ -478,16 +480,7 @@ export class Runner {
         !signal.aborted &&
         !this.stopping
       ) {
-        r = await this.fireOnce(
-          entry,
-          scheduledAt,
-          project,
-          signal,
-          trigger,
-          attempt,
-          { ifBusy: 'wait', waitTimeoutMs: this.untilNextTick(entry, scheduledAt) },
-          ticket,
-        );
+        r = await this.fireOnce(t, { ifBusy: 'wait', waitTimeoutMs: this.untilNextTick(entry, scheduledAt) }, ticket);
       }
       // the lock was taken by a fire of ours a moment earlier: back in the queue, no skip
       const again = turns.done(id, metOwn);
@@ -501,15 +494,12 @@ export class Runner {
   /** One fire of the routine, never throwing: a fire that could not even start is a failure.
    * `busy`: what it does when its lock is held (default: the routine's ifBusy). */
   private async fireOnce(
-    entry: Entry,
-    scheduledAt: Date,
-    project: Project,
-    signal: AbortSignal,
-    trigger: Trigger,
-    attempt: number | undefined,
+    t: FireTurn,
     busy?: { ifBusy: 'wait'; waitTimeoutMs: number },
     ticket?: LineTicket | null,
   ): Promise<FireResult | null> {
+    const { entry, scheduledAt, project, trigger, attempt } = t;
+    const signal = t.active.stop.signal;
     const { def } = entry;
     const id = def.id;
     // A scheduler that lost its lock (paused past its TTL while another took over) starts
@@ -570,17 +560,21 @@ export class Runner {
 
   /** A fire that could not start: a failure all the same (`routine list --check` shows it). */
   private unstartedFire(scheduledAt: Date, why: string): FireResult {
+    return { ...this.noRun(scheduledAt, 'failure', `not started: ${why}`), unstarted: true };
+  }
+
+  /** A fire that did no work: started and finished now, no exit code, no run. */
+  private noRun(scheduledAt: Date, result: 'failure' | 'skipped', reason: string): Fire {
     const at = new Date(this.o.clock.now()).toISOString();
     return {
-      result: 'failure',
-      reason: `not started: ${why}`,
+      result,
+      reason,
       scheduled_at: scheduledAt.toISOString(),
       started_at: at,
       finished_at: at,
       duration_ms: 0,
       exit_code: null,
       run_id: null,
-      unstarted: true,
     };
   }
 
@@ -613,18 +607,7 @@ export class Runner {
   }
 
   private skipFire(scheduledAt: Date, reason: string): Fire {
-    const at = new Date(this.o.clock.now()).toISOString();
-    return {
-      result: 'skipped',
-      reason,
-      scheduled_at: scheduledAt.toISOString(),
-      started_at: at,
-      finished_at: at,
-      duration_ms: 0,
-      exit_code: null,
-      run_id: null,
-      trigger: 'schedule',
-    };
+    return { ...this.noRun(scheduledAt, 'skipped', reason), trigger: 'schedule' };
   }
 
   /** A tick that did not run: logged, recorded, counted, announced (starvation only). */

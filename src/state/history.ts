@@ -67,6 +67,16 @@ export function fireLine(
   nowMs = Date.now(),
 ): string {
   const entry: HistoryEntry = {
+    ...historyEntryOf({ ...fire, trigger: fire.trigger ?? extra.trigger, attempt: fire.attempt ?? extra.attempt }),
+    ...(nowMs - Date.parse(fire.finished_at) > LATE_LINE_MS ? { recorded_at: new Date(nowMs).toISOString() } : {}),
+    id: randomHex(8),
+  };
+  return JSON.stringify(entry);
+}
+
+/** A fire as the history keeps it, in both backends (a file line adds its id). */
+export function historyEntryOf(fire: Fire): HistoryEntry {
+  return {
     scheduled_at: fire.scheduled_at,
     started_at: fire.started_at,
     finished_at: fire.finished_at,
@@ -74,15 +84,12 @@ export function fireLine(
     reason: fire.reason,
     exit_code: fire.exit_code,
     run_id: fire.run_id,
-    ...((fire.trigger ?? extra.trigger) ? { trigger: fire.trigger ?? extra.trigger } : {}),
-    ...((fire.attempt ?? extra.attempt) ? { attempt: fire.attempt ?? extra.attempt } : {}),
+    ...(fire.trigger ? { trigger: fire.trigger } : {}),
+    ...(fire.attempt ? { attempt: fire.attempt } : {}),
     ...(fire.by ? { by: fire.by } : {}),
     ...(fire.closes ? { closes: fire.closes } : {}),
     ...(fire.key ? { key: fire.key } : {}),
-    ...(nowMs - Date.parse(fire.finished_at) > LATE_LINE_MS ? { recorded_at: new Date(nowMs).toISOString() } : {}),
-    id: randomHex(8),
   };
-  return JSON.stringify(entry);
 }
 
 /** The line that opens a fire (written before its work starts). */
