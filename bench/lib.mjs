@@ -1,5 +1,6 @@
 // Small helpers shared by the benchmarks: statistics, process spawning, table printing.
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -36,11 +37,32 @@ export function spawnNode(args, opts = {}) {
 
 /** Wall time of one command, in ms (spawnSync: includes process start and exit). */
 export function timeCommand(cmd, args, opts = {}) {
+  return measureCommand(cmd, args, opts).wallMs;
+}
+
+/** CPU time (user + system, ms) of this process's waited-for children so far: /proc/self/stat's
+ * cutime and cstime (Linux; a child's own waited-for children count in it, as getrusage's
+ * RUSAGE_CHILDREN counts them), in clock ticks of 10 ms. null elsewhere. */
+export function childrenCpuMs() {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields 16 and 17 of the whole line (cutime, cstime) are 13 and 14 after the name
+    return ((Number(f[13]) + Number(f[14])) * 1000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs a command to its end: its wall time and the CPU time it and its descendants used (ms). */
+export function measureCommand(cmd, args, opts = {}) {
+  const c0 = childrenCpuMs();
   const t0 = nowMs();
   const r = spawnSync(cmd, args, { env: benchEnv(), stdio: 'ignore', ...opts });
-  const t = nowMs() - t0;
+  const wallMs = nowMs() - t0;
+  const c1 = childrenCpuMs();
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}`);
-  return t;
+  return { wallMs, cpuMs: c0 === null || c1 === null ? null : c1 - c0 };
 }
 
 export function fmt(n, digits = 1) {

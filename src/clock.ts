@@ -87,14 +87,19 @@ export class ManualClock implements Clock {
  * the sources again. Call it once the signal is no longer needed: a long-lived source (the
  * scheduler's halt signal) would otherwise keep one listener per sleep for ever. */
 export function anySignal(...signals: AbortSignal[]): { signal: AbortSignal; unlink(): void } {
+  // one source: that signal itself (a fire under a lease alone, a sleep without a halt)
+  if (signals.length === 1) return { signal: signals[0]!, unlink: () => {} };
   const both = new AbortController();
-  const unlinked = new AbortController();
+  const linked: [AbortSignal, () => void][] = [];
   for (const s of signals) {
     if (s.aborted) {
       both.abort(s.reason);
       break;
     }
-    s.addEventListener('abort', () => both.abort(s.reason), { once: true, signal: unlinked.signal });
+    const onAbort = (): void => both.abort(s.reason);
+    s.addEventListener('abort', onAbort, { once: true });
+    linked.push([s, onAbort]);
   }
-  return { signal: both.signal, unlink: () => unlinked.abort() };
+  // removed by hand: an AbortController to unlink them would build an AbortError for each call
+  return { signal: both.signal, unlink: () => linked.forEach(([s, f]) => s.removeEventListener('abort', f)) };
 }

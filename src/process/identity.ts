@@ -137,30 +137,38 @@ function linuxGroupMembers(pgid: number): number[] {
 }
 
 /** Processes are created with rising pids: those of a session started at pid `sid` are above it,
- * unless the counter wrapped since (then every pid is looked at). One listing of /proc and a stat
- * of each process younger than the session: a fire's clean-up stays cheap on a busy host. */
+ * unless the counter wrapped since (then every pid is looked at). A few pids handed out since are
+ * each looked at directly; more, through one listing of /proc: a fire's clean-up stays cheap on a
+ * busy host. */
 function linuxSessionGroups(sid: number): number[] {
   const groups = new Set<number>();
-  let entries: string[];
-  try {
-    entries = procNames();
-  } catch {
-    return [];
-  }
   const last = lastPid();
   const wrapped = last !== null && last < sid;
-  for (const name of entries) {
-    const pid = Number(name);
+  let pids: number[];
+  if (last !== null && !wrapped && last - sid <= DIRECT_LOOKS) {
+    pids = Array.from({ length: last - sid }, (_, i) => sid + 1 + i);
+  } else {
+    try {
+      pids = procNames().map(Number);
+    } catch {
+      return [];
+    }
+  }
+  for (const pid of pids) {
     if (!Number.isInteger(pid) || pid <= 1 || (pid <= sid && !wrapped) || pid === process.pid) continue;
     try {
       const stat = parseProcStat(quietly(() => readProcStat(pid)));
       if (stat && stat.session === sid && stat.pgid !== sid && stat.state !== 'Z') groups.add(stat.pgid);
     } catch {
-      // ended while we looked
+      // ended while we looked, or never there
     }
   }
   return [...groups];
 }
+
+/** Up to this many pids handed out since a session began are looked at one by one (a missing
+ * one costs a failed open), rather than listing /proc. */
+const DIRECT_LOOKS = 64;
 
 function linuxOwnerUid(pid: number): number | null {
   try {
