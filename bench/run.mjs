@@ -21,7 +21,7 @@ if (!only || only === 'lock') await lockBenchmarks({ quick });
 if (!only || only === 'exec') await execBenchmarks({ quick });
 if (!only || only === 'scheduler') await schedulerBenchmarks({ quick });
 if (!only || only === 'size') await fireCostBySize(quick ? { seconds: 10, rounds: 1 } : {});
-if (!only || only === 'cold') await coldStart(quick ? { rounds: 8 } : {});
+if (!only || only === 'cold') await coldStart(quick ? { rounds: 3 } : {});
 if ((!only && !quick) || only === 'cron') await cronAnchor();
 if (!only || only === 'http') await httpBenchmarks({ quick });
 if (!only || only === 'pg') await pgBenchmarks({ quick });

@@ -1,6 +1,6 @@
 // One contending process: `cycles` acquire/critical-section/release cycles with the given lock
 // implementation, after a shared barrier; each section lasts `holdMs` (default 0: two log lines).
-// Prints JSON: waits (ms), first start and last end.
+// Prints JSON: waits (ms), first start and last end, the CPU time of its cycles (ms).
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
 
 const [impl, dir, cycles, log, barrier, holdMs = '0'] = process.argv.slice(2);
@@ -54,6 +54,7 @@ if (impl === 'routinely-named' || impl === 'routinely-slots3') {
 while (!existsSync(barrier)) await sleep(1);
 const waits = [];
 const start = nowMs();
+const cpu0 = process.cpuUsage();
 for (let i = 0; i < Number(cycles); i++) {
   const t0 = nowMs();
   const release = await acquire();
@@ -63,4 +64,5 @@ for (let i = 0; i < Number(cycles); i++) {
   appendFileSync(log, `E ${process.pid}\n`);
   await release();
 }
-console.log(JSON.stringify({ waits, start, end: nowMs() }));
+const cpu = process.cpuUsage(cpu0);
+console.log(JSON.stringify({ waits, start, end: nowMs(), cpuMs: (cpu.user + cpu.system) / 1000 }));

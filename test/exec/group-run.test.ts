@@ -1,0 +1,80 @@
+// The one runner of a command's process group under a lease (src/exec/group-run.ts), with real
+// processes and a real file lock: the lock named to the command, what is left of its group ended
+// and counted, who stopped it, and a missing folder that starts nothing.
+
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runGroupUnderLease } from '../../src/exec/group-run.js';
+import { processGone } from '../../src/process/identity.js';
+import { trustRoot } from '../../src/fs/files.js';
+import { fileLockBackend } from '../../src/lock/lock-backend.js';
+import type { Lease } from '../../src/lock/lease.js';
+import { testdir } from '../helpers/testdir.js';
+
+async function leaseIn(dir: string): Promise<Lease> {
+  const lockDir = join(dir, 'locks');
+  mkdirSync(lockDir, { mode: 0o700 });
+  trustRoot(lockDir);
+  const got = await fileLockBackend({ lockDir, ttlMs: 30_000, refreshMs: 10_000 }).acquire('exec-run', {
+    command: 'test',
+  });
+  if (!got.ok) throw new Error(got.why);
+  return got.lease;
+}
+
+describe('runGroupUnderLease', () => {
+  it('names the lock to the command and ends what its group left running (counted)', async () => {
+    const dir = testdir();
+    const lease = await leaseIn(dir);
+    const out = join(dir, 'out');
+    const r = await runGroupUnderLease(lease, {
+      file: `echo "$ROUTINELY_LOCK_NAME $ROUTINELY_LOCK_GENERATION $ROUTINELY_LOCK_ID" > ${out}; sleep 30 & echo $! >> ${out}`,
+      shell: true,
+      env: { PATH: process.env.PATH },
+      lockName: 'db',
+      killGraceMs: 1000,
+    });
+    const [named, bg] = readFileSync(out, 'utf8').trim().split('\n');
+    expect(named).toBe(`db ${lease.generation} ${lease.lockId}`);
+    expect(r.process.exitCode).toBe(0);
+    expect(r.leftovers).toBe(1);
+    expect(r.stoppedBy).toBeNull();
+    expect(processGone({ pid: Number(bg), host: lease.record().owner.host })).toBe(true);
+    await lease.release();
+  });
+
+  it('says who stopped it: its timeout, or the caller', async () => {
+    const lease = await leaseIn(testdir());
+    const timedOut = await runGroupUnderLease(lease, {
+      file: 'sleep 30',
+      shell: true,
+      timeoutMs: 100,
+      killGraceMs: 500,
+    });
+    expect(timedOut.stoppedBy).toBe('timeout');
+    const stop = new AbortController();
+    setTimeout(() => stop.abort('stopped by the test'), 100);
+    const stopped = await runGroupUnderLease(lease, {
+      file: 'sleep 30',
+      shell: true,
+      signal: stop.signal,
+      killGraceMs: 500,
+    });
+    expect(stopped.stoppedBy).toBe('stop');
+    expect(stopped.process.canceled).toBe(true);
+    await lease.release();
+  });
+
+  it('starts nothing in a folder that is not there, and says why (exit 127, as a shell would)', async () => {
+    const dir = testdir();
+    const marker = join(dir, 'ran');
+    const r = await runGroupUnderLease(null, {
+      file: `touch ${marker}`,
+      shell: true,
+      cwd: { error: 'no such folder: nope' },
+    });
+    expect(r.process).toMatchObject({ exitCode: 127, reason: 'spawn-error', error: 'no such folder: nope', pid: null });
+    expect(() => readFileSync(marker)).toThrow();
+  });
+});
