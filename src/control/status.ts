@@ -5,7 +5,7 @@
 
 import type { Backend } from '../backend-types.js';
 import { samePidSpace, systemProbe, type LivenessProbe } from '../process/identity.js';
-import { parseLockRecord, serializeLockRecord, type LockRecord } from '../lock/record.js';
+import { checkLockRecord, type LockRecord } from '../lock/record.js';
 import type { LockStatus } from '../lock/status.js';
 
 export interface SchedulerInstance {
@@ -46,7 +46,7 @@ export interface SchedulerState {
 
 function instance(s: LockStatus, probe: LivenessProbe): SchedulerInstance | null {
   // Rows of a shared database are input (SPEC §12): only a record that validates is used.
-  const record = s.record && parseLockRecord(serializeLockRecord(s.record));
+  const record = s.record && checkLockRecord(s.record);
   if (!record) return null;
   const o = record.owner;
   return {

@@ -58,6 +58,12 @@ export function parseLockRecord(text: string): LockRecord | null {
   } catch {
     return null;
   }
+  return checkLockRecord(v);
+}
+
+/** `v` as a lock record when every field is in range (SPEC §12): a file's, or a database row's
+ * taken as one (input either way); else null. */
+export function checkLockRecord(v: unknown): LockRecord | null {
   if (!isObj(v) || v.version !== 1) return null;
   const { key, lock_id, generation, owner, created_at, heartbeat_at, expires_at } = v;
   if (typeof key !== 'string' || !isLockId(lock_id)) return null;

@@ -18,11 +18,10 @@ import { unlinkQuiet } from '../fs/files.js';
 import type { OrphanReport } from '../lock/orphans.js';
 import { journalPath, lockPaths, type LockPaths } from '../lock/paths.js';
 import {
+  checkLockRecord,
   isGeneration,
   isOwner,
   MAX_GENERATION,
-  parseLockRecord,
-  serializeLockRecord,
   type LockOwner,
   type LockRecord,
 } from '../lock/record.js';
@@ -102,7 +101,7 @@ function rowError(o: PgLockOptions, key: string, what: string): DatabaseRowError
 
 /** The row as a lock record, only if every field is in range. */
 function validRecord(key: string, r: LeaseRow): LockRecord | null {
-  return parseLockRecord(serializeLockRecord(toRecord(key, r)));
+  return checkLockRecord(toRecord(key, r));
 }
 
 /** Who holds a row whose owner is not one (a database writer's): no process on any host, so it
