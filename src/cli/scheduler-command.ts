@@ -13,6 +13,7 @@ import { Scheduler } from '../scheduler/scheduler.js';
 import { LeaseKeeper, stalledNotice } from '../scheduler/lease-keeper.js';
 import { holdRunningMark } from '../control/running-mark.js';
 import { cacheSchedules } from '../scheduler/upcoming.js';
+import { settleHeap } from '../scheduler/settle-heap.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
 import { httpSetup, routineRows } from './http-options.js';
@@ -118,6 +119,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     reloadProject: () => loadProject({ configPath: project.configPath, configSource: 'the config file' }),
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
     cacheSchedules,
+    settleHeap,
     notify: (n) => notifyFire({ ...n, log, host, baseEnv: baseEnv(n.project) }),
     store: backend.routines,
     line: backend.lock.line,

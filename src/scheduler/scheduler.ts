@@ -73,6 +73,9 @@ export interface SchedulerOptions {
   /** Writes `routine list`'s cache of upcoming fire times for this config (list-cache.ts) and
    * returns when to write it again; called after each (re)load and when that time comes. */
   cacheSchedules?: (project: Project, nowMs: number) => number | null;
+  /** A full garbage collection, at the first idle moment after a start or a reload
+   * (settle-heap.ts); none in tests. */
+  settleHeap?: () => void;
   /** Whether this scheduler still holds its scheduler lock; asked before every start (default:
    * always). One that finds it lost starts nothing (SPEC §6). */
   inCharge?: () => boolean;
@@ -98,6 +101,8 @@ export class Scheduler {
   private reloadRequested = false;
   private cacheAt: number | null = null;
   private cacheFailed = false;
+  /** Started or reloaded, and not yet collected after (settle-heap.ts). */
+  private heapUnsettled = true;
   /** Scheduled times dealt with before a backward clock step, never fired again. */
   private covered: Covered[] = [];
   /** Per routine, the scheduled times it fired right after a forward step (its missed tick): the
@@ -331,6 +336,11 @@ export class Scheduler {
           sleepMs(this.next, this.clock.now()),
           this.stateUnwritable !== null ? STATE_PROBE_MS : Infinity,
         );
+        // the first idle moment after a start or a reload: the garbage of loading it given back
+        if (this.heapUnsettled && ms >= 100) {
+          this.heapUnsettled = false;
+          this.o.settleHeap?.();
+        }
         this.observer.sleeping?.(ms);
         await this.clock.sleep(ms, this.wake.signal);
       }
@@ -436,6 +446,7 @@ export class Scheduler {
     this.apply(fresh);
     this.config.accepted();
     this.writeCache();
+    this.heapUnsettled = true;
     this.o.log({
       event: 'scheduler.reloaded',
       routines: this.routines.size,

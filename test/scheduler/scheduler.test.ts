@@ -29,7 +29,7 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
 };
 
-function harness(config: object, startMs = T0 + 500) {
+function harness(config: object, startMs = T0 + 500, extra: { settleHeap?: () => void } = {}) {
   const dir = testProject(config);
   const clock = new ManualClock(startMs);
   const events: LogEvent[] = [];
@@ -68,6 +68,7 @@ function harness(config: object, startMs = T0 + 500) {
     random: () => 0.5,
     store: fileRoutineStore(project),
     host: 'test-host',
+    ...extra,
   });
   const stop = new AbortController();
   const done = scheduler.run(stop.signal);
@@ -239,6 +240,32 @@ describe('Scheduler', () => {
     expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:20.000Z']);
     expect(h.events).toContainEqual({ event: 'routine.resumed', routine: 'p' });
     h.fires[0]!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('gives back the garbage of starting and of each reload once, at the first idle moment (settle-heap.ts)', async () => {
+    let settled = 0;
+    const h = harness({ routines: [routine('a', '0 * * * *')] }, T0 + 500, { settleHeap: () => settled++ });
+    await settle();
+    expect(settled).toBe(1);
+    h.clock.advance(60_000);
+    await settle();
+    expect(settled).toBe(1);
+    writeFileSync(
+      join(h.dir, 'routinely.json'),
+      JSON.stringify({ routines: [routine('a', '0 * * * *'), routine('b', '30 * * * *')] }),
+    );
+    h.scheduler.requestReload();
+    await settle();
+    expect(h.events.some((e) => e.event === 'scheduler.reloaded')).toBe(true);
+    expect(settled).toBe(2);
+    // a reload that keeps the old config loaded nothing to give back
+    writeFileSync(join(h.dir, 'routinely.json'), '{"routines": [{"id": "a", "schedule": "*/61 * * * *"}]}');
+    h.scheduler.requestReload();
+    await settle();
+    expect(h.events.some((e) => e.event === 'scheduler.reload_failed')).toBe(true);
+    expect(settled).toBe(2);
     h.stop.abort();
     await h.done;
   });
