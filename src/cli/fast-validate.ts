@@ -5,8 +5,7 @@
 
 import { displayPath } from '../config/find.js';
 import { ExitCode } from '../errors.js';
-import { nextCached, readListCache } from '../scheduler/list-cache.js';
-import type { ZoneTime } from '../zone-time.js';
+import { nextCachedTimes, readListCache } from '../scheduler/list-cache.js';
 import { cachedConfig } from './fast-config.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { err, out } from './io.js';
@@ -26,13 +25,8 @@ export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = pr
     lines = [validHeader(displayPath(found.configPath), cache.routines.length, tasks)];
     for (const r of cache.routines) {
       lines.push(routineLine(r, r.timezone ?? found.project.machineZone));
-      const times: ZoneTime[] = [];
-      for (let t = now; times.length < 3;) {
-        const next = nextCached(r, t);
-        if (!next) return null; // the cache ran out
-        times.push(next);
-        t = next.at;
-      }
+      const times = nextCachedTimes(r, now);
+      if (!times) return null; // the cache ran out (the full path writes it again)
       for (const z of times) lines.push(timeLine(`${z.date} ${z.time} ${z.zone}`, z.at));
     }
   } catch {

@@ -68,6 +68,21 @@ export function nextCached(r: CachedRoutine, nowMs: number): ZoneTime | null {
   return at <= r.every.until ? shifted(last, k * r.every.step) : null;
 }
 
+/** How many fire times the readers take from the cache: `validate` prints each routine's next 3. */
+export const TIMES_READ = 3;
+
+/** The routine's next `n` cached fire times after `nowMs`, or null when the cache has fewer. */
+export function nextCachedTimes(r: CachedRoutine, nowMs: number, n = TIMES_READ): ZoneTime[] | null {
+  const times: ZoneTime[] = [];
+  for (let t = nowMs; times.length < n;) {
+    const next = nextCached(r, t);
+    if (!next) return null;
+    times.push(next);
+    t = next.at;
+  }
+  return times;
+}
+
 /** What the short commands need of a validated config (lock run, lock status, validate): with
  * the cache's key matching, the config is the one that validated, so they load no validator. */
 export interface CachedProject {

@@ -13,7 +13,7 @@ import {
   UPCOMING_MAX,
   UPCOMING_MIN,
   listCacheKey,
-  nextCached,
+  nextCachedTimes,
   readListCache,
   readProjectCache,
   sameOffset,
@@ -121,7 +121,8 @@ export function ensureListCache(project: Project, nowMs = Date.now(), env: NodeJ
       cache &&
       readProjectCache(project.stateDir, key) &&
       cache.written_at <= nowMs &&
-      cache.routines.every((r) => nextCached(r, nowMs) !== null)
+      // enough for every reader: validate's next three times, not only the list's next one
+      cache.routines.every((r) => nextCachedTimes(r, nowMs) !== null)
     )
       return;
     ensureStateRoot(project.stateDir);

@@ -5,8 +5,17 @@ import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { LIST_CACHE_FILE, nextCached, writeListCache } from '../../src/scheduler/list-cache.js';
-import { cachedProject, cachedRoutines } from '../../src/scheduler/upcoming.js';
+import {
+  LIST_CACHE_FILE,
+  listCacheKey,
+  nextCached,
+  nextCachedTimes,
+  readListCache,
+  writeListCache,
+} from '../../src/scheduler/list-cache.js';
+import { cachedProject, cachedRoutines, ensureListCache } from '../../src/scheduler/upcoming.js';
+import { VERSION } from '../../src/version.js';
+import { ensureStateRoot } from '../../src/state/json-file.js';
 import { cronSchedule } from '../../src/config/schedule.js';
 import { zoneTime } from '../../src/zone-time.js';
 import { testProject } from '../helpers/testdir.js';
@@ -83,5 +92,24 @@ describe('the list cache of fire times', () => {
     symlinkSync(target, join(p.stateDir, LIST_CACHE_FILE));
     expect(write).toThrow(/symbolic link/);
     expect(existsSync(target)).toBe(false);
+  });
+
+  it('is written again by a command that validated once any reader would run out (validate reads three times)', () => {
+    const p = loadProject({ cwd: testProject({ routines: [routine('daily', '0 3 * * *', 'UTC')] }) });
+    const key = listCacheKey(p.configPath, process.env, VERSION)!;
+    ensureStateRoot(p.stateDir);
+    const written = Date.parse('2026-11-29T02:00:00.000Z');
+    writeListCache(cachedProject(p), key, cachedRoutines(p, written), written);
+    // a day and a half later: the list still has its next time, validate's three are not there
+    const later = written + 36 * 3600_000;
+    const read = () => readListCache(p.stateDir, key)!.routines[0]!;
+    expect(nextCached(read(), later)).not.toBeNull();
+    expect(nextCachedTimes(read(), later)).toBeNull();
+    ensureListCache(p, later);
+    expect(nextCachedTimes(read(), later)?.map((t) => new Date(t.at).toISOString())).toEqual([
+      '2026-12-01T03:00:00.000Z',
+      '2026-12-02T03:00:00.000Z',
+      '2026-12-03T03:00:00.000Z',
+    ]);
   });
 });
