@@ -50,7 +50,19 @@ export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): 
     return { process, stoppedBy: null, leftovers: 0, cutBytes: 0 };
   }
   const grace = killGraceMs ?? KILL_GRACE_MS;
-  const graceNow = (): number => (lease?.lost ? Math.min(grace, lease.lost.graceMs) : grace);
+  // a lost lease leaves its work `lost.graceMs` from the moment it was lost, all of it (the
+  // command, then what is left of its group and session): what is left of that, never more
+  let lostAt: number | null = null;
+  const onLost = (): void => {
+    lostAt ??= performance.now();
+  };
+  if (lease?.signal.aborted) onLost();
+  else lease?.signal.addEventListener('abort', onLost, { once: true });
+  const graceNow = (): number => {
+    if (!lease?.lost) return grace;
+    const spent = performance.now() - (lostAt ?? performance.now());
+    return Math.max(0, Math.min(grace, lease.lost.graceMs - spent));
+  };
   const link = anySignal(...[lease?.signal, signal].filter((s): s is AbortSignal => s !== undefined));
   let childPid: number | null = null;
   const result = await runProcess({
@@ -79,7 +91,8 @@ export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): 
   // What is left of the group (background jobs, or what ignored a signal) must not run on outside
   // the lock (SPEC §4.11); then the rest of its output (the pipe closes with the group) is kept.
   // Processes that left the group on purpose (setsid) are beyond reach, as they are for flock(1).
-  const leftovers = childPid !== null ? await stopGroup(childPid, graceNow()) : 0;
+  const leftovers = childPid !== null ? await stopGroup(childPid, graceNow(), result.durationMs) : 0;
+  lease?.signal.removeEventListener('abort', onLost);
   const cutBytes = (await result.endOutput?.()) ?? 0;
   if (childPid !== null) lease?.untrackChild(childPid);
   let stoppedBy: GroupRun['stoppedBy'] = null;

@@ -126,9 +126,10 @@ export function groupSize(pid: number): number {
 /** Ends what is left of a command we started in its own session (`detached`) and reaped: its
  * process group, and every other group of its session — job-control children (`set -m; cmd &`)
  * that moved to groups of their own (SPEC §4.11). SIGTERM, then SIGKILL after `graceMs`, all
- * groups at once. Returns how many processes were left. */
-export async function stopGroup(pid: number, graceMs: number): Promise<number> {
-  const escaped = process.platform === 'linux' ? (systemProbe().sessionGroups?.(pid) ?? []) : [];
+ * groups at once. Returns how many processes were left. `ranMs`: how long the command ran, when
+ * known (a short run's session is looked for cheaply). */
+export async function stopGroup(pid: number, graceMs: number, ranMs?: number): Promise<number> {
+  const escaped = process.platform === 'linux' ? (systemProbe().sessionGroups?.(pid, ranMs) ?? []) : [];
   if (escaped.length === 0) return stopOneGroup(pid, graceMs);
   const left = await Promise.all([pid, ...escaped].map((g) => stopOneGroup(g, graceMs)));
   return left.reduce((a, b) => a + b, 0);

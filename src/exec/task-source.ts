@@ -9,7 +9,7 @@ import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/v
 import { checkTaskFile, checkTaskFolder, UntrustedPathError } from '../config/trust.js';
 import { ConfigError, errnoCode, UnsafePathError, type ConfigIssue } from '../errors.js';
 import { namesIn } from '../fs/files.js';
-import { statFollow } from '../fs/look.js';
+import { statOrWhy } from '../fs/look.js';
 
 export interface SourcedTask {
   task: TaskDef;
@@ -28,8 +28,11 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       // a task folder, and a task file that is a link, are trusted as the project folder is
       // (SPEC §12): another user who may write them could choose what runs as you
       checkTaskFolder(abs);
-      // a missing task folder need not exist (no tasks); a name that is no folder is said
-      if (statFollow(abs)?.isDirectory() === false) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+      // a missing task folder need not exist (no tasks); anything else that is no folder is said
+      const st = statOrWhy(abs);
+      if ('code' in st && st.code === 'ENOENT') continue;
+      if ('code' in st) throw Object.assign(new Error(st.code), { code: st.code });
+      if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
       names = namesIn(abs)
         .filter((n) => n.endsWith('.json'))
         .sort();

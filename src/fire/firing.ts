@@ -28,7 +28,7 @@ import type { LockRecord } from '../lock/record.js';
 import { appendLineToFile, openAppendTo, type AppendFile } from '../fs/durable.js';
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from '../state/store.js';
-import { NotStartedError } from './unstarted.js';
+import { causeOf, NotStartedError } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver } from '../fs/names.js';
 import { statFollow } from '../fs/look.js';
@@ -469,13 +469,14 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     return out;
   } catch (err) {
     if (err instanceof NotStarted) return null;
-    // A bad task definition, a full disk: the fire failed, and says why.
+    // A bad task definition, a full disk: the fire failed, and says why; an open marker that
+    // could not be written (and may be stored all the same) is closed by this record
     const out = fireRecord(ctx, scheduledAt, span, {
       result: 'failure',
-      reason: (err as Error).message,
+      reason: (causeOf(err) as Error).message,
       exit_code: null,
       run_id: runId,
-      ...closes(),
+      ...(err instanceof NotStartedError ? { closes: err.markerId } : closes()),
     });
     if (marker) logLine(endFrame(def.id, out));
     return out;

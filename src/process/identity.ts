@@ -43,8 +43,9 @@ export interface LivenessProbe {
   /** Live members of process group `pgid` (used when its leader is gone); [] when unknown. */
   groupMembers(pgid: number): number[];
   /** The process groups of session `sid` other than group `sid` itself, with a live member:
-   * where a command's job-control children (`set -m; cmd &`) went. [] when unknown. */
-  sessionGroups?(sid: number): number[];
+   * where a command's job-control children (`set -m; cmd &`) went. [] when unknown. `ranMs`: how
+   * long the session's leader ran, when known. */
+  sessionGroups?(sid: number, ranMs?: number): number[];
   /** The user a process runs as; null when unknown (then only the start time identifies it). */
   ownerUid?(pid: number): number | null;
   /** Whether the process's environment holds exactly `entry` (`NAME=value`); null when it
@@ -137,15 +138,16 @@ function linuxGroupMembers(pgid: number): number[] {
 }
 
 /** Processes are created with rising pids: those of a session started at pid `sid` are above it,
- * unless the counter wrapped since (then every pid is looked at). A few pids handed out since are
- * each looked at directly; more, through one listing of /proc: a fire's clean-up stays cheap on a
- * busy host. */
-function linuxSessionGroups(sid: number): number[] {
+ * unless the counter wrapped since (then every pid is looked at). After a short run, a few pids
+ * handed out since are each looked at directly; otherwise through one listing of /proc: a fire's
+ * clean-up stays cheap on a busy host. */
+function linuxSessionGroups(sid: number, ranMs?: number): number[] {
   const groups = new Set<number>();
   const last = lastPid();
   const wrapped = last !== null && last < sid;
   let pids: number[];
-  if (last !== null && !wrapped && last - sid <= DIRECT_LOOKS) {
+  // only for a short run: in a long one the counter may have gone all the way round
+  if (last !== null && !wrapped && last - sid <= DIRECT_LOOKS && ranMs !== undefined && ranMs < SHORT_RUN_MS) {
     pids = Array.from({ length: last - sid }, (_, i) => sid + 1 + i);
   } else {
     try {
@@ -167,8 +169,9 @@ function linuxSessionGroups(sid: number): number[] {
 }
 
 /** Up to this many pids handed out since a session began are looked at one by one (a missing
- * one costs a failed open), rather than listing /proc. */
+ * one costs a failed open), rather than listing /proc, after a run shorter than SHORT_RUN_MS. */
 const DIRECT_LOOKS = 64;
+const SHORT_RUN_MS = 10_000;
 
 function linuxOwnerUid(pid: number): number | null {
   try {

@@ -161,7 +161,8 @@ export function writeListCache(
     const left = Math.ceil(r.upcoming.length / 4);
     const at = r.every
       ? r.every.until - (r.every.until - r.upcoming[0]!.at) / 4
-      : r.upcoming[Math.max(0, r.upcoming.length - left - 1)]!.at;
+      : // and before fewer than `validate`'s three times are left
+        r.upcoming[Math.max(0, Math.min(r.upcoming.length - left - 1, r.upcoming.length - TIMES_READ))]!.at;
     if (refill === null || at < refill) refill = at;
   }
   return refill;

@@ -105,6 +105,11 @@ describe('the list cache of fire times', () => {
     const read = () => readListCache(p.stateDir, key)!.routines[0]!;
     expect(nextCached(read(), later)).not.toBeNull();
     expect(nextCachedTimes(read(), later)).toBeNull();
+    // the scheduler writes it again before then: by the first of the three times validate reads
+    expect(writeListCache(cachedProject(p), key, cachedRoutines(p, written), written)).toBe(
+      Date.parse('2026-11-29T03:00:00.000Z'),
+    );
+    writeListCache(cachedProject(p), key, cachedRoutines(p, written), written);
     ensureListCache(p, later);
     expect(nextCachedTimes(read(), later)?.map((t) => new Date(t.at).toISOString())).toEqual([
       '2026-12-01T03:00:00.000Z',
