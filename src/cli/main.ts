@@ -20,29 +20,27 @@ async function run(argv: string[]): Promise<void> {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
-  const fast = fastListArgs(args);
-  if (fast) {
-    const code = fastList(fast);
+  // the start-up paths from the validated config's cache; null: the full path runs
+  const fastPaths: (() => number | null | Promise<number | null>)[] = [
+    () => {
+      const a = fastListArgs(args);
+      return a && fastList(a);
+    },
+    () => {
+      const a = fastValidateArgs(args);
+      return a && fastValidate(a);
+    },
+    () => {
+      const a = fastLockArgs(args);
+      // in a file of its own (cli-lock.cjs: it spawns, and other commands never load that),
+      // required, not imported (import() would start the ESM loader: 10 ms)
+      return a && (lazyRequire('./cli-lock.cjs') as typeof import('./fast-lock.js')).fastLock(a);
+    },
+  ];
+  for (const fast of fastPaths) {
+    const code = await fast();
     if (code !== null) {
       // everything is written (synchronously); nothing else keeps the process alive
-      process.exitCode = code;
-      return;
-    }
-  }
-  const validate = fastValidateArgs(args);
-  if (validate) {
-    const code = fastValidate(validate);
-    if (code !== null) {
-      process.exitCode = code;
-      return;
-    }
-  }
-  const lock = fastLockArgs(args);
-  if (lock) {
-    // in a file of its own (cli-lock.cjs: it spawns, and other commands never load that),
-    // required, not imported (import() would start the ESM loader: 10 ms)
-    const code = await (lazyRequire('./cli-lock.cjs') as typeof import('./fast-lock.js')).fastLock(lock);
-    if (code !== null) {
       process.exitCode = code;
       return;
     }

@@ -110,42 +110,37 @@ export function dbError(
 ): DatabaseError {
   const e = err as { code?: string; message?: string };
   const msg = e.message ?? String(err);
-  const reason =
-    e.code === 'ECONNREFUSED'
-      ? 'connection refused'
-      : e.code === 'ECONNRESET'
-        ? 'connection reset'
-        : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN'
-          ? 'unknown host'
-          : e.code === 'ETIMEDOUT'
-            ? 'timed out connecting'
-            : msg === 'timeout exceeded when trying to connect'
-              ? `this process's connection pool is exhausted: its ${l.main} connection${l.main === 1 ? '' : 's'} stayed busy for ${secs(l.connectTimeoutMs)} (a wait inside this process, not for the database; raise backend.poolSize)`
-              : msg.startsWith('Connection terminated due to connection timeout')
-                ? `timed out connecting (no answer within ${secs(l.connectTimeoutMs)}; set connect_timeout=N in the URL for a slower link)`
-                : msg === 'Query read timeout'
-                  ? `no answer within ${QUERY_TIMEOUT_MS / 1000}s (timed out; behind PgBouncer in session mode this is a wait in its queue for a server connection: its pool is exhausted, raise default_pool_size or lower backend.poolSize)`
-                  : /no more connections allowed \(max_client_conn\)/.test(msg)
-                    ? `PgBouncer refused the connection: its max_client_conn is reached (raise it, or lower backend.poolSize: ${perProcess(l)})`
-                    : /query_wait_timeout/.test(msg)
-                      ? `PgBouncer's pool is exhausted: the statement waited query_wait_timeout for a server connection (raise default_pool_size, or lower backend.poolSize: ${perProcess(l)})`
-                      : e.code === '57014'
-                        ? `a statement ran past ${STATEMENT_TIMEOUT_MS / 1000}s and was canceled (57014)`
-                        : e.code === '28P01' || e.code === '28000'
-                          ? 'authentication failed'
-                          : e.code === '3D000'
-                            ? 'database does not exist'
-                            : e.code === '57P01' || e.code === '57P03'
-                              ? 'the server is shutting down or starting up'
-                              : e.code === '25006'
-                                ? `the server is read-only (a standby?) (25006): ${STANDBY_FIX}`
-                                : e.code === '53300'
-                                  ? tooManyConnections(msg, l)
-                                  : msg.replace(/\/\/[^@\s]*@/g, '//***@');
+  const reason = reasonOf(e.code, msg, l);
   const neverConnected = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', '28P01', '28000', '3D000'].includes(e.code ?? '');
   return new DatabaseError(`database ${where}: ${reason}${e.code && !reason.includes(e.code) ? ` (${e.code})` : ''}`, {
     neverConnected,
   });
+}
+
+/** Why a connection or statement failed, in words (dbError): by its code or the driver's exact
+ * words, in this order; else the message itself, without a password. */
+function reasonOf(code: string | undefined, msg: string, l: Limits): string {
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ECONNRESET') return 'connection reset';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'unknown host';
+  if (code === 'ETIMEDOUT') return 'timed out connecting';
+  if (msg === 'timeout exceeded when trying to connect')
+    return `this process's connection pool is exhausted: its ${l.main} connection${l.main === 1 ? '' : 's'} stayed busy for ${secs(l.connectTimeoutMs)} (a wait inside this process, not for the database; raise backend.poolSize)`;
+  if (msg.startsWith('Connection terminated due to connection timeout'))
+    return `timed out connecting (no answer within ${secs(l.connectTimeoutMs)}; set connect_timeout=N in the URL for a slower link)`;
+  if (msg === 'Query read timeout')
+    return `no answer within ${QUERY_TIMEOUT_MS / 1000}s (timed out; behind PgBouncer in session mode this is a wait in its queue for a server connection: its pool is exhausted, raise default_pool_size or lower backend.poolSize)`;
+  if (/no more connections allowed \(max_client_conn\)/.test(msg))
+    return `PgBouncer refused the connection: its max_client_conn is reached (raise it, or lower backend.poolSize: ${perProcess(l)})`;
+  if (/query_wait_timeout/.test(msg))
+    return `PgBouncer's pool is exhausted: the statement waited query_wait_timeout for a server connection (raise default_pool_size, or lower backend.poolSize: ${perProcess(l)})`;
+  if (code === '57014') return `a statement ran past ${STATEMENT_TIMEOUT_MS / 1000}s and was canceled (57014)`;
+  if (code === '28P01' || code === '28000') return 'authentication failed';
+  if (code === '3D000') return 'database does not exist';
+  if (code === '57P01' || code === '57P03') return 'the server is shutting down or starting up';
+  if (code === '25006') return `the server is read-only (a standby?) (25006): ${STANDBY_FIX}`;
+  if (code === '53300') return tooManyConnections(msg, l);
+  return msg.replace(/\/\/[^@\s]*@/g, '//***@');
 }
 
 /** Errors of the environment (the server, the network, the pooler), as opposed to errors of our
