@@ -19,11 +19,16 @@ export abstract class RoutinelyError extends Error {
   abstract readonly exitCode: ExitCode;
 }
 
-/** Bad flag, bad argument, bad environment value. */
-export class UsageError extends RoutinelyError {
-  readonly code = 'USAGE';
-  readonly exitCode = ExitCode.USAGE;
+/** The base of one kind of error: its stable code and its exit code (SPEC §7), said once. */
+function kind<C extends string>(code: C, exitCode: ExitCode) {
+  return class extends RoutinelyError {
+    readonly code = code;
+    readonly exitCode = exitCode;
+  };
 }
+
+/** Bad flag, bad argument, bad environment value. */
+export class UsageError extends kind('USAGE', ExitCode.USAGE) {}
 
 export interface ConfigIssue {
   /** The file the issue is in, when it is not the config file itself (task files). */
@@ -34,9 +39,7 @@ export interface ConfigIssue {
 }
 
 /** The config file (or a task file) is missing, unreadable, or invalid. */
-export class ConfigError extends RoutinelyError {
-  readonly code = 'CONFIG';
-  readonly exitCode = ExitCode.USAGE;
+export class ConfigError extends kind('CONFIG', ExitCode.USAGE) {
   constructor(
     readonly file: string,
     readonly issues: ConfigIssue[],
@@ -46,10 +49,7 @@ export class ConfigError extends RoutinelyError {
 }
 
 /** A lock or state path that we refuse to use (symlink, not a directory, not writable). */
-export class UnsafePathError extends RoutinelyError {
-  readonly code = 'UNSAFE_PATH';
-  readonly exitCode = ExitCode.USAGE;
-}
+export class UnsafePathError extends kind('UNSAFE_PATH', ExitCode.USAGE) {}
 
 /** A state folder replaced under a running process (SPEC §12): nothing is written through it;
  * a scheduler holds its fires until the folder is back, as for a folder it cannot write. */
@@ -57,16 +57,11 @@ export class FolderReplacedError extends UnsafePathError {}
 
 /** State or lock files could not be written or read (disk full, read-only, EIO): the message
  * names the file; the previous state is intact (SPEC §3, §7: exit 74). */
-export class StateIOError extends RoutinelyError {
-  readonly code = 'STATE_IO';
-  readonly exitCode = ExitCode.IO;
-}
+export class StateIOError extends kind('STATE_IO', ExitCode.IO) {}
 
 /** The database backend cannot be reached or answered with an error: the work did not run
  * (SPEC §7: 74, like any state that cannot be read or written). */
-export class DatabaseError extends RoutinelyError {
-  readonly code = 'DATABASE';
-  readonly exitCode = ExitCode.IO;
+export class DatabaseError extends kind('DATABASE', ExitCode.IO) {
   /** The statement never reached a server that could run it (refused, unknown host, refused
    * login, no such database, no reachable primary): it stored nothing. Otherwise its answer may
    * have been lost after it committed. */
@@ -137,10 +132,7 @@ export function stateWriteError(err: unknown, path: string, verb = 'writing'): R
  * a waiter does not wait it out, since it stays so until someone sets it right. */
 export class DatabaseRowError extends DatabaseError {}
 
-export class NotFoundError extends RoutinelyError {
-  readonly code = 'NOT_FOUND';
-  readonly exitCode = ExitCode.USAGE;
-}
+export class NotFoundError extends kind('NOT_FOUND', ExitCode.USAGE) {}
 
 export function errnoCode(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
@@ -150,9 +142,7 @@ export function errnoCode(err: unknown): string | undefined {
 
 /** A write refused because the exec lock is no longer ours (SPEC §4.3): reported as `lock
  * lost: …`, exit 1, why_code LOCK_LOST, wherever it surfaces. */
-export class FencedError extends RoutinelyError {
-  readonly code = 'LOCK_LOST';
-  readonly exitCode = ExitCode.FAILED;
+export class FencedError extends kind('LOCK_LOST', ExitCode.FAILED) {
   constructor(why: string) {
     super(`lock lost: ${why}`);
   }
@@ -160,17 +150,11 @@ export class FencedError extends RoutinelyError {
 
 /** A claimed tick whose claim another scheduler took over (its claimer was judged gone: a pause
  * past the scheduler lease's TTL): this scheduler does not fire or record it (SPEC §9). */
-export class ClaimTakenError extends RoutinelyError {
-  readonly code = 'CLAIM_TAKEN';
-  readonly exitCode = ExitCode.FAILED;
-}
+export class ClaimTakenError extends kind('CLAIM_TAKEN', ExitCode.FAILED) {}
 
 /** A verified orphan that we may not signal (it runs as another user): the lock cannot be taken
  * safely until someone who may ends it. Exit 75: the lock stays busy, nothing is lost. */
-export class OrphanBlockedError extends RoutinelyError {
-  readonly code = 'ORPHAN_BLOCKED';
-  readonly exitCode = ExitCode.BUSY;
-}
+export class OrphanBlockedError extends kind('ORPHAN_BLOCKED', ExitCode.BUSY) {}
 
 /** A config, task file or folder that others could change (config/trust.ts): reported by the
  * loader with the file named. */

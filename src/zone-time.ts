@@ -29,22 +29,26 @@ export function machineZone(): string {
   return zone;
 }
 
+/** The one date-and-time format of the views, in a zone (the machine's when undefined), with
+ * the zone's short name or without. Self-contained: the status page inlines its source. */
+export function zoneFormat(locale: string, timeZone: string | undefined, named: boolean): Intl.DateTimeFormat {
+  const name: Intl.DateTimeFormatOptions = named ? { timeZoneName: 'short' } : {};
+  return new Intl.DateTimeFormat(locale, {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+    ...name,
+  });
+}
+
 export function formatInZone(date: Date, timeZone?: string): string {
   let fmt = formatters.get(timeZone ?? '');
-  if (!fmt) {
-    fmt = new Intl.DateTimeFormat('en-CA', {
-      timeZone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-      timeZoneName: 'short',
-    });
-    formatters.set(timeZone ?? '', fmt);
-  }
+  if (!fmt) formatters.set(timeZone ?? '', (fmt = zoneFormat('en-CA', timeZone, true)));
   const parts = fmt.formatToParts(date);
   const get = (t: string): string => parts.find((p) => p.type === t)?.value ?? '';
   return `${get('year')}-${get('month')}-${get('day')} ${get('hour')}:${get('minute')}:${get('second')} ${get('timeZoneName')}`;

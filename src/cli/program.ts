@@ -97,6 +97,19 @@ Exit codes (every command):
     active = actionCommand;
   });
   const globals = (): GlobalOptions => globalsOf(active);
+  // each command's module, loaded only when that command runs (start-up parses no other command's code)
+  const load = {
+    completion: () => import('./completion.js'),
+    exec: () => import('./exec-commands.js'),
+    importCrontab: () => import('./import-crontab-command.js'),
+    init: () => import('./init-command.js'),
+    lock: () => import('./lock-commands.js'),
+    routine: () => import('./routine-commands.js'),
+    routineLogs: () => import('./routine-logs.js'),
+    scheduler: () => import('./scheduler-command.js'),
+    schedulerControl: () => import('./scheduler-control.js'),
+    validate: () => import('./validate-command.js'),
+  };
   const act =
     <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
     async (...args: A): Promise<void> => {
@@ -127,20 +140,20 @@ Examples:
   routinely lock run --if-busy wait --wait-timeout 60 -- ./backup.sh
   routinely lock run --lock agents -- ./agent review`,
     )
-    .action(act(async (cmd: string[], opts) => (await import('./lock-commands.js')).lockRun(cmd, opts, globals())));
+    .action(act(async (cmd: string[], opts) => (await load.lock()).lockRun(cmd, opts, globals())));
   lock
     .command('status')
     .description('show the holder, generation, heartbeat age, expiry and staleness')
     .option('--json', 'print JSON')
     .addOption(lockOption('one lock, every slot (default: the exec lock and every named lock in use)'))
     .addOption(keyOption())
-    .action(act(async (opts) => (await import('./lock-commands.js')).lockStatus(opts, globals())));
+    .action(act(async (opts) => (await load.lock()).lockStatus(opts, globals())));
   lock
     .command('break')
     .description('remove the lock, only if it is stale (dead owner, expired, unreadable)')
     .addOption(lockOption('a named lock (each of its stale slots), or "exec" (the default)'))
     .addOption(keyOption())
-    .action(act(async (opts) => (await import('./lock-commands.js')).lockBreak(opts, globals())));
+    .action(act(async (opts) => (await load.lock()).lockBreak(opts, globals())));
 
   const routineOption = (): Option =>
     new Option('--routine <id>', 'record the run as fired by this routine').hideHelp();
@@ -165,7 +178,7 @@ Examples:
     .addOption(ifBusyOption('fail'))
     .addOption(waitTimeoutOption())
     .addOption(routineOption())
-    .action(act(async (opts) => (await import('./exec-commands.js')).registerCommand(opts, globals())));
+    .action(act(async (opts) => (await load.exec()).registerCommand(opts, globals())));
 
   const exec = program.command('exec').description('exec tasks: run, resume, inspect');
   runOptions(
@@ -187,47 +200,37 @@ Examples:
   routinely exec run build docs --parallel 4
   routinely exec run --if-busy wait --json`,
     )
-    .action(
-      act(async (tasks: string[], opts) => (await import('./exec-commands.js')).runCommand(tasks, opts, globals())),
-    );
+    .action(act(async (tasks: string[], opts) => (await load.exec()).runCommand(tasks, opts, globals())));
   runOptions(
     exec
       .command('resume')
       .description('finish an interrupted run: keep what succeeded, run the rest again')
       .argument('[run-id]', 'the run (default: the newest INTERRUPTED, ABORTED or orphaned RUNNING run)'),
-  ).action(
-    act(async (runId: string | undefined, opts) =>
-      (await import('./exec-commands.js')).resumeCommand(runId, opts, globals()),
-    ),
-  );
+  ).action(act(async (runId: string | undefined, opts) => (await load.exec()).resumeCommand(runId, opts, globals())));
   exec
     .command('status')
     .description('tasks and their statuses')
     .option('--json', 'print JSON')
-    .action(act(async (opts) => (await import('./exec-commands.js')).statusCommand(opts, globals())));
+    .action(act(async (opts) => (await load.exec()).statusCommand(opts, globals())));
   exec
     .command('runs')
     .description('recent runs, newest first')
     .option('--json', 'print JSON')
     .addOption(new Option('--limit <n>', 'how many').argParser(positiveInt('--limit')).default(20))
-    .action(act(async (opts) => (await import('./exec-commands.js')).runsCommand(opts, globals())));
+    .action(act(async (opts) => (await load.exec()).runsCommand(opts, globals())));
   exec
     .command('show')
     .description('one run: status, explanation, every task')
     .argument('<run-id>')
     .option('--json', 'print JSON')
-    .action(
-      act(async (runId: string, opts) => (await import('./exec-commands.js')).showCommand(runId, opts, globals())),
-    );
+    .action(act(async (runId: string, opts) => (await load.exec()).showCommand(runId, opts, globals())));
   exec
     .command('reset')
     .description('set tasks back to pending (takes the lock)')
     .argument('<task...>')
     .addOption(ifBusyOption('fail'))
     .addOption(waitTimeoutOption())
-    .action(
-      act(async (tasks: string[], opts) => (await import('./exec-commands.js')).resetCommand(tasks, opts, globals())),
-    );
+    .action(act(async (tasks: string[], opts) => (await load.exec()).resetCommand(tasks, opts, globals())));
 
   const routine = program.command('routine').description('routines: list, fire now, history, pause');
   routine
@@ -238,7 +241,7 @@ Examples:
       '--check',
       'exit 1 when an enabled routine is failing (its last run failed, whatever skips came after), starved, or no scheduler runs',
     )
-    .action(act(async (opts) => (await import('./routine-commands.js')).routineList(opts, globals())));
+    .action(act(async (opts) => (await load.routine()).routineList(opts, globals())));
   routine
     .command('run')
     .description(
@@ -248,7 +251,7 @@ Examples:
     .addOption(ifBusyOption("the routine's own ifBusy, else fail"))
     .addOption(waitTimeoutOption())
     .option('--json', "print the fire's record as JSON (the command's output goes to stderr)")
-    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineRun(id, opts, globals())));
+    .action(act(async (id: string, opts) => (await load.routine()).routineRun(id, opts, globals())));
   routine
     .command('history')
     .description(
@@ -276,11 +279,7 @@ Examples:
       ),
     )
     .option('--json', 'print JSON')
-    .action(
-      act(async (id: string | undefined, opts) =>
-        (await import('./routine-commands.js')).routineHistory(id, opts, globals()),
-      ),
-    );
+    .action(act(async (id: string | undefined, opts) => (await load.routine()).routineHistory(id, opts, globals())));
   routine
     .command('logs')
     .description("a routine's output, every run framed by a start and an end line (the rotated .1 file first)")
@@ -292,13 +291,13 @@ Examples:
       ),
     )
     .option('-f, --follow', 'keep printing new output, through rotation, until Ctrl-C; with --run, until that run ends')
-    .action(act(async (id: string, opts) => (await import('./routine-logs.js')).routineLogs(id, opts, globals())));
+    .action(act(async (id: string, opts) => (await load.routineLogs()).routineLogs(id, opts, globals())));
   routine
     .command('pause')
     .description('stop firing a routine (a running scheduler honours it at once)')
     .argument('<id>')
     .option('--note <text>', 'why, shown in routine list')
-    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routinePause(id, opts, globals())));
+    .action(act(async (id: string, opts) => (await load.routine()).routinePause(id, opts, globals())));
   routine
     .command('stop')
     .description(
@@ -310,12 +309,12 @@ Examples:
         .argParser(seconds('--timeout'))
         .default(10),
     )
-    .action(act(async (id: string, opts) => (await import('./routine-commands.js')).routineStop(id, opts, globals())));
+    .action(act(async (id: string, opts) => (await load.routine()).routineStop(id, opts, globals())));
   routine
     .command('resume')
     .description('fire a paused routine again on its schedule')
     .argument('<id>')
-    .action(act(async (id: string) => (await import('./routine-commands.js')).routineResume(id, globals())));
+    .action(act(async (id: string) => (await load.routine()).routineResume(id, globals())));
 
   const scheduler = program.command('scheduler').description('the long-running scheduler');
   scheduler
@@ -342,13 +341,13 @@ logged and the old one kept). SIGTERM/SIGINT: stop firing, wait for running
 routines up to --shutdown-timeout, stop them, exit 0. --http serves /metrics,
 /healthz, /api/* and a status page (docs/http.md).`,
     )
-    .action(act(async (opts) => (await import('./scheduler-command.js')).schedulerStart(opts, globals())));
+    .action(act(async (opts) => (await load.scheduler()).schedulerStart(opts, globals())));
 
   scheduler
     .command('status')
     .description('whether a scheduler runs for this project: pid, host, since, heartbeat (exit 3 when none runs)')
     .option('--json', 'print JSON')
-    .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStatus(opts, globals())));
+    .action(act(async (opts) => (await load.schedulerControl()).schedulerStatus(opts, globals())));
   scheduler
     .command('stop')
     .description('SIGTERM to the scheduler on this host, then wait until it has exited')
@@ -357,7 +356,7 @@ routines up to --shutdown-timeout, stop them, exit 0. --http serves /metrics,
         .argParser(seconds('--timeout'))
         .default(60),
     )
-    .action(act(async (opts) => (await import('./scheduler-control.js')).schedulerStop(opts, globals())));
+    .action(act(async (opts) => (await load.schedulerControl()).schedulerStop(opts, globals())));
 
   program
     .command('serve')
@@ -366,7 +365,7 @@ routines up to --shutdown-timeout, stop them, exit 0. --http serves /metrics,
     .addOption(
       new Option('--log-format <format>', 'log lines as text or JSON').choices(['text', 'json']).default('text'),
     )
-    .action(act(async (opts) => (await import('./scheduler-command.js')).serve(opts, globals())));
+    .action(act(async (opts) => (await load.scheduler()).serve(opts, globals())));
 
   program
     .command('init')
@@ -388,7 +387,7 @@ use); --force overrides both. With --config PATH it writes PATH instead of
 folder; otherwise at the schema of the routinely running init, as a file:// URL
 that works on this machine only.`,
     )
-    .action(act(async (opts) => (await import('./init-command.js')).init(opts, globals())));
+    .action(act(async (opts) => (await load.init()).init(opts, globals())));
 
   program
     .command('validate')
@@ -397,7 +396,7 @@ that works on this machine only.`,
       '--json',
       'print the result as JSON, valid or not (for CI): valid, config, routines with their next times, errors (file, path, message), warnings',
     )
-    .action(act(async (opts) => (await import('./validate-command.js')).validate(globals(), opts)));
+    .action(act(async (opts) => (await load.validate()).validate(globals(), opts)));
 
   program
     .command('import-crontab')
@@ -426,7 +425,7 @@ Examples:
     )
     .action(
       act(async (file: string | undefined, opts) =>
-        (await import('./import-crontab-command.js')).importCrontabCommand(file, opts, globals()),
+        (await load.importCrontab()).importCrontabCommand(file, opts, globals()),
       ),
     );
 
@@ -436,7 +435,7 @@ Examples:
     .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh', 'fish']))
     .action(
       act(async (shell: string) => {
-        const { completionScript } = await import('./completion.js');
+        const { completionScript } = await load.completion();
         process.stdout.write(completionScript(shell, program));
         return ExitCode.OK;
       }),

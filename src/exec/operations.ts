@@ -35,18 +35,25 @@ export interface LockedPolicy extends BusyPolicy {
   onLocked?: () => void | Promise<void>;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
   onWait?: (why: string, holder: LockRecord | null) => void;
+  /** The routine the work runs for (the lock's owner names it); none for a person's command. */
+  routine?: string | null;
   /** The lock is held for a scheduled tick of the routine (its owner says so, SPEC §6). */
   scheduled?: boolean;
   /** Its place in the lock's line, taken when the scheduler queued it (lock/line.ts). */
   ticket?: LineTicket | null;
 }
 
-async function withLock<T>(
+/** What a command holding the exec lock works with: the lease, the backend's clock and store, and
+ * the registry brought in line with the task definitions under that lock. */
+type Held = { lease: Lease; clock: Clock; store: ExecStore } & Awaited<ReturnType<typeof prepareRegistry>>;
+
+/** Take the exec lock, bring the registry in line with `defs`, run `fn`, release. */
+async function withRegistry<T>(
   ctx: ExecContext,
   command: string,
-  routine: string | null | undefined,
   policy: LockedPolicy,
-  fn: (lease: Lease, clock: Clock, store: ExecStore) => Promise<T>,
+  defs: SourcedTask[],
+  fn: (held: Held) => Promise<T>,
   /** The run the hold is for, known before the lock is taken: its record names it from the
    * moment it is linked (SPEC §5 `owner.run_id`; `cat` of the lock tells which run holds it). */
   runFor?: (clock: Clock, store: ExecStore) => Promise<string | null>,
@@ -57,7 +64,7 @@ async function withLock<T>(
     const runId = (await runFor?.(clock, backend.exec)) ?? null;
     const owner = {
       command,
-      routine: routine ?? null,
+      routine: policy.routine ?? null,
       ...(runId ? { run_id: runId } : {}),
       ...(policy.scheduled ? { scheduled: true } : {}),
     };
@@ -65,29 +72,24 @@ async function withLock<T>(
     if (!got.ok) return { kind: 'busy' as const, busy: got };
     try {
       await policy.onLocked?.();
-      return { kind: 'ok' as const, value: await fn(got.lease, clock, backend.exec) };
+      const [lease, store] = [got.lease, backend.exec];
+      const prepared = await prepareRegistry(ctx, store, clock, lease, defs);
+      return { kind: 'ok' as const, value: await fn({ lease, clock, store, ...prepared }) };
     } finally {
       await got.lease.release();
     }
   });
 }
 
-export async function register(ctx: ExecContext, policy: LockedPolicy & { routine?: string | null }) {
+export async function register(ctx: ExecContext, policy: LockedPolicy) {
   const defs = loadTaskDefinitions(ctx.project);
-  return withLock(
-    ctx,
-    'register',
-    policy.routine,
-    policy,
-    async (lease, clock, store) => (await prepareRegistry(ctx, store, clock, lease, defs)).summary,
-  );
+  return withRegistry(ctx, 'register', policy, defs, async (held) => held.summary);
 }
 
 export interface RunOptions extends LockedPolicy {
   /** Run exactly these tasks (else every ready pending task). */
   tasks?: string[];
   parallel?: number;
-  routine?: string | null;
   /** SIGINT/SIGTERM from the caller. */
   stop?: AbortSignal;
   runTimeoutMs?: number;
@@ -119,13 +121,13 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
   checkNamed(defs, opts.tasks);
   // the run's id before the lock: the lock's record names it (none is made if nothing is ready)
   let runId = '';
-  const r = await withLock(
+  const r = await withRegistry(
     ctx,
     'exec run',
-    opts.routine,
     opts,
-    async (lease, clock, store) => {
-      const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
+    defs,
+    async (held) => {
+      const { clock, lease, registry, summary } = held;
       const ids = selectTasks(registry, opts.tasks);
       if (ids.length === 0) return { kind: 'nothing' as const, summary, why: nothingToRunWhy(registry) };
       const defById = new Map(defs.map((d) => [d.task.id, d.task]));
@@ -165,7 +167,7 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
         finished_at: null,
         tasks,
       };
-      const carried = { store, clock, lease, registry, summary, state, defs: defById, resuming: false };
+      const carried = { ...held, state, defs: defById, resuming: false };
       return { kind: 'run' as const, ...(await runAndRecord(ctx, opts, carried)) };
     },
     async (clock) => (runId = newRunId(clock.now(), randomHex(2))),
@@ -387,13 +389,13 @@ async function resumeWith(
   }
   const defs = loadTaskDefinitions(ctx.project);
   let about: string | null = null;
-  const r = await withLock(
+  const r = await withRegistry(
     ctx,
     'exec resume',
-    opts.routine,
     opts,
-    async (lease, clock, store) => {
-      const { registry, summary } = await prepareRegistry(ctx, store, clock, lease, defs);
+    defs,
+    async (held) => {
+      const { clock, lease, store, registry } = held;
       const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store);
       // (without RUN_ID the lock named the run that was newest before it was taken; another may
       // have become it meanwhile: the heartbeat names the one resumed)
@@ -464,7 +466,7 @@ async function resumeWith(
           next: 'nothing to do, or define it again and resume',
         });
       }
-      const carried = { store, clock, lease, registry, summary, state, defs: defById, resuming: true };
+      const carried = { ...held, state, defs: defById, resuming: true };
       return { kind: 'run' as const, ...(await runAndRecord(ctx, opts, carried)) };
     },
     async (_clock, store) => (about = runId ?? (await findResumable(store))?.run_id ?? null),
@@ -517,12 +519,17 @@ async function nothingInterrupted(store: ExecStore): Promise<{ why: string; next
 export async function resetTasks(ctx: ExecContext, ids: string[], policy: LockedPolicy) {
   const defs = loadTaskDefinitions(ctx.project);
   checkNamed(defs, ids);
-  return withLock(ctx, 'exec reset', null, policy, async (lease, clock, store) => {
-    const { registry } = await prepareRegistry(ctx, store, clock, lease, defs);
-    const tasks = { ...registry.tasks };
-    for (const id of ids)
-      tasks[id] = { ...tasks[id]!, status: 'pending', updated_at: nowIso(clock), generation: lease.generation };
-    await store.saveRegistry({ ...registry, tasks }, nowIso(clock), lease);
-    return ids;
-  });
+  return withRegistry(
+    ctx,
+    'exec reset',
+    { ...policy, routine: null },
+    defs,
+    async ({ lease, clock, store, registry }) => {
+      const tasks = { ...registry.tasks };
+      for (const id of ids)
+        tasks[id] = { ...tasks[id]!, status: 'pending', updated_at: nowIso(clock), generation: lease.generation };
+      await store.saveRegistry({ ...registry, tasks }, nowIso(clock), lease);
+      return ids;
+    },
+  );
 }

@@ -64,25 +64,73 @@ export interface SharedState {
   clockOffsetSeconds?: number | null;
 }
 
+/** The series that are one gauge per routine: its metric name and help, by the field that keeps it
+ * (kube-state-metrics' CronJob series are the counterparts of running, lastSchedule and lastDuration). */
+const ROUTINE_GAUGES = {
+  lastSuccess: [
+    'routinely_last_success_timestamp_seconds',
+    'When the routine last succeeded (epoch seconds, any scheduler); 0 until it has.',
+  ],
+  skips: [
+    'routinely_consecutive_skips',
+    'Busy skips of the routine (the exec lock held by something else) since it last ran; its own previous run still going does not count.',
+  ],
+  paused: ['routinely_routine_paused', '1 while the routine is paused (routine pause), else 0.'],
+  failing: [
+    'routinely_routine_failing',
+    '1 while the last run of the routine failed (skips do not clear it; a success does), else 0.',
+  ],
+  failures: ['routinely_consecutive_failures', 'Failed runs of the routine since it last succeeded.'],
+  lastFailure: [
+    'routinely_last_failure_timestamp_seconds',
+    'When the routine last failed (epoch seconds); 0 if never.',
+  ],
+  nextFire: [
+    'routinely_next_fire_timestamp_seconds',
+    'When the routine fires next (epoch seconds); 0 when it has no next time (disabled).',
+  ],
+  starved: [
+    'routinely_routine_starved',
+    '1 while the routine has met a busy exec lock starvedAfterSkips times in a row, else 0.',
+  ],
+  running: ['routinely_routine_running', '1 while a fire of the routine is running (on any host), else 0.'],
+  lastSchedule: [
+    'routinely_last_schedule_timestamp_seconds',
+    "The scheduled time of the routine's last fire, of any result (epoch seconds); 0 if never.",
+  ],
+  lastDuration: [
+    'routinely_last_duration_seconds',
+    "How long the routine's last fire that ran (success or failure) took; 0 if none ran.",
+  ],
+} as const;
+
+/** The other series: name and help. */
+const HELP = {
+  routinely_fires_total: 'Fires recorded by this scheduler, by routine and result (success, failure, skipped).',
+  routinely_fire_duration_seconds:
+    'How long the fires of a routine that ran took (busy skips did no work and are not observed).',
+  routinely_exec_lock_held: '1 while someone holds the project exec lock, else 0.',
+  routinely_scheduler_up:
+    '1 while the scheduler loop is alive and holds its scheduler lock (serve: while a scheduler holds it), else 0; 0 from the moment it stops.',
+  routinely_skips_total:
+    'Ticks this scheduler skipped, by routine and reason (exec_busy, or <lock>_busy for a named lock; previous_run, scheduler_stopping).',
+  routinely_routine_info:
+    'Always 1: the routine as the config has it (schedule, timezone, action, exclusive, if_busy, and the lock it takes: exec, a named lock, or none).',
+  routinely_database_clock_offset_seconds:
+    "The database clock minus this host's clock, as last measured (PostgreSQL backend): ticks and times follow the database.",
+  routinely_info: 'Always 1: the version of routinely, the project and the host.',
+} as const;
+const series = (name: keyof typeof HELP) => ({ name, help: HELP[name] });
+
 export class Metrics {
   private readonly registry = new Registry();
   readonly contentType: string = this.registry.contentType;
   private readonly fires: Counter<'routine' | 'result'>;
+  private readonly gauge: Record<keyof typeof ROUTINE_GAUGES, Gauge<'routine'>>;
   private readonly duration: Histogram<'routine'>;
-  private readonly lastSuccess: Gauge<'routine'>;
-  private readonly skips: Gauge<'routine'>;
-  private readonly paused: Gauge<'routine'>;
   private readonly lockHeld: Gauge;
   private readonly up: Gauge;
-  private readonly failing: Gauge<'routine'>;
-  private readonly failures: Gauge<'routine'>;
-  private readonly lastFailure: Gauge<'routine'>;
-  private readonly nextFire: Gauge<'routine'>;
-  private readonly starved: Gauge<'routine'>;
   private readonly skipsTotal: Counter<'routine' | 'reason'>;
-  private readonly running: Gauge<'routine'>;
-  private readonly lastSchedule: Gauge<'routine'>;
-  private readonly lastDuration: Gauge<'routine'>;
   private readonly routineInfo: Gauge<
     'routine' | 'schedule' | 'timezone' | 'action' | 'exclusive' | 'if_busy' | 'lock'
   >;
@@ -103,95 +151,30 @@ export class Metrics {
   ) {
     const registers = [this.registry];
     // most series are one gauge per routine
-    const perRoutine = (name: string, help: string): Gauge =>
-      new Gauge({ name, help, labelNames: ['routine'], registers });
-    this.fires = new Counter({
-      name: 'routinely_fires_total',
-      help: 'Fires recorded by this scheduler, by routine and result (success, failure, skipped).',
-      labelNames: ['routine', 'result'],
-      registers,
-    });
+    const entries = Object.entries(ROUTINE_GAUGES).map(([key, [name, help]]) => [
+      key,
+      new Gauge({ name, help, labelNames: ['routine'], registers }),
+    ]);
+    this.gauge = Object.fromEntries(entries) as Record<keyof typeof ROUTINE_GAUGES, Gauge<'routine'>>;
+    this.fires = new Counter({ ...series('routinely_fires_total'), labelNames: ['routine', 'result'], registers });
     this.duration = new Histogram({
-      name: 'routinely_fire_duration_seconds',
-      help: 'How long the fires of a routine that ran took (busy skips did no work and are not observed).',
+      ...series('routinely_fire_duration_seconds'),
       labelNames: ['routine'],
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.lastSuccess = perRoutine(
-      'routinely_last_success_timestamp_seconds',
-      'When the routine last succeeded (epoch seconds, any scheduler); 0 until it has.',
-    );
-    this.skips = perRoutine(
-      'routinely_consecutive_skips',
-      'Busy skips of the routine (the exec lock held by something else) since it last ran; its own previous run still going does not count.',
-    );
-    this.paused = perRoutine('routinely_routine_paused', '1 while the routine is paused (routine pause), else 0.');
-    this.lockHeld = new Gauge({
-      name: 'routinely_exec_lock_held',
-      help: '1 while someone holds the project exec lock, else 0.',
-      registers,
-    });
-    this.up = new Gauge({
-      name: 'routinely_scheduler_up',
-      help: '1 while the scheduler loop is alive and holds its scheduler lock (serve: while a scheduler holds it), else 0; 0 from the moment it stops.',
-      registers,
-    });
-    this.failing = perRoutine(
-      'routinely_routine_failing',
-      '1 while the last run of the routine failed (skips do not clear it; a success does), else 0.',
-    );
-    this.failures = perRoutine('routinely_consecutive_failures', 'Failed runs of the routine since it last succeeded.');
-    this.lastFailure = perRoutine(
-      'routinely_last_failure_timestamp_seconds',
-      'When the routine last failed (epoch seconds); 0 if never.',
-    );
-    this.nextFire = perRoutine(
-      'routinely_next_fire_timestamp_seconds',
-      'When the routine fires next (epoch seconds); 0 when it has no next time (disabled).',
-    );
-    this.starved = perRoutine(
-      'routinely_routine_starved',
-      '1 while the routine has met a busy exec lock starvedAfterSkips times in a row, else 0.',
-    );
-    this.skipsTotal = new Counter({
-      name: 'routinely_skips_total',
-      help: 'Ticks this scheduler skipped, by routine and reason (exec_busy, or <lock>_busy for a named lock; previous_run, scheduler_stopping).',
-      labelNames: ['routine', 'reason'],
-      registers,
-    });
-    // kube-state-metrics' CronJob series have these counterparts
-    this.running = perRoutine(
-      'routinely_routine_running',
-      '1 while a fire of the routine is running (on any host), else 0.',
-    );
-    this.lastSchedule = perRoutine(
-      'routinely_last_schedule_timestamp_seconds',
-      "The scheduled time of the routine's last fire, of any result (epoch seconds); 0 if never.",
-    );
-    this.lastDuration = perRoutine(
-      'routinely_last_duration_seconds',
-      "How long the routine's last fire that ran (success or failure) took; 0 if none ran.",
-    );
+    this.lockHeld = new Gauge({ ...series('routinely_exec_lock_held'), registers });
+    this.up = new Gauge({ ...series('routinely_scheduler_up'), registers });
+    this.skipsTotal = new Counter({ ...series('routinely_skips_total'), labelNames: ['routine', 'reason'], registers });
     this.routineInfo = new Gauge({
-      name: 'routinely_routine_info',
-      help: 'Always 1: the routine as the config has it (schedule, timezone, action, exclusive, if_busy, and the lock it takes: exec, a named lock, or none).',
+      ...series('routinely_routine_info'),
       labelNames: ['routine', 'schedule', 'timezone', 'action', 'exclusive', 'if_busy', 'lock'],
       registers,
     });
     this.clockOffset = withDbClock
-      ? new Gauge({
-          name: 'routinely_database_clock_offset_seconds',
-          help: "The database clock minus this host's clock, as last measured (PostgreSQL backend): ticks and times follow the database.",
-          registers,
-        })
+      ? new Gauge({ ...series('routinely_database_clock_offset_seconds'), registers })
       : null;
-    this.info = new Gauge({
-      name: 'routinely_info',
-      help: 'Always 1: the version of routinely, the project and the host.',
-      labelNames: ['version', 'project', 'host'],
-      registers,
-    });
+    this.info = new Gauge({ ...series('routinely_info'), labelNames: ['version', 'project', 'host'], registers });
   }
 
   /** The scheduler's observer hook: never throws into the scheduler. */
@@ -245,17 +228,17 @@ export class Metrics {
 
   private async fill(state: SharedState): Promise<string> {
     for (const g of [
-      this.lastSuccess,
-      this.skips,
-      this.paused,
-      this.failing,
-      this.failures,
-      this.lastFailure,
-      this.nextFire,
-      this.starved,
-      this.running,
-      this.lastSchedule,
-      this.lastDuration,
+      this.gauge.lastSuccess,
+      this.gauge.skips,
+      this.gauge.paused,
+      this.gauge.failing,
+      this.gauge.failures,
+      this.gauge.lastFailure,
+      this.gauge.nextFire,
+      this.gauge.starved,
+      this.gauge.running,
+      this.gauge.lastSchedule,
+      this.gauge.lastDuration,
       this.routineInfo,
       this.info,
     ])
@@ -271,17 +254,17 @@ export class Metrics {
       if (this.countsFires) this.ensureSeries(routine);
       // every series from the first scrape: a time never set is 0, so "no success in N hours"
       // also fires for a routine that never succeeded
-      this.lastSuccess.set({ routine }, seconds(r.last_success_at));
-      this.lastFailure.set({ routine }, seconds(r.last_failure_at));
-      this.nextFire.set({ routine }, seconds(r.next_run_at));
-      this.skips.set({ routine }, r.consecutive_skips);
-      this.paused.set({ routine }, r.paused ? 1 : 0);
-      this.failing.set({ routine }, r.consecutive_failures > 0 ? 1 : 0);
-      this.failures.set({ routine }, r.consecutive_failures);
-      this.starved.set({ routine }, r.starved ? 1 : 0);
-      this.running.set({ routine }, r.running ? 1 : 0);
-      this.lastSchedule.set({ routine }, seconds(r.last_scheduled_at));
-      this.lastDuration.set({ routine }, Math.max(0, r.last_run_duration_ms ?? 0) / 1000);
+      this.gauge.lastSuccess.set({ routine }, seconds(r.last_success_at));
+      this.gauge.lastFailure.set({ routine }, seconds(r.last_failure_at));
+      this.gauge.nextFire.set({ routine }, seconds(r.next_run_at));
+      this.gauge.skips.set({ routine }, r.consecutive_skips);
+      this.gauge.paused.set({ routine }, r.paused ? 1 : 0);
+      this.gauge.failing.set({ routine }, r.consecutive_failures > 0 ? 1 : 0);
+      this.gauge.failures.set({ routine }, r.consecutive_failures);
+      this.gauge.starved.set({ routine }, r.starved ? 1 : 0);
+      this.gauge.running.set({ routine }, r.running ? 1 : 0);
+      this.gauge.lastSchedule.set({ routine }, seconds(r.last_scheduled_at));
+      this.gauge.lastDuration.set({ routine }, Math.max(0, r.last_run_duration_ms ?? 0) / 1000);
       if (r.config) this.routineInfo.set({ routine, ...r.config, exclusive: String(r.config.exclusive) }, 1);
     }
     this.lockHeld.set(state.execLockHeld ? 1 : 0);

@@ -5,16 +5,21 @@
 // actions of a routine's page.
 
 import { humanDuration } from '../duration.js';
+import { holderDoing } from '../lock/stale.js';
+import { zoneFormat } from '../zone-time.js';
 import { renderDetail, renderParts, viewKit } from './view.js';
 
 export const REFRESH_MS = 5000;
 /** Where the page keeps the pasted token: this tab only, gone when it closes. */
 const TOKEN_KEY = 'routinely-token';
 
+/** The self-contained helpers the renderers call, inlined before them under their own names. */
+export const INLINED = [humanDuration, zoneFormat, holderDoing];
+
 /** The browser side: fetch, render, swap; the token; the actions; say so when a refresh fails. */
 export const PAGE_SCRIPT = `"use strict";
 (() => {
-  const ${humanDuration.name} = ${humanDuration.toString()};
+  ${INLINED.map((f) => `const ${f.name} = ${f.toString()};`).join('\n  ')}
   const ${viewKit.name} = ${viewKit.toString()};
   const renderParts = ${renderParts.toString()};
   const renderDetail = ${renderDetail.toString()};

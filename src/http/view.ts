@@ -2,7 +2,8 @@
 // on the server for the first response, and in the browser (its source is inlined in the page,
 // see page.ts) on every refresh from /api/*. One renderer, so the refreshed page can never drift
 // from the served one. It must therefore stay self-contained: no imports, no references to
-// anything outside its body but viewKit and humanDuration, which the page inlines beside it
+// anything outside its body but viewKit, humanDuration, zoneFormat and holderDoing, which the
+// page inlines beside it
 // (types are erased).
 // Every string from state is HTML-escaped.
 // (Over 300 lines: one self-contained renderer, which may not import helpers.)
@@ -11,6 +12,8 @@ import type { LockStatus } from '../lock/status.js';
 import type { Health } from './health.js';
 import type { FireView, RecentResults, RoutineView, RunOutput, RunView, ServerInfo } from './sources.js';
 import { humanDuration } from '../duration.js';
+import { holderDoing } from '../lock/stale.js';
+import { zoneFormat } from '../zone-time.js';
 
 export interface StatusView extends ServerInfo {
   health: Health;
@@ -85,19 +88,7 @@ export function viewKit(nowMs: number) {
     const z = zone ?? 'UTC';
     if (!formats.has(z)) {
       try {
-        formats.set(
-          z,
-          new Intl.DateTimeFormat('sv-SE', {
-            timeZone: z,
-            year: 'numeric',
-            month: '2-digit',
-            day: '2-digit',
-            hour: '2-digit',
-            minute: '2-digit',
-            second: '2-digit',
-            hourCycle: 'h23',
-          }),
-        );
+        formats.set(z, zoneFormat('sv-SE', z, false));
       } catch {
         formats.set(z, null);
       }
@@ -253,14 +244,7 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
   if (l.record) {
     const o = l.record.owner;
     lockItems.push(item('Holder', `pid ${esc(o.pid)} on ${esc(o.host)}`));
-    const what = [
-      o.command === 'routine' && o.routine ? null : o.command,
-      o.routine ? `routine ${o.routine}` : null,
-      o.run_id ? `run ${o.run_id}` : null,
-    ]
-      .filter(Boolean)
-      .join(', ');
-    lockItems.push(item('Doing', esc(what)));
+    lockItems.push(item('Doing', esc(holderDoing(o))));
     lockItems.push(
       item('Since', time(l.record.created_at * 1000, `${span(Math.max(0, nowMs - l.record.created_at * 1000))} ago`)),
     );

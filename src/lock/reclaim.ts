@@ -19,18 +19,19 @@ import { freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths }
 import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
 import { listLockDir } from './slots.js';
 
-export const ORPHAN_GRACE_MS = 1_000;
-export const STALE_FILES_KEPT = 20;
-/** Slots kept below the current one (forensics; the one below tells how the lock was taken). */
-export const SLOTS_KEPT = 3;
-/** A temp file older than this belongs to a writer that died between creating and linking it. */
-const TEMP_MAX_AGE_MS = 60_000;
-
+/** What reclaiming works on: the lock's files, the time, and who is alive. */
 export interface ReclaimContext {
   paths: LockPaths;
   clock: Clock;
   probe: LivenessProbe;
 }
+
+const ORPHAN_GRACE_MS = 1_000;
+const STALE_FILES_KEPT = 20;
+/** Slots kept below the current one (forensics; the one below tells how the lock was taken). */
+const SLOTS_KEPT = 3;
+/** A temp file older than this belongs to a writer that died between creating and linking it. */
+const TEMP_MAX_AGE_MS = 60_000;
 
 /** Ends the process groups a stale holder started on this host: those in its heartbeat and its
  * children journal, and (Linux) every process-group leader that carries its ROUTINELY_LOCK_ID,

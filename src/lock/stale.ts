@@ -3,7 +3,7 @@
 
 import { printable } from '../printable.js';
 import type { LivenessProbe } from '../process/identity.js';
-import type { LockRecord } from './record.js';
+import type { LockOwner, LockRecord } from './record.js';
 import { seconds } from '../duration.js';
 
 export type StaleReason = 'UNREADABLE' | 'EXPIRED' | 'REBOOTED' | 'OWNER_DEAD' | 'PID_REUSED' | 'UNCHANGED';
@@ -96,17 +96,21 @@ export function believedTtlMs(record: LockRecord, observerTtlMs: number): number
   return claimedMs <= MAX_TTL_MS ? claimedMs : Math.min(MAX_TTL_MS, observerTtlMs);
 }
 
-/** `pid 4711 on build-01 (exec run, run r-…), heartbeat 3s ago` — the holder as a person reads it. */
-export function describeHolder(record: LockRecord, nowMs: number): string {
-  const o = record.owner;
-  // a routine's fire says "routine X" once, not "routine, routine X"
-  const context = [
+/** What the holder does, `exec run, run r-…` (a routine's fire says "routine X" once, not
+ * "routine, routine X"). Self-contained: the status page inlines its source. */
+export function holderDoing(o: LockOwner): string {
+  return [
     o.command === 'routine' && o.routine ? null : o.command,
     o.routine ? `routine ${o.routine}` : null,
     o.run_id ? `run ${o.run_id}` : null,
   ]
     .filter(Boolean)
     .join(', ');
+}
+
+/** `pid 4711 on build-01 (exec run, run r-…), heartbeat 3s ago` — the holder as a person reads it. */
+export function describeHolder(record: LockRecord, nowMs: number): string {
+  const o = record.owner;
   const age = Math.max(0, nowMs / 1000 - record.heartbeat_at);
-  return printable(`pid ${o.pid} on ${o.host} (${context}), heartbeat ${Math.round(age)}s ago`);
+  return printable(`pid ${o.pid} on ${o.host} (${holderDoing(o)}), heartbeat ${Math.round(age)}s ago`);
 }

@@ -221,6 +221,13 @@ const SNAPSHOT_UPDATE = `WITH ${FENCE}
   UPDATE routinely_runs SET snapshot = $5::json, generation = $4, events_seq = ${EVENTS_SEQ}, updated_at = now()
    WHERE project = $1 AND run_id = $2 AND generation <= $4 AND EXISTS (SELECT 1 FROM fence)`;
 
+/** A write fenced by the exec lock's lease (FENCE): $1 project, $2 the run or the document,
+ * $3 lock id, $4 generation, and $5 the document when $2 names the run. */
+function fenced(text: string, project: string, second: string, f: Fence, doc?: string): Statement {
+  const values = [project, second, f.lockId, f.generation];
+  return { text, values: doc === undefined ? values : [...values, doc] };
+}
+
 export const execSql = {
   registry: (project: string): Statement => ({
     text: 'SELECT registry FROM routinely_registry WHERE project = $1',
@@ -231,10 +238,7 @@ export const execSql = {
     text: 'UPDATE routinely_registry SET project = $2 WHERE project = $1',
     values: [project, aside],
   }),
-  saveRegistry: (project: string, doc: string, f: Fence): Statement => ({
-    text: REGISTRY_SAVE,
-    values: [project, doc, f.lockId, f.generation],
-  }),
+  saveRegistry: (project: string, doc: string, f: Fence) => fenced(REGISTRY_SAVE, project, doc, f),
   snapshot: (project: string, runId: string): Statement => ({
     text: 'SELECT snapshot, events_seq FROM routinely_runs WHERE project = $1 AND run_id = $2',
     values: [project, runId],
@@ -248,27 +252,17 @@ export const execSql = {
     text: 'SELECT run_id FROM routinely_runs WHERE project = $1 ORDER BY created_seq DESC LIMIT $2',
     values: [project, limit],
   }),
-  removeRun: (project: string, runId: string, f: Fence): Statement => ({
-    text: RUN_REMOVE,
-    values: [project, runId, f.lockId, f.generation],
-  }),
-  appendEvent: (project: string, runId: string, f: Fence, doc: string): Statement => ({
-    text: EVENT_APPEND,
-    values: [project, runId, f.lockId, f.generation, doc],
-  }),
+  removeRun: (project: string, runId: string, f: Fence) => fenced(RUN_REMOVE, project, runId, f),
+  appendEvent: (project: string, runId: string, f: Fence, doc: string) => fenced(EVENT_APPEND, project, runId, f, doc),
   /** The final record of a holder that lost its lease, under its old generation `gen`. */
   appendEventUnfenced: (project: string, runId: string, gen: number, doc: string): Statement => ({
     text: 'INSERT INTO routinely_run_events (project, run_id, gen, event) VALUES ($1, $2, $3, $4::json)',
     values: [project, runId, gen, doc],
   }),
-  insertSnapshot: (project: string, runId: string, f: Fence, doc: string): Statement => ({
-    text: SNAPSHOT_INSERT,
-    values: [project, runId, f.lockId, f.generation, doc],
-  }),
-  updateSnapshot: (project: string, runId: string, f: Fence, doc: string): Statement => ({
-    text: SNAPSHOT_UPDATE,
-    values: [project, runId, f.lockId, f.generation, doc],
-  }),
+  insertSnapshot: (project: string, runId: string, f: Fence, doc: string) =>
+    fenced(SNAPSHOT_INSERT, project, runId, f, doc),
+  updateSnapshot: (project: string, runId: string, f: Fence, doc: string) =>
+    fenced(SNAPSHOT_UPDATE, project, runId, f, doc),
 };
 
 // ---- routinely_routine_state, routinely_history, routinely_ticks (routine-store.ts) ----

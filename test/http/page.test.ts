@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { PAGE_CSP, renderPage } from '../../src/http/page.js';
-import { humanDuration } from '../../src/duration.js';
+import { INLINED } from '../../src/http/page-script.js';
 import { renderDetail, renderParts, viewKit, type DetailData, type PageData } from '../../src/http/view.js';
 import { NOW, heldLock, pageData, row, run } from './fixtures.js';
 
@@ -196,13 +196,17 @@ describe('renderParts', () => {
   });
 
   it('is self-contained: its source and the kit alone render the same in a fresh scope (the browser runs them)', () => {
-    // viewKit takes humanDuration from src/duration.ts: in the bundle the page's script inlines
-    // both under those names; under vitest the import is spelled __vite_ssr_import_N__.humanDuration
-    const imports = [...new Set(viewKit.toString().match(/__vite_ssr_import_\d+__/g) ?? [])]
-      .map((n) => `const ${n} = { humanDuration: ${humanDuration.name} };`)
+    // the renderers call the helpers the page's script inlines (INLINED) under their names; under
+    // vitest an import is spelled __vite_ssr_import_N__.name: each such object gets the helpers
+    const sources = [viewKit, renderParts, renderDetail].map(String).join('\n');
+    const names = INLINED.map((f) => f.name);
+    const imports = [...new Set(sources.match(/__vite_ssr_import_\d+__/g) ?? [])]
+      .map((n) => `const ${n} = { ${names.join(', ')} };`)
       .join(' ');
-    const kit = `const ${humanDuration.name} = ${humanDuration.toString()}; ${imports} const ${viewKit.name} = ${viewKit.toString()};`;
-    expect(viewKit.toString().replace(/__vite_ssr_import_\d+__\.humanDuration/g, '')).not.toMatch(/__vite_ssr_import/);
+    const helpers = INLINED.map((f) => `const ${f.name} = ${f.toString()};`).join(' ');
+    const kit = `${helpers} ${imports} const ${viewKit.name} = ${viewKit.toString()};`;
+    const outside = new RegExp(`__vite_ssr_import_\\d+__\\.(${names.join('|')})\\b`, 'g');
+    expect(sources.replace(outside, '')).not.toMatch(/__vite_ssr_import/);
     const fresh = new Function(`${kit} return (${renderParts.toString()})`)() as typeof renderParts;
     expect(fresh(pageData(), NOW)).toEqual(renderParts(pageData(), NOW));
     const d = pageData();
