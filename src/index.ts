@@ -36,7 +36,8 @@ export type {
   IfBusy,
   LockOwnerInfo,
 } from './lock/lease.js';
-export { readLockStatus, breakStaleLock, type LockStatus, type BreakResult } from './lock/status.js';
+export { readLockStatus, breakStaleLock } from './file-lock/status.js';
+export type { LockStatus, BreakResult } from './lock/status.js';
 export { judgeLock, describeHolder, type Judgement, type StaleReason } from './lock/stale.js';
 export { systemProbe, type LivenessProbe, type ProcessState } from './process/identity.js';
 export type { LockRecord, LockOwner, ChildGroup } from './lock/record.js';

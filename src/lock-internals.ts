@@ -2,7 +2,7 @@
 // directly (built to dist/lock-internals.cjs; the package's exports do not name it). The library's
 // one way to take a lock is withProjectLock, its backend projectLockBackend (index.ts).
 
-export { attemptAcquire } from './lock/acquire.js';
-export { acquireFileLease } from './lock/wait.js';
-export { fileLockBackend } from './lock/lock-backend.js';
+export { attemptAcquire } from './file-lock/acquire.js';
+export { acquireFileLease } from './file-lock/wait.js';
+export { fileLockBackend } from './file-lock/backend.js';
 export { acquireLock } from './lock/named.js';

@@ -10,7 +10,7 @@ import type { Project } from '../config/load.js';
 import { ExitCode, asStorageError, isStorageError } from '../errors.js';
 import { trustRoot } from '../fs/files.js';
 import { mayBeTerminal, writeOut } from '../fs/terminal.js';
-import { readLockStatus } from '../lock/status.js';
+import { readLockStatus } from '../file-lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { stateOf } from '../control/status.js';
 import { readRoutineState } from '../state/file-store.js';

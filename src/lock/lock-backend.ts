@@ -1,19 +1,11 @@
 // The lock as the rest of routinely sees it: a backend with acquire / status / break. Files are
 // the embedded default; a database backend (SPEC §9) implements the same interface.
 
-import type { Clock } from '../clock.js';
-import { acquireFileLease } from './wait.js';
-import { systemClock } from '../clock.js';
-import { systemProbe } from '../process/identity.js';
-import { lookAtLock } from './look.js';
-import { lockPaths } from './paths.js';
-import { namesIn } from '../fs/files.js';
-import type { LivenessProbe } from '../process/identity.js';
-import type { AcquireResult, BusyPolicy, LockHooks, LockOwnerInfo } from './lease.js';
+import type { AcquireResult, BusyPolicy, LockOwnerInfo } from './lease.js';
+import type { WaitLine } from './line.js';
+import type { BreakResult, LockStatus } from './status.js';
 
 export type { BusyPolicy };
-import { fileWaitLine, type WaitLine } from './line.js';
-import { breakStaleLock, readLockStatus, type BreakResult, type LockStatus } from './status.js';
 
 export const EXEC_LOCK_KEY = 'exec-run';
 export const SCHEDULER_LOCK_KEY = 'scheduler';
@@ -32,55 +24,4 @@ export interface LockBackend {
   /** Whether `key` is held now: one look, without what `status` adds for people (children,
    * times); what a waiter asks to count a lock's free slots. */
   holds?(key: string): Promise<boolean>;
-}
-
-export interface FileBackendOptions {
-  lockDir: string;
-  ttlMs: number;
-  refreshMs: number;
-  clock?: Clock;
-  probe?: LivenessProbe;
-  pollMaxMs?: number;
-  hooks?: LockHooks;
-  /** See FileLockOptions.generationFloor. */
-  generationFloor?: () => number;
-}
-
-export function fileLockBackend(o: FileBackendOptions): LockBackend {
-  const common = { lockDir: o.lockDir, clock: o.clock, probe: o.probe, generationFloor: o.generationFloor };
-  return {
-    acquire: (key, owner, policy = {}) =>
-      acquireFileLease({
-        ...common,
-        key,
-        owner,
-        ttlMs: o.ttlMs,
-        refreshMs: o.refreshMs,
-        pollMaxMs: o.pollMaxMs,
-        hooks: o.hooks,
-        ...policy,
-      }),
-    status: async (key) => readLockStatus({ ...common, key }),
-    breakStale: (key, onWatch) => breakStaleLock({ ...common, key, ttlMs: o.ttlMs, ...(onWatch ? { onWatch } : {}) }),
-    keys: async (prefix) => lockKeys(o.lockDir, prefix),
-    line: fileWaitLine({ lockDir: o.lockDir, ttlMs: o.ttlMs, refreshMs: o.refreshMs, clock: o.clock, probe: o.probe }),
-    // a look that must be taken again (a slot appearing meanwhile) counts as held
-    holds: async (key) =>
-      lookAtLock(lockPaths(o.lockDir, key), (o.clock ?? systemClock).now(), o.probe ?? systemProbe(), {
-        floor: o.generationFloor,
-      }).kind !== 'free',
-  };
-}
-
-const LOCK_FILE = /^([A-Za-z0-9][A-Za-z0-9._-]{0,79})\.(?:lock|slot\.[1-9][0-9]{0,15})$/;
-
-/** The keys whose lock files are in `dir` (the view `<key>.lock` or a slot `<key>.slot.<n>`). */
-export function lockKeys(dir: string, prefix: string): string[] {
-  const names = namesIn(dir);
-  const keys = new Set<string>();
-  for (const n of names) {
-    const key = LOCK_FILE.exec(n)?.[1];
-    if (key && key.startsWith(prefix) && !key.includes('..')) keys.add(key);
-  }
-  return [...keys].sort();
 }

@@ -3,7 +3,6 @@
 // anything acts on it (SPEC §12): lock ids are 32 hex digits (they name files), generations are
 // bounded, child pids are above 1 (a signal to group 0 or 1 reaches everything).
 
-import { isLockId } from './paths.js';
 import { isObj } from '../is-object.js';
 
 /** Far above any real count (a million acquisitions a second for 30 years), and far below where
@@ -11,6 +10,13 @@ import { isObj } from '../is-object.js';
 export const MAX_GENERATION = 1e15;
 
 /** A process group the holder started; the leader's start time proves identity (SPEC §4.4). */
+
+const LOCK_ID = /^[0-9a-f]{32}$/;
+/** Lock ids name files: only ever 32 lowercase hex digits (SPEC §12). */
+export function isLockId(id: unknown): id is string {
+  return typeof id === 'string' && LOCK_ID.test(id);
+}
+
 export interface ChildGroup {
   pid: number;
   start_time: string | null;

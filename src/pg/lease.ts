@@ -13,10 +13,10 @@ import { randomHex } from '../fs/random-ids.js';
 import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
 import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
 import { LeaseState, lostByThisProcess } from '../lock/lease-state.js';
-import { ChildJournal } from '../lock/children.js';
+import { ChildJournal } from '../file-lock/children.js';
 import { unlinkQuiet } from '../fs/files.js';
-import type { OrphanReport } from '../lock/orphans.js';
-import { journalPath, lockPaths, type LockPaths } from '../lock/paths.js';
+import type { OrphanReport } from '../file-lock/orphans.js';
+import { journalPath, lockPaths, type LockPaths } from '../file-lock/paths.js';
 import {
   checkLockRecord,
   isGeneration,
@@ -25,7 +25,7 @@ import {
   type LockOwner,
   type LockRecord,
 } from '../lock/record.js';
-import { endHolderOrphans } from '../lock/reclaim.js';
+import { endHolderOrphans } from '../file-lock/reclaim.js';
 import { observerOf } from '../lock/observer.js';
 import { acquireUnderPolicy } from '../lock/if-busy.js';
 import { describeHolder, judgeLock, type Observation } from '../lock/stale.js';

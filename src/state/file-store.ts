@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError, stateWriteError } from '../errors.js';
-import { acquireFileLease } from '../lock/wait.js';
+import { acquireFileLease } from '../file-lock/wait.js';
 import { checkFolder, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { randomHex } from '../fs/random-ids.js';
 import {

@@ -8,7 +8,7 @@
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
-import { acquireFileLease } from '../lock/wait.js';
+import { acquireFileLease } from '../file-lock/wait.js';
 import { lstatQuiet } from '../fs/look.js';
 import { statExact } from '../fs/look.js';
 import { historyIds, historyPath } from './history.js';

@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
 import { systemProbe } from '../../src/process/identity.js';
-import { readLockStatus } from '../../src/lock/status.js';
+import { readLockStatus } from '../../src/file-lock/status.js';
 import { CLI, childEnv, eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { testdir, testProject } from '../helpers/testdir.js';
 

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { attemptAcquire } from '../../src/lock/acquire.js';
+import { attemptAcquire } from '../../src/file-lock/acquire.js';
 import { systemProbe } from '../../src/process/identity.js';
 import { serializeLockRecord } from '../../src/lock/record.js';
 import { FIXTURES, start, type Spawned } from '../helpers/cli.js';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { runGroupUnderLease } from '../../src/exec/group-run.js';
 import { processGone } from '../../src/process/identity.js';
 import { trustRoot } from '../../src/fs/files.js';
-import { fileLockBackend } from '../../src/lock/lock-backend.js';
+import { fileLockBackend } from '../../src/file-lock/backend.js';
 import type { Lease } from '../../src/lock/lease.js';
 import { testdir } from '../helpers/testdir.js';
 

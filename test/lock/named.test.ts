@@ -2,7 +2,7 @@
 // at once, or waiting on every slot together — with the file backend on a real folder.
 
 import { describe, expect, it } from 'vitest';
-import { fileLockBackend } from '../../src/lock/lock-backend.js';
+import { fileLockBackend } from '../../src/file-lock/backend.js';
 import { acquireLock, lockKey, lockOfKey, slotKeys, slotsOf } from '../../src/lock/named.js';
 import { eventually } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';

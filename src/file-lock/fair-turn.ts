@@ -4,7 +4,7 @@
 // their turn instead of the releaser taking the lock again and again. Per process, in memory.
 
 import type { Clock } from '../clock.js';
-import type { IfBusy } from './lease.js';
+import type { IfBusy } from '../lock/lease.js';
 
 /** When this process last released each lock (monotonic ms). */
 const lastReleased = new Map<string, number>();

@@ -7,8 +7,9 @@ import { frameChecksummed, readChecksummed } from '../checksum.js';
 import { UnsafePathError } from '../errors.js';
 import { rewriteInPlace } from '../fs/durable.js';
 import { LOCK_FILE_CAP, readFileChecked, writeNewFile } from '../fs/files.js';
-import { beatPath, isLockId, type LockPaths } from './paths.js';
-import { isChildGroup, type ChildGroup, type LockOwner } from './record.js';
+import { beatPath, type LockPaths } from './paths.js';
+import { isLockId } from '../lock/record.js';
+import { isChildGroup, type ChildGroup, type LockOwner } from '../lock/record.js';
 
 /** What a holder rewrites while it holds (only its own file, `<key>.beat.<lock_id>`): the
  * heartbeat, what it is doing and the groups it started. */

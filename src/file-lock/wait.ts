@@ -8,9 +8,9 @@ import { Backoff } from '../backoff.js';
 import { systemClock } from '../clock.js';
 import { attemptAcquire, type AcquireOptions } from './acquire.js';
 import { fairTurn } from './fair-turn.js';
-import type { AcquireResult } from './lease.js';
-import { acquireUnderPolicy } from './if-busy.js';
-import { observerOf } from './observer.js';
+import type { AcquireResult } from '../lock/lease.js';
+import { acquireUnderPolicy } from '../lock/if-busy.js';
+import { observerOf } from '../lock/observer.js';
 import { lockPaths, type LockPaths } from './paths.js';
 
 /** Acquires with the `--if-busy` policy of SPEC §4 (if-busy.ts): a wait pauses by a doubling

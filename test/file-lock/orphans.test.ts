@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { LivenessProbe, ProcessState } from '../../src/process/identity.js';
-import { endOrphanGroups, judgeGroup, lockMarker } from '../../src/lock/orphans.js';
+import { endOrphanGroups, judgeGroup, lockMarker } from '../../src/file-lock/orphans.js';
 import { OrphanBlockedError } from '../../src/errors.js';
 import { systemProbe } from '../../src/process/identity.js';
 import { processRuns, eventually } from '../helpers/cli.js';

@@ -12,7 +12,7 @@ import { LOCK_FILE_CAP, linkNew, readFileChecked, unlinkQuiet } from '../fs/file
 import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { slotPath, type LockPaths } from './paths.js';
-import { parseLockRecord, type LockRecord } from './record.js';
+import { parseLockRecord, type LockRecord } from '../lock/record.js';
 import type { SlotHolder } from './slots.js';
 
 /** `<key>.lock` as found: absent, unreadable, or a record with the inode it is linked to. */

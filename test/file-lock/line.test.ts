@@ -4,11 +4,12 @@
 import { readdirSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { aheadOf, fileWaitLine, lineWhy, type LineEntry } from '../../src/lock/line.js';
-import { fileLockBackend } from '../../src/lock/lock-backend.js';
+import { aheadOf, lineWhy, type LineEntry } from '../../src/lock/line.js';
+import { fileWaitLine } from '../../src/file-lock/line.js';
+import { fileLockBackend } from '../../src/file-lock/backend.js';
 import { acquireLock } from '../../src/lock/named.js';
 import { selfIdentity } from '../../src/process/identity.js';
-import { fakeProbe } from './fake-probe.js';
+import { fakeProbe } from '../lock/fake-probe.js';
 import { testdir } from '../helpers/testdir.js';
 
 const entry = (ticket: string, arrived: number, pid: number, host = 'h'): LineEntry => ({

@@ -5,11 +5,11 @@ import { readChecksummed } from '../../src/checksum.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { UnsafePathError } from '../../src/errors.js';
-import { attemptAcquire, type FileLockOptions } from '../../src/lock/acquire.js';
-import { acquireFileLease } from '../../src/lock/wait.js';
+import { attemptAcquire, type FileLockOptions } from '../../src/file-lock/acquire.js';
+import { acquireFileLease } from '../../src/file-lock/wait.js';
 import { systemProbe } from '../../src/process/identity.js';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
-import { breakStaleLock, readLockStatus } from '../../src/lock/status.js';
+import { breakStaleLock, readLockStatus } from '../../src/file-lock/status.js';
 import { processRuns, eventually } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 

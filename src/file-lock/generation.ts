@@ -9,7 +9,7 @@
 // (look.ts), the highest release mark and a `<key>.lock` record.
 
 import type { LockPaths } from './paths.js';
-import { MAX_GENERATION } from './record.js';
+import { MAX_GENERATION } from '../lock/record.js';
 import { highestStaleGeneration } from './reclaim.js';
 
 /** The highest generation recorded anywhere but in slots; 0 when nothing shows one. */

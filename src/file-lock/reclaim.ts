@@ -15,8 +15,9 @@ import { lstatQuiet } from '../fs/look.js';
 import { renameOver } from '../fs/names.js';
 import { samePidSpace, type LivenessProbe } from '../process/identity.js';
 import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
-import { freeGeneration, isLockId, journalPath, slotGeneration, type LockPaths } from './paths.js';
-import { parseLockRecord, type ChildGroup, type LockRecord } from './record.js';
+import { freeGeneration, journalPath, slotGeneration, type LockPaths } from './paths.js';
+import { isLockId } from '../lock/record.js';
+import { parseLockRecord, type ChildGroup, type LockRecord } from '../lock/record.js';
 import { listLockDir } from './slots.js';
 
 /** What reclaiming works on: the lock's files, the time, and who is alive. */

@@ -12,15 +12,15 @@ import { checkFolder, ensureDir, linkNew, unlinkQuiet, writeNewFile } from '../f
 import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
-import type { BusyPolicy, LockHooks, LockOwnerInfo } from './lease.js';
-import { giveUpLeadMs } from './lease-state.js';
+import type { BusyPolicy, LockHooks, LockOwnerInfo } from '../lock/lease.js';
+import { giveUpLeadMs } from '../lock/lease-state.js';
 import { lookAtLock, stepOf } from './look.js';
 import type { OrphanReport } from './orphans.js';
 import { beatPath, lockPaths, slotPath, type LockPaths } from './paths.js';
-import { serializeLockRecord, toEpochSeconds, MAX_GENERATION, type LockRecord } from './record.js';
+import { serializeLockRecord, toEpochSeconds, MAX_GENERATION, type LockRecord } from '../lock/record.js';
 import { collectGarbage, endHolderOrphans, keepStaleCopy, moveAsideView, type ReclaimContext } from './reclaim.js';
 import { highestSlot, listLockDir } from './slots.js';
-import type { Observation } from './stale.js';
+import type { Observation } from '../lock/stale.js';
 import { placeView, stampView, type ViewStamp } from './view.js';
 import { ioNotice } from '../fs/io-notice.js';
 

@@ -4,11 +4,11 @@
 // a hard link to the current holder's slot.
 
 import { join } from 'node:path';
+import { isLockId } from '../lock/record.js';
 
 /** Keys name files: an id's characters, never a path (the longest: a named lock's slot,
  * `named.<63 characters>.<slot>`). */
 const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/;
-const LOCK_ID = /^[0-9a-f]{32}$/;
 
 export interface LockPaths {
   dir: string;
@@ -51,11 +51,6 @@ export function lockPaths(dir: string, key: string): LockPaths {
 
 export const slotPath = (p: LockPaths, generation: number): string => join(p.dir, `${p.slotPrefix}${generation}`);
 export const freePath = (p: LockPaths, generation: number): string => join(p.dir, `${p.freePrefix}${generation}`);
-
-/** Lock ids name files: only ever 32 lowercase hex digits (SPEC §12). */
-export function isLockId(id: unknown): id is string {
-  return typeof id === 'string' && LOCK_ID.test(id);
-}
 
 export function beatPath(p: LockPaths, lockId: string): string {
   if (!isLockId(lockId)) throw new Error(`invalid lock id ${JSON.stringify(lockId)}`);

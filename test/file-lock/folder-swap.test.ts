@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkFolder, trustRoot } from '../../src/fs/files.js';
-import { fileLockBackend } from '../../src/lock/lock-backend.js';
+import { fileLockBackend } from '../../src/file-lock/backend.js';
 import { testdir } from '../helpers/testdir.js';
 
 describe('a holder whose state folder is swapped mid-check', () => {

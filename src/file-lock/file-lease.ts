@@ -20,10 +20,10 @@ import { lstatQuiet } from '../fs/look.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { statFollow } from '../fs/look.js';
 import type { LivenessProbe } from '../process/identity.js';
-import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from './lease.js';
-import { LeaseState, giveUpLeadMs } from './lease-state.js';
+import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
+import { LeaseState, giveUpLeadMs } from '../lock/lease-state.js';
 import { beatPath, freePath, slotGeneration, slotPath, type LockPaths } from './paths.js';
-import { serializeLockRecord, toEpochSeconds, type LockRecord } from './record.js';
+import { serializeLockRecord, toEpochSeconds, type LockRecord } from '../lock/record.js';
 import { createBeatFile, rewriteBeatFile, type Beat } from './beat.js';
 import { listLockDir, readSlot } from './slots.js';
 import { healView, judgeView, readView, removeView, sameStamp, type ViewStamp } from './view.js';
@@ -38,7 +38,7 @@ export interface LeaseTiming {
   refreshMs: number;
 }
 
-export { safetyMarginMs } from './lease-state.js';
+export { safetyMarginMs } from '../lock/lease-state.js';
 
 type FileCheck = { ok: true } | { ok: false; why: string; takenOver: boolean };
 

@@ -11,14 +11,10 @@ import type { Clock } from '../clock.js';
 import { errnoCode, OrphanBlockedError } from '../errors.js';
 import { myUid } from '../fs/files.js';
 import type { LivenessProbe } from '../process/identity.js';
-import type { ChildGroup } from './record.js';
+import type { ChildGroup } from '../lock/record.js';
+import type { OrphanReport } from '../lock/status.js';
 
-export interface OrphanReport {
-  /** Group ids that were signalled. */
-  ended: number[];
-  /** Group ids that needed SIGKILL after the grace period. */
-  killed: number[];
-}
+export type { OrphanReport };
 
 /** The environment entry that marks processes started under lock `lockId`. */
 export const lockMarker = (lockId: string): string => `ROUTINELY_LOCK_ID=${lockId}`;

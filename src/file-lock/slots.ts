@@ -6,7 +6,7 @@ import { UnsafePathError } from '../errors.js';
 import { LOCK_FILE_CAP, namesIn, readFileChecked } from '../fs/files.js';
 import { readBeat, type Beat } from './beat.js';
 import { freeGeneration, slotGeneration, slotPath, type LockPaths } from './paths.js';
-import { parseLockRecord, type LockRecord } from './record.js';
+import { parseLockRecord, type LockRecord } from '../lock/record.js';
 
 /** Names in the lock folder; [] when it does not exist yet. */
 export function listLockDir(paths: LockPaths): string[] {

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readLockStatus } from '../../src/lock/status.js';
+import { readLockStatus } from '../../src/file-lock/status.js';
 import { FIXTURES, start, type Spawned } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 

@@ -2,15 +2,15 @@
 // holder's heartbeat, `<key>.lock` when it is no slot's copy; and the verdict of SPEC §4.4 on
 // them: held, free (stale holders included, with what to take over), or look again.
 
-import type { LockHooks } from './lease.js';
+import type { LockHooks } from '../lock/lease.js';
 import type { LivenessProbe } from '../process/identity.js';
 import { readBeat } from './beat.js';
 import { generationFloor } from './generation.js';
 import { listLockDir, highestFree, highestSlot, readSlot, type SlotHolder } from './slots.js';
 import type { LockPaths } from './paths.js';
-import type { LockRecord } from './record.js';
-import { describeHolder, judgeLock, type Judgement, type Observation } from './stale.js';
-import { lostByThisProcess } from './lease-state.js';
+import type { LockRecord } from '../lock/record.js';
+import { describeHolder, judgeLock, type Judgement, type Observation } from '../lock/stale.js';
+import { lostByThisProcess } from '../lock/lease-state.js';
 import { classifyView, readView, type ViewRead } from './view.js';
 
 /** The lock as one look at the folder finds it. */

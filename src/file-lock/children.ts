@@ -8,9 +8,9 @@ import { LOCK_FILE_CAP, readFileChecked, unlinkQuiet } from '../fs/files.js';
 import { closeFd } from '../fs/names.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { samePidSpace, type LivenessProbe } from '../process/identity.js';
-import type { LockHooks } from './lease.js';
+import type { LockHooks } from '../lock/lease.js';
 import { journalPath, type LockPaths } from './paths.js';
-import { isChildGroup, type ChildGroup } from './record.js';
+import { isChildGroup, type ChildGroup } from '../lock/record.js';
 
 export class ChildJournal {
   private fd: number | null = null;
