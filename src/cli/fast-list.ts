@@ -5,11 +5,10 @@
 // every enabled routine; otherwise it returns null before printing anything, and the full path
 // runs as if this did not exist.
 
-import { createRequire } from 'node:module';
 import type { Project } from '../config/load.js';
 import { ExitCode, asStorageError, isStorageError } from '../errors.js';
 import { trustRoot } from '../fs/files.js';
-import { mayBeTerminal, writeOut } from '../fs/terminal.js';
+import { stdoutIsTTY, writeOut } from '../fs/terminal.js';
 import { readLockStatus } from '../file-lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { stateOf } from '../control/status.js';
@@ -58,11 +57,11 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
       next = nextCached(r, now);
       if (!next) return null; // the cache ran out: the full path computes it
     }
-    routines.push({
-      ...factsOf(r),
-      starvedAfterSkips: r.starvedAfterSkips,
-      next,
-    });
+    // not a spread into a literal: 20 µs a routine at start-up (routine-list.ts, listRows)
+    const listed = factsOf(r) as ListedRoutine;
+    listed.starvedAfterSkips = r.starvedAfterSkips;
+    listed.next = next;
+    routines.push(listed);
   }
   // the same checks as the full path's backend (SPEC §12)
   trustRoot(stateDir);
@@ -74,14 +73,6 @@ function gather(a: FastListArgs, env: NodeJS.ProcessEnv): Gathered | null {
   const board = scheduler.running ? readPhasesFile({ stateDir }, (m) => warnings.push(m)) : null;
   const phases = board && !processGone(board.owner) ? phasesOf([board]) : {};
   return { routines, records: state.routines, phases, scheduler, warnings, now };
-}
-
-const lazyRequire = createRequire(import.meta.url);
-
-/** Whether stdout is a terminal, without loading node:tty (and with it node:net and the stream
- * machinery: 7 ms) for the common answers: a pipe, a file, /dev/null. */
-function stdoutIsTTY(): boolean {
-  return mayBeTerminal(1) && (lazyRequire('node:tty') as typeof import('node:tty')).isatty(1);
 }
 
 /** The list's exit code, or null to leave it to the full path. Output to a terminal goes

@@ -9,6 +9,8 @@ import { nextCachedTimes, readListCache } from '../scheduler/list-cache.js';
 import { cachedConfig } from './fast-config.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { err, out } from './io.js';
+import { stdoutIsTTY, writeOut } from '../fs/terminal.js';
+import { terminalText } from '../printable.js';
 import { routineLine, timeLine, validHeader } from './validate-lines.js';
 
 export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = process.env): number | null {
@@ -33,7 +35,9 @@ export function fastValidate(a: { config?: string }, env: NodeJS.ProcessEnv = pr
     return null;
   }
   if (env.ROUTINELY_DEBUG) err('routinely: debug: validate from the cache of a config that validated');
-  out(lines.join('\n'));
+  // to a pipe or a file at once, without creating Node's stdout stream (2 ms of a short start)
+  if (stdoutIsTTY()) out(lines.join('\n'));
+  else writeOut(1, `${terminalText(lines.join('\n'))}\n`);
   for (const w of habitWarnings(cache.routines)) err(w);
   return ExitCode.OK;
 }

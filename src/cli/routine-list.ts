@@ -99,29 +99,31 @@ export function listRows(
   phases: Record<string, Phase> = {},
 ): ListRow[] {
   return routines.map((r) => {
-    const { open_fires: open, ...record } = records[r.id] ?? emptyRecord();
+    const record = records[r.id] ?? emptyRecord();
     const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
-    const running = runningSince(open);
+    const running = runningSince(record.open_fires);
     const p = phases[r.id];
     // a board's phase of the very fire the record shows ended is past (a board written a moment
     // after the record); a later tick's record (a skip, `previous run still running`) is not
     const current = p && !running && record.last_scheduled_at !== p.scheduled_at ? p : undefined;
-    return {
-      ...factsOf(r),
-      next_run_at: r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null,
-      ...record,
-      failing: record.consecutive_failures > 0,
-      starved,
-      running_since: running,
-      phase: running ? 'running' : (current?.phase ?? null),
-      phase_since: running ?? current?.since ?? null,
-      waiting_for:
-        current?.phase === 'queued'
-          ? { behind: current.behind }
-          : current?.phase === 'waiting'
-            ? { lock: current.lock, holder: current.holder }
-            : null,
-    };
+    // built by assignment, in the order of the object spread it replaces: the record's keys (all
+    // of them, in its order, but open_fires) after the config's facts; spreads into a literal
+    // cost 20 µs a row at start-up (issue 52: `routine list` of 1 000 routines)
+    const row = factsOf(r) as unknown as Record<string, unknown>;
+    row.next_run_at = r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null;
+    for (const k in record) if (k !== 'open_fires') row[k] = record[k as keyof RoutineRecord];
+    row.failing = record.consecutive_failures > 0;
+    row.starved = starved;
+    row.running_since = running;
+    row.phase = running ? 'running' : (current?.phase ?? null);
+    row.phase_since = running ?? current?.since ?? null;
+    row.waiting_for =
+      current?.phase === 'queued'
+        ? { behind: current.behind }
+        : current?.phase === 'waiting'
+          ? { lock: current.lock, holder: current.holder }
+          : null;
+    return row as unknown as ListRow;
   });
 }
 

@@ -1,6 +1,7 @@
 // Writes to the process's own output (stdout, stderr) and the question whether it is a terminal,
 // answered without loading node:tty (start-up: the fast commands never need it).
 
+import { createRequire } from 'node:module';
 import { fstatSync, statSync, writeSync } from 'node:fs';
 
 /** Writes all of `text` to an output descriptor (stdout) at once: a full non-blocking pipe
@@ -28,4 +29,12 @@ export function mayBeTerminal(fd: number): boolean {
   } catch {
     return false;
   }
+}
+
+const lazyRequire = createRequire(import.meta.url);
+
+/** Whether stdout is a terminal, without loading node:tty (and with it node:net and the stream
+ * machinery: 7 ms) for the common answers: a pipe, a file, /dev/null. */
+export function stdoutIsTTY(): boolean {
+  return mayBeTerminal(1) && (lazyRequire('node:tty') as typeof import('node:tty')).isatty(1);
 }

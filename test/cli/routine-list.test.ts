@@ -92,3 +92,44 @@ describe('routine list: failing until a success', () => {
     for (const l of lines) expect(l.length, l).toBeLessThanOrEqual(80);
   });
 });
+
+describe('routine list: a row is the config facts, the record and the derived fields', () => {
+  it("keeps every key of the record in the record's order (unknown ones too) and drops open_fires", () => {
+    // a record from a newer writer: a key this version does not know, in the middle
+    const rec = {
+      ...record(fire('success', '2026-11-29T18:58:00.000Z')),
+      later_field: 'kept',
+      open_fires: [],
+    } as RoutineRecord;
+    const [row] = listRows([listed('a')], { a: rec }, emptyRecord);
+    const recordKeys = Object.keys(rec).filter((k) => k !== 'open_fires');
+    expect(Object.keys(row!)).toEqual([
+      'id',
+      'schedule',
+      'timezone',
+      'action',
+      'enabled',
+      'lock',
+      'next_run_at',
+      ...recordKeys,
+      'failing',
+      'starved',
+      'running_since',
+      'phase',
+      'phase_since',
+      'waiting_for',
+    ]);
+    expect(row).toMatchObject({
+      later_field: 'kept',
+      last_result: 'success',
+      next_run_at: new Date(NOW + 30_000).toISOString(),
+    });
+    expect(row).not.toHaveProperty('open_fires');
+  });
+
+  it('a paused routine has no next run, a routine without a record gets the empty one', () => {
+    const [paused, none] = listRows([listed('p'), listed('n')], { p: { ...emptyRecord(), paused: true } }, emptyRecord);
+    expect(paused!.next_run_at).toBeNull();
+    expect(none).toMatchObject({ ...emptyRecord(), id: 'n', failing: false, starved: false, phase: null });
+  });
+});
