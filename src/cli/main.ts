@@ -5,13 +5,15 @@
 
 import { fastListArgs, fastLockArgs, fastValidateArgs } from './fast-args.js';
 import { fastList } from './fast-list.js';
-import { fastValidate } from './fast-validate.js';
+import { validate } from './validate-command.js';
 import { createRequire } from 'node:module';
 import { VERSION } from '../version.js';
 
 const lazyRequire = createRequire(import.meta.url);
 
-export type { GlobalOptions } from './globals.js';
+import type { GlobalOptions } from './globals.js';
+
+export type { GlobalOptions };
 
 async function run(argv: string[]): Promise<void> {
   const args = argv.slice(2);
@@ -28,7 +30,7 @@ async function run(argv: string[]): Promise<void> {
     },
     () => {
       const a = fastValidateArgs(args);
-      return a && fastValidate(a);
+      return a && validate({ config: a.config }, {});
     },
     () => {
       const a = fastLockArgs(args);

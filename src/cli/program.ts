@@ -109,6 +109,7 @@ Exit codes (every command):
     scheduler: () => import('./scheduler-command.js'),
     schedulerControl: () => import('./scheduler-control.js'),
     validate: () => import('./validate-command.js'),
+    validateFresh: () => import('./validate-fresh.js'),
   };
   const act =
     <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
@@ -396,7 +397,12 @@ that works on this machine only.`,
       '--json',
       'print the result as JSON, valid or not (for CI): valid, config, routines with their next times, errors (file, path, message), warnings',
     )
-    .action(act(async (opts) => (await load.validate()).validate(globals(), opts)));
+    .action(
+      act(async (opts) => {
+        const { freshView } = await load.validateFresh();
+        return (await (await load.validate()).validate(globals(), opts, freshView)) ?? ExitCode.FAILED;
+      }),
+    );
 
   program
     .command('import-crontab')

@@ -79,8 +79,14 @@ function evenlyOn(
 }
 
 /** Writes the cache for `project` when its config file still holds the text that validated (a
- * file edited since waits for the reload that follows); returns when to write again. */
-export function cacheSchedules(project: Project, nowMs: number, env: NodeJS.ProcessEnv = process.env): number | null {
+ * file edited since waits for the reload that follows); returns when to write again. `routines`:
+ * the entries when the caller computed them already (cachedRoutines at `nowMs`). */
+export function cacheSchedules(
+  project: Project,
+  nowMs: number,
+  env: NodeJS.ProcessEnv = process.env,
+  routines?: CachedRoutine[],
+): number | null {
   if (!backendCaps(project.backend).localState || project.configText === undefined) return null;
   const key = listCacheKey(project.configPath, env, VERSION);
   let text: string;
@@ -91,7 +97,7 @@ export function cacheSchedules(project: Project, nowMs: number, env: NodeJS.Proc
   }
   if (key === null || text !== project.configText || listCacheKey(project.configPath, env, VERSION) !== key)
     return nowMs + 5_000;
-  return writeListCache(cachedProject(project), key, cachedRoutines(project, nowMs), nowMs);
+  return writeListCache(cachedProject(project), key, routines ?? cachedRoutines(project, nowMs), nowMs);
 }
 
 /** The settings the short commands take from the cache. */
@@ -111,7 +117,12 @@ export function cachedProject(project: Project): CachedProject {
 /** Writes the cache for `project` unless one for this config, this environment and this version
  * is there and can still answer (the full path of the short commands leaves it behind, so their
  * next start is fast). A cache that cannot be written only costs speed. */
-export function ensureListCache(project: Project, nowMs = Date.now(), env: NodeJS.ProcessEnv = process.env): void {
+export function ensureListCache(
+  project: Project,
+  nowMs = Date.now(),
+  env: NodeJS.ProcessEnv = process.env,
+  routines?: CachedRoutine[],
+): void {
   if (!backendCaps(project.backend).localState || env.ROUTINELY_LIST_CACHE === '0') return;
   try {
     const key = listCacheKey(project.configPath, env, VERSION);
@@ -126,7 +137,7 @@ export function ensureListCache(project: Project, nowMs = Date.now(), env: NodeJ
     )
       return;
     ensureStateRoot(project.stateDir);
-    cacheSchedules(project, nowMs, env);
+    cacheSchedules(project, nowMs, env, routines);
   } catch {
     // a cache
   }

@@ -44,6 +44,17 @@ describe('short commands from the validated config', () => {
       expect.stringMatching(/^off {2}0 0 1 1 \* {2}\(\S+; register, disabled\)$/),
       expect.stringMatching(/^often {2}\*\/10 \* \* \* \* \* {2}\(\S+; command\)$/),
     ]);
+    // --json is the same command: from the cache (through the command-line parser), the same
+    // document as validating
+    let json = await fast(project, ['validate', '--json']);
+    let jsonReference = await full(project, ['validate', '--json']);
+    for (let i = 0; i < 2 && json.stdout !== jsonReference.stdout; i++) {
+      json = await fast(project, ['validate', '--json']);
+      jsonReference = await full(project, ['validate', '--json']);
+    }
+    expect(json.stderr).toMatch(FROM_CACHE);
+    expect(json.stdout).toBe(jsonReference.stdout);
+    expect(JSON.parse(json.stdout)).toMatchObject({ valid: true, tasks: 1, errors: [], warnings: [] });
     // edited into an invalid config: the full path refuses it
     const config = join(project, 'routinely.json');
     writeFileSync(config, readFileSync(config, 'utf8').replace('*/10 * * * * *', '*/61 * * * *'));
@@ -51,6 +62,9 @@ describe('short commands from the validated config', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).not.toMatch(FROM_CACHE);
     expect(bad.stderr).toMatch(/routines\[3\]\.schedule: "\*\/61 \* \* \* \*" is not a valid cron expression/);
+    const badJson = await fast(project, ['validate', '--json']);
+    expect(badJson.code).toBe(2);
+    expect(JSON.parse(badJson.stdout)).toMatchObject({ valid: false, errors: [{ path: 'routines[3].schedule' }] });
   });
 
   it('lock status and lock run: the same output and exit codes as the full path, busy or not', async () => {

@@ -1,0 +1,30 @@
+// `validate`'s view of a config it validates (validate-command.ts prints it): loads the validator
+// and the cron calculator, computes each routine's fire times as the scheduler's cache does
+// (scheduler/upcoming.ts), and leaves that cache behind so that the next `validate`, `routine
+// list` or `lock run` of this very config starts without validating it again.
+
+import { keepCrons } from '../config/cron-cache.js';
+import { loadProject } from '../config/load.js';
+import { TIMES_READ } from '../scheduler/list-cache.js';
+import { cachedRoutines, ensureListCache } from '../scheduler/upcoming.js';
+import { machineZone } from '../zone-time.js';
+import type { GlobalOptions } from './globals.js';
+import type { ValidatedView } from './validate-command.js';
+
+export function freshView(g: GlobalOptions): ValidatedView {
+  keepCrons();
+  // The environment overrides (SPEC §2) are checked as every other command checks them, so a
+  // value that would make them exit 2 never passes as valid here.
+  const project = loadProject({ configPath: g.config });
+  const now = Date.now();
+  const routines = cachedRoutines(project, now);
+  ensureListCache(project, now, process.env, routines);
+  return {
+    configPath: project.configPath,
+    tasks: project.config.exec.tasks.length,
+    machineZone: machineZone(),
+    routines,
+    // a schedule that runs out (a year's last fire) shows what it has
+    times: routines.map((r) => r.upcoming.filter((t) => t.at > now).slice(0, TIMES_READ)),
+  };
+}
