@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// The command line's entry. `routine list` with nothing but its own flags first tries the fast
-// path (fast-list.ts: the running scheduler's cache, no commander, zod, croner or ICU); every
-// other command, and a list the cache cannot answer, goes through commander (program.ts).
+// The command line's entry. `routine list` and `validate` with nothing but their own flags run
+// their command straight away, which answers from the validated config's cache (no commander,
+// zod, croner or ICU loaded) or returns null; every other command, and those the cache cannot
+// answer, go through commander (program.ts).
 
 import { fastListArgs, fastLockArgs, fastValidateArgs } from './fast-args.js';
-import { fastList } from './fast-list.js';
+import { routineList } from './routine-list-command.js';
 import { validate } from './validate-command.js';
 import { createRequire } from 'node:module';
 import { VERSION } from '../version.js';
@@ -26,7 +27,7 @@ async function run(argv: string[]): Promise<void> {
   const fastPaths: (() => number | null | Promise<number | null>)[] = [
     () => {
       const a = fastListArgs(args);
-      return a && fastList(a);
+      return a && routineList({ json: a.json, check: a.check }, { config: a.config });
     },
     () => {
       const a = fastValidateArgs(args);

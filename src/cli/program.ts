@@ -9,6 +9,7 @@ import { ExitCode, RoutinelyError, asStorageError } from '../errors.js';
 import { VERSION } from '../version.js';
 
 import type { GlobalOptions } from './globals.js';
+import type { ListFlags } from './routine-list-command.js';
 
 export type { GlobalOptions };
 
@@ -105,6 +106,7 @@ Exit codes (every command):
     init: () => import('./init-command.js'),
     lock: () => import('./lock-commands.js'),
     routine: () => import('./routine-commands.js'),
+    routineList: () => import('./routine-list-command.js'),
     routineLogs: () => import('./routine-logs.js'),
     scheduler: () => import('./scheduler-command.js'),
     schedulerControl: () => import('./scheduler-control.js'),
@@ -242,7 +244,12 @@ Examples:
       '--check',
       'exit 1 when an enabled routine is failing (its last run failed, whatever skips came after), starved, or no scheduler runs',
     )
-    .action(act(async (opts) => (await load.routine()).routineList(opts, globals())));
+    .action(
+      act(async (opts) => {
+        const fresh = async (f: ListFlags, g: GlobalOptions) => (await load.routine()).freshListInputs(f, g);
+        return (await (await load.routineList()).routineList(opts, globals(), fresh)) ?? ExitCode.FAILED;
+      }),
+    );
   routine
     .command('run')
     .description(

@@ -24,7 +24,6 @@ import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type 
 import {
   listRows,
   phasesOf,
-  printList,
   schedulerLineOf,
   type ListRow,
   type ListedRoutine,
@@ -34,6 +33,7 @@ import { readSchedulerState } from '../control/status.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
 import type { GlobalOptions } from './globals.js';
+import type { ListFlags, ListInputs } from './routine-list-command.js';
 import { loadForView, stateOnly } from './view-project.js';
 import { tenthsOfSeconds } from '../duration.js';
 
@@ -141,7 +141,10 @@ async function schedulerLine(backend: Backend): Promise<SchedulerLine> {
   return schedulerLineOf(await readSchedulerState(backend));
 }
 
-export async function routineList(flags: { json?: boolean; check?: boolean }, g: GlobalOptions): Promise<number> {
+/** `routine list`'s inputs by validating the config and reading through its backend (the
+ * command is routine-list-command.ts; this is its source when the cache cannot answer). Its
+ * warnings are said as they come. */
+export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promise<ListInputs> {
   let now = new Date();
   let project: Project;
   let routines: ListedRoutine[] | null = null;
@@ -187,16 +190,10 @@ export async function routineList(flags: { json?: boolean; check?: boolean }, g:
     starvedAfterSkips: 3,
     next: null,
   }));
-  // the next `routine list` starts from the cache (fast-list.ts), scheduler or not
+  // the next `routine list` starts from the cache, scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
-  return printList(
-    routines,
-    listRows(routines, state.routines, emptyRecord, phasesOf(boards)),
-    scheduler,
-    now.getTime(),
-    flags,
-    fromState,
-  );
+  const phases = phasesOf(boards);
+  return { routines, records: state.routines, phases, scheduler, warnings: [], now: now.getTime(), fromState };
 }
 
 /** `routine run ID [--json]`: with --json the command's output goes to stderr and stdout holds

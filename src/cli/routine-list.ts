@@ -1,11 +1,9 @@
 // `routine list` (SPEC §6, §10): its rows, the scheduler line, a table that fits an 80-column
-// terminal, `--json` and `--check`. Two paths lead here and share all of it: the full one (the
-// config validated, next runs computed with croner and ICU) and the fast one (fast-list.ts: the
-// running scheduler's cache of the same values). So the two print the same bytes.
+// terminal, `--json` and `--check`, for the command (routine-list-command.ts) whether its routines
+// came from the validated config's cache or from validating the config.
 //
-// Keep this module light: the fast path loads it, and its whole budget is a few milliseconds.
-// (Over 300 lines: rows, table, --json and --check are one output format, which both paths must
-// print byte for byte.)
+// Keep this module light: the command loads it at start-up, whose whole budget is a few ms.
+// (Over 300 lines: rows, table, --json and --check are one output format.)
 
 import { printable } from '../printable.js';
 import { processGone } from '../process/identity.js';

@@ -1,8 +1,8 @@
 // The cache `routine list` starts from (SPEC §6): the running scheduler writes, for the
 // config it validated, each routine's next fire times already formatted in its zone, keyed by
-// the config file's identity and the environment. `routine list` (cli/fast-list.ts) uses it
-// while the key matches and a future time is left for every routine, so it needs neither zod,
-// croner nor ICU's zone data; otherwise it computes everything as before.
+// the config file's identity and the environment. `routine list` and `validate` (cli/) answer
+// from it while the key matches and a future time is left for every routine, so they need
+// neither zod, croner nor ICU's zone data; otherwise they validate the config.
 //
 // It is a cache: losing it, or finding it stale, garbled or not ours, only costs speed. Written
 // atomically (temp + rename, no fsync: a torn cache after a power cut is discarded on read).
