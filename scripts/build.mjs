@@ -92,11 +92,12 @@ await build({
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
 });
-// The CLI's entry: one CommonJS file with the fast `routine list` and `validate` in it (measured:
-// loading a dozen ESM chunks and the ESM facades of six builtins cost it more than its own work);
-// the fast `lock run` / `lock status` in a second one (cli-lock.cjs: it spawns, and loading
-// node:child_process costs every other command 3.5 ms); every other command it imports from
-// chunks/cli-program.js above.
+// The CLI's entry: one CommonJS file with the `routine list` and `validate` commands in it, which
+// answer there from the validated config's cache (measured: loading a dozen ESM chunks and the
+// ESM facades of six builtins cost it more than its own work); the `lock run` / `lock status`
+// commands in a second one (cli-lock.cjs: they spawn, and loading node:child_process costs every
+// other command 3.5 ms); commander and every other command it imports from chunks/cli-program.js
+// above (where the same commands are built again, with the validating sources they are handed).
 const cjs = {
   ...common,
   outExtension: { '.js': '.cjs' },
@@ -111,7 +112,7 @@ const cjs = {
   define: { ...common.define, 'import.meta.url': '__routinelyUrl' },
   banner: { js: "const __routinelyUrl = require('node:url').pathToFileURL(__filename).href;" },
 };
-await build({ ...cjs, entryPoints: { 'cli-lock': 'src/cli/fast-lock.ts' } });
+await build({ ...cjs, entryPoints: { 'cli-lock': 'src/cli/lock-commands.ts' } });
 await build({
   ...cjs,
   entryPoints: { cli: 'src/cli/main.ts' },

@@ -1,23 +1,48 @@
-// `routinely lock run | status | break` (SPEC §4).
+// `routinely lock run | status` (SPEC §4), one implementation each: they take the lock's settings
+// from the validated config's cache when it is for this very config file and environment
+// (fast-config.ts; then neither commander nor the config validator is loaded, and a crontab line
+// `routinely lock run -- job` pays little more than node's start before its job), else from a
+// validating source the command line's full path hands in (lock-fresh.ts, also `lock break`).
+// Built on its own into dist/cli-lock.cjs for the entry (main.ts): it spawns, and loading
+// node:child_process would cost every other command 3.5 ms.
 
-import { displayPath, loadProject } from '../config/load.js';
-import { ExitCode, UsageError } from '../errors.js';
+import { projectFileLock } from '../backend.js';
+import type { Project } from '../config/load.js';
 import { EXEC_LOCK_NAME, LOCK_NAME_PATTERN } from '../config/types.js';
-import { acquireLock, lockStatusAll, namedLockStatus, slotKeys, slotsOf } from '../lock/named.js';
-import type { BreakResult } from '../lock/status.js';
+import { ExitCode, UsageError, isStorageError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
-import { disposable, openBackend, withBackend } from '../backend.js';
-import { hostId } from '../process/identity.js';
+import { writeOut } from '../fs/terminal.js';
+import { SCHEDULER_LOCK_KEY, type LockBackend } from '../lock/lock-backend.js';
+import { acquireLock, lockStatusAll, namedLockStatus, slotsOf } from '../lock/named.js';
+import { terminalText } from '../printable.js';
+import { ensureStateRoot } from '../state/json-file.js';
 import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
-import { ensureListCache } from '../scheduler/upcoming.js';
-import { err, out } from './io.js';
-import { describeAll, describeNamed, describeStatus, runUnderLease } from './lock-run.js';
+import { cachedConfig } from './fast-config.js';
 import type { GlobalOptions } from './globals.js';
+import { err } from './io.js';
+import { describeAll, describeNamed, describeStatus, runUnderLease } from './lock-run.js';
 import { StopSignals } from './signals.js';
-import { loadForView } from './view-project.js';
+
+/** What the lock commands work with, from the cache or from validating the config. */
+export interface LockSource extends AsyncDisposable {
+  /** From the cache: the lock folder as the cache names it, nothing validated now. */
+  cached: boolean;
+  lock: LockBackend;
+  /** The slots of a lock (an undeclared name has one, the exec lock one). */
+  slots(name: string): number;
+  /** What a routine's command is given of what routinely withholds (SPEC §2 passEnv). */
+  passEnv: readonly string[];
+  /** This host's scheduler lock (with a database there is one per host). */
+  schedulerKey: string;
+  stateDir: string;
+}
+
+/** How `use` gets its source when the cache cannot answer: `run` validates the config; `view`
+ * (lock status) also shows the lock of a project whose config is invalid. */
+export type FreshLockSource = (g: GlobalOptions, use: 'run' | 'view') => Promise<LockSource>;
 
 /** `--lock NAME` as given: the exec lock by default; a name that cannot be a lock is refused. */
-function lockNameOf(flag: string | undefined): string {
+export function lockNameOf(flag: string | undefined): string {
   const name = flag ?? EXEC_LOCK_NAME;
   if (!LOCK_NAME_PATTERN.test(name)) {
     throw new UsageError(
@@ -27,27 +52,87 @@ function lockNameOf(flag: string | undefined): string {
   return name;
 }
 
+/** The source from the cache, or null when it cannot answer (whatever the reason: the full path
+ * says why). */
+function cachedSource(configArg: string | undefined, env: NodeJS.ProcessEnv): LockSource | null {
+  try {
+    const found = cachedConfig(configArg, env);
+    if (!found) return null;
+    const p = found.project;
+    const project = {
+      root: found.root,
+      configPath: found.configPath,
+      stateDir: p.stateDir,
+      lockDir: p.lockDir,
+      lockTtlMs: p.lockTtlMs,
+      lockRefreshMs: p.lockRefreshMs,
+      backend: { type: 'file' },
+      config: { passEnv: p.passEnv },
+    } as Project;
+    // the lock alone, as the file backend builds it: no state stores to load
+    const lock = projectFileLock(project, (m) => err(`routinely: ${m}`));
+    const locks = Object.fromEntries(Object.entries(p.locks).map(([name, slots]) => [name, { slots }]));
+    return {
+      cached: true,
+      lock,
+      slots: (name) => slotsOf(locks, name),
+      passEnv: p.passEnv,
+      schedulerKey: SCHEDULER_LOCK_KEY,
+      stateDir: p.stateDir,
+      [Symbol.asyncDispose]: async () => {},
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** The source, or null when only the cache may answer (`fresh` null: the entry's start-up path)
+ * and it cannot. */
+async function sourceFor(
+  g: GlobalOptions,
+  use: 'run' | 'view',
+  fresh: FreshLockSource | null,
+  env: NodeJS.ProcessEnv,
+): Promise<LockSource | null> {
+  const cached = cachedSource(g.config, env);
+  if (cached && env.ROUTINELY_DEBUG)
+    err(`routinely: debug: lock ${use === 'run' ? 'run' : 'status'} from the cache of a config that validated`);
+  return cached ?? (fresh ? await fresh(g, use) : null);
+}
+
+/** `lock run -- CMD`: CMD in its own process group while the lock is held; exits with CMD's code.
+ * Without `fresh`, null when the cache cannot answer or taking the lock failed for a reason the
+ * full path should tell (nothing ran). */
 export async function lockRun(
   cmd: string[],
   flags: BusyFlags & { routine?: string; lock?: string },
   g: GlobalOptions,
-): Promise<number> {
+  fresh: FreshLockSource | null = null,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number | null> {
   const policy = busyPolicy(flags, 'fail');
   const name = lockNameOf(flags.lock);
-  const project = loadProject({ configPath: g.config });
-  ensureListCache(project); // the next lock run starts fast (fast-lock.ts)
+  await using source = await sourceFor(g, 'run', fresh, env);
+  if (!source) return null;
   using stop = new StopSignals();
-  const owner = { command: 'lock run', routine: flags.routine ?? null, run_id: process.env.ROUTINELY_RUN_ID ?? null };
-  await using backend = disposable(await openBackend(project));
-  const slots = slotsOf(project.config.locks, name);
-  const got = await acquireLock(
-    backend.lock,
-    name,
-    slots,
-    owner,
-    { ...policy, signal: stop.signal },
-    waitNotice(policy, name),
-  );
+  const owner = { command: 'lock run', routine: flags.routine ?? null, run_id: env.ROUTINELY_RUN_ID ?? null };
+  let got;
+  try {
+    if (source.cached) ensureStateRoot(source.stateDir);
+    got = await acquireLock(
+      source.lock,
+      name,
+      source.slots(name),
+      owner,
+      { ...policy, signal: stop.signal },
+      waitNotice(policy, name),
+    );
+  } catch (e) {
+    // nothing ran: the full path tries again and reports what stops it (a failing disk is
+    // reported as it is, exit 74, not tried again)
+    if (!fresh && !isStorageError(e)) return null;
+    throw e;
+  }
   if (!got.ok) {
     if (got.reason === 'ABORTED') return stop.exitCode;
     return reportBusy(got, policy, name);
@@ -55,95 +140,43 @@ export async function lockRun(
   await using lease = got.lease;
   // A routine's command (the scheduler runs command routines through here) does not get what
   // routinely withholds; a person's `lock run` keeps their environment as it is.
-  const env = flags.routine ? commandEnv(process.env, project.config.passEnv) : process.env;
-  return await runUnderLease(cmd, lease, stop, env, name);
+  const runEnv = flags.routine ? commandEnv(env, source.passEnv) : env;
+  return await runUnderLease(cmd, lease, stop, runEnv, name);
 }
 
+/** `lock status`: the exec lock and every named lock in use, one named lock (`--lock`), or this
+ * host's scheduler lock (`--key scheduler`). */
 export async function lockStatus(
   flags: { json?: boolean; key: string; lock?: string },
   g: GlobalOptions,
-): Promise<number> {
+  fresh: FreshLockSource | null = null,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number | null> {
   if (flags.lock !== undefined && flags.key !== 'exec-run')
     throw new UsageError('--lock and --key name a lock each: give one of them');
   const name = flags.lock === undefined ? null : lockNameOf(flags.lock);
-  const { project, invalid } = loadForView(g);
-  if (!invalid) ensureListCache(project);
-  const slots = (n: string): number => slotsOf(project.config.locks ?? {}, n);
-  if (name !== null) {
-    const status = await withBackend(project, (b) => namedLockStatus(b.lock, name, slots(name)));
-    if (flags.json) out(JSON.stringify(status, null, 2));
-    else for (const line of describeNamed(status)) out(line);
-    return ExitCode.OK;
-  }
-  if (flags.key === 'scheduler') {
-    const status = await withBackend(project, (b) => b.lock.status(b.schedulerKey(hostId())));
-    if (flags.json) out(JSON.stringify(status, null, 2));
-    else for (const line of describeStatus(status)) out(line);
-    return ExitCode.OK;
-  }
-  const all = await withBackend(project, (b) => lockStatusAll(b.lock, slots));
-  if (flags.json) out(JSON.stringify(all, null, 2));
-  else for (const line of describeAll(all)) out(line);
-  return ExitCode.OK;
-}
-
-export async function lockBreak(flags: { key: string; lock?: string }, g: GlobalOptions): Promise<number> {
-  if (flags.lock !== undefined && flags.key !== 'exec-run')
-    throw new UsageError('--lock and --key name a lock each: give one of them');
-  const project = loadProject({ configPath: g.config });
-  const watching = (holder: string, forMs: number): void =>
-    err(
-      `routinely: ${holder} is alive on this host: watching its heartbeat for up to ${Math.round(forMs / 1000)}s (a live holder here is judged by its heartbeat on this host's clock, never by the times in its record)`,
-    );
-  const name = flags.lock === undefined ? null : lockNameOf(flags.lock);
-  if (name === null || name === EXEC_LOCK_NAME) {
-    const key = name === EXEC_LOCK_NAME ? 'exec-run' : flags.key;
-    const result = await withBackend(project, (b) =>
-      b.lock.breakStale(key === 'scheduler' ? b.schedulerKey(hostId()) : key, watching),
-    );
-    return reportBreak(result, key);
-  }
-  // a named lock: each of its slots, as the exec lock is broken (only a stale one)
-  const keys = slotKeys(name, slotsOf(project.config.locks, name));
-  const results = await withBackend(project, async (b) => {
-    const all: BreakResult[] = [];
-    for (const key of keys) all.push(await b.lock.breakStale(key, watching));
-    return all;
-  });
-  let code: number = ExitCode.OK;
-  for (const [i, result] of results.entries()) {
-    const c = reportBreak(result, keys.length === 1 ? name : `${name} (slot ${i + 1})`);
-    if (c !== ExitCode.OK) code = c;
-  }
-  return code;
-}
-
-/** Says what breaking one lock (or slot) did; its exit code. */
-function reportBreak(result: BreakResult, what: string): number {
-  if (result.broken) {
-    out(`broke the stale ${what} lock: ${result.why}`);
-    out(
-      result.staleFile
-        ? `  kept as ${displayPath(result.staleFile)}`
-        : '  its record could not be read, so no copy was kept',
-    );
-    if (result.orphans.ended.length > 0) {
-      const killed = result.orphans.killed.length ? ` (${result.orphans.killed.length} needed SIGKILL)` : '';
-      out(
-        `  ended ${result.orphans.ended.length} orphaned process group(s): ${result.orphans.ended.join(', ')}${killed}`,
-      );
+  await using source = await sourceFor(g, 'view', fresh, env);
+  if (!source) return null;
+  let text: string;
+  try {
+    if (name !== null) {
+      const status = await namedLockStatus(source.lock, name, source.slots(name));
+      text = flags.json ? JSON.stringify(status, null, 2) : describeNamed(status).join('\n');
+    } else if (flags.key === 'scheduler') {
+      const status = await source.lock.status(source.schedulerKey);
+      text = flags.json ? JSON.stringify(status, null, 2) : describeStatus(status).join('\n');
+    } else {
+      const all = await lockStatusAll(source.lock, (n) => source.slots(n));
+      text = flags.json ? JSON.stringify(all, null, 2) : describeAll(all).join('\n');
     }
-    return ExitCode.OK;
+  } catch (e) {
+    // a lock folder it refuses (a symlink, a FIFO): the full path says why; a failing disk is
+    // reported as it is (exit 74), not looked at again (which, a moment later, might read past a
+    // fault that hid a holder)
+    if (!fresh && !isStorageError(e)) return null;
+    throw e;
   }
-  switch (result.reason) {
-    case 'FREE':
-      out(`${what} lock: free; nothing to break`);
-      return ExitCode.OK;
-    case 'NOT_STALE':
-      err(`not breaking the ${what} lock: it is held by ${result.why}`);
-      return ExitCode.BUSY;
-    default:
-      err(`not breaking the ${what} lock: ${result.why}`);
-      return ExitCode.BUSY;
-  }
+  // written at once, without creating Node's stdout stream (a few ms of a short start)
+  writeOut(1, `${terminalText(text)}\n`);
+  return ExitCode.OK;
 }

@@ -1,6 +1,6 @@
-// The heart of `lock run` and `lock status` (SPEC §4), shared by the full commands
-// (lock-commands.ts) and their fast start (fast-lock.ts): nothing here loads the config
-// validator or the command-line parser.
+// The heart of `lock run` and `lock status` (SPEC §4) for lock-commands.ts: running a command
+// under a lease, and the words of a status. Nothing here loads the config validator or the
+// command-line parser.
 
 import { displayPath } from '../config/find.js';
 import { ExitCode } from '../errors.js';

@@ -37,7 +37,12 @@ async function run(argv: string[]): Promise<void> {
       const a = fastLockArgs(args);
       // in a file of its own (cli-lock.cjs: it spawns, and other commands never load that),
       // required, not imported (import() would start the ESM loader: 10 ms)
-      return a && (lazyRequire('./cli-lock.cjs') as typeof import('./fast-lock.js')).fastLock(a);
+      if (!a) return null;
+      const commands = lazyRequire('./cli-lock.cjs') as typeof import('./lock-commands.js');
+      const g = { config: a.config };
+      return a.kind === 'run'
+        ? commands.lockRun(a.cmd, { ifBusy: a.ifBusy, waitTimeout: a.waitTimeout }, g)
+        : commands.lockStatus({ json: a.json, key: a.key }, g);
     },
   ];
   for (const fast of fastPaths) {

@@ -10,6 +10,7 @@ import { VERSION } from '../version.js';
 
 import type { GlobalOptions } from './globals.js';
 import type { ListFlags } from './routine-list-command.js';
+import type { FreshLockSource } from './lock-commands.js';
 
 export type { GlobalOptions };
 
@@ -105,6 +106,7 @@ Exit codes (every command):
     importCrontab: () => import('./import-crontab-command.js'),
     init: () => import('./init-command.js'),
     lock: () => import('./lock-commands.js'),
+    lockFresh: () => import('./lock-fresh.js'),
     routine: () => import('./routine-commands.js'),
     routineList: () => import('./routine-list-command.js'),
     routineLogs: () => import('./routine-logs.js'),
@@ -113,6 +115,8 @@ Exit codes (every command):
     validate: () => import('./validate-command.js'),
     validateFresh: () => import('./validate-fresh.js'),
   };
+  // the lock commands' source when the cache cannot answer: the config validated now
+  const freshLock: FreshLockSource = async (g, use) => (await load.lockFresh()).freshLockSource(g, use);
   const act =
     <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
     async (...args: A): Promise<void> => {
@@ -143,20 +147,25 @@ Examples:
   routinely lock run --if-busy wait --wait-timeout 60 -- ./backup.sh
   routinely lock run --lock agents -- ./agent review`,
     )
-    .action(act(async (cmd: string[], opts) => (await load.lock()).lockRun(cmd, opts, globals())));
+    .action(
+      act(
+        async (cmd: string[], opts) =>
+          (await (await load.lock()).lockRun(cmd, opts, globals(), freshLock)) ?? ExitCode.FAILED,
+      ),
+    );
   lock
     .command('status')
     .description('show the holder, generation, heartbeat age, expiry and staleness')
     .option('--json', 'print JSON')
     .addOption(lockOption('one lock, every slot (default: the exec lock and every named lock in use)'))
     .addOption(keyOption())
-    .action(act(async (opts) => (await load.lock()).lockStatus(opts, globals())));
+    .action(act(async (opts) => (await (await load.lock()).lockStatus(opts, globals(), freshLock)) ?? ExitCode.FAILED));
   lock
     .command('break')
     .description('remove the lock, only if it is stale (dead owner, expired, unreadable)')
     .addOption(lockOption('a named lock (each of its stale slots), or "exec" (the default)'))
     .addOption(keyOption())
-    .action(act(async (opts) => (await load.lock()).lockBreak(opts, globals())));
+    .action(act(async (opts) => (await load.lockFresh()).lockBreak(opts, globals())));
 
   const routineOption = (): Option =>
     new Option('--routine <id>', 'record the run as fired by this routine').hideHelp();
