@@ -1,7 +1,7 @@
 // Everyday commands started with no scheduler running (issue 20): `routine list`, `lock run --
 // true`, `lock status` and `validate` against `node -e 0`, in projects of 100 and 1 000
 // routines (half of them in a time zone). Each command's first run after the config changed
-// validates it and leaves the cache that later runs start from (src/cli/fast-config.ts); both
+// validates it and leaves the cache that later runs start from (src/cli/cached-config.ts); both
 // are shown: "cached" is the everyday case, "validating" (ROUTINELY_LIST_CACHE=0) the first run.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

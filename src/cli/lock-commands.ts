@@ -1,6 +1,6 @@
 // `routinely lock run | status` (SPEC §4), one implementation each: they take the lock's settings
 // from the validated config's cache when it is for this very config file and environment
-// (fast-config.ts; then neither commander nor the config validator is loaded, and a crontab line
+// (cached-config.ts; then neither commander nor the config validator is loaded, and a crontab line
 // `routinely lock run -- job` pays little more than node's start before its job), else from a
 // validating source the command line's full path hands in (lock-fresh.ts, also `lock break`).
 // Built on its own into dist/cli-lock.cjs for the entry (main.ts): it spawns, and loading
@@ -17,7 +17,7 @@ import { acquireLock, lockStatusAll, namedLockStatus, slotsOf } from '../lock/na
 import { terminalText } from '../printable.js';
 import { ensureStateRoot } from '../state/json-file.js';
 import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
-import { cachedConfig } from './fast-config.js';
+import { cachedConfig } from './cached-config.js';
 import type { GlobalOptions } from './globals.js';
 import { err } from './io.js';
 import { describeAll, describeNamed, describeStatus, runUnderLease } from './lock-run.js';

@@ -4,7 +4,7 @@
 // zod, croner or ICU loaded) or returns null; every other command, and those the cache cannot
 // answer, go through commander (program.ts).
 
-import { fastListArgs, fastLockArgs, fastValidateArgs } from './fast-args.js';
+import { listArgs, lockArgs, validateArgs } from './entry-args.js';
 import { routineList } from './routine-list-command.js';
 import { validate } from './validate-command.js';
 import { createRequire } from 'node:module';
@@ -26,15 +26,15 @@ async function run(argv: string[]): Promise<void> {
   // the start-up paths from the validated config's cache; null: the full path runs
   const fastPaths: (() => number | null | Promise<number | null>)[] = [
     () => {
-      const a = fastListArgs(args);
+      const a = listArgs(args);
       return a && routineList({ json: a.json, check: a.check }, { config: a.config });
     },
     () => {
-      const a = fastValidateArgs(args);
+      const a = validateArgs(args);
       return a && validate({ config: a.config }, {});
     },
     () => {
-      const a = fastLockArgs(args);
+      const a = lockArgs(args);
       // in a file of its own (cli-lock.cjs: it spawns, and other commands never load that),
       // required, not imported (import() would start the ESM loader: 10 ms)
       if (!a) return null;

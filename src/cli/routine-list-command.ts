@@ -20,7 +20,7 @@ import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { readPhasesFile, type Phase } from '../state/phases.js';
 import { processGone } from '../process/identity.js';
 import { terminalText } from '../printable.js';
-import { cachedConfig } from './fast-config.js';
+import { cachedConfig } from './cached-config.js';
 import type { GlobalOptions } from './globals.js';
 import { err } from './io.js';
 import {

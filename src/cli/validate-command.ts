@@ -1,6 +1,6 @@
 // `routinely validate`: the config is valid, and when each routine fires next. One
 // implementation: the routines and their next times come from the validated config's cache when
-// it is for this very config file and environment (fast-config.ts; then neither zod, croner nor
+// it is for this very config file and environment (cached-config.ts; then neither zod, croner nor
 // ICU's zone data is loaded), else from validating the config (`fresh`, validate-fresh.ts, which
 // the command line's full path hands in); whichever it was, the lines are made here.
 
@@ -11,7 +11,7 @@ import { stdoutIsTTY, writeOut } from '../fs/terminal.js';
 import { terminalText } from '../printable.js';
 import { nextCachedTimes, readListCache, type CachedRoutine } from '../scheduler/list-cache.js';
 import type { ZoneTime } from '../zone-time.js';
-import { cachedConfig } from './fast-config.js';
+import { cachedConfig } from './cached-config.js';
 import type { GlobalOptions } from './globals.js';
 import { err, out } from './io.js';
 

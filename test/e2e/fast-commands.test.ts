@@ -1,4 +1,4 @@
-// `validate`, `lock run` and `lock status` from the validated config's cache (fast-config.ts):
+// `validate`, `lock run` and `lock status` from the validated config's cache (cached-config.ts):
 // after one full run they start without the config validator or the command-line parser, and
 // print and exit exactly as the full path does; a changed config is validated again.
 

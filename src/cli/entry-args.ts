@@ -1,15 +1,16 @@
-// Which command lines the fast `routine list` may answer (main.ts): `routine list` with
-// `--json`, `--check` and the global `--config`, in any order, and nothing else. No imports:
-// this runs before anything is loaded.
+// Which command lines the entry (main.ts) runs without commander: `routine list` with `--json`,
+// `--check` and the global `--config`, `validate`, `lock run` and `lock status` with their
+// common flags; anything else is commander's to parse (and to refuse). No imports: this runs
+// before anything is loaded.
 
-export interface FastListArgs {
+export interface ListArgs {
   json: boolean;
   check: boolean;
   config?: string;
 }
 
-export function fastListArgs(args: readonly string[]): FastListArgs | null {
-  const out: FastListArgs = { json: false, check: false };
+export function listArgs(args: readonly string[]): ListArgs | null {
+  const out: ListArgs = { json: false, check: false };
   const words: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
@@ -28,11 +29,11 @@ export function fastListArgs(args: readonly string[]): FastListArgs | null {
 
 /** `lock run [--if-busy MODE] [--wait-timeout S] -- CMD…` and `lock status [--json] [--key K]`,
  * with the global `--config`; anything else is the full path's to parse (and to refuse). */
-export type FastLockArgs =
+export type LockArgs =
   | { kind: 'run'; ifBusy?: 'fail' | 'skip' | 'wait'; waitTimeout?: number; cmd: string[]; config?: string }
   | { kind: 'status'; json: boolean; key: string; config?: string };
 
-export function fastLockArgs(args: readonly string[]): FastLockArgs | null {
+export function lockArgs(args: readonly string[]): LockArgs | null {
   if (args[0] !== 'lock' || (args[1] !== 'run' && args[1] !== 'status')) return null;
   let config: string | undefined;
   let ifBusy: 'fail' | 'skip' | 'wait' | undefined;
@@ -74,7 +75,7 @@ export function fastLockArgs(args: readonly string[]): FastLockArgs | null {
 }
 
 /** `validate` with the global `--config`. */
-export function fastValidateArgs(args: readonly string[]): { config?: string } | null {
+export function validateArgs(args: readonly string[]): { config?: string } | null {
   if (args[0] !== 'validate') return null;
   if (args.length === 1) return {};
   if (args.length === 3 && (args[1] === '-c' || args[1] === '--config') && !args[2]!.startsWith('-'))
