@@ -23,7 +23,7 @@ export function trustProjectRoots(project: Project): void {
   trustRoot(project.lockDir);
 }
 
-/** The project's file lock alone (what `lock run` needs from the fast start): its roots trusted,
+/** The project's file lock alone (what `lock run` needs when it starts from the cache): its roots trusted,
  * its generations never below the exec runs' (SPEC §4.7), its notices said on stderr. */
 export function projectFileLock(project: Project, notice: (message: string) => void): LockBackend {
   trustProjectRoots(project);

@@ -292,7 +292,7 @@ export function schedulerLineOf(state: SchedulerState): SchedulerLine {
   return { running: state.running, text: schedulerLine(state, false).slice('scheduler: '.length) };
 }
 
-/** Where the list goes: stdout and stderr lines (the fast path collects them). */
+/** Where the list goes: stdout and stderr lines (collected when stdout is no terminal). */
 export interface ListSink {
   out(line: string): void;
   err(line: string): void;
@@ -300,7 +300,7 @@ export interface ListSink {
 
 const consoleSink: ListSink = { out, err };
 
-/** Prints the list (or its JSON) and answers --check: shared by the full and the fast path. */
+/** Prints the list (or its JSON) and answers --check. */
 export function printList(
   routines: ListedRoutine[],
   rows: ListRow[],

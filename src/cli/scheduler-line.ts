@@ -10,7 +10,7 @@ const ago = (s: number | null): string =>
 
 /** `running, pid 4711 on build-01 since 2026-11-30 12:01:07 UTC (heartbeat 2s ago)` (`stopping, …`
  * while it shuts down): in UTC,
- * which needs no time-zone data (`routine list` prints it from its fast path too). */
+ * which needs no time-zone data (`routine list` prints it when it starts from the cache too). */
 export function describeScheduler(s: SchedulerInstance, heartbeat = true): string {
   const since = s.since.replace('T', ' ').slice(0, 19);
   return printable(

@@ -2,7 +2,7 @@
 // the config's folder, the state folder and every folder above them belong to root or to you and
 // are writable by nobody else; a sticky world-writable parent and a user private group are
 // allowed, as OpenSSH allows them (docs/design.md "Trusted paths"). Light: no imports beyond
-// node:fs, node:path and errors.ts (the fast paths use it).
+// node:fs, node:path and errors.ts (the commands that start from the cache use it).
 
 import type { Stats } from 'node:fs';
 import { lstatQuiet, realPath } from '../fs/look.js';

@@ -71,7 +71,7 @@ export async function readSchedulerState(
   return stateOf(await backend.schedulerLocks(probe), backend.kind, probe);
 }
 
-/** The state from the scheduler locks' statuses (also `routine list`'s fast path, which reads
+/** The state from the scheduler locks' statuses (also `routine list` from the cache, which reads
  * the one file lock itself). */
 export function stateOf(
   statuses: readonly LockStatus[],
