@@ -1,6 +1,6 @@
 // What differs between the backends, decided once for a project's backend (SPEC §9): code outside
-// the backends asks these, never which backend it is. Imports nothing, so the commands that start from the cache and the
-// backends alike can ask it.
+// the backends asks these, never which backend it is. Imports nothing, so the commands that start
+// from the cache and the backends alike can ask it.
 
 /** What differs between the backends, as the code outside them needs to know it. */
 export interface BackendCaps {
