@@ -23,6 +23,9 @@ import { err } from './io.js';
 import { describeAll, describeNamed, describeStatus, runUnderLease } from './lock-run.js';
 import { StopSignals } from './signals.js';
 
+/** For the entry: what a lock command that threw says, by this bundle's own error classes. */
+export { reportError } from './report-error.js';
+
 /** What the lock commands work with, from the cache or from validating the config. */
 export interface LockSource extends AsyncDisposable {
   /** From the cache: the lock folder as the cache names it, nothing validated now. */

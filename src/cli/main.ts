@@ -9,6 +9,7 @@ import { routineList } from './routine-list-command.js';
 import { validate } from './validate-command.js';
 import { createRequire } from 'node:module';
 import { VERSION } from '../version.js';
+import { reportError } from './report-error.js';
 
 const lazyRequire = createRequire(import.meta.url);
 
@@ -40,13 +41,21 @@ async function run(argv: string[]): Promise<void> {
       if (!a) return null;
       const commands = lazyRequire('./cli-lock.cjs') as typeof import('./lock-commands.js');
       const g = { config: a.config };
-      return a.kind === 'run'
-        ? commands.lockRun(a.cmd, { ifBusy: a.ifBusy, waitTimeout: a.waitTimeout }, g)
-        : commands.lockStatus({ json: a.json, key: a.key }, g);
+      // reported by that file's own reporter: its error classes are its own copies
+      return (
+        a.kind === 'run'
+          ? commands.lockRun(a.cmd, { ifBusy: a.ifBusy, waitTimeout: a.waitTimeout }, g)
+          : commands.lockStatus({ json: a.json, key: a.key }, g)
+      ).catch(commands.reportError);
     },
   ];
   for (const fast of fastPaths) {
-    const code = await fast();
+    let code: number | null;
+    try {
+      code = await fast();
+    } catch (error) {
+      code = reportError(error);
+    }
     if (code !== null) {
       // everything is written (synchronously); nothing else keeps the process alive
       process.exitCode = code;

@@ -3,8 +3,9 @@
 // process.exit; it maps errors to the exit codes of SPEC §7 and never prints a stack trace.
 // (Over 300 lines: the declaration of every command and option, one after another.)
 
-import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ExitCode, RoutinelyError, asStorageError } from '../errors.js';
+import { Argument, Command, InvalidArgumentError, Option } from 'commander';
+import { ExitCode } from '../errors.js';
+import { reportError } from './report-error.js';
 
 import { VERSION } from '../version.js';
 
@@ -415,8 +416,8 @@ that works on this machine only.`,
     )
     .action(
       act(async (opts) => {
-        const { freshView } = await load.validateFresh();
-        return (await (await load.validate()).validate(globals(), opts, freshView)) ?? ExitCode.FAILED;
+        const fresh = async (g: GlobalOptions) => (await load.validateFresh()).freshView(g);
+        return (await (await load.validate()).validate(globals(), opts, fresh)) ?? ExitCode.FAILED;
       }),
     );
 
@@ -595,28 +596,4 @@ function helpWithoutCommand(program: Command, args: string[]): Command | null {
   if (args.length !== 1) return null;
   const group = program.commands.find((c) => c.name() === args[0]);
   return group && group.commands.length > 0 ? group : null;
-}
-
-function reportError(thrown: unknown): number {
-  // a storage fault reached here unnamed (a listing, a read): 74 with the path, as SPEC §7 says
-  const error = asStorageError(thrown);
-  if (error instanceof CommanderError) {
-    // commander printed its message already; help and version are not errors
-    if (
-      error.code === 'commander.helpDisplayed' ||
-      error.code === 'commander.version' ||
-      error.code === 'commander.help'
-    ) {
-      return ExitCode.OK;
-    }
-    return ExitCode.USAGE;
-  }
-  if (error instanceof RoutinelyError) {
-    process.stderr.write(`routinely: ${error.message}\n`);
-    return error.exitCode;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`routinely: unexpected error: ${message}\n`);
-  if (process.env.ROUTINELY_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
-  return ExitCode.FAILED;
 }

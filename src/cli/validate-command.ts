@@ -63,14 +63,14 @@ export function cachedView(configArg: string | undefined, env: NodeJS.ProcessEnv
 export async function validate(
   g: GlobalOptions,
   flags: { json?: boolean } = {},
-  fresh: ((g: GlobalOptions) => ValidatedView) | null = null,
+  fresh: ((g: GlobalOptions) => Promise<ValidatedView>) | null = null,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number | null> {
   let view = cachedView(g.config, env);
   if (view && env.ROUTINELY_DEBUG) err('routinely: debug: validate from the cache of a config that validated');
   if (!view && !fresh) return null;
   try {
-    view ??= fresh!(g);
+    view ??= await fresh!(g);
   } catch (error) {
     if (!flags.json || !(error instanceof RoutinelyError)) throw error;
     const issues =

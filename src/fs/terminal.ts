@@ -5,7 +5,11 @@ import { createRequire } from 'node:module';
 import { fstatSync, statSync, writeSync } from 'node:fs';
 
 /** Writes all of `text` to an output descriptor (stdout) at once: a full non-blocking pipe
- * (EAGAIN) is waited out, a reader gone (EPIPE, `| head -1`) is not our error. */
+ * (EAGAIN: Node makes a pipe non-blocking once process.stdout exists) is waited out a millisecond
+ * at a time, not spun on (`| less` reading slowly would cost a core); a reader gone (EPIPE,
+ * `| head -1`) is not our error. */
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
 export function writeOut(fd: number, text: string): void {
   const buf = Buffer.from(text);
   for (let off = 0; off < buf.length;) {
@@ -13,7 +17,10 @@ export function writeOut(fd: number, text: string): void {
       off += writeSync(fd, buf, off, buf.length - off);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN') continue;
+      if (code === 'EAGAIN') {
+        Atomics.wait(pause, 0, 0, 1);
+        continue;
+      }
       if (code === 'EPIPE') return;
       throw e;
     }
