@@ -1,11 +1,12 @@
-import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CUT_LINE_PATTERN, CappedOutput } from '../../src/exec/capped-output.js';
+import { testdir } from '../helpers/testdir.js';
 
 function capture(cap: number, chunks: Buffer[]): { text: string; cut: number } {
-  const file = join(mkdtempSync(join(tmpdir(), 'capped-')), 'log');
+  // removed when the test ends
+  const file = join(testdir('capped-'), 'log');
   const fd = openSync(file, 'w');
   const out = new CappedOutput(fd, cap);
   for (const c of chunks) out.write(c);
