@@ -107,17 +107,14 @@ Exit codes (every command):
     importCrontab: () => import('./import-crontab-command.js'),
     init: () => import('./init-command.js'),
     lock: () => import('./lock-commands.js'),
-    lockFresh: () => import('./lock-fresh.js'),
     routine: () => import('./routine-commands.js'),
-    routineList: () => import('./routine-list-command.js'),
     routineLogs: () => import('./routine-logs.js'),
     scheduler: () => import('./scheduler-command.js'),
     schedulerControl: () => import('./scheduler-control.js'),
     validate: () => import('./validate-command.js'),
-    validateFresh: () => import('./validate-fresh.js'),
   };
   // the lock commands' source when the cache cannot answer: the config validated now
-  const freshLock: FreshLockSource = async (g, use) => (await load.lockFresh()).freshLockSource(g, use);
+  const freshLock: FreshLockSource = async (g, use) => (await import('./lock-fresh.js')).freshLockSource(g, use);
   const act =
     <A extends unknown[]>(fn: (...args: A) => Promise<number>) =>
     async (...args: A): Promise<void> => {
@@ -166,7 +163,7 @@ Examples:
     .description('remove the lock, only if it is stale (dead owner, expired, unreadable)')
     .addOption(lockOption('a named lock (each of its stale slots), or "exec" (the default)'))
     .addOption(keyOption())
-    .action(act(async (opts) => (await load.lockFresh()).lockBreak(opts, globals())));
+    .action(act(async (opts) => (await import('./lock-fresh.js')).lockBreak(opts, globals())));
 
   const routineOption = (): Option =>
     new Option('--routine <id>', 'record the run as fired by this routine').hideHelp();
@@ -257,7 +254,9 @@ Examples:
     .action(
       act(async (opts) => {
         const fresh = async (f: ListFlags, g: GlobalOptions) => (await load.routine()).freshListInputs(f, g);
-        return (await (await load.routineList()).routineList(opts, globals(), fresh)) ?? ExitCode.FAILED;
+        return (
+          (await (await import('./routine-list-command.js')).routineList(opts, globals(), fresh)) ?? ExitCode.FAILED
+        );
       }),
     );
   routine
@@ -416,7 +415,7 @@ that works on this machine only.`,
     )
     .action(
       act(async (opts) => {
-        const fresh = async (g: GlobalOptions) => (await load.validateFresh()).freshView(g);
+        const fresh = async (g: GlobalOptions) => (await import('./validate-fresh.js')).freshView(g);
         return (await (await load.validate()).validate(globals(), opts, fresh)) ?? ExitCode.FAILED;
       }),
     );

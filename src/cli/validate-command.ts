@@ -42,14 +42,8 @@ export function cachedView(configArg: string | undefined, env: NodeJS.ProcessEnv
       if (!next) return null; // the cache ran out (validating writes it again)
       times.push(next);
     }
-    const p = found.project;
-    return {
-      configPath: found.configPath,
-      tasks: p.inlineTasks,
-      machineZone: p.machineZone,
-      routines: cache.routines,
-      times,
-    };
+    const { inlineTasks: tasks, machineZone } = found.project;
+    return { configPath: found.configPath, tasks, machineZone, routines: cache.routines, times };
   } catch {
     return null;
   }
