@@ -58,6 +58,10 @@ suite('PostgreSQL backend with skewed host clocks', () => {
       JSON.stringify({
         project: 'app',
         backend: { type: 'postgres' },
+        // a SIGKILL that lands while the fast host holds the exec lock (a fire under way, a few
+        // ms of each second) leaves its lease to expire: a TTL of 10 s keeps that wait inside the
+        // poll below (the default 60 s made this test fail now and then)
+        lock: { ttlSeconds: 10 },
         routines: [
           {
             id: 'tick',
