@@ -91,8 +91,11 @@ describe.skipIf(!havePromtool && process.env.CI !== 'true')('Prometheus (promtoo
       expect(sample(m, 'routinely_routine_failing', { routine: 'bad' })).toBe(1);
       expect(sample(m, 'routinely_routine_failing', { routine: 'ok' })).toBe(0);
       expect(m).toMatch(/^routinely_info\{version="[^"]+",project="[^"]+",host="[^"]+"\} 1$/m);
-      // a busy skip
-      const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 4'], { cwd: project });
+      // a busy skip (the holder waits its turn: at a tick the scheduler's routines queue for the
+      // lock one behind the other, and a newcomer that would not wait is busy then)
+      const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 4'], {
+        cwd: project,
+      });
       await holder.waitFor(/holding/);
       await s.waitFor(/\[routine\] skipped ok: exec busy/);
       // paused while the lock is held: its last fire is that skip
