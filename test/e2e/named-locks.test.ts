@@ -246,11 +246,16 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
     ).toBe(true);
     expect(s.stdout()).toMatch(/\[routine\] queued db2: behind db1/);
     expect(s.stdout()).not.toMatch(/busy/);
-    // db held by `lock run --lock db`: the db routines skip, named; the others go on
-    const holder = startCli(['lock', 'run', '--lock', 'db', '--', 'sh', '-c', 'echo holding; sleep 4'], {
-      cwd: project,
-      timeoutMs: 60_000,
-    });
+    // db held by `lock run --lock db`: the db routines skip, named; the others go on (the holder
+    // waits its turn: at a tick db1 and db2 queue for db one behind the other, and a newcomer
+    // that would not wait is busy then, by design)
+    const holder = startCli(
+      ['lock', 'run', '--lock', 'db', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 4'],
+      {
+        cwd: project,
+        timeoutMs: 60_000,
+      },
+    );
     await holder.waitFor(/holding/);
     await s.waitFor(/\[routine\] skipped db1: db busy \(held by lock run since \d\d:\d\d:\d\d\)/, 15_000);
     const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
