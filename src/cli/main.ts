@@ -4,7 +4,7 @@
 // zod, croner or ICU loaded) or returns null; every other command, and those the cache cannot
 // answer, go through commander (program.ts).
 
-import { listArgs, lockArgs, validateArgs } from './entry-args.js';
+import { isSchedulerStart, listArgs, lockArgs, validateArgs } from './entry-args.js';
 import { routineList } from './routine-list-command.js';
 import { validate } from './validate-command.js';
 import { createRequire } from 'node:module';
@@ -62,6 +62,7 @@ async function run(argv: string[]): Promise<void> {
       return;
     }
   }
+  if (isSchedulerStart(args)) stayInBaselineTiers();
   // A reader that goes away (`routinely routine list | head -1`) is no error of ours: output to
   // a closed pipe is dropped, never an unhandled 'error' event with a stack trace.
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
@@ -73,6 +74,20 @@ async function run(argv: string[]): Promise<void> {
   const limit = program.exitFlushLimit();
   if (limit !== null) setTimeout(() => process.exit(code), limit);
   process.stdout.write('', () => process.exit(code));
+}
+
+/** The scheduler runs its JavaScript in V8's interpreter and baseline compiler only: an idle
+ * scheduler's work is a few calls a second, and TurboFan, once it optimizes the start-up's
+ * loops (loading some 40 modules, validating the config), leaves ≈ 4–6 MB resident — its own
+ * code in the node binary, its zones, the optimized code — for no gain a fire can measure
+ * (docs/benchmarks.md, issue 52). Process-wide, so set here, before the scheduler's modules load;
+ * short commands keep the default. */
+function stayInBaselineTiers(): void {
+  try {
+    (lazyRequire('node:v8') as typeof import('node:v8')).setFlagsFromString('--max-opt=1');
+  } catch {
+    // a runtime without the flag simply optimizes
+  }
 }
 
 void run(process.argv);

@@ -5,7 +5,7 @@
 // grace (never past the lease's own once it is lost). Callers differ only in what they pass.
 
 import type { Lease } from '../lock/lease.js';
-import { anySignal } from '../clock.js';
+import { anySignal, monotonicMs } from '../clock.js';
 import { runProcess, stopGroup, type ProcessResult, type ProcessSpec } from './process.js';
 
 /** SIGTERM → SIGKILL, for the command and for what is left of its group. */
@@ -54,13 +54,13 @@ export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): 
   // command, then what is left of its group and session): what is left of that, never more
   let lostAt: number | null = null;
   const onLost = (): void => {
-    lostAt ??= performance.now();
+    lostAt ??= monotonicMs();
   };
   if (lease?.signal.aborted) onLost();
   else lease?.signal.addEventListener('abort', onLost, { once: true });
   const graceNow = (): number => {
     if (!lease?.lost) return grace;
-    const spent = performance.now() - (lostAt ?? performance.now());
+    const spent = monotonicMs() - (lostAt ?? monotonicMs());
     return Math.max(0, Math.min(grace, lease.lost.graceMs - spent));
   };
   const link = anySignal(...[lease?.signal, signal].filter((s): s is AbortSignal => s !== undefined));

@@ -10,6 +10,7 @@ import { constants } from 'node:os';
 import { errnoCode } from '../errors.js';
 import { quietly, systemProbe } from '../process/identity.js';
 import { CappedOutput } from './capped-output.js';
+import { monotonicMs } from '../clock.js';
 
 export interface ProcessSpec {
   /** argv[0] and arguments; with `shell: true`, `file` is a shell string run by `sh -c`. */
@@ -147,8 +148,8 @@ async function stopOneGroup(pid: number, graceMs: number): Promise<number> {
     return left;
   }
   killGroup(pid, 'SIGTERM');
-  const deadline = performance.now() + graceMs;
-  while (groupExists(pid) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  const deadline = monotonicMs() + graceMs;
+  while (groupExists(pid) && monotonicMs() < deadline) await new Promise((r) => setTimeout(r, 20));
   if (groupExists(pid)) killGroup(pid, 'SIGKILL');
   return left;
 }
@@ -170,7 +171,7 @@ function spawn(
 }
 
 export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
-  const started = performance.now();
+  const started = monotonicMs();
   const grace = (): number =>
     typeof spec.killGraceMs === 'function' ? spec.killGraceMs() : (spec.killGraceMs ?? 5000);
   return new Promise((resolve) => {
@@ -203,7 +204,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
         reason: 'spawn-error',
         timedOut: false,
         canceled: false,
-        durationMs: performance.now() - started,
+        durationMs: monotonicMs() - started,
         pid: null,
         ...(capped ? { endOutput: async () => capped.end() } : {}),
       });
@@ -266,7 +267,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
         reason,
         timedOut: reason === 'timeout',
         canceled: reason === 'canceled',
-        durationMs: performance.now() - started,
+        durationMs: monotonicMs() - started,
         pid,
       });
     };

@@ -4,10 +4,14 @@
 // per-task progress lives in that run's journal and is folded in when the run ends, or by the
 // next command when the run was cut short (`active_runs`).
 
-import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import type { TaskDef } from '../config/types.js';
 import { readJsonState, writeJsonDurable } from '../state/json-file.js';
 import type { SourcedTask } from './task-source.js';
+
+// node:crypto when a task's hash is asked for: the scheduler, which shares this module's chunk,
+// never loads it (≈ 1 MB of its memory, docs/benchmarks.md)
+const lazyRequire = createRequire(import.meta.url);
 
 /** The registry as stored. `missing` and `corrupt` are rebuilt from the runs by the caller
  * (the registry is an index of them, SPEC §3). */
@@ -67,7 +71,8 @@ export function taskHash(def: TaskDef): string {
       : Array.isArray(v)
         ? v.map(canonical)
         : v;
-  return createHash('sha256')
+  return (lazyRequire('node:crypto') as typeof import('node:crypto'))
+    .createHash('sha256')
     .update(JSON.stringify(canonical(def)))
     .digest('hex')
     .slice(0, 16);

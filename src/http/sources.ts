@@ -9,6 +9,7 @@ import type { LockStatus } from '../lock/status.js';
 import type { HistoryEntry } from '../state/history.js';
 import { starvingSkip, type RoutineRecord } from '../state/routine-state.js';
 import type { Health } from './health.js';
+import { monotonicMs } from '../clock.js';
 
 /** A `routine list --json` row: the fields the page and the metrics read (`starved` and
  * `running_since` are shown when present). */
@@ -148,7 +149,7 @@ export function consecutiveSkips(row: RoutineView, recent: RecentResults | undef
 export function cachedSources(
   s: StatusSources,
   ttlMs = 1000,
-  now: () => number = () => performance.now(),
+  now: () => number = () => monotonicMs(),
 ): StatusSources & { forget(): void } {
   const caches: Map<string, unknown>[] = [];
   const memo = <A extends unknown[], T>(fn: (...a: A) => Promise<T>): ((...a: A) => Promise<T>) => {

@@ -2,8 +2,7 @@
 // by a timeout over the whole attempt (connect, request, response) and abortable, so a receiver
 // that never answers can hold a caller no longer than that.
 
-import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { redactUrl } from '../config/load.js';
 
 export type AttemptResult = { ok: true } | { ok: false; error: string; retry: boolean };
@@ -21,16 +20,27 @@ export function webhookLabel(url: string): string {
 }
 
 /** Error texts of node:http name the host and port at most; a URL in them is cut down anyway. */
+function protocolOf(url: string): string {
+  try {
+    return new URL(url).protocol;
+  } catch {
+    return '';
+  }
+}
+
 function clean(message: string, url: string): string {
   return message.split(url).join(webhookLabel(url));
 }
 
-export function postWebhook(
+export async function postWebhook(
   url: string,
   body: string,
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<AttemptResult> {
+  // node:http and node:https (with TLS) load at the first delivery: a scheduler that never posts
+  // does not carry them (≈ 3 MB of its memory, docs/benchmarks.md)
+  const { request } = protocolOf(url) === 'https:' ? await import('node:https') : await import('node:http');
   return new Promise((resolve) => {
     let settled = false;
     let req: ClientRequest | undefined;
@@ -56,7 +66,6 @@ export function postWebhook(
     } catch (err) {
       return done({ ok: false, error: `invalid webhook URL: ${(err as Error).message}`, retry: false });
     }
-    const request = u.protocol === 'https:' ? httpsRequest : httpRequest;
     try {
       req = request(u, {
         method: 'POST',

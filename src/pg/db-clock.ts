@@ -5,7 +5,7 @@
 // offset = db_now − (t_send + rtt / 2) — at connect and then periodically, and keep
 // `now() = Date.now() + offset`. Durations stay on the local monotonic clock.
 
-import { systemClock, type Clock } from '../clock.js';
+import { monotonicMs, systemClock, type Clock } from '../clock.js';
 import type { Db } from './connect.js';
 import { sessionSql } from './statements.js';
 import type { Logger } from '../fire/log.js';
@@ -106,9 +106,9 @@ export class DbClock implements Clock {
       const samples: OffsetSample[] = [];
       for (let i = 0; i < rounds; i++) {
         const sent = Date.now();
-        const started = performance.now();
+        const started = monotonicMs();
         const { rows } = await this.db.query<{ ms: number }>(sessionSql.clockMs);
-        const rtt = performance.now() - started;
+        const rtt = monotonicMs() - started;
         const ms = Number(rows[0]?.ms);
         if (Number.isFinite(ms)) samples.push(offsetSample(sent, rtt, ms));
       }

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { deliver } from '../../src/notify/deliver.js';
 import type { NotifyPayload } from '../../src/notify/payload.js';
-import { webhookLabel } from '../../src/notify/webhook.js';
+import { postWebhook, webhookLabel } from '../../src/notify/webhook.js';
 import { eventually, processRuns } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 import { closedPort, webhookServer } from '../helpers/webhook-server.js';
@@ -122,6 +122,16 @@ describe('webhook', () => {
     expect(hook.received[0]!.url).toBe('/hooks/T0/B0/tok3n?key=abc');
     expect(JSON.stringify(d)).not.toMatch(/s3cret|tok3n|abc|alert/);
     expect(d!.target).toBe(`http://127.0.0.1:${hook.port}/…`);
+  });
+
+  it('an https: URL is posted over TLS (node:https, loaded at the first delivery): a plain HTTP receiver fails the handshake', async () => {
+    const hook = await webhookServer([204]);
+    const url = hook.url.replace('http:', 'https:');
+    const r = await postWebhook(url, '{}', 5_000);
+    // not node:http's synchronous "Protocol not supported" (retry false): a TLS error, retried
+    expect(r).toMatchObject({ ok: false, retry: true });
+    expect((r as { error: string }).error).not.toMatch(/Protocol/);
+    expect(hook.received).toHaveLength(0);
   });
 
   it('webhookLabel keeps scheme and host only', () => {
