@@ -57,9 +57,9 @@ async function run(argv: string[]): Promise<void> {
       code = reportError(error);
     }
     if (code !== null) {
-      // everything is written (synchronously); nothing else keeps the process alive
-      process.exitCode = code;
-      return;
+      // everything is written (synchronously: writeOut, or a terminal); exiting here skips the
+      // tear-down of the heap the command grew (≈ 1 ms of `routine list` at 1 000 routines)
+      process.exit(code);
     }
   }
   if (isSchedulerStart(args)) stayInBaselineTiers();

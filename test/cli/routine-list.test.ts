@@ -127,6 +127,25 @@ describe('routine list: a row is the config facts, the record and the derived fi
     expect(row).not.toHaveProperty('open_fires');
   });
 
+  it("a record as this version writes it (one literal, not copied key by key) gives the same keys in the record's order", () => {
+    for (const rec of [
+      record(fire('success', '2026-11-29T18:58:00.000Z')),
+      { ...record(fire('failure', '2026-11-29T18:58:00.000Z')), open_fires: [] },
+      emptyRecord(),
+    ]) {
+      const [row] = listRows([listed('a')], { a: rec as RoutineRecord }, emptyRecord);
+      const recordKeys = Object.keys(rec).filter((k) => k !== 'open_fires');
+      expect(recordKeys).toEqual(Object.keys(emptyRecord()));
+      expect(Object.keys(row!)).toEqual([
+        ...['id', 'schedule', 'timezone', 'action', 'enabled', 'lock', 'next_run_at'],
+        ...recordKeys,
+        ...['failing', 'starved', 'running_since', 'phase', 'phase_since', 'waiting_for'],
+      ]);
+      for (const k of recordKeys) expect(row![k as keyof typeof row]).toEqual(rec[k as keyof typeof rec]);
+      expect(row).not.toHaveProperty('open_fires');
+    }
+  });
+
   it('a paused routine has no next run, a routine without a record gets the empty one', () => {
     const [paused, none] = listRows([listed('p'), listed('n')], { p: { ...emptyRecord(), paused: true } }, emptyRecord);
     expect(paused!.next_run_at).toBeNull();

@@ -19,6 +19,28 @@ const fast = (project: string, args: string[]) => runCli(args, { cwd: project, e
 const full = (project: string, args: string[]) => runCli(args, { cwd: project, env: { ROUTINELY_LIST_CACHE: '0' } });
 
 describe('short commands from the validated config', () => {
+  it('the cache is found where the state folder is: the default, one the config names, one the environment names', async () => {
+    const cases: { config: object; env: Record<string, string>; folder: string }[] = [
+      { config: { routines }, env: {}, folder: '.routinely' },
+      { config: { routines, stateDir: 'state' }, env: {}, folder: 'state' },
+      { config: { routines, stateDir: 'state' }, env: { ROUTINELY_STATE_DIR: 'elsewhere' }, folder: 'elsewhere' },
+    ];
+    for (const c of cases) {
+      const project = testProject(c.config);
+      const env = { ROUTINELY_DEBUG: '1', ...c.env };
+      await runCli(['validate'], { cwd: project, env }); // validates, leaves the cache
+      expect(readFileSync(join(project, c.folder, 'config-cache.json'), 'utf8')).toContain(join(project, c.folder));
+      const again = await runCli(['lock', 'status'], { cwd: project, env });
+      expect(again.stderr, JSON.stringify(c)).toMatch(FROM_CACHE);
+      const reference = await runCli(['lock', 'status'], {
+        cwd: project,
+        env: { ...c.env, ROUTINELY_LIST_CACHE: '0' },
+      });
+      expect(again.stdout).toBe(reference.stdout);
+      expect(again.code).toBe(reference.code);
+    }
+  });
+
   it('validate: the same bytes as the full path once the config validated; a changed config is validated again', async () => {
     const project = testProject({ exec: { tasks: [{ id: 't', run: 'true' }] }, routines });
     const first = await fast(project, ['validate']);
