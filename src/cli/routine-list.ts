@@ -27,16 +27,6 @@ export interface RoutineFacts {
   lock: string | null;
 }
 
-/** Only the config's facts of `r` (a row is not to carry what else `r` holds). */
-export const factsOf = (r: RoutineFacts): RoutineFacts => ({
-  id: r.id,
-  schedule: r.schedule,
-  timezone: r.timezone,
-  action: r.action,
-  enabled: r.enabled,
-  lock: r.lock,
-});
-
 /** A routine as the list knows it: from the config, or (config invalid) only from the state. */
 export interface ListedRoutine extends RoutineFacts {
   starvedAfterSkips: number;
@@ -116,9 +106,7 @@ export function listRows(
     // one literal when they are the keys this version writes, in its order (every record it
     // wrote, and the empty one); copied key by key otherwise (a newer writer's). The literal is
     // what buys the list's start-up (issue 52): 2 µs a row, where copying took 8
-    if (stored && !hasRecordKeys(stored))
-      return copiedRow(r, record, next_run_at, starved, running, current, waiting_for);
-    return {
+    const row: ListRow = {
       id: r.id,
       schedule: r.schedule,
       timezone: r.timezone,
@@ -149,6 +137,7 @@ export function listRows(
       phase_since: running ?? current?.since ?? null,
       waiting_for,
     };
+    return stored && !hasRecordKeys(stored) ? copiedRow(row, stored) : row;
   });
 }
 
@@ -183,26 +172,18 @@ function hasRecordKeys(record: RoutineRecord): boolean {
   return i === RECORD_KEYS.length;
 }
 
-/** A row of a record with other keys than this version's: every one of them, in its order. */
-function copiedRow(
-  r: ListedRoutine,
-  record: RoutineRecord,
-  next_run_at: string | null,
-  starved: boolean,
-  running: string | null,
-  current: Phase | undefined,
-  waiting_for: ListRow['waiting_for'],
-): ListRow {
-  const row = factsOf(r) as unknown as Record<string, unknown>;
-  row.next_run_at = next_run_at;
-  for (const k in record) if (k !== 'open_fires') row[k] = record[k as keyof RoutineRecord];
-  row.failing = record.consecutive_failures > 0;
-  row.starved = starved;
-  row.running_since = running;
-  row.phase = running ? 'running' : (current?.phase ?? null);
-  row.phase_since = running ?? current?.since ?? null;
-  row.waiting_for = waiting_for;
-  return row as unknown as ListRow;
+/** `row` with the keys of a record that has other keys than this version's (a newer writer's):
+ * every one of them, in its order, in place of this version's. */
+function copiedRow(row: ListRow, record: RoutineRecord): ListRow {
+  const from = row as unknown as Record<string, unknown>;
+  const keys = Object.keys(row);
+  const first = keys.indexOf(RECORD_KEYS[0]!);
+  const last = keys.indexOf(RECORD_KEYS.at(-1)!);
+  const copy: Record<string, unknown> = {};
+  for (const k of keys.slice(0, first)) copy[k] = from[k];
+  for (const k in record) if (k !== 'open_fires') copy[k] = record[k as keyof RoutineRecord];
+  for (const k of keys.slice(last + 1)) copy[k] = from[k];
+  return copy as unknown as ListRow;
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
