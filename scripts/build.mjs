@@ -113,18 +113,16 @@ const cjs = {
   banner: { js: "const __routinelyUrl = require('node:url').pathToFileURL(__filename).href;" },
 };
 await build({ ...cjs, entryPoints: { 'cli-lock': 'src/cli/lock-commands.ts' } });
-await build({
-  ...cjs,
-  entryPoints: { cli: 'src/cli/main.ts' },
-  plugins: [
-    {
-      name: 'program-outside',
-      setup(b) {
-        b.onResolve({ filter: /^\.\/program\.js$/ }, () => ({ path: './chunks/cli-program.js', external: true }));
-      },
-    },
-  ],
-});
+const programOutside = {
+  name: 'program-outside',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/program\.js$/ }, () => ({ path: './chunks/cli-program.js', external: true }));
+  },
+};
+// the executable (bin.ts) compiles the entry (main.ts, as cli-main.cjs) with the code cache made
+// at the end, and imports the program for it
+await build({ ...cjs, entryPoints: { cli: 'src/cli/bin.ts' }, plugins: [programOutside] });
+await build({ ...cjs, entryPoints: { 'cli-main': 'src/cli/main.ts' }, plugins: [programOutside] });
 // The library (SPEC §8): one implementation for require() and import, so a process that does both
 // has one copy of every class and lock (no dual-package hazard). index.cjs is it, its dynamic
 // imports inlined; index.js is an ES module that re-exports index.cjs by name.
@@ -175,3 +173,5 @@ for (const path of reached) {
   const text = readFileSync(path, 'utf8').replace(/((?:from|import\()\s*['"]\.{1,2}\/[^'"]+)\.js(['"])/g, '$1.cjs$2');
   writeFileSync(path.replace(/\.d\.ts$/, '.d.cts'), text);
 }
+// The entry's V8 code cache, for dist/cli.cjs to compile it with (scripts/code-cache.mjs).
+execFileSync(process.execPath, ['scripts/code-cache.mjs'], { stdio: 'inherit' });

@@ -82,15 +82,3 @@ export function validateArgs(args: readonly string[]): { config?: string } | nul
     return { config: args[2] };
   return null;
 }
-
-/** `scheduler start`, with or after the global `--config`: the entry sets the long-running
- * process's V8 tiers before anything else is compiled (main.ts). */
-export function isSchedulerStart(args: readonly string[]): boolean {
-  const words: string[] = [];
-  for (let i = 0; i < args.length && words.length < 2; i++) {
-    const a = args[i]!;
-    if (a === '-c' || a === '--config') i++;
-    else if (!a.startsWith('-')) words.push(a);
-  }
-  return words[0] === 'scheduler' && words[1] === 'start';
-}

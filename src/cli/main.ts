@@ -1,15 +1,15 @@
-#!/usr/bin/env node
 // The command line's entry. `routine list` and `validate` with nothing but their own flags run
 // their command straight away, which answers from the validated config's cache (no commander,
 // zod, croner or ICU loaded) or returns null; every other command, and those the cache cannot
 // answer, go through commander (program.ts).
 
-import { isSchedulerStart, listArgs, lockArgs, validateArgs } from './entry-args.js';
+import { listArgs, lockArgs, validateArgs } from './entry-args.js';
 import { routineList } from './routine-list-command.js';
 import { validate } from './validate-command.js';
 import { createRequire } from 'node:module';
 import { VERSION } from '../version.js';
 import { reportError } from './report-error.js';
+import { importProgram } from './program-import.js';
 
 const lazyRequire = createRequire(import.meta.url);
 
@@ -32,7 +32,9 @@ async function run(argv: string[]): Promise<void> {
     },
     () => {
       const a = validateArgs(args);
-      return a && validate({ config: a.config }, {});
+      if (!a) return null;
+      stayInBaselineTiers();
+      return validate({ config: a.config }, {});
     },
     () => {
       const a = lockArgs(args);
@@ -62,11 +64,11 @@ async function run(argv: string[]): Promise<void> {
       process.exit(code);
     }
   }
-  if (isSchedulerStart(args)) stayInBaselineTiers();
+  stayInBaselineTiers();
   // A reader that goes away (`routinely routine list | head -1`) is no error of ours: output to
   // a closed pipe is dropped, never an unhandled 'error' event with a stack trace.
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
-  const program = await import('./program.js');
+  const program = await importProgram();
   const code = await program.main(argv);
   // Flush stdout (pipes are asynchronous) before exiting; within a limit where one is set (the
   // limit is the command's, set in the program's own bundle).
@@ -76,12 +78,14 @@ async function run(argv: string[]): Promise<void> {
   process.stdout.write('', () => process.exit(code));
 }
 
-/** The scheduler runs its JavaScript in V8's interpreter and baseline compiler only: an idle
- * scheduler's work is a few calls a second, and TurboFan, once it optimizes the start-up's
- * loops (loading some 40 modules, validating the config), leaves ≈ 4–6 MB resident — its own
- * code in the node binary, its zones, the optimized code — for no gain a fire can measure
- * (docs/benchmarks.md, issue 52). Process-wide, so set here, before the scheduler's modules load;
- * short commands keep the default. */
+/** JavaScript runs in V8's interpreter and baseline compiler only: TurboFan's compiles (on a
+ * thread of their own, in the same process's CPU time) cost these commands more than the faster
+ * code gives back — measured with `--max-opt=1` against none, CPU time: `validate` of 1 000
+ * routines from the cache −12 %, validating them −23 %, `routine list` validating −27 %, `exec
+ * run` of 500 tasks −10 % — and an idle scheduler keeps ≈ 6 MB less resident (TurboFan's code in
+ * the node binary, its zones, the optimized code; docs/benchmarks.md, issue 52). Process-wide and
+ * set before the command's modules load. Not for `routine list` and `lock` from the cache: node:v8
+ * loads Node's streams (≈ 1.4 ms), which those never need, and they gain nothing from it. */
 function stayInBaselineTiers(): void {
   try {
     (lazyRequire('node:v8') as typeof import('node:v8')).setFlagsFromString('--max-opt=1');

@@ -4,14 +4,16 @@
 // showing both readings. No croner here: the fast `validate` path prints the same warning.
 
 const PLAIN = /^\d{1,2}$/;
+const SIX_FIELDS = /^\s*\S+(?:\s+\S+){5}\s*$/;
 const HOURS = /^\d{1,2}(?:[,-]\d{1,2})*$/;
 
 const two = (n: string): string => n.padStart(2, '0');
 
 /** The warning for a schedule that reads like a 5-field one with a field too many, or null. */
 export function extraFieldWarning(schedule: string): string | null {
+  // most schedules have 5 fields: told apart without splitting (validate of 1 000 routines)
+  if (!SIX_FIELDS.test(schedule)) return null;
   const f = schedule.trim().split(/\s+/);
-  if (f.length !== 6) return null;
   const [sec, min, hour, dom, month, dow] = f as [string, string, string, string, string, string];
   // Seconds-first with the hour left `*` and a "minute" that is a plain value which would be an
   // hour in the 5-field reading: `S M * … *`. A real seconds-first daily names its hour.
@@ -29,8 +31,10 @@ export function extraFieldWarning(schedule: string): string | null {
 
 /** `validate`'s warnings (stderr; it still exits 0) for the routines whose schedules read so. */
 export function habitWarnings(routines: readonly { id: string; schedule: string }[]): string[] {
-  return routines.flatMap((r) => {
+  const warnings: string[] = [];
+  for (const r of routines) {
     const w = extraFieldWarning(r.schedule);
-    return w ? [`routinely: warning: routine ${r.id}: ${w}`] : [];
-  });
+    if (w) warnings.push(`routinely: warning: routine ${r.id}: ${w}`);
+  }
+  return warnings;
 }

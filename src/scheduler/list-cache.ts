@@ -72,10 +72,17 @@ export function nextCached(r: CachedRoutine, nowMs: number): ZoneTime | null {
 /** How many fire times the readers take from the cache: `validate` prints each routine's next 3. */
 export const TIMES_READ = 3;
 
-/** The routine's next `n` cached fire times after `nowMs`, or null when the cache has fewer. */
+/** The routine's next `n` cached fire times after `nowMs`, or null when the cache has fewer (or
+ * one of them is not a time). One pass over the listed times, then the evenly spaced ones. */
 export function nextCachedTimes(r: CachedRoutine, nowMs: number, n = TIMES_READ): ZoneTime[] | null {
   const times: ZoneTime[] = [];
-  for (let t = nowMs; times.length < n;) {
+  for (const t of r.upcoming) {
+    if (t.at <= nowMs) continue;
+    if (!isZoneTime(t)) return null;
+    times.push(t);
+    if (times.length === n) return times;
+  }
+  for (let t = times.at(-1)?.at ?? nowMs; times.length < n;) {
     const next = nextCached(r, t);
     if (!next) return null;
     times.push(next);
