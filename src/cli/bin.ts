@@ -8,21 +8,17 @@
 // A script compiled from a code cache cannot import() (Node.js keeps no import callback for it):
 // the full path's program, an ES module, is imported here and handed to the entry.
 
-import { readFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
 import { PROGRAM } from './program-import.js';
+import { readPackageBytes, readPackageText } from '../fs/package-file.js';
 
 (globalThis as Record<symbol, unknown>)[PROGRAM] = () => import('./program.js');
 const file = join(__dirname, 'cli-main.cjs');
-let cachedData: Buffer | undefined;
-try {
-  cachedData = readFileSync(`${file}.v8cache`);
-} catch {
-  // no cache: compiled as usual
-}
-const script = new Script(Module.wrap(readFileSync(file, 'utf8')), { filename: file, cachedData });
+// without a cache, compiled as usual
+const cachedData = readPackageBytes(`${file}.v8cache`);
+const script = new Script(Module.wrap(readPackageText(file)), { filename: file, cachedData });
 const entry = new Module(file, module);
 entry.filename = file;
 const run = script.runInThisContext() as (...args: unknown[]) => void;
