@@ -57,9 +57,11 @@ export function statExact(path: string, follow = true): BigIntStats | null {
   }
 }
 
-/** realpath(3); throws when a part of the path is missing. */
+/** realpath(3); throws when a part of the path is missing. The C library's, not Node's walk in
+ * JavaScript (an lstat a component: 11.7 µs against 2.8 µs for a task's cwd, twice a task of
+ * `exec run`, issue 52). */
 export function realPath(path: string): string {
-  return realpathSync(path);
+  return realpathSync.native(path);
 }
 
 /** The size of the file open as `fd` now. */
