@@ -12,12 +12,12 @@ import Module, { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
 import { PROGRAM } from './program-import.js';
-import { readPackageBytes, readPackageText } from '../fs/package-file.js';
+import { readPackageCache, readPackageText } from '../fs/package-file.js';
 
 (globalThis as Record<symbol, unknown>)[PROGRAM] = () => import('./program.js');
 const file = join(__dirname, 'cli-main.cjs');
-// without a cache, compiled as usual
-const cachedData = readPackageBytes(`${file}.v8cache`);
+// without a cache (or with one older than the entry), compiled as usual
+const cachedData = readPackageCache(`${file}.v8cache`, file);
 const script = new Script(Module.wrap(readPackageText(file)), { filename: file, cachedData });
 const entry = new Module(file, module);
 entry.filename = file;
