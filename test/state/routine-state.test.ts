@@ -61,6 +61,22 @@ describe('routine state', () => {
     expect(ok).toMatchObject({
       routines: { auto: { ...emptyRecord(), last_result: 'skipped', counts: { success: 12, failure: 0, skipped: 4 } } },
     });
+    // every field in emptyRecord's order (routine list builds its rows on it), a later
+    // version's field kept after them, garbage turned into the empty value
+    const full = checkRoutineState({
+      version: 1,
+      routines: {
+        a: { later: 1, paused: 'yes', last_exit_code: 1.5, counts: { success: -1 }, last_reason: 7 },
+      },
+    });
+    expect(typeof full === 'string' ? full : Object.keys(full.routines.a!)).toEqual([
+      ...Object.keys(emptyRecord()),
+      'later',
+    ]);
+    expect(typeof full === 'string' ? full : full.routines.a).toEqual({ ...emptyRecord(), later: 1 });
+    // open fires: only the ones that are (none here: not even the raw list)
+    const junk = checkRoutineState({ version: 1, routines: { a: { open_fires: [{ id: 1 }, 'x'] } } });
+    expect(typeof junk === 'string' ? junk : junk.routines.a).not.toHaveProperty('open_fires');
     expect(checkRoutineState([])).toBe('not an object');
     expect(checkRoutineState({ version: 2, routines: {} })).toMatch(/version/);
     expect(checkRoutineState({ version: 1, routines: { a: 5 } })).toMatch(/routines\.a/);
