@@ -9,7 +9,7 @@
 // being written (a stalled writer) is counted once.
 
 import { checkFireEntry, type HistoryEntry } from './fire-entry.js';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
 import { linkNew, namesIn, readFileChecked, readFileFrom, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
 import { randomHex } from '../fs/random-ids.js';
@@ -43,8 +43,12 @@ const ROUTINE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export function historyPath(stateDir: string, routineId: string): string {
   if (!ROUTINE_ID.test(routineId) || routineId.includes('..'))
     throw new Error(`invalid routine id ${JSON.stringify(routineId)}`);
-  return join(stateDir, 'history', `${routineId}.jsonl`);
+  // the folder joined once (a view asks for 1 000 paths: path.join normalizes each, 1.7 µs);
+  // the id has no separator, so appending it is the same join
+  if (stateDir !== joined.stateDir) joined = { stateDir, dir: join(stateDir, 'history') };
+  return `${joined.dir}${sep}${routineId}.jsonl`;
 }
+let joined = { stateDir: '', dir: '' };
 
 /** Routine ids that have a history file. */
 export function historyIds(stateDir: string): string[] {
