@@ -2,7 +2,7 @@
 // idle RSS): no node:crypto, TLS, HTTP or perf_hooks — together ≈ 3 MB of its memory — through
 // start-up and a fire. A module that brings one of them back in fails here, not in a benchmark.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventually, startCli } from '../helpers/cli.js';
@@ -15,10 +15,15 @@ describe('scheduler footprint', () => {
     });
     const seen = join(project, 'modules.json');
     const preload = join(project, 'preload.cjs');
-    // the process writes the builtins it has loaded, every 100 ms
+    // the process writes the builtins it has loaded, every 100 ms (whole: a temp file renamed)
     writeFileSync(
       preload,
-      `setInterval(() => require('node:fs').writeFileSync(${JSON.stringify(seen)}, JSON.stringify(process.moduleLoadList)), 100).unref();\n`,
+      `const fs = require('node:fs');
+setInterval(() => {
+  fs.writeFileSync(${JSON.stringify(`${seen}.tmp`)}, JSON.stringify(process.moduleLoadList));
+  fs.renameSync(${JSON.stringify(`${seen}.tmp`)}, ${JSON.stringify(seen)});
+}, 100).unref();
+`,
     );
     const s = startCli(['scheduler', 'start'], { cwd: project, env: { NODE_OPTIONS: `--require ${preload}` } });
     try {
@@ -28,6 +33,7 @@ describe('scheduler footprint', () => {
       let loaded: string[] = [];
       await eventually(
         () => {
+          if (!existsSync(seen)) return false;
           loaded = JSON.parse(readFileSync(seen, 'utf8')) as string[];
           return Date.now() - at > 300;
         },
