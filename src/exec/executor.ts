@@ -9,7 +9,7 @@ import { dirname, relative, resolve } from 'node:path';
 import type { Clock } from '../clock.js';
 import { RETENTION_DEFAULTS, type TaskDef } from '../config/types.js';
 import type { Lease } from '../lock/lease.js';
-import { blockedTasks, tasksToStart, type Caps, type PlanTask } from './plan.js';
+import { blockedTasks, StartPlanner, type Caps, type PlanTask } from './plan.js';
 import { openAppend } from '../fs/durable.js';
 import { closeFd } from '../fs/names.js';
 import { fileSystemFull, realPath } from '../fs/look.js';
@@ -86,8 +86,15 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
       return;
     }
     applyEventInPlace(state, event);
-    if (event.type === 'task-started') status.set(event.task, 'running');
-    else if (event.type === 'task-finished') status.set(event.task, event.status);
+    if (event.type === 'task-started') {
+      status.set(event.task, 'running');
+      planner.started(event.task);
+    } else if (event.type === 'task-finished') {
+      if (status.get(event.task) === 'running') planner.finished(event.task);
+      status.set(event.task, event.status);
+      // only a task that did not succeed can block its dependants
+      if (event.status !== 'succeeded') mayBlock = true;
+    }
     o.onEvent?.(event, state);
   };
 
@@ -97,8 +104,14 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     dependsOn: o.defs.get(id)?.dependsOn ?? [],
   }));
   const status = new Map<string, TaskStatus>(Object.entries(state.tasks).map(([id, t]) => [id, t.status]));
+  const planner = new StartPlanner(plan, status, o.doneBefore, o.caps);
+  // whether a dependant may have become blocked since the last look: at the start (a dependency
+  // outside the run that did not succeed), then after a task that did not succeed
+  let mayBlock = true;
   const skipBlocked = (): void => {
     if (stoppedBy) return; // a stopped run leaves what it did not reach pending, for resume
+    if (!mayBlock) return;
+    mayBlock = false;
     for (const [id, dep] of blockedTasks(plan, status, o.doneBefore)) {
       const depStatus = state.tasks[dep]?.status ?? 'not run';
       record({
@@ -193,7 +206,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   try {
     skipBlocked();
     for (;;) {
-      if (!stoppedBy) for (const id of tasksToStart(plan, status, o.doneBefore, o.caps)) startTask(id);
+      if (!stoppedBy) for (const id of planner.next()) startTask(id);
       if (running.size === 0) break;
       await Promise.race(running.values());
       if (failures.length > 0) throw failures[0];

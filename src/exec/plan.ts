@@ -31,8 +31,23 @@ export function tasksToStart(
       total++;
     }
   }
+  return startable(tasks, 0, status, doneBefore, caps, running, total);
+}
+
+/** tasksToStart from `from` on, with the running tasks already counted (by provider, `running`,
+ * changed in place; and `total`). */
+function startable(
+  tasks: readonly PlanTask[],
+  from: number,
+  status: ReadonlyMap<string, TaskStatus>,
+  doneBefore: (id: string) => boolean,
+  caps: Caps,
+  running: Map<string, number>,
+  total: number,
+): string[] {
   const start: string[] = [];
-  for (const t of tasks) {
+  for (let i = from; i < tasks.length; i++) {
+    const t = tasks[i]!;
     if (total >= caps.parallel) break;
     if (status.get(t.id) !== 'pending') continue;
     const cap = caps.providers[t.provider]?.maxConcurrency ?? Infinity;
@@ -44,6 +59,49 @@ export function tasksToStart(
     total++;
   }
   return start;
+}
+
+/** tasksToStart for a run in progress, without looking at every task each time (a run of n tasks
+ * asked it n times: O(n²), 17 ms of 500 tasks, minutes of 10 000): it keeps the running tasks'
+ * counts and the first task still pending. Tell it each start and finish; same answers. */
+export class StartPlanner {
+  private readonly running = new Map<string, number>();
+  private total = 0;
+  private firstPending = 0;
+  private readonly providerOf: Map<string, string>;
+
+  constructor(
+    private readonly tasks: readonly PlanTask[],
+    private readonly status: ReadonlyMap<string, TaskStatus>,
+    private readonly doneBefore: (id: string) => boolean,
+    private readonly caps: Caps,
+  ) {
+    this.providerOf = new Map(tasks.map((t) => [t.id, t.provider]));
+    for (const t of tasks) if (status.get(t.id) === 'running') this.started(t.id);
+  }
+
+  /** `id` runs now. */
+  started(id: string): void {
+    const p = this.providerOf.get(id) ?? '';
+    this.running.set(p, (this.running.get(p) ?? 0) + 1);
+    this.total++;
+  }
+
+  /** `id`, which was running, is done. */
+  finished(id: string): void {
+    const p = this.providerOf.get(id) ?? '';
+    this.running.set(p, (this.running.get(p) ?? 1) - 1);
+    this.total--;
+  }
+
+  next(): string[] {
+    // statuses only ever leave 'pending': the tasks before the first pending one are done with
+    while (this.firstPending < this.tasks.length && this.status.get(this.tasks[this.firstPending]!.id) !== 'pending')
+      this.firstPending++;
+    // `running` is counted again by startable for the ones it picks: they are told back as started
+    const counts = new Map(this.running);
+    return startable(this.tasks, this.firstPending, this.status, this.doneBefore, this.caps, counts, this.total);
+  }
 }
 
 /** Pending tasks that can never run in this run: a dependency failed, was skipped or
