@@ -9,7 +9,7 @@ import { printable } from '../printable.js';
 import { processGone } from '../process/identity.js';
 import type { SchedulerState } from '../control/status.js';
 import { schedulerLine } from './scheduler-line.js';
-import type { OpenFire, RoutineRecord } from '../state/routine-state.js';
+import { emptyRecord as emptyRecordOf, type OpenFire, type RoutineRecord } from '../state/routine-state.js';
 import type { Phase, PhaseBoard } from '../state/phases.js';
 import { ExitCode } from '../errors.js';
 import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
@@ -141,26 +141,9 @@ export function listRows(
   });
 }
 
-/** The keys of a record as this version writes them (routine-state.ts emptyRecord, which the
- * callers pass: its keys are these, test/cli/routine-list.test.ts), in order. */
-const RECORD_KEYS: readonly string[] = [
-  'last_result',
-  'last_reason',
-  'last_scheduled_at',
-  'last_started_at',
-  'last_finished_at',
-  'last_duration_ms',
-  'last_exit_code',
-  'last_run_id',
-  'last_success_at',
-  'last_failure_at',
-  'last_skipped_at',
-  'counts',
-  'consecutive_failures',
-  'consecutive_skips',
-  'paused',
-  'paused_note',
-] satisfies readonly (keyof RoutineRecord)[];
+/** The keys of a record as this version writes them, in order: emptyRecord's (the callers pass
+ * it; its keys are these, test/cli/routine-list.test.ts). */
+const RECORD_KEYS: readonly string[] = Object.keys(emptyRecordOf());
 
 /** Whether `record` has exactly RECORD_KEYS, in that order (and perhaps open_fires). */
 function hasRecordKeys(record: RoutineRecord): boolean {
