@@ -208,8 +208,8 @@ export function probeWritable(project: Project): void {
 export interface FileStoreOptions {
   /** Where background work says what went wrong (a rewrite of routine-state.json that failed). */
   warn?: Warn;
-  /** A long-running process (the scheduler): routine-state.json is also checked against every
-   * history once a minute, for facts appended by others that never rewrote it (StatePublisher). */
+  /** A long-running process (the scheduler): the one writer of routine-state.json while it runs
+   * (StatePublisher.holdWhileRunning), which also checks it against every history once a minute. */
   longRunning?: boolean;
 }
 
@@ -223,7 +223,10 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
     cache,
     warn: opts.warn ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)),
   });
-  if (opts.longRunning) publisher.sweepEvery(SWEEP_EVERY_MS);
+  if (opts.longRunning) {
+    publisher.sweepEvery(SWEEP_EVERY_MS);
+    publisher.holdWhileRunning();
+  }
   return {
     read: async (warn) => readRoutineState(project, warn),
     readOne: async (id, warn) => readRoutine(project, id, warn, cache),

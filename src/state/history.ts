@@ -59,10 +59,19 @@ export function historyIds(stateDir: string): string[] {
     // a folder that cannot be listed must not read as "no history" (never ran, 0/0/0)
     throw asStorageError(err);
   }
-  return names
-    .filter((n) => n.endsWith('.jsonl'))
-    .map((n) => n.slice(0, -6))
-    .filter((id) => ROUTINE_ID.test(id) && !id.includes('..'));
+  const ids: string[] = [];
+  for (const n of names) {
+    const id = historyIdOf(n);
+    if (id !== null) ids.push(id);
+  }
+  return ids;
+}
+
+/** The routine whose history file is named `name` (`<id>.jsonl`), or null for any other name. */
+export function historyIdOf(name: string): string | null {
+  if (!name.endsWith('.jsonl')) return null;
+  const id = name.slice(0, -6);
+  return ROUTINE_ID.test(id) && !id.includes('..') ? id : null;
 }
 
 export function fireLine(

@@ -9,9 +9,12 @@
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { acquireFileLease } from '../file-lock/wait.js';
+import type { Lease } from '../lock/lease.js';
+import { ensureDir } from '../fs/files.js';
+import { watchFolder } from '../fs/names.js';
 import { lstatQuiet } from '../fs/look.js';
 import { statExact } from '../fs/look.js';
-import { historyIds, historyPath } from './history.js';
+import { historyIdOf, historyIds, historyPath } from './history.js';
 import { writeFileDurable } from '../fs/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from './json-file.js';
 import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from './routine-state.js';
@@ -24,8 +27,14 @@ export function statePath(project: Pick<Project, 'stateDir'>): string {
   return join(project.stateDir, 'routine-state.json');
 }
 
-/** The lock that serializes writers of routine-state.json (held for one rewrite). */
+/** The lock that serializes writers of routine-state.json: held for one rewrite, or by a running
+ * scheduler for as long as it runs (StatePublisher.holdWhileRunning). */
 export const STATE_LOCK_KEY = 'routine-state';
+
+/** The owner a scheduler holds the routine-state lock as: a writer that finds it so leaves its
+ * records, already in their histories, for that scheduler to show (SPEC §3: "within one second",
+ * and a command brings the file up to date itself only when no scheduler runs). */
+export const SCHEDULER_PUBLISHER = 'routine state (scheduler)';
 
 /** routine-state.json: the records, and where each routine's history was folded to. */
 interface StateFile {
@@ -132,6 +141,11 @@ class ShownRoutines {
   private readonly records: (Buffer | null)[] = [];
   private readonly positions: (Buffer | null)[] = [];
 
+  get(id: string): Shown | undefined {
+    const i = this.at.get(id);
+    return i === undefined ? undefined : this.entries[i];
+  }
+
   set(id: string, s: Shown): void {
     let i = this.at.get(id);
     if (i === undefined) {
@@ -218,6 +232,11 @@ export class StatePublisher {
   private pendingFull = false;
   private sweeper: NodeJS.Timeout | null = null;
   private lastStart = -Infinity;
+  /** Holding the lock between rewrites and watching the histories (holdWhileRunning). */
+  private holding = false;
+  /** The routine-state lock while holding, or null (taken at the next rewrite). */
+  private held: Lease | null = null;
+  private watcher: { close(): void } | null = null;
   /** Why the last rewrite failed (said once until it changes), or null. */
   private problem: string | null = null;
   private readonly intervalMs: number;
@@ -247,6 +266,51 @@ export class StatePublisher {
     this.sweeper.unref();
   }
 
+  /** For the scheduler: the one writer of the file while it runs. It watches the history folder
+   * (inotify), so a fact anyone appends is shown within a second, and keeps the routine-state
+   * lock from one rewrite to the next (no lock cycle per rewrite); a command that records beside
+   * it finds the lock held by SCHEDULER_PUBLISHER and leaves the rewrite to it. Without a watch
+   * (no inotify watches left, a watch that failed) every rewrite takes and leaves the lock, as
+   * every other writer's does. */
+  holdWhileRunning(): void {
+    const dir = join(this.o.project.stateDir, 'history');
+    try {
+      ensureDir(dir);
+    } catch {
+      return; // the first record says why
+    }
+    const w = watchFolder(dir, (name) => {
+      if (name === null) {
+        this.pendingFull = true;
+        this.schedule();
+        return;
+      }
+      const id = historyIdOf(name);
+      if (id !== null) this.touched(id);
+    });
+    if (!w) return;
+    // a watch that fails (it closes itself) no longer sees what others append: stop holding;
+    // what they left to us until then is found by a rewrite that folds every history
+    w.on('error', () => this.stopHolding());
+    this.watcher = w;
+    this.holding = true;
+  }
+
+  private stopHolding(): void {
+    this.watcher?.close();
+    this.watcher = null;
+    if (!this.holding) return;
+    this.holding = false;
+    const held = this.held;
+    this.held = null;
+    // after the release, every history is folded again, under a lock taken as any writer does:
+    // a record someone left to us before it is in that fold, one after it is published by its
+    // own writer (it finds the lock free, or held by someone else: not handed to us)
+    void held?.release();
+    this.pendingFull = true;
+    this.schedule();
+  }
+
   /** Brings the file up to date now (after a rewrite under way), whether or not anything was
    * recorded here: a damaged file is moved aside and rebuilt. */
   sync(): Promise<Error | null> {
@@ -260,6 +324,14 @@ export class StatePublisher {
   async close(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = null;
+    this.cancelTimer();
+    while (this.running) await this.running;
+    for (let tries = 0; tries < 3 && (this.dirty.size > 0 || this.pendingFull); tries++) {
+      if ((await this.run(false)) !== null) break;
+    }
+    // a scheduler's last rewrite: after it lets go of the lock, the records others left to it
+    // since its last look are folded in (stopHolding)
+    this.stopHolding();
     this.cancelTimer();
     while (this.running) await this.running;
     for (let tries = 0; tries < 3 && (this.dirty.size > 0 || this.pendingFull); tries++) {
@@ -318,30 +390,27 @@ export class StatePublisher {
       // others appended meanwhile they publish after us), else done again (the routines folded
       // already: one lstat each).
       const prepared = full || !this.shown ? readWithPositions(project, this.o.warn, false, this.o.cache) : null;
-      const got = await acquireFileLease({
-        lockDir: project.lockDir,
-        key: STATE_LOCK_KEY,
-        ttlMs: Math.min(10_000, project.lockTtlMs),
-        refreshMs: Math.min(3_000, project.lockRefreshMs),
-        owner: { command: 'routine state' },
-        ifBusy: 'wait',
-        waitTimeoutMs: Math.min(10_000, project.lockTtlMs) + 5_000,
-      });
-      if (!got.ok) throw new Error(`its lock is ${got.why}`);
+      const lease = await this.takeLock();
+      if (lease === null) {
+        // a running scheduler holds the lock: it shows what we appended within a second
+        this.problem = null;
+        return null;
+      }
       let lost = false;
       try {
         this.rewrite(full, ids, prepared);
         // Stalled past the lock's time-out while someone else took it, this rewrite may have
         // put an older file back: the next one, at once, reads and folds everything again.
-        lost = !got.lease.verify().ok;
+        lost = !lease.verify().ok;
       } catch (err) {
         // Stalled past the lock's time-out, this writer's half-written file was removed by the
         // next holder (its leftover temp): nothing was put back; done again, from the histories.
-        if (got.lease.verify().ok) throw err;
+        if (lease.verify().ok) throw err;
         this.lostLock(ids);
+        lost = true;
         return null;
       } finally {
-        await got.lease.release();
+        if (lease !== this.held || lost) await this.letGo(lease);
       }
       if (lost) this.lostLock([]);
       this.problem = null;
@@ -362,6 +431,38 @@ export class StatePublisher {
       this.problem = cause;
       return err as Error;
     }
+  }
+
+  /** The lock for one rewrite: the one this scheduler holds while it is still ours, else taken
+   * (waiting for a writer that holds it). null: a running scheduler holds it (see the top). */
+  private async takeLock(): Promise<Lease | null> {
+    if (this.held) {
+      if (this.held.verify().ok) return this.held;
+      await this.letGo(this.held); // lost (a stall past its time-out): taken again below
+      this.forget();
+    }
+    const { project } = this.o;
+    const lock = {
+      lockDir: project.lockDir,
+      key: STATE_LOCK_KEY,
+      ttlMs: Math.min(10_000, project.lockTtlMs),
+      refreshMs: Math.min(3_000, project.lockRefreshMs),
+      owner: { command: this.holding ? SCHEDULER_PUBLISHER : 'routine state' },
+    };
+    if (!this.holding) {
+      const now = await acquireFileLease({ ...lock, ifBusy: 'fail' });
+      if (now.ok) return now.lease;
+      if (now.reason === 'LOCK_HELD' && now.holder?.owner.command === SCHEDULER_PUBLISHER) return null;
+    }
+    const got = await acquireFileLease({ ...lock, ifBusy: 'wait', waitTimeoutMs: lock.ttlMs + 5_000 });
+    if (!got.ok) throw new Error(`its lock is ${got.why}`);
+    if (this.holding) this.held = got.lease;
+    return got.lease;
+  }
+
+  private async letGo(lease: Lease): Promise<void> {
+    if (lease === this.held) this.held = null;
+    await lease.release();
   }
 
   private lostLock(ids: string[]): void {
@@ -389,11 +490,18 @@ export class StatePublisher {
     if (trusted) {
       routines = this.shown!;
       checkFolders(project);
+      let changed = false;
       for (const id of ids) {
         const folded = readRoutineIndexed(project, id, warn, cache);
-        if (folded)
-          routines.set(id, shown(id, folded.record, { ino: folded.ino, size: folded.size, mtime: folded.mtime }));
+        if (!folded) continue;
+        const at = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
+        const was = routines.get(id)?.at;
+        // already shown (a watched append of our own, seen after the rewrite that showed it)
+        if (was && was.ino === at.ino && was.size === at.size && was.mtime === at.mtime) continue;
+        routines.set(id, shown(id, folded.record, at));
+        changed = true;
       }
+      if (!changed) return;
     } else {
       const fresh = prepared !== null && !prepared.corrupt && currentIdentity(path) === prepared.identity;
       const read = fresh ? prepared : readWithPositions(project, warn, true, cache);

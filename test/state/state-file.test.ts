@@ -1,12 +1,13 @@
 // routine-state.json's publisher (SPEC §3): a record on file within a second (timed by an injected
 // clock), a burst of records one rewrite, nothing pending left behind by sync() and close(), and
-// what others appended without rewriting it found by the sweep.
+// what others appended without rewriting it found by the sweep; the scheduler as its one writer.
 
-import { appendFileSync, existsSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
 import { recordFire, statePath } from '../../src/state/file-store.js';
-import { StatePublisher } from '../../src/state/state-file.js';
+import { SCHEDULER_PUBLISHER, STATE_LOCK_KEY, StatePublisher } from '../../src/state/state-file.js';
+import { acquireFileLease } from '../../src/file-lock/wait.js';
 import { fireLine, historyPath } from '../../src/state/history.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { ManualClock } from '../../src/clock.js';
@@ -111,5 +112,50 @@ describe('StatePublisher', () => {
     appendFileSync(historyPath(p.stateDir, 'b'), `${fireLine(fire(2))}\n`, { mode: 0o600 });
     await eventually(() => counts(p).b === 1, 5000, 'the sweep found b');
     await pub.close();
+  });
+
+  it('holdWhileRunning (the scheduler): it keeps the lock from one rewrite to the next, a writer beside it leaves its record to it, and close() lets go with the file exact', async () => {
+    const p = project();
+    const warnings: string[] = [];
+    const warn = (m: string): number => warnings.push(m);
+    const sched = new StatePublisher({ project: p, cache: new Map(), warn, intervalMs: 50 });
+    sched.holdWhileRunning();
+    await recordFire(p, 'a', fire(0));
+    sched.touched('a');
+    await eventually(() => exists(p) && counts(p).a === 1, 10_000, 'the first rewrite');
+    const slots = (): string[] => readdirSync(p.lockDir).filter((n) => n.startsWith(`${STATE_LOCK_KEY}.slot.`));
+    const held = slots();
+    expect(held).toHaveLength(1);
+    const free = (): Promise<boolean> =>
+      acquireFileLease({
+        lockDir: p.lockDir,
+        key: STATE_LOCK_KEY,
+        ttlMs: 10_000,
+        refreshMs: 3_000,
+        owner: { command: 'test' },
+        ifBusy: 'fail',
+        heartbeat: false,
+      }).then(async (r) => {
+        if (r.ok) await r.lease.release();
+        else expect(r.holder?.owner.command).toBe(SCHEDULER_PUBLISHER);
+        return r.ok;
+      });
+    expect(await free(), 'held between rewrites').toBe(false);
+    // a command that records beside it (`routine run`): it finds the lock held by the scheduler
+    // and leaves the rewrite to it, which sees the append in the history folder
+    const before = inode(p);
+    const other = new StatePublisher({ project: p, cache: new Map(), warn, intervalMs: 0 });
+    await recordFire(p, 'b', fire(1));
+    other.touched('b');
+    await other.close();
+    expect(inode(p), 'the command did not rewrite the file').toBe(before);
+    await eventually(() => counts(p).b === 1, 10_000, 'b shown by the scheduler');
+    expect(slots(), 'no lock cycle per rewrite').toEqual(held);
+    // appended by someone else right before it stops: on file once close() is done
+    appendFileSync(historyPath(p.stateDir, 'c'), `${fireLine(fire(2))}\n`, { mode: 0o600 });
+    await sched.close();
+    expect(counts(p)).toEqual({ a: 1, b: 1, c: 1 });
+    expect(await free(), 'let go at close()').toBe(true);
+    expect(warnings).toEqual([]);
   });
 });
