@@ -135,6 +135,10 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   // what every task's environment starts from: copied once per run (process.env is read key by
   // key through the runtime: copying it for each of 500 tasks cost 0.14 ms each)
   const baseEnv = commandEnv(o.env ?? process.env, o.passEnv ?? []);
+  // the project root's real path, looked up once for the run (a root that is gone or moved
+  // during the run stays the folder it was; looked up again by the next run)
+  let realRoot: string | undefined;
+  const rootOnce = (): string => (realRoot ??= realPath(o.root));
   const startTask = (id: string): void => {
     const def = o.defs.get(id)!;
     record({ type: 'task-started', gen, at: iso(o.clock), task: id });
@@ -146,7 +150,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         run = await runGroupUnderLease(o.lease, {
           file: def.run,
           shell: true,
-          cwd: taskCwd(o.root, def),
+          cwd: taskCwd(o.root, def, rootOnce),
           env: { ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id },
           output: { fd: logFd, capBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
           timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
@@ -253,16 +257,19 @@ function diskFull(path: string): boolean {
 }
 
 /** The task's (or command routine's) working folder, which must stay inside the project even
- * through symlinks. */
-export function taskCwd(root: string, def: Pick<TaskDef, 'cwd'>): string | { error: string } {
+ * through symlinks. `realRoot`: the root's real path, when the caller has it (one run's tasks
+ * share it: realpath(3) walks every folder of the path, two readlink calls a level). */
+export function taskCwd(root: string, def: Pick<TaskDef, 'cwd'>, realRoot?: () => string): string | { error: string } {
   const wanted = resolve(root, def.cwd ?? '.');
   let real: string;
+  let rootReal: string;
   try {
-    real = realPath(wanted);
+    rootReal = realRoot ? realRoot() : realPath(root);
+    real = wanted === root ? rootReal : realPath(wanted);
   } catch {
     return { error: `cwd ${JSON.stringify(def.cwd)} does not exist` };
   }
-  const rel = relative(realPath(root), real);
+  const rel = relative(rootReal, real);
   if (rel === '..' || rel.startsWith('../')) return { error: `cwd ${JSON.stringify(def.cwd)} leaves the project root` };
   return real;
 }

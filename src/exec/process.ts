@@ -8,7 +8,7 @@ import type { StdioOptions } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { errnoCode } from '../errors.js';
-import { quietly, systemProbe } from '../process/identity.js';
+import { quietly, startedSessionLeader, systemProbe } from '../process/identity.js';
 import { CappedOutput } from './capped-output.js';
 import { monotonicMs } from '../clock.js';
 
@@ -236,7 +236,10 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
           return capped.end();
         }
       : undefined;
-    if (pid !== null) spec.onSpawn?.(pid);
+    if (pid !== null) {
+      startedSessionLeader(pid); // spawned `detached`: the leader of a session of its own
+      spec.onSpawn?.(pid);
+    }
 
     const stop = (why: EndReason): void => {
       if (reason !== 'exited' || pid === null) return;

@@ -143,6 +143,7 @@ function linuxGroupMembers(pgid: number): number[] {
  * clean-up stays cheap on a busy host. */
 function linuxSessionGroups(sid: number, ranMs?: number): number[] {
   const groups = new Set<number>();
+  const mine = leaders.get(sid);
   const last = lastPid();
   const wrapped = last !== null && last < sid;
   let pids: number[];
@@ -158,6 +159,9 @@ function linuxSessionGroups(sid: number, ranMs?: number): number[] {
   }
   for (const pid of pids) {
     if (!Number.isInteger(pid) || pid <= 1 || (pid <= sid && !wrapped) || pid === process.pid) continue;
+    // a command this process started after it leads a session of its own (another task of a
+    // run, another routine's fire): not a member of this one, and no /proc read for it
+    if (mine !== undefined && (leaders.get(pid) ?? 0) > mine) continue;
     try {
       const stat = parseProcStat(quietly(() => readProcStat(pid)));
       if (stat && stat.session === sid && stat.pgid !== sid && stat.state !== 'Z') groups.add(stat.pgid);
@@ -166,6 +170,21 @@ function linuxSessionGroups(sid: number, ranMs?: number): number[] {
     }
   }
   return [...groups];
+}
+
+/** Pids of the commands this process started in sessions of their own (the newest
+ * LEADERS_KEPT), each with the order it was started in. A pid started after a session's leader
+ * and handed out since (the range linuxSessionGroups looks at) is that new process: pids are not
+ * reused before the counter wraps, and a wrap sends the look through /proc whole. */
+const leaders = new Map<number, number>();
+let leadersStarted = 0;
+const LEADERS_KEPT = 1024;
+
+/** Says that `pid` was started by this process as the leader of a new session (`detached`). */
+export function startedSessionLeader(pid: number): void {
+  leaders.delete(pid);
+  leaders.set(pid, ++leadersStarted);
+  if (leaders.size > LEADERS_KEPT) leaders.delete(leaders.keys().next().value!);
 }
 
 /** Up to this many pids handed out since a session began are looked at one by one (a missing

@@ -51,6 +51,24 @@ describe('leftovers of the command end before the lock is released (SPEC §4.11)
     expect(readFileSync(join(project, '.routinely', 'logs', 'jobs.log'), 'utf8')).toMatch(/ended 2 leftover processes/);
   });
 
+  it('exec run, 4 at a time: the job-control children of every task are ended, with the other tasks (sessions of their own, started since) between them', async () => {
+    const tags = [uniqueSleep(), uniqueSleep(), uniqueSleep(), uniqueSleep()];
+    const tasks = tags.flatMap((tag, i) => [
+      { id: `jobs${i}`, run: `bash -c 'set -m; ${tag} & exit 0'` },
+      { id: `plain${i}`, run: 'true' },
+    ]);
+    const project = testProject({ exec: { parallel: 4, tasks } });
+    const ran = await runCli(['exec', 'run'], { cwd: project });
+    expect(ran.code, ran.stderr).toBe(0);
+    for (const tag of tags) expect(pgrep(tag), tag).toEqual([]);
+    const runs = join(project, '.routinely', 'exec', 'runs');
+    const [run] = readdirSync(runs);
+    for (let i = 0; i < tags.length; i++)
+      expect(readFileSync(join(runs, run!, `jobs${i}.log`), 'utf8'), `jobs${i}`).toMatch(
+        /ended 1 leftover process of the task's group/,
+      );
+  });
+
   it('lock run: a background job is ended and reported; the next holder never runs beside it', async () => {
     const project = testProject();
     const tag = uniqueSleep();
