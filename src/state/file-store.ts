@@ -21,7 +21,7 @@ import {
   rotateHistory,
   type HistoryEntry,
 } from './history.js';
-import { writeChecksummed, writeFileDurable } from '../fs/durable.js';
+import { writeFileDurable } from '../fs/durable.js';
 import { ensureStateRoot } from './json-file.js';
 import { processGone } from '../process/identity.js';
 import { phasesPath, readPhasesFile } from './phases.js';
@@ -30,10 +30,13 @@ import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
 import {
   checkFolders,
-  indexPath,
+  indexLags,
   readRoutine,
   readRoutineIndexed,
+  writeIndex,
+  writeLaggingIndexes,
   type IndexCache,
+  type IndexWrites,
   type RoutineIndex,
 } from './routine-index.js';
 import { readRoutineState, StatePublisher } from './state-file.js';
@@ -49,6 +52,7 @@ async function indexAfterAppend(
   id: string,
   warn: Warn,
   cache?: IndexCache,
+  writes?: IndexWrites,
 ): Promise<RoutineIndex | null> {
   let folded = readRoutineIndexed(project, id, warn, cache);
   if (folded && folded.size > historyTrimBytes(project.config.retention.historyLines)) {
@@ -56,15 +60,7 @@ async function indexAfterAppend(
     if (cache && folded) cache.set(id, folded);
   }
   if (!folded) return null;
-  try {
-    // a cache of the history, rewritten in place with a checksum: a torn one reads as missing,
-    // and is rebuilt from the history
-    writeChecksummed(indexPath(project, id), JSON.stringify({ version: 1, ...folded }));
-  } catch (err) {
-    warn(
-      `${(err as Error).message}; the fact is recorded in ${historyPath(project.stateDir, id)} and the index is rebuilt from it later`,
-    );
-  }
+  if (!indexLags(folded, writes?.get(id))) writeIndex(project, id, folded, warn, writes);
   return folded;
 }
 
@@ -105,11 +101,12 @@ async function recordFact(
   line: string,
   warn: Warn,
   cache?: IndexCache,
+  writes?: IndexWrites,
 ): Promise<RoutineIndex | null> {
   checkFolders(project);
   ensureStateRoot(project.stateDir);
   appendHistoryLine(historyPath(project.stateDir, id), line);
-  return indexAfterAppend(project, id, warn, cache);
+  return indexAfterAppend(project, id, warn, cache, writes);
 }
 
 export async function recordFire(
@@ -118,8 +115,9 @@ export async function recordFire(
   fire: Fire,
   warn: Warn = () => {},
   cache?: IndexCache,
+  writes?: IndexWrites,
 ): Promise<void> {
-  await recordFact(project, routineId, fireLine(fire), warn, cache);
+  await recordFact(project, routineId, fireLine(fire), warn, cache, writes);
 }
 
 /** The open marker is a fact appended on its own (one O_APPEND write: appends never interleave
@@ -218,11 +216,9 @@ const SWEEP_EVERY_MS = 60_000;
 
 export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}): RoutineStore {
   const cache: IndexCache = new Map();
-  const publisher = new StatePublisher({
-    project,
-    cache,
-    warn: opts.warn ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`)),
-  });
+  const warnStore = opts.warn ?? ((m: string) => process.stderr.write(`routinely: warning: ${m}\n`));
+  const publisher = new StatePublisher({ project, cache, warn: warnStore });
+  const writes: IndexWrites | undefined = opts.longRunning ? new Map() : undefined;
   if (opts.longRunning) {
     publisher.sweepEvery(SWEEP_EVERY_MS);
     publisher.holdWhileRunning();
@@ -233,7 +229,10 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
     publish: async () => {
       await publisher.sync();
     },
-    close: () => publisher.close(),
+    close: async () => {
+      await publisher.close();
+      if (writes) writeLaggingIndexes(project, cache, writes, warnStore);
+    },
     probeWritable: () => probeWritable(project),
     recordFire: async (id, fire, warn, opts) => {
       // Sent again (a retry after a write that failed part-way, a spooled record): stored once.
@@ -247,7 +246,7 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
         if (seen) return;
       }
       try {
-        await recordFire(project, id, fire, warn, cache);
+        await recordFire(project, id, fire, warn, cache, writes);
       } finally {
         // an append that failed may have left part of a line: the file shows what there is
         publisher.touched(id);

@@ -1,13 +1,15 @@
 // A routine's own index, `history/<id>.index` (SPEC §3): its record folded from its history, with
 // where the fold stopped (inode, size, modification time, last bytes) and the ids of the newest
 // lines. It is a cache of the history: lost, stale or garbled, it only makes the next reader fold
-// a few more lines. Whoever records a fact of the routine rewrites it (file-store.ts).
+// a few more lines. Whoever records a fact of the routine rewrites it (file-store.ts; a running
+// scheduler once its history has grown 16 KiB past it).
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { checkFolder, readFileChecked, trustRoot } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
 import { historyPath, parseHistory, readHistoryBytes, readHistoryText, unreadableMessage } from './history.js';
+import { writeChecksummed } from '../fs/durable.js';
 import { readChecksummed } from '../checksum.js';
 import { checkRecord, foldLines, type Folded, type RoutineRecord } from './routine-state.js';
 import type { Warn } from './store.js';
@@ -169,4 +171,37 @@ export function readRoutine(
 ): RoutineRecord | undefined {
   checkFolders(project);
   return readRoutineIndexed(project, id, warn, cache)?.record;
+}
+
+/** Where a long-running writer (the scheduler) last wrote each routine's index: it rewrites one
+ * once the routine's history has grown INDEX_LAG_BYTES past it, not after every fact. The index
+ * is a cache of the history (a reader folds at most that much more of it), and readers first
+ * use routine-state.json, which a running scheduler keeps current (state-file.ts). */
+export type IndexWrites = Map<string, { ino: number; size: number }>;
+const INDEX_LAG_BYTES = 16 * 1024;
+
+/** Whether the index written at `last` may stay behind the fold `folded` a while yet. */
+export function indexLags(folded: RoutineIndex, last: { ino: number; size: number } | undefined): boolean {
+  return last !== undefined && last.ino === folded.ino && folded.size - last.size < INDEX_LAG_BYTES;
+}
+
+export function writeIndex(project: Project, id: string, folded: RoutineIndex, warn: Warn, writes?: IndexWrites): void {
+  try {
+    // a cache of the history, rewritten in place with a checksum: a torn one reads as missing,
+    // and is rebuilt from the history
+    writeChecksummed(indexPath(project, id), JSON.stringify({ version: 1, ...folded }));
+    writes?.set(id, { ino: folded.ino, size: folded.size });
+  } catch (err) {
+    warn(
+      `${(err as Error).message}; the fact is recorded in ${historyPath(project.stateDir, id)} and the index is rebuilt from it later`,
+    );
+  }
+}
+
+/** A long-running writer going away: the indexes it left behind its histories are written. */
+export function writeLaggingIndexes(project: Project, cache: IndexCache, writes: IndexWrites, warn: Warn): void {
+  for (const [id, last] of writes) {
+    const folded = cache.get(id);
+    if (folded && (folded.ino !== last.ino || folded.size !== last.size)) writeIndex(project, id, folded, warn, writes);
+  }
 }

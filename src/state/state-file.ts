@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { acquireFileLease } from '../file-lock/wait.js';
 import type { Lease } from '../lock/lease.js';
+import type { LockRecord } from '../lock/record.js';
 import { ensureDir } from '../fs/files.js';
 import { watchFolder } from '../fs/names.js';
 import { lstatQuiet } from '../fs/look.js';
@@ -270,9 +271,12 @@ export class StatePublisher {
    * (inotify), so a fact anyone appends is shown within a second, and keeps the routine-state
    * lock from one rewrite to the next (no lock cycle per rewrite); a command that records beside
    * it finds the lock held by SCHEDULER_PUBLISHER and leaves the rewrite to it. Without a watch
-   * (no inotify watches left, a watch that failed) every rewrite takes and leaves the lock, as
-   * every other writer's does. */
+   * (not Linux, no inotify watches left, a watch that failed) every rewrite takes and leaves the
+   * lock, as every other writer's does. */
   holdWhileRunning(): void {
+    // inotify reports every append to a file of the folder; other systems' folder watches are
+    // not relied on for that
+    if (process.platform !== 'linux') return;
     const dir = join(this.o.project.stateDir, 'history');
     try {
       ensureDir(dir);
@@ -452,10 +456,14 @@ export class StatePublisher {
     if (!this.holding) {
       const now = await acquireFileLease({ ...lock, ifBusy: 'fail' });
       if (now.ok) return now.lease;
-      if (now.reason === 'LOCK_HELD' && now.holder?.owner.command === SCHEDULER_PUBLISHER) return null;
+      if (now.reason === 'LOCK_HELD' && leftToScheduler(now.holder, lock.refreshMs)) return null;
     }
     const got = await acquireFileLease({ ...lock, ifBusy: 'wait', waitTimeoutMs: lock.ttlMs + 5_000 });
-    if (!got.ok) throw new Error(`its lock is ${got.why}`);
+    if (!got.ok) {
+      // a scheduler that kept up its heartbeat for all that time runs: the record is left to it
+      if (!this.holding && got.holder?.owner.command === SCHEDULER_PUBLISHER) return null;
+      throw new Error(`its lock is ${got.why}`);
+    }
     if (this.holding) this.held = got.lease;
     return got.lease;
   }
@@ -522,6 +530,14 @@ export class StatePublisher {
     this.shown = routines;
     this.identity = identityOf(written);
   }
+}
+
+/** Whether the lock is held by a running scheduler, which shows what this process appended: one
+ * whose heartbeat is recent. An older one (a scheduler paused, SIGSTOP) is waited out like any
+ * holder, and the record written here once its lease has run out. */
+function leftToScheduler(holder: LockRecord | null, refreshMs: number): boolean {
+  if (holder?.owner.command !== SCHEDULER_PUBLISHER) return false;
+  return Date.now() - holder.heartbeat_at * 1000 <= 2 * refreshMs;
 }
 
 /** Rewrites routine-state.json from the history now (a damaged one moved aside first), or

@@ -137,6 +137,39 @@ describe('routine-state.json', () => {
     );
   }, 30_000);
 
+  it('a command beside a paused scheduler (SIGSTOP) waits out its hold of the file and writes its record itself; the scheduler, continued, keeps it', async () => {
+    const dir = testProject({
+      lock: { ttlSeconds: 2, refreshSeconds: 0.5 },
+      routines: [cmd('first', YEARLY, 'true'), cmd('manual', YEARLY, 'true')],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: dir });
+    onTestFinished(() => {
+      s.child.kill('SIGCONT');
+      s.child.kill('SIGKILL');
+    });
+    await s.waitFor(/\[scheduler\] started/);
+    // the scheduler's first rewrite takes the lock it keeps (a record left to it)
+    const first = await runCli(['routine', 'run', 'first'], { cwd: dir });
+    expect(first.code, first.stderr).toBe(0);
+    await eventually(() => stateFileOf(dir)?.routines.first?.counts.success === 1, 10_000, 'first shown');
+    s.child.kill('SIGSTOP');
+    // paused past two of its heartbeats: no longer taken for a running scheduler (a record left
+    // to one paused just now shows when it continues)
+    await sleep(1500);
+    const manual = await runCli(['routine', 'run', 'manual'], { cwd: dir });
+    expect(manual.code, manual.stderr).toBe(0);
+    expect(manual.stderr).not.toMatch(/warning/);
+    // on file when the command exits: not left to a scheduler that does not run
+    expect(stateFileOf(dir)?.routines.manual).toMatchObject({ last_result: 'success', counts: { success: 1 } });
+    // continued (paused past its 2 s TTL, it finds its scheduler lock lost and stops by itself):
+    // whatever it writes as it goes keeps the command's record
+    s.child.kill('SIGCONT');
+    s.child.kill('SIGTERM');
+    await s.exited;
+    expect(differences(dir, ['first', 'manual'])).toEqual([]);
+    expect(stateFileOf(dir)?.routines.manual).toMatchObject({ counts: { success: 1 } });
+  }, 30_000);
+
   it("writers at the same time never lose each other's updates", async () => {
     const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
     const dir = testProject({ routines: ids.map((id) => cmd(id, YEARLY, 'true', { exclusive: false })) });

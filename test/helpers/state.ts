@@ -5,7 +5,21 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Project } from '../../src/config/load.js';
 import { readRoutineState } from '../../src/state/file-store.js';
-import type { RoutineStateFile } from '../../src/state/routine-state.js';
+import type { Fire, RoutineStateFile } from '../../src/state/routine-state.js';
+
+/** A successful fire that started, and finished, at `at` (ISO). */
+export function successAt(at: string): Fire {
+  return {
+    result: 'success',
+    reason: null,
+    scheduled_at: at,
+    started_at: at,
+    finished_at: at,
+    duration_ms: 1,
+    exit_code: 0,
+    run_id: null,
+  };
+}
 
 export function routineStateOf(dir: string, stateDir = join(dir, '.routinely')): RoutineStateFile {
   try {

@@ -1,10 +1,12 @@
 // The file routine store keeps the RoutineStore contract as the database store does (SPEC §6):
 // a record sent again (a retry after a write that failed part-way, a spooled record) is stored
-// once, whether it closes an open fire or carries its own key.
+// once, whether it closes an open fire or carries its own key; a long-running store's indexes.
 
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
-import { fileRoutineStore } from '../../src/state/file-store.js';
+import { fileRoutineStore, indexPath, readRoutine } from '../../src/state/file-store.js';
+import { readChecksummed } from '../../src/checksum.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -55,5 +57,37 @@ describe('fileRoutineStore.recordFire with again', () => {
     // without `again` a record is a new fact, even with the same key
     await store.recordFire('a', skip, warn);
     expect(await store.history('a', warn)).toHaveLength(3);
+  });
+});
+
+describe("a long-running store's routine indexes", () => {
+  it('are rewritten once the history has grown 16 KiB past them, not after every fire; readers count every fire meanwhile; close() leaves them current', async () => {
+    const project = loadProject({
+      cwd: testProject({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true' }] }),
+    });
+    const warn = (): void => {};
+    const indexed = (): number =>
+      (
+        JSON.parse(readChecksummed(readFileSync(indexPath(project, 'a'), 'utf8'))!) as {
+          record: { counts: { success: number } };
+        }
+      ).record.counts.success;
+    const store = fileRoutineStore(project, { longRunning: true, warn });
+    await store.recordFire('a', fire(0), warn);
+    expect(indexed(), 'the first fire writes it').toBe(1);
+    for (let s = 1; s < 10; s++) await store.recordFire('a', fire(s), warn);
+    expect(indexed(), 'nine fires later (about 2.5 KB of history): not rewritten').toBe(1);
+    // a reader (a `routine list` beside the scheduler) folds the rest of the history
+    expect(readRoutine(project, 'a')?.counts.success).toBe(10);
+    for (let s = 10; s < 80; s++) await store.recordFire('a', fire(s), warn);
+    expect(indexed(), 'rewritten as the history grew past 16 KiB').toBeGreaterThan(1);
+    expect(indexed()).toBeLessThan(80);
+    await store.close?.();
+    expect(indexed(), 'current once the store closes').toBe(80);
+    // a command's store writes it after every fire
+    const once = fileRoutineStore(project, { warn });
+    await once.recordFire('a', fire(100), warn);
+    expect(indexed()).toBe(81);
+    await once.close?.();
   });
 });

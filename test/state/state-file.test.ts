@@ -13,20 +13,9 @@ import type { Fire } from '../../src/state/routine-state.js';
 import { ManualClock } from '../../src/clock.js';
 import { eventually } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
+import { successAt } from '../helpers/state.js';
 
-const fire = (i: number): Fire => {
-  const at = new Date(Date.UTC(2026, 10, 29) + i * 1000).toISOString();
-  return {
-    result: 'success',
-    reason: null,
-    scheduled_at: at,
-    started_at: at,
-    finished_at: at,
-    duration_ms: 1,
-    exit_code: 0,
-    run_id: null,
-  };
-};
+const fire = (i: number): Fire => successAt(new Date(Date.UTC(2026, 10, 29) + i * 1000).toISOString());
 const project = () =>
   loadProject({
     cwd: testProject({
