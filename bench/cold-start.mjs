@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchEnv, fmt, measureCommand, median, table } from './lib.mjs';
+import { benchEnv, fmt, measureBatch, median, table } from './lib.mjs';
 
 const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 
@@ -82,18 +82,6 @@ export async function coldStart({ rounds = 8, batch = 5 } = {}) {
     );
   }
   return results;
-}
-
-/** `k` runs of a command in a row: CPU and wall time a run (ms). */
-function measureBatch(cmd, args, opts, k) {
-  let cpuMs = 0;
-  let wallMs = 0;
-  for (let i = 0; i < k; i++) {
-    const r = measureCommand(cmd, args, opts);
-    cpuMs += r.cpuMs;
-    wallMs += r.wallMs;
-  }
-  return { cpuMs: cpuMs / k, wallMs: wallMs / k };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await coldStart();

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchEnv, fmt, median, table, timeCommand } from './lib.mjs';
+import { benchEnv, fmt, measureBatch, median, table } from './lib.mjs';
 
 const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -135,16 +135,22 @@ function watchState(dir) {
 
 export async function measure(n, seconds) {
   const { dir, stateBytes } = await project(n);
-  // `routine history` (the newest 20 of every routine together) in the same project: what it
-  // reads follows what it shows; `node -e 0` beside it is the start-up floor
-  const history = median(
-    [0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, [cli, 'routine', 'history'], { cwd: dir })),
-  );
-  const node = median([0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, ['-e', '0'])));
-  // `routine list` with no scheduler running: its first run validates the config and leaves the
-  // cache every later run starts from (the everyday case, timed)
-  timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir });
-  const list = median([0, 1, 2, 3, 4].map(() => timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir })));
+  // `routine history` (the newest 20 of every routine together) and `routine list` in the same
+  // project, `node -e 0` beside them (the start-up floor): 5 batches of 5 runs each, interleaved,
+  // CPU time (user + system) and wall time a run. `routine list` with no scheduler running: its
+  // first run validates the config and leaves the cache every later run starts from (the
+  // everyday case, timed).
+  measureBatch(process.execPath, [cli, 'routine', 'list'], { cwd: dir }, 1);
+  const batches = { history: [], node: [], list: [] };
+  for (let i = 0; i < 5; i++) {
+    batches.history.push(measureBatch(process.execPath, [cli, 'routine', 'history'], { cwd: dir }, 5));
+    batches.node.push(measureBatch(process.execPath, ['-e', '0'], {}, 5));
+    batches.list.push(measureBatch(process.execPath, [cli, 'routine', 'list'], { cwd: dir }, 5));
+  }
+  const both = (xs) => ({ cpu: median(xs.map((x) => x.cpuMs)), wall: median(xs.map((x) => x.wallMs)) });
+  const history = both(batches.history);
+  const node = both(batches.node);
+  const list = both(batches.list);
   const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
     cwd: dir,
     env: benchEnv(),
@@ -193,9 +199,9 @@ export async function fireCostBySize({ seconds = 20, rounds = 3 } = {}) {
       rewrites: median(runs[n].map((x) => x.shared.rewritesPerFire)),
       stateBytes: runs[n][0].shared.bytes,
       maxLagMs: Math.max(...runs[n].map((x) => x.shared.maxLagMs)),
-      historyMs: median(runs[n].map((x) => x.historyMs)),
-      listMs: median(runs[n].map((x) => x.listMs)),
-      nodeMs: median(runs[n].map((x) => x.nodeMs)),
+      history: { cpu: median(runs[n].map((x) => x.historyMs.cpu)), wall: median(runs[n].map((x) => x.historyMs.wall)) },
+      list: { cpu: median(runs[n].map((x) => x.listMs.cpu)), wall: median(runs[n].map((x) => x.listMs.wall)) },
+      node: { cpu: median(runs[n].map((x) => x.nodeMs.cpu)), wall: median(runs[n].map((x) => x.nodeMs.wall)) },
     };
   }
   const base = results[1];
@@ -223,29 +229,34 @@ export async function fireCostBySize({ seconds = 20, rounds = 3 } = {}) {
     ]),
   );
   table(
-    'routine history (the newest 20 of all routines) and routine list (cached, no scheduler) in the same projects (median of 5 per round, wall ms; node -e 0 beside them)',
+    'routine history (the newest 20 of all routines) and routine list (cached, no scheduler) in the same projects (median of 5 batches of 5 runs a round, then of the rounds; ms a run, CPU (user + system), wall in brackets; node -e 0 beside them)',
     [
       'routines',
       'history files',
       'node -e 0 ms',
       'routine history ms',
-      'ratio to node',
+      'CPU ratio to node',
       'ratio to 1 routine',
       'routine list ms',
-      'ratio to node',
+      'CPU ratio to node',
+      'wall ratio',
       'target',
     ],
-    sizes.map((n) => [
-      String(n),
-      `${fmt((n * 1000 * 250) / 1024 / 1024, 1)} MB`,
-      fmt(results[n].nodeMs, 1),
-      fmt(results[n].historyMs, 1),
-      `${fmt(results[n].historyMs / results[n].nodeMs, 2)}x`,
-      `${fmt(results[n].historyMs / base.historyMs, 2)}x`,
-      fmt(results[n].listMs, 1),
-      `${fmt(results[n].listMs / results[n].nodeMs, 2)}x`,
-      n === 1000 ? 'list <= 2x' : '',
-    ]),
+    sizes.map((n) => {
+      const r = results[n];
+      return [
+        String(n),
+        `${fmt((n * 1000 * 250) / 1024 / 1024, 1)} MB`,
+        `${fmt(r.node.cpu, 1)} (${fmt(r.node.wall, 1)})`,
+        `${fmt(r.history.cpu, 1)} (${fmt(r.history.wall, 1)})`,
+        `${fmt(r.history.cpu / r.node.cpu, 2)}x`,
+        `${fmt(r.history.cpu / base.history.cpu, 2)}x`,
+        `${fmt(r.list.cpu, 1)} (${fmt(r.list.wall, 1)})`,
+        `${fmt(r.list.cpu / r.node.cpu, 2)}x`,
+        `${fmt(r.list.wall / r.node.wall, 2)}x`,
+        n === 1000 ? 'list <= 2x' : '',
+      ];
+    }),
   );
   return results;
 }

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { VERSION } from '../version.js';
 import { reportError } from './report-error.js';
 import { importProgram } from './program-import.js';
+import { stayInBaselineTiers } from './baseline-tiers.js';
 
 const lazyRequire = createRequire(import.meta.url);
 
@@ -76,22 +77,6 @@ async function run(argv: string[]): Promise<void> {
   const limit = program.exitFlushLimit();
   if (limit !== null) setTimeout(() => process.exit(code), limit);
   process.stdout.write('', () => process.exit(code));
-}
-
-/** JavaScript runs in V8's interpreter and baseline compiler only: TurboFan's compiles (on a
- * thread of their own, in the same process's CPU time) cost these commands more than the faster
- * code gives back — measured with `--max-opt=1` against none, CPU time: `validate` of 1 000
- * routines from the cache −12 %, validating them −23 %, `routine list` validating −27 %, `exec
- * run` of 500 tasks −10 % — and an idle scheduler keeps ≈ 6 MB less resident (TurboFan's code in
- * the node binary, its zones, the optimized code; docs/benchmarks.md, issue 52). Process-wide and
- * set before the command's modules load. Not for `routine list` and `lock` from the cache: node:v8
- * loads Node's streams (≈ 1.4 ms), which those never need, and they gain nothing from it. */
-function stayInBaselineTiers(): void {
-  try {
-    (lazyRequire('node:v8') as typeof import('node:v8')).setFlagsFromString('--max-opt=1');
-  } catch {
-    // a runtime without the flag simply optimizes
-  }
 }
 
 void run(process.argv);

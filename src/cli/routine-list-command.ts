@@ -14,7 +14,9 @@ import { stdoutIsTTY, writeOut } from '../fs/terminal.js';
 import { readLockStatus } from '../file-lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { stateOf } from '../control/status.js';
-import { readRoutineState } from '../state/file-store.js';
+import { readRoutineState, statePath } from '../state/file-store.js';
+import { lstatQuiet } from '../fs/look.js';
+import { stayInBaselineTiers } from './baseline-tiers.js';
 import { nextCached, readListCache } from '../scheduler/list-cache.js';
 import { emptyRecord, type RoutineRecord } from '../state/routine-state.js';
 import { readPhasesFile, type Phase } from '../state/phases.js';
@@ -50,6 +52,9 @@ export interface ListInputs {
   fromState: boolean;
 }
 
+/** routine-state.json of about 250 records or more (≈ 520 bytes a record). */
+const BIG_INDEX_BYTES = 128 * 1024;
+
 /** The inputs from the cache and the state folder, or null when the cache cannot answer
  * (nothing printed). A storage fault is thrown: it is reported as it is, not read again. */
 function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): ListInputs | null {
@@ -76,6 +81,9 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   trustRoot(stateDir);
   trustRoot(lockDir);
   const warnings: string[] = [];
+  // hundreds of records: loops hot enough for TurboFan, whose compiles cost more CPU than this
+  // process lives to gain (baseline-tiers.ts)
+  if ((lstatQuiet(statePath({ stateDir }))?.size ?? 0) >= BIG_INDEX_BYTES) stayInBaselineTiers();
   const state = readRoutineState({ stateDir } as Project, (m) => warnings.push(m));
   const scheduler = schedulerLineOf(stateOf([readLockStatus({ lockDir, key: SCHEDULER_LOCK_KEY })], 'file'));
   // the running scheduler's phases (queued, waiting), as the file backend reads them
