@@ -143,7 +143,8 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     const def = o.defs.get(id)!;
     record({ type: 'task-started', gen, at: iso(o.clock), task: id });
     if (stoppedBy) return;
-    const logFd = openLog(o.logPath(id), state.tasks[id]!.attempts, state.attempt, o.clock);
+    const logPath = o.logPath(id);
+    const logFd = openLog(logPath, state.tasks[id]!.attempts, state.attempt, o.clock);
     const p = (async () => {
       let run: GroupRun;
       try {
@@ -169,7 +170,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         gen,
         iso(o.clock),
         state.run_id,
-        relative(o.root, o.logPath(id)),
+        relative(o.root, logPath),
         stoppedBy,
         def.timeoutSeconds,
       );
@@ -178,11 +179,11 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         event.type === 'task-finished' &&
         event.status === 'failed' &&
         event.why_code === 'TASK_FAILED' &&
-        diskFull(o.logPath(id))
+        diskFull(logPath)
       ) {
         Object.assign(event, {
           why_code: 'LOG_WRITE_FAILED',
-          why: `its output could not be written to ${relative(o.root, o.logPath(id))} (no space left on device); ${event.why}`,
+          why: `its output could not be written to ${relative(o.root, logPath)} (no space left on device); ${event.why}`,
           next: `free space on the state folder's disk, then: routinely exec resume ${state.run_id}`,
         });
       }

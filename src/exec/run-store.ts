@@ -200,14 +200,15 @@ export class RunStore implements RunWriter {
   private torn = false;
   bytesWritten = 0;
 
+  /** The run's folder (the id checked once: a task's log path is asked for several times). */
+  readonly dir: string;
+
   constructor(
     readonly runsDir: string,
     readonly runId: string,
     private readonly fence: Fence,
-  ) {}
-
-  get dir(): string {
-    return runDir(this.runsDir, this.runId);
+  ) {
+    this.dir = runDir(runsDir, runId);
   }
 
   logPath(taskId: string): string {
