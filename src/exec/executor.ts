@@ -266,6 +266,10 @@ export function taskCwd(root: string, def: Pick<TaskDef, 'cwd'>, realRoot?: () =
   let rootReal: string;
   try {
     rootReal = realRoot ? realRoot() : realPath(root);
+  } catch {
+    return { error: `the project folder ${root} does not exist` };
+  }
+  try {
     real = wanted === root ? rootReal : realPath(wanted);
   } catch {
     return { error: `cwd ${JSON.stringify(def.cwd)} does not exist` };

@@ -182,7 +182,13 @@ const INDEX_LAG_BYTES = 16 * 1024;
 
 /** Whether the index written at `last` may stay behind the fold `folded` a while yet. */
 export function indexLags(folded: RoutineIndex, last: { ino: number; size: number } | undefined): boolean {
-  return last !== undefined && last.ino === folded.ino && folded.size - last.size < INDEX_LAG_BYTES;
+  // (a file that shrank on the same inode was rotated and its inode number reused: written)
+  return (
+    last !== undefined &&
+    last.ino === folded.ino &&
+    folded.size >= last.size &&
+    folded.size - last.size < INDEX_LAG_BYTES
+  );
 }
 
 export function writeIndex(project: Project, id: string, folded: RoutineIndex, warn: Warn, writes?: IndexWrites): void {

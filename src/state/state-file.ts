@@ -453,15 +453,14 @@ export class StatePublisher {
       refreshMs: Math.min(3_000, project.lockRefreshMs),
       owner: { command: this.holding ? SCHEDULER_PUBLISHER : 'routine state' },
     };
-    if (!this.holding) {
-      const now = await acquireFileLease({ ...lock, ifBusy: 'fail' });
-      if (now.ok) return now.lease;
-      if (now.reason === 'LOCK_HELD' && leftToScheduler(now.holder, lock.refreshMs)) return null;
-    }
-    const got = await acquireFileLease({ ...lock, ifBusy: 'wait', waitTimeoutMs: lock.ttlMs + 5_000 });
+    // a running scheduler writes the file: what this process recorded is left to it (a command
+    // beside it; also a second `scheduler start`, whose store opens before it is refused)
+    const now = await acquireFileLease({ ...lock, ifBusy: 'fail' });
+    if (!now.ok && now.reason === 'LOCK_HELD' && leftToScheduler(now.holder, lock.refreshMs)) return null;
+    const got = now.ok ? now : await acquireFileLease({ ...lock, ifBusy: 'wait', waitTimeoutMs: lock.ttlMs + 5_000 });
     if (!got.ok) {
       // a scheduler that kept up its heartbeat for all that time runs: the record is left to it
-      if (!this.holding && got.holder?.owner.command === SCHEDULER_PUBLISHER) return null;
+      if (got.holder?.owner.command === SCHEDULER_PUBLISHER) return null;
       throw new Error(`its lock is ${got.why}`);
     }
     if (this.holding) this.held = got.lease;

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
 import { fileRoutineStore, indexPath, readRoutine } from '../../src/state/file-store.js';
+import { indexLags, type RoutineIndex } from '../../src/state/routine-index.js';
 import { readChecksummed } from '../../src/checksum.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
@@ -89,5 +90,17 @@ describe("a long-running store's routine indexes", () => {
     await once.recordFire('a', fire(100), warn);
     expect(indexed()).toBe(81);
     await once.close?.();
+  });
+});
+
+describe('indexLags', () => {
+  it('lets an index lag less than 16 KiB of the same file; never one of another file, or of a file that shrank', () => {
+    const at = (ino: number, size: number): RoutineIndex => ({ ino, size }) as RoutineIndex;
+    expect(indexLags(at(7, 1000 + 16 * 1024 - 1), { ino: 7, size: 1000 })).toBe(true);
+    expect(indexLags(at(7, 1000 + 16 * 1024), { ino: 7, size: 1000 })).toBe(false);
+    expect(indexLags(at(8, 1100), { ino: 7, size: 1000 })).toBe(false);
+    // rotated, and the new file got the old inode number: shorter than the index's position
+    expect(indexLags(at(7, 300), { ino: 7, size: 1000 })).toBe(false);
+    expect(indexLags(at(7, 1100), undefined)).toBe(false);
   });
 });

@@ -140,10 +140,21 @@ describe('StatePublisher', () => {
     expect(inode(p), 'the command did not rewrite the file').toBe(before);
     await eventually(() => counts(p).b === 1, 10_000, 'b shown by the scheduler');
     expect(slots(), 'no lock cycle per rewrite').toEqual(held);
+    // a second scheduler's store (one that opens beside it before the scheduler lock refuses
+    // it): it too leaves its records to the one that holds the file, and closes without waiting
+    const second = new StatePublisher({ project: p, cache: new Map(), warn, intervalMs: 0 });
+    second.holdWhileRunning();
+    const now = inode(p);
+    await recordFire(p, 'b', fire(3));
+    second.touched('b');
+    await second.close();
+    expect(inode(p), 'the second did not rewrite the file').toBe(now);
+    await eventually(() => counts(p).b === 2, 10_000, 'the second b shown by the scheduler');
+    expect(slots()).toEqual(held);
     // appended by someone else right before it stops: on file once close() is done
     appendFileSync(historyPath(p.stateDir, 'c'), `${fireLine(fire(2))}\n`, { mode: 0o600 });
     await sched.close();
-    expect(counts(p)).toEqual({ a: 1, b: 1, c: 1 });
+    expect(counts(p)).toEqual({ a: 1, b: 2, c: 1 });
     expect(await free(), 'let go at close()').toBe(true);
     expect(warnings).toEqual([]);
   });
