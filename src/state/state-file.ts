@@ -310,7 +310,8 @@ export class StatePublisher {
     // after the release, every history is folded again, under a lock taken as any writer does:
     // a record someone left to us before it is in that fold, one after it is published by its
     // own writer (it finds the lock free, or held by someone else: not handed to us)
-    void held?.release();
+    // (a release that fails — a failing folder — is said by that rewrite, which takes the lock)
+    void held?.release().catch(() => {});
     this.pendingFull = true;
     this.schedule();
   }
@@ -328,20 +329,21 @@ export class StatePublisher {
   async close(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = null;
-    this.cancelTimer();
-    while (this.running) await this.running;
-    for (let tries = 0; tries < 3 && (this.dirty.size > 0 || this.pendingFull); tries++) {
-      if ((await this.run(false)) !== null) break;
-    }
+    await this.writePending();
     // a scheduler's last rewrite: after it lets go of the lock, the records others left to it
     // since its last look are folded in (stopHolding)
     this.stopHolding();
+    await this.writePending();
+    this.cancelTimer();
+  }
+
+  /** After the rewrite under way: what is pending, written now (a few tries). */
+  private async writePending(): Promise<void> {
     this.cancelTimer();
     while (this.running) await this.running;
     for (let tries = 0; tries < 3 && (this.dirty.size > 0 || this.pendingFull); tries++) {
       if ((await this.run(false)) !== null) break;
     }
-    this.cancelTimer();
   }
 
   private cancelTimer(): void {
@@ -501,11 +503,10 @@ export class StatePublisher {
       for (const id of ids) {
         const folded = readRoutineIndexed(project, id, warn, cache);
         if (!folded) continue;
-        const at = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
         const was = routines.get(id)?.at;
         // already shown (a watched append of our own, seen after the rewrite that showed it)
-        if (was && was.ino === at.ino && was.size === at.size && was.mtime === at.mtime) continue;
-        routines.set(id, shown(id, folded.record, at));
+        if (was && unmoved(was, { ino: folded.ino, size: folded.size, mtimeMs: folded.mtime })) continue;
+        routines.set(id, shown(id, folded.record, { ino: folded.ino, size: folded.size, mtime: folded.mtime }));
         changed = true;
       }
       if (!changed) return;

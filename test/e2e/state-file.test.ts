@@ -170,6 +170,25 @@ describe('routine-state.json', () => {
     expect(stateFileOf(dir)?.routines.manual).toMatchObject({ counts: { success: 1 } });
   }, 30_000);
 
+  it('a command after the scheduler was SIGKILLed holding the file: takes the lock from the dead holder and exits with its record on file', async () => {
+    const dir = testProject({ routines: [cmd('first', YEARLY, 'true'), cmd('manual', YEARLY, 'true')] });
+    const s = startCli(['scheduler', 'start'], { cwd: dir });
+    onTestFinished(() => {
+      s.child.kill('SIGKILL');
+    });
+    await s.waitFor(/\[scheduler\] started/);
+    const first = await runCli(['routine', 'run', 'first'], { cwd: dir });
+    expect(first.code, first.stderr).toBe(0);
+    await eventually(() => stateFileOf(dir)?.routines.first?.counts.success === 1, 10_000, 'first shown');
+    s.child.kill('SIGKILL');
+    await s.exited;
+    const manual = await runCli(['routine', 'run', 'manual'], { cwd: dir });
+    expect(manual.code, manual.stderr).toBe(0);
+    expect(manual.stderr).not.toMatch(/warning/);
+    expect(stateFileOf(dir)?.routines.manual).toMatchObject({ last_result: 'success', counts: { success: 1 } });
+    expect(differences(dir, ['first', 'manual'])).toEqual([]);
+  }, 30_000);
+
   it("writers at the same time never lose each other's updates", async () => {
     const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
     const dir = testProject({ routines: ids.map((id) => cmd(id, YEARLY, 'true', { exclusive: false })) });
