@@ -14,7 +14,7 @@ import { stdoutIsTTY, writeOut } from '../fs/terminal.js';
 import { readLockStatus } from '../file-lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { stateOf } from '../control/status.js';
-import { readRoutineState, statePath } from '../state/file-store.js';
+import { readRoutineStateShown, statePath } from '../state/file-store.js';
 import { lstatQuiet } from '../fs/look.js';
 import { stayInBaselineTiers } from './baseline-tiers.js';
 import { nextCached, readListCache } from '../scheduler/list-cache.js';
@@ -61,6 +61,9 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   const found = cachedConfig(configArg, env);
   if (!found) return null;
   const { stateDir, lockDir } = found.project;
+  // hundreds of records: loops hot enough for TurboFan, whose compiles cost more CPU than this
+  // process lives to gain (baseline-tiers.ts); set before the first of them
+  if ((lstatQuiet(statePath({ stateDir }))?.size ?? 0) >= BIG_INDEX_BYTES) stayInBaselineTiers();
   const cache = readListCache(stateDir, found.key);
   const now = Date.now();
   if (!cache || now < cache.written_at) return null;
@@ -81,10 +84,7 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   trustRoot(stateDir);
   trustRoot(lockDir);
   const warnings: string[] = [];
-  // hundreds of records: loops hot enough for TurboFan, whose compiles cost more CPU than this
-  // process lives to gain (baseline-tiers.ts)
-  if ((lstatQuiet(statePath({ stateDir }))?.size ?? 0) >= BIG_INDEX_BYTES) stayInBaselineTiers();
-  const state = readRoutineState({ stateDir } as Project, (m) => warnings.push(m));
+  const state = readRoutineStateShown({ stateDir } as Project, (m) => warnings.push(m));
   const scheduler = schedulerLineOf(stateOf([readLockStatus({ lockDir, key: SCHEDULER_LOCK_KEY })], 'file'));
   // the running scheduler's phases (queued, waiting), as the file backend reads them
   const board = scheduler.running ? readPhasesFile({ stateDir }, (m) => warnings.push(m)) : null;

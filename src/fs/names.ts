@@ -8,6 +8,7 @@ import {
   closeSync,
   constants,
   fstatSync,
+  type BigIntStats,
   mkdirSync,
   openSync,
   futimesSync,
@@ -57,6 +58,32 @@ export function holdOpen(path: string): number {
     throw new Error(`${path} is not a regular file`);
   }
   return fd;
+}
+
+/** Creates an empty file `path` (0600, exclusively, never through a symlink): a mark whose name
+ * says what it marks. false when the name exists; other errors are thrown. */
+export function createMark(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+  closeSync(fd);
+  return true;
+}
+
+/** Sets folder `dir`'s times (never through a symlink at `dir`) to `seconds` since the epoch, and
+ * returns its status as it then is, to the nanosecond. Errors are thrown. */
+export function stampFolder(dir: string, seconds: number): BigIntStats {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    futimesSync(fd, seconds, seconds);
+    return fstatSync(fd, { bigint: true });
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** rename(2): `to` replaced by `from` in one step (readers see the old file or the new one,

@@ -42,7 +42,7 @@ import {
 import { readRoutineState, StatePublisher } from './state-file.js';
 
 export { indexPath, readRoutine, type IndexCache } from './routine-index.js';
-export { publishRoutineState, readRoutineState, statePath } from './state-file.js';
+export { publishRoutineState, readRoutineState, readRoutineStateShown, statePath } from './state-file.js';
 
 /** After a fact was appended: brings the routine's own index up to date (rotating a history
  * file that grew past its bound). The fact is safe in the history already: an index that cannot

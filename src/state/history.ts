@@ -9,7 +9,7 @@
 // being written (a stalled writer) is counted once.
 
 import { checkFireEntry, type HistoryEntry } from './fire-entry.js';
-import { join, sep } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
 import { linkNew, namesIn, readFileChecked, readFileFrom, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
 import { randomHex } from '../fs/random-ids.js';
@@ -17,6 +17,7 @@ import { lstatQuiet } from '../fs/look.js';
 import { closeFd, renameOver } from '../fs/names.js';
 import { appendLineToFile, openAppendTo, writeFileDurable } from '../fs/durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
+import { beginAppend, endAppend } from './history-stamp.js';
 
 /** Rotate when the file is this many bytes: ≈ 1.5 × the lines kept at ≈ 250 bytes a line (so
  * the file and its rotated predecessor hold at least `historyLines` fires), and never less than
@@ -50,15 +51,18 @@ export function historyPath(stateDir: string, routineId: string): string {
 }
 let joined = { stateDir: '', dir: '' };
 
-/** Routine ids that have a history file. */
-export function historyIds(stateDir: string): string[] {
-  let names: string[];
+/** The names in the history folder (none when there is none). */
+export function historyListing(stateDir: string): string[] {
   try {
-    names = namesIn(join(stateDir, 'history'));
+    return namesIn(join(stateDir, 'history'));
   } catch (err) {
     // a folder that cannot be listed must not read as "no history" (never ran, 0/0/0)
     throw asStorageError(err);
   }
+}
+
+/** Routine ids that have a history file (in `names`, a listing of the folder). */
+export function historyIds(stateDir: string, names: readonly string[] = historyListing(stateDir)): string[] {
   const ids: string[] = [];
   for (const n of names) {
     const id = historyIdOf(n);
@@ -209,16 +213,22 @@ export function readFireEntries(
 
 /** Appends one line to the history file (starting on a fresh line). If the file was rotated
  * while we wrote (our descriptor no longer is the file's), the line goes to the new file too;
- * its id makes the fold count it once. */
+ * its id makes the fold count it once. Marked in the folder while under way (history-stamp.ts). */
 export function appendHistoryLine(path: string, line: string): void {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const f = openAppendTo(path);
-    try {
-      appendLineToFile(f, path, line);
-    } finally {
-      closeFd(f.fd);
+  const dir = dirname(path);
+  const mark = beginAppend(dir);
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const f = openAppendTo(path);
+      try {
+        appendLineToFile(f, path, line);
+      } finally {
+        closeFd(f.fd);
+      }
+      if (lstatQuiet(path)?.ino === f.ino) return;
     }
-    if (lstatQuiet(path)?.ino === f.ino) return;
+  } finally {
+    endAppend(dir, mark);
   }
 }
 

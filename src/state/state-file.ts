@@ -15,7 +15,8 @@ import { ensureDir } from '../fs/files.js';
 import { watchFolder } from '../fs/names.js';
 import { lstatQuiet } from '../fs/look.js';
 import { statExact } from '../fs/look.js';
-import { historyIdOf, historyIds, historyPath } from './history.js';
+import { historyIdOf, historyIds, historyListing, historyPath } from './history.js';
+import { currentStamp, stampHistory, writersIn } from './history-stamp.js';
 import { writeFileDurable } from '../fs/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from './json-file.js';
 import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from './routine-state.js';
@@ -37,10 +38,13 @@ export const STATE_LOCK_KEY = 'routine-state';
  * and a command brings the file up to date itself only when no scheduler runs). */
 export const SCHEDULER_PUBLISHER = 'routine state (scheduler)';
 
-/** routine-state.json: the records, and where each routine's history was folded to. */
+/** routine-state.json: the records, where each routine's history was folded to, and the history
+ * folder's stamp when every history was folded after it (history-stamp.ts), else null. */
 interface StateFile {
   routines: Record<string, RoutineRecord>;
-  at: Record<string, FoldedAt>;
+  /** `history_at` as parsed: positionsOf reads it (a reader whose folder has the stamp never does). */
+  history: unknown;
+  stamp: string | null;
 }
 
 /** The file's records by the one checker of routine-state.json (checkRoutineState), plus where
@@ -48,15 +52,24 @@ interface StateFile {
 function checkStateFile(v: unknown): StateFile | string {
   const file = checkRoutineState(v);
   if (typeof file === 'string') return file;
+  const stamp = (v as { history_stamp?: unknown }).history_stamp;
+  return {
+    routines: file.routines,
+    history: (v as { history_at?: unknown }).history_at,
+    stamp: typeof stamp === 'string' ? stamp : null,
+  };
+}
+
+/** Where the file says each routine's history was folded to (its well-formed entries). */
+function positionsOf(history: unknown): Record<string, FoldedAt> {
   const at: Record<string, FoldedAt> = {};
-  const history = (v as { history_at?: unknown }).history_at;
   if (isObj(history)) {
     for (const [id, pos] of Object.entries(history)) {
       if (Array.isArray(pos) && isCount(pos[0]) && isCount(pos[1]) && Number.isFinite(pos[2]))
         at[id] = { ino: pos[0], size: pos[1], mtime: pos[2] };
     }
   }
-  return { routines: file.routines, at };
+  return at;
 }
 
 interface FoldedState {
@@ -68,24 +81,64 @@ interface FoldedState {
   identity: string | null;
   /** It was there and damaged (a writer moves it aside). */
   corrupt: boolean;
+  /** The history folder's stamp this fold is as of; null: none (history-stamp.ts). */
+  stamp: string | null;
 }
+
+/** How a fold reads: a writer moves a damaged file aside, and stamps the history folder before
+ * it folds every history (history-stamp.ts); a view takes the file as it is while the folder
+ * has its stamp; a reader that decides something (catch-up, reconciling) looks at every
+ * history, as a writer does (a history edited in place, by hand, changes no folder). */
+interface ReadMode {
+  moveAside: boolean;
+  stamp: boolean;
+  view: boolean;
+}
+const READER: ReadMode = { moveAside: false, stamp: false, view: false };
+const VIEW: ReadMode = { moveAside: false, stamp: false, view: true };
+/** A writer's fold before it takes the lock (a damaged file is moved aside under the lock). */
+const PREPARING: ReadMode = { moveAside: false, stamp: true, view: false };
+const WRITER: ReadMode = { moveAside: true, stamp: true, view: false };
 
 /** `cache`: the routine folds this process made (a writer's): each next read folds only what a
  * history gained since. */
-function readWithPositions(project: Project, warn: Warn, moveAside: boolean, cache?: IndexCache): FoldedState {
+function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?: IndexCache): FoldedState {
   checkFolders(project);
   const path = statePath(project);
   const identity = currentIdentity(path);
-  const r = readJsonState(path, checkStateFile, { moveAside });
+  const r = readJsonState(path, checkStateFile, { moveAside: mode.moveAside });
   if (r.kind === 'corrupt') warn(corruptMessage(path, r, 'rebuilt from the history files'));
-  const file = r.kind === 'ok' ? r.value : { routines: {}, at: {} };
+  const file: StateFile = r.kind === 'ok' ? r.value : { routines: {}, history: undefined, stamp: null };
+  const dir = join(project.stateDir, 'history');
+  // the folder as the file's writer stamped it: no history changed since (one lstat, not one a
+  // history); a view takes every record as it is (and no positions: it uses none)
+  const stamped = file.stamp !== null && file.stamp === currentStamp(dir);
+  if (stamped && mode.view)
+    return {
+      state: { version: 1, routines: file.routines },
+      at: {},
+      current: true,
+      identity,
+      corrupt: false,
+      stamp: file.stamp,
+    };
+  // a writer keeps a stamp that still holds (the fold below is exact as of now, and nothing
+  // changed the folder since it), else sets one
+  let stamp = mode.stamp ? (stamped ? file.stamp : stampHistory(dir)) : null;
+  const names = historyListing(project.stateDir);
+  if (stamp !== null) {
+    // a writer appending now (or one gone, whose mark is removed: a change after the stamp)
+    const writers = writersIn(dir, names);
+    if (writers.live || writers.removed) stamp = null;
+  }
   const routines = file.routines; // fresh from checkStateFile: ours to add to
+  const was = positionsOf(file.history);
   const at: Record<string, FoldedAt> = {};
-  let current = r.kind === 'ok';
-  for (const id of historyIds(project.stateDir)) {
+  let current = r.kind === 'ok' && (stamp === null || stamp === file.stamp);
+  for (const id of historyIds(project.stateDir, names)) {
     const st = lstatQuiet(historyPath(project.stateDir, id));
     if (!st || !st.isFile()) continue;
-    const pos = file.at[id];
+    const pos = was[id];
     if (pos && unmoved(pos, st) && routines[id]) {
       at[id] = pos;
       continue;
@@ -96,13 +149,21 @@ function readWithPositions(project: Project, warn: Warn, moveAside: boolean, cac
     routines[id] = folded.record;
     at[id] = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
   }
-  return { state: { version: 1, routines }, at, current, identity, corrupt: r.kind === 'corrupt' };
+  return { state: { version: 1, routines }, at, current, identity, corrupt: r.kind === 'corrupt', stamp };
 }
 
 /** Every routine's record: from routine-state.json where a routine's history has not moved since
  * it was written, else from the routine's own index and history. Nothing is written. */
 export function readRoutineState(project: Project, warn: Warn = () => {}): RoutineStateFile {
-  return readWithPositions(project, warn, false).state;
+  return readWithPositions(project, warn, READER).state;
+}
+
+/** readRoutineState for a view (`routine list` from its cache): all of routine-state.json as it is
+ * while the history folder has the file's stamp (one lstat for 1 000 routines; a history edited
+ * in place by hand shows at the next rewrite that folds every history, within a minute under a
+ * scheduler). */
+export function readRoutineStateShown(project: Project, warn: Warn = () => {}): RoutineStateFile {
+  return readWithPositions(project, warn, VIEW).state;
 }
 
 /** A routine as the file shows it, with its bytes there (kept, so that a rewrite re-encodes only
@@ -128,6 +189,8 @@ const HEAD = Buffer.from('{ "version": 1,\n  "routines": {\n    ');
 const NEXT_ROUTINE = Buffer.from(',\n    ');
 const MIDDLE = Buffer.from('\n  },\n  "history_at": {\n    ');
 const TAIL = Buffer.from('\n  } }\n');
+/** The end with the history folder's stamp (readers compare it with the folder's). */
+const stampedTail = (stamp: string): Buffer => Buffer.from(`\n  },\n  "history_stamp": ${JSON.stringify(stamp)} }\n`);
 
 /** Routines per chunk of the file's bytes kept joined: a rewrite after one routine changed
  * joins that chunk again and a few dozen chunks, not every routine. */
@@ -159,8 +222,8 @@ class ShownRoutines {
     this.positions[Math.floor(i / CHUNK)] = null;
   }
 
-  /** The file's bytes. */
-  encode(): Buffer {
+  /** The file's bytes; `stamp`: the history folder's, when every history was folded after it. */
+  encode(stamp: string | null): Buffer {
     const chunks = Math.ceil(this.entries.length / CHUNK);
     const section = (cache: (Buffer | null)[], part: (s: Shown) => Buffer | null): Buffer[] => {
       const out: Buffer[] = [];
@@ -187,7 +250,7 @@ class ShownRoutines {
       ...section(this.records, (s) => s.recordBytes),
       MIDDLE,
       ...section(this.positions, (s) => s.atBytes),
-      TAIL,
+      stamp === null ? TAIL : stampedTail(stamp),
     ]);
   }
 }
@@ -327,6 +390,9 @@ export class StatePublisher {
    * found to have landed on a newer file (a few tries; one that fails is said, and stays for the
    * next writer). */
   async close(): Promise<void> {
+    // a command's last rewrite folds every history, so that it can stamp the history folder for
+    // the readers after it (history-stamp.ts); a trusted one folds only its own routines
+    if (!this.sweeper && !this.holding && this.dirty.size > 0) this.pendingFull = true;
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = null;
     await this.writePending();
@@ -395,7 +461,7 @@ export class StatePublisher {
       // is used as it is if the file is still the one it read (nobody published since; what
       // others appended meanwhile they publish after us), else done again (the routines folded
       // already: one lstat each).
-      const prepared = full || !this.shown ? readWithPositions(project, this.o.warn, false, this.o.cache) : null;
+      const prepared = full || !this.shown ? readWithPositions(project, this.o.warn, PREPARING, this.o.cache) : null;
       const lease = await this.takeLock();
       if (lease === null) {
         // a running scheduler holds the lock: it shows what we appended within a second
@@ -496,6 +562,8 @@ export class StatePublisher {
       this.clock.monotonic() - this.sweptAt < SWEEP_MS &&
       currentIdentity(path) === this.identity;
     let routines: ShownRoutines;
+    // the trusted path folds only the routines it was told of: no stamp
+    let stamp: string | null = null;
     if (trusted) {
       routines = this.shown!;
       checkFolders(project);
@@ -512,7 +580,8 @@ export class StatePublisher {
       if (!changed) return;
     } else {
       const fresh = prepared !== null && !prepared.corrupt && currentIdentity(path) === prepared.identity;
-      const read = fresh ? prepared : readWithPositions(project, warn, true, cache);
+      const read = fresh ? prepared : readWithPositions(project, warn, WRITER, cache);
+      stamp = read.stamp;
       this.sweptAt = this.clock.monotonic();
       routines = new ShownRoutines();
       for (const [id, record] of Object.entries(read.state.routines))
@@ -526,7 +595,7 @@ export class StatePublisher {
     this.shown = null; // until the write is known to have happened
     // not fsynced: a view of the histories, which every reader checks it against and the first
     // rewrite of every process folds again (a power loss can only leave an older, whole file)
-    const written = writeFileDurable(path, routines.encode(), { cleanTemps: true, sync: false });
+    const written = writeFileDurable(path, routines.encode(stamp), { cleanTemps: true, sync: false });
     this.shown = routines;
     this.identity = identityOf(written);
   }

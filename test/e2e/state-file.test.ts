@@ -3,7 +3,7 @@
 // scheduler runs, within a second of every record, whoever wrote it.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { CLI, childEnv, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
@@ -298,6 +298,62 @@ describe('routine-state.json', () => {
       // `a` found the lock no longer its own and did its rewrite again from the histories: no
       // warning of a failure that was only its lost turn, and the file has both
       expect(aErr).not.toMatch(/could not rewrite/);
+      expect(differences(dir, ['a', 'b'])).toEqual([]);
+    },
+    30_000,
+  );
+
+  it.skipIf(!haveStrace && process.env.CI !== 'true')(
+    'a command SIGKILLed right after its append (its mark left in the history folder): routine list shows its record at once, and the next rewrite removes the mark and stamps the folder again',
+    async () => {
+      expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+      const dir = testProject({ routines: [cmd('a', YEARLY, 'true'), cmd('b', YEARLY, 'true')] });
+      const history = join(dir, '.routinely', 'history');
+      for (const id of ['a', 'b']) expect((await runCli(['routine', 'run', id], { cwd: dir })).code).toBe(0);
+      const stamp = () => {
+        const st = statSync(history, { bigint: true });
+        return `${st.ino}:${st.mtimeNs}`;
+      };
+      const marks = () => readdirSync(history).filter((n) => n.startsWith('.writing.'));
+      expect((stateFileOf(dir) as { history_stamp?: string }).history_stamp).toBe(stamp());
+      // `pause a` is killed at the close(2) of its append to a.jsonl: the line is there, its mark
+      // is left, and routine-state.json was not rewritten
+      const killed = spawnSync(
+        'strace',
+        [
+          '-f',
+          '-qq',
+          '-o',
+          '/dev/null',
+          '-P',
+          join(history, 'a.jsonl'),
+          '-e',
+          'trace=close',
+          '-e',
+          'inject=close:signal=KILL:when=1',
+          process.execPath,
+          CLI,
+          'routine',
+          'pause',
+          'a',
+        ],
+        { cwd: dir, env: childEnv(), encoding: 'utf8' },
+      );
+      expect(killed.status, killed.stderr).not.toBe(0);
+      expect(historyFactsOf(dir, 'a').paused).toBe(true);
+      expect(stateFileOf(dir)?.routines.a?.paused).toBe(false);
+      const listed = await runCli(['routine', 'list', '--json'], { cwd: dir });
+      expect(listed.code, listed.stderr).toBe(0);
+      const rows = JSON.parse(listed.stdout) as { id: string; paused: boolean }[];
+      expect(rows.find((r) => r.id === 'a')?.paused).toBe(true);
+      expect(marks()).toHaveLength(1);
+      // the next command's rewrite finds the mark's writer gone: removed, the file exact, no stamp
+      // yet (it changed the folder); the one after stamps it again
+      expect((await runCli(['routine', 'run', 'b'], { cwd: dir })).code).toBe(0);
+      expect(marks()).toEqual([]);
+      expect(differences(dir, ['a', 'b'])).toEqual([]);
+      expect((await runCli(['routine', 'run', 'b'], { cwd: dir })).code).toBe(0);
+      expect((stateFileOf(dir) as { history_stamp?: string }).history_stamp).toBe(stamp());
       expect(differences(dir, ['a', 'b'])).toEqual([]);
     },
     30_000,

@@ -1,5 +1,6 @@
 import { readFileSync, statSync, truncateSync, writeFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
 import { loadProject } from '../../src/config/load.js';
 import {
   indexPath,
@@ -188,8 +189,11 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     await publishRoutineState(p);
     const written = JSON.parse(readFileSync(statePath(p), 'utf8'));
     expect(written.routines.a.counts.success).toBe(1);
-    // no exactly-once bookkeeping in the shared file: just where each history was folded to
-    expect(Object.keys(written).sort()).toEqual(['history_at', 'routines', 'version']);
+    // no exactly-once bookkeeping in the shared file: just where each history was folded to, and
+    // the history folder's stamp as of that fold
+    expect(Object.keys(written).sort()).toEqual(['history_at', 'history_stamp', 'routines', 'version']);
+    const folder = statSync(join(p.stateDir, 'history'), { bigint: true });
+    expect(written.history_stamp).toBe(`${folder.ino}:${folder.mtimeNs}`);
     const st = statSync(historyPath(p.stateDir, 'a'));
     expect(written.history_at.a).toEqual([st.ino, st.size, st.mtimeMs]);
   });

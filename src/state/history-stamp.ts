@@ -1,0 +1,125 @@
+// The history folder's stamp: how a reader of routine-state.json knows with one lstat that no
+// history changed since the file was written (issue 52: `routine list` of 1 000 routines had
+// looked at every history). A writer of the file that folds every history first sets the
+// folder's times to a value of its own (a second ago, a random fraction) and writes it in the
+// file. Whatever changes a history later changes the folder: an append is marked by a file of
+// its writer's in the folder (`.writing.<who>`), made before it and removed after it. A mark of a
+// live writer means no stamp; the mark of a writer that is gone is removed. How and why:
+// docs/design.md "routine-state.json".
+
+import { join } from 'node:path';
+import { unlinkQuiet } from '../fs/files.js';
+import { statExact } from '../fs/look.js';
+import { createMark, stampFolder } from '../fs/names.js';
+import { selfIdentity, systemProbe, type LivenessProbe, type ProcessIdentity } from '../process/identity.js';
+
+/** The start of a writer's mark: `.writing.<pid>.<start time>.<host>.<boot>.<pid namespace>`
+ * (the last three hashed; `x` where unknown). No routine id starts with a dot. */
+export const WRITING = '.writing.';
+
+const stampOf = (st: { ino: bigint; mtimeNs: bigint }): string => `${st.ino}:${st.mtimeNs}`;
+
+/** The folder's stamp as it is now (inode and modification time to the nanosecond); null when
+ * there is no such folder. */
+export function currentStamp(dir: string): string | null {
+  const st = statExact(dir, false);
+  return st?.isDirectory() ? stampOf(st) : null;
+}
+
+/** Stamps the folder: its times set to a second ago and a random fraction, which no later change
+ * gives it (a change sets the time it happens). null when its times cannot be set (a folder of
+ * another user's): no stamp, readers look at every history. */
+export function stampHistory(dir: string): string | null {
+  try {
+    return stampOf(stampFolder(dir, Math.floor(Date.now() / 1000) - 1 + Math.random()));
+  } catch {
+    return null;
+  }
+}
+
+/** 64 bits of FNV-1a (two 32-bit passes) in hex: names a host, boot or namespace in a mark. */
+function hashed(s: string | null | undefined): string {
+  if (!s) return 'x';
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ 0x5bd1e995;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 13);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+}
+
+/** The name of the mark of the process `who` names. */
+export function markNameOf(who: ProcessIdentity): string {
+  return `${WRITING}${who.pid}.${who.start_time ?? 'x'}.${hashed(who.host)}.${hashed(who.boot_id)}.${hashed(who.pid_ns)}`;
+}
+
+let mark: { pid: number; name: string } | null = null;
+
+/** This process's mark. */
+function markName(): string {
+  if (mark?.pid !== process.pid) mark = { pid: process.pid, name: markNameOf(selfIdentity()) };
+  return mark.name;
+}
+
+/** Before an append to a history in `dir`: the mark, to be removed after it (endAppend); null
+ * when none could be made (no inode left): endAppend then touches the folder. */
+export function beginAppend(dir: string): string | null {
+  const path = join(dir, markName());
+  try {
+    createMark(path); // (one left by this very process — a removal that failed — serves as well)
+    return path;
+  } catch {
+    return null;
+  }
+}
+
+/** After the append: the mark removed, which changes the folder; without a mark, the folder's
+ * times set to now. */
+export function endAppend(dir: string, made: string | null): void {
+  if (made !== null) {
+    unlinkQuiet(made);
+    return;
+  }
+  try {
+    stampFolder(dir, Date.now() / 1000);
+  } catch {
+    // a folder whose times cannot be set was never stamped by a writer of ours either
+  }
+}
+
+/** Whether a listing of the folder holds the mark of a writer that may be appending now (alive,
+ * or one that cannot be told: another host's, another pid namespace's). Marks of writers that are
+ * gone are removed; `removed` says whether one was (the folder changed). */
+export function writersIn(
+  dir: string,
+  names: readonly string[],
+  probe: LivenessProbe = systemProbe(),
+): { live: boolean; removed: boolean } {
+  let live = false;
+  let removed = false;
+  for (const n of names) {
+    if (!n.startsWith(WRITING)) continue;
+    if (!markGone(n, probe)) {
+      live = true;
+      continue;
+    }
+    unlinkQuiet(join(dir, n));
+    removed = true;
+  }
+  return { live, removed };
+}
+
+/** Whether the writer a mark names is gone: of this host, and of an earlier boot, or (in this
+ * boot and pid namespace) its pid is dead or now another process's. */
+export function markGone(name: string, probe: LivenessProbe): boolean {
+  const [pid, start, host, boot, ns, more] = name.slice(WRITING.length).split('.');
+  const n = Number(pid);
+  if (more !== undefined || !Number.isSafeInteger(n) || n < 1 || host !== hashed(probe.host)) return false;
+  if (boot !== 'x' && probe.bootId && boot !== hashed(probe.bootId)) return true;
+  if (ns !== 'x' && probe.pidNs && ns !== hashed(probe.pidNs)) return false;
+  const p = probe.inspect(n);
+  if (p.state === 'dead') return true;
+  return p.state === 'alive' && !!p.startTime && start !== 'x' && p.startTime !== start;
+}

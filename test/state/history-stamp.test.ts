@@ -1,0 +1,149 @@
+// The history folder's stamp (src/state/history-stamp.ts): a reader takes routine-state.json as
+// it is while the folder has the file's stamp, and every append of ours changes the folder first.
+
+import { appendFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadProject } from '../../src/config/load.js';
+import {
+  publishRoutineState,
+  readRoutineState,
+  readRoutineStateShown,
+  recordFire,
+  statePath,
+} from '../../src/state/file-store.js';
+import { beginAppend, endAppend, markGone, markNameOf, WRITING } from '../../src/state/history-stamp.js';
+import { historyPath } from '../../src/state/history.js';
+import { selfIdentity, type LivenessProbe } from '../../src/process/identity.js';
+import type { Fire } from '../../src/state/routine-state.js';
+import { testProject } from '../helpers/testdir.js';
+
+const fire = (i: number): Fire => ({
+  result: 'success',
+  reason: null,
+  scheduled_at: new Date(Date.UTC(2026, 11, 1) + i * 1000).toISOString(),
+  started_at: new Date(Date.UTC(2026, 11, 1) + i * 1000).toISOString(),
+  finished_at: new Date(Date.UTC(2026, 11, 1) + i * 1000 + 5).toISOString(),
+  duration_ms: 5,
+  exit_code: 0,
+  run_id: null,
+});
+
+function project() {
+  const dir = testProject({
+    routines: ['a', 'b'].map((id) => ({ id, schedule: '* * * * *', action: 'command', run: 'true' })),
+  });
+  return loadProject({ cwd: dir });
+}
+
+const stampIn = (p: { stateDir: string }): unknown =>
+  (JSON.parse(readFileSync(statePath(p), 'utf8')) as { history_stamp?: unknown }).history_stamp;
+const folderStamp = (p: { stateDir: string }): string => {
+  const st = statSync(join(p.stateDir, 'history'), { bigint: true });
+  return `${st.ino}:${st.mtimeNs}`;
+};
+const marks = (p: { stateDir: string }): string[] =>
+  readdirSync(join(p.stateDir, 'history')).filter((n) => n.startsWith(WRITING));
+/** A history line appended the way no writer of ours does it: without a mark (the folder unchanged). */
+const unmarkedFire = (p: { stateDir: string }, id: string, i: number): void =>
+  appendFileSync(
+    historyPath(p.stateDir, id),
+    `${JSON.stringify({ ...fire(i), trigger: 'schedule', id: `ffff${String(i).padStart(12, '0')}` })}\n`,
+  );
+
+describe('the history folder stamp', () => {
+  it('a rewrite that folded every history writes the stamp it set first; while the folder has it, a view takes the file as it is (one lstat)', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    await recordFire(p, 'b', fire(1));
+    await publishRoutineState(p);
+    expect(stampIn(p)).toBe(folderStamp(p));
+    expect(marks(p)).toEqual([]);
+    // proof that the view looks at no history: a line appended without a mark (by hand) is not
+    // seen by it; a reader that decides something (readRoutineState) looks at every history
+    unmarkedFire(p, 'a', 2);
+    expect(readRoutineStateShown(p).routines.a?.counts.success).toBe(1);
+    expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
+    // an append of ours to a history that is there changes the folder (its mark), and the
+    // view looks at every history
+    await recordFire(p, 'b', fire(3));
+    expect(folderStamp(p)).not.toBe(stampIn(p));
+    const read = readRoutineStateShown(p).routines;
+    expect(read.a?.counts.success).toBe(2);
+    expect(read.b?.counts.success).toBe(2);
+    // a writer's fold finds an edit by hand too, and keeps the stamp (the folder has not
+    // changed since it was set)
+    await publishRoutineState(p);
+    const kept = stampIn(p);
+    unmarkedFire(p, 'a', 4);
+    await publishRoutineState(p);
+    expect(stampIn(p)).toBe(kept);
+    expect(JSON.parse(readFileSync(statePath(p), 'utf8')).routines.a.counts.success).toBe(3);
+  });
+
+  it('a writer appending now (its mark in the folder) means no stamp: readers look at every history until a rewrite after it', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    const dir = join(p.stateDir, 'history');
+    const made = beginAppend(dir);
+    expect(made).not.toBeNull();
+    expect(marks(p)).toEqual([markNameOf(selfIdentity())]);
+    await publishRoutineState(p);
+    expect(stampIn(p)).toBeUndefined();
+    // the append the mark announced lands after that rewrite: views see it
+    unmarkedFire(p, 'a', 2);
+    expect(readRoutineStateShown(p).routines.a?.counts.success).toBe(2);
+    endAppend(dir, made);
+    expect(marks(p)).toEqual([]);
+    await publishRoutineState(p);
+    expect(stampIn(p)).toBe(folderStamp(p));
+    expect(readRoutineStateShown(p).routines.a?.counts.success).toBe(2);
+  });
+
+  it('the mark of a writer that is gone (killed after its append) is removed by the next rewrite, which stamps nothing; the one after it does', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1));
+    const gone = spawnSync('true').pid!;
+    const me = selfIdentity();
+    const name = markNameOf({ ...me, pid: gone, start_time: 'x' });
+    appendFileSync(join(p.stateDir, 'history', name), '');
+    // its append landed before it was killed
+    unmarkedFire(p, 'a', 2);
+    expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
+    await publishRoutineState(p);
+    expect(existsSync(join(p.stateDir, 'history', name))).toBe(false);
+    expect(stampIn(p)).toBeUndefined();
+    expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
+    await publishRoutineState(p);
+    expect(stampIn(p)).toBe(folderStamp(p));
+    expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
+  });
+
+  it('a mark is judged gone only when that can be told: this host, and an earlier boot or a pid dead or reused', () => {
+    const me = { pid: 4242, host: 'here', boot_id: 'boot-1', start_time: '100', pid_ns: 'pid:[1]' };
+    const probe = (state: ReturnType<LivenessProbe['inspect']>, over: Partial<LivenessProbe> = {}): LivenessProbe => ({
+      host: 'here',
+      bootId: 'boot-1',
+      pidNs: 'pid:[1]',
+      inspect: () => state,
+      groupMembers: () => [],
+      ...over,
+    });
+    const alive = { state: 'alive', startTime: '100', pgid: null } as const;
+    const dead = { state: 'dead', why: 'no-process' } as const;
+    const name = markNameOf(me);
+    expect(markGone(name, probe(alive))).toBe(false);
+    expect(markGone(name, probe(dead))).toBe(true);
+    expect(markGone(name, probe({ state: 'alive', startTime: '999', pgid: null }))).toBe(true); // pid reused
+    expect(markGone(name, probe({ state: 'unknown' }))).toBe(false);
+    expect(markGone(name, probe(dead, { host: 'elsewhere' }))).toBe(false); // another host's
+    expect(markGone(name, probe(alive, { bootId: 'boot-2' }))).toBe(true); // an earlier boot's
+    expect(markGone(name, probe(dead, { pidNs: 'pid:[2]' }))).toBe(false); // another pid namespace's
+    expect(
+      markGone(markNameOf({ ...me, start_time: null }), probe({ state: 'alive', startTime: '999', pgid: null })),
+    ).toBe(false);
+    expect(markGone(`${WRITING}junk`, probe(dead))).toBe(false);
+    expect(markGone(`${name}.more`, probe(dead))).toBe(false);
+  });
+});
