@@ -148,7 +148,8 @@ const RECORD_KEYS: readonly string[] = Object.keys(emptyRecordOf());
 /** Whether `record` has exactly RECORD_KEYS, in that order (and perhaps open_fires). */
 function hasRecordKeys(record: RoutineRecord): boolean {
   let i = 0;
-  for (const k of Object.keys(record)) {
+  // (for…in: no array of keys a row)
+  for (const k in record) {
     if (k === 'open_fires') continue;
     if (k !== RECORD_KEYS[i++]) return false;
   }

@@ -5,7 +5,7 @@
 
 import { keepCrons } from '../config/cron-cache.js';
 import { loadProject } from '../config/load.js';
-import { TIMES_READ } from '../scheduler/list-cache.js';
+import { TIMES_READ, timesOf } from '../scheduler/list-cache.js';
 import { cachedRoutines, ensureListCache } from '../scheduler/upcoming.js';
 import { machineZone } from '../zone-time.js';
 import type { GlobalOptions } from './globals.js';
@@ -25,6 +25,6 @@ export function freshView(g: GlobalOptions): ValidatedView {
     machineZone: machineZone(),
     routines,
     // a schedule that runs out (a year's last fire) shows what it has
-    times: routines.map((r) => r.upcoming.filter((t) => t.at > now).slice(0, TIMES_READ)),
+    times: routines.map((r) => (timesOf(r) ?? []).filter((t) => t.at > now).slice(0, TIMES_READ)),
   };
 }

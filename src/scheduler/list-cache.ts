@@ -15,9 +15,8 @@ import type { ZoneTime } from '../zone-time.js';
 import { isObj } from '../is-object.js';
 
 export const LIST_CACHE_FILE = 'list-cache.json';
-/** Upcoming fire times kept per routine: enough to cover COVER_MS, at least 3 (what `validate`
- * prints), at most 16 (a per-second one keeps 16 and a step). The cache is rewritten when a
- * routine is down to its last quarter. Small, because every `routine list` parses all of it. */
+/** Fire times kept per routine: enough to cover COVER_MS, at least 3 (what `validate` prints), at
+ * most 16 (and a step); rewritten when a routine is down to its last quarter. */
 export const UPCOMING_MIN = 3;
 export const UPCOMING_MAX = 16;
 export const COVER_MS = 10 * 60_000;
@@ -32,9 +31,10 @@ export interface CachedRoutine {
   /** The lock it takes: "exec", a named lock, "none". */
   lock: string;
   starvedAfterSkips: number;
-  /** The next fire times in the routine's zone, ascending (none when disabled). */
-  upcoming: ZoneTime[];
-  /** After the last of `upcoming`, the routine fires every `step` ms up to `until`, on the same
+  /** The next fire times in its zone, ascending (none when disabled), in one string (encodeTimes):
+   * a list of 1 000 routines parses a string a routine, not an object a time (issue 52). */
+  times: string;
+  /** After the last of `times`, the routine fires every `step` ms up to `until`, on the same
    * zone offset (the scheduler checked every one of those times): a per-second routine covers
    * ten minutes in a few bytes, so the cache is rewritten every few minutes, not seconds. */
   every?: { step: number; until: number };
@@ -57,32 +57,61 @@ export function shifted(t: ZoneTime, ms: number): ZoneTime {
 export const sameOffset = (a: ZoneTime, b: ZoneTime): boolean =>
   a.zone === b.zone && wallMs(b) - wallMs(a) === b.at - a.at;
 
-/** The routine's first cached fire time after `nowMs`, or null when the cache has run out (or
- * the time is not one: readListCache checked only its instant). */
+/** Fire times in a cache's form: `<at> <date> <time> <zone>` each, joined by commas (a zone name
+ * has no space, ICU's no comma; an entry that does not read back whole is no time: ENTRY). */
+export function encodeTimes(times: readonly ZoneTime[]): string {
+  return times.map((t) => `${t.at} ${t.date} ${t.time} ${t.zone}`).join(',');
+}
+
+/** One entry of a routine's times, read where the one before it ended (sticky): every part
+ * checked by one native match (issue 52: a list of 1 000 routines reads 1 000 of them). */
+const ENTRY = /(\d{1,16}) (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) ([^ ,]{0,64})(?:,|$)/y;
+
+/** The next entry of `times` from ENTRY.lastIndex, or null when it is not a time. */
+function nextEntry(times: string): ZoneTime | null {
+  const m = ENTRY.exec(times);
+  if (!m) return null;
+  const at = Number(m[1]);
+  return Number.isSafeInteger(at) ? { at, date: m[2]!, time: m[3]!, zone: m[4]! } : null;
+}
+
+/** The times of `times` up to the first after `afterMs`, or null when one of them is not a time. */
+function readTimes(times: string, afterMs: number): ZoneTime[] | null {
+  const out: ZoneTime[] = [];
+  ENTRY.lastIndex = 0;
+  while (ENTRY.lastIndex < times.length) {
+    const t = nextEntry(times);
+    if (!t) return null;
+    out.push(t);
+    if (t.at > afterMs) break;
+  }
+  return out;
+}
+
+/** Every cached time of the routine, or null when one is not a time. */
+export const timesOf = (r: Pick<CachedRoutine, 'times'>): ZoneTime[] | null => readTimes(r.times, Infinity);
+
+/** The first cached fire time after `nowMs`; null: the cache ran out, or a time is not one. */
 export function nextCached(r: CachedRoutine, nowMs: number): ZoneTime | null {
-  const listed = r.upcoming.find((t) => t.at > nowMs);
-  if (listed) return isZoneTime(listed) ? listed : null;
-  const last = r.upcoming.at(-1);
-  if (!last || !r.every || !isZoneTime(last)) return null;
-  const k = Math.floor((nowMs - last.at) / r.every.step) + 1;
-  const at = last.at + k * r.every.step;
-  return at <= r.every.until ? shifted(last, k * r.every.step) : null;
+  const last = readTimes(r.times, nowMs)?.at(-1);
+  if (!last) return null;
+  return last.at > nowMs ? last : r.every ? everyAfter(r.every, last, nowMs) : null;
+}
+
+/** After the listed times, the evenly spaced ones (CachedRoutine.every): the first after `nowMs`. */
+function everyAfter(every: { step: number; until: number }, last: ZoneTime, nowMs: number): ZoneTime | null {
+  const k = Math.floor((nowMs - last.at) / every.step) + 1;
+  return last.at + k * every.step <= every.until ? shifted(last, k * every.step) : null;
 }
 
 /** How many fire times the readers take from the cache: `validate` prints each routine's next 3. */
 export const TIMES_READ = 3;
 
 /** The routine's next `n` cached fire times after `nowMs`, or null when the cache has fewer (or
- * one of them is not a time). One pass over the listed times, then the evenly spaced ones. */
+ * one of them is not a time). */
 export function nextCachedTimes(r: CachedRoutine, nowMs: number, n = TIMES_READ): ZoneTime[] | null {
   const times: ZoneTime[] = [];
-  for (const t of r.upcoming) {
-    if (t.at <= nowMs) continue;
-    if (!isZoneTime(t)) return null;
-    times.push(t);
-    if (times.length === n) return times;
-  }
-  for (let t = times.at(-1)?.at ?? nowMs; times.length < n;) {
+  for (let t = nowMs; times.length < n;) {
     const next = nextCached(r, t);
     if (!next) return null;
     times.push(next);
@@ -107,7 +136,7 @@ export interface CachedProject {
 }
 
 export interface ListCache {
-  version: 2;
+  version: 3;
   key: string;
   /** When the times were computed: a reader whose clock is earlier cannot use them. */
   written_at: number;
@@ -161,30 +190,21 @@ export function writeListCache(
   writtenAt: number,
 ): number | null {
   writeCacheFile(join(project.stateDir, PROJECT_CACHE_FILE), { version: 1, key, project });
-  const cache: ListCache = { version: 2, key, written_at: writtenAt, routines };
+  const cache: ListCache = { version: 3, key, written_at: writtenAt, routines };
   writeCacheFile(join(project.stateDir, LIST_CACHE_FILE), cache);
   let refill: number | null = null;
   for (const r of routines) {
-    if (r.upcoming.length === 0) continue;
-    const left = Math.ceil(r.upcoming.length / 4);
+    const upcoming = timesOf(r) ?? [];
+    if (upcoming.length === 0) continue;
+    const left = Math.ceil(upcoming.length / 4);
     const at = r.every
-      ? r.every.until - (r.every.until - r.upcoming[0]!.at) / 4
+      ? r.every.until - (r.every.until - upcoming[0]!.at) / 4
       : // and before fewer than `validate`'s three times are left
-        r.upcoming[Math.max(0, Math.min(r.upcoming.length - left - 1, r.upcoming.length - TIMES_READ))]!.at;
+        upcoming[Math.max(0, Math.min(upcoming.length - left - 1, upcoming.length - TIMES_READ))]!.at;
     if (refill === null || at < refill) refill = at;
   }
   return refill;
 }
-
-const isZoneTime = (v: unknown): v is ZoneTime =>
-  isObj(v) &&
-  Number.isSafeInteger(v.at) &&
-  typeof v.date === 'string' &&
-  /^\d{4}-\d\d-\d\d$/.test(v.date) &&
-  typeof v.time === 'string' &&
-  /^\d\d:\d\d:\d\d$/.test(v.time) &&
-  typeof v.zone === 'string' &&
-  v.zone.length <= 64;
 
 function checkRoutine(v: unknown): CachedRoutine | null {
   if (!isObj(v)) return null;
@@ -198,9 +218,8 @@ function checkRoutine(v: unknown): CachedRoutine | null {
     return null;
   if (v.timezone !== null && typeof v.timezone !== 'string') return null;
   if (!Number.isSafeInteger(v.starvedAfterSkips) || (v.starvedAfterSkips as number) < 1) return null;
-  // each time's instant here; its date, time and zone when it is read (nextCached): a reader
-  // takes one or three of a routine's times, not all of them
-  if (!Array.isArray(v.upcoming) || !v.upcoming.every((t) => isObj(t) && Number.isSafeInteger(t.at))) return null;
+  // its times when they are read (nextCached): a reader takes one or three of them, not all
+  if (typeof v.times !== 'string') return null;
   if (
     v.every !== undefined &&
     (!isObj(v.every) ||
@@ -268,7 +287,7 @@ export function readProjectCache(stateDir: string, key: string): CachedProject |
 
 /** The cache in `stateDir` when it is there, ours, whole and for `key`; else null. */
 export function readListCache(stateDir: string, key: string): ListCache | null {
-  const v = readCacheFile(join(stateDir, LIST_CACHE_FILE), key, 2);
+  const v = readCacheFile(join(stateDir, LIST_CACHE_FILE), key, 3);
   if (!v || !Number.isSafeInteger(v.written_at) || !Array.isArray(v.routines)) return null;
   const routines: CachedRoutine[] = [];
   for (const r of v.routines) {
@@ -276,5 +295,5 @@ export function readListCache(stateDir: string, key: string): ListCache | null {
     if (!checked) return null;
     routines.push(checked);
   }
-  return { version: 2, key, written_at: v.written_at as number, routines };
+  return { version: 3, key, written_at: v.written_at as number, routines };
 }

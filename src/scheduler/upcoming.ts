@@ -10,6 +10,7 @@ import { machineZone, zoneTime, type ZoneTime } from '../zone-time.js';
 import { VERSION } from '../version.js';
 import {
   COVER_MS,
+  encodeTimes,
   UPCOMING_MAX,
   UPCOMING_MIN,
   listCacheKey,
@@ -51,7 +52,7 @@ export function cachedRoutines(project: Project, nowMs: number): CachedRoutine[]
       enabled: def.enabled,
       lock: def.exclusive ? def.lock : 'none',
       starvedAfterSkips: def.starvedAfterSkips,
-      upcoming,
+      times: encodeTimes(upcoming),
       ...(every ? { every } : {}),
     };
   });

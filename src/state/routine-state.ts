@@ -201,6 +201,47 @@ export function setPaused(prior: RoutineRecord | undefined, paused: boolean, not
 
 const count = (v: unknown): number => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+const isCountValue = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 0;
+const isStrOrNull = (v: unknown): boolean => v === null || typeof v === 'string';
+
+const RECORD_KEYS: readonly string[] = Object.keys(emptyRecord());
+const COUNT_KEYS: readonly string[] = Object.keys(emptyRecord().counts);
+
+/** Whether `rec` is a record as this version writes it — these keys in this order (no open
+ * fires), every value valid — which checkRecord would copy unchanged: used as it is (no copy of
+ * 1 000 records, and their garbage, in a short command; issue 52). */
+function asWritten(rec: Record<string, unknown>): boolean {
+  let i = 0;
+  for (const k in rec) if (k !== RECORD_KEYS[i++]) return false;
+  const c = rec.counts;
+  if (i !== RECORD_KEYS.length || !isObj(c)) return false;
+  let n = 0;
+  for (const k in c) if (k !== COUNT_KEYS[n++]) return false;
+  return (
+    n === COUNT_KEYS.length &&
+    (rec.last_result === null ||
+      rec.last_result === 'success' ||
+      rec.last_result === 'failure' ||
+      rec.last_result === 'skipped') &&
+    isStrOrNull(rec.last_reason) &&
+    isStrOrNull(rec.last_scheduled_at) &&
+    isStrOrNull(rec.last_started_at) &&
+    isStrOrNull(rec.last_finished_at) &&
+    (rec.last_duration_ms === null || Number.isFinite(rec.last_duration_ms)) &&
+    (rec.last_exit_code === null || Number.isInteger(rec.last_exit_code)) &&
+    isStrOrNull(rec.last_run_id) &&
+    isStrOrNull(rec.last_success_at) &&
+    isStrOrNull(rec.last_failure_at) &&
+    isStrOrNull(rec.last_skipped_at) &&
+    isCountValue(c.success) &&
+    isCountValue(c.failure) &&
+    isCountValue(c.skipped) &&
+    isCountValue(rec.consecutive_failures) &&
+    isCountValue(rec.consecutive_skips) &&
+    typeof rec.paused === 'boolean' &&
+    isStrOrNull(rec.paused_note)
+  );
+}
 
 /** One record, every field checked (a garbled value becomes its empty default); null when it is
  * not a record at all. One literal in emptyRecord's key order, then any field a later version
@@ -208,6 +249,7 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
  * command, issue 52). */
 export function checkRecord(rec: unknown): RoutineRecord | null {
   if (!isObj(rec)) return null;
+  if (asWritten(rec)) return rec as unknown as RoutineRecord;
   const c = isObj(rec.counts) ? rec.counts : {};
   const out: RoutineRecord = {
     last_result:

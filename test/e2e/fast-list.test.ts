@@ -81,11 +81,12 @@ describe('routine list from the scheduler cache', () => {
       '',
       '{',
       good.slice(0, good.length / 2),
-      good.replace('"upcoming":[{"at":', '"upcoming":[{"at":"x","y":'),
+      good.replace('"times":"', '"times":"x'),
+      good.replace('"times":"', '"times":7,"was":"'),
       // a time's date, time and zone are checked when it is read (the first routine's next one)
-      good.replace(/"date":"[^"]*"/, '"date":"soon"'),
-      good.replace(/"time":"[^"]*"/, '"time":7'),
-      good.replace(/"zone":"[^"]*"/, `"zone":"${'Z'.repeat(65)}"`),
+      good.replace(/"times":"(\d+) [^ ]+/, '"times":"$1 soon'),
+      good.replace(/"times":"(\d+ [^ ]+) [^ ]+/, '"times":"$1 7'),
+      good.replace(/"times":"(\d+ [^ ]+ [^ ]+) [^ ,"]+/, `"times":"$1 ${'Z'.repeat(65)}`),
     ]) {
       writeFileSync(cache, damage);
       const r = await list(project);

@@ -11,6 +11,7 @@ import {
   nextCached,
   nextCachedTimes,
   readListCache,
+  timesOf,
   writeListCache,
 } from '../../src/scheduler/list-cache.js';
 import { cachedProject, cachedRoutines, ensureListCache } from '../../src/scheduler/upcoming.js';
@@ -45,7 +46,7 @@ describe('the list cache of fire times', () => {
   it('covers ten minutes of an evenly firing routine, and every time counted out from it is the real one', () => {
     const now = Date.parse('2026-11-29T19:00:00.300Z');
     const cached = Object.fromEntries(cachedRoutines(project(), now).map((r) => [r.id, r]));
-    expect(cached.sec!.upcoming).toHaveLength(16);
+    expect(timesOf(cached.sec!)).toHaveLength(16);
     expect(cached.sec!.every).toEqual({ step: 1000, until: Date.parse('2026-11-29T19:10:00.000Z') });
     expect(cached.ten!.every).toEqual({ step: 10_000, until: Date.parse('2026-11-29T19:10:00.000Z') });
     // */7 restarts at each minute: not even, so only its listed times
@@ -116,5 +117,35 @@ describe('the list cache of fire times', () => {
       '2026-12-02T03:00:00.000Z',
       '2026-12-03T03:00:00.000Z',
     ]);
+  });
+
+  it("keeps a routine's times in one string, and reads back every time it wrote; an entry that is not a time is no time", () => {
+    const now = Date.parse('2026-11-29T19:00:00.300Z');
+    const p = project();
+    for (const r of cachedRoutines(p, now)) {
+      expect(typeof r.times).toBe('string');
+      const times = timesOf(r)!;
+      expect(times.length).toBeGreaterThanOrEqual(3);
+      // each one what croner gives, in the routine's zone
+      const def = p.config.routines.find((d) => d.id === r.id)!;
+      const s = cronSchedule(def.schedule, def.timezone);
+      let t = now;
+      for (const got of times) {
+        expect(got).toEqual(zoneTime(s.next(new Date(t))!, def.timezone));
+        t = got.at;
+      }
+    }
+    const daily = cachedRoutines(p, now).find((r) => r.id === 'daily')!;
+    const first = timesOf(daily)![0]!;
+    for (const damaged of [
+      daily.times.replace(/^\d+/, 'x'),
+      daily.times.replace(first.date, 'soon'),
+      daily.times.replace(first.time, '7'),
+      daily.times.replace(` ${first.zone},`, ` ${'Z'.repeat(65)},`),
+      daily.times.replace(` ${first.zone},`, ` ${first.zone} more,`),
+    ]) {
+      expect(nextCached({ ...daily, times: damaged }, now), damaged).toBeNull();
+      expect(timesOf({ times: damaged })).toBeNull();
+    }
   });
 });
