@@ -74,6 +74,16 @@ export function createMark(path: string): boolean {
   return true;
 }
 
+/** Removes a mark: whether it was there to remove (false: gone already, or it could not be). */
+export function removeMark(path: string): boolean {
+  try {
+    unlinkSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Sets folder `dir`'s times (never through a symlink at `dir`) to `seconds` since the epoch, and
  * returns its status as it then is, to the nanosecond. Errors are thrown. */
 export function stampFolder(dir: string, seconds: number): BigIntStats {

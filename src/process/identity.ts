@@ -275,12 +275,19 @@ function readBootId(): string | null {
   }
   if (process.platform === 'darwin') {
     try {
-      return execText('sysctl', ['-n', 'kern.boottime']).trim() || null;
+      return bootIdOfBoottime(execText('sysctl', ['-n', 'kern.boottime']));
     } catch {
       return null;
     }
   }
   return null;
+}
+
+/** macOS's boot id from `sysctl -n kern.boottime` (`{ sec = 1764900000, usec = 12345 } Fri Dec  5
+ * 02:00:00 2025`): the braces only, since the date after them is printed in the local zone (two
+ * processes with another TZ would read two boots). */
+export function bootIdOfBoottime(text: string): string | null {
+  return /\{[^}]*\}/.exec(text)?.[0] ?? (text.trim() || null);
 }
 
 /** Whether pids recorded by `owner` mean the same processes here: same host, same boot, same

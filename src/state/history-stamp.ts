@@ -8,9 +8,10 @@
 // docs/design.md "routine-state.json".
 
 import { join } from 'node:path';
+import { uptime } from 'node:os';
 import { unlinkQuiet } from '../fs/files.js';
-import { statExact } from '../fs/look.js';
-import { createMark, stampFolder } from '../fs/names.js';
+import { lstatQuiet, statExact } from '../fs/look.js';
+import { createMark, removeMark, stampFolder } from '../fs/names.js';
 import { selfIdentity, systemProbe, type LivenessProbe, type ProcessIdentity } from '../process/identity.js';
 
 /** The start of a writer's mark: `.writing.<pid>.<start time>.<host>.<boot>.<pid namespace>`
@@ -26,12 +27,20 @@ export function currentStamp(dir: string): string | null {
   return st?.isDirectory() ? stampOf(st) : null;
 }
 
-/** Stamps the folder: its times set to a second ago and a random fraction, which no later change
- * gives it (a change sets the time it happens). null when its times cannot be set (a folder of
- * another user's): no stamp, readers look at every history. */
+/** Stamps the folder: its times set to a past second (up to 1 000 s ago) and a random count of
+ * microseconds, which no later change gives it (a change sets the time it happens), nor another
+ * stamp but by a one-in-a-billion chance. null when the folder does not then hold exactly that
+ * value (someone changed it between the two calls; a file system that keeps whole seconds, where
+ * every stamp of a second would be one) or its times cannot be set (a folder of another user's):
+ * no stamp, readers look at every history. */
 export function stampHistory(dir: string): string | null {
+  const second = Math.floor(Date.now() / 1000) - 1 - Math.floor(Math.random() * 1000);
+  const micros = 1000 + Math.floor(Math.random() * 998_000);
   try {
-    return stampOf(stampFolder(dir, Math.floor(Date.now() / 1000) - 1 + Math.random()));
+    const st = stampFolder(dir, second + micros / 1e6);
+    // (the call takes seconds as a double, kept to the microsecond: ± 1 µs of rounding)
+    const off = st.mtimeNs - (BigInt(second) * 1_000_000_000n + BigInt(micros) * 1000n);
+    return off >= -1000n && off <= 1000n ? stampOf(st) : null;
   } catch {
     return null;
   }
@@ -75,13 +84,11 @@ export function beginAppend(dir: string): string | null {
   }
 }
 
-/** After the append: the mark removed, which changes the folder; without a mark, the folder's
- * times set to now. */
+/** After the append: the mark removed, which changes the folder. Without a mark, or when it was
+ * gone already (removed by someone who judged this process gone), the folder's times are set to
+ * now instead, which changes it too. */
 export function endAppend(dir: string, made: string | null): void {
-  if (made !== null) {
-    unlinkQuiet(made);
-    return;
-  }
+  if (made !== null && removeMark(made)) return;
   try {
     stampFolder(dir, Date.now() / 1000);
   } catch {
@@ -99,9 +106,11 @@ export function writersIn(
 ): { live: boolean; removed: boolean } {
   let live = false;
   let removed = false;
+  const bootedAt = Date.now() - uptime() * 1000;
   for (const n of names) {
     if (!n.startsWith(WRITING)) continue;
-    if (!markGone(n, probe)) {
+    const madeBeforeBoot = (): boolean => (lstatQuiet(join(dir, n))?.mtimeMs ?? Infinity) < bootedAt;
+    if (!markGone(n, probe, madeBeforeBoot)) {
       live = true;
       continue;
     }
@@ -111,14 +120,16 @@ export function writersIn(
   return { live, removed };
 }
 
-/** Whether the writer a mark names is gone: of this host, and of an earlier boot, or (in this
- * boot and pid namespace) its pid is dead or now another process's. */
-export function markGone(name: string, probe: LivenessProbe): boolean {
+/** Whether the writer a mark names is gone: of this host and another boot, made before this
+ * machine booted (a host name shared by another machine is not taken for a reboot), or, in this
+ * boot and pid namespace, its pid is dead or now another process's. Anything that cannot be told
+ * is not gone. */
+export function markGone(name: string, probe: LivenessProbe, madeBeforeBoot: () => boolean): boolean {
   const [pid, start, host, boot, ns, more] = name.slice(WRITING.length).split('.');
   const n = Number(pid);
   if (more !== undefined || !Number.isSafeInteger(n) || n < 1 || host !== hashed(probe.host)) return false;
-  if (boot !== 'x' && probe.bootId && boot !== hashed(probe.bootId)) return true;
-  if (ns !== 'x' && probe.pidNs && ns !== hashed(probe.pidNs)) return false;
+  if (boot !== hashed(probe.bootId)) return boot !== 'x' && probe.bootId !== null && madeBeforeBoot();
+  if (ns !== hashed(probe.pidNs)) return false;
   const p = probe.inspect(n);
   if (p.state === 'dead') return true;
   return p.state === 'alive' && !!p.startTime && start !== 'x' && p.startTime !== start;

@@ -91,14 +91,16 @@ interface FoldedState {
  * history, as a writer does (a history edited in place, by hand, changes no folder). */
 interface ReadMode {
   moveAside: boolean;
-  stamp: boolean;
+  /** `keep`: a stamp that still holds; `set`: that, or a new one. */
+  stamp: 'none' | 'keep' | 'set';
   view: boolean;
 }
-const READER: ReadMode = { moveAside: false, stamp: false, view: false };
-const VIEW: ReadMode = { moveAside: false, stamp: false, view: true };
-/** A writer's fold before it takes the lock (a damaged file is moved aside under the lock). */
-const PREPARING: ReadMode = { moveAside: false, stamp: true, view: false };
-const WRITER: ReadMode = { moveAside: true, stamp: true, view: false };
+const READER: ReadMode = { moveAside: false, stamp: 'none', view: false };
+const VIEW: ReadMode = { moveAside: false, stamp: 'none', view: true };
+/** A writer's fold before it takes the lock: a damaged file is moved aside, and a stamp set, only
+ * under the lock (a command beside a running scheduler leaves the file to it). */
+const PREPARING: ReadMode = { moveAside: false, stamp: 'keep', view: false };
+const WRITER: ReadMode = { moveAside: true, stamp: 'set', view: false };
 
 /** `cache`: the routine folds this process made (a writer's): each next read folds only what a
  * history gained since. */
@@ -124,7 +126,7 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
     };
   // a writer keeps a stamp that still holds (the fold below is exact as of now, and nothing
   // changed the folder since it), else sets one
-  let stamp = mode.stamp ? (stamped ? file.stamp : stampHistory(dir)) : null;
+  let stamp = stamped && mode.stamp !== 'none' ? file.stamp : mode.stamp === 'set' ? stampHistory(dir) : null;
   const names = historyListing(project.stateDir);
   if (stamp !== null) {
     // a writer appending now (or one gone, whose mark is removed: a change after the stamp)
@@ -579,7 +581,13 @@ export class StatePublisher {
       }
       if (!changed) return;
     } else {
-      const fresh = prepared !== null && !prepared.corrupt && currentIdentity(path) === prepared.identity;
+      // (a fold before the lock is used as it is only with the stamp it kept: a new one is set
+      // under the lock, before a fold)
+      const fresh =
+        prepared !== null &&
+        !prepared.corrupt &&
+        prepared.stamp !== null &&
+        currentIdentity(path) === prepared.identity;
       const read = fresh ? prepared : readWithPositions(project, warn, WRITER, cache);
       stamp = read.stamp;
       this.sweptAt = this.clock.monotonic();

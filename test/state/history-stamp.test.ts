@@ -1,7 +1,7 @@
 // The history folder's stamp (src/state/history-stamp.ts): a reader takes routine-state.json as
 // it is while the folder has the file's stamp, and every append of ours changes the folder first.
 
-import { appendFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -13,9 +13,9 @@ import {
   recordFire,
   statePath,
 } from '../../src/state/file-store.js';
-import { beginAppend, endAppend, markGone, markNameOf, WRITING } from '../../src/state/history-stamp.js';
+import { beginAppend, endAppend, markGone, markNameOf, stampHistory, WRITING } from '../../src/state/history-stamp.js';
 import { historyPath } from '../../src/state/history.js';
-import { selfIdentity, type LivenessProbe } from '../../src/process/identity.js';
+import { bootIdOfBoottime, selfIdentity, type LivenessProbe } from '../../src/process/identity.js';
 import type { Fire } from '../../src/state/routine-state.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -120,7 +120,7 @@ describe('the history folder stamp', () => {
     expect(readRoutineState(p).routines.a?.counts.success).toBe(2);
   });
 
-  it('a mark is judged gone only when that can be told: this host, and an earlier boot or a pid dead or reused', () => {
+  it('a mark is judged gone only when that can be told: this host, and made before this boot, or a pid dead or reused in this boot and pid namespace', () => {
     const me = { pid: 4242, host: 'here', boot_id: 'boot-1', start_time: '100', pid_ns: 'pid:[1]' };
     const probe = (state: ReturnType<LivenessProbe['inspect']>, over: Partial<LivenessProbe> = {}): LivenessProbe => ({
       host: 'here',
@@ -133,17 +133,57 @@ describe('the history folder stamp', () => {
     const alive = { state: 'alive', startTime: '100', pgid: null } as const;
     const dead = { state: 'dead', why: 'no-process' } as const;
     const name = markNameOf(me);
-    expect(markGone(name, probe(alive))).toBe(false);
-    expect(markGone(name, probe(dead))).toBe(true);
-    expect(markGone(name, probe({ state: 'alive', startTime: '999', pgid: null }))).toBe(true); // pid reused
-    expect(markGone(name, probe({ state: 'unknown' }))).toBe(false);
-    expect(markGone(name, probe(dead, { host: 'elsewhere' }))).toBe(false); // another host's
-    expect(markGone(name, probe(alive, { bootId: 'boot-2' }))).toBe(true); // an earlier boot's
-    expect(markGone(name, probe(dead, { pidNs: 'pid:[2]' }))).toBe(false); // another pid namespace's
+    const old = () => true;
+    const young = () => false;
+    expect(markGone(name, probe(alive), young)).toBe(false);
+    expect(markGone(name, probe(dead), young)).toBe(true);
+    expect(markGone(name, probe({ state: 'alive', startTime: '999', pgid: null }), young)).toBe(true); // pid reused
+    expect(markGone(name, probe({ state: 'unknown' }), young)).toBe(false);
+    expect(markGone(name, probe(dead, { host: 'elsewhere' }), old)).toBe(false); // another host's
+    // another boot id: an earlier boot of this machine only if the mark is older than this boot
+    // (else another machine of the same name, whose pids mean nothing here)
+    expect(markGone(name, probe(alive, { bootId: 'boot-2' }), old)).toBe(true);
+    expect(markGone(name, probe(dead, { bootId: 'boot-2' }), young)).toBe(false);
+    expect(markGone(name, probe(dead, { bootId: null }), old)).toBe(false);
+    expect(markGone(name, probe(dead, { pidNs: 'pid:[2]' }), old)).toBe(false); // another pid namespace's
+    expect(markGone(name, probe(dead, { pidNs: null }), old)).toBe(false);
     expect(
-      markGone(markNameOf({ ...me, start_time: null }), probe({ state: 'alive', startTime: '999', pgid: null })),
+      markGone(markNameOf({ ...me, start_time: null }), probe({ state: 'alive', startTime: '999', pgid: null }), old),
     ).toBe(false);
-    expect(markGone(`${WRITING}junk`, probe(dead))).toBe(false);
-    expect(markGone(`${name}.more`, probe(dead))).toBe(false);
+    expect(markGone(`${WRITING}junk`, probe(dead), old)).toBe(false);
+    expect(markGone(`${name}.more`, probe(dead), old)).toBe(false);
+  });
+
+  it("a stamp is the folder's value only when it holds exactly what was set", () => {
+    const p = project();
+    const dir = join(p.stateDir, 'history');
+    mkdirSync(dir, { recursive: true });
+    const stamp = stampHistory(dir);
+    expect(stamp).toBe(folderStamp(p));
+    const ns = BigInt(stamp!.split(':')[1]!);
+    // in the past, with a fraction of a second (what no change of the folder sets)
+    expect(ns).toBeLessThan(BigInt(Date.now() - 1000) * 1_000_000n);
+    expect(ns % 1_000_000_000n).not.toBe(0n);
+    expect(stampHistory(dir)).not.toBe(stamp);
+  });
+
+  it('a writer whose mark was removed under it (judged gone) changes the folder when its append ends', () => {
+    const p = project();
+    const dir = join(p.stateDir, 'history');
+    mkdirSync(dir, { recursive: true });
+    const made = beginAppend(dir)!;
+    rmSync(made);
+    const stamp = stampHistory(dir);
+    expect(folderStamp(p)).toBe(stamp);
+    endAppend(dir, made);
+    expect(folderStamp(p)).not.toBe(stamp);
+  });
+});
+
+describe('the boot id on macOS', () => {
+  it('is the boot time without the local date after it', () => {
+    const line = (date: string) => `{ sec = 1764900000, usec = 12345 } ${date}\n`;
+    expect(bootIdOfBoottime(line('Fri Dec  5 02:00:00 2025'))).toBe('{ sec = 1764900000, usec = 12345 }');
+    expect(bootIdOfBoottime(line('Thu Dec  4 17:00:00 2025'))).toBe(bootIdOfBoottime(line('Fri Dec  5 02:00:00 2025')));
   });
 });
