@@ -274,6 +274,14 @@ function readBootId(): string | null {
     }
   }
   if (process.platform === 'darwin') {
+    // the boot session's UUID: one value a boot. kern.boottime is "now minus the uptime", which
+    // moves when the clock is set (NTP, a wake from sleep), so it is only the fallback
+    try {
+      const uuid = execText('sysctl', ['-n', 'kern.bootsessionuuid']).trim();
+      if (uuid) return uuid;
+    } catch {
+      // an older macOS
+    }
     try {
       return bootIdOfBoottime(execText('sysctl', ['-n', 'kern.boottime']));
     } catch {
@@ -283,9 +291,9 @@ function readBootId(): string | null {
   return null;
 }
 
-/** macOS's boot id from `sysctl -n kern.boottime` (`{ sec = 1764900000, usec = 12345 } Fri Dec  5
- * 02:00:00 2025`): the braces only, since the date after them is printed in the local zone (two
- * processes with another TZ would read two boots). */
+/** macOS's boot time from `sysctl -n kern.boottime` (`{ sec = 1764900000, usec = 12345 } Fri Dec
+ * 5 02:00:00 2025`), where no boot session UUID can be read: the braces only, since the date
+ * after them is printed in the local zone (two processes with another TZ would read two boots). */
 export function bootIdOfBoottime(text: string): string | null {
   return /\{[^}]*\}/.exec(text)?.[0] ?? (text.trim() || null);
 }

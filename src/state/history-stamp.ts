@@ -85,14 +85,22 @@ export function beginAppend(dir: string): string | null {
 }
 
 /** After the append: the mark removed, which changes the folder. Without a mark, or when it was
- * gone already (removed by someone who judged this process gone), the folder's times are set to
- * now instead, which changes it too. */
+ * gone already (removed by someone who judged this process gone), the folder is changed anyway:
+ * the mark made and removed again (what a writer may do in the folder), else its times set to
+ * now (which only its owner may do). */
 export function endAppend(dir: string, made: string | null): void {
   if (made !== null && removeMark(made)) return;
+  const path = join(dir, markName());
+  try {
+    createMark(path);
+    if (removeMark(path)) return;
+  } catch {
+    // no inode left, as at the start: the times, then
+  }
   try {
     stampFolder(dir, Date.now() / 1000);
   } catch {
-    // a folder whose times cannot be set was never stamped by a writer of ours either
+    // neither: the window docs/design.md names (a writer that could not mark its append)
   }
 }
 
