@@ -155,8 +155,17 @@ suite('PostgreSQL backend with skewed host clocks', () => {
     }>(url, `SELECT entry FROM routinely_history WHERE routine = 'tick'`);
     const times = history.map((h) => h.entry.scheduled_at);
     expect(new Set(times).size).toBe(times.length);
-    // (a tick claimed just before the SIGTERM above is rightly `scheduler stopping`: not a busy skip)
-    expect(history.filter((h) => h.entry.result === 'skipped' && h.entry.reason !== 'scheduler stopping')).toEqual([]);
+    // (a tick claimed just before the SIGTERM above is rightly `scheduler stopping`: not a busy
+    // skip; and a SIGKILL that landed while the fast host held the exec lock leaves its lease to
+    // run out, 10 s, on another host, whose pids cannot be judged here: the slow host's ticks
+    // meanwhile are busy skips by design, and only those; under load that landing is likely)
+    const leaseLeft = (h: { entry: { scheduled_at: string; reason: string | null } }): boolean =>
+      h.entry.reason === 'exec busy' &&
+      Date.parse(h.entry.scheduled_at) >= (killedAt - 1) * 1000 &&
+      Date.parse(h.entry.scheduled_at) <= (killedAt + 10 + 2) * 1000;
+    expect(
+      history.filter((h) => h.entry.result === 'skipped' && h.entry.reason !== 'scheduler stopping' && !leaseLeft(h)),
+    ).toEqual([]);
     expect(history.length).toBeGreaterThan(0);
     for (const { entry } of history.filter((h) => h.entry.run_id !== null)) {
       const ran = stamped.get(entry.run_id);
