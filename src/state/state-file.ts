@@ -97,9 +97,11 @@ interface ReadMode {
 }
 const READER: ReadMode = { moveAside: false, stamp: 'none', view: false };
 const VIEW: ReadMode = { moveAside: false, stamp: 'none', view: true };
-/** A writer's fold before it takes the lock: a damaged file is moved aside, and a stamp set, only
- * under the lock (a command beside a running scheduler leaves the file to it). */
-const PREPARING: ReadMode = { moveAside: false, stamp: 'keep', view: false };
+/** A writer's fold before it takes the lock (a damaged file is moved aside only under it). It
+ * stamps too, so that the fold under the lock is not done twice (one `lstat` a history, 1 000 in
+ * a command of a large project): a stamp set by someone else after it only makes the file's
+ * stamp stale, never one that holds (history-stamp.ts reads back its own value). */
+const PREPARING: ReadMode = { moveAside: false, stamp: 'set', view: false };
 const WRITER: ReadMode = { moveAside: true, stamp: 'set', view: false };
 
 /** `cache`: the routine folds this process made (a writer's): each next read folds only what a
@@ -581,13 +583,7 @@ export class StatePublisher {
       }
       if (!changed) return;
     } else {
-      // (a fold before the lock is used as it is only with the stamp it kept: a new one is set
-      // under the lock, before a fold)
-      const fresh =
-        prepared !== null &&
-        !prepared.corrupt &&
-        prepared.stamp !== null &&
-        currentIdentity(path) === prepared.identity;
+      const fresh = prepared !== null && !prepared.corrupt && currentIdentity(path) === prepared.identity;
       const read = fresh ? prepared : readWithPositions(project, warn, WRITER, cache);
       stamp = read.stamp;
       this.sweptAt = this.clock.monotonic();
