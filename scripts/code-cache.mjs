@@ -1,8 +1,9 @@
-// The V8 code cache of the command line's entry (dist/cli-main.cjs.v8cache), read by
-// dist/cli.cjs (src/cli/bin.ts): made by compiling the entry exactly as the loader does, running
-// `routine list` from the validated config's cache on a small project (so the cache holds the
-// functions a short command compiles, not only the top level), and writing what V8 compiled.
-// It fits this Node.js; another one ignores it (the loader then compiles as usual).
+// The V8 code caches of the command line's entry (dist/cli-main.cjs.v8cache) and of its lock
+// commands (dist/cli-lock.cjs.v8cache), read by src/cli/code-cache.ts: made by compiling each file
+// exactly as the loader does, running `routine list` (the entry) or `lock status` and `lock run
+// -- true` (the lock commands) from the validated config's cache on a small project (so the cache
+// holds the functions a short command compiles, not only the top level), and writing what V8
+// compiled. They fit this Node.js; another one ignores them (the loader then compiles as usual).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,18 +11,20 @@ import { join, resolve } from 'node:path';
 
 const dist = resolve('dist');
 const main = join(dist, 'cli-main.cjs');
-const out = `${main}.v8cache`;
-// the loader's compile (src/cli/bin.ts), then the command; the cache is written as it exits
-const worker = `
+const lock = join(dist, 'cli-lock.cjs');
+// the loader's compile (src/cli/code-cache.ts), then `then` with the module's exports; the cache
+// is written as the process exits
+const worker = (file, then) => `
 const { readFileSync, writeFileSync } = require('node:fs');
 const Module = require('node:module');
 const vm = require('node:vm');
-const file = ${JSON.stringify(main)};
+const file = ${JSON.stringify(file)};
 const script = new vm.Script(Module.wrap(readFileSync(file, 'utf8')), { filename: file });
-process.on('exit', () => writeFileSync(${JSON.stringify(out)}, script.createCachedData()));
-const entry = new Module(file, module);
+process.on('exit', () => writeFileSync(file + '.v8cache', script.createCachedData()));
+const entry = new Module(file);
 entry.filename = file;
 script.runInThisContext().call(entry.exports, entry.exports, Module.createRequire(file), entry, file, ${JSON.stringify(dist)});
+(${then})(entry.exports);
 `;
 
 const project = mkdtempSync(join(tmpdir(), 'routinely-code-cache-'));
@@ -36,8 +39,18 @@ try {
   // validated once: the config's cache is left for the short commands
   execFileSync(process.execPath, [join(dist, 'cli.cjs'), 'validate'], { cwd: project, env, stdio: 'ignore' });
   // the entry's argv[2…] as the loader's would be
-  execFileSync(process.execPath, ['-e', worker, 'cli', 'routine', 'list'], { cwd: project, env, stdio: 'ignore' });
-  console.log(`${out}: ${statSync(out).size} bytes`);
+  execFileSync(process.execPath, ['-e', worker(main, '() => {}'), 'cli', 'routine', 'list'], {
+    cwd: project,
+    env,
+    stdio: 'ignore',
+  });
+  // the lock commands, as the entry calls them (src/cli/main.ts)
+  const lockCommands = `async (c) => {
+    await c.lockStatus({ json: false, key: 'exec-run' }, {});
+    process.exitCode = await c.lockRun(['true'], {}, {});
+  }`;
+  execFileSync(process.execPath, ['-e', worker(lock, lockCommands)], { cwd: project, env, stdio: 'ignore' });
+  for (const file of [main, lock]) console.log(`${file}.v8cache: ${statSync(`${file}.v8cache`).size} bytes`);
 } finally {
   rmSync(project, { recursive: true, force: true });
 }

@@ -11,6 +11,7 @@ import { VERSION } from '../version.js';
 import { reportError } from './report-error.js';
 import { importProgram } from './program-import.js';
 import { stayInBaselineTiers } from './baseline-tiers.js';
+import { requireWithCodeCache } from './code-cache.js';
 
 const lazyRequire = createRequire(import.meta.url);
 
@@ -40,9 +41,12 @@ async function run(argv: string[]): Promise<void> {
     () => {
       const a = lockArgs(args);
       // in a file of its own (cli-lock.cjs: it spawns, and other commands never load that),
-      // required, not imported (import() would start the ESM loader: 10 ms)
+      // required, not imported (import() would start the ESM loader: 10 ms), and compiled with
+      // its code cache
       if (!a) return null;
-      const commands = lazyRequire('./cli-lock.cjs') as typeof import('./lock-commands.js');
+      const commands = requireWithCodeCache(
+        lazyRequire.resolve('./cli-lock.cjs'),
+      ) as typeof import('./lock-commands.js');
       const g = { config: a.config };
       // reported by that file's own reporter: its error classes are its own copies
       return (

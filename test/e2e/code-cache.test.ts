@@ -1,6 +1,7 @@
-// The executable compiles the entry with the V8 code cache the build made (src/cli/bin.ts,
-// scripts/code-cache.mjs): V8 accepts that cache, and an entry edited after the build runs its
-// own code, never the cached one (V8 checks a cache against its source's length only).
+// The executable compiles the entry, and the entry the lock commands, with the V8 code caches the
+// build made (src/cli/code-cache.ts, scripts/code-cache.mjs): V8 accepts them, and an entry edited
+// after the build runs its own code, never the cached one (V8 checks a cache against its source's
+// length only).
 
 import { cpSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
@@ -13,8 +14,8 @@ import { testdir } from '../helpers/testdir.js';
 const dist = resolve(import.meta.dirname, '../../dist');
 
 describe('the entry’s code cache', () => {
-  it('is accepted by this Node.js for the built entry', () => {
-    const file = join(dist, 'cli-main.cjs');
+  it.each(['cli-main.cjs', 'cli-lock.cjs'])('is accepted by this Node.js for the built %s', (name) => {
+    const file = join(dist, name);
     const cachedData = readFileSync(`${file}.v8cache`);
     const script = new Script(Module.wrap(readFileSync(file, 'utf8')), { filename: file, cachedData });
     expect(script.cachedDataRejected).toBe(false);
