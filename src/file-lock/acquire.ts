@@ -187,7 +187,7 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
     try {
       // the heartbeat file exists from now on, rewritten in place: keeping the lease needs no
       // new blocks or inodes (SPEC §4.15)
-      lease.createBeat();
+      lease.createBeat(garbage.filter((n) => n.startsWith(paths.sparePrefix)));
     } catch (err) {
       lease.releaseSync();
       throw stateWriteError(err, beatPath(paths, record.lock_id), 'creating the lock in');

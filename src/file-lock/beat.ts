@@ -5,7 +5,7 @@
 
 import { frameChecksummed, readChecksummed } from '../checksum.js';
 import { UnsafePathError } from '../errors.js';
-import { rewriteInPlace } from '../fs/durable.js';
+import { reuseFileAs, rewriteInPlace } from '../fs/durable.js';
 import { LOCK_FILE_CAP, readFileChecked, writeNewFile } from '../fs/files.js';
 import { beatPath, type LockPaths } from './paths.js';
 import { isLockId } from '../lock/record.js';
@@ -97,6 +97,12 @@ const BEAT_BYTES = 4096;
  * failed write it is removed again and the error thrown. */
 export function createBeatFile(file: string, beat: Beat): void {
   writeNewFile(file, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
+}
+
+/** Makes the heartbeat file `file` from `spare`, an earlier holder's heartbeat file (renamed,
+ * then rewritten in place: the inode and block it has); false when no spare could be taken. */
+export function reuseBeatFile(spare: string, file: string, beat: Beat): boolean {
+  return reuseFileAs(spare, file, frameChecksummed(serializeBeat(beat).trimEnd(), BEAT_BYTES));
 }
 
 /** Rewrites the heartbeat file in place, over the blocks it has. */

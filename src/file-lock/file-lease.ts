@@ -19,12 +19,14 @@ import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { statFollow } from '../fs/look.js';
+import { renameOver } from '../fs/names.js';
+import { join } from 'node:path';
 import type { LivenessProbe } from '../process/identity.js';
 import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
 import { LeaseState, giveUpLeadMs } from '../lock/lease-state.js';
 import { beatPath, freePath, slotGeneration, slotPath, type LockPaths } from './paths.js';
 import { serializeLockRecord, toEpochSeconds, type LockRecord } from '../lock/record.js';
-import { createBeatFile, rewriteBeatFile, type Beat } from './beat.js';
+import { createBeatFile, reuseBeatFile, rewriteBeatFile, type Beat } from './beat.js';
 import { listLockDir, readSlot } from './slots.js';
 import { healView, judgeView, readView, removeView, sameStamp, type ViewStamp } from './view.js';
 import { noteReleased } from './fair-turn.js';
@@ -133,10 +135,15 @@ export class FileLease extends LeaseState implements Lease {
    * of inodes never costs a holder its lease (SPEC §4.15). It is not kept open between beats (an
    * open file would keep `mount -o remount,ro` from making the folder read-only). Throws the
    * I/O error when even this cannot be written (the lock is then not taken). */
-  createBeat(): void {
+  createBeat(spares: readonly string[] = []): void {
     const file = beatPath(this.paths, this.rec.lock_id);
     this.step('acquire:beat');
-    createBeatFile(file, this.beatNow());
+    // an earlier holder's, left at its release: renamed ours and rewritten in place (one inode
+    // fewer made and removed a lease); one that another acquirer took first, or that is not a
+    // whole heartbeat file of ours, and the next, or a new file
+    const beat = this.beatNow();
+    if (!spares.slice(0, 2).some((name) => reuseBeatFile(join(this.paths.dir, name), file, beat)))
+      createBeatFile(file, beat);
     this.beatCreated = true;
   }
 
@@ -412,6 +419,18 @@ export class FileLease extends LeaseState implements Lease {
     }
     this.released = true;
     this.closeChildJournal(true);
+    if (stillOurs && this.beatCreated) {
+      // nothing reads a released holder's heartbeat (its release mark decides): left for the
+      // next holder to take as its own (createBeat), or for the collector
+      this.step('release:spare');
+      const beat = beatPath(this.paths, this.rec.lock_id);
+      try {
+        renameOver(beat, join(this.paths.dir, `${this.paths.sparePrefix}${randomHex(8)}`));
+      } catch (err) {
+        if (errnoCode(err) !== 'ENOENT')
+          ioNotice(err, 'moving aside the heartbeat file', beat, 'the next holder makes a new one');
+      }
+    }
     if (!stillOurs) {
       const why = lost?.why ?? (files && !files.ok ? files.why : 'the lock was no longer ours');
       let holder: LockRecord | null = null;

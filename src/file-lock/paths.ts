@@ -29,6 +29,9 @@ export interface LockPaths {
   stalePrefix: string;
   /** Prefix of `<key>.tmp.<random>`: complete files about to be linked or renamed into place. */
   tmpPrefix: string;
+  /** Prefix of `<key>.spare.<random>`: a released holder's heartbeat file, left for the next
+   * holder to rename into its own (no new inode a lease). */
+  sparePrefix: string;
 }
 
 export function lockPaths(dir: string, key: string): LockPaths {
@@ -46,6 +49,7 @@ export function lockPaths(dir: string, key: string): LockPaths {
     childrenPrefix: `${key}.children.`,
     stalePrefix: `${lockName}.stale.`,
     tmpPrefix: `${key}.tmp.`,
+    sparePrefix: `${key}.spare.`,
   };
 }
 

@@ -33,6 +33,8 @@ const STALE_FILES_KEPT = 20;
 const SLOTS_KEPT = 3;
 /** A temp file older than this belongs to a writer that died between creating and linking it. */
 const TEMP_MAX_AGE_MS = 60_000;
+/** Spare heartbeat files kept for the next holders (`<key>.spare.<random>`, file-lease.ts). */
+const SPARES_KEPT = 2;
 
 /** Ends the process groups a stale holder started on this host: those in its heartbeat and its
  * children journal, and (Linux) every process-group leader that carries its ROUTINELY_LOCK_ID,
@@ -143,13 +145,25 @@ export function collectGarbage(
   let holders = 0;
   let temps = 0;
   let stale = 0;
+  let spares = 0;
   for (const name of names) {
+    if (name.startsWith(paths.sparePrefix)) spares++;
     if (slotGeneration(paths, name) !== null || freeGeneration(paths, name) !== null) slots++;
     else if (name.startsWith(paths.beatPrefix) || name.startsWith(paths.childrenPrefix)) holders++;
     else if (name.startsWith(paths.tmpPrefix)) temps++;
     else if (name.startsWith(paths.stalePrefix)) stale++;
   }
-  if (slots <= 2 * (SLOTS_KEPT + 3) && holders <= 2 * SLOTS_KEPT + 2 && temps <= 2 && stale <= STALE_FILES_KEPT) return;
+  if (
+    slots <= 2 * (SLOTS_KEPT + 3) &&
+    holders <= 2 * SLOTS_KEPT + 2 &&
+    temps <= 2 &&
+    stale <= STALE_FILES_KEPT &&
+    spares <= SPARES_KEPT + 2
+  )
+    return;
+  // spares beyond a few (each holder takes one and leaves one: more are left by holders that
+  // found none, or by two releases in a row)
+  let sparesLeft = SPARES_KEPT;
   const keep = new Set([lockId]);
   for (let g = generation - SLOTS_KEPT + 1; g < generation; g++) {
     try {
@@ -182,7 +196,8 @@ export function collectGarbage(
         if (!keep.has(owner)) unlinkQuiet(join(paths.dir, name));
         continue;
       }
-      if (name.startsWith(paths.tmpPrefix) && old(name, TEMP_MAX_AGE_MS)) unlinkQuiet(join(paths.dir, name));
+      if (name.startsWith(paths.sparePrefix) && sparesLeft-- <= 0) unlinkQuiet(join(paths.dir, name));
+      else if (name.startsWith(paths.tmpPrefix) && old(name, TEMP_MAX_AGE_MS)) unlinkQuiet(join(paths.dir, name));
     } catch {
       // garbage collection is best effort
     }

@@ -324,6 +324,44 @@ export function rewriteInPlace(path: string, buf: Buffer): void {
   }
 }
 
+/** Takes over `from`, a file of exactly `buf.length` bytes left for reuse, as `to` (one rename:
+ * no new inode or block) and writes `buf` over it in place. False when `from` is gone (someone
+ * took it first) or was not such a file: a regular file of ours with no other name (a hard link
+ * to anything else is never written through); then neither name is left. Throws a write error
+ * (the file removed again). */
+export function reuseFileAs(from: string, to: string, buf: Buffer): boolean {
+  try {
+    renameSync(from, to);
+  } catch (err) {
+    // taken by another holder first: quietly
+    if (errnoCode(err) !== 'ENOENT') ioNotice(err, 'renaming the spare heartbeat file', from, 'a new one is made');
+    return false;
+  }
+  let fd: number;
+  try {
+    fd = openSync(to, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    ioNotice(err, 'opening the spare heartbeat file', to, 'a new one is made');
+    unlinkQuiet(to);
+    return false;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (fileProblem(st) !== null || st.nlink !== 1 || st.size !== buf.length) {
+      closeSync(fd);
+      unlinkQuiet(to);
+      return false;
+    }
+    writeAll(fd, buf, 0);
+  } catch (err) {
+    closeSync(fd);
+    unlinkQuiet(to);
+    throw err;
+  }
+  closeSync(fd);
+  return true;
+}
+
 /** Rewrites a cache file in place: `text` and its checksum on a second line, written over the
  * old content (pwrite, then ftruncate), without a temp file or a rename — a rename over an
  * existing file costs ext4 an implicit flush (auto_da_alloc), more than the rest of a fire's

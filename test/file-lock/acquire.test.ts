@@ -1,5 +1,15 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { readChecksummed } from '../../src/checksum.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -70,15 +80,48 @@ describe('acquire and release', () => {
     lease.refresh();
     expect(await lease.release()).toEqual({ released: true });
     expect(existsSync(join(dir, 'exec-run.lock'))).toBe(false);
-    // the slot stays (it carries the generation), the release mark says it is free; no temp files
-    expect(readdirSync(dir).sort()).toEqual(['exec-run.beat.' + lease.lockId, 'exec-run.free.1', 'exec-run.slot.1']);
-    for (const name of readdirSync(dir)) expect(statSync(join(dir, name)).mode & 0o777).toBe(0o600);
+    // the slot stays (it carries the generation), the release mark says it is free, the
+    // heartbeat file is left as a spare for the next holder; no temp files
+    const names = readdirSync(dir).sort();
+    expect(names).toEqual([
+      'exec-run.free.1',
+      'exec-run.slot.1',
+      expect.stringMatching(/^exec-run\.spare\.[0-9a-f]{16}$/),
+    ]);
+    for (const name of names) expect(statSync(join(dir, name)).mode & 0o777).toBe(0o600);
     // rewritten in place: the record, its checksum, padding to one block
-    const beatFile = readFileSync(join(dir, `exec-run.beat.${lease.lockId}`), 'utf8');
+    const spare = join(dir, names[2]!);
+    const beatFile = readFileSync(spare, 'utf8');
     expect(beatFile.length).toBe(4096);
     const beat = JSON.parse(readChecksummed(beatFile)!);
     expect(beat).toMatchObject({ lock_id: lease.lockId, expires_at: expect.any(Number) });
     expect(readLockStatus({ lockDir: dir, key: 'exec-run' })).toMatchObject({ state: 'free', generation: 1 });
+    // the next holder takes that file as its heartbeat (the same inode, rewritten in place), and
+    // leaves it again
+    const ino = statSync(spare).ino;
+    const next = await mustAcquire(options(dir));
+    expect(existsSync(spare)).toBe(false);
+    const beat2 = join(dir, `exec-run.beat.${next.lockId}`);
+    expect(statSync(beat2).ino).toBe(ino);
+    expect(JSON.parse(readChecksummed(readFileSync(beat2, 'utf8'))!)).toMatchObject({ lock_id: next.lockId });
+    expect(await next.release()).toEqual({ released: true });
+    expect(readdirSync(dir).filter((n) => n.includes('.spare.'))).toHaveLength(1);
+  });
+
+  it('never takes a spare that is not a whole heartbeat file of ours with no other name', async () => {
+    const dir = join(testdir(), 'locks');
+    await (await mustAcquire(options(dir))).release();
+    const [spare] = readdirSync(dir).filter((n) => n.includes('.spare.'));
+    // a hard link to a file of someone else's (here: a state file): never written through
+    const other = join(testdir(), 'state.json');
+    writeFileSync(other, 'x'.repeat(4096));
+    rmSync(join(dir, spare!));
+    linkSync(other, join(dir, spare!));
+    const lease = await mustAcquire(options(dir));
+    expect(readFileSync(other, 'utf8')).toBe('x'.repeat(4096));
+    expect(statSync(join(dir, `exec-run.beat.${lease.lockId}`)).nlink).toBe(1);
+    expect(existsSync(join(dir, spare!))).toBe(false);
+    await lease.release();
   });
 
   it('keeps only a few slots and no files of earlier holders', async () => {

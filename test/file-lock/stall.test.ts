@@ -35,7 +35,7 @@ const HOLD = [
   'beat:recheck:slots',
   'beat:recheck:view',
 ];
-const RELEASE = ['release:slots', 'release:view', 'release:move-view', 'release:mark'];
+const RELEASE = ['release:slots', 'release:view', 'release:move-view', 'release:mark', 'release:spare'];
 const RAISE = ['raise:write', 'raise:link', 'raise:recheck', 'raise:recheck:slots', 'raise:recheck:view'];
 
 interface Event {
