@@ -326,9 +326,9 @@ export function rewriteInPlace(path: string, buf: Buffer): void {
 
 /** Takes over `from`, a file of exactly `buf.length` bytes left for reuse, as `to` (one rename:
  * no new inode or block) and writes `buf` over it in place. False when `from` is gone (someone
- * took it first) or was not such a file: a regular file of ours with no other name (a hard link
- * to anything else is never written through); then neither name is left. Throws a write error
- * (the file removed again). */
+ * took it first), was not such a file (a regular file of ours with no other name: a hard link
+ * to anything else is never written through), or could not be written (said); then neither name
+ * is left. */
 export function reuseFileAs(from: string, to: string, buf: Buffer): boolean {
   try {
     renameSync(from, to);
@@ -356,7 +356,9 @@ export function reuseFileAs(from: string, to: string, buf: Buffer): boolean {
   } catch (err) {
     closeSync(fd);
     unlinkQuiet(to);
-    throw err;
+    if (errnoCode(err) === undefined) throw err;
+    ioNotice(err, 'writing the spare heartbeat file', to, 'a new one is made');
+    return false;
   }
   closeSync(fd);
   return true;
