@@ -16,7 +16,7 @@ import type { BusyPolicy, LockHooks, LockOwnerInfo } from '../lock/lease.js';
 import { giveUpLeadMs } from '../lock/lease-state.js';
 import { lookAtLock, stepOf } from './look.js';
 import type { OrphanReport } from './orphans.js';
-import { beatPath, lockPaths, slotPath, type LockPaths } from './paths.js';
+import { beatPath, isSpareName, lockPaths, slotPath, type LockPaths } from './paths.js';
 import { serializeLockRecord, toEpochSeconds, MAX_GENERATION, type LockRecord } from '../lock/record.js';
 import { collectGarbage, endHolderOrphans, keepStaleCopy, moveAsideView, type ReclaimContext } from './reclaim.js';
 import { highestSlot, listLockDir } from './slots.js';
@@ -187,7 +187,7 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
     try {
       // the heartbeat file exists from now on, rewritten in place: keeping the lease needs no
       // new blocks or inodes (SPEC §4.15)
-      lease.createBeat(garbage.filter((n) => n.startsWith(paths.sparePrefix)));
+      lease.createBeat(garbage.filter((n) => isSpareName(paths, n)));
     } catch (err) {
       lease.releaseSync();
       throw stateWriteError(err, beatPath(paths, record.lock_id), 'creating the lock in');

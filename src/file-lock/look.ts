@@ -7,7 +7,8 @@ import type { LivenessProbe } from '../process/identity.js';
 import { readBeat } from './beat.js';
 import { generationFloor } from './generation.js';
 import { listLockDir, highestFree, highestSlot, readSlot, type SlotHolder } from './slots.js';
-import type { LockPaths } from './paths.js';
+import { freePath, type LockPaths } from './paths.js';
+import { lstatQuiet } from '../fs/look.js';
 import type { LockRecord } from '../lock/record.js';
 import { describeHolder, judgeLock, type Judgement, type Observation } from '../lock/stale.js';
 import { lostByThisProcess } from '../lock/lease-state.js';
@@ -102,6 +103,9 @@ export function lookAtLock(
         why: describeHolder(top.record, nowMs),
         ownerCheck: verdict.ownerCheck,
       };
+    // released since the listing (its heartbeat file, left as a spare, then no longer says how
+    // fresh it was): free, not a takeover
+    if (lstatQuiet(freePath(paths, max!))) return { kind: 'retry' };
     stale = verdict;
   } else if (topBad) {
     const verdict = beaten ? judgeLock(beaten, nowMs, probe, observation) : null;

@@ -66,6 +66,36 @@ export function journalPath(p: LockPaths, lockId: string): string {
   return join(p.dir, `${p.childrenPrefix}${lockId}`);
 }
 
+// A key may contain dots (a routine id's history key), so another key's files can start with any
+// of this key's prefixes (`history-a.spare.x.slot.1` starts with `history-a.spare.`): a name is
+// this key's only when all of it is, to its last character.
+const RANDOM_NAME = /^[0-9a-f]{16}$/;
+const STALE_STAMP = /^[0-9]{1,16}(\.[0-9]+)?(-[0-9]{1,6})?$/;
+
+/** Whether `name` is one of this key's spare heartbeat files, `<key>.spare.<16 hex digits>`. */
+export const isSpareName = (p: LockPaths, name: string): boolean =>
+  name.startsWith(p.sparePrefix) && RANDOM_NAME.test(name.slice(p.sparePrefix.length));
+
+/** Whether `name` is one of this key's temp files, `<key>.tmp.<16 hex digits>`. */
+export const isTempName = (p: LockPaths, name: string): boolean =>
+  name.startsWith(p.tmpPrefix) && RANDOM_NAME.test(name.slice(p.tmpPrefix.length));
+
+/** Whether `name` is one of this key's kept stale records, `<key>.lock.stale.<ms>[-<n>]`. */
+export const isStaleName = (p: LockPaths, name: string): boolean =>
+  name.startsWith(p.stalePrefix) && STALE_STAMP.test(name.slice(p.stalePrefix.length));
+
+/** The lock id a heartbeat file or children journal of this key is named by, or null. */
+export function holderFileOwner(p: LockPaths, name: string): string | null {
+  const prefix = name.startsWith(p.beatPrefix)
+    ? p.beatPrefix
+    : name.startsWith(p.childrenPrefix)
+      ? p.childrenPrefix
+      : null;
+  if (prefix === null) return null;
+  const id = name.slice(prefix.length);
+  return isLockId(id) ? id : null;
+}
+
 /** The generation a slot file name carries, or null for any other name. */
 export function slotGeneration(p: LockPaths, name: string): number | null {
   return numberAfter(p.slotPrefix, name);

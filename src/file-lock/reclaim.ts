@@ -15,7 +15,16 @@ import { lstatQuiet } from '../fs/look.js';
 import { renameOver } from '../fs/names.js';
 import { samePidSpace, type LivenessProbe } from '../process/identity.js';
 import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
-import { freeGeneration, journalPath, slotGeneration, type LockPaths } from './paths.js';
+import {
+  freeGeneration,
+  holderFileOwner,
+  isSpareName,
+  isStaleName,
+  isTempName,
+  journalPath,
+  slotGeneration,
+  type LockPaths,
+} from './paths.js';
 import { isLockId } from '../lock/record.js';
 import { parseLockRecord, type ChildGroup, type LockRecord } from '../lock/record.js';
 import { listLockDir } from './slots.js';
@@ -112,7 +121,7 @@ export function pruneStaleFiles(paths: LockPaths, names?: readonly string[]): vo
   const prefix = paths.stalePrefix;
   let list: string[];
   try {
-    list = (names ?? listLockDir(paths)).filter((n) => n.startsWith(prefix));
+    list = (names ?? listLockDir(paths)).filter((n) => isStaleName(paths, n));
   } catch {
     return;
   }
@@ -147,11 +156,11 @@ export function collectGarbage(
   let stale = 0;
   let spares = 0;
   for (const name of names) {
-    if (name.startsWith(paths.sparePrefix)) spares++;
-    if (slotGeneration(paths, name) !== null || freeGeneration(paths, name) !== null) slots++;
-    else if (name.startsWith(paths.beatPrefix) || name.startsWith(paths.childrenPrefix)) holders++;
-    else if (name.startsWith(paths.tmpPrefix)) temps++;
-    else if (name.startsWith(paths.stalePrefix)) stale++;
+    if (isSpareName(paths, name)) spares++;
+    else if (slotGeneration(paths, name) !== null || freeGeneration(paths, name) !== null) slots++;
+    else if (holderFileOwner(paths, name) !== null) holders++;
+    else if (isTempName(paths, name)) temps++;
+    else if (isStaleName(paths, name)) stale++;
   }
   if (
     slots <= 2 * (SLOTS_KEPT + 3) &&
@@ -187,17 +196,14 @@ export function collectGarbage(
         if (g <= generation - SLOTS_KEPT) unlinkQuiet(join(paths.dir, name));
         continue;
       }
-      const owner = name.startsWith(paths.beatPrefix)
-        ? name.slice(paths.beatPrefix.length)
-        : name.startsWith(paths.childrenPrefix)
-          ? name.slice(paths.childrenPrefix.length)
-          : null;
+      const owner = holderFileOwner(paths, name);
       if (owner !== null) {
         if (!keep.has(owner)) unlinkQuiet(join(paths.dir, name));
         continue;
       }
-      if (name.startsWith(paths.sparePrefix) && sparesLeft-- <= 0) unlinkQuiet(join(paths.dir, name));
-      else if (name.startsWith(paths.tmpPrefix) && old(name, TEMP_MAX_AGE_MS)) unlinkQuiet(join(paths.dir, name));
+      if (isSpareName(paths, name)) {
+        if (sparesLeft-- <= 0) unlinkQuiet(join(paths.dir, name));
+      } else if (isTempName(paths, name) && old(name, TEMP_MAX_AGE_MS)) unlinkQuiet(join(paths.dir, name));
     } catch {
       // garbage collection is best effort
     }
@@ -209,7 +215,7 @@ export function collectGarbage(
 export function highestStaleGeneration(paths: LockPaths, names: readonly string[]): number {
   let max = 0;
   for (const name of names) {
-    if (!name.startsWith(paths.stalePrefix)) continue;
+    if (!isStaleName(paths, name)) continue;
     try {
       const rec = parseLockRecord(readFileChecked(join(paths.dir, name), LOCK_FILE_CAP)?.text ?? '');
       if (rec && rec.generation > max) max = rec.generation;

@@ -19,7 +19,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { BigIntStats } from 'node:fs';
+import type { BigIntStats, Stats } from 'node:fs';
 import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
 import { frameChecksummed } from '../checksum.js';
 import { ensureDir, fileProblem, unlinkQuiet } from './files.js';
@@ -325,11 +325,24 @@ export function rewriteInPlace(path: string, buf: Buffer): void {
 }
 
 /** Takes over `from`, a file of exactly `buf.length` bytes left for reuse, as `to` (one rename:
- * no new inode or block) and writes `buf` over it in place. False when `from` is gone (someone
- * took it first), was not such a file (a regular file of ours with no other name: a hard link
- * to anything else is never written through), or could not be written (said); then neither name
- * is left. */
+ * no new inode or block) and writes `buf` over it in place. Only a regular file of ours, mode
+ * 0600, with no other name (a hard link to anything else is never written through) is taken;
+ * anything else there is removed (a folder is left). False when `from` is gone (someone took
+ * it first), was not such a file, or could not be written (said); then `to` is not left. */
 export function reuseFileAs(from: string, to: string, buf: Buffer): boolean {
+  const fits = (st: Stats): boolean =>
+    fileProblem(st) === null && (st.mode & 0o777) === 0o600 && st.nlink === 1 && st.size === buf.length;
+  let before: Stats | undefined;
+  try {
+    before = lstatSync(from, { throwIfNoEntry: false });
+  } catch {
+    return false;
+  }
+  if (!before) return false;
+  if (!fits(before)) {
+    if (!before.isDirectory()) unlinkQuiet(from);
+    return false;
+  }
   try {
     renameSync(from, to);
   } catch (err) {
@@ -337,19 +350,27 @@ export function reuseFileAs(from: string, to: string, buf: Buffer): boolean {
     if (errnoCode(err) !== 'ENOENT') ioNotice(err, 'renaming the spare heartbeat file', from, 'a new one is made');
     return false;
   }
+  // what was renamed is checked again through the descriptor: the name may have changed since
+  const giveBack = (): void => {
+    try {
+      renameSync(to, from);
+    } catch {
+      unlinkQuiet(to);
+    }
+  };
   let fd: number;
   try {
     fd = openSync(to, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     ioNotice(err, 'opening the spare heartbeat file', to, 'a new one is made');
-    unlinkQuiet(to);
+    giveBack();
     return false;
   }
   try {
     const st = fstatSync(fd);
-    if (fileProblem(st) !== null || st.nlink !== 1 || st.size !== buf.length) {
+    if (!fits(st) || st.ino !== before.ino) {
       closeSync(fd);
-      unlinkQuiet(to);
+      giveBack();
       return false;
     }
     writeAll(fd, buf, 0);
@@ -357,7 +378,7 @@ export function reuseFileAs(from: string, to: string, buf: Buffer): boolean {
     closeSync(fd);
     unlinkQuiet(to);
     if (errnoCode(err) === undefined) throw err;
-    ioNotice(err, 'writing the spare heartbeat file', to, 'a new one is made');
+    ioNotice(err, 'writing the spare heartbeat file', to, 'a new one is tried');
     return false;
   }
   closeSync(fd);
