@@ -269,6 +269,8 @@ export class FileLease extends LeaseState implements Lease {
    * die now, the reclaimer must know the group), and in our heartbeat file at most every
    * CHILD_WRITE_MS (an exec run starts hundreds of tasks). */
   trackChild(pid: number): void {
+    // released: the journal is closed and removed, and nobody judges this holder any more
+    if (this.released) return;
     const child = this.childJournal.add(pid);
     this.withChild(child);
     this.scheduleChildWrite();

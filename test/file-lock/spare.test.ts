@@ -98,6 +98,23 @@ describe('spare heartbeat files', () => {
     expect(again.ok).toBe(false);
   });
 
+  it('a released holder’s late calls never touch the heartbeat file it handed on', async () => {
+    const dir = join(testdir(), 'locks');
+    const first = (await take(options(dir))).lease;
+    const firstId = first.lockId;
+    first.releaseSync();
+    const next = (await take(options(dir))).lease;
+    const beat = join(dir, `exec-run.beat.${next.lockId}`);
+    const before = readFileSync(beat);
+    expect(first.refresh().ok).toBe(false);
+    first.annotate({ run_id: 'r-20261205T000000Z-abcd' });
+    first.trackChild(process.pid);
+    await new Promise((r) => setTimeout(r, 300)); // past the child write's delay
+    expect(readFileSync(beat).equals(before)).toBe(true);
+    expect(existsSync(join(dir, `exec-run.children.${firstId}`))).toBe(false);
+    expect(next.refresh()).toEqual({ ok: true });
+  });
+
   it('keeps a few spares: the collector removes the rest', async () => {
     const dir = join(testdir(), 'locks');
     (await take(options(dir))).lease.releaseSync();
