@@ -21,12 +21,16 @@ export async function execBenchmarks({ quick = false } = {}) {
   const ours = [];
   const xargs = [];
   const floor = [];
+  const piped = [];
   for (let r = 0; r < rounds; r++) {
     const dir = project(500);
     ours.push(measureCommand(process.execPath, [cli, 'exec', 'run', '--parallel', '4'], { cwd: dir }));
     xargs.push(measureCommand('sh', ['-c', 'seq 500 | xargs -P4 -I{} sh -c true'], { cwd: dir }));
     floor.push(
       measureCommand(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-floor.mjs')], { cwd: dir }),
+    );
+    piped.push(
+      measureCommand(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-floor-pipe.mjs')], { cwd: dir }),
     );
     rmSync(dir, { recursive: true, force: true });
   }
@@ -37,6 +41,8 @@ export async function execBenchmarks({ quick = false } = {}) {
   const oc = med(ours, 'cpuMs');
   const xc = med(xargs, 'cpuMs');
   const fc = med(floor, 'cpuMs');
+  const p = med(piped, 'wallMs');
+  const pc = med(piped, 'cpuMs');
   table(
     `500 trivial tasks (sh -c true), 4 at a time (median of ${rounds}, process start included): CPU ms (user + system, the runner and every task) and wall ms`,
     ['runner', 'CPU ms', 'CPU ratio', 'wall ms', 'wall ratio'],
@@ -49,10 +55,20 @@ export async function execBenchmarks({ quick = false } = {}) {
         fmt(f),
         `${fmt(f / x, 2)}x`,
       ],
+      [
+        'the same loop, output through a pipe it copies to the log (as a cap needs)',
+        fmt(pc),
+        `${fmt(pc / xc, 2)}x`,
+        fmt(p),
+        `${fmt(p / x, 2)}x`,
+      ],
       ['routinely exec run --parallel 4', fmt(oc), `${fmt(oc / xc, 2)}x`, fmt(o), `${fmt(o / x, 2)}x`],
     ],
   );
   console.log(`  routinely / the bare Node spawn loop: ${fmt(oc / fc, 2)}x CPU (goal: at most 1.1x)`);
+  console.log(
+    `  the piped loop / the bare loop: ${fmt(pc / fc, 2)}x CPU; routinely / the piped loop: ${fmt(oc / pc, 2)}x`,
+  );
 
   // why a Node runner pays more per task than xargs, and more the bigger it is: the fork
   const sizes = [0, 25, 100].map((mb) => {
@@ -89,5 +105,5 @@ export async function execBenchmarks({ quick = false } = {}) {
     ],
   );
   console.log(`  1000 tasks write ${fmt(bytes[1000] / bytes[100], 2)}x the bytes of 100 (linear: 10x)`);
-  return { ours: o, xargs: x, floor: f, oursCpu: oc, xargsCpu: xc, floorCpu: fc, bytes };
+  return { ours: o, xargs: x, floor: f, oursCpu: oc, xargsCpu: xc, floorCpu: fc, pipedCpu: pc, bytes };
 }
