@@ -30,7 +30,7 @@ export async function execBenchmarks({ quick = false } = {}) {
       measureCommand(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-floor.mjs')], { cwd: dir }),
     );
     piped.push(
-      measureCommand(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-floor-pipe.mjs')], { cwd: dir }),
+      measureCommand(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-floor.mjs'), 'pipe'], { cwd: dir }),
     );
     rmSync(dir, { recursive: true, force: true });
   }
