@@ -1,5 +1,5 @@
-// Builds dist/: the bundled dependencies once each (dist/vendor/), the CLI (CommonJS entry files and
-// ESM chunks, each command in its own lazily loaded chunk), the library (one CommonJS
+// Builds dist/: the bundled dependencies once each (dist/vendor/), the CLI (CommonJS files, each
+// compiled from a V8 code cache: the entry, the lock commands, the program), the library (one CommonJS
 // implementation with an ESM face), plus .d.ts and .d.cts files from tsc. `npm pack` runs it
 // (prepack), so a package packed from a fresh clone has its dist/.
 //
@@ -19,25 +19,15 @@ const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url),
 rmSync('dist', { recursive: true, force: true });
 const common = {
   bundle: true,
-  format: 'esm',
   platform: 'node',
   target: 'node20',
   minifySyntax: true,
   define: { __ROUTINELY_VERSION__: JSON.stringify(pkg.version) },
-  // commander and pg are CommonJS: give the ESM bundle require() and __filename.
-  banner: {
-    js: [
-      "import { createRequire as __routinelyRequire } from 'node:module';",
-      "import { fileURLToPath as __routinelyPath } from 'node:url';",
-      'const require = __routinelyRequire(import.meta.url);',
-      'const __filename = __routinelyPath(import.meta.url);',
-    ].join(' '),
-  },
   logLevel: 'warning',
 };
 // The bundled dependencies, each once (SPEC §8): one CommonJS file per package in dist/vendor/,
-// which the CLI's ESM chunks (all in dist/chunks/: `../vendor/x.cjs`) and the library
-// (dist/index.cjs: `./vendor/x.cjs`) both load. Relative paths, so dist/ works on its own.
+// which the CLI's program (dist/cli-program.cjs) and the library (dist/index.cjs) both load as
+// `./vendor/x.cjs`. Relative paths, so dist/ works on its own.
 const VENDOR = { 'zod/mini': 'zod-mini', croner: 'croner', pg: 'pg' };
 // Of zod only what src/ uses (`z.object`, …): `export *` would keep all of it (430 KB).
 const zodNames = new Set();
@@ -60,7 +50,6 @@ const vendorSource = {
 for (const [pkgName, file] of Object.entries(VENDOR)) {
   await build({
     ...common,
-    banner: {},
     format: 'cjs',
     minify: true,
     outfile: `dist/vendor/${file}.cjs`,
@@ -68,9 +57,8 @@ for (const [pkgName, file] of Object.entries(VENDOR)) {
     stdin: { contents: vendorSource[pkgName], resolveDir: '.', loader: 'js' },
   });
 }
-// Loaded with require(), from ES modules too (the banner's createRequire): an ES module that
-// imports a CommonJS file by name makes Node lex the file for its exports first (measured: 10 ms
-// of a `validate`, a quarter of its start-up).
+// Loaded with require() (an ES module that imports a CommonJS file by name makes Node lex the file
+// for its exports first; measured: 10 ms of a `validate`, a quarter of its start-up).
 const vendored = (fromDir) => ({
   name: 'vendored',
   setup(b) {
@@ -83,21 +71,12 @@ const vendored = (fromDir) => ({
     b.onResolve({ filter: /\/vendor\/[\w-]+\.cjs$/ }, (a) => ({ path: a.path, external: true }));
   },
 });
-// The CLI's commands: shared chunks, each command in its own lazily loaded chunk.
-await build({
-  ...common,
-  plugins: [vendored('..')],
-  entryPoints: { 'chunks/cli-program': 'src/cli/program.ts' },
-  outdir: 'dist',
-  splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
-});
 // The CLI's entry: one CommonJS file with the `routine list` and `validate` commands in it, which
-// answer there from the validated config's cache (measured: loading a dozen ESM chunks and the
-// ESM facades of six builtins cost it more than its own work); the `lock run` / `lock status`
-// commands in a second one (cli-lock.cjs: they spawn, and loading node:child_process costs every
-// other command 3.5 ms); commander and every other command it imports from chunks/cli-program.js
-// above (where the same commands are built again, with the validating sources they are handed).
+// answer there from the validated config's cache (measured: loading the program costs them more
+// than their own work); the `lock run` / `lock status` commands in a second one (cli-lock.cjs:
+// they spawn, and loading node:child_process costs every other command 3.5 ms); commander and
+// every other command in the program, cli-program.cjs below (where the same commands are built
+// again, with the validating sources they are handed).
 const cjs = {
   ...common,
   outExtension: { '.js': '.cjs' },
@@ -113,10 +92,24 @@ const cjs = {
   banner: { js: "const __routinelyUrl = require('node:url').pathToFileURL(__filename).href;" },
 };
 await build({ ...cjs, entryPoints: { 'cli-lock': 'src/cli/lock-commands.ts' } });
+// The full path's program (commander and every command): one CommonJS file, compiled with its
+// code cache like the entry (measured: `exec run` of one task 87 → 57 ms CPU against ESM chunks,
+// which Node.js 20 compiles from source at every start, behind its ESM loader). Each command's
+// modules still run only when the command is chosen: esbuild turns an import() of our own module
+// into a lazily run function. An import() left in it would fail (a script compiled with a code
+// cache has no module loader): the build refuses one.
+await build({ ...cjs, plugins: [vendored('.')], entryPoints: { 'cli-program': 'src/cli/program.ts' } });
+const programText = readFileSync('dist/cli-program.cjs', 'utf8');
+const leftImport = /\bimport\((?!\))/.exec(programText);
+if (leftImport) {
+  throw new Error(
+    `dist/cli-program.cjs keeps an import() (${programText.slice(leftImport.index, leftImport.index + 60)}): use createRequire`,
+  );
+}
 const programOutside = {
   name: 'program-outside',
   setup(b) {
-    b.onResolve({ filter: /^\.\/program\.js$/ }, () => ({ path: './chunks/cli-program.js', external: true }));
+    b.onResolve({ filter: /^\.\/program\.js$/ }, () => ({ path: './cli-program.cjs', external: true }));
   },
 };
 // the executable (bin.ts) compiles the entry (main.ts, as cli-main.cjs) with the code cache made

@@ -5,12 +5,13 @@
 // `routine list`'s CPU time at 1 000 routines). A cache this Node.js does not accept (another V8,
 // other flags) is ignored by V8 itself, and the entry compiles as usual.
 //
-// A script compiled from a code cache cannot import() (Node.js keeps no import callback for it):
-// the full path's program, an ES module, is imported here and handed to the entry.
+// The full path's program (cli-program.cjs, built from program.ts) is loaded the same way, when
+// the entry asks for it: handed to the entry here, since the entry runs from its cache.
 
 import { join } from 'node:path';
 import { PROGRAM } from './program-import.js';
 import { requireWithCodeCache } from './code-cache.js';
 
-(globalThis as Record<symbol, unknown>)[PROGRAM] = () => import('./program.js');
+(globalThis as Record<symbol, unknown>)[PROGRAM] = () =>
+  Promise.resolve(requireWithCodeCache(join(__dirname, 'cli-program.cjs')));
 requireWithCodeCache(join(__dirname, 'cli-main.cjs'));

@@ -1,6 +1,6 @@
-// How the entry (main.ts) reaches the full path's program (program.ts, an ES module): through
-// the import() the executable (bin.ts) hands it, since the entry, compiled from V8's code cache,
-// cannot import itself; its own import() where it runs without the executable (tests, the library).
+// How the entry (main.ts) reaches the full path's program (program.ts): through the loader the
+// executable (bin.ts) hands it, which compiles the built program (cli-program.cjs) with its code
+// cache; its own import() where it runs without the executable (tests, from the sources).
 
 import type * as Program from './program.js';
 

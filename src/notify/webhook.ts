@@ -3,7 +3,10 @@
 // that never answers can hold a caller no longer than that.
 
 import type { ClientRequest, IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
 import { redactUrl } from '../config/load.js';
+
+const lazyRequire = createRequire(import.meta.url);
 
 export type AttemptResult = { ok: true } | { ok: false; error: string; retry: boolean };
 
@@ -39,8 +42,11 @@ export async function postWebhook(
   signal?: AbortSignal,
 ): Promise<AttemptResult> {
   // node:http and node:https (with TLS) load at the first delivery: a scheduler that never posts
-  // does not carry them (≈ 3 MB of its memory, docs/benchmarks.md)
-  const { request } = protocolOf(url) === 'https:' ? await import('node:https') : await import('node:http');
+  // does not carry them (≈ 3 MB of its memory, docs/benchmarks.md). Required, not imported: the
+  // command line's program is compiled from a code cache, where import() has no loader.
+  const { request } = (
+    protocolOf(url) === 'https:' ? lazyRequire('node:https') : lazyRequire('node:http')
+  ) as typeof import('node:http');
   return new Promise((resolve) => {
     let settled = false;
     let req: ClientRequest | undefined;
