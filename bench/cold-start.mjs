@@ -3,7 +3,7 @@
 // routines (half of them in a time zone). Each command's first run after the config changed
 // validates it and leaves the cache that later runs start from (src/cli/cached-config.ts); both
 // are shown: "cached" is the everyday case, "validating" (ROUTINELY_LIST_CACHE=0) the first run.
-// `scheduler status` stands for the commands that load the whole command-line program
+// `exec status` stands for the commands that load the whole command-line program
 // (dist/cli-program.cjs, compiled from its code cache): it has no cached path.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,7 +32,7 @@ const COMMANDS = [
   { name: 'lock run -- true', args: ['lock', 'run', '--', 'true'], target: { 100: 1.5 } },
   { name: 'lock status', args: ['lock', 'status'], target: { 100: 1.5 } },
   { name: 'validate', args: ['validate'], target: { 100: 2 } },
-  { name: 'scheduler status', args: ['scheduler', 'status'], target: {}, programOnly: true },
+  { name: 'exec status', args: ['exec', 'status'], target: {}, programOnly: true },
 ];
 
 export async function coldStart({ rounds = 8, batch = 5 } = {}) {
