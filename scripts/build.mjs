@@ -89,7 +89,8 @@ const cjs = {
   splitting: false,
   // CommonJS has require() and __filename; import.meta.url (createRequire) comes from the latter.
   define: { ...common.define, 'import.meta.url': '__routinelyUrl' },
-  banner: { js: "const __routinelyUrl = require('node:url').pathToFileURL(__filename).href;" },
+  // strict, as the ES modules they are built from (a directive counts only as the first statement)
+  banner: { js: "'use strict';\nconst __routinelyUrl = require('node:url').pathToFileURL(__filename).href;" },
 };
 await build({ ...cjs, entryPoints: { 'cli-lock': 'src/cli/lock-commands.ts' } });
 // The full path's program (commander and every command): one CommonJS file, compiled with its
@@ -98,7 +99,15 @@ await build({ ...cjs, entryPoints: { 'cli-lock': 'src/cli/lock-commands.ts' } })
 // modules still run only when the command is chosen: esbuild turns an import() of our own module
 // into a lazily run function. An import() left in it would fail (a script compiled with a code
 // cache has no module loader): the build refuses one.
-await build({ ...cjs, plugins: [vendored('.')], entryPoints: { 'cli-program': 'src/cli/program.ts' } });
+// Its names are kept (not minified, as the chunks were not): the status page inlines the source
+// of a few functions by name (src/http/page-script.ts), and a stack trace names the function.
+await build({
+  ...cjs,
+  minify: false,
+  minifyWhitespace: !process.env.ROUTINELY_BUILD_NAMES,
+  plugins: [vendored('.')],
+  entryPoints: { 'cli-program': 'src/cli/program.ts' },
+});
 const programText = readFileSync('dist/cli-program.cjs', 'utf8');
 const leftImport = /\bimport\((?!\))/.exec(programText);
 if (leftImport) {
@@ -124,6 +133,7 @@ await build({ ...cjs, minify: false, plugins: [vendored('.')], entryPoints: { in
 await build({
   ...cjs,
   minify: false,
+  minifyWhitespace: !process.env.ROUTINELY_BUILD_NAMES,
   plugins: [vendored('.')],
   entryPoints: { 'lock-internals': 'src/lock-internals.ts' },
 });
