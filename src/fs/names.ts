@@ -74,6 +74,18 @@ export function createMark(path: string): boolean {
   return true;
 }
 
+/** Renames `from` to `to` (a mark moved in or out of its parked name, in one step): whether it
+ * moved (false: `from` was not there). Other errors are thrown. */
+export function moveMark(from: string, to: string): boolean {
+  try {
+    renameSync(from, to);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}
+
 /** Removes a mark: whether it was there to remove (false: gone already, or it could not be). */
 export function removeMark(path: string): boolean {
   try {

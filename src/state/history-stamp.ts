@@ -3,20 +3,25 @@
 // looked at every history). A writer of the file that folds every history first sets the
 // folder's times to a value of its own (a second ago, a random fraction) and writes it in the
 // file. Whatever changes a history later changes the folder: an append is marked by a file of
-// its writer's in the folder (`.writing.<who>`), made before it and removed after it. A mark of a
-// live writer means no stamp; the mark of a writer that is gone is removed. How and why:
-// docs/design.md "routine-state.json".
+// its writer's in the folder (`.writing.<who>`), named so before it and renamed away after it (to
+// `.parked.<who>`, which the next append renames back: no file is made or removed per append). A
+// mark of a live writer means no stamp; the mark, or parked mark, of a writer that is gone is
+// removed. How and why: docs/design.md "routine-state.json".
 
 import { join } from 'node:path';
 import { uptime } from 'node:os';
 import { unlinkQuiet } from '../fs/files.js';
 import { lstatQuiet, statExact } from '../fs/look.js';
-import { createMark, removeMark, stampFolder } from '../fs/names.js';
+import { createMark, moveMark, removeMark, stampFolder } from '../fs/names.js';
+import { ioNotice } from '../fs/io-notice.js';
 import { selfIdentity, systemProbe, type LivenessProbe, type ProcessIdentity } from '../process/identity.js';
 
 /** The start of a writer's mark: `.writing.<pid>.<start time>.<host>.<boot>.<pid namespace>`
  * (the last three hashed; `x` where unknown). No routine id starts with a dot. */
 export const WRITING = '.writing.';
+
+/** The start of a writer's mark between its appends: `.parked.` and the mark's own fields. */
+export const PARKED = '.parked.';
 
 const stampOf = (st: { ino: bigint; mtimeNs: bigint }): string => `${st.ino}:${st.mtimeNs}`;
 
@@ -72,24 +77,43 @@ function markName(): string {
   return mark.name;
 }
 
-/** Before an append to a history in `dir`: the mark, to be removed after it (endAppend); null
- * when none could be made (no inode left): endAppend then touches the folder. */
+const parkedOf = (markName: string): string => `${PARKED}${markName.slice(WRITING.length)}`;
+
+/** Before an append to a history in `dir`: the mark, to be parked after it (endAppend); null when
+ * none could be made (no inode left): endAppend then touches the folder. The mark is this
+ * process's parked one renamed (no file made: on ext4 without a journal a new file's inode is
+ * looked for past every inode freed in the last minutes, docs/benchmarks.md), or, at its first
+ * append, a file made. A rename sets the file's change time: markGone's "made before this boot"
+ * reads that. */
 export function beginAppend(dir: string): string | null {
-  const path = join(dir, markName());
+  const name = markName();
+  const path = join(dir, name);
   try {
-    createMark(path); // (one left by this very process — a removal that failed — serves as well)
+    // (a mark left by this very process — a parking that failed — serves as well)
+    if (!parkedMoved(join(dir, parkedOf(name)), path)) createMark(path);
     return path;
   } catch {
     return null;
   }
 }
 
-/** After the append: the mark removed, which changes the folder. Without a mark, or when it was
+/** moveMark, with a failure other than "not there" said (a failing disk is never swallowed) and
+ * taken as not moved: the callers then make the mark, or change the folder, another way. */
+function parkedMoved(from: string, to: string): boolean {
+  try {
+    return moveMark(from, to);
+  } catch (err) {
+    ioNotice(err, 'renaming the history mark', from, 'the append is marked another way');
+    return false;
+  }
+}
+
+/** After the append: the mark parked, which changes the folder. Without a mark, or when it was
  * gone already (removed by someone who judged this process gone), the folder is changed anyway:
  * the mark made and removed again (what a writer may do in the folder), else its times set to
  * now (which only its owner may do). */
 export function endAppend(dir: string, made: string | null): void {
-  if (made !== null && removeMark(made)) return;
+  if (made !== null && parkedMoved(made, join(dir, parkedOf(markName())))) return;
   const path = join(dir, markName());
   try {
     createMark(path);
@@ -105,8 +129,8 @@ export function endAppend(dir: string, made: string | null): void {
 }
 
 /** Whether a listing of the folder holds the mark of a writer that may be appending now (alive,
- * or one that cannot be told: another host's, another pid namespace's). Marks of writers that are
- * gone are removed; `removed` says whether one was (the folder changed). */
+ * or one that cannot be told: another host's, another pid namespace's). Marks and parked marks of
+ * writers that are gone are removed; `removed` says whether one was (the folder changed). */
 export function writersIn(
   dir: string,
   names: readonly string[],
@@ -116,10 +140,13 @@ export function writersIn(
   let removed = false;
   const bootedAt = Date.now() - uptime() * 1000;
   for (const n of names) {
-    if (!n.startsWith(WRITING)) continue;
-    const madeBeforeBoot = (): boolean => (lstatQuiet(join(dir, n))?.mtimeMs ?? Infinity) < bootedAt;
-    if (!markGone(n, probe, madeBeforeBoot)) {
-      live = true;
+    const parked = n.startsWith(PARKED);
+    if (!parked && !n.startsWith(WRITING)) continue;
+    // the change time: when the file was made, or last renamed to this name (an append began)
+    const madeBeforeBoot = (): boolean => (lstatQuiet(join(dir, n))?.ctimeMs ?? Infinity) < bootedAt;
+    if (!markGone(parked ? `${WRITING}${n.slice(PARKED.length)}` : n, probe, madeBeforeBoot)) {
+      // a parked mark is no append: its writer lives, and is not appending through it
+      if (!parked) live = true;
       continue;
     }
     unlinkQuiet(join(dir, n));

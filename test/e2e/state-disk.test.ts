@@ -362,7 +362,7 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')(
         }
         // the fault is said, with the file or folder: never swallowed without a word
         expect(r.stderr, `when=${when}: ${r.stdout}`).toMatch(
-          /input\/output error (writing|syncing the folder|appending to|moving aside the (lock view|heartbeat file)|renaming the spare heartbeat file) \//,
+          /input\/output error (writing|syncing the folder|appending to|moving aside the (lock view|heartbeat file)|renaming the (spare heartbeat file|history mark)) \//,
         );
       }
       expect(

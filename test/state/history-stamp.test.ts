@@ -13,7 +13,15 @@ import {
   recordFire,
   statePath,
 } from '../../src/state/file-store.js';
-import { beginAppend, endAppend, markGone, markNameOf, stampHistory, WRITING } from '../../src/state/history-stamp.js';
+import {
+  beginAppend,
+  endAppend,
+  markGone,
+  markNameOf,
+  PARKED,
+  stampHistory,
+  WRITING,
+} from '../../src/state/history-stamp.js';
 import { historyPath } from '../../src/state/history.js';
 import { bootIdOfBoottime, selfIdentity, type LivenessProbe } from '../../src/process/identity.js';
 import type { Fire } from '../../src/state/routine-state.js';
@@ -152,6 +160,57 @@ describe('the history folder stamp', () => {
     ).toBe(false);
     expect(markGone(`${WRITING}junk`, probe(dead), old)).toBe(false);
     expect(markGone(`${name}.more`, probe(dead), old)).toBe(false);
+  });
+
+  it('an append parks its mark and the next one takes it back: one file, never made again, and each step changes the folder', () => {
+    const p = project();
+    const dir = join(p.stateDir, 'history');
+    mkdirSync(dir, { recursive: true });
+    const name = markNameOf(selfIdentity());
+    const parked = join(dir, `${PARKED}${name.slice(WRITING.length)}`);
+    const first = beginAppend(dir)!;
+    const ino = statSync(first).ino;
+    let stamp = stampHistory(dir);
+    endAppend(dir, first);
+    expect(folderStamp(p)).not.toBe(stamp);
+    expect(marks(p)).toEqual([]);
+    expect(statSync(parked).ino).toBe(ino);
+    for (let i = 0; i < 3; i++) {
+      stamp = stampHistory(dir);
+      const made = beginAppend(dir)!;
+      expect(folderStamp(p)).not.toBe(stamp); // the append is seen as begun
+      expect(marks(p)).toEqual([name]);
+      expect(statSync(made).ino).toBe(ino); // the same file: none made
+      expect(existsSync(parked)).toBe(false);
+      stamp = stampHistory(dir);
+      endAppend(dir, made);
+      expect(folderStamp(p)).not.toBe(stamp);
+      expect(statSync(parked).ino).toBe(ino);
+    }
+  });
+
+  it('the parked mark of a writer that is gone is removed by the next rewrite (no stamp holds after it); a live writer’s parked mark stays and keeps no stamp away', async () => {
+    const p = project();
+    await recordFire(p, 'a', fire(1)); // (makes the history file: no append)
+    await recordFire(p, 'a', fire(2));
+    const dir = join(p.stateDir, 'history');
+    const mine = join(dir, `${PARKED}${markNameOf(selfIdentity()).slice(WRITING.length)}`);
+    expect(existsSync(mine)).toBe(true); // parked after the second record's append
+    await publishRoutineState(p);
+    expect(stampIn(p)).toBe(folderStamp(p));
+    const gone = spawnSync('true').pid!;
+    const theirs = join(
+      dir,
+      `${PARKED}${markNameOf({ ...selfIdentity(), pid: gone, start_time: 'x' }).slice(WRITING.length)}`,
+    );
+    appendFileSync(theirs, '');
+    await publishRoutineState(p);
+    expect(existsSync(theirs)).toBe(false);
+    // removing it changed the folder after the stamp that rewrite set: no stamp a reader takes
+    expect(stampIn(p)).not.toBe(folderStamp(p));
+    await publishRoutineState(p);
+    expect(stampIn(p)).toBe(folderStamp(p));
+    expect(existsSync(mine)).toBe(true);
   });
 
   it("a stamp is the folder's value only when it holds exactly what was set", () => {
