@@ -12,7 +12,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolve } from 'node:path';
-import { benchEnv, fmt, table } from './lib.mjs';
+import { fmt, startScheduler, table } from './lib.mjs';
 import { fireCost } from './scheduler.mjs';
 
 const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
@@ -91,22 +91,14 @@ async function crontabRun(minutes) {
   const config = spawnSync(process.execPath, [cli, 'import-crontab', 'crontab'], { cwd: dir, encoding: 'utf8' });
   if (config.status !== 0) throw new Error(`import-crontab failed: ${config.stderr}`);
   writeFileSync(join(dir, 'routinely.json'), config.stdout);
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
-    cwd: dir,
-    env: benchEnv(),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  s.stdout.on('data', (d) => (out += d));
-  while (!out.includes('[scheduler] started')) await sleep(20);
-  const fires = () => (out.match(/\[routine\] (succeeded|failed)/g) ?? []).length;
+  const s = await startScheduler(cli, dir);
+  const fires = () => (s.output().match(/\[routine\] (succeeded|failed)/g) ?? []).length;
   // from just after a minute boundary, over `minutes` of them, as the daemon
   await sleep(61_000 - (Date.now() % 60_000));
   const [f0, before] = [fires(), cpuMs(s.pid)];
   await sleep(minutes * 60_000);
   const [f1, after] = [fires(), cpuMs(s.pid)];
-  s.kill('SIGTERM');
-  await new Promise((r) => s.on('close', r));
+  await s.stop();
   rmSync(dir, { recursive: true, force: true });
   return { perFireMs: (after - before) / Math.max(1, f1 - f0), fires: f1 - f0 };
 }

@@ -5,11 +5,10 @@
 // second of every record, so with one fire a second it is rewritten once per fire: its CPU is in
 // the scheduler's, and its bytes are counted apart (SPEC §3: the bytes a fire writes to its
 // routine's own files stay flat; the shared file's cost is per second).
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchEnv, fmt, measureBatch, median, table } from './lib.mjs';
+import { fmt, measureBatch, median, startScheduler, table } from './lib.mjs';
 
 const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -151,23 +150,15 @@ export async function measure(n, seconds) {
   const history = both(batches.history);
   const node = both(batches.node);
   const list = both(batches.list);
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
-    cwd: dir,
-    env: benchEnv(),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  s.stdout.on('data', (d) => (out += d));
-  while (!out.includes('[scheduler] started')) await sleep(20);
+  const s = await startScheduler(cli, dir);
   await sleep(2500); // past start-up and the first fires
-  const count = () => (out.match(/\[routine\] succeeded/g) ?? []).length;
+  const count = () => (s.output().match(/\[routine\] succeeded/g) ?? []).length;
   const watch = watchState(dir);
   const a = { cpu: procCpuMs(s.pid), io: procIo(s.pid), fires: count(), ...watch.seen };
   await sleep(seconds * 1000);
   const b = { cpu: procCpuMs(s.pid), io: procIo(s.pid), fires: count(), ...watch.seen };
   watch.stop();
-  s.kill('SIGTERM');
-  await new Promise((r) => s.on('close', r));
+  await s.stop();
   rmSync(dir, { recursive: true, force: true });
   const fires = Math.max(1, b.fires - a.fires);
   const shared = b.bytes - a.bytes;

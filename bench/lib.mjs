@@ -35,6 +35,31 @@ export function spawnNode(args, opts = {}) {
   return { child, done, output: () => out };
 }
 
+/** `routinely scheduler start` in `dir` (the CLI at `cli`), once it said it started: its process,
+ * its output so far, and stop() (SIGTERM, then its exit). Rejects if it exits before that. */
+export async function startScheduler(cli, dir) {
+  const child = spawn(process.execPath, [cli, 'scheduler', 'start'], {
+    cwd: dir,
+    env: benchEnv(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const closed = new Promise((r) => child.on('close', r));
+  await new Promise((resolve, reject) => {
+    child.stdout.on('data', () => out.includes('[scheduler] started') && resolve());
+    closed.then((code) => reject(new Error(`scheduler start exited ${code} before it started: ${out}`)));
+  });
+  return {
+    pid: child.pid,
+    output: () => out,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await closed;
+    },
+  };
+}
+
 /** Wall time of one command, in ms (spawnSync: includes process start and exit). */
 export function timeCommand(cmd, args, opts = {}) {
   return measureCommand(cmd, args, opts).wallMs;

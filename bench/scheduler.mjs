@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchEnv, fmt, median, percentile, table, timeCommand } from './lib.mjs';
+import { benchEnv, fmt, median, percentile, startScheduler, table, timeCommand } from './lib.mjs';
 
 const cli = resolve(import.meta.dirname, '../dist/cli.cjs');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -31,14 +31,7 @@ const hundred = (schedule) =>
  * (the goal: <= 1.5x), and the full path (config validated, times computed; ROUTINELY_LIST_CACHE=0). */
 export async function listStartup(rounds) {
   const dir = project(hundred((i) => `${i % 60} ${i % 24} * * *`));
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
-    cwd: dir,
-    env: benchEnv(),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  s.stdout.on('data', (d) => (out += d));
-  while (!out.includes('[scheduler] started')) await sleep(20);
+  const s = await startScheduler(cli, dir);
   const full = { ...benchEnv(), ROUTINELY_LIST_CACHE: '0' };
   for (let i = 0; i < 3; i++) {
     timeCommand(process.execPath, ['-e', '0']);
@@ -53,8 +46,7 @@ export async function listStartup(rounds) {
     ours.push(timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir }));
     slow.push(timeCommand(process.execPath, [cli, 'routine', 'list'], { cwd: dir, env: full }));
   }
-  s.kill('SIGTERM');
-  await new Promise((r) => s.on('close', r));
+  await s.stop();
   rmSync(dir, { recursive: true, force: true });
   const n = median(node);
   const o = median(ours);
@@ -83,22 +75,15 @@ function procStat(pid) {
 /** CPU (the scheduler and every child it ran) of a scheduler over `seconds`, and its fires. */
 async function schedulerCpu(routines, seconds) {
   const dir = project(routines);
-  const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
-    cwd: dir,
-    env: benchEnv(),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  s.stdout.on('data', (d) => (out += d));
-  while (!out.includes('[scheduler] started')) await sleep(20);
+  const s = await startScheduler(cli, dir);
   await sleep(1500); // past start-up, one fire or so
-  const firesBefore = (out.match(/\[routine\] (succeeded|failed)/g) ?? []).length;
+  const fired = () => (s.output().match(/\[routine\] (succeeded|failed)/g) ?? []).length;
+  const firesBefore = fired();
   const a = procStat(s.pid);
   await sleep(seconds * 1000);
   const b = procStat(s.pid);
-  const fires = (out.match(/\[routine\] (succeeded|failed)/g) ?? []).length - firesBefore;
-  s.kill('SIGTERM');
-  await new Promise((r) => s.on('close', r));
+  const fires = fired() - firesBefore;
+  await s.stop();
   rmSync(dir, { recursive: true, force: true });
   return { cpuMs: b.allCpuMs - a.allCpuMs, fires };
 }
@@ -165,22 +150,14 @@ async function idle(seconds) {
       ...(i % 2 ? { timezone: 'Europe/Berlin' } : {}),
     }));
     const dir = project(routines);
-    const s = spawn(process.execPath, [cli, 'scheduler', 'start'], {
-      cwd: dir,
-      env: benchEnv(),
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let log = '';
-    s.stdout.on('data', (d) => (log += d));
-    while (!log.includes('[scheduler] started')) await sleep(20);
+    const s = await startScheduler(cli, dir);
     // past the first idle moment and the heap's settling (src/scheduler/settle-heap.ts)
     await sleep(4000);
     const a = procStat(s.pid);
     await sleep(seconds * 1000);
     const b = procStat(s.pid);
     const peak = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${s.pid}/status`, 'latin1'))[1]) / 1024;
-    s.kill('SIGTERM');
-    await new Promise((r) => s.on('close', r));
+    await s.stop();
     rmSync(dir, { recursive: true, force: true });
     const cpuPct = ((b.cpuMs - a.cpuMs) / (seconds * 1000)) * 100;
     rows.push([
