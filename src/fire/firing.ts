@@ -31,7 +31,6 @@ import type { Warn } from '../state/store.js';
 import { causeOf, NotStartedError } from './unstarted.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver } from '../fs/names.js';
-import { statFollow } from '../fs/look.js';
 import type { LineEntry, LineTicket } from '../lock/line.js';
 
 /** SIGTERM → SIGKILL for a routine's command that is stopped (timeout, shutdown, lost lock). */
@@ -94,12 +93,17 @@ export function routineLogPath(project: Project, id: string): string {
 function openRoutineLog(project: Project, id: string): AppendFile {
   const path = routineLogPath(project, id);
   const { runLogBytes, routineLogBytes } = project.config.retention;
-  const size = statFollow(path)?.size ?? 0; // 0: no log yet
+  const log = openAppendTo(path);
+  // its size as opened (0: a new log): past half its bound, it becomes `<id>.log.1`, and this
+  // fire writes to a new one
+  const size = log.size ?? 0;
+  if (size === 0 || size + runLogBytes <= routineLogBytes / 2) return log;
   try {
-    if (size > 0 && size + runLogBytes > routineLogBytes / 2) renameOver(path, `${path}.1`);
+    renameOver(path, `${path}.1`);
   } catch {
-    // the log goes on growing; the next fire tries again
+    return log; // the log goes on growing; the next fire tries again
   }
+  closeFd(log.fd);
   return openAppendTo(path);
 }
 

@@ -199,6 +199,9 @@ export interface AppendFile {
   ino: number;
   /** The descriptor also reads (endsMidLine needs no second one). */
   readable: boolean;
+  /** The file's size as opened, until the first line appended through this descriptor (after
+   * that, others may have written too: looked up again). Saves a second fstat(2). */
+  size: number | null;
 }
 
 /** openAppend, with what the checks saw: the inode, and whether the descriptor reads too. */
@@ -232,7 +235,7 @@ export function openAppendTo(path: string): AppendFile {
           : `${path} can be read or written by other users (mode ${p.kind === 'mode' ? p.mode : '?'}); refusing to write to it; fix it with: chmod 600 ${path}`,
     );
   }
-  return { fd, ino: st.ino, readable: READS_ON_APPEND };
+  return { fd, ino: st.ino, readable: READS_ON_APPEND, size: st.size };
 }
 
 /** Whether the file behind `fd` ends in the middle of a line (a torn last line). */
@@ -248,10 +251,10 @@ export function endsMidLine(fd: number, size = fstatSync(fd).size): boolean {
  * bytes that reached it are overwritten with spaces where they are — no new block needed — so
  * the file holds a blank line instead of a torn one, which no reader ever reports again (SPEC §3:
  * a torn line is repaired once, not warned about at every read). */
-export function appendLine(fd: number, path: string, line: string, readFd?: number): number {
+export function appendLine(fd: number, path: string, line: string, readFd?: number, size?: number): number {
   let buf: Buffer | null = null;
   try {
-    const torn = endsMidLine(readFd ?? fd);
+    const torn = endsMidLine(readFd ?? fd, size);
     buf = Buffer.from(`${torn ? '\n' : ''}${line}\n`, 'utf8');
     writeAll(fd, buf, null);
     return buf.length;
@@ -291,10 +294,12 @@ function blankOwnBytes(path: string, part: Buffer): void {
 /** Appends one line to a file opened by openAppendTo (reading its last byte through a second
  * descriptor where the first one cannot). */
 export function appendLineToFile(f: AppendFile, path: string, line: string): number {
-  if (f.readable) return appendLine(f.fd, path, line);
+  const size = f.size ?? undefined;
+  f.size = null;
+  if (f.readable) return appendLine(f.fd, path, line, undefined, size);
   const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
-    return appendLine(f.fd, path, line, rfd);
+    return appendLine(f.fd, path, line, rfd, size);
   } finally {
     closeSync(rfd);
   }

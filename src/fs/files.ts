@@ -298,13 +298,31 @@ const goneRoot = (d: string): FolderReplacedError =>
     `${d} is gone while routinely ran (it was there when checked); nothing is written through its path until it is back — or restart routinely`,
   );
 
+/** An absolute path that resolve() would return as it is (no `.`, `..`, `//` or trailing `/`). */
+const NORMAL_ABSOLUTE = /^(?:\/(?!\.\.?(?:\/|$))[^/]+)+$/;
+
 /** Checks `dir` and, when it is under a declared root, every folder from that root down to it:
  * each must be a folder of ours, writable by us alone; below the root none may be a symlink.
- * Missing folders are fine (they are created 0700). Throws UnsafePathError (exit 2) naming the
- * folder and the fix. */
-export function checkFolder(dir: string): void {
-  const abs = resolve(dir);
+ * Missing folders are fine (they are created 0700): false, where true says `dir` is there.
+ * Throws UnsafePathError (exit 2) naming the folder and the fix. */
+export function checkFolder(dir: string): boolean {
+  const abs = NORMAL_ABSOLUTE.test(dir) ? dir : resolve(dir);
   const root = rootOf(abs);
+  // The everyday case, one system call: a folder checked before whose path still leads to that
+  // very folder (device and inode). Whatever happened above it, what is written through the
+  // path lands in the folder that was checked — a folder is one inode, never two. Anything else
+  // (gone, replaced, never checked) takes the walk below, which says what changed and where.
+  const known = checked.get(abs);
+  if (known !== undefined) {
+    let now: string | null = null;
+    try {
+      // the same look as the walk's at this folder: a root may be a symlink, below it nothing
+      now = identity(abs === root || root === null ? statSync(abs) : lstatSync(abs));
+    } catch {
+      now = null;
+    }
+    if (now === known) return true;
+  }
   const chain: string[] = [];
   for (let d = abs; ; d = dirname(d)) {
     chain.unshift(d);
@@ -351,7 +369,7 @@ export function checkFolder(dir: string): void {
       // in between would be written through. A folder below a root is created again.
       if (roots.has(d)) throw goneRoot(d);
       checked.delete(d);
-      return;
+      return false;
     }
     let st: Stats;
     try {
@@ -359,7 +377,7 @@ export function checkFolder(dir: string): void {
       st = d === chain[0] ? statSync(d) : lstatSync(d);
     } catch (err) {
       // missing (created 0700 when needed), or a file in the way (reported by whoever creates)
-      if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return;
+      if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return false;
       throw err;
     }
     if (st.isSymbolicLink())
@@ -368,12 +386,13 @@ export function checkFolder(dir: string): void {
     if (why) throw new UnsafePathError(why);
     checked.set(d, identity(st));
   }
+  return true;
 }
 
 /** mkdir -p with mode 0700, bounded: refuses pseudo file systems, creates at most 32 levels,
  * one mkdir(2) per level (never Node's recursive mkdir); then checks the folder (checkFolder). */
 export function ensureDir(dir: string): void {
-  const abs = resolve(dir);
+  const abs = NORMAL_ABSOLUTE.test(dir) ? dir : resolve(dir);
   if (checked.has(abs)) {
     checkFolder(abs); // still the folder checked before
     return;

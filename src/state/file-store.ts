@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { StateIOError, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../file-lock/wait.js';
-import { checkFolder, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { checkFolder, trustRoot, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { randomHex } from '../fs/random-ids.js';
 import {
   historyTrimBytes,
@@ -29,7 +29,6 @@ import { checkRecord, interruptedFire, type Fire, type OpenFire } from './routin
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
 import {
-  checkFolders,
   indexLags,
   readRoutine,
   readRoutineIndexed,
@@ -93,6 +92,13 @@ async function rotate(project: Project, id: string, warn: Warn): Promise<Routine
   }
 }
 
+/** The state folder checked (created when missing) before a history append; the history folder
+ * is checked by the append itself (openAppendTo), so not twice here. */
+function beforeAppend(project: Project): void {
+  trustRoot(project.stateDir);
+  if (!checkFolder(project.stateDir)) ensureStateRoot(project.stateDir);
+}
+
 /** Appends the fact, then brings the routine's index up to date. A full disk that stops the
  * append is an error (the fact is not recorded: exit 74). */
 async function recordFact(
@@ -103,8 +109,7 @@ async function recordFact(
   cache?: IndexCache,
   writes?: IndexWrites,
 ): Promise<RoutineIndex | null> {
-  checkFolders(project);
-  ensureStateRoot(project.stateDir);
+  beforeAppend(project);
   appendHistoryLine(historyPath(project.stateDir, id), line);
   return indexAfterAppend(project, id, warn, cache, writes);
 }
@@ -128,8 +133,7 @@ export async function openFire(
   open: OpenFire,
   _warn: Warn = () => {},
 ): Promise<void> {
-  checkFolders(project);
-  ensureStateRoot(project.stateDir);
+  beforeAppend(project);
   appendHistoryLine(historyPath(project.stateDir, routineId), openLine(open));
 }
 

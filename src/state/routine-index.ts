@@ -4,6 +4,7 @@
 // a few more lines. Whoever records a fact of the routine rewrites it (file-store.ts; a running
 // scheduler once its history has grown 16 KiB past it).
 
+import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { checkFolder, readFileChecked, trustRoot } from '../fs/files.js';
@@ -66,9 +67,15 @@ function checkIndex(v: unknown): RoutineIndex | string {
 /** The routine's record as its history holds it: from `base` (its index) when the file is still
  * the one folded to that point, folded on from there when it only grew, else folded whole. null
  * when it has no history file. */
-function foldHistory(project: Project, id: string, base: RoutineIndex | null, warn: Warn): RoutineIndex | null {
+function foldHistory(
+  project: Project,
+  id: string,
+  base: RoutineIndex | null,
+  warn: Warn,
+  seen?: Stats | null,
+): RoutineIndex | null {
   const file = historyPath(project.stateDir, id);
-  const st = lstatQuiet(file);
+  const st = seen === undefined ? lstatQuiet(file) : seen;
   if (!st || !st.isFile()) return null;
   if (base && unmoved(base, st)) return base;
   // the bytes from `start` to the end, folded on top of `from`
@@ -143,12 +150,13 @@ export type IndexCache = Map<string, RoutineIndex>;
 /** One routine's current record (O(1) in the number of routines). */
 export function readRoutineIndexed(project: Project, id: string, warn: Warn, cache?: IndexCache): RoutineIndex | null {
   const cached = cache?.get(id);
-  let base = cached ?? null;
-  if (cached) {
-    const st = lstatQuiet(historyPath(project.stateDir, id));
-    if (!st || st.ino !== cached.ino || st.size < cached.size) base = null;
-  }
-  const folded = foldHistory(project, id, base ?? readIndex(project, id), warn);
+  // the look at the file that judged the cached base is the fold's look too (a base read from
+  // the index file instead is judged by a look after that read)
+  const st = cached ? lstatQuiet(historyPath(project.stateDir, id)) : undefined;
+  const base = cached && st && st.ino === cached.ino && st.size >= cached.size ? cached : null;
+  const folded = base
+    ? foldHistory(project, id, base, warn, st)
+    : foldHistory(project, id, readIndex(project, id), warn);
   if (cache) {
     if (folded) cache.set(id, folded);
     else cache.delete(id);
