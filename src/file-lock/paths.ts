@@ -3,7 +3,7 @@
 // the one holder whose lock_id it carries (heartbeat, children journal). `<key>.lock` is a view:
 // a hard link to the current holder's slot.
 
-import { join } from 'node:path';
+import { childPath } from '../fs/names.js';
 import { isLockId } from '../lock/record.js';
 
 /** Keys name files: an id's characters, never a path (the longest: a named lock's slot,
@@ -42,7 +42,7 @@ export function lockPaths(dir: string, key: string): LockPaths {
     dir,
     key,
     lockName,
-    lock: join(dir, lockName),
+    lock: childPath(dir, lockName),
     slotPrefix: `${key}.slot.`,
     beatPrefix: `${key}.beat.`,
     freePrefix: `${key}.free.`,
@@ -53,17 +53,17 @@ export function lockPaths(dir: string, key: string): LockPaths {
   };
 }
 
-export const slotPath = (p: LockPaths, generation: number): string => join(p.dir, `${p.slotPrefix}${generation}`);
-export const freePath = (p: LockPaths, generation: number): string => join(p.dir, `${p.freePrefix}${generation}`);
+export const slotPath = (p: LockPaths, generation: number): string => childPath(p.dir, `${p.slotPrefix}${generation}`);
+export const freePath = (p: LockPaths, generation: number): string => childPath(p.dir, `${p.freePrefix}${generation}`);
 
 export function beatPath(p: LockPaths, lockId: string): string {
   if (!isLockId(lockId)) throw new Error(`invalid lock id ${JSON.stringify(lockId)}`);
-  return join(p.dir, `${p.beatPrefix}${lockId}`);
+  return childPath(p.dir, `${p.beatPrefix}${lockId}`);
 }
 
 export function journalPath(p: LockPaths, lockId: string): string {
   if (!isLockId(lockId)) throw new Error(`invalid lock id ${JSON.stringify(lockId)}`);
-  return join(p.dir, `${p.childrenPrefix}${lockId}`);
+  return childPath(p.dir, `${p.childrenPrefix}${lockId}`);
 }
 
 // A key may contain dots (a routine id's history key), so another key's files can start with any

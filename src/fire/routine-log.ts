@@ -3,7 +3,7 @@
 // shown whole, as its last lines, as one run's section, or followed as it grows like `tail -F`
 // (through rotation and truncation).
 
-import { join } from 'node:path';
+import { childPath } from '../fs/names.js';
 import { ID_PATTERN } from '../config/types.js';
 import { CUT_LINE_PATTERN, CUT_LINE_PREFIX } from '../exec/capped-output.js';
 import { NotFoundError } from '../errors.js';
@@ -15,8 +15,8 @@ import { LastLines, RunFilter } from './log-frames.js';
 /** The files of a routine's log, the id checked before it becomes part of a path. */
 export function routineLogFiles(stateDir: string, id: string): { dir: string; current: string; rotated: string } {
   if (!ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
-  const dir = join(stateDir, 'logs');
-  const current = join(dir, `${id}.log`);
+  const dir = childPath(stateDir, 'logs');
+  const current = childPath(dir, `${id}.log`);
   return { dir, current, rotated: `${current}.1` };
 }
 

@@ -9,7 +9,7 @@
 // user whose environment holds the fire's `ROUTINELY_RUN_ID` (the open marker names the run; a
 // row or a file naming some other process cannot make us signal it, SPEC §12).
 
-import { join } from 'node:path';
+import { childPath } from '../fs/names.js';
 import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
@@ -22,7 +22,7 @@ import type { OpenFire } from '../state/routine-state.js';
 /** Marker ids are ours (randomHex); run ids as run-id.ts checks them: anything else is not looked up. */
 const MARKER_ID = /^[0-9a-f]{4,64}$/;
 
-const stopsDir = (stateDir: string): string => join(stateDir, 'stops');
+const stopsDir = (stateDir: string): string => childPath(stateDir, 'stops');
 
 /** How long past SIGKILL the stopper still waits for the group to go. */
 const KILL_WAIT_MS = 5_000;
@@ -36,7 +36,7 @@ export const whoText = (w: StopWho): string => (w.via === 'cli' ? `cli, pid ${w.
 export const stoppedReason = (who: string): string => `stopped by hand (${who})`;
 
 function requestPath(stateDir: string, markerId: string): string | null {
-  return MARKER_ID.test(markerId) ? join(stopsDir(stateDir), `${markerId}.json`) : null;
+  return MARKER_ID.test(markerId) ? childPath(stopsDir(stateDir), `${markerId}.json`) : null;
 }
 
 export function writeStopRequest(stateDir: string, markerId: string, who: StopWho): void {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { uptime } from 'node:os';
 import { unlinkQuiet } from '../fs/files.js';
 import { lstatQuiet, statExact } from '../fs/look.js';
-import { createMark, moveMark, removeMark, stampFolder } from '../fs/names.js';
+import { childPath, createMark, moveMark, removeMark, stampFolder } from '../fs/names.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { selfIdentity, systemProbe, type LivenessProbe, type ProcessIdentity } from '../process/identity.js';
 
@@ -87,10 +87,10 @@ const parkedOf = (markName: string): string => `${PARKED}${markName.slice(WRITIN
  * reads that. */
 export function beginAppend(dir: string): string | null {
   const name = markName();
-  const path = join(dir, name);
+  const path = childPath(dir, name);
   try {
     // (a mark left by this very process — a parking that failed — serves as well)
-    if (!parkedMoved(join(dir, parkedOf(name)), path)) createMark(path);
+    if (!parkedMoved(childPath(dir, parkedOf(name)), path)) createMark(path);
     return path;
   } catch {
     return null;
@@ -113,8 +113,8 @@ function parkedMoved(from: string, to: string): boolean {
  * the mark made and removed again (what a writer may do in the folder), else its times set to
  * now (which only its owner may do). */
 export function endAppend(dir: string, made: string | null): void {
-  if (made !== null && parkedMoved(made, join(dir, parkedOf(markName())))) return;
-  const path = join(dir, markName());
+  if (made !== null && parkedMoved(made, childPath(dir, parkedOf(markName())))) return;
+  const path = childPath(dir, markName());
   try {
     createMark(path);
     if (removeMark(path)) return;

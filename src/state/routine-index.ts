@@ -5,7 +5,7 @@
 // scheduler once its history has grown 16 KiB past it).
 
 import type { Stats } from 'node:fs';
-import { join } from 'node:path';
+import { childPath } from '../fs/names.js';
 import type { Project } from '../config/load.js';
 import { checkFolder, readFileChecked, trustRoot } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
@@ -167,7 +167,7 @@ export function readRoutineIndexed(project: Project, id: string, warn: Warn, cac
 export function checkFolders(project: Project): void {
   trustRoot(project.stateDir);
   checkFolder(project.stateDir);
-  checkFolder(join(project.stateDir, 'history'));
+  checkFolder(childPath(project.stateDir, 'history'));
 }
 
 /** One routine's record as the history holds it; undefined when it has none. */
