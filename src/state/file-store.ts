@@ -22,6 +22,8 @@ import {
   type HistoryEntry,
 } from './history.js';
 import { writeFileDurable } from '../fs/durable.js';
+import { childPath } from '../fs/names.js';
+import { keepMarksBetweenAppends, parkHeldMarks } from './history-stamp.js';
 import { ensureStateRoot } from './json-file.js';
 import { processGone } from '../process/identity.js';
 import { phasesPath, readPhasesFile } from './phases.js';
@@ -227,6 +229,9 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
     publisher.sweepEvery(SWEEP_EVERY_MS);
     publisher.holdWhileRunning();
   }
+  // a fire appends twice: its history mark stays named from one append to the next, and is
+  // parked before a rewrite stamps the history folder, and at the end (history-stamp.ts)
+  const stopKeeping = opts.longRunning ? keepMarksBetweenAppends() : null;
   return {
     read: async (warn) => readRoutineState(project, warn),
     readOne: async (id, warn) => readRoutine(project, id, warn, cache),
@@ -234,6 +239,10 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       await publisher.sync();
     },
     close: async () => {
+      if (stopKeeping) {
+        stopKeeping();
+        parkHeldMarks(childPath(project.stateDir, 'history'));
+      }
       await publisher.close();
       if (writes) writeLaggingIndexes(project, cache, writes, warnStore);
     },

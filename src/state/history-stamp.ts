@@ -79,6 +79,31 @@ function markName(): string {
 
 const parkedOf = (markName: string): string => `${PARKED}${markName.slice(WRITING.length)}`;
 
+/** How many long-running stores of this process keep its mark named `.writing.` from one
+ * append to the next (a scheduler, which appends twice a fire), and the folders where it is so. */
+let keepers = 0;
+const held = new Set<string>();
+
+/** From now on (until the returned function is called), this process's mark stays named
+ * `.writing.` after an append, until parkHeldMarks: two renames an append saved, at the cost of no
+ * stamp while it is so. */
+export function keepMarksBetweenAppends(): () => void {
+  keepers++;
+  let done = false;
+  return () => {
+    if (!done) keepers--;
+    done = true;
+  };
+}
+
+/** This process's marks kept named `.writing.` in `dir`, parked now (before a stamp is set, and
+ * as the process ends): the rename changes the folder after its last append, as endAppend's
+ * does. A mark found gone changes the folder another way (endAppend). */
+export function parkHeldMarks(dir: string): void {
+  if (!held.delete(dir)) return;
+  endAppend(dir, childPath(dir, markName()), false);
+}
+
 /** Before an append to a history in `dir`: the mark, to be parked after it (endAppend); null when
  * none could be made (no inode left): endAppend then touches the folder. The mark is this
  * process's parked one renamed (no file made: on ext4 without a journal a new file's inode is
@@ -88,6 +113,12 @@ const parkedOf = (markName: string): string => `${PARKED}${markName.slice(WRITIN
 export function beginAppend(dir: string): string | null {
   const name = markName();
   const path = childPath(dir, name);
+  // kept named so since this process's last append here: nothing to rename (a mark removed
+  // meanwhile, by someone who judged this process gone, is named again first)
+  if (held.has(dir)) {
+    if (lstatQuiet(path)) return path;
+    held.delete(dir);
+  }
   try {
     // (a mark left by this very process — a parking that failed — serves as well)
     if (!parkedMoved(childPath(dir, parkedOf(name)), path)) createMark(path);
@@ -112,7 +143,14 @@ function parkedMoved(from: string, to: string): boolean {
  * gone already (removed by someone who judged this process gone), the folder is changed anyway:
  * the mark made and removed again (what a writer may do in the folder), else its times set to
  * now (which only its owner may do). */
-export function endAppend(dir: string, made: string | null): void {
+export function endAppend(dir: string, made: string | null, keep = true): void {
+  // kept for the next append (a process that appends every second): still there, it keeps every
+  // stamp away until it is parked (parkHeldMarks), which changes the folder after this append
+  if (keep && keepers > 0 && made !== null && lstatQuiet(made)) {
+    held.add(dir);
+    return;
+  }
+  held.delete(dir);
   if (made !== null && parkedMoved(made, childPath(dir, parkedOf(markName())))) return;
   const path = childPath(dir, markName());
   try {

@@ -16,7 +16,7 @@ import { watchFolder } from '../fs/names.js';
 import { lstatQuiet } from '../fs/look.js';
 import { statExact } from '../fs/look.js';
 import { historyIdOf, historyIds, historyListing, historyPath } from './history.js';
-import { currentStamp, stampHistory, writersIn } from './history-stamp.js';
+import { currentStamp, parkHeldMarks, stampHistory, writersIn } from './history-stamp.js';
 import { writeFileDurable } from '../fs/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from './json-file.js';
 import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from './routine-state.js';
@@ -127,8 +127,13 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
       stamp: file.stamp,
     };
   // a writer keeps a stamp that still holds (the fold below is exact as of now, and nothing
-  // changed the folder since it), else sets one
-  let stamp = stamped && mode.stamp !== 'none' ? file.stamp : mode.stamp === 'set' ? stampHistory(dir) : null;
+  // changed the folder since it), else sets one — after parking its own mark, if it keeps one
+  // named `.writing.` between appends (a scheduler), which would keep any stamp away
+  const setStamp = (): string | null => {
+    parkHeldMarks(dir);
+    return stampHistory(dir);
+  };
+  let stamp = stamped && mode.stamp !== 'none' ? file.stamp : mode.stamp === 'set' ? setStamp() : null;
   const names = historyListing(project.stateDir);
   if (stamp !== null) {
     // a writer appending now (or one gone, whose mark is removed: a change after the stamp)

@@ -16,12 +16,16 @@ import {
 import {
   beginAppend,
   endAppend,
+  keepMarksBetweenAppends,
   markGone,
+  parkHeldMarks,
   markNameOf,
   PARKED,
   stampHistory,
   WRITING,
+  writersIn,
 } from '../../src/state/history-stamp.js';
+import { fileRoutineStore } from '../../src/state/file-store.js';
 import { historyPath } from '../../src/state/history.js';
 import { bootIdOfBoottime, selfIdentity, type LivenessProbe } from '../../src/process/identity.js';
 import type { Fire } from '../../src/state/routine-state.js';
@@ -236,6 +240,72 @@ describe('the history folder stamp', () => {
     expect(folderStamp(p)).toBe(stamp);
     endAppend(dir, made);
     expect(folderStamp(p)).not.toBe(stamp);
+  });
+});
+
+describe('a mark kept between appends (a scheduler)', () => {
+  it('stays named .writing from one append to the next, keeps every stamp away, and is parked before a rewrite stamps the folder and at the end', async () => {
+    const p = project();
+    const store = fileRoutineStore(p, { longRunning: true });
+    const dir = join(p.stateDir, 'history');
+    const name = markNameOf(selfIdentity());
+    try {
+      await store.recordFire('a', fire(1), () => {});
+      await store.recordFire('a', fire(2), () => {});
+      expect(marks(p)).toEqual([name]);
+      const ino = statSync(join(dir, name)).ino;
+      // appends while it is kept change no folder: and no stamp can be kept meanwhile
+      const stamp = stampHistory(dir);
+      await store.recordFire('a', fire(3), () => {});
+      expect(folderStamp(p)).toBe(stamp);
+      expect(statSync(join(dir, name)).ino).toBe(ino);
+      // another process's rewrite lists the folder after its stamp: a live writer, no stamp
+      expect(writersIn(dir, readdirSync(dir)).live).toBe(true);
+      // a rewrite of this process that would stamp parks it first: the folder changes after the
+      // last append, then the stamp holds
+      const before = folderStamp(p);
+      await publishRoutineState(p);
+      expect(folderStamp(p)).not.toBe(before);
+      expect(marks(p)).toEqual([]);
+      expect(stampIn(p)).toBe(folderStamp(p));
+      expect(writersIn(dir, readdirSync(dir)).live).toBe(false);
+      // the next append names it again (the folder changes: the stamp is gone for readers)
+      await store.recordFire('a', fire(4), () => {});
+      expect(marks(p)).toEqual([name]);
+      expect(folderStamp(p)).not.toBe(stampIn(p));
+      expect(readRoutineStateShown(p).routines.a?.counts.success).toBe(4);
+    } finally {
+      await store.close!();
+    }
+    // parked at the end, and a process that does not keep marks parks after each append again
+    expect(marks(p)).toEqual([]);
+    await recordFire(p, 'b', fire(5));
+    expect(marks(p)).toEqual([]);
+  });
+
+  it('removed under its writer (judged gone), it is named again before the next append, and a stamp set in between does not hold after it', () => {
+    const p = project();
+    const dir = join(p.stateDir, 'history');
+    mkdirSync(dir, { recursive: true });
+    const stop = keepMarksBetweenAppends();
+    try {
+      const made = beginAppend(dir)!;
+      endAppend(dir, made);
+      expect(existsSync(made)).toBe(true); // kept
+      rmSync(made);
+      const stamp = stampHistory(dir);
+      expect(beginAppend(dir)).toBe(made);
+      expect(existsSync(made)).toBe(true);
+      expect(folderStamp(p)).not.toBe(stamp);
+      // removed during the append: its end changes the folder
+      rmSync(made);
+      const again = stampHistory(dir);
+      endAppend(dir, made);
+      expect(folderStamp(p)).not.toBe(again);
+    } finally {
+      stop();
+      parkHeldMarks(dir);
+    }
   });
 });
 
