@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import type { Project } from '../config/load.js';
 import type { Lease } from '../lock/lease.js';
 import { checkFolder, readNoFollow, trustRoot } from '../fs/files.js';
-import { removeTree } from '../fs/names.js';
+import { childPath, removeTree } from '../fs/names.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
 import { RunStore, listRunIds, loadRun, runDir } from './run-store.js';
 import { type ExecStore, type RunWriter } from './store.js';
@@ -80,6 +80,6 @@ export function fileExecStore(project: Project): ExecStore {
       // the id is checked before it becomes a path; a link is removed, never its target
       removeTree(runDir(runs, runId));
     },
-    logPath: (runId, taskId) => join(runDir(runs, runId), `${taskId}.log`), // ids checked: no path
+    logPath: (runId, taskId) => childPath(runDir(runs, runId), `${taskId}.log`), // ids checked: no path
   };
 }

@@ -9,7 +9,7 @@ import { NotFoundError, StateIOError, UnsafePathError, stateWriteError } from '.
 import { STATE_FILE_CAP, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
 import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
-import { closeFd, makeFolder } from '../fs/names.js';
+import { childPath, closeFd, makeFolder } from '../fs/names.js';
 import { fdSize } from '../fs/look.js';
 import { ensureStateDir, readJsonState, writeJsonDurable } from '../state/json-file.js';
 import { TASK_STATUSES } from './registry.js';
@@ -40,7 +40,7 @@ export function runDir(runsDir: string, runId: string): string {
     throw new NotFoundError(
       `${JSON.stringify(runId)} is not a run id (expected r-<time>-<hex>, e.g. r-20261129T190000Z-7f3a)`,
     );
-  return join(runsDir, runId);
+  return childPath(runsDir, runId);
 }
 
 /** Newest first. Names that are not run ids are ignored. An id carries its second, then random
@@ -212,7 +212,7 @@ export class RunStore implements RunWriter {
   }
 
   logPath(taskId: string): string {
-    return join(this.dir, `${taskId}.log`);
+    return childPath(this.dir, `${taskId}.log`);
   }
 
   /** Creates the run folder (exclusively: a run id is never reused), the journal's first line
@@ -255,7 +255,6 @@ export class RunStore implements RunWriter {
 
   appendUnfencedSync(event: RunEvent): void {
     if (this.journalFd === null) return;
-    const path = join(this.dir, JOURNAL);
     const buf = Buffer.from(`${this.torn ? '\n' : ''}${JSON.stringify(event)}\n`, 'utf8');
     try {
       writeAll(this.journalFd, buf, null);
@@ -263,7 +262,7 @@ export class RunStore implements RunWriter {
       // Part of the line may have reached the file: the next line starts on a fresh one.
       this.torn = true;
       this.journalBytes = fdSize(this.journalFd);
-      throw stateWriteError(err, path, 'appending to');
+      throw stateWriteError(err, join(this.dir, JOURNAL), 'appending to');
     }
     this.torn = false;
     this.journalBytes += buf.length;
