@@ -19,8 +19,7 @@ import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { statFollow } from '../fs/look.js';
-import { renameOver } from '../fs/names.js';
-import { join } from 'node:path';
+import { childPath, renameOver } from '../fs/names.js';
 import type { LivenessProbe } from '../process/identity.js';
 import type { Lease, LockHooks, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
 import { LeaseState, giveUpLeadMs } from '../lock/lease-state.js';
@@ -142,7 +141,7 @@ export class FileLease extends LeaseState implements Lease {
     // fewer made and removed a lease); one that another acquirer took first, or that is not a
     // whole heartbeat file of ours, and the next, or a new file
     const beat = this.beatNow();
-    if (!spares.slice(0, 2).some((name) => reuseBeatFile(join(this.paths.dir, name), file, beat)))
+    if (!spares.slice(0, 2).some((name) => reuseBeatFile(childPath(this.paths.dir, name), file, beat)))
       createBeatFile(file, beat);
     this.beatCreated = true;
   }
@@ -427,7 +426,7 @@ export class FileLease extends LeaseState implements Lease {
       this.step('release:spare');
       const beat = beatPath(this.paths, this.rec.lock_id);
       try {
-        renameOver(beat, join(this.paths.dir, `${this.paths.sparePrefix}${randomHex(8)}`));
+        renameOver(beat, childPath(this.paths.dir, `${this.paths.sparePrefix}${randomHex(8)}`));
       } catch (err) {
         if (errnoCode(err) !== 'ENOENT')
           ioNotice(err, 'moving aside the heartbeat file', beat, 'the next holder makes a new one');

@@ -6,13 +6,12 @@
 // What is moved or removed here is named by the stale holder's own lock_id or generation, so a
 // reclaimer that stalls anywhere can only repeat work on files of a holder that is gone anyway.
 
-import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { readChildJournal } from './children.js';
 import { linkNew, readFileChecked, unlinkQuiet, writeNewFile, LOCK_FILE_CAP } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
-import { renameOver } from '../fs/names.js';
+import { childPath, renameOver } from '../fs/names.js';
 import { samePidSpace, type LivenessProbe } from '../process/identity.js';
 import { endOrphanGroups, lockMarker, type OrphanReport } from './orphans.js';
 import {
@@ -86,7 +85,7 @@ export function keepStaleCopy(ctx: ReclaimContext, text: string): string | null 
 }
 
 function staleName(ctx: ReclaimContext, i: number): string {
-  const base = join(ctx.paths.dir, `${ctx.paths.stalePrefix}${ctx.clock.now()}`);
+  const base = childPath(ctx.paths.dir, `${ctx.paths.stalePrefix}${ctx.clock.now()}`);
   return i === 0 ? base : `${base}-${i}`;
 }
 
@@ -135,7 +134,7 @@ export function pruneStaleFiles(paths: LockPaths, names?: readonly string[]): vo
     const [bm, bs] = stamp(b);
     return am - bm || as - bs;
   });
-  for (const n of list.slice(0, list.length - STALE_FILES_KEPT)) unlinkQuiet(join(paths.dir, n));
+  for (const n of list.slice(0, list.length - STALE_FILES_KEPT)) unlinkQuiet(childPath(paths.dir, n));
 }
 
 /** After taking slot `generation` (the listing `names` taken just after): once garbage has
@@ -177,7 +176,7 @@ export function collectGarbage(
   for (let g = generation - SLOTS_KEPT + 1; g < generation; g++) {
     try {
       const rec = parseLockRecord(
-        readFileChecked(join(paths.dir, `${paths.slotPrefix}${g}`), LOCK_FILE_CAP)?.text ?? '',
+        readFileChecked(childPath(paths.dir, `${paths.slotPrefix}${g}`), LOCK_FILE_CAP)?.text ?? '',
       );
       if (rec) keep.add(rec.lock_id);
     } catch {
@@ -186,24 +185,24 @@ export function collectGarbage(
   }
   const now = ctx.clock.now();
   const old = (name: string, ageMs: number): boolean => {
-    const st = lstatQuiet(join(paths.dir, name));
+    const st = lstatQuiet(childPath(paths.dir, name));
     return st !== null && now - st.mtimeMs > ageMs;
   };
   for (const name of names) {
     try {
       const g = slotGeneration(paths, name) ?? freeGeneration(paths, name);
       if (g !== null) {
-        if (g <= generation - SLOTS_KEPT) unlinkQuiet(join(paths.dir, name));
+        if (g <= generation - SLOTS_KEPT) unlinkQuiet(childPath(paths.dir, name));
         continue;
       }
       const owner = holderFileOwner(paths, name);
       if (owner !== null) {
-        if (!keep.has(owner)) unlinkQuiet(join(paths.dir, name));
+        if (!keep.has(owner)) unlinkQuiet(childPath(paths.dir, name));
         continue;
       }
       if (isSpareName(paths, name)) {
-        if (sparesLeft-- <= 0) unlinkQuiet(join(paths.dir, name));
-      } else if (isTempName(paths, name) && old(name, TEMP_MAX_AGE_MS)) unlinkQuiet(join(paths.dir, name));
+        if (sparesLeft-- <= 0) unlinkQuiet(childPath(paths.dir, name));
+      } else if (isTempName(paths, name) && old(name, TEMP_MAX_AGE_MS)) unlinkQuiet(childPath(paths.dir, name));
     } catch {
       // garbage collection is best effort
     }
@@ -217,7 +216,7 @@ export function highestStaleGeneration(paths: LockPaths, names: readonly string[
   for (const name of names) {
     if (!isStaleName(paths, name)) continue;
     try {
-      const rec = parseLockRecord(readFileChecked(join(paths.dir, name), LOCK_FILE_CAP)?.text ?? '');
+      const rec = parseLockRecord(readFileChecked(childPath(paths.dir, name), LOCK_FILE_CAP)?.text ?? '');
       if (rec && rec.generation > max) max = rec.generation;
     } catch {
       // unreadable: contributes nothing
