@@ -97,6 +97,8 @@ function openRoutineLog(project: Project, id: string): AppendFile {
   // its size as opened (0: a new log): past half its bound, it becomes `<id>.log.1`, and this
   // fire writes to a new one
   const size = log.size ?? 0;
+  // the first line of ours comes later (after the lock, the open marker): looked at then
+  log.size = null;
   if (size === 0 || size + runLogBytes <= routineLogBytes / 2) return log;
   try {
     renameOver(path, `${path}.1`);

@@ -393,10 +393,8 @@ export function checkFolder(dir: string): boolean {
  * one mkdir(2) per level (never Node's recursive mkdir); then checks the folder (checkFolder). */
 export function ensureDir(dir: string): void {
   const abs = NORMAL_ABSOLUTE.test(dir) ? dir : resolve(dir);
-  if (checked.has(abs)) {
-    checkFolder(abs); // still the folder checked before
-    return;
-  }
+  // still the folder checked before; gone (a folder below a root that was removed): made again
+  if (checked.has(abs) && checkFolder(abs)) return;
   if (PSEUDO_FS.some((p) => abs === p || abs.startsWith(`${p}/`))) {
     throw new UnsafePathError(
       `${abs} is on /${abs.split('/')[1]}, a kernel pseudo file system; choose a real folder for state and locks`,

@@ -22,8 +22,7 @@ import {
   type HistoryEntry,
 } from './history.js';
 import { writeFileDurable } from '../fs/durable.js';
-import { childPath } from '../fs/names.js';
-import { keepMarksBetweenAppends, parkHeldMarks } from './history-stamp.js';
+import { keepMarksBetweenAppends, parkAllHeldMarks } from './history-stamp.js';
 import { ensureStateRoot } from './json-file.js';
 import { processGone } from '../process/identity.js';
 import { phasesPath, readPhasesFile } from './phases.js';
@@ -215,6 +214,8 @@ export interface FileStoreOptions {
   /** A long-running process (the scheduler): the one writer of routine-state.json while it runs
    * (StatePublisher.holdWhileRunning), which also checks it against every history once a minute. */
   longRunning?: boolean;
+  /** How long after its last append a long-running store parks its history mark (2 s). */
+  parkMarksAfterMs?: number;
 }
 
 /** How often a long-running store checks routine-state.json against every history. */
@@ -231,7 +232,7 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
   }
   // a fire appends twice: its history mark stays named from one append to the next, and is
   // parked before a rewrite stamps the history folder, and at the end (history-stamp.ts)
-  const stopKeeping = opts.longRunning ? keepMarksBetweenAppends() : null;
+  const stopKeeping = opts.longRunning ? keepMarksBetweenAppends(opts.parkMarksAfterMs) : null;
   return {
     read: async (warn) => readRoutineState(project, warn),
     readOne: async (id, warn) => readRoutine(project, id, warn, cache),
@@ -241,7 +242,7 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
     close: async () => {
       if (stopKeeping) {
         stopKeeping();
-        parkHeldMarks(childPath(project.stateDir, 'history'));
+        parkAllHeldMarks();
       }
       await publisher.close();
       if (writes) writeLaggingIndexes(project, cache, writes, warnStore);

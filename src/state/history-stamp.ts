@@ -87,13 +87,39 @@ const held = new Set<string>();
 /** From now on (until the returned function is called), this process's mark stays named
  * `.writing.` after an append, until parkHeldMarks: two renames an append saved, at the cost of no
  * stamp while it is so. */
-export function keepMarksBetweenAppends(): () => void {
+export function keepMarksBetweenAppends(parkAfterMs = PARK_AFTER_MS): () => void {
+  parkAfter = parkAfterMs;
   keepers++;
   let done = false;
   return () => {
     if (!done) keepers--;
     done = true;
   };
+}
+
+/** A mark kept named `.writing.` is parked once this process has not appended for this long: a
+ * scheduler killed (SIGKILL) or stopped (SIGSTOP) between its bursts of fires leaves no mark that
+ * keeps every stamp away (a mark of another pid namespace is never removed here). */
+const PARK_AFTER_MS = 2_000;
+let parkAfter = PARK_AFTER_MS;
+let lastAppend = 0;
+let parkTimer: NodeJS.Timeout | null = null;
+
+function parkWhenIdle(): void {
+  lastAppend = performance.now();
+  if (parkTimer === null) parkTimer = setTimeout(parkIdle, parkAfter).unref();
+}
+
+function parkIdle(): void {
+  parkTimer = null;
+  const idle = performance.now() - lastAppend;
+  if (held.size > 0 && idle < parkAfter) parkTimer = setTimeout(parkIdle, parkAfter - idle).unref();
+  else parkAllHeldMarks();
+}
+
+/** Every mark this process keeps named `.writing.`, parked (as it stops). */
+export function parkAllHeldMarks(): void {
+  for (const dir of [...held]) parkHeldMarks(dir);
 }
 
 /** This process's marks kept named `.writing.` in `dir`, parked now (before a stamp is set, and
@@ -148,6 +174,7 @@ export function endAppend(dir: string, made: string | null, keep = true): void {
   // stamp away until it is parked (parkHeldMarks), which changes the folder after this append
   if (keep && keepers > 0 && made !== null && lstatQuiet(made)) {
     held.add(dir);
+    parkWhenIdle();
     return;
   }
   held.delete(dir);

@@ -2,7 +2,8 @@
 // a record sent again (a retry after a write that failed part-way, a spooled record) is stored
 // once, whether it closes an open fire or carries its own key; a long-running store's indexes.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
 import { fileRoutineStore, indexPath, readRoutine } from '../../src/state/file-store.js';
@@ -102,5 +103,23 @@ describe('indexLags', () => {
     // rotated, and the new file got the old inode number: shorter than the index's position
     expect(indexLags(at(7, 300), { ino: 7, size: 1000 })).toBe(false);
     expect(indexLags(at(7, 1100), undefined)).toBe(false);
+  });
+});
+
+describe('a history folder removed while a store records', () => {
+  it('is made again by the next record, which is kept (the folder was checked before, and is gone now)', async () => {
+    const project = loadProject({
+      cwd: testProject({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true' }] }),
+    });
+    const store = fileRoutineStore(project, { longRunning: true });
+    try {
+      await store.recordFire('a', fire(1), () => {});
+      rmSync(join(project.stateDir, 'history'), { recursive: true });
+      await store.recordFire('a', fire(2), () => {});
+      expect(readRoutine(project, 'a')?.counts.success).toBe(1);
+      expect(readFileSync(join(project.stateDir, 'history', 'a.jsonl'), 'utf8')).toContain(iso(2));
+    } finally {
+      await store.close!();
+    }
   });
 });

@@ -246,7 +246,8 @@ describe('the history folder stamp', () => {
 describe('a mark kept between appends (a scheduler)', () => {
   it('stays named .writing from one append to the next, keeps every stamp away, and is parked before a rewrite stamps the folder and at the end', async () => {
     const p = project();
-    const store = fileRoutineStore(p, { longRunning: true });
+    // (not parked for being idle while the test looks: that is the next test)
+    const store = fileRoutineStore(p, { longRunning: true, parkMarksAfterMs: 3_600_000 });
     const dir = join(p.stateDir, 'history');
     const name = markNameOf(selfIdentity());
     try {
@@ -281,6 +282,24 @@ describe('a mark kept between appends (a scheduler)', () => {
     expect(marks(p)).toEqual([]);
     await recordFire(p, 'b', fire(5));
     expect(marks(p)).toEqual([]);
+  });
+
+  it('is parked once its writer has not appended for a while (a scheduler killed or stopped between fires leaves none)', async () => {
+    const p = project();
+    const store = fileRoutineStore(p, { longRunning: true, parkMarksAfterMs: 100 });
+    const dir = join(p.stateDir, 'history');
+    try {
+      await store.recordFire('a', fire(1), () => {});
+      await store.recordFire('a', fire(2), () => {});
+      const stamp = stampHistory(dir);
+      // (waits for the timer, however late a loaded machine runs it)
+      for (let i = 0; i < 300 && marks(p).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(marks(p)).toEqual([]);
+      expect(existsSync(join(dir, `${PARKED}${markNameOf(selfIdentity()).slice(WRITING.length)}`))).toBe(true);
+      expect(folderStamp(p)).not.toBe(stamp);
+    } finally {
+      await store.close!();
+    }
   });
 
   it('removed under its writer (judged gone), it is named again before the next append, and a stamp set in between does not hold after it', () => {
