@@ -204,6 +204,17 @@ export interface AppendFile {
   size: number | null;
 }
 
+/** The folder `path` is in, made (0700) if missing and checked (ensureDir); an error as
+ * openAppendTo says it. */
+export function ensureFolderOf(path: string): void {
+  try {
+    ensureDir(dirname(path));
+  } catch (err) {
+    if (err instanceof UnsafePathError) throw err;
+    throw stateWriteError(err, path, 'appending to');
+  }
+}
+
 /** openAppend, with what the checks saw: the inode, and whether the descriptor reads too. */
 export function openAppendTo(path: string): AppendFile {
   let fd: number;

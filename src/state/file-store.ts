@@ -93,8 +93,7 @@ async function rotate(project: Project, id: string, warn: Warn): Promise<Routine
   }
 }
 
-/** The state folder checked (created when missing) before a history append; the history folder
- * is checked by the append itself (openAppendTo), so not twice here. */
+/** The state folder checked (made if missing) before a history append (which checks its own). */
 function beforeAppend(project: Project): void {
   trustRoot(project.stateDir);
   if (!checkFolder(project.stateDir)) ensureStateRoot(project.stateDir);

@@ -10,6 +10,7 @@
 
 import { join } from 'node:path';
 import { uptime } from 'node:os';
+import { monotonicMs } from '../clock.js';
 import { unlinkQuiet } from '../fs/files.js';
 import { lstatQuiet, statExact } from '../fs/look.js';
 import { childPath, createMark, moveMark, removeMark, stampFolder } from '../fs/names.js';
@@ -106,13 +107,13 @@ let lastAppend = 0;
 let parkTimer: NodeJS.Timeout | null = null;
 
 function parkWhenIdle(): void {
-  lastAppend = performance.now();
+  lastAppend = monotonicMs();
   if (parkTimer === null) parkTimer = setTimeout(parkIdle, parkAfter).unref();
 }
 
 function parkIdle(): void {
   parkTimer = null;
-  const idle = performance.now() - lastAppend;
+  const idle = monotonicMs() - lastAppend;
   if (held.size > 0 && idle < parkAfter) parkTimer = setTimeout(parkIdle, parkAfter - idle).unref();
   else parkAllHeldMarks();
 }

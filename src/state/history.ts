@@ -11,19 +11,11 @@
 import { checkFireEntry, type HistoryEntry } from './fire-entry.js';
 import { dirname, join, sep } from 'node:path';
 import { asStorageError, stateWriteError, UnsafePathError } from '../errors.js';
-import {
-  ensureDir,
-  linkNew,
-  namesIn,
-  readFileChecked,
-  readFileFrom,
-  STATE_FILE_CAP,
-  unlinkQuiet,
-} from '../fs/files.js';
+import { linkNew, namesIn, readFileChecked, readFileFrom, STATE_FILE_CAP, unlinkQuiet } from '../fs/files.js';
 import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { closeFd, renameOver } from '../fs/names.js';
-import { appendLineToFile, openAppendTo, writeFileDurable } from '../fs/durable.js';
+import { appendLineToFile, ensureFolderOf, openAppendTo, writeFileDurable } from '../fs/durable.js';
 import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
 import { beginAppend, endAppend } from './history-stamp.js';
 
@@ -224,13 +216,7 @@ export function readFireEntries(
  * its id makes the fold count it once. Marked in the folder while under way (history-stamp.ts). */
 export function appendHistoryLine(path: string, line: string): void {
   const dir = dirname(path);
-  // the folder checked (made again if it was removed) before the mark is made or renamed in it
-  try {
-    ensureDir(dir);
-  } catch (err) {
-    if (err instanceof UnsafePathError) throw err;
-    throw stateWriteError(err, path, 'appending to');
-  }
+  ensureFolderOf(path); // checked (made again if it was removed) before a mark is renamed in it
   const mark = beginAppend(dir);
   try {
     for (let attempt = 0; attempt < 3; attempt++) {
