@@ -217,9 +217,9 @@ export function ensureFolderOf(path: string): void {
 
 /** openAppend, with what the checks saw: the inode, and whether the descriptor reads too. */
 export function openAppendTo(path: string): AppendFile {
+  ensureFolderOf(path);
   let fd: number;
   try {
-    ensureDir(dirname(path));
     fd = openSync(
       path,
       (READS_ON_APPEND ? constants.O_RDWR : constants.O_WRONLY) |
@@ -410,9 +410,9 @@ export function reuseFileAs(from: string, to: string, buf: Buffer): boolean {
  * checked like every state file. */
 export function writeChecksummed(path: string, text: string): void {
   const buf = frameChecksummed(text);
+  ensureFolderOf(path);
   let fd: number;
   try {
-    ensureDir(dirname(path));
     fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   } catch (err) {
     throw stateWriteError(err, path);
