@@ -15,7 +15,7 @@ import { closeFd } from '../fs/names.js';
 import { fileSystemFull, realPath } from '../fs/look.js';
 import { writeText } from '../fs/durable.js';
 import { commandEnv, leftoverMessage, type ProcessResult } from './process.js';
-import { runGroupUnderLease, type GroupRun } from './group-run.js';
+import { runGroupUnderLease, withLockEnv, type GroupRun } from './group-run.js';
 import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
@@ -134,7 +134,8 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   const failures: unknown[] = [];
   // what every task's environment starts from: copied once per run (process.env is read key by
   // key through the runtime: copying it for each of 500 tasks cost 0.14 ms each)
-  const baseEnv = commandEnv(o.env ?? process.env, o.passEnv ?? []);
+  // with the lock's variables, which are the same for every task of the run
+  const baseEnv = withLockEnv(commandEnv(o.env ?? process.env, o.passEnv ?? []), o.lease);
   // the project root's real path, looked up once for the run (a root that is gone or moved
   // during the run stays the folder it was; looked up again by the next run)
   let realRoot: string | undefined;
@@ -155,7 +156,9 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
           env: { ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id },
           output: { fd: logFd, capBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
           timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
+          // aborted when the lease is lost (onLost above), so the only signal a task follows
           signal: stopper.signal,
+          signalFollowsLease: true,
           ...(o.killGraceMs !== undefined ? { killGraceMs: o.killGraceMs } : {}),
         });
         if (run.leftovers > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(run.leftovers, "the task's group")}\n`);

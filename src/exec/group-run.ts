@@ -18,6 +18,9 @@ export interface GroupSpec extends Omit<ProcessSpec, 'cwd' | 'signal' | 'killGra
   lockName?: string;
   /** Stops the command besides a lost lease (a timeout of the whole run, a shutdown, Ctrl-C). */
   signal?: AbortSignal;
+  /** `signal` is aborted whenever the lease's is (exec run's stop of the whole run): it alone is
+   * listened to, with no signal made for each command to follow both. */
+  signalFollowsLease?: boolean;
   killGraceMs?: number;
   /** After the lease has tracked the group, before anything else can happen. */
   onSpawn?: (pid: number) => void;
@@ -33,9 +36,28 @@ export interface GroupRun {
   cutBytes: number;
 }
 
+/** The lock's variables for a command (SPEC §4.3): `env` as it is when it has them already (exec
+ * run puts them in the environment all its tasks start from), else a copy with them. */
+export function withLockEnv(env: NodeJS.ProcessEnv | undefined, lease: Lease, lockName?: string): NodeJS.ProcessEnv {
+  const generation = String(lease.generation);
+  if (
+    env &&
+    env.ROUTINELY_LOCK_GENERATION === generation &&
+    env.ROUTINELY_LOCK_ID === lease.lockId &&
+    (lockName === undefined || env.ROUTINELY_LOCK_NAME === lockName)
+  )
+    return env;
+  return {
+    ...env,
+    ...(lockName !== undefined ? { ROUTINELY_LOCK_NAME: lockName } : {}),
+    ROUTINELY_LOCK_GENERATION: generation,
+    ROUTINELY_LOCK_ID: lease.lockId,
+  };
+}
+
 /** Runs `spec` under `lease` (none: a routine that is not exclusive) and ends its group. */
 export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): Promise<GroupRun> {
-  const { cwd, lockName, signal, killGraceMs, onSpawn, env, ...rest } = spec;
+  const { cwd, lockName, signal, signalFollowsLease, killGraceMs, onSpawn, env, ...rest } = spec;
   if (typeof cwd === 'object') {
     const process: ProcessResult = {
       exitCode: 127,
@@ -63,19 +85,15 @@ export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): 
     const spent = monotonicMs() - (lostAt ?? monotonicMs());
     return Math.max(0, Math.min(grace, lease.lost.graceMs - spent));
   };
-  const link = anySignal(...[lease?.signal, signal].filter((s): s is AbortSignal => s !== undefined));
+  const link =
+    signal && signalFollowsLease
+      ? { signal, unlink: () => {} }
+      : anySignal(...[lease?.signal, signal].filter((s): s is AbortSignal => s !== undefined));
   let childPid: number | null = null;
   const result = await runProcess({
     ...rest,
     ...(cwd !== undefined ? { cwd } : {}),
-    env: lease
-      ? {
-          ...env,
-          ...(lockName !== undefined ? { ROUTINELY_LOCK_NAME: lockName } : {}),
-          ROUTINELY_LOCK_GENERATION: String(lease.generation),
-          ROUTINELY_LOCK_ID: lease.lockId,
-        }
-      : env,
+    env: lease ? withLockEnv(env, lease, lockName) : env,
     signal: link.signal,
     killGraceMs: graceNow,
     onSpawn: (pid) => {

@@ -59,8 +59,18 @@ export interface Registry {
 
 export const emptyRegistry = (): Registry => ({ version: 1, updated_at: null, active_runs: [], tasks: {} });
 
+/** Hashes already taken, by definition object: a run hashes each task when the registry is
+ * synced and again when the run is created (config objects are never changed once loaded). */
+const hashes = new WeakMap<TaskDef, string>();
+
 /** Content hash of a definition: key order does not matter, every value does. */
 export function taskHash(def: TaskDef): string {
+  let hash = hashes.get(def);
+  if (hash === undefined) hashes.set(def, (hash = hashOf(def)));
+  return hash;
+}
+
+function hashOf(def: TaskDef): string {
   const canonical = (v: unknown): unknown =>
     v && typeof v === 'object' && !Array.isArray(v)
       ? Object.fromEntries(

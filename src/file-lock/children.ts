@@ -14,6 +14,7 @@ import { isChildGroup, type ChildGroup } from '../lock/record.js';
 
 export class ChildJournal {
   private fd: number | null = null;
+  private where: string | undefined;
   readonly path: string;
 
   constructor(
@@ -38,9 +39,11 @@ export class ChildJournal {
         // ours, writable by us alone, in a folder of ours (openAppend's checks).
         this.fd = openAppend(this.path);
       }
-      const line = { ...child, host: this.probe.host, boot_id: this.probe.bootId, pid_ns: this.probe.pidNs ?? null };
+      // what JSON.stringify({ ...child, host, boot_id, pid_ns }) gives, the host's part made once
+      this.where ??= `,"host":${JSON.stringify(this.probe.host)},"boot_id":${JSON.stringify(this.probe.bootId)},"pid_ns":${JSON.stringify(this.probe.pidNs ?? null)}}`;
+      const line = `\n{"pid":${pid},"start_time":${JSON.stringify(child.start_time)}${this.where}\n`;
       // every byte: writeAll loops over short writes (a filling disk)
-      writeAll(this.fd, Buffer.from(`\n${JSON.stringify(line)}\n`));
+      writeAll(this.fd, Buffer.from(line));
     } catch (err) {
       // see above
       ioNotice(

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runGroupUnderLease } from '../../src/exec/group-run.js';
+import { runGroupUnderLease, withLockEnv } from '../../src/exec/group-run.js';
 import { processGone } from '../../src/process/identity.js';
 import { trustRoot } from '../../src/fs/files.js';
 import { fileLockBackend } from '../../src/file-lock/backend.js';
@@ -63,6 +63,34 @@ describe('runGroupUnderLease', () => {
     });
     expect(stopped.stoppedBy).toBe('stop');
     expect(stopped.process.canceled).toBe(true);
+    await lease.release();
+  });
+
+  it("gives a command the lock's variables, copying its environment only when they are not in it", async () => {
+    const lease = await leaseIn(testdir());
+    const vars = { ROUTINELY_LOCK_GENERATION: String(lease.generation), ROUTINELY_LOCK_ID: lease.lockId };
+    const base = { PATH: '/bin' };
+    const given = withLockEnv(base, lease);
+    expect(given).toEqual({ ...base, ...vars });
+    expect(base).toEqual({ PATH: '/bin' });
+    // exec run's environment has them already: taken as it is, for each of its tasks
+    expect(withLockEnv(given, lease)).toBe(given);
+    // a task's own env that names them otherwise, or a lock named to the command, gets a copy
+    const spoofed = { ...given, ROUTINELY_LOCK_ID: 'f'.repeat(32) };
+    expect(withLockEnv(spoofed, lease)).toEqual({ ...base, ...vars });
+    expect(withLockEnv(given, lease, 'db')).toEqual({ ...base, ...vars, ROUTINELY_LOCK_NAME: 'db' });
+    // the lease's signal aborts the caller's signal too (exec run's stop): only that one is followed
+    const stop = new AbortController();
+    lease.signal.addEventListener('abort', () => stop.abort(lease.signal.reason), { once: true });
+    setTimeout(() => stop.abort('stopped by the test'), 100);
+    const r = await runGroupUnderLease(lease, {
+      file: 'sleep 30',
+      shell: true,
+      signal: stop.signal,
+      signalFollowsLease: true,
+      killGraceMs: 500,
+    });
+    expect(r.stoppedBy).toBe('stop');
     await lease.release();
   });
 

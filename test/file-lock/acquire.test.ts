@@ -20,6 +20,7 @@ import { acquireFileLease } from '../../src/file-lock/wait.js';
 import { systemProbe } from '../../src/process/identity.js';
 import { parseLockRecord, serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
 import { breakStaleLock, readLockStatus } from '../../src/file-lock/status.js';
+import { readChildJournal } from '../../src/file-lock/children.js';
 import { processRuns, eventually } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 
@@ -492,7 +493,13 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     lease.trackChild(child.pid!);
     const rec = readLockStatus({ lockDir: dir, key: 'exec-run' }).record!;
     expect(rec.owner.children).toEqual([{ pid: child.pid, start_time: expect.any(String) }]);
-    expect(readFileSync(join(dir, `exec-run.children.${lease.lockId}`), 'utf8')).toContain(`"pid":${child.pid}`);
+    // one line, as JSON.stringify writes the group with this host's facts, read back by a reclaimer
+    const journal = join(dir, `exec-run.children.${lease.lockId}`);
+    const probe = systemProbe();
+    const line = { pid: child.pid, start_time: rec.owner.children![0]!.start_time };
+    const where = { host: probe.host, boot_id: probe.bootId, pid_ns: probe.pidNs ?? null };
+    expect(readFileSync(journal, 'utf8')).toBe(`\n${JSON.stringify({ ...line, ...where })}\n`);
+    expect(readChildJournal(journal, probe)).toEqual([line]);
   });
 });
 
