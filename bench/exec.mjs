@@ -22,6 +22,9 @@ export async function execBenchmarks({ quick = false } = {}) {
   const xargs = [];
   const floor = [];
   const piped = [];
+  // a spawner that is not Node: only where perl is (Debian's perl-base always is)
+  const hasPerl = spawnSync('perl', ['-e', '0']).status === 0;
+  const perl = [];
   for (let r = 0; r < rounds; r++) {
     const dir = project(500);
     ours.push(measureCommand(process.execPath, [cli, 'exec', 'run', '--parallel', '4'], { cwd: dir }));
@@ -32,6 +35,10 @@ export async function execBenchmarks({ quick = false } = {}) {
     piped.push(
       measureCommand(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-floor.mjs'), 'pipe'], { cwd: dir }),
     );
+    if (hasPerl)
+      perl.push(
+        measureCommand(process.execPath, [resolve(import.meta.dirname, 'workers/spawn-perl.mjs')], { cwd: dir }),
+      );
     rmSync(dir, { recursive: true, force: true });
   }
   const med = (xs, k) => median(xs.map((x) => x[k]));
@@ -43,6 +50,8 @@ export async function execBenchmarks({ quick = false } = {}) {
   const fc = med(floor, 'cpuMs');
   const p = med(piped, 'wallMs');
   const pc = med(piped, 'cpuMs');
+  const sc = hasPerl ? med(perl, 'cpuMs') : null;
+  const s = hasPerl ? med(perl, 'wallMs') : null;
   table(
     `500 trivial tasks (sh -c true), 4 at a time (median of ${rounds}, process start included): CPU ms (user + system, the runner and every task) and wall ms`,
     ['runner', 'CPU ms', 'CPU ratio', 'wall ms', 'wall ratio'],
@@ -62,6 +71,17 @@ export async function execBenchmarks({ quick = false } = {}) {
         fmt(p),
         `${fmt(p / x, 2)}x`,
       ],
+      ...(hasPerl
+        ? [
+            [
+              'tasks started by a resident perl (output piped to the log), Node sending a line a task',
+              fmt(sc),
+              `${fmt(sc / xc, 2)}x`,
+              fmt(s),
+              `${fmt(s / x, 2)}x`,
+            ],
+          ]
+        : []),
       ['routinely exec run --parallel 4', fmt(oc), `${fmt(oc / xc, 2)}x`, fmt(o), `${fmt(o / x, 2)}x`],
     ],
   );
@@ -69,6 +89,10 @@ export async function execBenchmarks({ quick = false } = {}) {
   console.log(
     `  the piped loop / the bare loop: ${fmt(pc / fc, 2)}x CPU; routinely / the piped loop: ${fmt(oc / pc, 2)}x`,
   );
+  if (hasPerl)
+    console.log(
+      `  the perl spawner / the bare loop: ${fmt(sc / fc, 2)}x CPU; / the piped loop: ${fmt(sc / pc, 2)}x (a spawner outside Node, before any bookkeeping)`,
+    );
 
   // why a Node runner pays more per task than xargs, and more the bigger it is: the fork
   const sizes = [0, 25, 100].map((mb) => {
