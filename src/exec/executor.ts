@@ -173,7 +173,8 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         gen,
         iso(o.clock),
         state.run_id,
-        relative(o.root, logPath),
+        // the log as the project sees it, worked out only for a message that names it
+        () => relative(o.root, logPath),
         stoppedBy,
         def.timeoutSeconds,
       );
@@ -288,7 +289,7 @@ function finishEvent(
   gen: number,
   at: string,
   runId: string,
-  logPath: string,
+  logPath: () => string,
   stoppedBy: StopCause | null,
   timeoutSeconds: number | undefined,
 ): RunEvent {
@@ -301,7 +302,7 @@ function finishEvent(
     signal: r.signal,
     duration_ms: Math.round(r.durationMs),
   };
-  const logHint = `see ${logPath}`;
+  const logHint = (): string => `see ${logPath()}`;
   let status: TaskStatus;
   let why: Why | null = null;
   if (r.canceled) {
@@ -322,7 +323,7 @@ function finishEvent(
     why = {
       why_code: 'TASK_TIMEOUT',
       why: `timed out (timeoutSeconds: ${timeoutSeconds})`,
-      next: `${logHint}; raise timeoutSeconds or fix the task, then: routinely exec resume ${runId}`,
+      next: `${logHint()}; raise timeoutSeconds or fix the task, then: routinely exec resume ${runId}`,
     };
   } else if (r.reason === 'spawn-error') {
     status = 'failed';
@@ -339,7 +340,7 @@ function finishEvent(
     why = {
       why_code: 'TASK_FAILED',
       why: `the command ${how}`,
-      next: `${logHint}; fix it, then: routinely exec resume ${runId}`,
+      next: `${logHint()}; fix it, then: routinely exec resume ${runId}`,
     };
   }
   return { ...base, status, ...(why ?? {}) };
