@@ -5,6 +5,12 @@ import { createRequire } from 'node:module';
 
 const lazyRequire = createRequire(import.meta.url);
 
+/** The flags set while the process runs. Only flags V8 reads at each decision may be: the
+ * collector's are read once, as the heap starts (`--single-threaded-gc` set later aborts the
+ * process at the end of its next incremental collection, V8's "Check failed:
+ * concurrent_marking_handle_"; test/cli/baseline-tiers.test.ts). */
+export const RUNTIME_V8_FLAGS = '--max-opt=1';
+
 /** JavaScript runs in V8's interpreter and baseline compiler only: TurboFan's compiles cost these
  * commands more than the faster code gives back — measured with `--max-opt=1` against none, CPU
  * time: `validate` of 1 000 routines from the cache −12 %, validating them −23 %, `routine list`
@@ -13,12 +19,9 @@ const lazyRequire = createRequire(import.meta.url);
  * binary, its zones, the optimized code; docs/benchmarks.md). Process-wide; set before the work
  * it is for. Not for the short answers from the cache (`lock`, `routine list` with few records):
  * node:v8 loads Node's streams (≈ 1.4 ms), which those never need, and they gain nothing. */
-export function stayInBaselineTiers(opts: { singleThreadedGc?: boolean } = {}): void {
+export function stayInBaselineTiers(): void {
   try {
-    // `singleThreadedGc`: the collector's helper threads cost a short process more CPU than they
-    // save it (`routine list` of 1 000 records: −1.0 ms of 32, 3 × 100 runs)
-    const flags = opts.singleThreadedGc ? '--max-opt=1 --single-threaded-gc' : '--max-opt=1';
-    (lazyRequire('node:v8') as typeof import('node:v8')).setFlagsFromString(flags);
+    (lazyRequire('node:v8') as typeof import('node:v8')).setFlagsFromString(RUNTIME_V8_FLAGS);
   } catch {
     // a runtime without the flag simply optimizes
   }
