@@ -63,8 +63,7 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   const { stateDir, lockDir } = found.project;
   // hundreds of records: loops hot enough for TurboFan, whose compiles cost more CPU than this
   // process lives to gain (baseline-tiers.ts); set before the first of them
-  if ((lstatQuiet(statePath({ stateDir }))?.size ?? 0) >= BIG_INDEX_BYTES)
-    stayInBaselineTiers();
+  if ((lstatQuiet(statePath({ stateDir }))?.size ?? 0) >= BIG_INDEX_BYTES) stayInBaselineTiers();
   const cache = readListCache(stateDir, found.key);
   const now = Date.now();
   if (!cache || now < cache.written_at) return null;
