@@ -29,9 +29,15 @@ describe('the V8 flags set at run time', () => {
     expect(r.stdout.trim()).toBe('alive');
   }, 60_000);
 
-  it('(the harm this guards against: the collector flag set late aborts the same process)', () => {
-    const r = churnAfter(`${RUNTIME_V8_FLAGS} --single-threaded-gc`);
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toMatch(/Check failed/);
-  }, 60_000);
+  // Node 20's V8 aborts when that flag is set late; shown there, so the churn above is known to
+  // reach the collection that would abort (a later V8 may not abort at all: nothing to show)
+  it.runIf(process.versions.node.startsWith('20.'))(
+    '(the harm it guards against: the collector flag set late aborts the same process)',
+    () => {
+      const r = churnAfter(`${RUNTIME_V8_FLAGS} --single-threaded-gc`);
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toMatch(/Check failed/);
+    },
+    60_000,
+  );
 });

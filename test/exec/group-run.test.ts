@@ -2,7 +2,7 @@
 // processes and a real file lock: the lock named to the command, what is left of its group ended
 // and counted, who stopped it, and a missing folder that starts nothing.
 
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runGroupUnderLease, withLockEnv } from '../../src/exec/group-run.js';
@@ -10,6 +10,7 @@ import { processGone } from '../../src/process/identity.js';
 import { trustRoot } from '../../src/fs/files.js';
 import { fileLockBackend } from '../../src/file-lock/backend.js';
 import type { Lease } from '../../src/lock/lease.js';
+import { parseLockRecord, serializeLockRecord } from '../../src/lock/record.js';
 import { testdir } from '../helpers/testdir.js';
 
 async function leaseIn(dir: string): Promise<Lease> {
@@ -92,6 +93,30 @@ describe('runGroupUnderLease', () => {
     });
     expect(r.stoppedBy).toBe('stop');
     await lease.release();
+  });
+
+  it("with only the caller's signal followed, a lost lease still stops the command, and says so", async () => {
+    const dir = testdir();
+    const lease = await leaseIn(dir);
+    const stop = new AbortController();
+    lease.signal.addEventListener('abort', () => stop.abort(lease.signal.reason), { once: true });
+    // someone else's record where ours was: the next refresh finds the lease lost
+    const view = join(dir, 'locks', 'exec-run.lock');
+    const theirs = { ...parseLockRecord(readFileSync(view, 'utf8'))!, lock_id: 'e'.repeat(32), generation: 99 };
+    setTimeout(() => {
+      writeFileSync(view, serializeLockRecord(theirs));
+      lease.refresh();
+    }, 100);
+    const r = await runGroupUnderLease(lease, {
+      file: 'sleep 30',
+      shell: true,
+      signal: stop.signal,
+      signalFollowsLease: true,
+      killGraceMs: 500,
+    });
+    expect(lease.lost).not.toBeNull();
+    expect(r.stoppedBy).toBe('lock');
+    expect(r.process.canceled).toBe(true);
   });
 
   it('starts nothing in a folder that is not there, and says why (exit 127, as a shell would)', async () => {
