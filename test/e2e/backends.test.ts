@@ -190,7 +190,10 @@ describe.each(backends)('%s backend', (kind) => {
     });
     const s = startCli(['scheduler', 'start'], { cwd: dir });
     await s.waitFor(/\[routine\] succeeded tick/);
-    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 2.5'], { cwd: dir });
+    // waiting its turn: a fire of this second may be queued for the lock first (fail would be refused)
+    const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 2.5'], {
+      cwd: dir,
+    });
     await holder.waitFor(/holding/);
     await s.waitFor(/\[routine\] skipped tick: exec busy/);
     await holder.exited;

@@ -137,7 +137,11 @@ describe('scheduler start --http (file backend)', () => {
     await s.waitFor(/\[routine\] failed bad: exit code 3/);
 
     // busy skips: the exec lock held by hand while the per-second routines fire
-    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 60'], { cwd: project, env });
+    // waiting its turn: a fire of this second may be queued for the lock first (fail would be refused)
+    const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 60'], {
+      cwd: project,
+      env,
+    });
     await holder.waitFor(/holding/);
     // skips logged from now on (ok and bad also meet each other at the same second)
     const mark = s.stdout().length;

@@ -80,10 +80,13 @@ describe('the scheduler notifies', () => {
     );
     expect(hook.payloads().filter((p) => p.routine === 'quiet')).toEqual([]);
 
-    // hold the exec lock: every routine is skipped; `blocked` is starved once, after 3 skips
-    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -f go ]; do sleep 0.05; done'], {
-      cwd: project,
-    });
+    // hold the exec lock: every routine is skipped; `blocked` is starved once, after 3 skips.
+    // Waiting its turn: fires of this second may be queued for the lock (they come first), and
+    // `--if-busy fail` would then be refused at once
+    const holder = startCli(
+      ['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; while [ ! -f go ]; do sleep 0.05; done'],
+      { cwd: project },
+    );
     await holder.waitFor(/holding/);
     await s.waitFor(
       /skipped blocked: exec busy[^]*skipped blocked: exec busy[^]*skipped blocked: exec busy[^]*skipped blocked: exec busy/,

@@ -33,8 +33,11 @@ describe('scheduler start', () => {
     await s.waitFor(/\[scheduler\] started \(2 routines\)/);
     await s.waitFor(/\[routine\] succeeded tick in \d+\.\ds/);
     await s.waitFor(/\[routine\] failed bad: exit code 3 in \d+\.\ds/);
-    // hold the exec lock by hand: the next ticks meet a busy lock
-    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 2.5'], { cwd: project });
+    // hold the exec lock by hand: the next ticks meet a busy lock (waiting its turn: a fire of
+    // this second may be queued for the lock first, and --if-busy fail would be refused)
+    const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 2.5'], {
+      cwd: project,
+    });
     await holder.waitFor(/holding/);
     await s.waitFor(/\[routine\] skipped tick: exec busy/);
     await eventually(() => stateOf(project).routines.tick?.last_result === 'skipped', 10_000, 'skip recorded');
