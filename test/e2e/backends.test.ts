@@ -190,7 +190,7 @@ describe.each(backends)('%s backend', (kind) => {
     });
     const s = startCli(['scheduler', 'start'], { cwd: dir });
     await s.waitFor(/\[routine\] succeeded tick/);
-    // waiting its turn: a fire of this second may be queued for the lock first (fail would be refused)
+    // waiting its turn: a fire of this second may hold the lock, or be queued for it (fail: refused)
     const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 2.5'], {
       cwd: dir,
     });

@@ -29,7 +29,10 @@ describe('the design, as a user checks it', () => {
     expect((await runCli(['routine', 'run', 'bad'], { cwd: dir })).code).toBe(1);
     const s = startCli(['scheduler', 'start'], { cwd: dir });
     await s.waitFor(/\[routine\] succeeded tick/);
-    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 30'], { cwd: dir });
+    // waiting its turn: a fire of this second may hold the lock for a moment (fail would be refused)
+    const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 30'], {
+      cwd: dir,
+    });
     await holder.waitFor(/holding/);
     // the log line, with its ISO-8601 UTC timestamp; what follows "exec busy" names the holder
     const skipped = (await s.waitFor(/^(\S+) \[routine\] skipped tick: exec busy( \(held by [^)]+\))?$/m))[1]!;

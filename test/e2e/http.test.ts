@@ -137,7 +137,7 @@ describe('scheduler start --http (file backend)', () => {
     await s.waitFor(/\[routine\] failed bad: exit code 3/);
 
     // busy skips: the exec lock held by hand while the per-second routines fire
-    // waiting its turn: a fire of this second may be queued for the lock first (fail would be refused)
+    // waiting its turn: a fire of this second may hold the lock, or be queued for it (fail: refused)
     const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 60'], {
       cwd: project,
       env,

@@ -81,8 +81,8 @@ describe('the scheduler notifies', () => {
     expect(hook.payloads().filter((p) => p.routine === 'quiet')).toEqual([]);
 
     // hold the exec lock: every routine is skipped; `blocked` is starved once, after 3 skips.
-    // Waiting its turn: fires of this second may be queued for the lock (they come first), and
-    // `--if-busy fail` would then be refused at once
+    // Waiting its turn: a fire of this second may hold the lock, or others be queued for it
+    // (they come first), and `--if-busy fail` would then be refused at once
     const holder = startCli(
       ['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; while [ ! -f go ]; do sleep 0.05; done'],
       { cwd: project },

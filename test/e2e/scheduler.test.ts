@@ -34,7 +34,7 @@ describe('scheduler start', () => {
     await s.waitFor(/\[routine\] succeeded tick in \d+\.\ds/);
     await s.waitFor(/\[routine\] failed bad: exit code 3 in \d+\.\ds/);
     // hold the exec lock by hand: the next ticks meet a busy lock (waiting its turn: a fire of
-    // this second may be queued for the lock first, and --if-busy fail would be refused)
+    // this second may hold the lock, or be queued for it, and --if-busy fail would be refused)
     const holder = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'sh', '-c', 'echo holding; sleep 2.5'], {
       cwd: project,
     });
