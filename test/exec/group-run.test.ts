@@ -24,6 +24,24 @@ async function leaseIn(dir: string): Promise<Lease> {
   return got.lease;
 }
 
+/** `sleep 30` under `lease`, following only a stop signal that the lease's loss aborts too (as
+ * exec run's is); `meanwhile` is given that stop once the command is on its way. */
+function sleepFollowingStop(
+  lease: Lease,
+  meanwhile: (stop: AbortController) => void,
+): ReturnType<typeof runGroupUnderLease> {
+  const stop = new AbortController();
+  lease.signal.addEventListener('abort', () => stop.abort(lease.signal.reason), { once: true });
+  meanwhile(stop);
+  return runGroupUnderLease(lease, {
+    file: 'sleep 30',
+    shell: true,
+    signal: stop.signal,
+    signalFollowsLease: true,
+    killGraceMs: 500,
+  });
+}
+
 describe('runGroupUnderLease', () => {
   it('names the lock to the command and ends what its group left running (counted)', async () => {
     const dir = testdir();
@@ -81,16 +99,7 @@ describe('runGroupUnderLease', () => {
     expect(withLockEnv(spoofed, lease)).toEqual({ ...base, ...vars });
     expect(withLockEnv(given, lease, 'db')).toEqual({ ...base, ...vars, ROUTINELY_LOCK_NAME: 'db' });
     // the lease's signal aborts the caller's signal too (exec run's stop): only that one is followed
-    const stop = new AbortController();
-    lease.signal.addEventListener('abort', () => stop.abort(lease.signal.reason), { once: true });
-    setTimeout(() => stop.abort('stopped by the test'), 100);
-    const r = await runGroupUnderLease(lease, {
-      file: 'sleep 30',
-      shell: true,
-      signal: stop.signal,
-      signalFollowsLease: true,
-      killGraceMs: 500,
-    });
+    const r = await sleepFollowingStop(lease, (stop) => setTimeout(() => stop.abort('stopped by the test'), 100));
     expect(r.stoppedBy).toBe('stop');
     await lease.release();
   });
@@ -98,22 +107,15 @@ describe('runGroupUnderLease', () => {
   it("with only the caller's signal followed, a lost lease still stops the command, and says so", async () => {
     const dir = testdir();
     const lease = await leaseIn(dir);
-    const stop = new AbortController();
-    lease.signal.addEventListener('abort', () => stop.abort(lease.signal.reason), { once: true });
     // someone else's record where ours was: the next refresh finds the lease lost
     const view = join(dir, 'locks', 'exec-run.lock');
     const theirs = { ...parseLockRecord(readFileSync(view, 'utf8'))!, lock_id: 'e'.repeat(32), generation: 99 };
-    setTimeout(() => {
-      writeFileSync(view, serializeLockRecord(theirs));
-      lease.refresh();
-    }, 100);
-    const r = await runGroupUnderLease(lease, {
-      file: 'sleep 30',
-      shell: true,
-      signal: stop.signal,
-      signalFollowsLease: true,
-      killGraceMs: 500,
-    });
+    const r = await sleepFollowingStop(lease, () =>
+      setTimeout(() => {
+        writeFileSync(view, serializeLockRecord(theirs));
+        lease.refresh();
+      }, 100),
+    );
     expect(lease.lost).not.toBeNull();
     expect(r.stoppedBy).toBe('lock');
     expect(r.process.canceled).toBe(true);
