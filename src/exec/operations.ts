@@ -396,19 +396,13 @@ async function resumeWith(
     defs,
     async (held) => {
       const { clock, lease, store, registry } = held;
-      const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store);
+      const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store, true);
       // (without RUN_ID the lock named the run that was newest before it was taken; another may
       // have become it meanwhile: the heartbeat names the one resumed)
       if (run && runId === undefined) lease.annotate({ run_id: run.run_id });
       if (!run) return { kind: 'nothing' as const, ...(await nothingInterrupted(store)) };
       if (run.status === 'SUCCEEDED')
         return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
-      if (run.status === 'RUNNING' && ownerAlive(run)) {
-        return {
-          kind: 'nothing' as const,
-          why: `nothing to resume: run ${run.run_id} is still running (pid ${run.owner.pid})`,
-        };
-      }
       await lease.raiseGeneration(run.generation + 1);
       const defById = new Map(defs.map((d) => [d.task.id, d.task]));
       const reset: Record<string, string> = {};
@@ -469,7 +463,7 @@ async function resumeWith(
       const carried = { ...held, state, defs: defById, resuming: true };
       return { kind: 'run' as const, ...(await runAndRecord(ctx, opts, carried)) };
     },
-    async (_clock, store) => (about = runId ?? (await findResumable(store))?.run_id ?? null),
+    async (_clock, store) => (about = runId ?? (await findResumable(store, false))?.run_id ?? null),
   );
   // the conflict's `next` resumes the run it was about, never "the newest" (another, later)
   if (r.kind === 'busy') return { kind: 'conflict', busy: r.busy, runId: about };
@@ -478,8 +472,10 @@ async function resumeWith(
   return { kind: 'done', ...done };
 }
 
-/** The newest run that is INTERRUPTED, ABORTED, or RUNNING with a dead owner. */
-async function findResumable(store: ExecStore): Promise<RunState | null> {
+/** The newest run that is INTERRUPTED, ABORTED, or RUNNING and not running any more: under the
+ * exec lock, every run left RUNNING (its owner died, or lost the lock); before it (to name the
+ * run in the lock's record), one whose owner is gone. */
+async function findResumable(store: ExecStore, underLock: boolean): Promise<RunState | null> {
   for (const id of await store.listRunIds(200)) {
     let run: RunState | null;
     try {
@@ -488,7 +484,7 @@ async function findResumable(store: ExecStore): Promise<RunState | null> {
       continue; // a corrupt run is reported by `exec show`, not resumed blindly
     }
     if (!run) continue;
-    if (RESUMABLE.has(run.status) || (run.status === 'RUNNING' && !ownerAlive(run))) return run;
+    if (RESUMABLE.has(run.status) || (run.status === 'RUNNING' && (underLock || !ownerAlive(run)))) return run;
   }
   return null;
 }

@@ -91,10 +91,13 @@ export async function prepareRegistry(
       continue;
     }
     await lease.raiseGeneration(run.generation + 1);
-    if (run.status === 'RUNNING') {
-      if (ownerAlive(run)) continue; // a holder winding down after losing the lock
-      run = await markOwnerDead(store, run, lease, clock);
-    }
+    // We hold the exec lock, which every run holds for its whole run: a run left RUNNING by
+    // someone else is not running any more. Its owner died, or it lost the lock (paused past the
+    // TTL, its tasks ended by whoever took the lock over, SPEC §4.4) and is at most winding
+    // down, its last writes fenced off. Either way it is recorded as ended here and folded, so
+    // what it finished stays done and what it did not belongs to it (exec resume), never
+    // picked up again by a plain exec run.
+    if (run.status === 'RUNNING') run = await markEnded(store, run, lease, clock);
     registry = foldRun(registry, run, nowIso(clock));
     dirty = true;
   }
@@ -121,14 +124,22 @@ export function ownerAlive(run: RunState): boolean {
   return p.state === 'alive' && (!p.startTime || !o.start_time || p.startTime === o.start_time);
 }
 
-async function markOwnerDead(store: ExecStore, run: RunState, lease: Lease, clock: Clock): Promise<RunState> {
+/** Records the end of a run left RUNNING by another holder of the exec lock, which we now hold:
+ * INTERRUPTED / OWNER_DEAD when its process is gone, ABORTED / LOCK_LOST when it lives on after
+ * losing the lock (exec.md's why_code table). Written with our generation: the lost holder's own
+ * late record, with its older one, never replaces it (SPEC §4.7). */
+async function markEnded(store: ExecStore, run: RunState, lease: Lease, clock: Clock): Promise<RunState> {
+  const who = `its process (pid ${run.owner.pid} on ${printable(run.owner.host)})`;
+  const alive = ownerAlive(run);
   const event: RunEvent = {
     type: 'run-finished',
     gen: lease.generation,
     at: nowIso(clock),
-    status: 'INTERRUPTED',
-    why_code: 'OWNER_DEAD',
-    why: `its process (pid ${run.owner.pid} on ${printable(run.owner.host)}) ended without finishing the run`,
+    status: alive ? 'ABORTED' : 'INTERRUPTED',
+    why_code: alive ? 'LOCK_LOST' : 'OWNER_DEAD',
+    why: alive
+      ? `${who} lost the exec lock (its generation ${run.generation}; the lock was taken over) before it finished the run`
+      : `${who} ended without finishing the run`,
     next: `routinely exec resume ${run.run_id}`,
   };
   const writer = store.runWriter(run.run_id, lease);

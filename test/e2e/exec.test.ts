@@ -448,6 +448,51 @@ describe('exec run', () => {
     expect(lastRun(project)).toMatchObject({ status: 'ABORTED', why_code: 'LOCK_LOST' });
     expect((await thief.exited).code).toBe(0);
   });
+
+  it('a run that lost the lock while paused keeps what it finished: the next exec run runs nothing again, exec resume the rest (SPEC §3)', async () => {
+    const project = testProject({
+      lock: { ttlSeconds: 2 },
+      exec: {
+        parallel: 2,
+        tasks: [
+          { id: 'a', run: 'echo a >> done.txt' },
+          // the first time it waits to be cut off; resumed (once `resumed` exists) it finishes
+          { id: 'b', run: 'if [ -e resumed ]; then echo b >> done.txt; else echo "pid $$" > b.pid; sleep 60; fi' },
+        ],
+      },
+    });
+    const p = startCli(['exec', 'run'], { cwd: project });
+    await lineIn(join(project, 'b.pid'), /pid \d+/, 10_000, 'b started');
+    await eventually(() => lastRun(project).tasks.a?.status === 'succeeded', 10_000, 'a succeeded');
+    const id = runIds(project)[0]!;
+    process.kill(p.pid, 'SIGSTOP');
+    try {
+      // takes the lock once the paused holder's heartbeat is a TTL old
+      const next = await runCli(['exec', 'run', '--if-busy', 'wait'], { cwd: project });
+      expect(next.code, next.stderr).toBe(0);
+      expect(next.stdout).toMatch(/nothing to run: 1 succeeded, 1 interrupted/);
+      expect(lastRun(project)).toMatchObject({ run_id: id, status: 'ABORTED', why_code: 'LOCK_LOST' });
+      const status = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as {
+        id: string;
+        status: string;
+        last_run_id: string | null;
+      }[];
+      expect(status.map((t) => [t.id, t.status, t.last_run_id])).toEqual([
+        ['a', 'succeeded', id],
+        ['b', 'interrupted', id],
+      ]);
+      writeFileSync(join(project, 'resumed'), '');
+      const resumed = await runCli(['exec', 'resume'], { cwd: project });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stdout).toMatch(new RegExp(`run ${id} SUCCEEDED`));
+    } finally {
+      process.kill(p.pid, 'SIGCONT');
+    }
+    expect((await p.exited).code).toBe(1);
+    expect(readFileSync(join(project, 'done.txt'), 'utf8')).toBe('a\nb\n');
+    // the lost holder's own late record (its older generation) changes nothing
+    expect(lastRun(project)).toMatchObject({ run_id: id, status: 'SUCCEEDED' });
+  });
 });
 
 describe('exec state outlives a wiped lock folder', () => {
