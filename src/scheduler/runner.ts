@@ -137,16 +137,21 @@ export class Runner {
   }
 
   /** A scheduled time the loop slept through: claimed (with a shared database, a time another
-   * scheduler took stays its), then recorded as a skip with `reason`. */
+   * scheduler took stays its), then recorded as a skip with `reason`. Only by a scheduler still
+   * in charge: one that slept past its lock's TTL wakes with the lock another's, and the times
+   * it slept through are not its to record (SPEC §4.10). */
   missed(entry: Entry, scheduledAt: Date, reason: string): void {
     const { def } = entry;
     this.track(
       (async () => {
-        if (this.o.stateBroken?.() || this.stopping) return;
+        if (this.o.stateBroken?.() || this.stopping || !this.o.inCharge()) return;
         const key = claimKey(def.id, scheduledAt);
         this.claims.add(key);
         try {
           if (!(await this.claimOnce(def.id, scheduledAt))) return;
+          if (!this.o.inCharge()) return;
+          // paused: no fire is due, late or not, so none was missed (as a tick, settled unrecorded)
+          if (await this.pausedBeforeFire(def, scheduledAt)) return this.settleUnfired(def, scheduledAt);
           await this.skip(def, this.skipFire(scheduledAt, reason), null);
         } finally {
           this.claims.delete(key);

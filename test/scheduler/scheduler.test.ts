@@ -244,6 +244,19 @@ describe('Scheduler', () => {
     await h.done;
   });
 
+  it('a paused routine has no times to miss: woken a minute late, the scheduler records none for it', async () => {
+    const h = harness({ routines: [routine('p', '* * * * * *'), routine('q', '* * * * * *')] });
+    await settle();
+    await pauseRoutine(h.project, 'p', true, 'maintenance');
+    h.clock.advance(60_000); // a stall: no clock step, the loop wakes late
+    await settle();
+    await eventually(() => (readRoutineState(h.project).routines.q?.counts.skipped ?? 0) > 0, 5000);
+    expect(readFires(h.project, 'p')).toEqual([]);
+    for (const f of h.fires) f.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
   it('gives back the garbage of starting and of each reload once, at the first idle moment (settle-heap.ts)', async () => {
     let settled = 0;
     const h = harness({ routines: [routine('a', '0 * * * *')] }, T0 + 500, { settleHeap: () => settled++ });
@@ -828,7 +841,7 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     await h.done;
   });
 
-  it('a scheduler no longer in charge of its lock starts nothing', async () => {
+  it('a scheduler no longer in charge of its lock starts nothing, and records nothing of the times it slept through', async () => {
     let inCharge = true;
     const dir = testProject({ routines: [routine('a', '*/10 * * * * *')] });
     const clock = new ManualClock(T0 + 500);
@@ -867,6 +880,10 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     clock.advance(10_000);
     await settle();
     clock.advance(10_000);
+    await settle();
+    // woken a minute late (a stall past the lock's TTL: the lock is another's now), it records
+    // nothing of the times it slept through either (SPEC §4.10)
+    clock.advance(60_000);
     await settle();
     expect(fired).toEqual(['2026-11-29T19:00:10.000Z']);
     expect(readFires(project, 'a')).toHaveLength(1);
