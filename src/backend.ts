@@ -57,7 +57,7 @@ export function fileBackend(project: Project, opts: OpenOptions = {}): Backend {
         return lock.acquire(key, owner, policy);
       },
     },
-    exec: fileExecStore(project),
+    exec: fileExecStore(project, opts.warn ?? ((m) => process.stderr.write(`routinely: warning: ${m}\n`))),
     routines,
     schedulerKey: () => SCHEDULER_LOCK_KEY,
     clock: systemClock,

@@ -6,7 +6,7 @@ import type { Lease } from '../lock/lease.js';
 import { checkFolder, readNoFollow, trustRoot } from '../fs/files.js';
 import { childPath, removeTree } from '../fs/names.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
-import { RunStore, listRunIds, loadRun, runDir } from './run-store.js';
+import { RunStore, listRunIds, loadRun, loadRunDetailed, runDir } from './run-store.js';
 import { type ExecStore, type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
 
@@ -37,7 +37,8 @@ export function execGenerationFloor(project: Project): number {
   return max;
 }
 
-export function fileExecStore(project: Project): ExecStore {
+/** `warn`: where a run's unreadable journal lines are said, once each per process. */
+export function fileExecStore(project: Project, warn: (message: string) => void = () => {}): ExecStore {
   trustRoot(project.stateDir);
   const dir = join(project.stateDir, 'exec');
   const checked = (): void => {
@@ -46,6 +47,7 @@ export function fileExecStore(project: Project): ExecStore {
     checkFolder(join(dir, 'runs'));
   };
   const registryPath = join(dir, 'tasks.json');
+  const said = new Set<string>();
   const runs = join(dir, 'runs');
   return {
     location: relative(process.cwd(), runs) || runs,
@@ -65,7 +67,14 @@ export function fileExecStore(project: Project): ExecStore {
     },
     loadRun: async (runId) => {
       checked();
-      return loadRun(runs, runId);
+      const loaded = loadRunDetailed(runs, runId);
+      for (const line of loaded?.unreadable ?? []) {
+        if (said.has(line)) continue;
+        said.add(line);
+        // the runs' folder as the project sees it, as every message names it
+        warn(line.startsWith(runs) ? `${relative(process.cwd(), runs) || runs}${line.slice(runs.length)}` : line);
+      }
+      return loaded?.state ?? null;
     },
     listRunIds: async (limit) => {
       checked();

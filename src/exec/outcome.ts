@@ -104,7 +104,13 @@ export function foldRun(registry: Registry, run: RunState, now: string): Registr
       generation: gen,
     };
   }
-  return { ...registry, tasks, active_runs: registry.active_runs.filter((r) => r !== run.run_id) };
+  const through = registry.folded_through;
+  return {
+    ...registry,
+    tasks,
+    active_runs: registry.active_runs.filter((r) => r !== run.run_id),
+    folded_through: through !== undefined && through > run.run_id ? through : run.run_id,
+  };
 }
 
 /** The registry rebuilt from the runs (SPEC §3: it is their index): every defined task pending,
@@ -120,6 +126,7 @@ export function rebuildRegistry(runs: readonly RunState[], defs: readonly Source
     generation = Math.max(generation, run.generation);
   }
   return { ...registry, active_runs: [], ...(generation > 0 ? { generation } : {}) };
+  // (folded_through: set by foldRun to the newest run, when there was one)
 }
 
 export function exitCodeFor(status: RunStatus, signalExit: number | null): number {

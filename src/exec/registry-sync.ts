@@ -9,7 +9,7 @@ import type { Lease } from '../lock/lease.js';
 import { printable } from '../printable.js';
 import { nowIso, type ExecContext } from './context.js';
 import { foldRun, rebuildRegistry } from './outcome.js';
-import { emptyRegistry, syncRegistry, type Registry } from './registry.js';
+import { emptyRegistry, foldedThrough, syncRegistry, type Registry } from './registry.js';
 import { applyEvent, type RunEvent, type RunState } from './run-state.js';
 import { isRunId } from '../run-id.js';
 import type { ExecStore } from './store.js';
@@ -48,19 +48,34 @@ export async function currentRegistry(
 ): Promise<{ registry: Registry; rebuilt: boolean }> {
   const warn = ctx.warn ?? (() => {});
   const read = await store.loadRegistry({ write });
-  if (read.kind === 'ok') return { registry: read.registry, rebuilt: false };
+  const behind = read.kind === 'ok' ? await newerRun(store, read.registry) : null;
+  if (read.kind === 'ok' && behind === null) return { registry: read.registry, rebuilt: false };
   const runs = await allRuns(store, warn);
   if (read.kind === 'missing' && runs.length === 0) return { registry: emptyRegistry(), rebuilt: false };
   const how =
     read.kind === 'missing'
       ? 'is missing'
-      : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
+      : read.kind === 'ok'
+        ? `is older than run ${behind} (it never folded it in)`
+        : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
   warn(`${store.registryLocation} ${how}; rebuilt from ${runs.length} run${runs.length === 1 ? '' : 's'}`);
   const registry = rebuildRegistry(runs, defs, nowIso(clock));
   // A run still RUNNING is either someone's live run (a read-only view) or a dead holder's (we
   // hold the lock): either way it must be folded again when it ends.
   registry.active_runs = runs.filter((r) => r.status === 'RUNNING').map((r) => r.run_id);
+  // every run was looked at, an unreadable newest one too (reported above): not again and again
+  if (behind !== null && (registry.folded_through === undefined || behind > registry.folded_through))
+    registry.folded_through = behind;
   return { registry, rebuilt: true };
+}
+
+/** The newest run when the registry has not folded it in and does not list it as started (so
+ * the registry is older than the runs), else null. One listing of the runs. */
+async function newerRun(store: ExecStore, registry: Registry): Promise<string | null> {
+  const [newest] = await store.listRunIds(1);
+  if (newest === undefined || registry.active_runs.includes(newest)) return null;
+  const through = foldedThrough(registry);
+  return through === null || newest > through ? newest : null;
 }
 
 /** Under the lock: fold runs left unfinished by dead holders, then sync with the definitions. */

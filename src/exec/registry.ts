@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import type { TaskDef } from '../config/types.js';
 import { readJsonState, writeJsonDurable } from '../state/json-file.js';
 import type { SourcedTask } from './task-source.js';
+import { isRunId } from '../run-id.js';
 
 // node:crypto when a task's hash is asked for: the scheduler, which shares this module's chunk,
 // never loads it (≈ 1 MB of its memory, docs/benchmarks.md)
@@ -54,6 +55,10 @@ export interface Registry {
    * wiped lock folder), the next holder raises its own generation above it, or readers would
    * fence off its writes as older than the state they already have. */
   generation?: number;
+  /** The newest run folded in. A run newer than it that is not in `active_runs` means the file
+   * is older than the runs (restored from a backup, emptied by hand): it is rebuilt from them,
+   * never taken for "that never ran" (SPEC §3). */
+  folded_through?: string;
   tasks: Record<string, RegistryEntry>;
 }
 
@@ -160,7 +165,18 @@ export function checkRegistry(v: unknown): Registry | string {
     active_runs: Array.isArray(r.active_runs) ? r.active_runs : [],
     tasks: r.tasks,
     ...(typeof r.generation === 'number' ? { generation: r.generation } : {}),
+    ...(typeof r.folded_through === 'string' && isRunId(r.folded_through) ? { folded_through: r.folded_through } : {}),
   };
+}
+
+/** The newest run the registry has folded in: its own record of it, or (a file written before
+ * it kept one) the newest run a task's result comes from; null: none. */
+export function foldedThrough(r: Registry): string | null {
+  if (r.folded_through !== undefined) return r.folded_through;
+  let newest: string | null = null;
+  for (const e of Object.values(r.tasks))
+    if (e.last_run_id && (newest === null || e.last_run_id > newest)) newest = e.last_run_id;
+  return newest;
 }
 
 export function loadRegistry(path: string, write: boolean): RegistryRead {

@@ -104,6 +104,10 @@ export interface LoadedRun {
   state: RunState;
   /** run.json was missing or corrupt and the run was rebuilt from its journal. */
   recovered: string | null;
+  /** Journal lines that could not be read, each named with its file and line (SPEC §3): what
+   * they recorded reads as not done. A last line cut short by a crash is not one (its write
+   * never completed, and the next append starts a line of its own). */
+  unreadable: string[];
 }
 
 /** The run's current state: its snapshot plus the journal written since; if the snapshot is
@@ -137,8 +141,9 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
   }
   if (typeof parsed !== 'string') {
     const { journal_offset, ...state } = parsed;
-    if (journal) replay(state, journal.subarray(Math.min(journal_offset, journal.length)));
-    return { state, recovered: null };
+    const from = journal ? Math.min(journal_offset, journal.length) : 0;
+    const bad = journal ? replay(state, journal, from) : [];
+    return { state, recovered: null, unreadable: named(join(dir, JOURNAL), journal, bad) };
   }
   // The snapshot is lost: the journal's first line is the run as created.
   const first = journal ? firstEvent(journal) : null;
@@ -152,8 +157,22 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
     );
   }
   const state = structuredClone(first.state);
-  replay(state, journal!);
-  return { state, recovered: parsed === 'missing' ? 'run.json is missing' : `run.json is corrupt (${parsed})` };
+  const bad = replay(state, journal!, 0);
+  return {
+    state,
+    recovered: parsed === 'missing' ? 'run.json is missing' : `run.json is corrupt (${parsed})`,
+    unreadable: named(join(dir, JOURNAL), journal, bad),
+  };
+}
+
+/** `path line N: why` for each unreadable line (by its byte offset in `journal`). */
+function named(path: string, journal: Buffer | null, bad: { at: number; why: string }[]): string[] {
+  if (!journal || bad.length === 0) return [];
+  return bad.map(({ at, why }) => {
+    let line = 1;
+    for (let i = journal.indexOf(0x0a); i !== -1 && i < at; i = journal.indexOf(0x0a, i + 1)) line++;
+    return `${path}: line ${line} ${why} and was skipped`;
+  });
 }
 
 export function loadRun(runsDir: string, runId: string): RunState | null {
@@ -169,19 +188,30 @@ function firstEvent(journal: Buffer): RunEvent | null {
   }
 }
 
-function replay(state: RunState, bytes: Buffer): void {
-  for (const line of bytes.toString('utf8').split('\n')) {
-    if (!line) continue;
+/** Applies the journal's events from byte `from`; returns the lines it could not read (their
+ * offsets), a last line without its newline (a write cut by a crash) aside. */
+function replay(state: RunState, journal: Buffer, from: number): { at: number; why: string }[] {
+  const bad: { at: number; why: string }[] = [];
+  for (let at = from; at < journal.length;) {
+    const end = journal.indexOf(0x0a, at);
+    const line = journal.subarray(at, end === -1 ? journal.length : end);
+    const start = at;
+    at = end === -1 ? journal.length : end + 1;
+    if (line.length === 0) continue;
     let ev: RunEvent;
     try {
-      ev = JSON.parse(line) as RunEvent;
+      ev = JSON.parse(line.toString('utf8')) as RunEvent;
     } catch {
-      continue; // a torn line: the event never completed
+      if (end !== -1) bad.push({ at: start, why: 'could not be read (torn or corrupt)' });
+      continue;
     }
+    if (ev && typeof ev === 'object' && ev.type === 'run-created') continue;
     // checked field by field, as every record (SPEC §12): a malformed or forged event is skipped
-    if (ev && typeof ev === 'object' && ev.type !== 'run-created' && typeof checkEvent(ev) !== 'string')
-      applyEventInPlace(state, ev);
+    const checked = checkEvent(ev);
+    if (typeof checked === 'string') bad.push({ at: start, why: `is not a valid event (${checked})` });
+    else applyEventInPlace(state, checked);
   }
+  return bad;
 }
 
 export interface Fence {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, childEnv, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
+import type { RunState } from '../../src/exec/run-state.js';
 
 const state = (p: string, ...parts: string[]): string => join(p, '.routinely', ...parts);
 const haveStrace = spawnSync('strace', ['-V']).status === 0;
@@ -43,6 +44,8 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
     ['truncated', (f: string) => truncateSync(f, 40)],
     ['deleted', (f: string) => unlinkSync(f)],
     ['garbled', (f: string) => writeFileSync(f, '{"version":1,"tasks":{"a":{"id":"b"}}}')],
+    // well-formed, and older than the runs: never taken for "nothing ran"
+    ['emptied', (f: string) => writeFileSync(f, '{"version":1,"tasks":{}}')],
   ])('%s: succeeded tasks never run again, and exec status moves nothing', async (_name, damage) => {
     const project = taskProject();
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
@@ -52,7 +55,7 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
     const damaged = existsSync(registry) ? readFileSync(registry, 'utf8') : null;
     // a read-only view: shows the rebuilt state, changes nothing
     const view = await runCli(['exec', 'status', '--json'], { cwd: project });
-    expect(view.stderr).toMatch(/tasks\.json is (missing|corrupt .*); rebuilt from 1 run/);
+    expect(view.stderr).toMatch(/tasks\.json is (missing|corrupt .*|older than run r-\S+ .*); rebuilt from 1 run/);
     expect(Object.fromEntries((JSON.parse(view.stdout) as TaskRow[]).map((t) => [t.id, t.status]))).toEqual({
       a: 'succeeded',
       b: 'succeeded',
@@ -66,6 +69,22 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
     expect(again.stdout).toMatch(/nothing to run/);
     expect(starts(project)).toHaveLength(3);
     expect(await statuses(project)).toEqual({ a: 'succeeded', b: 'succeeded', c: 'succeeded' });
+  });
+
+  it('a copy from before the last run (a restored backup) is rebuilt: what that run did stays done', async () => {
+    const project = taskProject();
+    expect((await runCli(['register'], { cwd: project })).code).toBe(0);
+    const registry = state(project, 'exec', 'tasks.json');
+    const before = readFileSync(registry, 'utf8');
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
+    writeFileSync(registry, before);
+    const again = await runCli(['exec', 'run'], { cwd: project });
+    expect(again.stderr).toMatch(/tasks\.json is older than run r-\S+ \(it never folded it in\); rebuilt from 1 run/);
+    expect(again.stdout).toMatch(/nothing to run/);
+    expect(starts(project)).toHaveLength(3);
+    // written back whole: the next command has nothing to say
+    const quiet = await runCli(['exec', 'status'], { cwd: project });
+    expect(quiet.stderr).toBe('');
   });
 
   it('a changed definition still runs again after a rebuild', async () => {
@@ -154,6 +173,31 @@ describe('read-only views (SPEC §3)', () => {
     expect(readFileSync(state(project, 'exec', 'runs', runId, 'run.json'), 'utf8')).toBe(snapshot);
     // orphan of the killed run: ended by the next holder
     await runCli(['lock', 'break'], { cwd: project });
+  });
+
+  it('a damaged journal line is named by the views that read it, with its file and line; what it recorded reads as not done', async () => {
+    const project = taskProject();
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
+    const runId = readdirSync(state(project, 'exec', 'runs'))[0]!;
+    // the snapshot lost, so the whole journal is read; a's result zeroed (a disk's torn block)
+    writeFileSync(state(project, 'exec', 'runs', runId, 'run.json'), '{"version":1,');
+    const journal = state(project, 'exec', 'runs', runId, 'journal.jsonl');
+    const lines = readFileSync(journal, 'utf8').split('\n');
+    const at = lines.findIndex((l) => l.includes('"task-finished"') && l.includes('"task":"a"'));
+    lines[at] = '\0'.repeat(lines[at]!.length);
+    writeFileSync(journal, lines.join('\n'));
+    const named = new RegExp(
+      `runs/${runId}/journal\\.jsonl: line ${at + 1} could not be read \\(torn or corrupt\\) and was skipped`,
+    );
+    for (const args of [
+      ['exec', 'runs'],
+      ['exec', 'show', runId],
+    ]) {
+      const r = await runCli(args, { cwd: project });
+      expect(r.stderr, args.join(' ')).toMatch(named);
+    }
+    const shown = JSON.parse((await runCli(['exec', 'show', runId, '--json'], { cwd: project })).stdout) as RunState;
+    expect(shown.tasks.a?.status).toBe('interrupted'); // its run, left RUNNING by a writer gone
   });
 
   it('a corrupt run.json is rebuilt from its journal; with the journal gone too, it is listed as unreadable', async () => {

@@ -1,7 +1,7 @@
 import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RunStore, listRunIds, loadRun } from '../../src/exec/run-store.js';
+import { RunStore, listRunIds, loadRun, loadRunDetailed } from '../../src/exec/run-store.js';
 import { FencedError } from '../../src/errors.js';
 import type { RunState } from '../../src/exec/run-state.js';
 import { testdir } from '../helpers/testdir.js';
@@ -63,6 +63,27 @@ describe('RunStore', () => {
     again.append({ type: 'task-started', gen: 3, at: 't1', task: 'a' });
     await again.close();
     expect(loadRun(runs, 'r-20261129T190000Z-aaaa')?.tasks.a?.status).toBe('running');
+    // no longer the last line: now an unreadable one, named (SPEC §3); a line cut short at the
+    // end (a write that may still be going on) is not
+    expect(loadRunDetailed(runs, 'r-20261129T190000Z-aaaa')?.unreadable).toEqual([
+      `${join(again.dir, 'journal.jsonl')}: line 2 could not be read (torn or corrupt) and was skipped`,
+    ]);
+  });
+
+  it('names a damaged line and a forged event, and applies the lines around them', async () => {
+    const runs = testdir();
+    const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    await store.create(state());
+    await store.close();
+    const journal = join(store.dir, 'journal.jsonl');
+    appendFileSync(journal, `${'\0'.repeat(40)}\n{"type":"task-started","gen":"x","at":"t","task":"a"}\n`);
+    appendFileSync(journal, '{"type":"task-started","gen":3,"at":"t1","task":"a"}\n');
+    const loaded = loadRunDetailed(runs, 'r-20261129T190000Z-aaaa')!;
+    expect(loaded.state.tasks.a?.status).toBe('running');
+    expect(loaded.unreadable).toEqual([
+      `${journal}: line 2 could not be read (torn or corrupt) and was skipped`,
+      `${journal}: line 3 is not a valid event (malformed gen or at) and was skipped`,
+    ]);
   });
 
   it('refuses to write when the fence says the lock is gone, and never replaces a newer snapshot', async () => {
