@@ -109,6 +109,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
           onStarted: o.onStarted,
           onWait: o.onWait,
           mayStart: o.mayStart,
+          ...(o.onTookOver ? { onTookOver: o.onTookOver } : {}),
           ticket: o.ticket ?? null,
           ...(o.claimer ? { claimer: o.claimer } : {}),
         },

@@ -206,6 +206,7 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
       takeover = { why: look.foreign.why, staleFile, orphans };
     }
     collectGarbage(ctx, garbage, record.generation, record.lock_id);
+    lease.tookOver = takeover !== null;
     return { ok: true, lease, takeover };
   }
   const look = lookAtLock(paths, clock.now(), probe, { floor: opts.generationFloor });

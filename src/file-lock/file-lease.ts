@@ -44,6 +44,7 @@ export { safetyMarginMs } from '../lock/lease-state.js';
 type FileCheck = { ok: true } | { ok: false; why: string; takenOver: boolean };
 
 export class FileLease extends LeaseState implements Lease {
+  tookOver = false;
   private readonly childJournal: ChildJournal;
   private childTimer: NodeJS.Timeout | undefined;
   /** The journal has every child at once; the heartbeat copy waits CHILD_WRITE_MS from the

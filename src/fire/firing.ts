@@ -60,6 +60,8 @@ export interface FireContext {
   /** Asked once the exec lock is held, before anything starts: false gives the lock back and
    * the fire does not start (the scheduler that fires it lost its own lock meanwhile). */
   mayStart?: () => boolean;
+  /** The lock was taken over from a holder judged stale (fire-request.ts). */
+  onTookOver?: () => void;
   /** The environment commands start from, already without withheld variables (the scheduler
    * computes it once per config: copying `process.env` costs more than the rest of a fire's
    * set-up). Default: computed from `process.env` now. */
@@ -243,6 +245,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
         });
       }
       lease = got.lease;
+      if (lease.tookOver) ctx.onTookOver?.();
     }
     if (ctx.mayStart && !ctx.mayStart()) {
       await lease?.release();

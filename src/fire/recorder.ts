@@ -271,7 +271,7 @@ export class Recorder {
       const { closed } = await this.reconcile(project);
       if (closed > 0)
         this.o.warn(
-          `recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler that died as failed (interrupted)`,
+          `recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a process that died as failed (interrupted)`,
         );
     } catch (err) {
       this.o.warn(`could not reconcile open fires: ${(err as Error).message}`);

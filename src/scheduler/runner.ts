@@ -182,6 +182,24 @@ export class Runner {
 
   private warn = (message: string): void => this.o.log({ event: 'scheduler.warning', message });
 
+  /** A fire took its lock over from a holder judged stale: that holder's open fires (a
+   * `routine run` killed with SIGKILL) are recorded as interrupted now, not at the next start
+   * (SPEC §6: the next command that takes the lock reconciles them). */
+  private recordLeftBehind(project: Project): void {
+    this.track(
+      this.o.recorder.reconcile(project, this.notifyStop.signal).then(
+        ({ closed, announced }) => {
+          this.track(announced);
+          if (closed > 0)
+            this.warn(
+              `recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a process that died as failed (interrupted)`,
+            );
+        },
+        (err: Error) => this.warn(`could not reconcile open fires: ${err.message}`),
+      ),
+    );
+  }
+
   private track(p: Promise<void>): void {
     this.inFlight.add(p);
     void p.finally(() => this.inFlight.delete(p));
@@ -523,6 +541,7 @@ export class Runner {
           waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
         }),
         mayStart: () => this.o.inCharge(),
+        onTookOver: () => this.recordLeftBehind(project),
         onStarted: () => {
           this.active.get(id)?.started();
           this.o.stateTrouble?.(null);

@@ -81,7 +81,7 @@ describe('scheduler start --http (file backend)', () => {
     slow.child.kill('SIGKILL');
     await slow.exited;
     const { p: s, url } = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env });
-    await s.waitFor(/left open by a scheduler that died/);
+    await s.waitFor(/left open by a process that died/);
     const post = (id: string) =>
       httpGet(
         `${url}api/routines/${id}/run`,

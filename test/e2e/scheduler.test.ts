@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RoutineStateFile } from '../../src/state/routine-state.js';
-import { eventually, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
+import { eventually, lineIn, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
 import { routineStateOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -221,6 +221,36 @@ describe('scheduler start', () => {
       consecutive_failures: 1,
     });
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
+  });
+
+  it('a fire left open by a routine run killed with SIGKILL is recorded by the running scheduler once a fire of its takes the lock over (SPEC §6)', async () => {
+    const project = testProject({
+      routines: [
+        cmd('tick', '* * * * * *', 'true'),
+        cmd('yearly', '0 0 1 1 *', 'echo "pid $$" > yearly.pid; sleep 30'),
+      ],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] succeeded tick/);
+    const manual = startCli(['routine', 'run', 'yearly', '--if-busy', 'wait'], { cwd: project });
+    await lineIn(join(project, 'yearly.pid'), /pid \d+/, 15_000, 'yearly started');
+    manual.child.kill('SIGKILL');
+    await manual.exited;
+    // the next tick finds the exec lock's holder dead, takes it over, and records what it left
+    await s.waitFor(/recorded 1 fire left open by a process that died as failed \(interrupted\)/, 15_000);
+    expect(stateOf(project).routines.yearly).toMatchObject({ counts: { failure: 1 }, last_result: 'failure' });
+    const listed = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+      id: string;
+      counts: { failure: number };
+    }[];
+    expect(listed.find((r) => r.id === 'yearly')?.counts.failure).toBe(1);
+    expect(await stopScheduler(s)).toBe(0);
+    // recorded once: a restart finds nothing left open
+    const again = startCli(['scheduler', 'start'], { cwd: project });
+    await again.waitFor(/\[routine\] succeeded tick/);
+    expect(again.stdout() + again.stderr()).not.toMatch(/left open/);
+    expect(await stopScheduler(again)).toBe(0);
+    expect(stateOf(project).routines.yearly?.counts.failure).toBe(1);
   });
 
   it('catchUp latest fires once at start for a missed time', async () => {
