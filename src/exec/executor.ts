@@ -10,11 +10,11 @@ import type { Clock } from '../clock.js';
 import { RETENTION_DEFAULTS, type TaskDef } from '../config/types.js';
 import type { Lease } from '../lock/lease.js';
 import { blockedTasks, StartPlanner, type Caps, type PlanTask } from './plan.js';
-import { openAppend } from '../fs/durable.js';
+import { keepTail, openAppendTo, writeText } from '../fs/durable.js';
 import { closeFd } from '../fs/names.js';
 import { fileSystemFull, realPath } from '../fs/look.js';
-import { writeText } from '../fs/durable.js';
 import { commandEnv, leftoverMessage, type ProcessResult } from './process.js';
+import { CUT_LINE_PREFIX } from './capped-output.js';
 import { runGroupUnderLease, withLockEnv, type GroupRun } from './group-run.js';
 import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
@@ -145,7 +145,14 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     record({ type: 'task-started', gen, at: iso(o.clock), task: id });
     if (stoppedBy) return;
     const logPath = o.logPath(id);
-    const logFd = openLog(logPath, state.tasks[id]!.attempts, state.attempt, o.clock);
+    const log = openLog(
+      logPath,
+      state.tasks[id]!.attempts,
+      state.attempt,
+      o.clock,
+      o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes,
+    );
+    const logFd = log.fd;
     const p = (async () => {
       let run: GroupRun;
       try {
@@ -154,7 +161,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
           shell: true,
           cwd: taskCwd(o.root, def, rootOnce),
           env: { ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id },
-          output: { fd: logFd, capBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
+          output: { fd: logFd, capBytes: log.capBytes },
           timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
           // aborted when the lease is lost (onLost above), so the only signal a task follows
           signal: stopper.signal,
@@ -243,16 +250,31 @@ function writeQuiet(fd: number, text: string): void {
   }
 }
 
-function openLog(path: string, attempts: number, runAttempt: number, clock: Clock): number {
-  const fd = openAppend(path);
-  if (attempts > 1 || runAttempt > 1) {
-    try {
-      writeText(fd, `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`);
-    } catch {
-      // a full disk: the task's own output fails the same way, and its result says so
-    }
+/** A task's log for this attempt, and how much of its output it may keep: the run's log of a
+ * task stays within `capBytes` (retention.runLogBytes) over all its attempts (SPEC §3), the
+ * earlier ones keeping at most a quarter of it (their last bytes), this one the rest. */
+function openLog(
+  path: string,
+  attempts: number,
+  runAttempt: number,
+  clock: Clock,
+  capBytes: number,
+): { fd: number; capBytes: number } {
+  const f = openAppendTo(path);
+  if (attempts <= 1 && runAttempt <= 1) return { fd: f.fd, capBytes };
+  const heading = `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`;
+  let used = keepTail(
+    f,
+    Math.floor(capBytes / 4),
+    (cut) => `${CUT_LINE_PREFIX}${cut} bytes of output left out (runLogBytes ${capBytes}) ---\n`,
+  );
+  try {
+    writeText(f.fd, heading);
+    used += Buffer.byteLength(heading);
+  } catch {
+    // a full disk: the task's own output fails the same way, and its result says so
   }
-  return fd;
+  return { fd: f.fd, capBytes: Math.max(0, capBytes - used) };
 }
 
 /** Whether the folder's file system has no room left: a task that failed while it could not

@@ -76,6 +76,27 @@ describe('a run prints more than retention.runLogBytes', () => {
     expect(show.stdout).not.toMatch(/quiet .*output cut/);
   });
 
+  it('a failing task resumed again and again: its log in the run stays within runLogBytes over all its attempts', async () => {
+    const cap = 10_000;
+    const project = testProject({
+      retention: { runLogBytes: cap },
+      exec: { tasks: [{ id: 'a', run: 'echo "attempt $(date +%s%N)"; seq 1 100000; exit 1' }] },
+    });
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1);
+    const [id] = runIds(project);
+    const log = join(runsDir(project), id!, 'a.log');
+    for (let i = 0; i < 4; i++) {
+      expect((await runCli(['exec', 'resume', id!], { cwd: project })).code).toBe(1);
+      expect(statSync(log).size).toBeLessThanOrEqual(cap);
+    }
+    const text = readFileSync(log, 'utf8');
+    // the earlier attempts' last bytes after a line saying how much of them was left out, then
+    // the last attempt from its start
+    expect(text).toMatch(/^--- routinely: \d+ bytes of output left out \(runLogBytes 10000\) ---\n/);
+    expect(text).toMatch(/\n--- routinely: run attempt 5, [^\n]+ ---\nattempt \d+\n1\n2\n/);
+    expect(text.endsWith('100000\n')).toBe(true);
+  });
+
   it('a command that leaves a background job holding its output does not keep the run open', async () => {
     const project = testProject({
       retention: { runLogBytes: MiB },
