@@ -395,7 +395,7 @@ async function resumeWith(
     opts,
     defs,
     async (held) => {
-      const { clock, lease, store, registry } = held;
+      const { clock, lease, store, registry, ended } = held;
       const run = runId !== undefined ? (await store.loadRun(runId))! : await findResumable(store, true);
       // (without RUN_ID the lock named the run that was newest before it was taken; another may
       // have become it meanwhile: the heartbeat names the one resumed)
@@ -403,7 +403,8 @@ async function resumeWith(
       if (!run) return { kind: 'nothing' as const, ...(await nothingInterrupted(store)) };
       if (run.status === 'SUCCEEDED')
         return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
-      await lease.raiseGeneration(run.generation + 1);
+      // (a run whose end this holder recorded just now carries its own generation already)
+      if (!ended.has(run.run_id)) await lease.raiseGeneration(run.generation + 1);
       const defById = new Map(defs.map((d) => [d.task.id, d.task]));
       const reset: Record<string, string> = {};
       const retired: string[] = [];

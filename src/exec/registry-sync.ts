@@ -91,6 +91,8 @@ export async function prepareRegistry(
   let { registry, rebuilt } = await currentRegistry(ctx, store, defs, true, clock);
   await lease.raiseGeneration((registry.generation ?? 0) + 1);
   let dirty = rebuilt;
+  /** Runs whose end this holder recorded just now (with its own generation). */
+  const ended = new Set<string>();
   for (const runId of registry.active_runs) {
     if (runId === currentRun) continue;
     let run: RunState | null;
@@ -112,7 +114,10 @@ export async function prepareRegistry(
     // down, its last writes fenced off. Either way it is recorded as ended here and folded, so
     // what it finished stays done and what it did not belongs to it (exec resume), never
     // picked up again by a plain exec run.
-    if (run.status === 'RUNNING') run = await markEnded(store, run, lease, clock);
+    if (run.status === 'RUNNING') {
+      run = await markEnded(store, run, lease, clock);
+      ended.add(run.run_id);
+    }
     registry = foldRun(registry, run, nowIso(clock));
     dirty = true;
   }
@@ -126,7 +131,7 @@ export async function prepareRegistry(
     retired: sync.retired,
     total: defs.length,
   };
-  return { registry: sync.registry, summary };
+  return { registry: sync.registry, summary, ended };
 }
 
 /** A RUNNING run's owner is alive when it is this very process or a live process on this host

@@ -41,24 +41,32 @@ export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
       }
     }
     const holders = [before, await holderGeneration(backend)];
-    const live = new Map<string, TaskRun>();
+    // each task as the run that holds it shows it, with that run's id: as the next command will
+    // fold it in (outcome.ts), a task the unfinished run never started reads as interrupted too
+    const live = new Map<string, { status: TaskRun['status']; run: string; exit: number | null }>();
     for (const run of loaded.map((r) => asSeen(r, holders))) {
+      const unfinished = run.status === 'INTERRUPTED' || run.status === 'ABORTED';
       for (const [id, t] of Object.entries(run.tasks)) {
         // never over what a newer generation recorded (a run of a holder that lost the lock)
         if ((t.gen ?? run.generation) < (registry.tasks[id]?.generation ?? 0)) continue;
-        if (run.status === 'RUNNING' || t.status !== 'pending') live.set(id, t);
+        if (run.status === 'RUNNING' || t.status !== 'pending')
+          live.set(id, { status: t.status, run: run.run_id, exit: t.exit_code });
+        else if (unfinished) live.set(id, { status: 'interrupted', run: run.run_id, exit: null });
       }
     }
-    return Object.values(registry.tasks).map((e) => ({
-      id: e.id,
-      status: live.get(e.id)?.status ?? e.status,
-      provider: e.definition.provider ?? 'default',
-      source: e.source,
-      dependsOn: e.definition.dependsOn ?? [],
-      last_run_id: e.last_run_id,
-      last_exit_code: e.last_exit_code,
-      updated_at: e.updated_at,
-    }));
+    return Object.values(registry.tasks).map((e) => {
+      const l = live.get(e.id);
+      return {
+        id: e.id,
+        status: l?.status ?? e.status,
+        provider: e.definition.provider ?? 'default',
+        source: e.source,
+        dependsOn: e.definition.dependsOn ?? [],
+        last_run_id: l ? l.run : e.last_run_id,
+        last_exit_code: l ? l.exit : e.last_exit_code,
+        updated_at: e.updated_at,
+      };
+    });
   });
 }
 

@@ -348,6 +348,8 @@ describe('exec run', () => {
     );
     const r = await runCli(['exec', 'resume', '--json'], { cwd: project });
     expect(r.code).toBe(0);
+    // the run's end it recorded itself (OWNER_DEAD) is no counter lost: nothing said of one
+    expect(r.stderr).not.toMatch(/raised the exec-run lock's generation/);
     const run = JSON.parse(r.stdout) as RunState;
     expect(run).toMatchObject({ status: 'SUCCEEDED', attempt: 2 });
     expect(readFileSync(count, 'utf8').trim().split('\n')).toEqual(['one', 'two', 'two', 'three']);

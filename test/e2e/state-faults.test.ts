@@ -17,6 +17,7 @@ const haveStrace = spawnSync('strace', ['-V']).status === 0;
 interface TaskRow {
   id: string;
   status: string;
+  last_run_id: string | null;
 }
 const statuses = async (project: string): Promise<Record<string, string>> => {
   const r = await runCli(['exec', 'status', '--json'], { cwd: project });
@@ -149,7 +150,15 @@ describe('a run of a holder that lost the lock never overrides newer results (SP
 
 describe('read-only views (SPEC §3)', () => {
   it('after exec run is SIGKILLed, status/runs/show say INTERRUPTED / OWNER_DEAD without writing anything', async () => {
-    const project = testProject({ exec: { tasks: [{ id: 'slow', run: 'echo up; sleep 30' }] } });
+    const project = testProject({
+      exec: {
+        tasks: [
+          { id: 'slow', run: 'echo up; sleep 30' },
+          // never started: its run holds it all the same
+          { id: 'after', run: 'true', dependsOn: ['slow'] },
+        ],
+      },
+    });
     const run = startCli(['exec', 'run'], { cwd: project });
     await eventually(
       () => existsSync(state(project, 'exec', 'runs')) && readdirSync(state(project, 'exec', 'runs')).length === 1,
@@ -169,7 +178,12 @@ describe('read-only views (SPEC §3)', () => {
     const show = await runCli(['exec', 'show', runId], { cwd: project });
     expect(show.stdout).toMatch(new RegExp(`run ${runId}: INTERRUPTED`));
     expect(show.stdout).toMatch(/OWNER_DEAD/);
-    expect(await statuses(project)).toEqual({ slow: 'interrupted' });
+    // as the next exec run folds it in: each task interrupted, in the run that holds it
+    const rows = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as TaskRow[];
+    expect(rows.map((t) => [t.id, t.status, t.last_run_id])).toEqual([
+      ['slow', 'interrupted', runId],
+      ['after', 'interrupted', runId],
+    ]);
     expect(readFileSync(state(project, 'exec', 'runs', runId, 'run.json'), 'utf8')).toBe(snapshot);
     // orphan of the killed run: ended by the next holder
     await runCli(['lock', 'break'], { cwd: project });
