@@ -71,7 +71,9 @@ export async function schedulerStop(flags: { timeout: number }, g: GlobalOptions
       } else {
         out(`${schedulerLine(r.state)}; nothing to stop`);
       }
-      return ExitCode.NOT_RUNNING;
+      // nothing to do (SPEC §7: 0), as `systemctl stop` of a unit that is not running; 3 is
+      // `scheduler status`'s answer
+      return ExitCode.OK;
     }
   }
 }
