@@ -134,6 +134,15 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     // is confirmed (a scheduler paused past its TTL finds another in charge and stops without
     // firing). With a database every tick is claimed once across schedulers, which decides.
     inCharge: backend.caps.schedulerPerProject ? () => keeper.lease.verify().ok : undefined,
+    // a lease that lapsed while nobody took the lock leaves its record on top: still ours
+    takenOver: async () => {
+      try {
+        const [s] = await backend.schedulerLocks();
+        return s?.record != null && s.record.lock_id !== keeper.lease.lockId;
+      } catch {
+        return true;
+      }
+    },
   });
   let served: SchedulerHttp | null = null;
   try {

@@ -265,6 +265,7 @@ function openLog(
   const heading = `\n--- routinely: run attempt ${runAttempt}, ${new Date(clock.now()).toISOString()} ---\n`;
   let used = keepTail(
     f,
+    path,
     Math.floor(capBytes / 4),
     (cut) => `${CUT_LINE_PREFIX}${cut} bytes of output left out (runLogBytes ${capBytes}) ---\n`,
   );
@@ -274,7 +275,8 @@ function openLog(
   } catch {
     // a full disk: the task's own output fails the same way, and its result says so
   }
-  return { fd: f.fd, capBytes: Math.max(0, capBytes - used) };
+  // (a trim that could not be done leaves this attempt half the cap all the same)
+  return { fd: f.fd, capBytes: Math.max(Math.floor(capBytes / 2), capBytes - used) };
 }
 
 /** Whether the folder's file system has no room left: a task that failed while it could not

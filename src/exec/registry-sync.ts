@@ -47,8 +47,13 @@ export async function currentRegistry(
   clock: Clock = ctx.clock ?? systemClock,
 ): Promise<{ registry: Registry; rebuilt: boolean }> {
   const warn = ctx.warn ?? (() => {});
-  const read = await store.loadRegistry({ write });
-  const behind = read.kind === 'ok' ? await newerRun(store, read.registry) : null;
+  let read = await store.loadRegistry({ write });
+  let behind = read.kind === 'ok' ? await newerRun(store, read.registry) : null;
+  if (behind !== null) {
+    // a run may have started between the two reads (its registry names it first): read again
+    read = await store.loadRegistry({ write });
+    behind = read.kind === 'ok' ? await newerRun(store, read.registry) : null;
+  }
   if (read.kind === 'ok' && behind === null) return { registry: read.registry, rebuilt: false };
   const runs = await allRuns(store, warn);
   if (read.kind === 'missing' && runs.length === 0) return { registry: emptyRegistry(), rebuilt: false };
@@ -103,7 +108,14 @@ export async function prepareRegistry(
       run = null;
     }
     if (run === null) {
-      registry = { ...registry, active_runs: registry.active_runs.filter((r) => r !== runId) };
+      // a run that never came to be (a crash or a full disk as it was created): dropped, and
+      // counted as folded, so that its empty folder never makes this registry look older
+      const through = registry.folded_through;
+      registry = {
+        ...registry,
+        active_runs: registry.active_runs.filter((r) => r !== runId),
+        ...(isRunId(runId) && (through === undefined || runId > through) ? { folded_through: runId } : {}),
+      };
       dirty = true;
       continue;
     }
@@ -158,7 +170,7 @@ async function markEnded(store: ExecStore, run: RunState, lease: Lease, clock: C
     status: alive ? 'ABORTED' : 'INTERRUPTED',
     why_code: alive ? 'LOCK_LOST' : 'OWNER_DEAD',
     why: alive
-      ? `${who} lost the exec lock (its generation ${run.generation}; the lock was taken over) before it finished the run`
+      ? `${who} no longer holds the exec lock (its generation ${run.generation}) and did not finish the run`
       : `${who} ended without finishing the run`,
     next: `routinely exec resume ${run.run_id}`,
   };

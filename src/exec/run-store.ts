@@ -168,9 +168,11 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
 /** `path line N: why` for each unreadable line (by its byte offset in `journal`). */
 function named(path: string, journal: Buffer | null, bad: { at: number; why: string }[]): string[] {
   if (!journal || bad.length === 0) return [];
+  // one pass over the journal for all of them (they come in order)
+  let line = 1;
+  let i = journal.indexOf(0x0a);
   return bad.map(({ at, why }) => {
-    let line = 1;
-    for (let i = journal.indexOf(0x0a); i !== -1 && i < at; i = journal.indexOf(0x0a, i + 1)) line++;
+    for (; i !== -1 && i < at; i = journal.indexOf(0x0a, i + 1)) line++;
     return `${path}: line ${line} ${why} and was skipped`;
   });
 }
@@ -312,7 +314,11 @@ export class RunStore implements RunWriter {
       if (gen > state.generation)
         throw new FencedError(`${path} was written by a newer lock holder (generation ${gen})`);
     }
-    this.bytesWritten += writeJsonDurable(path, { ...state, journal_offset: this.journalBytes }, { cleanTemps: true });
+    // where the journal ends now, by the file (a holder that lost the lock may have appended
+    // its last line after ours: an older generation, ignored all the same, and never a line
+    // the offset could cut in two)
+    const offset = this.journalFd !== null ? fdSize(this.journalFd) : this.journalBytes;
+    this.bytesWritten += writeJsonDurable(path, { ...state, journal_offset: offset }, { cleanTemps: true });
   }
 
   async flush(): Promise<void> {

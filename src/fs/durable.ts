@@ -441,21 +441,26 @@ export function writeText(fd: number, text: string | Buffer): void {
   writeAll(fd, typeof text === 'string' ? Buffer.from(text, 'utf8') : text, null);
 }
 
-/** Keeps only the last `keep` bytes of an append file (opened readable, openAppendTo), after a
- * line `head(cut)` saying how many were left out; returns its size after. A file within `keep`
- * is left as it is. Where the descriptor does not read, or the trim fails part-way (the file is
- * a log: what is lost of it is its older part), nothing more is done. */
-export function keepTail(f: AppendFile, keep: number, head: (cut: number) => string): number {
+/** Keeps only the last `keep` bytes of an append file `path` (openAppendTo), after a line
+ * `head(cut)` saying how many were left out; returns its size after. A file within `keep` is
+ * left as it is. A trim that fails part-way (the file is a log: what is lost of it is its older
+ * part) does nothing more. */
+export function keepTail(f: AppendFile, path: string, keep: number, head: (cut: number) => string): number {
   const size = f.size ?? fstatSync(f.fd).size;
-  if (size <= keep || !f.readable) return size;
+  if (size <= keep) return size;
+  let reader: number | null = null;
   try {
+    // where an O_APPEND descriptor does not read (not Linux), a second one for the tail
+    reader = f.readable ? f.fd : openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
     const tail = Buffer.alloc(keep);
-    const got = readSync(f.fd, tail, 0, keep, size - keep);
+    const got = readSync(reader, tail, 0, keep, size - keep);
     ftruncateSync(f.fd, 0);
     const kept = Buffer.concat([Buffer.from(head(size - got), 'utf8'), tail.subarray(0, got)]);
     writeAll(f.fd, kept, null);
     return kept.length;
   } catch {
     return fstatSync(f.fd).size;
+  } finally {
+    if (reader !== null && reader !== f.fd) closeSync(reader);
   }
 }

@@ -33,6 +33,8 @@ export interface RunnerOptions {
   project: () => Project;
   /** Whether this scheduler still holds its scheduler lock (checked before every start). */
   inCharge: () => boolean;
+  /** Not in charge: whether another scheduler took the lock (scheduler.ts). */
+  takenOver: () => Promise<boolean>;
   /** Several schedulers share the ticks (a database backend). */
   sharedTicks: boolean;
   /** Whether a lock holder is a fire of this scheduler (then a busy lock means "wait your turn"). */
@@ -137,19 +139,20 @@ export class Runner {
   }
 
   /** A scheduled time the loop slept through: claimed (with a shared database, a time another
-   * scheduler took stays its), then recorded as a skip with `reason`. Only by a scheduler still
-   * in charge: one that slept past its lock's TTL wakes with the lock another's, and the times
-   * it slept through are not its to record (SPEC §4.10). */
+   * scheduler took stays its), then recorded as a skip with `reason`. Not by a scheduler that
+   * slept past its lock's TTL and woke with the lock another's: the times it slept through are
+   * that one's to record then, not its own (SPEC §4.10); with a lease that only lapsed (nobody
+   * took the lock) they are still its own (SPEC §6: nothing lost without a record). */
   missed(entry: Entry, scheduledAt: Date, reason: string): void {
     const { def } = entry;
     this.track(
       (async () => {
-        if (this.o.stateBroken?.() || this.stopping || !this.o.inCharge()) return;
+        if (this.o.stateBroken?.() || this.stopping || (!this.o.inCharge() && (await this.o.takenOver()))) return;
         const key = claimKey(def.id, scheduledAt);
         this.claims.add(key);
         try {
           if (!(await this.claimOnce(def.id, scheduledAt))) return;
-          if (!this.o.inCharge()) return;
+          if (!this.o.inCharge() && (await this.o.takenOver())) return;
           // paused: no fire is due, late or not, so none was missed (as a tick, settled unrecorded)
           if (await this.pausedBeforeFire(def, scheduledAt)) return this.settleUnfired(def, scheduledAt);
           await this.skip(def, this.skipFire(scheduledAt, reason), null);

@@ -79,6 +79,10 @@ export interface SchedulerOptions {
   /** Whether this scheduler still holds its scheduler lock; asked before every start (default:
    * always). One that finds it lost starts nothing (SPEC §6). */
   inCharge?: () => boolean;
+  /** Not in charge: whether another scheduler holds the lock now (its lease only lapsed, in a
+   * stall past its TTL, when nobody did: default, yes). Asked before the times a loop slept
+   * through are recorded: they are that other scheduler's then, else still this one's. */
+  takenOver?: () => Promise<boolean>;
   /** Whether a lock holder is a fire of this process (default: its pid is ours on this host). */
   ownHolder?: (holder: LockRecord) => boolean;
 }
@@ -158,6 +162,7 @@ export class Scheduler {
       recorder: this.recorder,
       project: () => this.project,
       inCharge: o.inCharge ?? (() => true),
+      takenOver: o.takenOver ?? (async () => true),
       ownHolder: o.ownHolder ?? ((h) => h.owner.pid === process.pid && h.owner.host === o.host),
       stateTrouble: (err) => this.stateTrouble(err),
       stateBroken: () => this.stateUnwritable !== null,

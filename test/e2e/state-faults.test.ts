@@ -4,7 +4,16 @@
 // and a stalled writer never loses another writer's update.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, childEnv, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
@@ -86,6 +95,26 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
     // written back whole: the next command has nothing to say
     const quiet = await runCli(['exec', 'status'], { cwd: project });
     expect(quiet.stderr).toBe('');
+  });
+
+  it('a run that never came to be (its folder left empty by a crash as it was created) never makes the registry look older: a reset stays', async () => {
+    const project = taskProject();
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
+    expect((await runCli(['exec', 'reset', 'a'], { cwd: project })).code).toBe(0);
+    // the registry names the run first, then its folder is made: a crash in between
+    const ghost = 'r-20991231T000000Z-abcd';
+    const registry = state(project, 'exec', 'tasks.json');
+    const doc = JSON.parse(readFileSync(registry, 'utf8')) as { active_runs: string[] };
+    doc.active_runs.push(ghost);
+    writeFileSync(registry, JSON.stringify(doc), { mode: 0o600 });
+    mkdirSync(state(project, 'exec', 'runs', ghost), { mode: 0o700 });
+    expect((await runCli(['register'], { cwd: project })).code).toBe(0); // drops it, under the lock
+    const view = await runCli(['exec', 'status', '--json'], { cwd: project });
+    expect(view.stderr).toBe('');
+    expect(Object.fromEntries((JSON.parse(view.stdout) as TaskRow[]).map((t) => [t.id, t.status]))).toMatchObject({
+      a: 'pending',
+      b: 'succeeded',
+    });
   });
 
   it('a changed definition still runs again after a rebuild', async () => {

@@ -86,6 +86,20 @@ describe('RunStore', () => {
     ]);
   });
 
+  it("the snapshot's journal offset is where the journal ends, a lost holder's late line after ours included", async () => {
+    const runs = testdir();
+    const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    await store.create(state());
+    store.append({ type: 'task-started', gen: 3, at: 't1', task: 'a' });
+    // a holder of an older generation, winding down, appends its last line meanwhile
+    appendFileSync(join(store.dir, 'journal.jsonl'), '{"type":"run-finished","gen":2,"at":"t","status":"ABORTED"}\n');
+    await store.snapshot({ ...state(), tasks: { a: { ...state().tasks.a!, status: 'running' } } });
+    await store.close();
+    const snap = JSON.parse(readFileSync(join(store.dir, 'run.json'), 'utf8')) as { journal_offset: number };
+    expect(snap.journal_offset).toBe(statSync(join(store.dir, 'journal.jsonl')).size);
+    expect(loadRunDetailed(runs, 'r-20261129T190000Z-aaaa')).toMatchObject({ unreadable: [] });
+  });
+
   it('refuses to write when the fence says the lock is gone, and never replaces a newer snapshot', async () => {
     const runs = testdir();
     const newer = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);

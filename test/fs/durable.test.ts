@@ -11,7 +11,13 @@ import { loadRun, RunStore } from '../../src/exec/run-store.js';
 import { saveRegistry, loadRegistry, emptyRegistry } from '../../src/exec/registry.js';
 import type { RunState } from '../../src/exec/run-state.js';
 import { indexPath, readRoutineState, recordFire, statePath, publishRoutineState } from '../../src/state/file-store.js';
-import { appendLineToFile, openAppendTo, setDurableIoForTests, writeFileDurable } from '../../src/fs/durable.js';
+import {
+  appendLineToFile,
+  keepTail,
+  openAppendTo,
+  setDurableIoForTests,
+  writeFileDurable,
+} from '../../src/fs/durable.js';
 import { closeFd } from '../../src/fs/names.js';
 
 /** One line appended the way the history and journals append (open, append, close). */
@@ -109,6 +115,28 @@ describe('writeFileDurable', () => {
     writeFileDurable(path, 'new', { cleanTemps: true });
     expect(readdirSync(dir).sort()).toEqual(['other.json.tmp-0123456789abcdef', 'state.json']);
   });
+});
+
+describe('keepTail', () => {
+  it.each([
+    ['through the append descriptor (Linux)', true],
+    ['through a second descriptor, where an O_APPEND one does not read', false],
+  ])(
+    'keeps the last bytes after a line saying how many went, %s; a file within the bound is left alone',
+    (_n, readable) => {
+      const path = join(testdir(), 'a.log');
+      writeFileSync(path, 'x'.repeat(100) + 'TAIL', { mode: 0o600 });
+      const f = { ...openAppendTo(path), readable };
+      expect(keepTail(f, path, 10, (cut) => `[${cut} left out]\n`)).toBe('[94 left out]\n'.length + 10);
+      writeSync(f.fd, 'next\n');
+      closeFd(f.fd);
+      expect(readFileSync(path, 'utf8')).toBe('[94 left out]\nxxxxxxTAILnext\n');
+      const small = openAppendTo(path);
+      expect(keepTail(small, path, 1000, () => 'never\n')).toBe(29);
+      closeFd(small.fd);
+      expect(readFileSync(path, 'utf8')).toBe('[94 left out]\nxxxxxxTAILnext\n');
+    },
+  );
 });
 
 describe('appends', () => {
