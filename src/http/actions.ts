@@ -110,7 +110,8 @@ export async function takeAction(
   }
   if (action === 'pause') {
     const note = body.note;
-    if (note !== undefined && note !== null && (typeof note !== 'string' || note.length > NOTE_MAX))
+    // characters as people count them (code points): an emoji is one, not two UTF-16 units
+    if (note !== undefined && note !== null && (typeof note !== 'string' || [...note].length > NOTE_MAX))
       throw new HttpProblem(400, `note: a string of at most ${NOTE_MAX} characters, or null`);
     const r = await a.pause(id, typeof note === 'string' && note.trim() !== '' ? note.trim() : null);
     return [

@@ -115,8 +115,11 @@ export interface StatusSources {
   running?(id: string): Promise<{ run_id: string | null; started_at: string } | null>;
   /** A run's last `lines` lines of output; null when the routine's log has no such run. */
   output(id: string, runId: string, lines: number): Promise<RunOutput | null>;
-  /** Present when `http.actions` is on. */
+  /** Present when `http.actions` was on at the start. */
   actions?: RoutineActions;
+  /** Whether `http.actions` is still on in the config in force (a reload may turn it off;
+   * turning it on takes a restart, which checks the token). Default: on. */
+  actionsOn?: () => boolean;
   /** Whether a scheduler runs: this one (healthy), or for `serve` the one holding the lock. */
   schedulerUp(): Promise<boolean>;
 }
@@ -169,7 +172,7 @@ export function cachedSources(
       return value;
     };
   };
-  return {
+  const cached: StatusSources & { forget(): void } = {
     info: s.info,
     ...(s.clockOffsetMs ? { clockOffsetMs: s.clockOffsetMs } : {}),
     routines: memo(() => s.routines()),
@@ -183,7 +186,6 @@ export function cachedSources(
     fires: (id, n) => s.fires(id, n),
     ...(s.running ? { running: s.running } : {}),
     output: (id, run, lines) => s.output(id, run, lines),
-    ...(s.actions ? { actions: s.actions } : {}),
     // the scheduler's own answer is cheap too, and must turn 0 the moment it stops (serve asks
     // the lock, which memo() spares the store)
     schedulerUp: s.info.mode === 'scheduler' ? () => s.schedulerUp() : memo(() => s.schedulerUp()),
@@ -192,4 +194,12 @@ export function cachedSources(
       for (const c of caches) c.clear();
     },
   };
+  // the actions as the config in force has them, asked at each request
+  const { actions, actionsOn } = s;
+  if (actions)
+    Object.defineProperty(cached, 'actions', {
+      get: () => (actionsOn?.() === false ? undefined : actions),
+      enumerable: true,
+    });
+  return cached;
 }

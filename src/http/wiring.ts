@@ -307,7 +307,7 @@ async function start(
       const first = open.sort((a, b) => a.started_at.localeCompare(b.started_at))[0];
       return first ? { run_id: first.run_id, started_at: first.started_at } : null;
     },
-    ...(acts ? { actions: acts } : {}),
+    ...(acts ? { actions: acts, actionsOn: () => w.project().config.http?.actions === true } : {}),
   };
   const server = await startStatusServer({ listen: w.setup.listen, token: w.setup.token, sources, metrics, warn });
   w.log({ event: 'http.listening', url: server.url, token: w.setup.token !== null });

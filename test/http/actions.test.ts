@@ -246,6 +246,26 @@ describe('actions', () => {
     }
     expect(asked).toEqual([]);
     expect((await post(s, 'api/routines/tick/restart')).status).toBe(405);
+    // 500 characters as people count them: 300 emoji (600 UTF-16 units) are 300
+    expect((await post(s, 'api/routines/tick/pause', AUTH, JSON.stringify({ note: '😀'.repeat(300) }))).status).toBe(
+      200,
+    );
+    expect((await post(s, 'api/routines/tick/pause', AUTH, JSON.stringify({ note: '😀'.repeat(501) }))).status).toBe(
+      400,
+    );
+  });
+
+  it('a reload that turns http.actions off turns them off at once: POST is 405, the page and the API say so', async () => {
+    let on = true;
+    const { asked, actions } = fakeActions();
+    const s = await serve({ actions, actionsOn: () => on });
+    expect((await post(s, 'api/routines/tick/pause')).status).toBe(200);
+    on = false;
+    const r = await post(s, 'api/routines/tick/resume');
+    expect(r.status).toBe(405);
+    expect(r.body).toMatch(/read-only \(actions are off: http.actions\)/);
+    expect(JSON.parse((await httpGet(`${s.url}api/routines/tick`, AUTH)).body).actions).toBe(false);
+    expect(asked).toEqual(['pause tick null']);
   });
 
   it('are off unless enabled: POST is 405 and the page shows no buttons', async () => {
