@@ -134,6 +134,8 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     // is confirmed (a scheduler paused past its TTL finds another in charge and stops without
     // firing). With a database every tick is claimed once across schedulers, which decides.
     inCharge: backend.caps.schedulerPerProject ? () => keeper.lease.verify().ok : undefined,
+    // the runs started over HTTP, before the scheduler says it stopped
+    drain: async () => served?.drain(),
     // a lease that lapsed while nobody took the lock leaves its record on top: still ours
     takenOver: async () => {
       try {

@@ -314,9 +314,12 @@ async function start(
   return {
     /** Runs started by the run action are stopped (and recorded as stopped). */
     stopping: () => acts?.stop(),
+    /** Waits for the runs started by the run action (stopped once the shutdown timeout passed). */
+    drain: async () => acts?.close(),
+    // the runs first: the server answers (/healthz 503 while stopping) until they are done
     close: async () => {
-      await server.close();
       await acts?.close();
+      await server.close();
     },
   };
 }
@@ -326,6 +329,8 @@ export interface SchedulerHttp {
   observer: SchedulerObserver;
   /** Shutdown began: /healthz answers 503 from now on. */
   stopping(): void;
+  /** Waits for the runs started over HTTP (the shutdown timeout, then stopped). */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -350,6 +355,7 @@ export async function schedulerHttp(
       watch.stopping();
       server.stopping();
     },
+    drain: () => server.drain(),
     close: () => server.close(),
   };
 }

@@ -83,6 +83,10 @@ export interface SchedulerOptions {
    * stall past its TTL, when nobody did: default, yes). Asked before the times a loop slept
    * through are recorded: they are that other scheduler's then, else still this one's. */
   takenOver?: () => Promise<boolean>;
+  /** At shutdown, after its own fires: waits for work started beside them (runs started over
+   * HTTP, which get the same shutdown timeout), before their records are flushed and the
+   * scheduler says it stopped. */
+  drain?: () => Promise<void>;
   /** Whether a lock holder is a fire of this process (default: its pid is ours on this host). */
   ownHolder?: (holder: LockRecord) => boolean;
 }
@@ -353,6 +357,7 @@ export class Scheduler {
       stop.removeEventListener('abort', onStop);
       this.config.stop();
       await this.runner.shutdown(this.o.shutdownTimeoutMs ?? 30_000);
+      await this.o.drain?.();
       await sweeping;
       await this.phases.settled();
       await this.recorder.stopped();

@@ -1,7 +1,7 @@
 // `scheduler start --http` and `serve` end to end (SPEC §11, §12): the built CLI, real fires,
 // a real exec lock, real sockets on loopback.
 
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -308,6 +308,29 @@ describe('scheduler start --http (file backend)', () => {
     expect((await httpGet(`${url}api/routines`, { host: `localhost:${port}` })).status).toBe(200);
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
+  });
+
+  it('SIGTERM while a run started over HTTP goes on: /healthz answers 503 until it is done, and the scheduler says it stopped only then', async () => {
+    const project = testProject({
+      http: { actions: true },
+      routines: [cmd('slow', '0 0 1 1 *', 'touch go.started; while [ ! -e go ]; do sleep 0.05; done')],
+    });
+    const env = { ROUTINELY_HTTP_TOKEN: TOKEN };
+    const { p: s, url } = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env });
+    const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    expect((await httpGet(`${url}api/routines/slow/run`, auth, 'POST', '{}')).status).toBe(202);
+    await until(async () => expect(existsSync(join(project, 'go.started'))).toBe(true));
+    s.child.kill('SIGTERM');
+    await s.waitFor(/\[scheduler\] stopping/);
+    // draining: still answering, and saying so
+    const health = await httpGet(`${url}healthz`, { authorization: `Bearer ${TOKEN}` });
+    expect(health.status).toBe(503);
+    expect(health.body).toMatch(/stopping/);
+    expect(s.stdout()).not.toMatch(/\[scheduler\] stopped/);
+    writeFileSync(join(project, 'go'), '');
+    expect((await s.exited).code).toBe(0);
+    expect(s.stdout()).toMatch(/\[http\] run slow: success[^]*\[scheduler\] stopped/);
+    expect(historyOf(project, 'slow').map((e) => e.result)).toEqual(['success']);
   });
 
   it('serve: the same server without firing; it sees a scheduler come and go', async () => {
