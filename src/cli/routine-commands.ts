@@ -11,6 +11,7 @@ import { busyReason } from '../lock/named.js';
 import { ConfigError, ExitCode, NotFoundError, UsageError } from '../errors.js';
 import { parseTimeArg } from './time-arg.js';
 import { runManually } from '../fire/manual-run.js';
+import { PREVIOUS_RUN } from '../fire/previous-run.js';
 import { Recorder } from '../fire/recorder.js';
 import { notifyFire } from '../notify/notify.js';
 import { hostId } from '../process/identity.js';
@@ -243,7 +244,9 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
       // starvation, nobody notified (SPEC §4); the holder is named as every command names it.
       if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
       const holder = outcome.holder ? describeHolder(outcome.holder, backend.clock.now()) : 'another process';
-      const busy = busyReason(def.exclusive ? def.lock : EXEC_LOCK_NAME);
+      // its own fire still going elsewhere (a routine never runs beside itself), or its lock busy
+      const itself = outcome.reason === PREVIOUS_RUN;
+      const busy = itself ? `${id}: ${PREVIOUS_RUN}` : busyReason(def.exclusive ? def.lock : EXEC_LOCK_NAME);
       if (flags.json)
         out(
           JSON.stringify(
@@ -266,6 +269,7 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
       if (flags.json) return ExitCode.BUSY;
       if (policy.ifBusy === 'wait')
         err(`${busy}: still held by ${holder} after waiting ${(policy.waitTimeoutMs ?? 0) / 1000}s`);
+      else if (itself) err(`${busy} in another process`);
       else {
         err(`${busy}: held by ${holder}`);
         err(`  to wait for it instead, add --if-busy wait (--wait-timeout S gives up after S seconds)`);

@@ -9,6 +9,8 @@ import type { RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from './firing.js';
 import type { Schedule } from '../config/schedule.js';
 
+export { PREVIOUS_RUN } from './previous-run.js';
+
 /** What a tick asks of one fire. */
 export interface FireRequest {
   project: Project;

@@ -22,13 +22,14 @@ import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-line
 import type { RunEvent, RunState } from '../exec/run-state.js';
 import { newRunId } from '../run-id.js';
 import { randomHex } from '../fs/random-ids.js';
-import { selfIdentity } from '../process/identity.js';
+import { processGone, samePidSpace, selfIdentity, systemProbe } from '../process/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
 import type { LockRecord } from '../lock/record.js';
 import { appendLineToFile, openAppendTo, type AppendFile } from '../fs/durable.js';
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from '../state/store.js';
 import { causeOf, NotStartedError } from './unstarted.js';
+import { PREVIOUS_RUN } from './previous-run.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver } from '../fs/names.js';
 import type { LineEntry, LineTicket } from '../lock/line.js';
@@ -174,6 +175,14 @@ function fireRecord(
 }
 
 /** Writes the open marker; the fire's record will close it. */
+/** Whether a fire of the routine is going on in another live process of this host (its open
+ * marker, whose owner lives). Owners elsewhere cannot be judged here: not counted. */
+async function fireGoingOn(ctx: FireContext, def: RoutineDef): Promise<boolean> {
+  const open = (await ctx.backend.routines.readOne(def.id, ctx.warn))?.open_fires ?? [];
+  const self = process.pid;
+  return open.some((f) => f.owner.pid !== self && samePidSpace(f.owner, systemProbe()) && !processGone(f.owner));
+}
+
 async function writeOpenMarker(
   ctx: FireContext,
   def: RoutineDef,
@@ -251,6 +260,22 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       await lease?.release();
       closeFd(logFd);
       return null;
+    }
+    // A routine never runs beside itself (SPEC §6). Where its lock does not keep its own fires
+    // apart (none, or a named lock of several slots), a fire of it still going in another
+    // process of this host (`routine run` beside the scheduler's fire) makes this one a skip.
+    // (A check before the marker: two fires starting within the same moment can still both go.)
+    const beside =
+      !def.exclusive || slotsOf(ctx.project.config.locks, def.lock) > 1 ? await fireGoingOn(ctx, def) : false;
+    if (beside) {
+      await lease?.release();
+      closeFd(logFd);
+      return fireRecord(ctx, scheduledAt, span, {
+        result: 'skipped',
+        reason: PREVIOUS_RUN,
+        exit_code: null,
+        run_id: null,
+      });
     }
     try {
       marker = await writeOpenMarker(ctx, def, scheduledAt, span, runId);

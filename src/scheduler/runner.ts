@@ -21,7 +21,7 @@ import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { busyReason, slotsOf } from '../lock/named.js';
 import type { LineTicket, WaitLine } from '../lock/line.js';
 import type { PhaseRecorder } from '../state/phases.js';
-import { MAX_DEFAULT_WAIT_MS, type Entry, type FireFn } from '../fire/fire-request.js';
+import { MAX_DEFAULT_WAIT_MS, PREVIOUS_RUN, type Entry, type FireFn } from '../fire/fire-request.js';
 
 export interface RunnerOptions {
   fire: FireFn;
@@ -346,7 +346,7 @@ export class Runner {
     if (prev?.queuedTick && [...this.gates.values()].some((g) => g.supersede(id))) this.active.delete(id);
     if (this.active.has(id)) {
       // The previous fire is still going (its jitter, the lock, its retries): a busy skip.
-      await this.skip(def, this.skipFire(scheduledAt, 'previous run still running'), null);
+      await this.skip(def, this.skipFire(scheduledAt, PREVIOUS_RUN), null);
       return;
     }
     const active: Active = { stop: new AbortController(), jitter: false, queuedTick: false, started };

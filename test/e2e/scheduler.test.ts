@@ -253,6 +253,31 @@ describe('scheduler start', () => {
     expect(stateOf(project).routines.yearly?.counts.failure).toBe(1);
   });
 
+  it('a routine without a lock never runs beside itself across processes: routine run and the ticks of a scheduler take turns (SPEC §6)', async () => {
+    const project = testProject({
+      routines: [
+        cmd('nx', '* * * * * *', 'echo "start $(date +%s%N)" >> spans; sleep 2; echo "end $(date +%s%N)" >> spans', {
+          exclusive: false,
+        }),
+      ],
+    });
+    const manual = startCli(['routine', 'run', 'nx'], { cwd: project });
+    await manual.waitFor(/started nx/);
+    // the same routine by hand again: refused, nothing recorded
+    const again = await runCli(['routine', 'run', 'nx'], { cwd: project });
+    expect(again.code).toBe(75);
+    expect(again.stderr).toMatch(/nx: previous run still running in another process/);
+    // a scheduler's ticks meanwhile are skips, then it fires once the manual run is done
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] skipped nx: previous run still running/);
+    expect((await manual.exited).code).toBe(0);
+    await s.waitFor(/\[routine\] succeeded nx/, 15_000);
+    expect(await stopScheduler(s)).toBe(0);
+    const spans = readFileSync(join(project, 'spans'), 'utf8').trim().split('\n');
+    // start, end, start, end …: never two starts in a row
+    spans.forEach((line, i) => expect(line.startsWith(i % 2 === 0 ? 'start' : 'end'), spans.join('\n')).toBe(true));
+  });
+
   it('catchUp latest fires once at start for a missed time', async () => {
     const project = testProject({ routines: [cmd('yearly', '0 0 1 1 *', 'echo caught', { catchUp: 'latest' })] });
     // the routine last fired for 2020: the 1 January since then was missed
