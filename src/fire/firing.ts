@@ -174,7 +174,6 @@ function fireRecord(
   };
 }
 
-/** Writes the open marker; the fire's record will close it. */
 /** Whether a fire of the routine is going on in another live process of this host (its open
  * marker, whose owner lives). Owners elsewhere cannot be judged here: not counted. */
 async function fireGoingOn(ctx: FireContext, def: RoutineDef): Promise<boolean> {
@@ -183,6 +182,7 @@ async function fireGoingOn(ctx: FireContext, def: RoutineDef): Promise<boolean> 
   return open.some((f) => f.owner.pid !== self && samePidSpace(f.owner, systemProbe()) && !processGone(f.owner));
 }
 
+/** Writes the open marker; the fire's record will close it. */
 async function writeOpenMarker(
   ctx: FireContext,
   def: RoutineDef,
