@@ -174,12 +174,17 @@ function fireRecord(
   };
 }
 
-/** Whether a fire of the routine is going on in another live process of this host (its open
- * marker, whose owner lives). Owners elsewhere cannot be judged here: not counted. */
-async function fireGoingOn(ctx: FireContext, def: RoutineDef): Promise<boolean> {
+/** Whether a fire of the routine opened before `mine` is going on in another live process of
+ * this host. Every fire appends its marker first, then looks: of two fires starting within the
+ * same moment, the later marker yields, whichever read came first. Owners elsewhere cannot be
+ * judged here: not counted. */
+async function fireGoingOn(ctx: FireContext, def: RoutineDef, mine: OpenFire): Promise<boolean> {
   const open = (await ctx.backend.routines.readOne(def.id, ctx.warn))?.open_fires ?? [];
+  const at = open.findIndex((f) => f.id === mine.id);
   const self = process.pid;
-  return open.some((f) => f.owner.pid !== self && samePidSpace(f.owner, systemProbe()) && !processGone(f.owner));
+  return open
+    .slice(0, at === -1 ? open.length : at)
+    .some((f) => f.owner.pid !== self && samePidSpace(f.owner, systemProbe()) && !processGone(f.owner));
 }
 
 /** Writes the open marker; the fire's record will close it. */
@@ -261,27 +266,35 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       closeFd(logFd);
       return null;
     }
-    // A routine never runs beside itself (SPEC §6). Where its lock does not keep its own fires
-    // apart (none, or a named lock of several slots), a fire of it still going in another
-    // process of this host (`routine run` beside the scheduler's fire) makes this one a skip.
-    // (A check before the marker: two fires starting within the same moment can still both go.)
-    const beside =
-      !def.exclusive || slotsOf(ctx.project.config.locks, def.lock) > 1 ? await fireGoingOn(ctx, def) : false;
-    if (beside) {
-      await lease?.release();
-      closeFd(logFd);
-      return fireRecord(ctx, scheduledAt, span, {
-        result: 'skipped',
-        reason: PREVIOUS_RUN,
-        exit_code: null,
-        run_id: null,
-      });
-    }
     try {
       marker = await writeOpenMarker(ctx, def, scheduledAt, span, runId);
     } catch (err) {
       await lease?.release();
       throw err; // nothing ran; the caller reports why it could not even be recorded
+    }
+    // A routine never runs beside itself (SPEC §6). Where its lock does not keep its own fires
+    // apart (none, or a named lock of several slots), a fire of it opened earlier and still going
+    // in another process of this host (`routine run` beside the scheduler's fire) makes this one
+    // a skip, whose record closes the marker just written.
+    if (!def.exclusive || slotsOf(ctx.project.config.locks, def.lock) > 1) {
+      let beside: boolean;
+      try {
+        beside = await fireGoingOn(ctx, def, marker);
+      } catch (err) {
+        await lease?.release();
+        throw new NotStartedError(err, marker.id);
+      }
+      if (beside) {
+        await lease?.release();
+        closeFd(logFd);
+        return fireRecord(ctx, scheduledAt, span, {
+          result: 'skipped',
+          reason: PREVIOUS_RUN,
+          exit_code: null,
+          run_id: null,
+          closes: marker.id,
+        });
+      }
     }
   } catch (err) {
     closeFd(logFd);
