@@ -87,7 +87,9 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
       orphans = { ended: [...orphans.ended, ...r.ended], killed: [...orphans.killed, ...r.killed] };
     };
     // The stale holder's work must be gone before ours can start (SPEC §4.4).
-    if (look.stale && look.top) merge(await endHolderOrphans(look.top.record, ctx));
+    // (A top slot that cannot be read names its holder by its heartbeat file.)
+    const staleHolder = look.stale ? (look.top?.record ?? look.beaten) : null;
+    if (staleHolder) merge(await endHolderOrphans(staleHolder, ctx));
     let staleFile: string | null = null;
     // A stale `<key>.lock` of no slot (see classifyView) whose generation is above every slot
     // first becomes a slot of its own generation, and the takeover goes on

@@ -28,6 +28,9 @@ export type Look =
       stale: (Judgement & { stale: true }) | null;
       /** A top slot that does not parse: its content, kept for forensics on takeover. */
       badText: string | null;
+      /** The stale holder of a top slot that does not parse, as its heartbeat file names it (its
+       * groups are ended before the takeover, as a readable holder's are); null without one. */
+      beaten: LockRecord | null;
       /** A `<key>.lock` that is no slot's copy, judged stale (moved aside when taking over). */
       foreign: { record: LockRecord | null; ino: number; text: string; why: string } | null;
     };
@@ -139,7 +142,7 @@ export function lookAtLock(
   const below = Math.max(max ?? 0, highestFree(paths, names), foreign?.record?.generation ?? 0);
   const floor = max === null ? generationFloor(paths, names, o.floor) : 0;
   const next = Math.max(below, floor) + 1;
-  return { kind: 'free', next, names, top, stale, badText: topBad?.text ?? null, foreign };
+  return { kind: 'free', next, names, top, stale, badText: topBad?.text ?? null, beaten, foreign };
 }
 
 /** The holder of slot `generation` as its newest heartbeat file tells it (a beat names its

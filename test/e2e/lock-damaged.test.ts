@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually, runCli, startCli } from '../helpers/cli.js';
+import { eventually, processRuns, runCli, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 const zero = (project: string): void => writeFileSync(join(project, '.routinely', 'locks', 'exec-run.lock'), '');
@@ -39,19 +39,26 @@ describe('a lock record zeroed under its holder', () => {
     },
   );
 
-  it('a holder SIGKILLed: taken at once (its death is the evidence)', { timeout: 60_000 }, async () => {
-    const project = testProject({});
-    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; sleep 60'], {
-      cwd: project,
-      timeoutMs: 50_000,
-    });
-    await holder.waitFor(/holding/);
-    zero(project);
-    holder.child.kill('SIGKILL');
-    await holder.exited;
-    const next = await runCli(['lock', 'run', '--', 'echo', 'taken'], { cwd: project });
-    expect([next.code, next.stdout]).toEqual([0, 'taken\n']);
-  });
+  it(
+    "a holder SIGKILLed: taken at once (its death is the evidence), and its command's group is ended first, found through its heartbeat",
+    { timeout: 60_000 },
+    async () => {
+      const project = testProject({});
+      const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo "holding $$"; sleep 60'], {
+        cwd: project,
+        timeoutMs: 50_000,
+      });
+      const childPid = Number((await holder.waitFor(/holding (\d+)/))[1]);
+      zero(project);
+      holder.child.kill('SIGKILL');
+      await holder.exited;
+      expect(processRuns(childPid)).toBe(true); // the orphan outlives its holder until a reclaim
+      const next = await runCli(['lock', 'run', '--', 'echo', 'taken'], { cwd: project });
+      expect([next.code, next.stdout]).toEqual([0, 'taken\n']);
+      // ended before the takeover's command started (SPEC §4.4), not after
+      expect(processRuns(childPid)).toBe(false);
+    },
+  );
 
   it(
     'a holder stopped (SIGSTOP): busy until its heartbeat is a TTL old, then a waiter takes it over',
