@@ -13,7 +13,7 @@ import { ExitCode, UsageError, isStorageError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
 import { writeOut } from '../fs/terminal.js';
 import { SCHEDULER_LOCK_KEY, type LockBackend } from '../lock/lock-backend.js';
-import { acquireLock, lockStatusAll, namedLockStatus, slotsOf } from '../lock/named.js';
+import { acquireLock, lockStatusAll, namedLockStatus, slotsInUse, slotsOf } from '../lock/named.js';
 import { terminalText } from '../printable.js';
 import { ensureStateRoot } from '../state/json-file.js';
 import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
@@ -163,7 +163,13 @@ export async function lockStatus(
   let text: string;
   try {
     if (name !== null) {
-      const status = await namedLockStatus(source.lock, name, source.slots(name));
+      const configured = source.slots(name);
+      const status = await namedLockStatus(
+        source.lock,
+        name,
+        await slotsInUse(source.lock, name, configured),
+        configured,
+      );
       text = flags.json ? JSON.stringify(status, null, 2) : describeNamed(status).join('\n');
     } else if (flags.key === 'scheduler') {
       const status = await source.lock.status(source.schedulerKey);

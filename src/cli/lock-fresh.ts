@@ -5,7 +5,7 @@
 import { displayPath, loadProject } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
 import { EXEC_LOCK_NAME } from '../config/types.js';
-import { slotKeys, slotsOf } from '../lock/named.js';
+import { slotKeys, slotsInUse, slotsOf } from '../lock/named.js';
 import type { BreakResult } from '../lock/status.js';
 import { disposable, openBackend, withBackend } from '../backend.js';
 import { hostId } from '../process/identity.js';
@@ -52,8 +52,9 @@ export async function lockBreak(flags: { key: string; lock?: string }, g: Global
     return reportBreak(result, key);
   }
   // a named lock: each of its slots, as the exec lock is broken (only a stale one)
-  const keys = slotKeys(name, slotsOf(project.config.locks, name));
+  let keys: string[] = [];
   const results = await withBackend(project, async (b) => {
+    keys = slotKeys(name, await slotsInUse(b.lock, name, slotsOf(project.config.locks, name)));
     const all: BreakResult[] = [];
     for (const key of keys) all.push(await b.lock.breakStale(key, watching));
     return all;

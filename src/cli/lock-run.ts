@@ -102,6 +102,10 @@ export function describeStatus(s: LockStatus, title = `${s.key} lock`): string[]
 export function describeNamed(n: NamedLockStatus): string[] {
   if (n.slots === 1) return describeStatus(n.slot_status[0]!, `${n.lock} lock`);
   const lines = [`${n.lock} lock: ${n.held} of ${n.slots} slots held`];
+  if (n.configured_slots !== undefined)
+    lines.push(
+      `  (the config has ${n.configured_slots} slot${n.configured_slots === 1 ? '' : 's'}: a slot above it is kept by its holder until it ends; a stale one is reclaimed by lock break --lock ${n.lock} or a scheduler's start or reload)`,
+    );
   for (const s of n.slot_status) lines.push(...describeStatus(s, `slot ${s.slot}`).map((l) => `  ${l}`));
   return lines;
 }

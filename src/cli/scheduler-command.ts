@@ -6,6 +6,7 @@ import { ExitCode } from '../errors.js';
 import { fireRoutine } from '../fire/firing.js';
 import { commandEnvOf } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
+import { reclaimStrandedSlots } from '../lock/named.js';
 import { disposable, openBackend } from '../backend.js';
 import { hostId } from '../process/identity.js';
 import { createLogger, type LogFormat } from '../fire/log.js';
@@ -117,7 +118,12 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
         scheduledAt,
       ),
     log,
-    reloadProject: () => loadProject({ configPath: project.configPath, configSource: 'the config file' }),
+    reloadProject: () => {
+      const fresh = loadProject({ configPath: project.configPath, configSource: 'the config file' });
+      // slots the new config no longer has, whose holder is dead: their orphans are ended now
+      void reclaimStrandedSlots(backend.lock, fresh.config.locks).then((said) => said.forEach(warn));
+      return fresh;
+    },
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,
     cacheSchedules,
     settleHeap,
@@ -179,6 +185,8 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   if (served) scheduler.observe(served.observer);
 
   await scheduler.recorder.recordLeftovers(project);
+  // a lock's slots above its count (lowered while held) whose holder died: nobody else looks
+  for (const said of await reclaimStrandedSlots(backend.lock, project.config.locks)) warn(said);
   // loaded with the database backend only (routine list loads this module, and stays lean)
   const unwatchClock = backend.dbClock
     ? (await import('../pg/db-clock.js')).watchOffset(backend.dbClock, log, () => scheduler.clockStepped())

@@ -39,6 +39,46 @@ export function slotsOf(locks: Record<string, { slots: number }>, name: string):
   return name === EXEC_LOCK_NAME ? 1 : (locks[name]?.slots ?? 1);
 }
 
+/** The slots of `name` to look at: the config's count, and any slot above it that has a record
+ * (the count was lowered while it was held: its holder keeps it until it ends, and a dead one's
+ * orphans are ended only where someone looks — `lock status --lock`, `lock break --lock`, the
+ * scheduler's start and reload). */
+export async function slotsInUse(lock: LockBackend, name: string, configured: number): Promise<number> {
+  if (name === EXEC_LOCK_NAME) return 1;
+  let top = configured;
+  for (const key of await lock.keys(`${NAMED_PREFIX}${name}.`)) {
+    const l = lockOfKey(key);
+    if (l?.name === name) top = Math.max(top, l.slot);
+  }
+  return top;
+}
+
+/** Reclaims every slot above its lock's count (lowered while it was held) whose holder is
+ * stale — dead, or its heartbeat expired — as `lock break` does: its orphaned groups ended. A
+ * live holder keeps its slot until it ends. Returns what was said; never throws. */
+export async function reclaimStrandedSlots(
+  lock: LockBackend,
+  locks: Record<string, { slots: number }>,
+): Promise<string[]> {
+  const said: string[] = [];
+  try {
+    for (const key of await lock.keys(NAMED_PREFIX)) {
+      const l = lockOfKey(key);
+      if (!l || l.name === EXEC_LOCK_NAME || l.slot <= slotsOf(locks, l.name)) continue;
+      if ((await lock.status(key)).state !== 'stale') continue;
+      const r = await lock.breakStale(key);
+      if (!r.broken) continue;
+      const ended = r.orphans.ended.length;
+      said.push(
+        `lock ${l.name}: slot ${l.slot}, above its ${slotsOf(locks, l.name)} slot${slotsOf(locks, l.name) === 1 ? '' : 's'}, reclaimed from a stale holder (${r.why})${ended > 0 ? `; ended ${ended} orphaned process group${ended === 1 ? '' : 's'}` : ''}`,
+      );
+    }
+  } catch (err) {
+    said.push(`could not look at the slots above each lock's count: ${(err as Error).message}`);
+  }
+  return said;
+}
+
 /** How a busy lock is named in messages and records: `exec busy`, `db busy`. */
 export const busyReason = (name: string): string => `${name} busy`;
 
@@ -197,18 +237,28 @@ export interface NamedLockStatus {
   slots: number;
   /** Slots held now (a stale one is not). */
   held: number;
+  /** The config's count, when a slot above it is shown (lowered while that slot was held). */
+  configured_slots?: number;
   slot_status: SlotStatus[];
 }
 
-/** Every slot of `name`. */
-export async function namedLockStatus(lock: LockBackend, name: string, slots: number): Promise<NamedLockStatus> {
-  const slot_status = await Promise.all(
+/** Every slot of `name`; `configured`: the config's count, when `slots` looks above it. */
+export async function namedLockStatus(
+  lock: LockBackend,
+  name: string,
+  slots: number,
+  configured = slots,
+): Promise<NamedLockStatus> {
+  const all = await Promise.all(
     slotKeys(name, slots).map(async (key, i) => ({ ...(await lock.status(key)), lock: name, slot: i + 1 })),
   );
+  // a free slot above the config's count is no slot of the lock any more
+  const slot_status = all.filter((x) => x.slot <= configured || x.state !== 'free');
   return {
     lock: name,
     slots: slot_status.length,
     held: slot_status.filter((s) => s.state === 'held').length,
+    ...(slot_status.length > configured ? { configured_slots: configured } : {}),
     slot_status,
   };
 }
@@ -228,7 +278,7 @@ export async function lockStatusAll(
   }
   const named: NamedLockStatus[] = [];
   for (const [name, seen] of [...used].sort(([a], [b]) => a.localeCompare(b))) {
-    const all = await namedLockStatus(lock, name, Math.max(seen, slots?.(name) ?? 0));
+    const all = await namedLockStatus(lock, name, Math.max(seen, slots?.(name) ?? 0), slots?.(name) ?? seen);
     if (all.slot_status.some((s) => s.state !== 'free')) named.push(all);
   }
   return { ...exec, lock: EXEC_LOCK_NAME, slot: 1, named };

@@ -3,7 +3,7 @@
 // SIGKILLed gives its slot back at once with its command's group ended; a holder stopped past its
 // TTL loses its slot and says `lock lost`; every slot's generation only rises.
 
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
@@ -194,6 +194,68 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     writeGo(s);
     await holder.exited;
   });
+
+  it.each(['lock break --lock', 'a scheduler started'] as const)(
+    "slots lowered while the top one is held, then its holder SIGKILLed: lock status --lock still shows that slot, stale, and %s reclaims it, ending its command's group",
+    async (reclaimer) => {
+      const s = await setup(backend, { locks: { agents: { slots: 2 } }, lock: { ttlSeconds: 30 } });
+      const keep = lockRun(s, ['--lock', 'agents'], 'keep');
+      await keep.waitFor(/holding keep/);
+      const doomed = lockRun(s, ['--lock', 'agents'], 'doomed');
+      await doomed.waitFor(/holding doomed/);
+      type Slots = {
+        slots: number;
+        slot_status: {
+          slot: number;
+          state: string;
+          record: { owner: { pid: number; children?: { pid: number }[] } };
+        }[];
+      };
+      const statusOf = async (): Promise<Slots> =>
+        JSON.parse(
+          (await runCli(['lock', 'status', '--lock', 'agents', '--json'], { cwd: s.project, env: s.env })).stdout,
+        ) as Slots;
+      const slot = (await statusOf()).slot_status.find((x) => x.record.owner.pid === doomed.pid)!;
+      expect(slot.slot).toBe(2);
+      const orphan = slot.record.owner.children?.[0]?.pid;
+      expect(orphan, "the command's group is recorded").toBeGreaterThan(1);
+      // the config now has one slot: slot 2's holder keeps it until it ends, and dies
+      const config = JSON.parse(readFileSync(join(s.project, 'routinely.json'), 'utf8')) as {
+        locks: { agents: { slots: number } };
+      };
+      config.locks.agents.slots = 1;
+      writeFileSync(join(s.project, 'routinely.json'), JSON.stringify(config));
+      doomed.child.kill('SIGKILL');
+      await doomed.exited;
+      expect(processRuns(orphan!), 'the orphan outlives its holder until a reclaim').toBe(true);
+      const seen = await statusOf();
+      expect(seen).toMatchObject({ slots: 2, configured_slots: 1 });
+      const text = await runCli(['lock', 'status', '--lock', 'agents'], { cwd: s.project, env: s.env });
+      expect(text.stdout).toMatch(/^agents lock: 1 of 2 slots held\n {2}\(the config has 1 slot: /);
+      expect(seen.slot_status.map((x) => x.state)).toEqual(['held', 'stale']);
+      if (reclaimer === 'lock break --lock') {
+        const broken = await runCli(['lock', 'break', '--lock', 'agents'], { cwd: s.project, env: s.env });
+        expect(broken.stdout).toMatch(/broke the stale agents \(slot 2\) lock/);
+        expect(broken.stdout).toMatch(/ended 1 orphaned process group/);
+        // slot 1's holder is alive: not broken (75), and said
+        expect(broken.code).toBe(75);
+      } else {
+        const scheduler = startCli(['scheduler', 'start'], { cwd: s.project, env: s.env, timeoutMs: 60_000 });
+        await scheduler.waitFor(
+          /lock agents: slot 2, above its 1 slot, reclaimed from a stale holder \(.*\); ended 1 orphaned process group/,
+        );
+        scheduler.child.kill('SIGTERM');
+        await scheduler.exited;
+      }
+      expect(processRuns(orphan!), "the dead holder's command ended").toBe(false);
+      const after = await statusOf();
+      expect(after.slot_status.map((x) => x.state)).toEqual(['held']);
+      expect(after).not.toHaveProperty('configured_slots');
+      expect(keep.child.exitCode, "slot 1's holder goes on").toBeNull();
+      writeGo(s);
+      expect((await keep.exited).code).toBe(0);
+    },
+  );
 });
 
 /** Lets the holders' commands finish (they run in the project folder). */
