@@ -243,7 +243,12 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
       // Refused as busy, a manual run is not a tick: nothing recorded, not counted towards
       // starvation, nobody notified (SPEC §4); the holder is named as every command names it.
       if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
-      const holder = outcome.holder ? describeHolder(outcome.holder, backend.clock.now()) : 'another process';
+      const now = backend.clock.now();
+      const holder = outcome.holders
+        ? `${outcome.holders.map((h) => describeHolder(h, now)).join(', and ')} (all ${outcome.holders.length} slots)`
+        : outcome.holder
+          ? describeHolder(outcome.holder, now)
+          : 'another process';
       // its own fire still going elsewhere (a routine never runs beside itself), or its lock busy
       const itself = outcome.reason === PREVIOUS_RUN;
       const busy = itself ? `${id}: ${PREVIOUS_RUN}` : busyReason(def.exclusive ? def.lock : EXEC_LOCK_NAME);

@@ -26,7 +26,7 @@ export interface FireRequest {
   mayStart: () => boolean;
   onStarted: () => void;
   /** With ifBusy "wait": the lock is busy and the fire waits for it. */
-  onWait: (why: string, holder: LockRecord | null) => void;
+  onWait: (why: string, holder: LockRecord | null, holders?: LockRecord[]) => void;
   /** The lock was taken over from a holder judged stale (files): what it left open, a fire's
    * marker of a `routine run` killed with SIGKILL, is for this scheduler to record now. */
   onTookOver?: () => void;

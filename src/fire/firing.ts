@@ -57,7 +57,7 @@ export interface FireContext {
   /** The fire holds the exec lock and its work begins. */
   onStarted?: (runId: string | null) => void;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
-  onWait?: (why: string, holder: LockRecord | null) => void;
+  onWait?: (why: string, holder: LockRecord | null, holders?: LockRecord[]) => void;
   /** Asked once the exec lock is held, before anything starts: false gives the lock back and
    * the fire does not start (the scheduler that fires it lost its own lock meanwhile). */
   mayStart?: () => boolean;
@@ -79,6 +79,8 @@ export interface FireContext {
 export interface FireResult extends Fire {
   /** Skipped because the exec lock was held: by whom (for the log line). */
   holder?: LockRecord | null;
+  /** …and when every slot of a lock of several was held: each slot's holder. */
+  holders?: LockRecord[];
   /** Skipped because waiters of other processes came first (lock/line.ts): who, and whether a
    * scheduled tick of another scheduler is among them (then it waits its turn, as behind one). */
   ahead?: { why: string; scheduled: boolean };
@@ -255,6 +257,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
           exit_code: null,
           run_id: null,
           holder: got.holder,
+          ...(got.holders ? { holders: got.holders } : {}),
           ...aheadOf(got),
         });
       }

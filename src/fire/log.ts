@@ -67,6 +67,11 @@ export function holderText(h: {
   return printable(`${what}${run} since ${since}`);
 }
 
+/** Every slot's holder of a lock of several slots, all held: "routine a r-… since 10:00:00, lock
+ * run since 10:00:02 (all 2 slots)". */
+export const holdersText = (holders: Parameters<typeof holderText>[0][]): string =>
+  `${holders.map(holderText).join(', ')} (all ${holders.length} slots)`;
+
 export function formatText(e: LogEvent): string {
   switch (e.event) {
     case 'scheduler.started':

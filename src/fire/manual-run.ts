@@ -26,7 +26,7 @@ export interface ManualRun {
   recorder: Recorder;
   baseEnv?: NodeJS.ProcessEnv;
   onStarted?: (runId: string | null) => void;
-  onWait?: (why: string, holder: LockRecord | null) => void;
+  onWait?: (why: string, holder: LockRecord | null, holders?: LockRecord[]) => void;
   echo?: (chunk: Buffer) => void;
   /** Who started it (`cli, pid 4711`, `http, 127.0.0.1`): kept with its record. */
   by?: string;
@@ -34,7 +34,7 @@ export interface ManualRun {
 
 export type ManualOutcome =
   /** Refused: the exec lock was held (after waiting, with ifBusy wait). Nothing was recorded. */
-  | { kind: 'busy'; holder: LockRecord | null; reason: string }
+  | { kind: 'busy'; holder: LockRecord | null; holders?: LockRecord[]; reason: string }
   /** It ran and is recorded, or spooled (`spooledTo`) when the database could not take it, or
    * could not be recorded at all (`unrecorded`: why; said as a warning). `announced`: its
    * notifications, delivered in the background. */
@@ -72,7 +72,13 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
     throw causeOf(err);
   });
   if (fire === null) throw new Error('bug: a manual fire was not started');
-  if (fire.result === 'skipped') return { kind: 'busy', holder: fire.holder ?? null, reason: fire.reason ?? '' };
+  if (fire.result === 'skipped')
+    return {
+      kind: 'busy',
+      holder: fire.holder ?? null,
+      ...(fire.holders ? { holders: fire.holders } : {}),
+      reason: fire.reason ?? '',
+    };
   if (m.by) fire.by = m.by;
   // The fire ran: a database that went away meanwhile does not lose it (spooled on this host,
   // recorded by the next scheduler or routine command here).

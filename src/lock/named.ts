@@ -84,7 +84,8 @@ export const busyReason = (name: string): string => `${name} busy`;
 
 /** Busy; `ahead`: because these waiters came first (the lock may be free this moment). */
 export type NamedAcquireResult =
-  (AcquireResult & { ok: false; ahead?: LineEntry[] }) | { ok: true; lease: Lease; slot: number };
+  | (AcquireResult & { ok: false; ahead?: LineEntry[]; holders?: LockRecord[] })
+  | { ok: true; lease: Lease; slot: number };
 
 /**
  * Takes a free slot of `name` (the first free one, in slot order). Busy when every slot is held:
@@ -103,7 +104,7 @@ export async function acquireLock(
   slots: number,
   owner: LockOwnerInfo,
   policy: BusyPolicy & { ticket?: LineTicket | null },
-  onWait?: (why: string, holder: LockRecord | null) => void,
+  onWait?: (why: string, holder: LockRecord | null, holders?: LockRecord[]) => void,
 ): Promise<NamedAcquireResult> {
   const keys = slotKeys(name, slots);
   const { ticket, ...busyPolicy } = policy;
@@ -133,7 +134,7 @@ export async function acquireLock(
       busy.push(r);
     }
   }
-  const held: AcquireResult & { ok: false; ahead?: LineEntry[] } =
+  const held: AcquireResult & { ok: false; ahead?: LineEntry[]; holders?: LockRecord[] } =
     notYet === null
       ? allHeld(busy)
       : { ok: false, reason: 'LOCK_HELD', holder: null, why: lineWhy(notYet), ahead: notYet };
@@ -142,7 +143,7 @@ export async function acquireLock(
   const joined = line && !mine ? await line.join(name, owner).catch(() => null) : null;
   mine ??= joined;
   try {
-    onWait?.(held.why, held.holder);
+    onWait?.(held.why, held.holder, held.holders);
     return await waitForAnySlot(lock, keys, owner, turn ? { ...busyPolicy, turn } : busyPolicy);
   } finally {
     await joined?.leave();
@@ -175,10 +176,18 @@ async function heldSlots(lock: LockBackend, name: string, keys: readonly string[
   return (await Promise.all(keys.map((k) => lock.holds!(k)))).filter(Boolean).length;
 }
 
-/** Every slot held: one answer that names the holders (for one slot, that slot's words). */
-function allHeld(busy: (AcquireResult & { ok: false })[]): AcquireResult & { ok: false } {
+/** Every slot held: one answer that names the holders (for one slot, that slot's words);
+ * `holders`: each slot's, for the words of a skip or a wait. */
+function allHeld(busy: (AcquireResult & { ok: false })[]): AcquireResult & { ok: false; holders?: LockRecord[] } {
   if (busy.length === 1) return busy[0]!;
-  return { ok: false, reason: 'LOCK_HELD', holder: busy[0]?.holder ?? null, why: slotsWhy(busy) };
+  const holders = busy.map((b) => b.holder).filter((h): h is LockRecord => h !== null);
+  return {
+    ok: false,
+    reason: 'LOCK_HELD',
+    holder: busy[0]?.holder ?? null,
+    why: slotsWhy(busy),
+    ...(holders.length === busy.length ? { holders } : {}),
+  };
 }
 
 /** "pid 1 on a (lock run), …, and pid 2 on b (routine x), … (all 2 slots)": as a holder is named. */

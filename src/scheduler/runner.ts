@@ -10,7 +10,7 @@ import type { RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from '../fire/firing.js';
-import { holderText, type Logger } from '../fire/log.js';
+import { holderText, holdersText, type Logger } from '../fire/log.js';
 import type { Recorder } from '../fire/recorder.js';
 import { claimKey, type OrphanClaim } from '../state/store.js';
 import { nextFire } from './timing.js';
@@ -552,9 +552,9 @@ export class Runner {
           this.gate(def).locked(id);
           this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() });
         },
-        onWait: (why, holder) => {
+        onWait: (why, holder, holders) => {
           this.active.get(id)?.started();
-          const held = holder ? holderText(holder) : why;
+          const held = holders ? holdersText(holders) : holder ? holderText(holder) : why;
           this.o.phases?.waiting(id, scheduledAt, def.lock, held);
           this.o.log({ event: 'routine.waiting', routine: id, lock: def.lock, holder: held });
           this.gate(def).waiting(id);
@@ -746,7 +746,13 @@ export class Runner {
         event: 'routine.skipped',
         routine: id,
         reason: r.reason ?? 'busy',
-        ...(r.holder ? { holder: holderText(r.holder) } : r.ahead ? { holder: r.ahead.why } : {}),
+        ...(r.holders
+          ? { holder: holdersText(r.holders) }
+          : r.holder
+            ? { holder: holderText(r.holder) }
+            : r.ahead
+              ? { holder: r.ahead.why }
+              : {}),
       });
     else
       this.o.log({

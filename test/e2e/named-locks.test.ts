@@ -264,6 +264,34 @@ function writeGo(s: Setup): void {
 }
 
 describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () => {
+  it('every slot of a 2-slot lock held from outside: a tick is a busy skip naming both holders, and so does routine run', async () => {
+    const project = testProject({
+      locks: { agents: { slots: 2 } },
+      routines: [{ id: 'r', schedule: '* * * * * *', action: 'command', run: 'true', lock: 'agents' }],
+    });
+    const s: Setup = { backend: 'file', project, env: {} };
+    const one = lockRun(s, ['--lock', 'agents'], 'one');
+    const two = lockRun(s, ['--lock', 'agents'], 'two');
+    await one.waitFor(/holding one/);
+    await two.waitFor(/holding two/);
+    const manual = await runCli(['routine', 'run', 'r'], { cwd: project });
+    expect(manual.code).toBe(75);
+    expect(manual.stderr).toMatch(
+      new RegExp(
+        `^agents busy: held by pid (${one.pid}|${two.pid}) .*, and pid (${one.pid}|${two.pid}) .* \\(all 2 slots\\)\n`,
+      ),
+    );
+    const sched = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
+    await sched.waitFor(
+      /\[routine\] skipped r: agents busy \(held by lock run since \d\d:\d\d:\d\d, lock run since \d\d:\d\d:\d\d \(all 2 slots\)\)/,
+      15_000,
+    );
+    sched.child.kill('SIGTERM');
+    await sched.exited;
+    writeGo(s);
+    expect([(await one.exited).code, (await two.exited).code]).toEqual([0, 0]);
+  });
+
   it('a routine on db and one on cache run side by side; two on db take turns; a 2-slot lock runs two at once; a db held from outside is a busy skip named db', async () => {
     const marks = 'marks';
     const work = (id: string): string =>
