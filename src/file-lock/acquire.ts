@@ -54,13 +54,23 @@ export interface Takeover {
 
 export type AttemptResult =
   | { ok: true; lease: FileLease; takeover: Takeover | null }
-  | { ok: false; reason: 'LOCK_HELD'; holder: LockRecord | null; why: string };
+  | {
+      ok: false;
+      reason: 'LOCK_HELD';
+      holder: LockRecord | null;
+      why: string;
+      /** With `busyOnLostRace`: the slot another process linked just before us. */
+      lostTo?: number;
+    };
 
 const MAX_LOOPS = 16;
 
 export interface AttemptOptions {
   /** Lets a waiter time how long the holder stays unchanged on its own clock. */
   observe?: (signature: string) => Observation;
+  /** A waiter's attempt: another process linking the slot we were about to link makes it busy
+   * at once (that process holds the lock), without a second look that would only say so. */
+  busyOnLostRace?: boolean;
 }
 
 /** One non-blocking attempt: look; if free (or stale, after ending the stale holder's orphans),
@@ -138,7 +148,18 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
       } catch (err) {
         throw lockDirError(paths, err);
       }
-      if (!linked) continue; // someone else took this generation: look again
+      if (!linked) {
+        // someone else took this generation: busy, for a waiter; else look again (to name them)
+        if (attempt.busyOnLostRace)
+          return {
+            ok: false,
+            reason: 'LOCK_HELD',
+            holder: null,
+            why: 'a process that took it a moment ago',
+            lostTo: record.generation,
+          };
+        continue;
+      }
 
       // The slot is ours unless it refilled a gap below the top (we stalled while others went
       // on, and old slots were collected): then it is withdrawn, and nobody ever judged it.

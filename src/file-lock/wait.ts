@@ -11,7 +11,10 @@ import { fairTurn } from './fair-turn.js';
 import type { AcquireResult } from '../lock/lease.js';
 import { acquireUnderPolicy } from '../lock/if-busy.js';
 import { observerOf } from '../lock/observer.js';
-import { lockPaths, type LockPaths } from './paths.js';
+import { freePath, lockPaths, slotPath, type LockPaths } from './paths.js';
+import { lstatQuiet } from '../fs/look.js';
+
+const WOKEN = 'woken';
 
 /** Acquires with the `--if-busy` policy of SPEC §4 (if-busy.ts): a wait pauses by a doubling
  * pause up to `pollMaxMs`, cut short when a release mark appears. */
@@ -22,18 +25,34 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
   const observe = observerOf(paths.lock, opts.ttlMs, clock);
   let watcher: FSWatcher | undefined;
   let wake: (() => void) | undefined;
-  const backoff = new Backoff(1, opts.pollMaxMs ?? 50, clock);
+  const pollMaxMs = opts.pollMaxMs ?? 50;
+  const backoff = new Backoff(1, pollMaxMs, clock);
   await fairTurn(opts.ifBusy, paths.lock, clock);
+  // the last full attempt, when it found the lock held: its answer, and the slot it found held
+  let busy: { at: number; r: Awaited<ReturnType<typeof attemptAcquire>>; slot: number } | null = null;
   try {
     return await acquireUnderPolicy(opts, {
       clock,
       ttlMs: opts.ttlMs,
-      attempt: () => attemptAcquire(opts, { observe }),
+      attempt: async () => {
+        if (busy && clock.monotonic() - busy.at < pollMaxMs && stillHeld(paths, busy)) return busy.r;
+        const r = await attemptAcquire(opts, { observe, busyOnLostRace: true });
+        if (r.ok) return r;
+        // a race lost to a waiter woken with us: the next full look is still due when it was
+        if (r.lostTo !== undefined && busy) {
+          busy = { at: busy.at, r, slot: r.lostTo };
+          return r;
+        }
+        const slot = r.lostTo ?? r.holder?.generation ?? null;
+        busy = slot === null ? null : { at: clock.monotonic(), r, slot };
+        return r;
+      },
       pause: async (signal, leftMs) => {
         watcher ??= watchLock(paths, () => wake?.());
         const stop = new AbortController();
-        wake = () => stop.abort();
-        const onAbort = (): void => stop.abort();
+        // a reason of our own: abort() without one builds a DOMException, with its stack, per wake
+        wake = () => stop.abort(WOKEN);
+        const onAbort = (): void => stop.abort(WOKEN);
         signal?.addEventListener('abort', onAbort, { once: true });
         await backoff.wait(stop.signal, leftMs);
         signal?.removeEventListener('abort', onAbort);
@@ -43,6 +62,22 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
   } finally {
     watcher?.close();
   }
+}
+
+/**
+ * A waiter's look between two full attempts at most `pollMaxMs` apart, in a system call or two:
+ * whether the slot the last one found held is still held — no release mark — or was taken by the
+ * next holder since (its slot linked, not released). Either way the answer is the last one (the
+ * holder it names at most `pollMaxMs` old). A holder that died or stalled releases nothing: the
+ * next full attempt judges it, so a dead holder is noticed within `pollMaxMs` and a pause. Only
+ * ever an answer of busy: a wrong one delays a waiter, never lets two hold the lock.
+ */
+function stillHeld(paths: LockPaths, busy: { slot: number }): boolean {
+  if (!lstatQuiet(freePath(paths, busy.slot))) return true;
+  const next = busy.slot + 1;
+  if (!lstatQuiet(slotPath(paths, next)) || lstatQuiet(freePath(paths, next))) return false;
+  busy.slot = next; // woken by a release another waiter won: its slot is held now
+  return true;
 }
 
 /** Wakes a waiter as soon as a holder releases (its release mark appears). Polling still runs,

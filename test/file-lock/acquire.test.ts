@@ -504,6 +504,83 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
 });
 
 describe('--if-busy policies', () => {
+  // A waiter between two full looks at most pollMaxMs apart (docs/lock.md "Waiting"): a system
+  // call or two say the slot it found held still is, and a race lost to another waiter is busy at
+  // once. Counted by the look's first step; the clock is the test's.
+  it('wait: between full looks a waiter only checks the release mark; at pollMaxMs it looks in full again', async () => {
+    const dir = testdir();
+    const first = await mustAcquire(options(dir));
+    const clock = new ManualClock(Date.now());
+    let looks = 0;
+    let settled = false;
+    const waiting = acquireFileLease({
+      ...options(dir),
+      ifBusy: 'wait',
+      heartbeat: false,
+      clock,
+      pollMaxMs: 50,
+      hooks: { step: (n) => void (n === 'acquire:list' && looks++) },
+    }).finally(() => (settled = true));
+    let slept = 0;
+    const tick = async (ms: number): Promise<void> => {
+      await eventually(() => clock.sleeping >= 1, 15_000, 'the waiter to pause');
+      clock.advance(ms);
+      slept += ms;
+    };
+    // pauses of 1, 2, 4, 8, 16 ms: 31 ms, no full look after the first
+    for (const ms of [1, 2, 4, 8, 16]) await tick(ms);
+    await eventually(() => clock.sleeping >= 1, 15_000, 'the waiter to pause');
+    expect([looks, slept]).toEqual([1, 31]);
+    // the next pause (32 ms) ends past 50 ms since the full look: a full look again
+    await tick(32);
+    await eventually(() => clock.sleeping >= 1, 15_000, 'the waiter to pause');
+    expect(looks).toBe(2);
+    expect(settled).toBe(false);
+    // a release: the mark is seen, the waiter looks in full and takes the lock
+    await first.release();
+    await eventually(
+      () => {
+        if (!settled) clock.advance(50);
+        return settled;
+      },
+      15_000,
+      'the waiter to take the lock',
+    );
+    const r = await waiting;
+    expect(r.ok).toBe(true);
+    if (r.ok) await r.lease.release();
+  });
+
+  it('wait: a race lost to another process linking the same slot is busy at once, with no second look', async () => {
+    const dir = testdir();
+    let looks = 0;
+    let raced = false;
+    const r = await acquireFileLease({
+      ...options(dir),
+      ifBusy: 'wait',
+      heartbeat: false,
+      waitTimeoutMs: 0,
+      hooks: {
+        step: (n) => {
+          if (n === 'acquire:list') looks++;
+          // another process takes the slot this attempt is about to link
+          if (n === 'acquire:link-slot' && !raced) {
+            raced = true;
+            linkSync(
+              join(
+                dir,
+                readdirSync(dir).find((f) => f.startsWith('exec-run.tmp.'))!,
+              ),
+              join(dir, 'exec-run.slot.1'),
+            );
+          }
+        },
+      },
+    });
+    expect(r).toMatchObject({ ok: false, reason: 'WAIT_TIMEOUT', why: 'a process that took it a moment ago' });
+    expect(looks).toBe(1);
+  });
+
   it('wait: gets the lock when the holder releases', async () => {
     const dir = testdir();
     const first = await mustAcquire(options(dir));
