@@ -71,7 +71,7 @@ function readCrontab(file: string): string {
     const code = (e as NodeJS.ErrnoException).code;
     throw new UsageError(
       code === 'ENOTREG'
-        ? `${file} is not a regular file`
+        ? `${file} is not a regular file (a pipe's crontab goes on stdin: crontab -l | routinely import-crontab)`
         : code === 'EFBIG'
           ? `${file} is over ${MAX_BYTES} bytes: not a crontab`
           : `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (e as Error).message}`,

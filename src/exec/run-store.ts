@@ -6,7 +6,7 @@
 
 import { join } from 'node:path';
 import { NotFoundError, StateIOError, UnsafePathError, stateWriteError } from '../errors.js';
-import { STATE_FILE_CAP, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
+import { STATE_FILE_CAP, checkFolder, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
 import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
 import { childPath, closeFd, makeFolder } from '../fs/names.js';
@@ -115,6 +115,8 @@ export interface LoadedRun {
  * does not exist. A torn journal line (a crash mid-append) is skipped. */
 export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | null {
   const dir = runDir(runsDir, runId);
+  // a run's folder as its writers take it: never through a symlink, ours alone (exit 2)
+  if (!checkFolder(dir)) return null;
   const snapPath = join(dir, SNAPSHOT);
   let snapText: string | null = null;
   let problem: string | null = null;

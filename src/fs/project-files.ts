@@ -9,7 +9,8 @@ import { writeText } from './durable.js';
  * is read, never trusted to decide what runs): errno errors thrown as they are; a file that is not
  * a regular one is refused (code ENOTREG) and one over `cap` bytes too (code EFBIG). */
 export function readInputFile(path: string, cap: number): Buffer {
-  const fd = openSync(path, 'r');
+  // O_NONBLOCK: a FIFO without a writer opens at once (and is refused below), never hangs
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     if (!fstatSync(fd).isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: 'ENOTREG' });
     const chunks: Buffer[] = [];

@@ -30,6 +30,7 @@ import { checkRecord, interruptedFire, type Fire, type OpenFire } from './routin
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
 import {
+  checkFolders,
   indexLags,
   readRoutine,
   readRoutineIndexed,
@@ -183,6 +184,8 @@ export async function pauseRoutine(
 
 /** The routine's newest `retention.historyLines` fires (from the rotated file too), oldest first. */
 export function readFires(project: Project, routineId: string, warn: Warn = () => {}): HistoryEntry[] {
+  // the folders as every other command takes them: never through a symlink, ours alone
+  checkFolders(project);
   return readFireEntries(
     historyPath(project.stateDir, routineId),
     project.config.retention.historyLines,
@@ -280,8 +283,10 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       return change;
     },
     history: async (id, warn) => readFires(project, id, warn),
-    recentFires: async (ids, q, warn) =>
-      recentFiresInFiles(project.stateDir, ids, q, project.config.retention.historyLines, warn),
+    recentFires: async (ids, q, warn) => {
+      checkFolders(project); // never through a symlink, as every other reader
+      return recentFiresInFiles(project.stateDir, ids, q, project.config.retention.historyLines, warn);
+    },
     // one scheduler per project (the `scheduler` lock): every tick is ours
     sharedTicks: false,
     claimTick: async () => true,

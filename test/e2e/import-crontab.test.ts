@@ -69,7 +69,12 @@ describe('routinely import-crontab', () => {
     expect(missing.stderr).toBe('routinely: cannot read no-such-crontab: no such file\n');
     const folder = importing(['.'], null, dir);
     expect(folder.status).toBe(2);
-    expect(folder.stderr).toBe('routinely: . is not a regular file\n');
+    const notRegular = "is not a regular file (a pipe's crontab goes on stdin: crontab -l | routinely import-crontab)";
+    expect(folder.stderr).toBe(`routinely: . ${notRegular}\n`);
+    // a FIFO nobody writes to: refused at once, never a hang (it was opened blocking)
+    expect(spawnSync('mkfifo', [join(dir, 'fifo')]).status).toBe(0);
+    const fifo = importing(['fifo'], null, dir);
+    expect([fifo.status, fifo.stderr]).toEqual([2, `routinely: fifo ${notRegular}\n`]);
   });
 });
 

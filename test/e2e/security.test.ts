@@ -10,7 +10,9 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -330,5 +332,48 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     }
     expect(statSync(join(project, '.routinely')).mode & 0o777).toBe(0o700);
     expect(readFileSync(join(project, '.routinely', '.gitignore'), 'utf8')).toMatch(/^\*$/m);
+  });
+});
+
+// The views take the folders under the state folder as the writers do (SPEC §12 Folders): a
+// symlinked folder is refused, never read through (found by a fault pass: `routine history`,
+// `exec show` and `exec runs` read another folder's files and showed them as the project's).
+describe('views never read through a symlinked folder under the state folder', () => {
+  it('routine history: a symlinked history folder is refused (exit 2), as routine list refuses it', async () => {
+    const project = testProject({ routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    expect((await runCli(['routine', 'run', 'r'], { cwd: project })).code).toBe(0);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'routinely-elsewhere-'));
+    onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }));
+    const history = join(project, '.routinely', 'history');
+    renameSync(history, join(elsewhere, 'h'));
+    symlinkSync(join(elsewhere, 'h'), history);
+    for (const args of [
+      ['routine', 'history', 'r'],
+      ['routine', 'history'],
+      ['routine', 'list'],
+    ]) {
+      const r = await runCli(args, { cwd: project });
+      expect([r.code, r.stdout], args.join(' ')).toEqual([2, '']);
+      expect(r.stderr).toMatch(/history is a symbolic link inside routinely's state; refusing to follow it/);
+    }
+  });
+
+  it('exec show and exec runs: a symlinked run folder is refused, never shown as the project run', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] } });
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
+    const runs = join(project, '.routinely', 'exec', 'runs');
+    const [id] = readdirSync(runs);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'routinely-elsewhere-'));
+    onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }));
+    renameSync(join(runs, id!), join(elsewhere, 'run'));
+    symlinkSync(join(elsewhere, 'run'), join(runs, id!));
+    const show = await runCli(['exec', 'show', id!], { cwd: project });
+    expect([show.code, show.stdout]).toEqual([2, '']);
+    expect(show.stderr).toMatch(new RegExp(`${id} is a symbolic link inside routinely's state; refusing to follow it`));
+    const list = await runCli(['exec', 'runs', '--json'], { cwd: project });
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual([
+      expect.objectContaining({ run_id: id, status: 'UNREADABLE', why: expect.stringMatching(/symbolic link/) }),
+    ]);
   });
 });
