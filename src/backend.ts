@@ -12,15 +12,14 @@ import { readLockStatus } from './file-lock/status.js';
 import type { Backend, OpenOptions } from './backend-types.js';
 import { fileRoutineStore } from './state/file-store.js';
 import { ensureStateRoot } from './state/json-file.js';
-import { trustRoot } from './fs/files.js';
+import { trustStateAndLocks } from './fs/files.js';
 
 export type { Backend, BackendCaps, OpenOptions } from './backend-types.js';
 
 /** The project's state and lock folders: routinely uses them only while they are its own user's,
  * writable by it alone (SPEC §12); see checkFolder. */
 export function trustProjectRoots(project: Project): void {
-  trustRoot(project.stateDir);
-  trustRoot(project.lockDir);
+  trustStateAndLocks(project.stateDir, project.lockDir);
 }
 
 /** The project's file lock alone (what `lock run` needs when it starts from the cache): its roots trusted,

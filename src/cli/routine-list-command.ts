@@ -9,7 +9,7 @@
 
 import type { Project } from '../config/load.js';
 import { ExitCode, asStorageError, isStorageError } from '../errors.js';
-import { trustRoot } from '../fs/files.js';
+import { trustStateAndLocks } from '../fs/files.js';
 import { stdoutIsTTY, writeOut } from '../fs/terminal.js';
 import { readLockStatus } from '../file-lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
@@ -81,8 +81,7 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
     routines.push(listed);
   }
   // the same checks as the file backend's (SPEC §12)
-  trustRoot(stateDir);
-  trustRoot(lockDir);
+  trustStateAndLocks(stateDir, lockDir);
   const warnings: string[] = [];
   const state = readRoutineStateShown({ stateDir } as Project, (m) => warnings.push(m));
   const scheduler = schedulerLineOf(stateOf([readLockStatus({ lockDir, key: SCHEDULER_LOCK_KEY })], 'file'));

@@ -273,6 +273,16 @@ export function trustRoot(dir: string): void {
   roots.add(resolve(dir));
 }
 
+/** Declares a project's state and lock folders roots: the lock folder is a root of its own
+ * (which may be a symlink) only when it is outside the state folder; the default
+ * `<stateDir>/locks` is a folder below the state root, never a symlink (docs/security.md). */
+export function trustStateAndLocks(stateDir: string, lockDir: string): void {
+  const state = resolve(stateDir);
+  const locks = resolve(lockDir);
+  trustRoot(state);
+  if (locks !== state && !locks.startsWith(`${state}/`)) trustRoot(locks);
+}
+
 function rootOf(abs: string): string | null {
   let best: string | null = null;
   for (const r of roots)

@@ -358,6 +358,35 @@ describe('views never read through a symlinked folder under the state folder', (
     }
   });
 
+  it('the default lock folder as a symlink is refused by every command (exit 2); a ROUTINELY_LOCK_DIR elsewhere may be one', async () => {
+    const project = testProject();
+    expect((await runCli(['lock', 'run', '--', 'true'], { cwd: project })).code).toBe(0);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'routinely-elsewhere-'));
+    onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }));
+    const locks = join(project, '.routinely', 'locks');
+    rmSync(locks, { recursive: true });
+    mkdirSync(join(elsewhere, 'locks'), { mode: 0o700 });
+    symlinkSync(join(elsewhere, 'locks'), locks);
+    for (const args of [
+      ['lock', 'run', '--', 'true'],
+      ['lock', 'status'],
+      ['exec', 'run'],
+    ]) {
+      const r = await runCli(args, { cwd: project });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/locks is a symbolic link inside routinely's state; refusing to follow it/);
+    }
+    expect(readdirSync(join(elsewhere, 'locks'))).toEqual([]);
+    // a lock folder given outside the state folder: a root of its own, which may be a link
+    symlinkSync(join(elsewhere, 'locks'), join(elsewhere, 'via'));
+    const outside = await runCli(['lock', 'run', '--', 'true'], {
+      cwd: project,
+      env: { ROUTINELY_LOCK_DIR: join(elsewhere, 'via') },
+    });
+    expect(outside.code, outside.stderr).toBe(0);
+    expect(readdirSync(join(elsewhere, 'locks')).some((n) => n.startsWith('exec-run.'))).toBe(true);
+  });
+
   it('exec show and exec runs: a symlinked run folder is refused, never shown as the project run', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] } });
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
