@@ -64,7 +64,9 @@ export function readJsonState<T>(
   } catch (err) {
     if (!(err instanceof UnsafePathError))
       throw new StateIOError(`cannot read ${path}: ${errnoCode(err) ?? String(err)}`);
-    return { kind: 'corrupt', movedTo: null, problem: err.message };
+    // a symlink, a FIFO, a folder, another user's file at the name: the entry itself is set
+    // aside (rename moves a link, never its target), as a damaged file is
+    return { kind: 'corrupt', movedTo: moveAsideFor(path, opts), problem: err.message };
   }
   if (text === null) return { kind: 'missing' };
   try {
@@ -74,9 +76,14 @@ export function readJsonState<T>(
   } catch (err) {
     problem = text.length === 0 ? 'empty' : `not valid JSON (${(err as Error).message})`;
   }
-  if (!opts.moveAside) return { kind: 'corrupt', movedTo: null, problem };
+  return { kind: 'corrupt', movedTo: moveAsideFor(path, opts), problem };
+}
+
+/** Where a writer set a corrupt file aside (`<name>.corrupt.<ts>`), or null (a view leaves it). */
+function moveAsideFor(path: string, opts: ReadOptions): string | null {
+  if (!opts.moveAside) return null;
   const movedTo = `${path}.corrupt.${opts.now ?? Date.now()}`;
-  return { kind: 'corrupt', movedTo: moveAside(path, movedTo) ? movedTo : null, problem };
+  return moveAside(path, movedTo) ? movedTo : null;
 }
 
 export function corruptMessage(path: string, r: { movedTo: string | null; problem: string }, rebuilt?: string): string {

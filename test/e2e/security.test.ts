@@ -8,6 +8,7 @@ import {
   chmodSync,
   chownSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -24,7 +25,7 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { systemProbe } from '../../src/process/identity.js';
 import { serializeLockRecord, type LockRecord } from '../../src/lock/record.js';
-import { processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
+import { eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -156,6 +157,16 @@ describe.skipIf(!isRoot && process.env.CI !== 'true')('attacks from another loca
     const again = await runCli(['routine', 'run', 'r'], { cwd: project });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).toMatch(/routine-state\.json is corrupt \(.*routine-state\.json is a symbolic link/);
+    expect(readFileSync(precious, 'utf8')).toBe('root data');
+    // set aside by the writer (it was left in place, and every later command warned again)
+    await eventually(
+      () => existsSync(join(state, 'routine-state.json')) && lstatSync(join(state, 'routine-state.json')).isFile(),
+      15_000,
+      'routine-state.json rewritten as a file of its own',
+    );
+    expect(readdirSync(state).filter((n) => n.startsWith('routine-state.json.corrupt.'))).toHaveLength(1);
+    const quiet = await runCli(['routine', 'run', 'r'], { cwd: project });
+    expect([quiet.code, quiet.stderr]).toEqual([0, '']);
     expect(readFileSync(precious, 'utf8')).toBe('root data');
   });
 
@@ -385,6 +396,31 @@ describe('views never read through a symlinked folder under the state folder', (
     });
     expect(outside.code, outside.stderr).toBe(0);
     expect(readdirSync(join(elsewhere, 'locks')).some((n) => n.startsWith('exec-run.'))).toBe(true);
+  });
+
+  it('a symlink, FIFO or folder at exec/tasks.json is set aside by the next exec run, the link never followed', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] } });
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'routinely-elsewhere-'));
+    onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }));
+    writeFileSync(join(elsewhere, 'precious'), 'data');
+    const exec = join(project, '.routinely', 'exec');
+    const tasks = join(exec, 'tasks.json');
+    for (const plant of [
+      () => symlinkSync(join(elsewhere, 'precious'), tasks),
+      () => spawnSync('mkfifo', [tasks]),
+      () => mkdirSync(tasks),
+    ]) {
+      rmSync(tasks, { recursive: true, force: true });
+      plant();
+      const r = await runCli(['exec', 'run'], { cwd: project });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/tasks\.json is corrupt \(.*\); moved aside to tasks\.json\.corrupt\.\d+; rebuilt from/);
+      expect(lstatSync(tasks).isFile()).toBe(true);
+      const again = await runCli(['exec', 'run'], { cwd: project });
+      expect([again.code, again.stderr]).toEqual([0, '']);
+    }
+    expect(readFileSync(join(elsewhere, 'precious'), 'utf8')).toBe('data');
   });
 
   it('exec show and exec runs: a symlinked run folder is refused, never shown as the project run', async () => {
