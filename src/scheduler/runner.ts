@@ -456,6 +456,11 @@ export class Runner {
     };
     try {
       return await this.takeTurns(t, waited, joinLine, () => line);
+    } catch (err) {
+      // whatever failed, its turn is given back: a turn kept by a fire that is over would
+      // queue every later tick of the lock behind it, for good
+      turns.leave(id);
+      throw err;
     } finally {
       await (await (line as Promise<LineTicket | null> | null))?.leave();
     }
@@ -485,9 +490,20 @@ export class Runner {
     );
     if (queued) this.o.phases?.clear(id, scheduledAt);
     // it waited: it may have been paused meanwhile
-    if (outcome === 'start' && queued && (this.stopping || signal.aborted || (await this.isPaused(id)))) {
-      turns.leave(id);
-      return null;
+    if (outcome === 'start' && queued) {
+      let paused: boolean;
+      try {
+        paused = this.stopping || signal.aborted || (await this.isPaused(id));
+      } catch (err) {
+        // the state could not be read (the database restarting): not fired, and said so as a
+        // fire that could not start (routine list --check shows it)
+        turns.leave(id);
+        return this.unstartedFire(scheduledAt, `could not read whether it is paused: ${(err as Error).message}`);
+      }
+      if (paused) {
+        turns.leave(id);
+        return null;
+      }
     }
     while (outcome === 'start') {
       const ticket = await line();

@@ -29,7 +29,11 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
 };
 
-function harness(config: object, startMs = T0 + 500, extra: { settleHeap?: () => void } = {}) {
+function harness(
+  config: object,
+  startMs = T0 + 500,
+  { wrapStore, ...extra }: { settleHeap?: () => void; wrapStore?: (s: RoutineStore) => RoutineStore } = {},
+) {
   const dir = testProject(config);
   const clock = new ManualClock(startMs);
   const events: LogEvent[] = [];
@@ -66,7 +70,7 @@ function harness(config: object, startMs = T0 + 500, extra: { settleHeap?: () =>
     shutdownTimeoutMs: 1000,
     watchConfig: false,
     random: () => 0.5,
-    store: fileRoutineStore(project),
+    store: wrapStore ? wrapStore(fileRoutineStore(project)) : fileRoutineStore(project),
     host: 'test-host',
     ...extra,
   });
@@ -76,6 +80,43 @@ function harness(config: object, startMs = T0 + 500, extra: { settleHeap?: () =>
 }
 
 describe('Scheduler', () => {
+  it('a queued tick whose pause check fails (the database restarting) is a fire that could not start, and the queue goes on: the next ticks fire', async () => {
+    let failing = false;
+    const h = harness({ routines: [routine('a', '0 * * * *'), routine('b', '0 * * * *')] }, T0 + 500, {
+      wrapStore: (real) =>
+        Object.assign(Object.create(real) as RoutineStore, {
+          readOne: (id: string, warn: (m: string) => void) => {
+            if (failing) throw new DatabaseError('database db: the server is shutting down or starting up (57P03)');
+            return real.readOne(id, warn);
+          },
+        }),
+    });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await eventually(() => h.fires.length === 1, 5000);
+    expect(h.events).toContainEqual({ event: 'routine.queued', routine: 'b', behind: 'a' });
+    // b's turn comes while the state cannot be read
+    failing = true;
+    h.fires[0]!.finish();
+    await eventually(() => readFires(h.project, 'b').length === 1, 5000);
+    expect(readFires(h.project, 'b')[0]).toMatchObject({
+      result: 'failure',
+      reason: expect.stringMatching(/^not started: could not read whether it is paused: .*57P03/),
+    });
+    failing = false;
+    // the next hour: a fires at once (nothing holds the queue), then b
+    h.clock.advance(3600_000);
+    await eventually(() => h.fires.length === 2, 5000);
+    expect(h.fires[1]!.id).toBe('a');
+    h.fires[1]!.finish();
+    await eventually(() => h.fires.length === 3, 5000);
+    expect(h.fires[2]!.id).toBe('b');
+    h.fires[2]!.finish();
+    expect(h.events).not.toContainEqual(expect.objectContaining({ event: 'routine.queued', routine: 'a' }));
+    h.stop.abort();
+    await h.done;
+  });
+
   it('retries a failed fire after S, 2S… with jitter, each attempt its own history line; never a skip', async () => {
     const h = harness({
       routines: [
