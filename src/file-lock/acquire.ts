@@ -230,6 +230,7 @@ export async function attemptAcquire(opts: FileLockOptions, attempt: AttemptOpti
     }
     collectGarbage(ctx, garbage, record.generation, record.lock_id);
     lease.tookOver = takeover !== null;
+    if (takeover) lease.tookOverFrom = look.top?.record ?? look.beaten ?? look.foreign?.record ?? null;
     return { ok: true, lease, takeover };
   }
   const look = lookAtLock(paths, clock.now(), probe, { floor: opts.generationFloor });

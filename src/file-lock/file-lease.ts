@@ -45,6 +45,7 @@ type FileCheck = { ok: true } | { ok: false; why: string; takenOver: boolean };
 
 export class FileLease extends LeaseState implements Lease {
   tookOver = false;
+  tookOverFrom: LockRecord | null = null;
   private readonly childJournal: ChildJournal;
   private childTimer: NodeJS.Timeout | undefined;
   /** The journal has every child at once; the heartbeat copy waits CHILD_WRITE_MS from the

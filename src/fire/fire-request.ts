@@ -27,9 +27,9 @@ export interface FireRequest {
   onStarted: () => void;
   /** With ifBusy "wait": the lock is busy and the fire waits for it. */
   onWait: (why: string, holder: LockRecord | null, holders?: LockRecord[]) => void;
-  /** The lock was taken over from a holder judged stale (files): what it left open, a fire's
-   * marker of a `routine run` killed with SIGKILL, is for this scheduler to record now. */
-  onTookOver?: () => void;
+  /** The lock was taken over from a holder judged stale (`from`, as its record named it): what it
+   * left open, the marker of a fire killed with SIGKILL, is for this scheduler to record now. */
+  onTookOver?: (from: LockRecord | null) => void;
   /** Its place in the lock's line, taken when it was queued (lock/line.ts). */
   ticket?: LineTicket | null;
   /** A tick claimed with a shared database: its claimer, whose claim the fire's open marker

@@ -62,7 +62,7 @@ export interface FireContext {
    * the fire does not start (the scheduler that fires it lost its own lock meanwhile). */
   mayStart?: () => boolean;
   /** The lock was taken over from a holder judged stale (fire-request.ts). */
-  onTookOver?: () => void;
+  onTookOver?: (from: LockRecord | null) => void;
   /** The environment commands start from, already without withheld variables (the scheduler
    * computes it once per config: copying `process.env` costs more than the rest of a fire's
    * set-up). Default: computed from `process.env` now. */
@@ -262,7 +262,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
         });
       }
       lease = got.lease;
-      if (lease.tookOver) ctx.onTookOver?.();
+      if (lease.tookOver) ctx.onTookOver?.(lease.tookOverFrom ?? null);
     }
     if (ctx.mayStart && !ctx.mayStart()) {
       await lease?.release();

@@ -11,7 +11,8 @@ import type { Clock } from '../clock.js';
 import { isStorageError } from '../errors.js';
 import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
-import type { Fire, RoutineRecord } from '../state/routine-state.js';
+import type { Fire, OpenFire, RoutineRecord } from '../state/routine-state.js';
+import type { LockRecord } from '../lock/record.js';
 import { processGone } from '../process/identity.js';
 import type { FireResult } from './firing.js';
 import type { Announce } from './fire-request.js';
@@ -240,11 +241,16 @@ export class Recorder {
 
   /** Records every open fire whose process is gone as interrupted (SPEC §6), through the same
    * path: counted, and announced as the failure it is. Returns how many it closed. */
-  async reconcile(project: Project, signal?: AbortSignal): Promise<{ closed: number; announced: Promise<void> }> {
+  async reconcile(
+    project: Project,
+    signal?: AbortSignal,
+    from: LockRecord | null = null,
+  ): Promise<{ closed: number; announced: Promise<void> }> {
     const announcements: Promise<void>[] = [];
-    // the owner is judged on this host only (elsewhere it cannot be told)
+    // The owner is judged on this host only (elsewhere it cannot be told) — except the fire
+    // whose lock was just taken over from its holder (`from`, on any host): its outcome is lost.
     const closed = await this.o.store.reconcile(
-      (owner) => processGone(owner),
+      (owner, open) => processGone(owner) || lostWithLock(from, owner, open),
       new Date(this.o.clock.now()),
       this.o.warn,
       (id, fire) => {
@@ -355,6 +361,16 @@ export class Recorder {
     const record = await this.o.store.readOne(id, this.o.warn);
     return { paused: record?.paused === true, note: record?.paused_note ?? null };
   }
+}
+
+/** Whether `open` is the fire whose lock was taken over from its holder `from` (the same process,
+ * the same run): that holder was judged dead or stalled past its TTL, so the fire's outcome is
+ * lost, on whatever host it ran (a stalled one that wakes finds its lock lost, and its late
+ * record of the same fire counts for nothing: the first record of a fire stands). */
+function lostWithLock(from: LockRecord | null, owner: OpenFire['owner'], open: OpenFire): boolean {
+  const o = from?.owner;
+  if (!o || !o.run_id || open.run_id !== o.run_id) return false;
+  return owner.host === o.host && owner.pid === o.pid;
 }
 
 /** Whether a routine has somewhere to announce its fires (its own notify, or the project's). */

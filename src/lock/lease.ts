@@ -51,9 +51,11 @@ export interface Lease extends AsyncDisposable {
   /** Lost because its own heartbeats could not be written (the state folder is read-only or
    * failing), not because anyone took the lock (files only). */
   readonly lostToWriteErrors?: boolean;
-  /** Taken over from a holder judged stale (dead, or stalled past its TTL; files only): whatever
-   * that holder left open (a fire's marker) is now for someone to close. */
+  /** Taken over from a holder judged stale (dead, or stalled past its TTL): whatever that holder
+   * left open (a fire's marker) is now for someone to close. */
   readonly tookOver?: boolean;
+  /** …and that holder, as its record named it (null: its record could not be read). */
+  readonly tookOverFrom?: LockRecord | null;
   record(): LockRecord;
   /** Rewrites the heartbeat if the lock is still ours; called by the heartbeat timer. */
   refresh(): RefreshResult;

@@ -232,11 +232,12 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
           floor,
         }),
       );
-      if (swapped.rows[0])
-        return {
-          ok: true,
-          lease: new PgLease(o, key, checkedRow(o, key, swapped.rows[0]), clock, probe, reclaimStarted),
-        };
+      if (swapped.rows[0]) {
+        const lease = new PgLease(o, key, checkedRow(o, key, swapped.rows[0]), clock, probe, reclaimStarted);
+        lease.tookOver = true;
+        lease.tookOverFrom = validRecord(key, row);
+        return { ok: true, lease };
+      }
     }
     const row = await current(key);
     return { ok: false, holder: row ? toRecord(key, row) : null, why: 'the lock changed hands too often to take it' };
@@ -347,6 +348,8 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
 }
 
 export class PgLease extends LeaseState implements Lease {
+  tookOver = false;
+  tookOverFrom: LockRecord | null = null;
   private beating: Promise<void> | null = null;
   private journal: ChildJournal | undefined;
   private again = false;

@@ -131,6 +131,11 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         // its open fire is closed: recorded already — for records from before history lines
         // carried `closes`; a fire that did not start may close none
         if (!fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) return;
+      } else if (fire.closes && !fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
+        // its marker was closed by someone else: a fire whose lock was taken over from it while it
+        // stalled, recorded interrupted by the taker (the first record of a fire stands, as the
+        // file backend's fold keeps the first)
+        return;
       }
       let next = opts.again && isLate(prior, fire) ? applyLateFire(prior!, fire) : applyFire(prior, fire);
       if (fire.closes) {

@@ -188,9 +188,9 @@ export class Runner {
   /** A fire took its lock over from a holder judged stale: that holder's open fires (a
    * `routine run` killed with SIGKILL) are recorded as interrupted now, not at the next start
    * (SPEC §6: the next command that takes the lock reconciles them). */
-  private recordLeftBehind(project: Project): void {
+  private recordLeftBehind(project: Project, from: LockRecord | null): void {
     this.track(
-      this.o.recorder.reconcile(project, this.notifyStop.signal).then(
+      this.o.recorder.reconcile(project, this.notifyStop.signal, from).then(
         ({ closed, announced }) => {
           this.track(announced);
           if (closed > 0)
@@ -560,7 +560,7 @@ export class Runner {
           waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
         }),
         mayStart: () => this.o.inCharge(),
-        onTookOver: () => this.recordLeftBehind(project),
+        onTookOver: (from) => this.recordLeftBehind(project, from),
         onStarted: () => {
           this.active.get(id)?.started();
           this.o.stateTrouble?.(null);

@@ -1,8 +1,10 @@
 // Schedulers sharing a database as a fleet runs them: all stalled at once (SIGSTOP, as a loaded
 // machine does), and rolling restarts. Every per-second tick is recorded exactly once.
 
-import { describe, expect, it } from 'vitest';
-import { sleep, startCli } from '../helpers/cli.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { eventually, runCli, sleep, startCli } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { nextSecond, perSecond, schedulers, secondsAgo, stopAll, tickAccount } from '../helpers/pg-topology.js';
 import { testProject } from '../helpers/testdir.js';
@@ -11,6 +13,70 @@ const cluster = pgCluster();
 const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
 
 suite('rolling restarts of schedulers sharing a database', () => {
+  it(
+    'a scheduler SIGKILLed while its fire holds the exec lock: the scheduler that takes the lock over records that fire interrupted (it showed as running for good on every host)',
+    { timeout: 120_000 },
+    async () => {
+      const url = await freshDatabase(cluster!);
+      const project = testProject({
+        project: 'app',
+        backend: { type: 'postgres' },
+        lock: { ttlSeconds: 3, refreshSeconds: 1 },
+        routines: [
+          { id: 'ex', schedule: '*/2 * * * * *', action: 'command', run: 'echo "start $$" >> marks; sleep 60' },
+        ],
+      });
+      const env = { ROUTINELY_DATABASE_URL: url };
+      const all = await schedulers(['h1', 'h2'], project, env, 110_000);
+      // the fire that holds the lock, and its scheduler
+      let held: { owner: { host: string; run_id?: string } } | null = null;
+      await eventually(async () => {
+        const r = await runCli(['lock', 'status', '--json'], { cwd: project, env });
+        held = (JSON.parse(r.stdout) as { record: typeof held }).record;
+        return held?.owner.run_id !== undefined;
+      }, 30_000);
+      const { host, run_id: runId } = held!.owner;
+      const doomed = all[host === 'h1' ? 0 : 1]!;
+      const survivor = all[host === 'h1' ? 1 : 0]!;
+      onTestFinished(() => {
+        // every fire's command (the doomed scheduler's outlives it: another host's, never ended here)
+        for (const pid of readFileSync(join(project, 'marks'), 'utf8').match(/\d+/g)!.map(Number)) {
+          try {
+            process.kill(-pid, 'SIGKILL');
+          } catch {
+            /* gone */
+          }
+        }
+      });
+      doomed.child.kill('SIGKILL');
+      await doomed.exited;
+      // once its lease runs out the survivor's tick takes the lock over, and closes that fire
+      await survivor.waitFor(/recorded 1 fire left open by a process that died as failed \(interrupted\)/, 60_000);
+      const history = JSON.parse(
+        (await runCli(['routine', 'history', 'ex', '--json'], { cwd: project, env })).stdout,
+      ) as { run_id: string | null; result: string; reason: string | null }[];
+      expect(history.find((h) => h.run_id === runId)).toMatchObject({
+        result: 'failure',
+        reason: expect.stringMatching(/^interrupted/),
+      });
+      const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project, env })).stdout) as {
+        id: string;
+        running_since?: string | null;
+      }[];
+      const row = list.find((r) => r.id === 'ex')!;
+      // running now, if at all, is the survivor's own fire (started after the takeover)
+      const own = (
+        JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project, env })).stdout) as {
+          record: { owner: { host: string } } | null;
+        }
+      ).record;
+      if (row.running_since) expect(own?.owner.host).toBe(host === 'h1' ? 'h2' : 'h1');
+      // its own fire runs a minute: not waited for
+      survivor.child.kill('SIGKILL');
+      await survivor.exited;
+    },
+  );
+
   it(
     'every scheduler stalled at once for 3 s (SIGSTOP, as a loaded machine does): each tick it slept through is claimed and recorded once',
     { timeout: 120_000 },

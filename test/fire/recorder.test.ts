@@ -1,0 +1,98 @@
+// Reconciling open fires (SPEC §6): a fire's marker is closed as interrupted when its process is
+// gone on this host, and — on any host — when its lock was just taken over from it (the taker
+// names the holder it reclaimed). The stalled holder's own late record of that fire then counts
+// for nothing: the first record of a fire stands, on both backends.
+
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { loadProject } from '../../src/config/load.js';
+import { Recorder } from '../../src/fire/recorder.js';
+import type { LockRecord } from '../../src/lock/record.js';
+import { connect } from '../../src/pg/connect.js';
+import { pgRoutineStore } from '../../src/pg/routine-store.js';
+import { fileRoutineStore } from '../../src/state/file-store.js';
+import type { Fire, OpenFire } from '../../src/state/routine-state.js';
+import type { RoutineStore } from '../../src/state/store.js';
+import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cluster = pgCluster();
+const backends = cluster ? (['file', 'postgres'] as const) : (['file'] as const);
+
+async function setup(kind: (typeof backends)[number]) {
+  const dir = testProject({
+    project: 'app',
+    routines: [{ id: 'ex', schedule: '0 0 1 1 *', action: 'command', run: 'true' }],
+  });
+  const project = loadProject({ cwd: dir });
+  let store: RoutineStore;
+  if (kind === 'file') store = fileRoutineStore(project);
+  else {
+    const db = await connect(await freshDatabase(cluster!));
+    onTestFinished(() => db.close());
+    store = pgRoutineStore(db, 'app', 1000);
+  }
+  const warnings: string[] = [];
+  const recorder = new Recorder({
+    store,
+    clock: systemClock,
+    log: () => {},
+    warn: (m) => warnings.push(m),
+    stateDir: () => project.stateDir,
+    host: 'h1',
+  });
+  return { project, store, recorder, warnings };
+}
+
+const at = new Date(Date.now() - 60_000).toISOString();
+/** A fire of another host's scheduler (h3, pid 4242): not judged from here by its process. */
+const marker = (id: string, runId: string): OpenFire => ({
+  id,
+  scheduled_at: at,
+  started_at: at,
+  run_id: runId,
+  trigger: 'schedule',
+  owner: { pid: 4242, host: 'h3', boot_id: null, start_time: null },
+});
+const holder = (runId: string, pid = 4242): LockRecord => ({
+  version: 1,
+  key: 'exec-run',
+  lock_id: 'a'.repeat(32),
+  generation: 7,
+  owner: { pid, host: 'h3', boot_id: null, start_time: null, command: 'routine', routine: 'ex', run_id: runId },
+  created_at: Date.now() / 1000 - 60,
+  heartbeat_at: Date.now() / 1000 - 60,
+  expires_at: Date.now() / 1000 - 30,
+});
+
+describe.each(backends)('Recorder.reconcile (%s backend)', (kind) => {
+  it("the fire whose lock was taken over from its holder on another host is recorded interrupted; other fires of that host are not, and the holder's late record counts for nothing", async () => {
+    const s = await setup(kind);
+    await s.store.openFire('ex', marker('0a0a0a0a0a0a0a0a', 'r-20261206T050000Z-aaaa'), () => {});
+    await s.store.openFire('ex', marker('0b0b0b0b0b0b0b0b', 'r-20261206T050100Z-bbbb'), () => {});
+    // without a takeover, another host's fires cannot be judged: left open
+    expect((await s.recorder.reconcile(s.project)).closed).toBe(0);
+    // another process of that host, or another run: not this lock's fire
+    expect((await s.recorder.reconcile(s.project, undefined, holder('r-20261206T050000Z-aaaa', 4243))).closed).toBe(0);
+    const r = await s.recorder.reconcile(s.project, undefined, holder('r-20261206T050000Z-aaaa'));
+    expect(r.closed).toBe(1);
+    const record = await s.store.readOne('ex', () => {});
+    expect(record?.open_fires?.map((o) => o.id)).toEqual(['0b0b0b0b0b0b0b0b']);
+    // the holder wakes (it was stalled) and records the same fire: the first record stands
+    const late: Fire = {
+      result: 'failure',
+      reason: 'lock lost',
+      scheduled_at: at,
+      started_at: at,
+      finished_at: new Date().toISOString(),
+      duration_ms: 60_000,
+      exit_code: null,
+      run_id: 'r-20261206T050000Z-aaaa',
+      closes: '0a0a0a0a0a0a0a0a',
+    };
+    await s.store.recordFire('ex', late, () => {});
+    const history = await s.store.history('ex');
+    expect(history.map((h) => [h.result, h.reason?.replace(/:.*/, '')])).toEqual([['failure', 'interrupted']]);
+    expect((await s.store.readOne('ex', () => {}))?.counts).toMatchObject({ failure: 1 });
+  });
+});
