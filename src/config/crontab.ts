@@ -7,7 +7,7 @@
 // tested as one translation.)
 
 import { printable as escapeControls } from '../printable.js';
-import { cronProblem } from './cron.js';
+import { cronProblem, isValidTimezone } from './cron.js';
 import { ID_PATTERN } from './types.js';
 
 export interface ImportOptions {
@@ -71,6 +71,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   const entries: Entry[] = [];
   const env: Record<string, string> = {};
   let timezone: string | undefined;
+  let badZone: string | null = null;
   const seen = new Set<string>();
   const headNoted = new Set<string>();
   let pending: string[] = [];
@@ -115,7 +116,12 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
           notes.push(`${where}: ${text}`);
         }
       } else if (name === 'CRON_TZ') {
-        timezone = value === '' ? undefined : value;
+        // TZ's own form `:Area/City` too; a zone this machine does not know is said here, and the
+        // jobs it would apply to are not carried (their times cannot be known)
+        const zone = value.replace(/^:/, '');
+        timezone = zone === '' ? undefined : zone;
+        badZone = zone !== '' && !isValidTimezone(zone) ? zone : null;
+        if (badZone) notes.push(`${where}: CRON_TZ=${value}: not a time zone this machine knows (tz database)`);
       } else if (name === 'RANDOM_DELAY') {
         const text = `RANDOM_DELAY=${value}: cronie's random delay in minutes is "jitterSeconds" in routinely (per routine, in seconds); not set here.`;
         head.push(text);
@@ -136,7 +142,18 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       );
       return;
     }
-    const problem = cronProblem(job.schedule, timezone);
+    if (badZone !== null) {
+      notCarried(
+        `CRON_TZ=${badZone} (above it) is not a time zone this machine knows: give it an IANA zone such as Europe/Berlin`,
+      );
+      return;
+    }
+    const days = cronDays(job.schedule);
+    if ('refused' in days) {
+      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${days.refused}`);
+      return;
+    }
+    const problem = cronProblem(days.schedule, timezone);
     if (problem) {
       notCarried(`schedule ${JSON.stringify(job.schedule)}: ${problem}`);
       return;
@@ -152,10 +169,14 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       comments.push(
         `ran as ${job.user} (the user column of a system crontab): routinely runs it as the scheduler's user`,
       );
+    if (days.note) {
+      comments.push(days.note);
+      notes.push(`${where}: ${days.note}`);
+    }
     const unwrapped = dropFlock(command.run);
     const routine: Routine = {
       id: uniqueId(idFor(unwrapped.run), seen),
-      schedule: job.schedule,
+      schedule: days.schedule,
       action: 'command',
       run: unwrapped.run,
     };
@@ -265,15 +286,55 @@ function splitJob(line: string, system: boolean): { schedule: string; user: stri
   return { schedule: words.join(' '), user, command: m[2]!.trim() };
 }
 
+/** cron's day names as numbers (Sunday 0, as Vixie cron reads a range). */
+const CRON_DAYS: Record<string, number> = { sun: 0, mon: 1, tue: 2, wed: 3, thu: 4, fri: 5, sat: 6 };
+
+/** The schedule as routinely must write it to keep the days cron ran it on: a day-of-week range
+ * that runs backwards (`sat-sun` is 6-0 to cron, which never matches it) is refused by name, and
+ * where cron ANDs the two day fields — one of them starts with `*` but is not `*` itself, as in
+ * `0 0 *\/2 * 1` — the day of week gets croner's `+`, with a note (routinely ORs them, as Vixie
+ * does for two plain fields). */
+function cronDays(schedule: string): { schedule: string; note?: string } | { refused: string } {
+  const fields = schedule.trim().split(/\s+/);
+  if (schedule.trim().startsWith('@') || fields.length !== 5) return { schedule };
+  const [, , dom, , dow] = fields as [string, string, string, string, string];
+  for (const part of dow.split(',')) {
+    const m = /^([a-z]+|\d+)-([a-z]+|\d+)(\/\d+)?$/i.exec(part);
+    if (!m) continue;
+    const value = (v: string): number | undefined => (/^\d+$/.test(v) ? Number(v) : CRON_DAYS[v.toLowerCase()]);
+    const from = value(m[1]!);
+    const to = value(m[2]!);
+    if (from !== undefined && to !== undefined && from > to)
+      return {
+        refused: `day-of-week range "${part}" runs backwards (${from}-${to} to cron, Sunday being 0), which cron never ran: write the days as a list (sat,sun) or with Sunday as 7 (6-7)`,
+      };
+  }
+  const starred = (f: string): boolean => f.startsWith('*');
+  if ((starred(dom) || starred(dow)) && dom !== '*' && dow !== '*' && !dow.startsWith('+')) {
+    const anded = [...fields.slice(0, 4), `+${dow}`].join(' ');
+    return {
+      schedule: anded,
+      note: `days: cron runs "${schedule.trim()}" on days that match both day-of-month ${dom} and day-of-week ${dow} (a day field starting with *); routinely would run it on days matching either, so it is carried as "${anded}" (croner's + before the day of week ANDs them)`,
+    };
+  }
+  return { schedule };
+}
+
 /** cron's `%`: an unescaped one ends the command (the rest is its standard input, each further
  * `%` a newline); `\%` is a plain `%`. The first is refused by name, the second carried. */
 function cronCommand(text: string): { run: string } | { refused: string } {
+  // as cron reads it (do_command.c): a backslash escapes the next character, whatever it is, and
+  // only `\%` loses its backslash — so in `\\%` the second backslash is the escaped one and
+  // the `%` ends the command
   let run = '';
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (c === '\\' && text[i + 1] === '%') {
-      run += '%';
-      i++;
+  let escaped = false;
+  for (const c of text) {
+    if (escaped) {
+      run = c === '%' ? `${run.slice(0, -1)}%` : run + c;
+      escaped = false;
+    } else if (c === '\\') {
+      run += c;
+      escaped = true;
     } else if (c === '%') {
       return {
         refused:

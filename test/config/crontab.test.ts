@@ -123,6 +123,46 @@ describe('import-crontab', () => {
     ]);
   });
 
+  // found by a fault pass beside the cron daemon (Debian cron 3.0pl1): each ran differently there
+  it("\\\\% is a backslash and then cron's %: refused, as cron ends the command there; \\% alone is a plain %", () => {
+    const r = imported('* * * * * echo a\\\\%b; touch /tmp/after\n* * * * * echo a\\%b\n* * * * * echo a\\\\\\%b\n');
+    expect(r.config.routines.map((x) => x.run)).toEqual(['echo a%b', 'echo a\\\\%b']);
+    expect(r.notes).toEqual([expect.stringMatching(/^crontab:1: not carried: an unescaped %/)]);
+  });
+
+  it('a CRON_TZ this machine does not know: said, and the jobs under it not carried (no unexpected error); :Area/City is a zone', () => {
+    const r = imported('CRON_TZ=Europe/Berln\n0 3 * * * echo x\nCRON_TZ=:Europe/Berlin\n0 4 * * * echo y\n');
+    expect(r.config.routines).toEqual([expect.objectContaining({ run: 'echo y', timezone: 'Europe/Berlin' })]);
+    expect(r.notes).toEqual([
+      'crontab:1: CRON_TZ=Europe/Berln: not a time zone this machine knows (tz database)',
+      'crontab:2: not carried: CRON_TZ=Europe/Berln (above it) is not a time zone this machine knows: give it an IANA zone such as Europe/Berlin',
+    ]);
+  });
+
+  it('days cron ANDs (a day field starting with *) are carried with + so routinely ANDs them too, and said; backwards day ranges cron never ran are refused', () => {
+    const r = imported(
+      '0 0 */2 * 1 odd-mondays\n0 0 1-5 * */3 early\n0 0 * * 1 mondays\n0 0 1,15 * 1 or\n0 0 * * sat-sun wk\n0 0 * * 5-0 x\n',
+    );
+    expect(r.config.routines.map((x) => x.schedule)).toEqual([
+      '0 0 */2 * +1',
+      '0 0 1-5 * +*/3',
+      '0 0 * * 1',
+      '0 0 1,15 * 1',
+    ]);
+    expect(r.notes).toEqual([
+      expect.stringMatching(
+        /^crontab:1: days: cron runs "0 0 \*\/2 \* 1" on days that match both .* carried as "0 0 \*\/2 \* \+1"/,
+      ),
+      expect.stringMatching(/^crontab:2: days: .* carried as "0 0 1-5 \* \+\*\/3"/),
+      expect.stringMatching(
+        /^crontab:5: not carried: schedule "0 0 \* \* sat-sun": day-of-week range "sat-sun" runs backwards \(6-0 to cron/,
+      ),
+      expect.stringMatching(
+        /^crontab:6: not carried: schedule "0 0 \* \* 5-0": day-of-week range "5-0" runs backwards/,
+      ),
+    ]);
+  });
+
   it('flock forms it cannot read are left as written; ids stay unique and valid', () => {
     const r = imported(
       [
