@@ -132,8 +132,9 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     line: backend.lock.line,
     host,
     // claims name this scheduler by its lease: one whose lease is not held is gone, and its
-    // unsettled claims are taken over (scheduler/claims.ts)
-    claimer: got.lease.lockId,
+    // unsettled claims are taken over (scheduler/claims.ts); a lease taken again after a stall
+    // is a new one, and the claims from then on name it
+    claimer: () => keeper.lease.lockId,
     claimTtlMs: project.config.lock.ttlSeconds * 1000,
     clock: backend.clock,
     // With files the scheduler lock is what keeps a second scheduler out: before every start it

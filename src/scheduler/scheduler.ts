@@ -56,7 +56,7 @@ export interface SchedulerOptions {
   host: string;
   /** With a shared database: who claims ticks, the scheduler lease's lock id (default: the host)
    * and that lease's TTL (how often claims nobody works on are looked for, claims.ts). */
-  claimer?: string;
+  claimer?: string | (() => string);
   claimTtlMs?: number;
   /** Claims not started yet at most (runner.ts CLAIMS_AHEAD). */
   claimsAhead?: number;

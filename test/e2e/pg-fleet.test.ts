@@ -14,6 +14,40 @@ const suite = cluster ? describe : describe.skip; // skipped only outside CI, wh
 
 suite('rolling restarts of schedulers sharing a database', () => {
   it(
+    "a scheduler stalled past its TTL takes its lock again and claims under the new lease: no claim of it is taken over as a dead one's",
+    { timeout: 120_000 },
+    async () => {
+      const url = await freshDatabase(cluster!);
+      const { sql } = await import('../helpers/pg-test.js');
+      const project = testProject({
+        project: 'app',
+        backend: { type: 'postgres' },
+        lock: { ttlSeconds: 3, refreshSeconds: 1 },
+        routines: [{ id: 'n', schedule: '* * * * * *', action: 'command', run: 'true', exclusive: false }],
+      });
+      const env = { ROUTINELY_DATABASE_URL: url };
+      const [h1, h2] = await schedulers(['h1', 'h2'], project, env, 110_000);
+      h1!.child.kill('SIGSTOP');
+      await sleep(5000);
+      h1!.child.kill('SIGCONT');
+      await h1!.waitFor(/scheduler lock taken again/, 30_000);
+      const since = new Date().toISOString();
+      await sleep(4000);
+      const lease = await sql<{ lock_id: string }>(
+        url,
+        "SELECT lock_id FROM routinely_leases WHERE key = 'scheduler@h1'",
+      );
+      const claimers = await sql<{ claimer: string }>(
+        url,
+        `SELECT DISTINCT claimer FROM routinely_ticks WHERE host = 'h1' AND scheduled_at > '${since}'`,
+      );
+      expect(claimers.map((c) => c.claimer)).toEqual([lease[0]!.lock_id]);
+      expect(h2!.stdout()).not.toMatch(/took over n of .* \(claimed by h1/);
+      await stopAll([h1!, h2!]);
+    },
+  );
+
+  it(
     'a scheduler SIGKILLed while its fire holds the exec lock: the scheduler that takes the lock over records that fire interrupted (it showed as running for good on every host)',
     { timeout: 120_000 },
     async () => {
