@@ -248,7 +248,7 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
         ? `${outcome.holders.map((h) => describeHolder(h, now)).join(', and ')} (all ${outcome.holders.length} slots)`
         : outcome.holder
           ? describeHolder(outcome.holder, now)
-          : 'another process';
+          : (outcome.ahead ?? 'another process');
       // its own fire still going elsewhere (a routine never runs beside itself), or its lock busy
       const itself = outcome.reason === PREVIOUS_RUN;
       const busy = itself ? `${id}: ${PREVIOUS_RUN}` : busyReason(def.exclusive ? def.lock : EXEC_LOCK_NAME);

@@ -34,7 +34,14 @@ export interface ManualRun {
 
 export type ManualOutcome =
   /** Refused: the exec lock was held (after waiting, with ifBusy wait). Nothing was recorded. */
-  | { kind: 'busy'; holder: LockRecord | null; holders?: LockRecord[]; reason: string }
+  | {
+      kind: 'busy';
+      holder: LockRecord | null;
+      holders?: LockRecord[];
+      /** Busy because waiters of other processes came first (lock/line.ts): who. */
+      ahead?: string;
+      reason: string;
+    }
   /** It ran and is recorded, or spooled (`spooledTo`) when the database could not take it, or
    * could not be recorded at all (`unrecorded`: why; said as a warning). `announced`: its
    * notifications, delivered in the background. */
@@ -77,6 +84,7 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
       kind: 'busy',
       holder: fire.holder ?? null,
       ...(fire.holders ? { holders: fire.holders } : {}),
+      ...(fire.ahead ? { ahead: fire.ahead.why } : {}),
       reason: fire.reason ?? '',
     };
   if (m.by) fire.by = m.by;

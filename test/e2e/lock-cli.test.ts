@@ -106,6 +106,34 @@ describe('lock run', () => {
     expect((await holder.exited).code).toBe(0);
   });
 
+  it('a waiter that came first (stopped while it waits): routine run is busy naming it, as lock run does, not "another process"', async () => {
+    const project = testProject({
+      routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }],
+    });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; while [ ! -e go ]; do sleep 0.05; done'], {
+      cwd: project,
+    });
+    await holder.waitFor(/started/);
+    const waiter = startCli(['lock', 'run', '--if-busy', 'wait', '--', 'true'], { cwd: project });
+    await waiter.waitFor(/waiting for the exec lock/);
+    waiter.child.kill('SIGSTOP');
+    try {
+      writeFileSync(join(project, 'go'), '');
+      expect((await holder.exited).code).toBe(0);
+      const manual = await runCli(['routine', 'run', 'r'], { cwd: project });
+      const locked = await runCli(['lock', 'run', '--', 'true'], { cwd: project });
+      const named = new RegExp(
+        `^exec busy: held by no one this moment, but a waiter that came first takes it next: lock run, pid ${waiter.pid} on `,
+      );
+      expect([manual.code, locked.code]).toEqual([75, 75]);
+      expect(manual.stderr).toMatch(named);
+      expect(locked.stderr).toMatch(named);
+    } finally {
+      waiter.child.kill('SIGCONT');
+    }
+    expect((await waiter.exited).code).toBe(0);
+  });
+
   it('wait with --wait-timeout exits 75 when the holder stays', async () => {
     const project = testProject();
     const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 30'], { cwd: project });
