@@ -30,7 +30,7 @@ import { checkRecord, interruptedFire, type Fire, type OpenFire } from './routin
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
 import {
-  checkFolders,
+  checkedStateDir,
   indexLags,
   readRoutine,
   readRoutineIndexed,
@@ -151,9 +151,8 @@ export async function reconcileOpenFires(
   for (const [id, record] of Object.entries(state.routines)) {
     for (const open of record.open_fires ?? []) {
       if (!isGone(open.owner, open)) continue;
-      // `state` may predate the owner's own record: it may have closed the fire and ended between
-      // the read and the judgement. Judged gone, it appends nothing more: still open now means
-      // its outcome is lost.
+      // `state` may predate the owner's own record (it closed the fire and ended since); judged
+      // gone, it appends nothing more: still open now means its outcome is lost
       if (!readRoutine(project, id, warn)?.open_fires?.some((o) => o.id === open.id)) continue;
       // keyed: of two processes reconciling it at once, both append, the fold counts the first
       // line, and only the process whose line that is counts and announces the fire
@@ -184,10 +183,8 @@ export async function pauseRoutine(
 
 /** The routine's newest `retention.historyLines` fires (from the rotated file too), oldest first. */
 export function readFires(project: Project, routineId: string, warn: Warn = () => {}): HistoryEntry[] {
-  // the folders as every other command takes them: never through a symlink, ours alone
-  checkFolders(project);
   return readFireEntries(
-    historyPath(project.stateDir, routineId),
+    historyPath(checkedStateDir(project), routineId),
     project.config.retention.historyLines,
     checkRecord,
     warn,
@@ -283,10 +280,8 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       return change;
     },
     history: async (id, warn) => readFires(project, id, warn),
-    recentFires: async (ids, q, warn) => {
-      checkFolders(project); // never through a symlink, as every other reader
-      return recentFiresInFiles(project.stateDir, ids, q, project.config.retention.historyLines, warn);
-    },
+    recentFires: async (ids, q, warn) =>
+      recentFiresInFiles(checkedStateDir(project), ids, q, project.config.retention.historyLines, warn),
     // one scheduler per project (the `scheduler` lock): every tick is ours
     sharedTicks: false,
     claimTick: async () => true,

@@ -170,6 +170,13 @@ export function checkFolders(project: Project): void {
   checkFolder(childPath(project.stateDir, 'history'));
 }
 
+/** The state folder, once it and its history folder are checked as every writer checks them
+ * (never through a symlink, ours alone): what a reader of the history files starts from. */
+export function checkedStateDir(project: Project): string {
+  checkFolders(project);
+  return project.stateDir;
+}
+
 /** One routine's record as the history holds it; undefined when it has none. */
 export function readRoutine(
   project: Project,
