@@ -173,6 +173,24 @@ function configRefusal(st: Stats, cap: number): string | null {
   return `it is ${p.size} bytes, more than a config may hold (${p.cap})`;
 }
 
+/** A config or task file's bytes as text; bytes that are not UTF-8 are refused (an Error naming
+ * the line and column), never replaced: what runs is what the file says. */
+export function configTextOf(bytes: Buffer): string {
+  const text = bytes.toString('utf8');
+  // U+FFFD is how Node replaces a bad sequence (the file may also hold that character itself)
+  if (!text.includes('\uFFFD')) return text;
+  const again = Buffer.from(text, 'utf8');
+  let at = 0;
+  while (at < bytes.length && at < again.length && bytes[at] === again[at]) at++;
+  if (at === bytes.length && at === again.length) return text;
+  const before = bytes.subarray(0, at);
+  const line = before.filter((b) => b === 0x0a).length + 1;
+  const column = at - (before.lastIndexOf(0x0a) + 1) + 1;
+  throw new Error(
+    `line ${line}, column ${column}: byte 0x${bytes[at]!.toString(16).padStart(2, '0')} is not UTF-8 (save the file as UTF-8)`,
+  );
+}
+
 /** Reads a config or task file as start-up and every reload do: opened O_NONBLOCK (a FIFO never
  * blocks the reader), then checked on the open file (a regular file of ours that nobody else
  * may write, at most `cap` bytes: a link to /dev/zero is refused, never read), and read to its

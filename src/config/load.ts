@@ -13,6 +13,7 @@ import {
   findConfig,
   findConfigUpward,
   isFile,
+  configTextOf,
   readConfigBytes,
   stripJsonComments,
 } from './find.js';
@@ -73,7 +74,7 @@ export function readConfigFile(path: string, options: ValidateOptions = {}, cwd 
 
 function configText(path: string, shown: string): string {
   try {
-    return readConfigBytes(path).toString('utf8');
+    return configTextOf(readConfigBytes(path));
   } catch (err) {
     throw new ConfigError(shown, [
       { path: '', message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message },

@@ -2,7 +2,7 @@
 // `exec.taskDirs` (one task or an array each), validated together (SPEC §2, §5).
 
 import { join, relative, resolve } from 'node:path';
-import { readConfigBytes } from '../config/find.js';
+import { configTextOf, readConfigBytes } from '../config/find.js';
 import { displayPath, parseJsonFile, type Project } from '../config/load.js';
 import type { TaskDef } from '../config/types.js';
 import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
@@ -47,7 +47,7 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       let text: string;
       try {
         checkTaskFile(file);
-        text = readConfigBytes(file).toString('utf8');
+        text = configTextOf(readConfigBytes(file));
       } catch (err) {
         if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
         issues.push({

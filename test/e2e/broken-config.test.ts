@@ -1,7 +1,7 @@
 // An invalid routinely.json must not hide the state: the read-only views warn and show what the
 // state folder holds (exit 0); the commands that act, and `routine list --check`, exit 2.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
@@ -115,5 +115,43 @@ describe('read-only views with an invalid config', () => {
     const r = await runCli(args, { cwd: project });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^routinely: routinely\.json: line \d+, column \d+: invalid JSON/);
+  });
+});
+
+// Bytes that are not UTF-8 were replaced by U+FFFD when the file was read: a command ran that
+// the file does not hold (found by a fault pass). Refused by line and column, exit 2.
+describe('a config or task file that is not UTF-8', () => {
+  it('is refused naming the line and column, exit 2, nothing runs; U+FFFD written as such is a character like any other', async () => {
+    const project = testProject({});
+    const bytes = Buffer.concat([
+      Buffer.from('{"routines":[{"id":"a","schedule":"* * * * *","action":"command",\n"run":"echo '),
+      Buffer.from([0xff]),
+      Buffer.from(' > ran"}]}'),
+    ]);
+    writeFileSync(join(project, 'routinely.json'), bytes);
+    for (const args of [['validate'], ['routine', 'run', 'a']]) {
+      const r = await runCli(args, { cwd: project });
+      expect([r.code, r.stderr], args.join(' ')).toEqual([
+        2,
+        'routinely: routinely.json: line 2, column 13: byte 0xff is not UTF-8 (save the file as UTF-8)\n',
+      ]);
+    }
+    expect(existsSync(join(project, 'ran'))).toBe(false);
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'echo \uFFFD € > ran' }] }),
+    );
+    expect((await runCli(['routine', 'run', 'a'], { cwd: project })).code).toBe(0);
+    expect(readFileSync(join(project, 'ran'), 'utf8')).toBe('\uFFFD €\n');
+    // a task file under taskDirs: the same
+    mkdirSync(join(project, 'tasks'));
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { taskDirs: ['tasks'] } }));
+    writeFileSync(
+      join(project, 'tasks', 'a.json'),
+      Buffer.concat([Buffer.from('{"id":"x","run":"echo '), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]),
+    );
+    const run = await runCli(['exec', 'run'], { cwd: project });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/tasks\/a\.json.*line 1, column 23: byte 0xc3 is not UTF-8/);
   });
 });
