@@ -127,11 +127,34 @@ function zodIssues(
   prefix: PropertyKey[] = [],
   inTaskFile = false,
 ): ConfigIssue[] {
-  return error.issues.map((issue) => {
+  return error.issues.flatMap((issue): ConfigIssue | ConfigIssue[] => {
     const path = [...prefix, ...issue.path];
     const value = valueAt(input, issue.path);
     let message: string;
     switch (issue.code) {
+      case 'invalid_union': {
+        // `false` or an object (a routine's notify): the object's own issues, each by its path,
+        // rather than "Invalid input" for the whole value
+        const branch = issue.errors.find(
+          (b) => b.length > 0 && !b.every((i) => i.path.length === 0 && i.code !== 'unrecognized_keys'),
+        );
+        if (branch) return zodIssues({ issues: branch } as z.core.$ZodError, value, path, inTaskFile);
+        // none came close: what each would take
+        const wanted = issue.errors.flatMap((b) =>
+          b.flatMap((i) =>
+            i.code === 'invalid_value'
+              ? i.values.map((v) => JSON.stringify(v))
+              : i.code === 'invalid_type'
+                ? [i.expected === 'object' ? 'an object' : i.expected]
+                : [],
+          ),
+        );
+        message =
+          wanted.length > 0
+            ? `${showValue(value)} is a ${typeName(value)}; expected ${wanted.join(' or ')}`
+            : `${showValue(value)}: ${issue.message}`;
+        break;
+      }
       case 'invalid_type':
         message =
           value === undefined

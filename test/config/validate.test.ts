@@ -173,6 +173,26 @@ describe('validateConfig', () => {
     expect(shapeProblems.join('\n')).toMatch(/routines\[2\]\.starvedAfterSkips/);
   });
 
+  it("a routine's notify (false or an object) names what is wrong where, as the top-level notify does (it said: Invalid input)", () => {
+    expect(
+      problems({
+        routines: [
+          routine({ id: 'a', notify: { webhook: 5 } }),
+          routine({ id: 'b', notify: 5 }),
+          routine({ id: 'c', notify: { webhok: 'https://x' } }),
+          routine({ id: 'd', notify: { command: 'x', on: ['bogus'] } }),
+          routine({ id: 'e', notify: true }),
+        ],
+      }),
+    ).toEqual([
+      'routines[0].notify.webhook: 5 is a number; expected string',
+      'routines[1].notify: 5 is a number; expected false or an object',
+      'routines[2].notify: unknown key "webhok" (did you mean "webhook"? allowed: webhook, command, on, outputLines)',
+      'routines[3].notify.on[0]: "bogus" is not one of "failure", "recovery", "starved"',
+      'routines[4].notify: true is a boolean; expected false or an object',
+    ]);
+  });
+
   it('"exclusive": false only for command routines, and then without ifBusy; routine run\'s busy default follows the routine\'s own ifBusy', () => {
     expect(
       problems({
