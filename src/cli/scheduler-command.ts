@@ -4,6 +4,7 @@ import { loadProject } from '../config/load.js';
 import { habitWarnings } from '../config/cron-habits.js';
 import { ExitCode } from '../errors.js';
 import { fireRoutine } from '../fire/firing.js';
+import { loadTaskDefinitions } from '../exec/task-source.js';
 import { commandEnvOf } from '../exec/process.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { reclaimStrandedSlots } from '../lock/named.js';
@@ -55,6 +56,8 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   // the warnings `validate` gives (a 6-field schedule that reads like a 5-field one with a typo)
   for (const w of habitWarnings(project.config.routines))
     log({ event: 'scheduler.warning', message: w.replace(/^routinely: warning: /, '') });
+  // The task files, as validate reads them: a bad one is refused now (exit 2), not by a fire.
+  if (project.config.exec.taskDirs.length > 0) loadTaskDefinitions(project);
   // Refused (exit 2) before the lock is taken; the server itself is loaded only when asked for.
   const http = await httpSetup(flags.http, project);
   // The skew warning goes to the log (below), not to stderr.

@@ -32,7 +32,8 @@ export interface ValidatedView {
 export function cachedView(configArg: string | undefined, env: NodeJS.ProcessEnv = process.env): ValidatedView | null {
   try {
     const found = cachedConfig(configArg, env);
-    if (!found) return null;
+    // task files are read by the full path each time: the cache keys the config file only
+    if (!found || found.project.taskDirs !== 0) return null;
     const cache = readListCache(found.project.stateDir, found.key);
     const now = Date.now();
     if (!cache || now < cache.written_at) return null;

@@ -131,6 +131,8 @@ export interface CachedProject {
   /** The machine's time zone (routines without `timezone` run in it). */
   machineZone: string;
   inlineTasks: number;
+  /** Task folders named (validate reads their files each time; absent in older caches). */
+  taskDirs?: number;
   /** The slots of each declared named lock (`lock status` shows them). */
   locks: Record<string, number>;
 }
@@ -238,12 +240,8 @@ function checkProject(v: unknown): CachedProject | null {
   if (!str(v.stateDir) || !str(v.lockDir) || !str(v.machineZone)) return null;
   const ms = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x > 0;
   if (!ms(v.lockTtlMs) || !ms(v.lockRefreshMs) || v.lockRefreshMs * 2 >= v.lockTtlMs) return null;
-  if (
-    !Array.isArray(v.passEnv) ||
-    !v.passEnv.every((x) => typeof x === 'string') ||
-    !Number.isSafeInteger(v.inlineTasks)
-  )
-    return null;
+  const strings = Array.isArray(v.passEnv) && v.passEnv.every((x) => typeof x === 'string');
+  if (!strings || !Number.isSafeInteger(v.inlineTasks)) return null;
   if (
     !isObj(v.locks) ||
     !Object.values(v.locks).every((n) => Number.isSafeInteger(n) && (n as number) >= 1 && (n as number) <= 64)
@@ -257,6 +255,7 @@ function checkProject(v: unknown): CachedProject | null {
     passEnv: v.passEnv as string[],
     machineZone: v.machineZone,
     inlineTasks: v.inlineTasks as number,
+    ...(Number.isSafeInteger(v.taskDirs) ? { taskDirs: v.taskDirs as number } : {}),
     locks: v.locks as Record<string, number>,
   };
 }

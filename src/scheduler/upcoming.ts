@@ -111,6 +111,7 @@ export function cachedProject(project: Project): CachedProject {
     passEnv: project.config.passEnv,
     machineZone: machineZone(),
     inlineTasks: project.config.exec.tasks.length,
+    taskDirs: project.config.exec.taskDirs.length,
     locks: Object.fromEntries(Object.entries(project.config.locks).map(([name, l]) => [name, l.slots])),
   };
 }

@@ -155,3 +155,30 @@ describe('a config or task file that is not UTF-8', () => {
     expect(run.stderr).toMatch(/tasks\/a\.json.*line 1, column 23: byte 0xc3 is not UTF-8/);
   });
 });
+
+// SPEC §2: a config is refused by validate and at start, never found by the first fire. Task files
+// under exec.taskDirs were read only by the first exec run or exec-auto fire (found by a fault
+// pass): validate said valid, and the scheduler started.
+describe('task files under exec.taskDirs', () => {
+  it('a bad task file fails validate and scheduler start (exit 2, named), also after a validate answered from its cache', async () => {
+    const project = testProject({
+      exec: { taskDirs: ['tasks'] },
+      routines: [{ id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto' }],
+    });
+    mkdirSync(join(project, 'tasks'));
+    writeFileSync(join(project, 'tasks', 'a.json'), JSON.stringify({ id: 'x', run: 'true' }));
+    expect((await runCli(['validate'], { cwd: project })).code).toBe(0);
+    expect((await runCli(['validate'], { cwd: project })).code).toBe(0);
+    writeFileSync(join(project, 'tasks', 'a.json'), JSON.stringify({ id: 'x', run: 'true', bogus: 1 }));
+    const bad = /^routinely: tasks\/a\.json: unknown key "bogus" \(allowed: id, run, /;
+    const v = await runCli(['validate'], { cwd: project });
+    expect(v.code).toBe(2);
+    expect(v.stderr).toMatch(bad);
+    const json = await runCli(['validate', '--json'], { cwd: project });
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ valid: false, errors: [{ file: 'tasks/a.json' }] });
+    const s = await runCli(['scheduler', 'start'], { cwd: project });
+    expect(s.code).toBe(2);
+    expect(s.stderr).toMatch(bad);
+  });
+});
