@@ -19,11 +19,14 @@ export async function httpSetup(
 ): Promise<HttpSetup | null> {
   const text = flag ?? project.config.http?.listen ?? undefined;
   if (text === undefined) return null;
+  // named as the user gave it: the flag, or the config's key
+  const given = flag !== undefined ? '--http' : `http.listen in ${displayPath(project.configPath)}:`;
   const listen = parseListen(text);
-  if (typeof listen === 'string') throw new UsageError(`--http ${JSON.stringify(text)} is not [HOST:]PORT: ${listen}`);
+  if (typeof listen === 'string')
+    throw new UsageError(`${given} ${JSON.stringify(text)} is not [HOST:]PORT: ${listen}`);
   const { checkExposure, TOKEN_ENV } = await import('../http/security.js');
   const exposure = checkExposure(listen, env);
-  if (!exposure.ok) throw new UsageError(`--http ${formatListen(listen)} ${exposure.why}`);
+  if (!exposure.ok) throw new UsageError(`${given} ${formatListen(listen)} ${exposure.why}`);
   const actions = project.config.http?.actions === true;
   // an action changes what runs: never without the token, also on loopback (SPEC §11)
   if (actions && exposure.token === null) {

@@ -6,19 +6,22 @@
 import { keepCrons } from '../config/cron-cache.js';
 import { loadProject } from '../config/load.js';
 import { loadTaskDefinitions } from '../exec/task-source.js';
+import { httpSetup } from './http-options.js';
 import { TIMES_READ, timesOf } from '../scheduler/list-cache.js';
 import { cachedRoutines, ensureListCache } from '../scheduler/upcoming.js';
 import { machineZone } from '../zone-time.js';
 import type { GlobalOptions } from './globals.js';
 import type { ValidatedView } from './validate-command.js';
 
-export function freshView(g: GlobalOptions): ValidatedView {
+export async function freshView(g: GlobalOptions): Promise<ValidatedView> {
   keepCrons();
   // The environment overrides (SPEC §2) are checked as every other command checks them, so a
   // value that would make them exit 2 never passes as valid here.
   const project = loadProject({ configPath: g.config });
   // the task files too (SPEC §2: never found by the first fire); a problem is a ConfigError
   if (project.config.exec.taskDirs.length > 0) loadTaskDefinitions(project);
+  // what scheduler start refuses of the HTTP server (no token for a port others can reach)
+  if (project.config.http?.listen) await httpSetup(undefined, project);
   const now = Date.now();
   const routines = cachedRoutines(project, now);
   ensureListCache(project, now, process.env, routines);

@@ -7,6 +7,7 @@ import { parsePgUrl } from './database-url.js';
 import { redactSecrets } from '../redact.js';
 import { ConfigError, UnsafePathError, UsageError, errnoCode } from '../errors.js';
 import { UntrustedPathError, checkTrustedPaths } from './trust.js';
+import { statFollow } from '../fs/look.js';
 import {
   CONFIG_FILE,
   displayPath,
@@ -134,6 +135,13 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
     if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
     throw err;
   }
+  const stateWhy = stateFolderProblem(stateDir);
+  if (stateWhy) {
+    const source = nonEmpty(env, 'ROUTINELY_STATE_DIR')
+      ? 'ROUTINELY_STATE_DIR'
+      : `stateDir in ${displayPath(configPath)}`;
+    throw new UsageError(`${source}: ${stateWhy}`);
+  }
   if (refresh >= ttl / 2) {
     const source = refreshEnv !== undefined ? 'ROUTINELY_LOCK_REFRESH_SECONDS' : 'lock.refreshSeconds';
     throw new UsageError(`${source}: ${refresh} must be below the lock TTL / 2 (TTL ${ttl}s)`);
@@ -148,6 +156,15 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
     lockRefreshMs: refresh * 1000,
     backend: resolveBackend(config, env),
   };
+}
+
+/** Why `dir` cannot be a state folder (a kernel pseudo file system, or a file that is not a
+ * folder), or null: said by validate and at start, naming where it came from. */
+function stateFolderProblem(dir: string): string | null {
+  const pseudo = ['/proc', '/sys', '/dev'].find((p) => dir === p || dir.startsWith(`${p}/`));
+  if (pseudo) return `${dir} is on ${pseudo}, a kernel pseudo file system; choose a real folder for state`;
+  const st = statFollow(dir);
+  return st && !st.isDirectory() ? `${dir} is not a folder` : null;
 }
 
 /** Shows a database URL (or any text holding one) without its password (SPEC §12): the

@@ -182,3 +182,25 @@ describe('task files under exec.taskDirs', () => {
     expect(s.stderr).toMatch(bad);
   });
 });
+
+describe('what validate refuses as scheduler start does (SPEC §2, §10: the environment applied)', () => {
+  it.each([
+    [{ stateDir: '/etc/hostname' }, {}, 'routinely: stateDir in routinely.json: /etc/hostname is not a folder\n'],
+    [
+      {},
+      { ROUTINELY_STATE_DIR: '/proc/1' },
+      'routinely: ROUTINELY_STATE_DIR: /proc/1 is on /proc, a kernel pseudo file system; choose a real folder for state\n',
+    ],
+    [
+      { http: { listen: '0.0.0.0:19467' } },
+      {},
+      'routinely: http.listen in routinely.json: 0.0.0.0:19467 listens on every interface: set ROUTINELY_HTTP_TOKEN (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1\n',
+    ],
+  ])('%j %j: exit 2, named where it came from', async (config, env, message) => {
+    const project = testProject(config);
+    for (const args of [['validate'], ['scheduler', 'start']]) {
+      const r = await runCli(args, { cwd: project, env });
+      expect([r.code, r.stderr], args.join(' ')).toEqual([2, message]);
+    }
+  });
+});
