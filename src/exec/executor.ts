@@ -18,7 +18,7 @@ import { CUT_LINE_PREFIX } from './capped-output.js';
 import { runGroupUnderLease, withLockEnv, type GroupRun } from './group-run.js';
 import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
-import { FencedError } from '../errors.js';
+import { FencedError, UnsafePathError, isStorageError } from '../errors.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
 
 export type StopCause = 'LOCK_LOST' | 'INTERRUPTED' | 'RUN_TIMEOUT' | 'STATE_ERROR';
@@ -140,18 +140,41 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   // during the run stays the folder it was; looked up again by the next run)
   let realRoot: string | undefined;
   const rootOnce = (): string => (realRoot ??= realPath(o.root));
+  let finishedAtStart = false;
   const startTask = (id: string): void => {
     const def = o.defs.get(id)!;
     record({ type: 'task-started', gen, at: iso(o.clock), task: id });
     if (stoppedBy) return;
     const logPath = o.logPath(id);
-    const log = openLog(
-      logPath,
-      state.tasks[id]!.attempts,
-      state.attempt,
-      o.clock,
-      o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes,
-    );
+    let log: { fd: number; capBytes: number };
+    try {
+      log = openLog(
+        logPath,
+        state.tasks[id]!.attempts,
+        state.attempt,
+        o.clock,
+        o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes,
+      );
+    } catch (err) {
+      if (!(err instanceof UnsafePathError) && !isStorageError(err)) throw err;
+      // its log cannot be opened (a link or a folder at its name, a full disk): the command does
+      // not run, and the task is on record as failed, saying why — never left started
+      record({
+        type: 'task-finished',
+        gen,
+        at: iso(o.clock),
+        task: id,
+        status: 'failed',
+        exit_code: null,
+        signal: null,
+        duration_ms: null,
+        why_code: 'LOG_WRITE_FAILED',
+        why: `its log could not be opened (${(err as Error).message}); the command did not run`,
+        next: `remove or fix ${relative(o.root, logPath)}, then: routinely exec resume ${state.run_id}`,
+      });
+      finishedAtStart = true;
+      return;
+    }
     const logFd = log.fd;
     const p = (async () => {
       let run: GroupRun;
@@ -223,7 +246,13 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     skipBlocked();
     for (;;) {
       if (!stoppedBy) for (const id of planner.next()) startTask(id);
-      if (running.size === 0) break;
+      if (running.size === 0) {
+        // a task that ended at its start (its log refused) frees room, or blocks dependants
+        if (!finishedAtStart || stoppedBy) break;
+        finishedAtStart = false;
+        skipBlocked();
+        continue;
+      }
       await Promise.race(running.values());
       if (failures.length > 0) throw failures[0];
       skipBlocked();

@@ -231,6 +231,9 @@ export function openAppendTo(path: string): AppendFile {
     );
   } catch (err) {
     if (errnoCode(err) === 'ELOOP') throw new UnsafePathError(`${path} is a symbolic link; refusing to append to it`);
+    // a folder where a file goes is something in the way (exit 2), not a failing disk
+    if (errnoCode(err) === 'EISDIR')
+      throw new UnsafePathError(`${path} is not a regular file; refusing to write to it (remove it)`);
     if (err instanceof UnsafePathError) throw err;
     throw stateWriteError(err, path, 'appending to');
   }

@@ -423,6 +423,58 @@ describe('views never read through a symlinked folder under the state folder', (
     expect(readFileSync(join(elsewhere, 'precious'), 'utf8')).toBe('data');
   });
 
+  it('a folder where a log or history file goes is something in the way (exit 2, named), not a disk error (74)', async () => {
+    const project = testProject({ routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    expect((await runCli(['routine', 'run', 'r'], { cwd: project })).code).toBe(0);
+    for (const file of [
+      join(project, '.routinely', 'logs', 'r.log'),
+      join(project, '.routinely', 'history', 'r.jsonl'),
+    ]) {
+      rmSync(file);
+      mkdirSync(file);
+      const r = await runCli(['routine', 'run', 'r'], { cwd: project });
+      expect([r.code, r.stderr]).toEqual([
+        2,
+        `routinely: ${file} is not a regular file; refusing to write to it (remove it)\n`,
+      ]);
+      rmSync(file, { recursive: true });
+    }
+  });
+
+  it("a symlink planted at a task's log before exec resume: that task fails (LOG_WRITE_FAILED) without running, the run goes on, the target is untouched", async () => {
+    const project = testProject({
+      exec: {
+        tasks: [
+          { id: 'a', run: 'test -e ok && echo ran-a' },
+          { id: 'b', run: 'echo b', dependsOn: ['a'] },
+          { id: 'c', run: 'test -e ok && echo c' },
+        ],
+      },
+    });
+    const first = await runCli(['exec', 'run'], { cwd: project });
+    expect(first.code).toBe(1);
+    const runId = /^run (r-[^\s:]+)/.exec(first.stdout)![1]!;
+    writeFileSync(join(project, 'ok'), '');
+    const elsewhere = mkdtempSync(join(tmpdir(), 'routinely-elsewhere-'));
+    onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }));
+    writeFileSync(join(elsewhere, 'precious'), 'data');
+    const log = join(project, '.routinely', 'exec', 'runs', runId, 'a.log');
+    rmSync(log);
+    symlinkSync(join(elsewhere, 'precious'), log);
+    const resumed = await runCli(['exec', 'resume', runId, '--json'], { cwd: project });
+    expect(resumed.code, resumed.stderr).toBe(1);
+    const tasks = (JSON.parse(resumed.stdout) as { tasks: Record<string, { status: string; why_code?: string }> })
+      .tasks;
+    expect(tasks.a).toMatchObject({ status: 'failed', why_code: 'LOG_WRITE_FAILED' });
+    expect(tasks.b).toMatchObject({ status: 'skipped_dependency' });
+    expect(tasks.c).toMatchObject({ status: 'succeeded' });
+    expect(readFileSync(join(elsewhere, 'precious'), 'utf8')).toBe('data');
+    // on record as failed, never left started: the next view says the same
+    const show = await runCli(['exec', 'show', runId], { cwd: project });
+    expect(show.stdout).toMatch(/^ {2}a +failed +— its log could not be opened \(.*a\.log is a symbolic link/m);
+    expect(show.stdout).not.toMatch(/OWNER_DEAD|interrupted/);
+  });
+
   it('exec show and exec runs: a symlinked run folder is refused, never shown as the project run', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] } });
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
