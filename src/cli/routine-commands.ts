@@ -18,7 +18,7 @@ import { hostId } from '../process/identity.js';
 import { createLogger } from '../fire/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../config/schedule.js';
-import { emptyRecord, type RoutineResult } from '../state/routine-state.js';
+import { emptyRecord, PAUSE_NOTE_MAX, type RoutineResult } from '../state/routine-state.js';
 import { spoolCount, spoolDir } from '../state/spool.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
@@ -392,6 +392,9 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
 }
 
 export async function routinePause(id: string, flags: { note?: string }, g: GlobalOptions): Promise<number> {
+  const length = flags.note === undefined ? 0 : [...flags.note].length;
+  if (length > PAUSE_NOTE_MAX)
+    throw new UsageError(`--note: at most ${PAUSE_NOTE_MAX} characters (it has ${length}), as the HTTP pause takes`);
   const project = loadProject({ configPath: g.config });
   findRoutine(project, id);
   const change = await withBackend(project, (b) => b.routines.setPaused(id, true, flags.note ?? null));

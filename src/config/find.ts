@@ -176,10 +176,12 @@ function configRefusal(st: Stats, cap: number): string | null {
 /** A config or task file's bytes as text; bytes that are not UTF-8 are refused (an Error naming
  * the line and column), never replaced: what runs is what the file says. */
 export function configTextOf(bytes: Buffer): string {
-  const text = bytes.toString('utf8');
+  const decoded = bytes.toString('utf8');
+  // a byte-order mark (editors on Windows write one) is no part of the JSON (RFC 8259 §8.1)
+  const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
   // U+FFFD is how Node replaces a bad sequence (the file may also hold that character itself)
   if (!text.includes('\uFFFD')) return text;
-  const again = Buffer.from(text, 'utf8');
+  const again = Buffer.from(decoded, 'utf8');
   let at = 0;
   while (at < bytes.length && at < again.length && bytes[at] === again[at]) at++;
   if (at === bytes.length && at === again.length) return text;

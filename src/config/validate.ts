@@ -101,6 +101,8 @@ const envNameMessage = (k: string): string =>
 
 export function showValue(v: unknown): string {
   if (v === undefined) return 'missing';
+  // a number too large to read (1e400 reads as Infinity): said as such, not as null
+  if (typeof v === 'number' && !Number.isFinite(v)) return 'a number too large to read (over 1.8e308)';
   const s = JSON.stringify(v) ?? String(v);
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
@@ -159,7 +161,9 @@ function zodIssues(
         message =
           value === undefined
             ? `is required (${issue.expected})`
-            : `${showValue(value)} is a ${typeName(value)}; expected ${issue.expected}`;
+            : typeof value === 'number' && !Number.isFinite(value)
+              ? `is ${showValue(value)}`
+              : `${showValue(value)} is a ${typeName(value)}; expected ${issue.expected}`;
         break;
       case 'unrecognized_keys': {
         const allowed = allowedKeysAt(issue.path, inTaskFile);

@@ -4,10 +4,10 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { StatusSources } from './sources.js';
+import { PAUSE_NOTE_MAX } from '../state/routine-state.js';
 
 /** The largest action body read (a pause note and little else). */
 const BODY_MAX = 16 * 1024;
-const NOTE_MAX = 500;
 
 export class HttpProblem extends Error {
   constructor(
@@ -111,8 +111,8 @@ export async function takeAction(
   if (action === 'pause') {
     const note = body.note;
     // characters as people count them (code points): an emoji is one, not two UTF-16 units
-    if (note !== undefined && note !== null && (typeof note !== 'string' || [...note].length > NOTE_MAX))
-      throw new HttpProblem(400, `note: a string of at most ${NOTE_MAX} characters, or null`);
+    if (note !== undefined && note !== null && (typeof note !== 'string' || [...note].length > PAUSE_NOTE_MAX))
+      throw new HttpProblem(400, `note: a string of at most ${PAUSE_NOTE_MAX} characters, or null`);
     const r = await a.pause(id, typeof note === 'string' && note.trim() !== '' ? note.trim() : null);
     return [
       200,

@@ -5,6 +5,10 @@
 
 import { isObj } from '../is-object.js';
 
+/** A pause note's length at most, in characters (code points): `routine pause --note` and the
+ * HTTP pause action alike. */
+export const PAUSE_NOTE_MAX = 500;
+
 export type RoutineResult = 'success' | 'failure' | 'skipped';
 
 export interface RoutineRecord {

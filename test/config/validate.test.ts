@@ -173,6 +173,12 @@ describe('validateConfig', () => {
     expect(shapeProblems.join('\n')).toMatch(/routines\[2\]\.starvedAfterSkips/);
   });
 
+  it('a number too large to read (1e400 is Infinity to JSON.parse) is said as such, not as null', () => {
+    expect(problems(JSON.parse('{"lock":{"ttlSeconds":1e400}}'))).toEqual([
+      'lock.ttlSeconds: is a number too large to read (over 1.8e308)',
+    ]);
+  });
+
   it("a routine's notify (false or an object) names what is wrong where, as the top-level notify does (it said: Invalid input)", () => {
     expect(
       problems({

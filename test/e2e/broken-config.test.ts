@@ -204,3 +204,20 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
     }
   });
 });
+
+describe('small refusals with their words (a fault pass)', () => {
+  it('a config with a byte-order mark reads as without one; routine pause --note takes what the HTTP pause takes (500 characters)', async () => {
+    const project = testProject({});
+    writeFileSync(
+      join(project, 'routinely.json'),
+      '\uFEFF' + JSON.stringify({ routines: [{ id: 'a', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] }),
+    );
+    expect((await runCli(['validate'], { cwd: project })).code).toBe(0);
+    const long = await runCli(['routine', 'pause', 'a', '--note', '€'.repeat(501)], { cwd: project });
+    expect([long.code, long.stderr]).toEqual([
+      2,
+      'routinely: --note: at most 500 characters (it has 501), as the HTTP pause takes\n',
+    ]);
+    expect((await runCli(['routine', 'pause', 'a', '--note', '€'.repeat(500)], { cwd: project })).code).toBe(0);
+  });
+});
