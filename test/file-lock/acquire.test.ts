@@ -504,7 +504,7 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
 });
 
 describe('--if-busy policies', () => {
-  // A waiter between two full looks at most pollMaxMs apart (docs/lock.md "Waiting"): a system
+  // A waiter between two full looks at most pollMaxMs apart (docs/lock.md "`--if-busy`"): a system
   // call or two say the slot it found held still is, and a race lost to another waiter is busy at
   // once. Counted by the look's first step; the clock is the test's.
   it('wait: between full looks a waiter only checks the release mark; at pollMaxMs it looks in full again', async () => {
