@@ -440,10 +440,11 @@ function dropFlock(run: string): { run: string; lockFile?: string; wrapper?: str
  * (`php /srv/app/report.php` → `report`; `sh -c 'SCRIPT'` → SCRIPT's). */
 function idFor(run: string): string {
   // past `cd DIR &&` and a test (`test -x F &&`, `[ -x F ] &&`): the program that does the work
-  const segments = run
-    .split(/&&|\|\||;|\|/)
+  const segments = commandsOf(run)
     .map((s) => shellWords(s.trim(), 8).map((w) => w.value))
-    .filter((ws) => ws.length > 0 && !['cd', 'test', '[', '[['].includes(ws[0]!));
+    // a group's braces are not programs: `|| { cd / && run-parts …; }`
+    .map((ws) => (ws[0] === '{' || ws[0] === '(' ? ws.slice(1) : ws))
+    .filter((ws) => ws.length > 0 && !['cd', 'test', '[', '[[', '}', ')'].includes(ws[0]!));
   let program: string | undefined;
   for (const words of segments) {
     // sh -c 'SCRIPT': the script's program
@@ -463,6 +464,34 @@ function idFor(run: string): string {
     .replace(/^[^A-Za-z0-9]+/, '')
     .slice(0, 60);
   return ID_PATTERN.test(id) ? id : 'job';
+}
+
+/** The simple commands of a command line, split at `&&`, `||`, `;` and `|` outside quotes (so
+ * the script of `sh -c 'a; b'` stays one word). */
+function commandsOf(line: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let quote: string | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (quote) {
+      if (c === '\\' && quote === '"' && i + 1 < line.length) cur += c + line[++i];
+      else {
+        if (c === quote) quote = null;
+        cur += c;
+      }
+    } else if (c === '\\' && i + 1 < line.length) cur += c + line[++i];
+    else if (c === "'" || c === '"') {
+      quote = c;
+      cur += c;
+    } else if (c === ';' || c === '|' || c === '&') {
+      if ((c === '|' || c === '&') && line[i + 1] === c) i++;
+      out.push(cur);
+      cur = '';
+    } else cur += c;
+  }
+  out.push(cur);
+  return out;
 }
 
 function uniqueId(id: string, seen: Set<string>): string {

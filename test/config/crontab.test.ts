@@ -163,6 +163,13 @@ describe('import-crontab', () => {
     ]);
   });
 
+  it('ids from sh -c scripts with their own ; or && (split outside quotes only) and past a { group }', () => {
+    const r = imported(
+      '0 3 * * * sh -c \'backup.sh; echo done\'\n0 5 * * * /bin/bash -c "cd /srv && ./report.sh"\n25 6 * * * test -x /usr/sbin/anacron || { cd / && run-parts --report /etc/cron.daily; }\n',
+    );
+    expect(r.config.routines.map((x) => x.id)).toEqual(['backup', 'report', 'run-parts']);
+  });
+
   it('flock forms it cannot read are left as written; ids stay unique and valid', () => {
     const r = imported(
       [
