@@ -25,7 +25,8 @@ const zoneByTz = new Map<string, string>();
 export function machineZone(): string {
   const tz = process.env.TZ ?? '';
   let zone = zoneByTz.get(tz);
-  if (zone === undefined) zoneByTz.set(tz, (zone = Intl.DateTimeFormat().resolvedOptions().timeZone));
+  // a TZ this machine does not know resolves to no zone at all: UTC, as the C library takes it
+  if (zone === undefined) zoneByTz.set(tz, (zone = Intl.DateTimeFormat().resolvedOptions().timeZone ?? 'UTC'));
   return zone;
 }
 

@@ -220,4 +220,11 @@ describe('small refusals with their words (a fault pass)', () => {
     ]);
     expect((await runCli(['routine', 'pause', 'a', '--note', '€'.repeat(500)], { cwd: project })).code).toBe(0);
   });
+
+  it('a TZ this machine does not know is UTC, as the C library takes it (validate said "undefined")', async () => {
+    const project = testProject({ routines: [{ id: 'a', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
+    const r = await runCli(['validate'], { cwd: project, env: { TZ: 'Invalid/Zone' } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^a {2}0 0 1 1 \* {2}\(UTC; command\)$/m);
+  });
 });
