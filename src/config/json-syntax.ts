@@ -1,7 +1,8 @@
 // Where a JSON text first breaks, and how, for messages like `routinely.json: line 7, column 3:
 // invalid JSON: trailing comma before "}"`. JSON.parse names a position for some errors only (V8
 // gives none for `[1, 2,]` and quotes the whole text instead), so this small recursive-descent
-// checker runs once JSON.parse has failed, on the same text (comments already blanked out).
+// checker runs once JSON.parse has failed, on the same text (comments already blanked out) — and
+// after it succeeded too, for a key given twice in one object, which JSON.parse takes silently.
 //
 // Why not jsonc-parser (3.3.1, weighed): it reports codes at offsets, not causes — `{"a": 1,}`
 // gives PropertyNameExpected and ValueExpected at the `}`, `{"a": "x⏎"}` five errors starting with
@@ -20,6 +21,8 @@ class Broken {
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+// the characters a string may hold as they are (not a quote, a backslash or a control character)
+const PLAIN = /[^"\\\u0000-\u001f]*/y;
 
 export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
   let i = 0;
@@ -34,6 +37,11 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
   const string = (): void => {
     const start = i++;
     for (; i < text.length; i++) {
+      // past the ordinary characters at once (a config is mostly these)
+      PLAIN.lastIndex = i;
+      PLAIN.test(text);
+      i = PLAIN.lastIndex;
+      if (i >= text.length) break;
       const c = text[i]!;
       if (c === '"') {
         i++;
@@ -76,10 +84,19 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
     skipSpace();
     const c = text[i];
     if (c === '{') {
+      const keys = new Set<string>();
       return container('}', () => {
         skipSpace();
         if (text[i] !== '"') fail(`expected a property name in double quotes, found ${found(i)}`);
+        const start = i;
         string();
+        // JSON.parse keeps the last of two equal keys without a word: `"routines"` twice drops
+        // the first list
+        const raw = text.slice(start + 1, i - 1);
+        const key = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
+        if (keys.has(key))
+          fail(`duplicate key ${JSON.stringify(key)} in this object (JSON keeps only the last)`, start);
+        keys.add(key);
         skipSpace();
         if (text[i] !== ':') fail(`expected ":" after the property name, found ${found(i)}`);
         i++;

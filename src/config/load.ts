@@ -53,8 +53,9 @@ export type ProjectBackend = { type: 'file' } | { type: 'postgres'; url: string;
  * (`routinely.json: line 7, column 3: invalid JSON: trailing comma before "}" (JSON allows none)`). */
 export function parseJsonFile(text: string, shown: string): unknown {
   const json = text.includes('/') ? stripJsonComments(text) : text;
+  let value: unknown;
   try {
-    return JSON.parse(json);
+    value = JSON.parse(json);
   } catch (err) {
     const syntax = findJsonSyntaxError(json);
     if (syntax) {
@@ -67,6 +68,13 @@ export function parseJsonFile(text: string, shown: string): unknown {
     const msg = (err as Error).message.split('\n')[0]!.slice(0, 200);
     throw new ConfigError(shown, [{ path: '', message: `invalid JSON: ${msg}` }]);
   }
+  // valid JSON, unless a key is given twice in one object (JSON.parse keeps the last, silently)
+  const twice = findJsonSyntaxError(json);
+  if (twice) {
+    const { line, column } = lineColumn(json, twice.offset);
+    throw new ConfigError(shown, [{ path: '', message: `line ${line}, column ${column}: ${twice.message}` }]);
+  }
+  return value;
 }
 
 export function readConfigFile(path: string, options: ValidateOptions = {}, cwd = process.cwd()): Config {

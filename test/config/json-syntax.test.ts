@@ -46,4 +46,17 @@ describe('parseJsonFile', () => {
       'routinely.json: line 6, column 4: invalid JSON: trailing comma before "}" (JSON allows none)',
     );
   });
+
+  // JSON.parse keeps the last of two equal keys without a word: the first "routines" was dropped
+  it('refuses a key given twice in one object (also spelled with an escape), naming where; equal keys in different objects are fine', () => {
+    expect(() => parseJsonFile('{"routines": [1],\n "routines": []}', 'routinely.json')).toThrow(
+      'routinely.json: line 2, column 2: duplicate key "routines" in this object (JSON keeps only the last)',
+    );
+    expect(() => parseJsonFile('{"a": {"id": 1, "\\u0069d": 2}}', 'x.json')).toThrow(/column 17: duplicate key "id"/);
+    expect(parseJsonFile('{"a": {"id": 1}, "b": {"id": 2}, "c": [{"id": 3}, {"id": 4}]}', 'x.json')).toEqual({
+      a: { id: 1 },
+      b: { id: 2 },
+      c: [{ id: 3 }, { id: 4 }],
+    });
+  });
 });
