@@ -4,11 +4,9 @@
 // checker runs once JSON.parse has failed, on the same text (comments already blanked out) — and
 // after it succeeded too, for a key given twice in one object, which JSON.parse takes silently.
 //
-// Why not jsonc-parser (3.3.1, weighed): it reports codes at offsets, not causes — `{"a": 1,}`
-// gives PropertyNameExpected and ValueExpected at the `}`, `{"a": "x⏎"}` five errors starting with
-// UnexpectedEndOfString — so the words users need ("trailing comma", "line break inside a string
-// (missing closing quote?)") would still take this much code on top, and every start of the CLI
-// would load 112 KB more to read a file that JSON.parse reads.
+// Not jsonc-parser (3.3.1, weighed): it reports codes at offsets, not causes (`{"a": 1,}` gives
+// PropertyNameExpected and ValueExpected at the `}`), so the words users need ("trailing comma",
+// "line break inside a string") would take this much code on top, and 112 KB more to load.
 
 export interface JsonSyntaxError {
   /** Offset of the offending character in the text. */
