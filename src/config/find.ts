@@ -31,8 +31,9 @@ export function findConfig(options: FindOptions = {}): string {
   const env = options.env ?? process.env;
   const explicit = options.configPath ?? (env.ROUTINELY_CONFIG || undefined);
   if (explicit !== undefined) {
-    const p = resolve(cwd, explicit);
     const source = options.configPath !== undefined ? (options.configSource ?? '--config') : 'ROUTINELY_CONFIG';
+    if (explicit === '') throw new UsageError(`${source} is empty: give the path of a ${CONFIG_FILE}`);
+    const p = resolve(cwd, explicit);
     const not = notAFile(p);
     if (not) throw new UsageError(`${source}: ${explicit} ${not}`);
     checkConfigOwner(p, source);

@@ -22,6 +22,7 @@ import {
   type RunState,
 } from './run-state.js';
 import { isRunId } from '../run-id.js';
+import { printable } from '../printable.js';
 import { type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
 
@@ -138,7 +139,7 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
     try {
       parsed = checkSnapshot(JSON.parse(snapText), runId);
     } catch (err) {
-      parsed = `not valid JSON (${(err as Error).message})`;
+      parsed = `not valid JSON (${printable((err as Error).message)})`;
     }
   }
   if (typeof parsed !== 'string') {

@@ -5,6 +5,7 @@
 
 import { basename, join } from 'node:path';
 import { StateIOError, UnsafePathError, errnoCode } from '../errors.js';
+import { printable } from '../printable.js';
 import { ensureDir, readNoFollow, writeNewFile } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
 import { writeFileDurable, type DurableOptions } from '../fs/durable.js';
@@ -74,7 +75,8 @@ export function readJsonState<T>(
     if (typeof checked !== 'string') return { kind: 'ok', value: checked };
     problem = checked;
   } catch (err) {
-    problem = text.length === 0 ? 'empty' : `not valid JSON (${(err as Error).message})`;
+    // JSON.parse quotes the text it met: a newline or an escape from the file is shown escaped
+    problem = text.length === 0 ? 'empty' : `not valid JSON (${printable((err as Error).message)})`;
   }
   return { kind: 'corrupt', movedTo: moveAsideFor(path, opts), problem };
 }
