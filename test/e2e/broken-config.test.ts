@@ -221,6 +221,12 @@ describe('small refusals with their words (a fault pass)', () => {
     expect((await runCli(['routine', 'pause', 'a', '--note', '€'.repeat(500)], { cwd: project })).code).toBe(0);
   });
 
+  it('an empty --config says so (it said: is a folder); an empty ROUTINELY_CONFIG is unset, as for every variable', async () => {
+    const project = testProject({});
+    const flag = await runCli(['--config', '', 'validate'], { cwd: project });
+    expect([flag.code, flag.stderr]).toEqual([2, 'routinely: --config is empty: give the path of a routinely.json\n']);
+  });
+
   it('a TZ this machine does not know is UTC, as the C library takes it (validate said "undefined")', async () => {
     const project = testProject({ routines: [{ id: 'a', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
     const r = await runCli(['validate'], { cwd: project, env: { TZ: 'Invalid/Zone' } });
