@@ -180,9 +180,9 @@ function fireRecord(
  * this host. Every fire appends its marker first, then looks: of two fires starting within the
  * same moment, the later marker yields, whichever read came first. Owners elsewhere cannot be
  * judged here: not counted. */
-async function fireGoingOn(ctx: FireContext, def: RoutineDef, mine: OpenFire): Promise<boolean> {
+async function fireGoingOn(ctx: FireContext, def: RoutineDef, mine: OpenFire | null): Promise<boolean> {
   const open = (await ctx.backend.routines.readOne(def.id, ctx.warn))?.open_fires ?? [];
-  const at = open.findIndex((f) => f.id === mine.id);
+  const at = mine ? open.findIndex((f) => f.id === mine.id) : -1;
   const self = process.pid;
   return open
     .slice(0, at === -1 ? open.length : at)
@@ -269,17 +269,30 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       closeFd(logFd);
       return null;
     }
+    // A routine never runs beside itself (SPEC §6). Where its lock does not keep its own fires
+    // apart (none, or a named lock of several slots), a fire of it opened earlier and still going
+    // in another process of this host (`routine run` beside the scheduler's fire) makes this one
+    // a skip. A manual run looks first, before any marker: refused, it records nothing (SPEC §4).
+    const apart = !def.exclusive || slotsOf(ctx.project.config.locks, def.lock) > 1;
+    if (apart && ctx.trigger === 'manual' && (await fireGoingOn(ctx, def, null))) {
+      await lease?.release();
+      closeFd(logFd);
+      return fireRecord(ctx, scheduledAt, span, {
+        result: 'skipped',
+        reason: PREVIOUS_RUN,
+        exit_code: null,
+        run_id: null,
+      });
+    }
     try {
       marker = await writeOpenMarker(ctx, def, scheduledAt, span, runId);
     } catch (err) {
       await lease?.release();
       throw err; // nothing ran; the caller reports why it could not even be recorded
     }
-    // A routine never runs beside itself (SPEC §6). Where its lock does not keep its own fires
-    // apart (none, or a named lock of several slots), a fire of it opened earlier and still going
-    // in another process of this host (`routine run` beside the scheduler's fire) makes this one
-    // a skip, whose record closes the marker just written.
-    if (!def.exclusive || slotsOf(ctx.project.config.locks, def.lock) > 1) {
+    // Every fire looks once its marker is written: of two that start within the same moment, the
+    // later marker is the skip, and its record closes the marker (a manual run records it too).
+    if (apart) {
       let beside: boolean;
       try {
         beside = await fireGoingOn(ctx, def, marker);

@@ -79,6 +79,9 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
     throw causeOf(err);
   });
   if (fire === null) throw new Error('bug: a manual fire was not started');
+  // a skip that closes a marker (it lost to a fire that opened in the same moment): recorded, or
+  // its marker would read as a fire still going
+  if (fire.result === 'skipped' && fire.closes) await m.recorder.record(def, project, fire, { signal: m.signal });
   if (fire.result === 'skipped')
     return {
       kind: 'busy',

@@ -276,6 +276,14 @@ describe('scheduler start', () => {
     const spans = readFileSync(join(project, 'spans'), 'utf8').trim().split('\n');
     // start, end, start, end …: never two starts in a row
     spans.forEach((line, i) => expect(line.startsWith(i % 2 === 0 ? 'start' : 'end'), spans.join('\n')).toBe(true));
+    // the refused manual run left nothing open: a later command reconciles nothing, and no fire
+    // of nx failed (a marker left open became an "interrupted" failure)
+    const later = await runCli(['routine', 'run', 'nx'], { cwd: project });
+    expect(later.code, later.stderr).toBe(0);
+    expect(later.stderr).not.toMatch(/left open/);
+    const history = await runCli(['routine', 'history', 'nx', '--json'], { cwd: project });
+    expect((JSON.parse(history.stdout) as { result: string }[]).filter((h) => h.result === 'failure')).toEqual([]);
+    expect(stateOf(project).routines.nx?.open_fires).toBeUndefined();
   });
 
   it('catchUp latest fires once at start for a missed time', async () => {
