@@ -7,7 +7,7 @@
 
 import { checkTrustedPaths } from '../config/trust.js';
 import { dirname, join, resolve } from 'node:path';
-import { findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
+import { configTextOf, findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import { listCacheKey, readProjectCache, type CachedProject } from '../scheduler/list-cache.js';
 import { VERSION } from '../version.js';
 import { isObj } from '../is-object.js';
@@ -55,7 +55,7 @@ function configuredProject(
   key: string,
   env: NodeJS.ProcessEnv,
 ): CachedProject | null {
-  const raw = parseJsonc(readConfigBytes(configPath).toString('utf8'));
+  const raw = parseJsonc(configTextOf(readConfigBytes(configPath)));
   if (!isObj(raw)) return null;
   // files only (the database backend has no cache)
   if (raw.backend !== undefined && !(isObj(raw.backend) && raw.backend.type === 'file')) return null;

@@ -4,7 +4,7 @@
 
 import { dirname, resolve } from 'node:path';
 import { importCrontab } from '../config/crontab.js';
-import { findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
+import { configTextOf, findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import { mergeImported } from '../config/merge-import.js';
 import { validateConfig } from '../config/validate.js';
 import { ConfigError, ExitCode, UsageError } from '../errors.js';
@@ -47,7 +47,13 @@ export async function importCrontabCommand(
     out(`${shown}: nothing to add`);
     return ExitCode.OK;
   }
-  const merged = mergeImported(readConfigBytes(configPath).toString('utf8'), imported, shown);
+  let current: string;
+  try {
+    current = configTextOf(readConfigBytes(configPath));
+  } catch (err) {
+    throw new UsageError(`import-crontab --merge: ${shown}: ${(err as Error).message}`);
+  }
+  const merged = mergeImported(current, imported, shown);
   if ('refused' in merged) throw new UsageError(`import-crontab --merge: ${merged.refused}`);
   // what is written validates, or nothing is written
   const check = validateConfig(JSON.parse(stripJsonComments(merged.text)));

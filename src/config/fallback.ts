@@ -5,7 +5,7 @@
 // `backend`), else the defaults next to the file (`.routinely`, files), and the environment
 // overrides of SPEC §2 apply as always (a bad override stays an error).
 
-import { readConfigBytes } from './find.js';
+import { configTextOf, readConfigBytes } from './find.js';
 import { resolveProject, stripJsonComments, type Project } from './load.js';
 import { validateConfig } from './validate.js';
 
@@ -29,7 +29,7 @@ export function stateLocation(configPath: string, env: NodeJS.ProcessEnv = proce
 
 function readRaw(configPath: string): Record<string, unknown> {
   try {
-    const value: unknown = JSON.parse(stripJsonComments(readConfigBytes(configPath).toString('utf8')));
+    const value: unknown = JSON.parse(stripJsonComments(configTextOf(readConfigBytes(configPath))));
     return value !== null && typeof value === 'object' && !Array.isArray(value)
       ? (value as Record<string, unknown>)
       : {};

@@ -188,7 +188,8 @@ export function configTextOf(bytes: Buffer): string {
   if (at === bytes.length && at === again.length) return text;
   const before = bytes.subarray(0, at);
   const line = before.filter((b) => b === 0x0a).length + 1;
-  const column = at - (before.lastIndexOf(0x0a) + 1) + 1;
+  // in characters, as an editor counts them (the bytes before it on its line are good UTF-8)
+  const column = [...before.subarray(before.lastIndexOf(0x0a) + 1).toString('utf8')].length + 1;
   throw new Error(
     `line ${line}, column ${column}: byte 0x${bytes[at]!.toString(16).padStart(2, '0')} is not UTF-8 (save the file as UTF-8)`,
   );

@@ -36,7 +36,8 @@ export async function acquireFileLease(opts: AcquireOptions): Promise<AcquireRes
       ttlMs: opts.ttlMs,
       attempt: async () => {
         if (busy && clock.monotonic() - busy.at < pollMaxMs && stillHeld(paths, busy)) return busy.r;
-        const r = await attemptAcquire(opts, { observe, busyOnLostRace: true });
+        // (only a wait: fail and skip look again to name the one that won, as every busy does)
+        const r = await attemptAcquire(opts, { observe, busyOnLostRace: opts.ifBusy === 'wait' });
         if (r.ok) return r;
         // a race lost to a waiter woken with us: the next full look is still due when it was
         if (r.lostTo !== undefined && busy) {

@@ -2,7 +2,7 @@
 // in its zone, computed with the same croner calculator and DST rule as everything else.
 
 import { backendCaps } from '../config/backend-caps.js';
-import { readConfigBytes } from '../config/find.js';
+import { configTextOf, readConfigBytes } from '../config/find.js';
 import { croner } from '../config/cron-cache.js';
 import { cronerPattern } from '../config/dialect.js';
 import type { Project } from '../config/load.js';
@@ -92,7 +92,7 @@ export function cacheSchedules(
   const key = listCacheKey(project.configPath, env, VERSION);
   let text: string;
   try {
-    text = readConfigBytes(project.configPath).toString('utf8');
+    text = configTextOf(readConfigBytes(project.configPath));
   } catch {
     return nowMs + 5_000;
   }

@@ -124,7 +124,7 @@ describe('a config or task file that is not UTF-8', () => {
   it('is refused naming the line and column, exit 2, nothing runs; U+FFFD written as such is a character like any other', async () => {
     const project = testProject({});
     const bytes = Buffer.concat([
-      Buffer.from('{"routines":[{"id":"a","schedule":"* * * * *","action":"command",\n"run":"echo '),
+      Buffer.from('{"routines":[{"id":"a","schedule":"* * * * *","action":"command",\n"run":"echo éé '),
       Buffer.from([0xff]),
       Buffer.from(' > ran"}]}'),
     ]);
@@ -133,7 +133,7 @@ describe('a config or task file that is not UTF-8', () => {
       const r = await runCli(args, { cwd: project });
       expect([r.code, r.stderr], args.join(' ')).toEqual([
         2,
-        'routinely: routinely.json: line 2, column 13: byte 0xff is not UTF-8 (save the file as UTF-8)\n',
+        'routinely: routinely.json: line 2, column 16: byte 0xff is not UTF-8 (save the file as UTF-8)\n',
       ]);
     }
     expect(existsSync(join(project, 'ran'))).toBe(false);
@@ -213,6 +213,11 @@ describe('small refusals with their words (a fault pass)', () => {
       '\uFEFF' + JSON.stringify({ routines: [{ id: 'a', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] }),
     );
     expect((await runCli(['validate'], { cwd: project })).code).toBe(0);
+    // every reader of the config takes it so: the caches are written (their text matched no more)
+    expect(existsSync(join(project, '.routinely', 'list-cache.json'))).toBe(true);
+    writeFileSync(join(project, 'ct'), '0 3 * * * echo x\n');
+    const merged = await runCli(['import-crontab', 'ct', '--merge'], { cwd: project });
+    expect(merged.code, merged.stderr).toBe(0);
     const long = await runCli(['routine', 'pause', 'a', '--note', '€'.repeat(501)], { cwd: project });
     expect([long.code, long.stderr]).toEqual([
       2,

@@ -581,6 +581,35 @@ describe('--if-busy policies', () => {
     expect(looks).toBe(1);
   });
 
+  it('fail: a race lost the same way looks again, to name the one that won (as every busy answer does)', async () => {
+    const dir = testdir();
+    let looks = 0;
+    let raced = false;
+    const r = await acquireFileLease({
+      ...options(dir),
+      ifBusy: 'fail',
+      heartbeat: false,
+      hooks: {
+        step: (n) => {
+          if (n === 'acquire:list') looks++;
+          // another process takes the slot this attempt is about to link
+          if (n === 'acquire:link-slot' && !raced) {
+            raced = true;
+            linkSync(
+              join(
+                dir,
+                readdirSync(dir).find((f) => f.startsWith('exec-run.tmp.'))!,
+              ),
+              join(dir, 'exec-run.slot.1'),
+            );
+          }
+        },
+      },
+    });
+    expect(r).toMatchObject({ ok: false, reason: 'LOCK_HELD', why: expect.stringMatching(/^pid \d+ on \S+ \(test\)/) });
+    expect(looks).toBe(2);
+  });
+
   it('wait: gets the lock when the holder releases', async () => {
     const dir = testdir();
     const first = await mustAcquire(options(dir));
