@@ -18,6 +18,11 @@ class Broken {
   constructor(readonly at: JsonSyntaxError) {}
 }
 
+/** Nesting past which the checker stops looking (null: nothing found), before the stack runs out;
+ * validation refuses such a document anyway (nesting deeper than a config needs). */
+const MAX_DEPTH = 512;
+class TooDeep {}
+
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 // the characters a string may hold as they are (not a quote, a backslash or a control character)
 const PLAIN = /[^"\\\u0000-\u001f]*/y;
@@ -78,12 +83,14 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
     }
   };
 
+  let depth = 0;
   const value = (): void => {
     skipSpace();
     const c = text[i];
+    if ((c === '{' || c === '[') && ++depth > MAX_DEPTH) throw new TooDeep();
     if (c === '{') {
       const keys = new Set<string>();
-      return container('}', () => {
+      container('}', () => {
         skipSpace();
         if (text[i] !== '"') fail(`expected a property name in double quotes, found ${found(i)}`);
         const start = i;
@@ -100,8 +107,14 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
         i++;
         value();
       });
+      depth--;
+      return;
     }
-    if (c === '[') return container(']', value);
+    if (c === '[') {
+      container(']', value);
+      depth--;
+      return;
+    }
     if (c === '"') return string();
     NUMBER.lastIndex = i;
     if (NUMBER.test(text)) {
@@ -124,6 +137,7 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
     return null;
   } catch (err) {
     if (err instanceof Broken) return err.at;
+    if (err instanceof TooDeep) return null;
     throw err;
   }
 }

@@ -18,7 +18,7 @@ import { CUT_LINE_PREFIX } from './capped-output.js';
 import { runGroupUnderLease, withLockEnv, type GroupRun } from './group-run.js';
 import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
-import { FencedError, UnsafePathError, isStorageError } from '../errors.js';
+import { FencedError, UnsafePathError } from '../errors.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
 
 export type StopCause = 'LOCK_LOST' | 'INTERRUPTED' | 'RUN_TIMEOUT' | 'STATE_ERROR';
@@ -156,9 +156,10 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes,
       );
     } catch (err) {
-      if (!(err instanceof UnsafePathError) && !isStorageError(err)) throw err;
-      // its log cannot be opened (a link or a folder at its name, a full disk): the command does
-      // not run, and the task is on record as failed, saying why — never left started
+      // (a full disk, no descriptors left: the run stops as for any state it cannot write)
+      if (!(err instanceof UnsafePathError)) throw err;
+      // something in the way of its log (a link or a folder at its name): the command does not
+      // run, and the task is on record as failed, saying why — never left started
       record({
         type: 'task-finished',
         gen,
