@@ -119,7 +119,12 @@ describe.skipIf(!havePromtool && process.env.CI !== 'true')('Prometheus (promtoo
         () => m,
       );
       expect(sample(m, 'routinely_skips_total', { routine: 'ok', reason: 'exec_busy' })).toBeGreaterThanOrEqual(1);
-      expect(sample(m, 'routinely_skips_total', { routine: 'ok', reason: 'previous_run' })).toBe(0);
+      // a tick while its own fire still goes (a loaded machine can stretch a fire of `true` past a
+      // second) is counted apart, as the log says it — never a busy skip counted as one (the log,
+      // read after the scrape, may have one more)
+      expect(sample(m, 'routinely_skips_total', { routine: 'ok', reason: 'previous_run' })).toBeLessThanOrEqual(
+        (s.stdout().match(/\[routine\] skipped ok: previous run still running/g) ?? []).length,
+      );
       // the CronJob counterparts, against the records as `routine list` and `routine history` read them
       const list = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
         id: string;
