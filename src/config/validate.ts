@@ -455,7 +455,8 @@ export function validateTaskSet(tasks: LocatedTask[], providers: Record<string, 
     const tail = Array.isArray(key) ? key : [key];
     issues.push({ ...(t.file ? { file: t.file } : {}), path: formatPath([...t.path, ...tail]), message });
   };
-  const where = (t: LocatedTask): string => `${t.file ? `${t.file}: ` : ''}${formatPath(t.path)}`;
+  // a task file's one task has no path inside it: the file alone
+  const where = (t: LocatedTask): string => [t.file, formatPath(t.path)].filter((x): x is string => !!x).join(': ');
   for (const t of tasks) {
     const prior = byId.get(t.task.id);
     if (prior) issue(t, 'id', `${showValue(t.task.id)} is a duplicate (also ${where(prior)})`);

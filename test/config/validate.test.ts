@@ -447,6 +447,16 @@ describe('validateConfig', () => {
       {},
     );
     expect(set).toEqual([{ file: 'tasks/b.json', path: 'id', message: '"a" is a duplicate (also exec.tasks[0])' }]);
+    // the first of two in files of one task each: named by its file alone (it ended ": )")
+    expect(
+      validateTaskSet(
+        [
+          { task: task({ id: 'a' }), path: [], file: 'tasks/a.json' },
+          { task: task({ id: 'a' }), path: [], file: 'tasks/b.json' },
+        ],
+        {},
+      ),
+    ).toEqual([{ file: 'tasks/b.json', path: 'id', message: '"a" is a duplicate (also tasks/a.json)' }]);
   });
 });
 
