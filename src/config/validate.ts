@@ -129,85 +129,95 @@ function zodIssues(
   prefix: PropertyKey[] = [],
   inTaskFile = false,
 ): ConfigIssue[] {
-  return error.issues.flatMap((issue): ConfigIssue | ConfigIssue[] => {
-    const path = [...prefix, ...issue.path];
-    const value = valueAt(input, issue.path);
-    let message: string;
-    switch (issue.code) {
-      case 'invalid_union': {
-        // `false` or an object (a routine's notify): the object's own issues, each by its path,
-        // rather than "Invalid input" for the whole value
-        const branch = issue.errors.find(
-          (b) => b.length > 0 && !b.every((i) => i.path.length === 0 && i.code !== 'unrecognized_keys'),
-        );
-        if (branch) return zodIssues({ issues: branch } as z.core.$ZodError, value, path, inTaskFile);
-        // none came close: what each would take
-        const wanted = issue.errors.flatMap((b) =>
-          b.flatMap((i) =>
-            i.code === 'invalid_value'
-              ? i.values.map((v) => JSON.stringify(v))
-              : i.code === 'invalid_type'
-                ? [i.expected === 'object' ? 'an object' : i.expected]
-                : [],
-          ),
-        );
-        message =
-          wanted.length > 0
-            ? `${showValue(value)} is a ${typeName(value)}; expected ${wanted.join(' or ')}`
-            : `${showValue(value)}: ${issue.message}`;
-        break;
+  // of two "too big" at one path (an integer's safe range, and the field's own maximum), the
+  // field's own: one line, the bound that matters
+  const key = (i: z.core.$ZodIssue): string => JSON.stringify(i.path);
+  const tighter = (i: z.core.$ZodIssue): boolean =>
+    i.code === 'too_big' &&
+    error.issues.some(
+      (o) => o !== i && o.code === 'too_big' && key(o) === key(i) && Number(o.maximum) < Number(i.maximum),
+    );
+  return error.issues
+    .filter((i) => !tighter(i))
+    .flatMap((issue): ConfigIssue | ConfigIssue[] => {
+      const path = [...prefix, ...issue.path];
+      const value = valueAt(input, issue.path);
+      let message: string;
+      switch (issue.code) {
+        case 'invalid_union': {
+          // `false` or an object (a routine's notify): the object's own issues, each by its path,
+          // rather than "Invalid input" for the whole value
+          const branch = issue.errors.find(
+            (b) => b.length > 0 && !b.every((i) => i.path.length === 0 && i.code !== 'unrecognized_keys'),
+          );
+          if (branch) return zodIssues({ issues: branch } as z.core.$ZodError, value, path, inTaskFile);
+          // none came close: what each would take
+          const wanted = issue.errors.flatMap((b) =>
+            b.flatMap((i) =>
+              i.code === 'invalid_value'
+                ? i.values.map((v) => JSON.stringify(v))
+                : i.code === 'invalid_type'
+                  ? [i.expected === 'object' ? 'an object' : i.expected]
+                  : [],
+            ),
+          );
+          message =
+            wanted.length > 0
+              ? `${showValue(value)} is a ${typeName(value)}; expected ${wanted.join(' or ')}`
+              : `${showValue(value)}: ${issue.message}`;
+          break;
+        }
+        case 'invalid_type':
+          message =
+            value === undefined
+              ? `is required (${issue.expected})`
+              : typeof value === 'number' && !Number.isFinite(value)
+                ? `is ${showValue(value)}`
+                : `${showValue(value)} is a ${typeName(value)}; expected ${issue.expected}`;
+          break;
+        case 'unrecognized_keys': {
+          const allowed = allowedKeysAt(issue.path, inTaskFile);
+          const keys = issue.keys.map((k) => JSON.stringify(k)).join(', ');
+          const guesses = allowed
+            ? issue.keys.map((k) => closest(k, allowed)).filter((g): g is string => g !== null)
+            : [];
+          const guess = guesses.length ? `did you mean ${guesses.map((g) => JSON.stringify(g)).join(', ')}? ` : '';
+          message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}${allowed ? ` (${guess}allowed: ${allowed.join(', ')})` : ''}`;
+          break;
+        }
+        case 'invalid_value':
+          message = `${showValue(value)} is not one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+          break;
+        case 'too_small':
+          message = `${showValue(value)} is too small (minimum ${issue.minimum}${issue.inclusive === false ? ', exclusive' : ''})`;
+          if (issue.origin === 'string') message = `${showValue(value)} must not be empty`;
+          break;
+        case 'too_big':
+          message = `${showValue(value)} is too big (maximum ${issue.maximum})`;
+          break;
+        case 'invalid_format': {
+          const pattern = issue.format === 'regex' && 'pattern' in issue ? String(issue.pattern) : '';
+          message = pattern.includes(ID_PATTERN.source)
+            ? `${showValue(value)} is not a valid id (${ID_WORDS})`
+            : pattern.includes(LOCK_NAME_PATTERN.source)
+              ? `${showValue(value)} is not a lock name (${LOCK_NAME_WORDS})`
+              : `${showValue(value)} has an invalid format (${issue.format})`;
+          break;
+        }
+        case 'invalid_key': {
+          // a key of a map: a lock's name under "locks", a provider's id under "exec.providers"
+          const key = String(issue.path.at(-1));
+          message =
+            path[0] === 'locks'
+              ? `${JSON.stringify(key)} is not a lock name (${LOCK_NAME_WORDS})`
+              : `${JSON.stringify(key)} is not a valid id (${ID_WORDS})`;
+          break;
+        }
+        default:
+          message = `${showValue(value)}: ${issue.message}`;
       }
-      case 'invalid_type':
-        message =
-          value === undefined
-            ? `is required (${issue.expected})`
-            : typeof value === 'number' && !Number.isFinite(value)
-              ? `is ${showValue(value)}`
-              : `${showValue(value)} is a ${typeName(value)}; expected ${issue.expected}`;
-        break;
-      case 'unrecognized_keys': {
-        const allowed = allowedKeysAt(issue.path, inTaskFile);
-        const keys = issue.keys.map((k) => JSON.stringify(k)).join(', ');
-        const guesses = allowed
-          ? issue.keys.map((k) => closest(k, allowed)).filter((g): g is string => g !== null)
-          : [];
-        const guess = guesses.length ? `did you mean ${guesses.map((g) => JSON.stringify(g)).join(', ')}? ` : '';
-        message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}${allowed ? ` (${guess}allowed: ${allowed.join(', ')})` : ''}`;
-        break;
-      }
-      case 'invalid_value':
-        message = `${showValue(value)} is not one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
-        break;
-      case 'too_small':
-        message = `${showValue(value)} is too small (minimum ${issue.minimum}${issue.inclusive === false ? ', exclusive' : ''})`;
-        if (issue.origin === 'string') message = `${showValue(value)} must not be empty`;
-        break;
-      case 'too_big':
-        message = `${showValue(value)} is too big (maximum ${issue.maximum})`;
-        break;
-      case 'invalid_format': {
-        const pattern = issue.format === 'regex' && 'pattern' in issue ? String(issue.pattern) : '';
-        message = pattern.includes(ID_PATTERN.source)
-          ? `${showValue(value)} is not a valid id (${ID_WORDS})`
-          : pattern.includes(LOCK_NAME_PATTERN.source)
-            ? `${showValue(value)} is not a lock name (${LOCK_NAME_WORDS})`
-            : `${showValue(value)} has an invalid format (${issue.format})`;
-        break;
-      }
-      case 'invalid_key': {
-        // a key of a map: a lock's name under "locks", a provider's id under "exec.providers"
-        const key = String(issue.path.at(-1));
-        message =
-          path[0] === 'locks'
-            ? `${JSON.stringify(key)} is not a lock name (${LOCK_NAME_WORDS})`
-            : `${JSON.stringify(key)} is not a valid id (${ID_WORDS})`;
-        break;
-      }
-      default:
-        message = `${showValue(value)}: ${issue.message}`;
-    }
-    return { path: formatPath(path), message };
-  });
+      return { path: formatPath(path), message };
+    });
 }
 
 export interface ValidateOptions {

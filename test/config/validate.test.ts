@@ -173,6 +173,12 @@ describe('validateConfig', () => {
     expect(shapeProblems.join('\n')).toMatch(/routines\[2\]\.starvedAfterSkips/);
   });
 
+  it("a number past an integer's safe range and past the field's maximum: one line, the field's maximum", () => {
+    expect(problems({ routines: [routine({ starvedAfterSkips: 1e300 })] })).toEqual([
+      'routines[0].starvedAfterSkips: 1e+300 is too big (maximum 1000)',
+    ]);
+  });
+
   it('a number too large to read (1e400 is Infinity to JSON.parse) is said as such, not as null', () => {
     expect(problems(JSON.parse('{"lock":{"ttlSeconds":1e400}}'))).toEqual([
       'lock.ttlSeconds: is a number too large to read (over 1.8e308)',
