@@ -274,16 +274,14 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
     // in another process of this host (`routine run` beside the scheduler's fire) makes this one
     // a skip. A manual run looks first, before any marker: refused, it records nothing (SPEC §4).
     const apart = !def.exclusive || slotsOf(ctx.project.config.locks, def.lock) > 1;
-    if (apart && ctx.trigger === 'manual' && (await fireGoingOn(ctx, def, null))) {
+    /** The skip of a fire that met its own previous run; `closes`: the marker it had written. */
+    const besideItself = async (closes?: string): Promise<FireResult> => {
       await lease?.release();
       closeFd(logFd);
-      return fireRecord(ctx, scheduledAt, span, {
-        result: 'skipped',
-        reason: PREVIOUS_RUN,
-        exit_code: null,
-        run_id: null,
-      });
-    }
+      const skip = { result: 'skipped' as const, reason: PREVIOUS_RUN, exit_code: null, run_id: null };
+      return fireRecord(ctx, scheduledAt, span, closes ? { ...skip, closes } : skip);
+    };
+    if (apart && ctx.trigger === 'manual' && (await fireGoingOn(ctx, def, null))) return besideItself();
     try {
       marker = await writeOpenMarker(ctx, def, scheduledAt, span, runId);
     } catch (err) {
@@ -300,17 +298,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
         await lease?.release();
         throw new NotStartedError(err, marker.id);
       }
-      if (beside) {
-        await lease?.release();
-        closeFd(logFd);
-        return fireRecord(ctx, scheduledAt, span, {
-          result: 'skipped',
-          reason: PREVIOUS_RUN,
-          exit_code: null,
-          run_id: null,
-          closes: marker.id,
-        });
-      }
+      if (beside) return besideItself(marker.id);
     }
   } catch (err) {
     closeFd(logFd);
