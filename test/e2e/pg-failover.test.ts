@@ -35,11 +35,13 @@ const stamp = (file: string, who: string, seconds: number): string =>
 function events(file: string): Map<string, { start: number; gen: number; lastMark?: number; end?: number }> {
   const m = new Map<string, { start: number; gen: number; lastMark?: number; end?: number }>();
   if (!existsSync(file)) return m;
-  for (const line of readFileSync(file, 'utf8').trim().split('\n')) {
+  // only whole lines: the file exists (bash's `>>` made it) before its first line is written
+  const text = readFileSync(file, 'utf8');
+  for (const line of text.slice(0, text.lastIndexOf('\n') + 1).split('\n')) {
     const [who, kind, t, gen] = line.split(' ');
     if (kind === 'start') m.set(who!, { start: Number(t), gen: Number(gen) });
     else if (kind === 'mark') m.get(who!)!.lastMark = Number(t) / 1000;
-    else m.get(who!)!.end = Number(t);
+    else if (kind === 'end') m.get(who!)!.end = Number(t);
   }
   return m;
 }
