@@ -83,7 +83,9 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     caps: backend.caps,
     clock: backend.clock,
     key: backend.schedulerKey(host),
-    owner: { command: 'scheduler', config: project.configPath },
+    // a lease taken again after a stall names the claimer of this process's first lease: its
+    // claims stay its own, the unstarted ones too (scheduler/claims.ts, docs/postgres.md)
+    owner: { command: 'scheduler', config: project.configPath, claimer: got.lease.lockId },
     log,
     signal: stop.signal,
     stop: () => stop.abort(),
@@ -134,10 +136,10 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     store: backend.routines,
     line: backend.lock.line,
     host,
-    // claims name this scheduler by its lease: one whose lease is not held is gone, and its
-    // unsettled claims are taken over (scheduler/claims.ts); a lease taken again after a stall
-    // is a new one, and the claims from then on name it
-    claimer: () => keeper.lease.lockId,
+    // claims name this scheduler by its first lease: one whose lease is not held (nor a lease
+    // naming it as claimer, taken again after a stall) is gone, and its unsettled claims are
+    // taken over (scheduler/claims.ts)
+    claimer: got.lease.lockId,
     claimTtlMs: project.config.lock.ttlSeconds * 1000,
     clock: backend.clock,
     // With files the scheduler lock is what keeps a second scheduler out: before every start it

@@ -38,10 +38,10 @@ export interface RecorderOptions {
   stateDir: () => string;
   /** This process's host identity (claims name it). */
   host: string;
-  /** Who claims ticks with a shared database: the scheduler lease's lock id (a claim whose
-   * claimer's lease is not held is taken over, scheduler/claims.ts). Default: the host. A
-   * function: asked at each claim (a lease taken again after a stall has a new lock id). */
-  claimer?: string | (() => string);
+  /** Who claims ticks with a shared database: the lock id of the scheduler's first lease (a
+   * claim is taken over when no lease held has that id or names it as its claimer: a lease
+   * taken again after a stall does; scheduler/claims.ts). Default: the host. */
+  claimer?: string;
   /** Announces a recorded fire (SPEC §10; notify/notify.ts), for routines with a target. */
   notify?: Announce;
   /** A state folder that cannot be written (full, read-only) is waited out for as long as the
@@ -137,8 +137,7 @@ export class Recorder {
 
   /** Who this process claims ticks as. */
   get claimant(): Claimant {
-    const c = this.o.claimer;
-    return { host: this.o.host, claimer: (typeof c === 'function' ? c() : c) ?? this.o.host };
+    return { host: this.o.host, claimer: this.o.claimer ?? this.o.host };
   }
 
   /** Claims a scheduled time for this scheduler (several schedulers share a database: one of

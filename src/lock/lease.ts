@@ -17,6 +17,9 @@ export interface LockOwnerInfo {
   /** Held for a scheduled tick of a routine (a scheduler's fire, not a manual `routine run`): a
    * tick of another scheduler of the project that meets it waits for its turn (SPEC §6). */
   scheduled?: boolean;
+  /** A scheduler's lease taken again after a stall: the lock id of its first lease, which its
+   * claims of ticks name (a shared database; scheduler/claims.ts). */
+  claimer?: string;
 }
 
 export interface LockLost {

@@ -37,6 +37,9 @@ export interface LockOwner {
   stopping?: boolean;
   /** Held for a scheduled tick of a routine (lease.ts LockOwnerInfo). */
   scheduled?: boolean;
+  /** A scheduler's lease taken again after a stall: the lock id of its first lease, which its
+   * claims of ticks name (a shared database; scheduler/claims.ts). */
+  claimer?: string;
   /** Linux pid namespace of the owner; another namespace on the same host is judged like a
    * remote host (by expiry), since its pids mean nothing here. */
   pid_ns?: string | null;

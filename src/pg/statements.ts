@@ -440,12 +440,14 @@ export const routineSql = {
     values: [project, routine, scheduledAt],
   }),
   /** Unsettled claims, oldest first, of claimers whose scheduler lease is not held (released,
-   * or expired by the database clock), and this claimer's own (its caller knows which of those
+   * or expired by the database clock; a lease taken again after a stall names the claimer of
+   * the one it replaces in its owner's `claimer`), and this claimer's own (its caller knows which of those
    * it still works on). Through routinely_ticks_unsettled: costs what is unsettled. */
   orphanClaims: (project: string, claimer: string, limit: number): Statement => ({
     text: `SELECT t.routine, t.scheduled_at, t.host, t.claimer FROM routinely_ticks t
       WHERE t.project = $1 AND NOT t.settled AND t.scheduled_at <= now()
-        AND (t.claimer = $2 OR NOT EXISTS (SELECT 1 FROM routinely_leases l WHERE l.project = t.project AND l.lock_id = t.claimer
+        AND (t.claimer = $2 OR NOT EXISTS (SELECT 1 FROM routinely_leases l WHERE l.project = t.project
+          AND (l.lock_id = t.claimer OR l.owner->>'claimer' = t.claimer)
           AND l.released_at IS NULL AND l.expires_at > now()))
       ORDER BY t.scheduled_at LIMIT $3`,
     values: [project, claimer, limit],

@@ -54,9 +54,10 @@ export interface SchedulerOptions {
   line?: WaitLine;
   /** This scheduler's host identity (claims name it). */
   host: string;
-  /** With a shared database: who claims ticks, the scheduler lease's lock id (default: the host)
-   * and that lease's TTL (how often claims nobody works on are looked for, claims.ts). */
-  claimer?: string | (() => string);
+  /** With a shared database: who claims ticks, the lock id of the scheduler's first lease
+   * (default: the host), and the lease's TTL (how often claims nobody works on are looked for,
+   * claims.ts). */
+  claimer?: string;
   claimTtlMs?: number;
   /** Claims not started yet at most (runner.ts CLAIMS_AHEAD). */
   claimsAhead?: number;

@@ -14,7 +14,7 @@ const suite = cluster ? describe : describe.skip; // skipped only outside CI, wh
 
 suite('rolling restarts of schedulers sharing a database', () => {
   it(
-    "a scheduler stalled past its TTL takes its lock again and claims under the new lease: no claim of it is taken over as a dead one's",
+    "a scheduler stalled past its TTL takes its lock again, and its claims stay its own: none is taken over as a dead one's",
     { timeout: 120_000 },
     async () => {
       const url = await freshDatabase(cluster!);
@@ -53,13 +53,59 @@ suite('rolling restarts of schedulers sharing a database', () => {
         'a claim of h1 since it took its lock again',
       );
       await sleep(2000);
-      const lease = await sql<{ lock_id: string }>(
+      // the new lease names the claimer of the first (the lock id its claims carry)
+      const lease = await sql<{ lock_id: string; claimer: string | null }>(
         url,
-        "SELECT lock_id FROM routinely_leases WHERE key = 'scheduler@h1'",
+        "SELECT lock_id, owner->>'claimer' AS claimer FROM routinely_leases WHERE key = 'scheduler@h1'",
       );
-      expect(await claimersSince()).toEqual([lease[0]!.lock_id]);
+      expect(lease[0]!.claimer).toMatch(/^[0-9a-f]{32}$/);
+      expect(lease[0]!.lock_id).not.toBe(lease[0]!.claimer);
+      expect(await claimersSince()).toEqual([lease[0]!.claimer]);
       expect(h2!.stdout()).not.toMatch(/took over n\d of .* \(claimed by h1/);
+      expect(h1!.stdout()).not.toMatch(/taken over by another scheduler/);
       await stopAll([h1!, h2!]);
+    },
+  );
+
+  it(
+    'a retry due after its scheduler took its lock again runs: the claim of its tick is still its own',
+    { timeout: 90_000 },
+    async () => {
+      const url = await freshDatabase(cluster!);
+      // once a minute, at a second a few seconds from now: one tick, then its retry 9-11 s later
+      const at = new Date(Date.now() + 3000).getSeconds();
+      const project = testProject({
+        project: 'app',
+        backend: { type: 'postgres' },
+        lock: { ttlSeconds: 3, refreshSeconds: 1 },
+        routines: [
+          {
+            id: 'r',
+            schedule: `${at} * * * * *`,
+            action: 'command',
+            run: 'echo try >> tries; exit 4',
+            retry: { attempts: 1, backoffSeconds: 9 },
+          },
+        ],
+      });
+      const tries = (): number => {
+        try {
+          return readFileSync(join(project, 'tries'), 'utf8').split('\n').length - 1;
+        } catch {
+          return 0;
+        }
+      };
+      const [h1] = await schedulers(['h1'], project, { ROUTINELY_DATABASE_URL: url }, 80_000);
+      await eventually(() => tries() === 1, 20_000, 'the first attempt');
+      // stalled past the TTL during the back-off: its lease runs out, and it takes its lock again
+      h1!.child.kill('SIGSTOP');
+      await sleep(4500);
+      h1!.child.kill('SIGCONT');
+      await h1!.waitFor(/scheduler lock taken again/, 20_000);
+      await eventually(() => tries() === 2, 20_000, `the retry (${h1!.stdout()})`);
+      await stopAll([h1!]);
+      expect(h1!.stdout()).not.toMatch(/taken over by another scheduler|not started/);
+      expect(h1!.stdout()).toMatch(/\[routine\] retrying r/);
     },
   );
 
