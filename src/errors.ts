@@ -85,7 +85,19 @@ const IO_WORDS: Record<string, string> = {
   EFBIG: 'file too large',
   EMFILE: 'too many open files',
   ENFILE: 'too many open files in the system',
+  ENOENT: 'no such file or directory',
+  ELOOP: 'a symbolic link is in the way (never followed)',
+  EISDIR: 'a folder is in the way',
+  EEXIST: 'something is in the way',
+  ENOTEMPTY: 'folder not empty',
+  ENAMETOOLONG: 'name too long',
 };
+
+/** An errno code in words (`no such file or directory (ENOENT)`); the code itself when unknown. */
+export function errnoWords(code: string): string {
+  const words = IO_WORDS[code];
+  return words ? `${words} (${code})` : code;
+}
 
 /** Errors of the storage itself (SPEC §7, §4.15: exit 74): full, out of quota or inodes, read-only,
  * failing, or out of descriptors. */
@@ -122,7 +134,7 @@ export function ioMessage(err: unknown, verb: string, path: string): string {
 export function stateWriteError(err: unknown, path: string, verb = 'writing'): RoutinelyError {
   if (err instanceof RoutinelyError) return err;
   const code = errnoCode(err);
-  if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR')
+  if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'EISDIR')
     return new UnsafePathError(ioMessage(err, verb, path));
   return new StateIOError(ioMessage(err, verb, path));
 }

@@ -6,7 +6,7 @@ import type { Stats } from 'node:fs';
 import { fileProblem, readFollowing } from '../fs/files.js';
 import { statFollow, statOrWhy } from '../fs/look.js';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { UsageError } from '../errors.js';
+import { UsageError, errnoWords } from '../errors.js';
 
 export const CONFIG_FILE = 'routinely.json';
 
@@ -102,7 +102,7 @@ export function notAFile(p: string): string | null {
       ? 'does not exist'
       : code === 'ENOTDIR'
         ? 'does not exist (a folder on its path is a file)'
-        : `cannot be looked at (${code})`;
+        : `cannot be looked at: ${errnoWords(code ?? 'unknown error')}`;
   }
   if (st.isFile()) return null;
   const kind = st.isDirectory()

@@ -5,7 +5,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { parsePgUrl } from './database-url.js';
 import { redactSecrets } from '../redact.js';
-import { ConfigError, UnsafePathError, UsageError, errnoCode } from '../errors.js';
+import { ConfigError, UnsafePathError, UsageError, errnoCode, errnoWords } from '../errors.js';
 import { UntrustedPathError, checkTrustedPaths } from './trust.js';
 import { statFollow } from '../fs/look.js';
 import {
@@ -86,7 +86,10 @@ function configText(path: string, shown: string): string {
     return configTextOf(readConfigBytes(path));
   } catch (err) {
     throw new ConfigError(shown, [
-      { path: '', message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message },
+      {
+        path: '',
+        message: errnoCode(err) ? `cannot read the file: ${errnoWords(errnoCode(err)!)}` : (err as Error).message,
+      },
     ]);
   }
 }

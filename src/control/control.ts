@@ -12,7 +12,7 @@ import type { Backend } from '../backend-types.js';
 import { systemClock, type Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { myUid } from '../fs/files.js';
-import { statFollow } from '../fs/look.js';
+import { lstatQuiet, statFollow } from '../fs/look.js';
 import { procCmdline, procFds, procFdTarget } from '../fs/proc.js';
 import { quietly, systemProbe, type LivenessProbe } from '../process/identity.js';
 import { readSchedulerState, type SchedulerInstance, type SchedulerState } from './status.js';
@@ -90,7 +90,11 @@ export function unproven(s: SchedulerInstance, probe: LivenessProbe, stateDir?: 
     return `pid ${o.pid} does not run "scheduler start"`;
   }
   if (stateDir !== undefined && holdsRunningMark(o.pid, stateDir) === false) {
-    return `pid ${o.pid} runs a scheduler, but not this project's: it does not hold ${runningMark(stateDir)} open (a lock record or a database row can name any process)`;
+    const mark = runningMark(stateDir);
+    // a link there is never opened: the scheduler warned at its start, and holds no mark
+    if (lstatQuiet(mark)?.isSymbolicLink())
+      return `pid ${o.pid} runs a scheduler, but it cannot be proven this project's: ${mark} is a symbolic link, which no scheduler opens (remove it and restart the scheduler, or stop it with SIGTERM)`;
+    return `pid ${o.pid} runs a scheduler, but not this project's: it does not hold ${mark} open (a lock record or a database row can name any process)`;
   }
   return null;
 }

@@ -7,7 +7,7 @@ import { displayPath, parseJsonFile, type Project } from '../config/load.js';
 import type { TaskDef } from '../config/types.js';
 import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
 import { checkTaskFile, checkTaskFolder, UntrustedPathError } from '../config/trust.js';
-import { ConfigError, errnoCode, UnsafePathError, type ConfigIssue } from '../errors.js';
+import { ConfigError, errnoCode, errnoWords, UnsafePathError, type ConfigIssue } from '../errors.js';
 import { namesIn } from '../fs/files.js';
 import { statOrWhy } from '../fs/look.js';
 
@@ -53,7 +53,7 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
         issues.push({
           file: shown,
           path: '',
-          message: errnoCode(err) ? `cannot read the file (${errnoCode(err)})` : (err as Error).message,
+          message: errnoCode(err) ? `cannot read the file: ${errnoWords(errnoCode(err)!)}` : (err as Error).message,
         });
         continue;
       }

@@ -6,7 +6,7 @@
 // wait.ts, the view view.ts.
 
 import { systemClock, type Clock } from '../clock.js';
-import { UnsafePathError, errnoCode, stateWriteError } from '../errors.js';
+import { UnsafePathError, errnoCode, errnoWords, stateWriteError } from '../errors.js';
 import { FileLease, VIEW_ONLY } from './file-lease.js';
 import { checkFolder, ensureDir, linkNew, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { randomHex } from '../fs/random-ids.js';
@@ -286,14 +286,6 @@ function lockDirError(paths: LockPaths, err: unknown): Error {
   // A full or failing disk is an I/O error on state (exit 74), not bad usage.
   if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || code === 'EROFS')
     return stateWriteError(err, paths.dir, 'creating the lock in');
-  const hint: Record<string, string> = {
-    EACCES: 'permission denied',
-    EPERM: 'operation not permitted',
-    ENOTDIR: 'a path component is not a directory',
-    EEXIST: 'a leftover temp file is in the way',
-    EMLINK: 'too many links',
-  };
-  return new UnsafePathError(
-    `cannot create the lock in ${paths.dir}: ${hint[code] ?? code} (${code}); check ROUTINELY_LOCK_DIR / stateDir`,
-  );
+  const said = code === 'EEXIST' ? `a leftover temp file is in the way (${code})` : errnoWords(code);
+  return new UnsafePathError(`cannot create the lock in ${paths.dir}: ${said}; check ROUTINELY_LOCK_DIR / stateDir`);
 }

@@ -4,7 +4,7 @@
 // SIGKILLed scheduler, and a forged lock that names a process that is not the scheduler.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { systemProbe } from '../../src/process/identity.js';
@@ -211,6 +211,25 @@ describe.each(backends)('scheduler status and stop (%s backend)', (kind) => {
     // its own project's stop is proven, and works
     const own = await cli(other, ['scheduler', 'stop', '--timeout', '10']);
     expect(own.code, own.stderr).toBe(0);
+  });
+
+  it('a symbolic link at scheduler.running: the scheduler says so at its start, and stop says why it signals nothing', async () => {
+    const { dir } = await project(kind);
+    mkdirSync(join(dir, '.routinely'), { recursive: true, mode: 0o700 });
+    symlinkSync(join(dir, 'elsewhere'), join(dir, '.routinely', 'scheduler.running'));
+    const s = await scheduler(dir, HERE);
+    onTestFinished(() => {
+      s.child.kill('SIGKILL');
+    });
+    expect(s.stdout()).toMatch(
+      /scheduler\.running.*cannot prove this is the project's scheduler, and will not signal it/,
+    );
+    const stop = await cli(dir, ['scheduler', 'stop', '--timeout', '2']);
+    expect(stop.code).toBe(1);
+    expect(stop.stderr).toMatch(
+      /runs a scheduler, but it cannot be proven this project's: \S+scheduler\.running is a symbolic link, which no scheduler opens \(remove it and restart the scheduler, or stop it with SIGTERM\)/,
+    );
+    expect(processRuns(s.pid)).toBe(true);
   });
 
   it('works while the config is invalid (a warning, then the answer)', async () => {
