@@ -2,7 +2,7 @@
 // routinely.json content on stdout, or with --merge adds them to the project's routinely.json
 // (config/merge-import.ts); what it could not carry, or carried with another meaning, on stderr.
 
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { importCrontab } from '../config/crontab.js';
 import { configTextOf, findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import { mergeImported } from '../config/merge-import.js';
@@ -10,7 +10,7 @@ import { validateConfig } from '../config/validate.js';
 import { ConfigError, ExitCode, UsageError } from '../errors.js';
 import { writeFileDurable } from '../fs/durable.js';
 import { readInputFile } from '../fs/project-files.js';
-import { statFollow } from '../fs/look.js';
+import { realPath, statFollow } from '../fs/look.js';
 import { displayPath } from '../config/load.js';
 import { err, out } from './io.js';
 import { schemaRefFor } from './schema-ref.js';
@@ -58,13 +58,16 @@ export async function importCrontabCommand(
   // what is written validates, or nothing is written
   const check = validateConfig(JSON.parse(stripJsonComments(merged.text)));
   if (!check.ok) throw new ConfigError(`${shown} (merged; nothing was written)`, check.issues);
-  writeFileDurable(configPath, merged.text, { mode: (statFollow(configPath)?.mode ?? 0o644) & 0o777 });
+  // a config that is a symbolic link (dotfiles, a shared config) is written where it points, as
+  // an editor does: the link stays, and its file is replaced whole (the config is no state file)
+  const target = realPath(configPath);
+  writeFileDurable(target, merged.text, { mode: (statFollow(target)?.mode ?? 0o644) & 0o777 });
   const locks =
     merged.added.locks.length > 0
       ? ` and ${merged.added.locks.length} lock${merged.added.locks.length === 1 ? '' : 's'} (${merged.added.locks.join(', ')})`
       : '';
   out(
-    `${shown}: added ${merged.added.routines} routine${merged.added.routines === 1 ? '' : 's'}${locks}; check it with routinely validate`,
+    `${shown}${target === join(realPath(dirname(configPath)), basename(configPath)) ? '' : ` (a link to ${target})`}: added ${merged.added.routines} routine${merged.added.routines === 1 ? '' : 's'}${locks}; check it with routinely validate`,
   );
   return ExitCode.OK;
 }

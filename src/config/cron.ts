@@ -41,7 +41,10 @@ export function cronProblem(schedule: string, timezone?: string, use?: (cron: Cr
   try {
     cron = cronFor(trimmed, timezone);
   } catch (err) {
-    return (err as Error).message.replace(/^CronPattern:\s*/, '');
+    // croner's words, without its "Value: 9, Type: string" tail
+    return (err as Error).message
+      .replace(/^CronPattern:\s*/, '')
+      .replace(/\.?\s*Value: (.*?), Type: \w+\.?$/, '; got $1');
   }
   // Valid fields that no date satisfies (30 February, 31 April) would never fire: refused, not
   // scheduled into silence.

@@ -41,4 +41,8 @@ describe('cronProblem in our words', () => {
     for (const ok of ['0 9 * * MON-FRI', '0 9 * JAN,jul *', '0 9 L * *', '0 9 * * 5L', '0 9 * * sun#2'])
       expect(cronProblem(ok), ok).toBeNull();
   });
+
+  it("keeps croner's words for what it alone refuses, without its Value/Type tail", () => {
+    expect(cronProblem('0 0 * * MON-SUN#9')).toBe('nth weekday out of range, should be 1-5 or L; got 9');
+  });
 });

@@ -2,7 +2,7 @@
 // that validates, and its routines run as cron would have run them (env, \%, flock wrapper gone).
 
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, readFileSync, readlinkSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, FIXTURES, childEnv, eventually, runCli, startCli } from '../helpers/cli.js';
@@ -158,5 +158,20 @@ describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
       /^routinely: import-crontab --merge: routine "index" is in routinely\.json already \(routines\[\d+\]\): rename or remove it there/,
     );
     expect(readFileSync(join(project, 'routinely.json'), 'utf8')).toBe(after);
+  });
+
+  it('--merge into a routinely.json that is a symbolic link writes the file it points to, and keeps the link', async () => {
+    const project = testdir('routinely-import-');
+    expect((await runCli(['init'], { cwd: project })).code).toBe(0);
+    renameSync(join(project, 'routinely.json'), join(project, 'shared.json'));
+    symlinkSync('shared.json', join(project, 'routinely.json'));
+    const r = importing(['--merge'], '0 3 * * * ./cleanup.sh\n', project);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^routinely\.json \(a link to \S+shared\.json\): added 1 routine;/);
+    expect(lstatSync(join(project, 'routinely.json')).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(join(project, 'routinely.json'))).toBe('shared.json');
+    expect(readFileSync(join(project, 'shared.json'), 'utf8')).toContain('./cleanup.sh');
+    const validate = await runCli(['validate'], { cwd: project });
+    expect(validate.code, validate.stderr).toBe(0);
   });
 });
