@@ -201,7 +201,9 @@ function zodIssues(
             ? `${showValue(value)} is not a valid id (${ID_WORDS})`
             : pattern.includes(LOCK_NAME_PATTERN.source)
               ? `${showValue(value)} is not a lock name (${LOCK_NAME_WORDS})`
-              : `${showValue(value)} has an invalid format (${issue.format})`;
+              : pattern.includes(ENV_NAME.source)
+                ? envNameMessage(String(value))
+                : `${showValue(value)} has an invalid format (${issue.format})`;
           break;
         }
         case 'invalid_key': {

@@ -305,6 +305,10 @@ describe('validateConfig', () => {
     ]);
     expect(problems({ locks: { agents: { slots: 65 } } }).join('\n')).toMatch(/^locks\.agents\.slots: /);
     expect(problems({ locks: { agents: { slots: 0 } } }).join('\n')).toMatch(/^locks\.agents\.slots: /);
+    expect(problems({ passEnv: ['OK_1', 'lower case', 'A=B'] })).toEqual([
+      'passEnv[1]: "lower case" is not an environment variable name (letters, digits and "_", not starting with a digit)',
+      'passEnv[2]: "A=B" is not an environment variable name (letters, digits and "_", not starting with a digit)',
+    ]);
     expect(problems({ locks: { Agents: {} } })).toEqual([
       'locks.Agents: "Agents" is not a lock name (lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock)',
     ]);
