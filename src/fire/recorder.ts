@@ -251,7 +251,7 @@ export class Recorder {
     // The owner is judged on this host only (elsewhere it cannot be told) — except the fire
     // whose lock was just taken over from its holder (`from`, on any host): its outcome is lost.
     const closed = await this.o.store.reconcile(
-      (owner, open) => processGone(owner) || lostWithLock(from, owner, open),
+      (owner, open, routineId) => processGone(owner) || lostWithLock(from, owner, open, routineId),
       new Date(this.o.clock.now()),
       this.o.warn,
       (id, fire) => {
@@ -367,11 +367,20 @@ export class Recorder {
 /** Whether `open` is the fire whose lock was taken over from its holder `from` (the same process,
  * the same run): that holder was judged dead or stalled past its TTL, so the fire's outcome is
  * lost, on whatever host it ran (a stalled one that wakes finds its lock lost, and its late
- * record of the same fire counts for nothing: the first record of a fire stands). */
-function lostWithLock(from: LockRecord | null, owner: OpenFire['owner'], open: OpenFire): boolean {
+ * record of the same fire counts for nothing: the first record of a fire stands). The marker of
+ * an exec action's fire names no run (its run is made once the lock is held): it is that
+ * process's open fire of the routine the holder's record names (a process fires a routine once
+ * at a time). */
+export function lostWithLock(
+  from: LockRecord | null,
+  owner: OpenFire['owner'],
+  open: OpenFire,
+  routineId: string,
+): boolean {
   const o = from?.owner;
-  if (!o || !o.run_id || open.run_id !== o.run_id) return false;
-  return owner.host === o.host && owner.pid === o.pid;
+  if (!o || owner.host !== o.host || owner.pid !== o.pid) return false;
+  if (open.run_id === null) return !!o.routine && o.routine === routineId && owner.start_time === o.start_time;
+  return !!o.run_id && open.run_id === o.run_id;
 }
 
 /** Whether a routine has somewhere to announce its fires (its own notify, or the project's). */

@@ -210,7 +210,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       let closed = 0;
       for (const [id, record] of Object.entries(state.routines)) {
         for (const open of record.open_fires ?? []) {
-          if (!isGone(open.owner, open)) continue;
+          if (!isGone(open.owner, open, id)) continue;
           // as "again": of two processes of this host reconciling at once, one records it
           const fire = interruptedFire(open, now);
           if (!(await store(id, fire, { again: true }))) continue;

@@ -141,7 +141,7 @@ export async function openFire(
 /** Closes every open fire whose process is gone, as a failure: its outcome was lost. */
 export async function reconcileOpenFires(
   project: Project,
-  isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean,
+  isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
   now: Date,
   warn: Warn = () => {},
   recorded: (id: string, fire: Fire) => void = () => {},
@@ -150,7 +150,7 @@ export async function reconcileOpenFires(
   let closed = 0;
   for (const [id, record] of Object.entries(state.routines)) {
     for (const open of record.open_fires ?? []) {
-      if (!isGone(open.owner, open)) continue;
+      if (!isGone(open.owner, open, id)) continue;
       // `state` may predate the owner's own record (it closed the fire and ended since); judged
       // gone, it appends nothing more: still open now means its outcome is lost
       if (!readRoutine(project, id, warn)?.open_fires?.some((o) => o.id === open.id)) continue;

@@ -122,13 +122,13 @@ export class SpoolingStore implements RoutineStore {
    * interrupted). Checked as each open fire is judged, so a record spooled a moment ago counts
    * too. (Callers flush first, and say what they recorded.) */
   reconcile(
-    isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean,
+    isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
     now: Date,
     warn: Warn,
     recorded?: (routineId: string, fire: Fire) => void,
   ): Promise<number> {
     return this.db.reconcile(
-      (owner, open) => isGone(owner, open) && !isSpooled(this.stateDir, open.id),
+      (owner, open, routineId) => isGone(owner, open, routineId) && !isSpooled(this.stateDir, open.id),
       now,
       warn,
       recorded,

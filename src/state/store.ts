@@ -102,7 +102,7 @@ export interface RoutineStore {
    * that started is then recorded exactly once (SPEC §6). Returns how many it closed; each one
    * is told to `recorded` (the metrics and notifications of the process that records it). */
   reconcile(
-    isGone: (owner: OpenFire['owner'], open: OpenFire) => boolean,
+    isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
     now: Date,
     warn: Warn,
     recorded?: (routineId: string, fire: Fire) => void,

@@ -46,7 +46,7 @@ async function setup(kind: (typeof backends)[number]) {
 
 const at = new Date(Date.now() - 60_000).toISOString();
 /** A fire of another host's scheduler (h3, pid 4242): not judged from here by its process. */
-const marker = (id: string, runId: string): OpenFire => ({
+const marker = (id: string, runId: string | null): OpenFire => ({
   id,
   scheduled_at: at,
   started_at: at,
@@ -94,5 +94,21 @@ describe.each(backends)('Recorder.reconcile (%s backend)', (kind) => {
     const history = await s.store.history('ex');
     expect(history.map((h) => [h.result, h.reason?.replace(/:.*/, '')])).toEqual([['failure', 'interrupted']]);
     expect((await s.store.readOne('ex', () => {}))?.counts).toMatchObject({ failure: 1 });
+  });
+
+  it("an exec action's fire (its marker names no run) is recorded interrupted when its lock is taken over from that process for that routine", async () => {
+    const s = await setup(kind);
+    await s.store.openFire('ex', marker('0c0c0c0c0c0c0c0c', null), () => {});
+    // the holder's record names the run made once it held the lock, and the routine
+    const execHolder = (routine: string, pid = 4242): LockRecord => {
+      const h = holder('r-20261206T050200Z-cccc', pid);
+      return { ...h, owner: { ...h.owner, command: 'exec run', routine } };
+    };
+    expect((await s.recorder.reconcile(s.project, undefined, execHolder('other'))).closed).toBe(0);
+    expect((await s.recorder.reconcile(s.project, undefined, execHolder('ex', 4243))).closed).toBe(0);
+    expect((await s.recorder.reconcile(s.project, undefined, execHolder('ex'))).closed).toBe(1);
+    expect((await s.store.readOne('ex', () => {}))?.open_fires ?? []).toEqual([]);
+    const history = await s.store.history('ex');
+    expect(history.map((h) => [h.result, h.reason?.replace(/:.*/, '')])).toEqual([['failure', 'interrupted']]);
   });
 });
