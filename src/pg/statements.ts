@@ -446,9 +446,13 @@ export const routineSql = {
   orphanClaims: (project: string, claimer: string, limit: number): Statement => ({
     text: `SELECT t.routine, t.scheduled_at, t.host, t.claimer FROM routinely_ticks t
       WHERE t.project = $1 AND NOT t.settled AND t.scheduled_at <= now()
-        AND (t.claimer = $2 OR NOT EXISTS (SELECT 1 FROM routinely_leases l WHERE l.project = t.project
-          AND (l.lock_id = t.claimer OR l.owner->>'claimer' = t.claimer)
-          AND l.released_at IS NULL AND l.expires_at > now()))
+        AND (t.claimer = $2 OR (
+          NOT EXISTS (SELECT 1 FROM routinely_leases l WHERE l.project = t.project AND l.lock_id = t.claimer
+            AND l.released_at IS NULL AND l.expires_at > now())
+          -- two tests, not one with OR: each stays a hashed subplan, read once a sweep (with OR,
+          -- the leases were scanned and their owners parsed once for every unsettled claim)
+          AND NOT EXISTS (SELECT 1 FROM routinely_leases l WHERE l.project = t.project AND l.owner->>'claimer' = t.claimer
+            AND l.released_at IS NULL AND l.expires_at > now())))
       ORDER BY t.scheduled_at LIMIT $3`,
     values: [project, claimer, limit],
   }),

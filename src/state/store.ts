@@ -21,8 +21,8 @@ export interface RecordOptions {
   claimer?: string;
 }
 
-/** Who claims ticks: a scheduler, by its host and its scheduler lease's lock id (whether that
- * lease is held says whether the claimer lives). */
+/** Who claims ticks: a scheduler, by its host and the lock id of its first scheduler lease
+ * (whether a lease with that id, or naming it as `claimer`, is held says whether it lives). */
 export interface Claimant {
   host: string;
   claimer: string;
