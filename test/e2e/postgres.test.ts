@@ -117,7 +117,9 @@ suite('PostgreSQL backend', () => {
   });
 
   it('a killed holder: reclaimed at once on its own host, only after expiry from another host', async () => {
-    const { dir, env } = await pgProject({ lock: { ttlSeconds: 2 } });
+    // a TTL that outlasts a loaded machine's start of the next command (with 2 s, the remote
+    // holder's lease expired once before the busy check below had started)
+    const { dir, env } = await pgProject({ lock: { ttlSeconds: 8 } });
     const local = startCli(['lock', 'run', '--', 'sh', '-c', 'echo "child $$"; sleep 60'], { cwd: dir, env });
     const child = Number((await local.waitFor(/child (\d+)/))[1]);
     // the child is recorded in the lease row (what the reclaimer ends)
