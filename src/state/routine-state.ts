@@ -144,10 +144,17 @@ export function applyFire(prior: RoutineRecord | undefined, fire: Fire): Routine
 
 /** Records a fire that reaches the record after a newer one (it waited in the spool through a
  * database outage, SPEC §6): it counts, but the last result stays the newer fire's, so a
- * failure recorded meanwhile still shows in `routine list --check`. */
+ * failure recorded meanwhile still shows in `routine list --check`. A run that began after
+ * every run on record had ended is the newest run all the same — a run that outlasts its
+ * interval is recorded after the ticks skipped while it ran ("previous run still running"): its
+ * outcome is whether the routine is failing (SPEC §6: until a run succeeds) or starved. */
 export function applyLateFire(prior: RoutineRecord, fire: Fire): RoutineRecord {
   const later = (a: string | null, b: string): string => (a !== null && a > b ? a : b);
   const next: RoutineRecord = { ...prior, counts: { ...prior.counts } };
+  if (fire.result !== 'skipped' && newestRun(prior, fire)) {
+    next.consecutive_failures = fire.result === 'failure' ? prior.consecutive_failures + 1 : 0;
+    next.consecutive_skips = 0;
+  }
   if (fire.result === 'success') {
     next.counts.success++;
     next.last_success_at = later(prior.last_success_at, fire.finished_at);
@@ -159,6 +166,13 @@ export function applyLateFire(prior: RoutineRecord, fire: Fire): RoutineRecord {
     next.last_skipped_at = later(prior.last_skipped_at, fire.finished_at);
   }
   return next;
+}
+
+/** Whether `fire` began once every run on record had ended (runs of a routine by one process
+ * never overlap: a run that began before another ended is the older). */
+function newestRun(prior: RoutineRecord, fire: Fire): boolean {
+  const began = Date.parse(fire.started_at);
+  return [prior.last_success_at, prior.last_failure_at].every((t) => t === null || Date.parse(t) <= began);
 }
 
 /** Whether `fire` started before the fire the record shows last. */

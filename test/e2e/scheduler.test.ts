@@ -1,7 +1,7 @@
 // `routinely scheduler start` and `routinely routine …` end to end, with second-level schedules
 // (6-field cron), real child processes and a real exec lock.
 
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RoutineStateFile } from '../../src/state/routine-state.js';
@@ -113,6 +113,34 @@ describe('scheduler start', () => {
     )[0]!;
     expect(row.counts.skipped).toBeGreaterThanOrEqual(3);
     expect(row.consecutive_skips).toBe(0);
+    expect(await stopScheduler(s)).toBe(0);
+  });
+
+  it('a run that outlasts its interval and fails is recorded after the ticks it made skip: the routine is failing in every view, then recovers', async () => {
+    const project = testProject({
+      routines: [cmd('over', '* * * * * *', 'sleep 1.5; if [ -e fail ]; then exit 3; fi', { exclusive: false })],
+    });
+    writeFileSync(join(project, 'fail'), '');
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/(\[routine\] failed over[^]*){2}/, 20_000);
+    await s.waitFor(/\[routine\] skipped over: previous run still running/, 10_000);
+    const row = async () =>
+      (
+        JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+          failing: boolean;
+          consecutive_failures: number;
+        }[]
+      )[0]!;
+    expect((await row()).failing).toBe(true);
+    expect((await row()).consecutive_failures).toBeGreaterThanOrEqual(2);
+    const check = await runCli(['routine', 'list', '--check'], { cwd: project });
+    expect(check.code).toBe(1);
+    expect(check.stderr).toMatch(/failing routine: over/);
+    // recovers: a run that succeeds, recorded after a skip all the same
+    rmSync(join(project, 'fail'));
+    await s.waitFor(/\[routine\] succeeded over/, 20_000);
+    await eventually(async () => !(await row()).failing, 10_000, 'over no longer failing');
+    expect((await runCli(['routine', 'list', '--check'], { cwd: project })).code).toBe(0);
     expect(await stopScheduler(s)).toBe(0);
   });
 

@@ -129,6 +129,50 @@ describe('folding a history with a damaged line (issue 49, item 3)', () => {
     });
   });
 
+  it('a run that outlasts its interval, recorded after the ticks skipped while it ran, is the newest run: failing, recovered, no longer starved', () => {
+    const skipped = (s: number, reason = 'previous run still running') => ({
+      kind: 'fire' as const,
+      id: `s${s}`,
+      entry: { scheduled_at: at(s), started_at: at(s), finished_at: at(s), result: 'skipped' as const, reason },
+    });
+    // two failed runs of 3 s, each recorded after two ticks it made skip
+    const failing = foldLines([
+      open('a', 0),
+      skipped(1),
+      skipped(2),
+      close('a', 0, 'failure', 'exit code 3', 3),
+      open('b', 4),
+      skipped(5),
+      skipped(6),
+      close('b', 4, 'failure', 'exit code 3', 7),
+    ]).record;
+    expect(failing).toMatchObject({
+      last_result: 'skipped',
+      consecutive_failures: 2,
+      counts: { success: 0, failure: 2, skipped: 4 },
+    });
+    // then a run that succeeds, recorded late the same way: recovered
+    const recovered = foldLines([
+      open('a', 0),
+      skipped(1),
+      close('a', 0, 'failure', 'exit code 3', 2),
+      open('b', 3),
+      skipped(4),
+      close('b', 3, 'success', null, 5),
+    ]).record;
+    expect(recovered).toMatchObject({ consecutive_failures: 0, counts: { success: 1, failure: 1, skipped: 2 } });
+    // busy skips (starving), then runs that each outlast a tick: the first success ends the starving
+    const fed = foldLines([
+      skipped(0, 'exec busy'),
+      skipped(1, 'exec busy'),
+      skipped(2, 'exec busy'),
+      open('a', 3),
+      skipped(4),
+      close('a', 3, 'success', null, 5),
+    ]).record;
+    expect(fed).toMatchObject({ consecutive_skips: 0, consecutive_failures: 0 });
+  });
+
   it('a manual run of the same process, or a fire of another process, is not ended by a later close', () => {
     const manual = foldLines([open('m', 1, 'manual'), open('b', 2), close('b', 2)]);
     expect(manual.record.open_fires?.map((o) => o.id)).toEqual(['m']);
