@@ -368,7 +368,8 @@ export class Runner {
       active.jitter = true;
       await this.sleepUnless(this.o.random() * def.jitterSeconds * 1000, active.stop.signal);
       active.jitter = false;
-      if (active.stop.signal.aborted || this.stopping) return this.abandon(def, scheduledAt);
+      if (active.stop.signal.aborted || this.stopping || this.droppedByReload(def, scheduledAt, 'its jitter'))
+        return this.abandon(def, scheduledAt);
       if (await this.pausedBeforeFire(def, scheduledAt)) return this.settleUnfired(def, scheduledAt);
     }
     const retry = def.retry;
@@ -421,7 +422,8 @@ export class Runner {
           in_ms: Math.round(delayMs),
         });
         await this.sleepUnless(delayMs, active.stop.signal);
-        if (active.stop.signal.aborted || this.stopping || (await this.isPaused(def.id))) return;
+        if (active.stop.signal.aborted || this.stopping) return;
+        if (this.droppedByReload(def, scheduledAt, 'its retry') || (await this.isPaused(def.id))) return;
       }
     } finally {
       // retries cut short (shutdown, pause): the last failure stands, and is announced
@@ -489,7 +491,11 @@ export class Runner {
       }),
     );
     if (queued) this.o.phases?.clear(id, scheduledAt);
-    // it waited: it may have been paused meanwhile
+    // it waited: it may have been removed, disabled or paused meanwhile
+    if (outcome === 'start' && queued && this.droppedByReload(def, scheduledAt, 'its turn')) {
+      turns.leave(id);
+      return null;
+    }
     if (outcome === 'start' && queued) {
       let paused: boolean;
       try {
@@ -641,6 +647,19 @@ export class Runner {
         `${def.id}: the tick of ${scheduledAt.toISOString()} was not fired (${reason}) and could not be recorded: ${(err as Error).message}`,
       );
     }
+  }
+
+  /** Whether a tick that waited (its turn, its jitter, a retry's back-off) is dropped because a
+   * reload removed or disabled its routine meanwhile: said once in the log; not fired, and — as
+   * a paused routine's tick — not recorded (the routine's history is no longer the config's). */
+  private droppedByReload(def: RoutineDef, scheduledAt: Date, waitedFor: string): boolean {
+    const now = this.o.project().config.routines.find((r) => r.id === def.id);
+    const why = !now ? 'removed from the config' : !now.enabled ? 'disabled' : null;
+    if (why === null) return false;
+    this.warn(
+      `${def.id}: its tick of ${scheduledAt.toISOString()} is not fired: the routine was ${why} while it waited for ${waitedFor}`,
+    );
+    return true;
   }
 
   /** A claimed tick that ends here with no fire and no record (paused): its claim is settled, so

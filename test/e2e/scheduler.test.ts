@@ -144,6 +144,24 @@ describe('scheduler start', () => {
     expect(await stopScheduler(s)).toBe(0);
   });
 
+  it('a queued tick of a routine that a reload removes is not fired: the log says so, nothing is recorded', async () => {
+    const slow = cmd('slow', '*/10 * * * * *', 'sleep 6');
+    const fast = cmd('fast', '* * * * * *', 'echo ran >> fast-ran');
+    const project = testProject({ routines: [slow, fast] });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] queued fast: behind slow/, 20_000);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [slow] }));
+    await s.waitFor(/\[scheduler\] reloaded config \(1 routine: removed fast\)/, 10_000);
+    const afterReload = s.stdout().length;
+    await s.waitFor(
+      /fast: its tick of \S+ is not fired: the routine was removed from the config while it waited for its turn/,
+      15_000,
+    );
+    await s.waitFor(/\[routine\] succeeded slow/, 15_000);
+    expect(s.stdout().slice(afterReload)).not.toMatch(/\[routine\] started fast/);
+    expect(await stopScheduler(s)).toBe(0);
+  });
+
   it('a second scheduler for the same project exits 75 naming the first', async () => {
     const project = testProject({ routines: [cmd('x', '0 0 1 1 *', 'true')] });
     const first = startCli(['scheduler', 'start'], { cwd: project });
