@@ -13,7 +13,9 @@ export const DURATION_BUCKETS = [
 ];
 /** Why a tick was skipped, as the label of routinely_skips_total (snake_case: label values are
  * matched in rules and dashboards, where a space needs quoting everywhere): its lock busy
- * (`exec_busy`, or `<name>_busy` for a named lock, SPEC §4.16), its previous run, a stop. */
+ * (`exec_busy`, or `<name>_busy` for a named lock, SPEC §4.16), its previous run, a stop; and,
+ * from their first one on, a time the scheduler slept through (`missed`) and a claim of a
+ * shared database nobody fired in time (`claim_lost`). */
 export const SKIP_REASONS = ['exec_busy', 'previous_run', 'scheduler_stopping'] as const;
 
 /** The label of a busy skip of `lock`: `exec_busy`, `db_busy` (a "-" in a name becomes "_"). */
@@ -22,6 +24,8 @@ export const busyLabel = (lock: string): string => `${lock.replace(/-/g, '_')}_b
 function skipReason(reason: string | null): string {
   if (reason?.startsWith('previous run')) return 'previous_run';
   if (reason?.startsWith('scheduler')) return 'scheduler_stopping';
+  if (reason?.startsWith('missed:')) return 'missed';
+  if (reason?.startsWith('claimer died:') || reason?.startsWith('claim unanswered:')) return 'claim_lost';
   const busy = /^([a-z0-9][a-z0-9_-]*) busy\b/.exec(reason ?? '');
   return busyLabel(busy?.[1] ?? 'exec');
 }
@@ -113,7 +117,7 @@ const HELP = {
   routinely_scheduler_up:
     '1 while the scheduler loop is alive and holds its scheduler lock (serve: while a scheduler holds it), else 0; 0 from the moment it stops.',
   routinely_skips_total:
-    'Ticks this scheduler skipped, by routine and reason (exec_busy, or <lock>_busy for a named lock; previous_run, scheduler_stopping).',
+    'Ticks this scheduler skipped, by routine and reason (exec_busy, or <lock>_busy for a named lock; previous_run, scheduler_stopping; missed, claim_lost once one happens).',
   routinely_routine_info:
     'Always 1: the routine as the config has it (schedule, timezone, action, exclusive, if_busy, and the lock it takes: exec, a named lock, or none).',
   routinely_database_clock_offset_seconds:

@@ -89,6 +89,12 @@ describe('Metrics', () => {
     m.fired('a', { ...fire('skipped', 0), reason: 'exec busy' });
     m.fired('a', { ...fire('skipped', 0), reason: 'previous run still running' });
     m.fired('a', { ...fire('skipped', 0), reason: 'exec busy' });
+    // a time slept through, a claim nobody fired: never counted as a busy lock
+    m.fired('a', {
+      ...fire('skipped', 0),
+      reason: 'missed: the scheduler woke 8s late (stopped, paused or overloaded)',
+    });
+    m.fired('a', { ...fire('skipped', 0), reason: 'claimer died: the scheduler on h3 claimed it and stopped' });
     const failedAt = '2026-11-29T20:00:00.000Z';
     const next = '2026-11-30T03:00:00.000Z';
     const text = await m.render({
@@ -117,6 +123,9 @@ describe('Metrics', () => {
     expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'exec_busy' })).toBe(2);
     expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'previous_run' })).toBe(1);
     expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'scheduler_stopping' })).toBe(0);
+    expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'missed' })).toBe(1);
+    expect(sample(text, 'routinely_skips_total', { routine: 'a', reason: 'claim_lost' })).toBe(1);
+    expect(sample(text, 'routinely_skips_total', { routine: 'b', reason: 'missed' })).toBeUndefined();
     expect(sample(text, 'routinely_skips_total', { routine: 'b', reason: 'exec_busy' })).toBe(0);
     expect(text).not.toMatch(/reason="[^"]* [^"]*"/);
     expect(sample(text, 'routinely_info', { version: '1.2.3', project: 'app', host: 'h1' })).toBe(1);
