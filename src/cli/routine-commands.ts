@@ -14,7 +14,7 @@ import { runManually } from '../fire/manual-run.js';
 import { PREVIOUS_RUN } from '../fire/previous-run.js';
 import { Recorder } from '../fire/recorder.js';
 import { notifyFire } from '../notify/notify.js';
-import { hostId } from '../process/identity.js';
+import { hostId, processGone } from '../process/identity.js';
 import { createLogger } from '../fire/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../config/schedule.js';
@@ -337,7 +337,7 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
   const { project, invalid } = loadForView(g);
   if (id !== undefined && !ID_PATTERN.test(id)) throw new NotFoundError(`${JSON.stringify(id)} is not a routine id`);
   const configured = invalid ? null : new Set(project.config.routines.map((r) => r.id));
-  const { newest, removed } = await withBackend(project, async (b) => {
+  const { newest, removed, lost } = await withBackend(project, async (b) => {
     await flushSpooled(project, b);
     // with an invalid config, the routines the state knows
     const ids =
@@ -354,7 +354,10 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
     if (gone && fires.length === 0 && !Object.hasOwn((await b.routines.read(warnTo)).routines, id)) {
       findRoutine(project, id); // neither configured nor ever recorded: unknown
     }
-    return { newest: fires, removed: gone };
+    // fires of this host whose process is gone: not in the history until someone records them
+    // (the next scheduler or routine run), said below the records rather than left unseen
+    const open = id !== undefined && !flags.json ? ((await b.routines.readOne(id, warnTo))?.open_fires ?? []) : [];
+    return { newest: fires, removed: gone, lost: open.filter((o) => processGone(o.owner)) };
   });
   if (removed) warnTo(`routine ${id} is no longer in ${displayPath(project.configPath)}; this is its kept history`);
   // recentFires answers in time order; --reverse: newest first
@@ -368,9 +371,16 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
     out(JSON.stringify(shown, null, 2));
     return ExitCode.OK;
   }
+  const sayLost = (): void => {
+    for (const o of lost)
+      out(
+        `(a fire of ${o.started_at} is not recorded yet: pid ${o.owner.pid} on ${o.owner.host}, which ran it, is gone; the next scheduler or routine run records it as interrupted)`,
+      );
+  };
   if (entries.length === 0) {
     const filtered = flags.since !== undefined || flags.until !== undefined || flags.result !== undefined;
     out(`no ${id !== undefined ? `history for ${id}` : 'fires'}${filtered ? ' in that range' : ' yet'}`);
+    sayLost();
     return ExitCode.OK;
   }
   const zones = new Map(invalid ? [] : project.config.routines.map((r) => [r.id, routineZone(r, project)] as const));
@@ -388,6 +398,7 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
       `${at}  ${who}${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`,
     );
   }
+  sayLost();
   return ExitCode.OK;
 }
 

@@ -9,7 +9,15 @@ import { printable } from '../printable.js';
 import { processGone } from '../process/identity.js';
 import type { SchedulerState } from '../control/status.js';
 import { schedulerLine } from './scheduler-line.js';
-import { emptyRecord as emptyRecordOf, type OpenFire, type RoutineRecord } from '../state/routine-state.js';
+import {
+  applyFire,
+  applyLateFire,
+  emptyRecord as emptyRecordOf,
+  interruptedFire,
+  isLate,
+  type OpenFire,
+  type RoutineRecord,
+} from '../state/routine-state.js';
 import type { Phase, PhaseBoard } from '../state/phases.js';
 import { ExitCode } from '../errors.js';
 import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
@@ -72,6 +80,29 @@ export function runningSince(
   return since;
 }
 
+/** `record` as a view shows it: a fire whose process is gone (on this host; SIGKILL, a crash)
+ * lost its outcome, and shows as the interrupted failure that the next scheduler or `routine
+ * run` records (SPEC §6) — not as never having run until then. Nothing is written. */
+export function withLostFires(
+  record: RoutineRecord,
+  now: Date,
+  gone: (o: OpenFire['owner']) => boolean = processGone,
+): RoutineRecord {
+  const open = record.open_fires;
+  if (!open || open.length === 0) return record;
+  const lost = open.filter((o) => gone(o.owner));
+  if (lost.length === 0) return record;
+  const left = open.filter((o) => !lost.includes(o));
+  let shown: RoutineRecord = { ...record };
+  if (left.length > 0) shown.open_fires = left;
+  else delete shown.open_fires;
+  for (const o of lost) {
+    const fire = interruptedFire(o, now);
+    shown = isLate(shown, fire) ? applyLateFire(shown, fire) : applyFire(shown, fire);
+  }
+  return shown;
+}
+
 /** Each routine's phase on the boards of the schedulers that live (phases.ts): the newest. */
 export function phasesOf(boards: readonly PhaseBoard[]): Record<string, Phase> {
   const out: Record<string, Phase> = {};
@@ -86,8 +117,9 @@ export function listRows(
   emptyRecord: () => RoutineRecord,
   phases: Record<string, Phase> = {},
 ): ListRow[] {
+  const now = new Date();
   return routines.map((r) => {
-    const stored = records[r.id];
+    const stored = records[r.id] ? withLostFires(records[r.id]!, now) : undefined;
     const record = stored ?? emptyRecord();
     const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
     const running = runningSince(record.open_fires);

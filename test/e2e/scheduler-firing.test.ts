@@ -75,6 +75,22 @@ describe('the scheduler fires in its own process', () => {
     expect(processRuns(pid)).toBe(true);
     s.child.kill('SIGKILL');
     await s.exited;
+    // before anything records it, every view shows the fire as the interrupted failure it is
+    // (it showed never having run: LAST never, 0/0/0, until the next scheduler)
+    const row = (
+      JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+        last_result: string;
+        last_reason: string;
+        failing: boolean;
+        running_since: string | null;
+      }[]
+    )[0]!;
+    expect(row).toMatchObject({ last_result: 'failure', failing: true, running_since: null });
+    expect(row.last_reason).toMatch(/^interrupted: pid \d+ on \S+ ended before the outcome was recorded/);
+    expect((await runCli(['routine', 'list', '--check'], { cwd: project })).stderr).toMatch(/failing routine: long/);
+    expect((await runCli(['routine', 'history', 'long'], { cwd: project })).stdout).toMatch(
+      /\(a fire of \S+ is not recorded yet: pid \d+ on \S+, which ran it, is gone; the next scheduler or routine run records it as interrupted\)\n$/,
+    );
     const next = await runCli(['lock', 'run', '--if-busy', 'fail', '--', 'echo', 'next'], { cwd: project });
     expect(next).toMatchObject({ code: 0, stdout: 'next\n' });
     await eventually(() => !processRuns(pid), 5000, "the killed scheduler's command ended");
