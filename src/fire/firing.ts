@@ -263,6 +263,9 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       }
       lease = got.lease;
       if (lease.tookOver) ctx.onTookOver?.(lease.tookOverFrom ?? null);
+      // the fire starts once it holds its lock: a wait for it (`ifBusy: "wait"`) is lateness
+      // (started_at after scheduled_at), not run time (SPEC §3: the run's own duration)
+      startNow(ctx, span);
     }
     if (ctx.mayStart && !ctx.mayStart()) {
       await lease?.release();
@@ -402,6 +405,12 @@ function aheadOf(b: { why: string; ahead?: LineEntry[] }): Pick<FireResult, 'ahe
   return b.ahead ? { ahead: { why: b.why, scheduled: b.ahead.some((e) => e.owner.scheduled === true) } } : {};
 }
 
+/** A fire's span begins again now: it held its lock only now (it waited for it). */
+function startNow(ctx: FireContext, span: Span): void {
+  span.startedMs = ctx.clock.now();
+  span.started = ctx.clock.monotonic();
+}
+
 /** Thrown from inside the exec lock when `mayStart` says no: the lock is given back unused. */
 class NotStarted extends Error {}
 
@@ -422,6 +431,7 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     onWait: ctx.onWait,
     onLocked: async () => {
       if (ctx.mayStart && !ctx.mayStart()) throw new NotStarted();
+      startNow(ctx, span);
       marker = await writeOpenMarker(ctx, def, scheduledAt, span, null);
       logLine(
         startFrame(def.id, null, (marker as OpenFire).started_at, (marker as OpenFire).scheduled_at, ctx.trigger),

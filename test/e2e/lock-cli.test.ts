@@ -134,6 +134,35 @@ describe('lock run', () => {
     expect((await waiter.exited).code).toBe(0);
   });
 
+  it('a routine that waits for its lock (ifBusy wait) starts once it holds it: the wait is lateness, not run time', async () => {
+    const project = testProject({
+      routines: [{ id: 'w', schedule: '0 0 1 1 *', action: 'command', run: 'date +%s%3N > began', ifBusy: 'wait' }],
+    });
+    const holder = startCli(
+      ['lock', 'run', '--', 'sh', '-c', 'echo started; while [ ! -e go ]; do sleep 0.05; done; date +%s%3N > released'],
+      { cwd: project },
+    );
+    await holder.waitFor(/started/);
+    const manual = startCli(['routine', 'run', 'w'], { cwd: project });
+    await manual.waitFor(/waiting for the exec lock/);
+    await sleep(1500);
+    writeFileSync(join(project, 'go'), '');
+    expect((await holder.exited).code).toBe(0);
+    expect((await manual.exited).code).toBe(0);
+    const [fire] = JSON.parse((await runCli(['routine', 'history', 'w', '--json'], { cwd: project })).stdout) as {
+      scheduled_at: string;
+      started_at: string;
+      finished_at: string;
+    }[];
+    const released = Number(readFileSync(join(project, 'released'), 'utf8'));
+    const began = Number(readFileSync(join(project, 'began'), 'utf8'));
+    // (date's milliseconds and the record's are one clock: the fire began after the release,
+    // and ended after its command began)
+    expect(Date.parse(fire!.started_at)).toBeGreaterThanOrEqual(released - 1);
+    expect(Date.parse(fire!.started_at)).toBeGreaterThan(Date.parse(fire!.scheduled_at));
+    expect(Date.parse(fire!.finished_at)).toBeGreaterThanOrEqual(began - 1);
+  });
+
   it('wait with --wait-timeout exits 75 when the holder stays', async () => {
     const project = testProject();
     const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo started; sleep 30'], { cwd: project });
