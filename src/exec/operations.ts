@@ -446,6 +446,20 @@ async function resumeWith(
         parallel: opts.parallel ?? ctx.project.config.exec.parallel,
         reset,
       });
+      // what succeeded since in a newer run counts as done here too: its dependants run, and the
+      // run can succeed (it stayed failed, or interrupted, and blocked them at every resume)
+      for (const id of doneSince) {
+        state = applyEvent(state, {
+          type: 'task-finished',
+          gen: lease.generation,
+          at: nowIso(clock),
+          task: id,
+          status: 'succeeded',
+          exit_code: null,
+          signal: null,
+          duration_ms: null,
+        });
+      }
       for (const id of retired) {
         state = applyEvent(state, {
           type: 'task-finished',

@@ -585,6 +585,30 @@ describe('exec read views and bad input', () => {
     expect(r.stderr).toMatch(message);
   });
 
+  it('a failed task fixed and run on its own: exec resume of the failed run runs its dependants and succeeds', async () => {
+    const project = testProject({
+      exec: {
+        tasks: [
+          { id: 'a', run: 'test -e ok' },
+          { id: 'b', run: 'echo b >> b-ran', dependsOn: ['a'] },
+        ],
+      },
+    });
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1);
+    const failed = lastRun(project);
+    expect(failed.tasks.b!.status).toBe('skipped_dependency');
+    writeFileSync(join(project, 'ok'), '');
+    expect((await runCli(['exec', 'run', 'a'], { cwd: project })).code).toBe(0);
+    // the `next` the failure named: it ran b, and the run is done (it said: dependency a did not
+    // succeed (failed), at every resume)
+    const resumed = await runCli(['exec', 'resume', failed.run_id], { cwd: project });
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
+    expect(readFileSync(join(project, 'b-ran'), 'utf8')).toBe('b\n');
+    const after = loadRun(runsDir(project), failed.run_id)!;
+    expect(after.status).toBe('SUCCEEDED');
+    expect(after.tasks.a!.status).toBe('succeeded');
+  });
+
   it('nothing to run and nothing to resume exit 0', async () => {
     const project = testProject();
     expect(await runCli(['exec', 'run'], { cwd: project })).toMatchObject({
