@@ -260,9 +260,13 @@ export async function showCommand(runId: string, flags: { json?: boolean }, g: G
   for (const [id, t] of Object.entries(run.tasks)) {
     const took = t.duration_ms !== null ? ` ${humanDuration(t.duration_ms)}` : '';
     const code = t.exit_code !== null ? ` exit ${t.exit_code}` : '';
-    const cut = t.output_cut_bytes
-      ? `  (output cut: ${humanBytes(t.output_cut_bytes)} left out of the middle, retention.runLogBytes)`
-      : '';
+    const cut =
+      (t.output_cut_bytes
+        ? `  (output cut: ${humanBytes(t.output_cut_bytes)} left out of the middle, retention.runLogBytes)`
+        : '') +
+      (t.output_lost_bytes
+        ? `  (output lost: ${humanBytes(t.output_lost_bytes)} could not be written to its log, the disk was full)`
+        : '');
     out(
       `  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${printable(t.why)}` : ''}${cut}`,
     );

@@ -3,6 +3,7 @@
 // much), and at the end it follows a line saying how many bytes were left out. So a command that
 // prints 300 MB leaves a few MB in its log, and no run can fill the state disk.
 
+import { errnoCode } from '../errors.js';
 import { writeText } from '../fs/durable.js';
 
 /** How the line that marks a cut starts (`routine logs` looks for it to say so). */
@@ -18,6 +19,9 @@ export class CappedOutput {
   private tailBytes = 0;
   private cut = 0;
   private ended = false;
+  /** Bytes meant for the log that could not be written (a full disk), and why. */
+  private lostBytes = 0;
+  private lostCode: string | null = null;
 
   constructor(
     private readonly fd: number,
@@ -65,11 +69,18 @@ export class CappedOutput {
     return this.cut;
   }
 
+  /** What could not be written to the log, or null when all of it was. */
+  lost(): { bytes: number; code: string } | null {
+    return this.lostBytes > 0 ? { bytes: this.lostBytes, code: this.lostCode ?? 'EIO' } : null;
+  }
+
   private put(buf: Buffer): void {
     try {
       writeText(this.fd, buf);
-    } catch {
-      // the log is for people; the record has the result
+    } catch (err) {
+      // the record has the result; what the log lost is counted, and said with it
+      this.lostBytes += buf.length;
+      this.lostCode ??= errnoCode(err) ?? 'EIO';
     }
   }
 }

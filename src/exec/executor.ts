@@ -210,11 +210,14 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         def.timeoutSeconds,
       );
       if (cutBytes > 0 && event.type === 'task-finished') event.output_cut_bytes = cutBytes;
+      // output its log could not take (a full disk): on its record whatever the result, so a
+      // success whose output is lost says so (exec show, the run's lines)
+      if (run.lost && event.type === 'task-finished') event.output_lost_bytes = run.lost.bytes;
       if (
         event.type === 'task-finished' &&
         event.status === 'failed' &&
         event.why_code === 'TASK_FAILED' &&
-        diskFull(logPath)
+        (run.lost?.code === 'ENOSPC' || diskFull(logPath))
       ) {
         Object.assign(event, {
           why_code: 'LOG_WRITE_FAILED',

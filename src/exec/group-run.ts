@@ -34,6 +34,8 @@ export interface GroupRun {
   leftovers: number;
   /** Output left out of the log (`output.capBytes`). */
   cutBytes: number;
+  /** Output that could not be written to the log (a full disk), and why; absent when none. */
+  lost?: { bytes: number; code: string };
 }
 
 /** The lock's variables for a command (SPEC §4.3): `env` as it is when it has them already (exec
@@ -112,9 +114,10 @@ export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): 
   const leftovers = childPid !== null ? await stopGroup(childPid, graceNow(), result.durationMs) : 0;
   lease?.signal.removeEventListener('abort', onLost);
   const cutBytes = (await result.endOutput?.()) ?? 0;
+  const lost = result.outputLost?.() ?? null;
   if (childPid !== null) lease?.untrackChild(childPid);
   let stoppedBy: GroupRun['stoppedBy'] = null;
   if (result.timedOut) stoppedBy = 'timeout';
   else if (result.canceled) stoppedBy = lease?.lost ? 'lock' : 'stop';
-  return { process: result, stoppedBy, leftovers, cutBytes };
+  return { process: result, stoppedBy, leftovers, cutBytes, ...(lost ? { lost } : {}) };
 }

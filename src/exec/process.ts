@@ -56,6 +56,8 @@ export interface ProcessResult {
    * `waitMs` for the pipe to close (a process that left the group may still hold it: it is
    * closed then), writes the kept tail, and resolves to how many bytes were left out. */
   endOutput?: (waitMs?: number) => Promise<number>;
+  /** With `output`, once it ended: what could not be written to the log (a full disk), or null. */
+  outputLost?: () => { bytes: number; code: string } | null;
 }
 
 /** Variables routinely holds that tasks and routine commands do not get unless the config lists
@@ -206,7 +208,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
         canceled: false,
         durationMs: monotonicMs() - started,
         pid: null,
-        ...(capped ? { endOutput: async () => capped.end() } : {}),
+        ...(capped ? { endOutput: async () => capped.end(), outputLost: () => capped.lost() } : {}),
       });
       return;
     }
@@ -266,7 +268,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
       if (pid !== null && reason !== 'exited') killGroup(pid, 'SIGKILL'); // leftovers of a stopped group
       resolve({
         ...result,
-        ...(endOutput ? { endOutput } : {}),
+        ...(endOutput ? { endOutput, outputLost: () => capped!.lost() } : {}),
         reason,
         timedOut: reason === 'timeout',
         canceled: reason === 'canceled',

@@ -29,7 +29,7 @@ export function eventLine(e: RunEvent, state: RunState, logDir: string, paint: P
   const took = e.duration_ms !== null ? ` in ${humanDuration(e.duration_ms)}` : '';
   switch (e.status) {
     case 'succeeded':
-      return `${paint('succeeded', 'green')} ${e.task}${took}`;
+      return `${paint('succeeded', 'green')} ${e.task}${took}${lostText(e.output_lost_bytes, logDir, t?.log)}`;
     case 'skipped_dependency':
       return `${paint('skipped', 'yellow')} ${e.task}: ${printable(e.why ?? 'dependency failed')}`;
     case 'interrupted':
@@ -37,6 +37,12 @@ export function eventLine(e: RunEvent, state: RunState, logDir: string, paint: P
     default:
       return `${paint('failed', 'red')} ${e.task}: ${printable(e.why ?? e.status)}${took}${t ? `  (log: ${logDir}/${t.log})` : ''}`;
   }
+}
+
+/** What a task's log could not take (a full disk), said beside its result. */
+function lostText(bytes: number | undefined, logDir: string, log: string | undefined): string {
+  if (!bytes) return '';
+  return `  (${bytes} bytes of its output could not be written to ${log ? `${logDir}/${log}` : 'its log'}: the disk was full)`;
 }
 
 /** The run's result: its status and counts, why, what was not recorded, what to do next. */

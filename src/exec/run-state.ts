@@ -47,6 +47,9 @@ export interface TaskRun extends Partial<Why> {
   log: string;
   /** Bytes of the task's output left out of its log (retention.runLogBytes; absent: none). */
   output_cut_bytes?: number;
+  /** Bytes of the task's output that could not be written to its log (a full disk; absent:
+   * none): a task that succeeded all the same keeps its success, and says so. */
+  output_lost_bytes?: number;
   /** Definition hash when the task joined the run. */
   hash: string;
   /** Lock generation of the writer that last set this task's status (the registry folds a task
@@ -94,6 +97,8 @@ export type RunEvent =
       duration_ms: number | null;
       /** Output left out of the task's log (retention.runLogBytes). */
       output_cut_bytes?: number;
+      /** Output that could not be written to the task's log (a full disk). */
+      output_lost_bytes?: number;
     } & Partial<Why>)
   | (EventBase & { type: 'run-finished'; status: RunStatus } & Partial<Why>)
   | (EventBase & {
@@ -147,7 +152,8 @@ export function checkEvent(v: unknown): RunEvent | string {
         !intOrNull(e.exit_code) ||
         !strOrNull(e.signal, 32) ||
         !intOrNull(e.duration_ms) ||
-        !intOrNull(e.output_cut_bytes)
+        !intOrNull(e.output_cut_bytes) ||
+        !intOrNull(e.output_lost_bytes)
       )
         return 'malformed task result';
       return why() ?? (v as RunEvent);
@@ -232,6 +238,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
         hash: t.hash,
         gen: ev.gen,
         ...(ev.output_cut_bytes ? { output_cut_bytes: ev.output_cut_bytes } : {}),
+        ...(ev.output_lost_bytes ? { output_lost_bytes: ev.output_lost_bytes } : {}),
       };
       setWhy(finished, ev);
       state.tasks[ev.task] = finished;

@@ -2,7 +2,7 @@
 // processes and a real file lock: the lock named to the command, what is left of its group ended
 // and counted, who stopped it, and a missing folder that starts nothing.
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runGroupUnderLease, withLockEnv } from '../../src/exec/group-run.js';
@@ -61,6 +61,37 @@ describe('runGroupUnderLease', () => {
     expect(r.stoppedBy).toBeNull();
     expect(processGone({ pid: Number(bg), host: lease.record().owner.host })).toBe(true);
     await lease.release();
+  });
+
+  it("output its log cannot take (a full disk: /dev/full) is counted, bytes and why, and the command's result kept", async () => {
+    const lease = await leaseIn(testdir());
+    const fd = openSync('/dev/full', 'w');
+    try {
+      const r = await runGroupUnderLease(lease, {
+        file: 'printf 0123456789; exit 0',
+        shell: true,
+        output: { fd, capBytes: 4096 },
+        killGraceMs: 500,
+      });
+      expect(r.process.exitCode).toBe(0);
+      expect(r.lost).toEqual({ bytes: 10, code: 'ENOSPC' });
+    } finally {
+      closeSync(fd);
+      await lease.release();
+    }
+    // a log that takes it all: nothing lost
+    const log = join(testdir(), 'log');
+    const ok = openSync(log, 'w');
+    const lease2 = await leaseIn(testdir());
+    const r = await runGroupUnderLease(lease2, {
+      file: 'printf 0123456789',
+      shell: true,
+      output: { fd: ok, capBytes: 4096 },
+    });
+    closeSync(ok);
+    await lease2.release();
+    expect(r.lost).toBeUndefined();
+    expect(readFileSync(log, 'utf8')).toBe('0123456789');
   });
 
   it('says who stopped it: its timeout, or the caller', async () => {
