@@ -211,8 +211,25 @@ async function runAndRecord(
       active_runs: [...registry.active_runs.filter((r) => r !== state.run_id), state.run_id],
     };
     await store.saveRegistry(withRun, nowIso(clock), lease);
-    if (resuming) await writer.reopen(state);
-    else await writer.create(state);
+    try {
+      if (resuming) await writer.reopen(state);
+      else await writer.create(state);
+    } catch (err) {
+      if (!(err instanceof StateIOError)) throw err;
+      // Nothing ran. The journal may still take the run's end (its first line went in when the
+      // snapshot did not): recorded ABORTED then, not left RUNNING for the next command to
+      // call its owner dead (its process exits cleanly, with 74)
+      const final = finalStatus(state, 'STATE_ERROR', err.message);
+      try {
+        writer.append({ type: 'run-finished', gen: lease.generation, at: nowIso(clock), ...final });
+        await writer.flush();
+      } catch {
+        throw err; // nothing more can be written: the next command finds the run's owner gone
+      }
+      throw new StateIOError(
+        `${err.message}: nothing ran; run ${state.run_id} is recorded ABORTED, and \`routinely exec resume ${state.run_id}\` runs it once the state folder takes writes again`,
+      );
+    }
     opts.onStart?.(state);
     let result;
     // the run as far as it got, and whether any of its work began (SPEC §7: 74 only when the

@@ -302,6 +302,49 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
       if (when === '1') expect(r.status, `${r.stdout}${r.stderr}`).toBe(74);
     }
   });
+
+  it("exec run whose first run.json cannot be written: 74, nothing ran, the run recorded ABORTED (not a dead owner's), and exec resume runs it", async () => {
+    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+    const project = testProject({ exec: { tasks: [{ id: 't', run: 'echo RAN >> ran.txt' }] } });
+    // the K-th rename of the command fails: the one that puts run.json in place is among the first
+    let failed: ReturnType<typeof spawnSync> | null = null;
+    for (let when = 1; when <= 8 && !failed; when++) {
+      rmSync(join(project, '.routinely'), { recursive: true, force: true });
+      rmSync(join(project, 'ran.txt'), { force: true });
+      expect((await runCli(['register'], { cwd: project })).code).toBe(0);
+      const r = spawnSync(
+        'strace',
+        [
+          '-f',
+          '-qq',
+          '-o',
+          '/dev/null',
+          '-e',
+          'trace=rename',
+          '-e',
+          `inject=rename:error=EIO:when=${when}`,
+          process.execPath,
+          CLI,
+          'exec',
+          'run',
+        ],
+        { cwd: project, env: childEnv(), encoding: 'utf8' },
+      );
+      if (/run\.json/.test(r.stderr)) failed = r;
+    }
+    expect(failed, 'no rename of run.json was met').not.toBeNull();
+    expect(failed!.status, String(failed!.stderr)).toBe(74);
+    expect(failed!.stderr).toMatch(
+      /^routinely: input\/output error writing \S+run\.json: nothing ran; run (r-\S+) is recorded ABORTED, and `routinely exec resume \1` runs it once the state folder takes writes again\n$/,
+    );
+    expect(existsSync(join(project, 'ran.txt'))).toBe(false);
+    const runs = await runCli(['exec', 'runs'], { cwd: project });
+    expect(runs.stdout).toMatch(/ABORTED\s+0\/1 succeeded\s+STATE_WRITE_FAILED/);
+    expect(runs.stdout).not.toMatch(/OWNER_DEAD/);
+    const resumed = await runCli(['exec', 'resume'], { cwd: project });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(project, 'ran.txt'), 'utf8')).toBe('RAN\n');
+  });
 });
 
 // `exec run` fsyncs its run's files; `routine run` fsyncs nothing (its facts are history appends,
