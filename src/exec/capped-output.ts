@@ -23,9 +23,12 @@ export class CappedOutput {
   private lostBytes = 0;
   private lostCode: string | null = null;
 
+  /** `runLogBytes`: the configured cap, which the cut line names (an attempt of a resumed task
+   * has only what its earlier attempts left of it: `capBytes`). */
   constructor(
     private readonly fd: number,
     private readonly capBytes: number,
+    private readonly runLogBytes: number = capBytes,
   ) {}
 
   write(chunk: Buffer): void {
@@ -63,7 +66,7 @@ export class CappedOutput {
     }
     if (this.cut > 0)
       this.put(
-        Buffer.from(`\n${CUT_LINE_PREFIX}${this.cut} bytes of output left out (runLogBytes ${this.capBytes}) ---\n`),
+        Buffer.from(`\n${CUT_LINE_PREFIX}${this.cut} bytes of output left out (runLogBytes ${this.runLogBytes}) ---\n`),
       );
     this.put(tail);
     return this.cut;

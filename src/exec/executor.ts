@@ -185,7 +185,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
           shell: true,
           cwd: taskCwd(o.root, def, rootOnce),
           env: { ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id },
-          output: { fd: logFd, capBytes: log.capBytes },
+          output: { fd: logFd, capBytes: log.capBytes, runLogBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
           timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
           // aborted when the lease is lost (onLost above), so the only signal a task follows
           signal: stopper.signal,

@@ -34,7 +34,11 @@ export interface ProcessSpec {
    * stream: a shell command starts with `exec 2>&1;` (on its first line, so the line numbers of
    * its messages do not change), and stdio is set accordingly. The result comes at the command's
    * exit, not when the pipe closes (a background job may hold it): `endOutput` then waits. */
-  output?: { fd: number; capBytes: number };
+  output?: {
+    fd: number;
+    capBytes: number;
+    /** runLogBytes as configured, when this attempt has less of it */ runLogBytes?: number;
+  };
 }
 
 export type EndReason = 'exited' | 'timeout' | 'canceled' | 'spawn-error';
@@ -182,7 +186,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     let killTimer: NodeJS.Timeout | undefined;
     let timeoutTimer: NodeJS.Timeout | undefined;
     const out = spec.output;
-    const capped = out ? new CappedOutput(out.fd, out.capBytes) : null;
+    const capped = out ? new CappedOutput(out.fd, out.capBytes, out.runLogBytes) : null;
     // With `output`, stderr joins stdout in the shell; what the shell says before that (a syntax
     // error on the first line) goes to the log directly, or through its own pipe to be echoed.
     const stdio: StdioOptions = out

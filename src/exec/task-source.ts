@@ -38,7 +38,10 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
         .sort();
     } catch (err) {
       if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
-      issues.push({ path: 'exec.taskDirs', message: `cannot read ${dir}: ${errnoCode(err) ?? String(err)}` });
+      issues.push({
+        path: 'exec.taskDirs',
+        message: `cannot read ${dir}: ${errnoCode(err) ? errnoWords(errnoCode(err)!) : String(err)}`,
+      });
       continue;
     }
     for (const name of names) {

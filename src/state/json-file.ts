@@ -4,7 +4,7 @@
 // moved aside as `<name>.corrupt.<ts>`, so the evidence is kept.
 
 import { basename, join } from 'node:path';
-import { StateIOError, UnsafePathError, errnoCode } from '../errors.js';
+import { StateIOError, UnsafePathError, errnoCode, errnoWords } from '../errors.js';
 import { printable } from '../printable.js';
 import { ensureDir, readNoFollow, writeNewFile } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
@@ -16,7 +16,9 @@ export function ensureStateDir(dir: string): void {
     ensureDir(dir);
   } catch (err) {
     if (err instanceof UnsafePathError) throw err;
-    throw new StateIOError(`cannot create the state folder ${dir}: ${errnoCode(err) ?? String(err)}`);
+    throw new StateIOError(
+      `cannot create the state folder ${dir}: ${errnoCode(err) ? errnoWords(errnoCode(err)!) : String(err)}`,
+    );
   }
 }
 
@@ -64,7 +66,7 @@ export function readJsonState<T>(
     text = opts.cap === undefined ? readNoFollow(path) : readNoFollow(path, opts.cap);
   } catch (err) {
     if (!(err instanceof UnsafePathError))
-      throw new StateIOError(`cannot read ${path}: ${errnoCode(err) ?? String(err)}`);
+      throw new StateIOError(`cannot read ${path}: ${errnoCode(err) ? errnoWords(errnoCode(err)!) : String(err)}`);
     // a symlink, a FIFO, a folder, another user's file at the name: the entry itself is set
     // aside (rename moves a link, never its target), as a damaged file is
     return { kind: 'corrupt', movedTo: moveAsideFor(path, opts), problem: err.message };

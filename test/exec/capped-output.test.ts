@@ -52,4 +52,16 @@ describe("CappedOutput: a run's output bounded to runLogBytes (SPEC §3)", () =>
     expect(r.text.endsWith('zZ')).toBe(true);
     expect(r.cut).toBeGreaterThan(97_000);
   });
+
+  it("a resumed attempt's share of the cap keeps it, and its cut line names runLogBytes as configured", () => {
+    const file = join(testdir('capped-'), 'log');
+    const fd = openSync(file, 'w');
+    const out = new CappedOutput(fd, 1024, 4096);
+    out.write(Buffer.alloc(10_000, 'y'));
+    out.end();
+    closeSync(fd);
+    const text = readFileSync(file, 'latin1');
+    expect(text.length).toBeLessThanOrEqual(1024);
+    expect(text).toMatch(/--- routinely: \d+ bytes of output left out \(runLogBytes 4096\) ---/);
+  });
 });
