@@ -119,10 +119,15 @@ export function listedRoutines(project: Project, now: Date): ListedRoutine[] {
 
 /** The `routine list --json` rows; with `backend`, read through that open backend (the HTTP
  * server's, SPEC §11) instead of opening one for the call. */
-export async function routineRows(project: Project, now: Date, backend?: Backend): Promise<ConfiguredRow[]> {
+export async function routineRows(
+  project: Project,
+  now: Date,
+  backend?: Backend,
+  warn: (message: string) => void = warnTo,
+): Promise<ConfiguredRow[]> {
   const read = async (b: Backend) => ({
-    state: await b.routines.read(warnTo),
-    boards: await b.routines.readPhases(warnTo),
+    state: await b.routines.read(warn),
+    boards: await b.routines.readPhases(warn),
   });
   const { state, boards } = backend ? await read(backend) : await withBackend(project, read);
   return listRows(listedRoutines(project, now), state.routines, emptyRecord, phasesOf(boards)) as ConfiguredRow[];

@@ -47,7 +47,12 @@ export interface HttpSetup {
 
 /** The rows of `routine list --json` (the CLI's builder, handed in: nothing below cli/ imports
  * it). */
-export type RoutineRows = (project: Project, now: Date, backend: Backend) => Promise<RoutineView[]>;
+export type RoutineRows = (
+  project: Project,
+  now: Date,
+  backend: Backend,
+  warn: (message: string) => void,
+) => Promise<RoutineView[]>;
 
 interface Wiring {
   setup: HttpSetup;
@@ -269,7 +274,8 @@ async function start(
       pid: process.pid,
     },
     ...(w.backend.dbClock ? { clockOffsetMs: () => w.backend.dbClock!.offsetMs ?? null } : {}),
-    routines: () => w.routineRows(w.project(), new Date(w.backend.clock.now()), w.backend),
+    // what the state says of itself (a damaged history line) goes to this process's log
+    routines: () => w.routineRows(w.project(), new Date(w.backend.clock.now()), w.backend, warn),
     routineConfig: () =>
       Object.fromEntries(
         w
