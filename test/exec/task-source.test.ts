@@ -34,7 +34,7 @@ describe('exec.taskDirs', () => {
   it('says why a folder cannot be read: a file where it should be, or a path through a file', () => {
     for (const taskDir of ['afile', 'afile/sub']) {
       const r = load([taskDir], (dir) => writeFileSync(join(dir, 'afile'), 'not a folder', { mode: 0o600 }));
-      expect(r.error).toContain(`cannot read ${taskDir}: ENOTDIR`);
+      expect(r.error).toContain(`cannot read ${taskDir}: a path component is not a directory (ENOTDIR)`);
     }
   });
 });
