@@ -265,7 +265,7 @@ export async function showCommand(runId: string, flags: { json?: boolean }, g: G
         ? `  (output cut: ${humanBytes(t.output_cut_bytes)} left out of the middle, retention.runLogBytes)`
         : '') +
       (t.output_lost_bytes
-        ? `  (output lost: ${humanBytes(t.output_lost_bytes)} could not be written to its log, the disk was full)`
+        ? `  (output lost: ${humanBytes(t.output_lost_bytes)} could not be written to its log)`
         : '');
     out(
       `  ${id.padEnd(width)}  ${paint(t.status.padEnd(19), statusColor(t.status), color)}${code}${took}${t.why ? `  — ${printable(t.why)}` : ''}${cut}`,

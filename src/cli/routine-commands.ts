@@ -19,7 +19,7 @@ import { createLogger } from '../fire/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../config/schedule.js';
 import { emptyRecord, PAUSE_NOTE_MAX, type RoutineResult } from '../state/routine-state.js';
-import { spoolCount, spoolDir } from '../state/spool.js';
+import { isSpooled, spoolCount, spoolDir } from '../state/spool.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
 import {
@@ -130,7 +130,9 @@ export async function routineRows(
     boards: await b.routines.readPhases(warn),
   });
   const { state, boards } = backend ? await read(backend) : await withBackend(project, read);
-  return listRows(listedRoutines(project, now), state.routines, emptyRecord, phasesOf(boards)) as ConfiguredRow[];
+  return listRows(listedRoutines(project, now), state.routines, emptyRecord, phasesOf(boards), (id) =>
+    isSpooled(project.stateDir, id),
+  ) as ConfiguredRow[];
 }
 
 /** A row of a routine in a valid config: schedule, action and enabled are known. */
@@ -199,7 +201,16 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
   // the next `routine list` starts from the cache, scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
   const phases = phasesOf(boards);
-  return { routines, records: state.routines, phases, scheduler, warnings: [], now: now.getTime(), fromState };
+  return {
+    routines,
+    records: state.routines,
+    phases,
+    scheduler,
+    warnings: [],
+    now: now.getTime(),
+    fromState,
+    stateDir: project.stateDir,
+  };
 }
 
 /** `routine run ID [--json]`: with --json the command's output goes to stderr and stdout holds

@@ -15,6 +15,7 @@ import { readLockStatus } from '../file-lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
 import { stateOf } from '../control/status.js';
 import { readRoutineStateShown, statePath } from '../state/file-store.js';
+import { isSpooled } from '../state/spool.js';
 import { lstatQuiet } from '../fs/look.js';
 import { stayInBaselineTiers } from './baseline-tiers.js';
 import { nextCached, readListCache } from '../scheduler/list-cache.js';
@@ -50,6 +51,8 @@ export interface ListInputs {
   now: number;
   /** The config is invalid: the routines the state knows, without schedules (SPEC §6). */
   fromState: boolean;
+  /** The state folder: a fire whose record waits in its spool is not shown as lost. */
+  stateDir: string;
 }
 
 /** routine-state.json of about 250 records or more (≈ 520 bytes a record). */
@@ -88,7 +91,7 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   // the running scheduler's phases (queued, waiting), as the file backend reads them
   const board = scheduler.running ? readPhasesFile({ stateDir }, (m) => warnings.push(m)) : null;
   const phases = board && !processGone(board.owner) ? phasesOf([board]) : {};
-  return { routines, records: state.routines, phases, scheduler, warnings, now, fromState: false };
+  return { routines, records: state.routines, phases, scheduler, warnings, now, fromState: false, stateDir };
 }
 
 /** The command's exit code. Without `fresh` (the entry's start-up path) it answers only from the
@@ -117,7 +120,8 @@ export async function routineList(
     inputs = await fresh(flags, g);
   }
   const { routines, scheduler, now, fromState } = inputs;
-  const rows = listRows(routines, inputs.records, emptyRecord, inputs.phases);
+  const stateDir = inputs.stateDir;
+  const rows = listRows(routines, inputs.records, emptyRecord, inputs.phases, (id) => isSpooled(stateDir, id));
   const notes = [
     ...(fromCache && env.ROUTINELY_DEBUG ? ["routinely: debug: routine list from the scheduler's cache"] : []),
     ...inputs.warnings.map((w) => `routinely: warning: ${w}`),

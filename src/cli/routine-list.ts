@@ -86,11 +86,11 @@ export function runningSince(
 export function withLostFires(
   record: RoutineRecord,
   now: Date,
-  gone: (o: OpenFire['owner']) => boolean = processGone,
+  gone: (o: OpenFire['owner'], openId: string) => boolean = (o) => processGone(o),
 ): RoutineRecord {
   const open = record.open_fires;
   if (!open || open.length === 0) return record;
-  const lost = open.filter((o) => gone(o.owner));
+  const lost = open.filter((o) => gone(o.owner, o.id));
   if (lost.length === 0) return record;
   const left = open.filter((o) => !lost.includes(o));
   let shown: RoutineRecord = { ...record };
@@ -116,10 +116,12 @@ export function listRows(
   records: Record<string, RoutineRecord>,
   emptyRecord: () => RoutineRecord,
   phases: Record<string, Phase> = {},
+  spooled: (openId: string) => boolean = () => false,
 ): ListRow[] {
   const now = new Date();
+  const lost = (o: OpenFire['owner'], id: string): boolean => processGone(o) && !spooled(id);
   return routines.map((r) => {
-    const stored = records[r.id] ? withLostFires(records[r.id]!, now) : undefined;
+    const stored = records[r.id] ? withLostFires(records[r.id]!, now, lost) : undefined;
     const record = stored ?? emptyRecord();
     const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
     const running = runningSince(record.open_fires);

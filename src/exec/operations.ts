@@ -465,7 +465,9 @@ async function resumeWith(
       });
       // what succeeded since in a newer run counts as done here too: its dependants run, and the
       // run can succeed (it stayed failed, or interrupted, and blocked them at every resume)
+      // (marked SUCCEEDED_SINCE: the registry keeps the run it succeeded in, and what proves it)
       for (const id of doneSince) {
+        const where = registry.tasks[id]?.last_run_id;
         state = applyEvent(state, {
           type: 'task-finished',
           gen: lease.generation,
@@ -475,6 +477,9 @@ async function resumeWith(
           exit_code: null,
           signal: null,
           duration_ms: null,
+          why_code: 'SUCCEEDED_SINCE',
+          why: `succeeded since${where ? ` in run ${where}` : ' in a newer run'}`,
+          next: '',
         });
       }
       for (const id of retired) {

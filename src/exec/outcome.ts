@@ -86,6 +86,8 @@ export function foldRun(registry: Registry, run: RunState, now: string): Registr
   for (const [id, t] of Object.entries(run.tasks)) {
     const entry = tasks[id];
     if (!entry || entry.status === 'retired' || entry.hash !== t.hash) continue;
+    // done in another run (exec resume counted it): that run stays its record
+    if (t.why_code === 'SUCCEEDED_SINCE') continue;
     const gen = t.gen ?? run.generation;
     if (entry.generation !== undefined && gen < entry.generation) continue;
     let status: RegistryStatus;

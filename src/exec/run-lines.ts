@@ -39,10 +39,10 @@ export function eventLine(e: RunEvent, state: RunState, logDir: string, paint: P
   }
 }
 
-/** What a task's log could not take (a full disk), said beside its result. */
+/** What a task's log could not take (a full disk, an I/O error), said beside its result. */
 function lostText(bytes: number | undefined, logDir: string, log: string | undefined): string {
   if (!bytes) return '';
-  return `  (${bytes} bytes of its output could not be written to ${log ? `${logDir}/${log}` : 'its log'}: the disk was full)`;
+  return `  (${bytes} bytes of its output could not be written to ${log ? `${logDir}/${log}` : 'its log'})`;
 }
 
 /** The run's result: its status and counts, why, what was not recorded, what to do next. */

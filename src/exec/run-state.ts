@@ -22,6 +22,7 @@ export type WhyCode =
   | 'SPAWN_FAILED'
   | 'RUN_TIMEOUT'
   | 'RETIRED'
+  | 'SUCCEEDED_SINCE'
   | 'STATE_WRITE_FAILED'
   | 'LOG_WRITE_FAILED'
   | 'NOT_RECORDED';

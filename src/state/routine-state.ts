@@ -153,7 +153,10 @@ export function applyLateFire(prior: RoutineRecord, fire: Fire): RoutineRecord {
   const next: RoutineRecord = { ...prior, counts: { ...prior.counts } };
   if (fire.result !== 'skipped' && newestRun(prior, fire)) {
     next.consecutive_failures = fire.result === 'failure' ? prior.consecutive_failures + 1 : 0;
-    next.consecutive_skips = 0;
+    // busy skips recorded after it ended (another process's, while it waited in a spool) still
+    // count towards starving
+    if (prior.last_skipped_at === null || Date.parse(prior.last_skipped_at) <= Date.parse(fire.finished_at))
+      next.consecutive_skips = 0;
   }
   if (fire.result === 'success') {
     next.counts.success++;
@@ -175,9 +178,12 @@ function newestRun(prior: RoutineRecord, fire: Fire): boolean {
   return [prior.last_success_at, prior.last_failure_at].every((t) => t === null || Date.parse(t) <= began);
 }
 
-/** Whether `fire` started before the fire the record shows last. */
+/** Whether `fire` started before the fire the record shows last, or is of an earlier tick (a
+ * fire that waited for its lock, or a retry, starts after the ticks it made skip: its record
+ * never takes the last tick back, which catch-up reads). */
 export const isLate = (prior: RoutineRecord | undefined, fire: Fire): boolean =>
-  prior?.last_started_at != null && Date.parse(fire.started_at) < Date.parse(prior.last_started_at);
+  (prior?.last_started_at != null && Date.parse(fire.started_at) < Date.parse(prior.last_started_at)) ||
+  (prior?.last_scheduled_at != null && Date.parse(fire.scheduled_at) < Date.parse(prior.last_scheduled_at));
 
 const ISO = (v: unknown): v is string => typeof v === 'string' && v.length <= 40 && Number.isFinite(Date.parse(v));
 const SHORT = (v: unknown, max: number): v is string => typeof v === 'string' && v.length <= max;

@@ -118,3 +118,13 @@ export function spoolCount(stateDir: string): number {
 }
 
 export const removeSpooled = (path: string): void => unlinkQuiet(path);
+
+/** Whether the spool holds a record closing `openId` (a fire whose outcome waits there is not
+ * lost: views do not show it as interrupted either). */
+export function isSpooled(stateDir: string, openId: string): boolean {
+  try {
+    return namesIn(spoolDir(stateDir)).some((name) => name.endsWith(`.${openId}.json`));
+  } catch {
+    return false; // a spool that cannot be read cannot be recorded from either (missing: nothing spooled)
+  }
+}

@@ -9,8 +9,7 @@
 import { Backoff } from '../backoff.js';
 import { anySignal, type Clock } from '../clock.js';
 import { DatabaseError } from '../errors.js';
-import { namesIn } from '../fs/files.js';
-import { listSpool, removeSpooled, spoolDir, writeSpool } from './spool.js';
+import { isSpooled, listSpool, removeSpooled, writeSpool } from './spool.js';
 import type { Fire, OpenFire } from './routine-state.js';
 import type { HistoryEntry } from './history.js';
 import type { RoutineRecord, RoutineStateFile } from './routine-state.js';
@@ -169,15 +168,6 @@ export class SpoolingStore implements RoutineStore {
 
   releaseClaim(routineId: string, scheduledAt: Date, host: string): Promise<boolean> {
     return this.db.releaseClaim(routineId, scheduledAt, host);
-  }
-}
-
-/** Whether the spool holds a record closing `openId`. */
-function isSpooled(stateDir: string, openId: string): boolean {
-  try {
-    return namesIn(spoolDir(stateDir)).some((name) => name.endsWith(`.${openId}.json`));
-  } catch {
-    return false; // a spool that cannot be read cannot be recorded from either (missing: nothing spooled)
   }
 }
 

@@ -1,7 +1,9 @@
 // `routine list`'s rows, table and --check (SPEC §6, §10): a routine is failing until a run
 // succeeds, whatever skips come after; the table fits 80 columns.
 
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { systemProbe } from '../../src/process/identity.js';
 import { checkProblems, listRows, renderTable, type ListedRoutine } from '../../src/cli/routine-list.js';
 import { applyFire, emptyRecord, type Fire, type RoutineRecord } from '../../src/state/routine-state.js';
 
@@ -90,6 +92,28 @@ describe('routine list: failing until a success', () => {
     });
     expect(lines.length).toBe(4);
     for (const l of lines) expect(l.length, l).toBeLessThanOrEqual(80);
+  });
+});
+
+describe('routine list: a fire whose process is gone', () => {
+  // a process of this host that has exited (its pid is free: a spawned `true`, reaped)
+  const deadPid = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
+  const open = {
+    id: '0d0d0d0d0d0d0d0d',
+    scheduled_at: '2026-12-06T09:00:00.000Z',
+    started_at: '2026-12-06T09:00:00.010Z',
+    run_id: 'r-20261206T090000Z-dead',
+    trigger: 'schedule' as const,
+    owner: { pid: Number(deadPid), host: systemProbe().host, boot_id: null, start_time: null },
+  };
+  const rec = { ...emptyRecord(), open_fires: [open] } as RoutineRecord;
+
+  it('shows as the interrupted failure its record will be; not while its record waits in the spool', () => {
+    const [lost] = listRows([listed('a')], { a: rec }, emptyRecord);
+    expect(lost).toMatchObject({ last_result: 'failure', failing: true, running_since: null });
+    expect(lost!.last_reason).toMatch(/^interrupted: pid \d+ on /);
+    const [spooled] = listRows([listed('a')], { a: rec }, emptyRecord, {}, (id) => id === open.id);
+    expect(spooled).toMatchObject({ last_result: null, failing: false });
   });
 });
 

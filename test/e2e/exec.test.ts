@@ -599,6 +599,16 @@ describe('exec read views and bad input', () => {
     expect(failed.tasks.b!.status).toBe('skipped_dependency');
     writeFileSync(join(project, 'ok'), '');
     expect((await runCli(['exec', 'run', 'a'], { cwd: project })).code).toBe(0);
+    const statusOfA = async () =>
+      (
+        JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as {
+          id: string;
+          last_run_id: string;
+          last_exit_code: number | null;
+        }[]
+      ).find((t) => t.id === 'a')!;
+    const fixedIn = (await statusOfA()).last_run_id;
+    expect(fixedIn).not.toBe(failed.run_id);
     // the `next` the failure named: it ran b, and the run is done (it said: dependency a did not
     // succeed (failed), at every resume)
     const resumed = await runCli(['exec', 'resume', failed.run_id], { cwd: project });
@@ -606,7 +616,9 @@ describe('exec read views and bad input', () => {
     expect(readFileSync(join(project, 'b-ran'), 'utf8')).toBe('b\n');
     const after = loadRun(runsDir(project), failed.run_id)!;
     expect(after.status).toBe('SUCCEEDED');
-    expect(after.tasks.a!.status).toBe('succeeded');
+    expect(after.tasks.a!).toMatchObject({ status: 'succeeded', why: `succeeded since in run ${fixedIn}` });
+    // the registry keeps the run a succeeded in (what proves it, which retention keeps)
+    expect(await statusOfA()).toMatchObject({ last_run_id: fixedIn, last_exit_code: 0 });
   });
 
   it('nothing to run and nothing to resume exit 0', async () => {

@@ -173,6 +173,40 @@ describe('folding a history with a damaged line (issue 49, item 3)', () => {
     expect(fed).toMatchObject({ consecutive_skips: 0, consecutive_failures: 0 });
   });
 
+  it('a fire that waited for its lock starts after the ticks it made skip: the last tick on record stays the latest (catch-up reads it)', () => {
+    const skipped = (s: number) => ({
+      kind: 'fire' as const,
+      id: `s${s}`,
+      entry: {
+        scheduled_at: at(s),
+        started_at: at(s),
+        finished_at: at(s),
+        result: 'skipped' as const,
+        reason: 'previous run still running',
+      },
+    });
+    const { record } = foldLines([
+      skipped(30),
+      skipped(40),
+      {
+        kind: 'fire' as const,
+        id: 'w',
+        entry: {
+          scheduled_at: at(20),
+          started_at: at(42),
+          finished_at: at(43),
+          result: 'failure' as const,
+          reason: 'exit code 1',
+        },
+      },
+    ]);
+    expect(record).toMatchObject({
+      last_scheduled_at: at(40),
+      consecutive_failures: 1,
+      counts: { failure: 1, skipped: 2 },
+    });
+  });
+
   it('a manual run of the same process, or a fire of another process, is not ended by a later close', () => {
     const manual = foldLines([open('m', 1, 'manual'), open('b', 2), close('b', 2)]);
     expect(manual.record.open_fires?.map((o) => o.id)).toEqual(['m']);
