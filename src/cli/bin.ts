@@ -14,4 +14,14 @@ import { requireWithCodeCache } from './code-cache.js';
 
 (globalThis as Record<symbol, unknown>)[PROGRAM] = () =>
   Promise.resolve(requireWithCodeCache(join(__dirname, 'cli-program.cjs')));
-requireWithCodeCache(join(__dirname, 'cli-main.cjs'));
+const entry = join(__dirname, 'cli-main.cjs');
+try {
+  requireWithCodeCache(entry);
+} catch (err) {
+  // the program's own file cannot be read (a failing disk, a broken install): said as the
+  // storage fault it is (SPEC §7: 74), not as a stack trace; anything else is the entry's own
+  const e = err as NodeJS.ErrnoException;
+  if (typeof e?.code !== 'string' || e.path !== entry) throw err;
+  process.stderr.write(`routinely: cannot read its own program ${entry} (${e.code}); reinstall routinely\n`);
+  process.exitCode = 74;
+}

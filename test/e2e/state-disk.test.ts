@@ -20,7 +20,7 @@ import {
   utimesSync,
   writeSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { HistoryEntry } from '../../src/state/history.js';
 import { CLI, childEnv, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
@@ -301,6 +301,30 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
       expect(r.stderr).not.toMatch(/unexpected error|exec busy/);
       if (when === '1') expect(r.status, `${r.stdout}${r.stderr}`).toBe(74);
     }
+  });
+
+  it("the program's own entry file cannot be read (EIO): exit 74 naming it, no stack trace", async () => {
+    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+    const entry = join(dirname(CLI), 'cli-main.cjs');
+    const r = spawnSync(
+      'strace',
+      [
+        '-f',
+        '-qq',
+        '-o',
+        '/dev/null',
+        '-P',
+        entry,
+        '-e',
+        'inject=openat:error=EIO',
+        process.execPath,
+        CLI,
+        '--version',
+      ],
+      { env: childEnv(), encoding: 'utf8' },
+    );
+    expect(r.status, r.stderr).toBe(74);
+    expect(r.stderr).toBe(`routinely: cannot read its own program ${entry} (EIO); reinstall routinely\n`);
   });
 
   it("exec run whose first run.json cannot be written: 74, nothing ran, the run recorded ABORTED (not a dead owner's), and exec resume runs it", async () => {
