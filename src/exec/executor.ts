@@ -35,6 +35,9 @@ export interface ExecuteOptions {
   defs: ReadonlyMap<string, TaskDef>;
   /** Whether a dependency outside this run has already succeeded. */
   doneBefore: (id: string) => boolean;
+  /** A dependency outside this run as the registry has it (`failed`, `interrupted`, …), said
+   * when it blocks a task of this one. */
+  statusBefore?: (id: string) => string | undefined;
   caps: Caps;
   /** Aborted by the caller on SIGINT/SIGTERM. */
   stop: AbortSignal;
@@ -113,7 +116,9 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     if (!mayBlock) return;
     mayBlock = false;
     for (const [id, dep] of blockedTasks(plan, status, o.doneBefore)) {
-      const depStatus = state.tasks[dep]?.status ?? 'not run';
+      const depStatus =
+        state.tasks[dep]?.status ??
+        (o.statusBefore?.(dep) ? `${o.statusBefore(dep)} in an earlier run, not in this one` : 'not run');
       record({
         type: 'task-finished',
         gen,

@@ -246,6 +246,10 @@ async function runAndRecord(
         state,
         defs,
         doneBefore: (id) => registry.tasks[id]?.status === 'succeeded',
+        statusBefore: (id) => {
+          const s = registry.tasks[id]?.status;
+          return s === undefined || s === 'pending' ? undefined : s;
+        },
         caps: {
           parallel: opts.parallel ?? ctx.project.config.exec.parallel,
           providers: ctx.project.config.exec.providers,

@@ -597,6 +597,12 @@ describe('exec read views and bad input', () => {
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1);
     const failed = lastRun(project);
     expect(failed.tasks.b!.status).toBe('skipped_dependency');
+    // b named alone: its dependency, outside this run, is said as the registry has it
+    const alone = await runCli(['exec', 'run', 'b'], { cwd: project });
+    expect(alone.code).toBe(1);
+    expect(alone.stdout).toContain(
+      'skipped b: dependency a did not succeed (failed in an earlier run, not in this one)',
+    );
     writeFileSync(join(project, 'ok'), '');
     expect((await runCli(['exec', 'run', 'a'], { cwd: project })).code).toBe(0);
     const statusOfA = async () =>
