@@ -111,7 +111,7 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
   const path = statePath(project);
   const identity = currentIdentity(path);
   const r = readJsonState(path, checkStateFile, { moveAside: mode.moveAside });
-  if (r.kind === 'corrupt') warn(corruptMessage(path, r, 'rebuilt from the history files'));
+  if (r.kind === 'corrupt') warnCorrupt(path, identity, r, warn);
   const file: StateFile = r.kind === 'ok' ? r.value : { routines: {}, history: undefined, stamp: null };
   const dir = join(project.stateDir, 'history');
   // the folder as the file's writer stamped it: no history changed since (one lstat, not one a
@@ -159,6 +159,28 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
     at[id] = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
   }
   return { state: { version: 1, routines }, at, current, identity, corrupt: r.kind === 'corrupt', stamp };
+}
+
+/** The damaged files this process has said it leaves in place (path and identity): a scheduler
+ * reads the file several times before it writes it, and says so once, then once that it moved it. */
+const leftReported = new Set<string>();
+
+function warnCorrupt(
+  path: string,
+  identity: string | null,
+  r: { movedTo: string | null; problem: string },
+  warn: Warn,
+): void {
+  const rebuilt = 'rebuilt from the history files';
+  if (r.movedTo) {
+    warn(corruptMessage(path, r, rebuilt));
+    return;
+  }
+  const key = `${path}\0${identity ?? ''}`;
+  if (leftReported.has(key)) return;
+  leftReported.add(key);
+  // a view writes nothing; whoever next writes the file (a scheduler, a routine run) sets it aside
+  warn(corruptMessage(path, r, `${rebuilt}; the next write of it sets it aside`));
 }
 
 /** Every routine's record: from routine-state.json where a routine's history has not moved since

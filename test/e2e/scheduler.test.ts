@@ -383,6 +383,13 @@ describe('scheduler start', () => {
     );
     await eventually(() => (stateOf(project).routines.c?.counts.success ?? 0) >= 2, 10_000, 'fires go on');
     expect(await stopScheduler(s)).toBe(0);
+    // said once as found (its reads before the write), once as moved: never "left in place" again
+    const log = s.stdout() + s.stderr();
+    expect(log.match(/routine-state\.json is corrupt .*left in place/g)).toHaveLength(1);
+    expect(log).toMatch(/left in place, rebuilt from the history files; the next write of it sets it aside/);
+    expect(
+      log.match(/routine-state\.json is corrupt .*moved aside to routine-state\.json\.corrupt\.\d+/g),
+    ).toHaveLength(1);
   });
 });
 
