@@ -3,12 +3,15 @@
 // (routine-index.ts) and routine-state.json (state-file.ts), may be lost, stale or garbled without
 // losing anything. No reader shows less than the history holds, and a fire costs the same with 1
 // or 1 000 routines (docs/design.md "Routine state in files").
+// (Over 300 lines: every fact's append, its index and the reconcile of open fires share the
+// routine's history file and its one writer's cache.)
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
-import { StateIOError, stateWriteError } from '../errors.js';
+import { StateIOError, errnoCode, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../file-lock/wait.js';
 import { checkFolder, trustRoot, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { lstatQuiet } from '../fs/look.js';
 import { randomHex } from '../fs/random-ids.js';
 import {
   historyTrimBytes,
@@ -19,6 +22,7 @@ import {
   pauseLine,
   readFireEntries,
   rotateHistory,
+  summaryLine,
   type HistoryEntry,
 } from './history.js';
 import { writeFileDurable } from '../fs/durable.js';
@@ -26,13 +30,14 @@ import { keepMarksBetweenAppends, parkAllHeldMarks } from './history-stamp.js';
 import { ensureStateRoot } from './json-file.js';
 import { processGone } from '../process/identity.js';
 import { phasesPath, readPhasesFile } from './phases.js';
-import { checkRecord, interruptedFire, type Fire, type OpenFire } from './routine-state.js';
+import { checkRecord, interruptedFire, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
 import type { PauseChange, RoutineStore, Warn } from './store.js';
 import { recentFiresInFiles } from './recent-fires.js';
 import {
   checkedStateDir,
   indexLags,
   readRoutine,
+  readIndex,
   readRoutineIndexed,
   writeIndex,
   writeLaggingIndexes,
@@ -100,6 +105,34 @@ function beforeAppend(project: Project): void {
   if (!checkFolder(project.stateDir)) ensureStateRoot(project.stateDir);
 }
 
+/** Appends a fact to the routine's history. A history file removed (by hand) while its index
+ * is left starts again from the record the index keeps (a summary line, as a rotation writes):
+ * the routine's counts and last result go on from there, as every view showed them meanwhile
+ * (state-file.ts), instead of from zero. A new routine (no index either) starts empty. */
+function appendFact(project: Project, id: string, line: string, warn: Warn, cache?: IndexCache): void {
+  beforeAppend(project);
+  const path = historyPath(project.stateDir, id);
+  if (!lstatQuiet(path)) {
+    const kept = cache?.get(id) ?? readIndex(project, id);
+    if (kept) {
+      try {
+        writeNewFile(path, `${summaryLine(kept.record, kept.recent, new Date().toISOString())}\n`);
+        warn(`${path} was gone (removed?): started again from the record its index kept (${countsText(kept.record)})`);
+      } catch (err) {
+        // another writer made it first (EEXIST): its line is the start; anything else fails
+        // the append below the same way, and is said there
+        if (errnoCode(err) !== 'EEXIST') warn(`could not start ${path} from its index: ${(err as Error).message}`);
+      }
+    }
+  }
+  appendHistoryLine(path, line);
+}
+
+/** `3 succeeded, 1 failed, 0 skipped` */
+function countsText(r: RoutineRecord): string {
+  return `${r.counts.success} succeeded, ${r.counts.failure} failed, ${r.counts.skipped} skipped`;
+}
+
 /** Appends the fact, then brings the routine's index up to date. A full disk that stops the
  * append is an error (the fact is not recorded: exit 74). */
 async function recordFact(
@@ -110,8 +143,7 @@ async function recordFact(
   cache?: IndexCache,
   writes?: IndexWrites,
 ): Promise<RoutineIndex | null> {
-  beforeAppend(project);
-  appendHistoryLine(historyPath(project.stateDir, id), line);
+  appendFact(project, id, line, warn, cache);
   return indexAfterAppend(project, id, warn, cache, writes);
 }
 
@@ -132,10 +164,9 @@ export async function openFire(
   project: Project,
   routineId: string,
   open: OpenFire,
-  _warn: Warn = () => {},
+  warn: Warn = () => {},
 ): Promise<void> {
-  beforeAppend(project);
-  appendHistoryLine(historyPath(project.stateDir, routineId), openLine(open));
+  appendFact(project, routineId, openLine(open), warn);
 }
 
 /** Closes every open fire whose process is gone, as a failure: its outcome was lost. */

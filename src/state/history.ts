@@ -275,14 +275,13 @@ export function rotateHistory(path: string, summaryRecord: RoutineRecord, recent
     unlinkQuiet(aside);
     throw stateWriteError(err, old);
   }
-  const summary = JSON.stringify({
-    event: 'summary',
-    at,
-    record: summaryRecord,
-    recent: recent.slice(-RECENT_IDS),
-    id: randomHex(8),
-  });
-  writeFileDurable(path, `${summary}\n`);
+  writeFileDurable(path, `${summaryLine(summaryRecord, recent, at)}\n`);
+}
+
+/** The first line of a history file that starts from a record (a rotation; a history removed
+ * while its index was left): the fold of the file starts from it. */
+export function summaryLine(record: RoutineRecord, recent: string[], at: string): string {
+  return JSON.stringify({ event: 'summary', at, record, recent: recent.slice(-RECENT_IDS), id: randomHex(8) });
 }
 
 export { RECENT_IDS };

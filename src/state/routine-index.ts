@@ -125,7 +125,8 @@ function lineNumbers(file: string, offset: number, relative: number[]): number[]
   return relative.map((n) => n + before);
 }
 
-function readIndex(project: Project, id: string): RoutineIndex | null {
+/** The routine's index file as written (null: none, or not readable). */
+export function readIndex(project: Project, id: string): RoutineIndex | null {
   let content;
   try {
     content = readFileChecked(indexPath(project, id), 1024 * 1024);

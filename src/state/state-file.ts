@@ -20,7 +20,15 @@ import { currentStamp, parkHeldMarks, stampHistory, writersIn } from './history-
 import { writeFileDurable } from '../fs/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from './json-file.js';
 import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from './routine-state.js';
-import { checkFolders, isCount, readRoutineIndexed, unmoved, type FoldedAt, type IndexCache } from './routine-index.js';
+import {
+  checkFolders,
+  isCount,
+  readIndex,
+  readRoutineIndexed,
+  unmoved,
+  type FoldedAt,
+  type IndexCache,
+} from './routine-index.js';
 import { isObj } from '../is-object.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Warn } from './store.js';
@@ -158,7 +166,29 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
     routines[id] = folded.record;
     at[id] = { ino: folded.ino, size: folded.size, mtime: folded.mtime };
   }
+  // a history folded before (a position on record) whose file is gone, removed by hand: shown
+  // as the next write makes it — from what its index keeps (file-store.ts starts the history
+  // again from it), or, with the index gone too, as never run — and said once
+  for (const id of Object.keys(was)) {
+    if (at[id] || !routines[id] || lstatQuiet(historyPath(project.stateDir, id))) continue;
+    const kept = readIndex(project, id);
+    current = false;
+    if (kept) routines[id] = kept.record;
+    else delete routines[id];
+    warnGone(historyPath(project.stateDir, id), was[id]!, kept !== null, warn);
+  }
   return { state: { version: 1, routines }, at, current, identity, corrupt: r.kind === 'corrupt', stamp };
+}
+
+function warnGone(path: string, was: FoldedAt, kept: boolean, warn: Warn): void {
+  const key = `${path}\0${was.ino}`;
+  if (leftReported.has(key)) return;
+  leftReported.add(key);
+  warn(
+    kept
+      ? `${path} is gone (removed?): its routine is shown as its index keeps it, and its next fire goes on from there`
+      : `${path} and its index are gone (removed?): its routine is shown as never run, as its next fire starts it again`,
+  );
 }
 
 /** The damaged files this process has said it leaves in place (path and identity): a scheduler

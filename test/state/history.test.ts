@@ -1,4 +1,4 @@
-import { readFileSync, statSync, truncateSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, truncateSync, writeFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { loadProject } from '../../src/config/load.js';
@@ -196,6 +196,45 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     expect(written.history_stamp).toBe(`${folder.ino}:${folder.mtimeNs}`);
     const st = statSync(historyPath(p.stateDir, 'a'));
     expect(written.history_at.a).toEqual([st.ino, st.size, st.mtimeMs]);
+  });
+
+  it('a history file removed by hand: views show what its index keeps, and the next fire goes on from there (not from zero)', async () => {
+    const p = project();
+    for (const i of [1, 2, 4]) await recordFire(p, 'a', fire(i)); // 2 succeeded, 1 failed
+    await publishRoutineState(p);
+    rmSync(historyPath(p.stateDir, 'a'));
+    const warnings: string[] = [];
+    expect(readRoutineState(p, (m) => warnings.push(m)).routines.a?.counts).toEqual({
+      success: 2,
+      failure: 1,
+      skipped: 0,
+    });
+    expect(warnings.join('\n')).toMatch(
+      /history\/a\.jsonl is gone \(removed\?\): its routine is shown as its index keeps it/,
+    );
+    const said: string[] = [];
+    await recordFire(p, 'a', fire(7), (m) => said.push(m));
+    expect(said.join('\n')).toMatch(
+      /a\.jsonl was gone \(removed\?\): started again from the record its index kept \(2 succeeded, 1 failed, 0 skipped\)/,
+    );
+    expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 3, failure: 1, skipped: 0 });
+    await publishRoutineState(p);
+    expect(JSON.parse(readFileSync(statePath(p), 'utf8')).routines.a.counts.success).toBe(3);
+  });
+
+  it('a history file and its index removed by hand: views show the routine as never run, as its next fire records it', async () => {
+    const p = project();
+    for (const i of [1, 2]) await recordFire(p, 'a', fire(i));
+    await publishRoutineState(p);
+    rmSync(historyPath(p.stateDir, 'a'));
+    rmSync(indexPath(p, 'a'));
+    const warnings: string[] = [];
+    expect(readRoutineState(p, (m) => warnings.push(m)).routines.a).toBeUndefined();
+    expect(warnings.join('\n')).toMatch(
+      /a\.jsonl and its index are gone \(removed\?\): its routine is shown as never run/,
+    );
+    await recordFire(p, 'a', fire(4));
+    expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 1, failure: 0, skipped: 0 });
   });
 
   it('read-only views never move a corrupt index aside; writers do', async () => {
