@@ -81,8 +81,10 @@ export class CappedOutput {
     try {
       writeText(this.fd, buf);
     } catch (err) {
-      // the record has the result; what the log lost is counted, and said with it
-      this.lostBytes += buf.length;
+      // the record has the result; what the log lost is counted, and said with it (a write
+      // that stopped part-way, on a disk that filled, lost only the rest)
+      const written = (err as { written?: unknown }).written;
+      this.lostBytes += buf.length - (typeof written === 'number' && written > 0 ? Math.min(written, buf.length) : 0);
       this.lostCode ??= errnoCode(err) ?? 'EIO';
     }
   }

@@ -1,7 +1,8 @@
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CUT_LINE_PATTERN, CappedOutput } from '../../src/exec/capped-output.js';
+import { setDurableIoForTests } from '../../src/fs/durable.js';
 import { testdir } from '../helpers/testdir.js';
 
 function capture(cap: number, chunks: Buffer[]): { text: string; cut: number } {
@@ -16,6 +17,31 @@ function capture(cap: number, chunks: Buffer[]): { text: string; cut: number } {
 }
 
 describe("CappedOutput: a run's output bounded to runLogBytes (SPEC §3)", () => {
+  it('a disk that fills part-way through a write: only the bytes that did not reach the log are counted lost', () => {
+    const file = join(testdir('capped-'), 'log');
+    const fd = openSync(file, 'w');
+    let room = 1000; // the disk takes 1 000 bytes more, then ENOSPC
+    const restore = setDurableIoForTests({
+      write: (f, buf, offset, length, position) => {
+        if (room === 0) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+        const n = Math.min(length, room, 300); // short writes, as a filling disk gives
+        room -= n;
+        return writeSync(f, buf, offset, n, position);
+      },
+    });
+    try {
+      const out = new CappedOutput(fd, 1 << 20);
+      out.write(Buffer.alloc(800, 'a'));
+      out.write(Buffer.alloc(700, 'b'));
+      out.end();
+      expect(out.lost()).toEqual({ bytes: 500, code: 'ENOSPC' });
+    } finally {
+      restore();
+      closeSync(fd);
+    }
+    expect(readFileSync(file, 'latin1')).toBe('a'.repeat(800) + 'b'.repeat(200));
+  });
+
   it('output within the cap is kept whole, byte for byte, with no cut line', () => {
     const chunks = Array.from({ length: 50 }, (_, i) => Buffer.from(`line ${i}\n`));
     const r = capture(4096, chunks);
