@@ -373,7 +373,12 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
     // fires of this host whose process is gone: not in the history until someone records them
     // (the next scheduler or routine run), said below the records rather than left unseen
     const open = id !== undefined && !flags.json ? ((await b.routines.readOne(id, warnTo))?.open_fires ?? []) : [];
-    return { newest: fires, removed: gone, lost: open.filter((o) => processGone(o.owner)) };
+    return {
+      newest: fires,
+      removed: gone,
+      // (a fire whose record waits in the spool is recorded, not lost: views show it so)
+      lost: open.filter((o) => processGone(o.owner) && !isSpooled(project.stateDir, o.id)),
+    };
   });
   if (removed) warnTo(`routine ${id} is no longer in ${displayPath(project.configPath)}; this is its kept history`);
   // recentFires answers in time order; --reverse: newest first

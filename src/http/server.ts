@@ -191,10 +191,11 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     const routine = (await s.routines()).find((r) => r.id === id);
     if (!routine) return null;
     // every fire kept (the store bounds it: retention.historyLines), newest first
-    const [st, all, running] = await Promise.all([
+    const [st, all, running, lost] = await Promise.all([
       status(),
       s.fires(id, Infinity),
       s.running ? s.running(id) : Promise.resolve(null),
+      s.lost ? s.lost(id) : Promise.resolve([]),
     ]);
     const pages = Math.max(1, Math.ceil(all.length / DETAIL_FIRES));
     const number = Math.min(pageNumber, pages);
@@ -212,6 +213,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       page: { number, pages, total: all.length, size: DETAIL_FIRES },
       ran,
       running,
+      lost,
     };
   };
   const detailOf = async (id: string, query: URLSearchParams): Promise<DetailData> => {

@@ -98,6 +98,13 @@ export interface ServerInfo {
   pid: number;
 }
 
+/** A fire whose process is gone before it was recorded (its open marker is all there is). */
+export interface LostFire {
+  started_at: string;
+  pid: number;
+  host: string;
+}
+
 export interface StatusSources {
   info: ServerInfo;
   /** PostgreSQL backend: the measured offset to the database clock, ms (null: not yet). */
@@ -113,6 +120,9 @@ export interface StatusSources {
   fires(id: string, n: number): Promise<FireView[]>;
   /** The fire of it running now, if any (its run id: its output grows in the log). */
   running?(id: string): Promise<{ run_id: string | null; started_at: string } | null>;
+  /** Fires of it whose process is gone (on this host) and that are not recorded yet: the next
+   * scheduler or routine run records each as interrupted (`routine history ID` says the same). */
+  lost?(id: string): Promise<LostFire[]>;
   /** A run's last `lines` lines of output; null when the routine's log has no such run. */
   output(id: string, runId: string, lines: number): Promise<RunOutput | null>;
   /** Present when `http.actions` was on at the start. */
@@ -185,6 +195,7 @@ export function cachedSources(
     // one routine's page: read when asked for, never shared
     fires: (id, n) => s.fires(id, n),
     ...(s.running ? { running: s.running } : {}),
+    ...(s.lost ? { lost: s.lost } : {}),
     output: (id, run, lines) => s.output(id, run, lines),
     // the scheduler's own answer is cheap too, and must turn 0 the moment it stops (serve asks
     // the lock, which memo() spares the store)

@@ -10,7 +10,7 @@
 
 import type { LockStatus } from '../lock/status.js';
 import type { Health } from './health.js';
-import type { FireView, RecentResults, RoutineView, RunOutput, RunView, ServerInfo } from './sources.js';
+import type { FireView, LostFire, RecentResults, RoutineView, RunOutput, RunView, ServerInfo } from './sources.js';
 import { humanDuration } from '../duration.js';
 import { holderDoing } from '../lock/stale.js';
 import { zoneFormat } from '../zone-time.js';
@@ -55,6 +55,8 @@ export interface DetailData {
   ran?: FireView[];
   /** The fire running now, if any. */
   running?: { run_id: string | null; started_at: string } | null;
+  /** Fires whose process is gone and that are not recorded yet (shown above the newest). */
+  lost?: LostFire[];
 }
 
 export interface DetailParts {
@@ -397,8 +399,18 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
       `<td role="cell" data-label="Run">${run}</td></tr>`
     );
   });
+  // as `routine history ID` says them: newer than every record, so on the first page only
+  const lost = (d.page?.number ?? 1) === 1 ? (d.lost ?? []) : [];
+  const notes = lost.map(
+    (l) =>
+      `<tr role="row"><td role="cell" colspan="7" class="muted">${esc(`A fire of ${l.started_at} is not recorded yet: pid ${l.pid} on ${l.host}, which ran it, is gone; the next scheduler or routine run records it as interrupted.`)}</td></tr>`,
+  );
   const fires =
-    rows.join('') || '<tr role="row"><td role="cell" colspan="7" class="muted">No fires recorded yet.</td></tr>';
+    notes.join('') +
+    (rows.join('') ||
+      (notes.length > 0
+        ? ''
+        : '<tr role="row"><td role="cell" colspan="7" class="muted">No fires recorded yet.</td></tr>'));
 
   const o = d.output;
   const live = o !== null && d.running?.run_id === o.run_id;

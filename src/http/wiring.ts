@@ -29,6 +29,7 @@ import { NotFoundError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
 import { describeHolder } from '../lock/stale.js';
 import { processGone } from '../process/identity.js';
+import { isSpooled } from '../state/spool.js';
 import type { RoutineActions, RunAnswer, RunOutput } from './sources.js';
 import { runManually } from '../fire/manual-run.js';
 import { HttpProblem } from './actions.js';
@@ -313,6 +314,10 @@ async function start(
       const first = open.sort((a, b) => a.started_at.localeCompare(b.started_at))[0];
       return first ? { run_id: first.run_id, started_at: first.started_at } : null;
     },
+    lost: async (id) =>
+      ((await w.backend.routines.readOne(id, warn))?.open_fires ?? [])
+        .filter((f) => processGone(f.owner) && !isSpooled(w.project().stateDir, f.id))
+        .map((f) => ({ started_at: f.started_at, pid: f.owner.pid, host: f.owner.host })),
     ...(acts ? { actions: acts, actionsOn: () => w.project().config.http?.actions === true } : {}),
   };
   const server = await startStatusServer({ listen: w.setup.listen, token: w.setup.token, sources, metrics, warn });

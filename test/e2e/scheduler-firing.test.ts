@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { CLI, childEnv, eventually, lineIn, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
+import { httpGet } from '../helpers/http.js';
 import { testProject } from '../helpers/testdir.js';
 
 interface Entry {
@@ -91,6 +92,18 @@ describe('the scheduler fires in its own process', () => {
     expect((await runCli(['routine', 'history', 'long'], { cwd: project })).stdout).toMatch(
       /\(a fire of \S+ is not recorded yet: pid \d+ on \S+, which ran it, is gone; the next scheduler or routine run records it as interrupted\)\n$/,
     );
+    // and the routine's page says the same above its fires
+    const w = startCli(['serve', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 60_000 });
+    const url = (await w.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const page = await httpGet(`${url}routines/long`);
+    w.child.kill('SIGTERM');
+    await w.exited;
+    expect(page.body).toMatch(
+      /A fire of \S+ is not recorded yet: pid \d+ on \S+, which ran it, is gone; the next scheduler or routine run records it as interrupted\./,
+    );
+    const fires = /<tbody id="fires"[^>]*>([\s\S]*?)<\/tbody>/.exec(page.body)![1]!;
+    expect(fires).toMatch(/A fire of \S+ is not recorded yet/);
+    expect(fires).not.toMatch(/No fires recorded yet/);
     const next = await runCli(['lock', 'run', '--if-busy', 'fail', '--', 'echo', 'next'], { cwd: project });
     expect(next).toMatchObject({ code: 0, stdout: 'next\n' });
     await eventually(() => !processRuns(pid), 5000, "the killed scheduler's command ended");
