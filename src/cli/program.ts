@@ -30,6 +30,20 @@ function seconds(flag: string) {
   };
 }
 
+/** A limit that 0 would turn into "stop at once" (as the config's `timeoutSeconds`, which must
+ * be above 0): refused, with what to do instead. */
+function positiveSeconds(flag: string) {
+  const parse = seconds(flag);
+  return (value: string): number => {
+    const n = parse(value);
+    if (n === 0)
+      throw new InvalidArgumentError(
+        `${flag} takes a number of seconds above 0, got ${JSON.stringify(value)} (without ${flag}: no limit)`,
+      );
+    return n;
+  };
+}
+
 function positiveInt(flag: string) {
   return (value: string): number => {
     const n = Number(value);
@@ -176,7 +190,7 @@ Examples:
       )
       .addOption(
         new Option('--timeout <seconds>', 'stop the whole run after this long (ABORTED / RUN_TIMEOUT)').argParser(
-          seconds('--timeout'),
+          positiveSeconds('--timeout'),
         ),
       )
       .option('--json', 'print the final run state as JSON')

@@ -434,6 +434,12 @@ describe('bad input exits 2 and names what is wrong', () => {
       {},
       /--wait-timeout only applies with --if-busy wait/,
     ],
+    // 0 would abort the run at once (the config's timeoutSeconds must be above 0 too)
+    [
+      ['exec', 'run', '--timeout', '0.0'],
+      {},
+      /--timeout takes a number of seconds above 0, got "0\.0" \(without --timeout: no limit\)/,
+    ],
     [['lock', 'run'], {}, /missing required argument 'cmd'/],
     [['lock', 'status', '--key', '../etc'], {}, /--key.*exec-run, scheduler/],
     [['lock', 'frobnicate'], {}, /unknown command 'frobnicate'/],
