@@ -1,6 +1,7 @@
 // `routinely serve --http [HOST:]PORT` (SPEC §11): the scheduler's HTTP server without the
 // scheduler, for hosts that only watch a project (typically one shared through PostgreSQL). It
-// fires nothing and takes no lock; SIGINT/SIGTERM stop it (exit 0), SIGHUP re-reads the config.
+// fires nothing and takes no lock; SIGINT/SIGTERM stop it (exit 0) once the runs started from
+// its page have ended (at most the shutdown timeout, 30 s), SIGHUP re-reads the config.
 
 import { loadProject, type Project } from '../config/load.js';
 import { ExitCode, UsageError } from '../errors.js';
@@ -36,10 +37,12 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
     project: () => project,
     schedulerKey: backend.schedulerKey(host),
   });
-  const stopped = new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
+  // kept until the end: a second signal while runs drain changes nothing (without a listener
+  // it would end the process at once, their commands left running and unrecorded)
+  let onStop = (): void => {};
+  const stopped = new Promise<void>((resolve) => (onStop = resolve));
+  process.on('SIGINT', onStop);
+  process.on('SIGTERM', onStop);
   const onHup = (): void => {
     try {
       const before = project.config.routines;
@@ -76,8 +79,14 @@ export async function serve(flags: ServeFlags, g: GlobalOptions): Promise<number
     await stopped;
   } finally {
     process.off('SIGHUP', onHup);
-    // the page's runs are stopped and recorded first; then what they spooled is sent once more
+    // the page's runs get the scheduler's default shutdown timeout (30 s) to end, as the
+    // scheduler's own routines do; those still going then are stopped; all are recorded before
+    // the server closes; then what they spooled is sent once more
+    server.stopping();
+    await server.drain();
     await server.close();
+    process.off('SIGINT', onStop);
+    process.off('SIGTERM', onStop);
     halt.abort();
     await flusher?.stopped();
   }

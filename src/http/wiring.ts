@@ -372,7 +372,9 @@ export async function schedulerHttp(
 }
 
 /** The server of `serve`: fires nothing; healthy while it can read the project's state. */
-export async function serveHttp(w: Wiring & { schedulerKey: string }): Promise<{ close(): Promise<void> }> {
+export async function serveHttp(
+  w: Wiring & { schedulerKey: string },
+): Promise<{ stopping(): void; drain(): Promise<void>; close(): Promise<void> }> {
   const health = async (): Promise<Health> => {
     try {
       await w.backend.lock.status(EXEC_LOCK_KEY);

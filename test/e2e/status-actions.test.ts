@@ -7,7 +7,7 @@
 
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { axeEveryMode, chromiumMissing, openBrowser } from '../helpers/browser.js';
@@ -265,5 +265,29 @@ describe('a run started from the HTTP server', () => {
       reason: expect.stringMatching(/stopped: routinely scheduler is stopping/),
     });
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
+  }, 90_000);
+
+  it('serve stopped while a run it started goes on: the run ends within the shutdown timeout and is recorded as it ended (it was stopped at once)', async () => {
+    const project = testProject({
+      http: { actions: true },
+      routines: [{ id: 'short', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 1; echo done > done' }],
+    });
+    const s = startCli(['serve', '--http', '127.0.0.1:0'], {
+      cwd: project,
+      env: { ROUTINELY_HTTP_TOKEN: TOKEN },
+      timeoutMs: 60_000,
+    });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const r = await httpGet(`${url}api/routines/short/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '');
+    expect(JSON.parse(r.body)).toMatchObject({ state: 'started', routine: 'short' });
+    s.child.kill('SIGTERM');
+    s.child.kill('SIGTERM'); // a second signal while it drains changes nothing
+    expect((await s.exited).code).toBe(0);
+    const [entry] = JSON.parse((await runCli(['routine', 'history', 'short', '--json'], { cwd: project })).stdout) as {
+      result: string;
+      trigger: string;
+    }[];
+    expect(entry).toMatchObject({ result: 'success', trigger: 'manual' });
+    expect(readFileSync(join(project, 'done'), 'utf8')).toBe('done\n');
   }, 90_000);
 });
