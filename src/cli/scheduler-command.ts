@@ -126,7 +126,12 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     reloadProject: () => {
       const fresh = loadProject({ configPath: project.configPath, configSource: 'the config file' });
       // slots the new config no longer has, whose holder is dead: their orphans are ended now
-      void reclaimStrandedSlots(backend.lock, fresh.config.locks).then((said) => said.forEach(warn));
+      // (a store that fails then — the database away a moment — is said, never an unhandled
+      // rejection that ends the scheduler; the next reload or start tries again)
+      reclaimStrandedSlots(backend.lock, fresh.config.locks).then(
+        (said) => said.forEach(warn),
+        (err: unknown) => warn(`could not reclaim the slots above a lock's new count: ${(err as Error).message}`),
+      );
       return fresh;
     },
     shutdownTimeoutMs: flags.shutdownTimeout * 1000,

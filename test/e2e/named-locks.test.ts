@@ -195,7 +195,7 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     await holder.exited;
   });
 
-  it.each(['lock break --lock', 'a scheduler started'] as const)(
+  it.each(['lock break --lock', 'a scheduler started', "a running scheduler's reload"] as const)(
     "slots lowered while the top one is held, then its holder SIGKILLed: lock status --lock still shows that slot, stale, and %s reclaims it, ending its command's group",
     async (reclaimer) => {
       const s = await setup(backend, { locks: { agents: { slots: 2 } }, lock: { ttlSeconds: 30 } });
@@ -203,6 +203,12 @@ describe.each(backends)('named locks, %s backend', (backend) => {
       await keep.waitFor(/holding keep/);
       const doomed = lockRun(s, ['--lock', 'agents'], 'doomed');
       await doomed.waitFor(/holding doomed/);
+      // already running when the config changes (it reloads a config file that changed)
+      const running =
+        reclaimer === "a running scheduler's reload"
+          ? startCli(['scheduler', 'start'], { cwd: s.project, env: s.env, timeoutMs: 60_000 })
+          : null;
+      await running?.waitFor(/\[scheduler\] started/);
       type Slots = {
         slots: number;
         slot_status: {
@@ -224,15 +230,22 @@ describe.each(backends)('named locks, %s backend', (backend) => {
         locks: { agents: { slots: number } };
       };
       config.locks.agents.slots = 1;
-      writeFileSync(join(s.project, 'routinely.json'), JSON.stringify(config));
+      // (the running scheduler reloads the moment the file changes: its holder dies first)
+      if (!running) writeFileSync(join(s.project, 'routinely.json'), JSON.stringify(config));
       doomed.child.kill('SIGKILL');
       await doomed.exited;
       expect(processRuns(orphan!), 'the orphan outlives its holder until a reclaim').toBe(true);
-      const seen = await statusOf();
-      expect(seen).toMatchObject({ slots: 2, configured_slots: 1 });
-      const text = await runCli(['lock', 'status', '--lock', 'agents'], { cwd: s.project, env: s.env });
-      expect(text.stdout).toMatch(/^agents lock: 1 of 2 slots held\n {2}\(the config has 1 slot: /);
-      expect(seen.slot_status.map((x) => x.state)).toEqual(['held', 'stale']);
+      if (running) {
+        writeFileSync(join(s.project, 'routinely.json'), JSON.stringify(config));
+        await running.waitFor(/\[scheduler\] reloaded config/);
+      }
+      if (!running) {
+        const seen = await statusOf();
+        expect(seen).toMatchObject({ slots: 2, configured_slots: 1 });
+        const text = await runCli(['lock', 'status', '--lock', 'agents'], { cwd: s.project, env: s.env });
+        expect(text.stdout).toMatch(/^agents lock: 1 of 2 slots held\n {2}\(the config has 1 slot: /);
+        expect(seen.slot_status.map((x) => x.state)).toEqual(['held', 'stale']);
+      }
       if (reclaimer === 'lock break --lock') {
         const broken = await runCli(['lock', 'break', '--lock', 'agents'], { cwd: s.project, env: s.env });
         expect(broken.stdout).toMatch(/broke the stale agents \(slot 2\) lock/);
@@ -240,7 +253,8 @@ describe.each(backends)('named locks, %s backend', (backend) => {
         // slot 1's holder is alive: not broken (75), and said
         expect(broken.code).toBe(75);
       } else {
-        const scheduler = startCli(['scheduler', 'start'], { cwd: s.project, env: s.env, timeoutMs: 60_000 });
+        const scheduler =
+          running ?? startCli(['scheduler', 'start'], { cwd: s.project, env: s.env, timeoutMs: 60_000 });
         await scheduler.waitFor(
           /lock agents: slot 2, above its 1 slot, reclaimed from a stale holder \(.*\); ended 1 orphaned process group/,
         );
