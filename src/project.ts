@@ -7,6 +7,7 @@ import type { Lease, LockLost, LockOwnerInfo } from './lock/lease.js';
 import type { LockRecord } from './lock/record.js';
 import type { LockStatus } from './lock/status.js';
 import { acquireLock, namedLockStatus, slotsOf, type NamedLockStatus } from './lock/named.js';
+import { liveSlots } from './lock/live-slots.js';
 import { EXEC_LOCK_NAME, LOCK_NAME_PATTERN } from './config/types.js';
 import { UsageError } from './errors.js';
 
@@ -47,7 +48,9 @@ export async function withProjectLock<T>(
       : await acquireLock(
           backend.lock,
           lockName(options.lock),
-          slotsOf(project.config.locks, lockName(options.lock)),
+          liveSlots(project.configPath, slotsOf(project.config.locks, lockName(options.lock)), () =>
+            slotsOf(loadProject({ configPath: project.configPath }).config.locks, lockName(options.lock)),
+          ),
           owner,
           options,
         );

@@ -14,6 +14,7 @@ import { commandEnv } from '../exec/process.js';
 import { writeOut } from '../fs/terminal.js';
 import { SCHEDULER_LOCK_KEY, type LockBackend } from '../lock/lock-backend.js';
 import { acquireLock, lockStatusAll, namedLockStatus, slotsInUse, slotsOf } from '../lock/named.js';
+import { liveSlots } from '../lock/live-slots.js';
 import { terminalText } from '../printable.js';
 import { ensureStateRoot } from '../state/json-file.js';
 import { busyPolicy, reportBusy, waitNotice, type BusyFlags } from './busy.js';
@@ -33,6 +34,8 @@ export interface LockSource extends AsyncDisposable {
   lock: LockBackend;
   /** The slots of a lock (an undeclared name has one, the exec lock one). */
   slots(name: string): number;
+  /** The config file: a wait asks it for the lock's slots again when it changes (live-slots.ts). */
+  configPath: string;
   /** What a routine's command is given of what routinely withholds (SPEC §2 passEnv). */
   passEnv: readonly string[];
   /** This host's scheduler lock (with a database there is one per host). */
@@ -79,6 +82,7 @@ function cachedSource(configArg: string | undefined, env: NodeJS.ProcessEnv): Lo
       cached: true,
       lock,
       slots: (name) => slotsOf(locks, name),
+      configPath: found.configPath,
       passEnv: p.passEnv,
       schedulerKey: SCHEDULER_LOCK_KEY,
       stateDir: p.stateDir,
@@ -122,10 +126,13 @@ export async function lockRun(
   let got;
   try {
     if (source.cached) ensureStateRoot(source.stateDir);
+    const configPath = source.configPath;
     got = await acquireLock(
       source.lock,
       name,
-      source.slots(name),
+      liveSlots(configPath, source.slots(name), async () =>
+        (await import('./config-slots.js')).configuredSlots(configPath, name),
+      ),
       owner,
       { ...policy, signal: stop.signal },
       waitNotice(policy, name),

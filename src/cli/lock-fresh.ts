@@ -28,6 +28,7 @@ export async function freshLockSource(g: GlobalOptions, use: 'run' | 'view'): Pr
     cached: false,
     lock: backend.lock,
     slots: (name) => slotsOf(locks, name),
+    configPath: project.configPath,
     passEnv: project.config.passEnv ?? [],
     schedulerKey: backend.schedulerKey(hostId()),
     stateDir: project.stateDir,

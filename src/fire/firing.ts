@@ -9,9 +9,10 @@
 import { stoppedReason, takeStopRequest } from './stop-request.js';
 import { relative } from 'node:path';
 import { acquireLock, busyReason, slotsOf } from '../lock/named.js';
+import { liveSlots } from '../lock/live-slots.js';
 import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
-import type { Project } from '../config/load.js';
+import { loadProject, type Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
 import { taskCwd } from '../exec/executor.js';
 import type { ExecContext } from '../exec/context.js';
@@ -241,10 +242,14 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
         signal: ctx.signal,
         ticket: ctx.ticket ?? null,
       };
+      // (a count changed in the config while it waits counts: live-slots.ts)
+      const configPath = ctx.project.configPath;
       const got = await acquireLock(
         ctx.backend.lock,
         def.lock,
-        slotsOf(ctx.project.config.locks, def.lock),
+        liveSlots(configPath, slotsOf(ctx.project.config.locks, def.lock), () =>
+          slotsOf(loadProject({ configPath }).config.locks, def.lock),
+        ),
         owner,
         policy,
         ctx.onWait,

@@ -61,10 +61,15 @@ export function aheadOf(
 /** The waiters ahead in words, read after "held by" (a busy message): the lock may be free this
  * moment, but it is theirs first. */
 export function lineWhy(ahead: readonly LineEntry[]): string {
+  return `no one this moment, but ${lineNext(ahead)}`;
+}
+
+/** "a waiter that came first takes it next: lock run, pid 4712 on build-01" */
+export function lineNext(ahead: readonly LineEntry[]): string {
   const first = ahead[0]!;
   const who = `${first.owner.command}${first.owner.routine ? ` ${first.owner.routine}` : ''}, pid ${first.owner.pid} on ${first.owner.host}`;
-  if (ahead.length === 1) return `no one this moment, but a waiter that came first takes it next: ${who}`;
-  return `no one this moment, but ${ahead.length} waiters that came first take it next: ${who}, and ${ahead.length - 1} more`;
+  if (ahead.length === 1) return `a waiter that came first takes it next: ${who}`;
+  return `${ahead.length} waiters that came first take it next: ${who}, and ${ahead.length - 1} more`;
 }
 
 /** The owner fields a ticket keeps: who, where, doing what. */

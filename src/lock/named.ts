@@ -3,11 +3,15 @@
 // (its own record, heartbeat, generation, reclaim, orphans): a holder takes whichever slot is
 // free, so at most N hold the lock at once, and a dead holder's slot is reclaimed as a dead exec
 // lock holder is. The project exec lock is the name `exec` (key `exec-run`, one slot).
+// (Over 300 lines: a take of a slot, its place in the line and the wait on every slot as the
+// config's count changes are one algorithm.)
 
 import { EXEC_LOCK_NAME } from '../config/types.js';
 import { EXEC_LOCK_KEY, type BusyPolicy, type LockBackend } from './lock-backend.js';
 import type { AcquireResult, Lease, LockOwnerInfo } from './lease.js';
-import { lineWhy, type LineEntry, type LineTicket, type WaitLine } from './line.js';
+import { lineNext, lineWhy, type LineEntry, type LineTicket, type WaitLine } from './line.js';
+import { fixedSlots, type SlotCount } from './live-slots.js';
+import { monotonicMs } from '../clock.js';
 import type { LockRecord } from './record.js';
 import type { LockStatus } from './status.js';
 
@@ -101,12 +105,13 @@ export type NamedAcquireResult =
 export async function acquireLock(
   lock: LockBackend,
   name: string,
-  slots: number,
+  slots: number | SlotCount,
   owner: LockOwnerInfo,
   policy: BusyPolicy & { ticket?: LineTicket | null },
   onWait?: (why: string, holder: LockRecord | null, holders?: LockRecord[]) => void,
 ): Promise<NamedAcquireResult> {
-  const keys = slotKeys(name, slots);
+  const count = typeof slots === 'number' ? fixedSlots(slots) : slots;
+  let keys = slotKeys(name, count.first);
   const { ticket, ...busyPolicy } = policy;
   let mine = ticket ?? null;
   const line = lock.line;
@@ -137,17 +142,78 @@ export async function acquireLock(
   const held: AcquireResult & { ok: false; ahead?: LineEntry[]; holders?: LockRecord[] } =
     notYet === null
       ? allHeld(busy)
-      : { ok: false, reason: 'LOCK_HELD', holder: null, why: lineWhy(notYet), ahead: notYet };
+      : { ok: false, reason: 'LOCK_HELD', holder: null, why: await lineHeldWhy(lock, keys, notYet), ahead: notYet };
   if (busyPolicy.ifBusy !== 'wait') return held;
   // its place in the line from now (none when the line cannot be written: order lost, not the wait)
   const joined = line && !mine ? await line.join(name, owner).catch(() => null) : null;
   mine ??= joined;
   try {
     onWait?.(held.why, held.holder, held.holders);
-    return await waitForAnySlot(lock, keys, owner, turn ? { ...busyPolicy, turn } : busyPolicy);
+    const deadline = busyPolicy.waitTimeoutMs === undefined ? null : monotonicMs() + busyPolicy.waitTimeoutMs;
+    // a wait on the slots the config has now: before each attempt it asks the config again, and
+    // a count that changed ends this round (a slot above a lowered count is never attempted) and
+    // starts one on the new slots
+    for (;;) {
+      const n = keys.length;
+      let latest = n;
+      const changed = new AbortController();
+      const outer = busyPolicy.signal;
+      const onOuter = (): void => changed.abort();
+      outer?.addEventListener('abort', onOuter, { once: true });
+      if (outer?.aborted) changed.abort();
+      const slotTurn = async (): Promise<string | null> => {
+        latest = await count.current();
+        if (latest !== n) {
+          changed.abort();
+          return `the config now has ${latest} slot${latest === 1 ? '' : 's'}`;
+        }
+        return turn ? await turn() : null;
+      };
+      let r: NamedAcquireResult;
+      try {
+        r = await waitForAnySlot(lock, keys, owner, {
+          ...busyPolicy,
+          signal: changed.signal,
+          turn: slotTurn,
+          ...(deadline === null ? {} : { waitTimeoutMs: Math.max(0, deadline - monotonicMs()) }),
+        });
+      } finally {
+        outer?.removeEventListener('abort', onOuter);
+      }
+      if (!r.ok && latest !== n && !outer?.aborted) {
+        keys = slotKeys(name, latest);
+        continue;
+      }
+      // a wait that ended on its turn in the line names the holders too, not "no one"
+      if (!r.ok && r.reason === 'WAIT_TIMEOUT' && r.holder === null && ahead) {
+        const a = await ahead();
+        if (a) return { ...r, why: await lineHeldWhy(lock, keys, a) };
+      }
+      return r;
+    }
   } finally {
     await joined?.leave();
   }
+}
+
+/** Why a newcomer (or a waiter that gave up) is busy while waiters that came first have their
+ * turn: the holders, when the lock is held (one `status` a slot), then who is next; "no one this
+ * moment" only when it is free. */
+async function lineHeldWhy(lock: LockBackend, keys: readonly string[], ahead: LineEntry[]): Promise<string> {
+  let held: LockStatus[] = [];
+  try {
+    held = (await Promise.all(keys.map((k) => lock.status(k)))).filter((s) => s.state === 'held' && s.holder);
+  } catch {
+    // (a look that fails names the line alone)
+  }
+  if (held.length === 0) return lineWhy(ahead);
+  const slots =
+    keys.length === 1
+      ? ''
+      : held.length === keys.length
+        ? ` (all ${keys.length} slots)`
+        : ` (${held.length} of ${keys.length} slots)`;
+  return `${held.map((s) => s.holder).join(', and ')}${slots}; then ${lineNext(ahead)}`;
 }
 
 /** null when it is this waiter's turn (`mine`; a newcomer's when null): no live waiter of

@@ -3,10 +3,10 @@
 // SIGKILLed gives its slot back at once with its command's group ended; a holder stopped past its
 // TTL loses its slot and says `lock lost`; every slot's generation only rises.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
+import { CLI, eventually, processRuns, runCli, sleep, startCli, type Spawned } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { overlapping, spansOf } from '../helpers/spans.js';
 import { testdir, testProject } from '../helpers/testdir.js';
@@ -119,6 +119,94 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     expect(waiter.stdout()).toBe('in agents\n');
     writeGo(s);
     await second.exited;
+  });
+
+  it('slots lowered while a waiter waits: it takes no slot above the new count; raised: it takes the new slot at once', async () => {
+    const s = await setup(backend);
+    const config = (slots: number): void =>
+      writeFileSync(
+        join(s.project, 'routinely.json'),
+        JSON.stringify({ ...readConfig(s), locks: { agents: { slots } } }),
+      );
+    const a = lockRun(s, ['--lock', 'agents'], 'a');
+    await a.waitFor(/holding a agents/);
+    const b = startCli(
+      ['lock', 'run', '--lock', 'agents', '--', 'sh', '-c', 'while [ ! -e go-b ]; do sleep 0.05; done'],
+      {
+        cwd: s.project,
+        env: s.env,
+        timeoutMs: 60_000,
+      },
+    );
+    await eventually(async () => (await slotsHeld(s)).length === 2, 15_000, 'both slots held');
+    // the waiter's command says which slot its process holds
+    const w = startCli(
+      [
+        'lock',
+        'run',
+        '--lock',
+        'agents',
+        '--if-busy',
+        'wait',
+        '--',
+        'sh',
+        '-c',
+        `'${process.execPath}' '${CLI}' lock status --lock agents --json > w-status.json`,
+      ],
+      { cwd: s.project, env: s.env, timeoutMs: 60_000 },
+    );
+    await w.waitFor(/waiting for the agents lock/);
+    config(1);
+    writeFileSync(join(s.project, 'go-b'), '');
+    expect((await b.exited).code).toBe(0);
+    // slot 2 is free now, above the count: the waiter had this second to take it (it did, with
+    // the count it started with), and must wait for slot 1
+    await sleep(1000);
+    writeGo(s);
+    expect((await a.exited).code).toBe(0);
+    expect((await w.exited).code, w.stderr()).toBe(0);
+    const seen = JSON.parse(readFileSync(join(s.project, 'w-status.json'), 'utf8')) as {
+      slot_status: { slot: number; state: string; record: { owner: { pid: number } } | null }[];
+    };
+    expect(seen.slot_status.find((x) => x.record?.owner.pid === w.pid)?.slot).toBe(1);
+    // raised while one waits: it takes the new slot while slot 1's holder goes on
+    rmSync(join(s.project, 'go'));
+    const c = lockRun(s, ['--lock', 'agents'], 'c');
+    await c.waitFor(/holding c agents/);
+    const v = startCli(['lock', 'run', '--lock', 'agents', '--if-busy', 'wait', '--', 'echo', 'v in'], {
+      cwd: s.project,
+      env: s.env,
+      timeoutMs: 60_000,
+    });
+    await v.waitFor(/waiting for the agents lock/);
+    config(2);
+    expect((await v.exited).code, v.stderr()).toBe(0);
+    expect(v.stdout()).toBe('v in\n');
+    expect(c.child.exitCode, 'slot 1 is still held').toBeNull();
+    writeGo(s);
+    await c.exited;
+  });
+
+  it('a newcomer turned away while a waiter came first names the holder, then the waiter (not "held by no one")', async () => {
+    const s = await setup(backend);
+    const holder = lockRun(s, ['--lock', 'db'], 'h');
+    await holder.waitFor(/holding h db/);
+    const waiter = startCli(['lock', 'run', '--lock', 'db', '--if-busy', 'wait', '--', 'true'], {
+      cwd: s.project,
+      env: s.env,
+      timeoutMs: 60_000,
+    });
+    await waiter.waitFor(/waiting for the db lock/);
+    const busy = await runCli(['lock', 'run', '--lock', 'db', '--', 'true'], { cwd: s.project, env: s.env });
+    expect(busy.code).toBe(75);
+    expect(busy.stderr).toMatch(
+      new RegExp(
+        `^db busy: held by pid ${holder.pid} on \\S+ \\(lock run\\), heartbeat \\d+s ago; then a waiter that came first takes it next: lock run, pid ${waiter.pid} on `,
+      ),
+    );
+    writeGo(s);
+    expect((await waiter.exited).code).toBe(0);
+    await holder.exited;
   });
 
   it("a slot holder SIGKILLed: its slot is taken at once by the next, its command's group ended; generations only rise", async () => {
@@ -272,6 +360,19 @@ describe.each(backends)('named locks, %s backend', (backend) => {
   );
 });
 
+/** The config as the test wrote it. */
+function readConfig(s: Setup): object {
+  return JSON.parse(readFileSync(join(s.project, 'routinely.json'), 'utf8')) as object;
+}
+
+/** The slots of agents held now. */
+async function slotsHeld(s: Setup): Promise<number[]> {
+  const st = JSON.parse(
+    (await runCli(['lock', 'status', '--lock', 'agents', '--json'], { cwd: s.project, env: s.env })).stdout,
+  ) as { slot_status: { slot: number; state: string }[] };
+  return st.slot_status.filter((x) => x.state === 'held').map((x) => x.slot);
+}
+
 /** Lets the holders' commands finish (they run in the project folder). */
 function writeGo(s: Setup): void {
   writeFileSync(join(s.project, 'go'), '');
@@ -419,7 +520,7 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
       expect(said).not.toMatch(/skipped r\d: exec busy/);
       // the other scheduler's tick was met (holding the lock, or queued ahead in its line), and waited for
       expect(said).toMatch(
-        /\[routine\] waiting r\d: exec busy \(held by (routine r\d |no one this moment, but a waiter that came first takes it next: routine r\d, pid \d+ on h\d)/,
+        /\[routine\] waiting r\d: exec busy \(held by (routine r\d |pid \d+ on h\d \(routine r\d, run r-\S+\), heartbeat \d+s ago; then a waiter that came first takes it next: routine r\d, pid \d+ on h\d\)|no one this moment, but a waiter that came first takes it next: routine r\d, pid \d+ on h\d)/,
       );
       // one at a time under the exec lock, across both hosts
       const all = ids.flatMap((id) =>
