@@ -121,6 +121,11 @@ const LOCK_NAME_WORDS =
   'lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock';
 
 const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+/** "a string", "an array", "an object", "null" */
+const aTypeName = (v: unknown): string => {
+  const t = typeName(v);
+  return t === 'null' ? t : /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`;
+};
 
 /** Turns zod issues into our messages: path, bad value, what is allowed. */
 function zodIssues(
@@ -163,7 +168,7 @@ function zodIssues(
           );
           message =
             wanted.length > 0
-              ? `${showValue(value)} is a ${typeName(value)}; expected ${wanted.join(' or ')}`
+              ? `${showValue(value)} is ${aTypeName(value)}; expected ${wanted.join(' or ')}`
               : `${showValue(value)}: ${issue.message}`;
           break;
         }
@@ -173,7 +178,7 @@ function zodIssues(
               ? `is required (${issue.expected})`
               : typeof value === 'number' && !Number.isFinite(value)
                 ? `is ${showValue(value)}`
-                : `${showValue(value)} is a ${typeName(value)}; expected ${issue.expected}`;
+                : `${showValue(value)} is ${aTypeName(value)}; expected ${issue.expected}`;
           break;
         case 'unrecognized_keys': {
           const allowed = allowedKeysAt(issue.path, inTaskFile);

@@ -205,6 +205,15 @@ describe('validateConfig', () => {
     ]);
   });
 
+  it('a value of the wrong type is named with its article: "an array", "an object", "null"', () => {
+    expect(problems({ locks: { a: [], b: { slots: '3' } }, routines: [routine({ id: 'x', notify: null })] })).toEqual(
+      expect.arrayContaining([
+        'locks.a: [] is an array; expected object',
+        'locks.b.slots: "3" is a string; expected number',
+      ]),
+    );
+  });
+
   it('"exclusive": false only for command routines, and then without ifBusy; routine run\'s busy default follows the routine\'s own ifBusy', () => {
     expect(
       problems({
