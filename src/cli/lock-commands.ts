@@ -43,6 +43,9 @@ export interface LockSource extends AsyncDisposable {
   stateDir: string;
 }
 
+/** A lock's slots in the config as it is now (throws when it does not validate). */
+export type SlotsNow = (configPath: string, name: string) => Promise<number>;
+
 /** How `use` gets its source when the cache cannot answer: `run` validates the config; `view`
  * (lock status) also shows the lock of a project whose config is invalid. */
 export type FreshLockSource = (g: GlobalOptions, use: 'run' | 'view') => Promise<LockSource>;
@@ -116,6 +119,7 @@ export async function lockRun(
   g: GlobalOptions,
   fresh: FreshLockSource | null = null,
   env: NodeJS.ProcessEnv = process.env,
+  slotsNow: SlotsNow | null = null,
 ): Promise<number | null> {
   const policy = busyPolicy(flags, 'fail');
   const name = lockNameOf(flags.lock);
@@ -130,9 +134,9 @@ export async function lockRun(
     got = await acquireLock(
       source.lock,
       name,
-      liveSlots(configPath, source.slots(name), async () =>
-        (await import('./config-slots.js')).configuredSlots(configPath, name),
-      ),
+      // the config asked again while it waits (the full path hands the reader in: the cache's
+      // path has no config loader, and waits only on the exec lock, which has one slot)
+      slotsNow ? liveSlots(configPath, source.slots(name), () => slotsNow(configPath, name)) : source.slots(name),
       owner,
       { ...policy, signal: stop.signal },
       waitNotice(policy, name),

@@ -162,7 +162,11 @@ Examples:
     .action(
       act(
         async (cmd: string[], opts) =>
-          (await (await load.lock()).lockRun(cmd, opts, globals(), freshLock)) ?? ExitCode.FAILED,
+          (await (
+            await load.lock()
+          ).lockRun(cmd, opts, globals(), freshLock, process.env, async (path, name) =>
+            (await import('./config-slots.js')).configuredSlots(path, name),
+          )) ?? ExitCode.FAILED,
       ),
     );
   lock
