@@ -321,16 +321,18 @@ function cronDays(schedule: string): { schedule: string; note?: string } | { ref
 }
 
 /** cron's `%`: an unescaped one ends the command (the rest is its standard input, each further
- * `%` a newline); `\%` is a plain `%`. The first is refused by name, the second carried. */
+ * `%` a newline); `\%` is a plain `%`, `\\` a plain `\`. The first is refused by name, the
+ * others carried as the shell then gets them. */
 function cronCommand(text: string): { run: string } | { refused: string } {
-  // as cron reads it (do_command.c): a backslash escapes the next character, whatever it is, and
-  // only `\%` loses its backslash — so in `\\%` the second backslash is the escaped one and
-  // the `%` ends the command
+  // as Debian's cron hands the command to the shell (measured beside the daemon: `x='a\\b'` is 3
+  // characters, `x='a\\\%b'` 4): a backslash escapes the next character; before `%` or another
+  // backslash it is dropped, before anything else kept — so in `\\%` the second backslash is
+  // the escaped one and the `%` ends the command
   let run = '';
   let escaped = false;
   for (const c of text) {
     if (escaped) {
-      run = c === '%' ? `${run.slice(0, -1)}%` : run + c;
+      run = c === '%' || c === '\\' ? `${run.slice(0, -1)}${c}` : run + c;
       escaped = false;
     } else if (c === '\\') {
       run += c;

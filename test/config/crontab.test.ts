@@ -126,8 +126,24 @@ describe('import-crontab', () => {
   // found by a fault pass beside the cron daemon (Debian cron 3.0pl1): each ran differently there
   it("\\\\% is a backslash and then cron's %: refused, as cron ends the command there; \\% alone is a plain %", () => {
     const r = imported('* * * * * echo a\\\\%b; touch /tmp/after\n* * * * * echo a\\%b\n* * * * * echo a\\\\\\%b\n');
-    expect(r.config.routines.map((x) => x.run)).toEqual(['echo a%b', 'echo a\\\\%b']);
+    expect(r.config.routines.map((x) => x.run)).toEqual(['echo a%b', 'echo a\\%b']);
     expect(r.notes).toEqual([expect.stringMatching(/^crontab:1: not carried: an unescaped %/)]);
+  });
+
+  it('\\\\ reaches the shell as one backslash, \\% as %, any other backslash as it is (measured beside the daemon: the lengths cron gave)', () => {
+    // crontab text → what cron's shell got (x='a\\b' in a crontab was 3 characters long there)
+    const cases: [string, string][] = [
+      ["x='a\\b'", "x='a\\b'"],
+      ["x='a\\\\b'", "x='a\\b'"],
+      ["x='a\\\\\\\\b'", "x='a\\\\b'"],
+      ["x='a\\%b'", "x='a%b'"],
+      ["x='a\\\\\\%b'", "x='a\\%b'"],
+      ["x='a\\\\\\\\\\%b'", "x='a\\\\%b'"],
+      ["x='a\\\\'", "x='a\\'"],
+      ["x='a\\\\\\b'", "x='a\\\\b'"],
+    ];
+    const r = imported(cases.map(([line]) => `* * * * * ${line}\n`).join(''));
+    expect(r.config.routines.map((x) => x.run)).toEqual(cases.map(([, run]) => run));
   });
 
   it('a CRON_TZ this machine does not know: said, and the jobs under it not carried (no unexpected error); :Area/City is a zone', () => {
