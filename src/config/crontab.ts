@@ -69,6 +69,11 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   ];
   const locks: LockEntry[] = [];
   const entries: Entry[] = [];
+  // per lock: its jobs that took the file shared (flock -s), and whether any took it exclusive
+  const sharing = new Map<
+    string,
+    { shared: { entry: Entry & { routine: Routine }; where: string }[]; exclusive: boolean }
+  >();
   const env: Record<string, string> = {};
   let timezone: string | undefined;
   let badZone: string | null = null;
@@ -122,6 +127,12 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
         timezone = zone === '' ? undefined : zone;
         badZone = zone !== '' && !isValidTimezone(zone) ? zone : null;
         if (badZone) notes.push(`${where}: CRON_TZ=${value}: not a time zone this machine knows (tz database)`);
+        else if (zone !== '' && !headNoted.has(name)) {
+          headNoted.add(name);
+          const text = `CRON_TZ=${value}: cronie runs the jobs below it in that zone, and so do these routines ("timezone"); Debian's cron ignores CRON_TZ (it ran them in its own zone): if this crontab ran there, remove "timezone" from them to keep their times.`;
+          head.push(text);
+          notes.push(`${where}: ${text}`);
+        }
       } else if (name === 'RANDOM_DELAY') {
         const text = `RANDOM_DELAY=${value}: cronie's random delay in minutes is "jitterSeconds" in routinely (per routine, in seconds); not set here.`;
         head.push(text);
@@ -148,7 +159,13 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       );
       return;
     }
-    const days = cronDays(job.schedule);
+    const grammar = cronGrammar(job.schedule);
+    if ('refused' in grammar) {
+      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${grammar.refused}`);
+      return;
+    }
+    if (grammar.note) notes.push(`${where}: ${grammar.note}`);
+    const days = cronDays(grammar.schedule);
     if ('refused' in days) {
       notCarried(`schedule ${JSON.stringify(job.schedule)}: ${days.refused}`);
       return;
@@ -169,6 +186,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       comments.push(
         `ran as ${job.user} (the user column of a system crontab): routinely runs it as the scheduler's user`,
       );
+    if (grammar.note) comments.push(grammar.note);
     if (days.note) {
       comments.push(days.note);
       notes.push(`${where}: ${days.note}`);
@@ -203,8 +221,46 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       }
     }
     if (Object.keys(env).length > 0) routine.env = { ...env };
-    entries.push({ comments, routine });
+    const background = backgroundOf(unwrapped.run);
+    if (background) {
+      const text = `${background}: under cron it went on after the job ended; routinely ends what a command leaves running in its process group and session when the command exits (docs/lock.md, rule 11), so start it with setsid (a session of its own) if it must outlive the job`;
+      comments.push(text);
+      notes.push(`${where}: ${text}`);
+    }
+    const entry = { comments, routine };
+    entries.push(entry);
+    if (routine.lock !== undefined) {
+      const s = sharing.get(routine.lock) ?? { shared: [], exclusive: false };
+      if (unwrapped.shared) s.shared.push({ entry, where });
+      else s.exclusive = true;
+      sharing.set(routine.lock, s);
+    }
   });
+  // flock -s: holders of a shared lock never exclude each other. A file every job took shared
+  // is no lock at all; one also taken exclusive is carried as a lock taken in turn (routinely has
+  // no shared locks), said
+  for (const [name, s] of sharing) {
+    if (s.shared.length === 0) continue;
+    for (const { entry, where } of s.shared) {
+      const text = s.exclusive
+        ? `flock -s (shared): routinely has no shared locks, so it takes "${name}" in turn with every other job on it; under cron it ran beside the other shared ones`
+        : `flock -s (shared) on every job of this lock file: they never excluded each other, so it takes no lock ("exclusive": false), as under cron they ran side by side`;
+      if (!s.exclusive) {
+        delete entry.routine.lock;
+        delete entry.routine.ifBusy;
+        delete entry.routine.waitTimeoutSeconds;
+        entry.routine.exclusive = false;
+        entry.comments = entry.comments.filter((c) => !c.startsWith('takes the named lock'));
+      }
+      entry.comments.push(text);
+      notes.push(`${where}: ${text}`);
+    }
+    if (!s.exclusive)
+      locks.splice(
+        locks.findIndex((l) => l.name === name),
+        1,
+      );
+  }
   if (pending.length > 0) entries.push({ comments: pending, routine: null });
   const count = entries.filter((e) => e.routine).length;
   if (count === 0) notes.push(`${o.source}: no job to import`);
@@ -284,6 +340,53 @@ function splitJob(line: string, system: boolean): { schedule: string; user: stri
   const words = m[1]!.trim().split(/\s+/);
   const user = system ? words.pop()! : null;
   return { schedule: words.join(' '), user, command: m[2]!.trim() };
+}
+
+/** cron's nicknames: lowercase only (`@HOURLY` is a syntax error to it). */
+const CRON_NICKNAMES = ['@reboot', '@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'];
+/** One item of a cron field as Vixie cron reads it: `*`, a number or a name, a range of them, a
+ * step. */
+const CRON_ITEM = /^(\*|([0-9]+|[a-z]{3})(-([0-9]+|[a-z]{3}))?)(\/[0-9]+)?$/;
+/** croner's additions: `?`, a leading `+`, `#n` (left after a day of week's is dropped), `L`,
+ * `5L`, `L-3`, `LW`, `15W`. */
+const CRONER_ONLY = /[?+#]|^[0-9]*lw?$|^l-[0-9]+$|^[0-9]+w$/i;
+
+/** The schedule as cron's own grammar has it (measured beside Debian's daemon): croner's
+ * additions cron refuses (`L`, `W`, `?`, a leading `+`, an uppercase nickname) are not carried —
+ * cron ignores the whole file then, so the job never ran — and `#n` after a day of week, which
+ * cron reads past (`MON#2` ran every Monday), is dropped with a note, so the routine runs on the
+ * days cron ran it. */
+function cronGrammar(schedule: string): { schedule: string; note?: string } | { refused: string } {
+  const trimmed = schedule.trim();
+  if (trimmed.startsWith('@'))
+    return CRON_NICKNAMES.includes(trimmed)
+      ? { schedule }
+      : {
+          refused: `cron knows no nickname ${trimmed} (they are lowercase: ${CRON_NICKNAMES.join(', ')}), and ignores the whole file for it, so this job never ran`,
+        };
+  const fields = trimmed.split(/\s+/);
+  if (fields.length !== 5) return { schedule };
+  const dropped: string[] = [];
+  for (const [i, field] of fields.entries()) {
+    const items = field.split(',').map((item) => {
+      const nth = i === 4 ? /^(.*)#[0-9]+$/.exec(item) : null;
+      if (nth) dropped.push(item);
+      return nth ? nth[1]! : item;
+    });
+    // (anything else malformed is named by the schedule check below, in its own words)
+    const odd = items.find((item) => !CRON_ITEM.test(item.toLowerCase()) && CRONER_ONLY.test(item));
+    if (odd !== undefined)
+      return {
+        refused: `"${odd}" is not cron syntax (cron reads numbers, three-letter names, *, -, / and ,; L, W, ? and + are croner's), and cron ignores the whole file for it, so this job never ran`,
+      };
+    fields[i] = items.join(',');
+  }
+  if (dropped.length === 0) return { schedule };
+  const carried = fields.join(' ');
+  return {
+    schedule: carried,
+    note: `${dropped.join(', ')}: cron reads past "#n" and ran it on every such day, so it is carried as "${carried}" (croner's #n would run only the nth one of the month)`,
+  };
 }
 
 /** cron's day names as numbers (Sunday 0, as Vixie cron reads a range). */
@@ -398,11 +501,18 @@ function shellWords(text: string, count: number): Word[] {
 /** `flock [-n|-w S|…] LOCK CMD…` and `flock … LOCK -c 'CMD'` at the start of a command: the
  * wrapper goes (its lock file becomes a named lock), the command stays as written. `waitSeconds`:
  * undefined for -n (skip when held), null for a blocking flock, S for -w S. */
-function dropFlock(run: string): { run: string; lockFile?: string; wrapper?: string; waitSeconds?: number | null } {
+function dropFlock(run: string): {
+  run: string;
+  lockFile?: string;
+  wrapper?: string;
+  waitSeconds?: number | null;
+  shared?: boolean;
+} {
   const words = shellWords(run, 32);
   if (words.length < 3 || !/(^|\/)flock$/.test(words[0]!.value)) return { run };
   let i = 1;
   let nonblock = false;
+  let shared = false;
   let wait: number | null = null;
   for (; i < words.length; i++) {
     const w = words[i]!.value;
@@ -419,6 +529,9 @@ function dropFlock(run: string): { run: string; lockFile?: string; wrapper?: str
     } else if (w === '-E' || w === '--conflict-exit-code') i++;
     else if (/^-[sxeonuF]+$/.test(w) || ['--shared', '--exclusive', '--close', '--no-fork', '--verbose'].includes(w)) {
       if (w.includes('n') && w.startsWith('-') && !w.startsWith('--')) nonblock = true;
+      // the last of -s / -x decides, as flock(1) reads them
+      if (w === '--shared' || (!w.startsWith('--') && w.includes('s'))) shared = true;
+      if (w === '--exclusive' || (!w.startsWith('--') && w.includes('x'))) shared = false;
     } else return { run }; // an option we do not know: leave the command as it is
   }
   const lock = words[i];
@@ -433,8 +546,19 @@ function dropFlock(run: string): { run: string; lockFile?: string; wrapper?: str
     command = run.slice(lock.end).trim();
   }
   const wrapper = printable(run.slice(0, run.length - run.slice(lock.end).length).trim());
-  if (nonblock || wait === 0) return { run: command, lockFile: lock.value, wrapper };
-  return { run: command, lockFile: lock.value, wrapper, waitSeconds: wait };
+  const share = shared ? { shared } : {};
+  if (nonblock || wait === 0) return { run: command, lockFile: lock.value, wrapper, ...share };
+  return { run: command, lockFile: lock.value, wrapper, waitSeconds: wait, ...share };
+}
+
+/** What of a command leaves work running after it exits, as cron let it (`… &`, `nohup …`);
+ * null for none. (`setsid` leaves the session: routinely does not end it either.) */
+function backgroundOf(run: string): string | null {
+  const text = run.trim();
+  if (/(^|[^&])&$/.test(text)) return 'a command that ends with & (its work left running in the background)';
+  if (/(^|[;&|(\s])nohup\s/.test(text) && !/(^|[;&|(\s])setsid\s/.test(text))
+    return 'nohup (work meant to outlive the job)';
+  return null;
 }
 
 /** A routine id from the command: the program's name (`/usr/local/bin/backup.sh --full` →

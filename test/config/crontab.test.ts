@@ -93,6 +93,10 @@ describe('import-crontab', () => {
       ),
       expect.stringMatching(/^crontab:13: not carried: @reboot runs at boot/),
       expect.stringMatching(/^crontab:15: not carried: an unescaped %/),
+      // cronie's meaning carried, Debian's said (it ignores CRON_TZ)
+      expect.stringMatching(
+        /^crontab:18: CRON_TZ=Europe\/Paris: cronie runs the jobs below it in that zone, .*Debian's cron ignores CRON_TZ/,
+      ),
     ]);
     expect(r.text).toMatch(/^ {2}\/\/ MAILTO=ops@example\.com: routinely sends no mail/m);
     // the crontab's own comment stays above its job
@@ -130,6 +134,80 @@ describe('import-crontab', () => {
     expect(r.notes).toEqual([expect.stringMatching(/^crontab:1: not carried: an unescaped %/)]);
   });
 
+  it("croner's additions cron refuses (L, W, ?, +, an uppercase nickname) are not carried; #n after a day of week is dropped, as cron ran the job on every such day", () => {
+    const r = imported(
+      [
+        '0 0 L * * last',
+        '0 0 1W * * weekday',
+        '0 0 ? * 1 q',
+        '0 0 * * +1 plus',
+        '@HOURLY upper',
+        '0 9 * * MON#2 second',
+        '0 9 * * mon-fri#1,sun weekdays',
+        '@hourly lower',
+      ].join('\n') + '\n',
+    );
+    expect(r.config.routines.map((x) => [x.run, x.schedule])).toEqual([
+      ['second', '0 9 * * MON'],
+      ['weekdays', '0 9 * * mon-fri,sun'],
+      ['lower', '@hourly'],
+    ]);
+    const notes = r.notes.join('\n');
+    for (const [line, item] of [
+      [1, 'L'],
+      [2, '1W'],
+      [3, '\\?'],
+      [4, '\\+1'],
+    ] as const)
+      expect(notes).toMatch(
+        new RegExp(
+          `crontab:${line}: not carried: schedule "[^"]+": "${item}" is not cron syntax .*cron ignores the whole file for it`,
+        ),
+      );
+    expect(notes).toMatch(
+      /crontab:5: not carried: schedule "@HOURLY": cron knows no nickname @HOURLY \(they are lowercase/,
+    );
+    expect(notes).toMatch(
+      /crontab:6: MON#2: cron reads past "#n" and ran it on every such day, so it is carried as "0 9 \* \* MON"/,
+    );
+  });
+
+  it('flock -s: a lock file every job took shared is no lock (they ran side by side); one also taken exclusive is taken in turn, said', () => {
+    const r = imported(
+      [
+        '* * * * * flock -s /tmp/sh.lock one',
+        '* * * * * flock --shared /tmp/sh.lock two',
+        '* * * * * flock -sn /tmp/mx.lock three',
+        '* * * * * flock /tmp/mx.lock four',
+      ].join('\n') + '\n',
+    );
+    expect(r.config.routines.map((x) => [x.run, x.lock ?? null, x.exclusive ?? null])).toEqual([
+      ['one', null, false],
+      ['two', null, false],
+      ['three', 'mx', null],
+      ['four', 'mx', null],
+    ]);
+    expect(Object.keys(r.config.locks ?? {})).toEqual(['mx']);
+    expect(r.notes).toEqual([
+      expect.stringMatching(
+        /^crontab:1: flock -s \(shared\) on every job of this lock file: they never excluded each other/,
+      ),
+      expect.stringMatching(/^crontab:2: flock -s \(shared\) on every job/),
+      expect.stringMatching(/^crontab:3: flock -s \(shared\): routinely has no shared locks, so it takes "mx" in turn/),
+    ]);
+  });
+
+  it('a command that leaves work in the background (& at its end, nohup) is said: routinely ends what it leaves running, setsid keeps it', () => {
+    const r = imported(
+      '* * * * * (sleep 5; touch done) >/dev/null 2>&1 &\n* * * * * nohup ./serve.sh\n* * * * * setsid nohup ./d\n* * * * * a && b\n',
+    );
+    expect(r.config.routines).toHaveLength(4);
+    expect(r.notes).toEqual([
+      expect.stringMatching(/^crontab:1: a command that ends with & .*start it with setsid/),
+      expect.stringMatching(/^crontab:2: nohup \(work meant to outlive the job\)/),
+    ]);
+  });
+
   it('\\\\ reaches the shell as one backslash, \\% as %, any other backslash as it is (measured beside the daemon: the lengths cron gave)', () => {
     // crontab text → what cron's shell got (x='a\\b' in a crontab was 3 characters long there)
     const cases: [string, string][] = [
@@ -152,6 +230,7 @@ describe('import-crontab', () => {
     expect(r.notes).toEqual([
       'crontab:1: CRON_TZ=Europe/Berln: not a time zone this machine knows (tz database)',
       'crontab:2: not carried: CRON_TZ=Europe/Berln (above it) is not a time zone this machine knows: give it an IANA zone such as Europe/Berlin',
+      expect.stringMatching(/^crontab:3: CRON_TZ=:Europe\/Berlin: cronie runs the jobs below it in that zone/),
     ]);
   });
 
