@@ -80,8 +80,14 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   const seen = new Set<string>();
   const headNoted = new Set<string>();
   let pending: string[] = [];
+  if (input.includes('\r\n'))
+    notes.push(
+      `${o.source}: CRLF line ends: cron keeps the carriage return in each line (a command's last word ends with it, so those jobs likely failed under cron); carried without it`,
+    );
   const lines = input.replace(/\r\n/g, '\n').split('\n');
-  if (lines.at(-1) === '') lines.pop();
+  // cron ignores a file whose last line has no newline (crontab(1) refuses to install it)
+  const unended = lines.at(-1) !== '';
+  if (!unended) lines.pop();
   lines.forEach((raw, index) => {
     const where = `${o.source}:${index + 1}`;
     const notCarried = (why: string): void => {
@@ -98,10 +104,21 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       pending.push(printable(line.replace(/^#\s?/, '')));
       return;
     }
+    if (unended && index === lines.length - 1) {
+      notCarried(
+        'the last line of the file has no newline at its end: cron ignores the whole file for it (crontab(1) refuses to install it), so this job never ran; end the file with a newline',
+      );
+      return;
+    }
     const assignment = ENV_LINE.exec(raw);
     if (assignment && !/^[\d*@]/.test(line)) {
       const name = assignment[1]!;
-      const value = unquote(assignment[2]!.trim());
+      const read = envValue(assignment[2]!);
+      if ('refused' in read) {
+        notCarried(`${name}=${assignment[2]!.trim()}: ${read.refused}`);
+        return;
+      }
+      const value = read.value;
       pending = [];
       if (name === 'MAILTO' || name === 'MAILFROM') {
         if (!headNoted.has(name)) {
@@ -628,9 +645,21 @@ function uniqueId(id: string, seen: Set<string>): string {
 }
 
 /** cron's value quoting: a value in matching single or double quotes loses them. */
-function unquote(value: string): string {
-  const m = /^(['"])(.*)\1$/.exec(value);
-  return m ? m[2]! : value;
+/** An environment line's value as cron reads it (measured beside Debian's daemon): in quotes,
+ * what is between them with its trailing blanks dropped; nothing may follow the closing quote,
+ * and an empty unquoted value or an unterminated quote is a syntax error, for which cron ignores
+ * the whole file. */
+function envValue(raw: string): { value: string } | { refused: string } {
+  const v = raw.trim();
+  const whole = 'cron ignores the whole file for it, so none of its jobs ran';
+  if (v === '') return { refused: `an empty value needs quotes (NAME=""): ${whole}` };
+  const q = v[0]!;
+  if (q !== '"' && q !== "'") return { value: v };
+  const close = v.indexOf(q, 1);
+  if (close === -1) return { refused: `its ${q} is never closed: ${whole}` };
+  if (close !== v.length - 1)
+    return { refused: `text after its closing ${q} (cron has no escapes inside quotes): ${whole}` };
+  return { value: v.slice(1, -1).replace(/\s+$/, '') };
 }
 
 /** A crontab line inside a // comment: control characters (and the line separators some

@@ -275,7 +275,7 @@ describe('import-crontab', () => {
         '* * * * * ./a.sh three',
         '* * * * * nice -n 10 python3 /opt/etl/load.py',
         '* * * * * $HOME/bin/x',
-      ].join('\n'),
+      ].join('\n') + '\n',
     );
     expect(r.config.routines.map((x) => [x.id, x.run])).toEqual([
       ['flock', 'flock --unknown-option /tmp/l cmd'],
@@ -295,11 +295,37 @@ describe('import-crontab', () => {
     expect(r.text).toContain('@reboot x\\x1b[2J');
   });
 
-  it('CRLF line ends and a last line without a newline', () => {
+  it('CRLF line ends (carried without the CR cron kept, said) and a last line without a newline (cron ignores the file: not carried, said)', () => {
     const r = imported('A=1\r\n0 1 * * * echo one\r\n0 2 * * * echo two');
-    expect(r.config.routines.map((x) => [x.run, x.env])).toEqual([
-      ['echo one', { A: '1' }],
-      ['echo two', { A: '1' }],
+    expect(r.config.routines.map((x) => [x.run, x.env])).toEqual([['echo one', { A: '1' }]]);
+    expect(r.notes).toEqual([
+      expect.stringMatching(/^crontab: CRLF line ends: cron keeps the carriage return/),
+      expect.stringMatching(
+        /^crontab:3: not carried: the last line of the file has no newline at its end: cron ignores the whole file/,
+      ),
+    ]);
+  });
+
+  it('environment lines cron refuses (an empty unquoted value, an unclosed quote, text after the closing quote) are not carried; a quoted value loses its trailing blanks, as cron reads it', () => {
+    const r = imported(
+      [
+        'A=',
+        'B="unterminated',
+        'C="a"b',
+        "D='it''s'",
+        'E="x \\"y\\""',
+        'F=" lead and trail "',
+        'G=""',
+        '* * * * * job',
+      ].join('\n') + '\n',
+    );
+    expect(r.config.routines.map((x) => x.env)).toEqual([{ F: ' lead and trail', G: '' }]);
+    expect(r.notes).toEqual([
+      expect.stringMatching(/^crontab:1: not carried: A=: an empty value needs quotes/),
+      expect.stringMatching(/^crontab:2: not carried: B="unterminated: its " is never closed/),
+      expect.stringMatching(/^crontab:3: not carried: C="a"b: text after its closing "/),
+      expect.stringMatching(/^crontab:4: not carried: D='it''s': text after its closing '/),
+      expect.stringMatching(/^crontab:5: not carried: E="x \\"y\\"": text after its closing "/),
     ]);
   });
 });
@@ -315,7 +341,7 @@ describe('import-crontab: locks and ids (SPEC §4.16, §10)', () => {
         '*/10 * * * * flock -w 30 /tmp/DB.lck ./vacuum.sh',
         '* * * * * /usr/bin/flock -n /run/exec ./e.sh',
         '* * * * * ./bare.sh',
-      ].join('\n'),
+      ].join('\n') + '\n',
     );
     expect(r.config.locks).toEqual({
       app: { slots: 1 },
@@ -349,7 +375,7 @@ describe('import-crontab: locks and ids (SPEC §4.16, §10)', () => {
         '* * * * * cd /srv/app && [ -x bin/report ] && nice -n 10 timeout 60 bin/report --all',
         '* * * * * test -f /etc/enabled && LANG=C ./scripts/cleanup.sh',
         '* * * * * [[ -d /srv ]] && timeout 5m /usr/local/bin/warm-cache',
-      ].join('\n'),
+      ].join('\n') + '\n',
     );
     expect(r.config.routines.map((x) => x.id)).toEqual(['report', 'cleanup', 'warm-cache']);
   });
