@@ -184,6 +184,16 @@ export async function acquireLock(
         keys = slotKeys(name, latest);
         continue;
       }
+      // a slot taken in the moment the count was lowered (the config changed between the look
+      // and the take) is above the count now: given back, and the wait goes on below it
+      if (r.ok && r.slot > 1) {
+        const now = await count.current();
+        if (r.slot > now) {
+          await r.lease.release();
+          keys = slotKeys(name, now);
+          continue;
+        }
+      }
       // a wait that ended on its turn in the line names the holders too, not "no one"
       if (!r.ok && r.reason === 'WAIT_TIMEOUT' && r.holder === null && ahead) {
         const a = await ahead();

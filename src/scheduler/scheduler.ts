@@ -297,7 +297,9 @@ export class Scheduler {
         const now: ClockReading = { wall: this.clock.now(), mono: this.clock.monotonic() };
         const back = backwardStep(before, now);
         const forward = back > 0 ? 0 : forwardStep(before, now);
-        if (back > 0) this.steppedBack(before.wall, now.wall, back);
+        // (the step happened between the two readings: on the new clock, the last reading was
+        // at `now.wall` less the time the monotonic clock says passed since)
+        if (back > 0) this.steppedBack(before.wall, now.wall - Math.max(0, now.mono - before.mono), back);
         else if (forward > 0) this.steppedForward(before, now, forward);
         before = now;
         if (this.cacheAt !== null && now.wall >= this.cacheAt) this.writeCache();
@@ -389,13 +391,15 @@ export class Scheduler {
   }
 
   /** After a backward step, every routine fires on its schedule in the new time at once; the
-   * times dealt with before the step are covered and never fire again (SPEC §6). */
-  private steppedBack(beforeMs: number, nowMs: number, stepMs: number): void {
-    this.covered = coverAfterStep(this.covered, this.epochStart, beforeMs, nowMs);
-    this.epochStart = nowMs;
+   * times dealt with before the step are covered and never fire again (SPEC §6). `sinceMs`: the
+   * last reading before the step, on the new clock — a time after it that is due by the time the
+   * loop noticed the step (the tick it woke for) fires now, never passed over. */
+  private steppedBack(beforeMs: number, sinceMs: number, stepMs: number): void {
+    this.covered = coverAfterStep(this.covered, this.epochStart, beforeMs, sinceMs);
+    this.epochStart = sinceMs;
     this.o.log({ event: 'scheduler.clock_step', direction: 'back', step_ms: Math.round(stepMs) });
     for (const [id, e] of this.routines)
-      this.next.set(id, nextUncovered(e.schedule, nowMs, this.coveredFor(id), e.since));
+      this.next.set(id, nextUncovered(e.schedule, sinceMs, this.coveredFor(id), e.since));
     this.writeCache();
   }
 

@@ -427,6 +427,30 @@ describe('Scheduler', () => {
     await h.done;
   });
 
+  it('a step back while the loop sleeps: the tick it wakes for, on the new time, fires (it was passed over, unrecorded)', async () => {
+    const h = harness({ routines: [routine('t', '*/10 * * * * *')] });
+    await settle();
+    h.clock.advance(9_500); // 19:00:10: fires
+    await eventually(() => h.fires.length === 1, 5000);
+    h.fires[0]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 1, 5000);
+    // an hour back while it sleeps towards :20; it wakes 10 s later by its monotonic clock, at
+    // 18:00:20 on the new time: a time it never saw, due now
+    h.clock.jumpWall(-3600_000);
+    h.clock.advance(10_000);
+    await settle();
+    expect(h.events).toContainEqual({ event: 'scheduler.clock_step', direction: 'back', step_ms: 3600_000 });
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T18:00:20.000Z']);
+    h.fires[1]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 2, 5000);
+    h.clock.advance(10_000);
+    await settle();
+    expect(h.fires.at(-1)?.scheduledAt).toBe('2026-11-29T18:00:30.000Z');
+    h.fires.at(-1)!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
   it('a forward jump corrected back fires on the corrected time at once; nothing it fired fires twice (SPEC §6)', async () => {
     const h = harness({ routines: [routine('t', '*/10 * * * * *')] });
     await settle();
@@ -456,6 +480,10 @@ describe('Scheduler', () => {
     expect(
       h.events.filter((e) => e.event === 'scheduler.clock_step').map((e) => (e as { direction: string }).direction),
     ).toEqual(['forward', 'back']);
+    // :40 fires as the loop wakes for it (it was passed over before)
+    expect(h.fires.at(-1)?.scheduledAt).toBe('2026-11-29T19:00:40.000Z');
+    h.fires.at(-1)!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === h.fires.length, 5000);
     const fromHere = h.fires.length;
     for (const at of ['19:00:50', '19:01:00', '19:01:10']) {
       h.clock.advance(10_000);
@@ -695,13 +723,22 @@ describe('Scheduler', () => {
     h.clock.jumpWall(-15_000); // now 18:59:55; the loop sleeps 10 s from :10 towards :20
     h.clock.advance(10_000); // it wakes at 19:00:05 and notices the step back
     await settle();
+    // :00, before this scheduler started (19:00:00.5), is a time it never dealt with: it fires
+    // now, late, as the loop slept through it on the new time
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T19:00:00.000Z']);
+    h.fires[1]!.finish();
+    await eventually(() => readRoutineState(h.project).routines.t?.counts.success === 2, 5000);
     h.clock.advance(6_000); // 19:00:11: without care, :10 would come due again
     await settle();
-    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z']);
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T19:00:00.000Z']);
     h.clock.advance(10_000); // 19:00:21
     await settle();
-    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z', '2026-11-29T19:00:20.000Z']);
-    h.fires[1]?.finish();
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual([
+      '2026-11-29T19:00:10.000Z',
+      '2026-11-29T19:00:00.000Z',
+      '2026-11-29T19:00:20.000Z',
+    ]);
+    h.fires[2]?.finish();
     h.stop.abort();
     await h.done;
   });
