@@ -68,6 +68,9 @@ interface Active {
   queuedTick: boolean;
   /** Its fire started, or it waits in a queue or for its lock: room for another claim. */
   started: () => void;
+  /** A reload removed or disabled its routine while it waited (set even if a later reload put
+   * it back: that tick was dropped then). */
+  dropped?: string;
 }
 
 /** One fire of a tick in this scheduler's turn: what it fires, for which time, under which
@@ -368,7 +371,7 @@ export class Runner {
       active.jitter = true;
       await this.sleepUnless(this.o.random() * def.jitterSeconds * 1000, active.stop.signal);
       active.jitter = false;
-      if (active.stop.signal.aborted || this.stopping || this.droppedByReload(def, scheduledAt, 'its jitter'))
+      if (active.stop.signal.aborted || this.stopping || this.droppedByReload(def, scheduledAt, 'its jitter', active))
         return this.abandon(def, scheduledAt);
       if (await this.pausedBeforeFire(def, scheduledAt)) return this.settleUnfired(def, scheduledAt);
     }
@@ -385,7 +388,9 @@ export class Runner {
         const turn: FireTurn = { entry, scheduledAt, project, active, trigger, attempt: retry ? attempt : undefined };
         const result = await this.inTurn(turn);
         if (result === 'superseded') {
-          await this.skip(def, this.skipFire(scheduledAt, busyReason(def.lock)), this.gate(def).activeId());
+          // (a tick of a routine a reload dropped while it waited is not recorded: runner.ts above)
+          if (!active.dropped)
+            await this.skip(def, this.skipFire(scheduledAt, busyReason(def.lock)), this.gate(def).activeId());
           return;
         }
         // not started: shutdown, or this scheduler lost its lock (or paused while queued)
@@ -423,7 +428,7 @@ export class Runner {
         });
         await this.sleepUnless(delayMs, active.stop.signal);
         if (active.stop.signal.aborted || this.stopping) return;
-        if (this.droppedByReload(def, scheduledAt, 'its retry') || (await this.isPaused(def.id))) return;
+        if (this.droppedByReload(def, scheduledAt, 'its retry', active) || (await this.isPaused(def.id))) return;
       }
     } finally {
       // retries cut short (shutdown, pause): the last failure stands, and is announced
@@ -492,7 +497,7 @@ export class Runner {
     );
     if (queued) this.o.phases?.clear(id, scheduledAt);
     // it waited: it may have been removed, disabled or paused meanwhile
-    if (outcome === 'start' && queued && this.droppedByReload(def, scheduledAt, 'its turn')) {
+    if (outcome === 'start' && queued && this.droppedByReload(def, scheduledAt, 'its turn', t.active)) {
       turns.leave(id);
       return null;
     }
@@ -649,12 +654,19 @@ export class Runner {
     }
   }
 
+  /** A reload removed or disabled `id`: the tick of it that waits now (its turn, its jitter, a
+   * retry's back-off) is dropped, even if another reload puts the routine back before it ends. */
+  reloadDropped(id: string, why: string): void {
+    const a = this.active.get(id);
+    if (a) a.dropped ??= why;
+  }
+
   /** Whether a tick that waited (its turn, its jitter, a retry's back-off) is dropped because a
    * reload removed or disabled its routine meanwhile: said once in the log; not fired, and — as
    * a paused routine's tick — not recorded (the routine's history is no longer the config's). */
-  private droppedByReload(def: RoutineDef, scheduledAt: Date, waitedFor: string): boolean {
+  private droppedByReload(def: RoutineDef, scheduledAt: Date, waitedFor: string, active: Active): boolean {
     const now = this.o.project().config.routines.find((r) => r.id === def.id);
-    const why = !now ? 'removed from the config' : !now.enabled ? 'disabled' : null;
+    const why = active.dropped ?? (!now ? 'removed from the config' : !now.enabled ? 'disabled' : null);
     if (why === null) return false;
     this.warn(
       `${def.id}: its tick of ${scheduledAt.toISOString()} is not fired: the routine was ${why} while it waited for ${waitedFor}`,

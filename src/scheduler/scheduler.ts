@@ -458,6 +458,13 @@ export class Scheduler {
       return;
     }
     const before = this.project.config.routines;
+    // a tick of a routine this reload removes or disables that waits now is dropped (runner.ts)
+    for (const r of before) {
+      if (!r.enabled) continue;
+      const now = fresh.config.routines.find((x) => x.id === r.id);
+      const why = !now ? 'removed from the config' : !now.enabled ? 'disabled' : null;
+      if (why) this.runner.reloadDropped(r.id, why);
+    }
     this.apply(fresh);
     this.config.accepted();
     this.writeCache();

@@ -162,6 +162,25 @@ describe('scheduler start', () => {
     expect(await stopScheduler(s)).toBe(0);
   });
 
+  it('a queued tick of a routine disabled and enabled again while it waits is not fired (it was)', async () => {
+    const slow = cmd('slow', '*/10 * * * * *', 'sleep 6');
+    // due with slow, queued behind it; its next tick comes after slow ends (nothing supersedes it)
+    const fast = cmd('fast', '*/10 * * * * *', 'echo ran >> fast-ran');
+    const project = testProject({ routines: [slow, fast] });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    const queued = await s.waitFor(/\[routine\] queued fast: behind slow/, 20_000);
+    expect(queued).toBeTruthy();
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [slow, { ...fast, enabled: false }] }));
+    await s.waitFor(/\[scheduler\] reloaded config \(1 routine: changed fast\)/, 10_000);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [slow, fast] }));
+    await s.waitFor(/\[scheduler\] reloaded config \(2 routines: changed fast\)/, 10_000);
+    await s.waitFor(
+      /fast: its tick of \S+ is not fired: the routine was disabled while it waited for its turn/,
+      15_000,
+    );
+    expect(await stopScheduler(s)).toBe(0);
+  });
+
   it('a second scheduler for the same project exits 75 naming the first', async () => {
     const project = testProject({ routines: [cmd('x', '0 0 1 1 *', 'true')] });
     const first = startCli(['scheduler', 'start'], { cwd: project });
