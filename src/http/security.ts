@@ -27,10 +27,12 @@ export type Exposure = { ok: true; token: string | null } | { ok: false; why: st
 export function checkExposure(listen: ListenAddress, env: NodeJS.ProcessEnv): Exposure {
   const raw = env[TOKEN_ENV];
   const token = raw === undefined || raw === '' ? null : raw;
-  if (token !== null && (token.length < MIN_TOKEN_LENGTH || /\s/.test(token))) {
+  // printable ASCII only: an HTTP header carries bytes, which Node reads as latin1, so a token
+  // with other characters could never be sent (every request would be 401)
+  if (token !== null && (token.length < MIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(token))) {
     return {
       ok: false,
-      why: `${TOKEN_ENV} must be at least ${MIN_TOKEN_LENGTH} characters without spaces (e.g. the output of \`openssl rand -hex 32\`)`,
+      why: `${TOKEN_ENV} must be at least ${MIN_TOKEN_LENGTH} printable ASCII characters without spaces (e.g. the output of \`openssl rand -hex 32\`)`,
     };
   }
   if (token === null && !isLoopback(listen.host)) {

@@ -111,6 +111,8 @@ function actions(
   const going = new Set<Promise<unknown>>();
   const stop = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  /** Shutdown began: no run starts from here (the scheduler's own ticks are skipped then too). */
+  let closing = false;
   const find = (id: string): { project: Project; def: RoutineDef } => {
     const project = w.project();
     const def = project.config.routines.find((r) => r.id === id);
@@ -120,6 +122,8 @@ function actions(
   return {
     run: (id, address) => {
       const { project, def } = find(id);
+      if (closing)
+        return Promise.reject(new HttpProblem(503, `not started: routinely ${mode} is stopping (nothing recorded)`));
       const held = w.held?.() ?? null;
       if (held !== null)
         return Promise.reject(
@@ -244,11 +248,13 @@ function actions(
     // Shutdown began: the runs going on get the shutdown timeout, as the scheduler's own do,
     // then they are stopped (and recorded as stopped).
     stop: () => {
+      closing = true;
       if (timer || stop.signal.aborted) return;
       timer = setTimeout(() => stop.abort(`stopped: routinely ${mode} is stopping`), w.shutdownTimeoutMs ?? 30_000);
       timer.unref();
     },
     close: async () => {
+      closing = true;
       if (!timer) stop.abort(`stopped: routinely ${mode} is stopping`);
       await Promise.allSettled([...going]);
       clearTimeout(timer);
@@ -375,7 +381,10 @@ export async function schedulerHttp(
 export async function serveHttp(
   w: Wiring & { schedulerKey: string },
 ): Promise<{ stopping(): void; drain(): Promise<void>; close(): Promise<void> }> {
+  // from SIGTERM on: 503, so a load balancer stops sending it anything while its runs drain
+  let stopping = false;
   const health = async (): Promise<Health> => {
+    if (stopping) return { ok: false, reason: 'routinely serve is stopping' };
     try {
       await w.backend.lock.status(EXEC_LOCK_KEY);
       return { ok: true };
@@ -401,5 +410,12 @@ export async function serveHttp(
     notify: (n) => notifyFire({ ...n, log: w.log, host: w.host }),
   });
   recorder.observe({ fired: (id, fire) => metrics.fired(id, fire) });
-  return start({ ...w, recorder }, 'serve', health, schedulerUp, metrics);
+  const server = await start({ ...w, recorder }, 'serve', health, schedulerUp, metrics);
+  return {
+    ...server,
+    stopping: () => {
+      stopping = true;
+      server.stopping();
+    },
+  };
 }

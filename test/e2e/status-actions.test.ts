@@ -11,7 +11,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { axeEveryMode, chromiumMissing, openBrowser } from '../helpers/browser.js';
-import { runCli, startCli } from '../helpers/cli.js';
+import { eventually, runCli, startCli } from '../helpers/cli.js';
 import { httpGet } from '../helpers/http.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -253,6 +253,17 @@ describe('a run started from the HTTP server', () => {
     expect(r.status).toBe(202);
     expect(JSON.parse(r.body)).toMatchObject({ state: 'started', routine: 'long' });
     s.child.kill('SIGTERM');
+    // stopping: no run starts from here (one did, and was then stopped and recorded)
+    await eventually(
+      async () => (await httpGet(`${url}healthz`, { authorization: `Bearer ${TOKEN}` })).status === 503,
+      10_000,
+      '/healthz 503',
+    );
+    const late = await httpGet(`${url}api/routines/long/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '');
+    expect([late.status, late.body]).toEqual([
+      503,
+      expect.stringMatching(/not started: routinely scheduler is stopping/),
+    ]);
     expect((await s.exited).code).toBe(0);
     const [entry] = JSON.parse((await runCli(['routine', 'history', 'long', '--json'], { cwd: project })).stdout) as {
       result: string;
@@ -270,7 +281,10 @@ describe('a run started from the HTTP server', () => {
   it('serve stopped while a run it started goes on: the run ends within the shutdown timeout and is recorded as it ended (it was stopped at once)', async () => {
     const project = testProject({
       http: { actions: true },
-      routines: [{ id: 'short', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 1; echo done > done' }],
+      routines: [
+        { id: 'short', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 2; echo done > done' },
+        { id: 'other', schedule: '0 0 1 1 *', action: 'command', run: 'true', lock: 'other' },
+      ],
     });
     const s = startCli(['serve', '--http', '127.0.0.1:0'], {
       cwd: project,
@@ -281,8 +295,18 @@ describe('a run started from the HTTP server', () => {
     const r = await httpGet(`${url}api/routines/short/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '');
     expect(JSON.parse(r.body)).toMatchObject({ state: 'started', routine: 'short' });
     s.child.kill('SIGTERM');
+    // draining: /healthz says so, and no run starts from here (one did, and was cut off)
+    await eventually(
+      async () => (await httpGet(`${url}healthz`, { authorization: `Bearer ${TOKEN}` })).status === 503,
+      10_000,
+      '/healthz 503',
+    );
+    const late = await httpGet(`${url}api/routines/other/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '');
+    expect(late.status).toBe(503);
+    expect(late.body).toMatch(/not started: routinely serve is stopping/);
     s.child.kill('SIGTERM'); // a second signal while it drains changes nothing
     expect((await s.exited).code).toBe(0);
+    expect(JSON.parse((await runCli(['routine', 'history', 'other', '--json'], { cwd: project })).stdout)).toEqual([]);
     const [entry] = JSON.parse((await runCli(['routine', 'history', 'short', '--json'], { cwd: project })).stdout) as {
       result: string;
       trigger: string;

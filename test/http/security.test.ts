@@ -36,11 +36,15 @@ describe('exposure', () => {
   it('refuses a guessable token, also on loopback', () => {
     expect(checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: 'short' })).toMatchObject({
       ok: false,
-      why: expect.stringMatching(/at least 16 characters/),
+      why: expect.stringMatching(/at least 16 printable ASCII characters/),
     });
     expect(
       checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: 'has a space in it, long enough' }).ok,
     ).toBe(false);
+    // a header carries bytes: a token no client can send is refused at start (every request was 401)
+    expect(checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: '€€€€€€€€€€€€€€€€€€' })).toMatchObject(
+      { ok: false, why: expect.stringMatching(/printable ASCII/) },
+    );
     expect(checkExposure({ host: '127.0.0.1', port: 1 }, { ROUTINELY_HTTP_TOKEN: TOKEN })).toEqual({
       ok: true,
       token: TOKEN,
