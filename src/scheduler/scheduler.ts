@@ -507,6 +507,9 @@ export class Scheduler {
       const { def, schedule } = entry;
       if (def.catchUp !== 'latest') continue;
       const record = state.routines[def.id];
+      // a paused routine is not caught up (said once, by its fire's pause check: no "catching
+      // up" line first)
+      if (record?.paused) continue;
       const last = [record?.last_scheduled_at ?? null, ...(record?.open_fires ?? []).map((f) => f.scheduled_at)].reduce<
         string | null
       >((a, b) => (b !== null && (a === null || b > a) ? b : a), null);

@@ -551,6 +551,42 @@ describe('Scheduler', () => {
     await done;
   });
 
+  it('catchUp latest: a paused routine is not caught up, and no "catching up" line says it is', async () => {
+    const dir = testProject();
+    mkdirState(dir, {
+      version: 1,
+      routines: {
+        nightly: { last_scheduled_at: '2026-11-28T03:00:00.000Z', paused: true, paused_note: 'maintenance' },
+      },
+    });
+    writeFileSync(
+      join(dir, 'routinely.json'),
+      JSON.stringify({ routines: [routine('nightly', '0 3 * * *', { catchUp: 'latest' })] }),
+    );
+    const fired: string[] = [];
+    const events: LogEvent[] = [];
+    const scheduler = new Scheduler({
+      project: loadProject({ cwd: dir }),
+      clock: new ManualClock(T0),
+      log: (e) => events.push(e),
+      watchConfig: false,
+      store: fileRoutineStore(loadProject({ cwd: dir })),
+      host: 'test-host',
+      reloadProject: () => loadProject({ cwd: dir }),
+      fire: async (def, scheduledAt) => {
+        fired.push(`${def.id}@${scheduledAt.toISOString()}`);
+        throw new Error('a paused routine fired');
+      },
+    });
+    const stop = new AbortController();
+    const done = scheduler.run(stop.signal);
+    await settle();
+    expect(fired).toEqual([]);
+    expect(events.filter((e) => e.event === 'routine.catch_up')).toEqual([]);
+    stop.abort();
+    await done;
+  });
+
   it('with a shared database: a tick whose claim went unanswered until its next tick is given up, and catchUp latest fires it once as soon as the database answers between ticks (the claims sweep)', async () => {
     const dir = testProject();
     mkdirState(dir, { version: 1, routines: { r: { last_scheduled_at: '2026-11-29T19:00:00.000Z' } } });
