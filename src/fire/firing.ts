@@ -13,7 +13,7 @@ import { liveSlots } from '../lock/live-slots.js';
 import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import { loadProject, type Project } from '../config/load.js';
-import type { RoutineDef } from '../config/types.js';
+import { EXEC_LOCK_NAME, type RoutineDef } from '../config/types.js';
 import { taskCwd } from '../exec/executor.js';
 import type { ExecContext } from '../exec/context.js';
 import { execResume, execRun, register } from '../exec/operations.js';
@@ -278,10 +278,12 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       return null;
     }
     // A routine never runs beside itself (SPEC §6). Where its lock does not keep its own fires
-    // apart (none, or a named lock of several slots), a fire of it opened earlier and still going
-    // in another process of this host (`routine run` beside the scheduler's fire) makes this one
-    // a skip. A manual run looks first, before any marker: refused, it records nothing (SPEC §4).
-    const apart = !def.exclusive || slotsOf(ctx.project.config.locks, def.lock) > 1;
+    // apart (none, or a named lock: of several slots, or one whose count a config changed while
+    // a fire held it — a waiter follows the config, lock/live-slots.ts), a fire of it opened
+    // earlier and still going in another process of this host (`routine run` beside the
+    // scheduler's fire) makes this one a skip. A manual run looks first, before any marker:
+    // refused, it records nothing (SPEC §4).
+    const apart = !def.exclusive || def.lock !== EXEC_LOCK_NAME;
     /** The skip of a fire that met its own previous run; `closes`: the marker it had written. */
     const besideItself = async (closes?: string): Promise<FireResult> => {
       await lease?.release();

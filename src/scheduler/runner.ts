@@ -388,9 +388,10 @@ export class Runner {
         const turn: FireTurn = { entry, scheduledAt, project, active, trigger, attempt: retry ? attempt : undefined };
         const result = await this.inTurn(turn);
         if (result === 'superseded') {
-          // (a tick of a routine a reload dropped while it waited is not recorded: runner.ts above)
-          if (!active.dropped)
-            await this.skip(def, this.skipFire(scheduledAt, busyReason(def.lock)), this.gate(def).activeId());
+          // a tick of a routine a reload dropped while it waited is not recorded (its claim is
+          // settled, so that no sweep records it either)
+          if (active.dropped) await this.settleUnfired(def, scheduledAt);
+          else await this.skip(def, this.skipFire(scheduledAt, busyReason(def.lock)), this.gate(def).activeId());
           return;
         }
         // not started: shutdown, or this scheduler lost its lock (or paused while queued)

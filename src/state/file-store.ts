@@ -8,9 +8,9 @@
 
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
-import { StateIOError, errnoCode, stateWriteError } from '../errors.js';
+import { StateIOError, stateWriteError } from '../errors.js';
 import { acquireFileLease } from '../file-lock/wait.js';
-import { checkFolder, trustRoot, unlinkQuiet, writeNewFile } from '../fs/files.js';
+import { checkFolder, linkNew, trustRoot, unlinkQuiet, writeNewFile } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
 import { randomHex } from '../fs/random-ids.js';
 import {
@@ -115,13 +115,22 @@ function appendFact(project: Project, id: string, line: string, warn: Warn, cach
   if (!lstatQuiet(path)) {
     const kept = cache?.get(id) ?? readIndex(project, id);
     if (kept) {
+      // complete in a file of its own, then linked as the history (link fails if the name is
+      // there): a writer appending at the same moment never meets an empty file, and its line is
+      // never overwritten
+      const temp = `${path}.tmp-${randomHex(8)}`;
       try {
-        writeNewFile(path, `${summaryLine(kept.record, kept.recent, new Date().toISOString())}\n`);
-        warn(`${path} was gone (removed?): started again from the record its index kept (${countsText(kept.record)})`);
+        writeNewFile(temp, `${summaryLine(kept.record, kept.recent, new Date().toISOString())}\n`);
+        if (linkNew(temp, path))
+          warn(
+            `${path} was gone (removed?): started again from the record its index kept (${countsText(kept.record)})`,
+          );
+        // else another writer started it first: its lines are the history
       } catch (err) {
-        // another writer made it first (EEXIST): its line is the start; anything else fails
-        // the append below the same way, and is said there
-        if (errnoCode(err) !== 'EEXIST') warn(`could not start ${path} from its index: ${(err as Error).message}`);
+        // anything else fails the append below the same way, and is said there
+        warn(`could not start ${path} from its index: ${(err as Error).message}`);
+      } finally {
+        unlinkQuiet(temp);
       }
     }
   }

@@ -187,6 +187,28 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     await c.exited;
   });
 
+  it('a routine on a 1-slot lock, its slots raised while a second run of it waits: that run does not go beside the first (it took slot 2)', async () => {
+    const s = await setup(backend, {
+      locks: { db: { slots: 1 } },
+      routines: [
+        { id: 'a', schedule: '0 0 1 1 *', action: 'command', run: 'echo start >> starts; sleep 3', lock: 'db' },
+      ],
+    });
+    const first = startCli(['routine', 'run', 'a'], { cwd: s.project, env: s.env, timeoutMs: 60_000 });
+    await first.waitFor(/started a/);
+    const second = startCli(['routine', 'run', 'a', '--if-busy', 'wait'], {
+      cwd: s.project,
+      env: s.env,
+      timeoutMs: 60_000,
+    });
+    await second.waitFor(/waiting for the db lock/);
+    writeFileSync(join(s.project, 'routinely.json'), JSON.stringify({ ...readConfig(s), locks: { db: { slots: 2 } } }));
+    await second.exited;
+    expect(second.stdout() + second.stderr()).toMatch(/a: previous run still running/);
+    expect((await first.exited).code).toBe(0);
+    expect(readFileSync(join(s.project, 'starts'), 'utf8')).toBe('start\n');
+  });
+
   it('a newcomer turned away while a waiter came first names the holder, then the waiter (not "held by no one")', async () => {
     const s = await setup(backend);
     const holder = lockRun(s, ['--lock', 'db'], 'h');
