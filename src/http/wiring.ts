@@ -119,6 +119,40 @@ function actions(
     if (!def) throw new NotFoundError(`unknown routine ${JSON.stringify(id)}`);
     return { project, def };
   };
+  const stops = new Map<string, ReturnType<RoutineActions['stopFire']>>();
+  const stopOnce = async (id: string, address: string): ReturnType<RoutineActions['stopFire']> => {
+    const { def } = find(id);
+    if (def.action !== 'command')
+      return {
+        state: 'refused',
+        error: `routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop`,
+      };
+    const { stopRoutine } = await import('../fire/stop-request.js');
+    const r = await stopRoutine({
+      backend: w.backend,
+      stateDir: w.project().stateDir,
+      routine: id,
+      who: { via: 'http', address: address.replace(/^::ffff:/, '') },
+      graceMs: STOP_GRACE_MS,
+      clock: w.backend.clock,
+    });
+    w.log({
+      event: 'http.action',
+      action: 'stop',
+      routine: id,
+      outcome: r.kind === 'stopped' ? `stopped run ${r.runId}${r.killed ? ' (SIGKILL)' : ''}` : r.kind,
+    });
+    switch (r.kind) {
+      case 'stopped':
+        return { state: 'stopped', run_id: r.runId, killed: r.killed, recorded: r.recorded, waited_ms: r.waitedMs };
+      case 'not-found':
+        return { state: 'not-found', run_id: r.runId };
+      case 'elsewhere':
+        return { state: 'elsewhere', host: r.host, pid: r.pid };
+      default:
+        return { state: 'idle' };
+    }
+  };
   return {
     run: (id, address) => {
       const { project, def } = find(id);
@@ -201,38 +235,15 @@ function actions(
       });
       return { was_paused: change.wasPaused, note: change.note };
     },
-    stopFire: async (id, address) => {
-      const { def } = find(id);
-      if (def.action !== 'command')
-        return {
-          state: 'refused',
-          error: `routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop`,
-        };
-      const { stopRoutine } = await import('../fire/stop-request.js');
-      const r = await stopRoutine({
-        backend: w.backend,
-        stateDir: w.project().stateDir,
-        routine: id,
-        who: { via: 'http', address: address.replace(/^::ffff:/, '') },
-        graceMs: STOP_GRACE_MS,
-        clock: w.backend.clock,
-      });
-      w.log({
-        event: 'http.action',
-        action: 'stop',
-        routine: id,
-        outcome: r.kind === 'stopped' ? `stopped run ${r.runId}${r.killed ? ' (SIGKILL)' : ''}` : r.kind,
-      });
-      switch (r.kind) {
-        case 'stopped':
-          return { state: 'stopped', run_id: r.runId, killed: r.killed, recorded: r.recorded, waited_ms: r.waitedMs };
-        case 'not-found':
-          return { state: 'not-found', run_id: r.runId };
-        case 'elsewhere':
-          return { state: 'elsewhere', host: r.host, pid: r.pid };
-        default:
-          return { state: 'idle' };
-      }
+    // stops of one routine asked at once (a double click, a retrying client) share the first
+    // one's answer: the others found the fire's group already ending and said "not found" or
+    // "idle" of a fire being stopped
+    stopFire: (id, address) => {
+      const going = stops.get(id);
+      if (going) return going;
+      const p = stopOnce(id, address).finally(() => stops.delete(id));
+      stops.set(id, p);
+      return p;
     },
     resume: async (id) => {
       find(id);
