@@ -176,6 +176,13 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       );
       return;
     }
+    // (measured beside Debian's daemon: a command of 1 000 characters is "command too long")
+    if (job.command.length >= 1000) {
+      notCarried(
+        `its command is ${job.command.length} characters: cron refuses 1000 or more ("command too long") and ignores the whole file for it, so this job never ran; put the command in a script`,
+      );
+      return;
+    }
     const grammar = cronGrammar(job.schedule);
     if ('refused' in grammar) {
       notCarried(`schedule ${JSON.stringify(job.schedule)}: ${grammar.refused}`);

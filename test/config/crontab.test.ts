@@ -134,6 +134,15 @@ describe('import-crontab', () => {
     expect(r.notes).toEqual([expect.stringMatching(/^crontab:1: not carried: an unescaped %/)]);
   });
 
+  it('a command of 1000 characters or more is not carried: cron refuses it and ignores the file', () => {
+    const long = `echo ${'x'.repeat(995)}`; // 1000 characters
+    const r = imported(`* * * * * ${long}\n* * * * * ${long.slice(0, 998)}\n`);
+    expect(r.config.routines.map((x) => x.run.length)).toEqual([998]);
+    expect(r.notes).toEqual([
+      expect.stringMatching(/^crontab:1: not carried: its command is 1000 characters: cron refuses 1000 or more/),
+    ]);
+  });
+
   it("croner's additions cron refuses (L, W, ?, +, an uppercase nickname) are not carried; #n after a day of week is dropped, as cron ran the job on every such day", () => {
     const r = imported(
       [
