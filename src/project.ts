@@ -39,6 +39,9 @@ export async function withProjectLock<T>(
   options: ProjectLockOptions,
   fn: (lease: Lease) => Promise<T>,
 ): Promise<WithLockResult<T>> {
+  // what it is asked is checked first: a refused call writes nothing (not even the state folder)
+  checkLockOptions(options);
+  const name = options.key === undefined ? lockName(options.lock) : EXEC_LOCK_NAME;
   const project = options.project ?? loadProject(options);
   await using backend = disposable(await openBackend(project));
   const owner = options.owner ?? { command: 'library' };
@@ -47,9 +50,9 @@ export async function withProjectLock<T>(
       ? await backend.lock.acquire(options.key, owner, options)
       : await acquireLock(
           backend.lock,
-          lockName(options.lock),
-          liveSlots(project.configPath, slotsOf(project.config.locks, lockName(options.lock)), () =>
-            slotsOf(loadProject({ configPath: project.configPath }).config.locks, lockName(options.lock)),
+          name,
+          liveSlots(project.configPath, slotsOf(project.config.locks, name), () =>
+            slotsOf(loadProject({ configPath: project.configPath }).config.locks, name),
           ),
           owner,
           options,
@@ -88,6 +91,28 @@ export async function namedLockStatusOf(
 }
 
 /** A lock name as given (default the exec lock); one that cannot be a lock is a usage error. */
+/** The busy policy and the lock as a caller gave them, checked as the CLI checks its flags (a
+ * JavaScript caller's `ifBusy: "WAIT"` or `waitTimeoutMs: "500"` must not quietly become another
+ * policy). */
+function checkLockOptions(o: ProjectLockOptions): void {
+  const bad = (what: string): never => {
+    throw new UsageError(`withProjectLock: ${what}`);
+  };
+  if (o.ifBusy !== undefined && o.ifBusy !== 'fail' && o.ifBusy !== 'skip' && o.ifBusy !== 'wait')
+    bad(`ifBusy ${JSON.stringify(o.ifBusy)} is not one of "fail", "skip", "wait"`);
+  if (o.waitTimeoutMs !== undefined && !(typeof o.waitTimeoutMs === 'number' && o.waitTimeoutMs >= 0))
+    bad(`waitTimeoutMs ${JSON.stringify(o.waitTimeoutMs)} is not a number of milliseconds (0 or more)`);
+  if ('waitTimeoutSeconds' in o) bad('waitTimeoutSeconds is not an option here: give waitTimeoutMs');
+  if (o.lock !== undefined && typeof o.lock !== 'string') bad(`lock ${JSON.stringify(o.lock)} is not a lock name`);
+  if (o.lock !== undefined && o.key !== undefined) bad('lock and key name a lock each: give one of them');
+  if (
+    o.key !== undefined &&
+    (typeof o.key !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/.test(o.key) || o.key.includes('..'))
+  )
+    bad(`key ${JSON.stringify(o.key)} is not a lock key (letters, digits, ".", "_" and "-")`);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) bad('signal is not an AbortSignal');
+}
+
 function lockName(name: string | undefined): string {
   if (name === undefined) return EXEC_LOCK_NAME;
   if (!LOCK_NAME_PATTERN.test(name))

@@ -1,7 +1,10 @@
 // The library's project-level API (SPEC §8): withProjectLock and projectLockStatus, on files and
 // on PostgreSQL (where the lock folder says nothing about the lock).
 
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { UsageError } from '../src/errors.js';
 import { projectLockStatus, withProjectLock } from '../src/project.js';
 import { freshDatabase, pgCluster } from './helpers/pg-test.js';
 import { testProject } from './helpers/testdir.js';
@@ -48,4 +51,42 @@ describe('withProjectLock and projectLockStatus', () => {
       expect((await projectLockStatus({ cwd: p.cwd, env: p.env })).state, p.kind).toBe('free');
     }
   }, 60_000);
+
+  it('the owner a caller gives never replaces who holds the lock (a pid, start time or host in it made a live holder look dead, taken over at once)', async () => {
+    const cwd = testProject();
+    const r = await withProjectLock(
+      { cwd, owner: { command: 'deploy', pid: 1, start_time: '1', host: 'elsewhere' } as never },
+      async () => {
+        const seen = await projectLockStatus({ cwd });
+        const second = await withProjectLock({ cwd, ifBusy: 'fail' }, async () => 'ran');
+        return { seen, second };
+      },
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.seen.record?.owner).toMatchObject({ command: 'deploy', pid: process.pid });
+    expect(r.value.seen.record?.owner.host).not.toBe('elsewhere');
+    expect(r.value.second).toMatchObject({ ok: false, reason: 'busy' });
+  });
+
+  it('bad options are refused (UsageError) before anything is written: not even the state folder', async () => {
+    const cwd = testProject();
+    for (const bad of [
+      { ifBusy: 'WAIT' },
+      { ifBusy: 'wait', waitTimeoutMs: '500' },
+      { ifBusy: 'wait', waitTimeoutMs: -1 },
+      { ifBusy: 'wait', waitTimeoutSeconds: 1 },
+      { lock: 5 },
+      { lock: 'Bad Name' },
+      { lock: 'db', key: 'exec-run' },
+      { key: '../x' },
+      { signal: 'x' },
+    ]) {
+      await expect(
+        withProjectLock({ cwd, ...(bad as object) }, async () => 1),
+        JSON.stringify(bad),
+      ).rejects.toBeInstanceOf(UsageError);
+    }
+    expect(existsSync(join(cwd, '.routinely'))).toBe(false);
+  });
 });

@@ -104,6 +104,17 @@ export type RunOutcome =
   | { kind: 'nothing'; summary: RegisterSummary; why: string }
   | { kind: 'done'; state: RunState; summary: RegisterSummary; bytesWritten: number };
 
+/** The options a library caller gave, checked as the CLI checks its flags: `parallel: 0` ran
+ * nothing and recorded SUCCEEDED, `tasks: []` ran every task. */
+function checkRunOptions(opts: RunOptions): void {
+  if (opts.parallel !== undefined && !(Number.isSafeInteger(opts.parallel) && opts.parallel >= 1))
+    throw new UsageError(`parallel ${JSON.stringify(opts.parallel)} is not a whole number of at least 1`);
+  if (opts.tasks !== undefined && (!Array.isArray(opts.tasks) || opts.tasks.length === 0))
+    throw new UsageError('tasks names no task: give task ids, or leave tasks out to run every ready task');
+  if (opts.runTimeoutMs !== undefined && !(typeof opts.runTimeoutMs === 'number' && opts.runTimeoutMs > 0))
+    throw new UsageError(`runTimeoutMs ${JSON.stringify(opts.runTimeoutMs)} is not a number of milliseconds above 0`);
+}
+
 function checkNamed(defs: SourcedTask[], named: string[] | undefined): void {
   if (!named) return;
   const known = new Set(defs.map((d) => d.task.id));
@@ -117,6 +128,7 @@ function checkNamed(defs: SourcedTask[], named: string[] | undefined): void {
 }
 
 export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<RunOutcome> {
+  checkRunOptions(opts);
   const defs = loadTaskDefinitions(ctx.project);
   checkNamed(defs, opts.tasks);
   // the run's id before the lock: the lock's record names it (none is made if nothing is ready)
@@ -392,6 +404,7 @@ export async function execResume(
   runId: string | undefined,
   opts: RunOptions = {},
 ): Promise<ResumeOutcome> {
+  checkRunOptions(opts);
   return withExecBackend(ctx, (backend) => resumeWith({ ...ctx, backend }, runId, opts));
 }
 

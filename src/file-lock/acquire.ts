@@ -244,7 +244,9 @@ function newRecord(opts: FileLockOptions, probe: LivenessProbe, generation: numb
     key: opts.key,
     lock_id: randomHex(16),
     generation,
-    owner: { ...selfIdentity(probe), ...opts.owner, children: [] },
+    // who holds it is this process, whatever `owner` says (a caller's pid, host, boot or start
+    // time would make a live holder look dead or foreign, and be taken over)
+    owner: { ...opts.owner, ...selfIdentity(probe), children: [] },
     created_at: toEpochSeconds(nowMs),
     heartbeat_at: toEpochSeconds(nowMs),
     expires_at: toEpochSeconds(nowMs + opts.ttlMs),

@@ -187,7 +187,8 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
     observe?: (signature: string) => Observation,
   ): Promise<Attempt> {
     const lockId = randomHex(16);
-    const ownerRec: LockOwner = { ...selfIdentity(probe), ...owner, children: [] };
+    // this process's identity, whatever `owner` says (file-lock/acquire.ts)
+    const ownerRec: LockOwner = { ...owner, ...selfIdentity(probe), children: [] };
     for (let loop = 0; loop < 8; loop++) {
       const started = clock.monotonic();
       // Fast path, one round trip: the timeline gate, and a free key taken when it is open.
