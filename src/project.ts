@@ -41,6 +41,9 @@ export async function withProjectLock<T>(
 ): Promise<WithLockResult<T>> {
   // what it is asked is checked first: a refused call writes nothing (not even the state folder)
   checkLockOptions(options);
+  // an AbortSignal already aborted: nothing is taken, nothing runs (as for one aborted while waiting)
+  if (options.signal?.aborted)
+    return { ok: false, reason: 'aborted', holder: null, why: 'aborted before the lock was taken' };
   const name = options.key === undefined ? lockName(options.lock) : EXEC_LOCK_NAME;
   const project = options.project ?? loadProject(options);
   await using backend = disposable(await openBackend(project));
@@ -64,7 +67,8 @@ export async function withProjectLock<T>(
   await using lease = got.lease;
   const value = await fn(lease);
   const check = lease.verify();
-  if (!check.ok) return { ok: false, reason: 'lost', lost: check.lost, value };
+  // (a lease `fn` released itself lost nothing: its value stands)
+  if (!check.ok && lease.lost !== null) return { ok: false, reason: 'lost', lost: check.lost, value };
   return { ok: true, value };
 }
 

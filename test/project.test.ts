@@ -89,4 +89,19 @@ describe('withProjectLock and projectLockStatus', () => {
     }
     expect(existsSync(join(cwd, '.routinely'))).toBe(false);
   });
+
+  it('a lease fn releases itself is no lost lock; an AbortSignal aborted before the call runs nothing', async () => {
+    const cwd = testProject();
+    const released = await withProjectLock({ cwd }, async (lease) => {
+      await lease.release();
+      return 'done';
+    });
+    expect(released).toEqual({ ok: true, value: 'done' });
+    let ran = false;
+    const aborted = await withProjectLock({ cwd, ifBusy: 'wait', signal: AbortSignal.abort() }, async () => {
+      ran = true;
+    });
+    expect(aborted).toMatchObject({ ok: false, reason: 'aborted' });
+    expect(ran).toBe(false);
+  });
 });
