@@ -3,6 +3,7 @@
 // the one holder whose lock_id it carries (heartbeat, children journal). `<key>.lock` is a view:
 // a hard link to the current holder's slot.
 
+import { UsageError } from '../errors.js';
 import { childPath } from '../fs/names.js';
 import { isLockId } from '../lock/record.js';
 
@@ -36,7 +37,10 @@ export interface LockPaths {
 
 export function lockPaths(dir: string, key: string): LockPaths {
   // Keys become file names: only the id pattern, never a path (no '/', no '..').
-  if (!KEY_PATTERN.test(key) || key.includes('..')) throw new Error(`invalid lock key ${JSON.stringify(key)}`);
+  if (!KEY_PATTERN.test(key) || key.includes('..'))
+    throw new UsageError(
+      `invalid lock key ${JSON.stringify(key)} (letters, digits, ".", "_" and "-", at most 80 characters, no "..")`,
+    );
   const lockName = `${key}.lock`;
   return {
     dir,

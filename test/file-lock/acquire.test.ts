@@ -12,6 +12,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { readChecksummed } from '../../src/checksum.js';
+import { UsageError } from '../../src/errors.js';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { UnsafePathError } from '../../src/errors.js';
@@ -395,6 +396,8 @@ describe('paths we refuse (security)', () => {
 
   it('rejects keys that would be paths', async () => {
     await expect(attemptAcquire(options(testdir(), { key: '../evil' }))).rejects.toThrow(/invalid lock key/);
+    // a usage error (exit 2), as every other input it cannot take (the library's callers see its class)
+    await expect(attemptAcquire(options(testdir(), { key: '../evil' }))).rejects.toBeInstanceOf(UsageError);
   });
 });
 
