@@ -8,6 +8,7 @@ import type { LockRecord } from './lock/record.js';
 import type { LockStatus } from './lock/status.js';
 import { acquireLock, namedLockStatus, slotsOf, type NamedLockStatus } from './lock/named.js';
 import { liveSlots } from './lock/live-slots.js';
+import { isLockKey } from './file-lock/paths.js';
 import { EXEC_LOCK_NAME, LOCK_NAME_PATTERN } from './config/types.js';
 import { UsageError } from './errors.js';
 
@@ -109,10 +110,7 @@ function checkLockOptions(o: ProjectLockOptions): void {
   if ('waitTimeoutSeconds' in o) bad('waitTimeoutSeconds is not an option here: give waitTimeoutMs');
   if (o.lock !== undefined && typeof o.lock !== 'string') bad(`lock ${JSON.stringify(o.lock)} is not a lock name`);
   if (o.lock !== undefined && o.key !== undefined) bad('lock and key name a lock each: give one of them');
-  if (
-    o.key !== undefined &&
-    (typeof o.key !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/.test(o.key) || o.key.includes('..'))
-  )
+  if (o.key !== undefined && !isLockKey(o.key))
     bad(`key ${JSON.stringify(o.key)} is not a lock key (letters, digits, ".", "_" and "-")`);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) bad('signal is not an AbortSignal');
 }

@@ -11,6 +11,10 @@ import { isLockId } from '../lock/record.js';
  * `named.<63 characters>.<slot>`). */
 const KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/;
 
+/** Whether `key` can name a lock (it becomes file names: never a path, no '/', no '..'). */
+export const isLockKey = (key: unknown): key is string =>
+  typeof key === 'string' && KEY_PATTERN.test(key) && !key.includes('..');
+
 export interface LockPaths {
   dir: string;
   key: string;
@@ -37,7 +41,7 @@ export interface LockPaths {
 
 export function lockPaths(dir: string, key: string): LockPaths {
   // Keys become file names: only the id pattern, never a path (no '/', no '..').
-  if (!KEY_PATTERN.test(key) || key.includes('..'))
+  if (!isLockKey(key))
     throw new UsageError(
       `invalid lock key ${JSON.stringify(key)} (letters, digits, ".", "_" and "-", at most 80 characters, no "..")`,
     );
