@@ -40,6 +40,7 @@ export function lockArgs(args: readonly string[]): LockArgs | null {
   let waitTimeout: number | undefined;
   let json = false;
   let key = 'exec-run';
+  let keyGiven = false;
   for (let i = 2; i < args.length; i++) {
     const a = args[i]!;
     const value = (): string | null => {
@@ -57,18 +58,21 @@ export function lockArgs(args: readonly string[]): LockArgs | null {
       config = v;
     } else if (args[1] === 'run' && a === '--if-busy') {
       const v = value();
-      if (v !== 'fail' && v !== 'skip' && v !== 'wait') return null;
+      // (given twice: the full path's to refuse)
+      if ((v !== 'fail' && v !== 'skip' && v !== 'wait') || ifBusy !== undefined) return null;
       ifBusy = v;
     } else if (args[1] === 'run' && a === '--wait-timeout') {
       const v = value();
       // as program.ts's seconds(): a plain number, at most 2 000 000
-      if (v === null || !/^\d+(\.\d+)?$/.test(v.trim()) || Number(v) > 2_000_000) return null;
+      if (v === null || !/^\d+(\.\d+)?$/.test(v.trim()) || Number(v) > 2_000_000 || waitTimeout !== undefined)
+        return null;
       waitTimeout = Number(v);
     } else if (args[1] === 'status' && a === '--json') json = true;
     else if (args[1] === 'status' && a === '--key') {
       const v = value();
-      if (v !== 'exec-run' && v !== 'scheduler') return null;
+      if ((v !== 'exec-run' && v !== 'scheduler') || keyGiven) return null;
       key = v;
+      keyGiven = true;
     } else return null;
   }
   return args[1] === 'status' ? { kind: 'status', json, key, config } : null;

@@ -4,7 +4,7 @@
 // (Over 300 lines: the declaration of every command and option, one after another.)
 
 import { Argument, Command, InvalidArgumentError, Option } from 'commander';
-import { ExitCode } from '../errors.js';
+import { ExitCode, UsageError } from '../errors.js';
 import { reportError } from './report-error.js';
 
 import { VERSION } from '../version.js';
@@ -482,6 +482,7 @@ Examples:
     );
 
   acceptGlobalsEverywhere(program);
+  refuseRepeatedValues(program);
   addExamples(program);
   return program;
 }
@@ -567,6 +568,24 @@ function acceptGlobalsEverywhere(cmd: Command): void {
     sub.version(VERSION, '-V, --version');
     sub.options.find((o) => o.long === '--version')?.hideHelp();
     acceptGlobalsEverywhere(sub);
+  }
+}
+
+/** An option that takes a value, given twice on one command (`--lock a --lock b`, `--timeout 1
+ * --timeout 2`), is refused (exit 2) rather than the last one taken without a word, as a key given
+ * twice in the config is. The global `--config` is the exception: given before and after the
+ * subcommand, the one nearest it wins (globalsOf). */
+function refuseRepeatedValues(cmd: Command): void {
+  for (const sub of cmd.commands) {
+    for (const opt of sub.options) {
+      if (!(opt.required || opt.optional) || opt.long === '--config') continue;
+      let seen = false;
+      sub.on(`option:${opt.name()}`, () => {
+        if (seen) throw new UsageError(`${opt.long ?? opt.short} given twice: give it once`);
+        seen = true;
+      });
+    }
+    refuseRepeatedValues(sub);
   }
 }
 

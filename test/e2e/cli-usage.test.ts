@@ -91,3 +91,32 @@ describe('--wait-timeout without --if-busy wait is refused, never ignored', () =
     );
   });
 });
+
+describe('an option that takes a value, given twice, is refused (never the last one taken)', () => {
+  it.each([
+    [['lock', 'run', '--lock', 'a', '--lock', 'b', '--', 'echo', 'ran'], '--lock'],
+    [['lock', 'run', '--if-busy', 'wait', '--if-busy', 'fail', '--', 'echo', 'ran'], '--if-busy'],
+    [
+      ['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '1', '--wait-timeout', '2', '--', 'echo', 'ran'],
+      '--wait-timeout',
+    ],
+    [['lock', 'status', '--key', 'exec-run', '--key', 'scheduler'], '--key'],
+    [['lock', 'status', '--lock', 'a', '--json', '--lock', 'b'], '--lock'],
+    [['exec', 'run', '--timeout', '1', '--timeout=2'], '--timeout'],
+    [['routine', 'history', 'nightly', '--limit', '1', '--limit', '2'], '--limit'],
+  ])('%j', async (args, flag) => {
+    const project = testProject({
+      exec: { tasks: [{ id: 'build', run: 'echo built' }] },
+      routines: [{ id: 'nightly', schedule: '0 3 * * *', action: 'command', run: 'echo fired' }],
+    });
+    // the built CLI: `lock run` and `lock status` have start-up paths of their own (src/cli/main.ts)
+    const r = await runCli(args, { cwd: project });
+    expect(r).toMatchObject({ code: 2, stdout: '', stderr: `routinely: ${flag} given twice: give it once\n` });
+  });
+
+  it("a value after `--` is the command's, however often it repeats", async () => {
+    const project = testProject({ routines: [] });
+    const r = await runCli(['lock', 'run', '--', 'echo', '--lock', 'x', '--lock', 'y'], { cwd: project });
+    expect(r).toMatchObject({ code: 0, stdout: '--lock x --lock y\n' });
+  });
+});
