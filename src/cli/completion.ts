@@ -4,6 +4,7 @@
 // the project of the current folder) after the routine commands that take one.
 
 import type { Command, Option } from 'commander';
+import { shellQuote } from '../shell-quote.js';
 
 interface Node {
   /** the words from the top: '' for routinely itself, 'lock run', … */
@@ -62,8 +63,6 @@ export function completionScript(shell: string, program: Command): string {
   return fish(tree);
 }
 
-const sq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
-
 function bash(tree: Node[]): string {
   const lines = [
     '# routinely completion for bash: eval "$(routinely completion bash)" in ~/.bashrc',
@@ -73,7 +72,9 @@ function bash(tree: Node[]): string {
     '    w=${COMP_WORDS[i]}',
     '    case "$node|$w" in',
     ...tree.flatMap((n) =>
-      n.subcommands.map((s) => `      ${sq(`${n.path}|${s}`)}) node=${sq(n.path ? `${n.path} ${s}` : s)} ;;`),
+      n.subcommands.map(
+        (s) => `      ${shellQuote(`${n.path}|${s}`)}) node=${shellQuote(n.path ? `${n.path} ${s}` : s)} ;;`,
+      ),
     ),
     '    esac',
     '  done',
@@ -82,9 +83,9 @@ function bash(tree: Node[]): string {
       n.options
         .filter((o) => o.takesValue)
         .map((o) => {
-          const pattern = o.flags.map((f) => sq(`${n.path}|${f}`)).join('|');
+          const pattern = o.flags.map((f) => shellQuote(`${n.path}|${f}`)).join('|');
           return o.choices.length > 0
-            ? `    ${pattern}) COMPREPLY=($(compgen -W ${sq(o.choices.join(' '))} -- "$cur")); return ;;`
+            ? `    ${pattern}) COMPREPLY=($(compgen -W ${shellQuote(o.choices.join(' '))} -- "$cur")); return ;;`
             : `    ${pattern}) COMPREPLY=($(compgen -f -- "$cur")); return ;;`;
         }),
     ),
@@ -92,7 +93,7 @@ function bash(tree: Node[]): string {
     '  case "$node" in',
     ...tree.map((n) => {
       const ids = n.takesRoutine ? ` $(${ROUTINE_IDS})` : '';
-      return `    ${sq(n.path)}) words="${[...n.subcommands, ...n.options.flatMap((o) => o.flags)].join(' ')}${ids}" ;;`;
+      return `    ${shellQuote(n.path)}) words="${[...n.subcommands, ...n.options.flatMap((o) => o.flags)].join(' ')}${ids}" ;;`;
     }),
     '  esac',
     '  COMPREPLY=($(compgen -W "$words" -- "$cur"))',

@@ -9,6 +9,7 @@
 import { printable as escapeControls } from '../printable.js';
 import { cronProblem, isValidTimezone } from './cron.js';
 import { ID_PATTERN } from './types.js';
+import { shellQuote } from '../shell-quote.js';
 
 export interface ImportOptions {
   /** The name of the input in comments and notes (a path, or "stdin"). */
@@ -61,8 +62,10 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   const notes: string[] = [];
   const head: string[] = [
     `Imported from ${o.source} by routinely import-crontab. Check it with \`routinely validate\`.`,
-    'cron ran these from your home directory with its own small environment; routinely runs',
-    'them from the project folder with the scheduler\'s environment (plus each routine\'s "env").',
+    'cron ran these from your home directory with a small environment of its own, which each',
+    'routine\'s "env" carries: PATH=/usr/bin:/bin and SHELL=/bin/sh unless the crontab set them, and',
+    'every NAME=value line above the job. routinely runs them from the project folder with the',
+    'scheduler\'s environment plus that "env".',
     'Each flock lock file became a named lock ("locks"): jobs that shared a file take turns,',
     'jobs on different files run side by side. A job without flock takes no lock',
     '("exclusive": false) and runs beside the others, as under cron. Each routine says which.',
@@ -74,7 +77,9 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     string,
     { shared: { entry: Entry & { routine: Routine }; where: string }[]; exclusive: boolean }
   >();
-  const env: Record<string, string> = {};
+  // what cron sets for every job unless the crontab sets it (crontab(5)); HOME and LOGNAME are
+  // the scheduler's user's, as they were the crontab owner's
+  const env: Record<string, string> = { SHELL: '/bin/sh', PATH: '/usr/bin:/bin' };
   let timezone: string | undefined;
   let badZone: string | null = null;
   const seen = new Set<string>();
@@ -121,19 +126,13 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       const value = read.value;
       pending = [];
       if (name === 'MAILTO' || name === 'MAILFROM') {
-        if (!headNoted.has(name)) {
+        // (MAILTO="": cron sent no mail either)
+        if (!headNoted.has(name) && value !== '') {
           headNoted.add(name);
           const text =
             name === 'MAILTO'
               ? `MAILTO=${value}: routinely sends no mail. For a message when a routine fails (with the last lines of its output, as cron mails them), set "notify": { "command": "./scripts/mail-failure.sh" } or { "webhook": "https://…" } (docs/routines.md, Notifications).`
               : `MAILFROM=${value}: routinely sends no mail; see "notify".`;
-          head.push(text);
-          notes.push(`${where}: ${text}`);
-        }
-      } else if (name === 'SHELL') {
-        if (value !== '/bin/sh' && !headNoted.has(name)) {
-          headNoted.add(name);
-          const text = `SHELL=${value}: routinely runs every command with /bin/sh -c; a command that needs ${value.split('/').pop()} features can be written as ${value} -c '…'.`;
           head.push(text);
           notes.push(`${where}: ${text}`);
         }
@@ -154,9 +153,10 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
         const text = `RANDOM_DELAY=${value}: cronie's random delay in minutes is "jitterSeconds" in routinely (per routine, in seconds); not set here.`;
         head.push(text);
         notes.push(`${where}: ${text}`);
-      } else {
-        env[name] = value;
       }
+      // every assignment is in the environment of the jobs below it, as cron builds it (SHELL,
+      // MAILTO and CRON_TZ too: a script that reads them sees what it saw there)
+      env[name] = value;
       return;
     }
     const job = splitJob(line, o.system);
@@ -216,12 +216,17 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       notes.push(`${where}: ${days.note}`);
     }
     const unwrapped = dropFlock(command.run);
+    // cron ran the command with the crontab's SHELL (`$SHELL -c CMD`); routinely runs `run` with
+    // /bin/sh -c, which execs that shell the same way
+    const shell = env.SHELL!;
     const routine: Routine = {
       id: uniqueId(idFor(unwrapped.run), seen),
       schedule: days.schedule,
       action: 'command',
-      run: unwrapped.run,
+      run: shell === '/bin/sh' ? unwrapped.run : `exec ${shellQuote(shell)} -c ${shellQuote(unwrapped.run)}`,
     };
+    if (shell !== '/bin/sh')
+      comments.push(`run with ${printable(shell)} -c (the crontab's SHELL, above it), as cron ran it`);
     if (timezone) routine.timezone = timezone;
     if (unwrapped.lockFile === undefined) {
       routine.exclusive = false;
@@ -244,7 +249,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
         );
       }
     }
-    if (Object.keys(env).length > 0) routine.env = { ...env };
+    routine.env = { ...env };
     const background = backgroundOf(unwrapped.run);
     if (background) {
       const text = `${background}: under cron it went on after the job ended; routinely ends what a command leaves running in its process group and session when the command exits (docs/lock.md, rule 11), so start it with setsid (a session of its own) if it must outlive the job`;

@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importCrontab } from '../../src/config/crontab.js';
 import { stripJsonComments } from '../../src/config/load.js';
 import { validateConfig } from '../../src/config/validate.js';
+import { shellQuote } from '../../src/shell-quote.js';
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'crontab', 'user.crontab');
 
@@ -22,6 +24,10 @@ interface Out {
     env?: Record<string, string>;
   }[];
 }
+
+/** What cron sets for every job of a crontab that sets neither. */
+const CRON_ENV = { SHELL: '/bin/sh', PATH: '/usr/bin:/bin' };
+const bash = (command: string): string => `exec '/bin/bash' -c ${shellQuote(command)}`;
 
 function imported(text: string, system = false) {
   const r = importCrontab(text, { source: 'crontab', system });
@@ -48,8 +54,9 @@ describe('import-crontab', () => {
     expect(r.text).toMatch(/^\{\n {2}"\$schema": "\.\/node_modules\/routinely\/config\/routinely\.schema\.json",\n/);
     // flock -n LOCK CMD and flock -xn LOCK -c 'CMD': the wrapper dropped, the command as written,
     // its lock file a named lock of its own
-    expect(r.byId.backup!.run).toBe('/usr/local/bin/backup.sh --full >> /var/log/backup.log 2>&1');
-    expect(r.byId.sync!.run).toBe('cd /srv/app && ./bin/sync --quiet');
+    // (SHELL=/bin/bash above them: each run by bash, as cron ran it)
+    expect(r.byId.backup!.run).toBe(bash('/usr/local/bin/backup.sh --full >> /var/log/backup.log 2>&1'));
+    expect(r.byId.sync!.run).toBe(bash('cd /srv/app && ./bin/sync --quiet'));
     expect(r.config.locks).toEqual({ backup: { slots: 1 }, sync: { slots: 1 }, report: { slots: 1 } });
     expect(r.text).toContain('"backup": { "slots": 1 }, // /tmp/backup.lock');
     expect(r.byId.backup).toMatchObject({ lock: 'backup' });
@@ -59,7 +66,7 @@ describe('import-crontab', () => {
     );
     // flock that waits (-w 600): the routine waits for the lock as long
     expect(r.byId.report).toMatchObject({
-      run: 'php /srv/app/report.php',
+      run: bash('php /srv/app/report.php'),
       lock: 'report',
       ifBusy: 'wait',
       waitTimeoutSeconds: 600,
@@ -68,11 +75,20 @@ describe('import-crontab', () => {
     expect(r.byId.rotate).toMatchObject({ exclusive: false });
     expect(r.byId.rotate!.lock).toBeUndefined();
     // \% is a plain %
-    expect(r.byId.tar!.run).toBe('tar czf "$BACKUP_DIR/home-$(date +%Y%m).tgz" /home');
-    // environment lines reach the jobs below them, unquoted; MAILTO and SHELL are not variables of the job
-    expect(r.byId.backup!.env).toEqual({ PATH: '/usr/local/bin:/usr/bin:/bin', BACKUP_DIR: '/srv/backups' });
-    expect(r.byId['backup-2']!.env).toEqual({
+    expect(r.byId.tar!.run).toBe(bash('tar czf "$BACKUP_DIR/home-$(date +%Y%m).tgz" /home'));
+    expect(r.text).toContain("// run with /bin/bash -c (the crontab's SHELL, above it), as cron ran it");
+    // environment lines reach the jobs below them, unquoted, SHELL and MAILTO too, as cron builds
+    // the job's environment
+    expect(r.byId.backup!.env).toEqual({
+      SHELL: '/bin/bash',
       PATH: '/usr/local/bin:/usr/bin:/bin',
+      MAILTO: 'ops@example.com',
+      BACKUP_DIR: '/srv/backups',
+    });
+    expect(r.byId['backup-2']!.env).toEqual({
+      SHELL: '/bin/bash',
+      PATH: '/usr/local/bin:/usr/bin:/bin',
+      MAILTO: 'ops@example.com',
       BACKUP_DIR: '/srv/backups',
       GREETING: 'hello there',
     });
@@ -87,7 +103,6 @@ describe('import-crontab', () => {
       /\/\/ not carried: line 15: 30 2 \* \* \* mail -s "nightly" root%the backup ran%bye\n {4}\/\/ {3}an unescaped % \(cron ends the command there/,
     );
     expect(r.notes).toEqual([
-      expect.stringMatching(/^crontab:3: SHELL=\/bin\/bash: routinely runs every command with \/bin\/sh -c/),
       expect.stringMatching(
         /^crontab:5: MAILTO=ops@example\.com: routinely sends no mail\. For a message when a routine fails .* set "notify"/,
       ),
@@ -306,7 +321,7 @@ describe('import-crontab', () => {
 
   it('CRLF line ends (carried without the CR cron kept, said) and a last line without a newline (cron ignores the file: not carried, said)', () => {
     const r = imported('A=1\r\n0 1 * * * echo one\r\n0 2 * * * echo two');
-    expect(r.config.routines.map((x) => [x.run, x.env])).toEqual([['echo one', { A: '1' }]]);
+    expect(r.config.routines.map((x) => [x.run, x.env])).toEqual([['echo one', { ...CRON_ENV, A: '1' }]]);
     expect(r.notes).toEqual([
       expect.stringMatching(/^crontab: CRLF line ends: cron keeps the carriage return/),
       expect.stringMatching(
@@ -328,7 +343,7 @@ describe('import-crontab', () => {
         '* * * * * job',
       ].join('\n') + '\n',
     );
-    expect(r.config.routines.map((x) => x.env)).toEqual([{ F: ' lead and trail', G: '' }]);
+    expect(r.config.routines.map((x) => x.env)).toEqual([{ ...CRON_ENV, F: ' lead and trail', G: '' }]);
     expect(r.notes).toEqual([
       expect.stringMatching(/^crontab:1: not carried: A=: an empty value needs quotes/),
       expect.stringMatching(/^crontab:2: not carried: B="unterminated: its " is never closed/),
@@ -387,5 +402,28 @@ describe('import-crontab: locks and ids (SPEC §4.16, §10)', () => {
       ].join('\n') + '\n',
     );
     expect(r.config.routines.map((x) => x.id)).toEqual(['report', 'cleanup', 'warm-cache']);
+  });
+
+  it("SHELL: each job below it runs with that shell, as cron ran `$SHELL -c CMD`; every job's environment is cron's", () => {
+    const r = imported(
+      [
+        '0 1 * * * echo "plain: $SHELL $PATH"',
+        'SHELL=/bin/bash',
+        'MAILTO=""',
+        `0 2 * * * [[ "it's" == it* ]] && echo "bash: $SHELL \${BASH_VERSION:+yes} $MAILTO."`,
+        'SHELL=/bin/sh',
+        '0 3 * * * echo back',
+      ].join('\n') + '\n',
+    );
+    const [plain, bashed, back] = r.config.routines;
+    expect(plain).toMatchObject({ run: 'echo "plain: $SHELL $PATH"', env: CRON_ENV });
+    expect(bashed!.env).toEqual({ SHELL: '/bin/bash', PATH: '/usr/bin:/bin', MAILTO: '' });
+    expect(back).toMatchObject({ run: 'echo back', env: { ...CRON_ENV, MAILTO: '' } });
+    // what the runner does with `run` (sh -c, the routine's env over the scheduler's)
+    const ran = (x: (typeof r.config.routines)[number]) =>
+      spawnSync('/bin/sh', ['-c', x.run], { encoding: 'utf8', env: { ...process.env, ...x.env } }).stdout;
+    expect(ran(plain!)).toBe('plain: /bin/sh /usr/bin:/bin\n');
+    expect(ran(bashed!)).toBe('bash: /bin/bash yes .\n');
+    expect(r.notes).toEqual([]);
   });
 });
