@@ -114,13 +114,54 @@ export function isStorageError(err: unknown): boolean {
 /** A storage errno from Node (`EIO: i/o error, scandir '/x/.routinely/locks'`) as a StateIOError
  * naming the path and the error, for exit 74; other errors are returned as they are. */
 export function asStorageError(err: unknown): unknown {
-  if (err instanceof RoutinelyError || !isStorageError(err)) return err;
+  if (err instanceof RoutinelyError) return err;
   const e = err as NodeJS.ErrnoException;
-  const words = IO_WORDS[e.code!] ?? e.code;
-  const op = e.syscall
-    ? `${e.syscall === 'scandir' ? 'listing' : e.syscall === 'open' ? 'opening' : e.syscall === 'write' || e.syscall === 'pwrite' ? 'writing' : e.syscall === 'read' ? 'reading' : e.syscall}`
-    : 'using';
-  return new StateIOError(e.path ? `${words} ${op} ${e.path}` : `${words} (${e.message})`);
+  if (isStorageError(err))
+    return new StateIOError(
+      e.path ? `${IO_WORDS[e.code!]} ${verbOf(e.syscall)} ${e.path}` : `${IO_WORDS[e.code!]} (${e.message})`,
+    );
+  // a path that cannot be used as it is (a folder of another user or mode, a file where a folder
+  // should be, a name too long): exit 2, named, as stateWriteError says it where it is caught
+  if (PATH_CODES.has(errnoCode(err)!) && typeof e.path === 'string')
+    return new UnsafePathError(
+      `${IO_WORDS[e.code!]} ${verbOf(e.syscall)} ${e.path} (${e.code}); check the path, its owner and its mode`,
+    );
+  return err;
+}
+
+/** Errors of a path rather than of the storage: what stateWriteError calls a path we may not use. */
+const PATH_CODES = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'ELOOP', 'EISDIR', 'ENAMETOOLONG']);
+
+/** What a system call was doing, in words (`lstat` → `looking at`). */
+function verbOf(syscall: string | undefined): string {
+  switch (syscall) {
+    case 'scandir':
+    case 'opendir':
+      return 'listing';
+    case 'open':
+      return 'opening';
+    case 'write':
+    case 'pwrite':
+      return 'writing';
+    case 'read':
+      return 'reading';
+    case 'stat':
+    case 'lstat':
+    case 'statfs':
+    case 'access':
+      return 'looking at';
+    case 'mkdir':
+      return 'creating';
+    case 'rename':
+      return 'renaming';
+    case 'unlink':
+    case 'rmdir':
+      return 'removing';
+    case undefined:
+      return 'using';
+    default:
+      return syscall;
+  }
 }
 
 /** `no space left on device writing .routinely/routine-state.json` */

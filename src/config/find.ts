@@ -4,7 +4,7 @@
 
 import type { Stats } from 'node:fs';
 import { fileProblem, readFollowing } from '../fs/files.js';
-import { statFollow, statOrWhy } from '../fs/look.js';
+import { lstatQuiet, statFollow, statOrWhy } from '../fs/look.js';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { UsageError, errnoWords } from '../errors.js';
 
@@ -88,6 +88,17 @@ export function findConfigUpward(dir: string, strict = false): string | null {
       if (strict) checkConfigOwner(candidate, 'the config search');
       return candidate;
     }
+    // something else at the name (a folder, a FIFO, a link to nothing or a loop): this folder's
+    // config cannot be read, and a parent's is not this project's — stop here, named
+    const there = lstatQuiet(candidate);
+    if (there) {
+      if (!strict) return null;
+      const what =
+        there.isSymbolicLink() && statFollow(candidate) === null ? brokenLink(candidate) : notAFile(candidate);
+      throw new UsageError(
+        `${candidate} ${what}: the config search stops at it (a parent folder's config is not this project's); fix it or pass --config PATH`,
+      );
+    }
     if (dirname(d) === d) return null;
   }
 }
@@ -117,6 +128,14 @@ export function notAFile(p: string): string | null {
             ? 'a block device'
             : 'something else';
   return `is ${kind}, not a regular file`;
+}
+
+/** What a symbolic link that leads nowhere does: to a missing file, or round in a loop. */
+function brokenLink(p: string): string {
+  const why = statOrWhy(p);
+  return 'code' in why && why.code === 'ELOOP'
+    ? 'is a symbolic link in a loop'
+    : 'is a symbolic link to nothing (its target does not exist)';
 }
 
 export function isFile(p: string): boolean {

@@ -8,6 +8,7 @@ import { redactSecrets } from '../redact.js';
 import { ConfigError, UnsafePathError, UsageError, errnoCode, errnoWords } from '../errors.js';
 import { UntrustedPathError, checkTrustedPaths } from './trust.js';
 import { statFollow } from '../fs/look.js';
+import { printable } from '../printable.js';
 import {
   CONFIG_FILE,
   displayPath,
@@ -140,18 +141,21 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
   const ttl = envSeconds(env, 'ROUTINELY_LOCK_TTL_SECONDS', 1, 86400) ?? config.lock.ttlSeconds;
   const refreshEnv = envSeconds(env, 'ROUTINELY_LOCK_REFRESH_SECONDS', 0, 86400, true);
   const refresh = refreshEnv ?? config.lock.refreshSeconds ?? ttl / 3;
-  try {
-    checkTrustedPaths({ configPath, root, stateDir });
-  } catch (err) {
-    if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
-    throw err;
-  }
+  // what the folder is first (a file, a device, a name too long), then whose it is
   const stateWhy = stateFolderProblem(stateDir);
   if (stateWhy) {
     const source = nonEmpty(env, 'ROUTINELY_STATE_DIR')
       ? 'ROUTINELY_STATE_DIR'
       : `stateDir in ${displayPath(configPath)}`;
     throw new UsageError(`${source}: ${stateWhy}`);
+  }
+  const lockWhy = nonEmpty(env, 'ROUTINELY_LOCK_DIR') ? stateFolderProblem(lockDir) : null;
+  if (lockWhy) throw new UsageError(`ROUTINELY_LOCK_DIR: ${lockWhy}`);
+  try {
+    checkTrustedPaths({ configPath, root, stateDir });
+  } catch (err) {
+    if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
+    throw err;
   }
   if (refresh >= ttl / 2) {
     const source = refreshEnv !== undefined ? 'ROUTINELY_LOCK_REFRESH_SECONDS' : 'lock.refreshSeconds';
@@ -174,9 +178,28 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
 function stateFolderProblem(dir: string): string | null {
   const pseudo = ['/proc', '/sys', '/dev'].find((p) => dir === p || dir.startsWith(`${p}/`));
   if (pseudo) return `${dir} is on ${pseudo}, a kernel pseudo file system; choose a real folder for state`;
-  const st = statFollow(dir);
-  return st && !st.isDirectory() ? `${dir} is not a folder` : null;
+  const shown = printable(dir);
+  const long = dir.split('/').find((part) => Buffer.byteLength(part) > NAME_MAX);
+  if (long !== undefined)
+    return `${shown} has a name of ${Buffer.byteLength(long)} bytes in it; a file system takes at most ${NAME_MAX}`;
+  if (Buffer.byteLength(dir) > STATE_PATH_MAX)
+    return `${shown} is ${Buffer.byteLength(dir)} bytes long; the files in it need a path of at most ${STATE_PATH_MAX} for the folder (4096 in all)`;
+  // the folder, or the nearest part of its path that exists: a folder (it is made below it)
+  for (let at = dir; ; at = dirname(at)) {
+    const st = statFollow(at);
+    if (st) {
+      if (st.isDirectory()) return null;
+      return at === dir ? `${shown} is not a folder` : `${shown} cannot be made: ${printable(at)} is not a folder`;
+    }
+    if (dirname(at) === at) return null;
+  }
 }
+
+/** The longest name of one part of a path (Linux, macOS), and how long a state folder's own path
+ * may be: the longest file routinely makes in it (a named lock's kept stale record, a routine's
+ * history temp) stays within PATH_MAX, 4096. */
+const NAME_MAX = 255;
+const STATE_PATH_MAX = 3800;
 
 /** Shows a database URL (or any text holding one) without its password (SPEC §12): the
  * `user:password@` part with or without a scheme, and `password=` parameters of a URL query or

@@ -1,7 +1,8 @@
 // An invalid routinely.json must not hide the state: the read-only views warn and show what the
 // state folder holds (exit 0); the commands that act, and `routine list --check`, exit 2.
 
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
@@ -192,6 +193,22 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
       'routinely: ROUTINELY_STATE_DIR: /proc/1 is on /proc, a kernel pseudo file system; choose a real folder for state\n',
     ],
     [
+      {},
+      { ROUTINELY_STATE_DIR: '/etc/hostname/state' },
+      'routinely: ROUTINELY_STATE_DIR: /etc/hostname/state cannot be made: /etc/hostname is not a folder\n',
+    ],
+    [{}, { ROUTINELY_LOCK_DIR: '/etc/hostname' }, 'routinely: ROUTINELY_LOCK_DIR: /etc/hostname is not a folder\n'],
+    [
+      {},
+      { ROUTINELY_STATE_DIR: `/tmp/${'d'.repeat(300)}` },
+      `routinely: ROUTINELY_STATE_DIR: /tmp/${'d'.repeat(300)} has a name of 300 bytes in it; a file system takes at most 255\n`,
+    ],
+    [
+      { stateDir: `/tmp/${'abcdefghi/'.repeat(390)}` },
+      {},
+      `routinely: stateDir in routinely.json: /tmp/${'abcdefghi/'.repeat(389)}abcdefghi is 3904 bytes long; the files in it need a path of at most 3800 for the folder (4096 in all)\n`,
+    ],
+    [
       { http: { listen: '0.0.0.0:19467' } },
       {},
       'routinely: http.listen in routinely.json: 0.0.0.0:19467 listens on every interface: set ROUTINELY_HTTP_TOKEN (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1\n',
@@ -201,6 +218,40 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
     for (const args of [['validate'], ['scheduler', 'start']]) {
       const r = await runCli(args, { cwd: project, env });
       expect([r.code, r.stderr], args.join(' ')).toEqual([2, message]);
+    }
+    // and the commands the entry answers itself (lock run, lock status: their own start-up)
+    if (!('http' in config)) {
+      const r = await runCli(['lock', 'run', '--', 'true'], { cwd: project, env });
+      expect([r.code, r.stderr]).toEqual([2, message]);
+    }
+  });
+});
+
+describe("a routinely.json that cannot be read stops the search: never a parent folder's config", () => {
+  it.each([
+    ['a folder', (p: string) => mkdirSync(p), 'is a folder, not a regular file'],
+    ['a FIFO', (p: string) => spawnSync('mkfifo', [p]), 'is a FIFO (named pipe), not a regular file'],
+    [
+      'a link to nothing',
+      (p: string) => symlinkSync('gone.json', p),
+      'is a symbolic link to nothing (its target does not exist)',
+    ],
+    ['a link in a loop', (p: string) => symlinkSync('routinely.json', p), 'is a symbolic link in a loop'],
+  ])('%s', async (_, make, what) => {
+    // the parent has a valid config of its own; the project below it has a broken one
+    const parent = testProject({
+      routines: [{ id: 'parents', schedule: '0 3 * * *', action: 'command', run: 'true' }],
+    });
+    const project = join(parent, 'app');
+    mkdirSync(join(project, 'src'), { recursive: true });
+    make(join(project, 'routinely.json'));
+    for (const args of [['validate'], ['routine', 'list'], ['lock', 'status'], ['lock', 'run', '--', 'echo', 'ran']]) {
+      const r = await runCli(args, { cwd: join(project, 'src') });
+      expect([r.code, r.stdout, r.stderr], args.join(' ')).toEqual([
+        2,
+        '',
+        `routinely: ${join(project, 'routinely.json')} ${what}: the config search stops at it (a parent folder's config is not this project's); fix it or pass --config PATH\n`,
+      ]);
     }
   });
 });
