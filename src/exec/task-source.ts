@@ -28,9 +28,16 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       // a task folder, and a task file that is a link, are trusted as the project folder is
       // (SPEC §12): another user who may write them could choose what runs as you
       checkTaskFolder(abs);
-      // a missing task folder need not exist (no tasks); anything else that is no folder is said
+      // a task folder that is missing is said as anything else that is no folder: read as "no
+      // tasks", a typo or a volume not mounted would retire every task it holds (register)
       const st = statOrWhy(abs);
-      if ('code' in st && st.code === 'ENOENT') continue;
+      if ('code' in st && st.code === 'ENOENT') {
+        issues.push({
+          path: 'exec.taskDirs',
+          message: `${dir} does not exist: create it, or take it out of exec.taskDirs (a missing folder is never read as "no tasks": register would retire every task it held)`,
+        });
+        continue;
+      }
       if ('code' in st) throw Object.assign(new Error(st.code), { code: st.code });
       if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
       names = namesIn(abs)

@@ -22,13 +22,18 @@ function load(taskDirs: string[], setup: (dir: string) => void = () => {}): { id
 }
 
 describe('exec.taskDirs', () => {
-  it('reads the task files of a folder, and a folder that is not there holds none', () => {
-    const r = load(['tasks', 'missing'], (dir) => {
+  it('reads the task files of a folder; a folder that is not there is said, never read as no tasks', () => {
+    const make = (dir: string) => {
       mkdirSync(join(dir, 'tasks'), { mode: 0o700 });
       writeFileSync(join(dir, 'tasks', 'build.json'), JSON.stringify({ id: 'build', run: 'true' }), { mode: 0o600 });
-    });
+    };
+    const r = load(['tasks'], make);
     expect(r.error).toBeNull();
     expect(r.ids.sort()).toEqual(['build', 'inline']);
+    // a typo, or a volume not mounted: register would have retired every task it held
+    expect(load(['tasks', 'taks'], make).error).toContain(
+      'exec.taskDirs: taks does not exist: create it, or take it out of exec.taskDirs',
+    );
   });
 
   it('says why a folder cannot be read: a file where it should be, or a path through a file', () => {
