@@ -355,6 +355,41 @@ describe('exec run', () => {
     expect(readFileSync(count, 'utf8').trim().split('\n')).toEqual(['one', 'two', 'two', 'three']);
   });
 
+  it('SIGKILL mid-task, the task run alone and succeeded since: exec resume of the killed run does not run it again', async () => {
+    const project = testProject();
+    const count = join(project, 'count');
+    const tasks = [
+      { id: 'a', run: `echo a >> ${count}; touch a.started; [ -e go ] || sleep 60` },
+      { id: 'c', run: `echo c >> ${count}`, dependsOn: ['a'] },
+    ];
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks } }));
+    const p = startCli(['exec', 'run'], { cwd: project });
+    await eventually(() => existsSync(join(project, 'a.started')), 10_000, 'a started');
+    p.child.kill('SIGKILL');
+    await p.exited;
+    const killed = lastRun(project).run_id;
+    writeFileSync(join(project, 'go'), '');
+    // the next command records the killed run's end (OWNER_DEAD) under its own generation, then
+    // runs a, under the same generation
+    expect((await runCli(['exec', 'run', 'a'], { cwd: project })).code).toBe(0);
+    writeFileSync(count, '');
+    const r = await runCli(['exec', 'resume', killed, '--json'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(count, 'utf8')).toBe('c\n');
+    const run = JSON.parse(r.stdout) as RunState;
+    expect(run.status).toBe('SUCCEEDED');
+    expect(run.tasks.a).toMatchObject({ status: 'succeeded', why_code: 'SUCCEEDED_SINCE' });
+    // and exec status shows a as it last ended: succeeded
+    const status = JSON.parse((await runCli(['exec', 'status', '--json'], { cwd: project })).stdout) as {
+      id: string;
+      status: string;
+    }[];
+    expect(status.map((t) => [t.id, t.status])).toEqual([
+      ['a', 'succeeded'],
+      ['c', 'succeeded'],
+    ]);
+  });
+
   it('the lock record of exec run and exec resume names the run from the moment it is linked (cat of the lock tells which run holds it)', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'echo started; [ -e go ] || sleep 30' }] } });
     const lock = join(project, '.routinely', 'locks', 'exec-run.lock');
