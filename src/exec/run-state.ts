@@ -54,8 +54,7 @@ export interface TaskRun extends Partial<Why> {
   /** Definition hash when the task joined the run. */
   hash: string;
   /** Lock generation of the writer that last set this task's status (the registry folds a task
-   * only from a generation at least as new as the one it has: SPEC §4.7); for a task cut off when
-   * its run ended, the generation it was started under. */
+   * only from a generation at least as new as the one it has: SPEC §4.7); cut off: its start's. */
   gen?: number;
 }
 
@@ -247,11 +246,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
       return;
     }
     case 'run-finished': {
-      // A task still running when its run ended was cut off with it. It keeps the generation of
-      // the attempt that was cut off: the end of a dead owner's run is recorded by the next
-      // holder, under the generation it then runs the same task in — read as that generation's,
-      // the cut-off attempt would stand level with a success after it (exec resume ran the task
-      // again; views showed it interrupted).
+      // cut off with its run, in the generation it started under (not that of who records it)
       for (const [id, t] of Object.entries(state.tasks))
         if (t.status === 'running') state.tasks[id] = { ...t, status: 'interrupted' };
       state.status = ev.status;
