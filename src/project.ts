@@ -9,7 +9,7 @@ import type { LockStatus } from './lock/status.js';
 import { acquireLock, namedLockStatus, slotsOf, type NamedLockStatus } from './lock/named.js';
 import { liveSlots } from './lock/live-slots.js';
 import { isLockKey } from './file-lock/paths.js';
-import { EXEC_LOCK_NAME, LOCK_NAME_PATTERN } from './config/types.js';
+import { EXEC_LOCK_NAME, LOCK_NAME_PATTERN, reservedLockName } from './config/types.js';
 import { UsageError } from './errors.js';
 
 /** The project's lock (files, or the database), for callers that only need the lock. */
@@ -121,5 +121,7 @@ function lockName(name: string | undefined): string {
     throw new UsageError(
       `${JSON.stringify(name)} is not a lock name (lowercase letters, digits, "_" and "-", at most 63 characters)`,
     );
+  const reserved = reservedLockName(name);
+  if (reserved) throw new UsageError(`lock: ${reserved}`);
   return name;
 }

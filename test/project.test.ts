@@ -78,6 +78,8 @@ describe('withProjectLock and projectLockStatus', () => {
       { ifBusy: 'wait', waitTimeoutSeconds: 1 },
       { lock: 5 },
       { lock: 'Bad Name' },
+      { lock: 'exec-run' },
+      { lock: 'scheduler' },
       { lock: 'db', key: 'exec-run' },
       { key: '../x' },
       { signal: 'x' },

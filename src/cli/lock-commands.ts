@@ -8,7 +8,7 @@
 
 import { projectFileLock } from '../backend.js';
 import type { Project } from '../config/load.js';
-import { EXEC_LOCK_NAME, LOCK_NAME_PATTERN } from '../config/types.js';
+import { EXEC_LOCK_NAME, LOCK_NAME_PATTERN, reservedLockName } from '../config/types.js';
 import { ExitCode, UsageError, isStorageError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
 import { writeOut } from '../fs/terminal.js';
@@ -58,6 +58,8 @@ export function lockNameOf(flag: string | undefined): string {
       `--lock ${JSON.stringify(name)} is not a lock name (lowercase letters, digits, "_" and "-", starting with a letter or digit, at most 63 characters; "exec" is the project exec lock)`,
     );
   }
+  const reserved = reservedLockName(name);
+  if (reserved) throw new UsageError(`--lock ${name}: ${reserved}`);
   return name;
 }
 

@@ -11,6 +11,15 @@ export const BACKEND_TYPES = ['file', 'postgres'] as const;
 export const LOCK_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** The exec lock's name on the command line and in a routine's `lock`. */
 export const EXEC_LOCK_NAME = 'exec';
+
+/** Why `name` may not be a named lock's although it has the form of one: the keys of the project's
+ * own locks, which `lock status` shows under those words (`exec-run lock: free`); a named lock so
+ * called would be another lock that reads as the same. null for any other name. */
+export function reservedLockName(name: string): string | null {
+  if (name === 'exec-run') return '"exec-run" is the key of the project exec lock: call it "exec" (or name no lock)';
+  if (name === 'scheduler') return '"scheduler" is the scheduler\'s own lock: choose another name';
+  return null;
+}
 /** Slots a named lock may have (holders at once). */
 export const MAX_LOCK_SLOTS = 64;
 

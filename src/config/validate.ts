@@ -10,6 +10,7 @@ import { parseListen } from './listen.js';
 import { allowedKeysAt, configSchema, taskSchema, type RawConfig } from './schema.js';
 import {
   EXEC_LOCK_NAME,
+  reservedLockName,
   ID_PATTERN,
   LOCK_NAME_PATTERN,
   NOTIFY_EVENTS,
@@ -354,6 +355,8 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
           message: 'is only allowed for a routine that takes a lock ("exclusive": false takes none)',
         });
     }
+    const reservedLock = r.lock === undefined ? null : reservedLockName(r.lock);
+    if (reservedLock) issues.push({ path: at('lock'), message: reservedLock });
     if (r.lock !== undefined && r.lock !== EXEC_LOCK_NAME && r.action !== 'command') {
       issues.push({
         path: at('lock'),
@@ -383,6 +386,8 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
         path: formatPath(['locks', name]),
         message: '"exec" is the project exec lock: it is not declared, and has one slot',
       });
+    const reserved = reservedLockName(name);
+    if (reserved) issues.push({ path: formatPath(['locks', name]), message: reserved });
     locks[name] = { slots: l.slots ?? 1 };
   }
   if (issues.length > 0) return { ok: false, issues };

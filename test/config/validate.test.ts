@@ -337,6 +337,16 @@ describe('validateConfig', () => {
     ]);
     expect(problems({ routines: [routine({ id: 'c', action: 'command', run: 'true', lock: 'Db' })] })).toEqual([
       'routines[0].lock: "Db" is not a lock name (lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock)',
+    ]);    // the keys of the project's own locks are not names of named locks (`lock status` shows them
+    // under those words: a named lock so called reads as the same lock and is another)
+    expect(
+      problems({
+        locks: { scheduler: {} },
+        routines: [routine({ id: 'd', action: 'command', run: 'true', lock: 'exec-run' })],
+      }),
+    ).toEqual([
+      'routines[0].lock: "exec-run" is the key of the project exec lock: call it "exec" (or name no lock)',
+      'locks.scheduler: "scheduler" is the scheduler\'s own lock: choose another name',
     ]);
   });
 

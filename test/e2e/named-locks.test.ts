@@ -74,6 +74,21 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     const status = await runCli(['lock', 'status'], { cwd: s.project, env: s.env });
     expect(status.stdout).toMatch(/^exec-run lock: held\n(.*\n)*cache lock: held\n(.*\n)*db lock: held\n/);
     expect(status.stdout).not.toMatch(/queue lock/); // released: not in use
+    // the exec lock's key and the scheduler's are not names of named locks (they would read as
+    // the same lock in lock status, and be another)
+    for (const [name, why] of [
+      ['exec-run', '"exec-run" is the key of the project exec lock: call it "exec" (or name no lock)'],
+      ['scheduler', '"scheduler" is the scheduler\'s own lock: choose another name'],
+    ])
+      for (const args of [
+        ['lock', 'run', '--lock', name, '--', 'true'],
+        ['lock', 'status', '--lock', name],
+        ['lock', 'break', '--lock', name],
+      ])
+        expect(await runCli(args, { cwd: s.project, env: s.env })).toMatchObject({
+          code: 2,
+          stderr: `routinely: --lock ${name}: ${why}\n`,
+        });
     const json = JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: s.project, env: s.env })).stdout) as {
       lock: string;
       state: string;
