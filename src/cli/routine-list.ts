@@ -128,7 +128,11 @@ export function listRows(
     const p = phases[r.id];
     // a board's phase of the very fire the record shows ended is past (a board written a moment
     // after the record); a later tick's record (a skip, `previous run still running`) is not
-    const current = p && !running && record.last_scheduled_at !== p.scheduled_at ? p : undefined;
+    // (and a tick queued while its routine is paused will not fire: at its turn it is dropped)
+    const current =
+      p && !running && record.last_scheduled_at !== p.scheduled_at && !(p.phase === 'queued' && record.paused)
+        ? p
+        : undefined;
     const waiting_for =
       current?.phase === 'queued'
         ? { behind: current.behind }

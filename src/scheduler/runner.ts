@@ -514,6 +514,10 @@ export class Runner {
       }
       if (paused) {
         turns.leave(id);
+        if (!this.stopping && !signal.aborted)
+          this.warn(
+            `${id}: its tick of ${scheduledAt.toISOString()} is not fired: the routine was paused while it waited for its turn`,
+          );
         return null;
       }
     }

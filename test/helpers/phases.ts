@@ -185,5 +185,43 @@ export function phaseTests(cluster: TestCluster | null): void {
         expect((await holder.exited).code).toBe(0);
       },
     );
+
+    it(
+      'a routine paused while its tick is queued: no view shows the tick queued, and at its turn it is dropped, said in the log',
+      { timeout: 120_000 },
+      async () => {
+        const url = backend === 'postgres' ? await freshDatabase(cluster!) : null;
+        const project = testProject({
+          project: 'app',
+          ...(url ? { backend: { type: 'postgres' } } : {}),
+          routines: [
+            { id: 'first', schedule: '*/30 * * * * *', action: 'command', run: untilGo, lock: 'db' },
+            { id: 'second', schedule: '*/30 * * * * *', action: 'command', run: 'true', lock: 'db' },
+          ],
+        });
+        const env = url ? { ROUTINELY_DATABASE_URL: url } : {};
+        const opts = { cwd: project, env };
+        const s = startCli(['scheduler', 'start'], { ...opts, timeoutMs: 110_000 });
+        const [behindId] = (await s.waitFor(/\[routine\] queued (first|second): behind (first|second)/, 60_000)).slice(
+          1,
+        ) as [string, string];
+        expect((await runCli(['routine', 'pause', behindId], opts)).code).toBe(0);
+        const row = async (): Promise<Row> =>
+          (JSON.parse((await runCli(['routine', 'list', '--json'], opts)).stdout) as Row[]).find(
+            (r) => r.id === behindId,
+          )!;
+        expect(await row()).toMatchObject({ phase: null, waiting_for: null });
+        expect((await runCli(['routine', 'list'], opts)).stdout).not.toMatch(/queued/);
+        writeFileSync(join(project, 'go'), '');
+        await s.waitFor(
+          new RegExp(`${behindId}: its tick of \\S+ is not fired: the routine was paused while it waited for its turn`),
+          30_000,
+        );
+        const history = (await runCli(['routine', 'history', behindId, '--json'], opts)).stdout;
+        expect(JSON.parse(history)).toEqual([]);
+        s.child.kill('SIGTERM');
+        expect((await s.exited).code).toBe(0);
+      },
+    );
   });
 }
