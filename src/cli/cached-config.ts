@@ -6,6 +6,7 @@
 // the full path, which validates and reports exactly as before.
 
 import { checkTrustedPaths } from '../config/trust.js';
+import { hostIdProblem } from '../config/host-id.js';
 import { dirname, join, resolve } from 'node:path';
 import { configTextOf, findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import { listCacheKey, readProjectCache, type CachedProject } from '../scheduler/list-cache.js';
@@ -25,7 +26,8 @@ export interface CachedConfig {
 /** The cache for the config the command would use, or null (then the full path runs). Throws
  * nothing the full path would not report itself: callers treat a throw as null. */
 export function cachedConfig(configArg: string | undefined, env: NodeJS.ProcessEnv): CachedConfig | null {
-  if (env.ROUTINELY_LIST_CACHE === '0') return null;
+  // (a variable the full path refuses: it says why)
+  if (env.ROUTINELY_LIST_CACHE === '0' || hostIdProblem(env) !== null) return null;
   const configPath = findConfig({ configPath: configArg, env });
   const key = listCacheKey(configPath, env, VERSION);
   if (key === null) return null;

@@ -9,6 +9,7 @@ import { ConfigError, UnsafePathError, UsageError, errnoCode, errnoWords } from 
 import { UntrustedPathError, checkTrustedPaths } from './trust.js';
 import { statFollow } from '../fs/look.js';
 import { printable } from '../printable.js';
+import { hostIdProblem } from './host-id.js';
 import {
   CONFIG_FILE,
   displayPath,
@@ -141,6 +142,8 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
   const ttl = envSeconds(env, 'ROUTINELY_LOCK_TTL_SECONDS', 1, 86400) ?? config.lock.ttlSeconds;
   const refreshEnv = envSeconds(env, 'ROUTINELY_LOCK_REFRESH_SECONDS', 0, 86400, true);
   const refresh = refreshEnv ?? config.lock.refreshSeconds ?? ttl / 3;
+  const hostWhy = hostIdProblem(env);
+  if (hostWhy) throw new UsageError(hostWhy);
   // what the folder is first (a file, a device, a name too long), then whose it is
   const stateWhy = stateFolderProblem(stateDir);
   if (stateWhy) {

@@ -200,6 +200,11 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
     [{}, { ROUTINELY_LOCK_DIR: '/etc/hostname' }, 'routinely: ROUTINELY_LOCK_DIR: /etc/hostname is not a folder\n'],
     [
       {},
+      { ROUTINELY_HOST_ID: 'a\nb' },
+      'routinely: ROUTINELY_HOST_ID: "a\\nb" is not a host identity (letters, digits, ".", "_", ":", "@" and "-", starting with a letter or digit, at most 253 characters)\n',
+    ],
+    [
+      {},
       { ROUTINELY_STATE_DIR: `/tmp/${'d'.repeat(300)}` },
       `routinely: ROUTINELY_STATE_DIR: /tmp/${'d'.repeat(300)} has a name of 300 bytes in it; a file system takes at most 255\n`,
     ],
