@@ -55,6 +55,9 @@ export interface ExecuteOptions {
 export interface ExecuteResult {
   state: RunState;
   stoppedBy: StopCause | null;
+  /** What tasks that ended on their own did after the lock was lost: in `state`, never written
+   * (reported as not recorded: outcome.ts asRecorded). */
+  notRecorded: RunEvent[];
 }
 
 const iso = (clock: Clock): string => new Date(clock.now()).toISOString();
@@ -79,13 +82,25 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   const timer = o.runTimeoutMs !== undefined ? setTimeout(() => stop('RUN_TIMEOUT'), o.runTimeoutMs) : undefined;
 
   /** Records an event: appended (fenced) and applied. A fenced append means the lock is gone. */
+  const notRecorded: RunEvent[] = [];
+  let fenced = false;
   const record = (event: RunEvent): void => {
-    if (stoppedBy === 'LOCK_LOST') return; // a holder that lost its lock writes nothing more
-    try {
-      o.writer.append(event);
-    } catch (err) {
-      if (!(err instanceof FencedError)) throw err;
-      stop('LOCK_LOST');
+    if (stoppedBy !== 'LOCK_LOST' && !fenced) {
+      try {
+        o.writer.append(event);
+      } catch (err) {
+        if (!(err instanceof FencedError)) throw err;
+        fenced = true;
+        stop('LOCK_LOST');
+      }
+    }
+    if (stoppedBy === 'LOCK_LOST' || fenced) {
+      // a holder that lost its lock writes nothing more; a task that ended on its own meanwhile
+      // (it exited 0 while this process was stopped) is reported as it ended, as not recorded
+      if (event.type === 'task-finished' && event.status !== 'interrupted') {
+        applyEventInPlace(state, event);
+        notRecorded.push(event);
+      }
       return;
     }
     applyEventInPlace(state, event);
@@ -277,7 +292,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     o.lease.signal.removeEventListener('abort', onLost);
     o.stop.removeEventListener('abort', onStop);
   }
-  return { state, stoppedBy };
+  return { state, stoppedBy, notRecorded };
 }
 
 function writeQuiet(fd: number, text: string): void {

@@ -331,7 +331,11 @@ async function runAndRecord(
       const notStored = await writer.appendUnfenced(lost);
       // What we report is what the record says: a task whose result never reached it is run
       // again by resume, so it is not reported as done (SPEC §5: the record is the truth).
-      const state = asRecorded(applyEvent(result.state, lost), writer.unrecorded(), notStored);
+      const state = asRecorded(
+        applyEvent(result.state, lost),
+        [...writer.unrecorded(), ...result.notRecorded],
+        notStored,
+      );
       return { state, summary, bytesWritten: writer.bytesWritten };
     }
     // The run is on record. A lock lost in this last moment only leaves the registry to be

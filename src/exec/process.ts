@@ -249,6 +249,9 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
 
     const stop = (why: EndReason): void => {
       if (reason !== 'exited' || pid === null) return;
+      // it ended on its own a moment before (its exit not seen yet: this process was stopped, or
+      // busy): the result is its own — a success stays one; what its group left is ended after
+      if (systemProbe().inspect(pid).state === 'dead') return;
       reason = why; // recorded before the kill, so the result says why
       const wait = grace();
       if (wait <= 0) {

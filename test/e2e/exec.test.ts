@@ -486,6 +486,35 @@ describe('exec run', () => {
     expect((await thief.exited).code).toBe(0);
   });
 
+  it('a task that exits 0 while its runner is paused past the TTL: the runner says it succeeded, not recorded (never "stopped"); the record runs it again', async () => {
+    const project = testProject({
+      lock: { ttlSeconds: 2 },
+      exec: { tasks: [{ id: 't1', run: 'echo t1 >> ev; while [ ! -e go ]; do sleep 0.05; done; echo t1done >> ev' }] },
+    });
+    const p = startCli(['exec', 'run', '--json'], { cwd: project });
+    await lineIn(join(project, 'ev'), /t1/, 10_000, 't1 started');
+    process.kill(p.pid, 'SIGSTOP');
+    try {
+      writeFileSync(join(project, 'go'), '');
+      await lineIn(join(project, 'ev'), /t1done/, 10_000, 't1 ended');
+      // the next holder, once the paused one's heartbeat is a TTL old
+      const thief = await runCli(['lock', 'run', '--if-busy', 'wait', '--', 'echo', 'took-over'], { cwd: project });
+      expect(thief.stdout).toBe('took-over\n');
+    } finally {
+      process.kill(p.pid, 'SIGCONT');
+    }
+    expect((await p.exited).code).toBe(1);
+    const run = JSON.parse(p.stdout()) as RunState;
+    expect(run).toMatchObject({ status: 'ABORTED', why_code: 'LOCK_LOST' });
+    expect(run.tasks.t1).toMatchObject({
+      status: 'interrupted',
+      exit_code: 0,
+      why_code: 'NOT_RECORDED',
+      why: 'succeeded, but the result could not be recorded (the exec lock was lost before it was stored)',
+    });
+    expect(lastRun(project).tasks.t1!.status).toBe('interrupted');
+  });
+
   it('a run that lost the lock while paused keeps what it finished: the next exec run runs nothing again, exec resume the rest (SPEC §3)', async () => {
     const project = testProject({
       lock: { ttlSeconds: 2 },

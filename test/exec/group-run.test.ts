@@ -6,7 +6,8 @@ import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runGroupUnderLease, withLockEnv } from '../../src/exec/group-run.js';
-import { processGone } from '../../src/process/identity.js';
+import { runProcess } from '../../src/exec/process.js';
+import { processGone, systemProbe } from '../../src/process/identity.js';
 import { trustRoot } from '../../src/fs/files.js';
 import { fileLockBackend } from '../../src/file-lock/backend.js';
 import type { Lease } from '../../src/lock/lease.js';
@@ -163,4 +164,19 @@ describe('runGroupUnderLease', () => {
     expect(r.process).toMatchObject({ exitCode: 127, reason: 'spawn-error', error: 'no such folder: nope', pid: null });
     expect(() => readFileSync(marker)).toThrow();
   });
+
+  it.runIf(process.platform === 'linux')(
+    'a stop that comes after the command ended on its own (not yet reaped: this process was stopped, or busy) leaves its result its own',
+    async () => {
+      const stop = new AbortController();
+      let pid = 0;
+      const ran = runProcess({ file: 'exit 0', shell: true, signal: stop.signal, onSpawn: (p) => (pid = p) });
+      // the event loop held until the command has exited (a zombie: its exit not seen yet), as a
+      // runner that was SIGSTOPped meanwhile finds it when it goes on — then the stop (a lost lease)
+      const until = Date.now() + 10_000;
+      while (systemProbe().inspect(pid).state !== 'dead' && Date.now() < until);
+      stop.abort();
+      expect(await ran).toMatchObject({ exitCode: 0, signal: null, canceled: false, reason: 'exited' });
+    },
+  );
 });
