@@ -10,6 +10,37 @@ import { writeText } from '../fs/durable.js';
 export const CUT_LINE_PREFIX = '--- routinely: ';
 export const CUT_LINE_PATTERN = /^--- routinely: (\d+) bytes of output left out \(runLogBytes \d+\) ---$/;
 
+/** The bytes a cut line says were left out, or 0 for any other line. */
+export function cutBytesOf(line: Buffer): number {
+  if (
+    line.length > 120 ||
+    line.length < CUT_LINE_PREFIX.length ||
+    line.toString('latin1', 0, CUT_LINE_PREFIX.length) !== CUT_LINE_PREFIX
+  )
+    return 0;
+  const m = CUT_LINE_PATTERN.exec(line.toString('utf8').replace(/\r?\n$/, ''));
+  return m ? Number(m[1]) : 0;
+}
+
+/** The output left out of a log whose first `cut` bytes (`removed()`) are trimmed away: those
+ * bytes less routinely's own lines among them (its run attempt headings, its cut lines, each with
+ * the newline written before it), plus
+ * what each cut line there says was left out before — so the count stays the whole of it over
+ * every attempt. */
+export function outputLeftOut(cut: number, removed: () => Buffer): number {
+  const buf = removed();
+  let total = cut;
+  for (let at = 0; at < buf.length;) {
+    const nl = buf.indexOf(10, at);
+    const end = nl < 0 ? buf.length : nl + 1;
+    // (each is written after a newline of its own, but the one that opens the file)
+    if (buf.toString('latin1', at, Math.min(end, at + CUT_LINE_PREFIX.length)) === CUT_LINE_PREFIX)
+      total += cutBytesOf(buf.subarray(at, end)) - (end - at) - (at > 0 ? 1 : 0);
+    at = end;
+  }
+  return Math.max(0, total);
+}
+
 /** Room kept for the line that says what was left out, so that line is inside the cap too. */
 const CUT_LINE_ROOM = 120;
 

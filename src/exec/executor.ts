@@ -14,7 +14,7 @@ import { keepTail, openAppendTo, writeText } from '../fs/durable.js';
 import { closeFd } from '../fs/names.js';
 import { fileSystemFull, realPath } from '../fs/look.js';
 import { commandEnv, leftoverMessage, type ProcessResult } from './process.js';
-import { CUT_LINE_PREFIX } from './capped-output.js';
+import { CUT_LINE_PREFIX, outputLeftOut } from './capped-output.js';
 import { runGroupUnderLease, withLockEnv, type GroupRun } from './group-run.js';
 import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
@@ -320,7 +320,8 @@ function openLog(
     f,
     path,
     Math.floor(capBytes / 4),
-    (cut) => `${CUT_LINE_PREFIX}${cut} bytes of output left out (runLogBytes ${capBytes}) ---\n`,
+    (cut, removed) =>
+      `${CUT_LINE_PREFIX}${outputLeftOut(cut, removed)} bytes of output left out (runLogBytes ${capBytes}) ---\n`,
   );
   try {
     writeText(f.fd, heading);

@@ -5,7 +5,7 @@
 
 import { childPath } from '../fs/names.js';
 import { ID_PATTERN } from '../config/types.js';
-import { CUT_LINE_PATTERN, CUT_LINE_PREFIX } from '../exec/capped-output.js';
+import { CUT_LINE_PREFIX, cutBytesOf } from '../exec/capped-output.js';
 import { NotFoundError } from '../errors.js';
 import { checkFolder, trustRoot } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
@@ -46,18 +46,6 @@ export type LogViewResult =
   | { kind: 'stopped' };
 
 const DEFAULT_FOLLOW_LINES = 10;
-
-/** The bytes a cut line says were left out, or 0 for any other line. */
-function cutBytesOf(line: Buffer): number {
-  if (
-    line.length > 120 ||
-    line.length < CUT_LINE_PREFIX.length ||
-    line.toString('latin1', 0, CUT_LINE_PREFIX.length) !== CUT_LINE_PREFIX
-  )
-    return 0;
-  const m = CUT_LINE_PATTERN.exec(line.toString('utf8').replace(/\r?\n$/, ''));
-  return m ? Number(m[1]) : 0;
-}
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {

@@ -448,7 +448,12 @@ export function writeText(fd: number, text: string | Buffer): void {
  * `head(cut)` saying how many were left out; returns its size after. A file within `keep` is
  * left as it is. A trim that fails part-way (the file is a log: what is lost of it is its older
  * part) does nothing more. */
-export function keepTail(f: AppendFile, path: string, keep: number, head: (cut: number) => string): number {
+export function keepTail(
+  f: AppendFile,
+  path: string,
+  keep: number,
+  head: (cut: number, removed: () => Buffer) => string,
+): number {
   const size = f.size ?? fstatSync(f.fd).size;
   if (size <= keep) return size;
   let reader: number | null = null;
@@ -457,8 +462,14 @@ export function keepTail(f: AppendFile, path: string, keep: number, head: (cut: 
     reader = f.readable ? f.fd : openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
     const tail = Buffer.alloc(keep);
     const got = readSync(reader, tail, 0, keep, size - keep);
+    // what is cut away, read only if the head asks (before the file is emptied)
+    const removed = (): Buffer => {
+      const buf = Buffer.alloc(size - got);
+      return buf.subarray(0, readSync(reader!, buf, 0, buf.length, 0));
+    };
+    const text = head(size - got, removed);
     ftruncateSync(f.fd, 0);
-    const kept = Buffer.concat([Buffer.from(head(size - got), 'utf8'), tail.subarray(0, got)]);
+    const kept = Buffer.concat([Buffer.from(text, 'utf8'), tail.subarray(0, got)]);
     writeAll(f.fd, kept, null);
     return kept.length;
   } catch {

@@ -10,6 +10,12 @@ import { eventually, runCli, startCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 const MiB = 1024 * 1024;
+/** The bytes `seq 1 N` prints. */
+const seqBytes = (n: number): number => {
+  let total = 0;
+  for (let i = 1; i <= n; i++) total += String(i).length + 1;
+  return total;
+};
 /** 20 MB of numbered lines, FIRST before them and LAST after, on stdout and stderr in turn. */
 const LOUD = `echo FIRST; i=0; while [ $i -lt 40 ]; do head -c 524288 /dev/zero | tr '\\0' x; echo " block $i" >&2; i=$((i+1)); done; echo LAST`;
 const runsDir = (p: string): string => join(p, '.routinely', 'exec', 'runs');
@@ -95,6 +101,18 @@ describe('a run prints more than retention.runLogBytes', () => {
     expect(text).toMatch(/^--- routinely: \d+ bytes of output left out \(runLogBytes 10000\) ---\n/);
     expect(text).toMatch(/\n--- routinely: run attempt 5, [^\n]+ ---\nattempt \d+\n1\n2\n/);
     expect(text.endsWith('100000\n')).toBe(true);
+    // every byte of output is either in the log or counted by a line that says it was left out,
+    // over all five attempts (each earlier count carried into the next one's)
+    const printed = 5 * (Buffer.byteLength(`attempt ${'1'.repeat(19)}\n`) + seqBytes(100_000));
+    const lines = text.split(/(?<=\n)/);
+    const ours = lines.filter((l) => l.startsWith('--- routinely: '));
+    const leftOut = ours.reduce(
+      (n, l) => n + Number(/^--- routinely: (\d+) bytes of output left out/.exec(l)?.[1] ?? 0),
+      0,
+    );
+    // (each of routinely's lines after a newline of its own, but the first)
+    const kept = Buffer.byteLength(text) - ours.reduce((n, l) => n + Buffer.byteLength(l) + 1, -1);
+    expect(kept + leftOut).toBe(printed);
   });
 
   it('a command that leaves a background job holding its output does not keep the run open', async () => {
