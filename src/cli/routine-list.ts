@@ -85,7 +85,6 @@ export function runningSince(
  * run` records (SPEC §6) — not as never having run until then. Nothing is written. */
 export function withLostFires(
   record: RoutineRecord,
-  now: Date,
   gone: (o: OpenFire['owner'], openId: string) => boolean = (o) => processGone(o),
 ): RoutineRecord {
   const open = record.open_fires;
@@ -97,7 +96,7 @@ export function withLostFires(
   if (left.length > 0) shown.open_fires = left;
   else delete shown.open_fires;
   for (const o of lost) {
-    const fire = interruptedFire(o, now);
+    const fire = interruptedFire(o);
     shown = isLate(shown, fire) ? applyLateFire(shown, fire) : applyFire(shown, fire);
   }
   return shown;
@@ -118,10 +117,9 @@ export function listRows(
   phases: Record<string, Phase> = {},
   spooled: (openId: string) => boolean = () => false,
 ): ListRow[] {
-  const now = new Date();
   const lost = (o: OpenFire['owner'], id: string): boolean => processGone(o) && !spooled(id);
   return routines.map((r) => {
-    const stored = records[r.id] ? withLostFires(records[r.id]!, now, lost) : undefined;
+    const stored = records[r.id] ? withLostFires(records[r.id]!, lost) : undefined;
     const record = stored ?? emptyRecord();
     const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
     const running = runningSince(record.open_fires);

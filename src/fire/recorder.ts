@@ -252,7 +252,6 @@ export class Recorder {
     // whose lock was just taken over from its holder (`from`, on any host): its outcome is lost.
     const closed = await this.o.store.reconcile(
       (owner, open, routineId) => processGone(owner) || lostWithLock(from, owner, open, routineId),
-      new Date(this.o.clock.now()),
       this.o.warn,
       (id, fire) => {
         this.tell(id, fire);

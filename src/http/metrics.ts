@@ -5,7 +5,7 @@
 // (Over 300 lines: every metric of SPEC §11 declared with its labels and help text.)
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Fire } from '../state/routine-state.js';
+import { isInterrupted, type Fire } from '../state/routine-state.js';
 
 /** Seconds: cron work runs from a blink (a few ms) to hours. */
 export const DURATION_BUCKETS = [
@@ -186,8 +186,10 @@ export class Metrics {
     try {
       this.ensureSeries(routine);
       this.fires.inc({ routine, result: fire.result });
-      if (fire.result !== 'skipped') this.duration.observe({ routine }, Math.max(0, fire.duration_ms) / 1000);
-      else {
+      // (a fire lost with its process has no known duration: not observed)
+      if (fire.result !== 'skipped') {
+        if (!isInterrupted(fire)) this.duration.observe({ routine }, Math.max(0, fire.duration_ms) / 1000);
+      } else {
         const reason = skipReason(fire.reason);
         const known = this.seen.get(routine)!;
         if (!known.includes(reason)) known.push(reason);

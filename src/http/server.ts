@@ -127,10 +127,12 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
    * in its history once, then kept, since each fire that ran after it is seen as the last. */
   const ranBefore = new Map<string, number | null>();
   const lastRunDuration = async (r: RoutineView): Promise<number | null> => {
-    if (r.last_result === 'success' || r.last_result === 'failure') {
+    if ((r.last_result === 'success' || r.last_result === 'failure') && r.last_duration_ms !== null) {
       ranBefore.set(r.id, r.last_duration_ms);
       return r.last_duration_ms;
     }
+    // (a fire lost with its process has no known duration: the last one known stands)
+    if (r.last_result === 'failure') return ranBefore.get(r.id) ?? null;
     if (r.last_result !== 'skipped') return null;
     if (!ranBefore.has(r.id)) {
       const ran = (await s.fires(r.id, Infinity).catch(() => [])).find((f) => f.result !== 'skipped');

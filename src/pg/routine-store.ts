@@ -205,14 +205,14 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       );
     },
 
-    async reconcile(isGone, now, warn, recorded): Promise<number> {
+    async reconcile(isGone, warn, recorded): Promise<number> {
       const state = await this.read(warn);
       let closed = 0;
       for (const [id, record] of Object.entries(state.routines)) {
         for (const open of record.open_fires ?? []) {
           if (!isGone(open.owner, open, id)) continue;
           // as "again": of two processes of this host reconciling at once, one records it
-          const fire = interruptedFire(open, now);
+          const fire = interruptedFire(open);
           if (!(await store(id, fire, { again: true }))) continue;
           recorded?.(id, fire);
           closed++;

@@ -182,7 +182,6 @@ export async function openFire(
 export async function reconcileOpenFires(
   project: Project,
   isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
-  now: Date,
   warn: Warn = () => {},
   recorded: (id: string, fire: Fire) => void = () => {},
 ): Promise<number> {
@@ -196,7 +195,7 @@ export async function reconcileOpenFires(
       if (!readRoutine(project, id, warn)?.open_fires?.some((o) => o.id === open.id)) continue;
       // keyed: of two processes reconciling it at once, both append, the fold counts the first
       // line, and only the process whose line that is counts and announces the fire
-      const fire: Fire = { ...interruptedFire(open, now), key: randomHex(8) };
+      const fire: Fire = { ...interruptedFire(open), key: randomHex(8) };
       await recordFire(project, id, fire, warn);
       if (readFires(project, id, () => {}).find((e) => e.closes === open.id)?.key !== fire.key) continue;
       recorded(id, fire);
@@ -309,8 +308,8 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       await openFire(project, id, open, warn);
       publisher.touched(id);
     },
-    reconcile: (isGone, now, warn, recorded) =>
-      reconcileOpenFires(project, isGone, now, warn, (id, fire) => {
+    reconcile: (isGone, warn, recorded) =>
+      reconcileOpenFires(project, isGone, warn, (id, fire) => {
         publisher.touched(id);
         recorded?.(id, fire);
       }),

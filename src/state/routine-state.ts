@@ -105,6 +105,13 @@ export const emptyRecord = (): RoutineRecord => ({
 export const starvingSkip = (fire: Pick<Fire, 'result' | 'reason'>): boolean =>
   fire.result === 'skipped' && /^[a-z0-9][a-z0-9_-]* busy\b/.test(fire.reason ?? 'exec busy');
 
+const INTERRUPTED = 'interrupted: ';
+
+/** Whether a fire is one whose outcome was lost with its process (interruptedFire): its duration
+ * is not known. */
+export const isInterrupted = (fire: Pick<Fire, 'result' | 'reason'>): boolean =>
+  fire.result === 'failure' && fire.reason !== null && fire.reason.startsWith(INTERRUPTED);
+
 /** Records one fire. A skip never counts as a failure and leaves `consecutive_failures` alone. */
 export function applyFire(prior: RoutineRecord | undefined, fire: Fire): RoutineRecord {
   const r = prior ?? emptyRecord();
@@ -115,7 +122,7 @@ export function applyFire(prior: RoutineRecord | undefined, fire: Fire): Routine
     last_scheduled_at: fire.scheduled_at,
     last_started_at: fire.started_at,
     last_finished_at: fire.finished_at,
-    last_duration_ms: fire.duration_ms,
+    last_duration_ms: isInterrupted(fire) ? null : fire.duration_ms,
     last_exit_code: fire.exit_code,
     last_run_id: fire.run_id,
     counts: { ...r.counts },
@@ -331,16 +338,18 @@ export function checkOpenFire(v: unknown): OpenFire | null {
   };
 }
 
-/** The record of a fire whose outcome was lost with its process (SPEC §6). */
-export function interruptedFire(open: OpenFire, now: Date): Fire {
-  const finished = now.toISOString();
+/** The record of a fire whose outcome was lost with its process (SPEC §6). When the process died
+ * is not known (it was found gone later, by whoever looked): the fire is dated at its start, with
+ * no duration — the same in every view, before and after it is recorded, and never the time of
+ * the look (which moved with each one) or a duration that counts the time nobody ran. */
+export function interruptedFire(open: OpenFire): Fire {
   return {
     result: 'failure',
-    reason: `interrupted: pid ${open.owner.pid} on ${open.owner.host} ended before the outcome was recorded`,
+    reason: `${INTERRUPTED}pid ${open.owner.pid} on ${open.owner.host} ended before the outcome was recorded`,
     scheduled_at: open.scheduled_at,
     started_at: open.started_at,
-    finished_at: finished,
-    duration_ms: Math.max(0, now.getTime() - Date.parse(open.started_at)) || 0,
+    finished_at: open.started_at,
+    duration_ms: 0,
     exit_code: null,
     run_id: open.run_id,
     trigger: open.trigger,

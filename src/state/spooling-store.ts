@@ -122,13 +122,11 @@ export class SpoolingStore implements RoutineStore {
    * too. (Callers flush first, and say what they recorded.) */
   reconcile(
     isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
-    now: Date,
     warn: Warn,
     recorded?: (routineId: string, fire: Fire) => void,
   ): Promise<number> {
     return this.db.reconcile(
       (owner, open, routineId) => isGone(owner, open, routineId) && !isSpooled(this.stateDir, open.id),
-      now,
       warn,
       recorded,
     );

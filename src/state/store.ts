@@ -103,7 +103,6 @@ export interface RoutineStore {
    * is told to `recorded` (the metrics and notifications of the process that records it). */
   reconcile(
     isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
-    now: Date,
     warn: Warn,
     recorded?: (routineId: string, fire: Fire) => void,
   ): Promise<number>;

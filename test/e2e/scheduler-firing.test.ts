@@ -3,7 +3,7 @@
 // next holder, and a closed stdout never stops the scheduler.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { CLI, childEnv, eventually, lineIn, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
@@ -78,15 +78,30 @@ describe('the scheduler fires in its own process', () => {
     await s.exited;
     // before anything records it, every view shows the fire as the interrupted failure it is
     // (it showed never having run: LAST never, 0/0/0, until the next scheduler)
-    const row = (
-      JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
-        last_result: string;
-        last_reason: string;
-        failing: boolean;
-        running_since: string | null;
-      }[]
-    )[0]!;
+    const listed = async () =>
+      (
+        JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+          last_result: string;
+          last_reason: string;
+          failing: boolean;
+          running_since: string | null;
+          last_started_at: string;
+          last_finished_at: string;
+          last_failure_at: string;
+          last_duration_ms: number | null;
+        }[]
+      )[0]!;
+    const row = await listed();
     expect(row).toMatchObject({ last_result: 'failure', failing: true, running_since: null });
+    // when it died is not known: dated at its start, no duration — the same at every look (each
+    // look dated it at its own moment, and its duration grew with it)
+    expect(row).toMatchObject({
+      last_finished_at: row.last_started_at,
+      last_failure_at: row.last_started_at,
+      last_duration_ms: null,
+    });
+    await sleep(1100);
+    expect({ ...(await listed()), next_run_at: null }).toEqual({ ...row, next_run_at: null });
     expect(row.last_reason).toMatch(/^interrupted: pid \d+ on \S+ ended before the outcome was recorded/);
     expect((await runCli(['routine', 'list', '--check'], { cwd: project })).stderr).toMatch(/failing routine: long/);
     expect((await runCli(['routine', 'history', 'long'], { cwd: project })).stdout).toMatch(
@@ -107,6 +122,21 @@ describe('the scheduler fires in its own process', () => {
     const next = await runCli(['lock', 'run', '--if-busy', 'fail', '--', 'echo', 'next'], { cwd: project });
     expect(next).toMatchObject({ code: 0, stdout: 'next\n' });
     await eventually(() => !processRuns(pid), 5000, "the killed scheduler's command ended");
+    // recorded later (by a routine run, as by the next scheduler): the very same times
+    await sleep(1100);
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ routines: [{ id: 'long', schedule: '* * * * * *', action: 'command', run: 'true' }] }),
+    );
+    expect((await runCli(['routine', 'run', 'long'], { cwd: project })).code).toBe(0);
+    const recorded = (
+      JSON.parse((await runCli(['routine', 'history', 'long', '--json'], { cwd: project })).stdout) as {
+        reason: string;
+        started_at: string;
+        finished_at: string;
+      }[]
+    ).find((f) => f.reason?.startsWith('interrupted:'))!;
+    expect(recorded).toMatchObject({ started_at: row.last_started_at, finished_at: row.last_started_at });
   });
 
   it('scheduler start | head -1: the scheduler goes on firing and recording', async () => {

@@ -98,11 +98,11 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     };
     await openFire(p, 'a', open);
     await recordFire(p, 'a', { ...fire(1), result: 'success', reason: null, closes: 'o-1' });
-    await recordFire(p, 'a', interruptedFire(open, new Date()));
+    await recordFire(p, 'a', interruptedFire(open));
     expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 1, failure: 0, skipped: 0 });
     expect(readFires(p, 'a').map((f) => f.result)).toEqual(['success']);
     // and a reconcile now finds nothing open to close
-    expect(await reconcileOpenFires(p, () => true, new Date())).toBe(0);
+    expect(await reconcileOpenFires(p, () => true)).toBe(0);
   });
 
   it('a reconcile closes an open fire whose owner is gone, once', async () => {
@@ -116,8 +116,8 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
       owner: { pid: 999_999, host: 'elsewhere', boot_id: null, start_time: null },
     };
     await openFire(p, 'a', open);
-    expect(await reconcileOpenFires(p, () => true, new Date())).toBe(1);
-    expect(await reconcileOpenFires(p, () => true, new Date())).toBe(0);
+    expect(await reconcileOpenFires(p, () => true)).toBe(1);
+    expect(await reconcileOpenFires(p, () => true)).toBe(0);
     expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 0, failure: 1, skipped: 0 });
   });
 

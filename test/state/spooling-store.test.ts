@@ -224,12 +224,10 @@ suite('recording through an outage', () => {
     const closed = await Promise.all([
       real.reconcile(
         () => true,
-        new Date(T0 + 5000),
         () => {},
       ),
       real.reconcile(
         () => true,
-        new Date(T0 + 5000),
         () => {},
       ),
     ]);
@@ -264,7 +262,6 @@ suite('recording through an outage', () => {
     expect(
       await new SpoolingStore(real, dir).reconcile(
         () => true,
-        new Date(T0 + 5000),
         () => {},
       ),
     ).toBe(1);
@@ -319,7 +316,6 @@ suite('recording through an outage', () => {
     expect(
       await real.reconcile(
         () => true,
-        new Date(T0 + 5000),
         () => {},
       ),
     ).toBe(0);
