@@ -110,6 +110,11 @@ export interface StatusSources {
   /** PostgreSQL backend: the measured offset to the database clock, ms (null: not yet). */
   clockOffsetMs?(): number | null;
   routines(): Promise<RoutineView[]>;
+  /** A value that changes whenever a routine's history does (the file backend: the history
+   * folder's stamp, one lstat); reads of routines and history are then shared only while it
+   * stays the same, so no view shows less than the history holds. Without it (PostgreSQL), for
+   * the time they are shared. */
+  historyStamp?(): string | null;
   /** What the config says of each routine beyond its list row, for routinely_routine_info. */
   routineConfig?(): Record<string, { exclusive: boolean; if_busy: string; lock: string }>;
   recent(routineIds: string[]): Promise<Record<string, RecentResults>>;
@@ -165,16 +170,24 @@ export function cachedSources(
   now: () => number = () => monotonicMs(),
 ): StatusSources & { forget(): void } {
   const caches: Map<string, unknown>[] = [];
-  const memo = <A extends unknown[], T>(fn: (...a: A) => Promise<T>): ((...a: A) => Promise<T>) => {
-    const cache = new Map<string, { at: number; value: Promise<T> }>();
+  // no stamp (or none to be had: a folder changed mid-look) is a new one each time: never shared
+  let unstamped = 0;
+  const history = s.historyStamp ? (): string => s.historyStamp!() ?? `none ${++unstamped}` : undefined;
+  const memo = <A extends unknown[], T>(
+    fn: (...a: A) => Promise<T>,
+    stamp: () => string | null = () => null,
+  ): ((...a: A) => Promise<T>) => {
+    const cache = new Map<string, { at: number; stamp: string | null; value: Promise<T> }>();
     caches.push(cache);
     return (...a: A) => {
       const key = JSON.stringify(a);
+      // (taken before the read: a change during it is a change since)
+      const stampNow = stamp();
       const hit = cache.get(key);
-      if (hit && now() - hit.at < ttlMs) return hit.value;
+      if (hit && now() - hit.at < ttlMs && hit.stamp === stampNow) return hit.value;
       const value = fn(...a);
       if (cache.size > 32) cache.clear();
-      cache.set(key, { at: now(), value });
+      cache.set(key, { at: now(), stamp: stampNow, value });
       // a failed read is not kept: the next request tries again
       value.catch(() => {
         if (cache.get(key)?.value === value) cache.delete(key);
@@ -185,9 +198,9 @@ export function cachedSources(
   const cached: StatusSources & { forget(): void } = {
     info: s.info,
     ...(s.clockOffsetMs ? { clockOffsetMs: s.clockOffsetMs } : {}),
-    routines: memo(() => s.routines()),
+    routines: memo(() => s.routines(), history),
     ...(s.routineConfig ? { routineConfig: s.routineConfig } : {}),
-    recent: memo((ids: string[]) => s.recent(ids)),
+    recent: memo((ids: string[]) => s.recent(ids), history),
     lock: memo(() => s.lock()),
     runs: memo(() => s.runs()),
     // health is cheap and must not lag: a probe reads it fresh

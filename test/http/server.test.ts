@@ -180,4 +180,26 @@ describe('cachedSources', () => {
     await s.routines();
     expect(reads).toBe(3);
   });
+
+  it('with a history stamp: shared only while it stays the same (no view shows less than the history holds)', async () => {
+    let reads = 0;
+    let stamp: string | null = 'a';
+    const base = fixedSources(pageData(), {
+      routines: async () => {
+        reads++;
+        return [];
+      },
+      historyStamp: () => stamp,
+    });
+    const s = cachedSources(base, 1000, () => 0);
+    await Promise.all([s.routines(), s.routines()]);
+    expect(reads).toBe(1);
+    stamp = 'b'; // a fire appended to a history, within the second
+    await s.routines();
+    expect(reads).toBe(2);
+    stamp = null; // no stamp to be had: never shared
+    await s.routines();
+    await s.routines();
+    expect(reads).toBe(4);
+  });
 });
