@@ -307,9 +307,16 @@ export class RunStore implements RunWriter {
   async snapshot(state: RunState): Promise<void> {
     if (!this.fence.snapshot()) throw new FencedError('the lock is no longer ours');
     const path = join(this.dir, SNAPSHOT);
+    // a file that is not a run's snapshot (an array, a task list that is not one) is set aside as
+    // corrupt, not written over unseen: the journal rebuilt what it should hold. One of a newer
+    // holder's generation fences us whatever else it holds.
     const existing = readJsonState(
       path,
-      (v) => (v && typeof v === 'object' ? (v as { generation?: unknown }) : 'not an object'),
+      (v) => {
+        const gen = (v as { generation?: unknown } | null)?.generation;
+        if (typeof gen === 'number' && gen > state.generation && !Array.isArray(v)) return v as { generation: number };
+        return checkSnapshot(v, state.run_id);
+      },
       { moveAside: true },
     );
     if (existing.kind === 'ok') {

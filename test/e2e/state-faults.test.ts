@@ -243,6 +243,24 @@ describe('read-only views (SPEC §3)', () => {
     expect(shown.tasks.a?.status).toBe('interrupted'); // its run, left RUNNING by a writer gone
   });
 
+  it('a run.json that is valid JSON but no run (an array, tasks that are no tasks) is set aside as corrupt when the run is written again, not written over unseen', async () => {
+    for (const text of ['[]', '{"version":1,"tasks":5}']) {
+      const project = testProject({ exec: { tasks: [{ id: 'a', run: 'exit 1' }] } });
+      expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(1);
+      const runId = readdirSync(state(project, 'exec', 'runs'))[0]!;
+      writeFileSync(state(project, 'exec', 'runs', runId, 'run.json'), text);
+      expect((await runCli(['exec', 'resume', runId], { cwd: project })).code).toBe(1);
+      const names = readdirSync(state(project, 'exec', 'runs', runId));
+      const aside = names.filter((n) => n.startsWith('run.json.corrupt.'));
+      expect(aside, text).toHaveLength(1);
+      expect(readFileSync(state(project, 'exec', 'runs', runId, aside[0]!), 'utf8')).toBe(text);
+      expect(JSON.parse(readFileSync(state(project, 'exec', 'runs', runId, 'run.json'), 'utf8'))).toMatchObject({
+        run_id: runId,
+        attempt: 2,
+      });
+    }
+  });
+
   it('a corrupt run.json is rebuilt from its journal; with the journal gone too, it is listed as unreadable', async () => {
     const project = taskProject();
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
