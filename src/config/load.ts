@@ -182,7 +182,10 @@ function stateFolderProblem(dir: string): string | null {
   const pseudo = ['/proc', '/sys', '/dev'].find((p) => dir === p || dir.startsWith(`${p}/`));
   if (pseudo) return `${dir} is on ${pseudo}, a kernel pseudo file system; choose a real folder for state`;
   const shown = printable(dir);
-  const long = dir.split('/').find((part) => Buffer.byteLength(part) > NAME_MAX);
+  const parts = dir.split('/');
+  if (parts.some((part) => part !== '' && part.trim() === ''))
+    return `${JSON.stringify(dir)} has a folder name of blanks only in it (a typo?); give a real path`;
+  const long = parts.find((part) => Buffer.byteLength(part) > NAME_MAX);
   if (long !== undefined)
     return `${shown} has a name of ${Buffer.byteLength(long)} bytes in it; a file system takes at most ${NAME_MAX}`;
   if (Buffer.byteLength(dir) > STATE_PATH_MAX)

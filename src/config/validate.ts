@@ -321,6 +321,7 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
       const problem = relativePathProblem(r.cwd);
       if (problem) issues.push({ path: at('cwd'), message: `${showValue(r.cwd)} ${problem}` });
     }
+    if (r.run !== undefined && r.run.trim() === '') issues.push({ path: at('run'), message: BLANK_RUN });
     if (r.timezone !== undefined && !isValidTimezone(r.timezone)) {
       issues.push({
         path: at('timezone'),
@@ -489,6 +490,7 @@ export function validateTaskSet(tasks: LocatedTask[], providers: Record<string, 
       issue(t, 'provider', `${showValue(provider)} is not a provider in exec.providers (known: ${known.join(', ')})`);
     }
     for (const k of Object.keys(t.task.env ?? {})) if (!ENV_NAME.test(k)) issue(t, ['env', k], envNameMessage(k));
+    if (t.task.run.trim() === '') issue(t, 'run', BLANK_RUN);
     if (t.task.cwd !== undefined) {
       const problem = relativePathProblem(t.task.cwd);
       if (problem) issue(t, 'cwd', `${showValue(t.task.cwd)} ${problem}`);
@@ -511,6 +513,9 @@ export function validateTaskSet(tasks: LocatedTask[], providers: Record<string, 
 }
 
 /** A relative path that stays inside the project root, or why not. */
+/** A command of blanks only runs nothing, and says nothing of why. */
+const BLANK_RUN = 'is blank: give the shell command to run';
+
 export function relativePathProblem(p: string): string | null {
   if (isAbsolute(p)) return 'must be relative to the project root';
   const n = normalize(p);

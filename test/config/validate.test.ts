@@ -337,7 +337,18 @@ describe('validateConfig', () => {
     ]);
     expect(problems({ routines: [routine({ id: 'c', action: 'command', run: 'true', lock: 'Db' })] })).toEqual([
       'routines[0].lock: "Db" is not a lock name (lowercase letters, digits, "_" and "-"; starts with a letter or digit; at most 63 characters; "exec" is the project exec lock)',
-    ]); // the keys of the project's own locks are not names of named locks (`lock status` shows them
+    ]);
+    // a command of blanks only runs nothing
+    expect(
+      problems({
+        routines: [routine({ id: 'e', action: 'command', run: '  ' })],
+        exec: { tasks: [{ id: 't', run: ' \t' }] },
+      }),
+    ).toEqual([
+      'exec.tasks[0].run: is blank: give the shell command to run',
+      'routines[0].run: is blank: give the shell command to run',
+    ]);
+    // the keys of the project's own locks are not names of named locks (`lock status` shows them
     // under those words: a named lock so called reads as the same lock and is another)
     expect(
       problems({

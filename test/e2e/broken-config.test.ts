@@ -199,6 +199,11 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
     ],
     [{}, { ROUTINELY_LOCK_DIR: '/etc/hostname' }, 'routinely: ROUTINELY_LOCK_DIR: /etc/hostname is not a folder\n'],
     [
+      { stateDir: '   ' },
+      {},
+      'routinely: stateDir in routinely.json: "PROJECT/   " has a folder name of blanks only in it (a typo?); give a real path\n',
+    ],
+    [
       {},
       { ROUTINELY_HOST_ID: 'a\nb' },
       'routinely: ROUTINELY_HOST_ID: "a\\nb" is not a host identity (letters, digits, ".", "_", ":", "@" and "-", starting with a letter or digit, at most 253 characters)\n',
@@ -220,6 +225,7 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
     ],
   ])('%j %j: exit 2, named where it came from', async (config, env, message) => {
     const project = testProject(config);
+    message = message.replace('PROJECT', project);
     for (const args of [['validate'], ['scheduler', 'start']]) {
       const r = await runCli(args, { cwd: project, env });
       expect([r.code, r.stderr], args.join(' ')).toEqual([2, message]);
