@@ -23,7 +23,7 @@ function seconds(flag: string) {
     const n = Number(value);
     if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n) || n > MAX_SECONDS) {
       throw new InvalidArgumentError(
-        `${flag} takes a number of seconds up to ${MAX_SECONDS}, got ${JSON.stringify(value)}`,
+        `${flag} takes a number of seconds, 0 to ${MAX_SECONDS} (a plain number such as 30 or 1.5), got ${JSON.stringify(value)}`,
       );
     }
     return n;

@@ -63,7 +63,8 @@ export class Progress {
     const running = tasks.filter(([, t]) => t.status === 'running').map(([id]) => id);
     const elapsed = humanDuration(Date.now() - this.started);
     let text = `[${done}/${tasks.length}] ${elapsed}${running.length ? `  running: ${running.join(', ')}` : ''}`;
-    const width = process.stdout.columns ?? 80;
+    // (a terminal that says 0 columns, as `stty cols 0` leaves it, is taken as 80)
+    const width = process.stdout.columns || 80;
     if (text.length > width - 1) text = `${text.slice(0, width - 2)}…`;
     process.stdout.write(`\r\x1b[K${paint(text, 'cyan', this.color)}`);
     this.drawn = true;

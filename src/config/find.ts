@@ -7,6 +7,7 @@ import { fileProblem, readFollowing } from '../fs/files.js';
 import { lstatQuiet, statFollow, statOrWhy } from '../fs/look.js';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { UsageError, errnoWords } from '../errors.js';
+import { printable } from '../printable.js';
 
 export const CONFIG_FILE = 'routinely.json';
 
@@ -35,7 +36,7 @@ export function findConfig(options: FindOptions = {}): string {
     if (explicit === '') throw new UsageError(`${source} is empty: give the path of a ${CONFIG_FILE}`);
     const p = resolve(cwd, explicit);
     const not = notAFile(p);
-    if (not) throw new UsageError(`${source}: ${explicit} ${not}`);
+    if (not) throw new UsageError(`${source}: ${printable(explicit)} ${not}`);
     checkConfigOwner(p, source);
     return p;
   }

@@ -120,3 +120,16 @@ describe('an option that takes a value, given twice, is refused (never the last 
     expect(r).toMatchObject({ code: 0, stdout: '--lock x --lock y\n' });
   });
 });
+
+describe('a path given with a control character in it', () => {
+  it('is named on one line, escaped (never a raw newline splitting the message)', async () => {
+    const cwd = testdir();
+    for (const [args, env, source] of [
+      [['-c', 'a\nb', 'validate'], {}, '--config'],
+      [['lock', 'status'], { ROUTINELY_CONFIG: 'a\nb' }, 'ROUTINELY_CONFIG'],
+    ] as const) {
+      const r = await runCli([...args], { cwd, env });
+      expect([r.code, r.stderr]).toEqual([2, `routinely: ${source}: a\\x0ab does not exist\n`]);
+    }
+  });
+});

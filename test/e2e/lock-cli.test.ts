@@ -427,7 +427,7 @@ describe('bad input exits 2 and names what is wrong', () => {
     [
       ['lock', 'run', '--wait-timeout', 'soon', '--', 'true'],
       {},
-      /--wait-timeout takes a number of seconds up to 2000000, got "soon"/,
+      /--wait-timeout takes a number of seconds, 0 to 2000000 \(a plain number such as 30 or 1.5\), got "soon"/,
     ],
     [
       ['lock', 'run', '--if-busy', 'fail', '--wait-timeout', '5', '--', 'true'],
