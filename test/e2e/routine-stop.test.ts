@@ -117,7 +117,7 @@ describe('routine stop', () => {
     const answer = answers.find((a) => a.state === 'stopped')!;
     expect(answer).toMatchObject({ state: 'stopped', recorded: true });
     for (const other of answers)
-      expect(other.state === 'idle' ? other : { state: other.state, run_id: other.run_id }).toEqual(
+      expect(other.state === 'idle' ? { state: other.state } : { state: other.state, run_id: other.run_id }).toEqual(
         other.state === 'idle' ? { state: 'idle' } : { state: 'stopped', run_id: answer.run_id },
       );
     expect(await lockState(project)).toBe('free');
