@@ -8,6 +8,7 @@ import { ExitCode, UsageError } from '../errors.js';
 import { reportError } from './report-error.js';
 
 import { VERSION } from '../version.js';
+import { printable } from '../printable.js';
 
 import type { GlobalOptions } from './globals.js';
 import type { ListFlags } from './routine-list-command.js';
@@ -611,7 +612,9 @@ export async function main(argv: string[]): Promise<number> {
     exitCode = code;
   });
   try {
-    const bare = helpWithoutCommand(program, argv.slice(2));
+    const asked = helpAskedFor(program, argv.slice(2));
+    if (typeof asked === 'string') throw new UsageError(asked);
+    const bare = asked ?? helpWithoutCommand(program, argv.slice(2));
     if (bare) {
       // `routinely` or `routinely exec` alone: asked for nothing wrong, so the help goes to
       // stdout (commander would print it to stderr) and the exit code is 0.
@@ -623,6 +626,30 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     return reportError(error);
   }
+}
+
+/** `routinely help [COMMAND…]`: the command named (`help exec run` is exec run's, not exec's), or
+ * why none is (an unknown word is an error, exit 2, not the program's help); null for any other
+ * line. */
+function helpAskedFor(program: Command, args: string[]): Command | string | null {
+  if (args[0] !== 'help' || args.some((a) => a.startsWith('-'))) return null;
+  let at = program;
+  for (const word of args.slice(1)) {
+    const sub = at.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (!sub) {
+      const path = [...names(at), word].join(' ');
+      return `help: unknown command '${printable(path)}' (routinely help lists the commands)`;
+    }
+    at = sub;
+  }
+  return at;
+}
+
+/** The words that name `cmd` after `routinely`. */
+function names(cmd: Command): string[] {
+  const out: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) out.unshift(c.name());
+  return out;
 }
 
 /** The command whose help answers these arguments: none at all, or a group (`exec`, `lock`, …)

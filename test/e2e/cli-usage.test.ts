@@ -65,6 +65,21 @@ describe('help without a command', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/unknown command 'frobnicate'/);
   });
+  it("`help COMMAND…` prints that command's help to stdout (exec run's, not exec's); an unknown one is an error, exit 2", async () => {
+    const run = await runInProcess(['help', 'exec', 'run']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(/^Usage: routinely exec run /);
+    expect((await runInProcess(['help'])).stdout).toMatch(/^Usage: routinely \[options\] \[command\]/);
+    for (const [args, path] of [
+      [['help', 'bogus'], 'bogus'],
+      [['help', 'exec', 'bogus'], 'exec bogus'],
+    ] as const)
+      expect(await runInProcess([...args])).toMatchObject({
+        code: 2,
+        stdout: '',
+        stderr: `routinely: help: unknown command '${path}' (routinely help lists the commands)\n`,
+      });
+  });
 });
 
 describe('--wait-timeout without --if-busy wait is refused, never ignored', () => {
