@@ -45,7 +45,17 @@ function underStrace(project: string, when: number, args: string[]) {
   let errText = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (errText += d.toString()));
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  // its last words (`lock lost`) may still be in the pipe at its exit: read until the pipe
+  // closes (or 5 s, should a leftover of its command hold it)
+  const exited = new Promise<number | null>((res) =>
+    child.on('exit', (code) => {
+      const timer = setTimeout(() => res(code), 5000);
+      child.on('close', () => {
+        clearTimeout(timer);
+        res(code);
+      });
+    }),
+  );
   return { exited, stdout: () => out, stderr: () => errText };
 }
 
