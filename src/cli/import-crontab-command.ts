@@ -2,6 +2,7 @@
 // routinely.json content on stdout, or with --merge adds them to the project's routinely.json
 // (config/merge-import.ts); what it could not carry, or carried with another meaning, on stderr.
 
+import { spawnSync } from 'node:child_process';
 import { basename, dirname, join, resolve } from 'node:path';
 import { importCrontab } from '../config/crontab.js';
 import { configTextOf, findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
@@ -36,7 +37,7 @@ export async function importCrontabCommand(
   // the project the output is for: where --merge writes, or where `> routinely.json` puts it
   const configPath = flags.merge ? findConfig({ configPath: g.config }) : null;
   const schema = schemaRefFor(configPath ? dirname(configPath) : process.cwd()).ref;
-  const imported = importCrontab(text, { source, system, schema });
+  const imported = importCrontab(text, { source, system, schema, userKnown: userExists() });
   for (const note of imported.notes) err(`routinely: import-crontab: ${note}`);
   if (!configPath) {
     process.stdout.write(imported.text);
@@ -104,4 +105,19 @@ function decoded(bytes: Buffer, what: string): string {
   const text = bytes.toString('utf8');
   if (text.includes('\0')) throw new UsageError(`${what} holds NUL bytes: not a crontab`);
   return text;
+}
+
+/** Whether a user exists here as cron looks it up (getpwnam: /etc/passwd and the name service),
+ * through `id`, once per name; a machine where `id` cannot run takes every user as known. */
+function userExists(): (name: string) => boolean {
+  const known = new Map<string, boolean>();
+  return (name) => {
+    let answer = known.get(name);
+    if (answer === undefined) {
+      const r = spawnSync('id', ['-u', '--', name], { stdio: 'ignore' });
+      answer = r.error !== undefined || r.status === 0;
+      known.set(name, answer);
+    }
+    return answer;
+  };
 }

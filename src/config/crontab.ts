@@ -18,6 +18,8 @@ export interface ImportOptions {
   system: boolean;
   /** The `$schema` the output starts with (default the installed package's). */
   schema?: string;
+  /** Whether a user of a system crontab's user column exists here (default: every one does). */
+  userKnown?: (name: string) => boolean;
 }
 
 export interface Imported {
@@ -162,6 +164,13 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     const job = splitJob(line, o.system);
     if (typeof job === 'string') {
       notCarried(job);
+      return;
+    }
+    // (measured beside Debian's daemon: `Error: bad username`, and the file is ignored)
+    if (job.user !== null && o.userKnown && !o.userKnown(job.user)) {
+      notCarried(
+        `the user ${JSON.stringify(printable(job.user))} does not exist on this machine: cron ignores the whole file for it ("bad username"), so no job of it ran; fix the user column`,
+      );
       return;
     }
     if (job.schedule.toLowerCase() === '@reboot') {

@@ -128,6 +128,16 @@ describe('import-crontab', () => {
     expect(r.text).toContain(
       "ran as root (the user column of a system crontab): routinely runs it as the scheduler's user",
     );
+    const ghost = importCrontab('17 * * * * ghost true\n', {
+      source: 'crontab',
+      system: true,
+      userKnown: (name) => name === 'root',
+    });
+    expect(ghost.routines).toBe(0);
+    expect(ghost.notes).toEqual([
+      'crontab:1: not carried: the user "ghost" does not exist on this machine: cron ignores the whole file for it ("bad username"), so no job of it ran; fix the user column',
+      'crontab: no job to import',
+    ]);
   });
 
   it('lines that are neither a job nor a variable, and schedules cron would refuse, are named', () => {

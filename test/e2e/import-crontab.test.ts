@@ -64,6 +64,14 @@ describe('routinely import-crontab', () => {
     expect(system.status, system.stderr).toBe(0);
     expect(system.stdout).toContain('"run": "test -x /usr/sbin/anacron || run-parts --report /etc/cron.daily"');
     expect(system.stderr).toBe('');
+    // a user this machine does not know: Debian's cron ignores the whole file ("bad username")
+    writeFileSync(join(dir, 'crontab'), '25 6 * * * rt-no-such-user-4711 echo ghost\n');
+    const ghost = importing(['--system', 'crontab'], null, dir);
+    expect(ghost.status, ghost.stderr).toBe(0);
+    expect(ghost.stderr).toMatch(
+      /^routinely: import-crontab: crontab:1: not carried: the user "rt-no-such-user-4711" does not exist on this machine: cron ignores the whole file for it/,
+    );
+    expect(ghost.stdout).not.toMatch(/"action"/);
     const missing = importing(['no-such-crontab'], null, dir);
     expect(missing.status).toBe(2);
     expect(missing.stderr).toBe('routinely: cannot read no-such-crontab: no such file\n');
