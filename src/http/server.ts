@@ -11,6 +11,7 @@ import { jsonText } from '../printable.js';
 import { isRunId } from '../run-id.js';
 import { VERSION } from '../version.js';
 import { machineZone } from '../zone-time.js';
+import { isInterrupted } from '../state/routine-state.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { carriesBody, lingerAtClose } from './unread-body.js';
@@ -131,11 +132,13 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
       ranBefore.set(r.id, r.last_duration_ms);
       return r.last_duration_ms;
     }
-    // (a fire lost with its process has no known duration: the last one known stands)
-    if (r.last_result === 'failure') return ranBefore.get(r.id) ?? null;
-    if (r.last_result !== 'skipped') return null;
+    // a skip, or a fire lost with its process (no known duration): the last fire that ran and
+    // whose duration is known
+    if (r.last_result !== 'skipped' && r.last_result !== 'failure') return null;
     if (!ranBefore.has(r.id)) {
-      const ran = (await s.fires(r.id, Infinity).catch(() => [])).find((f) => f.result !== 'skipped');
+      const ran = (await s.fires(r.id, Infinity).catch(() => [])).find(
+        (f) => f.result !== 'skipped' && !isInterrupted(f),
+      );
       ranBefore.set(r.id, ran ? Math.max(0, Date.parse(ran.finished_at) - Date.parse(ran.started_at)) : null);
     }
     return ranBefore.get(r.id) ?? null;

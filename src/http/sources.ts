@@ -110,11 +110,6 @@ export interface StatusSources {
   /** PostgreSQL backend: the measured offset to the database clock, ms (null: not yet). */
   clockOffsetMs?(): number | null;
   routines(): Promise<RoutineView[]>;
-  /** A value that changes whenever a routine's history does (the file backend: the history
-   * folder's stamp, one lstat); reads of routines and history are then shared only while it
-   * stays the same, so no view shows less than the history holds. Without it (PostgreSQL), for
-   * the time they are shared. */
-  historyStamp?(): string | null;
   /** What the config says of each routine beyond its list row, for routinely_routine_info. */
   routineConfig?(): Record<string, { exclusive: boolean; if_busy: string; lock: string }>;
   recent(routineIds: string[]): Promise<Record<string, RecentResults>>;
@@ -170,24 +165,25 @@ export function cachedSources(
   now: () => number = () => monotonicMs(),
 ): StatusSources & { forget(): void } {
   const caches: Map<string, unknown>[] = [];
-  // no stamp (or none to be had: a folder changed mid-look) is a new one each time: never shared
-  let unstamped = 0;
-  const history = s.historyStamp ? (): string => s.historyStamp!() ?? `none ${++unstamped}` : undefined;
+  /** `whileReading`: shared only by requests that come while the read goes on, never after it. */
   const memo = <A extends unknown[], T>(
     fn: (...a: A) => Promise<T>,
-    stamp: () => string | null = () => null,
+    whileReading = false,
   ): ((...a: A) => Promise<T>) => {
-    const cache = new Map<string, { at: number; stamp: string | null; value: Promise<T> }>();
+    const cache = new Map<string, { at: number; value: Promise<T>; done: boolean }>();
     caches.push(cache);
     return (...a: A) => {
       const key = JSON.stringify(a);
-      // (taken before the read: a change during it is a change since)
-      const stampNow = stamp();
       const hit = cache.get(key);
-      if (hit && now() - hit.at < ttlMs && hit.stamp === stampNow) return hit.value;
+      if (hit && now() - hit.at < ttlMs && !(whileReading && hit.done)) return hit.value;
       const value = fn(...a);
       if (cache.size > 32) cache.clear();
-      cache.set(key, { at: now(), stamp: stampNow, value });
+      const entry = { at: now(), value, done: false };
+      cache.set(key, entry);
+      void value.then(
+        () => (entry.done = true),
+        () => (entry.done = true),
+      );
       // a failed read is not kept: the next request tries again
       value.catch(() => {
         if (cache.get(key)?.value === value) cache.delete(key);
@@ -198,9 +194,11 @@ export function cachedSources(
   const cached: StatusSources & { forget(): void } = {
     info: s.info,
     ...(s.clockOffsetMs ? { clockOffsetMs: s.clockOffsetMs } : {}),
-    routines: memo(() => s.routines(), history),
+    // what routines did: shared only while read (no view shows less than the history holds the
+    // moment it is asked: SPEC §3), which still makes one read of a scrape and pages asking at once
+    routines: memo(() => s.routines(), true),
     ...(s.routineConfig ? { routineConfig: s.routineConfig } : {}),
-    recent: memo((ids: string[]) => s.recent(ids), history),
+    recent: memo((ids: string[]) => s.recent(ids), true),
     lock: memo(() => s.lock()),
     runs: memo(() => s.runs()),
     // health is cheap and must not lag: a probe reads it fresh

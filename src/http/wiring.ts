@@ -4,7 +4,7 @@
 // prom-client load only with --http.
 // (Over 300 lines: every route's source and the actions, over one open backend.)
 
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import type { Backend } from '../backend.js';
 import { systemClock } from '../clock.js';
 import type { Project } from '../config/load.js';
@@ -30,7 +30,6 @@ import { commandEnv } from '../exec/process.js';
 import { describeHolder } from '../lock/stale.js';
 import { processGone } from '../process/identity.js';
 import { isSpooled } from '../state/spool.js';
-import { currentStamp } from '../state/history-stamp.js';
 import type { RoutineActions, RunAnswer, RunOutput } from './sources.js';
 import { runManually } from '../fire/manual-run.js';
 import { HttpProblem } from './actions.js';
@@ -295,7 +294,6 @@ async function start(
     ...(w.backend.dbClock ? { clockOffsetMs: () => w.backend.dbClock!.offsetMs ?? null } : {}),
     // what the state says of itself (a damaged history line) goes to this process's log
     routines: () => w.routineRows(w.project(), new Date(w.backend.clock.now()), w.backend, warn),
-    ...(w.backend.kind === 'file' ? { historyStamp: () => currentStamp(join(w.project().stateDir, 'history')) } : {}),
     routineConfig: () =>
       Object.fromEntries(
         w

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { HistoryEntry } from '../../src/state/history.js';
 import type { RoutineStateFile } from '../../src/state/routine-state.js';
-import { FIXTURES, eventually, runCli, start, startCli, type RunOptions, type Spawned } from '../helpers/cli.js';
+import { FIXTURES, eventually, runCli, sleep, start, startCli, type RunOptions, type Spawned } from '../helpers/cli.js';
 import { httpGet, sample } from '../helpers/http.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { routineStateOf, stateFileOf } from '../helpers/state.js';
@@ -213,6 +213,40 @@ describe('scheduler start --http (file backend)', () => {
       const body = (await httpGet(`${url}${path}`)).body;
       expect(body, path).not.toContain(RUN_SECRET);
       expect(body, path).not.toContain(ENV_SECRET);
+    }
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+
+  it('/api/routines never shows fewer fires than the history holds at the moment it is asked (SPEC §3)', async () => {
+    const project = testProject({
+      routines: [{ id: 'quick', schedule: '* * * * * *', action: 'command', run: 'sleep 0.2', exclusive: false }],
+    });
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 60_000 });
+    const base = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const history = join(project, '.routinely', 'history', 'quick.jsonl');
+    const closed = (): number =>
+      existsSync(history)
+        ? readFileSync(history, 'utf8')
+            .split('\n')
+            .filter((l) => l.includes('"result"')).length
+        : 0;
+    let asked = 0;
+    while (asked < 40) {
+      const before = closed();
+      if (before === 0) {
+        await sleep(50);
+        continue;
+      }
+      const row = (
+        JSON.parse((await httpGet(`${base}api/routines`)).body) as {
+          counts: { success: number; failure: number; skipped: number };
+        }[]
+      )[0]!;
+      const shown = row.counts.success + row.counts.failure + row.counts.skipped;
+      expect(shown, `asked when the history held ${before} fires`).toBeGreaterThanOrEqual(before);
+      asked++;
+      await sleep(100);
     }
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);

@@ -337,7 +337,11 @@ if (!FAKETIME_LIB && process.env.CI === 'true')
       noticed + 1000,
     );
     expect(at.slice(1).map((t, i) => t - at[i]!)).toEqual(at.slice(1).map(() => 1000));
-    expect(now().every((e) => e.result === 'success')).toBe(true);
+    // each ran (or, on a loaded machine, found its previous run still going: a skip), none failed
+    expect(
+      now().filter((e) => e.result !== 'success' && e.reason !== 'previous run still running'),
+      JSON.stringify(now()),
+    ).toEqual([]);
     expect(await stop(s)).toBe(0);
   });
 

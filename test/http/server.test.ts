@@ -6,7 +6,7 @@ import { Metrics } from '../../src/http/metrics.js';
 import { startStatusServer, type StatusServer } from '../../src/http/server.js';
 import { cachedSources, type StatusSources } from '../../src/http/sources.js';
 import { httpGet, sample } from '../helpers/http.js';
-import { fixedSources, pageData } from './fixtures.js';
+import { fixedSources, pageData, row } from './fixtures.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 
@@ -156,6 +156,40 @@ describe('status server', () => {
   });
 });
 
+describe('routinely_last_duration_seconds', () => {
+  it('after a fire lost with its process (no known duration): the last fire that ran, from the history', async () => {
+    const fire = (result: string, reason: string | null, started: string, finished: string) => ({
+      result,
+      reason,
+      scheduled_at: started,
+      started_at: started,
+      finished_at: finished,
+      duration_ms: Date.parse(finished) - Date.parse(started),
+      exit_code: null,
+      run_id: null,
+      trigger: 'schedule',
+    });
+    const lost = fire(
+      'failure',
+      'interrupted: pid 1 on h ended before the outcome was recorded',
+      '2026-12-06T10:00:02.000Z',
+      '2026-12-06T10:00:02.000Z',
+    );
+    const ran = fire('success', null, '2026-12-06T10:00:00.000Z', '2026-12-06T10:00:01.500Z');
+    for (const last of [
+      row({ last_result: 'failure', last_duration_ms: null }),
+      row({ last_result: 'skipped', last_duration_ms: 0 }),
+    ]) {
+      const data = pageData({ routines: [last] });
+      const s = await serve({
+        sources: fixedSources(data, { fires: async () => [lost, ran] as never }),
+      });
+      const metrics = (await httpGet(`${s.url}metrics`)).body;
+      expect(sample(metrics, 'routinely_last_duration_seconds', { routine: 'tick' }), last.last_result!).toBe(1.5);
+    }
+  });
+});
+
 describe('cachedSources', () => {
   it('shares one read per second between requests, and does not keep failures', async () => {
     let reads = 0;
@@ -181,25 +215,19 @@ describe('cachedSources', () => {
     expect(reads).toBe(3);
   });
 
-  it('with a history stamp: shared only while it stays the same (no view shows less than the history holds)', async () => {
+  it('routines and history are shared only by requests that come while they are read, never after (no view shows less than the history holds)', async () => {
     let reads = 0;
-    let stamp: string | null = 'a';
     const base = fixedSources(pageData(), {
       routines: async () => {
         reads++;
         return [];
       },
-      historyStamp: () => stamp,
     });
     const s = cachedSources(base, 1000, () => 0);
     await Promise.all([s.routines(), s.routines()]);
     expect(reads).toBe(1);
-    stamp = 'b'; // a fire appended to a history, within the second
+    // the read is over: a fire may have been recorded since, within the second
     await s.routines();
     expect(reads).toBe(2);
-    stamp = null; // no stamp to be had: never shared
-    await s.routines();
-    await s.routines();
-    expect(reads).toBe(4);
   });
 });
