@@ -22,22 +22,45 @@ export function cutBytesOf(line: Buffer): number {
   return m ? Number(m[1]) : 0;
 }
 
-/** The output left out of a log whose first `cut` bytes (`removed()`) are trimmed away: those
- * bytes less routinely's own lines among them (its run attempt headings, its cut lines, each with
- * the newline written before it), plus
- * what each cut line there says was left out before — so the count stays the whole of it over
- * every attempt. */
-export function outputLeftOut(cut: number, removed: () => Buffer): number {
-  const buf = removed();
+/** The output left out of a log whose first `cut` bytes are trimmed away (`read` reads them,
+ * 64 KiB at a time: the cut part may be most of a 1 GiB cap): those bytes less routinely's own
+ * lines among them (its run attempt headings, its cut lines, each with the newline written before
+ * it), plus what each cut line there says was left out before — so the count stays the whole of
+ * it over every attempt. */
+export function outputLeftOut(cut: number, read: (position: number, into: Buffer) => number): number {
   let total = cut;
-  for (let at = 0; at < buf.length;) {
-    const nl = buf.indexOf(10, at);
-    const end = nl < 0 ? buf.length : nl + 1;
-    // (each is written after a newline of its own, but the one that opens the file)
-    if (buf.toString('latin1', at, Math.min(end, at + CUT_LINE_PREFIX.length)) === CUT_LINE_PREFIX)
-      total += cutBytesOf(buf.subarray(at, end)) - (end - at) - (at > 0 ? 1 : 0);
-    at = end;
+  const chunk = Buffer.alloc(Math.max(1, Math.min(cut, 64 * 1024)));
+  // the line under way: where it starts, its length, and its bytes while it may be one of ours
+  let lineAt = 0;
+  let length = 0;
+  let head: Buffer[] | null = [];
+  const ended = (): void => {
+    const line = head ? Buffer.concat(head) : null;
+    if (line && line.toString('latin1', 0, CUT_LINE_PREFIX.length) === CUT_LINE_PREFIX)
+      total += cutBytesOf(line) - length - (lineAt > 0 ? 1 : 0);
+  };
+  for (let pos = 0; pos < cut;) {
+    const got = read(pos, chunk.subarray(0, Math.min(chunk.length, cut - pos)));
+    if (got <= 0) break;
+    const view = chunk.subarray(0, got);
+    for (let i = 0; i < got;) {
+      const nl = view.indexOf(10, i);
+      const end = nl < 0 ? got : nl + 1;
+      length += end - i;
+      // (ours are short: a longer line is output)
+      if (head && length <= 256) head.push(Buffer.from(view.subarray(i, end)));
+      else head = null;
+      if (nl >= 0) {
+        ended();
+        lineAt = pos + end;
+        length = 0;
+        head = [];
+      }
+      i = end;
+    }
+    pos += got;
   }
+  if (length > 0) ended();
   return Math.max(0, total);
 }
 

@@ -320,8 +320,8 @@ function openLog(
     f,
     path,
     Math.floor(capBytes / 4),
-    (cut, removed) =>
-      `${CUT_LINE_PREFIX}${outputLeftOut(cut, removed)} bytes of output left out (runLogBytes ${capBytes}) ---\n`,
+    (cut, read) =>
+      `${CUT_LINE_PREFIX}${outputLeftOut(cut, read)} bytes of output left out (runLogBytes ${capBytes}) ---\n`,
   );
   try {
     writeText(f.fd, heading);

@@ -452,7 +452,7 @@ export function keepTail(
   f: AppendFile,
   path: string,
   keep: number,
-  head: (cut: number, removed: () => Buffer) => string,
+  head: (cut: number, read: (position: number, into: Buffer) => number) => string,
 ): number {
   const size = f.size ?? fstatSync(f.fd).size;
   if (size <= keep) return size;
@@ -462,12 +462,8 @@ export function keepTail(
     reader = f.readable ? f.fd : openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
     const tail = Buffer.alloc(keep);
     const got = readSync(reader, tail, 0, keep, size - keep);
-    // what is cut away, read only if the head asks (before the file is emptied)
-    const removed = (): Buffer => {
-      const buf = Buffer.alloc(size - got);
-      return buf.subarray(0, readSync(reader!, buf, 0, buf.length, 0));
-    };
-    const text = head(size - got, removed);
+    // what is cut away, read only if the head asks, a part at a time (before the file is emptied)
+    const text = head(size - got, (position, into) => readSync(reader!, into, 0, into.length, position));
     ftruncateSync(f.fd, 0);
     const kept = Buffer.concat([Buffer.from(text, 'utf8'), tail.subarray(0, got)]);
     writeAll(f.fd, kept, null);

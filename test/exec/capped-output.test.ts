@@ -1,7 +1,7 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CUT_LINE_PATTERN, CappedOutput } from '../../src/exec/capped-output.js';
+import { CUT_LINE_PATTERN, CappedOutput, outputLeftOut } from '../../src/exec/capped-output.js';
 import { setDurableIoForTests } from '../../src/fs/durable.js';
 import { testdir } from '../helpers/testdir.js';
 
@@ -89,5 +89,21 @@ describe("CappedOutput: a run's output bounded to runLogBytes (SPEC §3)", () =>
     const text = readFileSync(file, 'latin1');
     expect(text.length).toBeLessThanOrEqual(1024);
     expect(text).toMatch(/--- routinely: \d+ bytes of output left out \(runLogBytes 4096\) ---/);
+  });
+
+  it('outputLeftOut: a trimmed log part counts its output and what its cut lines said, read a part at a time', () => {
+    const mark = (n: number) => `--- routinely: ${n} bytes of output left out (runLogBytes 1000) ---\n`;
+    const heading = '--- routinely: run attempt 2, 2026-12-06T10:00:00.000Z ---\n';
+    // a cut line that starts 5 bytes before the first 64 KiB part ends, and one at the start
+    const text = `${mark(7)}${'a'.repeat(65_530 - mark(7).length)}\n\n${mark(100)}b\n\n${heading}c\n`;
+    const buf = Buffer.from(text);
+    const reads: number[] = [];
+    const read = (position: number, into: Buffer): number => {
+      reads.push(into.length);
+      return buf.copy(into, 0, position, Math.min(buf.length, position + into.length));
+    };
+    const output = 65_530 - mark(7).length + 1 + 2 + 2; // the a's, b and c with their newlines
+    expect(outputLeftOut(buf.length, read)).toBe(output + 7 + 100);
+    expect(Math.max(...reads)).toBe(64 * 1024);
   });
 });
