@@ -237,7 +237,14 @@ const skipsText = (n: number): string => `${n} skip${n === 1 ? '' : 's'}`;
 function lastCell(r: ListRow, nowMs: number): Cell {
   if (r.running_since)
     return { text: `running ${humanDuration(Math.max(0, nowMs - Date.parse(r.running_since)))}`, colour: 'cyan' };
-  const ago = r.last_finished_at ? ` ${shortDuration(Math.max(0, nowMs - Date.parse(r.last_finished_at)))} ago` : '';
+  const finished = r.last_finished_at ? Date.parse(r.last_finished_at) : null;
+  // a time ahead of this clock (recorded before it was stepped back) is said so, not "<1s ago"
+  const ago =
+    finished === null
+      ? ''
+      : finished > nowMs + 1000
+        ? ` ${shortDuration(finished - nowMs)} in the future`
+        : ` ${shortDuration(Math.max(0, nowMs - finished))} ago`;
   // Failing until a run succeeds: skips after a failure never make it look fine (SPEC §6).
   if (r.consecutive_failures > 0) {
     const times = r.consecutive_failures > 1 ? ` x${r.consecutive_failures}` : '';

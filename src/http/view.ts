@@ -102,7 +102,9 @@ export function viewKit(nowMs: number) {
     `<time datetime="${esc(new Date(t).toISOString())}" title="${esc(absolute(t, zone))}">${esc(text)}</time>`;
   const ago = (iso: string | null | undefined): string => {
     const t = ms(iso);
-    return t === null ? '<span class="muted">never</span>' : time(t, `${span(nowMs - t)} ago`);
+    if (t === null) return '<span class="muted">never</span>';
+    // a time ahead of this clock (recorded before it was stepped back) is said so, not "0s ago"
+    return time(t, t > nowMs + 1000 ? `${span(t - nowMs)} in the future` : `${span(nowMs - t)} ago`);
   };
   const badge = (kind: string, text: string): string => `<span class="badge b-${kind}">${esc(text)}</span>`;
   const RESULTS: Record<string, { letter: string; word: string }> = {

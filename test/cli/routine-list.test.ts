@@ -68,6 +68,15 @@ describe('routine list: failing until a success', () => {
     expect(lines.every((l) => l.length <= 80)).toBe(true);
   });
 
+  it('a last run recorded ahead of this clock (before it was stepped back) says so, never "<1s ago"', () => {
+    const ahead = { ahead: record(fire('success', new Date(NOW + 2 * 3600_000).toISOString())) };
+    const lines = renderTable([listed('ahead')], listRows([listed('ahead')], ahead, emptyRecord), running, NOW, {
+      color: false,
+      width: 80,
+    });
+    expect(lines.find((l) => l.startsWith('ahead'))).toMatch(/ ok 2h in the future +1\/0\/0$/);
+  });
+
   it('--check fails on a failing routine, also when skips came after', () => {
     expect(checkProblems(rows, running)).toEqual([
       'failing routine: bad (failed at 2026-11-29T18:58:00.000Z, then 2 skips)',
