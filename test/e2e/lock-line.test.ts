@@ -74,7 +74,9 @@ describe.each(backends)('waiters in arrival order, %s backend', (backend) => {
     'a waiter SIGKILLed holds up no one; one stopped (SIGSTOP) holds up the line only until its beat is a TTL old',
     { timeout: 90_000 },
     async () => {
-      const s = await setup(backend, { lock: { ttlSeconds: 2, refreshSeconds: 0.5 } });
+      // (a TTL of 4 s: at 2 s a loaded machine's database answered a heartbeat of the stopped
+      // waiter, once it held the lock, too late for it: lock lost, in a fresh-clone run)
+      const s = await setup(backend, { lock: { ttlSeconds: 4, refreshSeconds: 1 } });
       const h = holder(s);
       await h.waitFor(/holding/);
       const killed = waiter(s, 'killed');
