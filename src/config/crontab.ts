@@ -407,9 +407,11 @@ function cronGrammar(schedule: string): { schedule: string; note?: string } | { 
   const dropped: string[] = [];
   for (const [i, field] of fields.entries()) {
     const items = field.split(',').map((item) => {
-      const nth = i === 4 ? /^(.*)#[0-9]+$/.exec(item) : null;
-      if (nth) dropped.push(item);
-      return nth ? nth[1]! : item;
+      // cron reads past "#n" after a day of week, and past "-M" after a step (`*/5-10` ran as
+      // `*/5`: measured beside Debian's daemon, firing at :15)
+      const past = (i === 4 ? /^(.*)#[0-9]+$/.exec(item) : null) ?? /^(.*\/[0-9]+)-[0-9]+$/.exec(item);
+      if (past) dropped.push(item);
+      return past ? past[1]! : item;
     });
     // (anything else malformed is named by the schedule check below, in its own words)
     const odd = items.find((item) => !CRON_ITEM.test(item.toLowerCase()) && CRONER_ONLY.test(item));
@@ -423,7 +425,9 @@ function cronGrammar(schedule: string): { schedule: string; note?: string } | { 
   const carried = fields.join(' ');
   return {
     schedule: carried,
-    note: `${dropped.join(', ')}: cron reads past "#n" and ran it on every such day, so it is carried as "${carried}" (croner's #n would run only the nth one of the month)`,
+    note: dropped.some((d) => d.includes('#'))
+      ? `${dropped.join(', ')}: cron reads past "#n" and ran it on every such day, so it is carried as "${carried}" (croner's #n would run only the nth one of the month)`
+      : `${dropped.join(', ')}: cron reads past what follows a step ("-M" after "/N") and ran it as the step alone, so it is carried as "${carried}"`,
   };
 }
 

@@ -179,12 +179,15 @@ describe('import-crontab', () => {
         '0 9 * * MON#2 second',
         '0 9 * * mon-fri#1,sun weekdays',
         '@hourly lower',
+        '*/5-10 * * * * stepped',
       ].join('\n') + '\n',
     );
     expect(r.config.routines.map((x) => [x.run, x.schedule])).toEqual([
       ['second', '0 9 * * MON'],
       ['weekdays', '0 9 * * mon-fri,sun'],
       ['lower', '@hourly'],
+      // measured beside Debian's daemon: fired at :10 and :15, not at :07
+      ['stepped', '*/5 * * * *'],
     ]);
     const notes = r.notes.join('\n');
     for (const [line, item] of [
@@ -203,6 +206,9 @@ describe('import-crontab', () => {
     );
     expect(notes).toMatch(
       /crontab:6: MON#2: cron reads past "#n" and ran it on every such day, so it is carried as "0 9 \* \* MON"/,
+    );
+    expect(notes).toMatch(
+      /crontab:9: \*\/5-10: cron reads past what follows a step \("-M" after "\/N"\) and ran it as the step alone, so it is carried as "\*\/5 \* \* \* \*"/,
     );
   });
 
