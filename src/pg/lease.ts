@@ -205,8 +205,11 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       const gate = gateOf(answer);
       if (gate.closedWhy) return { ok: false, holder: null, why: gate.closedWhy };
       const floor = (gate.timeline - 1) * TIMELINE_GENERATIONS;
-      if (answer.lock_id != null)
-        return { ok: true, lease: new PgLease(o, key, checkedRow(o, key, answer as LeaseRow), clock, probe, started) };
+      if (answer.lock_id != null) {
+        const lease = new PgLease(o, key, checkedRow(o, key, answer as LeaseRow), clock, probe, started);
+        if (await lease.freshen()) return { ok: true, lease };
+        continue;
+      }
       const row = await current(key);
       // the statements take no row whose epoch + 1 would pass MAX_GENERATION (nor overflow)
       if (row && Number(row.epoch) >= MAX_GENERATION)
@@ -237,7 +240,7 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
         const lease = new PgLease(o, key, checkedRow(o, key, swapped.rows[0]), clock, probe, reclaimStarted);
         lease.tookOver = true;
         lease.tookOverFrom = validRecord(key, row);
-        return { ok: true, lease };
+        if (await lease.freshen()) return { ok: true, lease };
       }
     }
     const row = await current(key);
@@ -377,6 +380,31 @@ export class PgLease extends LeaseState implements Lease {
     this.startTimers(() => this.beat(), this.o.refreshMs, true);
   }
 
+  /** A grant that came back past the point where this process gives a lease up, by its own
+   * clock, which times a lease from before its request was sent: the process was stopped
+   * (SIGSTOP) or starved between reading its clock and sending, or the link stalled. No work
+   * runs under it yet, so one heartbeat now (fenced on lock id and epoch like every other)
+   * confirms it from here, rather than handing out a lease that is lost on arrival. False: the
+   * row is no longer ours (taken over meanwhile). */
+  async freshen(): Promise<boolean> {
+    return !this.expiredBy() || this.renew();
+  }
+
+  /** One heartbeat statement: true when the row was still ours and now runs from when it was
+   * sent; false when it is not ours any more. */
+  private async renew(): Promise<boolean> {
+    const sent = this.clock.monotonic();
+    // ours while the row carries our lock id and epoch (its expiry is not asked: statements.ts)
+    const { rows } = await this.o.db.leaseQuery<{ heartbeat_at: number; expires_at: number }>(
+      leaseSql.heartbeat({ ...this.hold(), ttlSecs: this.o.ttlMs / 1000, owner: JSON.stringify(this.rec.owner) }),
+    );
+    const r = rows[0];
+    if (!r) return false;
+    this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };
+    this.confirmed(sent);
+    return true;
+  }
+
   /** One heartbeat; conditional on lock_id and epoch and judged by the database clock. A
    * database that cannot be reached is retried until our own clock says the lease ran out. */
   private beat(): Promise<void> {
@@ -395,22 +423,14 @@ export class PgLease extends LeaseState implements Lease {
           this.markLost(expired);
           return;
         }
-        const sent = this.clock.monotonic();
         try {
-          // ours while the row carries our lock id and epoch (its expiry is not asked: statements.ts)
-          const { rows } = await this.o.db.leaseQuery<{ heartbeat_at: number; expires_at: number }>(
-            leaseSql.heartbeat({ ...this.hold(), ttlSecs: this.o.ttlMs / 1000, owner: JSON.stringify(this.rec.owner) }),
-          );
-          const r = rows[0];
-          if (!r) {
+          if (!(await this.renew())) {
             this.markLost(
               'the lease row is no longer ours (taken over, released, or granted before the database failed over)',
               true,
             );
             return;
           }
-          this.rec = { ...this.rec, heartbeat_at: r.heartbeat_at, expires_at: r.expires_at };
-          this.confirmed(sent);
         } catch (err) {
           const expired = this.expiredBy();
           if (expired) this.markLost(`${expired}; last error: ${(err as Error).message}`);
