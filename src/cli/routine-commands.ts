@@ -31,6 +31,7 @@ import {
   type SchedulerLine,
 } from './routine-list.js';
 import { readSchedulerState } from '../control/status.js';
+import { manualWaits } from './manual-waits.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
 import type { GlobalOptions } from './globals.js';
@@ -125,12 +126,15 @@ export async function routineRows(
   backend?: Backend,
   warn: (message: string) => void = warnTo,
 ): Promise<ConfiguredRow[]> {
+  const routines = listedRoutines(project, now);
   const read = async (b: Backend) => ({
     state: await b.routines.read(warn),
     boards: await b.routines.readPhases(warn),
+    // manual fires waiting in their lock's line (manual-waits.ts)
+    waits: await manualWaits(b.lock, routines, project.config.locks),
   });
-  const { state, boards } = backend ? await read(backend) : await withBackend(project, read);
-  return listRows(listedRoutines(project, now), state.routines, emptyRecord, phasesOf(boards), (id) =>
+  const { state, boards, waits } = backend ? await read(backend) : await withBackend(project, read);
+  return listRows(routines, state.routines, emptyRecord, { ...waits, ...phasesOf(boards) }, (id) =>
     isSpooled(project.stateDir, id),
   ) as ConfiguredRow[];
 }
@@ -168,11 +172,13 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
     project = stateOnly(g, error);
     fromState = true;
   }
-  const { state, boards, scheduler, clockNow, spooled } = await withBackend(project, async (b) => {
+  const { state, boards, waits, scheduler, clockNow, spooled } = await withBackend(project, async (b) => {
     const left = await flushSpooled(project, b);
     return {
       state: await b.routines.read(warnTo),
       boards: await b.routines.readPhases(warnTo),
+      // manual fires waiting in their lock's line (manual-waits.ts)
+      waits: routines ? await manualWaits(b.lock, routines, project.config.locks) : {},
       scheduler: await schedulerLine(b),
       clockNow: b.caps.sharedClock ? b.clock.now() : null,
       spooled: left,
@@ -200,7 +206,7 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
   }));
   // the next `routine list` starts from the cache, scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
-  const phases = phasesOf(boards);
+  const phases = { ...waits, ...phasesOf(boards) };
   return {
     routines,
     records: state.routines,

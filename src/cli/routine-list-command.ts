@@ -7,9 +7,10 @@
 // (routine-commands.ts: validating the config, reading through the backend), which the command
 // line's full path hands in. Whichever it was, the rows and the table are made here.
 
+import { join } from 'node:path';
 import type { Project } from '../config/load.js';
 import { ExitCode, asStorageError, isStorageError } from '../errors.js';
-import { trustStateAndLocks } from '../fs/files.js';
+import { namesIn, trustStateAndLocks } from '../fs/files.js';
 import { stdoutIsTTY, writeOut } from '../fs/terminal.js';
 import { readLockStatus } from '../file-lock/status.js';
 import { SCHEDULER_LOCK_KEY } from '../lock/lock-backend.js';
@@ -85,6 +86,9 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   }
   // the same checks as the file backend's (SPEC §12)
   trustStateAndLocks(stateDir, lockDir);
+  // someone waits in a lock's line (perhaps a manual fire of a routine: manual-waits.ts): the
+  // full path reads the lines and the locks' holders
+  if (namesIn(join(lockDir, 'line')).length > 0) return null;
   const warnings: string[] = [];
   const state = readRoutineStateShown({ stateDir } as Project, (m) => warnings.push(m));
   const scheduler = schedulerLineOf(stateOf([readLockStatus({ lockDir, key: SCHEDULER_LOCK_KEY })], 'file'));

@@ -13,7 +13,7 @@ import {
   type LivenessProbe,
   type ProcessIdentity,
 } from '../process/identity.js';
-import { aheadOf, isLineOwner, ticketOwner, type LineEntry, type WaitLine } from '../lock/line.js';
+import { aheadOf, before, isLineOwner, ticketOwner, type LineEntry, type WaitLine } from '../lock/line.js';
 
 export interface FileLineOptions {
   lockDir: string;
@@ -59,6 +59,42 @@ export function fileWaitLine(o: FileLineOptions): WaitLine {
   /** The owner of each ticket file seen (null: garbled, ordering nothing). */
   const owners = new Map<string, LineEntry['owner'] | null>();
 
+  /** The tickets of `name` that count: this process's, and those of other processes that live
+   * and beat them (a dead one's is removed; one not beaten for a TTL is passed over). */
+  const live = (name: string, self: ProcessIdentity): LineEntry[] => {
+    const now = clock.now();
+    const listed = new Set<string>();
+    const found: LineEntry[] = [];
+    for (const n of namesIn(dir)) {
+      const m = TICKET.exec(n);
+      if (!m || m[1] !== name) continue;
+      listed.add(n);
+      const path = join(dir, n);
+      // a ticket's file never changes after it is written: read once per process
+      let owner: LineEntry['owner'] | null;
+      const known = owners.get(n);
+      if (known !== undefined) owner = known;
+      else {
+        const read = readOwner(path, now, o.ttlMs);
+        if (read === 'later') continue;
+        owners.set(n, (owner = read));
+      }
+      if (owner === null) continue;
+      const entry = { ticket: m[3]!, arrived: Number(m[2]), owner };
+      if (owner.pid !== self.pid || owner.host !== self.host) {
+        if (processGone(owner, probe)) {
+          unlinkQuiet(path);
+          continue;
+        }
+        const st = lstatQuiet(path);
+        if (!st || now - st.mtimeMs > o.ttlMs) continue; // gone, or not beaten for a TTL: passed over
+      }
+      found.push(entry);
+    }
+    for (const n of owners.keys()) if (n.startsWith(`${name}.`) && !listed.has(n)) owners.delete(n);
+    return found;
+  };
+
   return {
     async join(name, owner) {
       ensureDir(dir);
@@ -93,40 +129,12 @@ export function fileWaitLine(o: FileLineOptions): WaitLine {
     },
 
     async ahead(name, mine) {
-      const now = clock.now();
       const self = me();
-      const listed = new Set<string>();
-      const all: (LineEntry & { path: string })[] = [];
-      for (const n of namesIn(dir)) {
-        const m = TICKET.exec(n);
-        if (!m || m[1] !== name) continue;
-        listed.add(n);
-        const path = join(dir, n);
-        // a ticket's file never changes after it is written: read once per process
-        let owner: LineEntry['owner'] | null;
-        const known = owners.get(n);
-        if (known !== undefined) owner = known;
-        else {
-          const read = readOwner(path, now, o.ttlMs);
-          if (read === 'later') continue;
-          owners.set(n, (owner = read));
-        }
-        if (owner === null) continue;
-        all.push({ ticket: m[3]!, arrived: Number(m[2]), owner, path });
-      }
-      for (const n of owners.keys()) if (n.startsWith(`${name}.`) && !listed.has(n)) owners.delete(n);
-      // those before this process's place count while their process lives and beats its ticket
-      const found: LineEntry[] = [];
-      for (const e of aheadOf(all, self, mine)) {
-        if (processGone(e.owner, probe)) {
-          unlinkQuiet((e as LineEntry & { path: string }).path);
-          continue;
-        }
-        const st = lstatQuiet((e as LineEntry & { path: string }).path);
-        if (!st || now - st.mtimeMs > o.ttlMs) continue; // gone, or not beaten for a TTL: passed over
-        found.push({ ticket: e.ticket, arrived: e.arrived, owner: e.owner });
-      }
-      return found;
+      return aheadOf(live(name, self), self, mine);
+    },
+
+    async waiters(name) {
+      return live(name, me()).sort((a, b) => (before(a, b) ? -1 : 1));
     },
   };
 }

@@ -35,6 +35,9 @@ export interface WaitLine {
   /** The live waiters of other processes that came before `me` (every live one of another
    * process when `me` is null), oldest first. */
   ahead(name: string, me: LineTicket | null): Promise<LineEntry[]>;
+  /** Every live waiter of lock `name`, this process's own too, oldest first (what the views
+   * show: cli/manual-waits.ts). */
+  waiters(name: string): Promise<LineEntry[]>;
 }
 
 /** Whether `a` came before `b` (arrival, then ticket: one order every process agrees on). */

@@ -5,8 +5,14 @@
 
 import { DatabaseError } from '../errors.js';
 import { randomHex } from '../fs/random-ids.js';
-import { aheadOf, isLineOwner, ticketOwner, type LineEntry, type WaitLine } from '../lock/line.js';
-import { processGone, selfIdentity, systemProbe, type LivenessProbe } from '../process/identity.js';
+import { aheadOf, before, isLineOwner, ticketOwner, type LineEntry, type WaitLine } from '../lock/line.js';
+import {
+  processGone,
+  selfIdentity,
+  systemProbe,
+  type LivenessProbe,
+  type ProcessIdentity,
+} from '../process/identity.js';
 import type { Db } from './connect.js';
 import { lineSql } from './statements.js';
 
@@ -31,6 +37,23 @@ export function pgWaitLine(o: {
       if (!(err instanceof DatabaseError)) throw err;
     });
   };
+  /** The rows of `name` that count: this process's, and those of other processes that live (a
+   * dead one's on this host is removed) and beat them within a TTL. */
+  const live = async (name: string, self: ProcessIdentity): Promise<LineEntry[]> => {
+    const { rows } = await o.db.query<WaiterRow>(lineSql.waiters(o.project, name, o.ttlMs / 1000));
+    const found: LineEntry[] = [];
+    for (const r of rows) {
+      if (!isLineOwner(r.owner)) continue; // not a row routinely wrote: orders nothing
+      if (processGone(r.owner, probe)) {
+        quiet(o.db.query(lineSql.leave(o.project, name, r.ticket)));
+        continue;
+      }
+      if (r.stale && !(r.owner.pid === self.pid && r.owner.host === self.host)) continue;
+      found.push({ ticket: r.ticket, arrived: Number(r.arrived), owner: r.owner });
+    }
+    return found;
+  };
+
   return {
     async join(name, owner) {
       const ticket = randomHex(8);
@@ -53,19 +76,12 @@ export function pgWaitLine(o: {
     },
 
     async ahead(name, mine) {
-      const { rows } = await o.db.query<WaiterRow>(lineSql.waiters(o.project, name, o.ttlMs / 1000));
       const self = selfIdentity(probe);
-      const found: LineEntry[] = [];
-      for (const r of rows) {
-        if (!isLineOwner(r.owner)) continue; // not a row routinely wrote: orders nothing
-        if (processGone(r.owner, probe)) {
-          quiet(o.db.query(lineSql.leave(o.project, name, r.ticket)));
-          continue;
-        }
-        if (r.stale && !(r.owner.pid === self.pid && r.owner.host === self.host)) continue;
-        found.push({ ticket: r.ticket, arrived: Number(r.arrived), owner: r.owner });
-      }
-      return aheadOf(found, self, mine);
+      return aheadOf(await live(name, self), self, mine);
+    },
+
+    async waiters(name) {
+      return (await live(name, selfIdentity(probe))).sort((a, b) => (before(a, b) ? -1 : 1));
     },
   };
 }

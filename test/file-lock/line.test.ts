@@ -110,6 +110,8 @@ describe('a line in a folder', () => {
     expect(names).toHaveLength(5);
     // its own ticket is not ahead of itself, nor of a newcomer of its own process
     expect((await line.ahead('db', null)).map((e) => e.owner.pid)).toEqual([11]);
+    // the views' list: every live waiter, its own included, oldest first (arrival 1 before its own)
+    expect((await line.waiters('db')).map((e) => e.owner.pid)).toEqual([11, process.pid]);
     await mine.leave();
     expect(readdirSync(join(lockDir, 'line'))).toHaveLength(4);
     expect(selfIdentity(probe).pid).toBe(process.pid);

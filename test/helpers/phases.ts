@@ -223,5 +223,112 @@ export function phaseTests(cluster: TestCluster | null): void {
         expect((await s.exited).code).toBe(0);
       },
     );
+
+    it(
+      'a manual routine run waiting for its lock (--if-busy wait) is waiting in routine list, --json, /api/routines and the page, with no scheduler and with one; a SIGKILLed one is not; none once it ran',
+      { timeout: 120_000 },
+      async () => {
+        const url = backend === 'postgres' ? await freshDatabase(cluster!) : null;
+        const project = testProject({
+          project: 'app',
+          ...(url ? { backend: { type: 'postgres' } } : {}),
+          routines: [
+            { id: 'report', schedule: '0 3 * * *', action: 'command', run: 'true', lock: 'cache' },
+            { id: 'other', schedule: '0 4 * * *', action: 'command', run: 'true', lock: 'cache' },
+            // a run from the page waits (its busy rule), in the scheduler's own process
+            { id: 'paged', schedule: '0 5 * * *', action: 'command', run: 'true', lock: 'cache', ifBusy: 'wait' },
+          ],
+          http: { actions: true },
+        });
+        const token = 'phases-token-0123456789abcdef';
+        const auth = { headers: { authorization: `Bearer ${token}` } };
+        const env = { ROUTINELY_HTTP_TOKEN: token, ...(url ? { ROUTINELY_DATABASE_URL: url } : {}) };
+        const opts = { cwd: project, env };
+        const rows = async (): Promise<Record<string, Row>> => {
+          const r = await runCli(['routine', 'list', '--json'], opts);
+          expect(r.code, r.stderr).toBe(0);
+          return Object.fromEntries((JSON.parse(r.stdout) as Row[]).map((x) => [x.id, x]));
+        };
+        // the list cache exists (the file backend's quick path answers from it)
+        expect((await rows()).report).toMatchObject({ phase: null, waiting_for: null });
+        const holder = startCli(['lock', 'run', '--lock', 'cache', '--', 'sh', '-c', `echo holding; ${untilGo}`], {
+          ...opts,
+          timeoutMs: 110_000,
+        });
+        await holder.waitFor(/holding/);
+        const manual = (): Spawned =>
+          startCli(['routine', 'run', 'report', '--if-busy', 'wait'], { ...opts, timeoutMs: 110_000 });
+        const killed = manual();
+        await killed.waitFor(/waiting for the cache lock, held by /);
+        const waiting = (list: Record<string, Row>): void => {
+          expect(list.report).toMatchObject({
+            phase: 'waiting',
+            waiting_for: { lock: 'cache', holder: expect.stringMatching(/^lock run since \d\d:\d\d:\d\d$/) },
+            running_since: null,
+          });
+          expect(Number.isFinite(Date.parse(list.report!.phase_since!))).toBe(true);
+          expect(list.other).toMatchObject({ phase: null, waiting_for: null });
+        };
+        // no scheduler: the moment it said it waits
+        waiting(await rows());
+        expect((await runCli(['routine', 'list'], opts)).stdout).toMatch(/^report .*waiting( \S+)?: cache busy/m);
+        // SIGKILLed, it waits no more: no view says it does
+        killed.child.kill('SIGKILL');
+        await killed.exited;
+        expect((await rows()).report).toMatchObject({ phase: null, waiting_for: null });
+        expect((await runCli(['routine', 'list'], opts)).stdout).not.toMatch(/waiting/);
+
+        // with a scheduler: its API and page say it too
+        const s: Spawned = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { ...opts, timeoutMs: 110_000 });
+        const base = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/, 60_000))[1]!;
+        const waiter = manual();
+        await waiter.waitFor(/waiting for the cache lock, held by /);
+        waiting(await rows());
+        waiting(
+          Object.fromEntries(
+            ((await (await fetch(`${base}api/routines`, auth)).json()) as Row[]).map((x) => [x.id, x]),
+          ),
+        );
+        expect(await (await fetch(`${base}`, auth)).text()).toMatch(
+          /class="badge b-waiting" title="held by lock run [^"]*">waiting [^<]*: cache busy</,
+        );
+        // a run from the page that waits: in the scheduler's own process, its server shows it too
+        const run = await fetch(`${base}api/routines/paged/run`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: '{}',
+        });
+        expect(run.status).toBe(202);
+        expect(await run.json()).toMatchObject({ state: 'waiting' });
+        const paged = (list: Record<string, Row>): void =>
+          void expect(list.paged).toMatchObject({
+            phase: 'waiting',
+            waiting_for: { lock: 'cache', holder: expect.stringMatching(/^lock run since /) },
+          });
+        paged(await rows());
+        paged(
+          Object.fromEntries(
+            (
+              (await (
+                await fetch(`${base}api/routines`, { headers: { authorization: `Bearer ${token}` } })
+              ).json()) as Row[]
+            ).map((x) => [x.id, x]),
+          ),
+        );
+
+        // the holder lets go: it runs, and is waiting no more
+        writeFileSync(join(project, 'go'), '');
+        expect((await holder.exited).code).toBe(0);
+        expect((await waiter.exited).code, waiter.stderr()).toBe(0);
+        await eventually(async () => (await rows()).paged?.phase === null, 30_000, 'the run from the page ran');
+        const after = (await rows()) as Record<string, Row & { last_result: string | null }>;
+        for (const id of ['report', 'paged']) {
+          expect(after[id], id).toMatchObject({ phase: null, waiting_for: null });
+          expect(after[id]!.last_result, id).toBe('success');
+        }
+        s.child.kill('SIGTERM');
+        expect((await s.exited).code).toBe(0);
+      },
+    );
   });
 }
