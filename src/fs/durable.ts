@@ -25,6 +25,7 @@ import { frameChecksummed } from '../checksum.js';
 import { ensureDir, fileProblem, unlinkQuiet } from './files.js';
 import { randomHex } from './random-ids.js';
 import { ioNotice } from './io-notice.js';
+import { lstatQuiet } from './look.js';
 
 /** The system calls a durable write makes, replaceable in tests (short writes, ENOSPC, EIO). */
 export interface DurableIo {
@@ -161,8 +162,9 @@ export function syncDir(dir: string): void {
 }
 
 /** Temp files of killed writers: ours (`<name>.tmp-<hex>`) and write-file-atomic's
- * (`<name>.<number>`), left beside `path`. */
-export function removeLeftoverTemps(path: string): number {
+ * (`<name>.<number>`), left beside `path`. `olderThanMs`: only those not changed for that long
+ * (where writers of the name may be under way: theirs live for microseconds). */
+export function removeLeftoverTemps(path: string, olderThanMs = 0): number {
   const name = basename(path);
   const dir = dirname(path);
   let names: string[];
@@ -176,6 +178,10 @@ export function removeLeftoverTemps(path: string): number {
     if (!n.startsWith(`${name}.`)) continue;
     const rest = n.slice(name.length + 1);
     if (/^tmp-[0-9a-f]{16}$/.test(rest) || /^\d{1,12}$/.test(rest)) {
+      if (olderThanMs > 0) {
+        const st = lstatQuiet(join(dir, n));
+        if (!st || Date.now() - st.mtimeMs < olderThanMs) continue;
+      }
       unlinkQuiet(join(dir, n));
       removed++;
     }

@@ -25,7 +25,7 @@ import {
   summaryLine,
   type HistoryEntry,
 } from './history.js';
-import { writeFileDurable } from '../fs/durable.js';
+import { removeLeftoverTemps, writeFileDurable } from '../fs/durable.js';
 import { keepMarksBetweenAppends, parkAllHeldMarks } from './history-stamp.js';
 import { ensureStateRoot } from './json-file.js';
 import { processGone } from '../process/identity.js';
@@ -70,6 +70,9 @@ async function indexAfterAppend(
   return folded;
 }
 
+/** How old a temp beside a history file is before a rotation removes it as a killed writer's. */
+const LEFTOVER_AGE_MS = 60_000;
+
 /** Rotates the routine's history file (history.ts), one rotator at a time: a per-routine lock
  * taken only for this, once per about a thousand lines. */
 async function rotate(project: Project, id: string, warn: Warn): Promise<RoutineIndex | null> {
@@ -89,6 +92,9 @@ async function rotate(project: Project, id: string, warn: Warn): Promise<Routine
     const file = historyPath(project.stateDir, id);
     try {
       rotateHistory(file, folded.record, folded.recent, new Date().toISOString());
+      // temps of writers killed between writing and placing them (a re-seed of a removed
+      // history, an earlier rotation): nothing else ever collects them
+      for (const name of [file, `${file}.1`]) removeLeftoverTemps(name, LEFTOVER_AGE_MS);
     } catch (err) {
       warn(`could not rotate ${file}: ${(err as Error).message}`);
       return folded;

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, statSync, truncateSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { loadProject } from '../../src/config/load.js';
@@ -84,6 +84,26 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     const expected = { success: 0, failure: 0, skipped: 0 };
     for (let i = 0; i < n; i++) expected[fire(i).result]++;
     expect(readRoutineState(p).routines.a?.counts).toEqual(expected);
+  });
+
+  it('a rotation removes the temps of writers killed beside the history (a re-seed, an earlier rotation) once a minute old, not a fresh one', async () => {
+    const dir = testProject({
+      retention: { historyLines: 50 },
+      routines: [{ id: 'a', schedule: '* * * * *', action: 'command', run: 'true' }],
+    });
+    const p = loadProject({ cwd: dir });
+    await recordFire(p, 'a', fire(0, 240));
+    const file = historyPath(p.stateDir, 'a');
+    const old = [`${file}.tmp-0123456789abcdef`, `${file}.1.tmp-fedcba9876543210`];
+    const fresh = `${file}.tmp-00000000000000ff`;
+    const other = `${file}.notes`; // not a temp of ours: never touched
+    for (const f of [...old, fresh, other]) writeFileSync(f, 'left by a killed writer', { mode: 0o600 });
+    const twoMinutesAgo = (Date.now() - 120_000) / 1000;
+    for (const f of [...old, other]) utimesSync(f, twoMinutesAgo, twoMinutesAgo);
+    for (let i = 1; i < 200; i++) await recordFire(p, 'a', fire(i, 240));
+    expect(existsSync(`${file}.1`)).toBe(true); // rotated
+    for (const f of old) expect(existsSync(f), f).toBe(false);
+    for (const f of [fresh, other]) expect(existsSync(f), f).toBe(true);
   });
 
   it('a fire closed twice (its owner, then a reconcile that read before it) is counted and listed once, as its owner recorded it', async () => {
