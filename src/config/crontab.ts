@@ -58,6 +58,12 @@ export interface LockEntry {
   file: string;
 }
 
+/** cronProblem's words for what cron itself refuses (measured beside Debian's daemon: "bad
+ * minute", "bad hour", "bad day-of-week", "bad month"); a range that runs backwards or a date that
+ * never comes cron takes and never fires. */
+const CRON_REFUSES =
+  / out of range | step -?\d+ must be at least 1$| is not a number | is not an? [a-z-]+ name |fields; expected/;
+
 const ENV_LINE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/;
 
 export function importCrontab(input: string, o: ImportOptions): Imported {
@@ -82,6 +88,8 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   // what cron sets for every job unless the crontab sets it (crontab(5)); HOME and LOGNAME are
   // the scheduler's user's, as they were the crontab owner's
   const env: Record<string, string> = { SHELL: '/bin/sh', PATH: '/usr/bin:/bin' };
+  /** The lines for which cron ignores the whole file (none of its jobs ran under cron). */
+  const ignoredFor: number[] = [];
   let timezone: string | undefined;
   let badZone: string | null = null;
   const seen = new Set<string>();
@@ -97,7 +105,9 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   if (!unended) lines.pop();
   lines.forEach((raw, index) => {
     const where = `${o.source}:${index + 1}`;
-    const notCarried = (why: string): void => {
+    /** `wholeFile`: a line cron refuses ("Syntax error, this crontab file will be ignored"). */
+    const notCarried = (why: string, wholeFile = false): void => {
+      if (wholeFile) ignoredFor.push(index + 1);
       entries.push({
         comments: [...pending, `not carried: line ${index + 1}: ${printable(raw.trim())}`, `  ${why}`],
         routine: null,
@@ -114,6 +124,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     if (unended && index === lines.length - 1) {
       notCarried(
         'the last line of the file has no newline at its end: cron ignores the whole file for it (crontab(1) refuses to install it), so this job never ran; end the file with a newline',
+        true,
       );
       return;
     }
@@ -122,7 +133,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       const name = assignment[1]!;
       const read = envValue(assignment[2]!);
       if ('refused' in read) {
-        notCarried(`${name}=${assignment[2]!.trim()}: ${read.refused}`);
+        notCarried(`${name}=${assignment[2]!.trim()}: ${read.refused}`, true);
         return;
       }
       const value = read.value;
@@ -170,6 +181,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     if (job.user !== null && o.userKnown && !o.userKnown(job.user)) {
       notCarried(
         `the user ${JSON.stringify(printable(job.user))} does not exist on this machine: cron ignores the whole file for it ("bad username"), so no job of it ran; fix the user column`,
+        true,
       );
       return;
     }
@@ -189,12 +201,13 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     if (job.command.length >= 1000) {
       notCarried(
         `its command is ${job.command.length} characters: cron refuses 1000 or more ("command too long") and ignores the whole file for it, so this job never ran; put the command in a script`,
+        true,
       );
       return;
     }
     const grammar = cronGrammar(job.schedule);
     if ('refused' in grammar) {
-      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${grammar.refused}`);
+      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${grammar.refused}`, true);
       return;
     }
     if (grammar.note) notes.push(`${where}: ${grammar.note}`);
@@ -205,7 +218,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     }
     const problem = cronProblem(days.schedule, timezone);
     if (problem) {
-      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${problem}`);
+      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${problem}`, CRON_REFUSES.test(problem));
       return;
     }
     const command = cronCommand(job.command);
@@ -302,6 +315,13 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   if (pending.length > 0) entries.push({ comments: pending, routine: null });
   const count = entries.filter((e) => e.routine).length;
   if (count === 0) notes.push(`${o.source}: no job to import`);
+  else if (ignoredFor.length > 0) {
+    // (measured beside Debian's daemon: "Syntax error, this crontab file will be ignored")
+    const lines = `line${ignoredFor.length === 1 ? '' : 's'} ${ignoredFor.join(', ')}`;
+    const text = `cron ignores this whole file for ${lines} (below, not carried), so none of its jobs ran under cron; the routines here are what its other lines say, and they will run under routinely: fix ${lines} in the crontab too if cron keeps it`;
+    head.push(text);
+    notes.push(`${o.source}: ${text}`);
+  }
   return {
     text: render(o.schema ?? INSTALLED_SCHEMA, head, locks, entries),
     notes,

@@ -153,6 +153,35 @@ describe('import-crontab', () => {
   });
 
   // found by a fault pass beside the cron daemon (Debian cron 3.0pl1): each ran differently there
+  it('a line cron refuses makes cron ignore the whole file (measured beside Debian\'s daemon: "Syntax error, this crontab file will be ignored"): said once for the file; lines cron takes and never fires are not such lines', () => {
+    const ignored = (lines: number[]): string =>
+      `crontab: cron ignores this whole file for line${lines.length === 1 ? '' : 's'} ${lines.join(', ')} (below, not carried), so none of its jobs ran under cron; the routines here are what its other lines say, and they will run under routinely: fix line${lines.length === 1 ? '' : 's'} ${lines.join(', ')} in the crontab too if cron keeps it`;
+    // bad minute, bad hour, bad day-of-week, bad month, a step of 0, an empty unquoted value: the
+    // daemon said "Error: bad …" for each and ran nothing of the file
+    for (const [bad, line] of [
+      ['61 * * * * x', 2],
+      ['* 24 * * * x', 2],
+      ['* * * * 8 x', 2],
+      ['0 0 * foo * x', 2],
+      ['0-59/0 * * * * x', 2],
+      ['FOO=', 2],
+    ] as const) {
+      const r = imported(`* * * * * echo first\n${bad}\n0 3 * * * echo last\n`);
+      expect(r.config.routines, bad).toHaveLength(2);
+      expect(r.notes.at(-1), bad).toBe(ignored([line]));
+      expect(r.text, bad).toContain(`// ${ignored([line]).replace(/^crontab: /, '')}`);
+    }
+    const two = imported(`61 * * * * x\n* * * * * echo ok\n* 24 * * * x\n`);
+    expect(two.notes.at(-1)).toBe(ignored([1, 3]));
+    // the daemon took these and ran the rest of the file: a date that never comes, a range that
+    // runs backwards, @reboot, an unescaped %
+    for (const taken of ['0 0 31 2 * x', '5-1 * * * * x', '0 0 * * sat-sun x', '@reboot x', '* * * * * echo 50%']) {
+      const r = imported(`* * * * * echo first\n${taken}\n`);
+      expect(r.config.routines, taken).toHaveLength(1);
+      expect(r.notes.join('\n'), taken).not.toMatch(/ignores this whole file/);
+    }
+  });
+
   it("\\\\% is a backslash and then cron's %: refused, as cron ends the command there; \\% alone is a plain %", () => {
     const r = imported('* * * * * echo a\\\\%b; touch /tmp/after\n* * * * * echo a\\%b\n* * * * * echo a\\\\\\%b\n');
     expect(r.config.routines.map((x) => x.run)).toEqual(['echo a%b', 'echo a\\%b']);
@@ -165,6 +194,7 @@ describe('import-crontab', () => {
     expect(r.config.routines.map((x) => x.run.length)).toEqual([998]);
     expect(r.notes).toEqual([
       expect.stringMatching(/^crontab:1: not carried: its command is 1000 characters: cron refuses 1000 or more/),
+      expect.stringMatching(/^crontab: cron ignores this whole file for line 1 \(below, not carried\)/),
     ]);
   });
 
@@ -343,6 +373,7 @@ describe('import-crontab', () => {
       expect.stringMatching(
         /^crontab:3: not carried: the last line of the file has no newline at its end: cron ignores the whole file/,
       ),
+      expect.stringMatching(/^crontab: cron ignores this whole file for line 3 /),
     ]);
   });
 
@@ -366,6 +397,7 @@ describe('import-crontab', () => {
       expect.stringMatching(/^crontab:3: not carried: C="a"b: text after its closing "/),
       expect.stringMatching(/^crontab:4: not carried: D='it''s': text after its closing '/),
       expect.stringMatching(/^crontab:5: not carried: E="x \\"y\\"": text after its closing "/),
+      expect.stringMatching(/^crontab: cron ignores this whole file for lines 1, 2, 3, 4, 5 /),
     ]);
   });
 });
