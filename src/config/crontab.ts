@@ -207,7 +207,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     }
     const grammar = cronGrammar(job.schedule);
     if ('refused' in grammar) {
-      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${grammar.refused}`, true);
+      notCarried(`schedule ${JSON.stringify(job.schedule)}: ${grammar.refused}`, !grammar.cronTook);
       return;
     }
     if (grammar.note) notes.push(`${where}: ${grammar.note}`);
@@ -414,7 +414,9 @@ const CRONER_ONLY = /[?+#]|^[0-9]*lw?$|^l-[0-9]+$|^[0-9]+w$/i;
  * cron ignores the whole file then, so the job never ran — and `#n` after a day of week, which
  * cron reads past (`MON#2` ran every Monday), is dropped with a note, so the routine runs on the
  * days cron ran it. */
-function cronGrammar(schedule: string): { schedule: string; note?: string } | { refused: string } {
+function cronGrammar(
+  schedule: string,
+): { schedule: string; note?: string } | { refused: string; /** cron ran the file */ cronTook?: true } {
   const trimmed = schedule.trim();
   if (trimmed.startsWith('@'))
     return CRON_NICKNAMES.includes(trimmed)
@@ -425,13 +427,24 @@ function cronGrammar(schedule: string): { schedule: string; note?: string } | { 
   const fields = trimmed.split(/\s+/);
   if (fields.length !== 5) return { schedule };
   const dropped: string[] = [];
+  const pastEnd: string[] = [];
+  const dayStars: { field: number; item: string }[] = [];
   for (const [i, field] of fields.entries()) {
     const items = field.split(',').map((item) => {
       // cron reads past "#n" after a day of week, and past "-M" after a step (`*/5-10` ran as
       // `*/5`: measured beside Debian's daemon, firing at :15)
       const past = (i === 4 ? /^(.*)#[0-9]+$/.exec(item) : null) ?? /^(.*\/[0-9]+)-[0-9]+$/.exec(item);
       if (past) dropped.push(item);
-      return past ? past[1]! : item;
+      const read = past ? past[1]! : item;
+      // a step past the field's end: cron ran the first value alone (`*/60` at :00, measured
+      // beside Debian's daemon); routinely's check refuses such a step
+      const step = /^(\*|[0-9a-z]+(?:-[0-9a-z]+)?)\/([0-9]+)$/i.exec(read);
+      const [min, max] = CRON_SPANS[i]!;
+      if (!step || Number(step[2]) <= max) return read;
+      // a day field that starts with * decides how cron joins the two day fields (below)
+      if ((i === 2 || i === 4) && step[1] === '*') dayStars.push({ field: i, item: read });
+      pastEnd.push(item);
+      return step[1] === '*' ? String(min) : step[1]!.split('-')[0]!;
     });
     // (anything else malformed is named by the schedule check below, in its own words)
     const odd = items.find((item) => !CRON_ITEM.test(item.toLowerCase()) && CRONER_ONLY.test(item));
@@ -441,15 +454,42 @@ function cronGrammar(schedule: string): { schedule: string; note?: string } | { 
       };
     fields[i] = items.join(',');
   }
-  if (dropped.length === 0) return { schedule };
+  // written out, it no longer starts with *: the days stay cron's only while the other one does
+  const lost = dayStars.find((d) => !fields[d.field === 2 ? 4 : 2]!.startsWith('*'));
+  if (lost)
+    return {
+      cronTook: true,
+      refused: `"${lost.item}" is a step past the end of its day field, which cron ran at its first value alone; as the field starts with *, cron joined the two day fields with AND, which the schedule cannot say once the step is written out: write the days out`,
+    };
+  if (dropped.length === 0 && pastEnd.length === 0) return { schedule };
   const carried = fields.join(' ');
+  const notes = [
+    ...(dropped.length === 0
+      ? []
+      : [
+          dropped.some((d) => d.includes('#'))
+            ? `${dropped.join(', ')}: cron reads past "#n" and ran it on every such day`
+            : `${dropped.join(', ')}: cron reads past what follows a step ("-M" after "/N") and ran it as the step alone`,
+        ]),
+    ...(pastEnd.length === 0
+      ? []
+      : [`${pastEnd.join(', ')}: a step past the end of its field, which cron ran at its first value alone`]),
+  ];
   return {
     schedule: carried,
-    note: dropped.some((d) => d.includes('#'))
-      ? `${dropped.join(', ')}: cron reads past "#n" and ran it on every such day, so it is carried as "${carried}" (croner's #n would run only the nth one of the month)`
-      : `${dropped.join(', ')}: cron reads past what follows a step ("-M" after "/N") and ran it as the step alone, so it is carried as "${carried}"`,
+    note: `${notes.join('; ')}, so it is carried as "${carried}"${dropped.some((d) => d.includes('#')) ? " (croner's #n would run only the nth one of the month)" : ''}`,
   };
 }
+
+/** Each field's first and last value as cron reads them (minute, hour, day of month, month, day
+ * of week with Sunday as 0 or 7). */
+const CRON_SPANS: readonly (readonly [number, number])[] = [
+  [0, 59],
+  [0, 23],
+  [1, 31],
+  [1, 12],
+  [0, 7],
+];
 
 /** cron's day names as numbers (Sunday 0, as Vixie cron reads a range). */
 const CRON_DAYS: Record<string, number> = { sun: 0, mon: 1, tue: 2, wed: 3, thu: 4, fri: 5, sat: 6 };

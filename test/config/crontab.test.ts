@@ -182,6 +182,36 @@ describe('import-crontab', () => {
     }
   });
 
+  it("a step past the end of its field is carried as the first value, as cron ran it (*/60 and */100 fired at :00 beside Debian's daemon); a day field starting with * keeps cron's AND only while the other one does too", () => {
+    const r = imported(
+      [
+        '*/60 * * * * echo sixty',
+        '*/100 */30 * */13 * echo many',
+        '10-20/70 * * * * echo range',
+        '0 0 */32 * * echo dom',
+        '0 0 */32 * */2 echo both',
+        '0 0 */32 * 1 echo lost',
+        '',
+      ].join('\n'),
+    );
+    expect(r.config.routines.map((x) => [x.run, x.schedule])).toEqual([
+      ['echo sixty', '0 * * * *'],
+      ['echo many', '0 0 * 1 *'],
+      ['echo range', '10 * * * *'],
+      ['echo dom', '0 0 1 * *'],
+      // cron: day 1 AND every other day of the week (both fields start with *)
+      ['echo both', '0 0 1 * +*/2'],
+    ]);
+    expect(r.notes[0]).toBe(
+      'crontab:1: */60: a step past the end of its field, which cron ran at its first value alone, so it is carried as "0 * * * *"',
+    );
+    expect(r.notes.find((n) => n.startsWith('crontab:6:'))).toMatch(
+      /^crontab:6: not carried: schedule "0 0 \*\/32 \* 1": "\*\/32" is a step past the end of its day field/,
+    );
+    // none of these is a line cron refuses: the file ran
+    expect(r.notes.join('\n')).not.toMatch(/ignores this whole file/);
+  });
+
   it("\\\\% is a backslash and then cron's %: refused, as cron ends the command there; \\% alone is a plain %", () => {
     const r = imported('* * * * * echo a\\\\%b; touch /tmp/after\n* * * * * echo a\\%b\n* * * * * echo a\\\\\\%b\n');
     expect(r.config.routines.map((x) => x.run)).toEqual(['echo a%b', 'echo a\\%b']);
