@@ -33,7 +33,7 @@ import type { BreakResult, LockStatus } from '../lock/status.js';
 import type { Db } from './connect.js';
 import { TIMELINE_GENERATIONS } from './schema.js';
 import { pgWaitLine } from './line.js';
-import { leaseSql } from './statements.js';
+import { leaseSql, type LeaseGrant } from './statements.js';
 
 export interface PgLockOptions {
   db: Db;
@@ -181,6 +181,47 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
 
   type Attempt = { ok: true; lease: PgLease } | { ok: false; holder: LockRecord | null; why: string };
 
+  /**
+   * A grant that came back past this process's give-up point, timed from before it was sent (the
+   * process stopped between reading its clock and sending, or a link that stalled): no work ran
+   * under it yet, but a waiter may have judged the row stale meanwhile and be about to reclaim it
+   * by its lock id and epoch, which a heartbeat does not change. So it is taken again as a
+   * reclaim of our own row (a new lock id and generation, compare-and-set on the old pair): a
+   * reclaim decided on the old pair then fails, and one that landed first makes ours fail (busy,
+   * tried again). A link that stalls every time gives the row back after three tries.
+   */
+  async function retaken(
+    key: string,
+    lease: PgLease,
+    grant: LeaseGrant,
+    timeline: number,
+    floor: number,
+  ): Promise<PgLease | null> {
+    for (let tries = 0; lease.lapsed(); tries++) {
+      if (tries === 3) {
+        await lease.release().catch(() => {});
+        return null;
+      }
+      const started = clock.monotonic();
+      const { rows } = await o.db.query<LeaseRow>(
+        leaseSql.reclaim({
+          ...grant,
+          lockId: randomHex(16),
+          stale: { lockId: lease.lockId, epoch: lease.generation },
+          dead: true,
+          timeline,
+          floor,
+        }),
+      );
+      if (!rows[0]) return null;
+      const next = new PgLease(o, key, checkedRow(o, key, rows[0]), clock, probe, started);
+      next.tookOver = lease.tookOver;
+      next.tookOverFrom = lease.tookOverFrom;
+      lease = next;
+    }
+    return lease;
+  }
+
   async function attempt(
     key: string,
     owner: LockOwnerInfo,
@@ -206,8 +247,14 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
       if (gate.closedWhy) return { ok: false, holder: null, why: gate.closedWhy };
       const floor = (gate.timeline - 1) * TIMELINE_GENERATIONS;
       if (answer.lock_id != null) {
-        const lease = new PgLease(o, key, checkedRow(o, key, answer as LeaseRow), clock, probe, started);
-        if (await lease.freshen()) return { ok: true, lease };
+        const lease = await retaken(
+          key,
+          new PgLease(o, key, checkedRow(o, key, answer as LeaseRow), clock, probe, started),
+          grant,
+          gate.timeline,
+          floor,
+        );
+        if (lease) return { ok: true, lease };
         continue;
       }
       const row = await current(key);
@@ -240,7 +287,8 @@ export function pgLockBackend(o: PgLockOptions): LockBackend {
         const lease = new PgLease(o, key, checkedRow(o, key, swapped.rows[0]), clock, probe, reclaimStarted);
         lease.tookOver = true;
         lease.tookOverFrom = validRecord(key, row);
-        if (await lease.freshen()) return { ok: true, lease };
+        const settled = await retaken(key, lease, grant, gate.timeline, floor);
+        if (settled) return { ok: true, lease: settled };
       }
     }
     const row = await current(key);
@@ -380,14 +428,10 @@ export class PgLease extends LeaseState implements Lease {
     this.startTimers(() => this.beat(), this.o.refreshMs, true);
   }
 
-  /** A grant that came back past the point where this process gives a lease up, by its own
-   * clock, which times a lease from before its request was sent: the process was stopped
-   * (SIGSTOP) or starved between reading its clock and sending, or the link stalled. No work
-   * runs under it yet, so one heartbeat now (fenced on lock id and epoch like every other)
-   * confirms it from here, rather than handing out a lease that is lost on arrival. False: the
-   * row is no longer ours (taken over meanwhile). */
-  async freshen(): Promise<boolean> {
-    return !this.expiredBy() || this.renew();
+  /** Past the point where this process gives the lease up, by its own clock (which times a
+   * lease from before its request was sent). */
+  lapsed(): boolean {
+    return this.expiredBy() !== null;
   }
 
   /** One heartbeat statement: true when the row was still ours and now runs from when it was
