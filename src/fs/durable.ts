@@ -162,8 +162,9 @@ export function syncDir(dir: string): void {
 }
 
 /** Temp files of killed writers: ours (`<name>.tmp-<hex>`) and write-file-atomic's
- * (`<name>.<number>`), left beside `path`. `olderThanMs`: only those not changed for that long
- * (where writers of the name may be under way: theirs live for microseconds). */
+ * (`<name>.<number>`), left beside `path`. `olderThanMs`: only ours not changed for that long
+ * (where writers of the name may be under way: theirs live for microseconds), and never a
+ * `<name>.<number>` (beside a history file, `<id>.jsonl.1` is its rotated part). */
 export function removeLeftoverTemps(path: string, olderThanMs = 0): number {
   const name = basename(path);
   const dir = dirname(path);
@@ -177,7 +178,7 @@ export function removeLeftoverTemps(path: string, olderThanMs = 0): number {
   for (const n of names) {
     if (!n.startsWith(`${name}.`)) continue;
     const rest = n.slice(name.length + 1);
-    if (/^tmp-[0-9a-f]{16}$/.test(rest) || /^\d{1,12}$/.test(rest)) {
+    if (/^tmp-[0-9a-f]{16}$/.test(rest) || (olderThanMs === 0 && /^\d{1,12}$/.test(rest))) {
       if (olderThanMs > 0) {
         const st = lstatQuiet(join(dir, n));
         if (!st || Date.now() - st.mtimeMs < olderThanMs) continue;

@@ -2,7 +2,7 @@
 // error) and under ENOSPC / EIO: the file is complete or unchanged, the error names the file
 // and carries exit 74, and appends start on a fresh line afterwards (SPEC §3).
 
-import { readFileSync, readdirSync, writeFileSync, writeSync } from 'node:fs';
+import { readFileSync, readdirSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
@@ -15,6 +15,7 @@ import {
   appendLineToFile,
   keepTail,
   openAppendTo,
+  removeLeftoverTemps,
   setDurableIoForTests,
   writeFileDurable,
 } from '../../src/fs/durable.js';
@@ -333,5 +334,28 @@ describe('each state writer under a full disk', () => {
     });
     await store.close();
     expect(loadRun(runs, id)!.tasks.t?.status).toBe('failed');
+  });
+});
+
+describe('removeLeftoverTemps', () => {
+  it("removes the temps of killed writers; with an age, only its own temps that old, never a <name>.<number> (a history file's rotated part)", () => {
+    const dir = testdir();
+    const path = join(dir, 'a.jsonl');
+    const twoMinutesAgo = (Date.now() - 120_000) / 1000;
+    const names = [
+      'a.jsonl.tmp-0123456789abcdef',
+      'a.jsonl.tmp-00000000000000ff',
+      'a.jsonl.1',
+      'a.jsonl.12',
+      'b.jsonl.1',
+    ];
+    for (const n of names) writeFileSync(join(dir, n), 'x', { mode: 0o600 });
+    for (const n of names.filter((n) => n !== 'a.jsonl.tmp-00000000000000ff'))
+      utimesSync(join(dir, n), twoMinutesAgo, twoMinutesAgo);
+    expect(removeLeftoverTemps(path, 60_000)).toBe(1);
+    expect(readdirSync(dir).sort()).toEqual(['a.jsonl.1', 'a.jsonl.12', 'a.jsonl.tmp-00000000000000ff', 'b.jsonl.1']);
+    // with no age (a writer of the file under its lock): every temp of it, write-file-atomic's too
+    expect(removeLeftoverTemps(path)).toBe(3);
+    expect(readdirSync(dir)).toEqual(['b.jsonl.1']);
   });
 });
