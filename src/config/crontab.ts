@@ -174,7 +174,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     }
     const job = splitJob(line, o.system);
     if (typeof job === 'string') {
-      notCarried(job);
+      notCarried(job, !bareScheduleTaken(line, o.system));
       return;
     }
     // (measured beside Debian's daemon: `Error: bad username`, and the file is ignored)
@@ -185,7 +185,8 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       );
       return;
     }
-    if (job.schedule.toLowerCase() === '@reboot') {
+    // (`@REBOOT` is a syntax error to cron: cronGrammar below)
+    if (job.schedule === '@reboot') {
       notCarried(
         '@reboot runs at boot, which routinely does not see: give the routine a real schedule with "catchUp": "latest" (it fires once at scheduler start when a time was missed), or keep it in cron, or use a systemd oneshot unit (WantedBy=multi-user.target)',
       );
@@ -400,6 +401,21 @@ function splitJob(line: string, system: boolean): { schedule: string; user: stri
   return { schedule: words.join(' '), user, command: m[2]!.trim() };
 }
 
+/** Whether cron takes a line that is no job (measured beside Debian's daemon): in a user crontab,
+ * a schedule alone (five fields it reads, or a nickname) is taken and the rest of the file runs;
+ * anything else is a syntax error for which it ignores the whole file ("bad command" in a system
+ * crontab, "bad minute" or "bad day-of-week" for too few fields). */
+function bareScheduleTaken(line: string, system: boolean): boolean {
+  if (system) return false;
+  const words = line.split(/\s+/);
+  if (words.length === 1) return CRON_NICKNAMES.includes(words[0]!);
+  if (words.length !== 5) return false;
+  const grammar = cronGrammar(line);
+  if ('refused' in grammar) return grammar.cronTook === true;
+  const problem = cronProblem(grammar.schedule);
+  return problem === null || !CRON_REFUSES.test(problem);
+}
+
 /** cron's nicknames: lowercase only (`@HOURLY` is a syntax error to it). */
 const CRON_NICKNAMES = ['@reboot', '@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'];
 /** One item of a cron field as Vixie cron reads it: `*`, a number or a name, a range of them, a
@@ -429,6 +445,7 @@ function cronGrammar(
   const dropped: string[] = [];
   const pastEnd: string[] = [];
   const dayStars: { field: number; item: string }[] = [];
+  let refusedItem: string | undefined;
   for (const [i, field] of fields.entries()) {
     const items = field.split(',').map((item) => {
       // cron reads past "#n" after a day of week, and past "-M" after a step (`*/5-10` ran as
@@ -436,6 +453,8 @@ function cronGrammar(
       const past = (i === 4 ? /^(.*)#[0-9]+$/.exec(item) : null) ?? /^(.*\/[0-9]+)-[0-9]+$/.exec(item);
       if (past) dropped.push(item);
       const read = past ? past[1]! : item;
+      // (measured beside Debian's daemon: "bad minute" for `5/10`, `mon-fri/2`'s minute and `1,,2`)
+      if (read === '' || /^[0-9a-z]+\/[0-9]+$/i.test(read)) refusedItem ??= read;
       // a step past the field's end: cron ran the first value alone (`*/60` at :00, measured
       // beside Debian's daemon); routinely's check refuses such a step
       const step = /^(\*|[0-9a-z]+(?:-[0-9a-z]+)?)\/([0-9]+)$/i.exec(read);
@@ -446,6 +465,13 @@ function cronGrammar(
       pastEnd.push(item);
       return step[1] === '*' ? String(min) : step[1]!.split('-')[0]!;
     });
+    if (refusedItem !== undefined)
+      return {
+        refused:
+          refusedItem === ''
+            ? `the field "${field}" has an empty item (cron reads numbers, names, ranges and steps between single commas), and cron ignores the whole file for it, so this job never ran`
+            : `"${refusedItem}": cron reads a step only after * or a range (a-b), and ignores the whole file for it, so this job never ran: write ${refusedItem.split('/')[0]}-<last>/${refusedItem.split('/')[1]}`,
+      };
     // (anything else malformed is named by the schedule check below, in its own words)
     const odd = items.find((item) => !CRON_ITEM.test(item.toLowerCase()) && CRONER_ONLY.test(item));
     if (odd !== undefined)

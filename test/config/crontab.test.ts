@@ -165,6 +165,14 @@ describe('import-crontab', () => {
       ['0 0 * foo * x', 2],
       ['0-59/0 * * * * x', 2],
       ['FOO=', 2],
+      // a step after a single value, an empty item, an uppercase nickname, too few fields, a
+      // word where the fields go (a second read measured each: "bad minute", "bad time specifier",
+      // "bad day-of-week")
+      ['5/10 * * * * x', 2],
+      ['1,,2 * * * * x', 2],
+      ['@REBOOT x', 2],
+      ['0 3 * * x', 2],
+      ['hello world', 2],
     ] as const) {
       const r = imported(`* * * * * echo first\n${bad}\n0 3 * * * echo last\n`);
       expect(r.config.routines, bad).toHaveLength(2);
@@ -173,9 +181,21 @@ describe('import-crontab', () => {
     }
     const two = imported(`61 * * * * x\n* * * * * echo ok\n* 24 * * * x\n`);
     expect(two.notes.at(-1)).toBe(ignored([1, 3]));
+    const system = imported(`* * * * * root\n0 3 * * * root echo ok\n`, true);
+    expect(system.notes.at(-1)).toBe(ignored([1]));
     // the daemon took these and ran the rest of the file: a date that never comes, a range that
     // runs backwards, @reboot, an unescaped %
-    for (const taken of ['0 0 31 2 * x', '5-1 * * * * x', '0 0 * * sat-sun x', '@reboot x', '* * * * * echo 50%']) {
+    // …and a schedule alone in a user crontab (five fields, or a nickname; a system crontab's
+    // "bad command" is below)
+    for (const taken of [
+      '0 0 31 2 * x',
+      '5-1 * * * * x',
+      '0 0 * * sat-sun x',
+      '@reboot x',
+      '* * * * * echo 50%',
+      '* * * * *',
+      '@daily',
+    ]) {
       const r = imported(`* * * * * echo first\n${taken}\n`);
       expect(r.config.routines, taken).toHaveLength(1);
       expect(r.notes.join('\n'), taken).not.toMatch(/ignores this whole file/);
