@@ -13,6 +13,7 @@ import {
   NOTIFY_EVENTS,
   ROUTINE_ACTIONS,
   type TaskDef,
+  MAX_TIMER_SECONDS,
 } from './types.js';
 
 const id = z
@@ -21,9 +22,6 @@ const id = z
     z.regex(ID_PATTERN),
     z.describe('Letters, digits, ".", "_" and "-"; starts with a letter or digit; at most 64 characters.'),
   );
-/** Node's timers overflow past 2^31 ms (≈ 24.8 days) and fire at once: longer timeouts are
- * refused rather than silently turned into "now". */
-export const MAX_TIMER_SECONDS = 2_000_000;
 const seconds = (what: string) => z.number().check(z.positive(), z.lte(MAX_TIMER_SECONDS), z.describe(what));
 
 export const taskShape = {

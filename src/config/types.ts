@@ -12,6 +12,10 @@ export const LOCK_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 /** The exec lock's name on the command line and in a routine's `lock`. */
 export const EXEC_LOCK_NAME = 'exec';
 
+/** Node's timers overflow past 2^31 ms (≈ 24.8 days) and fire at once: longer timeouts are
+ * refused rather than silently turned into "now". */
+export const MAX_TIMER_SECONDS = 2_000_000;
+
 /** Why `name` may not be a named lock's although it has the form of one: the keys of the project's
  * own locks, which `lock status` shows under those words (`exec-run lock: free`); a named lock so
  * called would be another lock that reads as the same. null for any other name. */

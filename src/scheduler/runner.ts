@@ -6,7 +6,7 @@
 
 import { anySignal, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
-import type { RoutineDef } from '../config/types.js';
+import { MAX_TIMER_SECONDS, type RoutineDef } from '../config/types.js';
 import type { LockRecord } from '../lock/record.js';
 import type { Fire, RoutineRecord } from '../state/routine-state.js';
 import type { FireResult, Trigger } from '../fire/firing.js';
@@ -418,8 +418,13 @@ export class Runner {
         this.track(r.announced);
         pending = again ? { prior: r.prior, fire: recorded } : null;
         if (!again) return;
-        // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out.
-        const delayMs = retry!.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * this.o.random());
+        // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out; at
+        // most the longest wait a config may name (a longer one overflows Node's timer, which
+        // then fires at once: 3600 s doubled nine times is 21 days, a fifth more is past it)
+        const delayMs = Math.min(
+          MAX_TIMER_SECONDS * 1000,
+          retry!.backoffSeconds * 1000 * 2 ** (attempt - 1) * (1 + 0.2 * this.o.random()),
+        );
         this.o.log({
           event: 'routine.retrying',
           routine: def.id,

@@ -167,6 +167,33 @@ describe('Scheduler', () => {
     await h.done;
   });
 
+  it('a back-off that doubles past the longest timer waits that long, not 1 ms (Node fires an overflowing timer at once)', async () => {
+    const h = harness({
+      routines: [routine('slow', '0 * * * *', { retry: { attempts: 3, backoffSeconds: 2_000_000 } })],
+    });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await eventually(() => h.events.some((e) => e.event === 'routine.retrying'), 5000);
+    // 2 000 000 s x 1.1 is past the cap: the cap
+    expect(h.events).toContainEqual({
+      event: 'routine.retrying',
+      routine: 'slow',
+      attempt: 2,
+      of: 4,
+      in_ms: 2_000_000_000,
+    });
+    h.clock.advance(1_999_999_999);
+    await settle();
+    expect(h.fires).toHaveLength(1);
+    h.clock.advance(1);
+    await eventually(() => h.fires.length === 2, 5000);
+    h.stop.abort();
+    h.fires[1]!.finish();
+    await h.done;
+  });
+
   it('a success ends the retries', async () => {
     const h = harness({ routines: [routine('flaky', '0 * * * *', { retry: { attempts: 5, backoffSeconds: 1 } })] });
     await settle();
