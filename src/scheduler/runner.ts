@@ -179,7 +179,11 @@ export class Runner {
     this.o.log({ event: 'scheduler.stopping', running: this.runningCount });
     if (this.inFlight.size === 0) return;
     const timeout = new AbortController();
-    const all = Promise.all(this.inFlight).then(() => timeout.abort());
+    // everything in flight, and what it starts meanwhile: a fire that ends records itself and
+    // starts its announcement then (a snapshot of the set let those be cut short at once)
+    const all = (async () => {
+      while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    })().then(() => timeout.abort());
     await this.o.clock.sleep(timeoutMs, timeout.signal);
     for (const a of this.active.values()) a.stop.abort();
     this.notifyStop.abort();

@@ -125,6 +125,28 @@ describe('the scheduler notifies', () => {
   });
 });
 
+describe('the scheduler stopping (SIGTERM) still announces', () => {
+  it('a failure that ends while it stops, and one whose retries the stop cut short: delivered before it exits', async () => {
+    const hook = await webhookServer();
+    const project = testProject({
+      notify: { webhook: hook.url },
+      routines: [
+        cmd('slowfail', '*/2 * * * * *', 'echo started; sleep 2; exit 4', { starvedAfterSkips: 1000 }),
+        cmd('retried', '*/2 * * * * *', 'exit 6', { retry: { attempts: 3, backoffSeconds: 300 } }),
+      ],
+    });
+    const s = startCli(['scheduler', 'start', '--shutdown-timeout', '30'], { cwd: project, timeoutMs: 60_000 });
+    // the stop comes while slowfail runs and while retried waits out its back-off
+    await s.waitFor(/\[routine\] retrying retried /, 30_000);
+    await s.waitFor(/started slowfail/, 30_000);
+    await stop(s);
+    const events = hook.payloads().map((p) => `${p.event} ${p.routine}`);
+    expect(events, s.stdout()).toContain('failure slowfail');
+    expect(events, s.stdout()).toContain('failure retried');
+    expect(s.stdout()).not.toMatch(/failed after \d+ attempts?: stopped/);
+  });
+});
+
 describe('routine run notifies', () => {
   it('a failure of a manual fire', async () => {
     const hook = await webhookServer();
