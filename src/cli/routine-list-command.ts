@@ -86,9 +86,11 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   }
   // the same checks as the file backend's (SPEC §12)
   trustStateAndLocks(stateDir, lockDir);
-  // someone waits in a lock's line (perhaps a manual fire of a routine: manual-waits.ts): the
-  // full path reads the lines and the locks' holders
-  if (namesIn(join(lockDir, 'line')).length > 0) return null;
+  // someone waits in the line of a routine's lock (`<lock>.<arrival>.<ticket>`; perhaps a
+  // manual fire of it: manual-waits.ts): the full path reads that line (removing the tickets of
+  // dead waiters) and the lock's holders. Other locks' tickets, and other names, change nothing.
+  const locks = new Set(routines.map((r) => r.lock));
+  if (namesIn(join(lockDir, 'line')).some((n) => locks.has(n.slice(0, n.indexOf('.'))))) return null;
   const warnings: string[] = [];
   const state = readRoutineStateShown({ stateDir } as Project, (m) => warnings.push(m));
   const scheduler = schedulerLineOf(stateOf([readLockStatus({ lockDir, key: SCHEDULER_LOCK_KEY })], 'file'));

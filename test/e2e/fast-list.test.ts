@@ -125,3 +125,36 @@ describe('routine list with no scheduler (SPEC §6)', () => {
     expect(slow.stdout).not.toMatch(/, in \d/);
   });
 });
+
+describe('routine list while someone waits in a line (manual-waits.ts)', () => {
+  it('takes the full path only for a waiter in the line of a routine lock, which prunes a dead one: the next list is from the cache again', async () => {
+    const project = testProject({
+      routines: [{ id: 'dump', schedule: '0 3 * * *', action: 'command', run: 'true', lock: 'db' }],
+    });
+    expect((await list(project)).code).toBe(0); // the cache
+    expect((await list(project)).stderr).toBe(FROM_CACHE);
+    const holder = (lock: string): Spawned =>
+      startCli(['lock', 'run', '--lock', lock, '--', 'sh', '-c', 'echo holding; sleep 30'], { cwd: project });
+    const waitThenKill = async (lock: string): Promise<void> => {
+      const w = startCli(['lock', 'run', '--lock', lock, '--if-busy', 'wait', '--', 'true'], { cwd: project });
+      await w.waitFor(new RegExp(`waiting for the ${lock} lock`));
+      w.child.kill('SIGKILL');
+      await w.exited;
+    };
+    // a dead waiter's ticket in the line of a lock no routine takes: the cache still answers
+    const other = holder('cache');
+    await other.waitFor(/holding/);
+    await waitThenKill('cache');
+    expect((await list(project)).stderr).toBe(FROM_CACHE);
+    // …in the line of the routine's lock: the full path, which removes it; then the cache again
+    const db = holder('db');
+    await db.waitFor(/holding/);
+    await waitThenKill('db');
+    const fullPath = await list(project);
+    expect(fullPath.code).toBe(0);
+    expect(fullPath.stderr).toBe('');
+    expect((await list(project)).stderr).toBe(FROM_CACHE);
+    for (const h of [other, db]) h.child.kill('SIGTERM');
+    await Promise.all([other.exited, db.exited]);
+  });
+});
