@@ -253,11 +253,11 @@ export class Recorder {
     const closed = await this.o.store.reconcile(
       (owner, open, routineId) => processGone(owner) || lostWithLock(from, owner, open, routineId),
       this.o.warn,
-      (id, fire) => {
+      (id, fire, prior) => {
         this.tell(id, fire);
         const def = project.config.routines.find((r) => r.id === id);
-        // its record before is not known here (it is read after): announced as a failure on its own
-        if (def) announcements.push(this.announce(def, project, undefined, fire, true, signal));
+        // announced from the routine's record before it, as every fire is (its counters)
+        if (def) announcements.push(this.announce(def, project, prior, fire, true, signal));
       },
     );
     return { closed, announced: Promise.all(announcements).then(() => {}) };

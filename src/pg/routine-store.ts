@@ -214,7 +214,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
           // as "again": of two processes of this host reconciling at once, one records it
           const fire = interruptedFire(open);
           if (!(await store(id, fire, { again: true }))) continue;
-          recorded?.(id, fire);
+          recorded?.(id, fire, record);
           closed++;
         }
       }

@@ -189,7 +189,7 @@ export async function reconcileOpenFires(
   project: Project,
   isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
   warn: Warn = () => {},
-  recorded: (id: string, fire: Fire) => void = () => {},
+  recorded: (id: string, fire: Fire, prior: RoutineRecord | undefined) => void = () => {},
 ): Promise<number> {
   const state = readRoutineState(project, warn);
   let closed = 0;
@@ -198,13 +198,14 @@ export async function reconcileOpenFires(
       if (!isGone(open.owner, open, id)) continue;
       // `state` may predate the owner's own record (it closed the fire and ended since); judged
       // gone, it appends nothing more: still open now means its outcome is lost
-      if (!readRoutine(project, id, warn)?.open_fires?.some((o) => o.id === open.id)) continue;
+      const before = readRoutine(project, id, warn);
+      if (!before?.open_fires?.some((o) => o.id === open.id)) continue;
       // keyed: of two processes reconciling it at once, both append, the fold counts the first
       // line, and only the process whose line that is counts and announces the fire
       const fire: Fire = { ...interruptedFire(open), key: randomHex(8) };
       await recordFire(project, id, fire, warn);
       if (readFires(project, id, () => {}).find((e) => e.closes === open.id)?.key !== fire.key) continue;
-      recorded(id, fire);
+      recorded(id, fire, before);
       closed++;
     }
   }
@@ -315,9 +316,9 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       publisher.touched(id);
     },
     reconcile: (isGone, warn, recorded) =>
-      reconcileOpenFires(project, isGone, warn, (id, fire) => {
+      reconcileOpenFires(project, isGone, warn, (id, fire, prior) => {
         publisher.touched(id);
-        recorded?.(id, fire);
+        recorded?.(id, fire, prior);
       }),
     setPaused: async (id, paused, note) => {
       const change = await pauseRoutine(project, id, paused, note);

@@ -123,7 +123,7 @@ export class SpoolingStore implements RoutineStore {
   reconcile(
     isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
     warn: Warn,
-    recorded?: (routineId: string, fire: Fire) => void,
+    recorded?: (routineId: string, fire: Fire, prior: RoutineRecord | undefined) => void,
   ): Promise<number> {
     return this.db.reconcile(
       (owner, open, routineId) => isGone(owner, open, routineId) && !isSpooled(this.stateDir, open.id),

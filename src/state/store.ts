@@ -100,11 +100,12 @@ export interface RoutineStore {
   flushSpool?(warn: Warn): Promise<FlushResult>;
   /** Records every open fire whose process is gone as a failure (reason `interrupted`): each fire
    * that started is then recorded exactly once (SPEC §6). Returns how many it closed; each one
-   * is told to `recorded` (the metrics and notifications of the process that records it). */
+   * is told to `recorded` (the metrics and notifications of the process that records it), with
+   * the routine's record as it was read before (the counters its announcement goes on from). */
   reconcile(
     isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
     warn: Warn,
-    recorded?: (routineId: string, fire: Fire) => void,
+    recorded?: (routineId: string, fire: Fire, prior: RoutineRecord | undefined) => void,
   ): Promise<number>;
   /** Pausing again without a note keeps the first note. */
   setPaused(routineId: string, paused: boolean, note: string | null): Promise<PauseChange>;

@@ -22,6 +22,7 @@ const backends = cluster ? (['file', 'postgres'] as const) : (['file'] as const)
 async function setup(kind: (typeof backends)[number]) {
   const dir = testProject({
     project: 'app',
+    notify: { command: 'true' },
     routines: [{ id: 'ex', schedule: '0 0 1 1 *', action: 'command', run: 'true' }],
   });
   const project = loadProject({ cwd: dir });
@@ -33,7 +34,10 @@ async function setup(kind: (typeof backends)[number]) {
     store = pgRoutineStore(db, 'app', 1000);
   }
   const warnings: string[] = [];
+  /** What each announcement went on from: the routine's failures before the fire. */
+  const announced: { result: string; failuresBefore: number | undefined }[] = [];
   const recorder = new Recorder({
+    notify: async (o) => void announced.push({ result: o.fire.result, failuresBefore: o.prior?.consecutive_failures }),
     store,
     clock: systemClock,
     log: () => {},
@@ -41,7 +45,7 @@ async function setup(kind: (typeof backends)[number]) {
     stateDir: () => project.stateDir,
     host: 'h1',
   });
-  return { project, store, recorder, warnings };
+  return { project, store, recorder, warnings, announced };
 }
 
 const at = new Date(Date.now() - 60_000).toISOString();
@@ -76,6 +80,7 @@ describe.each(backends)('Recorder.reconcile (%s backend)', (kind) => {
     expect((await s.recorder.reconcile(s.project, undefined, holder('r-20261206T050000Z-aaaa', 4243))).closed).toBe(0);
     const r = await s.recorder.reconcile(s.project, undefined, holder('r-20261206T050000Z-aaaa'));
     expect(r.closed).toBe(1);
+    await r.announced;
     const record = await s.store.readOne('ex', () => {});
     expect(record?.open_fires?.map((o) => o.id)).toEqual(['0b0b0b0b0b0b0b0b']);
     // the holder wakes (it was stalled) and records the same fire: the first record stands
@@ -94,6 +99,27 @@ describe.each(backends)('Recorder.reconcile (%s backend)', (kind) => {
     const history = await s.store.history('ex');
     expect(history.map((h) => [h.result, h.reason?.replace(/:.*/, '')])).toEqual([['failure', 'interrupted']]);
     expect((await s.store.readOne('ex', () => {}))?.counts).toMatchObject({ failure: 1 });
+  });
+
+  it("an interrupted fire is announced from the routine's record before it: its failures in a row go on from there (a second failure in a row says 2, not 1)", async () => {
+    const s = await setup(kind);
+    const failed: Fire = {
+      result: 'failure',
+      reason: 'exit code 2',
+      scheduled_at: at,
+      started_at: at,
+      finished_at: at,
+      duration_ms: 5,
+      exit_code: 2,
+      run_id: null,
+    };
+    await s.store.recordFire('ex', failed, () => {});
+    await s.store.openFire('ex', marker('0d0d0d0d0d0d0d0d', 'r-20261206T050300Z-dddd'), () => {});
+    const r = await s.recorder.reconcile(s.project, undefined, holder('r-20261206T050300Z-dddd'));
+    expect(r.closed).toBe(1);
+    await r.announced;
+    expect(s.announced).toEqual([{ result: 'failure', failuresBefore: 1 }]);
+    expect((await s.store.readOne('ex', () => {}))?.consecutive_failures).toBe(2);
   });
 
   it("an exec action's fire (its marker names no run) is recorded interrupted when its lock is taken over from that process for that routine", async () => {
