@@ -2,7 +2,8 @@
 // payload as JSON on stdin. Bounded by a timeout that ends the whole group, and abortable.
 
 import { spawn } from 'node:child_process';
-import { killGroup } from '../exec/process.js';
+import { killGroup, stopGroup } from '../exec/process.js';
+import { monotonicMs } from '../clock.js';
 import type { AttemptResult } from './webhook.js';
 
 export interface CommandAttempt {
@@ -33,6 +34,7 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
       detached: true,
     });
     const pid = child.pid;
+    const started = monotonicMs();
     const keep = (chunk: Buffer): void => {
       output = (output + chunk.toString('utf8')).slice(-KEEP_OUTPUT);
     };
@@ -70,7 +72,14 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
       child.stdout.destroy();
       child.stderr.destroy();
       if (stoppedFor !== null) signalGroup('SIGKILL');
-      resolve(r);
+      // what it left running in its group and session (`cmd &`) is ended, as a routine command's
+      // leftovers are (docs/lock.md, rule 11), before the attempt counts as done; a process that
+      // made a session of its own (setsid) is left, as there
+      if (stoppedFor === null && pid !== undefined)
+        void stopGroup(pid, KILL_GRACE_MS, monotonicMs() - started)
+          .catch(() => 0)
+          .then(() => resolve(r));
+      else resolve(r);
     };
     child.once('error', (err) => finish({ ok: false, error: `cannot run /bin/sh: ${err.message}`, retry: false }));
     child.once('exit', (code, signal) => {

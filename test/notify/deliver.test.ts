@@ -242,6 +242,21 @@ describe('command', () => {
     await eventually(() => !processRuns(bg), 10_000, 'the background sleep to end');
   });
 
+  it("what a command that exits leaves running in its group is ended before the delivery counts as done, as a routine command's leftovers are; setsid keeps one", async () => {
+    const dir = testdir();
+    const [d] = await deliver(
+      { command: 'sleep 60 & echo $! > bg.pid; setsid sleep 60 & echo $! > kept.pid; echo ok', on },
+      payload,
+      { cwd: dir, passEnv: [], attempts: 1, timeoutMs: 10_000 },
+    );
+    expect(d).toMatchObject({ delivered: true, attempts: 1 });
+    const bg = Number(readFileSync(join(dir, 'bg.pid'), 'utf8'));
+    const kept = Number(readFileSync(join(dir, 'kept.pid'), 'utf8'));
+    expect(processRuns(bg)).toBe(false);
+    expect(processRuns(kept)).toBe(true);
+    process.kill(kept, 'SIGKILL');
+  });
+
   it('a command that does not read its stdin is fine', async () => {
     const [d] = await deliver(
       { command: 'exit 0', on },
