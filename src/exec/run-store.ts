@@ -25,10 +25,12 @@ import { isRunId } from '../run-id.js';
 import { printable } from '../printable.js';
 import { type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
+import { ID_PATTERN } from '../config/types.js';
 
 const SNAPSHOT = 'run.json';
-/** Task ids name log files: the config's id pattern, never a path. */
-const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Task ids name log files: the config's id pattern (no `/`: never a path, nor `.` or `..`
+ * alone, as it starts with a letter or digit), the same that validation accepts. */
+const TASK_ID = ID_PATTERN;
 const JOURNAL = 'journal.jsonl';
 
 interface Snapshot extends RunState {
@@ -82,7 +84,7 @@ export function checkSnapshot(v: unknown, runId: string): Snapshot | string {
   if (!s.tasks || typeof s.tasks !== 'object' || !Number.isSafeInteger(s.generation))
     return 'malformed tasks or generation';
   for (const [id, t] of Object.entries(s.tasks)) {
-    if (!TASK_ID.test(id) || id.includes('..')) return `task id ${JSON.stringify(id)} is not a task id`;
+    if (!TASK_ID.test(id)) return `task id ${JSON.stringify(id)} is not a task id`;
     if (
       !t ||
       typeof t !== 'object' ||

@@ -78,7 +78,9 @@ const LEFTOVER_AGE_MS = 60_000;
 async function rotate(project: Project, id: string, warn: Warn): Promise<RoutineIndex | null> {
   const got = await acquireFileLease({
     lockDir: project.lockDir,
-    key: `history-${id}`,
+    // (a lock key holds no "..": `a..b`, a valid routine id, is `history-a__b`; routines whose
+    // ids differ only there share a rotation lock, which orders their rotations, nothing more)
+    key: `history-${id.replace(/\.\./g, '__')}`,
     ttlMs: Math.min(30_000, project.lockTtlMs),
     refreshMs: Math.min(10_000, project.lockRefreshMs),
     owner: { command: 'history rotation', routine: id },

@@ -51,6 +51,19 @@ describe('RunStore', () => {
     expect(listRunIds(runs)).toEqual(['r-20261129T190000Z-aaaa']);
   });
 
+  it('a task id the config accepts with ".." inside (a..b: no "/", never ".." alone) is read back, not set aside as corrupt', async () => {
+    const runs = testdir();
+    const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    const s = state();
+    await store.create({ ...s, tasks: { 'a..b': { ...s.tasks.a!, log: 'a..b.log' } } });
+    store.append({ type: 'task-started', gen: 3, at: 't1', task: 'a..b' });
+    await store.close();
+    const back = loadRunDetailed(runs, 'r-20261129T190000Z-aaaa');
+    expect(back?.state.tasks['a..b']?.status).toBe('running');
+    expect(back?.recovered).toBeNull();
+    expect(back?.unreadable).toEqual([]);
+  });
+
   it('ignores a torn last line, and a writer reopening it starts on a fresh line', async () => {
     const runs = testdir();
     const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);

@@ -106,6 +106,20 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     for (const f of [fresh, other]) expect(existsSync(f), f).toBe(true);
   });
 
+  it('a routine id the config accepts with ".." inside (a..b) has its history, its rotation and its counts like any other', async () => {
+    const dir = testProject({
+      retention: { historyLines: 50 },
+      routines: [{ id: 'a..b', schedule: '* * * * *', action: 'command', run: 'true' }],
+    });
+    const p = loadProject({ cwd: dir });
+    for (let i = 0; i < 300; i++) await recordFire(p, 'a..b', fire(i, 240));
+    const file = historyPath(p.stateDir, 'a..b');
+    expect(file.endsWith('/history/a..b.jsonl')).toBe(true);
+    expect(existsSync(`${file}.1`)).toBe(true); // rotated (under the lock history-a__b)
+    expect(readFires(p, 'a..b').length).toBe(50);
+    expect(readRoutineState(p).routines['a..b']?.counts).toEqual({ success: 100, failure: 100, skipped: 100 });
+  });
+
   it('a fire closed twice (its owner, then a reconcile that read before it) is counted and listed once, as its owner recorded it', async () => {
     const p = project();
     const open: OpenFire = {
