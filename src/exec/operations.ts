@@ -34,7 +34,7 @@ export interface LockedPolicy extends BusyPolicy {
    * started before its work begins). */
   onLocked?: () => void | Promise<void>;
   /** With `ifBusy: 'wait'`: called once, naming the holder, when the lock is busy at first. */
-  onWait?: (why: string, holder: LockRecord | null) => void;
+  onWait?: (why: string, holder: LockRecord | null, holders?: LockRecord[]) => void;
   /** The routine the work runs for (the lock's owner names it); none for a person's command. */
   routine?: string | null;
   /** The lock is held for a scheduled tick of the routine (its owner says so, SPEC §6). */
@@ -43,11 +43,17 @@ export interface LockedPolicy extends BusyPolicy {
   ticket?: LineTicket | null;
 }
 
-/** What a command holding the exec lock works with: the lease, the backend's clock and store, and
- * the registry brought in line with the task definitions under that lock. */
-type Held = { lease: Lease; clock: Clock; store: ExecStore } & Awaited<ReturnType<typeof prepareRegistry>>;
+/** What a command holding the exec lock works with: the lease, the backend's clock and store, the
+ * task definitions as they are under that lock, and the registry brought in line with them. */
+type Held = { lease: Lease; clock: Clock; store: ExecStore; defs: SourcedTask[] } & Awaited<
+  ReturnType<typeof prepareRegistry>
+>;
 
-/** Take the exec lock, bring the registry in line with `defs`, run `fn`, release. */
+/** Take the exec lock, bring the registry in line with the task definitions, run `fn`, release.
+ * `defs` were read before the lock (bad input is said at once, without waiting); a command that
+ * waited for the lock reads them again once it holds it, so that it runs, resumes and registers
+ * the tasks as they are then (a task file removed or changed during the wait), and `recheck`
+ * says whether they still fit (the tasks named on the command line). */
 async function withRegistry<T>(
   ctx: ExecContext,
   command: string,
@@ -57,6 +63,7 @@ async function withRegistry<T>(
   /** The run the hold is for, known before the lock is taken: its record names it from the
    * moment it is linked (SPEC §5 `owner.run_id`; `cat` of the lock tells which run holds it). */
   runFor?: (clock: Clock, store: ExecStore) => Promise<string | null>,
+  recheck?: (defs: SourcedTask[]) => void,
 ): Promise<{ kind: 'busy'; busy: Busy } | { kind: 'ok'; value: T }> {
   return withExecBackend(ctx, async (backend) => {
     // the backend's clock: with a database, run ids and times follow the database clock
@@ -68,13 +75,19 @@ async function withRegistry<T>(
       ...(runId ? { run_id: runId } : {}),
       ...(policy.scheduled ? { scheduled: true } : {}),
     };
-    const got = await acquireLock(backend.lock, EXEC_LOCK_NAME, 1, owner, policy, policy.onWait);
+    let waited = false;
+    const got = await acquireLock(backend.lock, EXEC_LOCK_NAME, 1, owner, policy, (why, holder, holders) => {
+      waited = true;
+      policy.onWait?.(why, holder, holders);
+    });
     if (!got.ok) return { kind: 'busy' as const, busy: got };
     try {
       await policy.onLocked?.();
       const [lease, store] = [got.lease, backend.exec];
-      const prepared = await prepareRegistry(ctx, store, clock, lease, defs);
-      return { kind: 'ok' as const, value: await fn({ lease, clock, store, ...prepared }) };
+      const current = waited ? loadTaskDefinitions(ctx.project) : defs;
+      recheck?.(current);
+      const prepared = await prepareRegistry(ctx, store, clock, lease, current);
+      return { kind: 'ok' as const, value: await fn({ lease, clock, store, defs: current, ...prepared }) };
     } finally {
       await got.lease.release();
     }
@@ -142,7 +155,7 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
       const { clock, lease, registry, summary } = held;
       const ids = selectTasks(registry, opts.tasks);
       if (ids.length === 0) return { kind: 'nothing' as const, summary, why: nothingToRunWhy(registry) };
-      const defById = new Map(defs.map((d) => [d.task.id, d.task]));
+      const defById = new Map(held.defs.map((d) => [d.task.id, d.task]));
       const ordered = dependencyOrder(
         ids.map((id) => ({ id, provider: '', dependsOn: defById.get(id)!.dependsOn ?? [] })),
       ).map((t) => t.id);
@@ -183,6 +196,7 @@ export async function execRun(ctx: ExecContext, opts: RunOptions = {}): Promise<
       return { kind: 'run' as const, ...(await runAndRecord(ctx, opts, carried)) };
     },
     async (clock) => (runId = newRunId(clock.now(), randomHex(2))),
+    (current) => checkNamed(current, opts.tasks),
   );
   if (r.kind === 'busy') return r;
   if (r.value.kind === 'nothing') return r.value;
@@ -443,7 +457,7 @@ async function resumeWith(
         return { kind: 'nothing' as const, why: `nothing to resume: run ${run.run_id} already succeeded` };
       // (a run whose end this holder recorded just now carries its own generation already)
       if (!ended.has(run.run_id)) await lease.raiseGeneration(run.generation + 1);
-      const defById = new Map(defs.map((d) => [d.task.id, d.task]));
+      const defById = new Map(held.defs.map((d) => [d.task.id, d.task]));
       const reset: Record<string, string> = {};
       const retired: string[] = [];
       const doneSince: string[] = [];
@@ -585,5 +599,7 @@ export async function resetTasks(ctx: ExecContext, ids: string[], policy: Locked
       await store.saveRegistry({ ...registry, tasks }, nowIso(clock), lease);
       return ids;
     },
+    undefined,
+    (current) => checkNamed(current, ids),
   );
 }

@@ -722,3 +722,33 @@ describe('exec read views and bad input', () => {
     await sleep(0);
   });
 });
+
+describe('the tasks as they are once the exec lock is held', () => {
+  it('a command that waited for the lock runs and registers the tasks as they are then: a task file removed during the wait never runs, a changed one runs its new command; a task named on the line that is gone then is refused (exit 2)', async () => {
+    const project = testProject({ exec: { taskDirs: ['tasks'] } });
+    mkdirSync(join(project, 'tasks'));
+    const task = (id: string, run: string): void =>
+      writeFileSync(join(project, 'tasks', `${id}.json`), JSON.stringify({ id, run }));
+    task('drop-db', 'echo DROPPED >> effects');
+    task('fix', 'echo OLD >> effects');
+    expect((await runCli(['register'], { cwd: project })).code).toBe(0);
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -e go ]; do sleep 0.05; done'], {
+      cwd: project,
+    });
+    await holder.waitFor(/holding/);
+    const run = startCli(['exec', 'run', '--if-busy', 'wait'], { cwd: project });
+    const named = startCli(['exec', 'run', 'drop-db', '--if-busy', 'wait'], { cwd: project });
+    await run.waitFor(/waiting for the exec lock/);
+    await named.waitFor(/waiting for the exec lock/);
+    rmSync(join(project, 'tasks', 'drop-db.json'));
+    task('fix', 'echo NEW >> effects');
+    writeFileSync(join(project, 'go'), '');
+    expect((await holder.exited).code).toBe(0);
+    const [r, n] = [await run.exited, await named.exited];
+    expect(r.code, run.stderr()).toBe(0);
+    expect(n.code, named.stderr()).toBe(2);
+    expect(named.stderr()).toMatch(/unknown task "drop-db"/);
+    expect(readFileSync(join(project, 'effects'), 'utf8')).toBe('NEW\n');
+    expect(Object.keys(lastRun(project).tasks)).toEqual(['fix']);
+  });
+});
