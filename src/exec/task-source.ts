@@ -40,8 +40,10 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       }
       if ('code' in st) throw Object.assign(new Error(st.code), { code: st.code });
       if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+      // `*.json` as a shell reads it: not a hidden name (an editor's lock link `.#a.json`, macOS's
+      // `._a.json` beside each file on some volumes), which is no task and may not be readable
       names = namesIn(abs)
-        .filter((n) => n.endsWith('.json'))
+        .filter((n) => n.endsWith('.json') && !n.startsWith('.'))
         .sort();
     } catch (err) {
       if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);

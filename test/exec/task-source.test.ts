@@ -2,7 +2,7 @@
 // `exec.taskDirs` folder. A folder that is not there holds no tasks; one that cannot be listed is
 // said, naming the folder and why (a path through a file, a file where the folder should be).
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadProject } from '../../src/config/load.js';
@@ -34,6 +34,17 @@ describe('exec.taskDirs', () => {
     expect(load(['tasks', 'taks'], make).error).toContain(
       'exec.taskDirs: taks does not exist: create it, or take it out of exec.taskDirs',
     );
+  });
+
+  it("a hidden name is no task file, as a shell reads *.json: an editor's lock link to nowhere, a macOS ._ file", () => {
+    const r = load(['tasks'], (dir) => {
+      mkdirSync(join(dir, 'tasks'), { mode: 0o700 });
+      writeFileSync(join(dir, 'tasks', 'build.json'), JSON.stringify({ id: 'build', run: 'true' }), { mode: 0o600 });
+      symlinkSync('root@host.1234:1700000000', join(dir, 'tasks', '.#build.json'));
+      writeFileSync(join(dir, 'tasks', '._build.json'), Buffer.from([0, 5, 22, 7, 0, 2]), { mode: 0o600 });
+    });
+    expect(r.error).toBeNull();
+    expect(r.ids.sort()).toEqual(['build', 'inline']);
   });
 
   it('says why a folder cannot be read: a file where it should be, or a path through a file', () => {
