@@ -50,6 +50,11 @@ function positiveInt(flag: string) {
     const n = Number(value);
     if (!/^\d+$/.test(value.trim()) || n < 1)
       throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got ${JSON.stringify(value)}`);
+    // (Number() of 20 digits is a float that rounds: said as too large, not as no whole number)
+    if (!Number.isSafeInteger(n))
+      throw new InvalidArgumentError(
+        `${flag} takes a whole number of at least 1, got ${JSON.stringify(value)}, which is too large`,
+      );
     return n;
   };
 }

@@ -168,6 +168,12 @@ describe('exec run', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown task "nope" \(known: x, y, z\)/);
     expect((await runCli(['exec', 'run', '--parallel', '0'], { cwd: project })).code).toBe(2);
+    // 20 digits: too large, said as such (Number() had rounded it into "no whole number")
+    const huge = await runCli(['exec', 'run', '--parallel', '99999999999999999999'], { cwd: project });
+    expect(huge.code).toBe(2);
+    expect(huge.stderr).toMatch(
+      /--parallel takes a whole number of at least 1, got "99999999999999999999", which is too large/,
+    );
   });
 
   it('a failure skips its dependants but not unrelated tasks; exit 1 with why and next', async () => {
