@@ -480,6 +480,17 @@ async function resumeWith(
         }
         reset[id] = taskHash(def);
       }
+      // what is left are tasks a resume found retired already: another attempt would only record
+      // them failed again (exit 1), and its advice would be to resume once more
+      if (
+        Object.keys(reset).length === 0 &&
+        retired.length > 0 &&
+        retired.every((id) => run.tasks[id]?.why_code === 'RETIRED')
+      )
+        return {
+          kind: 'nothing' as const,
+          why: `nothing to resume: the tasks run ${run.run_id} did not finish (${retired.join(', ')}) are no longer defined in the config; define them again to resume them, or leave the run as it is`,
+        };
       if (Object.keys(reset).length === 0 && retired.length === 0) {
         const where = [...new Set(doneSince.map((id) => registry.tasks[id]?.last_run_id).filter(Boolean))].join(', ');
         return {

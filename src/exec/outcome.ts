@@ -58,7 +58,11 @@ export function finalStatus(
     status: 'FAILED',
     why_code: first?.why_code ?? 'DEPENDENCY_FAILED',
     why: `${failed.length} of ${counts.total} task${counts.total === 1 ? '' : 's'} failed${names.length ? `: ${names.join(', ')}` : ''}${skipped.length ? `; ${skipped.length} skipped (dependency failed)` : ''}`,
-    next: `${showStep(state.run_id)}fix, then: ${resume}`,
+    // tasks no longer defined fail nothing a fix would change: another resume ran them not
+    next:
+      failed.length > 0 && skipped.length === 0 && failed.every(([, t]) => t.why_code === 'RETIRED')
+        ? `${failed.map(([id]) => id).join(', ')} ${failed.length === 1 ? 'is' : 'are'} no longer defined in the config: define ${failed.length === 1 ? 'it' : 'them'} again, then: ${resume}; or leave the run as it is`
+        : `${showStep(state.run_id)}fix, then: ${resume}`,
   };
 }
 

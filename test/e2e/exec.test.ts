@@ -758,3 +758,37 @@ describe('the tasks as they are once the exec lock is held', () => {
     expect(Object.keys(lastRun(project).tasks)).toEqual(['fix']);
   });
 });
+
+describe('a run whose unfinished task is no longer defined', () => {
+  it('resume records it retired and says to define it again; resumed again it runs nothing and says so (exit 0), never a failed attempt that advises another', async () => {
+    const project = testProject({
+      exec: {
+        parallel: 1,
+        tasks: [
+          { id: 't1', run: 'echo started; sleep 30' },
+          { id: 't2', run: 'true' },
+        ],
+      },
+    });
+    const run = startCli(['exec', 'run'], { cwd: project });
+    await run.waitFor(/started t1/);
+    run.child.kill('SIGTERM');
+    expect((await run.exited).code).toBe(143);
+    const id = runIds(project).at(-1)!;
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ exec: { parallel: 1, tasks: [{ id: 't1', run: 'true' }] } }),
+    );
+    const first = await runCli(['exec', 'resume'], { cwd: project });
+    expect(first.code).toBe(1);
+    expect(first.stdout).toContain(
+      `next: t2 is no longer defined in the config: define it again, then: routinely exec resume ${id}; or leave the run as it is`,
+    );
+    const again = await runCli(['exec', 'resume', id], { cwd: project });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(
+      `nothing to resume: the tasks run ${id} did not finish (t2) are no longer defined in the config`,
+    );
+    expect(lastRun(project).attempt).toBe(2);
+  });
+});
