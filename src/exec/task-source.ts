@@ -21,8 +21,13 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
   const configShown = displayPath(project.configPath);
   const located: LocatedTask[] = project.config.exec.tasks.map((task, i) => ({ task, path: ['exec', 'tasks', i] }));
   const issues: ConfigIssue[] = [];
+  const read = new Set<string>();
   for (const dir of project.config.exec.taskDirs) {
     const abs = resolve(project.root, dir);
+    // one folder named twice (`tasks`, `./tasks/`) is read once: its tasks are no duplicates of
+    // themselves
+    if (read.has(abs)) continue;
+    read.add(abs);
     let names: string[];
     try {
       // a task folder, and a task file that is a link, are trusted as the project folder is

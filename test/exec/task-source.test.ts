@@ -30,6 +30,8 @@ describe('exec.taskDirs', () => {
     const r = load(['tasks'], make);
     expect(r.error).toBeNull();
     expect(r.ids.sort()).toEqual(['build', 'inline']);
+    // the same folder named twice is read once (its tasks were duplicates of themselves)
+    expect(load(['tasks', './tasks/'], make)).toEqual({ ids: ['inline', 'build'], error: null });
     // a typo, or a volume not mounted: register would have retired every task it held
     expect(load(['tasks', 'taks'], make).error).toContain(
       'exec.taskDirs: taks does not exist: create it, or take it out of exec.taskDirs',
