@@ -119,6 +119,12 @@ export class Runner {
     return n;
   }
 
+  /** A reload: every lock's queue takes the slots the config has now, at once (a queued tick
+   * takes a slot added while it waits the moment it is there, docs/lock.md). */
+  resizeQueues(): void {
+    for (const [lock, g] of this.gates) g.resize(slotsOf(this.o.project().config.locks, lock));
+  }
+
   /** The queue of the lock `def` takes, with the lock's slots as the config has them now. */
   private gate(def: RoutineDef): TurnGate {
     const slots = slotsOf(this.o.project().config.locks, def.lock);
@@ -554,6 +560,10 @@ export class Runner {
       if (!again) return r;
       joinLine();
       outcome = await waited(again);
+      // (a turn given back at once — the queue and the lock disagree on its slots — is not
+      // taken again in the same moment: never a loop that starves the heartbeat; real time, as
+      // the heartbeat's timers are)
+      if (outcome === 'start') await new Promise((r) => setTimeout(r, 50));
     }
     return outcome === 'superseded' ? 'superseded' : null;
   }
@@ -565,7 +575,12 @@ export class Runner {
     busy?: { ifBusy: 'wait'; waitTimeoutMs: number },
     ticket?: LineTicket | null,
   ): Promise<FireResult | null> {
-    const { entry, scheduledAt, project, trigger, attempt } = t;
+    const { entry, scheduledAt, trigger, attempt } = t;
+    // the config as it is now, not as it was at the tick: a tick that waited for its turn through
+    // a reload (its routine unchanged, or it was dropped) takes its lock with the slots the queue
+    // now counts; with the tick's, the queue started it on a slot the lock did not have, it met
+    // its own holder, went back in the queue and was started again at once, without end
+    const project = this.o.project();
     const signal = t.active.stop.signal;
     const { def } = entry;
     const id = def.id;

@@ -466,6 +466,7 @@ export class Scheduler {
       if (why) this.runner.reloadDropped(r.id, why);
     }
     this.apply(fresh);
+    this.runner.resizeQueues();
     this.config.accepted();
     this.writeCache();
     this.heapUnsettled = true;

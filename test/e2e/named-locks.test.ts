@@ -444,6 +444,53 @@ describe('routines on named locks under one scheduler (SPEC §4.16, §6)', () =>
     expect([(await one.exited).code, (await two.exited).code]).toEqual([0, 0]);
   });
 
+  it('slots raised by a reload while two ticks are queued on the lock: one takes the new slot at once, the other once the holder ends, and the scheduler stays responsive (it spun, starved its heartbeat and lost ticks)', async () => {
+    const config = (slots: number) => ({
+      locks: { ag: { slots } },
+      routines: ['r1', 'r2', 'r3'].map((id) => ({
+        id,
+        schedule: '*/10 * * * * *',
+        action: 'command',
+        run: 'sleep 4',
+        lock: 'ag',
+      })),
+    });
+    const project = testProject(config(1));
+    const sched = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 90_000 });
+    const base = (await sched.waitFor(/\[http\] listening on (http:\/\/\S+)/, 30_000))[1]!;
+    const first = (await sched.waitFor(/\[routine\] started (r\d)/, 30_000))[1]!;
+    await sched.waitFor(/\[routine\] queued r\d: behind r\d\n[^]*\[routine\] queued r\d: behind /, 5_000);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify(config(2)));
+    await sched.waitFor(/\[scheduler\] reloaded config/, 10_000);
+    // the slot added: one queued tick takes it at once, while the first holder still runs
+    await eventually(
+      () => (sched.stdout().match(/\[routine\] started r\d/g) ?? []).length >= 2,
+      10_000,
+      'a queued tick to take the new slot',
+      () => sched.stdout(),
+    );
+    expect(sched.stdout()).not.toMatch(new RegExp(`succeeded ${first} `));
+    // the holder ends: the other queued tick starts, and both end
+    await sched.waitFor(new RegExp(`succeeded ${first} `), 20_000);
+    await eventually(
+      () => (sched.stdout().match(/\[routine\] succeeded r\d /g) ?? []).length >= 3,
+      20_000,
+      'the two queued ticks to run',
+      () => sched.stdout(),
+    );
+    expect((await fetch(`${base}healthz`, { signal: AbortSignal.timeout(5_000) })).status).toBe(200);
+    sched.child.kill('SIGTERM');
+    expect((await sched.exited).code, sched.stdout()).toBe(0);
+    expect(sched.stdout()).not.toMatch(/lock lost/);
+    const history = async (id: string) =>
+      JSON.parse((await runCli(['routine', 'history', id, '--json'], { cwd: project })).stdout) as { result: string }[];
+    for (const id of ['r1', 'r2', 'r3'])
+      expect(
+        (await history(id)).map((h) => h.result),
+        id,
+      ).toContain('success');
+  });
+
   it('a routine on db and one on cache run side by side; two on db take turns; a 2-slot lock runs two at once; a db held from outside is a busy skip named db', async () => {
     const marks = 'marks';
     const work = (id: string): string =>
