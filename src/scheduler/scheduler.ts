@@ -452,8 +452,7 @@ export class Scheduler {
     if (where(fresh) !== where(this.project)) {
       this.o.log({
         event: 'scheduler.reload_failed',
-        error:
-          'stateDir, the lock folder, the backend or the project name changed: restart the scheduler for that; keeping the old config',
+        error: `stateDir, the lock folder, the backend or the project name changed: restart the scheduler for that (kill -TERM ${process.pid}, then start it again): until then this scheduler runs the old config where it was, and commands that read the new one look in the new place and do not see it (\`scheduler status\` says not running there, and a second scheduler started there would fire every routine again); keeping the old config`,
       });
       return;
     }

@@ -386,6 +386,26 @@ describe('Scheduler', () => {
     await h.done;
   });
 
+  it('a reload that moves stateDir is refused, naming the signal that restarts this scheduler and why the CLI will not see it meanwhile', async () => {
+    const h = harness({ routines: [routine('a', '0 * * * *')] });
+    await settle();
+    writeFileSync(
+      join(h.dir, 'routinely.json'),
+      JSON.stringify({ stateDir: 'elsewhere', routines: [routine('a', '0 * * * *')] }),
+    );
+    h.scheduler.requestReload();
+    await settle();
+    expect(h.events.find((e) => e.event === 'scheduler.reload_failed')).toMatchObject({
+      error: expect.stringMatching(
+        new RegExp(
+          `^stateDir, the lock folder, the backend or the project name changed: restart the scheduler for that \\(kill -TERM ${process.pid}, then start it again\\): .*do not see it .*a second scheduler started there would fire every routine again`,
+        ),
+      ),
+    });
+    h.stop.abort();
+    await h.done;
+  });
+
   it('recomputes fire times after the wall clock steps back', async () => {
     const h = harness({ routines: [routine('h', '0 * * * *')] }); // hourly
     await settle();
