@@ -126,9 +126,13 @@ export function listRows(
     const p = phases[r.id];
     // a board's phase of the very fire the record shows ended is past (a board written a moment
     // after the record); a later tick's record (a skip, `previous run still running`) is not
-    // (and a tick queued while its routine is paused will not fire: at its turn it is dropped)
+    // (and a tick queued while its routine is paused, or disabled in the config, will not fire:
+    // at its turn it is dropped)
     const current =
-      p && !running && record.last_scheduled_at !== p.scheduled_at && !(p.phase === 'queued' && record.paused)
+      p &&
+      !running &&
+      record.last_scheduled_at !== p.scheduled_at &&
+      !(p.phase === 'queued' && (record.paused || r.enabled === false))
         ? p
         : undefined;
     const waiting_for =

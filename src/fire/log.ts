@@ -9,7 +9,15 @@ export type LogEvent =
   | { event: 'scheduler.started'; routines: number; pid: number }
   | { event: 'scheduler.stopping'; running: number }
   | { event: 'scheduler.stopped' }
-  | { event: 'scheduler.reloaded'; routines: number; added?: string[]; removed?: string[]; changed?: string[] }
+  | {
+      event: 'scheduler.reloaded';
+      routines: number;
+      added?: string[];
+      removed?: string[];
+      changed?: string[];
+      /** Other top-level settings it changed (`locks`, `http`…); left out when none. */
+      settings?: string[];
+    }
   | { event: 'scheduler.reload_failed'; error: string }
   | { event: 'scheduler.warning'; message: string }
   | { event: 'scheduler.lock_lost'; why: string }
@@ -88,8 +96,11 @@ export function formatText(e: LogEvent): string {
       ]
         .filter((x): x is [string, string[]] => Array.isArray(x[1]) && x[1].length > 0)
         .map(([verb, ids]) => `${verb} ${ids.join(', ')}`);
+      const settings = e.settings?.length ? `; settings changed: ${e.settings.join(', ')}` : '';
       const changes =
-        e.added || e.removed || e.changed ? `: ${what.length > 0 ? what.join('; ') : 'no routine changed'}` : '';
+        e.added || e.removed || e.changed
+          ? `: ${what.length > 0 ? what.join('; ') : 'no routine changed'}${settings}`
+          : '';
       return `[scheduler] reloaded config (${e.routines} routine${e.routines === 1 ? '' : 's'}${changes})`;
     }
     case 'scheduler.reload_failed':

@@ -14,7 +14,7 @@ import type { SchedulerObserver } from '../fire/observer.js';
 import { Recorder } from '../fire/recorder.js';
 import type { Announce, Entry, FireFn } from '../fire/fire-request.js';
 import { Runner } from './runner.js';
-import { routineChanges } from './reload-changes.js';
+import { routineChanges, settingsChanged } from './reload-changes.js';
 import { PhaseRecorder } from '../state/phases.js';
 import { selfIdentity } from '../process/identity.js';
 import { lightSchedule, routineZone } from '../config/schedule.js';
@@ -457,6 +457,7 @@ export class Scheduler {
       return;
     }
     const before = this.project.config.routines;
+    const settings = settingsChanged(this.project.config, fresh.config);
     // a tick of a routine this reload removes or disables that waits now is dropped (runner.ts)
     for (const r of before) {
       if (!r.enabled) continue;
@@ -473,6 +474,7 @@ export class Scheduler {
       event: 'scheduler.reloaded',
       routines: this.routines.size,
       ...routineChanges(before, fresh.config.routines),
+      ...(settings.length > 0 ? { settings } : {}),
     });
   }
 

@@ -184,4 +184,25 @@ describe('routine list: a row is the config facts, the record and the derived fi
     expect(paused!.next_run_at).toBeNull();
     expect(none).toMatchObject({ ...emptyRecord(), id: 'n', failing: false, starved: false, phase: null });
   });
+
+  it('a tick queued while its routine is paused or disabled in the config is shown queued by neither (at its turn it is dropped)', () => {
+    const queued = {
+      phase: 'queued' as const,
+      since: '2026-11-29T18:59:59.000Z',
+      scheduled_at: '2026-11-29T18:59:59.000Z',
+      behind: 'first',
+    };
+    const phases = { q: queued, p: queued, d: queued };
+    const rows = listRows(
+      [listed('q'), listed('p'), { ...listed('d'), enabled: false }],
+      { p: { ...emptyRecord(), paused: true } },
+      emptyRecord,
+      phases,
+    );
+    expect(rows.map((r) => [r.id, r.phase])).toEqual([
+      ['q', 'queued'],
+      ['p', null],
+      ['d', null],
+    ]);
+  });
 });

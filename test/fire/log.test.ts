@@ -2,9 +2,9 @@
 // what it changed.
 
 import { describe, expect, it } from 'vitest';
-import type { RoutineDef } from '../../src/config/types.js';
+import type { Config, RoutineDef } from '../../src/config/types.js';
 import { createLogger, formatText } from '../../src/fire/log.js';
-import { routineChanges } from '../../src/scheduler/reload-changes.js';
+import { routineChanges, settingsChanged } from '../../src/scheduler/reload-changes.js';
 
 const def = (id: string, schedule = '* * * * *'): RoutineDef => ({
   id,
@@ -48,5 +48,18 @@ describe('scheduler log lines', () => {
     expect(formatText({ event: 'scheduler.reloaded', routines: 1, ...routineChanges([def('a')], [def('a')]) })).toBe(
       '[scheduler] reloaded config (1 routine: no routine changed)',
     );
+    // a reload that changed only other settings says which, not "no change" alone
+    const before = { routines: [def('a')], locks: { ag: { slots: 1 } }, http: { actions: false } } as unknown as Config;
+    const after = { routines: [def('a')], locks: { ag: { slots: 2 } }, http: { actions: true } } as unknown as Config;
+    expect(settingsChanged(before, after)).toEqual(['http', 'locks']);
+    expect(settingsChanged(before, before)).toEqual([]);
+    expect(
+      formatText({
+        event: 'scheduler.reloaded',
+        routines: 1,
+        ...routineChanges([def('a')], [def('a')]),
+        settings: settingsChanged(before, after),
+      }),
+    ).toBe('[scheduler] reloaded config (1 routine: no routine changed; settings changed: http, locks)');
   });
 });
