@@ -5,6 +5,7 @@
 
 import { acquireLock } from '../lock/named.js';
 import { EXEC_LOCK_NAME } from '../config/types.js';
+import { loadProject, type Project } from '../config/load.js';
 import type { LineTicket } from '../lock/line.js';
 import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
@@ -84,7 +85,7 @@ async function withRegistry<T>(
     try {
       await policy.onLocked?.();
       const [lease, store] = [got.lease, backend.exec];
-      const current = waited ? loadTaskDefinitions(ctx.project) : defs;
+      const current = waited ? loadTaskDefinitions(configNow(ctx.project)) : defs;
       recheck?.(current);
       const prepared = await prepareRegistry(ctx, store, clock, lease, current);
       return { kind: 'ok' as const, value: await fn({ lease, clock, store, defs: current, ...prepared }) };
@@ -92,6 +93,13 @@ async function withRegistry<T>(
       await got.lease.release();
     }
   });
+}
+
+/** The project with its config as the file has it now (its inline tasks and task folders), for a
+ * command that waited for the lock; a file that is no valid config by then is said as any bad
+ * config is (exit 2), the lock given back. */
+function configNow(project: Project): Project {
+  return { ...project, config: loadProject({ configPath: project.configPath }).config };
 }
 
 export async function register(ctx: ExecContext, policy: LockedPolicy) {

@@ -757,6 +757,24 @@ describe('the tasks as they are once the exec lock is held', () => {
     expect(readFileSync(join(project, 'effects'), 'utf8')).toBe('NEW\n');
     expect(Object.keys(lastRun(project).tasks)).toEqual(['fix']);
   });
+
+  it('…and so are tasks written inline in routinely.json (a second read: they were the config read before the wait)', async () => {
+    const config = (run: string, extra: object[] = []) => ({ exec: { tasks: [{ id: 'fix', run }, ...extra] } });
+    const project = testProject(config('echo OLD >> effects', [{ id: 'drop-db', run: 'echo DROPPED >> effects' }]));
+    expect((await runCli(['register'], { cwd: project })).code).toBe(0);
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo holding; while [ ! -e go ]; do sleep 0.05; done'], {
+      cwd: project,
+    });
+    await holder.waitFor(/holding/);
+    const run = startCli(['exec', 'run', '--if-busy', 'wait'], { cwd: project });
+    await run.waitFor(/waiting for the exec lock/);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify(config('echo NEW >> effects')));
+    writeFileSync(join(project, 'go'), '');
+    expect((await holder.exited).code).toBe(0);
+    expect((await run.exited).code, run.stderr()).toBe(0);
+    expect(readFileSync(join(project, 'effects'), 'utf8')).toBe('NEW\n');
+    expect(Object.keys(lastRun(project).tasks)).toEqual(['fix']);
+  });
 });
 
 describe('a run whose unfinished task is no longer defined', () => {
