@@ -512,29 +512,9 @@ export class Runner {
       }),
     );
     if (queued) this.o.phases?.clear(id, scheduledAt);
-    // it waited: it may have been removed, disabled or paused meanwhile
-    if (outcome === 'start' && queued && this.droppedByReload(def, scheduledAt, 'its turn', t.active)) {
-      turns.leave(id);
-      return null;
-    }
     if (outcome === 'start' && queued) {
-      let paused: boolean;
-      try {
-        paused = this.stopping || signal.aborted || (await this.isPaused(id));
-      } catch (err) {
-        // the state could not be read (the database restarting): not fired, and said so as a
-        // fire that could not start (routine list --check shows it)
-        turns.leave(id);
-        return this.unstartedFire(scheduledAt, `could not read whether it is paused: ${(err as Error).message}`);
-      }
-      if (paused) {
-        turns.leave(id);
-        if (!this.stopping && !signal.aborted)
-          this.warn(
-            `${id}: its tick of ${scheduledAt.toISOString()} is not fired: the routine was paused while it waited for its turn`,
-          );
-        return null;
-      }
+      const stop = await this.stillWanted(t, turns);
+      if (stop !== 'go') return stop;
     }
     while (outcome === 'start') {
       const ticket = await line();
@@ -564,8 +544,42 @@ export class Runner {
       // taken again in the same moment: never a loop that starves the heartbeat; real time, as
       // the heartbeat's timers are)
       if (outcome === 'start') await new Promise((r) => setTimeout(r, 50));
+      // back in the queue, it waited again: the same look as after its first wait
+      if (outcome === 'start') {
+        const stop = await this.stillWanted(t, turns);
+        if (stop !== 'go') return stop;
+      }
     }
     return outcome === 'superseded' ? 'superseded' : null;
+  }
+
+  /** After a wait for its turn: whether the tick still fires (`go`), or what it ends with — a
+   * reload removed or disabled its routine, or it was paused, meanwhile (its turn given back). */
+  private async stillWanted(t: FireTurn, turns: TurnGate): Promise<FireResult | null | 'go'> {
+    const { entry, scheduledAt, active } = t;
+    const { def } = entry;
+    const id = def.id;
+    const signal = active.stop.signal;
+    if (this.droppedByReload(def, scheduledAt, 'its turn', active)) {
+      turns.leave(id);
+      return null;
+    }
+    let paused: boolean;
+    try {
+      paused = this.stopping || signal.aborted || (await this.isPaused(id));
+    } catch (err) {
+      // the state could not be read (the database restarting): not fired, and said so as a
+      // fire that could not start (routine list --check shows it)
+      turns.leave(id);
+      return this.unstartedFire(scheduledAt, `could not read whether it is paused: ${(err as Error).message}`);
+    }
+    if (!paused) return 'go';
+    turns.leave(id);
+    if (!this.stopping && !signal.aborted)
+      this.warn(
+        `${id}: its tick of ${scheduledAt.toISOString()} is not fired: the routine was paused while it waited for its turn`,
+      );
+    return null;
   }
 
   /** One fire of the routine, never throwing: a fire that could not even start is a failure.

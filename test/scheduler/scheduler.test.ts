@@ -1002,6 +1002,39 @@ describe('Scheduler: the queue for the exec lock (SPEC §6 "The scheduler never 
     await h.done;
   });
 
+  it('a tick put back in the queue (it met a fire of ours) is looked at again when its turn returns: paused meanwhile, it does not fire', async () => {
+    const h = harness({
+      routines: [routine('w', '0 * * * *', { ifBusy: 'wait' }), routine('s', '0 * * * *'), routine('t', '0 * * * *')],
+    });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    h.fires[0]!.request.onWait('pid 1 on elsewhere', null);
+    await eventually(() => h.fires.length === 2, 5000);
+    h.fires[1]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null });
+    await eventually(() => h.fires.length === 3, 5000);
+    expect(h.fires[2]!.id).toBe('t');
+    // t meets w's hold: back in the queue; paused while it waits there
+    h.fires[2]!.finish({ result: 'skipped', reason: 'exec busy', exit_code: null, holder: own });
+    await settle();
+    await pauseRoutine(h.project, 't', true, 'maintenance');
+    h.fires[0]!.finish();
+    await eventually(
+      () =>
+        h.events.some(
+          (e) =>
+            e.event === 'scheduler.warning' &&
+            /^t: its tick of .* is not fired: the routine was paused/.test(e.message),
+        ),
+      5000,
+    );
+    await settle();
+    expect(h.fires).toHaveLength(3);
+    expect(readFires(h.project, 't')).toEqual([]);
+    h.stop.abort();
+    await h.done;
+  });
+
   it.each([
     ['taken over by another: records nothing of the times it slept through', true, 1],
     // the five times between the late fire (19:00:40, not started) and the wake-up (19:01:30)
