@@ -185,10 +185,17 @@ async function fireGoingOn(ctx: FireContext, def: RoutineDef, mine: OpenFire | n
   const open = (await ctx.backend.routines.readOne(def.id, ctx.warn))?.open_fires ?? [];
   const at = mine ? open.findIndex((f) => f.id === mine.id) : -1;
   const self = process.pid;
-  return open
-    .slice(0, at === -1 ? open.length : at)
-    .some((f) => f.owner.pid !== self && samePidSpace(f.owner, systemProbe()) && !processGone(f.owner));
+  return open.slice(0, at === -1 ? open.length : at).some(
+    (f) =>
+      samePidSpace(f.owner, systemProbe()) &&
+      // this very process (the scheduler's own fire beside a run from its HTTP page): going
+      // while its fire is; a marker of an earlier process with this pid is not
+      (f.owner.pid === self ? goingHere.has(f.id) : !processGone(f.owner)),
+  );
 }
+
+/** The open markers of the fires going on in this process, until each fire ends. */
+const goingHere = new Set<string>();
 
 /** Writes the open marker; the fire's record will close it. */
 async function writeOpenMarker(
@@ -288,12 +295,14 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
     const besideItself = async (closes?: string): Promise<FireResult> => {
       await lease?.release();
       closeFd(logFd);
+      if (closes) goingHere.delete(closes);
       const skip = { result: 'skipped' as const, reason: PREVIOUS_RUN, exit_code: null, run_id: null };
       return fireRecord(ctx, scheduledAt, span, closes ? { ...skip, closes } : skip);
     };
     if (apart && ctx.trigger === 'manual' && (await fireGoingOn(ctx, def, null))) return besideItself();
     try {
       marker = await writeOpenMarker(ctx, def, scheduledAt, span, runId);
+      goingHere.add(marker.id);
     } catch (err) {
       await lease?.release();
       throw err; // nothing ran; the caller reports why it could not even be recorded
@@ -305,6 +314,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       try {
         beside = await fireGoingOn(ctx, def, marker);
       } catch (err) {
+        goingHere.delete(marker.id);
         await lease?.release();
         throw new NotStartedError(err, marker.id);
       }
@@ -349,6 +359,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       closes: marker.id,
     });
   } finally {
+    goingHere.delete(marker.id);
     closeFd(logFd);
     if (lease) {
       const released = await lease.release();

@@ -12,6 +12,7 @@ import { listRuns } from '../exec-api.js';
 import { summarize, type RunState } from '../exec/run-state.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { busyReason, lockStatusAll, slotsOf } from '../lock/named.js';
+import { PREVIOUS_RUN } from '../fire/previous-run.js';
 import { readSchedulerState } from '../control/status.js';
 
 /** The lock a routine takes, as views name it: "exec", a named lock, or "none" (not exclusive). */
@@ -192,13 +193,17 @@ function actions(
         }).then(
           async (o) => {
             if (o.kind === 'ran') await o.announced;
+            // its own fire still going (a routine never runs beside itself), or its lock busy
+            const itself = o.kind === 'busy' && o.reason === PREVIOUS_RUN;
+            const busy = itself ? `${id}: ${PREVIOUS_RUN}` : busyReason(def.exclusive ? def.lock : 'exec');
             if (o.kind === 'busy') {
-              const busy = busyReason(def.exclusive ? def.lock : 'exec');
               if (policy.ifBusy === 'skip') answer({ state: 'skipped', reason: busy });
               else
                 answer({
                   state: 'busy',
-                  error: `${busy}: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}`,
+                  error: itself
+                    ? busy
+                    : `${busy}: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}`,
                 });
             } else {
               // a fire that failed before it started (its tasks unreadable, the lock's store down)
@@ -211,7 +216,7 @@ function actions(
               routine: id,
               outcome:
                 o.kind === 'busy'
-                  ? `not run, ${busyReason(def.exclusive ? def.lock : 'exec')}`
+                  ? `not run, ${busy}`
                   : `${o.fire.result}${o.fire.reason ? ` (${o.fire.reason})` : ''}`,
             });
           },

@@ -217,6 +217,40 @@ describe('a run started from the HTTP server', () => {
     expect(entry).toMatchObject({ result: 'success', trigger: 'manual' });
   }, 90_000);
 
+  it('never runs a routine without a lock beside itself: a second run, or a run while the scheduler fires it, is a 409 that says so', async () => {
+    const project = testProject({
+      http: { actions: true },
+      routines: [
+        { id: 'nx', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 30', exclusive: false },
+        { id: 'often', schedule: '* * * * * *', action: 'command', run: 'sleep 30', exclusive: false },
+      ],
+    });
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '1'], {
+      cwd: project,
+      env: { ROUTINELY_HTTP_TOKEN: TOKEN },
+      timeoutMs: 60_000,
+    });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const run = (id: string) =>
+      httpGet(`${url}api/routines/${id}/run`, { authorization: `Bearer ${TOKEN}` }, 'POST', '');
+    expect((await run('nx')).status).toBe(202);
+    const second = await run('nx');
+    expect(second.status).toBe(409);
+    expect(JSON.parse(second.body)).toMatchObject({ state: 'busy', error: 'nx: previous run still running' });
+    // the scheduler's own fire of `often` is going: a run from the page is refused the same way
+    await s.waitFor(/\[routine\] started often/);
+    const beside = await run('often');
+    expect(beside.status).toBe(409);
+    expect(JSON.parse(beside.body)).toMatchObject({ error: 'often: previous run still running' });
+    await s.waitFor(/\[http\] run often: not run, often: previous run still running/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    const history = JSON.parse(
+      (await runCli(['routine', 'history', 'nx', '--json'], { cwd: project })).stdout,
+    ) as Entry[];
+    expect(history).toHaveLength(1);
+  }, 90_000);
+
   it('that fails before it starts (its task files unreadable) is answered, not left hanging', async () => {
     const project = testProject({
       http: { actions: true },
