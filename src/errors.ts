@@ -59,6 +59,12 @@ export class FolderReplacedError extends UnsafePathError {}
  * names the file; the previous state is intact (SPEC §3, §7: exit 74). */
 export class StateIOError extends kind('STATE_IO', ExitCode.IO) {}
 
+/** A run whose record is damaged past rebuilding (its run.json and its journal, or its database
+ * row): what was read of it says nothing, and it is reported and passed over. Only this: a run
+ * that could not be read (EIO, EACCES, the database away) stops the command instead (exit 74 or
+ * 2), since passing over it would run again what it did. */
+export class UnreadableRunError extends StateIOError {}
+
 /** The database backend cannot be reached or answered with an error: the work did not run
  * (SPEC §7: 74, like any state that cannot be read or written). */
 export class DatabaseError extends kind('DATABASE', ExitCode.IO) {

@@ -10,7 +10,7 @@ import type { LineTicket } from '../lock/line.js';
 import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/types.js';
-import { NotFoundError, StateIOError, UsageError } from '../errors.js';
+import { NotFoundError, StateIOError, UnreadableRunError, UsageError } from '../errors.js';
 import type { BusyPolicy } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/random-ids.js';
 import { selfIdentity, type ProcessIdentity } from '../process/identity.js';
@@ -571,8 +571,11 @@ async function findResumable(store: ExecStore, underLock: boolean): Promise<RunS
     let run: RunState | null;
     try {
       run = await store.loadRun(id);
-    } catch {
-      continue; // a corrupt run is reported by `exec show`, not resumed blindly
+    } catch (err) {
+      // a corrupt run is reported by `exec show`, not resumed blindly; one that could not be
+      // read now stops the command (passed over, an older run would be resumed instead)
+      if (!(err instanceof UnreadableRunError)) throw err;
+      continue;
     }
     if (!run) continue;
     if (RESUMABLE.has(run.status) || (run.status === 'RUNNING' && (underLock || !ownerAlive(run)))) return run;
@@ -587,8 +590,9 @@ async function nothingInterrupted(store: ExecStore): Promise<{ why: string; next
   let run: RunState | null = null;
   try {
     run = newest ? await store.loadRun(newest) : null;
-  } catch {
+  } catch (err) {
     // a corrupt run is reported by `exec show`
+    if (!(err instanceof UnreadableRunError)) throw err;
   }
   if (run?.status !== 'FAILED') return { why: 'nothing to resume' };
   const c = summarize(run);

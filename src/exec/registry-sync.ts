@@ -12,6 +12,7 @@ import { foldRun, rebuildRegistry } from './outcome.js';
 import { emptyRegistry, foldedThrough, syncRegistry, type Registry } from './registry.js';
 import { applyEvent, type RunEvent, type RunState } from './run-state.js';
 import { isRunId } from '../run-id.js';
+import { UnreadableRunError } from '../errors.js';
 import type { ExecStore } from './store.js';
 import type { SourcedTask } from './task-source.js';
 
@@ -22,7 +23,8 @@ export interface RegisterSummary {
   total: number;
 }
 
-/** Every run the store can read, oldest first (unreadable ones reported and skipped). */
+/** Every run the store can read, oldest first (damaged ones reported and skipped; one the
+ * storage could not give stops the rebuild: errors.ts UnreadableRunError). */
 async function allRuns(store: ExecStore, warn: (m: string) => void): Promise<RunState[]> {
   const runs: RunState[] = [];
   for (const id of await store.listRunIds(100_000)) {
@@ -30,7 +32,8 @@ async function allRuns(store: ExecStore, warn: (m: string) => void): Promise<Run
       const run = await store.loadRun(id);
       if (run) runs.push(run);
     } catch (err) {
-      warn((err as Error).message);
+      if (!(err instanceof UnreadableRunError)) throw err;
+      warn(err.message);
     }
   }
   return runs.reverse();
@@ -104,7 +107,10 @@ export async function prepareRegistry(
     try {
       run = isRunId(runId) ? await store.loadRun(runId) : null;
     } catch (err) {
-      warn((err as Error).message);
+      // damaged past rebuilding: dropped as below; one that could not be read now stops here,
+      // never dropped (its done tasks would run again)
+      if (!(err instanceof UnreadableRunError)) throw err;
+      warn(err.message);
       run = null;
     }
     if (run === null) {

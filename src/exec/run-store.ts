@@ -5,7 +5,7 @@
 // same checked paths and the writer's fence.)
 
 import { join } from 'node:path';
-import { NotFoundError, StateIOError, UnsafePathError, stateWriteError } from '../errors.js';
+import { NotFoundError, UnreadableRunError, UnsafePathError, stateWriteError } from '../errors.js';
 import { STATE_FILE_CAP, checkFolder, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
 import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
@@ -126,13 +126,16 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
   try {
     snapText = readNoFollow(snapPath);
   } catch (err) {
-    if (!(err instanceof UnsafePathError)) throw err;
+    // a file the storage could not give (EIO, EACCES): never read as a run that is not there
+    if (!(err instanceof UnsafePathError)) throw stateWriteError(err, snapPath, 'reading');
     problem = err.message;
   }
   let journal: Buffer | null;
   try {
     journal = readFileChecked(join(dir, JOURNAL), STATE_FILE_CAP)?.bytes ?? null;
-  } catch {
+  } catch (err) {
+    // the same for the journal: read as missing, the tasks it recorded would run again
+    if (!(err instanceof UnsafePathError)) throw stateWriteError(err, join(dir, JOURNAL), 'reading');
     journal = null;
   }
   if (snapText === null && problem === null && journal === null) return null;
@@ -157,7 +160,7 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
     first.state.run_id !== runId ||
     typeof checkSnapshot(first.state, runId) === 'string'
   ) {
-    throw new StateIOError(
+    throw new UnreadableRunError(
       `${snapPath} is ${parsed === 'missing' ? 'missing' : `corrupt (${parsed})`} and its journal cannot rebuild the run`,
     );
   }

@@ -2,7 +2,7 @@
 // taken, nothing written; a RUNNING run is shown as the next command will record it.
 
 import type { Backend } from '../backend-types.js';
-import { NotFoundError } from '../errors.js';
+import { NotFoundError, UnreadableRunError } from '../errors.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { samePidSpace, systemProbe } from '../process/identity.js';
 import { printable } from '../printable.js';
@@ -36,8 +36,10 @@ export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
       try {
         const run = isRunId(runId) ? await store.loadRun(runId) : null;
         if (run) loaded.push(run);
-      } catch {
-        // shown by `exec show`
+      } catch (err) {
+        // damaged: shown by `exec show`; one that could not be read stops the view (its tasks
+        // would read as not done)
+        if (!(err instanceof UnreadableRunError)) throw err;
       }
     }
     const holders = [before, await holderGeneration(backend)];

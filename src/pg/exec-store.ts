@@ -10,7 +10,7 @@ import { ensureDir } from '../fs/files.js';
 import { removeTree } from '../fs/names.js';
 import { join } from 'node:path';
 import type { Project } from '../config/load.js';
-import { DatabaseError } from '../errors.js';
+import { DatabaseError, UnreadableRunError } from '../errors.js';
 import { checkRegistry, type Registry } from '../exec/registry.js';
 import { applyEventInPlace, checkEvent, type RunEvent, type RunState } from '../exec/run-state.js';
 import { isRunId } from '../run-id.js';
@@ -64,7 +64,7 @@ export function pgExecStore(db: Db, project: Project & { backend: { type: 'postg
       // before anything (a log path) is made from it.
       const checked = checkSnapshot(row.snapshot, runId);
       if (typeof checked === 'string')
-        throw new DatabaseError(`run ${runId} in the database is unreadable (${checked})`);
+        throw new UnreadableRunError(`run ${runId} in the database is unreadable (${checked})`);
       const { journal_offset: _o, ...state } = checked;
       const events = await db.query<{ event: RunEvent }>(execSql.eventsAfter(name, runId, row.events_seq));
       for (const e of events.rows) {

@@ -14,6 +14,7 @@ import {
   existsSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -301,6 +302,62 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
       expect(r.stderr).not.toMatch(/unexpected error|exec busy/);
       if (when === '1') expect(r.status, `${r.stdout}${r.stderr}`).toBe(74);
     }
+  });
+
+  it('an interrupted run that cannot be read (EIO) stops exec run and exec resume with 74; never dropped, its done task never run again', async () => {
+    expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+    const project = testProject({
+      exec: {
+        tasks: [
+          { id: 'a', run: 'echo a >> ran-a.txt' },
+          { id: 'slow', run: 'sleep 30' },
+          { id: 'after', run: 'true', dependsOn: ['slow'] },
+        ],
+      },
+    });
+    const s = startCli(['exec', 'run', '--parallel', '2'], { cwd: project });
+    await s.waitFor(/succeeded a/);
+    s.child.kill('SIGKILL');
+    await s.exited;
+    const [runId] = readdirSync(join(project, '.routinely', 'exec', 'runs'));
+    const dir = join(project, '.routinely', 'exec', 'runs', runId!);
+    const failing = (...args: string[]) =>
+      spawnSync(
+        'strace',
+        [
+          '-f',
+          '-qq',
+          '-o',
+          '/dev/null',
+          '-P',
+          join(dir, 'run.json'),
+          '-P',
+          join(dir, 'journal.jsonl'),
+          '-e',
+          'inject=openat:error=EIO',
+          process.execPath,
+          CLI,
+          ...args,
+        ],
+        { cwd: project, env: childEnv(), encoding: 'utf8', timeout: 60_000 },
+      );
+    for (const args of [
+      ['exec', 'resume'],
+      ['exec', 'run'],
+      ['exec', 'status'],
+    ]) {
+      const r = failing(...args);
+      expect(r.status, `${args.join(' ')}: ${r.stdout}${r.stderr}`).toBe(74);
+      expect(r.stderr).toMatch(/input\/output error reading \S+run\.json/);
+    }
+    // with tasks.json lost too: the rebuild stops the same way, it does not pass the run over
+    rmSync(join(project, '.routinely', 'exec', 'tasks.json'));
+    expect(failing('exec', 'run').status).toBe(74);
+    expect(readFileSync(join(project, 'ran-a.txt'), 'utf8')).toBe('a\n');
+    // readable again: the run is folded in as interrupted, and a stays done
+    const after = await runCli(['exec', 'run'], { cwd: project });
+    expect(after.stdout).toMatch(/nothing to run: 1 succeeded, 2 interrupted/);
+    expect(readFileSync(join(project, 'ran-a.txt'), 'utf8')).toBe('a\n');
   });
 
   it("the program's own entry file cannot be read (EIO): exit 74 naming it, no stack trace", async () => {
