@@ -3,3 +3,9 @@
 
 export const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `map[key]` when `map` has it as its own: never a property every object has (`constructor`,
+ * `toString`, `valueOf`… are valid routine and task ids, SPEC §2), which a plain lookup of an id
+ * not in the map would find. */
+export const own = <T>(map: Readonly<Record<string, T>>, key: string): T | undefined =>
+  Object.hasOwn(map, key) ? map[key] : undefined;

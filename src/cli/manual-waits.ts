@@ -10,6 +10,7 @@ import type { LockBackend } from '../lock/lock-backend.js';
 import { slotKeys, slotsOf } from '../lock/named.js';
 import type { LockRecord } from '../lock/record.js';
 import type { Phase } from '../state/phases.js';
+import { own } from '../is-object.js';
 
 /** The routines (id, lock: a name, or "none") with a manual fire waiting in their lock's line,
  * in their `waiting` phase since it joined; the earliest of several of one routine. */
@@ -34,7 +35,7 @@ export async function manualWaits(
     const holder = await heldBy(lock, name, slotsOf(locks, name));
     for (const e of waiting) {
       const id = e.owner.routine!;
-      if (out[id]) continue;
+      if (own(out, id)) continue;
       const since = new Date(e.arrived).toISOString();
       out[id] = { phase: 'waiting', since, scheduled_at: since, lock: name, holder };
     }

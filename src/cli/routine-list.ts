@@ -22,6 +22,7 @@ import type { Phase, PhaseBoard } from '../state/phases.js';
 import { ExitCode } from '../errors.js';
 import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
 import { shortDuration } from '../duration.js';
+import { own } from '../is-object.js';
 export { shortDuration };
 
 /** What the config says of a routine; null when not known (the config is invalid or not at hand). */
@@ -106,7 +107,7 @@ export function withLostFires(
 export function phasesOf(boards: readonly PhaseBoard[]): Record<string, Phase> {
   const out: Record<string, Phase> = {};
   for (const b of boards)
-    for (const [id, p] of Object.entries(b.routines)) if (!out[id] || out[id].since < p.since) out[id] = p;
+    for (const [id, p] of Object.entries(b.routines)) if (!own(out, id) || out[id]!.since < p.since) out[id] = p;
   return out;
 }
 
@@ -119,11 +120,12 @@ export function listRows(
 ): ListRow[] {
   const lost = (o: OpenFire['owner'], id: string): boolean => processGone(o) && !spooled(id);
   return routines.map((r) => {
-    const stored = records[r.id] ? withLostFires(records[r.id]!, lost) : undefined;
+    const kept = own(records, r.id);
+    const stored = kept ? withLostFires(kept, lost) : undefined;
     const record = stored ?? emptyRecord();
     const starved = r.enabled !== false && record.consecutive_skips >= r.starvedAfterSkips;
     const running = runningSince(record.open_fires);
-    const p = phases[r.id];
+    const p = own(phases, r.id);
     // a board's phase of the very fire the record shows ended is past (a board written a moment
     // after the record); a later tick's record (a skip, `previous run still running`) is not
     // (and a tick queued while its routine is paused, or disabled in the config, will not fire:

@@ -20,6 +20,7 @@ import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
 import { FencedError, UnsafePathError } from '../errors.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
+import { own } from '../is-object.js';
 
 export type StopCause = 'LOCK_LOST' | 'INTERRUPTED' | 'RUN_TIMEOUT' | 'STATE_ERROR';
 
@@ -132,7 +133,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     mayBlock = false;
     for (const [id, dep] of blockedTasks(plan, status, o.doneBefore)) {
       const depStatus =
-        state.tasks[dep]?.status ??
+        own(state.tasks, dep)?.status ??
         (o.statusBefore?.(dep) ? `${o.statusBefore(dep)} in an earlier run, not in this one` : 'not run');
       record({
         type: 'task-finished',

@@ -27,6 +27,7 @@ import { isRunId, newRunId } from '../run-id.js';
 import { type ExecStore } from './store.js';
 import { FencedError } from '../errors.js';
 import { loadTaskDefinitions, type SourcedTask } from './task-source.js';
+import { own } from '../is-object.js';
 
 type Busy = Exclude<AcquireResult, { ok: true }>;
 
@@ -279,9 +280,9 @@ async function runAndRecord(
         clock,
         state,
         defs,
-        doneBefore: (id) => registry.tasks[id]?.status === 'succeeded',
+        doneBefore: (id) => own(registry.tasks, id)?.status === 'succeeded',
         statusBefore: (id) => {
-          const s = registry.tasks[id]?.status;
+          const s = own(registry.tasks, id)?.status;
           return s === undefined || s === 'pending' ? undefined : s;
         },
         caps: {
@@ -477,7 +478,7 @@ async function resumeWith(
           continue;
         }
         // Succeeded since in a newer run (of a newer generation), unchanged: never run again.
-        const entry = registry.tasks[id];
+        const entry = own(registry.tasks, id);
         if (
           entry?.status === 'succeeded' &&
           entry.hash === taskHash(def) &&
@@ -493,14 +494,16 @@ async function resumeWith(
       if (
         Object.keys(reset).length === 0 &&
         retired.length > 0 &&
-        retired.every((id) => run.tasks[id]?.why_code === 'RETIRED')
+        retired.every((id) => own(run.tasks, id)?.why_code === 'RETIRED')
       )
         return {
           kind: 'nothing' as const,
           why: `nothing to resume: the tasks run ${run.run_id} did not finish (${retired.join(', ')}) are no longer defined in the config; define them again to resume them, or leave the run as it is`,
         };
       if (Object.keys(reset).length === 0 && retired.length === 0) {
-        const where = [...new Set(doneSince.map((id) => registry.tasks[id]?.last_run_id).filter(Boolean))].join(', ');
+        const where = [...new Set(doneSince.map((id) => own(registry.tasks, id)?.last_run_id).filter(Boolean))].join(
+          ', ',
+        );
         return {
           kind: 'nothing' as const,
           why: `nothing to resume: the unfinished tasks of run ${run.run_id} (${doneSince.join(', ')}) have succeeded since${where ? ` (run ${where})` : ''}`,
@@ -521,7 +524,7 @@ async function resumeWith(
       // run can succeed (it stayed failed, or interrupted, and blocked them at every resume)
       // (marked SUCCEEDED_SINCE: the registry keeps the run it succeeded in, and what proves it)
       for (const id of doneSince) {
-        const where = registry.tasks[id]?.last_run_id;
+        const where = own(registry.tasks, id)?.last_run_id;
         state = applyEvent(state, {
           type: 'task-finished',
           gen: lease.generation,

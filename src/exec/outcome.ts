@@ -5,6 +5,7 @@ import type { StopCause } from './executor.js';
 import { emptyRegistry, syncRegistry, type Registry, type RegistryStatus } from './registry.js';
 import type { SourcedTask } from './task-source.js';
 import { summarize, type RunEvent, type RunState, type RunStatus, type Why } from './run-state.js';
+import { own } from '../is-object.js';
 
 export function finalStatus(
   state: RunState,
@@ -88,7 +89,7 @@ export function foldRun(registry: Registry, run: RunState, now: string): Registr
   const unfinished = run.status === 'INTERRUPTED' || run.status === 'ABORTED' || run.status === 'RUNNING';
   const tasks = { ...registry.tasks };
   for (const [id, t] of Object.entries(run.tasks)) {
-    const entry = tasks[id];
+    const entry = own(tasks, id);
     if (!entry || entry.status === 'retired' || entry.hash !== t.hash) continue;
     // done in another run (exec resume counted it): that run stays its record
     if (t.why_code === 'SUCCEEDED_SINCE') continue;
@@ -149,7 +150,7 @@ export function asRecorded(state: RunState, unrecorded: readonly RunEvent[], not
   const tasks = { ...state.tasks };
   const because = notStored ?? 'the exec lock was lost before it was stored';
   for (const e of unrecorded) {
-    const t = tasks[e.type === 'task-finished' ? e.task : ''];
+    const t = e.type === 'task-finished' ? own(tasks, e.task) : undefined;
     if (e.type !== 'task-finished' || !t || t.status !== e.status) continue;
     tasks[e.task] = {
       ...t,

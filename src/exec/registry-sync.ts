@@ -15,6 +15,7 @@ import { isRunId } from '../run-id.js';
 import { UnreadableRunError } from '../errors.js';
 import type { ExecStore } from './store.js';
 import type { SourcedTask } from './task-source.js';
+import { own } from '../is-object.js';
 
 export interface RegisterSummary {
   added: string[];
@@ -202,8 +203,8 @@ export function selectTasks(registry: Registry, named: string[] | undefined): st
   while (changed) {
     changed = false;
     for (const id of chosen) {
-      const deps = registry.tasks[id]!.definition.dependsOn ?? [];
-      if (!deps.every((d) => chosen.has(d) || registry.tasks[d]?.status === 'succeeded')) {
+      const deps = own(registry.tasks, id)!.definition.dependsOn ?? [];
+      if (!deps.every((d) => chosen.has(d) || own(registry.tasks, d)?.status === 'succeeded')) {
         chosen.delete(id);
         changed = true;
       }

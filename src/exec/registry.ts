@@ -9,6 +9,7 @@ import type { TaskDef } from '../config/types.js';
 import { readJsonState, writeJsonDurable } from '../state/json-file.js';
 import type { SourcedTask } from './task-source.js';
 import { isRunId } from '../run-id.js';
+import { own } from '../is-object.js';
 
 // node:crypto when a task's hash is asked for: the scheduler, which shares this module's chunk,
 // never loads it (≈ 1 MB of its memory, docs/benchmarks.md)
@@ -118,7 +119,7 @@ export function syncRegistry(
   for (const { task, source } of defs) {
     seen.add(task.id);
     const hash = taskHash(task);
-    const prior = tasks[task.id];
+    const prior = own(tasks, task.id);
     if (!prior || prior.status === 'retired') {
       added.push(task.id);
       tasks[task.id] = {

@@ -7,6 +7,7 @@ import { printable } from '../printable.js';
 import { attemptStart } from './outcome.js';
 import type { RegisterSummary } from './registry-sync.js';
 import { summarize, type RunEvent, type RunState } from './run-state.js';
+import { own } from '../is-object.js';
 
 /** Colours a word (the terminal's painter; plain text elsewhere). */
 export type Painter = (text: string, colour: 'green' | 'yellow' | 'red') => string;
@@ -25,7 +26,7 @@ export function runHeader(state: RunState): string {
 export function eventLine(e: RunEvent, state: RunState, logDir: string, paint: Painter = plain): string | null {
   if (e.type === 'task-started') return `started ${e.task}`;
   if (e.type !== 'task-finished') return null;
-  const t = state.tasks[e.task];
+  const t = own(state.tasks, e.task);
   const took = e.duration_ms !== null ? ` in ${humanDuration(e.duration_ms)}` : '';
   switch (e.status) {
     case 'succeeded':

@@ -1,12 +1,12 @@
-// Run state (SPEC §5): a snapshot (`run.json`) plus an append-only journal of events. The cost
-// of recording one task transition is one appended line, whatever the size of the run; the
-// snapshot is rewritten only when a run starts, resumes and ends. Every event carries the lock
-// generation of its writer, and a reader ignores events older than the newest generation it
-// has seen: a holder that lost the lock can append, but can never overwrite a newer holder's
-// state (fencing, SPEC §4.7).
+// Run state (SPEC §5): a snapshot (`run.json`) plus an append-only journal of events. Recording
+// one task transition is one appended line, whatever the size of the run; the snapshot is
+// rewritten only when a run starts, resumes and ends. Every event carries the lock generation of
+// its writer, and a reader ignores events older than the newest generation it has seen: a
+// holder that lost the lock can append, never overwrite a newer holder's state (SPEC §4.7).
 
 import { TASK_STATUSES, type TaskStatus } from './registry.js';
 import type { ProcessIdentity } from '../process/identity.js';
+import { own } from '../is-object.js';
 
 export const RUN_STATUSES = ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'INTERRUPTED'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -206,7 +206,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
   state.updated_at = ev.at;
   switch (ev.type) {
     case 'task-started': {
-      const t = state.tasks[ev.task];
+      const t = own(state.tasks, ev.task);
       if (!t) return;
       state.tasks[ev.task] = {
         status: 'running',
@@ -224,7 +224,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
       return;
     }
     case 'task-finished': {
-      const t = state.tasks[ev.task];
+      const t = own(state.tasks, ev.task);
       if (!t) return;
       const finished: TaskRun = {
         status: ev.status,
@@ -256,7 +256,7 @@ export function applyEventInPlace(state: RunState, ev: RunEvent): void {
     }
     case 'run-resumed': {
       for (const [id, hash] of Object.entries(ev.reset)) {
-        const t = state.tasks[id];
+        const t = own(state.tasks, id);
         if (t)
           state.tasks[id] = {
             status: 'pending',

@@ -11,6 +11,7 @@ import { currentRegistry, ownerAlive } from './registry-sync.js';
 import { type RunState, type TaskRun } from './run-state.js';
 import { isRunId } from '../run-id.js';
 import { loadTaskDefinitions } from './task-source.js';
+import { own } from '../is-object.js';
 
 export interface TaskView {
   id: string;
@@ -50,7 +51,7 @@ export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
       const unfinished = run.status === 'INTERRUPTED' || run.status === 'ABORTED';
       for (const [id, t] of Object.entries(run.tasks)) {
         // never over what a newer generation recorded (a run of a holder that lost the lock)
-        if ((t.gen ?? run.generation) < (registry.tasks[id]?.generation ?? 0)) continue;
+        if ((t.gen ?? run.generation) < (own(registry.tasks, id)?.generation ?? 0)) continue;
         if (run.status === 'RUNNING' || t.status !== 'pending')
           live.set(id, { status: t.status, run: run.run_id, exit: t.exit_code });
         else if (unfinished) live.set(id, { status: 'interrupted', run: run.run_id, exit: null });

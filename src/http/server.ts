@@ -23,6 +23,7 @@ import { HttpProblem, parseBody, readBody, takeAction } from './actions.js';
 import { bearerMatches, hostAllowed, sameOrigin } from './security.js';
 import { cachedSources, consecutiveSkips, type RoutineView, type StatusSources } from './sources.js';
 import type { DetailData, PageData, StatusView } from './view.js';
+import { own } from '../is-object.js';
 
 export interface StatusServerOptions {
   listen: ListenAddress;
@@ -156,14 +157,14 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
         paused: r.paused,
         last_success_at: r.last_success_at,
         last_failure_at: r.last_failure_at,
-        consecutive_skips: consecutiveSkips(r, recent[r.id]),
+        consecutive_skips: consecutiveSkips(r, own(recent, r.id)),
         consecutive_failures: r.consecutive_failures,
         next_run_at: r.enabled ? r.next_run_at : null,
         starved: r.starved === true,
         running: typeof r.running_since === 'string',
         last_scheduled_at: r.last_scheduled_at,
         last_run_duration_ms: durations[i] ?? null,
-        config: config[r.id]
+        config: own(config, r.id)
           ? { schedule: r.schedule, timezone: r.timezone ?? machineZone(), action: r.action, ...config[r.id]! }
           : null,
       })),

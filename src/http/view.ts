@@ -160,7 +160,8 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
   // --- routines -------------------------------------------------------------------------------
   const holder = d.lock.state === 'held' && d.lock.record ? d.lock.record : null;
   const rows = d.routines.map((r) => {
-    const recent = d.recent[r.id];
+    // (an id may be `constructor`: the map's own entry only; this file runs in the browser alone)
+    const recent = Object.prototype.hasOwnProperty.call(d.recent, r.id) ? d.recent[r.id] : undefined;
     const results = recent?.results ?? [];
     const counted = { success: 0, failure: 0, skipped: 0, unknown: 0 } as Record<string, number>;
     const strip = results

@@ -37,6 +37,7 @@ import { stepText } from '../duration.js';
 import type { WaitLine } from '../lock/line.js';
 
 import { sweepEveryMs, sweepLoop } from './claims.js';
+import { own } from '../is-object.js';
 
 export { MAX_DEFAULT_WAIT_MS, type FireFn, type FireRequest } from '../fire/fire-request.js';
 
@@ -508,7 +509,7 @@ export class Scheduler {
     for (const entry of this.routines.values()) {
       const { def, schedule } = entry;
       if (def.catchUp !== 'latest') continue;
-      const record = state.routines[def.id];
+      const record = own(state.routines, def.id);
       // a paused routine is not caught up (said once, by its fire's pause check: no "catching
       // up" line first)
       if (record?.paused) continue;

@@ -29,7 +29,7 @@ import {
   type FoldedAt,
   type IndexCache,
 } from './routine-index.js';
-import { isObj } from '../is-object.js';
+import { isObj, own } from '../is-object.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Warn } from './store.js';
 
@@ -155,8 +155,8 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
   for (const id of historyIds(project.stateDir, names)) {
     const st = lstatQuiet(historyPath(project.stateDir, id));
     if (!st || !st.isFile()) continue;
-    const pos = was[id];
-    if (pos && unmoved(pos, st) && routines[id]) {
+    const pos = own(was, id);
+    if (pos && unmoved(pos, st) && own(routines, id)) {
       at[id] = pos;
       continue;
     }
@@ -170,7 +170,7 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
   // as the next write makes it — from what its index keeps (file-store.ts starts the history
   // again from it), or, with the index gone too, as never run — and said once
   for (const id of Object.keys(was)) {
-    if (at[id] || !routines[id] || lstatQuiet(historyPath(project.stateDir, id))) continue;
+    if (own(at, id) || !own(routines, id) || lstatQuiet(historyPath(project.stateDir, id))) continue;
     const kept = readIndex(project, id);
     current = false;
     if (kept) routines[id] = kept.record;
@@ -646,7 +646,7 @@ export class StatePublisher {
       this.sweptAt = this.clock.monotonic();
       routines = new ShownRoutines();
       for (const [id, record] of Object.entries(read.state.routines))
-        routines.set(id, shown(id, record, read.at[id] ?? null));
+        routines.set(id, shown(id, record, own(read.at, id) ?? null));
       if (read.current) {
         this.shown = routines;
         this.identity = currentIdentity(path);
