@@ -78,8 +78,11 @@ function guardConnections(server: Server): void {
     }
   };
   server.maxConnections = CONNECTIONS_MAX;
-  server.on('connection', (socket: Socket) => {
-    const who = socket.remoteAddress ?? '?';
+  const graces = new WeakMap<Socket, NodeJS.Timeout>();
+  /** Counted as pending once it has been open (or idle after an answer) a grace without a new
+   * request head: a connection that sent one request, then trickles the next, is no different
+   * from one that never sent any (else 256 of them, with no token, kept every probe out). */
+  const watch = (socket: Socket, who: string): void => {
     const grace = setTimeout(() => {
       if (socket.destroyed || served.has(socket)) return;
       pending.set(socket, who);
@@ -88,14 +91,25 @@ function guardConnections(server: Server): void {
       if (pending.size > PENDING_MAX) evictOldest();
     }, PENDING_GRACE_MS);
     grace.unref();
+    graces.set(socket, grace);
+  };
+  server.on('connection', (socket: Socket) => {
+    watch(socket, socket.remoteAddress ?? '?');
     socket.once('close', () => {
-      clearTimeout(grace);
+      clearTimeout(graces.get(socket));
       forget(socket);
     });
   });
-  server.on('request', (req: IncomingMessage) => {
-    served.add(req.socket);
-    forget(req.socket);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    clearTimeout(graces.get(socket));
+    served.add(socket);
+    forget(socket);
+    // answered: waiting for its next request head, it is watched again
+    res.once('finish', () => {
+      served.delete(socket);
+      if (!socket.destroyed) watch(socket, socket.remoteAddress ?? '?');
+    });
   });
 }
 
@@ -276,7 +290,13 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     // Checked first: an answer of any other kind to a rebound name would already be a leak.
     if (!hostAllowed(req.headers.host, o.listen, port))
       return send(421, TEXT, 'misdirected request: the Host header does not name this server\n');
-    const url = new URL(req.url ?? '/', 'http://x');
+    // a target no URL can be made of (`GET http://[ HTTP/1.1`): the client's error, not ours
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://x');
+    } catch {
+      return send(400, TEXT, 'bad request: the request target is not a URL path\n');
+    }
     const path = url.pathname;
     const page =
       path === '/'

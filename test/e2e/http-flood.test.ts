@@ -23,10 +23,16 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 const PENDING_PER_CLIENT = 16;
 
 describe('HTTP under a flood of half-open connections', () => {
-  it(
-    '150 trickling connections: every /healthz and /metrics probe on a new connection is answered while the flood runs',
+  it.each([
+    // connections that never send a whole request head
+    { n: 150, first: '', waves: 30 },
+    // more than the server's connections (256), each first sending one whole request without a
+    // token to a wrong host (421), then trickling the next: answered once, it is half-open again
+    { n: 260, first: 'GET / HTTP/1.1\r\nHost: evil\r\n\r\n', waves: 5 },
+  ])(
+    '$n trickling connections (first request: $first): every /healthz and /metrics probe on a new connection is answered while the flood runs',
     { timeout: 90_000 },
-    async () => {
+    async ({ n, first, waves }) => {
       const project = testProject({ routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }] });
       const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, timeoutMs: 85_000 });
       const url = new URL((await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!);
@@ -38,6 +44,7 @@ describe('HTTP under a flood of half-open connections', () => {
         const c = connect(Number(url.port), '127.0.0.1');
         open.add(c);
         let sent = 0;
+        if (first) c.write(first);
         const head = 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ';
         const timer = setInterval(() => {
           if (!c.destroyed) c.write(head[sent] ?? 'a');
@@ -52,12 +59,12 @@ describe('HTTP under a flood of half-open connections', () => {
           setTimeout(attacker, 50); // back again
         });
       };
-      for (let i = 0; i < 150; i++) attacker();
+      for (let i = 0; i < n; i++) attacker();
       // the flood in place: more connections than the server keeps for one client (PENDING_PER_CLIENT),
       // each turned away and back again, 30 times over on average (past the first waves, when all
       // 150 come back at once)
       await eventually(
-        () => open.size >= PENDING_PER_CLIENT && turnedAway >= 30 * 150,
+        () => open.size >= PENDING_PER_CLIENT && turnedAway >= waves * n,
         60_000,
         'the flood to run',
         () => `${open.size} open, ${turnedAway} turned away`,

@@ -1,6 +1,7 @@
 // The HTTP server in-process with fixed data (SPEC §11, §12): routes, content types, the Host
 // check, the token, read-only methods, errors that do not leak, and the cache of reads.
 
+import { connect } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { Metrics } from '../../src/http/metrics.js';
 import { startStatusServer, type StatusServer } from '../../src/http/server.js';
@@ -74,6 +75,24 @@ describe('status server', () => {
     expect(
       (await httpGet(`${s.url}healthz`, { host: `localhost:${s.port}`, authorization: `Bearer ${TOKEN}` })).status,
     ).toBe(200);
+  });
+
+  it('a request target that is not a URL path is a 400 with the common headers, and nothing in the log', async () => {
+    const warned: string[] = [];
+    const s = await serve({ warn: (m) => warned.push(m) });
+    const answer = await new Promise<string>((resolve) => {
+      let text = '';
+      const c = connect(s.port, '127.0.0.1', () =>
+        c.write(`GET http://[ HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\nConnection: close\r\n\r\n`),
+      );
+      c.on('data', (d: Buffer) => (text += d.toString('latin1')));
+      c.on('close', () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/\r\ncache-control: no-store\r\n/i);
+    expect(answer).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
+    expect(answer).toContain('bad request: the request target is not a URL path');
+    expect(warned).toEqual([]);
   });
 
   it('with a token: 401 without it or with a wrong one, on every path but the pages, which come without data', async () => {
