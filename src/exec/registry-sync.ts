@@ -59,22 +59,59 @@ export async function currentRegistry(
     behind = read.kind === 'ok' ? await newerRun(store, read.registry) : null;
   }
   if (read.kind === 'ok' && behind === null) return { registry: read.registry, rebuilt: false };
+  if (read.kind === 'ok') return foldNewer(store, read.registry, behind!, defs, warn, clock);
   const runs = await allRuns(store, warn);
   if (read.kind === 'missing' && runs.length === 0) return { registry: emptyRegistry(), rebuilt: false };
   const how =
     read.kind === 'missing'
       ? 'is missing'
-      : read.kind === 'ok'
-        ? `is older than run ${behind} (it never folded it in)`
-        : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
+      : `is corrupt (${read.problem})${read.movedTo ? `; moved aside to ${basename(read.movedTo)}` : ''}`;
   warn(`${store.registryLocation} ${how}; rebuilt from ${runs.length} run${runs.length === 1 ? '' : 's'}`);
   const registry = rebuildRegistry(runs, defs, nowIso(clock));
   // A run still RUNNING is either someone's live run (a read-only view) or a dead holder's (we
   // hold the lock): either way it must be folded again when it ends.
   registry.active_runs = runs.filter((r) => r.status === 'RUNNING').map((r) => r.run_id);
-  // every run was looked at, an unreadable newest one too (reported above): not again and again
-  if (behind !== null && (registry.folded_through === undefined || behind > registry.folded_through))
-    registry.folded_through = behind;
+  return { registry, rebuilt: true };
+}
+
+/** A registry that is readable but older than the runs (a restored copy; a crash between a
+ * run's folder and the registry naming it): the runs it has not folded in, folded onto it, oldest
+ * first — never thrown away for a rebuild from every run, which loses what a damaged older run
+ * alone recorded. A run still RUNNING is listed as active, to be folded when it ends. */
+async function foldNewer(
+  store: ExecStore,
+  current: Registry,
+  newest: string,
+  defs: SourcedTask[],
+  warn: (m: string) => void,
+  clock: Clock,
+): Promise<{ registry: Registry; rebuilt: boolean }> {
+  const through = foldedThrough(current);
+  const newer = (await store.listRunIds(100_000))
+    .filter((id) => (through === null || id > through) && !current.active_runs.includes(id))
+    .reverse();
+  // defined tasks first, as a rebuild does: a task the newer runs ran is known when they fold
+  let registry = syncRegistry(current, defs, nowIso(clock)).registry;
+  let folded = 0;
+  for (const id of newer) {
+    let run: RunState | null;
+    try {
+      run = await store.loadRun(id);
+    } catch (err) {
+      if (!(err instanceof UnreadableRunError)) throw err;
+      warn(err.message);
+      continue;
+    }
+    if (run === null) continue; // never came to be
+    folded++;
+    if (run.status === 'RUNNING') registry = { ...registry, active_runs: [...registry.active_runs, run.run_id] };
+    else registry = foldRun(registry, run, nowIso(clock));
+  }
+  if (registry.folded_through === undefined || newest > registry.folded_through)
+    registry = { ...registry, folded_through: newest };
+  warn(
+    `${store.registryLocation} is older than run ${newest} (it never folded it in); folded in the ${folded} newer run${folded === 1 ? '' : 's'}`,
+  );
   return { registry, rebuilt: true };
 }
 

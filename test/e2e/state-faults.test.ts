@@ -65,7 +65,9 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
     const damaged = existsSync(registry) ? readFileSync(registry, 'utf8') : null;
     // a read-only view: shows the rebuilt state, changes nothing
     const view = await runCli(['exec', 'status', '--json'], { cwd: project });
-    expect(view.stderr).toMatch(/tasks\.json is (missing|corrupt .*|older than run r-\S+ .*); rebuilt from 1 run/);
+    expect(view.stderr).toMatch(
+      /tasks\.json is (missing|corrupt .*|older than run r-\S+ .*); (rebuilt from|folded in the) 1 (newer )?run/,
+    );
     expect(Object.fromEntries((JSON.parse(view.stdout) as TaskRow[]).map((t) => [t.id, t.status]))).toEqual({
       a: 'succeeded',
       b: 'succeeded',
@@ -89,7 +91,9 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
     writeFileSync(registry, before);
     const again = await runCli(['exec', 'run'], { cwd: project });
-    expect(again.stderr).toMatch(/tasks\.json is older than run r-\S+ \(it never folded it in\); rebuilt from 1 run/);
+    expect(again.stderr).toMatch(
+      /tasks\.json is older than run r-\S+ \(it never folded it in\); folded in the 1 newer run/,
+    );
     expect(again.stdout).toMatch(/nothing to run/);
     expect(starts(project)).toHaveLength(3);
     // written back whole: the next command has nothing to say
@@ -115,6 +119,24 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
       a: 'pending',
       b: 'succeeded',
     });
+  });
+
+  it('a good registry older than an empty newer run folder folds the newer runs in, never thrown away: what a damaged older run did stays done', async () => {
+    const project = taskProject();
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
+    const [old] = readdirSync(state(project, 'exec', 'runs'));
+    // the old run's files zeroed (a crash of a file system that does not journal data)…
+    for (const f of ['run.json', 'journal.jsonl']) {
+      const path = state(project, 'exec', 'runs', old!, f);
+      writeFileSync(path, Buffer.alloc(readFileSync(path).length));
+    }
+    // …and a newer run's folder left empty by a crash as it was created (not named by tasks.json)
+    mkdirSync(state(project, 'exec', 'runs', 'r-20991231T000000Z-abcd'), { mode: 0o700 });
+    const again = await runCli(['exec', 'run'], { cwd: project });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/nothing to run: all 3 tasks succeeded/);
+    expect(again.stderr).toMatch(/tasks\.json is older than run r-20991231T000000Z-abcd .*folded in the 0 newer runs/);
+    expect(starts(project)).toHaveLength(3);
   });
 
   it('a changed definition still runs again after a rebuild', async () => {
