@@ -36,6 +36,7 @@ import { recentFiresInFiles } from './recent-fires.js';
 import {
   checkedStateDir,
   indexLags,
+  newerOf,
   readRoutine,
   readIndex,
   readRoutineIndexed,
@@ -121,7 +122,11 @@ function appendFact(project: Project, id: string, line: string, warn: Warn, cach
   beforeAppend(project);
   const path = historyPath(project.stateDir, id);
   if (!lstatQuiet(path)) {
-    const kept = cache?.get(id) ?? readIndex(project, id);
+    // while its index is there: from the newest fold of the file known (this process's own, a
+    // scheduler's, is ahead of the index it writes only every 16 KiB); the index gone too, the
+    // routine starts again (docs/state.md)
+    const index = readIndex(project, id);
+    const kept = index ? newerOf(cache?.get(id), index) : null;
     if (kept) {
       // complete in a file of its own, then linked as the history (link fails if the name is
       // there): a writer appending at the same moment never meets an empty file, and its line is
@@ -182,8 +187,9 @@ export async function openFire(
   routineId: string,
   open: OpenFire,
   warn: Warn = () => {},
+  cache?: IndexCache,
 ): Promise<void> {
-  appendFact(project, routineId, openLine(open), warn);
+  appendFact(project, routineId, openLine(open), warn, cache);
 }
 
 /** Closes every open fire whose process is gone, as a failure: its outcome was lost. */
@@ -314,7 +320,7 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
       }
     },
     openFire: async (id, open, warn) => {
-      await openFire(project, id, open, warn);
+      await openFire(project, id, open, warn, cache);
       publisher.touched(id);
     },
     reconcile: (isGone, warn, recorded) =>

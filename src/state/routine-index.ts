@@ -38,6 +38,9 @@ export interface RoutineIndex extends FoldedAt {
   tail: string;
   /** Ids of the newest lines folded (a line re-appended across a rotation counts once). */
   recent: string[];
+  /** The first up to 64 bytes of the file (base64): a file that no longer starts with them was
+   * cut or overwritten in place, not grown. Absent in indexes written before it was kept. */
+  head?: string;
 }
 
 export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
@@ -61,6 +64,7 @@ function checkIndex(v: unknown): RoutineIndex | string {
     mtime: v.mtime as number,
     tail: v.tail,
     recent: v.recent.filter((x): x is string => typeof x === 'string').slice(-64),
+    ...(typeof v.head === 'string' ? { head: v.head } : {}),
   };
 }
 
@@ -73,6 +77,7 @@ function foldHistory(
   base: RoutineIndex | null,
   warn: Warn,
   seen?: Stats | null,
+  newest: RoutineIndex | null = base,
 ): RoutineIndex | null {
   const file = historyPath(project.stateDir, id);
   const st = seen === undefined ? lstatQuiet(file) : seen;
@@ -90,6 +95,7 @@ function foldHistory(
       from = { record: base.record, recent: base.recent };
     }
   }
+  const continued = from !== undefined;
   if (!read) {
     const whole = readHistoryBytes(file, 0);
     if (!whole) return null;
@@ -97,7 +103,18 @@ function foldHistory(
   }
   const parsed = parseHistory(read.bytes.toString('utf8'), checkRecord);
   if (parsed.unreadable.length > 0)
-    warn(unreadableMessage(file, from ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
+    warn(unreadableMessage(file, continued ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
+  const prior = continued ? null : (newest ?? base);
+  if (prior && cutInPlace(prior, read, parsed.lines)) {
+    // folded on top of the newest record known of it, as a removed file goes on from it: never
+    // a routine reset to "never run", a paused one resumed, a failing streak hidden
+    from = { record: prior.record, recent: prior.recent };
+    warnOnce(
+      `${file}\0${read.ino}\0${read.size}`,
+      `${file} was cut or overwritten (it no longer holds what was folded from it): its routine goes on from the record kept of it (${prior.record.counts.success} succeeded, ${prior.record.counts.failure} failed, ${prior.record.counts.skipped} skipped)`,
+      warn,
+    );
+  }
   const folded = foldLines(parsed.lines, from);
   return {
     record: folded.record,
@@ -106,7 +123,44 @@ function foldHistory(
     size: read.size,
     mtime: read.mtimeMs,
     tail: tailOf(file, read),
+    // (an index from before heads were kept gets one at the next whole read)
+    ...(read.start === 0 ? { head: headOf(read.bytes) } : base?.head !== undefined ? { head: base.head } : {}),
   };
+}
+
+/** The first up to 64 bytes of the file (base64). */
+const headOf = (bytes: Buffer): string => bytes.subarray(0, 64).toString('base64');
+const startsWith = (bytes: Buffer, head: string): boolean => {
+  const h = Buffer.from(head, 'base64');
+  return bytes.subarray(0, h.length).equals(h);
+};
+
+/** Whether the file folded before (`prior`, of the same inode) was cut or overwritten in place
+ * (`: > file`, NULs after a crash of a file system that does not journal data), not grown, not
+ * rotated (a rotation's file starts with the record so far, as a summary) and not edited by hand
+ * (the lines left keep their ids): shorter than what was folded or starting with a NUL, no longer
+ * starting as it did, and holding none of the newest lines folded. */
+function cutInPlace(
+  prior: RoutineIndex,
+  read: { bytes: Buffer; ino: number; size: number },
+  lines: readonly { id?: string | null }[],
+): boolean {
+  if (prior.head === undefined || prior.ino !== read.ino) return false;
+  if (!(read.size < prior.size || read.bytes[0] === 0)) return false;
+  if (startsWithSummary(read.bytes) || startsWith(read.bytes, prior.head)) return false;
+  const recent = new Set(prior.recent);
+  return !lines.some((l) => l.id && recent.has(l.id));
+}
+
+const SUMMARY_START = Buffer.from('{"event":"summary"');
+const startsWithSummary = (bytes: Buffer): boolean => bytes.subarray(0, SUMMARY_START.length).equals(SUMMARY_START);
+
+/** What this process said of a cut history file (the file, its identity and size), once. */
+const said = new Set<string>();
+function warnOnce(key: string, message: string, warn: Warn): void {
+  if (said.has(key)) return;
+  said.add(key);
+  warn(message);
 }
 
 /** The last up to 64 bytes of the file as read (base64): from the bytes in hand when they
@@ -155,14 +209,25 @@ export function readRoutineIndexed(project: Project, id: string, warn: Warn, cac
   // the index file instead is judged by a look after that read)
   const st = cached ? lstatQuiet(historyPath(project.stateDir, id)) : undefined;
   const base = cached && st && st.ino === cached.ino && st.size >= cached.size ? cached : null;
+  const index = base ? null : readIndex(project, id);
   const folded = base
     ? foldHistory(project, id, base, warn, st)
-    : foldHistory(project, id, readIndex(project, id), warn);
+    : foldHistory(project, id, index, warn, undefined, newerOf(cached, index));
   if (cache) {
     if (folded) cache.set(id, folded);
-    else cache.delete(id);
+    // a history removed by hand: its newest fold is kept, for the next fact to go on from while
+    // its index is there (file-store.ts appendFact)
+    else if (!cached || lstatQuiet(historyPath(project.stateDir, id)) !== null) cache.delete(id);
   }
   return folded;
+}
+
+/** Of two folds of a routine's history, the newer: the later one of the same file, else the
+ * index (a fold of another file — before a rotation — is no newer than what the index says). */
+export function newerOf(cached: RoutineIndex | undefined, index: RoutineIndex | null): RoutineIndex | null {
+  if (!cached) return index;
+  if (!index) return cached;
+  return cached.ino === index.ino && cached.size >= index.size ? cached : index;
 }
 
 export function checkFolders(project: Project): void {

@@ -23,6 +23,7 @@ import { checkRoutineState, type RoutineRecord, type RoutineStateFile } from './
 import {
   checkFolders,
   isCount,
+  newerOf,
   readIndex,
   readRoutineIndexed,
   unmoved,
@@ -171,11 +172,16 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
   // again from it), or, with the index gone too, as never run — and said once
   for (const id of Object.keys(was)) {
     if (own(at, id) || !own(routines, id) || lstatQuiet(historyPath(project.stateDir, id))) continue;
-    const kept = readIndex(project, id);
+    // the newest record of the file known: this process's own fold, the index, or the one on
+    // record here when it was folded further (a running scheduler writes the index only every
+    // 16 KiB, and keeps this file current)
+    const index = readIndex(project, id);
+    const kept = index ? newerOf(cache?.get(id), index) : null;
+    const pos = was[id]!;
     current = false;
-    if (kept) routines[id] = kept.record;
-    else delete routines[id];
-    warnGone(historyPath(project.stateDir, id), was[id]!, kept !== null, warn);
+    if (!kept) delete routines[id];
+    else if (!(pos.ino === kept.ino && pos.size > kept.size)) routines[id] = kept.record;
+    warnGone(historyPath(project.stateDir, id), pos, kept !== null, warn);
   }
   return { state: { version: 1, routines }, at, current, identity, corrupt: r.kind === 'corrupt', stamp };
 }

@@ -12,6 +12,7 @@ import {
   pauseRoutine,
   statePath,
   publishRoutineState,
+  fileRoutineStore,
 } from '../../src/state/file-store.js';
 import { historyPath, historyTrimBytes, readHistoryBytes } from '../../src/state/history.js';
 import { UnsafePathError } from '../../src/errors.js';
@@ -254,6 +255,67 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 3, failure: 1, skipped: 0 });
     await publishRoutineState(p);
     expect(JSON.parse(readFileSync(statePath(p), 'utf8')).routines.a.counts.success).toBe(3);
+  });
+
+  it.each([
+    ['emptied in place (: > file)', (f: string) => writeFileSync(f, '')],
+    [
+      'overwritten with NULs in place (a crash of a file system that does not journal data)',
+      (f: string) => writeFileSync(f, Buffer.alloc(statSync(f).size)),
+    ],
+  ])(
+    'a history file %s: its paused, failing routine goes on from the record kept of it, said once; never "never run"',
+    async (_name, cut) => {
+      const p = project();
+      for (const i of [1, 2, 5]) await recordFire(p, 'a', fire(i)); // 1 succeeded, 2 failed
+      await pauseRoutine(p, 'a', true, 'maintenance');
+      await publishRoutineState(p);
+      cut(historyPath(p.stateDir, 'a'));
+      const warnings: string[] = [];
+      const seen = readRoutineState(p, (m) => warnings.push(m)).routines.a;
+      expect(seen).toMatchObject({ counts: { success: 1, failure: 2, skipped: 0 }, paused: true });
+      expect(warnings.join('\n')).toMatch(
+        /a\.jsonl was cut or overwritten \(it no longer holds what was folded from it\): its routine goes on from the record kept of it \(1 succeeded, 2 failed, 0 skipped\)/,
+      );
+      await recordFire(p, 'a', fire(8));
+      expect(readRoutineState(p).routines.a).toMatchObject({
+        counts: { success: 1, failure: 3, skipped: 0 },
+        consecutive_failures: 3,
+        paused: true,
+      });
+    },
+  );
+
+  it('a history file removed while a long-running store records: the next fire goes on from its newest fold, not from the index it writes only every 16 KiB', async () => {
+    const p = project();
+    const store = fileRoutineStore(p, { longRunning: true });
+    try {
+      await store.recordFire('a', fire(1), () => {});
+      // the index is written now, then lags: these are folded, not in it
+      for (const i of [2, 5, 8]) await store.recordFire('a', fire(i), () => {});
+      expect(JSON.parse(readFileSync(indexPath(p, 'a'), 'utf8').split('\n')[0]!).record.counts).toMatchObject({
+        success: 1,
+        failure: 0,
+      });
+      rmSync(historyPath(p.stateDir, 'a'));
+      const said: string[] = [];
+      const open: OpenFire = {
+        id: 'f-11',
+        scheduled_at: fire(11).scheduled_at,
+        started_at: fire(11).started_at,
+        run_id: 'r-11',
+        trigger: 'schedule',
+        owner: { pid: process.pid, host: 'here', boot_id: null, start_time: null },
+      };
+      await store.openFire('a', open, (m) => said.push(m));
+      await store.recordFire('a', { ...fire(11), closes: 'f-11' }, () => {});
+      expect(said.join('\n')).toMatch(
+        /started again from the record its index kept \(1 succeeded, 3 failed, 0 skipped\)/,
+      );
+      expect((await store.readOne('a', () => {}))?.counts).toEqual({ success: 1, failure: 4, skipped: 0 });
+    } finally {
+      await store.close!();
+    }
   });
 
   it('a history file and its index removed by hand: views show the routine as never run, as its next fire records it', async () => {
