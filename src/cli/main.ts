@@ -26,6 +26,15 @@ async function run(argv: string[]): Promise<void> {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
+  // a working folder removed under the shell (`cd d; rmdir ../d`): every path is made from it
+  try {
+    process.cwd();
+  } catch {
+    process.stderr.write(
+      'routinely: the current folder no longer exists (removed, or moved away from this shell): cd to one that does\n',
+    );
+    process.exit(2);
+  }
   // the start-up paths from the validated config's cache; null: the full path runs
   const fastPaths: (() => number | null | Promise<number | null>)[] = [
     () => {

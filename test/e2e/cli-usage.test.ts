@@ -1,6 +1,8 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { CLI, childEnv, runCli } from '../helpers/cli.js';
 import { runInProcess } from '../helpers/in-process.js';
 import { testdir, testProject } from '../helpers/testdir.js';
 
@@ -47,6 +49,26 @@ describe('global options', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/Global Options:\n(.*\n)*\s+-c, --config <path>/);
   });
+});
+
+describe('a working folder removed under the shell', () => {
+  it.each([['validate'], ['routine', 'list'], ['lock', 'run', '--', 'true'], ['exec', 'status']])(
+    '%s: exit 2 saying so, never an unexpected error (also with an absolute --config)',
+    (...args) => {
+      const { config } = elsewhere();
+      const dir = join(testdir(), 'gone');
+      mkdirSync(dir);
+      const r = spawnSync(
+        'sh',
+        ['-c', 'cd "$1" && rmdir "$1" && shift && exec "$@"', 'sh', dir, process.execPath, CLI, '-c', config, ...args],
+        { env: childEnv(), encoding: 'utf8' },
+      );
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        'routinely: the current folder no longer exists (removed, or moved away from this shell): cd to one that does\n',
+      );
+    },
+  );
 });
 
 describe('help without a command', () => {
