@@ -5,7 +5,7 @@
 // every ROUTINELY_* variable and TZ, the version and the user. A key that does not match means
 // the full path, which validates and reports exactly as before.
 
-import { checkTrustedPaths } from '../config/trust.js';
+import { checkLockFolder, checkTrustedPaths } from '../config/trust.js';
 import { hostIdProblem } from '../config/host-id.js';
 import { dirname, join, resolve } from 'node:path';
 import { configTextOf, findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
@@ -46,6 +46,7 @@ export function cachedConfig(configArg: string | undefined, env: NodeJS.ProcessE
   if (!project) return null;
   if (project.lockDir !== resolve(root, nonEmpty(env.ROUTINELY_LOCK_DIR) ?? join(project.stateDir, 'locks')))
     return null;
+  if (nonEmpty(env.ROUTINELY_LOCK_DIR)) checkLockFolder(project.lockDir);
   return { configPath, root, key, project };
 }
 

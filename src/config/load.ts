@@ -6,7 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parsePgUrl } from './database-url.js';
 import { redactSecrets } from '../redact.js';
 import { ConfigError, UnsafePathError, UsageError, errnoCode, errnoWords } from '../errors.js';
-import { UntrustedPathError, checkTrustedPaths } from './trust.js';
+import { UntrustedPathError, checkLockFolder, checkTrustedPaths } from './trust.js';
 import { statFollow } from '../fs/look.js';
 import { printable } from '../printable.js';
 import { hostIdProblem } from './host-id.js';
@@ -156,6 +156,7 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
   if (lockWhy) throw new UsageError(`ROUTINELY_LOCK_DIR: ${lockWhy}`);
   try {
     checkTrustedPaths({ configPath, root, stateDir });
+    if (nonEmpty(env, 'ROUTINELY_LOCK_DIR')) checkLockFolder(lockDir);
   } catch (err) {
     if (err instanceof UntrustedPathError) throw new UnsafePathError(err.message);
     throw err;

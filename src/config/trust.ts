@@ -138,6 +138,14 @@ export function checkTrustedPaths(o: { configPath: string; root: string; stateDi
   checkChain(o.stateDir, 'state folder', uid, checked);
 }
 
+/** The checks for a lock folder set apart (`ROUTINELY_LOCK_DIR`), as for the state folder: the
+ * folder and every folder above it (a lock folder another user can swap is a lock they hold). */
+export function checkLockFolder(dir: string): void {
+  const uid = myUid();
+  if (uid === null) return;
+  checkChain(dir, 'lock folder (ROUTINELY_LOCK_DIR)', uid, new Set());
+}
+
 /** The checks for a folder of `exec.taskDirs` (a task names a command that runs as you): the
  * folder and every folder above it, as the project folder — a link at it judged by its owner and
  * its target the same way. */

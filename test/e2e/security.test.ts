@@ -398,6 +398,27 @@ describe('views never read through a symlinked folder under the state folder', (
     expect(readdirSync(join(elsewhere, 'locks')).some((n) => n.startsWith('exec-run.'))).toBe(true);
   });
 
+  it('a ROUTINELY_LOCK_DIR in a folder every user may write is refused by every command, validate too (exit 2, named)', async () => {
+    const project = testProject();
+    const open = mkdtempSync(join(tmpdir(), 'routinely-open-'));
+    onTestFinished(() => rmSync(open, { recursive: true, force: true }));
+    chmodSync(open, 0o777); // (no sticky bit: anyone may swap the lock folder for a link of theirs)
+    for (const args of [
+      ['validate'],
+      ['lock', 'run', '--', 'true'],
+      ['lock', 'status'],
+      ['routine', 'list'],
+      ['exec', 'status'],
+    ]) {
+      const r = await runCli(args, { cwd: project, env: { ROUTINELY_LOCK_DIR: join(open, 'locks') } });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(
+        /refusing the lock folder \(ROUTINELY_LOCK_DIR\): \S+ is writable by every user \(mode 0777\)/,
+      );
+    }
+    expect(readdirSync(open)).toEqual([]);
+  });
+
   it('a symlink, FIFO or folder at exec/tasks.json is set aside by the next exec run, the link never followed', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] } });
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
