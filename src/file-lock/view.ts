@@ -134,6 +134,10 @@ export function judgeView(paths: LockPaths, rec: LockRecord, st: Stats, slotIno?
   // our own slot's file (the view is a hard link to it) made unreadable — zeroed by a crash or a
   // hand — claims nothing: our slot is still the top one (checked before), so still ours
   if (read.kind !== 'ok' && st.ino === slotIno) return { kind: 'ours', stamp: { ino: st.ino, ctimeMs: st.ctimeMs } };
+  // an empty file put there (`rm exec-run.lock; touch exec-run.lock`) names nobody: no claim
+  // (SPEC §4.3: a lock is lost to another lock_id), healed at the next beat; a non-empty one
+  // that does not read is taken for a claim being written
+  if (read.kind === 'unreadable' && read.text.trim() === '') return { kind: 'harmless' };
   const who =
     read.kind === 'ok'
       ? `pid ${read.record.owner.pid} on ${printable(read.record.owner.host)} (generation ${read.record.generation})`

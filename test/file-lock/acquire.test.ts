@@ -433,6 +433,26 @@ describe('heartbeat, loss and release (SPEC §4.3, §4.6)', () => {
     expect(readLock(dir)).toEqual(intruder);
   });
 
+  it('an empty file put at the view (rm; touch) claims nothing: the lease holds, the view is healed, the release is clean', async () => {
+    const dir = testdir();
+    const clock = new ManualClock(Date.now());
+    const lease = await mustAcquire(options(dir, { clock }));
+    const view = readFileSync(join(dir, 'exec-run.lock'), 'utf8');
+    rmSync(join(dir, 'exec-run.lock'));
+    writeFileSync(join(dir, 'exec-run.lock'), '');
+    expect(lease.verify()).toEqual({ ok: true });
+    clock.advance(3_000);
+    expect(lease.refresh()).toEqual({ ok: true });
+    expect(lease.signal.aborted).toBe(false);
+    expect(readFileSync(join(dir, 'exec-run.lock'), 'utf8')).toBe(view);
+    expect(await lease.release()).toMatchObject({ released: true });
+    // a non-empty record that does not read is still taken for a claim being written
+    const other = await mustAcquire(options(dir, { clock }));
+    rmSync(join(dir, 'exec-run.lock'));
+    writeFileSync(join(dir, 'exec-run.lock'), '{"version":1,"key":"exec-run","lock_id":"');
+    expect(other.verify()).toMatchObject({ ok: false, lost: { why: expect.stringMatching(/unreadable record/) } });
+  });
+
   it('reports the lease lost after a pause past the TTL, without writing', async () => {
     const dir = testdir();
     const clock = new ManualClock(Date.now());
