@@ -2,7 +2,7 @@
 // machine does), and rolling restarts. Every per-second tick is recorded exactly once.
 
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually, runCli, sleep, startCli } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
@@ -140,6 +140,9 @@ suite('rolling restarts of schedulers sharing a database', () => {
         return held?.owner.run_id !== undefined;
       }, 30_000);
       const { host, run_id: runId } = held!.owner;
+      // its command started, so its open marker is written (the lock names the run a moment
+      // before: killed in between, the fire never started, and is a tick never fired)
+      await eventually(() => existsSync(join(project, 'marks')), 30_000);
       const doomed = all[host === 'h1' ? 0 : 1]!;
       const survivor = all[host === 'h1' ? 1 : 0]!;
       onTestFinished(() => {
