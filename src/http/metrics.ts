@@ -61,7 +61,8 @@ export interface SharedState {
       lock: string;
     } | null;
   }[];
-  execLockHeld: boolean;
+  /** null: the exec lock could not be read (something in the way at its path): 0, nobody can hold it. */
+  execLockHeld: boolean | null;
   schedulerUp: boolean;
   info: { version: string; project: string; host: string };
   /** PostgreSQL backend: the database clock minus ours, as last measured (null: not yet). */
@@ -273,7 +274,7 @@ export class Metrics {
       this.gauge.lastDuration.set({ routine }, Math.max(0, r.last_run_duration_ms ?? 0) / 1000);
       if (r.config) this.routineInfo.set({ routine, ...r.config, exclusive: String(r.config.exclusive) }, 1);
     }
-    this.lockHeld.set(state.execLockHeld ? 1 : 0);
+    this.lockHeld.set(state.execLockHeld === true ? 1 : 0);
     this.up.set(state.schedulerUp ? 1 : 0);
     this.info.set(state.info, 1);
     if (this.clockOffset && typeof state.clockOffsetSeconds === 'number')

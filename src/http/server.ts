@@ -158,8 +158,24 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     }
     return ranBefore.get(r.id) ?? null;
   };
+  /** What kept the exec lock from /metrics last, said once until it changes. */
+  let lockProblem: string | null = null;
   const shared = async (): Promise<SharedState> => {
-    const [rows, lock, up] = await Promise.all([s.routines(), s.lock(), s.schedulerUp()]);
+    // a lock that cannot be read (a folder at its path) costs its own sample, not the scrape: the
+    // routines' series are what alerts on the fires it makes fail
+    const [rows, lock, up] = await Promise.all([
+      s.routines(),
+      s.lock().then(
+        (l) => ((lockProblem = null), l),
+        (err: unknown) => {
+          const why = (err as Error).message;
+          if (why !== lockProblem) o.warn(`the exec lock could not be read for /metrics: ${why}`);
+          lockProblem = why;
+          return null;
+        },
+      ),
+      s.schedulerUp(),
+    ]);
     // history only for rows that do not count their consecutive skips themselves
     const counted = (r: RoutineView): boolean => typeof r.consecutive_skips === 'number';
     const recent = rows.every(counted) ? {} : await s.recent(rows.map((r) => r.id));
@@ -182,7 +198,7 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
           ? { schedule: r.schedule, timezone: r.timezone ?? machineZone(), action: r.action, ...config[r.id]! }
           : null,
       })),
-      execLockHeld: lock.state === 'held',
+      execLockHeld: lock === null ? null : lock.state === 'held',
       schedulerUp: up,
       info: { version: VERSION, project: s.info.project, host: s.info.host },
       ...(s.clockOffsetMs ? { clockOffsetSeconds: ((o) => (o === null ? null : o / 1000))(s.clockOffsetMs()) } : {}),

@@ -3,6 +3,7 @@
 
 import { connect } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { UnsafePathError } from '../../src/errors.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { startStatusServer, type StatusServer } from '../../src/http/server.js';
 import { cachedSources, type StatusSources } from '../../src/http/sources.js';
@@ -93,6 +94,27 @@ describe('status server', () => {
     expect(answer).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
     expect(answer).toContain('bad request: the request target is not a URL path');
     expect(warned).toEqual([]);
+  });
+
+  it('/metrics with the exec lock unreadable (a folder at its path): the routines are scraped, the lock held by nobody, said once', async () => {
+    const warned: string[] = [];
+    const s = await serve({
+      sources: fixedSources(pageData(), {
+        lock: async () => {
+          throw new UnsafePathError('.routinely/locks/exec-run.lock is a folder, not a regular file');
+        },
+      }),
+      warn: (m) => warned.push(m),
+    });
+    for (let i = 0; i < 2; i++) {
+      const metrics = await httpGet(`${s.url}metrics`);
+      expect(metrics.status).toBe(200);
+      expect(sample(metrics.body, 'routinely_consecutive_skips', { routine: 'tick' })).toBe(1);
+      expect(sample(metrics.body, 'routinely_exec_lock_held', {})).toBe(0);
+    }
+    expect(warned).toEqual([
+      'the exec lock could not be read for /metrics: .routinely/locks/exec-run.lock is a folder, not a regular file',
+    ]);
   });
 
   it('with a token: 401 without it or with a wrong one, on every path but the pages, which come without data', async () => {
