@@ -8,7 +8,7 @@
 
 import { printable as escapeControls } from '../printable.js';
 import { cronProblem, isValidTimezone } from './cron.js';
-import { ID_PATTERN } from './types.js';
+import { ID_PATTERN, reservedLockName } from './types.js';
 import { shellQuote } from '../shell-quote.js';
 
 export interface ImportOptions {
@@ -380,7 +380,8 @@ function lockFor(file: string, locks: LockEntry[]): LockEntry {
       .replace(/[^a-z0-9_-]+/g, '-')
       .replace(/^[^a-z0-9]+/, '')
       .slice(0, 60) || 'lock';
-  const name0 = cleaned === 'exec' ? 'exec-lock' : cleaned;
+  // the names the config keeps for itself (exec; exec-run and scheduler: config/types.ts)
+  const name0 = cleaned === 'exec' || reservedLockName(cleaned) !== null ? `${cleaned}-lock` : cleaned;
   let name = name0;
   for (let n = 2; locks.some((l) => l.name === name); n++) name = `${name0}-${n}`;
   const entry = { name, file };
