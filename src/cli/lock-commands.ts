@@ -123,6 +123,8 @@ export async function lockRun(
   env: NodeJS.ProcessEnv = process.env,
   slotsNow: SlotsNow | null = null,
 ): Promise<number | null> {
+  // an empty program name (`lock run -- ""`): bad input, said before the lock is taken
+  if (cmd[0] === '') throw new UsageError('lock run: the command after -- is empty: name a program to run');
   const policy = busyPolicy(flags, 'fail');
   const name = lockNameOf(flags.lock);
   await using source = await sourceFor(g, 'run', fresh, env);

@@ -84,6 +84,10 @@ describe('lock run', () => {
     const denied = await runCli(['lock', 'run', '--', './not-executable'], { cwd: project });
     expect(denied.code).toBe(126);
     expect(denied.stderr).toBe('routinely: lock run: failed to execute ./not-executable: Permission denied\n');
+    // an empty program name is bad input (2), said before any lock is taken
+    const empty = await runCli(['lock', 'run', '--', ''], { cwd: project });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toBe('routinely: lock run: the command after -- is empty: name a program to run\n');
   });
 
   it('busy: fail exits 75 naming the holder, skip exits 0, wait gets it after release', async () => {
