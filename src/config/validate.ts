@@ -279,6 +279,14 @@ export function validateConfig(input: unknown, options: ValidateOptions = {}): V
   for (const [i, dir] of (raw.exec?.taskDirs ?? []).entries()) {
     const problem = relativePathProblem(dir);
     if (problem) issues.push({ path: formatPath(['exec', 'taskDirs', i]), message: `${showValue(dir)} ${problem}` });
+    // the state folder as a task folder (read without its subfolders): routinely's own files
+    // there would be read as task files, and every exec command refused once they are written
+    const folder = (p: string): string => normalize(p).replace(/(.)\/+$/, '$1');
+    if (!problem && folder(raw.stateDir ?? '.routinely') === folder(dir))
+      issues.push({
+        path: 'stateDir',
+        message: `${showValue(raw.stateDir ?? '.routinely')} is also exec.taskDirs[${i}]: the files routinely keeps there would be read as task files; give the state folder a folder of its own`,
+      });
   }
 
   if (raw.http?.listen !== undefined) {

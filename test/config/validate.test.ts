@@ -30,6 +30,13 @@ describe('validateConfig', () => {
     });
   });
 
+  it('a state folder that is also a task folder is refused, naming both (its files would be read as tasks)', () => {
+    expect(problems({ stateDir: 'tasks', exec: { taskDirs: ['tasks/'] } })).toEqual([
+      'stateDir: "tasks" is also exec.taskDirs[0]: the files routinely keeps there would be read as task files; give the state folder a folder of its own',
+    ]);
+    expect(problems({ stateDir: 'tasks/state', exec: { taskDirs: ['tasks'] } })).toEqual([]);
+  });
+
   it('backend.poolSize: 2 by default, 1..100, postgres only', () => {
     expect(validateConfig({ project: 'p', backend: { type: 'postgres' } })).toMatchObject({
       ok: true,
