@@ -58,6 +58,25 @@ export function reportBusy(result: Exclude<AcquireResult, { ok: true }>, policy:
   return ExitCode.BUSY;
 }
 
+/** `exec run --json` refused (or skipped) as busy: the answer as JSON on stdout, as `exec resume
+ * --json` gives it, with the exit code of the plain form (0 skipped, 75 busy). */
+export function reportBusyJson(result: Exclude<AcquireResult, { ok: true }>, policy: Policy): number {
+  const skipped = policy.ifBusy === 'skip' && result.reason === 'LOCK_HELD';
+  out(
+    JSON.stringify(
+      {
+        status: 'CONFLICT',
+        why_code: 'LOCK_CONFLICT',
+        why: `exec busy: ${result.reason === 'WAIT_TIMEOUT' ? 'still ' : ''}held by ${result.why}`,
+        next: skipped ? 'skipped; try again later' : 'wait for it to finish, or: routinely exec run --if-busy wait',
+      },
+      null,
+      2,
+    ),
+  );
+  return skipped ? ExitCode.OK : ExitCode.BUSY;
+}
+
 /** Said once on stderr when `--if-busy wait` starts waiting: whom we wait for, and how long. */
 export function waitNotice(policy: Policy, key = 'exec-run'): (holder: string) => void {
   const limit = policy.waitTimeoutMs !== undefined ? `; giving up after ${policy.waitTimeoutMs / 1000}s` : '';

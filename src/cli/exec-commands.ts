@@ -11,7 +11,7 @@ import { registerLine, runSummary as summaryLines } from '../exec/run-lines.js';
 import { execStatus, listRuns, showRun } from '../exec-api.js';
 import { attemptStart, exitCodeFor, nextBesideShow } from '../exec/outcome.js';
 import { summarize, type RunState } from '../exec/run-state.js';
-import { busyPolicy, reportBusy, waitNotice, type BusyFlags, type Policy } from './busy.js';
+import { busyPolicy, reportBusy, reportBusyJson, waitNotice, type BusyFlags, type Policy } from './busy.js';
 import { err, humanBytes, humanDuration, out, paint, useColor } from './io.js';
 import type { GlobalOptions } from './globals.js';
 import { Progress } from './progress.js';
@@ -63,7 +63,8 @@ export async function runCommand(taskIds: string[], flags: RunFlags, g: GlobalOp
       ...runOptions(flags, policy, stop, progress),
       tasks: taskIds.length > 0 ? taskIds : undefined,
     });
-    if (r.kind === 'busy') return busy(r.busy, policy, stop);
+    if (r.kind === 'busy')
+      return flags.json && r.busy.reason !== 'ABORTED' ? reportBusyJson(r.busy, policy) : busy(r.busy, policy, stop);
     if (r.kind === 'nothing')
       return nothingToDo({ status: 'NOTHING_TO_RUN', why: r.why, registered: r.summary }, flags);
     return finish(r.state, flags, progress, stop);
@@ -134,7 +135,8 @@ export async function resumeCommand(runId: string | undefined, flags: RunFlags, 
                 status: 'CONFLICT',
                 why_code: 'LOCK_CONFLICT',
                 why: `exec busy: held by ${r.busy.why}`,
-                next: 'skipped; try again later',
+                next: `skipped; try again later: routinely exec resume${r.runId ? ` ${r.runId}` : ''}`,
+                ...(r.runId ? { run_id: r.runId } : {}),
               },
               null,
               2,

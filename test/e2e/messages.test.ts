@@ -42,6 +42,25 @@ describe('a busy exec lock', () => {
     expect((await holder.exited).code).toBe(0);
   });
 
+  it('exec run --json refused or skipped as busy answers in JSON on stdout, as exec resume --json does', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }] } });
+    const holder = holdLock(project);
+    await holder.waitFor(/started/);
+    const refused = await runCli(['exec', 'run', '--json'], { cwd: project });
+    expect(refused.code).toBe(75);
+    expect(JSON.parse(refused.stdout)).toEqual({
+      status: 'CONFLICT',
+      why_code: 'LOCK_CONFLICT',
+      why: expect.stringMatching(new RegExp(`^exec busy: held by pid ${holder.pid} on \\S+ \\(lock run\\)`)),
+      next: 'wait for it to finish, or: routinely exec run --if-busy wait',
+    });
+    const skipped = await runCli(['exec', 'run', '--json', '--if-busy', 'skip'], { cwd: project });
+    expect(skipped.code).toBe(0);
+    expect(JSON.parse(skipped.stdout)).toMatchObject({ status: 'CONFLICT', next: 'skipped; try again later' });
+    writeFileSync(join(project, 'go'), '');
+    expect((await holder.exited).code).toBe(0);
+  });
+
   it.each([
     [['exec', 'run', '--if-busy', 'wait'], /run r-\S+ SUCCEEDED/],
     [['lock', 'run', '--if-busy', 'wait', '--wait-timeout', '60', '--', 'echo', 'got it'], /^got it$/m],
