@@ -147,10 +147,8 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
   // what the folder is first (a file, a device, a name too long), then whose it is
   const stateWhy = stateFolderProblem(stateDir);
   if (stateWhy) {
-    const source = nonEmpty(env, 'ROUTINELY_STATE_DIR')
-      ? 'ROUTINELY_STATE_DIR'
-      : `stateDir in ${displayPath(configPath)}`;
-    throw new UsageError(`${source}: ${stateWhy}`);
+    if (nonEmpty(env, 'ROUTINELY_STATE_DIR')) throw new UsageError(`ROUTINELY_STATE_DIR: ${stateWhy}`);
+    throw new ConfigError(displayPath(configPath), [{ path: 'stateDir', message: stateWhy }]);
   }
   const lockWhy = nonEmpty(env, 'ROUTINELY_LOCK_DIR') ? stateFolderProblem(lockDir) : null;
   if (lockWhy) throw new UsageError(`ROUTINELY_LOCK_DIR: ${lockWhy}`);
@@ -173,7 +171,7 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
     lockDir,
     lockTtlMs: ttl * 1000,
     lockRefreshMs: refresh * 1000,
-    backend: resolveBackend(config, env),
+    backend: resolveBackend(config, env, configPath),
   };
 }
 
@@ -215,7 +213,7 @@ export function redactUrl(url: string): string {
   return redactSecrets(url);
 }
 
-function resolveBackend(config: Config, env: NodeJS.ProcessEnv): ProjectBackend {
+function resolveBackend(config: Config, env: NodeJS.ProcessEnv, configPath: string): ProjectBackend {
   if (config.backend.type === 'file') return { type: 'file' };
   const fromEnv = nonEmpty(env, 'ROUTINELY_DATABASE_URL');
   const url = fromEnv ?? config.backend.url;
@@ -227,7 +225,12 @@ function resolveBackend(config: Config, env: NodeJS.ProcessEnv): ProjectBackend 
   }
   // libpq's forms too: several hosts, target_session_attrs, a password holding '/' (SPEC §9)
   const parsed = parsePgUrl(url);
-  if (typeof parsed === 'string') throw new UsageError(`${source}: ${JSON.stringify(redactUrl(url))} is ${parsed}`);
+  if (typeof parsed === 'string') {
+    const message = `${JSON.stringify(redactUrl(url))}: ${parsed}`;
+    // the config's own value: named with its file and JSON path (validate --json has both)
+    if (fromEnv === undefined) throw new ConfigError(displayPath(configPath), [{ path: source, message }]);
+    throw new UsageError(`${source}: ${message}`);
+  }
   return { type: 'postgres', url, project: config.project!, poolSize: config.backend.poolSize };
 }
 

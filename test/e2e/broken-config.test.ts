@@ -184,9 +184,30 @@ describe('task files under exec.taskDirs', () => {
   });
 });
 
+describe('validate --json names the file and the JSON path of what it finds past the schema', () => {
+  it.each([
+    [{ stateDir: '/etc/hostname' }, 'stateDir', '/etc/hostname is not a folder'],
+    [
+      { project: 'p', backend: { type: 'postgres', url: 'postgres://u@h:99999/db' } },
+      'backend.url',
+      '"postgres://u@h:99999/db": port 99999 is out of range 1-65535',
+    ],
+  ])('%j', async (config, path, message) => {
+    const project = testProject(config);
+    const r = await runCli(['validate', '--json'], { cwd: project });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout)).toEqual({
+      valid: false,
+      config: 'routinely.json',
+      errors: [{ file: 'routinely.json', path, message }],
+      warnings: [],
+    });
+  });
+});
+
 describe('what validate refuses as scheduler start does (SPEC §2, §10: the environment applied)', () => {
   it.each([
-    [{ stateDir: '/etc/hostname' }, {}, 'routinely: stateDir in routinely.json: /etc/hostname is not a folder\n'],
+    [{ stateDir: '/etc/hostname' }, {}, 'routinely: routinely.json: stateDir: /etc/hostname is not a folder\n'],
     [
       {},
       { ROUTINELY_STATE_DIR: '/proc/1' },
@@ -201,7 +222,7 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
     [
       { stateDir: '   ' },
       {},
-      'routinely: stateDir in routinely.json: "PROJECT/   " has a folder name of blanks only in it (a typo?); give a real path\n',
+      'routinely: routinely.json: stateDir: "PROJECT/   " has a folder name of blanks only in it (a typo?); give a real path\n',
     ],
     [
       {},
@@ -216,7 +237,7 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
     [
       { stateDir: `/tmp/${'abcdefghi/'.repeat(390)}` },
       {},
-      `routinely: stateDir in routinely.json: /tmp/${'abcdefghi/'.repeat(389)}abcdefghi is 3904 bytes long; the files in it need a path of at most 3800 for the folder (4096 in all)\n`,
+      `routinely: routinely.json: stateDir: /tmp/${'abcdefghi/'.repeat(389)}abcdefghi is 3904 bytes long; the files in it need a path of at most 3800 for the folder (4096 in all)\n`,
     ],
     [
       { http: { listen: '0.0.0.0:19467' } },

@@ -650,7 +650,7 @@ suite('PostgreSQL backend', () => {
     const dir = testProject({ project: 'app', backend: { type: 'postgres' } });
     const bad = await runCli(['lock', 'status'], { cwd: dir, env: { ROUTINELY_DATABASE_URL: 'http://u:hunter2@h/d' } });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/ROUTINELY_DATABASE_URL: "http:\/\/u:\*\*\*@h\/d" is not a postgres:\/\/ URL/);
+    expect(bad.stderr).toMatch(/ROUTINELY_DATABASE_URL: "http:\/\/u:\*\*\*@h\/d": not a postgres:\/\/ URL/);
     // a libpq parameter routinely cannot honour: refused by name before anything runs (2)
     const unhonoured = await runCli(['lock', 'run', '--', 'true'], {
       cwd: dir,
@@ -690,7 +690,7 @@ suite('PostgreSQL backend', () => {
       'a space in the password, and a bad port',
       'postgres://rtn:S3cr tPIECE1x@127.0.0.1:99999/db',
       2,
-      /is port 99999 is out of range/,
+      /": port 99999 is out of range/,
     ],
     [
       'an "@" in a ?password= parameter',
