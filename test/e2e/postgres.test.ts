@@ -658,7 +658,7 @@ suite('PostgreSQL backend', () => {
     });
     expect(unhonoured.code, unhonoured.stderr).toBe(2);
     expect(unhonoured.stderr).toMatch(
-      /ROUTINELY_DATABASE_URL: "postgres:\/\/u:\*\*\*@h\/d\?tcp_user_timeout=1000" is parameter tcp_user_timeout is not honoured by routinely/,
+      /ROUTINELY_DATABASE_URL: "postgres:\/\/u:\*\*\*@h\/d\?tcp_user_timeout=1000": parameter tcp_user_timeout is not honoured by routinely/,
     );
     const down = await runCli(['exec', 'run'], {
       cwd: dir,
