@@ -2,12 +2,12 @@
 // up from the current directory, `--config` / ROUTINELY_CONFIG overriding, environment
 // overrides winning over the file. Bad values are errors, never silent defaults.
 
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { parsePgUrl } from './database-url.js';
 import { redactSecrets } from '../redact.js';
 import { ConfigError, UnsafePathError, UsageError, errnoCode, errnoWords } from '../errors.js';
 import { UntrustedPathError, checkLockFolder, checkTrustedPaths } from './trust.js';
-import { statFollow } from '../fs/look.js';
+import { realPath, statFollow } from '../fs/look.js';
 import { printable } from '../printable.js';
 import { hostIdProblem } from './host-id.js';
 import {
@@ -131,7 +131,44 @@ export function loadProject(options: LoadOptions = {}): Project {
   const env = options.env ?? process.env;
   const configPath = findConfig(options);
   const { config, text } = readConfig(configPath, options, cwd);
+  const cwdIssues = workingFolderIssues(dirname(configPath), config);
+  if (cwdIssues.length > 0) throw new ConfigError(displayPath(configPath, cwd), cwdIssues);
   return { ...resolveProject(configPath, config, env), configText: text };
+}
+
+/** A routine's or an inline task's `cwd` that is there but is no folder, or leaves the project
+ * through a symbolic link: refused by validate and at start, never found by the first fire (a
+ * `cwd` not there yet is the fire's to say: a build may make it). */
+function workingFolderIssues(root: string, config: Config): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
+  const look = (cwd: string | undefined, path: string): void => {
+    if (cwd === undefined) return;
+    const problem = workingFolderProblem(root, cwd);
+    if (problem) issues.push({ path, message: `${JSON.stringify(cwd)} ${problem}` });
+  };
+  config.routines.forEach((r, i) => look(r.cwd, `routines[${i}].cwd`));
+  config.exec.tasks.forEach((t, i) => look(t.cwd, `exec.tasks[${i}].cwd`));
+  return issues;
+}
+
+/** Why `cwd` (relative to `root`) cannot be a command's working folder now, or null. */
+export function workingFolderProblem(root: string, cwd: string): string | null {
+  const wanted = resolve(root, cwd);
+  const st = statFollow(wanted);
+  if (!st) return null;
+  if (!st.isDirectory()) return 'is not a folder';
+  let real: string;
+  let rootReal: string;
+  try {
+    real = realPath(wanted);
+    rootReal = realPath(root);
+  } catch {
+    return null;
+  }
+  const rel = relative(rootReal, real);
+  return rel === '..' || rel.startsWith('../') || isAbsolute(rel)
+    ? `leaves the project root through a symbolic link (it is ${printable(real)})`
+    : null;
 }
 
 /** Applies the environment overrides of SPEC §2 to a validated config. */

@@ -12,7 +12,7 @@ import type { Lease } from '../lock/lease.js';
 import { blockedTasks, StartPlanner, type Caps, type PlanTask } from './plan.js';
 import { keepTail, openAppendTo, writeText } from '../fs/durable.js';
 import { closeFd } from '../fs/names.js';
-import { fileSystemFull, realPath } from '../fs/look.js';
+import { fileSystemFull, realPath, statFollow } from '../fs/look.js';
 import { commandEnv, leftoverMessage, type ProcessResult } from './process.js';
 import { CUT_LINE_PREFIX, outputLeftOut } from './capped-output.js';
 import { runGroupUnderLease, withLockEnv, type GroupRun } from './group-run.js';
@@ -359,6 +359,9 @@ export function taskCwd(root: string, def: Pick<TaskDef, 'cwd'>, realRoot?: () =
   }
   const rel = relative(rootReal, real);
   if (rel === '..' || rel.startsWith('../')) return { error: `cwd ${JSON.stringify(def.cwd)} leaves the project root` };
+  // a file there: said as the cwd's fault, not the shell's (`/bin/sh: Not a directory`)
+  if (real !== rootReal && statFollow(real)?.isDirectory() === false)
+    return { error: `cwd ${JSON.stringify(def.cwd)} is not a folder` };
   return real;
 }
 

@@ -1,12 +1,12 @@
 // An invalid routinely.json must not hide the state: the read-only views warn and show what the
 // state folder holds (exit 0); the commands that act, and `routine list --check`, exit 2.
 
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
-import { testProject } from '../helpers/testdir.js';
+import { testdir, testProject } from '../helpers/testdir.js';
 
 const config = {
   exec: { tasks: [{ id: 'build', run: 'echo built' }] },
@@ -181,6 +181,43 @@ describe('task files under exec.taskDirs', () => {
     const s = await runCli(['scheduler', 'start'], { cwd: project });
     expect(s.code).toBe(2);
     expect(s.stderr).toMatch(bad);
+  });
+});
+
+describe('a working folder (cwd) that is a file, or leaves the project through a link, is refused by validate and at start', () => {
+  it("routines and inline tasks: exit 2 naming each JSON path; a task file's task fails saying its cwd is not a folder", async () => {
+    const outside = testdir();
+    const project = testProject({
+      exec: { tasks: [{ id: 'inline', run: 'true', cwd: 'afile' }], taskDirs: ['tasks'] },
+      routines: [
+        { id: 'out', schedule: '0 0 1 1 *', action: 'command', run: 'true', cwd: 'sub' },
+        { id: 'file', schedule: '0 0 1 1 *', action: 'command', run: 'true', cwd: 'afile' },
+        { id: 'later', schedule: '0 0 1 1 *', action: 'command', run: 'true', cwd: 'made/later' },
+      ],
+    });
+    symlinkSync(outside, join(project, 'sub'));
+    writeFileSync(join(project, 'afile'), '');
+    const said = [
+      `routinely: routinely.json: routines[0].cwd: "sub" leaves the project root through a symbolic link (it is ${realpathSync(outside)})`,
+      'routinely.json: routines[1].cwd: "afile" is not a folder',
+      'routinely.json: exec.tasks[0].cwd: "afile" is not a folder',
+    ].join('\n');
+    for (const args of [['validate'], ['scheduler', 'start']]) {
+      const r = await runCli(args, { cwd: project });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toBe(`${said}\n`);
+    }
+    // a task from a task folder is checked when it runs: its cwd named, not the shell's words
+    const config = JSON.parse(readFileSync(join(project, 'routinely.json'), 'utf8'));
+    config.exec.tasks = [];
+    config.routines = [];
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify(config));
+    mkdirSync(join(project, 'tasks'));
+    writeFileSync(join(project, 'tasks', 'f.json'), JSON.stringify({ id: 'f', run: 'true', cwd: 'afile' }));
+    const run = await runCli(['exec', 'run'], { cwd: project });
+    expect(run.code).toBe(1);
+    expect(`${run.stdout}${run.stderr}`).toMatch(/cwd "afile" is not a folder/);
+    expect(`${run.stdout}${run.stderr}`).not.toMatch(/Not a directory/);
   });
 });
 
