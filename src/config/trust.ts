@@ -88,12 +88,13 @@ function refusal(p: string, st: Stats, uid: number, leaf: boolean): string | nul
  * `checked`: folders found fine in this same check (each call checks afresh: a scheduler's
  * reload sees a folder swapped since it started). */
 function checkChain(dir: string, what: string, uid: number, checked: Set<string>): void {
-  let leaf = true;
-  for (let d = resolve(dir); ; d = dirname(d)) {
+  const folder = resolve(dir);
+  for (let d = folder; ; d = dirname(d)) {
     if (!checked.has(d)) {
       const st = lookAt(d); // null: not there (yet)
       if (st) {
-        const why = refusal(d, st, uid, leaf);
+        // the folder itself only (not there yet, its nearest parent is a parent: /tmp may be)
+        const why = refusal(d, st, uid, d === folder);
         if (why)
           throw new UntrustedPathError(
             `refusing the ${what}: ${why}; another user could change what runs as you. Fix: chmod go-w ${d} (or chown it), give each user their own "stateDir", or run routinely as a dedicated service user (docs/security.md)`,
@@ -110,7 +111,6 @@ function checkChain(dir: string, what: string, uid: number, checked: Set<string>
         } else {
           checked.add(d);
         }
-        leaf = false;
       }
     }
     if (dirname(d) === d) return;

@@ -417,6 +417,12 @@ describe('views never read through a symlinked folder under the state folder', (
       );
     }
     expect(readdirSync(open)).toEqual([]);
+    // one not there yet right under /tmp (world-writable with the sticky bit: a parent it may have)
+    const fresh = join(tmpdir(), `routinely-locks-${process.pid}-${Date.now()}`);
+    onTestFinished(() => rmSync(fresh, { recursive: true, force: true }));
+    const made = await runCli(['lock', 'run', '--', 'true'], { cwd: project, env: { ROUTINELY_LOCK_DIR: fresh } });
+    expect(made.code, made.stderr).toBe(0);
+    expect((statSync(fresh).mode & 0o777).toString(8)).toBe('700');
   });
 
   it('a symlink, FIFO or folder at exec/tasks.json is set aside by the next exec run, the link never followed', async () => {
