@@ -83,8 +83,9 @@ function guardConnections(server: Server): void {
    * request head: a connection that sent one request, then trickles the next, is no different
    * from one that never sent any (else 256 of them, with no token, kept every probe out). */
   const watch = (socket: Socket, who: string): void => {
+    clearTimeout(graces.get(socket));
     const grace = setTimeout(() => {
-      if (socket.destroyed || served.has(socket)) return;
+      if (socket.destroyed || served.has(socket) || pending.has(socket)) return;
       pending.set(socket, who);
       perClient.set(who, (perClient.get(who) ?? 0) + 1);
       if ((perClient.get(who) ?? 0) > PENDING_PER_CLIENT) evictOldest(who);
@@ -100,15 +101,21 @@ function guardConnections(server: Server): void {
       forget(socket);
     });
   });
+  // requests of a connection not answered yet (pipelined ones come before the first answer)
+  const open = new WeakMap<Socket, number>();
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
     clearTimeout(graces.get(socket));
     served.add(socket);
     forget(socket);
-    // answered: waiting for its next request head, it is watched again
-    res.once('finish', () => {
+    open.set(socket, (open.get(socket) ?? 0) + 1);
+    // all answered: waiting for its next request head, it is watched again
+    res.once('close', () => {
+      const left = (open.get(socket) ?? 1) - 1;
+      open.set(socket, left);
+      if (left > 0 || socket.destroyed) return;
       served.delete(socket);
-      if (!socket.destroyed) watch(socket, socket.remoteAddress ?? '?');
+      watch(socket, socket.remoteAddress ?? '?');
     });
   });
 }

@@ -1,13 +1,14 @@
 // The HTTP server in-process with fixed data (SPEC §11, §12): routes, content types, the Host
 // check, the token, read-only methods, errors that do not leak, and the cache of reads.
 
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { UnsafePathError } from '../../src/errors.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { startStatusServer, type StatusServer } from '../../src/http/server.js';
 import { cachedSources, type StatusSources } from '../../src/http/sources.js';
 import { httpGet, sample } from '../helpers/http.js';
+import { sleep } from '../helpers/cli.js';
 import { fixedSources, pageData, row } from './fixtures.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
@@ -115,6 +116,32 @@ describe('status server', () => {
     expect(warned).toEqual([
       'the exec lock could not be read for /metrics: .routinely/locks/exec-run.lock is a folder, not a regular file',
     ]);
+  });
+
+  it('pipelined requests leave no count behind: a keep-alive client from the same address is kept between its requests afterwards', async () => {
+    const s = await serve();
+    const head = `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\n\r\n`;
+    /** A connection that sends `n` requests at once; resolves with it once all are answered. */
+    const asking = (n: number) =>
+      new Promise<Socket>((resolve) => {
+        let text = '';
+        const c = connect(s.port, '127.0.0.1', () => c.write(head.repeat(n)));
+        c.on('error', () => {});
+        c.on('data', (d: Buffer) => {
+          text += d.toString('latin1');
+          if (text.split('HTTP/1.1 200').length - 1 === n) resolve(c);
+        });
+      });
+    const burst = await Promise.all(Array.from({ length: 20 }, () => asking(2)));
+    await sleep(600); // past the grace after the answers: each is counted as waiting, once
+    for (const c of burst) c.destroy();
+    await sleep(100);
+    const client = await asking(1);
+    let closed = false;
+    client.on('close', () => (closed = true));
+    await sleep(1500); // well within the keep-alive timeout (5 s)
+    expect(closed).toBe(false);
+    client.destroy();
   });
 
   it('with a token: 401 without it or with a wrong one, on every path but the pages, which come without data', async () => {
