@@ -65,6 +65,12 @@ export class StateIOError extends kind('STATE_IO', ExitCode.IO) {}
  * 2), since passing over it would run again what it did. */
 export class UnreadableRunError extends StateIOError {}
 
+/** A run that is reported and passed over: damaged past rebuilding, or something in the way of
+ * its folder (a file, a link, another user's folder: UnsafePathError). A run the storage could
+ * not give (StateIOError: EIO, EACCES, the database away) is not: it stops the command. */
+export const passedOver = (err: unknown): err is Error =>
+  err instanceof UnreadableRunError || err instanceof UnsafePathError;
+
 /** The database backend cannot be reached or answered with an error: the work did not run
  * (SPEC §7: 74, like any state that cannot be read or written). */
 export class DatabaseError extends kind('DATABASE', ExitCode.IO) {

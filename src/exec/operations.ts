@@ -10,7 +10,7 @@ import type { LineTicket } from '../lock/line.js';
 import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import type { TaskDef } from '../config/types.js';
-import { NotFoundError, StateIOError, UnreadableRunError, UsageError } from '../errors.js';
+import { NotFoundError, StateIOError, UsageError, passedOver } from '../errors.js';
 import type { BusyPolicy } from '../lock/lock-backend.js';
 import { randomHex } from '../fs/random-ids.js';
 import { selfIdentity, type ProcessIdentity } from '../process/identity.js';
@@ -577,7 +577,7 @@ async function findResumable(store: ExecStore, underLock: boolean): Promise<RunS
     } catch (err) {
       // a corrupt run is reported by `exec show`, not resumed blindly; one that could not be
       // read now stops the command (passed over, an older run would be resumed instead)
-      if (!(err instanceof UnreadableRunError)) throw err;
+      if (!passedOver(err)) throw err;
       continue;
     }
     if (!run) continue;
@@ -595,7 +595,7 @@ async function nothingInterrupted(store: ExecStore): Promise<{ why: string; next
     run = newest ? await store.loadRun(newest) : null;
   } catch (err) {
     // a corrupt run is reported by `exec show`
-    if (!(err instanceof UnreadableRunError)) throw err;
+    if (!passedOver(err)) throw err;
   }
   if (run?.status !== 'FAILED') return { why: 'nothing to resume' };
   const c = summarize(run);

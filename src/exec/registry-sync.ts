@@ -12,7 +12,7 @@ import { foldRun, rebuildRegistry } from './outcome.js';
 import { emptyRegistry, foldedThrough, syncRegistry, type Registry } from './registry.js';
 import { applyEvent, type RunEvent, type RunState } from './run-state.js';
 import { isRunId } from '../run-id.js';
-import { UnreadableRunError } from '../errors.js';
+import { passedOver } from '../errors.js';
 import type { ExecStore } from './store.js';
 import type { SourcedTask } from './task-source.js';
 import { own } from '../is-object.js';
@@ -33,7 +33,7 @@ async function allRuns(store: ExecStore, warn: (m: string) => void): Promise<Run
       const run = await store.loadRun(id);
       if (run) runs.push(run);
     } catch (err) {
-      if (!(err instanceof UnreadableRunError)) throw err;
+      if (!passedOver(err)) throw err;
       warn(err.message);
     }
   }
@@ -98,7 +98,7 @@ async function foldNewer(
     try {
       run = await store.loadRun(id);
     } catch (err) {
-      if (!(err instanceof UnreadableRunError)) throw err;
+      if (!passedOver(err)) throw err;
       warn(err.message);
       continue;
     }
@@ -147,7 +147,7 @@ export async function prepareRegistry(
     } catch (err) {
       // damaged past rebuilding: dropped as below; one that could not be read now stops here,
       // never dropped (its done tasks would run again)
-      if (!(err instanceof UnreadableRunError)) throw err;
+      if (!passedOver(err)) throw err;
       warn(err.message);
       run = null;
     }

@@ -5,7 +5,14 @@
 // same checked paths and the writer's fence.)
 
 import { join } from 'node:path';
-import { NotFoundError, UnreadableRunError, UnsafePathError, stateWriteError } from '../errors.js';
+import {
+  NotFoundError,
+  StateIOError,
+  UnreadableRunError,
+  UnsafePathError,
+  ioMessage,
+  stateWriteError,
+} from '../errors.js';
 import { STATE_FILE_CAP, checkFolder, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
 import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
@@ -127,7 +134,7 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
     snapText = readNoFollow(snapPath);
   } catch (err) {
     // a file the storage could not give (EIO, EACCES): never read as a run that is not there
-    if (!(err instanceof UnsafePathError)) throw stateWriteError(err, snapPath, 'reading');
+    if (!(err instanceof UnsafePathError)) throw new StateIOError(ioMessage(err, 'reading', snapPath));
     problem = err.message;
   }
   let journal: Buffer | null;
@@ -135,7 +142,7 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
     journal = readFileChecked(join(dir, JOURNAL), STATE_FILE_CAP)?.bytes ?? null;
   } catch (err) {
     // the same for the journal: read as missing, the tasks it recorded would run again
-    if (!(err instanceof UnsafePathError)) throw stateWriteError(err, join(dir, JOURNAL), 'reading');
+    if (!(err instanceof UnsafePathError)) throw new StateIOError(ioMessage(err, 'reading', join(dir, JOURNAL)));
     journal = null;
   }
   if (snapText === null && problem === null && journal === null) return null;

@@ -2,7 +2,7 @@
 // taken, nothing written; a RUNNING run is shown as the next command will record it.
 
 import type { Backend } from '../backend-types.js';
-import { NotFoundError, UnreadableRunError } from '../errors.js';
+import { NotFoundError, passedOver } from '../errors.js';
 import { EXEC_LOCK_KEY } from '../lock/lock-backend.js';
 import { samePidSpace, systemProbe } from '../process/identity.js';
 import { printable } from '../printable.js';
@@ -40,7 +40,7 @@ export async function execStatus(ctx: ExecContext): Promise<TaskView[]> {
       } catch (err) {
         // damaged: shown by `exec show`; one that could not be read stops the view (its tasks
         // would read as not done)
-        if (!(err instanceof UnreadableRunError)) throw err;
+        if (!passedOver(err)) throw err;
       }
     }
     const holders = [before, await holderGeneration(backend)];

@@ -139,6 +139,20 @@ describe('a damaged task registry is rebuilt from the runs (SPEC §3)', () => {
     expect(starts(project)).toHaveLength(3);
   });
 
+  it('a file where a run folder goes (junk in runs/) is said and passed over: exec run and exec status go on', async () => {
+    const project = taskProject();
+    expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
+    writeFileSync(state(project, 'exec', 'runs', 'r-20991231T000000Z-abcd'), 'junk');
+    for (const args of [
+      ['exec', 'run'],
+      ['exec', 'status'],
+    ]) {
+      const r = await runCli(args, { cwd: project });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+    }
+    expect(starts(project)).toHaveLength(3);
+  });
+
   it('a changed definition still runs again after a rebuild', async () => {
     const project = taskProject();
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
