@@ -493,7 +493,7 @@ export function validateTaskSet(tasks: LocatedTask[], providers: Record<string, 
     if (prior) issue(t, 'id', `${showValue(t.task.id)} is a duplicate (also ${where(prior)})`);
     else byId.set(t.task.id, t);
     const provider = t.task.provider ?? 'default';
-    if (provider !== 'default' && !(provider in providers)) {
+    if (provider !== 'default' && !Object.hasOwn(providers, provider)) {
       const known = ['default', ...Object.keys(providers).filter((p) => p !== 'default')];
       issue(t, 'provider', `${showValue(provider)} is not a provider in exec.providers (known: ${known.join(', ')})`);
     }

@@ -450,6 +450,10 @@ describe('validateConfig', () => {
     expect(problems({ exec: { tasks: [task({ provider: 'gpu' })] } })).toEqual([
       'exec.tasks[0].provider: "gpu" is not a provider in exec.providers (known: default)',
     ]);
+    // a name every object has is no provider unless exec.providers defines it
+    expect(problems({ exec: { tasks: [task({ provider: 'toString' })] } })).toEqual([
+      'exec.tasks[0].provider: "toString" is not a provider in exec.providers (known: default)',
+    ]);
     expect(problems({ exec: { tasks: [task({ dependsOn: ['nope'] })] } })).toEqual([
       'exec.tasks[0].dependsOn[0]: "nope" is not a task id',
     ]);
