@@ -187,6 +187,14 @@ export function resolveProject(configPath: string, config: Config, env: NodeJS.P
     if (nonEmpty(env, 'ROUTINELY_STATE_DIR')) throw new UsageError(`ROUTINELY_STATE_DIR: ${stateWhy}`);
     throw new ConfigError(displayPath(configPath), [{ path: 'stateDir', message: stateWhy }]);
   }
+  // the state folder as a task folder, however it was given (validate compares the config's text)
+  const taskDir = config.exec.taskDirs.find((d) => resolve(root, d) === stateDir);
+  if (taskDir !== undefined) {
+    const source = nonEmpty(env, 'ROUTINELY_STATE_DIR') ? 'ROUTINELY_STATE_DIR' : 'stateDir';
+    throw new UsageError(
+      `${source}: ${printable(stateDir)} is also the task folder ${JSON.stringify(taskDir)} (exec.taskDirs in ${displayPath(configPath)}): the files routinely keeps there would be read as task files; give the state folder a folder of its own`,
+    );
+  }
   const lockWhy = nonEmpty(env, 'ROUTINELY_LOCK_DIR') ? stateFolderProblem(lockDir) : null;
   if (lockWhy) throw new UsageError(`ROUTINELY_LOCK_DIR: ${lockWhy}`);
   try {

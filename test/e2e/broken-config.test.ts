@@ -277,6 +277,11 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
       `routinely: routinely.json: stateDir: /tmp/${'abcdefghi/'.repeat(389)}abcdefghi is 3904 bytes long; the files in it need a path of at most 3800 for the folder (4096 in all)\n`,
     ],
     [
+      { exec: { taskDirs: ['tasks'] } },
+      { ROUTINELY_STATE_DIR: 'tasks' },
+      'routinely: ROUTINELY_STATE_DIR: PROJECT/tasks is also the task folder "tasks" (exec.taskDirs in routinely.json): the files routinely keeps there would be read as task files; give the state folder a folder of its own\n',
+    ],
+    [
       { http: { listen: '0.0.0.0:19467' } },
       {},
       'routinely: http.listen in routinely.json: 0.0.0.0:19467 listens on every interface: set ROUTINELY_HTTP_TOKEN (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1\n',
