@@ -104,9 +104,12 @@ describe('HTTP under a flood of half-open connections', () => {
       expect(healthz.filter(Boolean)).toHaveLength(20);
       expect(metrics).toBe(4);
       // and while they were probed, the flood held connections and kept coming back
+      // (turned away in waves: a connection answered once is closed a grace after its answer at
+      // the earliest, so a second may pass without one; never two in a row)
       for (const [i, f] of flood.entries()) {
         expect(f.open, `probe ${i}: ${JSON.stringify(flood)}`).toBeGreaterThan(0);
-        expect(f.turnedAway, `probe ${i}: ${JSON.stringify(flood)}`).toBeGreaterThan(0);
+        if (i > 0)
+          expect(f.turnedAway + flood[i - 1]!.turnedAway, `probe ${i}: ${JSON.stringify(flood)}`).toBeGreaterThan(0);
       }
       expect(s.child.exitCode).toBeNull();
       s.child.kill('SIGTERM');
