@@ -46,7 +46,7 @@ import {
   type IndexWrites,
   type RoutineIndex,
 } from './routine-index.js';
-import { readRoutineState, StatePublisher } from './state-file.js';
+import { readRoutineState, recordOnFile, StatePublisher } from './state-file.js';
 
 export { indexPath, readRoutine, type IndexCache } from './routine-index.js';
 export { publishRoutineState, readRoutineState, readRoutineStateShown, statePath } from './state-file.js';
@@ -126,7 +126,14 @@ function appendFact(project: Project, id: string, line: string, warn: Warn, cach
     // scheduler's, is ahead of the index it writes only every 16 KiB); the index gone too, the
     // routine starts again (docs/state.md)
     const index = readIndex(project, id);
-    const kept = index ? newerOf(cache?.get(id), index) : null;
+    let kept = index ? newerOf(cache?.get(id), index) : null;
+    // a command beside a scheduler, or after a SIGKILLed one: routine-state.json, which the
+    // scheduler keeps current, may be further on in the same file than the index it rewrites
+    // only every 16 KiB
+    if (kept && !cache?.has(id)) {
+      const onFile = recordOnFile(project, id);
+      if (onFile && onFile.at.ino === kept.ino && onFile.at.size > kept.size) kept = { ...kept, record: onFile.record };
+    }
     if (kept) {
       // complete in a file of its own, then linked as the history (link fails if the name is
       // there): a writer appending at the same moment never meets an empty file, and its line is

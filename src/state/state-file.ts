@@ -81,6 +81,16 @@ function positionsOf(history: unknown): Record<string, FoldedAt> {
   return at;
 }
 
+/** The record routine-state.json holds of `id` and where its history was folded to for it, as
+ * the file is (nothing folded, moved or written); null: none, or the file is not readable. */
+export function recordOnFile(project: Project, id: string): { record: RoutineRecord; at: FoldedAt } | null {
+  const r = readJsonState(statePath(project), checkStateFile, { moveAside: false });
+  if (r.kind !== 'ok') return null;
+  const record = own(r.value.routines, id);
+  const at = own(positionsOf(r.value.history), id);
+  return record && at ? { record, at } : null;
+}
+
 interface FoldedState {
   state: RoutineStateFile;
   at: Record<string, FoldedAt>;

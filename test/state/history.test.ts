@@ -318,6 +318,27 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     }
   });
 
+  it("a history file removed after a scheduler stopped without writing its lagging index: a command's next fire goes on from routine-state.json, further on than the index", async () => {
+    const p = project();
+    const store = fileRoutineStore(p, { longRunning: true });
+    try {
+      await store.recordFire('a', fire(1), () => {});
+      for (const i of [2, 5, 8]) await store.recordFire('a', fire(i), () => {}); // the index lags
+      await store.publish!();
+      expect(JSON.parse(readFileSync(statePath(p), 'utf8')).routines.a.counts).toMatchObject({ failure: 3 });
+      rmSync(historyPath(p.stateDir, 'a'));
+      // (the store is not closed first: as a SIGKILLed scheduler, it never wrote the index)
+      const said: string[] = [];
+      await recordFire(p, 'a', fire(11), (m) => said.push(m));
+      expect(said.join('\n')).toMatch(
+        /started again from the record its index kept \(1 succeeded, 3 failed, 0 skipped\)/,
+      );
+      expect(readRoutineState(p).routines.a?.counts).toEqual({ success: 1, failure: 4, skipped: 0 });
+    } finally {
+      await store.close!();
+    }
+  });
+
   it('a history file and its index removed by hand: views show the routine as never run, as its next fire records it', async () => {
     const p = project();
     for (const i of [1, 2]) await recordFire(p, 'a', fire(i));
