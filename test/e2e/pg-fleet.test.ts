@@ -77,11 +77,12 @@ suite('rolling restarts of schedulers sharing a database', () => {
 
   it(
     'a retry due after its scheduler took its lock again runs: the claim of its tick is still its own',
-    { timeout: 90_000 },
+    { timeout: 150_000 },
     async () => {
       const url = await freshDatabase(cluster!);
-      // once a minute, at a second a few seconds from now: one tick, then its retry 9-11 s later
-      const at = new Date(Date.now() + 3000).getSeconds();
+      // once a minute, at a second a few seconds from now (after the scheduler is up, also on a
+      // loaded machine): one tick, then its retry 9-11 s later
+      const at = new Date(Date.now() + 8000).getSeconds();
       const project = testProject({
         project: 'app',
         backend: { type: 'postgres' },
@@ -103,8 +104,8 @@ suite('rolling restarts of schedulers sharing a database', () => {
           return 0;
         }
       };
-      const [h1] = await schedulers(['h1'], project, { ROUTINELY_DATABASE_URL: url }, 80_000);
-      await eventually(() => tries() === 1, 20_000, 'the first attempt');
+      const [h1] = await schedulers(['h1'], project, { ROUTINELY_DATABASE_URL: url }, 140_000);
+      await eventually(() => tries() === 1, 40_000, 'the first attempt');
       // stalled past the TTL during the back-off: its lease runs out, and it takes its lock again
       h1!.child.kill('SIGSTOP');
       await sleep(4500);
