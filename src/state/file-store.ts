@@ -61,7 +61,7 @@ async function indexAfterAppend(
   cache?: IndexCache,
   writes?: IndexWrites,
 ): Promise<RoutineIndex | null> {
-  let folded = readRoutineIndexed(project, id, warn, cache);
+  let folded = readRoutineIndexed(project, id, warn, cache, () => recordOnFile(project, id));
   if (folded && folded.size > historyTrimBytes(project.config.retention.historyLines)) {
     folded = await rotate(project, id, warn);
     if (cache && folded) cache.set(id, folded);
@@ -213,7 +213,7 @@ export async function reconcileOpenFires(
       if (!isGone(open.owner, open, id)) continue;
       // `state` may predate the owner's own record (it closed the fire and ended since); judged
       // gone, it appends nothing more: still open now means its outcome is lost
-      const before = readRoutine(project, id, warn);
+      const before = readRoutine(project, id, warn, undefined, () => recordOnFile(project, id));
       if (!before?.open_fires?.some((o) => o.id === open.id)) continue;
       // keyed: of two processes reconciling it at once, both append, the fold counts the first
       // line, and only the process whose line that is counts and announces the fire
@@ -235,7 +235,7 @@ export async function pauseRoutine(
   note: string | null,
   warn: Warn = () => {},
 ): Promise<PauseChange> {
-  const before = readRoutine(project, routineId, warn);
+  const before = readRoutine(project, routineId, warn, undefined, () => recordOnFile(project, routineId));
   const wasPaused = before?.paused === true;
   const keptNote = paused ? (note ?? (wasPaused ? (before?.paused_note ?? null) : null)) : null;
   await recordFact(project, routineId, pauseLine(paused, keptNote, new Date().toISOString()), warn);
@@ -295,7 +295,7 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
   const stopKeeping = opts.longRunning ? keepMarksBetweenAppends(opts.parkMarksAfterMs) : null;
   return {
     read: async (warn) => readRoutineState(project, warn),
-    readOne: async (id, warn) => readRoutine(project, id, warn, cache),
+    readOne: async (id, warn) => readRoutine(project, id, warn, cache, () => recordOnFile(project, id)),
     publish: async () => {
       await publisher.sync();
     },

@@ -3,6 +3,8 @@
 // lines. It is a cache of the history: lost, stale or garbled, it only makes the next reader fold
 // a few more lines. Whoever records a fact of the routine rewrites it (file-store.ts; a running
 // scheduler once its history has grown 16 KiB past it).
+// (Over 300 lines: the index's format and checks, and the fold that judges a history against it,
+// grown, rotated or cut in place, belong together.)
 
 import type { Stats } from 'node:fs';
 import { childPath } from '../fs/names.js';
@@ -43,6 +45,11 @@ export interface RoutineIndex extends FoldedAt {
   head?: string;
 }
 
+/** A record of the routine kept outside its index (routine-state.json's, which a running scheduler
+ * keeps current) and where in the history it was folded to; asked only of a history cut in place,
+ * by callers that can read it (this module cannot import state-file.ts, which imports it). */
+export type KeptElsewhere = () => { record: RoutineRecord; at: FoldedAt } | null;
+
 export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 function checkIndex(v: unknown): RoutineIndex | string {
@@ -78,6 +85,7 @@ function foldHistory(
   warn: Warn,
   seen?: Stats | null,
   newest: RoutineIndex | null = base,
+  elsewhere?: KeptElsewhere,
 ): RoutineIndex | null {
   const file = historyPath(project.stateDir, id);
   const st = seen === undefined ? lstatQuiet(file) : seen;
@@ -104,14 +112,19 @@ function foldHistory(
   const parsed = parseHistory(read.bytes.toString('utf8'), checkRecord);
   if (parsed.unreadable.length > 0)
     warn(unreadableMessage(file, continued ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
-  const prior = continued ? null : (newest ?? base);
+  let prior = continued ? null : (newest ?? base);
+  // the record kept elsewhere, when folded further in the same file (a cut it was folded past)
+  const other = prior && elsewhere?.();
+  if (prior && other && other.at.ino === prior.ino && other.at.size > prior.size)
+    prior = { ...prior, record: other.record, size: other.at.size };
   if (prior && cutInPlace(prior, read, parsed.lines)) {
     // folded on top of the newest record known of it, as a removed file goes on from it: never
     // a routine reset to "never run", a paused one resumed, a failing streak hidden
-    from = { record: prior.record, recent: prior.recent };
+    const { record } = prior;
+    from = { record, recent: prior.recent };
     warnOnce(
       `${file}\0${read.ino}\0${read.size}`,
-      `${file} was cut or overwritten (it no longer holds what was folded from it): its routine goes on from the record kept of it (${prior.record.counts.success} succeeded, ${prior.record.counts.failure} failed, ${prior.record.counts.skipped} skipped)`,
+      `${file} was cut or overwritten (it no longer holds what was folded from it): its routine goes on from the record kept of it (${record.counts.success} succeeded, ${record.counts.failure} failed, ${record.counts.skipped} skipped)`,
       warn,
     );
   }
@@ -203,7 +216,13 @@ export function readIndex(project: Project, id: string): RoutineIndex | null {
 export type IndexCache = Map<string, RoutineIndex>;
 
 /** One routine's current record (O(1) in the number of routines). */
-export function readRoutineIndexed(project: Project, id: string, warn: Warn, cache?: IndexCache): RoutineIndex | null {
+export function readRoutineIndexed(
+  project: Project,
+  id: string,
+  warn: Warn,
+  cache?: IndexCache,
+  elsewhere?: KeptElsewhere,
+): RoutineIndex | null {
   const cached = cache?.get(id);
   // the look at the file that judged the cached base is the fold's look too (a base read from
   // the index file instead is judged by a look after that read)
@@ -211,8 +230,8 @@ export function readRoutineIndexed(project: Project, id: string, warn: Warn, cac
   const base = cached && st && st.ino === cached.ino && st.size >= cached.size ? cached : null;
   const index = base ? null : readIndex(project, id);
   const folded = base
-    ? foldHistory(project, id, base, warn, st)
-    : foldHistory(project, id, index, warn, undefined, newerOf(cached, index));
+    ? foldHistory(project, id, base, warn, st, base, elsewhere)
+    : foldHistory(project, id, index, warn, undefined, newerOf(cached, index), elsewhere);
   if (cache) {
     if (folded) cache.set(id, folded);
     // a history removed by hand: its newest fold is kept, for the next fact to go on from while
@@ -249,9 +268,10 @@ export function readRoutine(
   id: string,
   warn: Warn = () => {},
   cache?: IndexCache,
+  elsewhere?: KeptElsewhere,
 ): RoutineRecord | undefined {
   checkFolders(project);
-  return readRoutineIndexed(project, id, warn, cache)?.record;
+  return readRoutineIndexed(project, id, warn, cache, elsewhere)?.record;
 }
 
 /** Where a long-running writer (the scheduler) last wrote each routine's index: it rewrites one

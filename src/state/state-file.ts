@@ -171,7 +171,12 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
       at[id] = pos;
       continue;
     }
-    const folded = readRoutineIndexed(project, id, warn, cache);
+    // a history cut in place goes on from this file's record when that was folded further
+    const onFile = (): { record: RoutineRecord; at: FoldedAt } | null => {
+      const record = pos && own(routines, id);
+      return record ? { record, at: pos } : null;
+    };
+    const folded = readRoutineIndexed(project, id, warn, cache, onFile);
     if (!folded) continue;
     current = false;
     routines[id] = folded.record;
@@ -646,7 +651,7 @@ export class StatePublisher {
       checkFolders(project);
       let changed = false;
       for (const id of ids) {
-        const folded = readRoutineIndexed(project, id, warn, cache);
+        const folded = readRoutineIndexed(project, id, warn, cache, () => recordOnFile(project, id));
         if (!folded) continue;
         const was = routines.get(id)?.at;
         // already shown (a watched append of our own, seen after the rewrite that showed it)

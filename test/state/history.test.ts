@@ -339,6 +339,39 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     }
   });
 
+  it.each([
+    ['emptied in place', (f: string) => writeFileSync(f, '')],
+    ['overwritten with NULs in place', (f: string) => writeFileSync(f, Buffer.alloc(statSync(f).size))],
+  ])(
+    "a history file %s after a scheduler stopped without writing its lagging index: views and a command's next fire go on from routine-state.json, further on than the index",
+    async (_name, cut) => {
+      const p = project();
+      const store = fileRoutineStore(p, { longRunning: true });
+      try {
+        await store.recordFire('a', fire(1), () => {});
+        for (const i of [2, 5, 8]) await store.recordFire('a', fire(i), () => {}); // the index lags
+        await store.publish!();
+        expect(JSON.parse(readFileSync(indexPath(p, 'a'), 'utf8').split('\n')[0]!).record.counts.failure).toBe(0);
+        // (the store is not closed first: as a SIGKILLed scheduler, it never wrote the index)
+        cut(historyPath(p.stateDir, 'a'));
+        const warnings: string[] = [];
+        expect(readRoutineState(p, (m) => warnings.push(m)).routines.a?.counts).toEqual({
+          success: 1,
+          failure: 3,
+          skipped: 0,
+        });
+        expect(warnings.join('\n')).toMatch(/goes on from the record kept of it \(1 succeeded, 3 failed, 0 skipped\)/);
+        await recordFire(p, 'a', fire(11));
+        expect(readRoutineState(p).routines.a).toMatchObject({
+          counts: { success: 1, failure: 4, skipped: 0 },
+          consecutive_failures: 4,
+        });
+      } finally {
+        await store.close!();
+      }
+    },
+  );
+
   it('a history file and its index removed by hand: views show the routine as never run, as its next fire records it', async () => {
     const p = project();
     for (const i of [1, 2]) await recordFire(p, 'a', fire(i));
