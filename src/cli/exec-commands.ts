@@ -176,7 +176,17 @@ export async function statusCommand(flags: { json?: boolean }, g: GlobalOptions)
     return ExitCode.OK;
   }
   if (tasks.length === 0) {
-    out('no tasks registered (run `routinely register`)');
+    const { tasks: inline, taskDirs } = ctx.project.config.exec;
+    // defined but never registered: say where they are and what registers them
+    const defined = [
+      ...(inline.length > 0 ? [`${inline.length} task${inline.length === 1 ? '' : 's'} in exec.tasks`] : []),
+      ...(taskDirs.length > 0 ? [`exec.taskDirs ${taskDirs.map((d) => JSON.stringify(d)).join(', ')}`] : []),
+    ];
+    out(
+      defined.length > 0
+        ? `no tasks registered yet (the config defines ${defined.join(' and ')}): \`routinely register\` registers them, \`routinely exec run\` registers and runs them`
+        : 'no tasks registered (run `routinely register`)',
+    );
     return ExitCode.OK;
   }
   const color = useColor();

@@ -152,7 +152,7 @@ function workingFolderIssues(root: string, config: Config): { path: string; mess
 }
 
 /** Why `cwd` (relative to `root`) cannot be a command's working folder now, or null. */
-export function workingFolderProblem(root: string, cwd: string): string | null {
+function workingFolderProblem(root: string, cwd: string): string | null {
   const wanted = resolve(root, cwd);
   const st = statFollow(wanted);
   if (!st) return null;

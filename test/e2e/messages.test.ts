@@ -1,7 +1,7 @@
 // What the exec commands say when the lock is busy, when they wait, and after a failed or
 // resumed run: each message tells the user what happened and what to run next.
 
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RunState } from '../../src/exec/run-state.js';
@@ -147,5 +147,19 @@ describe('after a failed run', () => {
     expect(show.stdout).toContain(
       `  started ${state.created_at}, resumed ${state.resumed_at}, finished ${state.finished_at} (${own})\n`,
     );
+  });
+});
+
+describe('exec status before the first register', () => {
+  it('names the tasks the config defines and what registers them; a config without tasks says only to register', async () => {
+    const defined = testProject({ exec: { tasks: [{ id: 'a', run: 'true' }], taskDirs: ['tasks'] } });
+    mkdirSync(join(defined, 'tasks'), { mode: 0o700 });
+    const r = await runCli(['exec', 'status'], { cwd: defined });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(
+      'no tasks registered yet (the config defines 1 task in exec.tasks and exec.taskDirs "tasks"): `routinely register` registers them, `routinely exec run` registers and runs them\n',
+    );
+    const none = await runCli(['exec', 'status'], { cwd: testProject({}) });
+    expect(none.stdout).toBe('no tasks registered (run `routinely register`)\n');
   });
 });
