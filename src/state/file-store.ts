@@ -24,6 +24,7 @@ import {
   rotateHistory,
   summaryLine,
   type HistoryEntry,
+  unheard,
 } from './history.js';
 import { removeLeftoverTemps, writeFileDurable } from '../fs/durable.js';
 import { keepMarksBetweenAppends, parkAllHeldMarks } from './history-stamp.js';
@@ -180,7 +181,7 @@ export async function recordFire(
   project: Project,
   routineId: string,
   fire: Fire,
-  warn: Warn = () => {},
+  warn: Warn = unheard,
   cache?: IndexCache,
   writes?: IndexWrites,
 ): Promise<void> {
@@ -193,7 +194,7 @@ export async function openFire(
   project: Project,
   routineId: string,
   open: OpenFire,
-  warn: Warn = () => {},
+  warn: Warn = unheard,
   cache?: IndexCache,
 ): Promise<void> {
   appendFact(project, routineId, openLine(open), warn, cache);
@@ -203,7 +204,7 @@ export async function openFire(
 export async function reconcileOpenFires(
   project: Project,
   isGone: (owner: OpenFire['owner'], open: OpenFire, routineId: string) => boolean,
-  warn: Warn = () => {},
+  warn: Warn = unheard,
   recorded: (id: string, fire: Fire, prior: RoutineRecord | undefined) => void = () => {},
 ): Promise<number> {
   const state = readRoutineState(project, warn);
@@ -233,7 +234,7 @@ export async function pauseRoutine(
   routineId: string,
   paused: boolean,
   note: string | null,
-  warn: Warn = () => {},
+  warn: Warn = unheard,
 ): Promise<PauseChange> {
   const before = readRoutine(project, routineId, warn, undefined, () => recordOnFile(project, routineId));
   const wasPaused = before?.paused === true;
@@ -243,7 +244,7 @@ export async function pauseRoutine(
 }
 
 /** The routine's newest `retention.historyLines` fires (from the rotated file too), oldest first. */
-export function readFires(project: Project, routineId: string, warn: Warn = () => {}): HistoryEntry[] {
+export function readFires(project: Project, routineId: string, warn: Warn = unheard): HistoryEntry[] {
   return readFireEntries(
     historyPath(checkedStateDir(project), routineId),
     project.config.retention.historyLines,

@@ -176,10 +176,20 @@ export function parseHistory(
   return { lines, unreadable };
 }
 
-export function unreadableMessage(path: string, numbers: number[]): string {
+/** Says which lines of a history file could not be read, once per process for the same file
+ * (inode) and lines (a scheduler folds a file again and again); said to no one is not said. */
+export function warnUnreadable(warn: (message: string) => void, path: string, ino: number, numbers: number[]): void {
+  const key = `${path}\0${ino}\0${numbers.join(',')}`;
+  if (warn === unheard || saidUnreadable.has(key)) return;
+  saidUnreadable.add(key);
   const shown = numbers.slice(0, 5).join(', ');
-  return `${path}: line${numbers.length > 1 ? 's' : ''} ${shown}${numbers.length > 5 ? ` and ${numbers.length - 5} more` : ''} could not be read (torn or corrupt) and ${numbers.length > 1 ? 'were' : 'was'} skipped`;
+  warn(
+    `${path}: line${numbers.length > 1 ? 's' : ''} ${shown}${numbers.length > 5 ? ` and ${numbers.length - 5} more` : ''} could not be read (torn or corrupt) and ${numbers.length > 1 ? 'were' : 'was'} skipped`,
+  );
 }
+const saidUnreadable = new Set<string>();
+/** The warning sink of a caller that gives none. */
+export const unheard = (_message: string): void => {};
 
 /** The newest `historyLines` fires of the history `file` (its rotated `.1` first), oldest first:
  * one entry per fire — a line re-appended (same id) or a second record closing the same open fire
@@ -188,7 +198,7 @@ export function readFireEntries(
   file: string,
   historyLines: number,
   checkRecord: (v: unknown) => RoutineRecord | null,
-  warn: (message: string) => void = () => {},
+  warn: (message: string) => void = unheard,
 ): HistoryEntry[] {
   const out: HistoryEntry[] = [];
   const seen = new Set<string>();
@@ -196,7 +206,7 @@ export function readFireEntries(
     const read = readHistoryText(f, 0);
     if (!read) continue;
     const parsed = parseHistory(read.text, checkRecord);
-    if (parsed.unreadable.length > 0 && f === file) warn(unreadableMessage(f, parsed.unreadable));
+    if (parsed.unreadable.length > 0 && f === file) warnUnreadable(warn, f, read.ino, parsed.unreadable);
     for (const l of parsed.lines) {
       if (l.kind !== 'fire') continue;
       if (l.id) {

@@ -4,7 +4,7 @@
 // from its end"). What is shown is what reading the files whole shows, tested against it.
 
 import { linesFromEnd } from '../fs/lines-from-end.js';
-import { LATE_LINE_MS, parseHistoryLine, historyPath, readFireEntries, type HistoryEntry } from './history.js';
+import { LATE_LINE_MS, parseHistoryLine, historyPath, readFireEntries, unheard, type HistoryEntry } from './history.js';
 import { checkRecord } from './routine-state.js';
 import type { FireQuery, ShownFire, Warn } from './store.js';
 
@@ -32,7 +32,7 @@ export function newestFires(
   routineId: string,
   q: FireQuery,
   historyLines: number,
-  warn: Warn = () => {},
+  warn: Warn = unheard,
   shown = -Infinity,
 ): HistoryEntry[] {
   if (!(q.limit > 0)) return [];

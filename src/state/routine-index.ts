@@ -11,7 +11,7 @@ import { childPath } from '../fs/names.js';
 import type { Project } from '../config/load.js';
 import { checkFolder, readFileChecked, trustRoot } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
-import { historyPath, parseHistory, readHistoryBytes, readHistoryText, unreadableMessage } from './history.js';
+import { historyPath, parseHistory, readHistoryBytes, readHistoryText, unheard, warnUnreadable } from './history.js';
 import { writeChecksummed } from '../fs/durable.js';
 import { readChecksummed } from '../checksum.js';
 import { checkRecord, foldLines, type Folded, type RoutineRecord } from './routine-state.js';
@@ -111,7 +111,12 @@ function foldHistory(
   }
   const parsed = parseHistory(read.bytes.toString('utf8'), checkRecord);
   if (parsed.unreadable.length > 0)
-    warn(unreadableMessage(file, continued ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable));
+    warnUnreadable(
+      warn,
+      file,
+      read.ino,
+      continued ? lineNumbers(file, base!.size, parsed.unreadable) : parsed.unreadable,
+    );
   let prior = continued ? null : (newest ?? base);
   // the record kept elsewhere, when folded further in the same file (a cut it was folded past)
   const other = prior && elsewhere?.();
@@ -266,7 +271,7 @@ export function checkedStateDir(project: Project): string {
 export function readRoutine(
   project: Project,
   id: string,
-  warn: Warn = () => {},
+  warn: Warn = unheard,
   cache?: IndexCache,
   elsewhere?: KeptElsewhere,
 ): RoutineRecord | undefined {

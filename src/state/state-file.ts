@@ -15,7 +15,7 @@ import { ensureDir } from '../fs/files.js';
 import { watchFolder } from '../fs/names.js';
 import { lstatQuiet } from '../fs/look.js';
 import { statExact } from '../fs/look.js';
-import { historyIdOf, historyIds, historyListing, historyPath } from './history.js';
+import { historyIdOf, historyIds, historyListing, historyPath, unheard } from './history.js';
 import { currentStamp, parkHeldMarks, stampHistory, writersIn } from './history-stamp.js';
 import { writeFileDurable } from '../fs/durable.js';
 import { corruptMessage, ensureStateRoot, readJsonState } from './json-file.js';
@@ -236,7 +236,7 @@ function warnCorrupt(
 
 /** Every routine's record: from routine-state.json where a routine's history has not moved since
  * it was written, else from the routine's own index and history. Nothing is written. */
-export function readRoutineState(project: Project, warn: Warn = () => {}): RoutineStateFile {
+export function readRoutineState(project: Project, warn: Warn = unheard): RoutineStateFile {
   return readWithPositions(project, warn, READER).state;
 }
 
@@ -244,7 +244,7 @@ export function readRoutineState(project: Project, warn: Warn = () => {}): Routi
  * while the history folder has the file's stamp (one lstat for 1 000 routines; a history edited
  * in place by hand shows at the next rewrite that folds every history, within a minute under a
  * scheduler). */
-export function readRoutineStateShown(project: Project, warn: Warn = () => {}): RoutineStateFile {
+export function readRoutineStateShown(project: Project, warn: Warn = unheard): RoutineStateFile {
   return readWithPositions(project, warn, VIEW).state;
 }
 
@@ -693,7 +693,7 @@ function leftToScheduler(holder: LockRecord | null, refreshMs: number): boolean 
 
 /** Rewrites routine-state.json from the history now (a damaged one moved aside first), or
  * throws why it could not. Processes that record use their store's publisher. */
-export async function publishRoutineState(project: Project, warn: Warn = () => {}): Promise<void> {
+export async function publishRoutineState(project: Project, warn: Warn = unheard): Promise<void> {
   const failed = await new StatePublisher({ project, cache: new Map(), warn }).sync();
   if (failed) throw failed;
 }

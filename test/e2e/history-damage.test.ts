@@ -3,7 +3,7 @@
 // shows as running, and after a restart it is never the last result: the views agree with
 // routine history.
 
-import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventually, runCli, startCli } from '../helpers/cli.js';
@@ -71,4 +71,32 @@ describe('a damaged history line', () => {
       expect(check.stderr).not.toMatch(/failed routine/);
     },
   );
+});
+
+describe('a torn line said once', () => {
+  it('routine history and a scheduler start, each folding the history more than once, say a torn line once', async () => {
+    const project = testProject({
+      routines: [{ id: 'a', schedule: '0 0 1 1 *', action: 'command', run: 'true' }],
+    });
+    const history = join(project, '.routinely', 'history', 'a.jsonl');
+    expect((await runCli(['routine', 'run', 'a'], { cwd: project })).code).toBe(0);
+    writeFileSync(history, `${readFileSync(history, 'utf8')}{"event":"fi\n`);
+    expect((await runCli(['routine', 'run', 'a'], { cwd: project })).code).toBe(0);
+    // nothing kept to fold from: every reader folds the whole file
+    const indexes = () => {
+      rmSync(join(project, '.routinely', 'history', 'a.index'), { force: true });
+      rmSync(join(project, '.routinely', 'routine-state.json'), { force: true });
+    };
+    const torn = /a\.jsonl: line 3 could not be read \(torn or corrupt\) and was skipped/g;
+    indexes();
+    const h = await runCli(['routine', 'history', 'a'], { cwd: project });
+    expect(h.code).toBe(0);
+    expect(h.stderr.match(torn)).toHaveLength(1);
+    indexes();
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 30_000 });
+    await s.waitFor(/\[scheduler\] started/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(`${s.stdout()}${s.stderr()}`.match(torn)).toHaveLength(1);
+  });
 });
