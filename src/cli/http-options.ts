@@ -5,7 +5,7 @@
 
 import { formatListen, parseListen } from '../config/listen.js';
 import { displayPath, type Project } from '../config/load.js';
-import { UsageError } from '../errors.js';
+import { ConfigError, UsageError } from '../errors.js';
 
 import type { HttpSetup, RoutineRows } from '../http/wiring.js';
 
@@ -19,19 +19,23 @@ export async function httpSetup(
 ): Promise<HttpSetup | null> {
   const text = flag ?? project.config.http?.listen ?? undefined;
   if (text === undefined) return null;
-  // named as the user gave it: the flag, or the config's key
-  const given = flag !== undefined ? '--http' : `http.listen in ${displayPath(project.configPath)}:`;
+  // named as the user gave it: the flag (exit 2), or the config's key (a config error naming the
+  // file and the JSON path, as `validate --json` reports it)
+  const refuse = (key: 'http.listen' | 'http.actions', message: string): Error =>
+    flag !== undefined && key === 'http.listen'
+      ? new UsageError(`--http ${message}`)
+      : new ConfigError(displayPath(project.configPath), [{ path: key, message }]);
   const listen = parseListen(text);
-  if (typeof listen === 'string')
-    throw new UsageError(`${given} ${JSON.stringify(text)} is not [HOST:]PORT: ${listen}`);
+  if (typeof listen === 'string') throw refuse('http.listen', `${JSON.stringify(text)} is not [HOST:]PORT: ${listen}`);
   const { checkExposure, TOKEN_ENV } = await import('../http/security.js');
   const exposure = checkExposure(listen, env);
-  if (!exposure.ok) throw new UsageError(`${given} ${formatListen(listen)} ${exposure.why}`);
+  if (!exposure.ok) throw refuse('http.listen', `${formatListen(listen)} ${exposure.why}`);
   const actions = project.config.http?.actions === true;
   // an action changes what runs: never without the token, also on loopback (SPEC §11)
   if (actions && exposure.token === null) {
-    throw new UsageError(
-      `http.actions in ${displayPath(project.configPath)}: the actions need ${TOKEN_ENV} (at least 16 characters, e.g. \`openssl rand -hex 32\`), also on loopback; clients send it as "Authorization: Bearer <token>"`,
+    throw refuse(
+      'http.actions',
+      `the actions need ${TOKEN_ENV} (at least 16 characters, e.g. \`openssl rand -hex 32\`), also on loopback; clients send it as "Authorization: Bearer <token>"`,
     );
   }
   return { listen, token: exposure.token, actions };

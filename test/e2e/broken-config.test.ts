@@ -229,6 +229,16 @@ describe('validate --json names the file and the JSON path of what it finds past
       'backend.url',
       '"postgres://u@h:99999/db": port 99999 is out of range 1-65535',
     ],
+    [
+      { http: { listen: '0.0.0.0:19467' } },
+      'http.listen',
+      '0.0.0.0:19467 listens on every interface: set ROUTINELY_HTTP_TOKEN (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1',
+    ],
+    [
+      { http: { listen: '127.0.0.1:19467', actions: true } },
+      'http.actions',
+      'the actions need ROUTINELY_HTTP_TOKEN (at least 16 characters, e.g. `openssl rand -hex 32`), also on loopback; clients send it as "Authorization: Bearer <token>"',
+    ],
   ])('%j', async (config, path, message) => {
     const project = testProject(config);
     const r = await runCli(['validate', '--json'], { cwd: project });
@@ -284,7 +294,7 @@ describe('what validate refuses as scheduler start does (SPEC §2, §10: the env
     [
       { http: { listen: '0.0.0.0:19467' } },
       {},
-      'routinely: http.listen in routinely.json: 0.0.0.0:19467 listens on every interface: set ROUTINELY_HTTP_TOKEN (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1\n',
+      'routinely: routinely.json: http.listen: 0.0.0.0:19467 listens on every interface: set ROUTINELY_HTTP_TOKEN (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1\n',
     ],
   ])('%j %j: exit 2, named where it came from', async (config, env, message) => {
     const project = testProject(config);

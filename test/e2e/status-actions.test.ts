@@ -46,7 +46,7 @@ describe.skipIf(missing !== null)('status page actions in Chromium', () => {
     const refused = await runCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(
-      /http\.actions in .*routinely\.json: the actions need ROUTINELY_HTTP_TOKEN .*also on loopback/,
+      /routinely\.json: http\.actions: the actions need ROUTINELY_HTTP_TOKEN .*also on loopback/,
     );
 
     const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0', '--shutdown-timeout', '2'], {
