@@ -151,8 +151,9 @@ function workingFolderIssues(root: string, config: Config): { path: string; mess
   return issues;
 }
 
-/** Why `cwd` (relative to `root`) cannot be a command's working folder now, or null. */
-function workingFolderProblem(root: string, cwd: string): string | null {
+/** Why `cwd` (relative to `root`) cannot be a command's working folder now, or null (a task
+ * file's tasks are looked at where they are read: exec/task-source.ts). */
+export function workingFolderProblem(root: string, cwd: string): string | null {
   const wanted = resolve(root, cwd);
   const st = statFollow(wanted);
   if (!st) return null;

@@ -3,9 +3,9 @@
 
 import { join, relative, resolve } from 'node:path';
 import { configTextOf, readConfigBytes } from '../config/find.js';
-import { displayPath, parseJsonFile, type Project } from '../config/load.js';
+import { displayPath, parseJsonFile, workingFolderProblem, type Project } from '../config/load.js';
 import type { TaskDef } from '../config/types.js';
-import { validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
+import { formatPath, validateTaskFile, validateTaskSet, type LocatedTask } from '../config/validate.js';
 import { checkTaskFile, checkTaskFolder, UntrustedPathError } from '../config/trust.js';
 import { ConfigError, errnoCode, errnoWords, UnsafePathError, type ConfigIssue } from '../errors.js';
 import { namesIn } from '../fs/files.js';
@@ -87,6 +87,17 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
     }
   }
   if (issues.length === 0) issues.push(...validateTaskSet(located, project.config.exec.providers));
+  // a task file's `cwd` that is a file, or leaves the project through a link, as for inline
+  // tasks (config/load.ts): refused when the tasks are read, not at the task's turn to run
+  for (const l of issues.length === 0 ? located : []) {
+    const problem = l.file && l.task.cwd !== undefined ? workingFolderProblem(project.root, l.task.cwd) : null;
+    if (problem)
+      issues.push({
+        file: l.file,
+        path: formatPath([...l.path, 'cwd']),
+        message: `${JSON.stringify(l.task.cwd)} ${problem}`,
+      });
+  }
   if (issues.length > 0) throw new ConfigError(configShown, issues);
   return located.map((l) => ({ task: l.task, source: l.file ?? configShown }));
 }

@@ -185,7 +185,7 @@ describe('task files under exec.taskDirs', () => {
 });
 
 describe('a working folder (cwd) that is a file, or leaves the project through a link, is refused by validate and at start', () => {
-  it("routines and inline tasks: exit 2 naming each JSON path; a task file's task fails saying its cwd is not a folder", async () => {
+  it("routines, inline tasks and a task file's tasks: exit 2 naming each file and JSON path", async () => {
     const outside = testdir();
     const project = testProject({
       exec: { tasks: [{ id: 'inline', run: 'true', cwd: 'afile' }], taskDirs: ['tasks'] },
@@ -207,17 +207,21 @@ describe('a working folder (cwd) that is a file, or leaves the project through a
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toBe(`${said}\n`);
     }
-    // a task from a task folder is checked when it runs: its cwd named, not the shell's words
+    // a task from a task folder: refused where the tasks are read (validate, exec run), its
+    // file and JSON path named
     const config = JSON.parse(readFileSync(join(project, 'routinely.json'), 'utf8'));
     config.exec.tasks = [];
     config.routines = [];
     writeFileSync(join(project, 'routinely.json'), JSON.stringify(config));
     mkdirSync(join(project, 'tasks'));
-    writeFileSync(join(project, 'tasks', 'f.json'), JSON.stringify({ id: 'f', run: 'true', cwd: 'afile' }));
-    const run = await runCli(['exec', 'run'], { cwd: project });
-    expect(run.code).toBe(1);
-    expect(`${run.stdout}${run.stderr}`).toMatch(/cwd "afile" is not a folder/);
-    expect(`${run.stdout}${run.stderr}`).not.toMatch(/Not a directory/);
+    writeFileSync(join(project, 'tasks', 'f.json'), JSON.stringify([{ id: 'f', run: 'true', cwd: 'afile' }]));
+    for (const args of [['validate'], ['exec', 'run']]) {
+      const r = await runCli(args, { cwd: project });
+      expect([r.code, r.stderr], args.join(' ')).toEqual([
+        2,
+        'routinely: tasks/f.json: [0].cwd: "afile" is not a folder\n',
+      ]);
+    }
   });
 });
 
