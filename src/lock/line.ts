@@ -11,6 +11,7 @@
 
 import { selfIdentity, type LivenessProbe, type ProcessIdentity } from '../process/identity.js';
 import { isObj } from '../is-object.js';
+import { printable } from '../printable.js';
 import type { LockOwnerInfo } from './lease.js';
 
 /** One waiter in a line, as others see it. */
@@ -70,7 +71,9 @@ export function lineWhy(ahead: readonly LineEntry[]): string {
 /** "a waiter that came first takes it next: lock run, pid 4712 on build-01" */
 export function lineNext(ahead: readonly LineEntry[]): string {
   const first = ahead[0]!;
-  const who = `${first.owner.command}${first.owner.routine ? ` ${first.owner.routine}` : ''}, pid ${first.owner.pid} on ${first.owner.host}`;
+  // (a ticket's strings are a record's: escaped, as a holder's are in its busy line)
+  const o = first.owner;
+  const who = printable(`${o.command}${o.routine ? ` ${o.routine}` : ''}, pid ${o.pid} on ${o.host}`);
   if (ahead.length === 1) return `a waiter that came first takes it next: ${who}`;
   return `${ahead.length} waiters that came first take it next: ${who}, and ${ahead.length - 1} more`;
 }
