@@ -5,7 +5,8 @@
 // A signal goes only to a group whose identity is proven (SPEC §12): never to pid 0 or 1; the
 // leader alive with the recorded start time, leading its own group, and running as this user;
 // or, the leader gone, a member of the group running as this user whose environment carries the
-// dead holder's `ROUTINELY_LOCK_ID` (every command routinely starts under a lock gets it).
+// dead holder's `ROUTINELY_LOCK_ID` (every command routinely starts under a lock gets it); with
+// such a group, the other groups of its session (job control).
 
 import type { Clock } from '../clock.js';
 import { errnoCode, OrphanBlockedError } from '../errors.js';
@@ -91,6 +92,13 @@ export async function endOrphanGroups(children: readonly ChildGroup[], o: EndOrp
     const v = judgeGroup(c, o.lockId, o.probe);
     if (v.kind === 'foreign') throw blocked(c.pid, v.uid, o.holderPid ?? null);
     if (v.kind === 'ours') live.push(c);
+  }
+  // and the other groups of each one's session (job control: `bash -c 'set -m; job &'`), as the
+  // command's exit ends them (SPEC §4.11): while group `pid` lives, no process is handed that
+  // pid, so a process of session `pid` is of the session the recorded command began
+  for (const c of [...live]) {
+    for (const pgid of o.probe.sessionGroups?.(c.pid) ?? [])
+      if (pgid > 1 && !live.some((l) => l.pid === pgid)) live.push({ pid: pgid, start_time: null });
   }
   const report: OrphanReport = { ended: live.map((c) => c.pid), killed: [] };
   if (live.length === 0) return report;

@@ -84,6 +84,34 @@ describe('leftovers of the command end before the lock is released (SPEC §4.11)
     expect(next).toMatchObject({ code: 0, stdout: 'alone\n' });
   });
 
+  it("a SIGKILLed holder's job-control group is ended at the takeover, also one whose environment was cleared (env -i: no marker); the next holder never runs beside it", async () => {
+    const project = testProject();
+    const [job, fg] = [uniqueSleep(), uniqueSleep()];
+    // (anchored: lock run's own command line holds both)
+    const running = (): number[] => [...pgrep(`^/bin/${job}`), ...pgrep(`^${fg}`)];
+    const holder = startCli(['lock', 'run', '--', 'bash', '-c', `set -m; env -i /bin/${job} & ${fg}`], {
+      cwd: project,
+    });
+    await eventually(() => running().length === 2, 10_000, 'both sleeps running');
+    holder.child.kill('SIGKILL');
+    await holder.exited;
+    const next = await runCli(
+      [
+        'lock',
+        'run',
+        '--if-busy',
+        'fail',
+        '--',
+        'sh',
+        '-c',
+        `pgrep -f '^/bin/${job}' || pgrep -f '^${fg}' || echo alone`,
+      ],
+      { cwd: project },
+    );
+    for (const p of running()) process.kill(p, 'SIGKILL');
+    expect(next).toMatchObject({ code: 0, stdout: 'alone\n' });
+  });
+
   it('a process that left the group with setsid is not ended (documented)', async () => {
     const project = testProject();
     const tag = uniqueSleep();
