@@ -119,3 +119,30 @@ export async function endOrphanGroups(children: readonly ChildGroup[], o: EndOrp
 function groupStillRuns(pgid: number, probe: LivenessProbe): boolean {
   return probe.inspect(pgid).state === 'alive' || probe.groupMembers(pgid).length > 0;
 }
+
+/** The environment entry of every command a routine's fire or an exec run starts. */
+export const runMarker = (runId: string): string => `ROUTINELY_RUN_ID=${runId}`;
+
+/** Ends what a run left running on this host once the process that ran it died (SIGKILL): the
+ * groups whose leader carries the run's marker, with the other groups of their sessions —
+ * SIGTERM, then SIGKILL after a second, as a lock's takeover ends its dead holder's — and says
+ * so. This is how a routine without a lock (no holder whose takeover would end them) never runs
+ * beside what its interrupted fire started. Linux only (elsewhere nothing can find them). */
+export async function endRunOrphans(
+  runId: string,
+  o: { probe: LivenessProbe; clock: Clock; warn: (message: string) => void },
+): Promise<void> {
+  const leaders = o.probe.markedGroupLeaders?.(runMarker(runId)) ?? [];
+  if (leaders.length === 0) return;
+  const groups = leaders.map((p) => ({ pid: p.pid, start_time: p.startTime }));
+  try {
+    const n = (await endOrphanGroups(groups, { lockId: null, ...o, graceMs: RUN_ORPHAN_GRACE_MS })).ended.length;
+    if (n > 0)
+      o.warn(
+        `ended ${n} process group${n === 1 ? '' : 's'} left running by interrupted run ${runId} (its process died)`,
+      );
+  } catch (err) {
+    o.warn(`could not end what interrupted run ${runId} left running: ${(err as Error).message}`);
+  }
+}
+const RUN_ORPHAN_GRACE_MS = 1_000;

@@ -21,7 +21,8 @@ import { commandEnv, leftoverMessage, type ProcessResult } from '../exec/process
 import { runGroupUnderLease, type GroupRun } from '../exec/group-run.js';
 import { eventLine, registerLine, runHeader, runSummary } from '../exec/run-lines.js';
 import type { RunEvent, RunState } from '../exec/run-state.js';
-import { newRunId } from '../run-id.js';
+import { isRunId, newRunId } from '../run-id.js';
+import { endRunOrphans } from '../file-lock/orphans.js';
 import { randomHex } from '../fs/random-ids.js';
 import { processGone, samePidSpace, selfIdentity, systemProbe } from '../process/identity.js';
 import type { IfBusy, Lease } from '../lock/lease.js';
@@ -185,13 +186,18 @@ async function fireGoingOn(ctx: FireContext, def: RoutineDef, mine: OpenFire | n
   const open = (await ctx.backend.routines.readOne(def.id, ctx.warn))?.open_fires ?? [];
   const at = mine ? open.findIndex((f) => f.id === mine.id) : -1;
   const self = process.pid;
-  return open.slice(0, at === -1 ? open.length : at).some(
-    (f) =>
-      samePidSpace(f.owner, systemProbe()) &&
-      // this very process (the scheduler's own fire beside a run from its HTTP page): going
-      // while its fire is; a marker of an earlier process with this pid is not
-      (f.owner.pid === self ? goingHere.has(f.id) : !processGone(f.owner)),
-  );
+  let going = false;
+  for (const f of open.slice(0, at === -1 ? open.length : at)) {
+    if (!samePidSpace(f.owner, systemProbe())) continue;
+    // this very process (the scheduler's own fire beside a run from its HTTP page): going
+    // while its fire is; a marker of an earlier process with this pid is not
+    if (f.owner.pid === self ? goingHere.has(f.id) : !processGone(f.owner)) going = true;
+    // its process died (SIGKILL) with the fire open: what it started is ended first, as a
+    // lock's takeover ends a dead holder's, so that this fire never runs beside it
+    else if (f.owner.pid !== self && f.run_id !== null && isRunId(f.run_id))
+      await endRunOrphans(f.run_id, { probe: systemProbe(), clock: ctx.clock, warn: ctx.warn });
+  }
+  return going;
 }
 
 /** The open markers of the fires going on in this process, until each fire ends. */

@@ -13,7 +13,9 @@ import type { Project } from '../config/load.js';
 import type { RoutineDef } from '../config/types.js';
 import type { Fire, OpenFire, RoutineRecord } from '../state/routine-state.js';
 import type { LockRecord } from '../lock/record.js';
-import { processGone } from '../process/identity.js';
+import { processGone, systemProbe } from '../process/identity.js';
+import { endRunOrphans } from '../file-lock/orphans.js';
+import { isRunId } from '../run-id.js';
 import type { FireResult } from './firing.js';
 import type { Announce } from './fire-request.js';
 import type { Logger } from './log.js';
@@ -250,8 +252,13 @@ export class Recorder {
     const announcements: Promise<void>[] = [];
     // The owner is judged on this host only (elsewhere it cannot be told) — except the fire
     // whose lock was just taken over from its holder (`from`, on any host): its outcome is lost.
+    const orphaned = new Set<string>();
     const closed = await this.o.store.reconcile(
-      (owner, open, routineId) => processGone(owner) || lostWithLock(from, owner, open, routineId),
+      (owner, open, routineId) => {
+        const gone = processGone(owner);
+        if (gone && open.run_id !== null && isRunId(open.run_id)) orphaned.add(open.run_id);
+        return gone || lostWithLock(from, owner, open, routineId);
+      },
       this.o.warn,
       (id, fire, prior) => {
         this.tell(id, fire);
@@ -260,6 +267,10 @@ export class Recorder {
         if (def) announcements.push(this.announce(def, project, prior, fire, true, signal));
       },
     );
+    // what those fires started and still runs on this host is ended before anything of the
+    // routine starts again (a routine without a lock had no takeover to end it)
+    for (const runId of orphaned)
+      await endRunOrphans(runId, { probe: systemProbe(), clock: this.o.clock, warn: this.o.warn });
     return { closed, announced: Promise.all(announcements).then(() => {}) };
   }
 

@@ -351,6 +351,44 @@ describe('scheduler start', () => {
     expect(stateOf(project).routines.nx?.open_fires).toBeUndefined();
   });
 
+  it("a routine without a lock whose process was SIGKILLed mid-fire: what its fire started is ended before the routine runs again, at a scheduler's start and by routine run (SPEC §6)", async () => {
+    const run = 'echo "start $$" >> spans; sleep 30';
+    const project = testProject({ routines: [cmd('nx', '*/2 * * * * *', run, { exclusive: false })] });
+    const started = (): number[] =>
+      readFileSync(join(project, 'spans'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => Number(l.split(' ')[1]));
+    const first = startCli(['scheduler', 'start'], { cwd: project });
+    await lineIn(join(project, 'spans'), /start \d+/, 15_000, 'nx started');
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const [orphan] = started();
+    expect(processRuns(orphan!)).toBe(true);
+    const second = startCli(['scheduler', 'start', '--shutdown-timeout', '1'], { cwd: project });
+    await second.waitFor(/\[routine\] started nx/, 15_000);
+    expect(second.stdout()).toMatch(/ended 1 process group left running by interrupted run r-\S+ \(its process died\)/);
+    expect(processRuns(orphan!), 'the orphan of the first scheduler').toBe(false);
+    expect(await stopScheduler(second)).toBe(0);
+    // by hand: a routine run killed, then another
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ routines: [cmd('nx', '0 0 1 1 *', run, { exclusive: false })] }),
+    );
+    const manual = startCli(['routine', 'run', 'nx'], { cwd: project });
+    await eventually(() => started().length === 3, 15_000, 'the manual run started');
+    manual.child.kill('SIGKILL');
+    await manual.exited;
+    const left = started()[2]!;
+    expect(processRuns(left)).toBe(true);
+    const again = startCli(['routine', 'run', 'nx'], { cwd: project });
+    await eventually(() => started().length === 4, 15_000, 'the second manual run started');
+    expect(processRuns(left), 'the orphan of the killed routine run').toBe(false);
+    expect(again.stderr()).toMatch(/ended 1 process group left running by interrupted run/);
+    again.child.kill('SIGTERM');
+    await again.exited;
+  });
+
   it('catchUp latest fires once at start for a missed time', async () => {
     const project = testProject({ routines: [cmd('yearly', '0 0 1 1 *', 'echo caught', { catchUp: 'latest' })] });
     // the routine last fired for 2020: the 1 January since then was missed
