@@ -34,6 +34,8 @@ export const whoText = (w: StopWho): string => (w.via === 'cli' ? `cli, pid ${w.
 
 /** The reason a stopped fire is recorded with. */
 export const stoppedReason = (who: string): string => `stopped by hand (${who})`;
+/** Whether a fire was stopped by hand: never retried, as `systemctl stop` is not restarted. */
+export const stoppedByHand = (reason: string | null): boolean => reason?.startsWith('stopped by hand (') === true;
 
 function requestPath(stateDir: string, markerId: string): string | null {
   return MARKER_ID.test(markerId) ? childPath(stopsDir(stateDir), `${markerId}.json`) : null;

@@ -17,6 +17,7 @@ import { nextFire } from './timing.js';
 import { ClaimTakenError, DatabaseError, DatabaseRowError, FolderReplacedError, isStorageError } from '../errors.js';
 import { Backoff } from '../backoff.js';
 import { causeOf, NotStartedError } from '../fire/unstarted.js';
+import { stoppedByHand } from '../fire/stop-request.js';
 import { TurnGate, type TurnOutcome } from './turn-gate.js';
 import { busyReason, slotsOf } from '../lock/named.js';
 import type { LineTicket, WaitLine } from '../lock/line.js';
@@ -407,10 +408,11 @@ export class Runner {
         // not started: shutdown, or this scheduler lost its lock (or paused while queued)
         if (result === null) return attempt === 1 ? this.abandon(def, scheduledAt) : undefined;
         this.logResult(def.id, result);
-        // Skips are never retried; a failure is, while attempts remain.
+        // Skips are never retried; a failure is, while attempts remain — not one stopped by hand
         const again =
           retry !== undefined &&
           result.result === 'failure' &&
+          !stoppedByHand(result.reason) &&
           attempt <= retry.attempts &&
           !this.stopping &&
           !active.stop.signal.aborted;

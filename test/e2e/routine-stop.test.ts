@@ -2,6 +2,8 @@
 // group, SIGKILL after the grace; the fire recorded once, as a failure stopped by hand and by
 // whom; the exec lock free as soon as the group is gone. Real processes, the built CLI.
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
 import { httpGet } from '../helpers/http.js';
@@ -53,6 +55,33 @@ describe('routine stop', () => {
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
     expect((await history(project, 'long')).filter((f) => f.run_id === runId)).toHaveLength(1);
+  });
+
+  it('a fire stopped by hand is not retried, whatever its retry says (as systemctl stop is not restarted)', async () => {
+    // one tick a minute, a few seconds ahead (a six-field schedule: that second of every minute;
+    // a scheduler slow to start on a loaded machine meets it a minute later)
+    const second = (new Date().getUTCSeconds() + 5) % 60;
+    const project = testProject({
+      routines: [
+        {
+          id: 'backup',
+          schedule: `${second} * * * * *`,
+          timezone: 'UTC',
+          action: 'command',
+          run: 'echo run >> runs.txt; sleep 60',
+          retry: { attempts: 2, backoffSeconds: 0.2 },
+        },
+      ],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 110_000 });
+    await s.waitFor(/\[routine\] started backup/, 80_000);
+    const r = await runCli(['routine', 'stop', 'backup'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/recorded as failure: stopped by hand\n$/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(s.stdout()).not.toMatch(/retrying backup/);
+    expect(readFileSync(join(project, 'runs.txt'), 'utf8')).toBe('run\n');
   });
 
   it('a command that ignores SIGTERM, run by `routine run`: SIGKILL after the grace, the whole group gone, one record', async () => {
