@@ -110,6 +110,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
           ifBusy: o.ifBusy,
           waitTimeoutMs: o.waitTimeoutMs,
           signal: o.signal,
+          ...(o.waitSignal ? { waitSignal: o.waitSignal } : {}),
           warn,
           baseEnv: baseEnv(o.project),
           onStarted: o.onStarted,

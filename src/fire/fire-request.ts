@@ -15,14 +15,17 @@ export { PREVIOUS_RUN } from './previous-run.js';
 export interface FireRequest {
   project: Project;
   signal: AbortSignal;
+  /** Ends a wait for the lock (the scheduler stopping: a tick still waiting is not started). */
+  waitSignal?: AbortSignal;
   trigger: Trigger;
   /** Set when the routine has `retry`: 1 for the scheduled fire, 2… for its retries. */
   attempt?: number;
   /** The routine's `ifBusy` (SPEC §10): skip, or wait up to `waitTimeoutMs` for the lock. */
   ifBusy: 'skip' | 'wait';
   waitTimeoutMs?: number;
-  /** Checked once the exec lock is held and before any work starts: false means this
-   * scheduler no longer holds its own lock, and the fire gives the exec lock back unstarted. */
+  /** Checked once the exec lock is held and before any work starts, and when a wait for it
+   * ended: false means this scheduler is stopping or no longer holds its own lock, and the fire
+   * gives the exec lock back unstarted. */
   mayStart: () => boolean;
   onStarted: () => void;
   /** With ifBusy "wait": the lock is busy and the fire waits for it. */

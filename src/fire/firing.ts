@@ -53,6 +53,8 @@ export interface FireContext {
   /** Stops the fire (scheduler shutdown, SIGINT/SIGTERM of `routine run`); a string reason is
    * recorded as the failure's reason. */
   signal?: AbortSignal;
+  /** Ends a wait for the lock only (default `signal`). */
+  waitSignal?: AbortSignal;
   killGraceMs?: number;
   attempt?: number;
   warn: Warn;
@@ -252,7 +254,7 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       const policy = {
         ifBusy: ctx.ifBusy,
         waitTimeoutMs: ctx.waitTimeoutMs,
-        signal: ctx.signal,
+        signal: ctx.waitSignal ?? ctx.signal,
         ticket: ctx.ticket ?? null,
       };
       // (a count changed in the config while it waits counts: live-slots.ts)
@@ -269,6 +271,8 @@ async function fireCommand(ctx: FireContext, def: RoutineDef, scheduledAt: Date)
       );
       if (!got.ok) {
         closeFd(logFd);
+        // a wait ended by the scheduler stopping: not started, nothing of it to record here
+        if (ctx.mayStart && !ctx.mayStart()) return null;
         return fireRecord(ctx, scheduledAt, span, {
           result: 'skipped',
           reason: busyReason(def.lock),

@@ -179,11 +179,13 @@ export class Runner {
   /** Stop firing; let running routines finish up to `timeoutMs`; then stop them. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.stopping = true;
+    // (counted before the queues are emptied: a tick taken out of its queue is no running one)
+    const running = this.runningCount;
     this.halt.abort();
     for (const room of this.claimRoom.splice(0)) room();
     // queued ticks never started: they are dropped, not fired
     for (const g of this.gates.values()) g.cancelAll();
-    this.o.log({ event: 'scheduler.stopping', running: this.runningCount });
+    this.o.log({ event: 'scheduler.stopping', running });
     if (this.inFlight.size === 0) return;
     const timeout = new AbortController();
     // everything in flight, and what it starts meanwhile: a fire that ends records itself and
@@ -607,6 +609,8 @@ export class Runner {
       return await this.o.fire(def, scheduledAt, {
         project,
         signal,
+        // a tick that still waits for its lock when the scheduler stops is not started (SPEC §6)
+        waitSignal: AbortSignal.any([signal, this.halt.signal]),
         trigger,
         attempt,
         ticket: ticket ?? null,
@@ -615,7 +619,7 @@ export class Runner {
           ifBusy: def.ifBusy,
           waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
         }),
-        mayStart: () => this.o.inCharge(),
+        mayStart: () => this.o.inCharge() && !this.stopping,
         onTookOver: (from) => this.recordLeftBehind(project, from),
         onStarted: () => {
           this.active.get(id)?.started();

@@ -1,7 +1,7 @@
 // `routinely scheduler start` and `routinely routine …` end to end, with second-level schedules
 // (6-field cron), real child processes and a real exec lock.
 
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RoutineStateFile } from '../../src/state/routine-state.js';
@@ -255,6 +255,39 @@ describe('scheduler start', () => {
       (await runCli(['lock', 'status', '--json', '--key', 'scheduler'], { cwd: project })).stdout,
     );
     expect(sched.state).toBe('free');
+  });
+
+  it('SIGTERM: ticks queued behind a running one are skips and not counted as running; a tick waiting for its lock (ifBusy wait) is not started once the lock frees (SPEC §6)', async () => {
+    const project = testProject({
+      routines: [
+        cmd('a', '* * * * * *', 'sleep 1.5'),
+        cmd('b', '* * * * * *', 'true'),
+        cmd('c', '* * * * * *', 'true'),
+      ],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] queued c: behind a/);
+    expect(await stopScheduler(s)).toBe(0);
+    expect(s.stdout()).toMatch(/\[scheduler\] stopping \(waiting for 1 running routine\)/);
+    expect(s.stdout()).toMatch(/\[routine\] skipped c: scheduler stopping/);
+
+    const waits = testProject({
+      routines: [cmd('w', '* * * * * *', 'echo ran >> ran.txt', { ifBusy: 'wait', waitTimeoutSeconds: 60 })],
+    });
+    const holder = startCli(['lock', 'run', '--', 'sh', '-c', 'echo held; while [ ! -f go ]; do sleep 0.02; done'], {
+      cwd: waits,
+    });
+    await holder.waitFor(/held/);
+    const w = startCli(['scheduler', 'start', '--shutdown-timeout', '30'], { cwd: waits });
+    await w.waitFor(/\[routine\] waiting w: exec busy/);
+    w.child.kill('SIGTERM');
+    await w.waitFor(/\[scheduler\] stopping/);
+    writeFileSync(join(waits, 'go'), '');
+    expect((await holder.exited).code).toBe(0);
+    expect((await w.exited).code).toBe(0);
+    expect(w.stdout()).toMatch(/\[routine\] skipped w: scheduler stopping/);
+    expect(w.stdout()).not.toMatch(/\[routine\] started w/);
+    expect(existsSync(join(waits, 'ran.txt'))).toBe(false);
   });
 
   it('past --shutdown-timeout the running routine is stopped and recorded as a failure', async () => {
