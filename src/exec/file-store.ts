@@ -6,7 +6,8 @@ import type { Lease } from '../lock/lease.js';
 import { checkFolder, readNoFollow, trustRoot } from '../fs/files.js';
 import { childPath, removeTree } from '../fs/names.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
-import { RunStore, listRunIds, loadRun, loadRunDetailed, runDir } from './run-store.js';
+import { RunStore, listRunIds, loadRun, loadRunDetailed, rewriteSnapshot, runDir } from './run-store.js';
+import type { RunState } from './run-state.js';
 import { type ExecStore, type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
 
@@ -49,6 +50,11 @@ export function fileExecStore(project: Project, warn: (message: string) => void 
   const registryPath = join(dir, 'tasks.json');
   const said = new Set<string>();
   const runs = join(dir, 'runs');
+  /** Runs read with a damaged snapshot, as rebuilt (repairRuns writes them again). */
+  const damaged = new Map<string, RunState>();
+  // the runs' folder as the project sees it, as every message names it
+  const shown = (path: string): string =>
+    path.startsWith(runs) ? `${relative(process.cwd(), runs) || runs}${path.slice(runs.length)}` : path;
   return {
     location: relative(process.cwd(), runs) || runs,
     registryLocation: relative(process.cwd(), registryPath) || registryPath,
@@ -68,11 +74,19 @@ export function fileExecStore(project: Project, warn: (message: string) => void 
     loadRun: async (runId) => {
       checked();
       const loaded = loadRunDetailed(runs, runId);
+      // a damaged run.json (not one missing: a run being made) is said once, and written again
+      // by the next command that reads the run under the lock (repairRuns)
+      if (loaded?.recovered?.startsWith('run.json is corrupt')) {
+        if (!damaged.has(runId))
+          warn(
+            `${shown(childPath(runDir(runs, runId), 'run.json'))} is corrupt${loaded.recovered.slice('run.json is corrupt'.length)}: rebuilt from its journal`,
+          );
+        damaged.set(runId, loaded.state);
+      }
       for (const line of loaded?.unreadable ?? []) {
         if (said.has(line)) continue;
         said.add(line);
-        // the runs' folder as the project sees it, as every message names it
-        warn(line.startsWith(runs) ? `${relative(process.cwd(), runs) || runs}${line.slice(runs.length)}` : line);
+        warn(shown(line));
       }
       return loaded?.state ?? null;
     },
@@ -90,5 +104,16 @@ export function fileExecStore(project: Project, warn: (message: string) => void 
       removeTree(runDir(runs, runId));
     },
     logPath: (runId, taskId) => childPath(runDir(runs, runId), `${taskId}.log`), // ids checked: no path
+    repairRuns: async (lease) => {
+      for (const [runId, state] of damaged) {
+        damaged.delete(runId);
+        const fence = { append: () => lease.confirm(), snapshot: () => lease.verify().ok };
+        const movedTo = await rewriteSnapshot(runs, state, fence);
+        if (movedTo !== null)
+          warn(
+            `${shown(childPath(runDir(runs, runId), 'run.json'))} was corrupt: moved aside to ${shown(movedTo)}, written again from its journal`,
+          );
+      }
+    },
   };
 }

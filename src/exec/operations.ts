@@ -89,7 +89,12 @@ async function withRegistry<T>(
       const current = waited ? loadTaskDefinitions(configNow(ctx.project)) : defs;
       recheck?.(current);
       const prepared = await prepareRegistry(ctx, store, clock, lease, current);
-      return { kind: 'ok' as const, value: await fn({ lease, clock, store, defs: current, ...prepared }) };
+      const value = await fn({ lease, clock, store, defs: current, ...prepared });
+      // a damaged run.json read under the lock is written again (said; a failure only said)
+      await store
+        .repairRuns?.(lease)
+        .catch((err: Error) => ctx.warn?.(`could not write a run's run.json again: ${err.message}`));
+      return { kind: 'ok' as const, value };
     } finally {
       await got.lease.release();
     }

@@ -362,3 +362,20 @@ export class RunStore implements RunWriter {
     if (this.journalBytes > 0 && appendFileTorn(f, path)) this.torn = true;
   }
 }
+
+/** A run whose run.json was found corrupt and rebuilt from its journal, written again under the
+ * lock: the damaged file set aside as `run.json.corrupt.<ts>` (the evidence kept) and the rebuilt
+ * snapshot put in its place. Returns where the damaged file went; null when it is not damaged
+ * (any more) and nothing was written. */
+export async function rewriteSnapshot(runsDir: string, state: RunState, fence: Fence): Promise<string | null> {
+  const path = join(runDir(runsDir, state.run_id), SNAPSHOT);
+  const r = readJsonState(path, (v) => checkSnapshot(v, state.run_id), { moveAside: true });
+  if (r.kind !== 'corrupt') return null;
+  const writer = new RunStore(runsDir, state.run_id, fence);
+  try {
+    await writer.reopen(state);
+  } finally {
+    await writer.close();
+  }
+  return r.movedTo;
+}

@@ -31,6 +31,9 @@ export interface ExecStore {
   logPath(runId: string, taskId: string): string;
   /** Where runs are, as a person should read it in messages. */
   readonly location: string;
+  /** Under the lock: the runs this store found with a damaged snapshot (rebuilt from their
+   * journals as they were read) are written again, the damaged files set aside. */
+  repairRuns?(lease: Lease): Promise<void>;
 }
 
 export interface RunWriter {

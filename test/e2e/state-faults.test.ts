@@ -302,11 +302,25 @@ describe('read-only views (SPEC §3)', () => {
     expect((await runCli(['exec', 'run'], { cwd: project })).code).toBe(0);
     const runId = readdirSync(state(project, 'exec', 'runs'))[0]!;
     writeFileSync(state(project, 'exec', 'runs', runId, 'run.json'), '{"version":1,');
-    let runs = JSON.parse((await runCli(['exec', 'runs', '--json'], { cwd: project })).stdout) as {
-      run_id: string;
-      status: string;
-    }[];
+    const listed = await runCli(['exec', 'runs', '--json'], { cwd: project });
+    let runs = JSON.parse(listed.stdout) as { run_id: string; status: string }[];
     expect(runs).toEqual([expect.objectContaining({ run_id: runId, status: 'SUCCEEDED' })]);
+    // said by the view, left where it is
+    const file = `.routinely/exec/runs/${runId}/run.json`;
+    expect(listed.stderr).toMatch(`routinely: warning: ${file} is corrupt (not valid JSON (`);
+    expect(listed.stderr).toMatch(/\): rebuilt from its journal\n$/);
+    expect(readFileSync(state(project, 'exec', 'runs', runId, 'run.json'), 'utf8')).toBe('{"version":1,');
+    // read under the lock (exec resume of it: nothing to resume), set aside and written again
+    const resumed = await runCli(['exec', 'resume', runId], { cwd: project });
+    expect(resumed.code).toBe(0);
+    expect(resumed.stderr).toMatch(`${file} was corrupt: moved aside to ${file}.corrupt.`);
+    const aside = readdirSync(state(project, 'exec', 'runs', runId)).filter((n) => n.startsWith('run.json.corrupt.'));
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(state(project, 'exec', 'runs', runId, aside[0]!), 'utf8')).toBe('{"version":1,');
+    const again = await runCli(['exec', 'runs', '--json'], { cwd: project });
+    expect(again.stderr).toBe('');
+    expect(JSON.parse(again.stdout)).toEqual(runs);
+    writeFileSync(state(project, 'exec', 'runs', runId, 'run.json'), '{"version":1,');
     rmSync(state(project, 'exec', 'runs', runId, 'journal.jsonl'));
     const r = await runCli(['exec', 'runs'], { cwd: project });
     expect(r.stdout).toMatch(new RegExp(`${runId}  UNREADABLE .*run\\.json is corrupt`));
