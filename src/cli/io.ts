@@ -1,6 +1,7 @@
 // Terminal output helpers for the CLI layer.
 
 import { terminalText } from '../printable.js';
+import { outputFailed } from '../fs/terminal.js';
 
 /** A reader that goes away (`… | head -1`) is no error of ours: output to a closed pipe is
  * dropped, never an unhandled 'error' event with a stack trace. Attached on first use, so a
@@ -9,7 +10,7 @@ const guarded = new WeakSet<NodeJS.WriteStream>();
 function guard(stream: NodeJS.WriteStream): NodeJS.WriteStream {
   if (!guarded.has(stream)) {
     guarded.add(stream);
-    stream.on('error', () => {});
+    stream.on('error', (e) => outputFailed(e, stream === process.stdout ? 1 : 2));
   }
   return stream;
 }

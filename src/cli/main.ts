@@ -12,6 +12,7 @@ import { reportError } from './report-error.js';
 import { importProgram } from './program-import.js';
 import { stayInBaselineTiers } from './baseline-tiers.js';
 import { requireWithCodeCache } from './code-cache.js';
+import { outputFailed } from '../fs/terminal.js';
 
 const lazyRequire = createRequire(import.meta.url);
 
@@ -23,7 +24,7 @@ async function run(argv: string[]): Promise<void> {
   const args = argv.slice(2);
   // what commander would print, without loading it (a version check in a script is a cold start)
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
-    process.stdout.write(`${VERSION}\n`);
+    process.stdout.on('error', (e) => outputFailed(e, 1)).write(`${VERSION}\n`);
     return;
   }
   // a working folder removed under the shell (`cd d; rmdir ../d`): every path is made from it
@@ -75,21 +76,42 @@ async function run(argv: string[]): Promise<void> {
     if (code !== null) {
       // everything is written (synchronously: writeOut, or a terminal); exiting here skips the
       // tear-down of the heap the command grew (≈ 1 ms of `routine list` at 1 000 routines)
-      process.exit(code);
+      process.exit(exitWith(code));
     }
   }
   stayInBaselineTiers();
   // A reader that goes away (`routinely routine list | head -1`) is no error of ours: output to
   // a closed pipe is dropped, never an unhandled 'error' event with a stack trace.
-  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+  // Output that cannot be written otherwise (a full disk) is said, and is no success (exit 74).
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (e) => outputFailed(e, stream === process.stdout ? 1 : 2));
   const program = await importProgram();
   const code = await program.main(argv);
+  // a failed write's 'error' event comes a tick later (after this): the stream already knows
+  if (process.stdout.errored) outputFailed(process.stdout.errored, 1);
   // Flush stdout (pipes are asynchronous) before exiting; within a limit where one is set (the
   // limit is the command's, set in the program's own bundle).
-  if (process.stdout.destroyed || !process.stdout.writable) process.exit(code);
+  if (process.stdout.destroyed || !process.stdout.writable) process.exit(exitWith(code));
   const limit = program.exitFlushLimit();
-  if (limit !== null) setTimeout(() => process.exit(code), limit);
-  process.stdout.write('', () => process.exit(code));
+  if (limit !== null) setTimeout(() => process.exit(exitWith(code)), limit);
+  process.stdout.write('', () => process.exit(exitWith(code)));
+}
+
+/** The command's exit code; a view (or `--version`) whose output could not be written exits 74
+ * instead of 0: what it was asked for was not given, and nothing ran. A command that did its work
+ * keeps its code (its work is recorded; the loss of its report was said on stderr). */
+function exitWith(code: number): number {
+  if (code !== 0 || process.exitCode !== 74) return code;
+  const args = process.argv.slice(2);
+  const [first = '', second = ''] = args.filter((a) => !a.startsWith('-'));
+  const view =
+    first === '' ||
+    ['validate', 'help'].includes(first) ||
+    (first === 'exec' && ['status', 'runs', 'show', 'logs'].includes(second)) ||
+    (first === 'routine' && ['list', 'history', 'logs'].includes(second)) ||
+    (first === 'lock' && second === 'status') ||
+    (first === 'scheduler' && second === 'status');
+  return view ? 74 : code;
 }
 
 void run(process.argv);

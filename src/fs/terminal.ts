@@ -3,6 +3,23 @@
 
 import { createRequire } from 'node:module';
 import { fstatSync, statSync, writeSync } from 'node:fs';
+import { errnoWords } from '../errors.js';
+
+/** What an output the command cannot write does: a reader gone (EPIPE, `| head -1`) is not our
+ * error; anything else on standard output (a full disk, an I/O error: `> /dev/full`) is said once
+ * on stderr and makes a command that succeeded exit 74 (`process.exitCode`, which the entry's
+ * exit honours), as a lost output is not a success. Standard error failing changes nothing. */
+export function outputFailed(err: unknown, fd: number): void {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EPIPE' || fd !== 1 || process.exitCode === IO_EXIT) return;
+  process.exitCode = IO_EXIT;
+  try {
+    writeSync(2, `routinely: cannot write its output: ${code ? errnoWords(code) : String(err)}\n`);
+  } catch {
+    // standard error cannot be written either
+  }
+}
+const IO_EXIT = 74;
 
 /** Writes all of `text` to an output descriptor (stdout) at once: a full non-blocking pipe
  * (EAGAIN: Node makes a pipe non-blocking once process.stdout exists) is waited out a millisecond
@@ -21,8 +38,8 @@ export function writeOut(fd: number, text: string): void {
         Atomics.wait(pause, 0, 0, 1);
         continue;
       }
-      if (code === 'EPIPE') return;
-      throw e;
+      if (code !== 'EPIPE') outputFailed(e, fd);
+      return;
     }
   }
 }

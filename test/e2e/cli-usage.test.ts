@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, childEnv, runCli } from '../helpers/cli.js';
@@ -169,4 +169,54 @@ describe('a path given with a control character in it', () => {
       expect([r.code, r.stderr]).toEqual([2, `routinely: ${source}: a\\x0ab does not exist\n`]);
     }
   });
+});
+
+describe('an output that cannot be written (> /dev/full)', () => {
+  // (spawnSync: the output is the file itself, as `> /dev/full` makes it)
+  const toFull = (args: string[], cwd: string) => {
+    const fd = openSync('/dev/full', 'w');
+    try {
+      return spawnSync(process.execPath, [CLI, ...args], {
+        cwd,
+        env: childEnv(),
+        stdio: ['ignore', fd, 'pipe'],
+        encoding: 'utf8',
+      });
+    } finally {
+      closeSync(fd);
+    }
+  };
+  it.runIf(existsSync('/dev/full'))(
+    'a view says so and exits 74, never 0 with its answer lost; a command that did its work keeps its code and says so',
+    () => {
+      const project = testProject({
+        exec: { tasks: [{ id: 'a', run: 'true' }] },
+        routines: [{ id: 'r', schedule: '0 0 1 1 *', action: 'command', run: 'true' }],
+      });
+      const lost = 'routinely: cannot write its output: no space left on device (ENOSPC)\n';
+      for (const args of [
+        ['--version'],
+        ['validate'],
+        ['routine', 'list'],
+        ['routine', 'list', '--json'],
+        ['lock', 'status'],
+        ['exec', 'status', '--json'],
+        ['exec', 'runs'],
+      ]) {
+        const r = toFull(args, project);
+        expect([r.status, r.stderr], args.join(' ')).toEqual([74, lost]);
+      }
+      const ran = toFull(['exec', 'run', '--json'], project);
+      expect([ran.status, ran.stderr]).toEqual([0, lost]);
+      expect(
+        JSON.parse(
+          spawnSync(process.execPath, [CLI, 'exec', 'status', '--json'], {
+            cwd: project,
+            env: childEnv(),
+            encoding: 'utf8',
+          }).stdout,
+        ),
+      ).toEqual([expect.objectContaining({ id: 'a', status: 'succeeded' })]);
+    },
+  );
 });
