@@ -57,7 +57,15 @@ export class FolderReplacedError extends UnsafePathError {}
 
 /** State or lock files could not be written or read (disk full, read-only, EIO): the message
  * names the file; the previous state is intact (SPEC §3, §7: exit 74). */
-export class StateIOError extends kind('STATE_IO', ExitCode.IO) {}
+export class StateIOError extends kind('STATE_IO', ExitCode.IO) {
+  /** The errno behind it, when there is one (`ENOSPC`, `EMFILE` …). */
+  errno?: string;
+}
+
+const withErrno = (e: StateIOError, code: string | undefined): StateIOError => {
+  if (code !== undefined) e.errno = code;
+  return e;
+};
 
 /** A run whose record is damaged past rebuilding (its run.json and its journal, or its database
  * row): what was read of it says nothing, and it is reported and passed over. Only this: a run
@@ -129,8 +137,11 @@ export function asStorageError(err: unknown): unknown {
   if (err instanceof RoutinelyError) return err;
   const e = err as NodeJS.ErrnoException;
   if (isStorageError(err))
-    return new StateIOError(
-      e.path ? `${IO_WORDS[e.code!]} ${verbOf(e.syscall)} ${e.path}` : `${IO_WORDS[e.code!]} (${e.message})`,
+    return withErrno(
+      new StateIOError(
+        e.path ? `${IO_WORDS[e.code!]} ${verbOf(e.syscall)} ${e.path}` : `${IO_WORDS[e.code!]} (${e.message})`,
+      ),
+      e.code,
     );
   // a path that cannot be used as it is (a folder of another user or mode, a file where a folder
   // should be, a name too long): exit 2, named, as stateWriteError says it where it is caught
@@ -189,7 +200,7 @@ export function stateWriteError(err: unknown, path: string, verb = 'writing'): R
   const code = errnoCode(err);
   if (code === 'EACCES' || code === 'EPERM' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'EISDIR')
     return new UnsafePathError(ioMessage(err, verb, path));
-  return new StateIOError(ioMessage(err, verb, path));
+  return withErrno(new StateIOError(ioMessage(err, verb, path)), code);
 }
 
 /** Input names a thing that does not exist or is malformed (run id, task id, routine id). */

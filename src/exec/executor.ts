@@ -13,12 +13,13 @@ import { blockedTasks, StartPlanner, type Caps, type PlanTask } from './plan.js'
 import { keepTail, openAppendTo, writeText } from '../fs/durable.js';
 import { closeFd } from '../fs/names.js';
 import { fileSystemFull, realPath, statFollow } from '../fs/look.js';
-import { commandEnv, leftoverMessage, type ProcessResult } from './process.js';
+import { commandEnv, leftoverMessage, OUT_OF_RESOURCE, type ProcessResult } from './process.js';
 import { CUT_LINE_PREFIX, outputLeftOut } from './capped-output.js';
 import { runGroupUnderLease, withLockEnv, type GroupRun } from './group-run.js';
 import type { TaskStatus } from './registry.js';
 import { type RunWriter } from './store.js';
-import { FencedError, UnsafePathError } from '../errors.js';
+import { setMaxListeners } from 'node:events';
+import { FencedError, StateIOError, UnsafePathError } from '../errors.js';
 import { applyEventInPlace, type RunEvent, type RunState, type Why } from './run-state.js';
 import { own } from '../is-object.js';
 
@@ -68,6 +69,8 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   const state: RunState = { ...o.state, tasks: { ...o.state.tasks } };
   const gen = o.lease.generation;
   const stopper = new AbortController();
+  // every running task listens to both (up to --parallel of them): no "possible leak" warning
+  setMaxListeners(0, stopper.signal, o.lease.signal);
   let stoppedBy: StopCause | null = null;
   const stop = (cause: StopCause): void => {
     if (stoppedBy) return;
@@ -152,6 +155,9 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   };
 
   const running = new Map<string, Promise<void>>();
+  /** Tasks waiting for room before they start again (out of a resource): none start meanwhile. */
+  const roomWaiters = new Set<string>();
+  let roomHopeless = false;
   const failures: unknown[] = [];
   // what every task's environment starts from: copied once per run (process.env is read key by
   // key through the runtime: copying it for each of 500 tasks cost 0.14 ms each)
@@ -162,22 +168,37 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   let realRoot: string | undefined;
   const rootOnce = (): string => (realRoot ??= realPath(o.root));
   let finishedAtStart = false;
-  const startTask = (id: string): void => {
+  /** Starts task `id`; false when it cannot be started now (out of descriptors while other
+   * tasks run: nothing recorded, it is started once one of them ended). */
+  const startTask = (id: string): boolean => {
     const def = o.defs.get(id)!;
-    record({ type: 'task-started', gen, at: iso(o.clock), task: id });
-    if (stoppedBy) return;
     const logPath = o.logPath(id);
-    let log: { fd: number; capBytes: number };
-    try {
-      log = openLog(
-        logPath,
-        state.tasks[id]!.attempts,
-        state.attempt,
-        o.clock,
-        o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes,
-      );
-    } catch (err) {
-      // (a full disk, no descriptors left: the run stops as for any state it cannot write)
+    // its log first (for the attempt its start makes)
+    let log: { fd: number; capBytes: number } | null = null;
+    let logError: unknown = null;
+    if (!stoppedBy) {
+      try {
+        log = openLog(
+          logPath,
+          state.tasks[id]!.attempts + 1,
+          state.attempt,
+          o.clock,
+          o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes,
+        );
+      } catch (err) {
+        if (err instanceof StateIOError && OUT_OF_RESOURCE.has(err.errno ?? '') && running.size > 0) return false;
+        logError = err;
+      }
+    }
+    record({ type: 'task-started', gen, at: iso(o.clock), task: id });
+    if (stoppedBy) {
+      if (log) closeFd(log.fd);
+      return true;
+    }
+    if (log === null) {
+      const err = logError;
+      // (a full disk, no descriptors left with no task running: the run stops as for any state
+      // it cannot write)
       if (!(err instanceof UnsafePathError)) throw err;
       // something in the way of its log (a link or a folder at its name): the command does not
       // run, and the task is on record as failed, saying why — never left started
@@ -195,24 +216,51 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         next: `remove or fix ${relative(o.root, logPath)}, then: routinely exec resume ${state.run_id}`,
       });
       finishedAtStart = true;
-      return;
+      return true;
     }
     const logFd = log.fd;
     const p = (async () => {
       let run: GroupRun;
       try {
-        run = await runGroupUnderLease(o.lease, {
-          file: def.run,
-          shell: true,
-          cwd: taskCwd(o.root, def, rootOnce),
-          env: { ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id },
-          output: { fd: logFd, capBytes: log.capBytes, runLogBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
-          timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
-          // aborted when the lease is lost (onLost above), so the only signal a task follows
-          signal: stopper.signal,
-          signalFollowsLease: true,
-          ...(o.killGraceMs !== undefined ? { killGraceMs: o.killGraceMs } : {}),
-        });
+        const start = (): Promise<GroupRun> =>
+          runGroupUnderLease(o.lease, {
+            file: def.run,
+            shell: true,
+            cwd: taskCwd(o.root, def, rootOnce),
+            env: { ...baseEnv, ...def.env, ROUTINELY_RUN_ID: state.run_id, ROUTINELY_TASK_ID: id },
+            output: { fd: logFd, capBytes: log.capBytes, runLogBytes: o.runLogBytes ?? RETENTION_DEFAULTS.runLogBytes },
+            timeoutMs: def.timeoutSeconds !== undefined ? def.timeoutSeconds * 1000 : undefined,
+            // aborted when the lease is lost (onLost above), so the only signal a task follows
+            signal: stopper.signal,
+            signalFollowsLease: true,
+            ...(o.killGraceMs !== undefined ? { killGraceMs: o.killGraceMs } : {}),
+          });
+        run = await start();
+        // Out of descriptors or processes: started again once another task of the run ended (or,
+        // with none running, a moment later, a few times), and no new task starts meanwhile — not
+        // failed at once, when each failure would free its slot for the next task to fail the
+        // same way, the whole queue in milliseconds
+        let pause = ROOM_PAUSE_MS;
+        for (;;) {
+          if (run.process.reason !== 'spawn-error' || !OUT_OF_RESOURCE.has(run.process.errorCode ?? '')) break;
+          const others = [...running].filter(([other]) => other !== id && !roomWaiters.has(other));
+          // (with none running, a few pauses; once they were not enough, the shortage is not the
+          // run's own, and later tasks do not wait them out one after the other)
+          if (others.length === 0 && (pause > ROOM_PAUSE_MAX_MS || roomHopeless)) roomHopeless = true;
+          if (stoppedBy || (others.length === 0 && roomHopeless)) break;
+          roomWaiters.add(id);
+          try {
+            // (and a moment more: what an ended task held is given back as its handles close)
+            if (others.length > 0) await Promise.race(others.map(([, other]) => other));
+            else pause *= 2;
+            await o.clock.sleep(others.length > 0 ? ROOM_PAUSE_MS : pause / 2);
+          } finally {
+            roomWaiters.delete(id);
+          }
+          if (stoppedBy) break;
+          writeQuiet(logFd, `routinely: ${run.process.error}; trying again (other tasks of the run held the rest)\n`);
+          run = await start();
+        }
         if (run.leftovers > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(run.leftovers, "the task's group")}\n`);
         if (run.process.error) writeQuiet(logFd, `routinely: ${run.process.error}\n`);
       } finally {
@@ -265,12 +313,14 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
         })
         .finally(() => running.delete(id)),
     );
+    return true;
   };
 
   try {
     skipBlocked();
     for (;;) {
-      if (!stoppedBy) for (const id of planner.next()) startTask(id);
+      // (none while a task waits for room, nor after one that could not start for want of it)
+      if (!stoppedBy && roomWaiters.size === 0) for (const id of planner.next()) if (!startTask(id)) break;
       if (running.size === 0) {
         // a task that ended at its start (its log refused) frees room, or blocks dependants
         if (!finishedAtStart || stoppedBy) break;
@@ -294,6 +344,17 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     o.stop.removeEventListener('abort', onStop);
   }
   return { state, stoppedBy, notRecorded };
+}
+
+/** Out of a resource with no other task running: tried again after 20, 40 … 640 ms. */
+const ROOM_PAUSE_MS = 20;
+const ROOM_PAUSE_MAX_MS = 640;
+
+/** What helps a task that could not be started, by the cause. */
+function spawnRemedy(code: string | undefined): string {
+  if (code === 'EMFILE' || code === 'ENFILE') return 'raise the open-file limit (ulimit -n) or lower --parallel';
+  if (code === 'EAGAIN' || code === 'ENOMEM') return 'free memory or processes (ulimit -u), or lower --parallel';
+  return 'fix the task definition';
 }
 
 function writeQuiet(fd: number, text: string): void {
@@ -412,7 +473,7 @@ function finishEvent(
     why = {
       why_code: 'SPAWN_FAILED',
       why: r.error ?? 'could not be started',
-      next: `fix the task definition, then: routinely exec resume ${runId}`,
+      next: `${spawnRemedy(r.errorCode)}, then: routinely exec resume ${runId}`,
     };
   } else if (r.exitCode === 0) {
     status = 'succeeded';

@@ -63,7 +63,13 @@ export function finalStatus(
     next:
       failed.length > 0 && skipped.length === 0 && failed.every(([, t]) => t.why_code === 'RETIRED')
         ? `${failed.map(([id]) => id).join(', ')} ${failed.length === 1 ? 'is' : 'are'} no longer defined in the config: define ${failed.length === 1 ? 'it' : 'them'} again, then: ${resume}; or leave the run as it is`
-        : `${showStep(state.run_id)}fix, then: ${resume}`,
+        : // every one failed to start for the same cause (out of descriptors): what helps, as each says
+          skipped.length === 0 &&
+            first?.next &&
+            failed.every(([, t]) => t.why_code === 'SPAWN_FAILED' && t.next === first.next) &&
+            first.next.startsWith('raise ')
+          ? first.next
+          : `${showStep(state.run_id)}fix, then: ${resume}`,
   };
 }
 

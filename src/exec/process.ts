@@ -55,6 +55,8 @@ export interface ProcessResult {
   durationMs: number;
   /** Spawn failure (ENOENT, EACCES). */
   error?: string;
+  /** Its errno code (`EMFILE`: out of a resource, a start that may work a moment later). */
+  errorCode?: string;
   pid: number | null;
   /** With `output`: call once what is left of the group is ended (stopGroup); waits up to
    * `waitMs` for the pipe to close (a process that left the group may still hold it: it is
@@ -207,6 +209,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
         exitCode: 127,
         signal: null,
         error: `${program}: ${systemMessage(err as Error)}`,
+        ...errorCodeOf(err),
         reason: 'spawn-error',
         timedOut: false,
         canceled: false,
@@ -285,7 +288,7 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     };
     const failedToStart = (err: Error): void => {
       reason = 'spawn-error';
-      finish({ exitCode: 127, signal: null, error: `${program}: ${systemMessage(err)}` });
+      finish({ exitCode: 127, signal: null, error: `${program}: ${systemMessage(err)}`, ...errorCodeOf(err) });
     };
     if (pid === null) {
       // errors after a successful spawn are reported by 'close'
@@ -300,6 +303,14 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     });
   });
 }
+
+const errorCodeOf = (err: unknown): { errorCode?: string } => {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return typeof code === 'string' ? { errorCode: code } : {};
+};
+
+/** Out of descriptors, processes or memory: a start that may work once another process ends. */
+export const OUT_OF_RESOURCE = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM']);
 
 /** The C library's words for why a program could not be started (what flock and a shell say:
  * "No such file or directory"), not Node's `spawn x ENOENT`. */

@@ -3,7 +3,7 @@
 // scheduler stays up, says it once, and stops cleanly; `exec run` records its run and releases
 // its lock.
 
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
@@ -11,9 +11,9 @@ import { onTestFinished } from 'vitest';
 import { childEnv, CLI, eventually, runCli } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 
-/** The CLI with at most 64 open descriptors (a shell sets the limit, then becomes the CLI). */
-function limited(args: string[], cwd: string) {
-  const child = spawn('/bin/sh', ['-c', `ulimit -n 64 && exec "$0" "$@"`, process.execPath, CLI, ...args], {
+/** The CLI with at most `n` open descriptors (a shell sets the limit, then becomes the CLI). */
+function limited(args: string[], cwd: string, n = 64) {
+  const child = spawn('/bin/sh', ['-c', `ulimit -n ${n} && exec "$0" "$@"`, process.execPath, CLI, ...args], {
     cwd,
     env: childEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -93,7 +93,7 @@ describe('out of file descriptors', () => {
   );
 
   it(
-    'exec run --parallel 40 under ulimit -n 64: the run is recorded, the lock released, no crash',
+    'exec run --parallel 40 under ulimit -n 30 (room for few tasks, the run itself short of descriptors): the run is recorded, the lock released, no crash',
     { timeout: 60_000 },
     async () => {
       const project = testdir('routinely-emfile-');
@@ -101,7 +101,8 @@ describe('out of file descriptors', () => {
         join(project, 'routinely.json'),
         JSON.stringify({ exec: { tasks: Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.5' })) } }),
       );
-      const r = limited(['exec', 'run', '--parallel', '40'], project);
+      // (under 64, tasks now wait for room and the run succeeds)
+      const r = limited(['exec', 'run', '--parallel', '40'], project, 30);
       const end = await r.exited;
       expect(end.code, r.stderr()).toBe(1);
       expect(r.stderr()).not.toMatch(/unexpected error|at .*\.js:\d+/);
@@ -115,6 +116,33 @@ describe('out of file descriptors', () => {
       });
       const runs = await runCli(['exec', 'runs'], { cwd: project });
       expect(runs.stdout).toMatch(/r-\S+ +(FAILED|ABORTED)/);
+    },
+  );
+
+  it(
+    'exec run, 8 at a time under ulimit -n 38: a task that cannot start for want of descriptors is tried again once others free some, never failed at once with the rest of the queue after it',
+    { timeout: 60_000 },
+    async () => {
+      const project = testdir('routinely-emfile-');
+      const tasks = Array.from({ length: 30 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.3' }));
+      writeFileSync(
+        join(project, 'routinely.json'),
+        JSON.stringify({ exec: { parallel: 8, providers: { default: { maxConcurrency: 8 } }, tasks } }),
+      );
+      const r = limited(['exec', 'run'], project, 38);
+      await r.exited;
+      expect(r.stderr()).not.toMatch(/unexpected error|at .*\.js:\d+/);
+      const runId = /^run (r-[^\s:]+)/m.exec(r.stdout())![1]!;
+      const shown = JSON.parse((await runCli(['exec', 'show', runId, '--json'], { cwd: project })).stdout) as {
+        tasks: Record<string, { status: string; why_code?: string | null }>;
+      };
+      const results = Object.entries(shown.tasks);
+      // (before: the 8 first ones succeeded, and the 22 after them failed in milliseconds)
+      expect(results.filter(([, t]) => t.status === 'succeeded').length).toBeGreaterThan(8);
+      const logOf = (id: string): string =>
+        readFileSync(join(project, '.routinely', 'exec', 'runs', runId, `${id}.log`), 'utf8');
+      // a task that could not start was tried again (said in its log), not failed at once
+      expect(results.some(([id]) => /Too many open files \(EMFILE\); trying again/.test(logOf(id)))).toBe(true);
     },
   );
 });
