@@ -605,12 +605,15 @@ export class Runner {
     // A scheduler that lost its lock (paused past its TTL while another took over) starts
     // nothing (SPEC §6), nor one whose state cannot take records now (SPEC §4.15: held, said once).
     if (this.stopping || !this.o.inCharge() || this.o.stateBroken?.()) return null;
+    // a tick that still waits for its lock when the scheduler stops is not started (SPEC §6);
+    // linked by hand and unlinked after (AbortSignal.any would stay on the halt signal for the
+    // scheduler's life, one per fire)
+    const wait = anySignal(signal, this.halt.signal);
     try {
       return await this.o.fire(def, scheduledAt, {
         project,
         signal,
-        // a tick that still waits for its lock when the scheduler stops is not started (SPEC §6)
-        waitSignal: AbortSignal.any([signal, this.halt.signal]),
+        waitSignal: wait.signal,
         trigger,
         attempt,
         ticket: ticket ?? null,
@@ -656,6 +659,7 @@ export class Runner {
       // all the same, so that `routine list --check` shows it.
       return { ...this.unstartedFire(scheduledAt, (err as Error).message), ...(closes ? { closes } : {}) };
     } finally {
+      wait.unlink();
       // it waited and gave up, or ran: no longer waiting
       this.o.phases?.clear(id, scheduledAt);
     }
