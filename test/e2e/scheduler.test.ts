@@ -422,6 +422,24 @@ describe('scheduler start', () => {
     await again.exited;
   });
 
+  it('a routine without a lock: a routine run SIGKILLed while a scheduler runs has what it started ended by the next tick, which then fires (SPEC §6)', async () => {
+    const project = testProject({
+      routines: [cmd('nx', '* * * * * *', 'echo "start $$" >> spans; sleep 30', { exclusive: false })],
+    });
+    const manual = startCli(['routine', 'run', 'nx'], { cwd: project });
+    await lineIn(join(project, 'spans'), /start \d+/, 15_000, 'the manual run started');
+    const orphan = Number(readFileSync(join(project, 'spans'), 'utf8').split(' ')[1]);
+    const s = startCli(['scheduler', 'start', '--shutdown-timeout', '1'], { cwd: project });
+    await s.waitFor(/\[routine\] skipped nx: previous run still running/, 15_000);
+    manual.child.kill('SIGKILL');
+    await manual.exited;
+    expect(processRuns(orphan)).toBe(true);
+    await s.waitFor(/\[routine\] started nx/, 15_000);
+    expect(s.stdout()).toMatch(/ended 1 process group left running by interrupted run r-\S+ \(its process died\)/);
+    expect(processRuns(orphan), 'the orphan of the killed routine run').toBe(false);
+    expect(await stopScheduler(s)).toBe(0);
+  });
+
   it('catchUp latest fires once at start for a missed time', async () => {
     const project = testProject({ routines: [cmd('yearly', '0 0 1 1 *', 'echo caught', { catchUp: 'latest' })] });
     // the routine last fired for 2020: the 1 January since then was missed
