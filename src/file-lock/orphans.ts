@@ -132,7 +132,8 @@ export async function endRunOrphans(
   runId: string,
   o: { probe: LivenessProbe; clock: Clock; warn: (message: string) => void },
 ): Promise<void> {
-  const leaders = o.probe.markedGroupLeaders?.(runMarker(runId)) ?? [];
+  // (a notification command of the run carries its id too, and ROUTINELY_EVENT: never one of these)
+  const leaders = o.probe.markedGroupLeaders?.(runMarker(runId), 'ROUTINELY_EVENT') ?? [];
   if (leaders.length === 0) return;
   const groups = leaders.map((p) => ({ pid: p.pid, start_time: p.startTime }));
   try {

@@ -249,7 +249,9 @@ export class Recorder {
     signal?: AbortSignal,
     from: LockRecord | null = null,
   ): Promise<{ closed: number; announced: Promise<void> }> {
-    const announcements: Promise<void>[] = [];
+    // started once what the fires left running is ended: a notification command carries the
+    // run's id as its commands do
+    const announcements: (() => Promise<void>)[] = [];
     // The owner is judged on this host only (elsewhere it cannot be told) — except the fire
     // whose lock was just taken over from its holder (`from`, on any host): its outcome is lost.
     const orphaned = new Set<string>();
@@ -264,14 +266,14 @@ export class Recorder {
         this.tell(id, fire);
         const def = project.config.routines.find((r) => r.id === id);
         // announced from the routine's record before it, as every fire is (its counters)
-        if (def) announcements.push(this.announce(def, project, prior, fire, true, signal));
+        if (def) announcements.push(() => this.announce(def, project, prior, fire, true, signal));
       },
     );
     // what those fires started and still runs on this host is ended before anything of the
     // routine starts again (a routine without a lock had no takeover to end it)
     for (const runId of orphaned)
       await endRunOrphans(runId, { probe: systemProbe(), clock: this.o.clock, warn: this.o.warn });
-    return { closed, announced: Promise.all(announcements).then(() => {}) };
+    return { closed, announced: Promise.all(announcements.map((start) => start())).then(() => {}) };
   }
 
   /** At a scheduler's start: what this host spooled while the database was away, with its real

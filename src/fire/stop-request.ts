@@ -103,10 +103,10 @@ export async function stopRoutine(o: StopOptions): Promise<StopOutcome> {
   // the request first: the owner may see its command end at any moment after the signal
   writeStopRequest(o.stateDir, fire.id, o.who);
   const entry = `ROUTINELY_RUN_ID=${fire.run_id}`;
-  let groups = probe.markedGroupLeaders(entry).map((g) => g.pid);
+  let groups = probe.markedGroupLeaders(entry, 'ROUTINELY_EVENT').map((g) => g.pid);
   for (let i = 0; groups.length === 0 && i < 20; i++) {
     await o.clock.sleep(100); // its marker is written before its command starts
-    groups = probe.markedGroupLeaders(entry).map((g) => g.pid);
+    groups = probe.markedGroupLeaders(entry, 'ROUTINELY_EVENT').map((g) => g.pid);
   }
   if (groups.length === 0) {
     unlinkQuiet(requestPath(o.stateDir, fire.id)!);

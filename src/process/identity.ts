@@ -51,9 +51,10 @@ export interface LivenessProbe {
   /** Whether the process's environment holds exactly `entry` (`NAME=value`); null when it
    * cannot be read (another user's process, no /proc). */
   environHas?(pid: number, entry: string): boolean | null;
-  /** Live process-group leaders of this user whose environment holds `entry`: how a reclaimer
-   * finds the commands a holder started even if it stalled or died before recording them. */
-  markedGroupLeaders?(entry: string): { pid: number; startTime: string }[];
+  /** Live process-group leaders of this user whose environment holds `entry` (and no variable
+   * named `unless`): how a reclaimer finds the commands a holder started even if it stalled or
+   * died before recording them. */
+  markedGroupLeaders?(entry: string, unless?: string): { pid: number; startTime: string }[];
 }
 
 export interface ProcessIdentity {
@@ -200,19 +201,21 @@ function linuxOwnerUid(pid: number): number | null {
   }
 }
 
-function linuxEnvironHas(pid: number, entry: string): boolean | null {
+function linuxEnvironHas(pid: number, entry: string, unless?: string): boolean | null {
   let env: Buffer;
   try {
     env = quietly(() => procEnviron(pid));
   } catch {
     return null;
   }
-  const needle = Buffer.from(`${entry}\0`);
-  if (env.subarray(0, needle.length).equals(needle)) return true;
-  return env.includes(Buffer.concat([Buffer.from([0]), needle]));
+  const has = (text: string): boolean => {
+    const needle = Buffer.from(text);
+    return env.subarray(0, needle.length).equals(needle) || env.includes(Buffer.concat([Buffer.from([0]), needle]));
+  };
+  return has(`${entry}\0`) && (unless === undefined || !has(`${unless}=`));
 }
 
-function linuxMarkedGroupLeaders(entry: string): { pid: number; startTime: string }[] {
+function linuxMarkedGroupLeaders(entry: string, unless?: string): { pid: number; startTime: string }[] {
   const found: { pid: number; startTime: string }[] = [];
   let names: string[];
   try {
@@ -228,7 +231,7 @@ function linuxMarkedGroupLeaders(entry: string): { pid: number; startTime: strin
       const stat = parseProcStat(quietly(() => readProcStat(pid)));
       if (!stat || stat.pgid !== pid || stat.state === 'Z') continue;
       if (uid !== null && uid !== 0 && linuxOwnerUid(pid) !== uid) continue;
-      if (linuxEnvironHas(pid, entry) === true) found.push({ pid, startTime: stat.startTime });
+      if (linuxEnvironHas(pid, entry, unless) === true) found.push({ pid, startTime: stat.startTime });
     } catch {
       // ended while we looked
     }

@@ -440,6 +440,32 @@ describe('scheduler start', () => {
     expect(await stopScheduler(s)).toBe(0);
   });
 
+  it("the interrupted fire's failure notification is never taken for one of its orphans: its command carries the run's id too, and runs to its end once", async () => {
+    const notifyRun =
+      'echo "start $$" >> notified; trap "echo TERM >> notified; exit 1" TERM; sleep 0.5; echo "done $ROUTINELY_RUN_ID" >> notified';
+    const project = testProject({
+      notify: { command: notifyRun, outputLines: 0 },
+      routines: [
+        cmd('long', '0 0 1 1 *', 'echo "start $$" >> spans; sleep 30', { exclusive: false }),
+        cmd('other', '0 0 1 1 *', 'true', { notify: false }),
+      ],
+    });
+    const manual = startCli(['routine', 'run', 'long'], { cwd: project });
+    await lineIn(join(project, 'spans'), /start \d+/, 15_000, 'long started');
+    const orphan = Number(readFileSync(join(project, 'spans'), 'utf8').split(' ')[1]);
+    manual.child.kill('SIGKILL');
+    await manual.exited;
+    // the next command reconciles the fire: ends its orphan, then announces its failure
+    const other = await runCli(['routine', 'run', 'other'], { cwd: project });
+    expect(other.code, other.stderr).toBe(0);
+    expect(other.stderr).toMatch(/ended 1 process group left running by interrupted run (r-\S+) \(its process died\)/);
+    const runId = /interrupted run (r-\S+) /.exec(other.stderr)![1]!;
+    expect(processRuns(orphan)).toBe(false);
+    const notified = readFileSync(join(project, 'notified'), 'utf8');
+    expect(notified).not.toMatch(/TERM/);
+    expect(notified).toMatch(new RegExp(`^start \\d+\ndone ${runId}\n$`));
+  });
+
   it('catchUp latest fires once at start for a missed time', async () => {
     const project = testProject({ routines: [cmd('yearly', '0 0 1 1 *', 'echo caught', { catchUp: 'latest' })] });
     // the routine last fired for 2020: the 1 January since then was missed
