@@ -7,7 +7,6 @@ import { checkFolder, readNoFollow, trustRoot } from '../fs/files.js';
 import { childPath, removeTree } from '../fs/names.js';
 import { loadRegistry, saveRegistry, type Registry } from './registry.js';
 import { RunStore, listRunIds, loadRun, loadRunDetailed, rewriteSnapshot, runDir } from './run-store.js';
-import type { RunState } from './run-state.js';
 import { type ExecStore, type RunWriter } from './store.js';
 import { FencedError } from '../errors.js';
 
@@ -50,8 +49,8 @@ export function fileExecStore(project: Project, warn: (message: string) => void 
   const registryPath = join(dir, 'tasks.json');
   const said = new Set<string>();
   const runs = join(dir, 'runs');
-  /** Runs read with a damaged snapshot, as rebuilt (repairRuns writes them again). */
-  const damaged = new Map<string, RunState>();
+  /** Runs read with a damaged snapshot (repairRuns writes them again). */
+  const damaged = new Set<string>();
   // the runs' folder as the project sees it, as every message names it
   const shown = (path: string): string =>
     path.startsWith(runs) ? `${relative(process.cwd(), runs) || runs}${path.slice(runs.length)}` : path;
@@ -81,7 +80,7 @@ export function fileExecStore(project: Project, warn: (message: string) => void 
           warn(
             `${shown(childPath(runDir(runs, runId), 'run.json'))} is corrupt${loaded.recovered.slice('run.json is corrupt'.length)}: rebuilt from its journal`,
           );
-        damaged.set(runId, loaded.state);
+        damaged.add(runId);
       }
       for (const line of loaded?.unreadable ?? []) {
         if (said.has(line)) continue;
@@ -105,10 +104,14 @@ export function fileExecStore(project: Project, warn: (message: string) => void 
     },
     logPath: (runId, taskId) => childPath(runDir(runs, runId), `${taskId}.log`), // ids checked: no path
     repairRuns: async (lease) => {
-      for (const [runId, state] of damaged) {
+      for (const runId of damaged) {
         damaged.delete(runId);
+        // as its journal holds it now, under the lock (this command may have appended to it since
+        // it read the run: a run left RUNNING, recorded as ended)
+        const now = loadRunDetailed(runs, runId);
+        if (!now?.recovered?.startsWith('run.json is corrupt')) continue;
         const fence = { append: () => lease.confirm(), snapshot: () => lease.verify().ok };
-        const movedTo = await rewriteSnapshot(runs, state, fence);
+        const movedTo = await rewriteSnapshot(runs, now.state, fence);
         if (movedTo !== null)
           warn(
             `${shown(childPath(runDir(runs, runId), 'run.json'))} was corrupt: moved aside to ${shown(movedTo)}, written again from its journal`,

@@ -10,6 +10,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   truncateSync,
   unlinkSync,
   writeFileSync,
@@ -295,6 +296,24 @@ describe('read-only views (SPEC §3)', () => {
         attempt: 2,
       });
     }
+  });
+
+  it('a corrupt run.json of a run left RUNNING by a SIGKILLed exec run: the next exec run records the run ended and writes run.json again as it now is (INTERRUPTED)', async () => {
+    const project = testProject({ exec: { tasks: [{ id: 'slow', run: 'echo up; sleep 30' }] } });
+    const first = startCli(['exec', 'run'], { cwd: project });
+    await first.waitFor(/started slow/);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const runId = readdirSync(state(project, 'exec', 'runs'))[0]!;
+    writeFileSync(state(project, 'exec', 'runs', runId, 'run.json'), 'garbage');
+    const next = await runCli(['exec', 'run'], { cwd: project });
+    expect(next.stderr).toMatch(`runs/${runId}/run.json was corrupt: moved aside to `);
+    const snapshot = JSON.parse(readFileSync(state(project, 'exec', 'runs', runId, 'run.json'), 'utf8')) as {
+      status: string;
+      journal_offset: number;
+    };
+    expect(snapshot.status).toBe('INTERRUPTED');
+    expect(snapshot.journal_offset).toBe(statSync(state(project, 'exec', 'runs', runId, 'journal.jsonl')).size);
   });
 
   it('a corrupt run.json is rebuilt from its journal; with the journal gone too, it is listed as unreadable', async () => {
