@@ -102,8 +102,11 @@ async function run(argv: string[]): Promise<void> {
  * keeps its code (its work is recorded; the loss of its report was said on stderr). */
 function exitWith(code: number): number {
   if (code !== 0 || process.exitCode !== 74) return code;
+  // the command's words: not options, nor the value of the one global option that takes one
   const args = process.argv.slice(2);
-  const [first = '', second = ''] = args.filter((a) => !a.startsWith('-'));
+  const [first = '', second = ''] = args.filter(
+    (a, i) => !a.startsWith('-') && args[i - 1] !== '-c' && args[i - 1] !== '--config',
+  );
   const view =
     first === '' ||
     ['validate', 'help'].includes(first) ||

@@ -202,6 +202,9 @@ describe('an output that cannot be written (> /dev/full)', () => {
         ['lock', 'status'],
         ['exec', 'status', '--json'],
         ['exec', 'runs'],
+        // (a global option's value is no command word)
+        ['--config', 'routinely.json', 'routine', 'list'],
+        ['-c', 'routinely.json', 'exec', 'status'],
       ]) {
         const r = toFull(args, project);
         expect([r.status, r.stderr], args.join(' ')).toEqual([74, lost]);
