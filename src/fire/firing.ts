@@ -189,16 +189,22 @@ async function fireGoingOn(ctx: FireContext, def: RoutineDef, mine: OpenFire | n
   const at = mine ? open.findIndex((f) => f.id === mine.id) : -1;
   const self = process.pid;
   let going = false;
+  let dead = false;
   for (const f of open.slice(0, at === -1 ? open.length : at)) {
     if (!samePidSpace(f.owner, systemProbe())) continue;
     // this very process (the scheduler's own fire beside a run from its HTTP page): going
     // while its fire is; a marker of an earlier process with this pid is not
     if (f.owner.pid === self ? goingHere.has(f.id) : !processGone(f.owner)) going = true;
     // its process died (SIGKILL) with the fire open: what it started is ended first, as a
-    // lock's takeover ends a dead holder's, so that this fire never runs beside it
-    else if (f.owner.pid !== self && f.run_id !== null && isRunId(f.run_id))
-      await endRunOrphans(f.run_id, { probe: systemProbe(), clock: ctx.clock, warn: ctx.warn });
+    // lock's takeover ends a dead holder's, so that this fire never runs beside it; the fire is
+    // then recorded as interrupted, as after a takeover (once: no later tick meets it again)
+    else if (f.owner.pid !== self) {
+      if (f.run_id !== null && isRunId(f.run_id))
+        await endRunOrphans(f.run_id, { probe: systemProbe(), clock: ctx.clock, warn: ctx.warn });
+      dead = true;
+    }
   }
+  if (dead) ctx.onTookOver?.(null);
   return going;
 }
 

@@ -437,7 +437,16 @@ describe('scheduler start', () => {
     await s.waitFor(/\[routine\] started nx/, 15_000);
     expect(s.stdout()).toMatch(/ended 1 process group left running by interrupted run r-\S+ \(its process died\)/);
     expect(processRuns(orphan), 'the orphan of the killed routine run').toBe(false);
+    // and its fire recorded as interrupted now, once (not at the next start)
+    await s.waitFor(/recorded 1 fire left open by a process that died as failed \(interrupted\)/, 15_000);
     expect(await stopScheduler(s)).toBe(0);
+    expect(s.stdout().match(/left open by a process that died/g)).toHaveLength(1);
+    const history = await runCli(['routine', 'history', 'nx', '--json'], { cwd: project });
+    expect(
+      (JSON.parse(history.stdout) as { result: string; reason: string | null }[]).filter((h) =>
+        h.reason?.startsWith('interrupted'),
+      ),
+    ).toHaveLength(1);
   });
 
   it("the interrupted fire's failure notification is never taken for one of its orphans: its command carries the run's id too, and runs to its end once", async () => {
