@@ -31,6 +31,28 @@ export function pgWaitLine(o: {
   probe?: LivenessProbe;
 }): WaitLine {
   const probe = o.probe ?? systemProbe();
+  /** This process's tickets, by lock, while it waits: a row of this process that is not one of
+   * them was left (its removal did not reach the database: a blip) and is removed when met. */
+  const held = new Set<string>();
+  /** Tickets left whose removal failed: tried again every refresh until the database takes it,
+   * so another process never waits a TTL behind a waiter that gave up. */
+  const unremoved = new Map<string, { name: string; ticket: string }>();
+  let retry: NodeJS.Timeout | null = null;
+  const removeLeft = async (): Promise<void> => {
+    for (const [key, { name, ticket }] of unremoved) {
+      try {
+        await o.db.query(lineSql.leave(o.project, name, ticket));
+        unremoved.delete(key);
+      } catch (err) {
+        if (!(err instanceof DatabaseError)) throw err;
+        return; // the database is still away: the next round
+      }
+    }
+    if (unremoved.size === 0 && retry) {
+      clearInterval(retry);
+      retry = null;
+    }
+  };
   const quiet = (p: Promise<unknown>): void => {
     p.catch((err: unknown) => {
       // a beat or a removal that did not reach the database: order may be lost, never safety
@@ -44,11 +66,12 @@ export function pgWaitLine(o: {
     const found: LineEntry[] = [];
     for (const r of rows) {
       if (!isLineOwner(r.owner)) continue; // not a row routinely wrote: orders nothing
-      if (processGone(r.owner, probe)) {
+      const own = r.owner.pid === self.pid && r.owner.host === self.host;
+      if (processGone(r.owner, probe) || (own && !held.has(`${name}\0${r.ticket}`))) {
         quiet(o.db.query(lineSql.leave(o.project, name, r.ticket)));
         continue;
       }
-      if (r.stale && !(r.owner.pid === self.pid && r.owner.host === self.host)) continue;
+      if (r.stale && !own) continue;
       found.push({ ticket: r.ticket, arrived: Number(r.arrived), owner: r.owner });
     }
     return found;
@@ -57,9 +80,18 @@ export function pgWaitLine(o: {
   return {
     async join(name, owner) {
       const ticket = randomHex(8);
-      const { rows } = await o.db.query<{ arrived: number }>(
-        lineSql.join(o.project, name, ticket, JSON.stringify(ticketOwner(owner, probe))),
-      );
+      // held from before the row is there: a look of this process never takes it for a left one
+      const key = `${name}\0${ticket}`;
+      held.add(key);
+      let rows: { arrived: number }[];
+      try {
+        ({ rows } = await o.db.query<{ arrived: number }>(
+          lineSql.join(o.project, name, ticket, JSON.stringify(ticketOwner(owner, probe))),
+        ));
+      } catch (err) {
+        held.delete(key);
+        throw err;
+      }
       const timer = setInterval(() => quiet(o.db.query(lineSql.beat(o.project, name, ticket))), o.refreshMs);
       timer.unref();
       let left = false;
@@ -70,7 +102,14 @@ export function pgWaitLine(o: {
           if (left) return;
           left = true;
           clearInterval(timer);
-          await o.db.query(lineSql.leave(o.project, name, ticket)).catch(() => {});
+          held.delete(key);
+          try {
+            await o.db.query(lineSql.leave(o.project, name, ticket));
+          } catch {
+            unremoved.set(key, { name, ticket });
+            retry ??= setInterval(() => quiet(removeLeft()), o.refreshMs);
+            retry.unref();
+          }
         },
       };
     },
