@@ -4,6 +4,7 @@
 // while this scheduler still holds its scheduler lock.
 // (Over 300 lines: one tick's life, step by step; each step is small, their order is the point.)
 
+import { setMaxListeners } from 'node:events';
 import { anySignal, type Clock } from '../clock.js';
 import type { Project } from '../config/load.js';
 import { MAX_TIMER_SECONDS, type RoutineDef } from '../config/types.js';
@@ -107,7 +108,10 @@ export class Runner {
   /** Claims failed (the database did not answer) since the last one that went through. */
   private claimsFailing = false;
 
-  constructor(private readonly o: RunnerOptions) {}
+  constructor(private readonly o: RunnerOptions) {
+    // every fire in flight listens to it while it may wait for its lock (any number at once)
+    setMaxListeners(0, this.halt.signal);
+  }
 
   get haltSignal(): AbortSignal {
     return this.halt.signal;
