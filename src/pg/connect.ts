@@ -58,6 +58,10 @@ const ignore = (): void => {};
  * (default_pool_size 20) in session mode. */
 export const DEFAULT_POOL_SIZE = 2;
 const STATEMENT_TIMEOUT_MS = 15_000;
+/** A transaction of ours idle this long on the server (its process stopped between two of its
+ * statements) is ended by the server: its row locks never hold up the fleet longer. Our
+ * transactions send their statements back to back. */
+const IDLE_IN_TRANSACTION_MS = 3_000;
 /** Client side: a statement with no answer by then is given up (its connection is dropped). */
 const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 2_000;
 
@@ -145,10 +149,14 @@ function reasonOf(code: string | undefined, msg: string, l: Limits): string {
 
 /** Errors of the environment (the server, the network, the pooler), as opposed to errors of our
  * own statements (bugs, thrown as they are). */
+/** Whether `err` is the server's answer to a statement (it carries a SQLSTATE). */
+const sqlState = (err: unknown): boolean => /^[0-9A-Z]{5}$/.test((err as { code?: string } | null)?.code ?? '');
+
 function environmental(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   if (!code || !/^[0-9A-Z]{5}$/.test(code)) return true; // a socket error, a driver timeout
-  return /^(08|57|53|28|3D)/.test(code) || code === '25006';
+  // (25P03: the server ended a session left idle in a transaction, a process stopped in it)
+  return /^(08|57|53|28|3D)/.test(code) || code === '25006' || code === '25P03';
 }
 
 interface Target {
@@ -287,9 +295,14 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
       return await fn(which === 'lease' ? leasePool : pool);
     } catch (err) {
       if (err instanceof DatabaseError) throw err;
-      if (!environmental(err)) throw err;
-      reselect();
-      throw dbError(several ? target.where : where, err, limits);
+      if (environmental(err)) {
+        reselect();
+        throw dbError(several ? target.where : where, err, limits);
+      }
+      // the server refused the statement (a role without a grant, a table gone): said with the
+      // database and the server's words, exit 74, never an "unexpected error"
+      if (sqlState(err)) throw dbError(several ? target.where : where, err, limits);
+      throw err;
     } finally {
       if (gated) gate.leave();
     }
@@ -310,7 +323,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
           let broken: unknown = undefined;
           const tx: TxClient = { query: (s) => client.query(s.text, s.values) };
           try {
-            await tx.query(sessionSql.beginWithTimeout(STATEMENT_TIMEOUT_MS));
+            await tx.query(sessionSql.beginWithTimeout(STATEMENT_TIMEOUT_MS, IDLE_IN_TRANSACTION_MS));
             const result = await fn(tx);
             await tx.query(sessionSql.commit);
             return result;

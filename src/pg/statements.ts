@@ -24,8 +24,13 @@ export const sessionSql = {
   begin: { text: 'BEGIN' } as Statement,
   /** For the transaction only: nothing of it outlives the transaction in a pooler's server connection. */
   statementTimeout: (ms: number): Statement => ({ text: `SET LOCAL statement_timeout = ${Math.trunc(ms)}` }),
-  /** BEGIN and the transaction's statement time-out in one round trip (a simple query of two). */
-  beginWithTimeout: (ms: number): Statement => ({ text: `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(ms)}` }),
+  /** BEGIN, the transaction's statement time-out and its idle time-out in one round trip (a
+   * simple query of three): a process stopped inside a transaction (SIGSTOP, a frozen VM) has its
+   * session ended by the server after `idleMs`, and with it the row locks every other process
+   * of the fleet would wait behind. */
+  beginWithTimeout: (ms: number, idleMs: number): Statement => ({
+    text: `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(ms)}; SET LOCAL idle_in_transaction_session_timeout = ${Math.trunc(idleMs)}`,
+  }),
   commit: { text: 'COMMIT' } as Statement,
   rollback: { text: 'ROLLBACK' } as Statement,
   standby: { text: 'SELECT pg_is_in_recovery() AS standby' } as Statement,

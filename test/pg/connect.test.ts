@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
-import { dbError } from '../../src/pg/connect.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { DatabaseError } from '../../src/errors.js';
+import { connect, dbError } from '../../src/pg/connect.js';
+import { freshDatabase, pgCluster, sql } from '../helpers/pg-test.js';
 
 const msg = (err: object): string => dbError('db:5432/app', err).message;
 
@@ -50,5 +52,54 @@ describe('database errors name their real cause', () => {
 
   it('never the password', () => {
     expect(msg(new Error('could not connect to postgres://app:hunter2@db/app'))).not.toContain('hunter2');
+  });
+});
+
+const cluster = pgCluster();
+const withServer = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
+
+withServer('with a server', () => {
+  it("a transaction whose process stopped inside it (idle on the server) is ended by the server: its locks hold no other process up past the idle time-out, and its own next statement fails as the database's", async () => {
+    const url = await freshDatabase(cluster!);
+    const [stalled, other] = [await connect(url), await connect(url)];
+    onTestFinished(() => Promise.all([stalled.close(), other.close()]).then(() => {}));
+    let locked!: () => void;
+    const held = new Promise<void>((r) => (locked = r));
+    const stall = stalled.transaction(async (tx) => {
+      await tx.query({ text: 'LOCK TABLE routinely_line IN ACCESS EXCLUSIVE MODE' });
+      locked();
+      // as a process stopped here: nothing more is sent (longer than the statement time-out)
+      await new Promise((r) => setTimeout(r, 20_000));
+      await tx.query({ text: 'SELECT 1' });
+    });
+    const stallFailed = stall.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    await held;
+    // behind the lock until the server ends the idle transaction, not past the 15 s statement
+    // time-out (57014) that would fail it
+    const { rows } = await other.query<{ n: string }>({ text: 'SELECT count(*) AS n FROM routinely_line' });
+    expect(rows[0]!.n).toBe('0');
+    const err = await stallFailed;
+    expect(err).toBeInstanceOf(DatabaseError);
+    expect((err as Error).message).toMatch(/^database \S+: /);
+  }, 60_000);
+
+  it('a statement the server refuses (a role without a grant on a table) is a database error naming it, not an unexpected one', async () => {
+    const url = await freshDatabase(cluster!);
+    await (await connect(url)).close(); // the schema made by its owner
+    const role = `ro_${Math.random().toString(16).slice(2, 10)}`;
+    await sql(url, `CREATE ROLE ${role} LOGIN PASSWORD 'pw-${role}'`);
+    const as = new URL(url);
+    as.username = role;
+    as.password = `pw-${role}`;
+    const err = await connect(as.toString()).then(
+      (db) => db.close().then(() => null),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(DatabaseError);
+    expect((err as Error).message).toMatch(/^database \S+: permission denied for table routinely_schema \(42501\)$/);
+    expect((err as Error).message).not.toContain(`pw-${role}`);
   });
 });
