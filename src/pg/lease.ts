@@ -405,6 +405,15 @@ export class PgLease extends LeaseState implements Lease {
   private beating: Promise<void> | null = null;
   private journal: ChildJournal | undefined;
   private again = false;
+  /** Why the last heartbeat failed (the database, in its words), until one goes through. */
+  private lastBeatError: string | null = null;
+
+  /** Run out: said with what the heartbeats met, whichever noticed first (a heartbeat, or the
+   * deadline while one hangs). */
+  protected override expiredBy(): string | null {
+    const why = super.expiredBy();
+    return why && this.lastBeatError ? `${why}; last error: ${this.lastBeatError}` : why;
+  }
 
   constructor(
     private readonly o: PgLockOptions,
@@ -468,7 +477,9 @@ export class PgLease extends LeaseState implements Lease {
           return;
         }
         try {
-          if (!(await this.renew())) {
+          const renewed = await this.renew();
+          this.lastBeatError = null;
+          if (!renewed) {
             this.markLost(
               'the lease row is no longer ours (taken over, released, or granted before the database failed over)',
               true,
@@ -476,8 +487,9 @@ export class PgLease extends LeaseState implements Lease {
             return;
           }
         } catch (err) {
+          this.lastBeatError = (err as Error).message;
           const expired = this.expiredBy();
-          if (expired) this.markLost(`${expired}; last error: ${(err as Error).message}`);
+          if (expired) this.markLost(expired);
           return;
         }
       } while (this.again);

@@ -353,6 +353,8 @@ suite('PostgreSQL backend', () => {
     try {
       expect((await holder.exited).code).toBe(1);
       expect(holder.stderr()).toMatch(/lock lost: no successful heartbeat/);
+      // with what the heartbeats met: the database, named (a fault pass: the cause was not said)
+      expect(holder.stderr()).toMatch(/; last error: database \S+: /);
     } finally {
       startServer(own);
     }
