@@ -23,6 +23,11 @@ interface WaiterRow {
   stale: boolean;
 }
 
+/** This process's tickets while they wait, of every line object it made (the library makes one
+ * per call): a row of this process that is not one of them was left (its removal did not reach
+ * the database: a blip) and is removed when met. */
+const held = new Set<string>();
+
 export function pgWaitLine(o: {
   db: Db;
   project: string;
@@ -31,9 +36,6 @@ export function pgWaitLine(o: {
   probe?: LivenessProbe;
 }): WaitLine {
   const probe = o.probe ?? systemProbe();
-  /** This process's tickets, by lock, while it waits: a row of this process that is not one of
-   * them was left (its removal did not reach the database: a blip) and is removed when met. */
-  const held = new Set<string>();
   /** Tickets left whose removal failed: tried again every refresh until the database takes it,
    * so another process never waits a TTL behind a waiter that gave up. */
   const unremoved = new Map<string, { name: string; ticket: string }>();

@@ -84,6 +84,18 @@ describe('routine stop', () => {
     expect(readFileSync(join(project, 'runs.txt'), 'utf8')).toBe('run\n');
   });
 
+  it('a routine run started from a notification command (ROUTINELY_EVENT in its environment) is stopped as any: that variable marks the notification, not what it starts', async () => {
+    const project = testProject({
+      routines: [{ id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'echo "group $$"; sleep 30' }],
+    });
+    const run = startCli(['routine', 'run', 'slow'], { cwd: project, env: { ROUTINELY_EVENT: 'failure' } });
+    await run.waitFor(/group \d+/);
+    const r = await runCli(['routine', 'stop', 'slow'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^stopped slow \(run r-\S+\) after \d+\.\ds; recorded as failure: stopped by hand\n$/);
+    expect((await run.exited).code).not.toBe(0);
+  });
+
   it('a command that ignores SIGTERM, run by `routine run`: SIGKILL after the grace, the whole group gone, one record', async () => {
     const project = testProject({
       routines: [

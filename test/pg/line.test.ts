@@ -46,4 +46,18 @@ suite('the waiting line on PostgreSQL', () => {
     const other = pgWaitLine({ db, project: 'app', ttlMs: 60_000, refreshMs: 100 });
     expect(await other.waiters('db')).toEqual([]);
   });
+
+  it("two line objects of one process (the library makes one a call) never take each other's waiters for left ones", async () => {
+    const url = await freshDatabase(cluster!);
+    const db = await connect(url);
+    onTestFinished(() => db.close());
+    const [a, b] = [1, 2].map(() => pgWaitLine({ db, project: 'app', ttlMs: 60_000, refreshMs: 100 }));
+    const first = await a!.join('db', { command: 'lock run' });
+    const second = await b!.join('db', { command: 'lock run' });
+    expect((await b!.waiters('db')).map((w) => w.ticket)).toEqual([first.ticket, second.ticket]);
+    expect((await a!.waiters('db')).map((w) => w.ticket)).toEqual([first.ticket, second.ticket]);
+    await first.leave();
+    await second.leave();
+    expect(await rows(url)).toBe(0);
+  });
 });
