@@ -204,6 +204,10 @@ export function stateWriteError(err: unknown, path: string, verb = 'writing'): R
 }
 
 /** Input names a thing that does not exist or is malformed (run id, task id, routine id). */
+/** A statement the server refused for what it is, not for an outage (a role without a grant, a
+ * table gone, a constraint): sending it again later does not help. */
+export class DatabaseStatementError extends DatabaseError {}
+
 /** A database row that is not acted on (SPEC §12: out of range, not written by this program);
  * a waiter does not wait it out, since it stays so until someone sets it right. */
 export class DatabaseRowError extends DatabaseError {}

@@ -7,7 +7,7 @@
 
 import pg from 'pg';
 import { PriorityGate } from './priority-gate.js';
-import { DatabaseError } from '../errors.js';
+import { DatabaseError, DatabaseStatementError } from '../errors.js';
 import { MIGRATIONS, schemaSql } from './schema.js';
 import { sessionSql, type Statement } from './statements.js';
 import { describePgUrl, parsePgUrl, redactPgUrl, singleHostUrl } from '../config/database-url.js';
@@ -301,7 +301,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
       }
       // the server refused the statement (a role without a grant, a table gone): said with the
       // database and the server's words, exit 74, never an "unexpected error"
-      if (sqlState(err)) throw dbError(several ? target.where : where, err, limits);
+      if (sqlState(err)) throw new DatabaseStatementError(dbError(several ? target.where : where, err, limits).message);
       throw err;
     } finally {
       if (gated) gate.leave();

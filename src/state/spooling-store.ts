@@ -8,7 +8,7 @@
 
 import { Backoff } from '../backoff.js';
 import { anySignal, type Clock } from '../clock.js';
-import { DatabaseError } from '../errors.js';
+import { DatabaseError, DatabaseStatementError } from '../errors.js';
 import { isSpooled, listSpool, removeSpooled, writeSpool } from './spool.js';
 import type { Fire, OpenFire } from './routine-state.js';
 import type { HistoryEntry } from './history.js';
@@ -203,7 +203,9 @@ async function flushSpool(store: RoutineStore, stateDir: string, warn: Warn): Pr
         done.released++;
       }
     } catch (err) {
-      if (err instanceof DatabaseError) return done;
+      // the database away: the rest would fail too (a statement it refuses for what it is does
+      // not stop the others)
+      if (err instanceof DatabaseError && !(err instanceof DatabaseStatementError)) return done;
       // not the database's fault (a bug, a record the store refuses): said, and kept for a person
       warn(`could not record spooled ${path}: ${(err as Error).message}`);
       continue;

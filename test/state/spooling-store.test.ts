@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { DatabaseError } from '../../src/errors.js';
+import { DatabaseError, DatabaseStatementError } from '../../src/errors.js';
 import { connect } from '../../src/pg/connect.js';
 import { pgRoutineStore } from '../../src/pg/routine-store.js';
 import { SpoolingStore, spoolClaim } from '../../src/state/spooling-store.js';
@@ -126,6 +126,35 @@ suite('recording through an outage', () => {
     expect(readdirSync(spoolDir(dir))).toEqual([]);
     expect(await query('SELECT 1 FROM routinely_history')).toHaveLength(2);
     expect(warnings).toEqual([]);
+  });
+
+  it('a spooled record the server refuses for what it is (not an outage) is said and kept, and the records after it are sent', async () => {
+    const { store: real } = await store();
+    const dir = testdir();
+    for (const id of ['a', 'b'])
+      await new SpoolingStore({ ...real, ...down }, dir).recordFire(id, fire(0, 'success'), () => {});
+    let refused = 0;
+    const refusing: RoutineStore = {
+      ...real,
+      recordFire: async (id, f, warn, o) => {
+        if (id === 'a') {
+          refused++;
+          throw new DatabaseStatementError(
+            'database 127.0.0.1:5432/x: permission denied for table routinely_routine_state (42501)',
+          );
+        }
+        return real.recordFire(id, f, warn, o);
+      },
+    };
+    const warnings: string[] = [];
+    expect(await new SpoolingStore(refusing, dir).flushSpool((m) => warnings.push(m))).toEqual({
+      recorded: 1,
+      released: 0,
+      left: 1,
+    });
+    expect(refused).toBe(1);
+    expect(warnings.join('\n')).toMatch(/could not record spooled .*a\.\S+\.json: database .*permission denied/);
+    expect((await real.history('b')).map((h) => h.result)).toEqual(['success']);
   });
 
   it('a fire spooled during an outage is recorded with its real result; a newer failure recorded meanwhile stays the last result', async () => {
