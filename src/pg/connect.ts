@@ -58,10 +58,12 @@ const ignore = (): void => {};
  * (default_pool_size 20) in session mode. */
 export const DEFAULT_POOL_SIZE = 2;
 const STATEMENT_TIMEOUT_MS = 15_000;
-/** A transaction of ours idle this long on the server (its process stopped between two of its
- * statements) is ended by the server: its row locks never hold up the fleet longer. Our
- * transactions send their statements back to back. */
-const IDLE_IN_TRANSACTION_MS = 3_000;
+/** How long a transaction of ours may sit idle on the server (its process stopped between two of
+ * its statements) before the server ends it, so that its row locks hold the fleet up no longer:
+ * half the lease TTL (a stall shorter than that is one the lease outlives anyway), at least 5 s
+ * (a slow link's round trip, up to 3 s, is idle time too) and at most the statement time-out. */
+export const idleInTransactionMs = (ttlMs: number): number =>
+  Math.min(STATEMENT_TIMEOUT_MS, Math.max(5_000, Math.round(ttlMs / 2)));
 /** Client side: a statement with no answer by then is given up (its connection is dropped). */
 const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 2_000;
 
@@ -216,6 +218,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
     lease: size === 1 ? 0 : 1,
     connectTimeoutMs: parsed.connectTimeoutMs ?? defaultConnectTimeoutMs(opts.ttlMs ?? 60_000),
   };
+  const idleMs = idleInTransactionMs(opts.ttlMs ?? 60_000);
   const newPools = (t: Target): [pg.Pool, pg.Pool] => {
     const main = makePool(t, limits.main, limits.connectTimeoutMs);
     return [main, limits.lease === 0 ? main : makePool(t, limits.lease, limits.connectTimeoutMs, true)];
@@ -323,7 +326,7 @@ export async function connect(url: string, opts: ConnectOptions = {}): Promise<D
           let broken: unknown = undefined;
           const tx: TxClient = { query: (s) => client.query(s.text, s.values) };
           try {
-            await tx.query(sessionSql.beginWithTimeout(STATEMENT_TIMEOUT_MS, IDLE_IN_TRANSACTION_MS));
+            await tx.query(sessionSql.beginWithTimeout(STATEMENT_TIMEOUT_MS, idleMs));
             const result = await fn(tx);
             await tx.query(sessionSql.commit);
             return result;

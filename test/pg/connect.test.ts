@@ -61,7 +61,8 @@ const withServer = cluster ? describe : describe.skip; // skipped only outside C
 withServer('with a server', () => {
   it("a transaction whose process stopped inside it (idle on the server) is ended by the server: its locks hold no other process up past the idle time-out, and its own next statement fails as the database's", async () => {
     const url = await freshDatabase(cluster!);
-    const [stalled, other] = [await connect(url), await connect(url)];
+    // TTL 6 s: the server ends a transaction idle for 5 s (half the TTL, at least 5 s)
+    const [stalled, other] = [await connect(url, { ttlMs: 6_000 }), await connect(url, { ttlMs: 6_000 })];
     onTestFinished(() => Promise.all([stalled.close(), other.close()]).then(() => {}));
     let locked!: () => void;
     const held = new Promise<void>((r) => (locked = r));
