@@ -318,13 +318,20 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     }
   });
 
+  /** A scheduler's store that recorded four fires (1 succeeded, 3 failed) and published
+   * routine-state.json, its index written after the first only (it lags). */
+  async function laggingScheduler(p: ReturnType<typeof project>) {
+    const store = fileRoutineStore(p, { longRunning: true });
+    await store.recordFire('a', fire(1), () => {});
+    for (const i of [2, 5, 8]) await store.recordFire('a', fire(i), () => {}); // the index lags
+    await store.publish!();
+    return store;
+  }
+
   it("a history file removed after a scheduler stopped without writing its lagging index: a command's next fire goes on from routine-state.json, further on than the index", async () => {
     const p = project();
-    const store = fileRoutineStore(p, { longRunning: true });
+    const store = await laggingScheduler(p);
     try {
-      await store.recordFire('a', fire(1), () => {});
-      for (const i of [2, 5, 8]) await store.recordFire('a', fire(i), () => {}); // the index lags
-      await store.publish!();
       expect(JSON.parse(readFileSync(statePath(p), 'utf8')).routines.a.counts).toMatchObject({ failure: 3 });
       rmSync(historyPath(p.stateDir, 'a'));
       // (the store is not closed first: as a SIGKILLed scheduler, it never wrote the index)
@@ -346,11 +353,8 @@ describe('history: the facts behind routine-state.json (SPEC §3)', () => {
     "a history file %s after a scheduler stopped without writing its lagging index: views and a command's next fire go on from routine-state.json, further on than the index",
     async (_name, cut) => {
       const p = project();
-      const store = fileRoutineStore(p, { longRunning: true });
+      const store = await laggingScheduler(p);
       try {
-        await store.recordFire('a', fire(1), () => {});
-        for (const i of [2, 5, 8]) await store.recordFire('a', fire(i), () => {}); // the index lags
-        await store.publish!();
         expect(JSON.parse(readFileSync(indexPath(p, 'a'), 'utf8').split('\n')[0]!).record.counts.failure).toBe(0);
         // (the store is not closed first: as a SIGKILLed scheduler, it never wrote the index)
         cut(historyPath(p.stateDir, 'a'));
