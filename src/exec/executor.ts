@@ -218,7 +218,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
       finishedAtStart = true;
       return true;
     }
-    const logFd = log.fd;
+    let logFd = log.fd;
     const p = (async () => {
       let run: GroupRun;
       try {
@@ -249,6 +249,9 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
           if (others.length === 0 && (pause > ROOM_PAUSE_MAX_MS || roomHopeless)) roomHopeless = true;
           if (stoppedBy || (others.length === 0 && roomHopeless)) break;
           roomWaiters.add(id);
+          // its log is closed while it waits: one descriptor more for the tasks that run
+          if (logFd >= 0) closeFd(logFd);
+          logFd = -1;
           try {
             // (and a moment more: what an ended task held is given back as its handles close)
             if (others.length > 0) await Promise.race(others.map(([, other]) => other));
@@ -258,13 +261,21 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
             roomWaiters.delete(id);
           }
           if (stoppedBy) break;
+          // opened again to append where it was (no heading: the same attempt, the same cap)
+          try {
+            logFd = openAppendTo(logPath).fd;
+          } catch (err) {
+            // still short: waits again; anything else ends it with the error it met
+            if (err instanceof StateIOError && OUT_OF_RESOURCE.has(err.errno ?? '')) continue;
+            break;
+          }
           writeQuiet(logFd, `routinely: ${run.process.error}; trying again (other tasks of the run held the rest)\n`);
           run = await start();
         }
         if (run.leftovers > 0) writeQuiet(logFd, `routinely: ${leftoverMessage(run.leftovers, "the task's group")}\n`);
         if (run.process.error) writeQuiet(logFd, `routinely: ${run.process.error}\n`);
       } finally {
-        closeFd(logFd);
+        if (logFd >= 0) closeFd(logFd);
       }
       const { process: result, cutBytes } = run;
       const event = finishEvent(

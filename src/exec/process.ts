@@ -177,12 +177,63 @@ export function leftoverMessage(n: number, what = "the command's group"): string
 // node:child_process (with node:net and the stream machinery) only once something is spawned:
 // `lock status` and the other short commands that share this module never pay for it.
 const lazyRequire = createRequire(import.meta.url);
-function spawn(
+
+/** What `ChildProcess#spawn` takes: `child_process.spawn`'s options once it has normalized them. */
+interface SpawnCall {
+  file: string;
+  args: string[];
+  cwd: string | undefined;
+  envPairs: string[];
+  stdio: StdioOptions | { type?: string; handle?: { close(): void } }[];
+  detached: true;
+  windowsHide: false;
+  windowsVerbatimArguments: false;
+}
+
+/** `child_process.spawn(file, args, { cwd, env, stdio, detached: true })`, less one descriptor leak:
+ * out of descriptors (EMFILE, ENFILE) after libuv made a task's output pipe, Node returns without
+ * closing the pipe's end it keeps (its `ChildProcess#spawn` gives up before it sets up the stdio
+ * "because we won't be able to", libuv having set it up all the same), so each start that failed
+ * for want of descriptors kept one more, and a run under a low `ulimit -n` ran fewer tasks at a
+ * time after each until none could start (a scheduler the same over days). So the call is the one
+ * `spawn` makes, on options kept here, whose pipes are closed when it fails that way. */
+export function spawnDetached(
   file: string,
   args: readonly string[],
-  options: import('node:child_process').SpawnOptions,
+  options: { cwd?: string | undefined; env?: NodeJS.ProcessEnv | undefined; stdio: StdioOptions },
 ): import('node:child_process').ChildProcess {
-  return (lazyRequire('node:child_process') as typeof import('node:child_process')).spawn(file, args, options);
+  const env = options.env ?? process.env;
+  const envPairs: string[] = [];
+  for (const key in env) {
+    const value = env[key];
+    if (value !== undefined) envPairs.push(`${key}=${value}`);
+  }
+  const call: SpawnCall = {
+    file,
+    args: [file, ...args],
+    cwd: options.cwd,
+    envPairs,
+    stdio: options.stdio,
+    detached: true,
+    windowsHide: false,
+    windowsVerbatimArguments: false,
+  };
+  // (as spawn refuses them: no C string holds a NUL; the configuration refuses them first)
+  for (const text of [file, ...args, ...envPairs, options.cwd ?? '']) {
+    if (text.includes('\0'))
+      throw Object.assign(new TypeError(`an argument, the working folder or the environment holds a NUL byte`), {
+        code: 'ERR_INVALID_ARG_VALUE',
+      });
+  }
+  const { ChildProcess } = lazyRequire('node:child_process') as typeof import('node:child_process');
+  const child = new ChildProcess() as import('node:child_process').ChildProcess & { spawn(o: SpawnCall): number };
+  const err = child.spawn(call);
+  if (err !== 0 && child.pid === undefined && child.stdout == null && child.stderr == null && child.stdin == null) {
+    // (the stdio as ChildProcess#spawn left it: one entry a descriptor, with a handle for a pipe)
+    for (const entry of call.stdio as { type?: string; handle?: { close(): void } }[])
+      if (entry?.type === 'pipe') entry.handle?.close();
+  }
+  return child;
 }
 
 export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
@@ -209,8 +260,8 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
     let child: import('node:child_process').ChildProcess;
     try {
       child = spec.shell
-        ? spawn('/bin/sh', ['-c', file], { cwd: spec.cwd, env: spec.env, stdio, detached: true })
-        : spawn(file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+        ? spawnDetached('/bin/sh', ['-c', file], { cwd: spec.cwd, env: spec.env, stdio })
+        : spawnDetached(file, spec.args ?? [], { cwd: spec.cwd, env: spec.env, stdio });
     } catch (err) {
       resolve({
         exitCode: 127,
@@ -227,6 +278,8 @@ export function runProcess(spec: ProcessSpec): Promise<ProcessResult> {
       return;
     }
     const pid = child.pid ?? null;
+    // (not started for another cause, EAGAIN: its pipes were set up, and are closed here)
+    if (pid === null) for (const s of [child.stdin, child.stdout, child.stderr]) s?.destroy();
     let spawnError: Error | null = null;
     child.once('error', (err) => {
       if (pid === null) spawnError = err;

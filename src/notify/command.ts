@@ -1,8 +1,7 @@
 // One notify-command attempt: `sh -c COMMAND` in the project root, in its own process group, the
 // payload as JSON on stdin. Bounded by a timeout that ends the whole group, and abortable.
 
-import { spawn } from 'node:child_process';
-import { killGroup, stopGroup } from '../exec/process.js';
+import { killGroup, spawnDetached, stopGroup } from '../exec/process.js';
 import { monotonicMs } from '../clock.js';
 import type { AttemptResult } from './webhook.js';
 
@@ -27,22 +26,22 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
     let stoppedFor: string | null = null;
     let settled = false;
     let kill: NodeJS.Timeout | undefined;
-    const child = spawn('/bin/sh', ['-c', a.command], {
+    const child = spawnDetached('/bin/sh', ['-c', a.command], {
       cwd: a.cwd,
       env: a.env,
       stdio: ['pipe', 'pipe', 'pipe'],
-      detached: true,
     });
     const pid = child.pid;
     const started = monotonicMs();
     const keep = (chunk: Buffer): void => {
       output = (output + chunk.toString('utf8')).slice(-KEEP_OUTPUT);
     };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
+    // (no pipes when it could not start for want of descriptors: its 'error' says so)
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
     // A command that does not read its stdin closes the pipe: EPIPE here is no failure.
-    child.stdin.on('error', () => {});
-    child.stdin.end(a.stdin);
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(a.stdin);
     const signalGroup = (sig: NodeJS.Signals): void => {
       try {
         if (pid !== undefined) killGroup(pid, sig);
@@ -69,8 +68,8 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
       clearTimeout(kill);
       a.signal?.removeEventListener('abort', onAbort);
       // 'exit', not 'close': a background process of the command may hold the pipes open.
-      child.stdout.destroy();
-      child.stderr.destroy();
+      child.stdout?.destroy();
+      child.stderr?.destroy();
       if (stoppedFor !== null) signalGroup('SIGKILL');
       // what it left running in its group and session (`cmd &`) is ended, as a routine command's
       // leftovers are (docs/lock.md, rule 11), before the attempt counts as done; a process that

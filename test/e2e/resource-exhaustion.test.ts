@@ -93,7 +93,7 @@ describe('out of file descriptors', () => {
   );
 
   it(
-    'exec run --parallel 40 under ulimit -n 30 (room for few tasks, the run itself short of descriptors): the run is recorded, the lock released, no crash',
+    'exec run --parallel 40 under ulimit -n 24 (room for no task, the run itself short of descriptors): the run is recorded, the lock released, no crash',
     { timeout: 60_000 },
     async () => {
       const project = testdir('routinely-emfile-');
@@ -101,8 +101,8 @@ describe('out of file descriptors', () => {
         join(project, 'routinely.json'),
         JSON.stringify({ exec: { tasks: Array.from({ length: 40 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.5' })) } }),
       );
-      // (under 64, tasks now wait for room and the run succeeds)
-      const r = limited(['exec', 'run', '--parallel', '40'], project, 30);
+      // (under 64, and down to about 28, tasks wait for room and the run succeeds)
+      const r = limited(['exec', 'run', '--parallel', '40'], project, 24);
       const end = await r.exited;
       expect(end.code, r.stderr()).toBe(1);
       expect(r.stderr()).not.toMatch(/unexpected error|at .*\.js:\d+/);
@@ -143,6 +143,25 @@ describe('out of file descriptors', () => {
         readFileSync(join(project, '.routinely', 'exec', 'runs', runId, `${id}.log`), 'utf8');
       // a task that could not start was tried again (said in its log), not failed at once
       expect(results.some(([id]) => /Too many open files \(EMFILE\); trying again/.test(logOf(id)))).toBe(true);
+    },
+  );
+
+  it(
+    'exec run, 8 at a time under ulimit -n 32: every task runs — a start that failed for want of descriptors gives back all it took, and a task waiting for room holds none',
+    { timeout: 60_000 },
+    async () => {
+      const project = testdir('routinely-emfile-');
+      const tasks = Array.from({ length: 30 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.3' }));
+      writeFileSync(
+        join(project, 'routinely.json'),
+        JSON.stringify({ exec: { parallel: 8, providers: { default: { maxConcurrency: 8 } }, tasks } }),
+      );
+      const r = limited(['exec', 'run'], project, 32);
+      const end = await r.exited;
+      // (before: each failed start kept its output pipe's descriptor, and each waiting task its
+      // log, so fewer tasks could run after each round: 16 of 30 succeeded, the rest failed)
+      expect(r.stdout(), r.stderr()).toMatch(/^run r-\S+ SUCCEEDED: 30 succeeded/m);
+      expect(end.code).toBe(0);
     },
   );
 });

@@ -165,6 +165,28 @@ describe('runGroupUnderLease', () => {
     expect(() => readFileSync(marker)).toThrow();
   });
 
+  it('starts a command with the environment, folder and arguments given, and refuses a NUL byte in them as a start that failed (never a throw)', async () => {
+    const dir = testdir();
+    const out = join(dir, 'out');
+    const r = await runProcess({
+      file: '/bin/sh',
+      args: ['-c', 'printf "%s|%s|%s" "$A" "$(pwd)" "$1" > out', 'sh', 'one two'],
+      cwd: dir,
+      env: { PATH: '/usr/bin:/bin', A: 'a=b c', UNSET: undefined },
+    });
+    expect(r).toMatchObject({ exitCode: 0, reason: 'exited' });
+    expect(readFileSync(out, 'utf8')).toBe(`a=b c|${dir}|one two`);
+    for (const spec of [
+      { file: 'true', shell: true, env: { A: 'x\0y' } },
+      { file: 'printf', args: ['x\0y'] },
+      { file: 'true', shell: true, cwd: `${dir}\0x` },
+    ]) {
+      const bad = await runProcess(spec);
+      expect(bad).toMatchObject({ exitCode: 127, reason: 'spawn-error', pid: null });
+      expect(bad.error).toMatch(/NUL byte/);
+    }
+  });
+
   it.runIf(process.platform === 'linux')(
     'a stop that comes after the command ended on its own (not yet reaped: this process was stopped, or busy) leaves its result its own',
     async () => {
