@@ -67,13 +67,30 @@ export async function showRoutineLog(v: LogView): Promise<LogViewResult> {
   // Following the whole log goes on byte by byte once the lines so far are shown; following one
   // run needs whole lines, to see its end frame.
   const raw = v.follow === true && filter === null;
-  const keep = new LastLines(v.lines ?? (raw ? DEFAULT_FOLLOW_LINES : undefined));
-  const take = (lines: Buffer[]): void => keep.push(filter ? lines.flatMap((l) => filter.push(l)) : lines);
+  // the last N lines are kept until the end; with no limit each line is written as it is read,
+  // so a log of any size is shown in the memory of one chunk
+  const limit = v.lines ?? (raw ? DEFAULT_FOLLOW_LINES : undefined);
+  const keep = limit !== undefined ? new LastLines(limit) : null;
+  let cut = 0;
+  let cutRuns = 0;
+  const show = (l: Buffer): void => {
+    v.write(l);
+    const bytes = cutBytesOf(l);
+    if (bytes > 0) {
+      cut += bytes;
+      cutRuns++;
+    }
+  };
+  const take = (lines: Buffer[]): void => {
+    const shown = filter ? lines.flatMap((l) => filter.push(l)) : lines;
+    if (keep) keep.push(shown);
+    else for (const l of shown) show(l);
+  };
 
   const old = LogReader.open(files.rotated);
   if (old) {
     try {
-      old.lines(take);
+      await old.linesYielding(take);
       const rest = old.rest();
       if (rest) take([Buffer.concat([rest, Buffer.from('\n')])]); // it ends there: the current file starts a new line
     } finally {
@@ -83,7 +100,7 @@ export async function showRoutineLog(v: LogView): Promise<LogViewResult> {
   let cur = LogReader.open(files.current);
   try {
     if (cur) {
-      cur.lines(take);
+      await cur.linesYielding(take);
       // A last line without its newline is output so far (a run mid-line), unless we follow one
       // run, which needs the line whole.
       if (!v.follow || raw) {
@@ -92,16 +109,7 @@ export async function showRoutineLog(v: LogView): Promise<LogViewResult> {
       }
     }
     if (!old && !cur && !v.follow) return { kind: 'no-log', path: files.current };
-    let cut = 0;
-    let cutRuns = 0;
-    for (const l of keep.take()) {
-      v.write(l);
-      const bytes = cutBytesOf(l);
-      if (bytes > 0) {
-        cut += bytes;
-        cutRuns++;
-      }
-    }
+    if (keep) for (const l of keep.take()) show(l);
     if (cutRuns > 0) {
       v.notice(
         `${cutRuns === 1 ? 'a run' : `${cutRuns} runs`} shown here printed more than retention.runLogBytes: ${cut} bytes were left out of the middle (marked by a '${CUT_LINE_PREFIX}…' line)`,

@@ -11,6 +11,8 @@ const CHUNK = 64 * 1024;
 const NEWLINE = 0x0a;
 /** Output that never ends its line is handed out in pieces of this size. */
 const LONGEST_LINE = 1024 * 1024;
+/** Bytes read between two turns of the event loop. */
+const YIELD_BYTES = 1024 * 1024;
 
 export class LogReader {
   /** Bytes consumed so far. */
@@ -51,6 +53,24 @@ export class LogReader {
       else all.push(...got);
     }
     return all;
+  }
+
+  /** `lines(each)` for a whole file that may be large, in a process that does other work (a
+   * scheduler's page or notification): it lets the event loop run after each MiB read, so a
+   * 1 GiB log read for a page never holds the scheduler's ticks. */
+  async linesYielding(each: (lines: Buffer[]) => void): Promise<void> {
+    let since = 0;
+    for (;;) {
+      const n = readSync(this.fd, this.buf, 0, CHUNK, this.pos);
+      if (n <= 0) break;
+      this.pos += n;
+      each(this.split(this.buf.subarray(0, n)));
+      since += n;
+      if (since >= YIELD_BYTES) {
+        since = 0;
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    }
   }
 
   /** Reads what has been written since the last call, as it is (lines or not). */

@@ -63,6 +63,38 @@ describe('showRoutineLog', () => {
     expect(out).toBe(run(R1, ['one']) + run(R2, ['two']) + run(R3, ['three'], 'failure'));
   });
 
+  it('a large log: each line written as it is read (none held for the end), and the event loop turning meanwhile (a scheduler reading it for a page or a notification keeps its ticks)', async () => {
+    const s = state();
+    const line = `${'x'.repeat(99)}\n`;
+    // 6 MB of output in one run
+    writeFileSync(
+      s.log,
+      run(
+        R1,
+        Array.from({ length: 60_000 }, () => line.slice(0, -1)),
+      ),
+    );
+    let turned = false;
+    const timer = setTimeout(() => (turned = true), 0);
+    let written = 0;
+    let writtenWhenTurned = -1;
+    const r = await showRoutineLog({
+      stateDir: s.stateDir,
+      id: 'job',
+      write: (b) => {
+        written += b.length;
+        if (turned && writtenWhenTurned < 0) writtenWhenTurned = written;
+      },
+      notice: () => {},
+    });
+    clearTimeout(timer);
+    expect(r).toEqual({ kind: 'shown' });
+    expect(written).toBeGreaterThan(6_000_000);
+    // the timer ran while the log was being shown: lines were written before and after it
+    expect(writtenWhenTurned).toBeGreaterThan(0);
+    expect(writtenWhenTurned).toBeLessThan(written);
+  });
+
   it("--lines N: the last N lines; --run: that run only, from either file; both: the run's last lines", async () => {
     const s = state();
     writeFileSync(`${s.log}.1`, run(R1, ['one']));
