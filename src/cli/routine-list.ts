@@ -127,16 +127,16 @@ export function listRows(
     const running = runningSince(record.open_fires);
     const p = own(phases, r.id);
     // a board's phase of the very fire the record shows ended is past (a board written a moment
-    // after the record); a later tick's record (a skip, `previous run still running`) is not
-    // (and a tick queued while its routine is paused, or disabled in the config, will not fire:
-    // at its turn it is dropped)
+    // after the record); a later tick's record (a skip, `previous run still running`) is not,
+    // nor is a retry of the tick the record shows, queued or waiting since its failed attempt
+    // ended (a retry keeps its tick's scheduled time) (and a tick queued while its routine is
+    // paused, or disabled in the config, will not fire: at its turn it is dropped)
+    const ended =
+      p !== undefined &&
+      record.last_scheduled_at === p.scheduled_at &&
+      !(record.last_finished_at !== null && Date.parse(record.last_finished_at) < Date.parse(p.since));
     const current =
-      p &&
-      !running &&
-      record.last_scheduled_at !== p.scheduled_at &&
-      !(p.phase === 'queued' && (record.paused || r.enabled === false))
-        ? p
-        : undefined;
+      p && !running && !ended && !(p.phase === 'queued' && (record.paused || r.enabled === false)) ? p : undefined;
     const waiting_for =
       current?.phase === 'queued'
         ? { behind: current.behind }

@@ -205,4 +205,30 @@ describe('routine list: a row is the config facts, the record and the derived fi
       ['d', null],
     ]);
   });
+
+  it("a retry queued or waiting after its tick's failed attempt is shown (a retry keeps its tick's scheduled time); the phase of the very fire the record shows ended is not", () => {
+    const tick = '2026-11-29T18:59:00.000Z';
+    // the attempt failed at 18:59:00.500; its retry queued at 18:59:02.500, behind another
+    const failed = record({ ...fire('failure', tick, 'exit code 3'), finished_at: '2026-11-29T18:59:00.500Z' });
+    const retry = { phase: 'queued' as const, since: '2026-11-29T18:59:02.500Z', scheduled_at: tick, behind: 'long' };
+    const waiting = {
+      phase: 'waiting' as const,
+      since: '2026-11-29T18:59:02.500Z',
+      scheduled_at: tick,
+      lock: 'exec',
+      holder: 'pid 7',
+    };
+    // the board of a fire whose record came after it (its phase began before the fire ended)
+    const past = { phase: 'queued' as const, since: '2026-11-29T18:58:59.000Z', scheduled_at: tick, behind: 'long' };
+    const rows = listRows(['r', 'w', 'p'].map(listed), { r: failed, w: failed, p: failed }, emptyRecord, {
+      r: retry,
+      w: waiting,
+      p: past,
+    });
+    expect(rows.map((r) => [r.id, r.phase, r.waiting_for])).toEqual([
+      ['r', 'queued', { behind: 'long' }],
+      ['w', 'waiting', { lock: 'exec', holder: 'pid 7' }],
+      ['p', null, null],
+    ]);
+  });
 });
