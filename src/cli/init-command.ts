@@ -61,6 +61,9 @@ export async function init(flags: { force?: boolean }, g: GlobalOptions): Promis
   if (st && !flags.force) {
     throw new UsageError(`${path} already exists; pass --force to overwrite it`);
   }
+  // (a FIFO would hold the write until someone reads it; a folder or a device is no config)
+  if (st && !st.isFile())
+    throw new UsageError(`${path} is not a regular file; refusing to write over it (remove it first)`);
   const outer = dirname(dir) === dir ? null : findConfigUpward(dirname(dir));
   if (outer && !flags.force) {
     throw new UsageError(

@@ -31,12 +31,19 @@ export function readInputFile(path: string, cap: number): Buffer {
  * never through a symlink at its name: created exclusively (EEXIST thrown), or replaced when
  * `replace`. */
 export function writeProjectFile(path: string, text: string, replace = false): void {
+  // O_NONBLOCK: a FIFO at its name (with no reader) fails to open, never hangs; anything else
+  // that is no regular file is refused (code ENOTREG)
   const fd = openSync(
     path,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | (replace ? constants.O_TRUNC : constants.O_EXCL),
+    constants.O_WRONLY |
+      constants.O_CREAT |
+      constants.O_NOFOLLOW |
+      constants.O_NONBLOCK |
+      (replace ? constants.O_TRUNC : constants.O_EXCL),
     0o644,
   );
   try {
+    if (!fstatSync(fd).isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: 'ENOTREG' });
     writeText(fd, text);
   } finally {
     closeSync(fd);

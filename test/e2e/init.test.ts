@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -113,6 +114,18 @@ describe('init', () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/routinely\.json is a symbolic link; refusing to write through it/);
       expect(existsSync(target)).toBe(false);
+    }
+  });
+
+  it('init --force over a FIFO or a folder at ./routinely.json refuses it (exit 2), never hangs writing to it', async () => {
+    for (const make of ['fifo', 'folder'] as const) {
+      const dir = testdir();
+      const path = join(dir, 'routinely.json');
+      if (make === 'fifo') execFileSync('mkfifo', [path]);
+      else mkdirSync(path);
+      const r = await runCli(['init', '--force'], { cwd: dir });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/routinely\.json is not a regular file; refusing to write over it \(remove it first\)/);
     }
   });
 });
