@@ -246,7 +246,9 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       id: uniqueId(idFor(unwrapped.run), seen),
       schedule: days.schedule,
       action: 'command',
-      run: shell === '/bin/sh' ? unwrapped.run : `exec ${shellQuote(shell)} -c ${shellQuote(unwrapped.run)}`,
+      // the command as cron ran it, its flock included: a process outside routinely that takes
+      // the same file (a deploy script's own flock) still keeps the job out
+      run: shell === '/bin/sh' ? command.run : `exec ${shellQuote(shell)} -c ${shellQuote(command.run)}`,
     };
     if (shell !== '/bin/sh')
       comments.push(`run with ${printable(shell)} -c (the crontab's SHELL, above it), as cron ran it`);
@@ -263,12 +265,14 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       if (unwrapped.waitSeconds === undefined) {
         comments.push(
           `takes ${shared}: routines on it take turns, others run beside it; a tick that finds it held by something else is skipped (recorded "skipped", not failed), as flock -n exited`,
+          `the flock stays in its command: a process outside routinely that holds ${printable(unwrapped.lockFile)} still keeps it out, as under cron (that tick then ends with flock's exit code 1, a failure)`,
         );
       } else {
         routine.ifBusy = 'wait';
         if (unwrapped.waitSeconds !== null) routine.waitTimeoutSeconds = unwrapped.waitSeconds;
         comments.push(
           `takes ${shared}: routines on it take turns, others run beside it; a tick that finds it held waits for it (ifBusy "wait")${unwrapped.waitSeconds !== null ? ` up to ${unwrapped.waitSeconds} s, as flock -w did` : ', as flock did, until shortly before its next tick (then it is recorded "skipped")'}`,
+          `the flock stays in its command: a process outside routinely that holds ${printable(unwrapped.lockFile)} still makes it wait, as under cron`,
         );
       }
     }

@@ -52,11 +52,16 @@ describe('import-crontab', () => {
     expect(r.routines).toBe(7);
     // the output is a config: "$schema" first
     expect(r.text).toMatch(/^\{\n {2}"\$schema": "\.\/node_modules\/routinely\/config\/routinely\.schema\.json",\n/);
-    // flock -n LOCK CMD and flock -xn LOCK -c 'CMD': the wrapper dropped, the command as written,
-    // its lock file a named lock of its own
+    // flock -n LOCK CMD and flock -xn LOCK -c 'CMD': its lock file a named lock of its own, and
+    // the command as cron ran it, its flock kept (a process outside routinely that holds the file
+    // still keeps the job out)
     // (SHELL=/bin/bash above them: each run by bash, as cron ran it)
-    expect(r.byId.backup!.run).toBe(bash('/usr/local/bin/backup.sh --full >> /var/log/backup.log 2>&1'));
-    expect(r.byId.sync!.run).toBe(bash('cd /srv/app && ./bin/sync --quiet'));
+    expect(r.byId.backup!.run).toBe(
+      bash('flock -n /tmp/backup.lock /usr/local/bin/backup.sh --full >> /var/log/backup.log 2>&1'),
+    );
+    expect(r.byId.sync!.run).toBe(
+      bash("/usr/bin/flock -xn /var/lock/sync.lock -c 'cd /srv/app && ./bin/sync --quiet'"),
+    );
     expect(r.config.locks).toEqual({ backup: { slots: 1 }, sync: { slots: 1 }, report: { slots: 1 } });
     expect(r.text).toContain('"backup": { "slots": 1 }, // /tmp/backup.lock');
     expect(r.byId.backup).toMatchObject({ lock: 'backup' });
@@ -64,9 +69,12 @@ describe('import-crontab', () => {
     expect(r.text).toContain(
       '// takes the named lock "backup" (`flock -n /tmp/backup.lock`: the same file, the same lock): routines on it take turns, others run beside it; a tick that finds it held by something else is skipped (recorded "skipped", not failed), as flock -n exited',
     );
+    expect(r.text).toContain(
+      "// the flock stays in its command: a process outside routinely that holds /tmp/backup.lock still keeps it out, as under cron (that tick then ends with flock's exit code 1, a failure)",
+    );
     // flock that waits (-w 600): the routine waits for the lock as long
     expect(r.byId.report).toMatchObject({
-      run: bash('php /srv/app/report.php'),
+      run: bash('flock -w 600 /tmp/report.lock php /srv/app/report.php'),
       lock: 'report',
       ifBusy: 'wait',
       waitTimeoutSeconds: 600,
@@ -302,10 +310,10 @@ describe('import-crontab', () => {
       ].join('\n') + '\n',
     );
     expect(r.config.routines.map((x) => [x.run, x.lock ?? null, x.exclusive ?? null])).toEqual([
-      ['one', null, false],
-      ['two', null, false],
-      ['three', 'mx', null],
-      ['four', 'mx', null],
+      ['flock -s /tmp/sh.lock one', null, false],
+      ['flock --shared /tmp/sh.lock two', null, false],
+      ['flock -sn /tmp/mx.lock three', 'mx', null],
+      ['flock /tmp/mx.lock four', 'mx', null],
     ]);
     expect(Object.keys(r.config.locks ?? {})).toEqual(['mx']);
     expect(r.notes).toEqual([
@@ -400,7 +408,7 @@ describe('import-crontab', () => {
     expect(r.config.routines.map((x) => [x.id, x.run])).toEqual([
       ['flock', 'flock --unknown-option /tmp/l cmd'],
       ['flock-2', 'flock -n /tmp/l'],
-      ['a', './a.sh one'],
+      ['a', 'flock -n "/tmp/with space.lock" ./a.sh one'],
       ['a-2', './a.sh two'],
       ['a-3', './a.sh three'],
       ['load', 'nice -n 10 python3 /opt/etl/load.py'],

@@ -1,8 +1,18 @@
 // `routinely import-crontab` end to end: a crontab on stdin or in a file becomes a routinely.json
-// that validates, and its routines run as cron would have run them (env, \%, flock wrapper gone).
+// that validates, and its routines run as cron would have run them (env, \%, a flock's file a named
+// lock, its wrapper kept).
 
-import { spawnSync } from 'node:child_process';
-import { lstatSync, readFileSync, readlinkSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, FIXTURES, childEnv, eventually, runCli, startCli } from '../helpers/cli.js';
@@ -87,12 +97,43 @@ describe('routinely import-crontab', () => {
 });
 
 describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
+  it.runIf(spawnSync('flock', ['--version']).status === 0)(
+    "a process outside routinely that holds the lock file (a script's own flock) still keeps the job out, as under cron: the flock stays in the command",
+    async () => {
+      const project = testdir('routinely-import-');
+      const file = join(project, 'app.lock');
+      const r = importing([], `* * * * * flock -n ${file} sh -c 'date >> ran'\n`, project);
+      expect(r.status, r.stderr).toBe(0);
+      writeFileSync(join(project, 'routinely.json'), r.stdout);
+      // (the holder: flock(1) on the same file, as a deploy script takes it)
+      const holder = spawn('flock', ['-n', file, 'sleep', '30'], { detached: true, stdio: 'ignore' });
+      const pid = holder.pid!;
+      try {
+        await eventually(() => spawnSync('flock', ['-n', file, 'true']).status === 1, 10_000, 'the file held');
+        const run = await runCli(['routine', 'run', 'date'], { cwd: project });
+        // (before: the wrapper was dropped and the job ran beside the holder)
+        expect(existsSync(join(project, 'ran'))).toBe(false);
+        expect(run.code).toBe(1);
+      } finally {
+        // (its group: flock and the sleep it forked, which holds the file too)
+        process.kill(-pid, 'SIGKILL');
+        await new Promise((r) => holder.once('exit', r));
+      }
+      await eventually(() => spawnSync('flock', ['-n', file, 'true']).status === 0, 10_000, 'the file free');
+      const free = await runCli(['routine', 'run', 'date'], { cwd: project });
+      expect(free.code, free.stderr).toBe(0);
+      expect(readFileSync(join(project, 'ran'), 'utf8')).toMatch(/\d/);
+    },
+  );
+
   it(
     "jobs keep cron's sharing: the two on one lock file take turns, the blocking one waits instead of skipping, the jobs without flock run beside them",
     { timeout: 120_000 },
     async () => {
       const project = testdir('routinely-import-');
       const locks = join(project, 'cron-locks');
+      // (flock's lock files are opened in it: the folder is there, as it was under cron)
+      mkdirSync(locks);
       // each job writes its span (a cron line's % escaped as cron wants it)
       const job = (id: string, secs: number): string =>
         `sh -c 'echo "${id} start $(date +\\%s\\%3N)" >> marks; sleep ${secs}; echo "${id} end $(date +\\%s\\%3N)" >> marks'`;
