@@ -449,7 +449,13 @@ function cronGrammar(
   if (fields.length !== 5) return { schedule };
   const dropped: string[] = [];
   const pastEnd: string[] = [];
+  const backwards: string[] = [];
+  /** Day-of-week ranges that end at `sun`, written with 0. */
+  const sunEnds: string[] = [];
   const dayStars: { field: number; item: string }[] = [];
+  /** The day fields (2, 4) that held only ranges running backwards: they match no day. */
+  const emptyDays: number[] = [];
+  const original = [...fields];
   let refusedItem: string | undefined;
   for (const [i, field] of fields.entries()) {
     const items = field.split(',').map((item) => {
@@ -462,6 +468,22 @@ function cronGrammar(
       if (read === '' || /^[0-9a-z]+\/[0-9]+$/i.test(read)) refusedItem ??= read;
       // a step past the field's end: cron ran the first value alone (`*/60` at :00, measured
       // beside Debian's daemon); routinely's check refuses such a step
+      // a range that runs backwards matches nothing to cron (measured beside Debian's daemon:
+      // `0 1,22-2 * * *` ran at 01:00 alone); `sun` ends a day-of-week range as 0, as cron
+      // reads it (`0-sun` ran on Sundays alone), where croner would read 7
+      const range = /^([0-9]+|[a-z]{3})-([0-9]+|[a-z]{3})(\/[0-9]+)?$/i.exec(read);
+      if (range) {
+        const from = cronValue(i, range[1]!);
+        const to = cronValue(i, range[2]!);
+        if (from !== undefined && to !== undefined && from > to) {
+          backwards.push(item);
+          return null;
+        }
+        if (i === 4 && to === 0 && range[2]!.toLowerCase() === 'sun') {
+          sunEnds.push(item);
+          return `${from}-0${range[3] ?? ''}`;
+        }
+      }
       const step = /^(\*|[0-9a-z]+(?:-[0-9a-z]+)?)\/([0-9]+)$/i.exec(read);
       const [min, max] = CRON_SPANS[i]!;
       if (!step || Number(step[2]) <= max) return read;
@@ -478,12 +500,33 @@ function cronGrammar(
             : `"${refusedItem}": cron reads a step only after * or a range (a-b), and ignores the whole file for it, so this job never ran: write ${refusedItem.split('/')[0]}-<last>/${refusedItem.split('/')[1]}`,
       };
     // (anything else malformed is named by the schedule check below, in its own words)
-    const odd = items.find((item) => !CRON_ITEM.test(item.toLowerCase()) && CRONER_ONLY.test(item));
+    const kept = items.filter((item): item is string => item !== null);
+    const odd = kept.find((item) => !CRON_ITEM.test(item.toLowerCase()) && CRONER_ONLY.test(item));
     if (odd !== undefined)
       return {
         refused: `"${odd}" is not cron syntax (cron reads numbers, three-letter names, *, -, / and ,; L, W, ? and + are croner's), and cron ignores the whole file for it, so this job never ran`,
       };
-    fields[i] = items.join(',');
+    if (kept.length === 0) {
+      if (i !== 2 && i !== 4)
+        return {
+          cronTook: true,
+          refused: `the ${CRON_FIELD_NAMES[i]} field "${field}" holds only ranges that run backwards, which match nothing to cron, so this job never ran`,
+        };
+      emptyDays.push(i);
+    }
+    fields[i] = kept.join(',');
+  }
+  // A day field of backward ranges alone matches no day. cron ORs the two day fields when
+  // neither starts with *, so the job ran on the other field's days alone (`0 0 1 * sat-sun` on
+  // the 1st); else (AND, or both empty) it never ran.
+  for (const i of emptyDays) {
+    const other = i === 2 ? 4 : 2;
+    if (emptyDays.includes(other) || original[other]!.startsWith('*'))
+      return {
+        cronTook: true,
+        refused: `the ${CRON_FIELD_NAMES[i]} field "${original[i]}" holds only ranges that run backwards, which match no day to cron${emptyDays.includes(other) ? ' (nor does the other day field)' : `, and with ${CRON_FIELD_NAMES[other]} ${original[other]} starting with * cron needs both`}, so this job never ran${i === 4 ? ' (for those days, write them as a list, sat,sun, or with Sunday as 7, 6-7)' : ''}`,
+      };
+    fields[i] = '*';
   }
   // written out, it no longer starts with *: the days stay cron's only while the other one does
   const lost = dayStars.find((d) => !fields[d.field === 2 ? 4 : 2]!.startsWith('*'));
@@ -492,9 +535,18 @@ function cronGrammar(
       cronTook: true,
       refused: `"${lost.item}" is a step past the end of its day field, which cron ran at its first value alone; as the field starts with *, cron joined the two day fields with AND, which the schedule cannot say once the step is written out: write the days out`,
     };
-  if (dropped.length === 0 && pastEnd.length === 0) return { schedule };
+  if (dropped.length === 0 && pastEnd.length === 0 && backwards.length === 0 && sunEnds.length === 0)
+    return { schedule };
   const carried = fields.join(' ');
   const notes = [
+    ...(backwards.length === 0
+      ? []
+      : [
+          `${backwards.join(', ')}: a range that runs backwards, which cron never matched${emptyDays.length > 0 ? ` (its day field matched no day, so cron ran it on the other day field's days alone)` : ''}`,
+        ]),
+    ...(sunEnds.length === 0
+      ? []
+      : [`${sunEnds.join(', ')}: cron ends a day-of-week range at sun as 0 (Sunday), where croner would read 7`]),
     ...(dropped.length === 0
       ? []
       : [
@@ -524,27 +576,26 @@ const CRON_SPANS: readonly (readonly [number, number])[] = [
 
 /** cron's day names as numbers (Sunday 0, as Vixie cron reads a range). */
 const CRON_DAYS: Record<string, number> = { sun: 0, mon: 1, tue: 2, wed: 3, thu: 4, fri: 5, sat: 6 };
+const CRON_MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+const CRON_FIELD_NAMES = ['minute', 'hour', 'day-of-month', 'month', 'day-of-week'];
 
-/** The schedule as routinely must write it to keep the days cron ran it on: a day-of-week range
- * that runs backwards (`sat-sun` is 6-0 to cron, which never matches it) is refused by name, and
- * where cron ANDs the two day fields — one of them starts with `*` but is not `*` itself, as in
- * `0 0 *\/2 * 1` — the day of week gets croner's `+`, with a note (routinely ORs them, as Vixie
- * does for two plain fields). */
+/** A number or a name of field `i` as cron reads it in a range; undefined for what it is not. */
+function cronValue(i: number, v: string): number | undefined {
+  if (/^[0-9]+$/.test(v)) return Number(v);
+  const name = v.toLowerCase();
+  if (i === 4) return CRON_DAYS[name];
+  if (i === 3) return CRON_MONTHS.includes(name) ? CRON_MONTHS.indexOf(name) + 1 : undefined;
+  return undefined;
+}
+
+/** The schedule as routinely must write it to keep the days cron ran it on: where cron ANDs the
+ * two day fields — one of them starts with `*` but is not `*` itself, as in `0 0 *\/2 * 1` — the
+ * day of week gets croner's `+`, with a note (routinely ORs them, as Vixie does for two plain
+ * fields). (A day range that runs backwards is cronGrammar's.) */
 function cronDays(schedule: string): { schedule: string; note?: string } | { refused: string } {
   const fields = schedule.trim().split(/\s+/);
   if (schedule.trim().startsWith('@') || fields.length !== 5) return { schedule };
   const [, , dom, , dow] = fields as [string, string, string, string, string];
-  for (const part of dow.split(',')) {
-    const m = /^([a-z]+|\d+)-([a-z]+|\d+)(\/\d+)?$/i.exec(part);
-    if (!m) continue;
-    const value = (v: string): number | undefined => (/^\d+$/.test(v) ? Number(v) : CRON_DAYS[v.toLowerCase()]);
-    const from = value(m[1]!);
-    const to = value(m[2]!);
-    if (from !== undefined && to !== undefined && from > to)
-      return {
-        refused: `day-of-week range "${part}" runs backwards (${from}-${to} to cron, Sunday being 0), which cron never ran: write the days as a list (sat,sun) or with Sunday as 7 (6-7)`,
-      };
-  }
   const starred = (f: string): boolean => f.startsWith('*');
   if ((starred(dom) || starred(dow)) && dom !== '*' && dow !== '*' && !dow.startsWith('+')) {
     const anded = [...fields.slice(0, 4), `+${dow}`].join(' ');

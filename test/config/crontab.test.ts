@@ -378,11 +378,52 @@ describe('import-crontab', () => {
       ),
       expect.stringMatching(/^crontab:2: days: .* carried as "0 0 1-5 \* \+\*\/3"/),
       expect.stringMatching(
-        /^crontab:5: not carried: schedule "0 0 \* \* sat-sun": day-of-week range "sat-sun" runs backwards \(6-0 to cron/,
+        /^crontab:5: not carried: schedule "0 0 \* \* sat-sun": the day-of-week field "sat-sun" holds only ranges that run backwards, which match no day to cron, and with day-of-month \* starting with \* cron needs both, so this job never ran \(for those days, write them as a list, sat,sun, or with Sunday as 7, 6-7\)$/,
       ),
       expect.stringMatching(
-        /^crontab:6: not carried: schedule "0 0 \* \* 5-0": day-of-week range "5-0" runs backwards/,
+        /^crontab:6: not carried: schedule "0 0 \* \* 5-0": the day-of-week field "5-0" holds only/,
       ),
+    ]);
+  });
+
+  it("a range that runs backwards matches nothing to cron (measured beside Debian's daemon): dropped from its list, a day field of them alone leaves the other day field's days (ORed), else the job never ran; a day-of-week range ending at sun ends at 0", () => {
+    const r = imported(
+      [
+        '0 0 1 * sat-sun first',
+        '0 1,22-2 * * * one',
+        '0 0 25-5 * 2 tuesdays',
+        '1,50-10 * * * * minute',
+        '5 22-2 * * * never-hour',
+        '0 0 */2 * sat-sun never-and',
+        '0 0 * dec-jan * never-month',
+        '0 0 * * 0-sun sundays',
+        '0 0 * * sun-sun sundays-too',
+        '0 0 * * mon-fri weekdays',
+      ].join('\n') + '\n',
+    );
+    expect(r.config.routines.map((x) => [x.id, x.schedule])).toEqual([
+      ['first', '0 0 1 * *'],
+      ['one', '0 1 * * *'],
+      ['tuesdays', '0 0 * * 2'],
+      ['minute', '1 * * * *'],
+      ['sundays', '0 0 * * 0-0'],
+      ['sundays-too', '0 0 * * 0-0'],
+      ['weekdays', '0 0 * * mon-fri'],
+    ]);
+    expect(r.notes).toEqual([
+      expect.stringMatching(
+        /^crontab:1: sat-sun: a range that runs backwards, which cron never matched \(its day field matched no day, so cron ran it on the other day field's days alone\), so it is carried as "0 0 1 \* \*"$/,
+      ),
+      expect.stringMatching(/^crontab:2: 22-2: a range that runs backwards, .* carried as "0 1 \* \* \*"$/),
+      expect.stringMatching(/^crontab:3: 25-5: .* carried as "0 0 \* \* 2"$/),
+      expect.stringMatching(/^crontab:4: 50-10: .* carried as "1 \* \* \* \*"$/),
+      expect.stringMatching(/^crontab:5: not carried: .*the hour field "22-2" holds only ranges that run backwards/),
+      expect.stringMatching(/^crontab:6: not carried: .*with day-of-month \*\/2 starting with \* cron needs both/),
+      expect.stringMatching(/^crontab:7: not carried: .*the month field "dec-jan"/),
+      expect.stringMatching(
+        /^crontab:8: 0-sun: cron ends a day-of-week range at sun as 0 .* carried as "0 0 \* \* 0-0"$/,
+      ),
+      expect.stringMatching(/^crontab:9: sun-sun: .* carried as "0 0 \* \* 0-0"$/),
     ]);
   });
 
