@@ -37,7 +37,14 @@ export async function importCrontabCommand(
   // the project the output is for: where --merge writes, or where `> routinely.json` puts it
   const configPath = flags.merge ? findConfig({ configPath: g.config }) : null;
   const schema = schemaRefFor(configPath ? dirname(configPath) : process.cwd()).ref;
-  const imported = importCrontab(text, { source, system, schema, userKnown: userExists() });
+  const cronSkips = fromStdin ? undefined : cronDSkips(resolve(file));
+  const imported = importCrontab(text, {
+    source,
+    system,
+    schema,
+    userKnown: userExists(),
+    ...(cronSkips ? { cronSkips } : {}),
+  });
   for (const note of imported.notes) err(`routinely: import-crontab: ${note}`);
   if (!configPath) {
     process.stdout.write(imported.text);
@@ -71,6 +78,23 @@ export async function importCrontabCommand(
     `${shown}${target === join(realPath(dirname(configPath)), basename(configPath)) ? '' : ` (a link to ${target})`}: added ${merged.added.routines} routine${merged.added.routines === 1 ? '' : 's'}${locks}; check it with routinely validate`,
   );
   return ExitCode.OK;
+}
+
+/** Why Debian's cron skips a file of /etc/cron.d whatever it holds (measured beside the daemon:
+ * `my.job`, `app.cron` and `bak~` never ran; a file of mode 664 was skipped, "INSECURE MODE"),
+ * or undefined. */
+export function cronDSkips(path: string, cronD = '/etc/cron.d'): string | undefined {
+  if (dirname(path) !== cronD) return undefined;
+  const name = basename(path);
+  if (!/^[A-Za-z0-9_-]+$/.test(name))
+    return `its name ${JSON.stringify(name)} holds a character other than a letter, a digit, _ or - (cron reads the files of /etc/cron.d named as run-parts(8) runs them)`;
+  const st = statFollow(path);
+  if (!st) return undefined;
+  if ((st.mode & 0o022) !== 0)
+    return `its group or others may write it (mode ${(st.mode & 0o777).toString(8)}: cron's "INSECURE MODE")`;
+  if (st.uid !== 0) return `it is not owned by root (cron's "WRONG FILE OWNER")`;
+  if (st.nlink > 1) return `it has another hard link (cron's "NUMBER OF HARD LINKS > 1")`;
+  return undefined;
 }
 
 function readCrontab(file: string): string {

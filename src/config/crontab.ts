@@ -20,6 +20,9 @@ export interface ImportOptions {
   schema?: string;
   /** Whether a user of a system crontab's user column exists here (default: every one does). */
   userKnown?: (name: string) => boolean;
+  /** Why cron skips the whole file whatever it holds (a file of /etc/cron.d by its name or
+   * mode), or undefined. */
+  cronSkips?: string;
 }
 
 export interface Imported {
@@ -320,7 +323,11 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   if (pending.length > 0) entries.push({ comments: pending, routine: null });
   const count = entries.filter((e) => e.routine).length;
   if (count === 0) notes.push(`${o.source}: no job to import`);
-  else if (ignoredFor.length > 0) {
+  else if (o.cronSkips !== undefined) {
+    const text = `cron skips this whole file: ${o.cronSkips}, so none of its jobs ran under cron; the routines here are what it says, and they will run under routinely`;
+    head.push(text);
+    notes.push(`${o.source}: ${text}`);
+  } else if (ignoredFor.length > 0) {
     // (measured beside Debian's daemon: "Syntax error, this crontab file will be ignored")
     const lines = `line${ignoredFor.length === 1 ? '' : 's'} ${ignoredFor.join(', ')}`;
     const text = `cron ignores this whole file for ${lines} (below, not carried), so none of its jobs ran under cron; the routines here are what its other lines say, and they will run under routinely: fix ${lines} in the crontab too if cron keeps it`;
