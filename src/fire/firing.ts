@@ -31,6 +31,7 @@ import { appendLineToFile, openAppendTo, type AppendFile } from '../fs/durable.j
 import type { Fire, OpenFire, RoutineResult } from '../state/routine-state.js';
 import type { Warn } from '../state/store.js';
 import { causeOf, NotStartedError } from './unstarted.js';
+import { DatabaseError, StateIOError } from '../errors.js';
 import { PREVIOUS_RUN } from './previous-run.js';
 import { ioNotice } from '../fs/io-notice.js';
 import { closeFd, renameOver } from '../fs/names.js';
@@ -564,6 +565,10 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     return out;
   } catch (err) {
     if (err instanceof NotStarted) return null;
+    // the state cannot be written before anything started (its lock folder read-only or full,
+    // the database away): nothing ran and nothing is recorded, as for a command routine — the
+    // caller says why (`routine run` exits 74; a scheduler holds its fires until it can)
+    if (marker === null && (err instanceof StateIOError || err instanceof DatabaseError)) throw err;
     // A bad task definition, a full disk: the fire failed, and says why; an open marker that
     // could not be written (and may be stored all the same) is closed by this record
     const out = fireRecord(ctx, scheduledAt, span, {

@@ -241,6 +241,30 @@ describe.skipIf(!canMount && process.env.CI !== 'true')('a scheduler on a broken
     const after = await runCli(['routine', 'list'], { cwd: project, env });
     expect(after.stderr).not.toMatch(/torn|could not be read/);
   });
+
+  it('routine run with its lock folder read-only: 74 naming it and nothing recorded, for an exec action as for a command (before: the exec action a recorded failure, exit 1)', async () => {
+    expect(canMount, 'this test needs root and mount (CI runs as root)').toBe(true);
+    const project = testProject({
+      exec: { tasks: [{ id: 't', run: 'true' }] },
+      routines: [
+        { id: 'cmd', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+        { id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto' },
+      ],
+    });
+    const mnt = join(project, 'mnt');
+    mkdirSync(mnt);
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0700,ro', 'tmpfs', mnt]).status).toBe(0);
+    onTestFinished(() => {
+      spawnSync('umount', ['-l', mnt]);
+    });
+    const env = { ROUTINELY_LOCK_DIR: join(mnt, 'locks') };
+    for (const id of ['cmd', 'auto']) {
+      const r = await runCli(['routine', 'run', id], { cwd: project, env });
+      expect(r.code, `${id}: ${r.stdout}${r.stderr}`).toBe(74);
+      expect(r.stderr).toMatch(/read-only file system creating the lock in .*mnt\/locks/);
+      expect(firesIn(join(project, '.routinely'), id)).toEqual([]);
+    }
+  });
 });
 
 const haveStrace = spawnSync('strace', ['-V']).status === 0;
