@@ -837,7 +837,8 @@ function envValue(raw: string): { value: string } | { refused: string } {
 }
 
 /** A crontab line inside a // comment: control characters (and the line separators some
- * editors end a line at) escaped, so none ends the comment. */
-function printable(text: string): string {
+ * editors end a line at) escaped, so none ends the comment (merge-import.ts finds a lock's file
+ * by it). */
+export function printable(text: string): string {
   return escapeControls(text).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }

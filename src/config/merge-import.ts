@@ -6,7 +6,7 @@
 // refused by name, never renamed or replaced.
 
 import { stripJsonComments } from './find.js';
-import { lockLines, routineLines, type Imported } from './crontab.js';
+import { lockLines, printable, routineLines, type Entry, type Imported } from './crontab.js';
 import { isObj } from '../is-object.js';
 
 /** A member of the top-level object: where its value starts and where it ends (its closing
@@ -82,6 +82,31 @@ function lastSignificant(clean: string, before: number): number {
   return i;
 }
 
+/** Whether the project's lock `name` is the lock file `file`'s: one slot, and its line in the
+ * config names the file in its comment (`"app": { "slots": 1 }, // /tmp/app.lock`). */
+function sameLockFile(text: string, name: string, file: string, lock: unknown): boolean {
+  const slots = isObj(lock) ? lock.slots : undefined;
+  if (slots !== undefined && slots !== 1) return false;
+  const key = `${JSON.stringify(name)}:`;
+  const comment = `// ${printable(file)}`;
+  return text.split('\n').some((line) => line.includes(key) && line.trimEnd().endsWith(comment));
+}
+
+/** An imported routine and its comments with its lock's new name. */
+function withLockRenamed(e: Entry, renamed: ReadonlyMap<string, { to: string; why: string }>): Entry {
+  const r = e.routine?.lock !== undefined ? renamed.get(e.routine.lock) : undefined;
+  if (e.routine === null || r === undefined) return e;
+  const from = e.routine.lock!;
+  const to = r.to;
+  return {
+    routine: { ...e.routine, lock: to },
+    comments: [
+      ...e.comments.map((c) => c.replaceAll(`the named lock "${from}"`, `the named lock "${to}"`)),
+      `the lock is "${to}", not "${from}": ${r.why}`,
+    ],
+  };
+}
+
 /** The file's text with the imported routines and the locks it lacks added; or why not. */
 export function mergeImported(
   text: string,
@@ -110,11 +135,37 @@ export function mergeImported(
       };
     }
   }
-  const have = new Set(Object.keys((config.locks as Record<string, unknown> | undefined) ?? {}));
-  const locks = imported.locks.filter((l) => !have.has(l.name));
+  const existing = (config.locks as Record<string, unknown> | undefined) ?? {};
+  // A lock of the project with the imported lock's name is the same lock only when it is the
+  // same lock file's (its comment names the file, as an import writes it) with one slot; else the
+  // imported one gets a name of its own, so jobs cron ran side by side (another file) or one at a
+  // time (a lock with more slots) stay so
+  const taken = new Set([...Object.keys(existing), ...imported.locks.map((l) => l.name)]);
+  const renamed = new Map<string, { to: string; why: string }>();
+  for (const l of imported.locks) {
+    // the file's lock already in the project (a crontab imported before), whatever its name
+    const same = Object.keys(existing).find((name) => sameLockFile(text, name, l.file, existing[name]));
+    if (same !== undefined) {
+      if (same !== l.name) renamed.set(l.name, { to: same, why: `the project's lock of ${printable(l.file)}` });
+      continue;
+    }
+    if (!Object.hasOwn(existing, l.name)) continue;
+    let name = '';
+    for (let n = 2; name === '' || taken.has(name); n++) name = `${l.name}-${n}`;
+    taken.add(name);
+    renamed.set(l.name, {
+      to: name,
+      why: `the project's lock "${l.name}" is another file's or has more slots, and ${printable(l.file)} gets one of its own`,
+    });
+  }
+  const locks = imported.locks
+    .map((l) => ({ ...l, name: renamed.get(l.name)?.to ?? l.name }))
+    .filter((l) => !Object.hasOwn(existing, l.name));
+  const importedEntries =
+    renamed.size === 0 ? imported.entries : imported.entries.map((e) => withLockRenamed(e, renamed));
   const edits: { at: number; end?: number; text: string }[] = [];
   const heading = imported.head.slice(0, 1).map((c) => `    // ${c}`);
-  const entries = [...heading, ...routineLines(imported.entries, '    ')];
+  const entries = [...heading, ...routineLines(importedEntries, '    ')];
   /** New members of the top-level object, added together at its end. */
   const added: string[] = [];
   const insertInto = (member: Member | undefined, name: string, lines: string[], bracket: '[]' | '{}'): void => {
@@ -134,7 +185,11 @@ export function mergeImported(
       // the rest of that line (a closing bracket on it: `"locks": { … }`) goes on a line of its
       // own, out of the reach of the new lines' comments
       const rest = /^[^\n]*/.exec(text.slice(last + 1))![0];
-      edits.push({ at: last + 1, text: `,\n${lines.join('\n')}${rest.trim() !== '' ? '\n  ' : ''}` });
+      // (a comment ending that line stays on it: it is about its member)
+      if (rest.trim().startsWith('//')) {
+        edits.push({ at: last + 1, text: ',' });
+        edits.push({ at: last + 1 + rest.length, text: `\n${lines.join('\n')}` });
+      } else edits.push({ at: last + 1, text: `,\n${lines.join('\n')}${rest.trim() !== '' ? '\n  ' : ''}` });
     }
   };
   insertInto(top.members.get('locks'), 'locks', lockLines(locks, '    '), '{}');

@@ -61,11 +61,28 @@ describe('mergeImported', () => {
     }
   });
 
-  it('a lock of the same name is kept as the file has it; an id the file has is refused by name', () => {
-    const sameLock = JSON.parse(stripJsonComments(merged('{ "locks": { "app": { "slots": 3 } } }'))) as {
-      locks: object;
-    };
-    expect(sameLock.locks).toEqual({ app: { slots: 3 } });
+  it("a lock of the same name is the same lock only when it is the same file's with one slot (else the import's gets a name of its own); an id the file has is refused by name", () => {
+    type Merged = { locks: object; routines: { id: string; lock?: string }[] };
+    const parsed = (file: string): Merged => JSON.parse(stripJsonComments(merged(file))) as Merged;
+    // more slots: jobs that cron ran one at a time would run three at once
+    const slots = parsed('{ "locks": { "app": { "slots": 3 } } }');
+    expect(slots.locks).toEqual({ app: { slots: 3 }, 'app-2': { slots: 1 } });
+    expect(slots.routines.find((r) => r.id === 'index')?.lock).toBe('app-2');
+    // another file's (its comment names it): jobs cron ran side by side would take turns
+    const other = merged('{ "locks": {\n  "app": { "slots": 1 } // /var/lock/other/app.lock\n} }');
+    expect((JSON.parse(stripJsonComments(other)) as Merged).locks).toEqual({
+      app: { slots: 1 },
+      'app-2': { slots: 1 },
+    });
+    // (the comment that ended the last lock's line stays on it)
+    expect(other).toContain('"app": { "slots": 1 }, // /var/lock/other/app.lock\n');
+    expect(other).toContain(
+      '// the lock is "app-2", not "app": the project\'s lock "app" is another file\'s or has more slots, and /tmp/app.lock gets one of its own',
+    );
+    // the same file's lock, under whatever name an earlier import gave it: that lock
+    const same = parsed('{ "locks": { "web": { "slots": 1 }, // /tmp/app.lock\n "app": { "slots": 2 } } }');
+    expect(same.locks).toEqual({ web: { slots: 1 }, app: { slots: 2 } });
+    expect(same.routines.find((r) => r.id === 'index')?.lock).toBe('web');
     const r = mergeImported(
       '{ "routines": [ { "id": "a", "schedule": "* * * * *", "action": "register" }, { "id": "backup", "schedule": "* * * * *", "action": "register" } ] }',
       imported,
