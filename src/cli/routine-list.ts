@@ -243,19 +243,27 @@ const skipsText = (n: number): string => `${n} skip${n === 1 ? '' : 's'}`;
 function lastCell(r: ListRow, nowMs: number): Cell {
   if (r.running_since)
     return { text: `running ${humanDuration(Math.max(0, nowMs - Date.parse(r.running_since)))}`, colour: 'cyan' };
-  const finished = r.last_finished_at ? Date.parse(r.last_finished_at) : null;
   // a time ahead of this clock (recorded before it was stepped back) is said so, not "<1s ago"
-  const ago =
-    finished === null
+  const agoOf = (at: string | null): string => {
+    const t = at ? Date.parse(at) : null;
+    return t === null
       ? ''
-      : finished > nowMs + 1000
-        ? ` ${shortDuration(finished - nowMs)} in the future`
-        : ` ${shortDuration(Math.max(0, nowMs - finished))} ago`;
-  // Failing until a run succeeds: skips after a failure never make it look fine (SPEC §6).
+      : t > nowMs + 1000
+        ? ` ${shortDuration(t - nowMs)} in the future`
+        : ` ${shortDuration(Math.max(0, nowMs - t))} ago`;
+  };
+  const ago = agoOf(r.last_finished_at);
+  // Failing until a run succeeds: skips after a failure never make it look fine (SPEC §6). The
+  // time is the failure's; busy skips after it are counted in the cell, other skips (its previous
+  // run still running, a missed tick) said by --check (the cell has no room)
   if (r.consecutive_failures > 0) {
     const times = r.consecutive_failures > 1 ? ` x${r.consecutive_failures}` : '';
     const skips =
-      r.last_result === 'skipped' && r.consecutive_skips > 0 ? ` (then ${skipsText(r.consecutive_skips)})` : ago;
+      r.last_result !== 'skipped'
+        ? agoOf(r.last_failure_at ?? r.last_finished_at)
+        : r.consecutive_skips > 0
+          ? ` (then ${skipsText(r.consecutive_skips)})`
+          : agoOf(r.last_failure_at);
     return { text: `failing${times}${skips}`, colour: 'red' };
   }
   // starved on a named lock: which one (SPEC §4.16)
@@ -382,7 +390,7 @@ export function checkProblems(rows: readonly ListRow[], scheduler: SchedulerLine
       const why =
         r.last_result === 'failure'
           ? printable(r.last_reason ?? 'failed')
-          : `${r.consecutive_failures > 1 ? `${r.consecutive_failures} failures in a row, the last` : 'failed'} at ${r.last_failure_at ?? 'an unknown time'}, then ${r.consecutive_skips > 0 ? skipsText(r.consecutive_skips) : 'a skip'}`;
+          : `${r.consecutive_failures > 1 ? `${r.consecutive_failures} failures in a row, the last` : 'failed'} at ${r.last_failure_at ?? 'an unknown time'}, then ${r.consecutive_skips > 0 ? skipsText(r.consecutive_skips) : `skipped (${printable(r.last_reason ?? 'skipped')})`}`;
       problems.push(`failing routine: ${r.id} (${why})`);
     }
     if (r.starved && !r.paused) problems.push(`starved routine: ${r.id} (${r.consecutive_skips} busy skips in a row)`);

@@ -68,6 +68,24 @@ describe('routine list: failing until a success', () => {
     expect(lines.every((l) => l.length <= 80)).toBe(true);
   });
 
+  it("a failure followed by skips that are not busy ones (its retry or previous run still going, a missed tick): the time is the failure's, the skips said, in the table and --check", () => {
+    const after = {
+      retried: record(
+        fire('failure', '2026-11-29T18:58:00.000Z', 'exit code 3'),
+        fire('skipped', '2026-11-29T18:59:58.000Z', 'previous run still running'),
+        fire('skipped', '2026-11-29T18:59:59.000Z', 'previous run still running'),
+      ),
+    };
+    const r = listRows([listed('retried')], after, emptyRecord);
+    expect(r[0]).toMatchObject({ consecutive_skips: 0, last_result: 'skipped' });
+    const lines = renderTable([listed('retried')], r, running, NOW, { color: false, width: 80 });
+    // (before: "failing <1s ago", the last skip's time)
+    expect(lines.find((l) => l.startsWith('retried'))).toMatch(/ failing 2m ago +0\/1\/2$/);
+    expect(checkProblems(r, running)).toEqual([
+      'failing routine: retried (failed at 2026-11-29T18:58:00.000Z, then skipped (previous run still running))',
+    ]);
+  });
+
   it('a last run recorded ahead of this clock (before it was stepped back) says so, never "<1s ago"', () => {
     const ahead = { ahead: record(fire('success', new Date(NOW + 2 * 3600_000).toISOString())) };
     const lines = renderTable([listed('ahead')], listRows([listed('ahead')], ahead, emptyRecord), running, NOW, {
