@@ -253,19 +253,24 @@ export function readFires(project: Project, routineId: string, warn: Warn = unhe
   );
 }
 
-/** Creates a file with a byte of data in the history folder, and removes it: what every fire
- * needs (a new lock slot, an appended line) in the smallest form. Throws the error. */
+/** Creates a file with a byte of data in the history folder and in the lock folder, and removes
+ * it: what every fire needs (a new lock slot, an appended line) in the smallest form. Throws the
+ * error. (The lock folder may be elsewhere, ROUTINELY_LOCK_DIR: one that is read-only while the
+ * history is not held the fires all the same, and a probe of the history alone let them go on
+ * each second, to be held again at the next.) */
 export function probeWritable(project: Project): void {
   const dir = join(project.stateDir, 'history');
   ensureStateRoot(project.stateDir);
   checkFolder(dir); // still the folder checked at start (a replaced one is refused)
-  const path = join(dir, `.probe-${process.pid}-${randomHex(4)}`);
-  try {
-    writeNewFile(path, '\n');
-  } catch (err) {
-    throw stateWriteError(err, dir, 'creating a file in');
-  } finally {
-    unlinkQuiet(path);
+  for (const folder of [dir, project.lockDir]) {
+    const path = join(folder, `.probe-${process.pid}-${randomHex(4)}`);
+    try {
+      writeNewFile(path, '\n');
+    } catch (err) {
+      throw stateWriteError(err, folder, 'creating a file in');
+    } finally {
+      unlinkQuiet(path);
+    }
   }
 }
 

@@ -242,6 +242,40 @@ describe.skipIf(!canMount && process.env.CI !== 'true')('a scheduler on a broken
     expect(after.stderr).not.toMatch(/torn|could not be read/);
   });
 
+  it('a lock folder of its own (ROUTINELY_LOCK_DIR) made read-only under a running scheduler: fires held and /healthz 503 for as long, never "writable again" each second on a probe of the history alone; going on once it is writable', async () => {
+    expect(canMount, 'this test needs root and mount (CI runs as root)').toBe(true);
+    const project = testProject({
+      // (under the exec lock: each fire takes a slot in the lock folder)
+      routines: [{ id: 'tick', schedule: '* * * * * *', action: 'command', run: 'true' }],
+    });
+    const mnt = join(project, 'mnt');
+    mkdirSync(mnt);
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4m,mode=0700', 'tmpfs', mnt]).status).toBe(0);
+    onTestFinished(() => {
+      spawnSync('umount', ['-l', mnt]);
+    });
+    const env = { ROUTINELY_LOCK_DIR: join(mnt, 'locks') };
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env, timeoutMs: 60_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    await s.waitFor(/\[routine\] succeeded tick/);
+    const undo = breakDisk('read-only', mnt);
+    const broken = s.stdout().length;
+    await eventually(() => /state folder not writable/.test(s.stdout().slice(broken)), 20_000, 'the not-writable line');
+    // a few ticks held (each second; before, each probe of the history alone said it writable)
+    for (let i = 0; i < 4; i++) {
+      expect((await httpGet(`${url}healthz`)).status).toBe(503);
+      await sleep(800);
+    }
+    expect(s.stdout().slice(broken)).not.toMatch(/writable again/);
+    undo();
+    await eventually(() => /state folder writable again/.test(s.stdout().slice(broken)), 20_000, 'writable again');
+    const again = s.stdout().length;
+    await eventually(() => /\[routine\] succeeded tick/.test(s.stdout().slice(again)), 20_000, 'a tick after');
+    expect((await httpGet(`${url}healthz`)).status).toBe(200);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+
   it('routine run with its lock folder read-only: 74 naming it and nothing recorded, for an exec action as for a command (before: the exec action a recorded failure, exit 1)', async () => {
     expect(canMount, 'this test needs root and mount (CI runs as root)').toBe(true);
     const project = testProject({
