@@ -18,7 +18,7 @@ import { hostId, processGone } from '../process/identity.js';
 import { createLogger } from '../fire/log.js';
 import { disposable, openBackend, withBackend, type Backend } from '../backend.js';
 import { routineZone } from '../config/schedule.js';
-import { emptyRecord, PAUSE_NOTE_MAX, type RoutineResult } from '../state/routine-state.js';
+import { emptyRecord, isInterrupted, PAUSE_NOTE_MAX, type RoutineResult } from '../state/routine-state.js';
 import { isSpooled, spoolCount, spoolDir } from '../state/spool.js';
 import { busyPolicy, waitNotice, type BusyFlags } from './busy.js';
 import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type Colour, type ZoneTime } from './io.js';
@@ -415,8 +415,11 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
   const width = Math.max(...entries.map((e) => e.routine.length));
   for (const e of entries) {
     const [word, colour] = RESULT_WORD[e.result] ?? [e.result, 'gray' as Colour];
-    const late = Date.parse(e.started_at) - Date.parse(e.scheduled_at);
-    const took = humanDuration(Date.parse(e.finished_at) - Date.parse(e.started_at));
+    // a skip never ran (no lateness, no duration); a fire lost with its process ran for a time
+    // nobody knows
+    const skip = e.result === 'skipped';
+    const late = skip ? 0 : Date.parse(e.started_at) - Date.parse(e.scheduled_at);
+    const took = skip || isInterrupted(e) ? '–' : humanDuration(Date.parse(e.finished_at) - Date.parse(e.started_at));
     const who = id !== undefined ? '' : `${e.routine.padEnd(width)}  `;
     const at = Number.isFinite(Date.parse(e.scheduled_at))
       ? formatInZone(new Date(e.scheduled_at), zones.get(e.routine))

@@ -351,6 +351,12 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
   /** The durations of the newest fires that ran, oldest left: an inline SVG (nothing loaded),
    * one bar per fire, its height the time it took against the longest shown, its colour and a
    * letter-free title by result; with a text summary for screen readers. */
+  /** A fire recorded by a reconcile after its process died (`interrupted: pid … ended before the
+   * outcome was recorded`, as state/routine-state.ts writes it). */
+  function lostWithProcess(f: FireView): boolean {
+    return f.result === 'failure' && typeof f.reason === 'string' && f.reason.startsWith('interrupted: ');
+  }
+
   function durationsChart(ran: FireView[]): string {
     const bars = ran
       .slice(0, 30)
@@ -382,10 +388,11 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
     const scheduled = ms(f.scheduled_at);
     const started = ms(f.started_at);
     const finished = ms(f.finished_at);
-    // a skip never ran: no lateness, no duration
+    // a skip never ran: no lateness, no duration; a fire lost with its process ran for a time
+    // nobody knows (its record's times are its start)
     const ran = f.result !== 'skipped' && started !== null;
     const late = ran && scheduled !== null ? Math.max(0, started - scheduled) : null;
-    const took = ran && finished !== null ? finished - started : null;
+    const took = ran && finished !== null && !lostWithProcess(f) ? finished - started : null;
     const trigger = `${esc(TRIGGER[f.trigger ?? 'schedule'] ?? f.trigger)}${f.by ? ` (${esc(f.by)})` : ''}${f.attempt ? `, attempt ${esc(f.attempt)}` : ''}`;
     const run = f.run_id
       ? ran

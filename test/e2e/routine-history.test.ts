@@ -1,7 +1,7 @@
 // `routine history [ID]` across routines (SPEC §10): "what ran last night", as journalctl
 // --since shows it — every routine's fires in time order, filtered by time and result.
 
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withBackend } from '../../src/backend.js';
@@ -18,6 +18,45 @@ interface Row {
 }
 
 const cmd = (id: string, run: string) => ({ id, schedule: '0 0 1 1 *', action: 'command', run });
+
+describe('routine history of one routine', () => {
+  it('a skip never ran: no duration and no lateness; a fire lost with its process: no duration (never "0.0s")', async () => {
+    const project = testProject({ routines: [cmd('x', 'true')] });
+    const line = (o: object): string => `${JSON.stringify(o)}\n`;
+    const at = (s: number): string => new Date(Date.parse('2026-12-01T10:00:00.000Z') + s * 1000).toISOString();
+    mkdirSync(join(project, '.routinely', 'history'), { recursive: true, mode: 0o700 });
+    writeFileSync(
+      join(project, '.routinely', 'history', 'x.jsonl'),
+      line({
+        scheduled_at: at(0),
+        started_at: at(7),
+        finished_at: at(7),
+        result: 'skipped',
+        reason: 'missed: the scheduler woke 7s late',
+        exit_code: null,
+        run_id: null,
+        id: 'a000000000000001',
+      }) +
+        line({
+          scheduled_at: at(60),
+          started_at: at(60),
+          finished_at: at(60),
+          result: 'failure',
+          reason: 'interrupted: pid 7 on h ended before the outcome was recorded',
+          exit_code: null,
+          run_id: 'r-20261201T100100Z-0001',
+          id: 'a000000000000002',
+        }),
+      { mode: 0o600 },
+    );
+    const r = await runCli(['routine', 'history', 'x'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    const [skip, lost] = r.stdout.trimEnd().split('\n');
+    expect(skip).toMatch(/skipped +– +missed: the scheduler woke 7s late$/);
+    expect(skip).not.toMatch(/late\)/);
+    expect(lost).toMatch(/failed +– +interrupted: pid 7/);
+  });
+});
 
 describe('routine history without an id', () => {
   it('merges every routine in time order, filters by --since/--until/--result, keeps the newest --limit, text and --json', async () => {

@@ -257,6 +257,13 @@ describe('renderParts', () => {
     expect(p.output).toContain('<strong>is running</strong>: its output so far');
     expect(p.summary).toContain('Running now');
     expect(p.fires).toContain('by hand (http, 127.0.0.1)');
+    // a fire lost with its process ran for a time nobody knows: no duration (not "0.0s")
+    const lost = {
+      ...fire(4, 'failure', 0),
+      reason: 'interrupted: pid 7 on h ended before the outcome was recorded',
+    };
+    const withLost = renderDetail({ ...detail, fires: [lost] }, NOW).fires;
+    expect(withLost).toContain('data-label="Took" class="num"><span class="muted">–</span>');
   });
 });
 
