@@ -486,9 +486,15 @@ async function fireExec(ctx: FireContext, def: RoutineDef, scheduledAt: Date): P
     });
   const ran = (state: RunState): FireResult => {
     const ok = state.status === 'SUCCEEDED';
+    // (the routine's own time-out in the words a command routine's has)
+    const timedOut = state.why_code === 'RUN_TIMEOUT' && def.timeoutSeconds !== undefined;
     return fireRecord(ctx, scheduledAt, span, {
       result: ok ? 'success' : 'failure',
-      reason: ok ? null : `${state.status.toLowerCase()}: ${state.why ?? state.why_code ?? ''}`.trim(),
+      reason: ok
+        ? null
+        : timedOut
+          ? `timed out (timeoutSeconds: ${def.timeoutSeconds})`
+          : `${state.status.toLowerCase()}: ${state.why ?? state.why_code ?? ''}`.trim(),
       exit_code: ok ? 0 : 1,
       run_id: state.run_id,
       ...closes(),

@@ -321,6 +321,22 @@ describe('scheduler start', () => {
     expect(JSON.parse((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).state).toBe('free');
   });
 
+  it("an exec action past its timeoutSeconds: its run ABORTED (RUN_TIMEOUT), the fire recorded in the same words as a command routine's", async () => {
+    const project = testProject({
+      exec: { tasks: [{ id: 't', run: 'sleep 30' }] },
+      routines: [{ id: 'auto', schedule: '0 0 1 1 *', action: 'exec-auto', timeoutSeconds: 1 }],
+    });
+    const r = await runCli(['routine', 'run', 'auto'], { cwd: project });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/failed auto: timed out \(timeoutSeconds: 1\) in \d+\.\ds/);
+    expect(stateOf(project).routines.auto).toMatchObject({
+      last_result: 'failure',
+      last_reason: 'timed out (timeoutSeconds: 1)',
+    });
+    const runs = await runCli(['exec', 'runs'], { cwd: project });
+    expect(runs.stdout).toMatch(/r-\S+ +ABORTED/);
+  });
+
   it('a fire left open by a routine run killed with SIGKILL is recorded by the running scheduler once a fire of its takes the lock over (SPEC §6)', async () => {
     const project = testProject({
       routines: [
