@@ -511,6 +511,8 @@ export class Runner {
     let queued = false;
     let outcome = await waited(
       turns.take({ id, scheduledAt: scheduledAt.getTime(), order: entry.order, ifBusy: def.ifBusy }, (behind) => {
+        // (told again when the turn passes on while it waits: the board names the one now)
+        if (queued) return this.o.phases?.behind(id, scheduledAt, behind);
         queued = true;
         active.started();
         joinLine();

@@ -9,6 +9,8 @@ export type TurnOutcome = 'start' | 'superseded' | 'cancelled';
 export class TurnGate {
   private readonly turns: LockTurns;
   private readonly waiters = new Map<string, (o: TurnOutcome) => void>();
+  /** Each queued request's `queued` callback and whom it was last told it waits behind. */
+  private readonly told = new Map<string, { behind: string; tell: (behind: string) => void }>();
 
   /** `slots`: how many of the queue's fires may hold the lock at once. */
   constructor(slots = 1) {
@@ -20,11 +22,13 @@ export class TurnGate {
     this.wake(this.turns.resize(slots));
   }
 
-  /** Resolves 'start' at once, or when the turn comes; `queued` is told whom it waits behind. */
+  /** Resolves 'start' at once, or when the turn comes; `queued` is told whom it waits behind,
+   * and told again each time the turn passes to another routine while it waits. */
   take(req: TurnRequest, queued: (behind: string) => void): Promise<TurnOutcome> {
     const ask = this.turns.ask(req);
     if (ask.now) return Promise.resolve('start');
     queued(ask.behind);
+    this.told.set(req.id, { behind: ask.behind, tell: queued });
     return this.next(req.id);
   }
 
@@ -78,10 +82,19 @@ export class TurnGate {
   private settle(id: string, outcome: TurnOutcome): void {
     const w = this.waiters.get(id);
     this.waiters.delete(id);
+    this.told.delete(id);
     w?.(outcome);
   }
 
   private wake(reqs: readonly TurnRequest[]): void {
     for (const r of reqs) this.settle(r.id, 'start');
+    // the turn went on: those still queued wait behind whoever has it now
+    const now = this.turns.activeId();
+    if (now === null) return;
+    for (const [id, t] of this.told) {
+      if (id === now || t.behind === now || !this.turns.isQueued(id)) continue;
+      t.behind = now;
+      t.tell(now);
+    }
   }
 }

@@ -75,6 +75,14 @@ export class PhaseRecorder {
     this.set(id, { phase: 'queued', since: this.now(), scheduled_at: scheduledAt.toISOString(), behind });
   }
 
+  /** The queued fire of `scheduledAt` waits behind another routine now (the turn passed on);
+   * since when it is queued stays. */
+  behind(id: string, scheduledAt: Date, behind: string): void {
+    const p = this.routines.get(id);
+    if (p?.phase !== 'queued' || p.scheduled_at !== scheduledAt.toISOString() || p.behind === behind) return;
+    this.set(id, { ...p, behind });
+  }
+
   waiting(id: string, scheduledAt: Date, lock: string, holder: string): void {
     this.set(id, { phase: 'waiting', since: this.now(), scheduled_at: scheduledAt.toISOString(), lock, holder });
   }
