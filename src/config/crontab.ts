@@ -68,6 +68,8 @@ const CRON_REFUSES =
   / out of range | step -?\d+ must be at least 1$| is not a number | is not an? [a-z-]+ name |fields; expected/;
 
 const ENV_LINE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/;
+/** What cron reads as an environment line: a name up to blanks or "=" (or quoted), then "=". */
+const CRON_ENV_LINE = /^\s*("[^"]*"|'[^']*'|[^\s="']+)\s*=\s*(.*)$/;
 
 export function importCrontab(input: string, o: ImportOptions): Imported {
   const notes: string[] = [];
@@ -131,7 +133,20 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       );
       return;
     }
-    const assignment = ENV_LINE.exec(raw);
+    // a name cron takes (it reads one up to blanks or "=", quoted or not: `my.var=1`, `9X=3`,
+    // `"QUOTED"=v` were in its jobs' environment, measured beside Debian's daemon) that no shell
+    // can set, and routinely's "env" does not take
+    // (a quoted name is read without its quotes: `"QUOTED"=v` sets QUOTED)
+    const envRaw = raw.replace(/^(\s*)(["'])([A-Za-z_][A-Za-z0-9_]*)\2(?=\s*=)/, '$1$3');
+    const odd = ENV_LINE.test(envRaw) ? null : CRON_ENV_LINE.exec(raw);
+    if (odd) {
+      pending = [];
+      notes.push(
+        `${where}: ${printable(line)}: cron put ${printable(odd[1]!.replace(/^(["'])(.*)\1$/, '$2'))} in the environment of the jobs below it, but it is no name a shell can set (letters, digits and "_", not starting with a digit), which a routine's "env" takes: not carried`,
+      );
+      return;
+    }
+    const assignment = ENV_LINE.exec(envRaw);
     if (assignment && !/^[\d*@]/.test(line)) {
       const name = assignment[1]!;
       const read = envValue(assignment[2]!);
@@ -169,6 +184,12 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
         const text = `RANDOM_DELAY=${value}: cronie's random delay in minutes is "jitterSeconds" in routinely (per routine, in seconds); not set here.`;
         head.push(text);
         notes.push(`${where}: ${text}`);
+      } else if (name === 'LOGNAME') {
+        // (measured beside Debian's daemon: a job saw LOGNAME=root under `LOGNAME=deploy`, as
+        // crontab(5) says: it "may not be changed")
+        const text = `LOGNAME=${value}: cron sets LOGNAME to the crontab's owner whatever the crontab says, so it is not carried (the scheduler's user's is in the environment, as the owner's was)`;
+        notes.push(`${where}: ${text}`);
+        return;
       }
       // every assignment is in the environment of the jobs below it, as cron builds it (SHELL,
       // MAILTO and CRON_TZ too: a script that reads them sees what it saw there)
@@ -202,9 +223,13 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
       return;
     }
     // (measured beside Debian's daemon: a command of 1 000 characters is "command too long")
-    if (job.command.length >= 1000) {
+    // in bytes, the blanks after it included, as cron counts (measured beside Debian's daemon: a
+    // command of 527 characters and 1007 bytes was "command too long", and 987 characters with
+    // 40 blanks after them)
+    const commandBytes = Buffer.byteLength(raw.trimStart().slice(line.length - job.command.length));
+    if (commandBytes >= 1000) {
       notCarried(
-        `its command is ${job.command.length} characters: cron refuses 1000 or more ("command too long") and ignores the whole file for it, so this job never ran; put the command in a script`,
+        `its command is ${commandBytes} bytes (the blanks after it too): cron refuses 1000 or more ("command too long") and ignores the whole file for it, so this job never ran; put the command in a script`,
         true,
       );
       return;

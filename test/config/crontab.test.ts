@@ -246,13 +246,43 @@ describe('import-crontab', () => {
     expect(r.notes).toEqual([expect.stringMatching(/^crontab:1: not carried: an unescaped %/)]);
   });
 
-  it('a command of 1000 characters or more is not carried: cron refuses it and ignores the file', () => {
+  it('a command of 1000 bytes or more, the blanks after it included, is not carried: cron refuses it and ignores the file (measured beside the daemon)', () => {
     const long = `echo ${'x'.repeat(995)}`; // 1000 characters
-    const r = imported(`* * * * * ${long}\n* * * * * ${long.slice(0, 998)}\n`);
+    const r = imported(
+      [
+        `* * * * * ${long}`,
+        `* * * * * ${long.slice(0, 998)}`,
+        // 527 characters, 1007 bytes
+        `* * * * * echo ${'é'.repeat(501)}x`,
+        // 987 characters and 40 blanks
+        `* * * * * ${long.slice(0, 987)}${' '.repeat(40)}`,
+        '',
+      ].join('\n'),
+    );
     expect(r.config.routines.map((x) => x.run.length)).toEqual([998]);
     expect(r.notes).toEqual([
-      expect.stringMatching(/^crontab:1: not carried: its command is 1000 characters: cron refuses 1000 or more/),
-      expect.stringMatching(/^crontab: cron ignores this whole file for line 1 \(below, not carried\)/),
+      expect.stringMatching(
+        /^crontab:1: not carried: its command is 1000 bytes \(the blanks after it too\): cron refuses 1000 or more/,
+      ),
+      expect.stringMatching(/^crontab:3: not carried: its command is 1008 bytes/),
+      expect.stringMatching(/^crontab:4: not carried: its command is 1027 bytes/),
+      expect.stringMatching(/^crontab: cron ignores this whole file for lines 1, 3, 4 \(below, not carried\)/),
+    ]);
+  });
+
+  it('environment lines as cron reads them: a quoted name is the name; one no shell can set (my.var, MY-VAR, 9X) is said and not carried, never "the whole file ignored"; LOGNAME is cron\'s own (measured beside the daemon)', () => {
+    const r = imported(
+      ['my.var=1', 'MY-VAR=2', '9X=3', '"QUOTED"=qv', 'LOGNAME=deploy', '* * * * * ./a.sh', ''].join('\n'),
+    );
+    expect(r.config.routines).toHaveLength(1);
+    expect(r.config.routines[0]!.env).toEqual({ SHELL: '/bin/sh', PATH: '/usr/bin:/bin', QUOTED: 'qv' });
+    expect(r.notes).toEqual([
+      expect.stringMatching(/^crontab:1: my\.var=1: cron put my\.var in the environment .*: not carried$/),
+      expect.stringMatching(/^crontab:2: MY-VAR=2: cron put MY-VAR /),
+      expect.stringMatching(/^crontab:3: 9X=3: cron put 9X /),
+      expect.stringMatching(
+        /^crontab:5: LOGNAME=deploy: cron sets LOGNAME to the crontab's owner whatever the crontab says/,
+      ),
     ]);
   });
 
