@@ -2,6 +2,7 @@
 // routinely.json content on stdout, or with --merge adds them to the project's routinely.json
 // (config/merge-import.ts); what it could not carry, or carried with another meaning, on stderr.
 
+import { isUtf8 } from 'node:buffer';
 import { spawnSync } from 'node:child_process';
 import { basename, dirname, join, resolve } from 'node:path';
 import { importCrontab } from '../config/crontab.js';
@@ -128,6 +129,17 @@ async function readStdin(): Promise<string> {
 function decoded(bytes: Buffer, what: string): string {
   const text = bytes.toString('utf8');
   if (text.includes('\0')) throw new UsageError(`${what} holds NUL bytes: not a crontab`);
+  // bytes that are not UTF-8 (a Latin-1 é) would be carried as U+FFFD, a command changed
+  // unseen; cron passed them on as they were
+  if (!isUtf8(bytes)) {
+    const line = bytes
+      .toString('latin1')
+      .split('\n')
+      .findIndex((l) => !isUtf8(Buffer.from(l, 'latin1')));
+    throw new UsageError(
+      `${what}:${line + 1} holds bytes that are not UTF-8, which routinely.json (text) cannot carry as they are: convert the crontab (iconv -f latin1 -t utf-8), or move that command into a script, then import again`,
+    );
+  }
   return text;
 }
 

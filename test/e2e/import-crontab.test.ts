@@ -97,6 +97,19 @@ describe('routinely import-crontab', () => {
 });
 
 describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
+  it('a crontab with bytes that are not UTF-8 (Latin-1) is refused naming the line (exit 2), never carried with U+FFFD in a command', () => {
+    const project = testdir('routinely-import-');
+    const file = join(project, 'latin1.crontab');
+    writeFileSync(
+      file,
+      Buffer.concat([Buffer.from('# ok\n* * * * * echo caf'), Buffer.from([0xe9]), Buffer.from(' > x\n')]),
+    );
+    const r = importing([file], null, project);
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/latin1\.crontab:2 holds bytes that are not UTF-8/);
+  });
+
   it.runIf(spawnSync('flock', ['--version']).status === 0)(
     "a process outside routinely that holds the lock file (a script's own flock) still keeps the job out, as under cron: the flock stays in the command",
     async () => {
