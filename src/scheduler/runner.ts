@@ -68,6 +68,9 @@ interface Active {
   jitter: boolean;
   /** Its scheduled fire (not a retry) waits in the queue: its next tick supersedes it. */
   queuedTick: boolean;
+  /** Nothing of it runs now: it waits for its lock, or out a retry's back-off (shutdown ends
+   * both at once: no running routine to wait for). */
+  idle?: boolean;
   /** Its fire started, or it waits in a queue or for its lock: room for another claim. */
   started: () => void;
   /** A reload removed or disabled its routine while it waited (set even if a later reload put
@@ -120,7 +123,8 @@ export class Runner {
   /** Routines with a fire started or about to start (not those only queued or jittering). */
   get runningCount(): number {
     let n = 0;
-    for (const [id, a] of this.active) if (!a.jitter && ![...this.gates.values()].some((g) => g.isQueued(id))) n++;
+    for (const [id, a] of this.active)
+      if (!a.jitter && !a.idle && ![...this.gates.values()].some((g) => g.isQueued(id))) n++;
     return n;
   }
 
@@ -450,7 +454,9 @@ export class Runner {
           of: retry!.attempts + 1,
           in_ms: Math.round(delayMs),
         });
+        active.idle = true;
         await this.sleepUnless(delayMs, active.stop.signal);
+        active.idle = false;
         if (active.stop.signal.aborted || this.stopping) return;
         if (this.droppedByReload(def, scheduledAt, 'its retry', active) || (await this.isPaused(def.id))) return;
       }
@@ -631,14 +637,18 @@ export class Runner {
         mayStart: () => this.o.inCharge() && !this.stopping,
         onTookOver: (from) => this.recordLeftBehind(project, from),
         onStarted: () => {
-          this.active.get(id)?.started();
+          const a = this.active.get(id);
+          a?.started();
+          if (a) a.idle = false;
           this.o.stateTrouble?.(null);
           this.o.phases?.clear(id, scheduledAt); // running: its open marker says so from here
           this.gate(def).locked(id);
           this.o.log({ event: 'routine.started', routine: id, scheduled_at: scheduledAt.toISOString() });
         },
         onWait: (why, holder, holders) => {
-          this.active.get(id)?.started();
+          const a = this.active.get(id);
+          a?.started();
+          if (a) a.idle = true;
           const held = holders ? holdersText(holders) : holder ? holderText(holder) : why;
           this.o.phases?.waiting(id, scheduledAt, def.lock, held);
           this.o.log({ event: 'routine.waiting', routine: id, lock: def.lock, holder: held });

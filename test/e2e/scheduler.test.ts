@@ -257,6 +257,18 @@ describe('scheduler start', () => {
     expect(sched.state).toBe('free');
   });
 
+  it("SIGTERM during a retry's back-off: no running routine is waited for, and it stops at once", async () => {
+    const project = testProject({
+      routines: [cmd('f', '* * * * * *', 'exit 1', { retry: { attempts: 2, backoffSeconds: 60 } })],
+    });
+    const s = startCli(['scheduler', 'start', '--shutdown-timeout', '60'], { cwd: project });
+    await s.waitFor(/\[routine\] retrying f in/);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    // (before: "stopping (waiting for 1 running routine)" for a fire that ran nothing)
+    expect(s.stdout()).toMatch(/\[scheduler\] stopping\n/);
+  });
+
   it('SIGTERM: ticks queued behind a running one are skips and not counted as running; a tick waiting for its lock (ifBusy wait) is not started once the lock frees (SPEC §6)', async () => {
     const project = testProject({
       routines: [
@@ -282,6 +294,8 @@ describe('scheduler start', () => {
     await w.waitFor(/\[routine\] waiting w: exec busy/);
     w.child.kill('SIGTERM');
     await w.waitFor(/\[scheduler\] stopping/);
+    // (a fire waiting for its lock runs nothing: no running routine to wait for)
+    expect(w.stdout()).toMatch(/\[scheduler\] stopping\n/);
     writeFileSync(join(waits, 'go'), '');
     expect((await holder.exited).code).toBe(0);
     expect((await w.exited).code).toBe(0);
