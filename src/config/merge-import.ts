@@ -135,7 +135,10 @@ export function mergeImported(
       };
     }
   }
-  const existing = (config.locks as Record<string, unknown> | undefined) ?? {};
+  // the project's locks: those declared, and those its routines take undeclared (one slot each)
+  const existing: Record<string, unknown> = { ...((config.locks as Record<string, unknown> | undefined) ?? {}) };
+  for (const r of routines)
+    if (isObj(r) && typeof r.lock === 'string' && !Object.hasOwn(existing, r.lock)) existing[r.lock] = {};
   // A lock of the project with the imported lock's name is the same lock only when it is the
   // same lock file's (its comment names the file, as an import writes it) with one slot; else the
   // imported one gets a name of its own, so jobs cron ran side by side (another file) or one at a
@@ -151,7 +154,9 @@ export function mergeImported(
     }
     if (!Object.hasOwn(existing, l.name)) continue;
     let name = '';
-    for (let n = 2; name === '' || taken.has(name); n++) name = `${l.name}-${n}`;
+    // (within a lock name's 63 characters)
+    for (let n = 2; name === '' || taken.has(name); n++)
+      name = `${l.name.slice(0, 63 - `-${n}`.length).replace(/-+$/, '')}-${n}`;
     taken.add(name);
     renamed.set(l.name, {
       to: name,

@@ -265,8 +265,15 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
           try {
             logFd = openAppendTo(logPath).fd;
           } catch (err) {
-            // still short: waits again; anything else ends it with the error it met
+            // still short: waits again; anything else ends it, saying so beside the start's error
             if (err instanceof StateIOError && OUT_OF_RESOURCE.has(err.errno ?? '')) continue;
+            run = {
+              ...run,
+              process: {
+                ...run.process,
+                error: `${run.process.error}; its log could not be opened again: ${(err as Error).message}`,
+              },
+            };
             break;
           }
           writeQuiet(logFd, `routinely: ${run.process.error}; trying again (other tasks of the run held the rest)\n`);

@@ -87,18 +87,26 @@ export async function showRoutineLog(v: LogView): Promise<LogViewResult> {
     else for (const l of shown) show(l);
   };
 
+  // both opened before either is read: a rotation while the first is read (a scheduler's page
+  // lets its fires go on meanwhile) leaves this reader the files it opened
   const old = LogReader.open(files.rotated);
-  if (old) {
-    try {
-      await old.linesYielding(take);
-      const rest = old.rest();
-      if (rest) take([Buffer.concat([rest, Buffer.from('\n')])]); // it ends there: the current file starts a new line
-    } finally {
-      old.close();
-    }
-  }
-  let cur = LogReader.open(files.current);
+  let cur: LogReader | null;
   try {
+    cur = LogReader.open(files.current);
+  } catch (err) {
+    old?.close();
+    throw err;
+  }
+  try {
+    if (old) {
+      try {
+        await old.linesYielding(take);
+        const rest = old.rest();
+        if (rest) take([Buffer.concat([rest, Buffer.from('\n')])]); // it ends there: the current file starts a new line
+      } finally {
+        old.close();
+      }
+    }
     if (cur) {
       await cur.linesYielding(take);
       // A last line without its newline is output so far (a run mid-line), unless we follow one

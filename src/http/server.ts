@@ -243,10 +243,12 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     const pages = Math.max(1, Math.ceil(all.length / DETAIL_FIRES));
     const number = Math.min(pageNumber, pages);
     const fires = all.slice((number - 1) * DETAIL_FIRES, number * DETAIL_FIRES);
-    // (a fire lost with its process ran, for no known time: not in the durations chart)
+    // (a fire lost with its process ran, for no known time: not in the durations chart; its
+    // output up to the end is in the log, and is the newest that ran)
     const ran = all.filter((f) => f.result !== 'skipped' && !isInterrupted(f)).slice(0, CHART_FIRES);
     // the run asked for, else the one running now (its output grows), else the newest that ran
-    const runId = run ?? running?.run_id ?? ran.find((f) => f.run_id !== null)?.run_id ?? null;
+    const runId =
+      run ?? running?.run_id ?? all.find((f) => f.result !== 'skipped' && f.run_id !== null)?.run_id ?? null;
     const output = runId === null ? null : await s.output(id, runId, DETAIL_LINES);
     return {
       status: st,

@@ -83,6 +83,30 @@ describe('mergeImported', () => {
     const same = parsed('{ "locks": { "web": { "slots": 1 }, // /tmp/app.lock\n "app": { "slots": 2 } } }');
     expect(same.locks).toEqual({ web: { slots: 1 }, app: { slots: 2 } });
     expect(same.routines.find((r) => r.id === 'index')?.lock).toBe('web');
+    // a lock a routine of the project takes without declaring it (one slot): another lock
+    const undeclared = parsed(
+      '{ "routines": [ { "id": "deploy", "schedule": "0 0 * * *", "action": "command", "run": "true", "lock": "app" } ] }',
+    );
+    expect(undeclared.routines.find((r) => r.id === 'index')?.lock).toBe('app-2');
+    // new names within a lock name's 63 characters (two files of one long name: "…" and "…-2")
+    const long = 'a'.repeat(60);
+    const longImport = importCrontab(
+      `* * * * * flock -n /x/${long}.lock ./one\n* * * * * flock -n /y/${long}.lock ./two\n`,
+      {
+        source: 'c',
+        system: false,
+      },
+    );
+    expect(longImport.locks.map((l) => l.name)).toEqual([long, `${long}-2`]);
+    const taken = mergeImported(
+      `{ "locks": { "${long}": { "slots": 2 }, "${long}-2": { "slots": 2 } } }`,
+      longImport,
+      'routinely.json',
+    );
+    if ('refused' in taken) throw new Error(taken.refused);
+    const names = Object.keys((JSON.parse(stripJsonComments(taken.text)) as { locks: object }).locks);
+    expect(names.slice(2)).toEqual([`${long}-3`, `${long}-4`]);
+    expect(validateConfig(JSON.parse(stripJsonComments(taken.text))).ok).toBe(true);
     const r = mergeImported(
       '{ "routines": [ { "id": "a", "schedule": "* * * * *", "action": "register" }, { "id": "backup", "schedule": "* * * * *", "action": "register" } ] }',
       imported,

@@ -95,6 +95,28 @@ describe('showRoutineLog', () => {
     expect(writtenWhenTurned).toBeLessThan(written);
   });
 
+  it('a rotation while the rotated file is read (a scheduler lets its fires go on meanwhile) loses nothing: both files were opened first', async () => {
+    const s = state();
+    // 2 MB in the rotated file: the reader lets the event loop run while it reads it
+    writeFileSync(
+      `${s.log}.1`,
+      run(
+        R1,
+        Array.from({ length: 20_000 }, () => 'y'.repeat(99)),
+      ),
+    );
+    writeFileSync(s.log, run(R2, ['two']));
+    // a fire rotates the log at the reader's first pause: the current file becomes .1
+    setImmediate(() => {
+      renameSync(s.log, `${s.log}.1`);
+      writeFileSync(s.log, run(R3, ['three']));
+    });
+    const { r, out } = await show({ stateDir: s.stateDir, runId: R2 });
+    // (before: the current file was opened after the rotated one was read: R2 "not found")
+    expect(r).toEqual({ kind: 'shown' });
+    expect(out).toBe(run(R2, ['two']));
+  });
+
   it("--lines N: the last N lines; --run: that run only, from either file; both: the run's last lines", async () => {
     const s = state();
     writeFileSync(`${s.log}.1`, run(R1, ['one']));

@@ -298,4 +298,34 @@ describe('cachedSources', () => {
     await s.routines();
     expect(reads).toBe(2);
   });
+
+  it("a routine's newest fire lost with its process: its output is the one shown (up to the crash), though it is out of the durations chart", async () => {
+    const at = (m: number): string => new Date(Date.UTC(2026, 10, 29, 18, m)).toISOString();
+    const fire = (m: number, runId: string, reason: string | null) => ({
+      scheduled_at: at(m),
+      started_at: at(m),
+      finished_at: at(m),
+      result: 'failure' as const,
+      reason,
+      exit_code: null,
+      run_id: runId,
+    });
+    const asked: string[] = [];
+    const s = await serve({
+      sources: fixedSources(pageData(), {
+        fires: async () => [
+          fire(59, 'r-20261129T185900Z-0002', 'interrupted: pid 7 on h ended before the outcome was recorded'),
+          fire(58, 'r-20261129T185800Z-0001', 'exit code 1'),
+        ],
+        output: async (_id, runId, lines) => {
+          asked.push(runId);
+          return { run_id: runId, text: 'up to the crash\n', lines, cut_lines: false, notices: [] };
+        },
+      }),
+    });
+    const r = await httpGet(`${s.url}api/routines/tick`);
+    expect(r.status).toBe(200);
+    expect(asked).toEqual(['r-20261129T185900Z-0002']);
+    expect((JSON.parse(r.body) as { output: { run_id: string } }).output.run_id).toBe('r-20261129T185900Z-0002');
+  });
 });
