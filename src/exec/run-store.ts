@@ -82,6 +82,15 @@ function birthMs(path: string): number {
 
 /** Checks a snapshot field by field before anything uses it (SPEC §12): its run id must be the
  * folder's, every task status known. */
+/** A run's tasks with each one's log named as routinely names it (`<task>.log`, in the run's
+ * folder): the name a record read back holds is never shown or used (one edited to
+ * `../../x.log` was printed as the task's log). */
+export function withOwnLogNames(tasks: RunState['tasks']): RunState['tasks'] {
+  const out: RunState['tasks'] = {};
+  for (const [id, t] of Object.entries(tasks)) out[id] = t && typeof t === 'object' ? { ...t, log: `${id}.log` } : t;
+  return out;
+}
+
 export function checkSnapshot(v: unknown, runId: string): Snapshot | string {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return 'not an object';
   const s = v as Partial<Snapshot>;
@@ -105,6 +114,7 @@ export function checkSnapshot(v: unknown, runId: string): Snapshot | string {
   if (typeof s.command !== 'string' || s.command.length > 4096) return 'malformed command';
   return {
     ...(s as Snapshot),
+    tasks: withOwnLogNames(s.tasks as Snapshot['tasks']),
     journal_offset:
       Number.isSafeInteger(s.journal_offset) && (s.journal_offset as number) >= 0 ? (s.journal_offset as number) : 0,
   };
@@ -172,6 +182,7 @@ export function loadRunDetailed(runsDir: string, runId: string): LoadedRun | nul
     );
   }
   const state = structuredClone(first.state);
+  state.tasks = withOwnLogNames(state.tasks);
   const bad = replay(state, journal!, 0);
   return {
     state,

@@ -1,4 +1,4 @@
-import { appendFileSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RunStore, listRunIds, loadRun, loadRunDetailed } from '../../src/exec/run-store.js';
@@ -62,6 +62,21 @@ describe('RunStore', () => {
     expect(back?.state.tasks['a..b']?.status).toBe('running');
     expect(back?.recovered).toBeNull();
     expect(back?.unreadable).toEqual([]);
+  });
+
+  it("a task's log name edited in run.json or in the journal (../../x.log) is read back as routinely names it, <task>.log", async () => {
+    const runs = testdir();
+    const store = new RunStore(runs, 'r-20261129T190000Z-aaaa', open);
+    const s = state();
+    await store.create({ ...s, tasks: { a: { ...s.tasks.a!, log: '../../../../tmp/pwned.log' } } });
+    await store.close();
+    // from the snapshot
+    expect(loadRun(runs, 'r-20261129T190000Z-aaaa')?.tasks.a?.log).toBe('a.log');
+    // from the journal alone (the snapshot gone: the run rebuilt from its first event)
+    rmSync(join(store.dir, 'run.json'));
+    const rebuilt = loadRunDetailed(runs, 'r-20261129T190000Z-aaaa');
+    expect(rebuilt?.recovered).not.toBeNull();
+    expect(rebuilt?.state.tasks.a?.log).toBe('a.log');
   });
 
   it('ignores a torn last line, and a writer reopening it starts on a fresh line', async () => {
