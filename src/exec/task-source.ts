@@ -45,6 +45,12 @@ export function loadTaskDefinitions(project: Project): SourcedTask[] {
       }
       if ('code' in st) throw Object.assign(new Error(st.code), { code: st.code });
       if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+      // inside the project, as "../x" must be, even through a link (as a task's cwd)
+      const escapes = workingFolderProblem(project.root, dir);
+      if (escapes) {
+        issues.push({ path: 'exec.taskDirs', message: `${dir} ${escapes}` });
+        continue;
+      }
       // `*.json` as a shell reads it: not a hidden name (an editor's lock link `.#a.json`, macOS's
       // `._a.json` beside each file on some volumes), which is no task and may not be readable
       names = namesIn(abs)

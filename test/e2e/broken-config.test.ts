@@ -1,7 +1,7 @@
 // An invalid routinely.json must not hide the state: the read-only views warn and show what the
 // state folder holds (exit 0); the commands that act, and `routine list --check`, exit 2.
 
-import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -222,6 +222,19 @@ describe('a working folder (cwd) that is a file, or leaves the project through a
         'routinely: tasks/f.json: [0].cwd: "afile" is not a folder\n',
       ]);
     }
+    // a task folder that leaves the project through a link, as "../x" may not: its tasks are
+    // never read (before: validate passed and exec run ran them)
+    rmSync(join(project, 'tasks'), { recursive: true });
+    writeFileSync(join(outside, 'e.json'), JSON.stringify({ id: 'e', run: 'touch ran' }));
+    symlinkSync(outside, join(project, 'tasks'));
+    for (const args of [['validate'], ['exec', 'run']]) {
+      const r = await runCli(args, { cwd: project });
+      expect([r.code, r.stderr], args.join(' ')).toEqual([
+        2,
+        `routinely: routinely.json: exec.taskDirs: tasks leaves the project root through a symbolic link (it is ${realpathSync(outside)})\n`,
+      ]);
+    }
+    expect(existsSync(join(project, 'ran'))).toBe(false);
   });
 });
 
