@@ -43,6 +43,32 @@ export async function manualWaits(
   return out;
 }
 
+/** A scheduler's boards' `waiting` phases with the holders of their locks at the look (its board
+ * names the holder it met when it began to wait, who may have handed the lock on since), as
+ * manual waits show theirs. */
+export async function waitingNow(
+  lock: LockBackend,
+  phases: Record<string, Phase>,
+  locks: Record<string, { slots: number }>,
+): Promise<Record<string, Phase>> {
+  const held = new Map<string, Promise<string>>();
+  const out: Record<string, Phase> = {};
+  for (const [id, p] of Object.entries(phases)) {
+    if (p.phase !== 'waiting') {
+      out[id] = p;
+      continue;
+    }
+    let h = held.get(p.lock);
+    if (!h) held.set(p.lock, (h = heldBy(lock, p.lock, slotsOf(locks, p.lock))));
+    try {
+      out[id] = { ...p, holder: await h };
+    } catch {
+      out[id] = p; // (the lock cannot be read now: the board's words stand)
+    }
+  }
+  return out;
+}
+
 /** The lock's holders in the words of a scheduler's board ("routine a r-… since 10:00:00"). */
 async function heldBy(lock: LockBackend, name: string, slots: number): Promise<string> {
   const keys = slotKeys(name, slots);

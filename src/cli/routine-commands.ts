@@ -31,7 +31,7 @@ import {
   type SchedulerLine,
 } from './routine-list.js';
 import { readSchedulerState } from '../control/status.js';
-import { manualWaits } from './manual-waits.js';
+import { manualWaits, waitingNow } from './manual-waits.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
 import { describeHolder } from '../lock/stale.js';
 import type { GlobalOptions } from './globals.js';
@@ -129,12 +129,13 @@ export async function routineRows(
   const routines = listedRoutines(project, now);
   const read = async (b: Backend) => ({
     state: await b.routines.read(warn),
-    boards: await b.routines.readPhases(warn),
+    // (a scheduler's waits with their locks' holders at the look)
+    boards: await waitingNow(b.lock, phasesOf(await b.routines.readPhases(warn)), project.config.locks),
     // manual fires waiting in their lock's line (manual-waits.ts)
     waits: await manualWaits(b.lock, routines, project.config.locks),
   });
   const { state, boards, waits } = backend ? await read(backend) : await withBackend(project, read);
-  return listRows(routines, state.routines, emptyRecord, { ...waits, ...phasesOf(boards) }, (id) =>
+  return listRows(routines, state.routines, emptyRecord, { ...waits, ...boards }, (id) =>
     isSpooled(project.stateDir, id),
   ) as ConfiguredRow[];
 }
@@ -176,7 +177,8 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
     const left = await flushSpooled(project, b);
     return {
       state: await b.routines.read(warnTo),
-      boards: await b.routines.readPhases(warnTo),
+      // (a scheduler's waits with their locks' holders at the look)
+      boards: await waitingNow(b.lock, phasesOf(await b.routines.readPhases(warnTo)), project.config.locks),
       // manual fires waiting in their lock's line (manual-waits.ts)
       waits: routines ? await manualWaits(b.lock, routines, project.config.locks) : {},
       scheduler: await schedulerLine(b),
@@ -206,7 +208,7 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
   }));
   // the next `routine list` starts from the cache, scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
-  const phases = { ...waits, ...phasesOf(boards) };
+  const phases = { ...waits, ...boards };
   return {
     routines,
     records: state.routines,
