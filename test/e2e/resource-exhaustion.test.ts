@@ -41,6 +41,17 @@ function limited(args: string[], cwd: string, n = 64) {
   };
 }
 
+/** A project of 30 tasks of `sleep 0.3`, 8 at a time. */
+function thirtyTasksEightAtATime(): string {
+  const project = testdir('routinely-emfile-');
+  const tasks = Array.from({ length: 30 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.3' }));
+  writeFileSync(
+    join(project, 'routinely.json'),
+    JSON.stringify({ exec: { parallel: 8, providers: { default: { maxConcurrency: 8 } }, tasks } }),
+  );
+  return project;
+}
+
 describe('out of file descriptors', () => {
   it(
     '30 routines each second under ulimit -n 64: fires that cannot start fail with the cause, the scheduler says it once and stays up',
@@ -123,12 +134,7 @@ describe('out of file descriptors', () => {
     'exec run, 8 at a time under ulimit -n 38: a task that cannot start for want of descriptors is tried again once others free some, never failed at once with the rest of the queue after it',
     { timeout: 60_000 },
     async () => {
-      const project = testdir('routinely-emfile-');
-      const tasks = Array.from({ length: 30 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.3' }));
-      writeFileSync(
-        join(project, 'routinely.json'),
-        JSON.stringify({ exec: { parallel: 8, providers: { default: { maxConcurrency: 8 } }, tasks } }),
-      );
+      const project = thirtyTasksEightAtATime();
       const r = limited(['exec', 'run'], project, 38);
       await r.exited;
       expect(r.stderr()).not.toMatch(/unexpected error|at .*\.js:\d+/);
@@ -150,12 +156,7 @@ describe('out of file descriptors', () => {
     'exec run, 8 at a time under ulimit -n 32: every task runs — a start that failed for want of descriptors gives back all it took, and a task waiting for room holds none',
     { timeout: 60_000 },
     async () => {
-      const project = testdir('routinely-emfile-');
-      const tasks = Array.from({ length: 30 }, (_, i) => ({ id: `t${i}`, run: 'sleep 0.3' }));
-      writeFileSync(
-        join(project, 'routinely.json'),
-        JSON.stringify({ exec: { parallel: 8, providers: { default: { maxConcurrency: 8 } }, tasks } }),
-      );
+      const project = thirtyTasksEightAtATime();
       const r = limited(['exec', 'run'], project, 32);
       const end = await r.exited;
       // (before: each failed start kept its output pipe's descriptor, and each waiting task its
