@@ -245,7 +245,13 @@ describe('command', () => {
   it("what a command that exits leaves running in its group is ended before the delivery counts as done, as a routine command's leftovers are; setsid keeps one", async () => {
     const dir = testdir();
     const [d] = await deliver(
-      { command: 'sleep 60 & echo $! > bg.pid; setsid sleep 60 & echo $! > kept.pid; echo ok', on },
+      {
+        // the command ends only once the kept process has left the group (setsid ran, then it
+        // wrote its pid): ended earlier, it could still be in the group when the group is ended
+        command:
+          "sleep 60 & echo $! > bg.pid; setsid sh -c 'echo $$ > kept.pid; exec sleep 60' </dev/null >/dev/null 2>&1 & while [ ! -s kept.pid ]; do sleep 0.01; done; echo ok",
+        on,
+      },
       payload,
       { cwd: dir, passEnv: [], attempts: 1, timeoutMs: 10_000 },
     );
