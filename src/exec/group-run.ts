@@ -92,6 +92,7 @@ export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): 
       ? { signal, unlink: () => {} }
       : anySignal(...[lease?.signal, signal].filter((s): s is AbortSignal => s !== undefined));
   let childPid: number | null = null;
+  lease?.beforeSpawn?.();
   const result = await runProcess({
     ...rest,
     ...(cwd !== undefined ? { cwd } : {}),

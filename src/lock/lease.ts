@@ -69,6 +69,10 @@ export interface Lease extends AsyncDisposable {
    * expired, and an expired lease is marked lost here (its signal aborts). The file lease reads
    * its slots only when its expiry by the wall clock is near (a clock jump, SPEC §4.13). */
   confirm(): boolean;
+  /** Right before a command starts under the lease: a lease another host may take over has this
+   * process's guard told its lock id (exec/death-guard.ts), so a command started in the instant
+   * before `trackChild` dies with this process all the same. */
+  beforeSpawn?(): void;
   /** Records a process group we started, so a reclaimer can end it if we die (SPEC §4.4). */
   trackChild(pid: number): void;
   untrackChild(pid: number): void;

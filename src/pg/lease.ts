@@ -14,6 +14,7 @@ import { samePidSpace, selfIdentity, systemProbe, type LivenessProbe } from '../
 import type { AcquireResult, Lease, LockOwnerInfo, RefreshResult, ReleaseResult } from '../lock/lease.js';
 import { LeaseState, lostByThisProcess } from '../lock/lease-state.js';
 import { ChildJournal } from '../file-lock/children.js';
+import { guardGroup, guardLock, unguardGroup, unguardLock } from '../exec/death-guard.js';
 import { unlinkQuiet } from '../fs/files.js';
 import type { OrphanReport } from '../file-lock/orphans.js';
 import { journalPath, lockPaths, type LockPaths } from '../file-lock/paths.js';
@@ -519,11 +520,22 @@ export class PgLease extends LeaseState implements Lease {
     return this.verify().ok;
   }
 
+  beforeSpawn(): void {
+    // Another host that takes the lease over cannot end our work: a guard here does if we die
+    guardLock(this.rec.lock_id);
+  }
+
   trackChild(pid: number): void {
+    guardGroup(pid);
     // At once in the local journal (the database update below is asynchronous)
     this.journal ??= new ChildJournal(localLockPaths(this.o.lockDir, this.key), this.rec.lock_id, this.probe);
     this.withChild(this.journal.add(pid));
     void this.beat();
+  }
+
+  override untrackChild(pid: number): void {
+    super.untrackChild(pid);
+    unguardGroup(pid);
   }
 
   async raiseGeneration(atLeast: number): Promise<void> {
@@ -541,6 +553,7 @@ export class PgLease extends LeaseState implements Lease {
   }
 
   async release(): Promise<ReleaseResult> {
+    unguardLock(this.rec.lock_id);
     this.stopHeartbeat();
     if (this.released) return { released: true };
     if (this.lostInfo) return { released: false, reason: 'NOT_OWNER', holder: null, why: this.lostInfo.why };

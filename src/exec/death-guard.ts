@@ -1,0 +1,119 @@
+// The work of a holder that dies ends with it on its own host (SPEC §4.14): another host that takes
+// a database lease over can end nothing here (with lock files, the reclaimer on this host does).
+// So a holder of such a lease keeps a small guard: `sh` in a session of its own, reading the
+// process groups started under it (`+ pid`, `- pid` once ended) from a pipe only this process
+// holds. When this process dies (SIGKILL, the OOM killer) the kernel closes the pipe and the guard
+// SIGKILLs every group still listed, then the other groups of their sessions (job control, from
+// Linux's /proc), long before the lease can expire for others. It ignores the signals meant for
+// its holder's terminal or group. Not covered: a kill of guard and holder together (a cgroup's,
+// which ends the commands too), a death between a spawn and its line (docs/postgres.md).
+
+import type { ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { spawnDetached } from './process.js';
+
+const SCRIPT = `trap '' HUP INT QUIT TERM PIPE USR1 USR2 ALRM
+g=
+k=
+while read -r o p; do
+  case $o in
+  +) g="$g $p" ;;
+  -) n=; for q in $g; do [ "$q" = "$p" ] || n="$n $q"; done; g=$n ;;
+  L) k="$k $p" ;;
+  U) n=; for q in $k; do [ "$q" = "$p" ] || n="$n $q"; done; k=$n ;;
+  esac
+done
+[ -n "$g" ] || [ -n "$k" ] || exit 0
+for q in $g; do kill -s KILL -- "-$q" 2>/dev/null; done
+e=
+for d in /proc/[0-9]*; do
+  { read -r l < "$d/stat"; } 2>/dev/null || continue
+  set -f
+  set -- \${l##*") "}
+  set +f
+  for q in $g; do [ "$4" = "$q" ] && [ "$3" != "$q" ] && e="$e $3"; done
+  [ -n "$k" ] && [ "$3" = "\${d#/proc/}" ] || continue
+  v=$(tr '\\0' ' ' < "$d/environ" 2>/dev/null) || continue
+  for q in $k; do case " $v" in *" ROUTINELY_LOCK_ID=$q "*) e="$e $3" ;; esac; done
+done
+for q in $e; do kill -s KILL -- "-$q" 2>/dev/null; done
+exit 0`;
+
+let guard: ChildProcess | null = null;
+const guarded = new Set<number>();
+const guardedLocks = new Set<string>();
+
+function send(line: string): void {
+  const stdin = (guard ?? start())?.stdin;
+  if (!stdin || stdin.destroyed) return;
+  stdin.write(line);
+}
+
+function start(): ChildProcess | null {
+  let child: ChildProcess;
+  try {
+    child = spawnDetached('/bin/sh', ['-c', SCRIPT, 'routinely-guard'], {
+      cwd: '/',
+      env: { PATH: '/usr/bin:/bin' },
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+  } catch {
+    return null;
+  }
+  if (child.pid === undefined || !child.stdin) {
+    // out of descriptors or processes: tried again at the next group
+    child.on('error', () => {});
+    return null;
+  }
+  child.on('error', () => {});
+  child.stdin.on('error', () => {});
+  // the guard must never keep this process alive, nor its pipe
+  child.unref();
+  (child.stdin as Socket).unref();
+  child.once('exit', () => {
+    // killed by someone: a new one gets the groups still running
+    if (guard !== child) return;
+    guard = null;
+    if (guarded.size > 0 || guardedLocks.size > 0) {
+      const next = start();
+      for (const id of guardedLocks) next?.stdin?.write(`L ${id}\n`);
+      for (const pid of guarded) next?.stdin?.write(`+ ${pid}\n`);
+    }
+  });
+  guard = child;
+  return child;
+}
+
+/** `pid`'s group (a command started in a session of its own) is ended if this process dies. */
+export function guardGroup(pid: number): void {
+  if (guarded.has(pid)) return;
+  guarded.add(pid);
+  send(`+ ${pid}\n`);
+}
+
+/** Once `pid`'s group was ended (with what was left of it): the guard forgets it. */
+export function unguardGroup(pid: number): void {
+  if (!guarded.delete(pid)) return;
+  send(`- ${pid}\n`);
+}
+
+/** A lease's lock id, before a command starts under it: at its death the guard also ends every
+ * group led by a process whose environment carries it (ROUTINELY_LOCK_ID: routinely sets it for
+ * each command it starts under a lock), so one started in the instant before its `+` line (the
+ * spawn returned, the line not yet written) is ended too. */
+export function guardLock(lockId: string): void {
+  if (!/^[0-9a-f]{1,64}$/.test(lockId) || guardedLocks.has(lockId)) return;
+  guardedLocks.add(lockId);
+  send(`L ${lockId}\n`);
+}
+
+/** The lease was released: no command starts under it any more. */
+export function unguardLock(lockId: string): void {
+  if (!guardedLocks.delete(lockId)) return;
+  send(`U ${lockId}\n`);
+}
+
+/** The guard's pid, while one runs (tests). */
+export function guardPid(): number | null {
+  return guard?.pid ?? null;
+}

@@ -1,0 +1,76 @@
+// A holder of a lease in the database dies (SIGKILL): its work ends with it on its own host, so the
+// host that takes the lease over never starts the routine beside the dead holder's command
+// (SPEC §4.14; src/exec/death-guard.ts). Found by a fault pass: the command ran on to its end,
+// generations 1 and 2 of an exclusive routine side by side on two hosts.
+
+import { describe, expect, it } from 'vitest';
+import { mkdirSync, readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { eventually, processRuns, startCli } from '../helpers/cli.js';
+import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
+import { schedulers, stopAll } from '../helpers/pg-topology.js';
+import { testProject } from '../helpers/testdir.js';
+
+const cluster = pgCluster();
+const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
+
+const read = (file: string): string => (existsSync(file) ? readFileSync(file, 'utf8') : '');
+
+suite('a holder of a database lease killed', () => {
+  it(
+    "an exclusive routine's command ends with its SIGKILLed scheduler, before the other host's scheduler starts the routine",
+    { timeout: 90_000 },
+    async () => {
+      const url = await freshDatabase(cluster!);
+      // each start looks for a command of an earlier generation still running (not a zombie)
+      const run = [
+        'for f in pids/*; do [ -f "$f" ] || continue; p=$(cat "$f")',
+        `case $(cut -d' ' -f3 /proc/$p/stat 2>/dev/null) in ''|Z|X) ;; *) echo "overlap $f" >> marks ;; esac; done`,
+        'echo $$ > pids/$ROUTINELY_LOCK_GENERATION',
+        'echo "start $ROUTINELY_LOCK_GENERATION $ROUTINELY_HOST_ID" >> marks',
+        'exec sleep 8',
+      ].join('\n');
+      const project = testProject({
+        project: 'dead',
+        backend: { type: 'postgres' },
+        lock: { ttlSeconds: 3, refreshSeconds: 1 },
+        routines: [{ id: 'x', schedule: '*/2 * * * * *', action: 'command', run }],
+      });
+      mkdirSync(join(project, 'pids'));
+      const marks = join(project, 'marks');
+      const [h1, h2] = await schedulers(['h1', 'h2'], project, { ROUTINELY_DATABASE_URL: url }, 80_000);
+      await eventually(() => /^start 1 /m.test(read(marks)), 30_000, 'the first start');
+      const first = /^start 1 (\S+)$/m.exec(read(marks))![1];
+      const [dead, other] = first === 'h1' ? [h1!, h2!] : [h2!, h1!];
+      const pid = Number(readFileSync(join(project, 'pids', '1'), 'utf8'));
+      expect(processRuns(pid)).toBe(true);
+      dead.child.kill('SIGKILL');
+      await dead.exited;
+      await eventually(() => /^start [2-9]\d* /m.test(read(marks)), 40_000, 'a start by the other host');
+      expect(read(marks)).not.toMatch(/overlap/);
+      expect(processRuns(pid)).toBe(false);
+      await stopAll([other]);
+    },
+  );
+
+  it("lock run's command, and a job it moved to a group of its own, end with a SIGKILLed lock run", async () => {
+    const url = await freshDatabase(cluster!);
+    // a TTL no test waits out: nothing but the guard can end them in time
+    const project = testProject({ project: 'dead2', backend: { type: 'postgres' }, lock: { ttlSeconds: 300 } });
+    const job = join(project, 'job');
+    const main = join(project, 'main');
+    const holder = startCli(
+      ['lock', 'run', '--', 'bash', '-c', `set -m; sleep 61 & echo $! > ${job}; echo $$ > ${main}; wait`],
+      {
+        cwd: project,
+        env: { ROUTINELY_DATABASE_URL: url },
+      },
+    );
+    await eventually(() => read(job).endsWith('\n') && read(main).endsWith('\n'), 20_000, 'the command and its job');
+    const pids = [Number(read(main)), Number(read(job))];
+    expect(pids.map(processRuns)).toEqual([true, true]);
+    holder.child.kill('SIGKILL');
+    await holder.exited;
+    await eventually(() => !pids.some(processRuns), 10_000, 'the command and its job ended');
+  });
+});
