@@ -243,12 +243,20 @@ export class FileLease extends LeaseState implements Lease {
       return { ok: false, why: `our lock record ${slotPath(this.paths, g)} was removed or replaced`, takenOver: true };
     }
     this.step(`${step}:view`);
-    const view = lstatQuiet(this.paths.lock);
-    this.viewSeen = view;
-    if (!view || sameStamp(view, this.view)) return { ok: true };
-    // `<key>.lock` is not our view: a record there that claims our generation or a later one is
-    // someone else's claim, and we stop (SPEC §4.3: a refresh that finds another lock_id)
-    const found = judgeView(this.paths, this.rec, view, this.slotIno);
+    let view;
+    let found;
+    try {
+      view = lstatQuiet(this.paths.lock);
+      this.viewSeen = view;
+      if (!view || sameStamp(view, this.view)) return { ok: true };
+      // `<key>.lock` is not our view: a record there that claims our generation or a later one
+      // is someone else's claim, and we stop (SPEC §4.3: a refresh that finds another lock_id)
+      found = judgeView(this.paths, this.rec, view, this.slotIno);
+    } catch (err) {
+      // (an I/O error on the view, as on the slots above: our slot is there, expiry decides)
+      if (errnoCode(err) === undefined) throw err;
+      return { ok: true };
+    }
     if (found.kind === 'ours') this.view = found.stamp;
     if (found.kind !== 'claim') return { ok: true };
     if (this.folderInDoubt()) return { ok: true }; // swapped since the slots were read

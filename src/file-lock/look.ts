@@ -7,8 +7,9 @@ import type { LivenessProbe } from '../process/identity.js';
 import { readBeat } from './beat.js';
 import { generationFloor } from './generation.js';
 import { listLockDir, highestFree, highestSlot, readSlot, type SlotHolder } from './slots.js';
-import { freePath, type LockPaths } from './paths.js';
+import { freePath, slotPath, type LockPaths } from './paths.js';
 import { lstatQuiet } from '../fs/look.js';
+import { errnoCode } from '../errors.js';
 import type { LockRecord } from '../lock/record.js';
 import { describeHolder, judgeLock, type Judgement, type Observation } from '../lock/stale.js';
 import { lostByThisProcess } from '../lock/lease-state.js';
@@ -74,7 +75,9 @@ export function lookAtLock(
   // data, or by a hand) is judged by its holder's heartbeat, which names the holder: busy while
   // that holder lives and beats, stale on evidence (SPEC §4 rule 4), never free at once.
   const beaten = topBad && max !== null ? newestBeat(paths, names, max) : null;
-  const foreignView = classifyView(view, max, top);
+  // (a view left by a release that could not remove it is the released top slot's own file)
+  const ofReleasedTop = released && view.kind !== 'missing' && sameFile(slotPath(paths, max), view.ino);
+  const foreignView = classifyView(view, max, top, ofReleasedTop);
   // What an observer times: the holder's identity and heartbeat — the same for a record seen as
   // the view and, once adopted, as a slot (a stale view is first made a slot of its own)
   const viewSig = foreignView
@@ -165,4 +168,14 @@ function newestBeat(paths: LockPaths, names: readonly string[], generation: numb
     };
   }
   return best;
+}
+
+/** Whether `path` is the file with inode `ino` (false when it cannot be looked at now). */
+function sameFile(path: string, ino: number): boolean {
+  try {
+    return lstatQuiet(path)?.ino === ino;
+  } catch (err) {
+    if (errnoCode(err) === undefined) throw err;
+    return false;
+  }
 }

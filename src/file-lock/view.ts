@@ -39,8 +39,12 @@ export function classifyView(
   view: ViewRead,
   max: number | null,
   top: SlotHolder | null,
+  ofReleasedTop = false,
 ): { record: LockRecord | null; ino: number; text: string } | null {
   if (view.kind === 'missing') return null;
+  // (`ofReleasedTop`: the very file of the top slot, released — left by a release that could not
+  // remove it, an I/O error: the lock is free)
+  if (ofReleasedTop) return null;
   if (
     view.kind === 'ok' &&
     max !== null &&
@@ -60,7 +64,14 @@ export function placeView(paths: LockPaths, tmp: string, replace: boolean): true
 
 /** The view as it is now (inode and change time), so the holder notices any later edit. */
 export function stampView(paths: LockPaths, ino: number): ViewStamp | null {
-  const st = lstatQuiet(paths.lock);
+  let st;
+  try {
+    st = lstatQuiet(paths.lock);
+  } catch (err) {
+    // (an I/O error: the view is for people and tools, the slot is the lock; healed at a beat)
+    if (errnoCode(err) === undefined) throw err;
+    return null;
+  }
   return st && st.ino === ino ? { ino: st.ino, ctimeMs: st.ctimeMs } : null;
 }
 

@@ -713,7 +713,9 @@ export class Runner {
     if (reason === null && this.o.sharedTicks && this.o.stateBroken?.())
       return this.o.recorder.giveBack(def.id, scheduledAt);
     if (reason === null) return this.settleUnfired(def, scheduledAt);
-    if (reason === 'scheduler lost its lock' && !this.o.sharedTicks) return;
+    // with files, a lock another scheduler took: its ticks are that one's to record (SPEC §4.10);
+    // one that only lapsed (nobody took it) leaves them ours, as the times slept through (missed)
+    if (reason === 'scheduler lost its lock' && !this.o.sharedTicks && (await this.o.takenOver())) return;
     try {
       await this.skip(def, this.skipFire(scheduledAt, reason), null);
     } catch (err) {

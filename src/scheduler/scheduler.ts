@@ -333,7 +333,7 @@ export class Scheduler {
             ]);
           for (const t of times) this.runner.launch(entry, new Date(t));
           if (slept.times.length > 0) {
-            const late = `missed: the scheduler woke ${stepText(now.wall - scheduledAt)} late (stopped, paused or overloaded); the fire of ${new Date(scheduledAt).toISOString()} ran late for it`;
+            const late = `missed: the scheduler woke ${stepText(now.wall - scheduledAt)} late (stopped, paused or overloaded); the tick of ${new Date(scheduledAt).toISOString()} took its place`;
             for (const t of slept.times) this.runner.missed(entry, new Date(t), late);
             if (slept.more > 0)
               this.o.log({
