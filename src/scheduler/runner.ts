@@ -369,6 +369,9 @@ export class Runner {
     const prev = this.active.get(id);
     if (prev?.queuedTick && [...this.gates.values()].some((g) => g.supersede(id))) this.active.delete(id);
     if (this.active.has(id)) {
+      // paused meanwhile: no fire is due, so none is skipped (settled unrecorded, as any tick of
+      // a paused routine); the fire under way goes on
+      if (await this.pausedBeforeFire(def, scheduledAt)) return this.settleUnfired(def, scheduledAt);
       // The previous fire is still going (its jitter, the lock, its retries): a busy skip.
       await this.skip(def, this.skipFire(scheduledAt, PREVIOUS_RUN), null);
       return;

@@ -210,6 +210,21 @@ describe('scheduler start', () => {
     expect(await stopScheduler(s)).toBe(0);
   });
 
+  it('a routine paused while its fire runs: its ticks meanwhile are no skips (nothing is due), and the fire under way ends and is recorded (a fault pass found them recorded as previous-run skips)', async () => {
+    const project = testProject({ routines: [cmd('long', '* * * * * *', 'sleep 3', { exclusive: false })] });
+    const s = startCli(['scheduler', 'start'], { cwd: project });
+    await s.waitFor(/\[routine\] started long/);
+    expect((await runCli(['routine', 'pause', 'long'], { cwd: project })).code).toBe(0);
+    // said at its next tick, which is then not recorded
+    await s.waitFor(/\[routine\] paused long/);
+    const skipped = stateOf(project).routines.long?.counts.skipped ?? 0;
+    await s.waitFor(/\[routine\] succeeded long/, 15_000);
+    await sleep(2000);
+    expect(s.stdout().slice(s.stdout().indexOf('[routine] paused long'))).not.toMatch(/skipped long/);
+    expect(stateOf(project).routines.long!).toMatchObject({ last_result: 'success', counts: { skipped: skipped } });
+    expect(await stopScheduler(s)).toBe(0);
+  });
+
   it('reloads on config change and on SIGHUP; a bad new config is logged and the old one kept', async () => {
     const project = testProject({ routines: [cmd('a', '* * * * * *', 'true')] });
     const s = startCli(['scheduler', 'start', '--log-format', 'json'], { cwd: project });
