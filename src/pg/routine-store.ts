@@ -134,7 +134,10 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       } else if (fire.closes && !fire.unstarted && !(prior?.open_fires ?? []).some((o) => o.id === fire.closes)) {
         // its marker was closed by someone else: a fire whose lock was taken over from it while it
         // stalled, recorded interrupted by the taker (the first record of a fire stands, as the
-        // file backend's fold keeps the first)
+        // file backend's fold keeps the first) — said, as the log has this one's result
+        warn?.(
+          `${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): another scheduler recorded this fire already, as interrupted (this one was judged gone while it stalled)`,
+        );
         return;
       }
       let next = opts.again && isLate(prior, fire) ? applyLateFire(prior!, fire) : applyFire(prior, fire);

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, processRuns, startCli } from '../helpers/cli.js';
+import { eventually, processRuns, sleep, startCli } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { schedulers, stopAll } from '../helpers/pg-topology.js';
 import { testProject } from '../helpers/testdir.js';
@@ -73,4 +73,41 @@ suite('a holder of a database lease killed', () => {
     await holder.exited;
     await eventually(() => !pids.some(processRuns), 10_000, 'the command and its job ended');
   });
+
+  it(
+    'a scheduler stalled past its lease while its fire ran: the fire is recorded once (interrupted, by the other host), and the stalled one says its own result was not recorded',
+    { timeout: 90_000 },
+    async () => {
+      const url = await freshDatabase(cluster!);
+      const project = testProject({
+        project: 'stalled',
+        backend: { type: 'postgres' },
+        lock: { ttlSeconds: 3, refreshSeconds: 1 },
+        routines: [
+          { id: 'x', schedule: '*/2 * * * * *', action: 'command', run: 'echo "$ROUTINELY_HOST_ID" >> marks; sleep 8' },
+        ],
+      });
+      const marks = join(project, 'marks');
+      const [h1, h2] = await schedulers(['h1', 'h2'], project, { ROUTINELY_DATABASE_URL: url }, 80_000);
+      await eventually(() => read(marks) !== '', 30_000, 'the first start');
+      const stalled = read(marks).startsWith('h1') ? h1! : h2!;
+      stalled.child.kill('SIGSTOP');
+      await sleep(6000);
+      stalled.child.kill('SIGCONT');
+      const [line] = await stalled.waitFor(
+        /x: not recorded \(failure: .*\): another scheduler recorded this fire already, as interrupted/,
+        30_000,
+      );
+      expect(line).toBeTruthy();
+      const { sql } = await import('../helpers/pg-test.js');
+      const rows = await sql<{ at: string; reason: string | null }>(
+        url,
+        "SELECT entry->>'scheduled_at' AS at, entry->>'reason' AS reason FROM routinely_history WHERE routine = 'x' ORDER BY seq",
+      );
+      // each tick once; the stalled fire's record is the other host's
+      expect(new Set(rows.map((r) => r.at)).size).toBe(rows.length);
+      expect(rows.some((r) => /^interrupted: /.test(r.reason ?? ''))).toBe(true);
+      await stopAll([h1!, h2!]);
+    },
+  );
 });
