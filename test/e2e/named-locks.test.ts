@@ -37,6 +37,24 @@ async function setup(backend: Setup['backend'], config: object = {}): Promise<Se
   };
 }
 
+/** SIGKILL to a holder and, with a database lease, to its guard (src/exec/death-guard.ts) at the
+ * same moment — as a cgroup's kill does: its commands then outlive it until a reclaim on this host
+ * ends them, the path these cases are about (killed alone, the guard ends them at once:
+ * test/e2e/pg-dead-holder.test.ts). */
+function killWithGuard(holder: Spawned): void {
+  const children = readFileSync(`/proc/${holder.pid}/task/${holder.pid}/children`, 'utf8').trim().split(/\s+/);
+  for (const c of children.filter(Boolean)) {
+    let args = '';
+    try {
+      args = readFileSync(`/proc/${c}/cmdline`, 'utf8');
+    } catch {
+      continue; // gone
+    }
+    if (args.includes('routinely-guard')) process.kill(Number(c), 'SIGKILL');
+  }
+  holder.child.kill('SIGKILL');
+}
+
 const lockRun = (s: Setup, args: string[], tag: string): Spawned =>
   startCli(['lock', 'run', ...args, '--', ...holding(tag)], { cwd: s.project, env: s.env, timeoutMs: 60_000 });
 
@@ -258,7 +276,7 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     const slot = status.slot_status.find((x) => x.record.owner.pid === doomed.pid)!;
     const orphan = slot.record.owner.children?.[0]?.pid;
     expect(orphan, "the command's group is recorded").toBeGreaterThan(1);
-    doomed.child.kill('SIGKILL');
+    killWithGuard(doomed);
     await doomed.exited;
     expect(processRuns(orphan!), 'the orphan outlives its holder until a taker ends it').toBe(true);
     // the next taker gets the dead holder's slot (not the one `keep` holds) at once
@@ -357,7 +375,7 @@ describe.each(backends)('named locks, %s backend', (backend) => {
       config.locks.agents.slots = 1;
       // (the running scheduler reloads the moment the file changes: its holder dies first)
       if (!running) writeFileSync(join(s.project, 'routinely.json'), JSON.stringify(config));
-      doomed.child.kill('SIGKILL');
+      killWithGuard(doomed);
       await doomed.exited;
       expect(processRuns(orphan!), 'the orphan outlives its holder until a reclaim').toBe(true);
       if (running) {
