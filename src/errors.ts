@@ -169,6 +169,7 @@ function verbOf(syscall: string | undefined): string {
     case 'read':
       return 'reading';
     case 'stat':
+    case 'fstat':
     case 'lstat':
     case 'statfs':
     case 'access':

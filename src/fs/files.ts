@@ -101,6 +101,8 @@ export function readFileChecked(path: string, cap = STATE_FILE_CAP): FileContent
   try {
     const bytes = readAll(fd, st.size);
     return { text: bytes.toString('utf8'), bytes, ino: st.ino, mtimeMs: st.mtimeMs };
+  } catch (err) {
+    throw namingPath(err, path);
   } finally {
     closeSync(fd);
   }
@@ -173,8 +175,16 @@ export function openChecked(path: string, cap = STATE_FILE_CAP): { fd: number; s
     return { fd, st };
   } catch (err) {
     closeSync(fd);
-    throw err;
+    throw namingPath(err, path);
   }
+}
+
+/** An error of a call on a descriptor (fstat, read) names no path: it is given the file's, so the
+ * message says which file failed (`input/output error looking at …/exec-run.lock`). */
+function namingPath(err: unknown, path: string): unknown {
+  const e = err as NodeJS.ErrnoException;
+  if (errnoCode(err) !== undefined && e.path === undefined) e.path = path;
+  return err;
 }
 
 /** The text of `path`, or null when it does not exist (see readFileChecked). */

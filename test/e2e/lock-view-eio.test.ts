@@ -18,7 +18,7 @@ const suite = haveStrace || process.env.CI === 'true' ? describe : describe.skip
 /** `routinely ARGS` with EIO on the `when`-th look (statx / lstat) at the exec lock's view. */
 function withViewEio(project: string, when: string, args: string[]) {
   const view = join(project, '.routinely', 'locks', 'exec-run.lock');
-  const calls = 'statx,lstat,newfstatat';
+  const calls = 'statx,lstat,newfstatat,fstat';
   const r = spawnSync(
     'strace',
     [
@@ -59,6 +59,17 @@ suite('EIO looking at the lock view', () => {
       expect(status.stdout).toMatch(/^exec-run lock: free/);
     },
   );
+
+  it('a view there that cannot be read at all (every look fails): exit 74 naming the file, not a bare "fstat"', async () => {
+    const project = testProject();
+    expect((await runCli(['lock', 'run', '--', 'true'], { cwd: project })).code).toBe(0);
+    const locks = join(project, '.routinely', 'locks');
+    linkSync(join(locks, 'exec-run.slot.1'), join(locks, 'exec-run.lock'));
+    const r = withViewEio(project, '1+', ['lock', 'run', '--', 'echo', 'RAN']);
+    expect(r.stdout).not.toContain('RAN');
+    expect(r.stderr).toBe(`routinely: input/output error looking at ${join(locks, 'exec-run.lock')}\n`);
+    expect(r.code).toBe(74);
+  });
 
   it("a view a release could not remove (the released top slot's own file) is no stale lock: status says free, break finds nothing", async () => {
     const project = testProject();
