@@ -154,11 +154,13 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
     inCharge: backend.caps.schedulerPerProject ? () => keeper.lease.verify().ok : undefined,
     // the runs started over HTTP, before the scheduler says it stopped
     drain: async () => served?.drain(),
-    // a lease that lapsed while nobody took the lock leaves its record on top: still ours
+    // a lease that lapsed while nobody took the lock leaves its record on top: still ours; one
+    // that another took and released since leaves the lock free at a later generation
     takenOver: async () => {
       try {
         const [s] = await backend.schedulerLocks();
-        return s?.record != null && s.record.lock_id !== keeper.lease.lockId;
+        if (!s) return false;
+        return s.record != null ? s.record.lock_id !== keeper.lease.lockId : s.generation > keeper.lease.generation;
       } catch {
         return true;
       }

@@ -43,27 +43,33 @@ let guard: ChildProcess | null = null;
 const guarded = new Set<number>();
 const guardedLocks = new Set<string>();
 
-function send(line: string): void {
-  const stdin = (guard ?? start())?.stdin;
-  if (!stdin || stdin.destroyed) return;
-  stdin.write(line);
+/** Tells the guard `line`; with none running, starts one, which is told everything still guarded
+ * (the line's change among it). `start`: false for a line that only takes something away. */
+function send(line: string, start = true): void {
+  if (!guard) {
+    if (start) startGuard();
+    return;
+  }
+  const stdin = guard.stdin;
+  if (stdin && !stdin.destroyed) stdin.write(line);
 }
 
-function start(): ChildProcess | null {
+function startGuard(): void {
   let child: ChildProcess;
   try {
     child = spawnDetached('/bin/sh', ['-c', SCRIPT, 'routinely-guard'], {
       cwd: '/',
-      env: { PATH: '/usr/bin:/bin' },
+      // (its one program, tr, where the holder finds it too)
+      env: { PATH: ['/usr/bin', '/bin', process.env.PATH].filter(Boolean).join(':') },
       stdio: ['pipe', 'ignore', 'ignore'],
     });
   } catch {
-    return null;
+    return;
   }
   if (child.pid === undefined || !child.stdin) {
-    // out of descriptors or processes: tried again at the next group
+    // out of descriptors or processes: tried again at the next line
     child.on('error', () => {});
-    return null;
+    return;
   }
   child.on('error', () => {});
   child.stdin.on('error', () => {});
@@ -71,17 +77,14 @@ function start(): ChildProcess | null {
   child.unref();
   (child.stdin as Socket).unref();
   child.once('exit', () => {
-    // killed by someone: a new one gets the groups still running
+    // killed by someone: a new one gets what is still guarded
     if (guard !== child) return;
     guard = null;
-    if (guarded.size > 0 || guardedLocks.size > 0) {
-      const next = start();
-      for (const id of guardedLocks) next?.stdin?.write(`L ${id}\n`);
-      for (const pid of guarded) next?.stdin?.write(`+ ${pid}\n`);
-    }
+    if (guarded.size > 0 || guardedLocks.size > 0) startGuard();
   });
   guard = child;
-  return child;
+  for (const id of guardedLocks) child.stdin.write(`L ${id}\n`);
+  for (const pid of guarded) child.stdin.write(`+ ${pid}\n`);
 }
 
 /** `pid`'s group (a command started in a session of its own) is ended if this process dies. */
@@ -94,7 +97,7 @@ export function guardGroup(pid: number): void {
 /** Once `pid`'s group was ended (with what was left of it): the guard forgets it. */
 export function unguardGroup(pid: number): void {
   if (!guarded.delete(pid)) return;
-  send(`- ${pid}\n`);
+  send(`- ${pid}\n`, false);
 }
 
 /** A lease's lock id, before a command starts under it: at its death the guard also ends every
@@ -110,7 +113,7 @@ export function guardLock(lockId: string): void {
 /** The lease was released: no command starts under it any more. */
 export function unguardLock(lockId: string): void {
   if (!guardedLocks.delete(lockId)) return;
-  send(`U ${lockId}\n`);
+  send(`U ${lockId}\n`, false);
 }
 
 /** The guard's pid, while one runs (tests). */

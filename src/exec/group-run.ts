@@ -114,9 +114,10 @@ export async function runGroupUnderLease(lease: Lease | null, spec: GroupSpec): 
   // Processes that left the group on purpose (setsid) are beyond reach, as they are for flock(1).
   const leftovers = childPid !== null ? await stopGroup(childPid, graceNow(), result.durationMs) : 0;
   lease?.signal.removeEventListener('abort', onLost);
+  // the group is gone: its number may be handed out again, so nothing names it any more
+  if (childPid !== null) lease?.untrackChild(childPid);
   const cutBytes = (await result.endOutput?.()) ?? 0;
   const lost = result.outputLost?.() ?? null;
-  if (childPid !== null) lease?.untrackChild(childPid);
   let stoppedBy: GroupRun['stoppedBy'] = null;
   if (result.timedOut) stoppedBy = 'timeout';
   else if (result.canceled) stoppedBy = lease?.lost ? 'lock' : 'stop';

@@ -370,8 +370,9 @@ export class Runner {
     if (prev?.queuedTick && [...this.gates.values()].some((g) => g.supersede(id))) this.active.delete(id);
     if (this.active.has(id)) {
       // paused meanwhile: no fire is due, so none is skipped (settled unrecorded, as any tick of
-      // a paused routine); the fire under way goes on
-      if (await this.pausedBeforeFire(def, scheduledAt)) return this.settleUnfired(def, scheduledAt);
+      // a paused routine); the fire under way goes on. (A flag that cannot be read now: the skip
+      // below, as before — no failure for a tick that met its own fire still running.)
+      if (await this.isPaused(id).catch(() => false)) return this.settleUnfired(def, scheduledAt);
       // The previous fire is still going (its jitter, the lock, its retries): a busy skip.
       await this.skip(def, this.skipFire(scheduledAt, PREVIOUS_RUN), null);
       return;

@@ -37,11 +37,13 @@ async function setup(backend: Setup['backend'], config: object = {}): Promise<Se
   };
 }
 
-/** SIGKILL to a holder and, with a database lease, to its guard (src/exec/death-guard.ts) at the
- * same moment — as a cgroup's kill does: its commands then outlive it until a reclaim on this host
- * ends them, the path these cases are about (killed alone, the guard ends them at once:
- * test/e2e/pg-dead-holder.test.ts). */
-function killWithGuard(holder: Spawned): void {
+/** SIGKILL to a holder and, with a database lease, to its guard (src/exec/death-guard.ts), as a
+ * cgroup's kill does: its commands then outlive it until a reclaim on this host ends them, the
+ * path these cases are about (killed alone, the guard ends them at once:
+ * test/e2e/pg-dead-holder.test.ts). The guard is stopped first and killed once the holder is
+ * gone: a guard that died first would be replaced by the holder, and the new one end them. */
+async function killWithGuard(holder: Spawned): Promise<void> {
+  const guards: number[] = [];
   const children = readFileSync(`/proc/${holder.pid}/task/${holder.pid}/children`, 'utf8').trim().split(/\s+/);
   for (const c of children.filter(Boolean)) {
     let args = '';
@@ -50,9 +52,12 @@ function killWithGuard(holder: Spawned): void {
     } catch {
       continue; // gone
     }
-    if (args.includes('routinely-guard')) process.kill(Number(c), 'SIGKILL');
+    if (args.includes('routinely-guard')) guards.push(Number(c));
   }
+  for (const g of guards) process.kill(g, 'SIGSTOP');
   holder.child.kill('SIGKILL');
+  await holder.exited;
+  for (const g of guards) process.kill(g, 'SIGKILL');
 }
 
 const lockRun = (s: Setup, args: string[], tag: string): Spawned =>
@@ -276,8 +281,7 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     const slot = status.slot_status.find((x) => x.record.owner.pid === doomed.pid)!;
     const orphan = slot.record.owner.children?.[0]?.pid;
     expect(orphan, "the command's group is recorded").toBeGreaterThan(1);
-    killWithGuard(doomed);
-    await doomed.exited;
+    await killWithGuard(doomed);
     expect(processRuns(orphan!), 'the orphan outlives its holder until a taker ends it').toBe(true);
     // the next taker gets the dead holder's slot (not the one `keep` holds) at once
     const next = await runCli(
@@ -375,8 +379,7 @@ describe.each(backends)('named locks, %s backend', (backend) => {
       config.locks.agents.slots = 1;
       // (the running scheduler reloads the moment the file changes: its holder dies first)
       if (!running) writeFileSync(join(s.project, 'routinely.json'), JSON.stringify(config));
-      killWithGuard(doomed);
-      await doomed.exited;
+      await killWithGuard(doomed);
       expect(processRuns(orphan!), 'the orphan outlives its holder until a reclaim').toBe(true);
       if (running) {
         writeFileSync(join(s.project, 'routinely.json'), JSON.stringify(config));
