@@ -53,6 +53,11 @@ const PENDING_PER_CLIENT = 16;
 const PENDING_GRACE_MS = 250;
 /** Every connection, at most (keep-alive ones close after keepAliveTimeout). */
 const CONNECTIONS_MAX = 256;
+/** Requests of one connection not answered yet, at most: pipelined ones queue their answers in
+ * memory until the client reads the first, so one that sends a thousand in a packet and reads
+ * nothing (no token needed: a page shell is 32 KB) would grow the server by gigabytes. No
+ * browser, curl or Prometheus pipelines; past this the connection is closed. */
+const UNANSWERED_MAX = 4;
 
 /** Half-open connections (a client that opens many and trickles its headers, or sends none) can
  * neither fill the server nor keep a probe out (SPEC §11, §12): the oldest connection still
@@ -103,12 +108,14 @@ function guardConnections(server: Server): void {
   });
   // requests of a connection not answered yet (pipelined ones come before the first answer)
   const open = new WeakMap<Socket, number>();
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  // (first of the listeners: the handler finds the connection closed and does nothing)
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
     clearTimeout(graces.get(socket));
     served.add(socket);
     forget(socket);
     open.set(socket, (open.get(socket) ?? 0) + 1);
+    if ((open.get(socket) ?? 0) > UNANSWERED_MAX) socket.destroy();
     // all answered: waiting for its next request head, it is watched again
     res.once('close', () => {
       const left = (open.get(socket) ?? 1) - 1;
@@ -291,6 +298,8 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // closed for sending more requests ahead than it reads answers (guardConnections)
+    if (req.socket.destroyed) return;
     // A body is read only for an action whose caller passed every check. Any other request that
     // carries one is answered at once and its connection closed, its body unread (draining a
     // 100 MB body nobody asked for was work done for whoever sent it); a client that asked

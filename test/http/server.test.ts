@@ -144,6 +144,28 @@ describe('status server', () => {
     client.destroy();
   });
 
+  it('a connection that sends a thousand requests in one write before it reads an answer is closed after a few answers (the others would queue in memory: a gigabyte from 10 such clients that never read); one that pipelines a few gets them all', async () => {
+    const s = await serve({ token: TOKEN });
+    // the page shell, 32 KB an answer, is what a client without the token gets
+    const page = `GET / HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\n\r\n`;
+    /** Sends `n` requests in one write; the answers it got when the connection closed, or when
+     * all `n` were answered (the server keeps a connection that has its answers open). */
+    const pipelining = (n: number) =>
+      new Promise<number>((resolve) => {
+        let text = '';
+        const count = (): number => text.split('HTTP/1.1 200').length - 1;
+        const c = connect(s.port, '127.0.0.1', () => c.write(page.repeat(n)));
+        c.on('error', () => {});
+        c.on('close', () => resolve(count()));
+        c.on('data', (d: Buffer) => {
+          text += d.toString('latin1');
+          if (count() === n && text.endsWith('</html>\n')) c.destroy();
+        });
+      });
+    expect(await pipelining(1000)).toBeLessThanOrEqual(4);
+    expect(await pipelining(4)).toBe(4);
+  });
+
   it('with a token: 401 without it or with a wrong one, on every path but the pages, which come without data', async () => {
     const s = await serve({ token: TOKEN });
     for (const path of ['', 'routines/tick']) {
