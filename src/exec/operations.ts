@@ -427,7 +427,14 @@ export type ResumeOutcome =
    * resumable when the lock was tried), null when none was known. */
   | { kind: 'conflict'; busy: Busy; runId: string | null }
   | { kind: 'nothing'; why: string; next?: string }
-  | { kind: 'done'; state: RunState; summary: RegisterSummary; bytesWritten: number };
+  | {
+      kind: 'done';
+      state: RunState;
+      summary: RegisterSummary;
+      bytesWritten: number;
+      /** It had nothing left to run: every unfinished task succeeded since, in newer runs. */
+      closedOnly?: true;
+    };
 
 const RESUMABLE = new Set(['INTERRUPTED', 'ABORTED']);
 
@@ -437,8 +444,19 @@ export async function execResume(
   opts: RunOptions = {},
 ): Promise<ResumeOutcome> {
   checkRunOptions(opts);
-  return withExecBackend(ctx, (backend) => resumeWith({ ...ctx, backend }, runId, opts));
+  return withExecBackend(ctx, async (backend) => {
+    // Without a run id: a newest run whose unfinished tasks all succeeded since is closed (it ran
+    // nothing), and the next resumable run is resumed — never a task left behind in an older
+    // one that neither `exec run` (its tasks are that run's) nor `exec resume` would take.
+    for (let closed = 0; ; closed++) {
+      const r = await resumeWith({ ...ctx, backend }, runId, opts);
+      if (runId !== undefined || r.kind !== 'done' || !r.closedOnly || closed >= RESUME_CLOSE_MAX) return r;
+    }
+  });
 }
+
+/** Runs `exec resume` closes in one call, at most, before it answers with the last. */
+const RESUME_CLOSE_MAX = 50;
 
 async function resumeWith(
   ctx: ExecContext & { backend: Backend },
@@ -455,6 +473,8 @@ async function resumeWith(
   }
   const defs = loadTaskDefinitions(ctx.project);
   let about: string | null = null;
+  /** The run resumed had nothing left to run (every unfinished task succeeded since). */
+  let closedOnly = false;
   const r = await withRegistry(
     ctx,
     'exec resume',
@@ -505,15 +525,8 @@ async function resumeWith(
           kind: 'nothing' as const,
           why: `nothing to resume: the tasks run ${run.run_id} did not finish (${retired.join(', ')}) are no longer defined in the config; define them again to resume them, or leave the run as it is`,
         };
-      if (Object.keys(reset).length === 0 && retired.length === 0) {
-        const where = [...new Set(doneSince.map((id) => own(registry.tasks, id)?.last_run_id).filter(Boolean))].join(
-          ', ',
-        );
-        return {
-          kind: 'nothing' as const,
-          why: `nothing to resume: the unfinished tasks of run ${run.run_id} (${doneSince.join(', ')}) have succeeded since${where ? ` (run ${where})` : ''}`,
-        };
-      }
+      // (every unfinished task succeeded since: resumed all the same, it runs nothing and is
+      // recorded SUCCEEDED — left INTERRUPTED it hid every older run from `exec resume`)
       let state = applyEvent(run, {
         type: 'run-resumed',
         gen: lease.generation,
@@ -560,6 +573,7 @@ async function resumeWith(
         });
       }
       const carried = { ...held, state, defs: defById, resuming: true };
+      closedOnly = Object.keys(reset).length === 0 && retired.length === 0;
       return { kind: 'run' as const, ...(await runAndRecord(ctx, opts, carried)) };
     },
     async (_clock, store) => (about = runId ?? (await findResumable(store, false))?.run_id ?? null),
@@ -568,7 +582,7 @@ async function resumeWith(
   if (r.kind === 'busy') return { kind: 'conflict', busy: r.busy, runId: about };
   if (r.value.kind === 'nothing') return r.value;
   const { kind: _k, ...done } = r.value;
-  return { kind: 'done', ...done };
+  return { kind: 'done', ...done, ...(closedOnly ? { closedOnly } : {}) };
 }
 
 /** The newest run that is INTERRUPTED, ABORTED, or RUNNING and not running any more: under the

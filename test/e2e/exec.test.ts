@@ -396,6 +396,38 @@ describe('exec run', () => {
     ]);
   });
 
+  it('exec resume without a run id: a newest interrupted run whose unfinished tasks all succeeded since is closed, and the older one that still has a task runs it (a fault pass found that task never run again)', async () => {
+    const project = testProject();
+    const count = join(project, 'count');
+    const tasks = [
+      { id: 'a', run: `echo a >> ${count}; touch a.started; [ -e go ] || sleep 60` },
+      { id: 'b', run: `echo b >> ${count}` },
+    ];
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { parallel: 1, tasks } }));
+    // two runs killed while a runs (the first never got to b), then a alone succeeds
+    const killedRuns: string[] = [];
+    for (const args of [
+      ['exec', 'run'],
+      ['exec', 'run', 'a'],
+    ]) {
+      rmSync(join(project, 'a.started'), { force: true });
+      const p = startCli(args, { cwd: project });
+      await eventually(() => existsSync(join(project, 'a.started')), 10_000, 'a started');
+      p.child.kill('SIGKILL');
+      await p.exited;
+      killedRuns.push(lastRun(project).run_id);
+    }
+    writeFileSync(join(project, 'go'), '');
+    expect((await runCli(['exec', 'run', 'a'], { cwd: project })).code).toBe(0);
+    writeFileSync(count, '');
+    const r = await runCli(['exec', 'resume', '--json'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(count, 'utf8')).toBe('b\n');
+    expect((JSON.parse(r.stdout) as RunState).run_id).toBe(killedRuns[0]);
+    for (const id of killedRuns) expect(loadRun(runsDir(project), id)!.status).toBe('SUCCEEDED');
+    expect((await runCli(['exec', 'resume'], { cwd: project })).stdout).toMatch(/^nothing to resume/);
+  });
+
   it('the lock record of exec run and exec resume names the run from the moment it is linked (cat of the lock tells which run holds it)', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'echo started; [ -e go ] || sleep 30' }] } });
     const lock = join(project, '.routinely', 'locks', 'exec-run.lock');
