@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { linkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, childEnv, runCli } from '../helpers/cli.js';
+import { cliWithFault, runCli } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 const haveStrace = spawnSync('strace', ['-V']).status === 0;
@@ -19,24 +19,9 @@ const suite = haveStrace || process.env.CI === 'true' ? describe : describe.skip
 function withViewEio(project: string, when: string, args: string[]) {
   const view = join(project, '.routinely', 'locks', 'exec-run.lock');
   const calls = 'statx,lstat,newfstatat,fstat';
-  const r = spawnSync(
-    'strace',
-    [
-      '-f',
-      '-qq',
-      '-o',
-      '/dev/null',
-      '-P',
-      view,
-      '-e',
-      `trace=${calls}`,
-      '-e',
-      `inject=${calls}:error=EIO:when=${when}`,
-      process.execPath,
-      CLI,
-      ...args,
-    ],
-    { cwd: project, env: childEnv(), encoding: 'utf8', timeout: 60_000 },
+  const r = cliWithFault(
+    { cwd: project, paths: [view], trace: calls, inject: `${calls}:error=EIO:when=${when}` },
+    args,
   );
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }

@@ -24,7 +24,7 @@ import {
 import { dirname, join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { HistoryEntry } from '../../src/state/history.js';
-import { CLI, childEnv, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
+import { CLI, cliWithFault, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
 import { httpGet } from '../helpers/http.js';
 import { routineStateOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
@@ -325,27 +325,7 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
       // the history folder changed since routine-state.json was written (its stamp no longer
       // holds): the list reads the folder (with the stamp, it opens nothing there: design.md)
       if (folder === 'history') utimesSync(dir, new Date(), new Date());
-      const r = spawnSync(
-        'strace',
-        [
-          '-f',
-          '-o',
-          '/dev/null',
-          '-P',
-          dir,
-          '-e',
-          `inject=openat:error=EIO:when=${when}`,
-          process.execPath,
-          CLI,
-          ...args,
-        ],
-        {
-          cwd: project,
-          env: childEnv(),
-          encoding: 'utf8',
-          timeout: 60_000,
-        },
-      );
+      const r = cliWithFault({ cwd: project, paths: [dir], inject: `openat:error=EIO:when=${when}` }, [...args]);
       // the fault hits the first (or second) open of the folder; either 74 naming the folder, or
       // (the fault missed what mattered) a true answer — never a wrong one
       if (r.status === 74) {
@@ -380,24 +360,9 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
     const [runId] = readdirSync(join(project, '.routinely', 'exec', 'runs'));
     const dir = join(project, '.routinely', 'exec', 'runs', runId!);
     const failing = (...args: string[]) =>
-      spawnSync(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-P',
-          join(dir, 'run.json'),
-          '-P',
-          join(dir, 'journal.jsonl'),
-          '-e',
-          'inject=openat:error=EIO',
-          process.execPath,
-          CLI,
-          ...args,
-        ],
-        { cwd: project, env: childEnv(), encoding: 'utf8', timeout: 60_000 },
+      cliWithFault(
+        { cwd: project, paths: [join(dir, 'run.json'), join(dir, 'journal.jsonl')], inject: 'openat:error=EIO' },
+        [...args],
       );
     for (const args of [
       ['exec', 'resume'],
@@ -421,23 +386,7 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
   it("the program's own entry file cannot be read (EIO): exit 74 naming it, no stack trace", async () => {
     expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
     const entry = join(dirname(CLI), 'cli-main.cjs');
-    const r = spawnSync(
-      'strace',
-      [
-        '-f',
-        '-qq',
-        '-o',
-        '/dev/null',
-        '-P',
-        entry,
-        '-e',
-        'inject=openat:error=EIO',
-        process.execPath,
-        CLI,
-        '--version',
-      ],
-      { env: childEnv(), encoding: 'utf8' },
-    );
+    const r = cliWithFault({ paths: [entry], inject: 'openat:error=EIO' }, ['--version']);
     expect(r.status, r.stderr).toBe(74);
     expect(r.stderr).toBe(`routinely: cannot read its own program ${entry} (EIO); reinstall routinely\n`);
   });
@@ -451,24 +400,10 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
       rmSync(join(project, '.routinely'), { recursive: true, force: true });
       rmSync(join(project, 'ran.txt'), { force: true });
       expect((await runCli(['register'], { cwd: project })).code).toBe(0);
-      const r = spawnSync(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-e',
-          'trace=rename',
-          '-e',
-          `inject=rename:error=EIO:when=${when}`,
-          process.execPath,
-          CLI,
-          'exec',
-          'run',
-        ],
-        { cwd: project, env: childEnv(), encoding: 'utf8' },
-      );
+      const r = cliWithFault({ cwd: project, trace: 'rename', inject: `rename:error=EIO:when=${when}` }, [
+        'exec',
+        'run',
+      ]);
       if (/run\.json/.test(r.stderr)) failed = r;
     }
     expect(failed, 'no rename of run.json was met').not.toBeNull();
@@ -508,27 +443,9 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')(
         rmSync(join(project, '.routinely'), { recursive: true, force: true });
         rmSync(ran, { force: true });
         const trace = join(project, 'trace');
-        const r = spawnSync(
-          'strace',
-          [
-            '-f',
-            '-qq',
-            '-o',
-            trace,
-            '-e',
-            `trace=${call}`,
-            '-e',
-            `inject=${call}:error=EIO:when=${when}`,
-            process.execPath,
-            CLI,
-            ...args,
-          ],
-          {
-            cwd: project,
-            env: childEnv(),
-            encoding: 'utf8',
-            timeout: 60_000,
-          },
+        const r = cliWithFault(
+          { cwd: project, output: trace, trace: `${call}`, inject: `${call}:error=EIO:when=${when}` },
+          [...args],
         );
         // past the command's last such call nothing is injected: done
         if (!readFileSync(trace, 'utf8').includes('(INJECTED)')) break;
@@ -567,32 +484,9 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')(
         rmSync(join(project, '.routinely'), { recursive: true, force: true });
         rmSync(ran, { force: true });
         const trace = join(project, 'trace');
-        const r = spawnSync(
-          'strace',
-          [
-            '-f',
-            '-qq',
-            '-o',
-            trace,
-            '-e',
-            'trace=link,linkat',
-            '-e',
-            `inject=link,linkat:error=EIO:when=${when}`,
-            process.execPath,
-            CLI,
-            'lock',
-            'run',
-            '--',
-            'sh',
-            '-c',
-            'echo RAN >> ran.txt',
-          ],
-          {
-            cwd: project,
-            env: childEnv(),
-            encoding: 'utf8',
-            timeout: 60_000,
-          },
+        const r = cliWithFault(
+          { cwd: project, output: trace, trace: 'link,linkat', inject: `link,linkat:error=EIO:when=${when}` },
+          ['lock', 'run', '--', 'sh', '-c', 'echo RAN >> ran.txt'],
         );
         if (!readFileSync(trace, 'utf8').includes('(INJECTED)')) break;
         const didRun = existsSync(ran);
@@ -615,31 +509,9 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')(
       expect((await runCli(['routine', 'run', 'r'], { cwd: project })).code).toBe(0);
       const log = join(project, '.routinely', 'logs', 'r.log');
       // its first write through the log: the start frame
-      const r = spawnSync(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-P',
-          log,
-          '-e',
-          'trace=write,writev',
-          '-e',
-          'inject=write,writev:error=EIO:when=1',
-          process.execPath,
-          CLI,
-          'routine',
-          'run',
-          'r',
-        ],
-        {
-          cwd: project,
-          env: childEnv(),
-          encoding: 'utf8',
-          timeout: 60_000,
-        },
+      const r = cliWithFault(
+        { cwd: project, paths: [log], trace: 'write,writev', inject: 'write,writev:error=EIO:when=1' },
+        ['routine', 'run', 'r'],
       );
       expect(r.status, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/succeeded r/);

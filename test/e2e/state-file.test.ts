@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { CLI, childEnv, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
+import { CLI, childEnv, cliWithFault, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
 import { historyFactsOf, shownAsRecorded, stateFileOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -318,26 +318,9 @@ describe('routine-state.json', () => {
       expect((stateFileOf(dir) as { history_stamp?: string }).history_stamp).toBe(stamp());
       // `pause a` is killed at the close(2) of its append to a.jsonl: the line is there, its mark
       // is left, and routine-state.json was not rewritten
-      const killed = spawnSync(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-P',
-          join(history, 'a.jsonl'),
-          '-e',
-          'trace=close',
-          '-e',
-          'inject=close:signal=KILL:when=1',
-          process.execPath,
-          CLI,
-          'routine',
-          'pause',
-          'a',
-        ],
-        { cwd: dir, env: childEnv(), encoding: 'utf8' },
+      const killed = cliWithFault(
+        { cwd: dir, paths: [join(history, 'a.jsonl')], trace: 'close', inject: 'close:signal=KILL:when=1' },
+        ['routine', 'pause', 'a'],
       );
       expect(killed.status, killed.stderr).not.toBe(0);
       expect(historyFactsOf(dir, 'a').paused).toBe(true);

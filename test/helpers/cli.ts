@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { onTestFinished } from 'vitest';
@@ -200,4 +200,31 @@ export async function heartbeatWritten(cwd: string, env: Record<string, string>,
       throw new Error(`gave up waiting for a heartbeat of the exec lock's holder:\n${r.stdout}${r.stderr}`);
     await sleep(50);
   }
+}
+
+/** A fault strace injects into the CLI (SPEC §4.15: stall and break every step). */
+export interface StraceFault {
+  /** `-e inject=…`: `statx:error=EIO:when=2`, `close:signal=KILL:when=1` */
+  inject: string;
+  /** `-e trace=…`, the calls the `when` of `inject` counts (default: every call) */
+  trace?: string;
+  /** Only calls on these paths (and descriptors of them) are traced and injected (`-P`). */
+  paths?: string[];
+  /** Where strace writes its trace (default: nowhere). */
+  output?: string;
+  cwd?: string;
+}
+
+/** `routinely ARGS` under strace with `fault`, to its end (at most a minute). */
+export function cliWithFault(fault: StraceFault, args: string[]): SpawnSyncReturns<string> {
+  const argv = ['-f', '-qq', '-o', fault.output ?? '/dev/null'];
+  for (const p of fault.paths ?? []) argv.push('-P', p);
+  if (fault.trace) argv.push('-e', `trace=${fault.trace}`);
+  argv.push('-e', `inject=${fault.inject}`, process.execPath, CLI, ...args);
+  return spawnSync('strace', argv, {
+    ...(fault.cwd ? { cwd: fault.cwd } : {}),
+    env: childEnv(),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
 }
