@@ -416,7 +416,7 @@ function lockFor(file: string, locks: LockEntry[]): LockEntry {
       .replace(/[^a-z0-9_-]+/g, '-')
       .replace(/^[^a-z0-9]+/, '')
       .slice(0, 60) || 'lock';
-  // the names the config keeps for itself (exec; exec-run and scheduler: config/types.ts)
+  // the names the config keeps for itself (exec; exec-run, scheduler and none: config/types.ts)
   const name0 = cleaned === 'exec' || reservedLockName(cleaned) !== null ? `${cleaned}-lock` : cleaned;
   let name = name0;
   for (let n = 2; locks.some((l) => l.name === name); n++) name = `${name0}-${n}`;

@@ -22,6 +22,9 @@ export const MAX_TIMER_SECONDS = 2_000_000;
 export function reservedLockName(name: string): string | null {
   if (name === 'exec-run') return '"exec-run" is the key of the project exec lock: call it "exec" (or name no lock)';
   if (name === 'scheduler') return '"scheduler" is the scheduler\'s own lock: choose another name';
+  // the views' word for a routine that takes no lock (`"exclusive": false`): a lock so called
+  // would be shown as none, and its busy skips counted under no lock
+  if (name === 'none') return '"none" means no lock (`"exclusive": false`) in the views: choose another name';
   return null;
 }
 /** Slots a named lock may have (holders at once). */

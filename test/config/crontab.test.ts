@@ -570,12 +570,19 @@ describe('import-crontab: locks and ids (SPEC §4.16, §10)', () => {
     expect(r.text).toContain('"app-2": { "slots": 1 }, // /var/lock/app.lock');
   });
 
-  it('a lock file named like a lock the config keeps for itself (scheduler, exec-run) gets a name it takes', () => {
+  it('a lock file named like a lock the config keeps for itself (scheduler, exec-run, none) gets a name it takes', () => {
     const r = imported(
-      ['* * * * * flock -n /tmp/scheduler.lock ./a.sh', '* * * * * flock -n /run/exec-run.lock ./b.sh'].join('\n') +
-        '\n',
+      [
+        '* * * * * flock -n /tmp/scheduler.lock ./a.sh',
+        '* * * * * flock -n /run/exec-run.lock ./b.sh',
+        '* * * * * flock -n /run/none.lock ./c.sh',
+      ].join('\n') + '\n',
     );
-    expect(r.config.locks).toEqual({ 'scheduler-lock': { slots: 1 }, 'exec-run-lock': { slots: 1 } });
+    expect(r.config.locks).toEqual({
+      'scheduler-lock': { slots: 1 },
+      'exec-run-lock': { slots: 1 },
+      'none-lock': { slots: 1 },
+    });
   });
 
   it('ids from the program past cd …&&, a test, nice, timeout N and NAME=value', () => {

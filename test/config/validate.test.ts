@@ -359,12 +359,17 @@ describe('validateConfig', () => {
     // under those words: a named lock so called reads as the same lock and is another)
     expect(
       problems({
-        locks: { scheduler: {} },
-        routines: [routine({ id: 'd', action: 'command', run: 'true', lock: 'exec-run' })],
+        locks: { scheduler: {}, none: { slots: 2 } },
+        routines: [
+          routine({ id: 'd', action: 'command', run: 'true', lock: 'exec-run' }),
+          routine({ id: 'e', action: 'command', run: 'true', lock: 'none' }),
+        ],
       }),
     ).toEqual([
       'routines[0].lock: "exec-run" is the key of the project exec lock: call it "exec" (or name no lock)',
+      'routines[1].lock: "none" means no lock (`"exclusive": false`) in the views: choose another name',
       'locks.scheduler: "scheduler" is the scheduler\'s own lock: choose another name',
+      'locks.none: "none" means no lock (`"exclusive": false`) in the views: choose another name',
     ]);
   });
 

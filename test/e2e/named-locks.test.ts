@@ -102,6 +102,8 @@ describe.each(backends)('named locks, %s backend', (backend) => {
     for (const [name, why] of [
       ['exec-run', '"exec-run" is the key of the project exec lock: call it "exec" (or name no lock)'],
       ['scheduler', '"scheduler" is the scheduler\'s own lock: choose another name'],
+      // the views' word for no lock (the page, /api/routines, /metrics)
+      ['none', '"none" means no lock (`"exclusive": false`) in the views: choose another name'],
     ] as const)
       for (const args of [
         ['lock', 'run', '--lock', name, '--', 'true'],
