@@ -14,7 +14,7 @@ import { createLogger, type LogFormat } from '../fire/log.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import { LeaseKeeper, stalledNotice } from '../scheduler/lease-keeper.js';
 import { holdRunningMark } from '../control/running-mark.js';
-import { cacheSchedules } from '../scheduler/upcoming.js';
+import { cacheSchedules, nextFireTimes } from '../scheduler/upcoming.js';
 import { settleHeap } from '../scheduler/settle-heap.js';
 import { notifyFire } from '../notify/notify.js';
 import { reportBusy } from './busy.js';
@@ -53,8 +53,14 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
   const sink = boundedLines(process.stdout);
   limitExitFlush(EXIT_FLUSH_MS);
   const log = createLogger(flags.logFormat, sink, () => clockNow());
-  // the warnings `validate` gives (a 6-field schedule that reads like a 5-field one with a typo)
-  for (const w of habitWarnings(project.config.routines))
+  // the warnings `validate` gives (a 6-field schedule that reads like a 5-field one with a typo,
+  // a jitter that reaches the next fire: the times only of a routine with a jitter)
+  const now = Date.now();
+  const jittered = project.config.routines.map((r) =>
+    r.jitterSeconds > 0 && r.enabled ? nextFireTimes(project, r, now, 3) : [],
+  );
+  const habits = project.config.routines.map((r) => ({ id: r.id, schedule: r.schedule, jitter: r.jitterSeconds }));
+  for (const w of habitWarnings(habits, jittered))
     log({ event: 'scheduler.warning', message: w.replace(/^routinely: warning: /, '') });
   // The task files, as validate reads them: a bad one is refused now (exit 2), not by a fire.
   if (project.config.exec.taskDirs.length > 0) loadTaskDefinitions(project);

@@ -76,7 +76,10 @@ export async function validate(
     out(JSON.stringify({ valid: false, config, errors: issues, warnings: [] }, null, 2));
     return error.exitCode;
   }
-  const warnings = habitWarnings(view.routines);
+  const warnings = habitWarnings(
+    view.routines,
+    view.times.map((ts) => ts.map((t) => t.at)),
+  );
   if (flags.json) {
     const routines = view.routines.map((r, i) => ({
       id: r.id,

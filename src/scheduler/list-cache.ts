@@ -31,6 +31,7 @@ export interface CachedRoutine {
   /** The lock it takes: "exec", a named lock, "none". */
   lock: string;
   starvedAfterSkips: number;
+  jitter?: number; // its jitterSeconds, when not 0 (validate warns of one reaching the next fire)
   /** The next fire times in its zone, ascending (none when disabled), in one string (encodeTimes):
    * a list of 1 000 routines parses a string a routine, not an object a time (issue 52). */
   times: string;
@@ -138,7 +139,7 @@ export interface CachedProject {
 }
 
 export interface ListCache {
-  version: 3;
+  version: 4;
   key: string;
   /** When the times were computed: a reader whose clock is earlier cannot use them. */
   written_at: number;
@@ -192,7 +193,7 @@ export function writeListCache(
   writtenAt: number,
 ): number | null {
   writeCacheFile(join(project.stateDir, PROJECT_CACHE_FILE), { version: 1, key, project });
-  const cache: ListCache = { version: 3, key, written_at: writtenAt, routines };
+  const cache: ListCache = { version: 4, key, written_at: writtenAt, routines };
   writeCacheFile(join(project.stateDir, LIST_CACHE_FILE), cache);
   let refill: number | null = null;
   for (const r of routines) {
@@ -221,7 +222,7 @@ function checkRoutine(v: unknown): CachedRoutine | null {
   if (v.timezone !== null && typeof v.timezone !== 'string') return null;
   if (!Number.isSafeInteger(v.starvedAfterSkips) || (v.starvedAfterSkips as number) < 1) return null;
   // its times when they are read (nextCached): a reader takes one or three of them, not all
-  if (typeof v.times !== 'string') return null;
+  if (typeof v.times !== 'string' || !(v.jitter === undefined || (v.jitter as number) > 0)) return null;
   if (
     v.every !== undefined &&
     (!isObj(v.every) ||
@@ -286,7 +287,7 @@ export function readProjectCache(stateDir: string, key: string): CachedProject |
 
 /** The cache in `stateDir` when it is there, ours, whole and for `key`; else null. */
 export function readListCache(stateDir: string, key: string): ListCache | null {
-  const v = readCacheFile(join(stateDir, LIST_CACHE_FILE), key, 3);
+  const v = readCacheFile(join(stateDir, LIST_CACHE_FILE), key, 4);
   if (!v || !Number.isSafeInteger(v.written_at) || !Array.isArray(v.routines)) return null;
   const routines: CachedRoutine[] = [];
   for (const r of v.routines) {
@@ -294,5 +295,5 @@ export function readListCache(stateDir: string, key: string): ListCache | null {
     if (!checked) return null;
     routines.push(checked);
   }
-  return { version: 3, key, written_at: v.written_at as number, routines };
+  return { version: 4, key, written_at: v.written_at as number, routines };
 }

@@ -52,10 +52,27 @@ export function cachedRoutines(project: Project, nowMs: number): CachedRoutine[]
       enabled: def.enabled,
       lock: def.exclusive ? def.lock : 'none',
       starvedAfterSkips: def.starvedAfterSkips,
+      ...(def.jitterSeconds > 0 ? { jitter: def.jitterSeconds } : {}),
       times: encodeTimes(upcoming),
       ...(every ? { every } : {}),
     };
   });
+}
+
+/** The next `count` fire times (ms) of a routine, as the cache has them (`scheduler start`'s
+ * warnings, for the few routines with a jitter). */
+export function nextFireTimes(
+  project: Project,
+  def: Project['config']['routines'][number],
+  nowMs: number,
+  count: number,
+): number[] {
+  const zone = routineZone(def, project);
+  const cron = croner(cronerPattern(def.schedule, zone), zone);
+  const times: number[] = [];
+  for (let at: Date | null = new Date(nowMs); times.length < count && (at = cron.nextRun(at));)
+    times.push(at.getTime());
+  return times;
 }
 
 /** A routine that fires at an even step (every second, every 10 s) keeps doing so up to `until`

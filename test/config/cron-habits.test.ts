@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { cronProblem } from '../../src/config/cron.js';
-import { extraFieldWarning } from '../../src/config/cron-habits.js';
+import { extraFieldWarning, habitWarnings, jitterWarning } from '../../src/config/cron-habits.js';
 
 describe('extraFieldWarning', () => {
   it('warns on a crontab line with one * too many, showing both readings', () => {
@@ -44,5 +44,39 @@ describe('cronProblem in our words', () => {
 
   it("keeps croner's words for what it alone refuses, without its Value/Type tail", () => {
     expect(cronProblem('0 0 * * MON-SUN#9')).toBe('nth weekday out of range, should be 1-5 or L; got 9');
+  });
+});
+
+describe('jitterWarning', () => {
+  const at = (...iso: string[]): number[] => iso.map((t) => Date.parse(t));
+  it('warns when the jitter reaches the least time between the next fires, naming that time', () => {
+    const hourly = at('2026-01-01T01:00:00Z', '2026-01-01T02:00:00Z', '2026-01-01T03:00:00Z');
+    expect(jitterWarning(3600, hourly)).toBe(
+      'jitterSeconds 3600 is not shorter than the 1 h between its fires: a tick that comes while a fire still waits out its jitter is skipped ("previous run still running"); keep the jitter under that time',
+    );
+    expect(jitterWarning(3599, hourly)).toBeNull();
+    expect(jitterWarning(90, at('2026-01-01T00:00:00Z', '2026-01-01T00:01:30Z'))).toMatch(/the 90 s between/);
+    expect(jitterWarning(45, at('2026-01-01T00:00:00Z', '2026-01-01T00:00:45Z'))).toMatch(/the 45 s between/);
+    // weekdays: the least gap counts (Friday to Monday is three days, Monday to Tuesday one)
+    const weekdays = at('2026-01-02T09:00:00Z', '2026-01-05T09:00:00Z', '2026-01-06T09:00:00Z');
+    expect(jitterWarning(86_400, weekdays)).toMatch(/the 1 day between/);
+    expect(jitterWarning(86_399, weekdays)).toBeNull();
+  });
+
+  it('says nothing without a jitter or with fewer than two fire times (a disabled routine has none)', () => {
+    expect(jitterWarning(0, at('2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z'))).toBeNull();
+    expect(jitterWarning(600, at('2026-01-01T00:00:00Z'))).toBeNull();
+    expect(jitterWarning(600, [])).toBeNull();
+    expect(
+      habitWarnings(
+        [
+          { id: 'a', schedule: '* * * * *', jitter: 60 },
+          { id: 'b', schedule: '* * * * *' },
+        ],
+        [at('2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z'), at('2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z')],
+      ),
+    ).toEqual([
+      expect.stringMatching(/^routinely: warning: routine a: jitterSeconds 60 is not shorter than the 1 min/),
+    ]);
   });
 });

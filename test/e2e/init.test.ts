@@ -182,11 +182,15 @@ describe('validate and cron habits', () => {
         routines: [
           { id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' },
           { id: 'ok', schedule: '0 0 3 * * *', action: 'command', run: 'true' },
+          // a jitter as long as the time between two fires: every other tick would be skipped
+          { id: 'spread', schedule: '*/5 * * * *', action: 'command', run: 'true', jitterSeconds: 300 },
+          { id: 'short', schedule: '*/5 * * * *', action: 'command', run: 'true', jitterSeconds: 299 },
         ],
       }),
     );
     const warning =
-      'routinely: warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field\n';
+      'routinely: warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field\n' +
+      'routinely: warning: routine spread: jitterSeconds 300 is not shorter than the 5 min between its fires: a tick that comes while a fire still waits out its jitter is skipped ("previous run still running"); keep the jitter under that time\n';
     const full = await runCli(['validate'], { cwd: dir });
     expect(full).toMatchObject({ code: 0, stderr: warning });
     const cached = await runCli(['validate'], { cwd: dir, env: { ROUTINELY_DEBUG: '1' } });
@@ -195,11 +199,18 @@ describe('validate and cron habits', () => {
     expect(cached.stdout).toBe(full.stdout);
   });
 
-  it('scheduler start gives the same 6-field warning in its log', async () => {
+  it('scheduler start gives the same 6-field and jitter warnings in its log', async () => {
     const dir = testdir();
     writeFileSync(
       join(dir, 'routinely.json'),
-      JSON.stringify({ routines: [{ id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' }] }),
+      JSON.stringify({
+        routines: [
+          { id: 'nightly', schedule: '0 3 * * * *', action: 'command', run: 'true' },
+          { id: 'spread', schedule: '0 * * * *', action: 'command', run: 'true', jitterSeconds: 7200 },
+          // as validate: a disabled routine has no next fires, so no warning
+          { id: 'off', schedule: '0 * * * *', action: 'command', run: 'true', jitterSeconds: 7200, enabled: false },
+        ],
+      }),
     );
     const s = startCli(['scheduler', 'start'], { cwd: dir, timeoutMs: 30_000 });
     await s.waitFor(/\[scheduler\] started/);
@@ -208,6 +219,10 @@ describe('validate and cron habits', () => {
     expect(s.stdout()).toContain(
       '[scheduler] warning: routine nightly: "0 3 * * * *" has 6 fields, so it is seconds first: second 0 of minute 3, every hour. If "0 3 * * *" (5 fields: daily at 03:00) was meant, drop the last field',
     );
+    expect(s.stdout()).toContain(
+      '[scheduler] warning: routine spread: jitterSeconds 7200 is not shorter than the 1 h between its fires',
+    );
+    expect(s.stdout()).not.toContain('routine off:');
   });
 
   it('names the field and the word croner would only call illegal, and guesses a misspelt key', async () => {
