@@ -237,6 +237,10 @@ export class ClaimTakenError extends kind('CLAIM_TAKEN', ExitCode.FAILED) {}
  * safely until someone who may ends it. Exit 75: the lock stays busy, nothing is lost. */
 export class OrphanBlockedError extends kind('ORPHAN_BLOCKED', ExitCode.BUSY) {}
 
+/** A file of the user's project changed under an edit of it (import-crontab --merge): the edit
+ * is not written, so the other is not lost. Exit 75, a conflict: the same edit again works. */
+export class ConfigChangedError extends kind('CONFIG_CHANGED', ExitCode.BUSY) {}
+
 /** A config, task file or folder that others could change (config/trust.ts): reported by the
  * loader with the file named. */
 export class UntrustedPathError extends Error {}

@@ -9,11 +9,11 @@ import { importCrontab } from '../config/crontab.js';
 import { configTextOf, findConfig, readConfigBytes, stripJsonComments } from '../config/find.js';
 import { mergeImported } from '../config/merge-import.js';
 import { validateConfig } from '../config/validate.js';
-import { ConfigError, ExitCode, UsageError } from '../errors.js';
+import { ConfigChangedError, ConfigError, ExitCode, UsageError } from '../errors.js';
 import { writeFileDurable } from '../fs/durable.js';
 import { readInputFile } from '../fs/project-files.js';
 import { realPath, statFollow } from '../fs/look.js';
-import { displayPath } from '../config/load.js';
+import { displayPath, parseJsonFile } from '../config/load.js';
 import { err, out } from './io.js';
 import { schemaRefFor } from './schema-ref.js';
 import type { GlobalOptions } from './globals.js';
@@ -56,12 +56,17 @@ export async function importCrontabCommand(
     out(`${shown}: nothing to add`);
     return ExitCode.OK;
   }
+  let bytes: Buffer;
   let current: string;
   try {
-    current = configTextOf(readConfigBytes(configPath));
+    bytes = readConfigBytes(configPath);
+    current = configTextOf(bytes);
   } catch (err) {
     throw new UsageError(`import-crontab --merge: ${shown}: ${(err as Error).message}`);
   }
+  // read as validate reads it: a syntax error at its line and column, a key given twice (which
+  // JSON.parse would let the merge write into) refused — nothing is written (exit 2)
+  parseJsonFile(current, `${shown} (nothing was written)`);
   const merged = mergeImported(current, imported, shown);
   if ('refused' in merged) throw new UsageError(`import-crontab --merge: ${merged.refused}`);
   // what is written validates, or nothing is written
@@ -70,7 +75,25 @@ export async function importCrontabCommand(
   // a config that is a symbolic link (dotfiles, a shared config) is written where it points, as
   // an editor does: the link stays, and its file is replaced whole (the config is no state file)
   const target = realPath(configPath);
-  writeFileDurable(target, merged.text, { mode: (statFollow(target)?.mode ?? 0o644) & 0o777 });
+  // its byte-order mark kept (configTextOf reads past it)
+  const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? '\uFEFF' : '';
+  writeFileDurable(target, bom + merged.text, {
+    mode: (statFollow(target)?.mode ?? 0o644) & 0o777,
+    // Another edit saved meanwhile (a second merge, an editor) is never overwritten: the file is
+    // read again just before the new one takes its place, and must be what was merged into.
+    beforeReplace: () => {
+      let same = false;
+      try {
+        same = readConfigBytes(configPath).equals(bytes);
+      } catch {
+        // gone or unreadable now: changed too
+      }
+      if (!same)
+        throw new ConfigChangedError(
+          `import-crontab --merge: ${shown} changed while the crontab was merged into it (another edit or import): nothing was written; import again`,
+        );
+    },
+  });
   const locks =
     merged.added.locks.length > 0
       ? ` and ${merged.added.locks.length} lock${merged.added.locks.length === 1 ? '' : 's'} (${merged.added.locks.join(', ')})`

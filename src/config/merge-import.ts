@@ -180,16 +180,24 @@ export function mergeImported(
       return;
     }
     const last = lastSignificant(clean, member.end);
-    if (last === member.start)
-      edits.push({
-        at: member.start,
-        end: member.end + 1,
-        text: `${bracket[0]}\n${lines.join('\n')}\n  ${bracket[1]}`,
-      });
-    else {
+    if (last === member.start) {
+      // empty: the new lines go after what it holds (comments: a commented-out entry is kept)
+      let after = member.end;
+      while (after > member.start + 1 && /\s/.test(text[after - 1]!)) after--;
+      if (after === member.start + 1)
+        edits.push({
+          at: member.start,
+          end: member.end + 1,
+          text: `${bracket[0]}\n${lines.join('\n')}\n  ${bracket[1]}`,
+        });
+      else {
+        const own = /[\r\n]/.test(text.slice(after, member.end));
+        edits.push({ at: after, text: `\n${lines.join('\n')}${own ? '' : '\n  '}` });
+      }
+    } else {
       // the rest of that line (a closing bracket on it: `"locks": { … }`) goes on a line of its
       // own, out of the reach of the new lines' comments
-      const rest = /^[^\n]*/.exec(text.slice(last + 1))![0];
+      const rest = /^[^\r\n]*/.exec(text.slice(last + 1))![0];
       // (a comment ending that line stays on it: it is about its member)
       if (rest.trim().startsWith('//')) {
         edits.push({ at: last + 1, text: ',' });
@@ -201,13 +209,16 @@ export function mergeImported(
   insertInto(top.members.get('routines'), 'routines', entries, '[]');
   if (added.length > 0) {
     const last = lastSignificant(clean, top.close);
-    const rest = /^[^\n]*/.exec(text.slice(last + 1))![0];
+    const rest = /^[^\r\n]*/.exec(text.slice(last + 1))![0];
     edits.push({
       at: last + 1,
       text: `${last > top.open ? ',' : ''}${added.join(',')}${rest.trim() !== '' ? '\n' : ''}`,
     });
   }
+  // the file's own line ends (an editor on Windows writes CRLF): the new lines end as its do
+  const eol = text.includes('\r\n') ? '\r\n' : '\n';
   let out = text;
-  for (const e of edits.sort((a, b) => b.at - a.at)) out = out.slice(0, e.at) + e.text + out.slice(e.end ?? e.at);
+  for (const e of edits.sort((a, b) => b.at - a.at))
+    out = out.slice(0, e.at) + (eol === '\n' ? e.text : e.text.replaceAll('\n', eol)) + out.slice(e.end ?? e.at);
   return { text: out, added: { routines: imported.routines, locks: locks.map((l) => l.name) } };
 }

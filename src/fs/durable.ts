@@ -11,6 +11,7 @@ import {
   fstatSync,
   fsyncSync,
   ftruncateSync,
+  linkSync,
   lstatSync,
   openSync,
   readdirSync,
@@ -92,6 +93,12 @@ export interface DurableOptions {
   /** The new file's mode (umask permitting); default 0600 (state). A file of the user's project
    * keeps its own (import-crontab --merge). */
   mode?: number;
+  /** Only where nothing is at `path`: linked under its name (link(2), EEXIST when something is),
+   * not renamed over it (`init`'s new files). */
+  exclusive?: boolean;
+  /** Called once the new file is whole, right before it takes the name: may throw (the new file
+   * is then removed and the error thrown as it is). */
+  beforeReplace?: () => void;
 }
 
 /** Replaces `path` with `data` durably (the atomic write): returns what the new file is (its
@@ -133,11 +140,19 @@ export function writeFileDurable(path: string, data: string | Buffer, opts: Dura
   }
   closeSync(fd);
   try {
-    renameSync(tmp, path);
+    opts.beforeReplace?.();
+  } catch (err) {
+    unlinkQuiet(tmp);
+    throw err;
+  }
+  try {
+    if (opts.exclusive) linkSync(tmp, path);
+    else renameSync(tmp, path);
   } catch (err) {
     unlinkQuiet(tmp);
     throw stateWriteError(err, path);
   }
+  if (opts.exclusive) unlinkQuiet(tmp);
   if (opts.sync !== false) syncDir(dir);
   return st;
 }

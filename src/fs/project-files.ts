@@ -3,7 +3,7 @@
 // command line (read, never trusted to decide what runs), routinely's package.json.
 
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
-import { writeText } from './durable.js';
+import { writeFileDurable, writeText } from './durable.js';
 
 /** The bytes of an input file a user names on the command line (any owner, links followed: it
  * is read, never trusted to decide what runs): errno errors thrown as they are; a file that is not
@@ -27,27 +27,13 @@ export function readInputFile(path: string, cap: number): Buffer {
   }
 }
 
-/** Writes a file of the user's project (`routinely init`: the config, a .gitignore), mode 0644,
- * never through a symlink at its name: created exclusively (EEXIST thrown), or replaced when
- * `replace`. */
+/** Writes a file of the user's project (`routinely init`: the config, a .gitignore), mode 0644
+ * (umask permitting), never through a symlink at its name, and whole or not at all (written
+ * beside it, then put in its place: a full disk or a file size limit leaves what was there, and
+ * no cut-off file): created where nothing is (EEXIST, as StateIOError), or replaced when
+ * `replace`. Errors name the file (StateIOError, 74; UnsafePathError, 2). */
 export function writeProjectFile(path: string, text: string, replace = false): void {
-  // O_NONBLOCK: a FIFO at its name (with no reader) fails to open, never hangs; anything else
-  // that is no regular file is refused (code ENOTREG)
-  const fd = openSync(
-    path,
-    constants.O_WRONLY |
-      constants.O_CREAT |
-      constants.O_NOFOLLOW |
-      constants.O_NONBLOCK |
-      (replace ? constants.O_TRUNC : constants.O_EXCL),
-    0o644,
-  );
-  try {
-    if (!fstatSync(fd).isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: 'ENOTREG' });
-    writeText(fd, text);
-  } finally {
-    closeSync(fd);
-  }
+  writeFileDurable(path, text, { mode: 0o644, createFolder: false, exclusive: !replace });
 }
 
 /** Appends to a text file of the user's project what `amend` makes of its text (null: nothing),

@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { stripJsonComments } from '../../src/config/load.js';
-import { runCli, startCli } from '../helpers/cli.js';
+import { CLI, childEnv, runCli, startCli } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
 
 const schemaOf = (dir: string): string =>
@@ -127,6 +127,29 @@ describe('init', () => {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toMatch(/routinely\.json is not a regular file; refusing to write over it \(remove it first\)/);
     }
+  });
+  it('a write cut short (a file size limit) leaves the config that was there, or none, never a cut-off one (exit 74 naming it)', async () => {
+    // `ulimit -f 1`: 512 bytes, less than the starter; writes past it fail with EFBIG
+    const limited = (cwd: string, args: string[]): SpawnSyncReturns<string> =>
+      spawnSync('sh', ['-c', 'ulimit -f 1; exec "$0" "$@"', process.execPath, CLI, ...args], {
+        cwd,
+        env: childEnv(),
+        encoding: 'utf8',
+      });
+    const dir = testdir();
+    const path = join(dir, 'routinely.json');
+    const mine = `{\n  // my routines\n  "routines": []${' '.repeat(2000)}\n}\n`;
+    writeFileSync(path, mine);
+    const forced = limited(dir, ['init', '--force']);
+    expect(forced.status, forced.stderr).toBe(74);
+    expect(forced.stderr).toBe(`routinely: file too large writing ${path}\n`);
+    expect(readFileSync(path, 'utf8')).toBe(mine);
+    const fresh = testdir();
+    const first = limited(fresh, ['init']);
+    expect(first.status, first.stderr).toBe(74);
+    expect(readdirSync(fresh)).toEqual([]);
+    // and init then works (no stub left that it would refuse to overwrite)
+    expect((await runCli(['init'], { cwd: fresh })).code).toBe(0);
   });
 });
 
