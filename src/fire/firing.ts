@@ -227,7 +227,7 @@ async function writeOpenMarker(
     run_id: runId,
     trigger: ctx.trigger,
     ...(ctx.attempt ? { attempt: ctx.attempt } : {}),
-    owner: owner(),
+    owner: ctx.claimer ? { ...owner(), claimer: ctx.claimer } : owner(),
   };
   try {
     await ctx.backend.routines.openFire(def.id, marker, ctx.warn, ctx.claimer);

@@ -461,6 +461,23 @@ export const routineSql = {
       ORDER BY t.scheduled_at LIMIT $3`,
     values: [project, claimer, limit],
   }),
+  /** The claimers, other than `claimer`, that open fire markers name and whose scheduler lease is
+   * not held (the two tests of orphanClaims): a scheduler that died with a fire open, on any
+   * host. A routine's record holds a few markers at most; most hold none. */
+  goneClaimersOfOpenFires: (project: string, claimer: string): Statement => ({
+    text: `SELECT DISTINCT c.claimer FROM routinely_routine_state s
+      CROSS JOIN LATERAL json_array_elements(CASE WHEN json_typeof(s.record->'open_fires') = 'array'
+        THEN s.record->'open_fires' ELSE '[]'::json END) f
+      CROSS JOIN LATERAL (SELECT f.value->'owner'->>'claimer' AS claimer) c
+      WHERE s.project = $1 AND c.claimer IS NOT NULL AND c.claimer <> $2
+        -- (json is kept as text: a record naming no claimer is passed over unparsed)
+        AND strpos(s.record::text, '"claimer"') > 0
+        AND NOT EXISTS (SELECT 1 FROM routinely_leases l WHERE l.project = s.project AND l.lock_id = c.claimer
+          AND l.released_at IS NULL AND l.expires_at > now())
+        AND NOT EXISTS (SELECT 1 FROM routinely_leases l WHERE l.project = s.project AND l.owner->>'claimer' = c.claimer
+          AND l.released_at IS NULL AND l.expires_at > now())`,
+    values: [project, claimer],
+  }),
   /** The claim moved from `from` to `to`, only while it is still `from`'s and unsettled. */
   takeOverClaim: (
     project: string,

@@ -5,13 +5,15 @@
 // whose answer was lost and that it gave up on at the routine's next tick). It takes each over
 // (one conditional UPDATE: of several sweepers one wins; a claimer that comes back finds its
 // claim gone and neither fires nor records it) and fires it late, before the routine's next
-// tick, or records it as skipped with the reason.
+// tick, or records it as skipped with the reason. The fires such a scheduler left open (on any
+// host: a lockless routine's has no lock to take over) are recorded interrupted.
 
 import type { Clock } from '../clock.js';
 import type { Entry } from '../fire/fire-request.js';
 import type { Recorder } from '../fire/recorder.js';
 import type { Runner } from './runner.js';
 import type { OrphanClaim } from '../state/store.js';
+import type { Project } from '../config/load.js';
 
 /** Claims looked at per sweep, at most (the oldest first; the rest in the next). */
 const SWEEP_BATCH = 200;
@@ -25,6 +27,8 @@ export interface SweepOptions {
   clock: Clock;
   /** The routine of that id in the config in force (a claim of a routine removed is left). */
   entry: (id: string) => Entry | undefined;
+  /** The config in force (the fires of gone schedulers are announced per its notify). */
+  project: () => Project;
   log: (event: {
     event: 'routine.taken_over';
     routine: string;
@@ -65,6 +69,13 @@ export async function sweepClaims(o: SweepOptions): Promise<number> {
     );
     if (await adopted) taken++;
   }
+  // the fires a gone scheduler left open (a claim settles when its fire opens, so the claims
+  // above never show them): recorded interrupted, or `routine list` said running for ever
+  const closed = await o.recorder.closeOpenOfGoneClaimers(o.project());
+  if (closed > 0)
+    o.warn(
+      `recorded ${closed} fire${closed === 1 ? '' : 's'} left open by a scheduler whose lease ran out (it stopped or died) as failed (interrupted)`,
+    );
   return taken;
 }
 

@@ -284,6 +284,7 @@ export class Scheduler {
               runner: this.runner,
               clock: this.clock,
               entry: (id) => this.routines.get(id),
+              project: () => this.project,
               log: this.o.log,
               warn: this.warn,
             },

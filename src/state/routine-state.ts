@@ -45,8 +45,16 @@ export interface OpenFire {
   run_id: string | null;
   trigger: 'schedule' | 'manual' | 'retry';
   attempt?: number;
-  /** The process that runs it (a scheduler, or `routine run`). */
-  owner: { pid: number; host: string; boot_id: string | null; start_time: string | null; pid_ns?: string | null };
+  /** The process that runs it (a scheduler, or `routine run`); a scheduler that claimed the tick
+   * on a shared database names its claimer (its lease): gone, another host records the fire. */
+  owner: {
+    pid: number;
+    host: string;
+    boot_id: string | null;
+    start_time: string | null;
+    pid_ns?: string | null;
+    claimer?: string;
+  };
 }
 
 export interface RoutineStateFile {
@@ -334,6 +342,7 @@ export function checkOpenFire(v: unknown): OpenFire | null {
       boot_id: strOrNull(o.boot_id),
       start_time: strOrNull(o.start_time),
       pid_ns: strOrNull(o.pid_ns),
+      ...(typeof o.claimer === 'string' ? { claimer: o.claimer } : {}),
     },
   };
 }

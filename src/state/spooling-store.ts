@@ -103,6 +103,10 @@ export class SpoolingStore implements RoutineStore {
     return found.filter((c) => c.claimer !== claimer || !spooled.has(`${c.routine} ${c.scheduledAt.getTime()}`));
   }
 
+  goneClaimersOfOpenFires(claimer: string): Promise<string[]> {
+    return this.db.goneClaimersOfOpenFires?.(claimer) ?? Promise.resolve([]);
+  }
+
   settleClaim(routineId: string, scheduledAt: Date, claimer: string): Promise<void> {
     return this.db.settleClaim?.(routineId, scheduledAt, claimer) ?? Promise.resolve();
   }

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually, processRuns, sleep, startCli } from '../helpers/cli.js';
+import { eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { schedulers, stopAll } from '../helpers/pg-topology.js';
 import { testProject } from '../helpers/testdir.js';
@@ -108,6 +108,51 @@ suite('a holder of a database lease killed', () => {
       expect(new Set(rows.map((r) => r.at)).size).toBe(rows.length);
       expect(rows.some((r) => /^interrupted: /.test(r.reason ?? ''))).toBe(true);
       await stopAll([h1!, h2!]);
+    },
+  );
+
+  it(
+    "a lockless routine's fire left open by a scheduler SIGKILLed on another host is recorded interrupted by the host that lives (routine list said running for ever)",
+    { timeout: 90_000 },
+    async () => {
+      const url = await freshDatabase(cluster!);
+      // the routine's first fire runs long (the one its scheduler dies in); the others end at once
+      const run = [
+        'echo "start $ROUTINELY_HOST_ID $$" >> marks',
+        'if [ ! -e first ]; then echo $$ > first; exec sleep 60; fi',
+      ].join('\n');
+      const project = testProject({
+        project: 'dead4',
+        backend: { type: 'postgres' },
+        lock: { ttlSeconds: 3, refreshSeconds: 1 },
+        routines: [{ id: 'x', schedule: '*/3 * * * * *', action: 'command', run, exclusive: false }],
+      });
+      const marks = join(project, 'marks');
+      const env = { ROUTINELY_DATABASE_URL: url };
+      const [h1, h2] = await schedulers(['h1', 'h2'], project, env, 80_000);
+      await eventually(() => read(join(project, 'first')).endsWith('\n'), 30_000, 'the first fire');
+      const [, host, pid] = /^start (\S+) (\d+)$/m.exec(read(marks))!;
+      const [dead, other] = host === 'h1' ? [h1!, h2!] : [h2!, h1!];
+      dead.child.kill('SIGKILL');
+      await dead.exited;
+      process.kill(Number(pid), 'SIGKILL'); // (no lock: nothing of the dead host ends it here)
+      await other.waitFor(/left open by a scheduler whose lease ran out .*\(interrupted\)/, 30_000);
+      const history = await runCli(['routine', 'history', 'x', '--json'], { cwd: project, env });
+      expect(history.code, history.stderr).toBe(0);
+      expect(history.stdout).toContain(
+        `interrupted: pid ${dead.child.pid} on ${host} ended before the outcome was recorded`,
+      );
+      // nothing of it is open any more: the list says what the living host's fires did
+      await eventually(
+        async () => {
+          const list = await runCli(['routine', 'list', '--json'], { cwd: project, env });
+          const x = (JSON.parse(list.stdout) as { id: string; phase?: string }[]).find((r) => r.id === 'x');
+          return x !== undefined && !JSON.stringify(x).includes('"phase":"running"');
+        },
+        20_000,
+        'no open fire of the dead host',
+      );
+      await stopAll([other]);
     },
   );
 });
