@@ -185,7 +185,7 @@ export class Recorder {
    * scheduler SIGKILLed mid-fire on another host; its own host's reconcile cannot tell), as
    * interrupted, once each (scheduler/claims.ts). Returns how many it closed. */
   async closeOpenOfGoneClaimers(project: Project): Promise<number> {
-    const gone = (await this.o.store.goneClaimersOfOpenFires?.(this.claimant.claimer)) ?? [];
+    const gone = (await this.o.store.openFiresOfGoneClaimers?.(this.claimant.claimer)) ?? [];
     if (gone.length === 0) return 0;
     // (its notifications go on by themselves, as those of the fires found at start)
     return (await this.reconcile(project, undefined, null, new Set(gone))).closed;
@@ -258,7 +258,7 @@ export class Recorder {
     project: Project,
     signal?: AbortSignal,
     from: LockRecord | null = null,
-    goneClaimers: ReadonlySet<string> = new Set(),
+    ofGoneClaimers: ReadonlySet<string> = new Set(),
   ): Promise<{ closed: number; announced: Promise<void> }> {
     // started once what the fires left running is ended: a notification command carries the
     // run's id as its commands do
@@ -271,7 +271,7 @@ export class Recorder {
         const gone = processGone(owner);
         if (gone && open.run_id !== null && isRunId(open.run_id)) orphaned.add(open.run_id);
         // a scheduler's fire on a shared database whose scheduler lease is gone (on any host)
-        const claimerGone = owner.claimer !== undefined && goneClaimers.has(owner.claimer);
+        const claimerGone = owner.claimer !== undefined && ofGoneClaimers.has(open.id);
         return gone || claimerGone || lostWithLock(from, owner, open, routineId);
       },
       this.o.warn,

@@ -146,7 +146,7 @@ export function writeFileDurable(path: string, data: string | Buffer, opts: Dura
     throw err;
   }
   try {
-    if (opts.exclusive) linkSync(tmp, path);
+    if (opts.exclusive) linkOrRename(tmp, path);
     else renameSync(tmp, path);
   } catch (err) {
     unlinkQuiet(tmp);
@@ -155,6 +155,20 @@ export function writeFileDurable(path: string, data: string | Buffer, opts: Dura
   if (opts.exclusive) unlinkQuiet(tmp);
   if (opts.sync !== false) syncDir(dir);
   return st;
+}
+
+/** link(2) `tmp` as `path` (EEXIST when something is there); where the file system has no hard
+ * links (vfat, exFAT, some network mounts: EPERM, EOPNOTSUPP, ENOSYS), renamed once `path` is
+ * found absent — a check, then the rename: exclusive but for that instant. */
+function linkOrRename(tmp: string, path: string): void {
+  try {
+    linkSync(tmp, path);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code !== 'EPERM' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+    if (lstatQuiet(path)) throw Object.assign(new Error('file already exists'), { code: 'EEXIST' });
+    renameSync(tmp, path);
+  }
 }
 
 /** fsync of a folder makes a rename in it durable; some file systems refuse it (EINVAL). */

@@ -318,9 +318,9 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       return rows.map((r) => ({ routine: r.routine, scheduledAt: r.scheduled_at, host: r.host, claimer: r.claimer }));
     },
 
-    async goneClaimersOfOpenFires(claimer: string): Promise<string[]> {
-      const { rows } = await db.query<{ claimer: string }>(sql.goneClaimersOfOpenFires(project, claimer));
-      return rows.map((r) => r.claimer);
+    async openFiresOfGoneClaimers(claimer: string): Promise<string[]> {
+      const { rows } = await db.query<{ id: string }>(sql.openFiresOfGoneClaimers(project, claimer));
+      return rows.map((r) => r.id);
     },
 
     async settleClaim(routine: string, scheduledAt: Date, claimer: string): Promise<void> {

@@ -461,11 +461,11 @@ export const routineSql = {
       ORDER BY t.scheduled_at LIMIT $3`,
     values: [project, claimer, limit],
   }),
-  /** The claimers, other than `claimer`, that open fire markers name and whose scheduler lease is
-   * not held (the two tests of orphanClaims): a scheduler that died with a fire open, on any
-   * host. A routine's record holds a few markers at most; most hold none. */
-  goneClaimersOfOpenFires: (project: string, claimer: string): Statement => ({
-    text: `SELECT DISTINCT c.claimer FROM routinely_routine_state s
+  /** The ids of the open fire markers that name a claimer, other than `claimer`, whose scheduler
+   * lease is not held (the two tests of orphanClaims): a scheduler that died with a fire open, on
+   * any host. A routine's record holds a few markers at most; most hold none. */
+  openFiresOfGoneClaimers: (project: string, claimer: string): Statement => ({
+    text: `SELECT f.value->>'id' AS id FROM routinely_routine_state s
       CROSS JOIN LATERAL json_array_elements(CASE WHEN json_typeof(s.record->'open_fires') = 'array'
         THEN s.record->'open_fires' ELSE '[]'::json END) f
       CROSS JOIN LATERAL (SELECT f.value->'owner'->>'claimer' AS claimer) c

@@ -103,8 +103,8 @@ export class SpoolingStore implements RoutineStore {
     return found.filter((c) => c.claimer !== claimer || !spooled.has(`${c.routine} ${c.scheduledAt.getTime()}`));
   }
 
-  goneClaimersOfOpenFires(claimer: string): Promise<string[]> {
-    return this.db.goneClaimersOfOpenFires?.(claimer) ?? Promise.resolve([]);
+  openFiresOfGoneClaimers(claimer: string): Promise<string[]> {
+    return this.db.openFiresOfGoneClaimers?.(claimer) ?? Promise.resolve([]);
   }
 
   settleClaim(routineId: string, scheduledAt: Date, claimer: string): Promise<void> {

@@ -128,9 +128,10 @@ export interface RoutineStore {
   /** Where ticks are shared: unsettled claims of claimers that are gone and `claimer`'s own,
    * oldest first (scheduler/claims.ts decides what becomes of them). */
   orphanClaims?(claimer: string, limit: number): Promise<OrphanClaim[]>;
-  /** Where ticks are shared: the claimers other than `claimer` whose scheduler lease is not held
-   * and that a fire's open marker names (their fires' outcomes are lost: recorder.reconcile). */
-  goneClaimersOfOpenFires?(claimer: string): Promise<string[]>;
+  /** Where ticks are shared: the ids of the open fire markers naming a claimer other than
+   * `claimer` whose scheduler lease is not held (their outcomes are lost: recorder.reconcile).
+   * Only those: a marker opened after the look (its claimer back) is not judged by it. */
+  openFiresOfGoneClaimers?(claimer: string): Promise<string[]>;
   /** Settles a claim of `claimer` whose tick ends with no fire and no record (a paused routine):
    * no sweep takes it over. */
   settleClaim?(routineId: string, scheduledAt: Date, claimer: string): Promise<void>;

@@ -4,8 +4,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { stripJsonComments } from '../../src/config/load.js';
-import { CLI, childEnv, runCli, startCli } from '../helpers/cli.js';
+import { CLI, childEnv, cliWithFault, runCli, startCli } from '../helpers/cli.js';
 import { testdir } from '../helpers/testdir.js';
+
+const haveStrace = spawnSync('strace', ['-V']).status === 0;
 
 const schemaOf = (dir: string): string =>
   (JSON.parse(stripJsonComments(readFileSync(join(dir, 'routinely.json'), 'utf8'))) as { $schema: string }).$schema;
@@ -151,6 +153,18 @@ describe('init', () => {
     // and init then works (no stub left that it would refuse to overwrite)
     expect((await runCli(['init'], { cwd: fresh })).code).toBe(0);
   });
+  // (strace stands for a file system without hard links; CI has it: the case runs there)
+  it.skipIf(!haveStrace && process.env.CI !== 'true')(
+    'on a file system without hard links (link fails EPERM, as on vfat) init still writes its files',
+    () => {
+      expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+      const dir = testdir();
+      const r = cliWithFault({ cwd: dir, trace: 'link,linkat', inject: 'link,linkat:error=EPERM' }, ['init']);
+      expect(r.status, r.stderr).toBe(0);
+      expect(readdirSync(dir).sort()).toEqual(['.gitignore', 'routinely.json']);
+      expect(readFileSync(join(dir, 'routinely.json'), 'utf8')).toContain('"routines"');
+    },
+  );
 });
 
 describe('init and the habits a new user brings', () => {
