@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, FIXTURES, childEnv, eventually, runCli, startCli } from '../helpers/cli.js';
+import { CLI, FIXTURES, childEnv, eventually, runCli, startCli, startCliWithFault } from '../helpers/cli.js';
 import { stripJsonComments } from '../../src/config/load.js';
 import { overlapping, spansOf } from '../helpers/spans.js';
 import { testdir } from '../helpers/testdir.js';
@@ -309,28 +309,14 @@ describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
       writeFileSync(path, '{ "routines": [] }\n');
       // the merge's new file is held at its fsync (the first of the process) for a second, and
       // the config is saved meanwhile, as an editor or a second import would
-      const child = spawn(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-e',
-          'trace=fsync',
-          '-e',
-          'inject=fsync:delay_enter=1500000:when=1',
-          process.execPath,
-          CLI,
-          'import-crontab',
-          '--merge',
-          '-',
-        ],
-        { cwd: project, env: childEnv(), stdio: ['pipe', 'pipe', 'pipe'] },
+      const child = startCliWithFault(
+        { cwd: project, trace: 'fsync', inject: 'fsync:delay_enter=1500000:when=1' },
+        ['import-crontab', '--merge', '-'],
+        ['pipe', 'pipe', 'pipe'],
       );
-      child.stdin.end('0 3 * * * ./cleanup.sh\n');
+      child.stdin!.end('0 3 * * * ./cleanup.sh\n');
       let stderr = '';
-      child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+      child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
       const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
       await eventually(() => readdirSync(project).some((n) => n.includes('.tmp')), 20_000, 'the merge at its fsync');
       const edited = '{ "routines": [] } // saved meanwhile\n';

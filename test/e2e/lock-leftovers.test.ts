@@ -1,12 +1,12 @@
 // Leftovers (SPEC §4.11), the generation after a damaged or lost counter (§4.12), and work that
 // dies with its lease (§4.14), with the built CLI and real processes.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readChecksummed } from '../../src/checksum.js';
 import { describe, expect, it } from 'vitest';
-import { CLI, childEnv, eventually, processRuns, runCli, startCli } from '../helpers/cli.js';
+import { eventually, processRuns, runCli, startCli, startCliWithFault } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 
 /** Pids of processes whose command line contains `needle`. */
@@ -209,32 +209,14 @@ describe('the work dies with the lease (SPEC §4.14)', () => {
       ];
       // Every heartbeat of A fails from its 3rd in-place write on (as on a failing disk): A cannot
       // renew. (A full disk no longer stops a heartbeat: it rewrites the same block, SPEC §4.15.)
-      const a = spawn(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-e',
-          'trace=pwrite64',
-          '-e',
-          'inject=pwrite64:error=EIO:when=3+',
-          process.execPath,
-          CLI,
-          'lock',
-          'run',
-          '--',
-          ...work('A'),
-        ],
-        {
-          cwd: project,
-          env: childEnv(),
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
+      const a = startCliWithFault({ cwd: project, trace: 'pwrite64', inject: 'pwrite64:error=EIO:when=3+' }, [
+        'lock',
+        'run',
+        '--',
+        ...work('A'),
+      ]);
       let aErr = '';
-      a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
+      a.stderr!.on('data', (d: Buffer) => (aErr += d.toString()));
       const aExit = new Promise<number | null>((res) => a.on('exit', (c) => res(c)));
       await eventually(() => existsSync(marks), 10_000, 'A working');
       // A's lease as everyone else sees it: the expiry of its last heartbeat that got written.

@@ -3,7 +3,7 @@
 // of a holder that lost the lock never overrides newer results, read-only views change nothing,
 // and a stalled writer never loses another writer's update.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -17,7 +17,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, childEnv, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
+import { CLI, childEnv, eventually, runCli, sleep, startCli, startCliWithFault } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 import type { RunState } from '../../src/exec/run-state.js';
 
@@ -439,30 +439,10 @@ describe('routine state: the index of the history (SPEC §3)', () => {
       // strace counts each system call apart: the write's open is the n-th openat of the file
       const nth = calls.slice(0, writeAt + 1).filter((l) => /^\d+ +openat\(/.test(l)).length;
       const traceX = join(project, 'trace-x');
-      const x = spawn(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          traceX,
-          '-P',
-          index,
-          '-e',
-          `inject=openat:delay_enter=5000000:when=${nth}`,
-          process.execPath,
-          CLI,
-          'routine',
-          'pause',
-          'x',
-          '--note',
-          'stalled',
-        ],
-        {
-          cwd: project,
-          env: childEnv(),
-          stdio: 'ignore',
-        },
+      const x = startCliWithFault(
+        { cwd: project, output: traceX, paths: [index], inject: `openat:delay_enter=5000000:when=${nth}` },
+        ['routine', 'pause', 'x', '--note', 'stalled'],
+        ['ignore', 'ignore', 'ignore'],
       );
       const xExit = new Promise<number | null>((res) => x.on('exit', (c) => res(c)));
       await eventually(

@@ -2,11 +2,11 @@
 // compared with the history lines counted here — right after a command exits, and while a
 // scheduler runs, within a second of every record, whoever wrote it.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { CLI, childEnv, cliWithFault, eventually, runCli, sleep, startCli } from '../helpers/cli.js';
+import { cliWithFault, eventually, runCli, sleep, startCli, startCliWithFault } from '../helpers/cli.js';
 import { historyFactsOf, shownAsRecorded, stateFileOf } from '../helpers/state.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -214,27 +214,13 @@ describe('routine-state.json', () => {
       });
       // `a`'s first rename — of its first new routine-state.json over the old one, once it has
       // read that — is held 1.5 s (the lock's files are linked, not renamed, until its release)
-      const a = spawn(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-e',
-          'trace=rename',
-          '-e',
-          'inject=rename:delay_enter=1500000:when=1',
-          process.execPath,
-          CLI,
-          'routine',
-          'run',
-          'a',
-        ],
-        { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] },
+      const a = startCliWithFault(
+        { cwd: dir, trace: 'rename', inject: 'rename:delay_enter=1500000:when=1' },
+        ['routine', 'run', 'a'],
+        ['ignore', 'ignore', 'pipe'],
       );
       let aErr = '';
-      a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
+      a.stderr!.on('data', (d: Buffer) => (aErr += d.toString()));
       const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
       onTestFinished(() => {
         a.kill('SIGKILL');
@@ -265,27 +251,13 @@ describe('routine-state.json', () => {
       // its lock's view aside) is held 4 s before its file is renamed into place, its event loop
       // with it (no heartbeat), so `b` takes the lock over (removing the temp file `a` left) and
       // writes its record; then `a` wakes, as it is about to exit
-      const a = spawn(
-        'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-e',
-          'trace=rename',
-          '-e',
-          'inject=rename:delay_enter=4000000:when=3',
-          process.execPath,
-          CLI,
-          'routine',
-          'run',
-          'a',
-        ],
-        { cwd: dir, env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] },
+      const a = startCliWithFault(
+        { cwd: dir, trace: 'rename', inject: 'rename:delay_enter=4000000:when=3' },
+        ['routine', 'run', 'a'],
+        ['ignore', 'ignore', 'pipe'],
       );
       let aErr = '';
-      a.stderr.on('data', (d: Buffer) => (aErr += d.toString()));
+      a.stderr!.on('data', (d: Buffer) => (aErr += d.toString()));
       const aExited = new Promise<number | null>((res) => a.on('exit', (code) => res(code)));
       onTestFinished(() => {
         a.kill('SIGKILL');

@@ -215,16 +215,35 @@ export interface StraceFault {
   cwd?: string;
 }
 
-/** `routinely ARGS` under strace with `fault`, to its end (at most a minute). */
-export function cliWithFault(fault: StraceFault, args: string[]): SpawnSyncReturns<string> {
+/** strace's arguments that run `routinely ARGS` with `fault`. */
+function straceArgv(fault: StraceFault, args: string[]): string[] {
   const argv = ['-f', '-qq', '-o', fault.output ?? '/dev/null'];
   for (const p of fault.paths ?? []) argv.push('-P', p);
   if (fault.trace) argv.push('-e', `trace=${fault.trace}`);
   argv.push('-e', `inject=${fault.inject}`, process.execPath, CLI, ...args);
-  return spawnSync('strace', argv, {
+  return argv;
+}
+
+/** `routinely ARGS` under strace with `fault`, to its end (at most a minute). */
+export function cliWithFault(fault: StraceFault, args: string[]): SpawnSyncReturns<string> {
+  return spawnSync('strace', straceArgv(fault, args), {
     ...(fault.cwd ? { cwd: fault.cwd } : {}),
     env: childEnv(),
     encoding: 'utf8',
     timeout: 60_000,
+  });
+}
+
+/** `routinely ARGS` under strace with `fault`, started: for a test that acts while a call is
+ * held (`rename:delay_enter=1500000:when=1`). stdin is ignored unless `stdio` says otherwise. */
+export function startCliWithFault(
+  fault: StraceFault,
+  args: string[],
+  stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe'],
+): ChildProcess {
+  return spawn('strace', straceArgv(fault, args), {
+    ...(fault.cwd ? { cwd: fault.cwd } : {}),
+    env: childEnv(),
+    stdio: stdio as ['ignore' | 'pipe', 'ignore' | 'pipe', 'ignore' | 'pipe'],
   });
 }
