@@ -1,12 +1,13 @@
 // The database routine store's `routine history` query (recentFires) against what its history()
-// holds, filtered and sorted here: the same fires for every query, from the same kept rows.
+// holds, filtered and sorted here: the same fires for every query, from the same kept rows. And a
+// record sent again (the spool) that another scheduler's interrupted record of its fire preceded.
 
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { connect } from '../../src/pg/connect.js';
 import { pgRoutineStore } from '../../src/pg/routine-store.js';
 import type { FireQuery } from '../../src/state/store.js';
 import type { HistoryEntry } from '../../src/state/history.js';
-import type { Fire } from '../../src/state/routine-state.js';
+import type { Fire, OpenFire } from '../../src/state/routine-state.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { rng } from '../helpers/rng.js';
 
@@ -82,5 +83,53 @@ suite('the database store: recentFires', () => {
       if (expected.length > 0) compared++;
     }
     expect(compared, 'rounds that compared a non-empty answer').toBeGreaterThanOrEqual(45);
+  });
+});
+
+suite('the database store: a record sent again', () => {
+  it('a spooled result whose fire another scheduler recorded interrupted meanwhile is said, not stored; the same record sent twice is stored once, silently', async () => {
+    const db = await connect(await freshDatabase(cluster!));
+    onTestFinished(() => db.close());
+    const store = pgRoutineStore(db, 'app', 100);
+    const iso = (ms: number): string => new Date(ms).toISOString();
+    const t0 = Date.UTC(2026, 10, 1);
+    const open = (id: string): OpenFire => ({
+      id,
+      scheduled_at: iso(t0),
+      started_at: iso(t0 + 5),
+      run_id: null,
+      trigger: 'schedule',
+      owner: { pid: 4242, host: 'h1', boot_id: null, start_time: null, claimer: 'gone' },
+    });
+    const result = (closes: string, key: string): Fire => ({
+      result: 'success',
+      reason: null,
+      scheduled_at: iso(t0),
+      started_at: iso(t0 + 5),
+      finished_at: iso(t0 + 900),
+      duration_ms: 895,
+      exit_code: 0,
+      run_id: null,
+      closes,
+      key,
+    });
+    const warnings: string[] = [];
+    const warn = (m: string): void => void warnings.push(m);
+    // h1's fire, recorded interrupted by another scheduler (its lease ran out), then h1's spool
+    await store.openFire('x', open('m1'), warn);
+    expect(await store.reconcile((o) => o.claimer === 'gone', warn)).toBe(1);
+    await store.recordFire('x', result('m1', 'k1'), warn, { again: true });
+    expect(warnings).toEqual([
+      'x: not recorded (success): another scheduler recorded this fire already, as interrupted (this one was judged gone: its lease ran out)',
+    ]);
+    expect((await store.history('x')).map((e) => [e.result, e.reason?.startsWith('interrupted')])).toEqual([
+      ['failure', true],
+    ]);
+    // a record whose answer was lost, sent again: stored once, nothing said
+    await store.openFire('y', open('m2'), warn);
+    await store.recordFire('y', result('m2', 'k2'), warn);
+    await store.recordFire('y', result('m2', 'k2'), warn, { again: true });
+    expect(warnings).toHaveLength(1);
+    expect((await store.history('y')).map((e) => e.result)).toEqual(['success']);
   });
 });
