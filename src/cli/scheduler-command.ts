@@ -125,6 +125,7 @@ export async function schedulerStart(flags: SchedulerFlags, g: GlobalOptions): P
           ...(o.onTookOver ? { onTookOver: o.onTookOver } : {}),
           ticket: o.ticket ?? null,
           ...(o.claimer ? { claimer: o.claimer } : {}),
+          ...(o.scheduler ? { scheduler: o.scheduler } : {}),
         },
         def,
         scheduledAt,

@@ -38,6 +38,10 @@ export interface FireRequest {
   /** A tick claimed with a shared database: its claimer, whose claim the fire's open marker
    * settles (it opens only while the claim is still this claimer's). */
   claimer?: string;
+  /** With a shared database: the scheduler's claimer id, named by the fire's open marker whether
+   * the tick was claimed or the fire is manual (its page), so that another host records the fire
+   * if this scheduler's lease runs out (scheduler/claims.ts). */
+  scheduler?: string;
 }
 
 /** Fires one routine (firing.ts in production, a stub in tests) and returns its record; null

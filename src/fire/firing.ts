@@ -79,6 +79,8 @@ export interface FireContext {
   /** The claimer of a claimed tick (a shared database): the open marker settles its claim, and
    * is refused (ClaimTakenError) when another scheduler took the claim over. */
   claimer?: string;
+  /** The scheduler's claimer id its open marker names (FireRequest.scheduler). */
+  scheduler?: string;
 }
 
 export interface FireResult extends Fire {
@@ -227,7 +229,7 @@ async function writeOpenMarker(
     run_id: runId,
     trigger: ctx.trigger,
     ...(ctx.attempt ? { attempt: ctx.attempt } : {}),
-    owner: ctx.claimer ? { ...owner(), claimer: ctx.claimer } : owner(),
+    owner: ctx.scheduler ? { ...owner(), claimer: ctx.scheduler } : owner(),
   };
   try {
     await ctx.backend.routines.openFire(def.id, marker, ctx.warn, ctx.claimer);

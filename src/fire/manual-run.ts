@@ -30,6 +30,9 @@ export interface ManualRun {
   echo?: (chunk: Buffer) => void;
   /** Who started it (`cli, pid 4711`, `http, 127.0.0.1`): kept with its record. */
   by?: string;
+  /** The scheduler whose page started it, with a shared database: its claimer id, which the
+   * fire's open marker names (another host records the fire if that scheduler's lease runs out). */
+  scheduler?: string;
 }
 
 export type ManualOutcome =
@@ -70,6 +73,7 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
       onStarted: m.onStarted,
       onWait: m.onWait,
       echo: m.echo,
+      ...(m.scheduler ? { scheduler: m.scheduler } : {}),
     },
     def,
     new Date(backend.clock.now()),

@@ -188,6 +188,9 @@ function actions(
           recorder: w.recorder,
           baseEnv: commandEnv(process.env, project.config.passEnv),
           by: `http, ${address.replace(/^::ffff:/, '')}`,
+          // a scheduler's page on a shared database: its marker names the scheduler (its lease);
+          // `serve` holds no such lease, and its fires are judged on its host as `routine run`'s
+          ...(mode === 'scheduler' && w.backend.routines.sharedTicks ? { scheduler: w.recorder.claimant.claimer } : {}),
           onStarted: (runId) => answer({ state: 'started', run_id: runId }),
           onWait: (why) => answer({ state: 'waiting', why }),
         }).then(

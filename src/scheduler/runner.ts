@@ -634,6 +634,7 @@ export class Runner {
         attempt,
         ticket: ticket ?? null,
         ...(this.o.sharedTicks && trigger !== 'manual' ? { claimer: this.o.recorder.claimant.claimer } : {}),
+        ...(this.o.sharedTicks ? { scheduler: this.o.recorder.claimant.claimer } : {}),
         ...(busy ?? {
           ifBusy: def.ifBusy,
           waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,

@@ -3,13 +3,14 @@
 // (SPEC §4.14; src/exec/death-guard.ts). Found by a fault pass: the command ran on to its end,
 // generations 1 and 2 of an exclusive routine side by side on two hosts.
 
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually, processRuns, runCli, sleep, startCli } from '../helpers/cli.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { schedulers, stopAll } from '../helpers/pg-topology.js';
 import { testProject } from '../helpers/testdir.js';
+import { httpGet } from '../helpers/http.js';
 
 const cluster = pgCluster();
 const suite = cluster ? describe : describe.skip; // skipped only outside CI, where no server could be started
@@ -153,6 +154,52 @@ suite('a holder of a database lease killed', () => {
         'no open fire of the dead host',
       );
       await stopAll([other]);
+    },
+  );
+
+  it(
+    "a fire started from a scheduler's page whose scheduler is SIGKILLed is recorded interrupted by another host's scheduler",
+    { timeout: 90_000 },
+    async () => {
+      const url = await freshDatabase(cluster!);
+      const project = testProject({
+        project: 'dead5',
+        http: { actions: true },
+        backend: { type: 'postgres' },
+        lock: { ttlSeconds: 3, refreshSeconds: 1 },
+        routines: [
+          { id: 'm', schedule: '0 0 1 1 *', action: 'command', run: 'echo $$ > pid; exec sleep 60', exclusive: false },
+        ],
+      });
+      const env = { ROUTINELY_DATABASE_URL: url };
+      const token = 'a-token-for-this-test-only';
+      const dead = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], {
+        cwd: project,
+        env: { ...env, ROUTINELY_HOST_ID: 'h1', ROUTINELY_HTTP_TOKEN: token },
+        timeoutMs: 80_000,
+      });
+      onTestFinished(() => {
+        if (dead.child.exitCode === null) dead.child.kill('SIGKILL');
+      });
+      const page = (await dead.waitFor(/\[http\] listening on (http:\/\/\S+)/, 60_000))[1]!;
+      const [other] = await schedulers(['h2'], project, env, 80_000);
+      const posted = await httpGet(
+        `${page}api/routines/m/run`,
+        { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        'POST',
+        '{}',
+      );
+      expect(posted.status).toBe(202);
+      await eventually(() => read(join(project, 'pid')).endsWith('\n'), 30_000, 'the manual fire');
+      dead.child.kill('SIGKILL');
+      await dead.exited;
+      process.kill(Number(read(join(project, 'pid'))), 'SIGKILL');
+      await other!.waitFor(/left open by a scheduler whose lease ran out .*\(interrupted\)/, 30_000);
+      const history = await runCli(['routine', 'history', 'm', '--json'], { cwd: project, env });
+      expect(history.stdout).toContain(
+        `interrupted: pid ${dead.child.pid} on h1 ended before the outcome was recorded`,
+      );
+      await stopAll([other!]);
     },
   );
 });
