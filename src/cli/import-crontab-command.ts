@@ -32,6 +32,8 @@ export async function importCrontabCommand(
       'import-crontab reads a crontab from FILE or from standard input: routinely import-crontab /etc/cron.d/backup, or crontab -l | routinely import-crontab -',
     );
   }
+  if (file === '')
+    throw new UsageError('import-crontab: FILE is empty: name a crontab file, or - to read standard input');
   const source = fromStdin ? 'stdin' : file;
   const text = fromStdin ? await readStdin() : readCrontab(file);
   const system = flags.system === true || (!fromStdin && /^\/etc\/(crontab$|cron\.d\/)/.test(resolve(file)));
@@ -75,10 +77,17 @@ export async function importCrontabCommand(
   // a config that is a symbolic link (dotfiles, a shared config) is written where it points, as
   // an editor does: the link stays, and its file is replaced whole (the config is no state file)
   const target = realPath(configPath);
+  const mode = (statFollow(target)?.mode ?? 0o644) & 0o777;
+  // a file nobody may write (chmod a-w: someone meant it kept as it is) is not replaced, even by
+  // root, whom the kernel would let: an editor asks first too
+  if ((mode & 0o222) === 0)
+    throw new UsageError(
+      `import-crontab --merge: ${shown} is read-only (mode ${mode.toString(8)}): make it writable (chmod u+w) to merge into it; nothing was written`,
+    );
   // its byte-order mark kept (configTextOf reads past it)
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? '\uFEFF' : '';
   writeFileDurable(target, bom + merged.text, {
-    mode: (statFollow(target)?.mode ?? 0o644) & 0o777,
+    mode,
     // Another edit saved meanwhile (a second merge, an editor) is never overwritten: the file is
     // read again just before the new one takes its place, and must be what was merged into.
     beforeReplace: () => {

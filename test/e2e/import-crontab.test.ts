@@ -4,6 +4,7 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import {
+  chmodSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -88,6 +89,11 @@ describe('routinely import-crontab', () => {
     const missing = importing(['no-such-crontab'], null, dir);
     expect(missing.status).toBe(2);
     expect(missing.stderr).toBe('routinely: cannot read no-such-crontab: no such file\n');
+    const empty = importing([''], null, dir);
+    expect([empty.status, empty.stderr]).toEqual([
+      2,
+      'routinely: import-crontab: FILE is empty: name a crontab file, or - to read standard input\n',
+    ]);
     const folder = importing(['.'], null, dir);
     expect(folder.status).toBe(2);
     const notRegular = "is not a regular file (a pipe's crontab goes on stdin: crontab -l | routinely import-crontab)";
@@ -222,6 +228,14 @@ describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
     expect(again.stderr).toMatch(
       /^routinely: import-crontab --merge: routine "index" is in routinely\.json already \(routines\[\d+\]\): rename or remove it there/,
     );
+    expect(readFileSync(join(project, 'routinely.json'), 'utf8')).toBe(after);
+    // a config nobody may write is left as it is (root included)
+    chmodSync(join(project, 'routinely.json'), 0o444);
+    const readOnly = importing(['--merge'], '0 4 * * * ./other.sh\n', project);
+    expect([readOnly.status, readOnly.stderr]).toEqual([
+      2,
+      'routinely: import-crontab --merge: routinely.json is read-only (mode 444): make it writable (chmod u+w) to merge into it; nothing was written\n',
+    ]);
     expect(readFileSync(join(project, 'routinely.json'), 'utf8')).toBe(after);
   });
 
