@@ -28,6 +28,7 @@ import {
   emptyRecord,
   emptyState,
   interruptedFire,
+  isInterrupted,
   setPaused,
   type Fire,
   type OpenFire,
@@ -126,16 +127,17 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         // a record that closes an open fire is stored already when history holds a record
         // closing it (this one, or reconcile's); its marker may never have been stored at all
         // (a fire that did not start because the marker's answer was lost)
-        const { rowCount } = await client.query(sql.historyHas(project, routine, 'closes', fire.closes));
-        if ((rowCount ?? 0) > 0) {
-          // this very record (its key), or another closing the same fire: the interrupted record
-          // of a scheduler that judged this one gone (its lease ran out while the database was
-          // away) — the first record of a fire stands, and this one's result is said, not lost
-          if (!fire.key || ((await client.query(sql.historyHas(project, routine, 'key', fire.key))).rowCount ?? 0) > 0)
-            return;
-          warn?.(
-            `${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): another scheduler recorded this fire already, as interrupted (this one was judged gone: its lease ran out)`,
-          );
+        const { rows: closing } = await client.query<{ result: Fire['result']; reason: string | null }>(
+          sql.historyClosing(project, routine, fire.closes),
+        );
+        if (closing[0]) {
+          // this very record, or another closing the same fire: when that is the interrupted
+          // record of a scheduler that judged this one gone (its lease ran out while the database
+          // was away) and this one has the real outcome, the first record stands and this is said
+          if (isInterrupted(closing[0]) && !isInterrupted(fire))
+            warn?.(
+              `${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): another scheduler recorded this fire already, as interrupted (this one was judged gone: its lease ran out)`,
+            );
           return;
         }
         // its open fire is closed: recorded already — for records from before history lines

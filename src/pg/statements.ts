@@ -375,6 +375,13 @@ export const routineSql = {
     values: [project],
   }),
   /** Whether the routine's history holds a record whose `field` (key, closes, scheduled_at) is `value`. */
+  /** The result and reason of the history entry that closes open fire `closes`, if any: a
+   * record sent again told from another's interrupted record of the same fire. */
+  historyClosing: (project: string, routine: string, closes: string): Statement => ({
+    text: `SELECT entry->>'result' AS result, entry->>'reason' AS reason
+      FROM routinely_history WHERE project = $1 AND routine = $2 AND entry->>'closes' = $3 LIMIT 1`,
+    values: [project, routine, closes],
+  }),
   historyHas: (
     project: string,
     routine: string,
