@@ -72,6 +72,7 @@ export async function notifyFire(o: NotifyFireOptions): Promise<NotifyOutcome[]>
         outputTail,
         holder: o.fire.holder ? holderText(o.fire.holder) : null,
         ifBusy: o.def.ifBusy,
+        ...(o.def.exclusive ? { lock: o.def.lock } : {}),
       });
       const deliveries = await deliver(target, payload, {
         cwd: o.project.root,

@@ -42,6 +42,8 @@ export interface PayloadInput {
   holder?: string | null;
   /** The routine's ifBusy (the advice for a starved routine depends on it). */
   ifBusy?: 'skip' | 'wait';
+  /** The lock it takes (`exec`, a named lock): the advice for a starved routine names it. */
+  lock?: string;
 }
 
 const plural = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 's'}`;
@@ -60,7 +62,7 @@ export function buildPayload(i: PayloadInput): NotifyPayload {
     finished_at: f.finished_at,
     exit_code: f.exit_code,
     why: why(i, after),
-    next: nextStep(i.event, i.routine, f.run_id, i.ifBusy),
+    next: nextStep(i.event, i.routine, f.run_id, i.ifBusy, i.lock),
     log: i.log,
     ...(i.outputTail !== undefined ? { output_tail: i.outputTail } : {}),
     consecutive_failures: after.consecutive_failures,
@@ -85,7 +87,12 @@ export function nextStep(
   routine: string,
   runId: string | null,
   ifBusy: 'skip' | 'wait' = 'skip',
+  lock = 'exec',
 ): string {
+  const status =
+    lock === 'exec'
+      ? 'routinely lock status shows what holds the exec lock'
+      : `routinely lock status --lock ${lock} shows what holds it`;
   switch (event) {
     case 'failure':
       return runId
@@ -96,7 +103,7 @@ export function nextStep(
     case 'starved':
       // never advice the routine already follows
       return ifBusy === 'wait'
-        ? `routinely lock status shows what holds the exec lock; give ${routine} a longer "waitTimeoutSeconds", or move the work that holds the lock to another time`
-        : `routinely lock status shows what holds the exec lock; give ${routine} "ifBusy": "wait" or another schedule`;
+        ? `${status}; give ${routine} a longer "waitTimeoutSeconds", or move the work that holds the lock to another time`
+        : `${status}; give ${routine} "ifBusy": "wait" or another schedule`;
   }
 }

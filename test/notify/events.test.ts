@@ -159,4 +159,11 @@ describe('nextStep', () => {
     expect(waiting).not.toMatch(/"ifBusy": "wait"/);
     expect(waiting).toMatch(/longer "waitTimeoutSeconds"/);
   });
+
+  it("a starved routine's advice names its lock: the exec lock, or the named lock it waits for", () => {
+    expect(nextStep('starved', 'sync', null)).toMatch(/^routinely lock status shows what holds the exec lock;/);
+    expect(nextStep('starved', 'vacuum', null, 'skip', 'db')).toBe(
+      'routinely lock status --lock db shows what holds it; give vacuum "ifBusy": "wait" or another schedule',
+    );
+  });
 });
