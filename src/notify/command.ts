@@ -1,7 +1,9 @@
 // One notify-command attempt: `sh -c COMMAND` in the project root, in its own process group, the
-// payload as JSON on stdin. Bounded by a timeout that ends the whole group, and abortable.
+// payload as JSON on stdin. Bounded by a timeout that ends the whole group, and abortable; and
+// ended with this process if it dies (SIGKILL: the timer dies with it), by the death guard.
 
 import { killGroup, spawnDetached, stopGroup } from '../exec/process.js';
+import { guardGroup, unguardGroup } from '../exec/death-guard.js';
 import { monotonicMs } from '../clock.js';
 import type { AttemptResult } from './webhook.js';
 
@@ -32,6 +34,9 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const pid = child.pid;
+    // a delivery under way when this process is SIGKILLed is never sent (docs/routines.md): its
+    // group is ended then, not left to run (and send) with no time limit
+    if (pid !== undefined) guardGroup(pid);
     const started = monotonicMs();
     const keep = (chunk: Buffer): void => {
       output = (output + chunk.toString('utf8')).slice(-KEEP_OUTPUT);
@@ -77,8 +82,14 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
       if (stoppedFor === null && pid !== undefined)
         void stopGroup(pid, KILL_GRACE_MS, monotonicMs() - started)
           .catch(() => 0)
-          .then(() => resolve(r));
-      else resolve(r);
+          .then(() => {
+            unguardGroup(pid);
+            resolve(r);
+          });
+      else {
+        if (pid !== undefined) unguardGroup(pid);
+        resolve(r);
+      }
     };
     child.once('error', (err) => finish({ ok: false, error: `cannot run /bin/sh: ${err.message}`, retry: false }));
     child.once('exit', (code, signal) => {

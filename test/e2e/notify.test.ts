@@ -2,10 +2,10 @@
 // scheduler, real commands, a real local webhook receiver. (notify/*.test.ts cover the events,
 // payloads and delivery rules in detail, on both backends.)
 
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { eventually, runCli, startCli, type Spawned } from '../helpers/cli.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
 import { testProject } from '../helpers/testdir.js';
 import { closedPort, webhookServer } from '../helpers/webhook-server.js';
 
@@ -144,6 +144,31 @@ describe('the scheduler stopping (SIGTERM) still announces', () => {
     expect(events, s.stdout()).toContain('failure slowfail');
     expect(events, s.stdout()).toContain('failure retried');
     expect(s.stdout()).not.toMatch(/failed after \d+ attempts?: stopped/);
+  });
+});
+
+describe('the scheduler SIGKILLed', () => {
+  it('ends a notify command under way with it: a delivery cut short is never sent later (the timer died with it)', async () => {
+    // the command would wait 60 s, then deliver: past its 10 s, the kill and any restart
+    const project = testProject({
+      notify: { command: 'echo $$ > notify.pid; sleep 60; echo "sent $ROUTINELY_EVENT" >> late.log' },
+      routines: [cmd('bad', '* * * * * *', 'exit 3')],
+    });
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
+    await eventually(() => existsSync(join(project, 'notify.pid')), 20_000, 'the notify command');
+    const pid = Number(readFileSync(join(project, 'notify.pid'), 'utf8'));
+    onTestFinished(() => {
+      try {
+        process.kill(-pid, 'SIGKILL'); // (its group, should the guard not have ended it)
+      } catch {
+        /* gone */
+      }
+    });
+    expect(processRuns(pid)).toBe(true);
+    s.child.kill('SIGKILL');
+    await s.exited;
+    await eventually(() => !processRuns(pid), 10_000, 'the notify command ended with its scheduler');
+    expect(existsSync(join(project, 'late.log'))).toBe(false);
   });
 });
 
