@@ -94,6 +94,8 @@ export class Recorder {
   private readonly failing = new Set<symbol>();
   /** The spool's flusher runs (start()): a spooled record is sent again by this process. */
   private flushing = false;
+  /** Each routine's deliveries under way, the last of them: the next waits for it. */
+  private readonly delivering = new Map<string, Promise<void>>();
 
   constructor(private readonly o: RecorderOptions) {
     const spooling = o.store.flushSpool ? { flushSpool: o.store.flushSpool.bind(o.store) } : null;
@@ -236,7 +238,9 @@ export class Recorder {
     return { deferred, failed, prior, announced };
   }
 
-  /** Sends a fire's notifications (never throws). */
+  /** Sends a fire's notifications (never throws), after the routine's earlier ones: a routine's
+   * events reach their receiver in the order they were recorded, each with its retries (a
+   * recovery never before the failure it follows). */
   announce(
     def: RoutineDef,
     project: Project,
@@ -245,11 +249,20 @@ export class Recorder {
     final: boolean,
     signal?: AbortSignal,
   ): Promise<void> {
-    if (!this.o.notify || !notifies(def, project)) return Promise.resolve();
-    return this.o.notify({ project, def, prior, fire, final, signal: signal ?? new AbortController().signal }).then(
-      () => {},
-      (err: Error) => this.o.warn(`${def.id}: notification failed: ${err.message}`),
-    );
+    const notify = this.o.notify;
+    if (!notify || !notifies(def, project)) return Promise.resolve();
+    const earlier = this.delivering.get(def.id) ?? Promise.resolve();
+    const sent = earlier
+      .then(() => notify({ project, def, prior, fire, final, signal: signal ?? new AbortController().signal }))
+      .then(
+        () => {},
+        (err: Error) => this.o.warn(`${def.id}: notification failed: ${err.message}`),
+      )
+      .finally(() => {
+        if (this.delivering.get(def.id) === sent) this.delivering.delete(def.id);
+      });
+    this.delivering.set(def.id, sent);
+    return sent;
   }
 
   /** Records every open fire whose process is gone as interrupted (SPEC §6), through the same

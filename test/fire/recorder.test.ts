@@ -1,7 +1,8 @@
 // Reconciling open fires (SPEC §6): a fire's marker is closed as interrupted when its process is
 // gone on this host, and — on any host — when its lock was just taken over from it (the taker
 // names the holder it reclaimed). The stalled holder's own late record of that fire then counts
-// for nothing: the first record of a fire stands, on both backends.
+// for nothing: the first record of a fire stands, on both backends. And a routine's notifications
+// are delivered in the order its fires were recorded.
 
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { systemClock } from '../../src/clock.js';
@@ -12,6 +13,7 @@ import { connect } from '../../src/pg/connect.js';
 import { pgRoutineStore } from '../../src/pg/routine-store.js';
 import { fileRoutineStore } from '../../src/state/file-store.js';
 import type { Fire, OpenFire } from '../../src/state/routine-state.js';
+import type { RoutineDef } from '../../src/config/types.js';
 import type { RoutineStore } from '../../src/state/store.js';
 import { freshDatabase, pgCluster } from '../helpers/pg-test.js';
 import { testProject } from '../helpers/testdir.js';
@@ -136,5 +138,62 @@ describe.each(backends)('Recorder.reconcile (%s backend)', (kind) => {
     expect((await s.store.readOne('ex', () => {}))?.open_fires ?? []).toEqual([]);
     const history = await s.store.history('ex');
     expect(history.map((h) => [h.result, h.reason?.replace(/:.*/, '')])).toEqual([['failure', 'interrupted']]);
+  });
+});
+
+describe('Recorder.announce', () => {
+  it("delivers a routine's events in the order they were recorded: a recovery waits for the failure before it (its slow retries included); other routines do not wait", async () => {
+    const dir = testProject({
+      notify: { command: 'true' },
+      routines: [
+        { id: 'ex', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+        { id: 'other', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+      ],
+    });
+    const project = loadProject({ cwd: dir });
+    const order: string[] = [];
+    let releaseFailure = (): void => {};
+    const failureHeld = new Promise<void>((r) => (releaseFailure = r));
+    const recorder = new Recorder({
+      notify: async (o) => {
+        order.push(`start ${o.def.id} ${o.fire.result}`);
+        // the failure's delivery is slow (a receiver answering 500, retried): held until released
+        if (o.def.id === 'ex' && o.fire.result === 'failure') await failureHeld;
+        order.push(`end ${o.def.id} ${o.fire.result}`);
+      },
+      store: fileRoutineStore(project),
+      clock: systemClock,
+      log: () => {},
+      warn: () => {},
+      stateDir: () => project.stateDir,
+      host: 'h1',
+    });
+    const fire = (result: 'success' | 'failure'): Fire & { trigger: 'schedule' } => ({
+      result,
+      reason: result === 'failure' ? 'exit code 3' : null,
+      scheduled_at: at,
+      started_at: at,
+      finished_at: at,
+      duration_ms: 0,
+      exit_code: result === 'failure' ? 3 : 0,
+      run_id: null,
+      trigger: 'schedule',
+    });
+    const [ex, other] = project.config.routines as [RoutineDef, RoutineDef];
+    const failed = recorder.announce(ex, project, undefined, fire('failure'), true);
+    const recovered = recorder.announce(ex, project, undefined, fire('success'), true);
+    const elsewhere = recorder.announce(other, project, undefined, fire('failure'), true);
+    await elsewhere;
+    expect(order).toEqual(['start ex failure', 'start other failure', 'end other failure']);
+    releaseFailure();
+    await Promise.all([failed, recovered]);
+    expect(order).toEqual([
+      'start ex failure',
+      'start other failure',
+      'end other failure',
+      'end ex failure',
+      'start ex success',
+      'end ex success',
+    ]);
   });
 });
