@@ -179,7 +179,9 @@ describe('the scheduler SIGKILLed', () => {
     await s.exited;
     await eventually(
       () => !processRuns(pid) || startOf() !== born,
-      10_000,
+      // (a bound, not a timing: one run of the whole suite under load saw 10 s pass, not yet
+      // understood; see the session note)
+      30_000,
       'the notify command ended with its scheduler',
     );
     expect(existsSync(join(project, 'late.log'))).toBe(false);
