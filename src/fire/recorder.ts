@@ -354,7 +354,9 @@ export class Recorder {
         ...(claimed && this.o.store.sharedTicks ? { claimer: this.claimant.claimer } : {}),
       };
       try {
-        const deferred = await this.o.store.recordFire(id, keyed, this.o.warn, opts);
+        const answer = await this.o.store.recordFire(id, keyed, this.o.warn, opts);
+        // (NotRecorded: another record of the fire stands, said by the store)
+        const deferred = answer && 'spooledTo' in answer ? answer : null;
         if (deferred) {
           const then = this.flushing
             ? 'recorded when the database is back'
@@ -363,7 +365,7 @@ export class Recorder {
           this.flusher?.kick();
         }
         settled();
-        return { deferred: deferred ?? null, failed: null };
+        return { deferred, failed: null };
       } catch (err) {
         // A state folder that cannot be written (full, read-only) is waited out by the scheduler
         // as long as it runs (SPEC §4.15), and said once; other errors a few times. Then the open

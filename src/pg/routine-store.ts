@@ -8,6 +8,7 @@ import {
   claimKey,
   type Claimant,
   type FireQuery,
+  type NotRecorded,
   type OrphanClaim,
   type PauseChange,
   type RecordOptions,
@@ -41,6 +42,8 @@ import { ENTRY_ROW_MAX, RECORD_ROW_MAX, routineSql as sql } from './statements.j
 /** History lines are trimmed to `historyLines` once per this many records (each reader takes the
  * newest `historyLines` only). */
 const TRIM_EVERY = 16;
+
+type Stored = 'stored' | 'had' | 'refused';
 
 /** `historyLines`: fires kept per routine (retention.historyLines). */
 export function pgRoutineStore(db: Db, project: string, historyLines: number): RoutineStore {
@@ -98,10 +101,12 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
 
   /** Stores a fire's record; false when it was stored already (sent again), or when its claim
    * is another scheduler's now (that one records the tick). */
-  async function store(routine: string, fire: Fire, opts: RecordOptions, warn?: Warn): Promise<boolean> {
-    let stored = false;
+  /** Stores `fire` unless it is stored already (`had`) or another record of the fire stands
+   * (`refused`, said through `warn`). */
+  async function store(routine: string, fire: Fire, opts: RecordOptions, warn?: Warn): Promise<Stored> {
+    let stored: Stored = 'had';
     await db.transaction(async (client) => {
-      stored = false; // (the transaction may run its callback again)
+      stored = 'had'; // (the transaction may run its callback again)
       // The routine's row locked first: a record sent again after a lost answer (the spool) is
       // decided stored or not with it held, so once, whoever else sends it at the same time. A
       // record of a claimed tick settles its claim in the same round trip, while it is its
@@ -116,6 +121,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         );
       } catch (err) {
         if (!(err instanceof ClaimTakenError)) throw err;
+        stored = 'refused';
         warn?.(`${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): ${err.message}`);
         return;
       }
@@ -134,10 +140,12 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
           // this very record, or another closing the same fire: when that is the interrupted
           // record of a scheduler that judged this one gone (its lease ran out while the database
           // was away) and this one has the real outcome, the first record stands and this is said
-          if (isInterrupted(closing[0]) && !isInterrupted(fire))
+          if (isInterrupted(closing[0]) && !isInterrupted(fire)) {
+            stored = 'refused';
             warn?.(
               `${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): another scheduler recorded this fire already, as interrupted (this one was judged gone: its lease ran out)`,
             );
+          }
           return;
         }
         // its open fire is closed: recorded already — for records from before history lines
@@ -147,6 +155,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
         // its marker was closed by someone else: a fire whose lock was taken over from it while it
         // stalled, recorded interrupted by the taker (the first record of a fire stands, as the
         // file backend's fold keeps the first) — said, as the log has this one's result
+        stored = 'refused';
         warn?.(
           `${routine}: not recorded (${fire.result}${fire.reason ? `: ${fire.reason}` : ''}): another scheduler recorded this fire already, as interrupted (this one was judged gone while it stalled)`,
         );
@@ -162,7 +171,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       const { rows } = await client.query<{ seq: string }>(
         sql.writeRecordAndHistory(project, routine, JSON.stringify(next), JSON.stringify(entry)),
       );
-      stored = true;
+      stored = 'stored';
       // beyond the kept lines, a few more wait for the next trim (every reader takes the
       // newest `historyLines` only): one trim per TRIM_EVERY records, not one each
       if (historyLines < TRIM_EVERY * 4 || Number(rows[0]?.seq ?? 0) % TRIM_EVERY === 0)
@@ -228,7 +237,7 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
           if (!isGone(open.owner, open, id)) continue;
           // as "again": of two processes of this host reconciling at once, one records it
           const fire = interruptedFire(open);
-          if (!(await store(id, fire, { again: true }))) continue;
+          if ((await store(id, fire, { again: true })) !== 'stored') continue;
           recorded?.(id, fire, record);
           closed++;
         }
@@ -236,8 +245,8 @@ export function pgRoutineStore(db: Db, project: string, historyLines: number): R
       return closed;
     },
 
-    async recordFire(routine: string, fire: Fire, warn: Warn, opts: RecordOptions = {}): Promise<void> {
-      await store(routine, fire, opts, warn);
+    async recordFire(routine: string, fire: Fire, warn: Warn, opts: RecordOptions = {}): Promise<NotRecorded | void> {
+      if ((await store(routine, fire, opts, warn)) === 'refused') return { notRecorded: true };
     },
 
     async setPaused(routine: string, paused: boolean, note: string | null): Promise<PauseChange> {

@@ -22,6 +22,7 @@ import {
   type Deferred,
   type FireQuery,
   type FlushResult,
+  type NotRecorded,
   type ShownFire,
   type PauseChange,
   type RecordOptions,
@@ -50,10 +51,15 @@ export class SpoolingStore implements RoutineStore {
 
   /** Records `fire`; when the database does not take it, spools it (durably) and says where.
    * Throws what is not a database error, and when even the spool cannot be written. */
-  async recordFire(routine: string, fire: Fire, warn: Warn, opts: RecordOptions = {}): Promise<Deferred | void> {
+  async recordFire(
+    routine: string,
+    fire: Fire,
+    warn: Warn,
+    opts: RecordOptions = {},
+  ): Promise<Deferred | NotRecorded | void> {
     const keyed = withKey(fire);
     try {
-      await this.db.recordFire(routine, keyed, warn, opts);
+      return await this.db.recordFire(routine, keyed, warn, opts);
     } catch (err) {
       if (!(err instanceof DatabaseError)) throw err;
       const spooledTo = writeSpool(this.stateDir, {
@@ -194,15 +200,17 @@ export function spoolClaim(stateDir: string, routine: string, scheduledAt: Date,
  * database is still down: the rest would fail too). */
 async function flushSpool(store: RoutineStore, stateDir: string, warn: Warn): Promise<FlushResult> {
   const all = listSpool(stateDir, warn);
-  const done: FlushResult = { recorded: 0, released: 0, left: all.length };
+  const done: FlushResult = { recorded: 0, released: 0, refused: 0, left: all.length };
   for (const { path, record } of all) {
     try {
       if (record.kind === 'fire') {
-        await store.recordFire(record.routine, record.fire, warn, {
+        const answer = await store.recordFire(record.routine, record.fire, warn, {
           again: true,
           ...(record.claimer ? { claimer: record.claimer } : {}),
         });
-        done.recorded++;
+        // (another record of the fire stands: said by the store, and not counted as recorded)
+        if (answer && 'notRecorded' in answer) done.refused++;
+        else done.recorded++;
       } else if (await store.releaseClaim(record.routine, new Date(record.scheduled_at), record.host)) {
         done.released++;
       }
@@ -222,7 +230,7 @@ async function flushSpool(store: RoutineStore, stateDir: string, warn: Warn): Pr
 
 /** What a flush that sent something says in the log. */
 export const flushMessage = (f: FlushResult): string =>
-  `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}`;
+  `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.refused ? ` (${f.refused} more not: recorded already by another scheduler, as said)` : ''}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}`;
 
 /** The scheduler's background flusher: flushes when told a record was spooled, then again with
  * backoff (1 s doubling to 30 s) until the spool is empty, and every 30 s in any case (a

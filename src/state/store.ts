@@ -45,9 +45,17 @@ export interface Deferred {
   why: string;
 }
 
+/** A record not stored because another record of the same fire stands (said through `warn`):
+ * another scheduler judged its process gone and recorded it interrupted first. */
+export interface NotRecorded {
+  notRecorded: true;
+}
+
 export interface FlushResult {
   recorded: number;
   released: number;
+  /** Spooled fires another record of which stood (said through warn when sent). */
+  refused: number;
   /** Records still spooled (the database is still away). */
   left: number;
 }
@@ -93,8 +101,9 @@ export interface RoutineStore {
    * record whose open fire is already closed, or whose key is already in history, is stored
    * already and is not stored twice; one older than the last fire recorded counts without
    * replacing the last result. Answers Deferred when the record waits in this host's spool
-   * (a database that did not take it: SpoolingStore). */
-  recordFire(routineId: string, fire: Fire, warn: Warn, opts?: RecordOptions): Promise<Deferred | void>;
+   * (a database that did not take it: SpoolingStore), NotRecorded when another record of the
+   * fire stands. */
+  recordFire(routineId: string, fire: Fire, warn: Warn, opts?: RecordOptions): Promise<Deferred | NotRecorded | void>;
   /** Where records can wait in this host's spool (a database backend, SpoolingStore): sends them
    * again; what is left when the database is still away. */
   flushSpool?(warn: Warn): Promise<FlushResult>;

@@ -17,7 +17,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { DatabaseError, DatabaseStatementError } from '../../src/errors.js';
 import { connect } from '../../src/pg/connect.js';
 import { pgRoutineStore } from '../../src/pg/routine-store.js';
-import { SpoolingStore, spoolClaim } from '../../src/state/spooling-store.js';
+import { flushMessage, SpoolingStore, spoolClaim } from '../../src/state/spooling-store.js';
 import { withKey, type RoutineStore } from '../../src/state/store.js';
 import type { Fire, OpenFire } from '../../src/state/routine-state.js';
 import { listSpool, spoolDir } from '../../src/state/spool.js';
@@ -117,7 +117,12 @@ suite('recording through an outage', () => {
       new SpoolingStore(real, dir).flushSpool(() => {}),
     ]);
     expect(r1.left + r2.left).toBe(0);
-    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({ recorded: 0, released: 0, left: 0 });
+    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({
+      recorded: 0,
+      released: 0,
+      refused: 0,
+      left: 0,
+    });
     const history = await real.history('a');
     expect(history.map((h) => h.result)).toEqual(['success', 'skipped']);
     const state = (await real.read(() => {})).routines.a!;
@@ -150,6 +155,7 @@ suite('recording through an outage', () => {
     expect(await new SpoolingStore(refusing, dir).flushSpool((m) => warnings.push(m))).toEqual({
       recorded: 1,
       released: 0,
+      refused: 0,
       left: 1,
     });
     expect(refused).toBe(1);
@@ -179,7 +185,12 @@ suite('recording through an outage', () => {
     });
     // the database is back; a later fire failed and was recorded first
     await real.recordFire('a', fire(10, 'failure', { key: '1234' }), () => {});
-    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({ recorded: 1, released: 0, left: 0 });
+    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({
+      recorded: 1,
+      released: 0,
+      refused: 0,
+      left: 0,
+    });
     const state = (await real.read(() => {})).routines.a!;
     expect(state).toMatchObject({
       last_result: 'failure',
@@ -191,6 +202,46 @@ suite('recording through an outage', () => {
     expect(state.open_fires).toBeUndefined();
     // history in the order the fires happened
     expect((await real.history('a')).map((h) => h.started_at)).toEqual([iso(0), iso(10)]);
+  });
+
+  it('a spooled fire another scheduler recorded first as interrupted (judged gone) is said, and not counted as recorded by the flush', async () => {
+    const { store: real } = await store();
+    const dir = testdir();
+    const gone: OpenFire = { ...opened('0c0c0c0c', 0), owner: { ...opened('x', 0).owner, claimer: 'gone' } };
+    await real.openFire('a', gone, () => {});
+    await new SpoolingStore({ ...real, ...down }, dir).recordFire(
+      'a',
+      fire(0, 'success', { closes: '0c0c0c0c' }),
+      () => {},
+    );
+    await real.openFire('b', opened('0d0d0d0d', 0), () => {});
+    await new SpoolingStore({ ...real, ...down }, dir).recordFire(
+      'b',
+      fire(0, 'success', { closes: '0d0d0d0d' }),
+      () => {},
+    );
+    // meanwhile another scheduler's sweep closed a's fire, its claimer's lease having run out
+    expect(
+      await real.reconcile(
+        (o) => o.claimer === 'gone',
+        () => {},
+      ),
+    ).toBe(1);
+    const warnings: string[] = [];
+    const flushed = await new SpoolingStore(real, dir).flushSpool((m) => void warnings.push(m));
+    expect(flushed).toEqual({ recorded: 1, released: 0, refused: 1, left: 0 });
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^a: not recorded \(success\): another scheduler recorded this fire already, as interrupted/,
+      ),
+    ]);
+    expect(flushMessage(flushed)).toBe(
+      'database back: recorded 1 spooled fire (1 more not: recorded already by another scheduler, as said)',
+    );
+    expect((await real.read(() => {})).routines.a).toMatchObject({
+      last_result: 'failure',
+      last_reason: expect.stringMatching(/^interrupted/),
+    });
   });
 
   it('spool files are input: a forged, oversized or linked file is moved aside or refused, never recorded', async () => {
@@ -228,6 +279,7 @@ suite('recording through an outage', () => {
     expect(await new SpoolingStore(real, dir).flushSpool((m: string) => warnings.push(m))).toEqual({
       recorded: 0,
       released: 0,
+      refused: 0,
       left: 0,
     });
     expect(await real.history('a')).toEqual([]);
@@ -377,7 +429,12 @@ suite('recording through an outage', () => {
     // another host's claim of the same routine and time is never touched
     expect(await real.claimTick('b', at, { host: 'h2', claimer: 'c2' })).toBe(true);
     spoolClaim(dir, 'b', at, 'h1', 'x');
-    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({ recorded: 0, released: 1, left: 0 });
+    expect(await new SpoolingStore(real, dir).flushSpool(() => {})).toEqual({
+      recorded: 0,
+      released: 1,
+      refused: 0,
+      left: 0,
+    });
     const ticks = (await query(
       'SELECT routine, scheduled_at, host FROM routinely_ticks ORDER BY routine, scheduled_at',
     )) as { routine: string; scheduled_at: Date; host: string }[];
