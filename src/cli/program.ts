@@ -19,12 +19,13 @@ export type { GlobalOptions };
 /** Node's timers overflow past ≈ 24.8 days; longer values are refused. */
 const MAX_SECONDS = 2_000_000;
 
-function seconds(flag: string) {
+/** `least`: what the range's message starts from (`above 0` for a limit that refuses 0). */
+function seconds(flag: string, least = '0') {
   return (value: string): number => {
     const n = Number(value);
     if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(n) || n > MAX_SECONDS) {
       throw new InvalidArgumentError(
-        `${flag} takes a number of seconds, 0 to ${MAX_SECONDS} (a plain number such as 30 or 1.5), got ${JSON.stringify(value)}`,
+        `${flag} takes a number of seconds, ${least} to ${MAX_SECONDS} (a plain number such as 30 or 1.5), got ${JSON.stringify(value)}`,
       );
     }
     return n;
@@ -34,7 +35,7 @@ function seconds(flag: string) {
 /** A limit that 0 would turn into "stop at once" (as the config's `timeoutSeconds`, which must
  * be above 0): refused, with what to do instead. */
 function positiveSeconds(flag: string) {
-  const parse = seconds(flag);
+  const parse = seconds(flag, 'above 0');
   return (value: string): number => {
     const n = parse(value);
     if (n === 0)

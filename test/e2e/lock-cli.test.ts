@@ -444,6 +444,12 @@ describe('bad input exits 2 and names what is wrong', () => {
       {},
       /--timeout takes a number of seconds above 0, got "0\.0" \(without --timeout: no limit\)/,
     ],
+    // and its range, for a value that is no number, starts above 0 too
+    [
+      ['exec', 'run', '--timeout', '-1'],
+      {},
+      /--timeout takes a number of seconds, above 0 to 2000000 \(a plain number such as 30 or 1.5\), got "-1"/,
+    ],
     [['lock', 'run'], {}, /missing required argument 'cmd'/],
     [['lock', 'status', '--key', '../etc'], {}, /--key.*exec-run, scheduler/],
     [['lock', 'frobnicate'], {}, /unknown command 'frobnicate'/],
