@@ -361,8 +361,16 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
     o.lease.signal.removeEventListener('abort', onLost);
     o.stop.removeEventListener('abort', onStop);
   }
+  // A run timeout that cut nothing short: every task had ended on its own and was on record
+  // once what it left in its group was ended (a background child that ignores SIGTERM takes the
+  // kill grace), as a task's own timeout counts its command alone — the run is not aborted.
+  if (stoppedBy === 'RUN_TIMEOUT' && Object.values(state.tasks).every((t) => FINAL_ON_ITS_OWN.has(t.status)))
+    stoppedBy = null;
   return { state, stoppedBy, notRecorded };
 }
+
+/** The statuses of a task that a stop did not cut short. */
+const FINAL_ON_ITS_OWN: ReadonlySet<TaskStatus> = new Set(['succeeded', 'failed', 'skipped_dependency']);
 
 /** Out of a resource with no other task running: tried again after 20, 40 … 640 ms. */
 const ROOM_PAUSE_MS = 20;

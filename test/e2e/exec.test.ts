@@ -249,6 +249,39 @@ describe('exec run', () => {
     );
   });
 
+  it('--timeout stops the whole run: ABORTED / RUN_TIMEOUT, what had not ended interrupted, what had not started left pending; a timeout that falls while only the leftovers of ended tasks are being ended (the kill grace) stops nothing', async () => {
+    // a background child that ignores SIGTERM: ending it takes the 5 s kill grace after its task exited 0
+    const stubborn = `sh -c 'trap "" TERM; sleep 30' & echo done`;
+    const project = testProject({
+      exec: {
+        tasks: [
+          { id: 'quick', run: stubborn },
+          { id: 'after', run: 'true', dependsOn: ['quick'] },
+          { id: 'slow', run: 'sleep 30' },
+        ],
+      },
+    });
+    const only = await runCli(['exec', 'run', 'quick', '--timeout', '1', '--json'], { cwd: project });
+    expect(only.code, only.stdout + only.stderr).toBe(0);
+    expect(JSON.parse(only.stdout)).toMatchObject({ status: 'SUCCEEDED', tasks: { quick: { status: 'succeeded' } } });
+    expect((await runCli(['exec', 'runs'], { cwd: project })).stdout).not.toMatch(/ABORTED/);
+    // the same timeout with a task still to start after it: that one is cut short
+    const chain = await runCli(['exec', 'run', 'quick', 'after', '--timeout', '1', '--json'], { cwd: project });
+    expect(chain.code).toBe(1);
+    expect(JSON.parse(chain.stdout)).toMatchObject({
+      status: 'ABORTED',
+      why_code: 'RUN_TIMEOUT',
+      tasks: { quick: { status: 'succeeded' }, after: { status: 'pending' } },
+    });
+    const slow = await runCli(['exec', 'run', 'slow', '--timeout', '1', '--json'], { cwd: project });
+    expect(slow.code).toBe(1);
+    expect(JSON.parse(slow.stdout)).toMatchObject({
+      status: 'ABORTED',
+      why_code: 'RUN_TIMEOUT',
+      tasks: { slow: { status: 'interrupted', why_code: 'RUN_TIMEOUT' } },
+    });
+  });
+
   it('runs tasks in the project root or their cwd, with their env and the routinely variables', async () => {
     const project = testProject({
       exec: {
