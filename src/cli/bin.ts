@@ -12,16 +12,32 @@ import { join } from 'node:path';
 import { PROGRAM } from './program-import.js';
 import { requireWithCodeCache } from './code-cache.js';
 
-(globalThis as Record<symbol, unknown>)[PROGRAM] = () =>
-  Promise.resolve(requireWithCodeCache(join(__dirname, 'cli-program.cjs')));
+/** The program's own file cannot be read (a failing disk, a broken install, no descriptor left):
+ * said as the storage fault it is (SPEC §7: 74), not as a stack trace; anything else is the
+ * file's own error, thrown on. Nothing has run yet when either file is loaded. */
+function cannotRead(err: unknown, file: string): void {
+  const e = err as NodeJS.ErrnoException;
+  if (typeof e?.code !== 'string' || e.path !== file) throw err;
+  const remedy =
+    e.code === 'EMFILE' || e.code === 'ENFILE'
+      ? 'no file descriptor was left: raise the limit (ulimit -n) or close some'
+      : 'reinstall routinely';
+  process.stderr.write(`routinely: cannot read its own program ${file} (${e.code}); ${remedy}\n`);
+  process.exitCode = 74;
+}
+
+const program = join(__dirname, 'cli-program.cjs');
+(globalThis as Record<symbol, unknown>)[PROGRAM] = () => {
+  try {
+    return Promise.resolve(requireWithCodeCache(program));
+  } catch (err) {
+    cannotRead(err, program);
+    process.exit(74);
+  }
+};
 const entry = join(__dirname, 'cli-main.cjs');
 try {
   requireWithCodeCache(entry);
 } catch (err) {
-  // the program's own file cannot be read (a failing disk, a broken install): said as the
-  // storage fault it is (SPEC §7: 74), not as a stack trace; anything else is the entry's own
-  const e = err as NodeJS.ErrnoException;
-  if (typeof e?.code !== 'string' || e.path !== entry) throw err;
-  process.stderr.write(`routinely: cannot read its own program ${entry} (${e.code}); reinstall routinely\n`);
-  process.exitCode = 74;
+  cannotRead(err, entry);
 }

@@ -391,6 +391,21 @@ describe.skipIf(!haveStrace && process.env.CI !== 'true')('EIO on a state folder
     expect(r.stderr).toBe(`routinely: cannot read its own program ${entry} (EIO); reinstall routinely\n`);
   });
 
+  it.each([
+    ['EIO', 'reinstall routinely'],
+    ['EMFILE', 'no file descriptor was left: raise the limit (ulimit -n) or close some'],
+  ])(
+    "the full path's program file cannot be read (%s): exit 74 naming it and what to do, no stack trace",
+    (errno, remedy) => {
+      expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
+      const program = join(dirname(CLI), 'cli-program.cjs');
+      const project = testProject({ exec: { tasks: [{ id: 't', run: 'true' }] } });
+      const r = cliWithFault({ paths: [program], inject: `openat:error=${errno}`, cwd: project }, ['exec', 'status']);
+      expect(r.status, r.stderr).toBe(74);
+      expect(r.stderr).toBe(`routinely: cannot read its own program ${program} (${errno}); ${remedy}\n`);
+    },
+  );
+
   it("exec run whose first run.json cannot be written: 74, nothing ran, the run recorded ABORTED (not a dead owner's), and exec resume runs it", async () => {
     expect(haveStrace, 'strace is required (CI installs it)').toBe(true);
     const project = testProject({ exec: { tasks: [{ id: 't', run: 'echo RAN >> ran.txt' }] } });
