@@ -153,24 +153,28 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     return { ...s.info, health, scheduler_up: up, now: new Date().toISOString() };
   };
   const history = async () => s.recent((await s.routines()).map((r) => r.id));
-  /** A routine's last fire that ran, when its last fire was a skip (which did no work): found
-   * in its history once, then kept, since each fire that ran after it is seen as the last. */
-  const ranBefore = new Map<string, number | null>();
+  /** A routine's last fire that ran, when its last fire was a skip (which did no work): found in
+   * its history, then kept while the routine's count of fires that ran stays the same — a fire
+   * that ran and was recorded after a later tick's skip (it outlasted its interval: the skip says
+   * `previous run still running`) leaves the last result a skip, and is found then. */
+  const ranBefore = new Map<string, { ran: number; ms: number | null }>();
   const lastRunDuration = async (r: RoutineView): Promise<number | null> => {
-    if ((r.last_result === 'success' || r.last_result === 'failure') && r.last_duration_ms !== null) {
-      ranBefore.set(r.id, r.last_duration_ms);
+    if ((r.last_result === 'success' || r.last_result === 'failure') && r.last_duration_ms !== null)
       return r.last_duration_ms;
-    }
     // a skip, or a fire lost with its process (no known duration): the last fire that ran and
     // whose duration is known
     if (r.last_result !== 'skipped' && r.last_result !== 'failure') return null;
-    if (!ranBefore.has(r.id)) {
-      const ran = (await s.fires(r.id, Infinity).catch(() => [])).find(
+    const ran = r.counts.success + r.counts.failure;
+    if (ranBefore.get(r.id)?.ran !== ran) {
+      const last = (await s.fires(r.id, Infinity).catch(() => [])).find(
         (f) => f.result !== 'skipped' && !isInterrupted(f),
       );
-      ranBefore.set(r.id, ran ? Math.max(0, Date.parse(ran.finished_at) - Date.parse(ran.started_at)) : null);
+      ranBefore.set(r.id, {
+        ran,
+        ms: last ? Math.max(0, Date.parse(last.finished_at) - Date.parse(last.started_at)) : null,
+      });
     }
-    return ranBefore.get(r.id) ?? null;
+    return ranBefore.get(r.id)?.ms ?? null;
   };
   /** What kept the exec lock from /metrics last, said once until it changes. */
   let lockProblem: string | null = null;

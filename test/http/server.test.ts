@@ -280,6 +280,44 @@ describe('routinely_last_duration_seconds', () => {
   });
 });
 
+describe('routinely_last_duration_seconds, late records', () => {
+  it('a fire that ran, recorded after a later tick skipped behind it (the last result stays that skip): its duration, not the one seen before it', async () => {
+    const fire = (result: string, started: string, ms: number, reason: string | null = null) => ({
+      result,
+      reason,
+      scheduled_at: started,
+      started_at: started,
+      finished_at: new Date(Date.parse(started) + ms).toISOString(),
+      duration_ms: ms,
+      exit_code: null,
+      run_id: null,
+      trigger: 'schedule',
+    });
+    const first = fire('success', '2026-12-06T10:00:00.000Z', 1500);
+    const skip = fire('skipped', '2026-12-06T10:00:02.000Z', 0, 'previous run still running');
+    const late = fire('success', '2026-12-06T10:00:01.000Z', 1250);
+    let now = {
+      last: row({ last_result: 'skipped', counts: { success: 1, failure: 0, skipped: 1 } }),
+      fires: [skip, first],
+    };
+    const s = await serve({
+      sources: fixedSources(pageData(), {
+        routines: async () => [now.last],
+        fires: async () => now.fires as never,
+      }),
+    });
+    const scrape = async (): Promise<number | undefined> =>
+      sample((await httpGet(`${s.url}metrics`)).body, 'routinely_last_duration_seconds', { routine: 'tick' });
+    expect(await scrape()).toBe(1.5);
+    // the fire of 10:00:01 ran on past the tick of 10:00:02, and is recorded now
+    now = {
+      last: row({ last_result: 'skipped', counts: { success: 2, failure: 0, skipped: 1 } }),
+      fires: [late, skip, first],
+    };
+    expect(await scrape()).toBe(1.25);
+  });
+});
+
 describe('cachedSources', () => {
   it('shares one read per second between requests, and does not keep failures', async () => {
     let reads = 0;
