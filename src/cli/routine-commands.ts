@@ -394,7 +394,7 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
   if (flags.json) {
     // the fields of SPEC §3, in one order on both backends; the bookkeeping (id, closes, key,
     // recorded_at) stays in the files
-    const shown = entries.map(({ id: _i, closes: _c, key: _k, recorded_at: _r, routine, ...e }) =>
+    const shown = entries.map(({ id: _i, closes: _c, key: _k, recorded_at: _r, newest: _n, routine, ...e }) =>
       id !== undefined ? e : { routine, ...e },
     );
     out(JSON.stringify(shown, null, 2));

@@ -330,7 +330,7 @@ async function start(
     fires: async (id, n) =>
       (await w.backend.routines.recentFires([id], { limit: n, since: -Infinity, until: Infinity }, warn))
         .reverse()
-        .map(({ id: _i, closes: _c, key: _k, recorded_at: _r, routine: _routine, ...e }) => e),
+        .map(({ id: _i, closes: _c, key: _k, recorded_at: _r, newest: _n, routine: _routine, ...e }) => e),
     output: (id, runId, lines) => runOutput(w.project().stateDir, id, runId, lines),
     running: async (id) => {
       const open = ((await w.backend.routines.readOne(id, warn))?.open_fires ?? []).filter(

@@ -185,7 +185,10 @@ export async function recordFire(
   cache?: IndexCache,
   writes?: IndexWrites,
 ): Promise<void> {
-  await recordFact(project, routineId, fireLine(fire), warn, cache, writes);
+  // the record as last folded (the index when this process keeps no fold: it may lag a fire or
+  // two, which is all the same for a clock that stepped back)
+  const prior = (cache?.get(routineId) ?? readIndex(project, routineId))?.record;
+  await recordFact(project, routineId, fireLine(fire, {}, Date.now(), prior), warn, cache, writes);
 }
 
 /** The open marker is a fact appended on its own (one O_APPEND write: appends never interleave

@@ -26,6 +26,9 @@ export interface HistoryEntry {
   /** When the line was appended, if that was more than LATE_LINE_MS after the fire finished (a
    * record retried through a full disk): readers from the end stop by it (recent-fires.ts). */
   recorded_at?: string;
+  /** Recorded while the fire shown last had started in the recorder's future (the wall clock
+   * stepped back since): the newest fire whatever its times (routine-state.ts foldLines). */
+  newest?: true;
 }
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
@@ -69,5 +72,6 @@ export function checkFireEntry(v: unknown): HistoryEntry | null {
     ...(isToken(o.closes) ? { closes: o.closes } : {}),
     ...(isToken(o.key) ? { key: o.key } : {}),
     ...(isTime(o.recorded_at) ? { recorded_at: o.recorded_at } : {}),
+    ...(o.newest === true ? { newest: true as const } : {}),
   };
 }

@@ -1,12 +1,11 @@
 // `history/<routine-id>.jsonl` (SPEC §3, §6): the facts about a routine, one line each — every
 // fire, every pause and resume — appended and never rewritten in place. `routine-state.json` is
 // an index of these files and is rebuilt from them when it is lost or damaged.
-//
-// Bounded (retention.historyLines): when a file passes historyTrimBytes() it is rotated, under the routine-state lock: the
-// current file becomes `<id>.jsonl.1` (replacing the previous one) and a new file starts with a
-// summary line that carries the routine's record so far, so counts and the paused state survive
-// the rotation. Every line has an id; a line re-appended because a rotation happened while it was
-// being written (a stalled writer) is counted once.
+// Bounded (retention.historyLines): past historyTrimBytes() a file is rotated, under the
+// routine-state lock: it becomes `<id>.jsonl.1` (replacing the previous one) and a new file starts
+// with a summary line carrying the routine's record so far (counts, the paused state). Every line
+// has an id: one re-appended because a rotation came while it was written is counted once.
+// (Over 300 lines: the line formats, their reading and the rotation share one file's layout.)
 
 import { checkFireEntry, type HistoryEntry } from './fire-entry.js';
 import { dirname, join, sep } from 'node:path';
@@ -80,14 +79,19 @@ export function historyIdOf(name: string): string | null {
   return ROUTINE_ID.test(id) ? id : null;
 }
 
+/** `prior`: the routine's record as last seen; one whose last fire started over a second in the
+ * future (the clock stepped back since) makes this line the newest (HistoryEntry.newest). */
 export function fireLine(
   fire: Fire,
   extra: { trigger?: HistoryEntry['trigger']; attempt?: number } = {},
   nowMs = Date.now(),
+  prior?: Pick<RoutineRecord, 'last_started_at'> | null,
 ): string {
+  const ahead = prior?.last_started_at ? Date.parse(prior.last_started_at) - nowMs > 1_000 : false;
   const entry: HistoryEntry = {
     ...historyEntryOf({ ...fire, trigger: fire.trigger ?? extra.trigger, attempt: fire.attempt ?? extra.attempt }),
     ...(nowMs - Date.parse(fire.finished_at) > LATE_LINE_MS ? { recorded_at: new Date(nowMs).toISOString() } : {}),
+    ...(ahead ? { newest: true as const } : {}),
     id: randomHex(8),
   };
   return JSON.stringify(entry);

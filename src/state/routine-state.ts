@@ -438,8 +438,10 @@ export function foldLines(lines: readonly HistoryLineLike[], base?: Folded): Fol
       };
       // One rule for every view: the last result is the newest fire's. A fire recorded after a
       // newer one (an old fire's outcome reconciled late, a record that waited in a spool)
-      // counts, and never becomes the last result.
-      record = isLate(record, fire) ? applyLateFire(record, fire) : applyFire(record, fire);
+      // counts, and never becomes the last result — unless it was recorded while that newer one
+      // lay in the recorder's future (`newest`: the wall clock stepped back since, SPEC §6 clock
+      // steps), when it is the newest however its times compare.
+      record = !e.newest && isLate(record, fire) ? applyLateFire(record, fire) : applyFire(record, fire);
     } else {
       record = setPaused(record, l.paused, l.note);
     }
@@ -479,6 +481,7 @@ export type HistoryLineLike =
         exit_code?: number | null;
         run_id?: string | null;
         closes?: string;
+        newest?: true;
       };
     }
   | { kind: 'open'; id: string | null; open: OpenFire }

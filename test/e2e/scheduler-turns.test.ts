@@ -345,6 +345,49 @@ if (!FAKETIME_LIB && process.env.CI === 'true')
     expect(await stop(s)).toBe(0);
   });
 
+  it("after the step, the corrected clock's fires are the last result in every view at once, though they started before the fast clock's (a failure is not hidden for the 2 h; nor is the recovery)", async () => {
+    const project = testProject({ routines: [cmd('sec', '* * * * * *', 'test -f ok')] });
+    writeFileSync(join(project, 'ok'), '');
+    const stamp = join(project, 'faketime');
+    writeFileSync(stamp, '+7200\n');
+    const s = startCli(['scheduler', 'start'], {
+      cwd: project,
+      timeoutMs: 90_000,
+      env: {
+        LD_PRELOAD: FAKETIME_LIB,
+        FAKETIME_TIMESTAMP_FILE: stamp,
+        FAKETIME_NO_CACHE: '1',
+        FAKETIME_DONT_FAKE_MONOTONIC: '1',
+      },
+    });
+    await eventually(
+      () => fires(project, 'sec').filter((e) => e.result === 'success').length >= 2,
+      15_000,
+      'successes at +2 h',
+    );
+    // NTP steps the clock back; from then on every fire fails
+    rmSync(join(project, 'ok'));
+    writeFileSync(stamp, '+0\n');
+    await s.waitFor(/\[scheduler\] wall clock stepped back 2h0m0s/, 15_000);
+    const failedNow = (): boolean =>
+      fires(project, 'sec').some((e) => e.result === 'failure' && Date.parse(e.started_at) < Date.now() + 60_000);
+    await eventually(failedNow, 15_000, 'a failure on the corrected clock', () => s.stdout());
+    const list = async (): Promise<{ last_result: string; consecutive_failures: number }> =>
+      (JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as never[])[0]!;
+    await eventually(async () => (await list()).last_result === 'failure', 15_000, 'routine list shows the failure');
+    expect((await list()).consecutive_failures).toBeGreaterThanOrEqual(1);
+    expect((await runCli(['routine', 'list', '--check'], { cwd: project })).code).toBe(1);
+    // and the recovery, on the corrected clock too
+    writeFileSync(join(project, 'ok'), '');
+    await eventually(async () => (await list()).last_result === 'success', 15_000, 'routine list shows the recovery');
+    expect((await runCli(['routine', 'list', '--check'], { cwd: project })).code).toBe(0);
+    expect(await stop(s)).toBe(0);
+    // the index rebuilt from the history alone says the same
+    rmSync(join(project, '.routinely', 'routine-state.json'), { force: true });
+    rmSync(join(project, '.routinely', 'history', 'sec.index'), { force: true });
+    expect((await list()).last_result).toBe('success');
+  });
+
   it('a scheduler whose clock is 2 h ahead never takes over a live lock run on this host (SPEC §4.4): busy skips, the command runs to its end', async () => {
     const project = testProject({ routines: [cmd('sec', '* * * * * *', 'true')] });
     const marks = join(project, 'marks');

@@ -7,6 +7,7 @@ import {
   setPaused,
   type Fire,
 } from '../../src/state/routine-state.js';
+import { fireLine } from '../../src/state/history.js';
 
 const fire = (result: Fire['result'], over: Partial<Fire> = {}): Fire => ({
   result,
@@ -212,5 +213,50 @@ describe('folding a history with a damaged line (issue 49, item 3)', () => {
     expect(manual.record.open_fires?.map((o) => o.id)).toEqual(['m']);
     const other = foldLines([open('x', 1, 'schedule', { ...owner, start_time: '200' }), open('b', 2), close('b', 2)]);
     expect(other.record.open_fires?.map((o) => o.id)).toEqual(['x']);
+  });
+});
+
+describe('a fire recorded after the wall clock stepped back', () => {
+  const at = (h: number, s: number): string => new Date(Date.UTC(2026, 11, 4, h, 0, s)).toISOString();
+  const line = (h: number, s: number, result: 'success' | 'failure', newest?: true) => ({
+    kind: 'fire' as const,
+    id: `${h}-${s}`,
+    entry: {
+      scheduled_at: at(h, s),
+      started_at: at(h, s),
+      finished_at: at(h, s + 1),
+      result,
+      reason: result === 'failure' ? 'exit code 1' : null,
+      ...(newest ? { newest } : {}),
+    },
+  });
+  // two successes on a clock 2 h fast, then a failure once it was stepped back
+  it('is the last result when its line says it is the newest (recorded while the last one lay in the future)', () => {
+    const { record } = foldLines([
+      line(14, 0, 'success'),
+      line(14, 1, 'success'),
+      line(12, 5, 'failure', true),
+      line(12, 6, 'failure'),
+    ]);
+    expect(record).toMatchObject({
+      last_result: 'failure',
+      last_started_at: at(12, 6),
+      consecutive_failures: 2,
+      counts: { success: 2, failure: 2, skipped: 0 },
+    });
+  });
+
+  it('without it, an earlier fire recorded later is late: it counts, and the last result stays', () => {
+    const { record } = foldLines([line(14, 0, 'success'), line(14, 1, 'success'), line(12, 5, 'failure')]);
+    expect(record).toMatchObject({ last_result: 'success', last_started_at: at(14, 1), counts: { failure: 1 } });
+  });
+
+  it("the line says so when the routine's last fire started more than a second in the recorder's future, and only then", () => {
+    const f = fire('failure', { started_at: at(12, 5), finished_at: at(12, 6) });
+    const now = Date.parse(at(12, 6));
+    expect(JSON.parse(fireLine(f, {}, now, { last_started_at: at(14, 1) }))).toMatchObject({ newest: true });
+    expect(JSON.parse(fireLine(f, {}, now, { last_started_at: at(12, 7) }))).not.toHaveProperty('newest');
+    expect(JSON.parse(fireLine(f, {}, now, { last_started_at: null }))).not.toHaveProperty('newest');
+    expect(JSON.parse(fireLine(f, {}, now))).not.toHaveProperty('newest');
   });
 });
