@@ -391,3 +391,27 @@ describe('small refusals with their words (a fault pass)', () => {
     expect(r.stdout).toMatch(/^a {2}0 0 1 1 \* {2}\(UTC; command\)$/m);
   });
 });
+
+describe('validate after the commands that leave the cache behind (routine list, lock status)', () => {
+  it('refuses what scheduler start refuses: an HTTP token this environment gives that is too short, however often the views ran', async () => {
+    const project = testProject({
+      routines: [{ id: 't', schedule: '*/3 * * * * *', action: 'command', run: 'true' }],
+      http: { listen: '127.0.0.1:19468', actions: true },
+    });
+    const short = { ROUTINELY_HTTP_TOKEN: 'short' };
+    const message =
+      'routinely: routinely.json: http.listen: 127.0.0.1:19468 ROUTINELY_HTTP_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. the output of `openssl rand -hex 32`)\n';
+    expect((await runCli(['routine', 'list'], { cwd: project, env: short })).code).toBe(0);
+    expect((await runCli(['lock', 'status'], { cwd: project, env: short })).code).toBe(0);
+    for (const args of [['validate'], ['validate'], ['scheduler', 'start']]) {
+      const r = await runCli(args, { cwd: project, env: short });
+      expect([r.code, r.stderr], args.join(' ')).toEqual([2, message]);
+    }
+    // with a token that works, the cache is left behind and validate answers from it: valid
+    const good = { ROUTINELY_HTTP_TOKEN: '0123456789abcdef0123' };
+    expect((await runCli(['routine', 'list'], { cwd: project, env: good })).code).toBe(0);
+    expect(existsSync(join(project, '.routinely', 'config-cache.json'))).toBe(true);
+    const valid = await runCli(['validate'], { cwd: project, env: good });
+    expect([valid.code, valid.stderr]).toEqual([0, '']);
+  });
+});
