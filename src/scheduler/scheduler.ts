@@ -305,44 +305,7 @@ export class Scheduler {
         else if (forward > 0) this.steppedForward(before, now, forward);
         before = now;
         if (this.cacheAt !== null && now.wall >= this.cacheAt) this.writeCache();
-        for (const id of this.inClaimOrder(dueIds(this.next, now.wall))) {
-          const entry = this.routines.get(id)!;
-          const scheduledAt = this.next.get(id)!;
-          // Late by a stall of a few seconds: each time missed fires (SPEC §9: every tick of a
-          // shared database is someone's); late by a suspend or a clock step forward: once,
-          // then continue from now.
-          const times =
-            forward > 0
-              ? [scheduledAt]
-              : missedTimes(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
-          // Later than that with no clock step (stopped, paused, overloaded): the first fires
-          // late, every other time slept through is recorded as a skip that says so (SPEC §6
-          // "Nothing is lost without a record"); claimed first, so with a shared database a time
-          // another scheduler fired stays its.
-          const slept =
-            forward > 0
-              ? { times: [], more: 0 }
-              : sleptThrough(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
-          this.next.set(
-            id,
-            nextUncovered(entry.schedule, Math.max(now.wall, times.at(-1)!), this.coveredFor(id), entry.since),
-          );
-          if (forward > 0)
-            this.firedAcrossJump.set(id, [
-              ...(this.firedAcrossJump.get(id) ?? []).slice(-15),
-              { from: scheduledAt - 1, to: scheduledAt },
-            ]);
-          for (const t of times) this.runner.launch(entry, new Date(t));
-          if (slept.times.length > 0) {
-            const late = `missed: the scheduler woke ${stepText(now.wall - scheduledAt)} late (stopped, paused or overloaded); the tick of ${new Date(scheduledAt).toISOString()} took its place`;
-            for (const t of slept.times) this.runner.missed(entry, new Date(t), late);
-            if (slept.more > 0)
-              this.o.log({
-                event: 'scheduler.warning',
-                message: `${id}: ${slept.more} more times slept through were not recorded (at most ${SLEPT_RECORD_CAP} per wake-up)`,
-              });
-          }
-        }
+        this.dealWithDue(now, forward);
         if (this.wake.signal.aborted) this.wake = new AbortController();
         if (this.stateProblem !== null) this.probeState();
         // while fires are held, the state folder is looked at again every second
@@ -358,6 +321,11 @@ export class Scheduler {
         this.observer.sleeping?.(ms);
         await this.clock.sleep(ms, this.wake.signal);
       }
+      // Stopped because its lock lapsed while it slept (SIGSTOP past the TTL): when the keeper
+      // noticed that before this loop woke, the times slept through are still to be recorded —
+      // its own when nobody took the lock (SPEC §6: nothing lost without a record), the runner
+      // records nothing when another did
+      if (this.o.inCharge?.() === false) this.dealWithDue({ wall: this.clock.now(), mono: this.clock.monotonic() }, 0);
     } finally {
       stop.removeEventListener('abort', onStop);
       this.config.stop();
@@ -367,6 +335,49 @@ export class Scheduler {
       await this.phases.settled();
       await this.recorder.stopped();
       this.o.log({ event: 'scheduler.stopped' });
+    }
+  }
+
+  /** Fires (or, slept through, records as skipped) every routine's time that is due at `now`;
+   * `forward`: a forward step just noticed (then each fires once, nothing is replayed). */
+  private dealWithDue(now: ClockReading, forward: number): void {
+    for (const id of this.inClaimOrder(dueIds(this.next, now.wall))) {
+      const entry = this.routines.get(id)!;
+      const scheduledAt = this.next.get(id)!;
+      // Late by a stall of a few seconds: each time missed fires (SPEC §9: every tick of a
+      // shared database is someone's); late by a suspend or a clock step forward: once,
+      // then continue from now.
+      const times =
+        forward > 0
+          ? [scheduledAt]
+          : missedTimes(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
+      // Later than that with no clock step (stopped, paused, overloaded): the first fires
+      // late, every other time slept through is recorded as a skip that says so (SPEC §6
+      // "Nothing is lost without a record"); claimed first, so with a shared database a time
+      // another scheduler fired stays its.
+      const slept =
+        forward > 0
+          ? { times: [], more: 0 }
+          : sleptThrough(entry.schedule, scheduledAt, now.wall, this.coveredFor(id), entry.since);
+      this.next.set(
+        id,
+        nextUncovered(entry.schedule, Math.max(now.wall, times.at(-1)!), this.coveredFor(id), entry.since),
+      );
+      if (forward > 0)
+        this.firedAcrossJump.set(id, [
+          ...(this.firedAcrossJump.get(id) ?? []).slice(-15),
+          { from: scheduledAt - 1, to: scheduledAt },
+        ]);
+      for (const t of times) this.runner.launch(entry, new Date(t));
+      if (slept.times.length > 0) {
+        const late = `missed: the scheduler woke ${stepText(now.wall - scheduledAt)} late (stopped, paused or overloaded); the tick of ${new Date(scheduledAt).toISOString()} took its place`;
+        for (const t of slept.times) this.runner.missed(entry, new Date(t), late);
+        if (slept.more > 0)
+          this.o.log({
+            event: 'scheduler.warning',
+            message: `${id}: ${slept.more} more times slept through were not recorded (at most ${SLEPT_RECORD_CAP} per wake-up)`,
+          });
+      }
     }
   }
 
