@@ -96,6 +96,9 @@ export interface SchedulerOptions {
 /** How often a scheduler whose state folder cannot be written looks at it again. */
 const STATE_PROBE_MS = 1_000;
 
+/** A wake-up of the loop this much later than it slept for: it slept through its times. */
+const LATE_WAKE_MS = 1_000;
+
 export class Scheduler {
   private project: Project;
   private readonly clock: Clock;
@@ -293,6 +296,7 @@ export class Scheduler {
           )
         : null;
     let before: ClockReading = { wall: this.clock.now(), mono: this.clock.monotonic() };
+    let lateWake: ClockReading | null = null;
     try {
       while (!stop.aborted) {
         if (this.reloadRequested) this.reload();
@@ -319,13 +323,17 @@ export class Scheduler {
           this.o.settleHeap?.();
         }
         this.observer.sleeping?.(ms);
+        const planned = this.clock.monotonic() + ms;
         await this.clock.sleep(ms, this.wake.signal);
+        const woke = { wall: this.clock.now(), mono: this.clock.monotonic() };
+        lateWake = woke.mono - planned > LATE_WAKE_MS ? woke : null;
       }
-      // Stopped because its lock lapsed while it slept (SIGSTOP past the TTL): when the keeper
-      // noticed that before this loop woke, the times slept through are still to be recorded —
-      // its own when nobody took the lock (SPEC §6: nothing lost without a record), the runner
-      // records nothing when another did
-      if (this.o.inCharge?.() === false) this.dealWithDue({ wall: this.clock.now(), mono: this.clock.monotonic() }, 0);
+      // Stopped because its lock lapsed while it slept (SIGSTOP past the TTL), the keeper having
+      // noticed that before this loop woke: what it slept through is still to be dealt with —
+      // its own to record when nobody took the lock (SPEC §6: nothing lost without a record); the
+      // runner records nothing when another did. (A wake on time has nothing slept through: a
+      // tick due after the stop is the next scheduler's, as after any stop.)
+      if (lateWake && this.o.inCharge?.() === false) this.dealWithDue(lateWake, 0);
     } finally {
       stop.removeEventListener('abort', onStop);
       this.config.stop();
