@@ -18,7 +18,7 @@ import {
   type OpenFire,
   type RoutineRecord,
 } from '../state/routine-state.js';
-import type { Phase, PhaseBoard } from '../state/phases.js';
+import { delayedFor, type DelayedFor, type Phase, type PhaseBoard } from '../state/phases.js';
 import { ExitCode } from '../errors.js';
 import { err, humanDuration, out, paint, useColor, type Colour, type ZoneTime } from './io.js';
 import { shortDuration } from '../duration.js';
@@ -58,13 +58,15 @@ export type ListRow = RoutineFacts & {
     failing: boolean;
     starved: boolean;
     running_since: string | null;
-    /** Where a fire of it is now (SPEC §6): queued in its scheduler's queue for its lock, waiting
-     * for its lock held by someone else, or running; null when none is under way. From the records
-     * the scheduler writes (its open marker, its board of phases), never guessed. */
-    phase: 'queued' | 'waiting' | 'running' | null;
+    /** Where a fire of it is now (SPEC §6): held back by its jitter or a retry's back-off
+     * (delayed), queued in its scheduler's queue for its lock, waiting for its lock held by
+     * someone else, or running; null when none is under way. From the records the scheduler
+     * writes (its open marker, its board of phases), never guessed. */
+    phase: 'delayed' | 'queued' | 'waiting' | 'running' | null;
     phase_since: string | null;
-    /** What it waits for: the routine it is queued behind, or the lock and its holder. */
-    waiting_for: { behind: string } | { lock: string; holder: string } | null;
+    /** What it waits for: the routine it is queued behind, the lock and its holder, or the time
+     * it is held back until (and why). */
+    waiting_for: { behind: string } | { lock: string; holder: string } | DelayedFor | null;
   };
 
 /** When the oldest fire still in progress started (its process is alive, or lives on another
@@ -136,13 +138,15 @@ export function listRows(
       record.last_scheduled_at === p.scheduled_at &&
       !(record.last_finished_at !== null && Date.parse(record.last_finished_at) < Date.parse(p.since));
     const current =
-      p && !running && !ended && !(p.phase === 'queued' && (record.paused || r.enabled === false)) ? p : undefined;
+      p && !running && !ended && !(p.phase !== 'waiting' && (record.paused || r.enabled === false)) ? p : undefined;
     const waiting_for =
       current?.phase === 'queued'
         ? { behind: current.behind }
         : current?.phase === 'waiting'
           ? { lock: current.lock, holder: current.holder }
-          : null;
+          : current?.phase === 'delayed'
+            ? delayedFor(current)
+            : null;
     const next_run_at = r.next && r.enabled && !record.paused ? new Date(r.next.at).toISOString() : null;
     // the record's keys (all of them, in its order, but open_fires) after the config's facts:
     // one literal when they are the keys this version writes, in its order (every record it
@@ -280,7 +284,7 @@ function lastCell(r: ListRow, nowMs: number): Cell {
       short: `queued behind ${r.waiting_for.behind}`,
       colour: 'cyan',
     };
-  if (r.waiting_for)
+  if (r.waiting_for && 'lock' in r.waiting_for)
     return {
       text: `waiting ${since}: ${r.waiting_for.lock} busy`,
       short: `waiting: ${r.waiting_for.lock} busy`,
@@ -297,6 +301,14 @@ function lastCell(r: ListRow, nowMs: number): Cell {
 function nextCell(r: ListRow, routine: ListedRoutine, nowMs: number, scheduling: boolean): Cell {
   if (r.paused) return { text: `paused${r.paused_note ? `: ${printable(r.paused_note)}` : ''}`, colour: 'yellow' };
   if (r.enabled === false) return { text: 'disabled', colour: 'gray' };
+  // held back on purpose: when it fires (its tick's time is past; the next tick's is not next)
+  if (r.waiting_for && 'until' in r.waiting_for) {
+    const w = r.waiting_for;
+    const left = shortDuration(Math.max(0, Date.parse(w.until) - nowMs));
+    return w.why === 'jitter'
+      ? { text: `jitter, fires in ${left}`, colour: 'cyan' }
+      : { text: `retry ${w.attempt} of ${w.of} in ${left}`, colour: 'cyan' };
+  }
   if (!routine.next || r.enabled === null) return { text: '-' };
   if (!scheduling) return { text: `none, would be ${nextText(routine.next, nowMs, false)}`, colour: 'gray' };
   return { text: nextText(routine.next, nowMs) };

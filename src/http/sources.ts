@@ -8,6 +8,7 @@ import type { RunState } from '../exec/run-state.js';
 import type { LockStatus } from '../lock/status.js';
 import type { HistoryEntry } from '../state/history.js';
 import { starvingSkip, type RoutineRecord } from '../state/routine-state.js';
+import type { DelayedFor } from '../state/phases.js';
 import type { Health } from './health.js';
 import { monotonicMs } from '../clock.js';
 
@@ -25,9 +26,9 @@ export interface RoutineView extends RoutineRecord {
   starved?: boolean;
   running_since?: string | null;
   /** A fire before it runs: queued behind a routine, or waiting for its lock (routine list). */
-  phase?: 'queued' | 'waiting' | 'running' | null;
+  phase?: 'delayed' | 'queued' | 'waiting' | 'running' | null;
   phase_since?: string | null;
-  waiting_for?: { behind: string } | { lock: string; holder: string } | null;
+  waiting_for?: { behind: string } | { lock: string; holder: string } | DelayedFor | null;
 }
 
 /** An `exec runs --json` row: the run without its tasks, with their counts; or a run whose

@@ -140,14 +140,21 @@ export function viewKit(nowMs: number) {
       `<p class="muted">Project <strong>${esc(s.project)}</strong> · ${esc(s.backend)} backend · updated ${time(nowMs, absolute(nowMs).slice(11))}</p>`
     );
   };
-  /** A fire before it runs, as routine list says it: queued behind a routine, or waiting for
-   * its lock (with who holds it on hover). */
+  /** A fire before it runs, as routine list says it: held back (jitter, a retry's back-off),
+   * queued behind a routine, or waiting for its lock (with who holds it on hover). */
   const phaseBadge = (r: RoutineView): string => {
     const w = r.waiting_for;
     const since = ms(r.phase_since ?? null);
     const long = since === null ? '' : ` ${span(Math.max(0, nowMs - since))}`;
     if (!w) return '';
     if ('behind' in w) return badge('queued', `queued${long} behind ${w.behind}`);
+    if ('until' in w) {
+      const left = span(Math.max(0, Date.parse(w.until) - nowMs));
+      return badge(
+        'queued',
+        w.why === 'jitter' ? `jitter: fires in ${left}` : `retry ${w.attempt} of ${w.of} in ${left}`,
+      );
+    }
     return `<span class="badge b-waiting" title="${esc(`held by ${w.holder}`)}">${esc(`waiting${long}: ${w.lock} busy`)}</span>`;
   };
   return { esc, span, ms, absolute, time, ago, badge, phaseBadge, resultOf, statusLine, unscheduled, nowMs };

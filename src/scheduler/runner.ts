@@ -394,7 +394,11 @@ export class Runner {
       // waiting out its jitter: room for another claim meanwhile
       active.started();
       active.jitter = true;
-      await this.sleepUnless(this.o.random() * def.jitterSeconds * 1000, active.stop.signal);
+      const delayMs = this.o.random() * def.jitterSeconds * 1000;
+      // every view shows it held back, and until when (never guessed: the board says so)
+      this.o.phases?.delayed(def.id, scheduledAt, this.o.clock.now() + delayMs, { why: 'jitter' });
+      await this.sleepUnless(delayMs, active.stop.signal);
+      this.o.phases?.clear(def.id, scheduledAt);
       active.jitter = false;
       if (active.stop.signal.aborted || this.stopping || this.droppedByReload(def, scheduledAt, 'its jitter', active))
         return this.abandon(def, scheduledAt);
@@ -459,7 +463,13 @@ export class Runner {
           in_ms: Math.round(delayMs),
         });
         active.idle = true;
+        this.o.phases?.delayed(def.id, scheduledAt, this.o.clock.now() + delayMs, {
+          why: 'retry',
+          attempt: attempt + 1,
+          of: retry!.attempts + 1,
+        });
         await this.sleepUnless(delayMs, active.stop.signal);
+        this.o.phases?.clear(def.id, scheduledAt);
         active.idle = false;
         if (active.stop.signal.aborted || this.stopping) return;
         if (this.droppedByReload(def, scheduledAt, 'its retry', active) || (await this.isPaused(def.id))) return;

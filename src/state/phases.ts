@@ -12,7 +12,20 @@ import { corruptMessage, readJsonState } from './json-file.js';
 
 export type Phase =
   | { phase: 'queued'; since: string; scheduled_at: string; behind: string }
-  | { phase: 'waiting'; since: string; scheduled_at: string; lock: string; holder: string };
+  | { phase: 'waiting'; since: string; scheduled_at: string; lock: string; holder: string }
+  | Delayed;
+
+/** A fire held back on purpose until `until`: its jitter, or the back-off before retry `attempt`
+ * (of `of` runs in all). */
+export type Delayed = { phase: 'delayed'; since: string; scheduled_at: string } & DelayedFor;
+
+/** What a delayed fire waits for, as views show it: until when, and why. */
+export type DelayedFor = { until: string } & ({ why: 'jitter' } | { why: 'retry'; attempt: number; of: number });
+
+export const delayedFor = (p: Delayed): DelayedFor =>
+  p.why === 'jitter'
+    ? { until: p.until, why: 'jitter' }
+    : { until: p.until, why: 'retry', attempt: p.attempt, of: p.of };
 
 /** One scheduler's phases. */
 export interface PhaseBoard {
@@ -24,6 +37,7 @@ export interface PhaseBoard {
 
 const isStr = (v: unknown, max = 4096): v is string => typeof v === 'string' && v.length <= max;
 const isIso = (v: unknown): v is string => isStr(v, 40) && Number.isFinite(Date.parse(v));
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= 1000;
 
 /** The board, when `v` is one in every field (a file or a row is input, SPEC §12); else null. */
 export function checkBoard(v: unknown): PhaseBoard | null {
@@ -38,6 +52,18 @@ export function checkBoard(v: unknown): PhaseBoard | null {
       routines[id] = { phase: 'queued', since: p.since, scheduled_at: p.scheduled_at, behind: p.behind };
     else if (p.phase === 'waiting' && isStr(p.lock, 64) && isStr(p.holder, 512))
       routines[id] = { phase: 'waiting', since: p.since, scheduled_at: p.scheduled_at, lock: p.lock, holder: p.holder };
+    else if (p.phase === 'delayed' && isIso(p.until) && p.why === 'jitter')
+      routines[id] = { phase: 'delayed', since: p.since, scheduled_at: p.scheduled_at, until: p.until, why: 'jitter' };
+    else if (p.phase === 'delayed' && isIso(p.until) && p.why === 'retry' && isCount(p.attempt) && isCount(p.of))
+      routines[id] = {
+        phase: 'delayed',
+        since: p.since,
+        scheduled_at: p.scheduled_at,
+        until: p.until,
+        why: 'retry',
+        attempt: p.attempt,
+        of: p.of,
+      };
     else return null;
   }
   return {
@@ -81,6 +107,17 @@ export class PhaseRecorder {
     const p = this.routines.get(id);
     if (p?.phase !== 'queued' || p.scheduled_at !== scheduledAt.toISOString() || p.behind === behind) return;
     this.set(id, { ...p, behind });
+  }
+
+  /** The fire of `scheduledAt` is held back until `untilMs`: its jitter, or a retry's back-off. */
+  delayed(
+    id: string,
+    scheduledAt: Date,
+    untilMs: number,
+    why: { why: 'jitter' } | { why: 'retry'; attempt: number; of: number },
+  ): void {
+    const at = { since: this.now(), scheduled_at: scheduledAt.toISOString(), until: new Date(untilMs).toISOString() };
+    this.set(id, { phase: 'delayed', ...at, ...why });
   }
 
   waiting(id: string, scheduledAt: Date, lock: string, holder: string): void {

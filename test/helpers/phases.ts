@@ -13,9 +13,9 @@ import { testProject } from './testdir.js';
 
 interface Row {
   id: string;
-  phase: 'queued' | 'waiting' | 'running' | null;
+  phase: 'delayed' | 'queued' | 'waiting' | 'running' | null;
   phase_since: string | null;
-  waiting_for: { behind: string } | { lock: string; holder: string } | null;
+  waiting_for: { behind: string } | { lock: string; holder: string } | { until: string; why: string } | null;
   running_since: string | null;
 }
 
@@ -149,6 +149,63 @@ export function phaseTests(cluster: TestCluster | null): void {
 
         s.child.kill('SIGTERM');
         expect((await s.exited).code).toBe(0);
+      },
+    );
+
+    it(
+      "a retry's back-off: delayed, until when and which attempt, the same in routine list, --json, /api/routines and the page; none once the scheduler stopped",
+      { timeout: 120_000 },
+      async () => {
+        const url = backend === 'postgres' ? await freshDatabase(cluster!) : null;
+        const project = testProject({
+          project: 'app',
+          ...(url ? { backend: { type: 'postgres' } } : {}),
+          routines: [
+            {
+              id: 'flaky',
+              schedule: '*/30 * * * * *',
+              action: 'command',
+              run: 'exit 1',
+              retry: { attempts: 1, backoffSeconds: 20 },
+            },
+          ],
+        });
+        const env = url ? { ROUTINELY_DATABASE_URL: url } : {};
+        const opts = { cwd: project, env };
+        const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { ...opts, timeoutMs: 110_000 });
+        const base = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/, 60_000))[1]!;
+        await s.waitFor(/\[routine\] retrying flaky in \d+\.\ds \(attempt 2 of 2\)/, 60_000);
+        const row = async (): Promise<Row & { failing: boolean }> =>
+          (
+            JSON.parse((await runCli(['routine', 'list', '--json'], opts)).stdout) as (Row & { failing: boolean })[]
+          )[0]!;
+        // right after the scheduler said it (a database board is written a moment after the line)
+        if (backend === 'postgres')
+          await eventually(async () => (await row()).phase === 'delayed', 10_000, 'the phase in the database');
+        const listed = await row();
+        expect(listed).toMatchObject({
+          phase: 'delayed',
+          failing: true,
+          running_since: null,
+          waiting_for: { why: 'retry', attempt: 2, of: 2, until: expect.any(String) },
+        });
+        const until = Date.parse((listed.waiting_for as { until: string }).until);
+        // 20 s and up to a fifth more, from the failed attempt
+        expect(until - Date.parse(listed.phase_since!)).toBeGreaterThanOrEqual(20_000);
+        expect(until - Date.parse(listed.phase_since!)).toBeLessThanOrEqual(24_100);
+        // the text says when it fires, beside the failure
+        expect((await runCli(['routine', 'list'], opts)).stdout).toMatch(/^flaky .* retry 2 of 2 in \d+s +failing /m);
+        const api = ((await (await fetch(`${base}api/routines`)).json()) as Row[])[0]!;
+        expect(api).toMatchObject({
+          phase: 'delayed',
+          waiting_for: listed.waiting_for,
+          phase_since: listed.phase_since,
+        });
+        expect(await (await fetch(base)).text()).toMatch(/class="badge b-queued">retry 2 of 2 in [^<]+</);
+        s.child.kill('SIGTERM');
+        expect((await s.exited).code).toBe(0);
+        expect(await row()).toMatchObject({ phase: null, waiting_for: null });
+        expect((await runCli(['routine', 'list'], opts)).stdout).not.toMatch(/retry/);
       },
     );
 

@@ -15,6 +15,7 @@ import { readFires } from '../../src/state/file-store.js';
 import { DatabaseError, StateIOError } from '../../src/errors.js';
 import type { RoutineStore } from '../../src/state/store.js';
 import { eventually } from '../helpers/cli.js';
+import { readPhasesFile } from '../../src/state/phases.js';
 import { testProject } from '../helpers/testdir.js';
 
 const T0 = Date.UTC(2026, 10, 29, 19, 0, 0);
@@ -785,13 +786,49 @@ describe('Scheduler', () => {
     h.clock.advance(29_500); // the tick at :30
     await settle();
     expect(h.fires).toHaveLength(0);
+    // every view reads it held back, and until when, from the board
+    await eventually(() => readPhasesFile(h.project, () => {})?.routines.j?.phase === 'delayed', 5000);
+    expect(readPhasesFile(h.project, () => {})!.routines.j).toEqual({
+      phase: 'delayed',
+      since: '2026-11-29T19:00:30.000Z',
+      scheduled_at: '2026-11-29T19:00:30.000Z',
+      until: '2026-11-29T19:00:35.000Z',
+      why: 'jitter',
+    });
     h.clock.advance(4_900);
     await settle();
     expect(h.fires).toHaveLength(0);
     h.clock.advance(200);
     await settle();
     expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:30.000Z']);
+    // started: the phase is gone (its open marker says it runs)
+    await eventually(() => readPhasesFile(h.project, () => {})?.routines.j === undefined, 5000);
     h.fires[0]!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
+  it("a retry's back-off is on the board as a delayed fire: which attempt of how many, until when; gone once the retry starts", async () => {
+    const h = harness({ routines: [routine('flaky', '0 * * * *', { retry: { attempts: 2, backoffSeconds: 10 } })] });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    // random() = 0.5: 10 s and a tenth more
+    await eventually(() => readPhasesFile(h.project, () => {})?.routines.flaky?.phase === 'delayed', 5000);
+    expect(readPhasesFile(h.project, () => {})!.routines.flaky).toEqual({
+      phase: 'delayed',
+      since: '2026-11-29T20:00:00.000Z',
+      scheduled_at: '2026-11-29T20:00:00.000Z',
+      until: '2026-11-29T20:00:11.000Z',
+      why: 'retry',
+      attempt: 2,
+      of: 3,
+    });
+    h.clock.advance(11_000);
+    await eventually(() => h.fires.length === 2, 5000);
+    await eventually(() => readPhasesFile(h.project, () => {})?.routines.flaky === undefined, 5000);
+    h.fires[1]!.finish();
     h.stop.abort();
     await h.done;
   });

@@ -110,6 +110,18 @@ describe('checkBoard', () => {
     expect(checkBoard(good)).toEqual(good);
   });
 
+  it("takes a fire held back by its jitter or a retry's back-off, until when and why", () => {
+    const t = good.written_at;
+    const delayed = {
+      ...good,
+      routines: {
+        j: { phase: 'delayed', since: t, scheduled_at: t, until: at(8).toISOString(), why: 'jitter' },
+        r: { phase: 'delayed', since: t, scheduled_at: t, until: at(9).toISOString(), why: 'retry', attempt: 2, of: 3 },
+      },
+    };
+    expect(checkBoard(delayed)).toEqual(delayed);
+  });
+
   it.each([
     ['not an object', 'x'],
     ['no owner', { ...good, owner: null }],
@@ -121,6 +133,44 @@ describe('checkBoard', () => {
       { ...good, routines: { a: { phase: 'queued', since: good.written_at, scheduled_at: good.written_at } } },
     ],
     ['a holder of 10 000 characters', { ...good, routines: { a: { ...good.routines.a, holder: 'x'.repeat(10_000) } } }],
+    [
+      'delayed without until',
+      {
+        ...good,
+        routines: { a: { phase: 'delayed', since: good.written_at, scheduled_at: good.written_at, why: 'jitter' } },
+      },
+    ],
+    [
+      'a retry delayed without its attempt',
+      {
+        ...good,
+        routines: {
+          a: {
+            phase: 'delayed',
+            since: good.written_at,
+            scheduled_at: good.written_at,
+            until: good.written_at,
+            why: 'retry',
+            of: 3,
+          },
+        },
+      },
+    ],
+    [
+      'delayed for a reason it does not know',
+      {
+        ...good,
+        routines: {
+          a: {
+            phase: 'delayed',
+            since: good.written_at,
+            scheduled_at: good.written_at,
+            until: good.written_at,
+            why: 'nap',
+          },
+        },
+      },
+    ],
   ])('refuses %s', (_, v) => {
     expect(checkBoard(v)).toBe(null);
   });
@@ -208,6 +258,50 @@ describe('routine list rows with phases', () => {
     const lines = renderTable(routines, rows, { running: true, text: 'running' }, NOW, { color: false, width: 80 });
     expect(lines.find((l) => l.startsWith('b '))).toMatch(/ queued 5s behind a /);
     expect(lines.find((l) => l.startsWith('c '))).toMatch(/ waiting 12s: db busy /);
+  });
+
+  it("shows a fire held back by its jitter or a retry's back-off: until when and why in the JSON rows, when it fires in the table's NEXT; not while paused", () => {
+    const jitter = {
+      phase: 'delayed' as const,
+      since: new Date(NOW - 2000).toISOString(),
+      scheduled_at: at(-2).toISOString(),
+      until: new Date(NOW + 7000).toISOString(),
+      why: 'jitter' as const,
+    };
+    const retry = {
+      phase: 'delayed' as const,
+      since: new Date(NOW - 1000).toISOString(),
+      scheduled_at: at(-3).toISOString(),
+      until: new Date(NOW + 16_000).toISOString(),
+      why: 'retry' as const,
+      attempt: 2,
+      of: 3,
+    };
+    // the retry's tick failed (its record ended before the back-off began): still its phase
+    const failed = applyFire(emptyRecord(), {
+      ...skip(at(-3)),
+      result: 'failure',
+      reason: 'exit code 1',
+      finished_at: new Date(NOW - 1500).toISOString(),
+      exit_code: 1,
+    });
+    const routines = ['j', 'r'].map(listed);
+    const rows = listRows(routines, { r: failed }, emptyRecord, phasesOf([board({ j: jitter, r: retry })]));
+    expect(rows.map((r) => [r.id, r.phase, r.phase_since, r.waiting_for])).toEqual([
+      ['j', 'delayed', jitter.since, { until: jitter.until, why: 'jitter' }],
+      ['r', 'delayed', retry.since, { until: retry.until, why: 'retry', attempt: 2, of: 3 }],
+    ]);
+    const lines = renderTable(routines, rows, { running: true, text: 'running' }, NOW, { color: false, width: 80 });
+    expect(lines.find((l) => l.startsWith('j '))).toMatch(/ jitter, fires in 7s /);
+    expect(lines.find((l) => l.startsWith('r '))).toMatch(/ retry 2 of 3 in 16s +failing /);
+    // paused meanwhile: it will not fire at its time (it is dropped then), so it is not shown
+    const paused = listRows(
+      [listed('j')],
+      { j: { ...emptyRecord(), paused: true } },
+      emptyRecord,
+      phasesOf([board({ j: jitter })]),
+    );
+    expect(paused[0]).toMatchObject({ phase: null, waiting_for: null });
   });
 
   it("a later tick's skip leaves the phase; the record of that very fire ends it; a running fire is running", () => {
