@@ -1,13 +1,13 @@
 // Where the HTTP server listens and with which token (SPEC §11): `--http` wins over
 // `http.listen`; a non-loopback address without ROUTINELY_HTTP_TOKEN is refused (exit 2) before
-// anything starts. Light on purpose (scheduler-command imports it, and so does `routine list`,
-// for httpValid): the checks load on use, prom-client and the server only after this says yes.
+// anything starts. Light on purpose (scheduler-command imports it, and `routine list` imports
+// scheduler-command): the checks load on use, prom-client and the server only after this says yes.
 
 import { formatListen, parseListen } from '../config/listen.js';
 import { displayPath, type Project } from '../config/load.js';
 import { ConfigError, UsageError } from '../errors.js';
 
-import type { HttpSetup } from '../http/wiring.js';
+import type { HttpSetup, RoutineRows } from '../http/wiring.js';
 
 export type { HttpSetup };
 
@@ -41,15 +41,7 @@ export async function httpSetup(
   return { listen, token: exposure.token, actions };
 }
 
-/** Whether the config's HTTP settings work with this environment (its token): a cache written
- * by a command that does not start the server (routine list, lock status) must not let the
- * cached `validate` call a config valid that `scheduler start` refuses. */
-export async function httpValid(project: Project, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
-  try {
-    await httpSetup(undefined, project, env);
-    return true;
-  } catch (err) {
-    if (err instanceof ConfigError) return false;
-    throw err;
-  }
-}
+/** `routine list --json`'s rows for the page, imported on use: a static import would make
+ * esbuild split routine-commands into a shared chunk, one more file for every `routine list`. */
+export const routineRows: RoutineRows = async (project, now, backend, warn) =>
+  (await import('./routine-commands.js')).routineRows(project, now, backend, warn);

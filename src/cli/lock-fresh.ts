@@ -10,7 +10,6 @@ import type { BreakResult } from '../lock/status.js';
 import { disposable, openBackend, withBackend } from '../backend.js';
 import { hostId } from '../process/identity.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
-import { httpValid } from './http-options.js';
 import { err, out } from './io.js';
 import type { GlobalOptions } from './globals.js';
 import { lockNameOf, type LockSource } from './lock-commands.js';
@@ -22,8 +21,7 @@ import { loadForView } from './view-project.js';
 export async function freshLockSource(g: GlobalOptions, use: 'run' | 'view'): Promise<LockSource> {
   const { project, invalid } =
     use === 'run' ? { project: loadProject({ configPath: g.config }), invalid: null } : loadForView(g);
-  // (not for a config whose HTTP settings this environment refuses: validate answers from it)
-  if (!invalid && (await httpValid(project))) ensureListCache(project);
+  if (!invalid) ensureListCache(project);
   const backend = disposable(await openBackend(project));
   const locks = project.config.locks ?? {};
   return {

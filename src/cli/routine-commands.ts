@@ -38,7 +38,6 @@ import type { GlobalOptions } from './globals.js';
 import type { ListFlags, ListInputs } from './routine-list-command.js';
 import { loadForView, stateOnly } from './view-project.js';
 import { tenthsOfSeconds } from '../duration.js';
-import { httpValid } from './http-options.js';
 
 const warnTo = (m: string): void => err(`routinely: warning: ${m}`);
 
@@ -208,8 +207,7 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
     next: null,
   }));
   // the next `routine list` starts from the cache, scheduler or not
-  // (not for a config whose HTTP settings this environment refuses: validate answers from it)
-  if (!fromState && (await httpValid(project))) ensureListCache(project, now.getTime());
+  if (!fromState) ensureListCache(project, now.getTime());
   const phases = { ...waits, ...boards };
   return {
     routines,

@@ -10,8 +10,7 @@ import { hostId } from '../process/identity.js';
 import { createLogger, type LogFormat } from '../fire/log.js';
 import { flushMessage, SpoolFlusher } from '../state/spooling-store.js';
 import { routineChanges } from '../scheduler/reload-changes.js';
-import { httpSetup } from './http-options.js';
-import { routineRows } from './routine-rows.js';
+import { httpSetup, routineRows } from './http-options.js';
 import { out } from './io.js';
 import type { GlobalOptions } from './globals.js';
 

@@ -32,8 +32,10 @@ export interface ValidatedView {
 export function cachedView(configArg: string | undefined, env: NodeJS.ProcessEnv = process.env): ValidatedView | null {
   try {
     const found = cachedConfig(configArg, env);
-    // task files are read by the full path each time: the cache keys the config file only
-    if (!found || found.project.taskDirs !== 0) return null;
+    // task files are read by the full path each time: the cache keys the config file only; an
+    // HTTP server's settings are checked against the token each time (whoever wrote the cache:
+    // routine list, or a scheduler that reloaded them, never started the server with them)
+    if (!found || found.project.taskDirs !== 0 || found.project.http !== false) return null;
     const cache = readListCache(found.project.stateDir, found.key);
     const now = Date.now();
     if (!cache || now < cache.written_at) return null;

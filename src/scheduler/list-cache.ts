@@ -3,7 +3,7 @@
 // the config file's identity and the environment. `routine list` and `validate` (cli/) answer
 // from it while the key matches and a future time is left for every routine, so they need
 // neither zod, croner nor ICU's zone data; otherwise they validate the config.
-//
+// (Over 300 lines: the two files' formats and their checks on reading are one contract.)
 // It is a cache: losing it, or finding it stale, garbled or not ours, only costs speed. Written
 // atomically (temp + rename, no fsync: a torn cache after a power cut is discarded on read).
 
@@ -136,6 +136,8 @@ export interface CachedProject {
   taskDirs?: number;
   /** The slots of each declared named lock (`lock status` shows them). */
   locks: Record<string, number>;
+  /** It asks for the HTTP server: validate checks it in full (the token's check; absent: unknown). */
+  http?: boolean;
 }
 
 export interface ListCache {
@@ -258,6 +260,7 @@ function checkProject(v: unknown): CachedProject | null {
     inlineTasks: v.inlineTasks as number,
     ...(Number.isSafeInteger(v.taskDirs) ? { taskDirs: v.taskDirs as number } : {}),
     locks: v.locks as Record<string, number>,
+    ...(typeof v.http === 'boolean' ? { http: v.http } : {}),
   };
 }
 

@@ -130,6 +130,7 @@ export function cachedProject(project: Project): CachedProject {
     inlineTasks: project.config.exec.tasks.length,
     taskDirs: project.config.exec.taskDirs.length,
     locks: Object.fromEntries(Object.entries(project.config.locks).map(([name, l]) => [name, l.slots])),
+    http: project.config.http?.listen != null,
   };
 }
 

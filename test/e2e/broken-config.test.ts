@@ -414,4 +414,21 @@ describe('validate after the commands that leave the cache behind (routine list,
     const valid = await runCli(['validate'], { cwd: project, env: good });
     expect([valid.code, valid.stderr]).toEqual([0, '']);
   });
+
+  it('refuses HTTP settings a running scheduler reloaded (it never listens with them) after it rewrote the cache', async () => {
+    const routines = [{ id: 't', schedule: '*/3 * * * * *', action: 'command', run: 'true' }];
+    const project = testProject({ routines });
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
+    await s.waitFor(/\[scheduler\] started/);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines, http: { listen: '0.0.0.0:18931' } }));
+    s.child.kill('SIGHUP');
+    await s.waitFor(/reloaded config/);
+    const r = await runCli(['validate'], { cwd: project });
+    expect([r.code, r.stderr]).toEqual([
+      2,
+      'routinely: routinely.json: http.listen: 0.0.0.0:18931 listens on every interface: set ROUTINELY_HTTP_TOKEN (clients send "Authorization: Bearer <token>"), or listen on 127.0.0.1\n',
+    ]);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
 });
