@@ -15,6 +15,7 @@ import {
   emptyRecord as emptyRecordOf,
   interruptedFire,
   isLate,
+  newestAfterStep,
   type OpenFire,
   type RoutineRecord,
 } from '../state/routine-state.js';
@@ -100,7 +101,9 @@ export function withLostFires(
   else delete shown.open_fires;
   for (const o of lost) {
     const fire = interruptedFire(o);
-    shown = isLate(shown, fire) ? applyLateFire(shown, fire) : applyFire(shown, fire);
+    // as its record will be folded (history.ts fireLine: newest after a clock step back)
+    const late = !newestAfterStep(shown, fire, Date.now()) && isLate(shown, fire);
+    shown = late ? applyLateFire(shown, fire) : applyFire(shown, fire);
   }
   return shown;
 }

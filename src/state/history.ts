@@ -15,7 +15,7 @@ import { randomHex } from '../fs/random-ids.js';
 import { lstatQuiet } from '../fs/look.js';
 import { closeFd, renameOver } from '../fs/names.js';
 import { appendLineToFile, ensureFolderOf, openAppendTo, writeFileDurable } from '../fs/durable.js';
-import { checkOpenFire, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
+import { checkOpenFire, newestAfterStep, type Fire, type OpenFire, type RoutineRecord } from './routine-state.js';
 import { beginAppend, endAppend } from './history-stamp.js';
 
 /** Rotate when the file is this many bytes: ≈ 1.5 × the lines kept at ≈ 250 bytes a line (so
@@ -80,18 +80,17 @@ export function historyIdOf(name: string): string | null {
 }
 
 /** `prior`: the routine's record as last seen; one whose last fire started over a second in the
- * future (the clock stepped back since) makes this line the newest (HistoryEntry.newest). */
+ * future (the clock stepped back since) may make this line the newest (newestAfterStep). */
 export function fireLine(
   fire: Fire,
   extra: { trigger?: HistoryEntry['trigger']; attempt?: number } = {},
   nowMs = Date.now(),
   prior?: Pick<RoutineRecord, 'last_started_at'> | null,
 ): string {
-  const ahead = prior?.last_started_at ? Date.parse(prior.last_started_at) - nowMs > 1_000 : false;
   const entry: HistoryEntry = {
     ...historyEntryOf({ ...fire, trigger: fire.trigger ?? extra.trigger, attempt: fire.attempt ?? extra.attempt }),
     ...(nowMs - Date.parse(fire.finished_at) > LATE_LINE_MS ? { recorded_at: new Date(nowMs).toISOString() } : {}),
-    ...(ahead ? { newest: true as const } : {}),
+    ...(newestAfterStep(prior, fire, nowMs) ? { newest: true as const } : {}),
     id: randomHex(8),
   };
   return JSON.stringify(entry);

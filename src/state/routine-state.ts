@@ -193,6 +193,18 @@ function newestRun(prior: RoutineRecord, fire: Fire): boolean {
   return [prior.last_success_at, prior.last_failure_at].every((t) => t === null || Date.parse(t) <= began);
 }
 
+/** Whether `fire`, recorded at `nowMs`, is the newest fire whatever its times: the fire the record
+ * shows last started over a second in the future (the wall clock stepped back since) and this one
+ * did not (a fire of the fast clock still finishing is not). HistoryEntry.newest. */
+export const newestAfterStep = (
+  prior: Pick<RoutineRecord, 'last_started_at'> | null | undefined,
+  fire: Pick<Fire, 'started_at'>,
+  nowMs: number,
+): boolean =>
+  prior?.last_started_at != null &&
+  Date.parse(prior.last_started_at) - nowMs > 1_000 &&
+  Date.parse(fire.started_at) - nowMs <= 1_000;
+
 /** Whether `fire` started before the fire the record shows last, or is of an earlier tick (a
  * fire that waited for its lock, or a retry, starts after the ticks it made skip: its record
  * never takes the last tick back, which catch-up reads). */

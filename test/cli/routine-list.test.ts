@@ -142,6 +142,26 @@ describe('routine list: a fire whose process is gone', () => {
     const [spooled] = listRows([listed('a')], { a: rec }, emptyRecord, {}, (id) => id === open.id);
     expect(spooled).toMatchObject({ last_result: null, failing: false });
   });
+
+  it("after the wall clock stepped back: the lost fire of the corrected clock is the last result, as its record will be (not hidden behind the fast clock's success)", () => {
+    const now = Date.now();
+    const iso = (ms: number): string => new Date(ms).toISOString();
+    const fast = {
+      ...emptyRecord(),
+      last_result: 'success',
+      last_scheduled_at: iso(now + 7200_000),
+      last_started_at: iso(now + 7200_000),
+      last_finished_at: iso(now + 7200_100),
+      counts: { success: 3, failure: 0, skipped: 0 },
+    } as RoutineRecord;
+    const lostNow = { ...open, scheduled_at: iso(now - 2000), started_at: iso(now - 2000) };
+    const [row] = listRows([listed('a')], { a: { ...fast, open_fires: [lostNow] } }, emptyRecord);
+    expect(row).toMatchObject({ last_result: 'failure', failing: true, last_started_at: lostNow.started_at });
+    // a lost fire of the fast clock itself (it started in the future too) stays late
+    const lostFast = { ...open, scheduled_at: iso(now + 3600_000), started_at: iso(now + 3600_000) };
+    const [late] = listRows([listed('a')], { a: { ...fast, open_fires: [lostFast] } }, emptyRecord);
+    expect(late).toMatchObject({ last_result: 'success', counts: { failure: 1 } });
+  });
 });
 
 describe('routine list: a row is the config facts, the record and the derived fields', () => {

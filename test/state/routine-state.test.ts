@@ -258,5 +258,8 @@ describe('a fire recorded after the wall clock stepped back', () => {
     expect(JSON.parse(fireLine(f, {}, now, { last_started_at: at(12, 7) }))).not.toHaveProperty('newest');
     expect(JSON.parse(fireLine(f, {}, now, { last_started_at: null }))).not.toHaveProperty('newest');
     expect(JSON.parse(fireLine(f, {}, now))).not.toHaveProperty('newest');
+    // a fire of the fast clock itself, still finishing after the step: not the newest
+    const ahead = fire('success', { started_at: at(14, 2), finished_at: at(14, 3) });
+    expect(JSON.parse(fireLine(ahead, {}, now, { last_started_at: at(14, 1) }))).not.toHaveProperty('newest');
   });
 });
