@@ -168,6 +168,8 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   let realRoot: string | undefined;
   const rootOnce = (): string => (realRoot ??= realPath(o.root));
   let finishedAtStart = false;
+  /** A task the stop kept from starting again (it waited for room): the stop cut it short. */
+  let cutShort = false;
   /** Starts task `id`; false when it cannot be started now (out of descriptors while other
    * tasks run: nothing recorded, it is started once one of them ended). */
   const startTask = (id: string): boolean => {
@@ -247,6 +249,7 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
           // (with none running, a few pauses; once they were not enough, the shortage is not the
           // run's own, and later tasks do not wait them out one after the other)
           if (others.length === 0 && (pause > ROOM_PAUSE_MAX_MS || roomHopeless)) roomHopeless = true;
+          if (stoppedBy) cutShort = true;
           if (stoppedBy || (others.length === 0 && roomHopeless)) break;
           roomWaiters.add(id);
           // its log is closed while it waits: one descriptor more for the tasks that run
@@ -260,7 +263,10 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
           } finally {
             roomWaiters.delete(id);
           }
-          if (stoppedBy) break;
+          if (stoppedBy) {
+            cutShort = true;
+            break;
+          }
           // opened again to append where it was (no heading: the same attempt, the same cap)
           try {
             logFd = openAppendTo(logPath).fd;
@@ -364,7 +370,13 @@ export async function executeRun(o: ExecuteOptions): Promise<ExecuteResult> {
   // A run timeout that cut nothing short: every task had ended on its own and was on record
   // once what it left in its group was ended (a background child that ignores SIGTERM takes the
   // kill grace), as a task's own timeout counts its command alone — the run is not aborted.
-  if (stoppedBy === 'RUN_TIMEOUT' && Object.values(state.tasks).every((t) => FINAL_ON_ITS_OWN.has(t.status)))
+  // (the lease must still be held: one lost after the timeout is a stop of its own)
+  if (
+    stoppedBy === 'RUN_TIMEOUT' &&
+    !cutShort &&
+    !o.lease.signal.aborted &&
+    Object.values(state.tasks).every((t) => FINAL_ON_ITS_OWN.has(t.status))
+  )
     stoppedBy = null;
   return { state, stoppedBy, notRecorded };
 }

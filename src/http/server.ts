@@ -166,9 +166,10 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     if (r.last_result !== 'skipped' && r.last_result !== 'failure') return null;
     const ran = r.counts.success + r.counts.failure;
     if (ranBefore.get(r.id)?.ran !== ran) {
-      const last = (await s.fires(r.id, Infinity).catch(() => [])).find(
-        (f) => f.result !== 'skipped' && !isInterrupted(f),
-      );
+      // (a history that cannot be read now is not kept as "none ran": read again next scrape)
+      const fires = await s.fires(r.id, Infinity).catch(() => null);
+      if (fires === null) return null;
+      const last = fires.find((f) => f.result !== 'skipped' && !isInterrupted(f));
       ranBefore.set(r.id, {
         ran,
         ms: last ? Math.max(0, Date.parse(last.finished_at) - Date.parse(last.started_at)) : null,

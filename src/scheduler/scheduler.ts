@@ -333,7 +333,10 @@ export class Scheduler {
       // its own to record when nobody took the lock (SPEC §6: nothing lost without a record); the
       // runner records nothing when another did. (A wake on time has nothing slept through: a
       // tick due after the stop is the next scheduler's, as after any stop.)
-      if (lateWake && this.o.inCharge?.() === false) this.dealWithDue(lateWake, 0);
+      // (a step of the wall clock meanwhile as the loop takes it: forward, each routine's missed
+      // tick once and nothing replayed; back, nothing is due on the new clock)
+      if (lateWake && this.o.inCharge?.() === false && backwardStep(before, lateWake) === 0)
+        this.dealWithDue(lateWake, forwardStep(before, lateWake));
     } finally {
       stop.removeEventListener('abort', onStop);
       this.config.stop();

@@ -230,7 +230,7 @@ async function flushSpool(store: RoutineStore, stateDir: string, warn: Warn): Pr
 
 /** What a flush that sent something says in the log. */
 export const flushMessage = (f: FlushResult): string =>
-  `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.refused ? ` (${f.refused} more not: recorded already by another scheduler, as said)` : ''}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}`;
+  `database back: recorded ${f.recorded} spooled fire${f.recorded === 1 ? '' : 's'}${f.refused ? ` (${f.refused} more not: another scheduler's, as said above)` : ''}${f.released ? `, gave back ${f.released} claim${f.released === 1 ? '' : 's'} not fired` : ''}${f.left ? `; ${f.left} still spooled` : ''}`;
 
 /** The scheduler's background flusher: flushes when told a record was spooled, then again with
  * backoff (1 s doubling to 30 s) until the spool is empty, and every 30 s in any case (a

@@ -45,8 +45,9 @@ export interface Deferred {
   why: string;
 }
 
-/** A record not stored because another record of the same fire stands (said through `warn`):
- * another scheduler judged its process gone and recorded it interrupted first. */
+/** A record not stored, said through `warn`: another record of the same fire stands (another
+ * scheduler judged its process gone and recorded it interrupted first), or its tick's claim is
+ * another scheduler's now. */
 export interface NotRecorded {
   notRecorded: true;
 }

@@ -316,6 +316,34 @@ describe('routinely_last_duration_seconds, late records', () => {
     };
     expect(await scrape()).toBe(1.25);
   });
+
+  it('a history that cannot be read at a scrape is read again at the next (not kept as "none ran")', async () => {
+    const ran = {
+      result: 'success',
+      reason: null,
+      scheduled_at: '2026-12-06T10:00:00.000Z',
+      started_at: '2026-12-06T10:00:00.000Z',
+      finished_at: '2026-12-06T10:00:02.000Z',
+      duration_ms: 2000,
+      exit_code: 0,
+      run_id: null,
+      trigger: 'schedule',
+    };
+    let failing = true;
+    const s = await serve({
+      sources: fixedSources(pageData({ routines: [row({ last_result: 'skipped', last_duration_ms: 0 })] }), {
+        fires: async () => {
+          if (failing) throw new Error('EIO');
+          return [ran] as never;
+        },
+      }),
+    });
+    const scrape = async (): Promise<number | undefined> =>
+      sample((await httpGet(`${s.url}metrics`)).body, 'routinely_last_duration_seconds', { routine: 'tick' });
+    expect(await scrape()).toBe(0);
+    failing = false;
+    expect(await scrape()).toBe(2);
+  });
 });
 
 describe('cachedSources', () => {

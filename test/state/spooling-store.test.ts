@@ -236,7 +236,7 @@ suite('recording through an outage', () => {
       ),
     ]);
     expect(flushMessage(flushed)).toBe(
-      'database back: recorded 1 spooled fire (1 more not: recorded already by another scheduler, as said)',
+      "database back: recorded 1 spooled fire (1 more not: another scheduler's, as said above)",
     );
     expect((await real.read(() => {})).routines.a).toMatchObject({
       last_result: 'failure',
