@@ -33,7 +33,7 @@ import {
 import { readSchedulerState } from '../control/status.js';
 import { manualWaits, waitingNow } from './manual-waits.js';
 import { ensureListCache } from '../scheduler/upcoming.js';
-import { describeHolder } from '../lock/stale.js';
+import { describeBusy } from '../lock/stale.js';
 import type { GlobalOptions } from './globals.js';
 import type { ListFlags, ListInputs } from './routine-list-command.js';
 import { loadForView, stateOnly } from './view-project.js';
@@ -267,12 +267,7 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
       // Refused as busy, a manual run is not a tick: nothing recorded, not counted towards
       // starvation, nobody notified (SPEC §4); the holder is named as every command names it.
       if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
-      const now = backend.clock.now();
-      const holder = outcome.holders
-        ? `${outcome.holders.map((h) => describeHolder(h, now)).join(', and ')} (all ${outcome.holders.length} slots)`
-        : outcome.holder
-          ? describeHolder(outcome.holder, now)
-          : (outcome.ahead ?? 'another process');
+      const holder = describeBusy(outcome, backend.clock.now());
       // its own fire still going elsewhere (a routine never runs beside itself), or its lock busy
       const itself = outcome.reason === PREVIOUS_RUN;
       const busy = itself ? `${id}: ${PREVIOUS_RUN}` : busyReason(def.exclusive ? def.lock : EXEC_LOCK_NAME);

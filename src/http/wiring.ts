@@ -28,7 +28,7 @@ import type { ListenAddress } from '../config/listen.js';
 import type { RoutineDef } from '../config/types.js';
 import { NotFoundError } from '../errors.js';
 import { commandEnv } from '../exec/process.js';
-import { describeHolder } from '../lock/stale.js';
+import { describeBusy } from '../lock/stale.js';
 import { processGone } from '../process/identity.js';
 import { isSpooled } from '../state/spool.js';
 import type { RoutineActions, RunAnswer, RunOutput } from './sources.js';
@@ -206,7 +206,7 @@ function actions(
                   state: 'busy',
                   error: itself
                     ? busy
-                    : `${busy}: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${o.holder ? describeHolder(o.holder, w.backend.clock.now()) : 'another process'}`,
+                    : `${busy}: ${policy.ifBusy === 'wait' ? 'still ' : ''}held by ${describeBusy(o, w.backend.clock.now())}`,
                 });
             } else {
               // a fire that failed before it started (its tasks unreadable, the lock's store down)

@@ -108,6 +108,18 @@ export function holderDoing(o: LockOwner): string {
     .join(', ');
 }
 
+/** Who keeps a lock busy, as every command and the page's run action say it: each holder of a
+ * lock whose every slot is held (`…, and … (all 2 slots)`), else the one holder, else `ahead`
+ * (a waiter before this one), else `another process`. */
+export function describeBusy(
+  o: { holder?: LockRecord | null; holders?: LockRecord[] | undefined; ahead?: string | undefined },
+  nowMs: number,
+): string {
+  if (o.holders)
+    return `${o.holders.map((h) => describeHolder(h, nowMs)).join(', and ')} (all ${o.holders.length} slots)`;
+  return o.holder ? describeHolder(o.holder, nowMs) : (o.ahead ?? 'another process');
+}
+
 /** `pid 4711 on build-01 (exec run, run r-…), heartbeat 3s ago` — the holder as a person reads it. */
 export function describeHolder(record: LockRecord, nowMs: number): string {
   const o = record.owner;

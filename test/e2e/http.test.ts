@@ -115,6 +115,37 @@ describe('scheduler start --http (file backend)', () => {
     expect((await s.exited).code).toBe(0);
   });
 
+  it('a run action refused busy on a lock whose every slot is held names every holder, as routine run does (docs/lock.md)', async () => {
+    const project = testProject({
+      http: { actions: true },
+      locks: { ag: { slots: 2 } },
+      routines: [cmd('b', '0 0 1 1 *', 'true', { lock: 'ag' })],
+    });
+    const env = { ROUTINELY_HTTP_TOKEN: TOKEN };
+    const holders = [0, 1].map(() =>
+      startCli(['lock', 'run', '--lock', 'ag', '--', 'sh', '-c', 'echo holding; sleep 30'], { cwd: project }),
+    );
+    for (const h of holders) await h.waitFor(/holding/);
+    const { p: s, url } = await startServing(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env });
+    const r = await httpGet(
+      `${url}api/routines/b/run`,
+      { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      'POST',
+      '{}',
+    );
+    expect(r.status).toBe(409);
+    const cli = await runCli(['routine', 'run', 'b'], { cwd: project });
+    expect(cli.code).toBe(75);
+    const names =
+      /held by (pid \d+ on \S+ \(lock run\), heartbeat \d+s ago, and pid \d+ on \S+ \(lock run\), heartbeat \d+s ago \(all 2 slots\))/;
+    expect(JSON.parse(r.body).error).toMatch(new RegExp(`^ag busy: ${names.source}$`));
+    expect(cli.stderr).toMatch(names);
+    for (const h of holders) h.child.kill('SIGTERM');
+    for (const h of holders) await h.exited;
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+
   it('metrics after a success, a failure and busy skips agree with the records; the API is the CLI JSON; nothing secret is served', async () => {
     const project = testProject({
       exec: {
