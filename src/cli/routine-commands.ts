@@ -446,8 +446,14 @@ export async function routinePause(id: string, flags: { note?: string }, g: Glob
 /** `routine stop ID` (SPEC §10): see fire/stop-request.ts. Nothing running: exit 0, said. */
 export async function routineStop(id: string, flags: { timeout: number }, g: GlobalOptions): Promise<number> {
   const project = loadProject({ configPath: g.config });
-  const def = findRoutine(project, id);
-  if (def.action !== 'command')
+  // a fire of a routine a reload removed from the config runs on to its end: it can still be
+  // stopped by its id while its open marker is there (it holds its lock until then)
+  const removed =
+    !project.config.routines.some((r) => r.id === id) &&
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id) &&
+    ((await withBackend(project, (b) => b.routines.readOne(id, () => {})))?.open_fires?.length ?? 0) > 0;
+  const def = removed ? null : findRoutine(project, id);
+  if (def && def.action !== 'command')
     throw new UsageError(
       `routine ${id} runs ${def.action} in the scheduler's own process, with no process group of its own to stop; routine stop stops command routines`,
     );

@@ -2,7 +2,7 @@
 // group, SIGKILL after the grace; the fire recorded once, as a failure stopped by hand and by
 // whom; the exec lock free as soon as the group is gone. Real processes, the built CLI.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
@@ -55,6 +55,30 @@ describe('routine stop', () => {
     s.child.kill('SIGTERM');
     expect((await s.exited).code).toBe(0);
     expect((await history(project, 'long')).filter((f) => f.run_id === runId)).toHaveLength(1);
+  });
+
+  it('a fire of a routine a reload removed from the config (it runs on, holding its lock) is still stopped by its id; an id with no fire open stays unknown', async () => {
+    const routines = [
+      { id: 'long', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 60' },
+      { id: 'other', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+    ];
+    const project = testProject({ routines });
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
+    await s.waitFor(/\[scheduler\] started/);
+    const run = startCli(['routine', 'run', 'long'], { cwd: project, timeoutMs: 60_000 });
+    await run.waitFor(/started long/);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: routines.slice(1) }));
+    s.child.kill('SIGHUP');
+    await s.waitFor(/reloaded config .*removed long/);
+    const r = await runCli(['routine', 'stop', 'long'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^stopped long \(run r-\S+\) after /);
+    expect((await run.exited).code).toBe(1);
+    expect(await lockState(project)).toBe('free');
+    const unknown = await runCli(['routine', 'stop', 'never'], { cwd: project });
+    expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringMatching(/unknown routine "never"/)]);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
   });
 
   it('a fire stopped by hand is not retried, whatever its retry says (as systemctl stop is not restarted)', async () => {
