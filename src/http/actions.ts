@@ -59,11 +59,14 @@ export async function takeAction(
   address = '?',
 ): Promise<[number, unknown]> {
   const a = s.actions!;
-  if (!(await s.routines()).some((r) => r.id === id))
-    throw new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
+  const unknown = (): HttpProblem => new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
+  // (stop: also the fire of a routine a reload removed, while it runs)
+  if (action !== 'stop' && !(await s.routines()).some((r) => r.id === id)) throw unknown();
   if (action === 'stop') {
     const r = await a.stopFire(id, address);
     switch (r.state) {
+      case 'unknown':
+        throw unknown();
       case 'idle':
         return [200, { ...r, routine: id, message: `${id} is not running; nothing to stop` }];
       case 'elsewhere':

@@ -79,7 +79,10 @@ export type StopAnswer =
   | { state: 'elsewhere'; host: string; pid: number }
   | { state: 'not-found'; run_id: string | null }
   | { state: 'stopped'; run_id: string; killed: boolean; recorded: boolean; waited_ms: number }
-  | { state: 'refused'; error: string };
+  | { state: 'refused'; error: string }
+  /** Not in the config, and no fire of it open (a routine a reload removed keeps its running
+   * fire stoppable until it ends). */
+  | { state: 'unknown' };
 
 export type RecentResult = Pick<HistoryEntry, 'result' | 'scheduled_at' | 'finished_at' | 'reason' | 'run_id'>;
 

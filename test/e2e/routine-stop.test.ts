@@ -81,6 +81,42 @@ describe('routine stop', () => {
     expect((await s.exited).code).toBe(0);
   });
 
+  it('the HTTP stop action stops it too (the config no longer has it), and answers 404 for an id that has no fire open', async () => {
+    const token = 'a-token-of-sixteen-or-more';
+    const routines = [
+      { id: 'long', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 60' },
+      { id: 'other', schedule: '0 0 1 1 *', action: 'command', run: 'true' },
+    ];
+    const project = testProject({ http: { actions: true }, routines });
+    const env = { ROUTINELY_HTTP_TOKEN: token };
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env, timeoutMs: 60_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const run = startCli(['routine', 'run', 'long'], { cwd: project, timeoutMs: 60_000 });
+    await run.waitFor(/started long/);
+    writeFileSync(
+      join(project, 'routinely.json'),
+      JSON.stringify({ http: { actions: true }, routines: routines.slice(1) }),
+    );
+    s.child.kill('SIGHUP');
+    await s.waitFor(/reloaded config .*removed long/);
+    const post = (id: string) =>
+      httpGet(
+        `${url}api/routines/${id}/stop`,
+        { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        'POST',
+        '{}',
+      );
+    const stopped = await post('long');
+    expect(stopped.status, stopped.body).toBe(200);
+    expect(JSON.parse(stopped.body)).toMatchObject({ state: 'stopped', routine: 'long' });
+    expect((await run.exited).code).toBe(1);
+    const again = await post('long');
+    expect([again.status, JSON.parse(again.body).error]).toEqual([404, 'no routine "long" in the config']);
+    expect((await post('never')).status).toBe(404);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+  });
+
   it('a fire stopped by hand is not retried, whatever its retry says (as systemctl stop is not restarted)', async () => {
     // one tick a minute, a few seconds ahead (a six-field schedule: that second of every minute;
     // a scheduler slow to start on a loaded machine meets it a minute later)
