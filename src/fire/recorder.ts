@@ -230,11 +230,13 @@ export class Recorder {
     const announcing = this.o.notify !== undefined && notifies(def, project);
     // the record before this fire, for its notifications (read only then)
     const prior = announcing ? await this.current(def.id) : undefined;
-    const { deferred, failed } = await this.write(def.id, fire, opts.claimed === true);
-    if (!failed) this.tell(def.id, fire);
-    const announced = failed
-      ? Promise.resolve()
-      : this.announce(def, project, prior, fire, opts.final ?? true, opts.signal);
+    const { deferred, failed, refused } = await this.write(def.id, fire, opts.claimed === true);
+    // a record the store refused (another record of the fire stands, said by the store; its
+    // tick another scheduler's) is neither counted nor announced here: whoever stored the
+    // record that stands did both
+    if (!failed && !refused) this.tell(def.id, fire);
+    const announced =
+      failed || refused ? Promise.resolve() : this.announce(def, project, prior, fire, opts.final ?? true, opts.signal);
     return { deferred, failed, prior, announced };
   }
 
@@ -335,7 +337,7 @@ export class Recorder {
     id: string,
     fire: Fire,
     claimed = false,
-  ): Promise<{ deferred: Deferred | null; failed: Error | null }> {
+  ): Promise<{ deferred: Deferred | null; failed: Error | null; refused?: boolean }> {
     // a state folder that cannot be written is looked at again every second at most, so that
     // recording resumes within a second of it being writable (SPEC §4.15)
     const pause = new Backoff(200, 1_000, this.o.clock);
@@ -365,7 +367,7 @@ export class Recorder {
           this.flusher?.kick();
         }
         settled();
-        return { deferred, failed: null };
+        return { deferred, failed: null, ...(answer && 'notRecorded' in answer ? { refused: true } : {}) };
       } catch (err) {
         // A state folder that cannot be written (full, read-only) is waited out by the scheduler
         // as long as it runs (SPEC §4.15), and said once; other errors a few times. Then the open

@@ -141,6 +141,37 @@ describe.each(backends)('Recorder.reconcile (%s backend)', (kind) => {
   });
 });
 
+// (skipped only outside CI, where no server could be started)
+(cluster ? describe : describe.skip)('Recorder.record, a record the database refuses', () => {
+  it("the stalled holder's late record of a fire another scheduler recorded interrupted is neither counted nor announced by it (the interrupted one was, once)", async () => {
+    const s = await setup('postgres');
+    const told: string[] = [];
+    s.recorder.observe({ fired: (id, fire) => void told.push(`${id} ${fire.result}`) });
+    await s.store.openFire('ex', marker('0c0c0c0c0c0c0c0c', 'r-20261206T050000Z-cccc'), () => {});
+    const r = await s.recorder.reconcile(s.project, undefined, holder('r-20261206T050000Z-cccc'));
+    expect(r.closed).toBe(1);
+    await r.announced;
+    const def = s.project.config.routines[0]!;
+    const late = await s.recorder.record(def, s.project, {
+      result: 'success',
+      reason: null,
+      scheduled_at: at,
+      started_at: at,
+      finished_at: new Date().toISOString(),
+      duration_ms: 60_000,
+      exit_code: 0,
+      run_id: 'r-20261206T050000Z-cccc',
+      closes: '0c0c0c0c0c0c0c0c',
+    });
+    await late.announced;
+    expect(s.warnings).toContainEqual(
+      expect.stringMatching(/^ex: not recorded \(success\): another scheduler recorded this fire already/),
+    );
+    expect(s.announced.map((a) => a.result)).toEqual(['failure']);
+    expect(told).toEqual(['ex failure']);
+  });
+});
+
 describe('Recorder.announce', () => {
   it("delivers a routine's events in the order they were recorded: a recovery waits for the failure before it (its slow retries included); other routines do not wait", async () => {
     const dir = testProject({
