@@ -25,6 +25,7 @@ import { err, formatInZone, humanDuration, out, paint, useColor, zoneTime, type 
 import {
   listRows,
   phasesOf,
+  withWaits,
   schedulerLineOf,
   type ListRow,
   type ListedRoutine,
@@ -135,7 +136,7 @@ export async function routineRows(
     waits: await manualWaits(b.lock, routines, project.config.locks),
   });
   const { state, boards, waits } = backend ? await read(backend) : await withBackend(project, read);
-  return listRows(routines, state.routines, emptyRecord, { ...waits, ...boards }, (id) =>
+  return listRows(routines, state.routines, emptyRecord, withWaits(waits, boards), (id) =>
     isSpooled(project.stateDir, id),
   ) as ConfiguredRow[];
 }
@@ -208,7 +209,7 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
   }));
   // the next `routine list` starts from the cache, scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
-  const phases = { ...waits, ...boards };
+  const phases = withWaits(waits, boards);
   return {
     routines,
     records: state.routines,

@@ -94,7 +94,7 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   const warnings: string[] = [];
   const state = readRoutineStateShown({ stateDir } as Project, (m) => warnings.push(m));
   const scheduler = schedulerLineOf(stateOf([readLockStatus({ lockDir, key: SCHEDULER_LOCK_KEY })], 'file'));
-  // the running scheduler's phases (queued, waiting), as the file backend reads them
+  // the running scheduler's phases (delayed, queued, waiting), as the file backend reads them
   const board = scheduler.running ? readPhasesFile({ stateDir }, (m) => warnings.push(m)) : null;
   const phases = board && !processGone(board.owner) ? phasesOf([board]) : {};
   return { routines, records: state.routines, phases, scheduler, warnings, now, fromState: false, stateDir };

@@ -112,7 +112,21 @@ export function withLostFires(
 export function phasesOf(boards: readonly PhaseBoard[]): Record<string, Phase> {
   const out: Record<string, Phase> = {};
   for (const b of boards)
-    for (const [id, p] of Object.entries(b.routines)) if (!own(out, id) || out[id]!.since < p.since) out[id] = p;
+    for (const [id, p] of Object.entries(b.routines)) if (!own(out, id) || rather(p, out[id]!)) out[id] = p;
+  return out;
+}
+
+/** Of two phases of a routine: a tick queued or waiting (another host's) before a fire held
+ * back (its retry waits its back-off here), else the newer. */
+const rather = (p: Phase, than: Phase): boolean =>
+  (p.phase === 'delayed') !== (than.phase === 'delayed') ? than.phase === 'delayed' : than.since < p.since;
+
+/** The phases views show: the schedulers' boards over the manual fires waiting in their locks'
+ * lines (manual-waits.ts), but a manual wait over a fire a board only holds back (delayed):
+ * the wait is what goes on now. */
+export function withWaits(waits: Record<string, Phase>, boards: Record<string, Phase>): Record<string, Phase> {
+  const out = { ...waits };
+  for (const [id, p] of Object.entries(boards)) if (!(p.phase === 'delayed' && own(waits, id))) out[id] = p;
   return out;
 }
 

@@ -64,6 +64,9 @@ export interface Recorded {
   failed: Error | null;
   /** The routine's record before this fire (for an announcement made later). */
   prior: RoutineRecord | undefined;
+  /** Not stored: another record of the fire stands, or its tick is another scheduler's (said
+   * by the store); neither counted nor announced here, nor later. */
+  refused?: boolean;
   /** Its notifications, delivered in the background: a command awaits them, the scheduler
    * tracks them for its shutdown. */
   announced: Promise<void>;
@@ -237,7 +240,7 @@ export class Recorder {
     if (!failed && !refused) this.tell(def.id, fire);
     const announced =
       failed || refused ? Promise.resolve() : this.announce(def, project, prior, fire, opts.final ?? true, opts.signal);
-    return { deferred, failed, prior, announced };
+    return { deferred, failed, prior, announced, ...(refused ? { refused } : {}) };
   }
 
   /** Sends a fire's notifications (never throws), after the routine's earlier ones: a routine's

@@ -98,7 +98,7 @@ export const MIGRATIONS: Migration[] = [
   {
     version: 2,
     sql: `
-      -- Each scheduler's phases of its routines' fires (queued, waiting: scheduler/phases.ts),
+      -- Each scheduler's phases of its routines' fires (delayed, queued, waiting: state/phases.ts),
       -- one row per host, replaced as they change; read only while that host's scheduler lease
       -- is held.
       CREATE TABLE routinely_phases (

@@ -46,7 +46,7 @@ export interface RunnerOptions {
   stateTrouble?: (err: unknown) => void;
   /** Whether the state is known not to be writable now (nothing is recorded meanwhile). */
   stateBroken?: () => boolean;
-  /** Where the phases of fires before they run are written (queued, waiting). */
+  /** Where the phases of fires before they run are written (delayed, queued, waiting). */
   phases?: PhaseRecorder;
   /** The waiting lines of the locks (lock/line.ts): a queued tick takes its place there. */
   line?: WaitLine;
@@ -446,7 +446,8 @@ export class Runner {
           claimed: true,
         });
         this.track(r.announced);
-        pending = again ? { prior: r.prior, fire: recorded } : null;
+        // (a failure the store refused is another's record: never announced here, not even later)
+        pending = again && !r.refused ? { prior: r.prior, fire: recorded } : null;
         if (!again) return;
         // S, 2S, 4S… and up to a fifth more, so that routines failing together spread out; at
         // most the longest wait a config may name (a longer one overflows Node's timer, which

@@ -1,7 +1,8 @@
 // Where each routine's fire is before it runs (SPEC §6: a fire in progress in its phase), as the
 // scheduler writes it when the phase changes, for every view to read rather than guess:
-// `queued` (behind which routine, in the scheduler's queue for its lock), `waiting` (for which
-// lock, held by whom). `running` needs no board: the fire's open marker says it (running_since).
+// `delayed` (its jitter or a retry's back-off, until when), `queued` (behind which routine, in
+// the scheduler's queue for its lock), `waiting` (for which lock, held by whom). `running` needs
+// no board: the fire's open marker says it (running_since).
 // A board is one scheduler's, naming its process: a view trusts it only while that scheduler
 // lives (its process on this host, its lease in a database).
 
@@ -165,7 +166,7 @@ export class PhaseRecorder {
       } catch (err) {
         if (!this.failed)
           this.o.warn(
-            `the routines' phases (queued, waiting) could not be written: ${(err as Error).message}; views show them once they can be`,
+            `the routines' phases (delayed, queued, waiting) could not be written: ${(err as Error).message}; views show them once they can be`,
           );
         this.failed = true;
       }
@@ -186,7 +187,7 @@ export function readPhasesFile(project: { stateDir: string }, warn: (message: st
       corruptMessage(
         phasesPath(project),
         r,
-        'the routines show no queued or waiting phase until the scheduler writes it again',
+        'the routines show no delayed, queued or waiting phase until the scheduler writes it again',
       ),
     );
   return r.kind === 'ok' ? r.value : null;

@@ -1,4 +1,4 @@
-// The scheduler's board of phases (queued, waiting) and how routine list reads it (SPEC §6):
+// The scheduler's board of phases (delayed, queued, waiting) and how routine list reads it (SPEC §6):
 // a board is input and is checked field by field; the recorder writes the newest board after the
 // one under way and never throws; clearing a fire leaves the phase of the tick that took its
 // place; a row shows a phase until the record says that very fire ended.
@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkBoard, PhaseRecorder, readPhasesFile, type PhaseBoard } from '../../src/state/phases.js';
 import { testdir } from '../helpers/testdir.js';
-import { listRows, phasesOf, renderTable, type ListedRoutine } from '../../src/cli/routine-list.js';
+import { listRows, phasesOf, renderTable, withWaits, type ListedRoutine } from '../../src/cli/routine-list.js';
 import { applyFire, emptyRecord, type RoutineRecord } from '../../src/state/routine-state.js';
 
 const NOW = Date.parse('2026-12-04T20:00:00Z');
@@ -82,7 +82,7 @@ describe('PhaseRecorder', () => {
     r.queued('b', at(0), 'x');
     await r.settled();
     expect(warnings).toEqual([
-      "the routines' phases (queued, waiting) could not be written: EIO: i/o error; views show them once they can be",
+      "the routines' phases (delayed, queued, waiting) could not be written: EIO: i/o error; views show them once they can be",
     ]);
     failing = false;
     r.clear('a', at(0));
@@ -193,7 +193,7 @@ describe('phases.json', () => {
     expect(warnings).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^${join(stateDir, 'phases.json')}.* is corrupt \\(.*\\); .*the routines show no queued or waiting phase until the scheduler writes it again$`,
+          `^${join(stateDir, 'phases.json')}.* is corrupt \\(.*\\); .*the routines show no delayed, queued or waiting phase until the scheduler writes it again$`,
         ),
       ),
     ]);
@@ -302,6 +302,25 @@ describe('routine list rows with phases', () => {
       phasesOf([board({ j: jitter })]),
     );
     expect(paused[0]).toMatchObject({ phase: null, waiting_for: null });
+  });
+
+  it("a fire a board only holds back (delayed) hides neither a manual fire waiting in its lock's line nor another scheduler's queued or waiting tick", () => {
+    const delayed = {
+      phase: 'delayed' as const,
+      since: new Date(NOW - 1000).toISOString(),
+      scheduled_at: at(-3).toISOString(),
+      until: new Date(NOW + 16_000).toISOString(),
+      why: 'retry' as const,
+      attempt: 2,
+      of: 3,
+    };
+    const manual = { ...waiting, since: new Date(NOW - 500).toISOString() };
+    expect(withWaits({ c: manual }, phasesOf([board({ c: delayed })]))).toEqual({ c: manual });
+    // a board's queued or waiting tick is what the scheduler does: it stays over a manual wait
+    expect(withWaits({ c: manual }, phasesOf([board({ c: queued })]))).toEqual({ c: queued });
+    // two schedulers' boards: the other host's waiting tick, though older, over this one's back-off
+    expect(phasesOf([board({ c: delayed }), board({ c: waiting })])).toEqual({ c: waiting });
+    expect(phasesOf([board({ c: waiting }), board({ c: delayed })])).toEqual({ c: waiting });
   });
 
   it("a later tick's skip leaves the phase; the record of that very fire ends it; a running fire is running", () => {
