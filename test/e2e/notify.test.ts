@@ -2,7 +2,7 @@
 // scheduler, real commands, a real local webhook receiver. (notify/*.test.ts cover the events,
 // payloads and delivery rules in detail, on both backends.)
 
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { eventually, processRuns, runCli, startCli, type Spawned } from '../helpers/cli.js';
@@ -175,14 +175,39 @@ describe('the scheduler SIGKILLed', () => {
       }
     };
     const born = startOf();
+    // the death guard (an `sh` child of the scheduler), found before the kill: what a failure
+    // reports of it (two runs of the whole suite under load saw the command outlive 10 and 30 s,
+    // not yet understood; see the session notes)
+    const guards = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          const stat = readFileSync(`/proc/${d}/stat`, 'latin1');
+          return (
+            Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === s.child.pid &&
+            readFileSync(`/proc/${d}/cmdline`, 'latin1').includes('routinely-guard')
+          );
+        } catch {
+          return false;
+        }
+      });
+    const looked = (p: string): string => {
+      try {
+        const stat = readFileSync(`/proc/${p}/stat`, 'latin1');
+        const wchan = readFileSync(`/proc/${p}/wchan`, 'latin1');
+        return `${p}: ${stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 40)} wchan ${wchan}`;
+      } catch {
+        return `${p}: gone`;
+      }
+    };
     s.child.kill('SIGKILL');
     await s.exited;
     await eventually(
       () => !processRuns(pid) || startOf() !== born,
-      // (a bound, not a timing: one run of the whole suite under load saw 10 s pass, not yet
-      // understood; see the session note)
       30_000,
       'the notify command ended with its scheduler',
+      () =>
+        `guards found before the kill: ${guards.length === 0 ? 'none' : guards.map(looked).join('; ')}; the command ${looked(String(pid))}\n${s.stdout()}${s.stderr()}`,
     );
     expect(existsSync(join(project, 'late.log'))).toBe(false);
   });
