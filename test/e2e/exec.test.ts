@@ -251,7 +251,8 @@ describe('exec run', () => {
 
   it('--timeout stops the whole run: ABORTED / RUN_TIMEOUT, what had not ended interrupted, what had not started left pending; a timeout that falls while only the leftovers of ended tasks are being ended (the kill grace) stops nothing', async () => {
     // a background child that ignores SIGTERM: ending it takes the 5 s kill grace after its task exited 0
-    const stubborn = `sh -c 'trap "" TERM; sleep 30' & echo done`;
+    // (the task waits until the child has set its trap: a loaded machine may run the clean-up first)
+    const stubborn = `rm -f trapped; sh -c 'trap "" TERM; touch trapped; sleep 30' & while [ ! -e trapped ]; do sleep 0.01; done; echo done`;
     const project = testProject({
       exec: {
         tasks: [
@@ -261,12 +262,12 @@ describe('exec run', () => {
         ],
       },
     });
-    const only = await runCli(['exec', 'run', 'quick', '--timeout', '1', '--json'], { cwd: project });
+    const only = await runCli(['exec', 'run', 'quick', '--timeout', '3', '--json'], { cwd: project });
     expect(only.code, only.stdout + only.stderr).toBe(0);
     expect(JSON.parse(only.stdout)).toMatchObject({ status: 'SUCCEEDED', tasks: { quick: { status: 'succeeded' } } });
     expect((await runCli(['exec', 'runs'], { cwd: project })).stdout).not.toMatch(/ABORTED/);
     // the same timeout with a task still to start after it: that one is cut short
-    const chain = await runCli(['exec', 'run', 'quick', 'after', '--timeout', '1', '--json'], { cwd: project });
+    const chain = await runCli(['exec', 'run', 'quick', 'after', '--timeout', '3', '--json'], { cwd: project });
     expect(chain.code).toBe(1);
     expect(JSON.parse(chain.stdout)).toMatchObject({
       status: 'ABORTED',
