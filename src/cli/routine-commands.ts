@@ -451,7 +451,7 @@ export async function routineStop(id: string, flags: { timeout: number }, g: Glo
   // stopped by its id while its open marker is there (it holds its lock until then)
   const removed =
     !project.config.routines.some((r) => r.id === id) &&
-    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id) &&
+    ID_PATTERN.test(id) &&
     ((await withBackend(project, (b) => b.routines.readOne(id, () => {})))?.open_fires?.length ?? 0) > 0;
   const def = removed ? null : findRoutine(project, id);
   if (def && def.action !== 'command')

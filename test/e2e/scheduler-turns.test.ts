@@ -297,6 +297,15 @@ const FAKETIME_LIB = [
 if (!FAKETIME_LIB && process.env.CI === 'true')
   throw new Error('CI=true but libfaketime is missing (Debian package "faketime")');
 
+/** A scheduler's clock from libfaketime, read from `stamp` at every call (`+7200` steps it); the
+ * monotonic clock untouched, as NTP leaves it. */
+const fakeClock = (stamp: string): NodeJS.ProcessEnv => ({
+  LD_PRELOAD: FAKETIME_LIB,
+  FAKETIME_TIMESTAMP_FILE: stamp,
+  FAKETIME_NO_CACHE: '1',
+  FAKETIME_DONT_FAKE_MONOTONIC: '1',
+});
+
 (FAKETIME_LIB ? describe : describe.skip)('the wall clock steps back (SPEC §6 "Clock steps")', () => {
   it('a scheduler started 2 h fast keeps firing a per-second routine on the corrected clock at once, and logs the step', async () => {
     const project = testProject({ routines: [cmd('sec', '* * * * * *', 'true')] });
@@ -306,12 +315,7 @@ if (!FAKETIME_LIB && process.env.CI === 'true')
       cwd: project,
       timeoutMs: 90_000,
       // the monotonic clock is not stepped by NTP either
-      env: {
-        LD_PRELOAD: FAKETIME_LIB,
-        FAKETIME_TIMESTAMP_FILE: stamp,
-        FAKETIME_NO_CACHE: '1',
-        FAKETIME_DONT_FAKE_MONOTONIC: '1',
-      },
+      env: fakeClock(stamp),
     });
     await s.waitFor(/\[scheduler\] started/);
     await eventually(() => fires(project, 'sec').length >= 2, 15_000, 'fires at +2 h');
@@ -353,12 +357,7 @@ if (!FAKETIME_LIB && process.env.CI === 'true')
     const s = startCli(['scheduler', 'start'], {
       cwd: project,
       timeoutMs: 90_000,
-      env: {
-        LD_PRELOAD: FAKETIME_LIB,
-        FAKETIME_TIMESTAMP_FILE: stamp,
-        FAKETIME_NO_CACHE: '1',
-        FAKETIME_DONT_FAKE_MONOTONIC: '1',
-      },
+      env: fakeClock(stamp),
     });
     await eventually(
       () => fires(project, 'sec').filter((e) => e.result === 'success').length >= 2,
@@ -400,12 +399,7 @@ if (!FAKETIME_LIB && process.env.CI === 'true')
     const s = startCli(['scheduler', 'start'], {
       cwd: project,
       timeoutMs: 60_000,
-      env: {
-        LD_PRELOAD: FAKETIME_LIB,
-        FAKETIME_TIMESTAMP_FILE: stamp,
-        FAKETIME_NO_CACHE: '1',
-        FAKETIME_DONT_FAKE_MONOTONIC: '1',
-      },
+      env: fakeClock(stamp),
     });
     await s.waitFor(/\[routine\] skipped sec: exec busy \(held by lock run since /, 15_000);
     expect((await holder.exited).code, holder.stderr()).toBe(0);
@@ -452,12 +446,7 @@ if (!FAKETIME_LIB && process.env.CI === 'true')
     const s = startCli(['scheduler', 'start'], {
       cwd: project,
       timeoutMs: 90_000,
-      env: {
-        LD_PRELOAD: FAKETIME_LIB,
-        FAKETIME_TIMESTAMP_FILE: stamp,
-        FAKETIME_NO_CACHE: '1',
-        FAKETIME_DONT_FAKE_MONOTONIC: '1',
-      },
+      env: fakeClock(stamp),
     });
     await s.waitFor(/\[scheduler\] started/);
     await eventually(() => fires(project, 'sec').length >= 2, 15_000, 'fires on the real clock');
