@@ -5,8 +5,9 @@
 // holds. When this process dies (SIGKILL, the OOM killer) the kernel closes the pipe and the guard
 // SIGKILLs every group still listed, then the other groups of their sessions (job control, from
 // Linux's /proc), long before the lease can expire for others. It ignores the signals meant for
-// its holder's terminal or group. Not covered: a kill of guard and holder together (a cgroup's,
-// which ends the commands too), a death between a spawn and its line (docs/postgres.md).
+// its holder's terminal or group; one killed is replaced, one that cannot start is retried. Not
+// covered: a kill of guard and holder together (a cgroup's, which ends the commands too), a death
+// between a spawn and its line (docs/postgres.md).
 
 import type { ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
@@ -54,8 +55,13 @@ function send(line: string, start = true): void {
   if (stdin && !stdin.destroyed) stdin.write(line);
 }
 
+/** A guard that could not start (out of processes or descriptors) is tried again this often,
+ * while anything is guarded. */
+const RETRY_MS = 250;
+let retry: NodeJS.Timeout | null = null;
+
 function startGuard(): void {
-  let child: ChildProcess;
+  let child: ChildProcess | null = null;
   try {
     child = spawnDetached('/bin/sh', ['-c', SCRIPT, 'routinely-guard'], {
       cwd: '/',
@@ -64,11 +70,12 @@ function startGuard(): void {
       stdio: ['pipe', 'ignore', 'ignore'],
     });
   } catch {
-    return;
+    // (below)
   }
-  if (child.pid === undefined || !child.stdin) {
-    // out of descriptors or processes: tried again at the next line
-    child.on('error', () => {});
+  if (!child || child.pid === undefined || !child.stdin) {
+    // out of descriptors or processes: tried again soon, and at the next line
+    child?.on('error', () => {});
+    retryLater();
     return;
   }
   child.on('error', () => {});
@@ -85,6 +92,16 @@ function startGuard(): void {
   guard = child;
   for (const id of guardedLocks) child.stdin.write(`L ${id}\n`);
   for (const pid of guarded) child.stdin.write(`+ ${pid}\n`);
+}
+
+function retryLater(): void {
+  if (retry) return;
+  retry = setTimeout(() => {
+    retry = null;
+    if (!guard && (guarded.size > 0 || guardedLocks.size > 0)) startGuard();
+  }, RETRY_MS);
+  // (never what keeps this process alive)
+  retry.unref();
 }
 
 /** `pid`'s group (a command started in a session of its own) is ended if this process dies. */

@@ -155,8 +155,15 @@ describe('the scheduler SIGKILLed', () => {
       routines: [cmd('bad', '* * * * * *', 'exit 3')],
     });
     const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
-    await eventually(() => existsSync(join(project, 'notify.pid')), 20_000, 'the notify command');
-    const pid = Number(readFileSync(join(project, 'notify.pid'), 'utf8'));
+    // (the whole line: a file just created is empty, and pid 0 would name this very process group,
+    // which the clean-up below would then SIGKILL, with the test runner in it)
+    const pidFile = join(project, 'notify.pid');
+    await eventually(
+      () => existsSync(pidFile) && /^[1-9]\d*\n$/.test(readFileSync(pidFile, 'utf8')),
+      20_000,
+      'the notify command',
+    );
+    const pid = Number(readFileSync(pidFile, 'utf8'));
     onTestFinished(() => {
       try {
         process.kill(-pid, 'SIGKILL'); // (its group, should the guard not have ended it)

@@ -23,8 +23,17 @@ interface Holder {
 
 /** Starts the holder with `scripts` (each a command of its own group), `detached` in a session
  * of its own (so its group can be killed whole); every process left is SIGKILLed at the end. */
-async function holder(mode: 'guard' | 'unguard' | 'lock', scripts: string[], detached = false): Promise<Holder> {
-  const child = spawn(process.execPath, [HOLDER, mode, ...scripts], { stdio: ['ignore', 'pipe', 'inherit'], detached });
+async function holder(
+  mode: 'guard' | 'unguard' | 'lock' | 'starved',
+  scripts: string[],
+  detached = false,
+): Promise<Holder> {
+  // (starved: few descriptors, which the holder then takes all of for a moment)
+  const [cmd, args] =
+    mode === 'starved'
+      ? ['/bin/sh', ['-c', 'ulimit -n 64 && exec "$0" "$@"', process.execPath, HOLDER, mode, ...scripts]]
+      : [process.execPath, [HOLDER, mode, ...scripts]];
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], detached });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async (): Promise<{ guard: number; pids?: number[] }> => {
@@ -107,6 +116,26 @@ describe('death guard', () => {
     expect(guard).not.toBe(h.guard);
     expect(processRuns(guard)).toBe(true);
     process.kill(h.pid, 'SIGKILL');
+    await eventually(() => !processRuns(pidIn(a)), 10_000, 'the guarded group ended');
+  });
+
+  it('a guard that could not start (out of descriptors) starts once they are back, with nothing more to tell it', async () => {
+    const dir = testdir();
+    const a = join(dir, 'a');
+    const h = await holder('starved', [sleeper(a)]);
+    expect(h.guard, 'no guard while every descriptor is taken').toBeNull();
+    await written(a);
+    // (said once the holder saw it started; before, none started until the next guarded group)
+    let bound: NodeJS.Timeout | undefined;
+    const { guard } = await Promise.race([
+      h.next(),
+      new Promise<never>((_, no) => {
+        bound = setTimeout(() => no(new Error('no guard started within 10 s')), 10_000);
+      }),
+    ]).finally(() => clearTimeout(bound));
+    expect(processRuns(guard)).toBe(true);
+    process.kill(h.pid, 'SIGKILL');
+    await h.exited;
     await eventually(() => !processRuns(pidIn(a)), 10_000, 'the guarded group ended');
   });
 
