@@ -26,6 +26,7 @@ import {
   listRows,
   phasesOf,
   withWaits,
+  withRemovedRunning,
   schedulerLineOf,
   type ListRow,
   type ListedRoutine,
@@ -211,7 +212,7 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
   if (!fromState) ensureListCache(project, now.getTime());
   const phases = withWaits(waits, boards);
   return {
-    routines,
+    routines: fromState ? routines : withRemovedRunning(routines, state.routines),
     records: state.routines,
     phases,
     scheduler,

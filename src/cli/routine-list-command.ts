@@ -32,6 +32,7 @@ import {
   phasesOf,
   printList,
   schedulerLineOf,
+  withRemovedRunning,
   type ListedRoutine,
   type SchedulerLine,
 } from './routine-list.js';
@@ -97,7 +98,16 @@ function cachedInputs(configArg: string | undefined, env: NodeJS.ProcessEnv): Li
   // the running scheduler's phases (delayed, queued, waiting), as the file backend reads them
   const board = scheduler.running ? readPhasesFile({ stateDir }, (m) => warnings.push(m)) : null;
   const phases = board && !processGone(board.owner) ? phasesOf([board]) : {};
-  return { routines, records: state.routines, phases, scheduler, warnings, now, fromState: false, stateDir };
+  return {
+    routines: withRemovedRunning(routines, state.routines),
+    records: state.routines,
+    phases,
+    scheduler,
+    warnings,
+    now,
+    fromState: false,
+    stateDir,
+  };
 }
 
 /** The command's exit code. Without `fresh` (the entry's start-up path) it answers only from the

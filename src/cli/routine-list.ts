@@ -42,6 +42,8 @@ export interface ListedRoutine extends RoutineFacts {
   starvedAfterSkips: number;
   /** The next fire time in the routine's zone; null when none (disabled, unknown). */
   next: ZoneTime | null;
+  /** Not in the config (a reload removed it), listed while a fire of it runs on. */
+  removed?: true;
 }
 
 /** Whether a scheduler runs for the project, and the words for the first line. */
@@ -68,7 +70,37 @@ export type ListRow = RoutineFacts & {
     /** What it waits for: the routine it is queued behind, the lock and its holder, or the time
      * it is held back until (and why). */
     waiting_for: { behind: string } | { lock: string; holder: string } | DelayedFor | null;
+    /** Present (true) on the row of a routine the config no longer has, listed while a fire of
+     * it runs on (withRemovedRunning). */
+    removed?: true;
   };
+
+/** `routines` and, after them, each routine the config no longer has (a reload removed it) while
+ * a fire of it runs on, holding its lock slot, as systemd lists a unit whose file is gone while
+ * it runs: no schedule, action or next run, only its record. */
+export function withRemovedRunning(
+  routines: readonly ListedRoutine[],
+  records: Record<string, RoutineRecord>,
+  gone: (o: OpenFire['owner']) => boolean = processGone,
+): ListedRoutine[] {
+  const known = new Set(routines.map((r) => r.id));
+  const removed: ListedRoutine[] = [];
+  for (const id of Object.keys(records)) {
+    if (known.has(id) || runningSince(records[id]!.open_fires, gone) === null) continue;
+    removed.push({
+      id,
+      schedule: null,
+      timezone: null,
+      action: null,
+      enabled: null,
+      lock: null,
+      starvedAfterSkips: Number.POSITIVE_INFINITY,
+      next: null,
+      removed: true,
+    });
+  }
+  return removed.length === 0 ? (routines as ListedRoutine[]) : [...routines, ...removed];
+}
 
 /** When the oldest fire still in progress started (its process is alive, or lives on another
  * host where it cannot be told); null when none runs. */
@@ -200,7 +232,9 @@ export function listRows(
       phase_since: running ?? current?.since ?? null,
       waiting_for,
     };
-    return stored && !hasRecordKeys(stored) ? copiedRow(row, stored) : row;
+    const shown = stored && !hasRecordKeys(stored) ? copiedRow(row, stored) : row;
+    if (r.removed) shown.removed = true;
+    return shown;
   });
 }
 
@@ -360,7 +394,7 @@ export function renderTable(
   }
   const table = rows.map((r, i) => {
     const routine = routines[i]!;
-    const schedule = r.schedule ?? '-';
+    const schedule = r.schedule ?? (r.removed ? '(removed)' : '-');
     return [
       { text: r.id },
       { text: schedule },
@@ -413,7 +447,9 @@ export function renderTable(
  * enabled. One line each; none when all is well. */
 export function checkProblems(rows: readonly ListRow[], scheduler: SchedulerLine | null): string[] {
   const problems: string[] = [];
-  for (const r of rows) {
+  // (a routine the config no longer has is not monitored, though a fire of it runs on)
+  const watched = rows.filter((r) => !r.removed);
+  for (const r of watched) {
     if (r.enabled === false) continue;
     if (r.consecutive_failures > 0) {
       const why =
@@ -424,7 +460,7 @@ export function checkProblems(rows: readonly ListRow[], scheduler: SchedulerLine
     }
     if (r.starved && !r.paused) problems.push(`starved routine: ${r.id} (${r.consecutive_skips} busy skips in a row)`);
   }
-  const enabled = rows.filter((r) => r.enabled !== false && !r.paused).length;
+  const enabled = watched.filter((r) => r.enabled !== false && !r.paused).length;
   if (scheduler && !scheduler.running && enabled > 0) {
     problems.push(
       `no scheduler is running (${enabled} enabled routine${enabled === 1 ? '' : 's'} will not fire): start one with \`routinely scheduler start\``,

@@ -70,11 +70,30 @@ describe('routine stop', () => {
     writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: routines.slice(1) }));
     s.child.kill('SIGHUP');
     await s.waitFor(/reloaded config .*removed long/);
+    // listed while it runs on, after the config's routines, as systemd lists a running unit whose
+    // file is gone: from the scheduler's cache, and from the config (the full path); --check does
+    // not watch it
+    for (const env of [{}, { ROUTINELY_LIST_CACHE: '0' }]) {
+      const json = await runCli(['routine', 'list', '--json'], { cwd: project, env });
+      expect(json.code, json.stderr).toBe(0);
+      const rows = JSON.parse(json.stdout) as Record<string, unknown>[];
+      expect(rows.map((row) => row.id)).toEqual(['other', 'long']);
+      expect(rows[1]).toMatchObject({ removed: true, schedule: null, phase: 'running', next_run_at: null });
+      expect(rows[0]).not.toHaveProperty('removed');
+      const table = await runCli(['routine', 'list'], { cwd: project, env });
+      expect(table.stdout).toMatch(/^long +\(removed\) +- +running /m);
+      expect((await runCli(['routine', 'list', '--check'], { cwd: project, env })).code).toBe(0);
+    }
     const r = await runCli(['routine', 'stop', 'long'], { cwd: project });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^stopped long \(run r-\S+\) after /);
     expect((await run.exited).code).toBe(1);
     expect(await lockState(project)).toBe('free');
+    // its fire ended: no longer listed
+    const after = JSON.parse((await runCli(['routine', 'list', '--json'], { cwd: project })).stdout) as {
+      id: string;
+    }[];
+    expect(after.map((row) => row.id)).toEqual(['other']);
     const unknown = await runCli(['routine', 'stop', 'never'], { cwd: project });
     expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringMatching(/unknown routine "never"/)]);
     s.child.kill('SIGTERM');
