@@ -14,6 +14,7 @@ import type { Backend } from '../backend-types.js';
 import type { Clock } from '../clock.js';
 import { errnoCode } from '../errors.js';
 import { unlinkQuiet } from '../fs/files.js';
+import { lstatQuiet } from '../fs/look.js';
 import { processGone, samePidSpace, systemProbe, type LivenessProbe } from '../process/identity.js';
 import { ensureStateDir, readJsonState, writeJsonDurable } from '../state/json-file.js';
 import { isRunId } from '../run-id.js';
@@ -41,26 +42,31 @@ function requestPath(stateDir: string, markerId: string): string | null {
   return MARKER_ID.test(markerId) ? childPath(stopsDir(stateDir), `${markerId}.json`) : null;
 }
 
-export function writeStopRequest(stateDir: string, markerId: string, who: StopWho): void {
+/** The request, before the stopper looks for the fire's group (`signalled: false`), and again,
+ * with `signalled: true`, just before it signals that group. */
+export function writeStopRequest(stateDir: string, markerId: string, who: StopWho, signalled = true): void {
   const path = requestPath(stateDir, markerId);
   if (!path) throw new Error(`not a fire id: ${JSON.stringify(markerId)}`);
   ensureStateDir(stopsDir(stateDir));
-  writeJsonDurable(path, { version: 1, who: whoText(who), at: new Date().toISOString() });
+  writeJsonDurable(path, { version: 1, who: whoText(who), at: new Date().toISOString(), signalled });
 }
 
-/** The fire's owner, once its command ended: who stopped it (the request is removed), or null. */
+/** The fire's owner, once its command ended: who stopped it (the request is removed), or null.
+ * A request whose group was not signalled yet is removed and is no stop: the command ended on
+ * its own and keeps its result (an older stopper's request, without the field, counts). */
 export function takeStopRequest(stateDir: string, markerId: string): string | null {
   const path = requestPath(stateDir, markerId);
   if (!path) return null;
-  const read = readJsonState(path, (v): { who: string } | string => {
-    const o = v as { version?: unknown; who?: unknown };
+  const read = readJsonState(path, (v): { who: string; signalled: boolean } | string => {
+    const o = v as { version?: unknown; who?: unknown; signalled?: unknown };
     return o && o.version === 1 && typeof o.who === 'string' && o.who.length <= 200
-      ? { who: o.who }
+      ? { who: o.who, signalled: o.signalled !== false }
       : 'not a stop request';
   });
   if (read.kind === 'missing') return null;
   unlinkQuiet(path);
-  return read.kind === 'ok' ? read.value.who : 'unknown';
+  if (read.kind !== 'ok') return 'unknown';
+  return read.value.signalled ? read.value.who : null;
 }
 
 export type StopOutcome =
@@ -100,8 +106,10 @@ export async function stopRoutine(o: StopOptions): Promise<StopOutcome> {
   const fire = here[0]!;
   if (!fire.run_id || !isRunId(fire.run_id) || !probe.markedGroupLeaders)
     return { kind: 'not-found', runId: fire.run_id };
-  // the request first: the owner may see its command end at any moment after the signal
-  writeStopRequest(o.stateDir, fire.id, o.who);
+  // the request first: the owner may see its command end at any moment after the signal. Until
+  // the group is signalled it says so: a command that ends by itself meanwhile keeps its result
+  writeStopRequest(o.stateDir, fire.id, o.who, false);
+  const request = requestPath(o.stateDir, fire.id)!;
   const entry = `ROUTINELY_RUN_ID=${fire.run_id}`;
   let groups = probe.markedGroupLeaders(entry, 'ROUTINELY_EVENT').map((g) => g.pid);
   for (let i = 0; groups.length === 0 && i < 20; i++) {
@@ -109,9 +117,11 @@ export async function stopRoutine(o: StopOptions): Promise<StopOutcome> {
     groups = probe.markedGroupLeaders(entry, 'ROUTINELY_EVENT').map((g) => g.pid);
   }
   if (groups.length === 0) {
-    unlinkQuiet(requestPath(o.stateDir, fire.id)!);
-    return { kind: 'not-found', runId: fire.run_id };
+    unlinkQuiet(request);
+    // it ended by itself while we looked (its record closed the fire): nothing was stopped
+    return (await stillOpen(o, fire.id)) ? { kind: 'not-found', runId: fire.run_id } : { kind: 'idle' };
   }
+  writeStopRequest(o.stateDir, fire.id, o.who, true);
   const started = o.clock.monotonic();
   signalGroups(groups, 'SIGTERM');
   let killed = false;
@@ -128,14 +138,25 @@ export async function stopRoutine(o: StopOptions): Promise<StopOutcome> {
   const until = o.clock.monotonic() + (o.recordWaitMs ?? 10_000);
   let recorded = false;
   while (o.clock.monotonic() < until) {
-    const now = await o.backend.routines.readOne(o.routine, () => {});
-    if (!(now?.open_fires ?? []).some((f: OpenFire) => f.id === fire.id)) {
+    if (!(await stillOpen(o, fire.id))) {
       recorded = true;
       break;
     }
     await o.clock.sleep(50);
   }
+  // recorded, and our request never taken: its owner had taken the one before it (not yet
+  // signalled) as the command ended by itself, just before the signal; it kept its result
+  if (recorded && lstatQuiet(request)) {
+    unlinkQuiet(request);
+    return { kind: 'idle' };
+  }
   return { kind: 'stopped', runId: fire.run_id, killed, recorded, waitedMs: Math.round(o.clock.monotonic() - started) };
+}
+
+/** Whether the fire `id` is still open in its routine's record. */
+async function stillOpen(o: StopOptions, id: string): Promise<boolean> {
+  const now = await o.backend.routines.readOne(o.routine, () => {});
+  return (now?.open_fires ?? []).some((f: OpenFire) => f.id === id);
 }
 
 function signalGroups(groups: number[], signal: NodeJS.Signals): void {
