@@ -120,14 +120,15 @@ export function listedRoutines(project: Project, now: Date): ListedRoutine[] {
   }));
 }
 
-/** The `routine list --json` rows; with `backend`, read through that open backend (the HTTP
- * server's, SPEC §11) instead of opening one for the call. */
+/** The `routine list --json` rows (the config's routines, then any it no longer has while a fire
+ * of it runs on); with `backend`, read through that open backend (the HTTP server's, SPEC §11)
+ * instead of opening one for the call. */
 export async function routineRows(
   project: Project,
   now: Date,
   backend?: Backend,
   warn: (message: string) => void = warnTo,
-): Promise<ConfiguredRow[]> {
+): Promise<ListRow[]> {
   const routines = listedRoutines(project, now);
   const read = async (b: Backend) => ({
     state: await b.routines.read(warn),
@@ -137,13 +138,14 @@ export async function routineRows(
     waits: await manualWaits(b.lock, routines, project.config.locks),
   });
   const { state, boards, waits } = backend ? await read(backend) : await withBackend(project, read);
-  return listRows(routines, state.routines, emptyRecord, withWaits(waits, boards), (id) =>
-    isSpooled(project.stateDir, id),
-  ) as ConfiguredRow[];
+  return listRows(
+    withRemovedRunning(routines, state.routines),
+    state.routines,
+    emptyRecord,
+    withWaits(waits, boards),
+    (id) => isSpooled(project.stateDir, id),
+  );
 }
-
-/** A row of a routine in a valid config: schedule, action and enabled are known. */
-export type ConfiguredRow = ListRow & { schedule: string; action: string; enabled: boolean };
 
 const RESULT_WORD: Record<string, [string, Colour]> = {
   success: ['ok', 'green'],

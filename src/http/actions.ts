@@ -60,8 +60,9 @@ export async function takeAction(
 ): Promise<[number, unknown]> {
   const a = s.actions!;
   const unknown = (): HttpProblem => new HttpProblem(404, `no routine ${JSON.stringify(id)} in the config`);
-  // (stop: also the fire of a routine a reload removed, while it runs)
-  if (action !== 'stop' && !(await s.routines()).some((r) => r.id === id)) throw unknown();
+  // (stop: also the fire of a routine a reload removed, while it runs; such a routine is listed
+  // then, and only stopped)
+  if (action !== 'stop' && !(await s.routines()).some((r) => r.id === id && !r.removed)) throw unknown();
   if (action === 'stop') {
     const r = await a.stopFire(id, address);
     switch (r.state) {

@@ -199,7 +199,13 @@ export function renderRoutinePage(data: DetailData, nowMs: number, o: { tokenReq
     shell: false,
     tokenRequired: o.tokenRequired === true,
     status: p.status,
-    main: routineSections(data.routine.id, p, data.actions, data.routine.action === 'command'),
+    // (a routine the config no longer has, listed while a fire of it runs on: its fire can be stopped)
+    main: routineSections(
+      data.routine.id,
+      p,
+      data.actions,
+      data.routine.action === 'command' || data.routine.removed === true,
+    ),
     skipTo: 'fires-title',
     takenAt: nowMs,
   });

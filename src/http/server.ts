@@ -213,9 +213,11 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
         running: typeof r.running_since === 'string',
         last_scheduled_at: r.last_scheduled_at,
         last_run_duration_ms: durations[i] ?? null,
-        config: own(config, r.id)
-          ? { schedule: r.schedule, timezone: r.timezone ?? machineZone(), action: r.action, ...config[r.id]! }
-          : null,
+        // (none for a routine the config no longer has, listed while a fire of it runs on)
+        config:
+          own(config, r.id) && r.schedule !== null && r.action !== null
+            ? { schedule: r.schedule, timezone: r.timezone ?? machineZone(), action: r.action, ...config[r.id]! }
+            : null,
       })),
       execLockHeld: lock === null ? null : lock.state === 'held',
       schedulerUp: up,

@@ -16,10 +16,13 @@ import { monotonicMs } from '../clock.js';
  * `running_since` are shown when present). */
 export interface RoutineView extends RoutineRecord {
   id: string;
-  schedule: string;
+  /** Null (with action and enabled) only on the row of a routine the config no longer has,
+   * listed while a fire of it runs on (`removed`). */
+  schedule: string | null;
   timezone: string | null;
-  action: string;
-  enabled: boolean;
+  action: string | null;
+  enabled: boolean | null;
+  removed?: true;
   /** The lock it takes: "exec", a named lock, "none" (absent: not known). */
   lock?: string | null;
   next_run_at: string | null;

@@ -189,15 +189,17 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
       ? `${badge(last.key, last.key === 'failure' && r.consecutive_failures > 1 ? `${last.word} ×${r.consecutive_failures}` : last.word)}${r.last_reason ? ` <span class="reason">${esc(r.last_reason)}</span>` : ''}`
       : '<span class="muted">never ran</span>';
     const next = ms(r.next_run_at);
-    const nextText = !r.enabled
-      ? '<span class="muted">disabled</span>'
-      : r.paused
-        ? '<span class="muted">paused</span>'
-        : next === null
-          ? '<span class="muted">none</span>'
-          : unscheduled(d.status)
-            ? `<span class="muted">none: no scheduler runs</span><span class="sub">would be ${time(next, absolute(next, r.timezone), r.timezone)}</span>`
-            : `${time(next, next >= nowMs ? `in ${span(next - nowMs)}` : `due ${span(nowMs - next)} ago`, r.timezone)}<span class="sub">${esc(absolute(next, r.timezone))}</span>`;
+    const nextText = r.removed
+      ? '<span class="muted">none: not in the config</span>'
+      : !r.enabled
+        ? '<span class="muted">disabled</span>'
+        : r.paused
+          ? '<span class="muted">paused</span>'
+          : next === null
+            ? '<span class="muted">none</span>'
+            : unscheduled(d.status)
+              ? `<span class="muted">none: no scheduler runs</span><span class="sub">would be ${time(next, absolute(next, r.timezone), r.timezone)}</span>`
+              : `${time(next, next >= nowMs ? `in ${span(next - nowMs)}` : `due ${span(nowMs - next)} ago`, r.timezone)}<span class="sub">${esc(absolute(next, r.timezone))}</span>`;
     // a skip is a tick, not a run: the last run is the last success or failure, and its duration
     // is shown only when the last record is that run; a skip after it is told apart
     const ranAt = Math.max(ms(r.last_success_at) ?? -Infinity, ms(r.last_failure_at) ?? -Infinity);
@@ -218,7 +220,8 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
       holder && holder.owner.routine === r.id ? holder.created_at * 1000 : ms(r.running_since ?? null);
     if (runningSince !== null) states.push(badge('running', `running ${span(Math.max(0, nowMs - runningSince))}`));
     else if (r.waiting_for) states.push(phaseBadge(r));
-    if (!r.enabled) states.push(badge('muted', 'disabled'));
+    if (r.removed) states.push(badge('muted', 'removed from the config'));
+    else if (!r.enabled) states.push(badge('muted', 'disabled'));
     if (r.paused) states.push(badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused'));
     // failing until a run succeeds, whatever skips came after (SPEC §6)
     const failures = typeof r.consecutive_failures === 'number' ? r.consecutive_failures : 0;
@@ -234,7 +237,9 @@ export function renderParts(d: PageData, nowMs: number): PageParts {
       states.push(badge('skipped', `${skips} skip${skips === 1 ? '' : 's'} in a row`));
     return (
       `<tr role="row"><th scope="row" role="rowheader"><a class="id" href="/routines/${esc(r.id)}">${esc(r.id)}</a>` +
-      `<span class="sub"><code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''} · ${esc(r.action)}${r.lock && r.lock !== 'exec' ? ` · ${r.lock === 'none' ? 'no lock' : `lock ${esc(r.lock)}`}` : ''}</span></th>` +
+      (r.removed
+        ? '<span class="sub">not in the config; a fire of it runs on</span></th>'
+        : `<span class="sub"><code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''} · ${esc(r.action)}${r.lock && r.lock !== 'exec' ? ` · ${r.lock === 'none' ? 'no lock' : `lock ${esc(r.lock)}`}` : ''}</span></th>`) +
       `<td role="cell" data-label="Last 30 results"><span class="visually-hidden">${esc(summary)}</span>` +
       `<ol class="strip" aria-hidden="true">${strip}</ol></td>` +
       `<td role="cell" data-label="Last result">${lastText}</td>` +
@@ -316,13 +321,15 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
   const r = d.routine;
   const item = (k: string, v: string): string => `<div><dt>${esc(k)}</dt><dd>${v}</dd></div>`;
   const next = ms(r.next_run_at);
-  const state = !r.enabled
-    ? badge('muted', 'disabled')
-    : r.paused
-      ? badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused')
-      : unscheduled(d.status)
-        ? badge('failure', 'no scheduler')
-        : badge('success', 'scheduled');
+  const state = r.removed
+    ? badge('muted', 'removed from the config')
+    : !r.enabled
+      ? badge('muted', 'disabled')
+      : r.paused
+        ? badge('paused', r.paused_note ? `paused: ${r.paused_note}` : 'paused')
+        : unscheduled(d.status)
+          ? badge('failure', 'no scheduler')
+          : badge('success', 'scheduled');
   const failing =
     r.consecutive_failures > 0
       ? ` ${badge('failure', `failing${r.consecutive_failures > 1 ? ` ×${r.consecutive_failures}` : ''}`)}`
@@ -331,8 +338,13 @@ export function renderDetail(d: DetailData, nowMs: number): DetailParts {
   const phase = !d.running && r.waiting_for ? ` ${phaseBadge(r)}` : '';
   const summary =
     [
-      item('Schedule', `<code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''}`),
-      item('Action', esc(r.action)),
+      item(
+        'Schedule',
+        r.removed
+          ? '<span class="muted">none: not in the config</span>'
+          : `<code>${esc(r.schedule)}</code>${r.timezone ? ` ${esc(r.timezone)}` : ''}`,
+      ),
+      item('Action', r.removed ? '<span class="muted">-</span>' : esc(r.action)),
       item('State', `${state}${failing}${starved}${phase}`),
       item(
         'Next run',

@@ -118,13 +118,25 @@ describe('routine stop', () => {
     );
     s.child.kill('SIGHUP');
     await s.waitFor(/reloaded config .*removed long/);
-    const post = (id: string) =>
+    const post = (id: string, action = 'stop') =>
       httpGet(
-        `${url}api/routines/${id}/stop`,
+        `${url}api/routines/${id}/${action}`,
         { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         'POST',
         '{}',
       );
+    // listed while it runs on, as routine list lists it: /api, /metrics and the page; only
+    // stopped (run, pause and resume know the config's routines only)
+    const auth = { authorization: `Bearer ${token}` };
+    const api = JSON.parse((await httpGet(`${url}api/routines`, auth)).body) as Record<string, unknown>[];
+    expect(api.map((row) => row.id)).toEqual(['other', 'long']);
+    expect(api[1]).toMatchObject({ removed: true, schedule: null, phase: 'running' });
+    const metrics = (await httpGet(`${url}metrics`, auth)).body;
+    expect(metrics).toMatch(/^routinely_routine_running\{routine="long"\} 1$/m);
+    expect(metrics).not.toMatch(/^routinely_routine_info\{[^}]*routine="long"/m);
+    const page = (await httpGet(url, auth)).body;
+    expect(page).toMatch(/href="\/routines\/long"[^]*removed from the config/);
+    expect((await post('long', 'run')).status).toBe(404);
     const stopped = await post('long');
     expect(stopped.status, stopped.body).toBe(200);
     expect(JSON.parse(stopped.body)).toMatchObject({ state: 'stopped', routine: 'long' });
