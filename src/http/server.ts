@@ -51,6 +51,8 @@ const PENDING_PER_CLIENT = 16;
  * a probe's connection sends its request at once, so it is never counted, never closed, whatever
  * burst of connections comes in with it (closing the oldest of a burst would close the probe). */
 const PENDING_GRACE_MS = 250;
+/** At close, how long a request under way may still be answered. */
+const CLOSE_GRACE_MS = 1_000;
 /** Every connection, at most (keep-alive ones close after keepAliveTimeout). */
 const CONNECTIONS_MAX = 256;
 /** Requests of one connection not answered yet, at most: pipelined ones queue their answers in
@@ -487,7 +489,10 @@ export async function startStatusServer(o: StatusServerOptions): Promise<StatusS
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeAllConnections();
+        // an answer on its way (a stop whose record just came) goes out; then every connection
+        // left (a client that never finishes its request) is closed
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS).unref();
       }),
   };
 }

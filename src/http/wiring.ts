@@ -277,7 +277,8 @@ function actions(
     close: async () => {
       closing = true;
       if (!timer) stop.abort(`stopped: routinely ${mode} is stopping`);
-      await Promise.allSettled([...going]);
+      // (and the stops under way: their answers go out before the server closes)
+      await Promise.allSettled([...going, ...stops.values()]);
       clearTimeout(timer);
     },
   };

@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, startCli } from '../helpers/cli.js';
+import { eventually, runCli, startCli } from '../helpers/cli.js';
 import { httpGet } from '../helpers/http.js';
 import { testProject } from '../helpers/testdir.js';
 
@@ -213,6 +213,29 @@ describe('routine stop', () => {
       result: 'failure',
       reason: expect.stringMatching(/^stopped by hand \(cli, pid \d+\)$/),
     });
+  });
+
+  it('a stop asked while the scheduler shuts down is answered (its connection was cut before the answer), and takes effect', async () => {
+    const token = 'stop-token-0123456789abcdef';
+    const project = testProject({
+      http: { actions: true },
+      routines: [{ id: 'slow', schedule: '0 0 1 1 *', action: 'command', run: 'sleep 60' }],
+    });
+    const env = { ROUTINELY_HTTP_TOKEN: token };
+    const s = startCli(['scheduler', 'start', '--http', '127.0.0.1:0'], { cwd: project, env, timeoutMs: 60_000 });
+    const url = (await s.waitFor(/\[http\] listening on (http:\/\/\S+)/))[1]!;
+    const auth = { authorization: `Bearer ${token}` };
+    expect((await httpGet(`${url}api/routines/slow/run`, auth, 'POST', '')).status).toBe(202);
+    await eventually(async () => (await lockState(project)) === 'held', 20_000, 'slow holds the lock');
+    s.child.kill('SIGTERM');
+    await s.waitFor(/\[scheduler\] stopping/);
+    const stop = await httpGet(`${url}api/routines/slow/stop`, auth, 'POST', '');
+    expect(stop.status, stop.body).toBe(200);
+    expect(JSON.parse(stop.body)).toMatchObject({ state: 'stopped', recorded: true });
+    expect((await s.exited).code).toBe(0);
+    expect(await history(project, 'slow')).toEqual([
+      expect.objectContaining({ result: 'failure', reason: 'stopped by hand (http, 127.0.0.1)' }),
+    ]);
   });
 
   it("the HTTP action (behind the token): the same stop, recorded as by http and the client's address", async () => {
