@@ -426,7 +426,7 @@ export async function routineHistory(id: string | undefined, flags: HistoryFlags
       ? formatInZone(new Date(e.scheduled_at), zones.get(e.routine))
       : printable(e.scheduled_at);
     out(
-      `${at}  ${who}${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${e.run_id}` : ''}`,
+      `${at}  ${who}${paint(word.padEnd(7), colour, color)}  ${took.padStart(6)}${late > 1000 ? `  (started ${humanDuration(late)} late)` : ''}${e.reason ? `  ${printable(e.reason)}` : ''}${e.run_id ? `  ${printable(e.run_id)}` : ''}`,
     );
   }
   sayLost();

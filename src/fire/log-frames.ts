@@ -83,6 +83,9 @@ const HELD_CAP = 16 * 1024 * 1024;
 export class RunFilter {
   private mode: 'match' | 'other' | 'held' = 'held';
   private held: Buffer[] = [];
+  /** Where the held lines begin in `held` (lines over the cap are let go from the front without
+   * moving the rest: a shift a line made a long unframed stretch quadratic). */
+  private heldFrom = 0;
   private heldBytes = 0;
   /** The held output began with a `pending` start frame: an exec action's run. */
   private heldPending = false;
@@ -122,7 +125,8 @@ export class RunFilter {
     }
     if (f?.kind === 'end') {
       const mine = f.runId === this.runId;
-      const out = this.mode === 'match' ? [line] : this.mode === 'held' && mine ? [...this.held, line] : [];
+      const out =
+        this.mode === 'match' ? [line] : this.mode === 'held' && mine ? [...this.held.slice(this.heldFrom), line] : [];
       if (mine) this.found = this.complete = true;
       this.drop();
       // after an end, output without a start frame is held until we learn whose it is
@@ -148,11 +152,17 @@ export class RunFilter {
   private hold(line: Buffer): void {
     this.held.push(line);
     this.heldBytes += line.length;
-    while (this.heldBytes > HELD_CAP && this.held.length > 1) this.heldBytes -= this.held.shift()!.length;
+    while (this.heldBytes > HELD_CAP && this.held.length - this.heldFrom > 1)
+      this.heldBytes -= this.held[this.heldFrom++]!.length;
+    if (this.heldFrom > 1024 && this.heldFrom * 2 > this.held.length) {
+      this.held = this.held.slice(this.heldFrom);
+      this.heldFrom = 0;
+    }
   }
 
   private drop(): void {
     this.held = [];
+    this.heldFrom = 0;
     this.heldBytes = 0;
     this.heldPending = false;
   }

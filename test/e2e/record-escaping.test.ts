@@ -1,5 +1,5 @@
 // Strings from records and rows reach no terminal or log raw (SPEC §12): a pause note and a
-// history reason holding a newline, an OSC title sequence and a clear-screen sequence, in both
+// history reason (and run id) holding a newline, an OSC title sequence and a clear-screen sequence, in both
 // backends, checked as raw bytes in `routine list`, `routine history`, the scheduler's log (text
 // and JSON) and the status page.
 
@@ -54,7 +54,9 @@ describe.each(['file', 'postgres'] as const)('control characters from records (%
             finished_at: at,
             duration_ms: 1,
             exit_code: 1,
-            run_id: 'r-1',
+            // (a run id read from a record is no more trusted than a reason: a fault pass found
+            // routine history printing it raw)
+            run_id: `r-1${EVIL}`,
           },
           () => {},
         ),
@@ -74,7 +76,7 @@ describe.each(['file', 'postgres'] as const)('control characters from records (%
             ]);
           },
         ],
-        [['routine', 'history', 's'], (out) => expect(out).toContain(EVIL_SHOWN)],
+        [['routine', 'history', 's'], (out) => expect(out).toContain(`${EVIL_SHOWN}  r-1${EVIL_SHOWN}`)],
         [
           ['routine', 'history', 's', '--json'],
           (out) => expect((JSON.parse(out) as { reason: string }[]).map((e) => e.reason)).toEqual([EVIL]),

@@ -103,6 +103,22 @@ describe('RunFilter', () => {
     expect(pick(exec, A).out).toBe([start(A), 'a1\n', end(A)].join(''));
   });
 
+  it('held output past its 16 MiB cap keeps the newest lines, in order, through many thousands of lines let go', () => {
+    const f = new RunFilter('job', B);
+    f.push(Buffer.from(start(null)));
+    // 24 MiB of unframed output in 64-byte lines: the first 8 MiB (and the pending start) go
+    const line = (i: number): Buffer => Buffer.from(`${String(i).padStart(10, '0')} ${'x'.repeat(52)}\n`);
+    const n = (24 * 1024 * 1024) / 64;
+    for (let i = 0; i < n; i++) expect(f.push(line(i))).toEqual([]);
+    const out = f.push(Buffer.from(end(B)));
+    const kept = out.slice(0, -1);
+    expect(kept.length).toBe((16 * 1024 * 1024) / 64);
+    expect(kept[0]!.toString()).toBe(line(n - kept.length).toString());
+    expect(kept.at(-1)!.toString()).toBe(line(n - 1).toString());
+    expect(kept.every((b, i) => b.toString().startsWith(String(n - kept.length + i).padStart(10, '0')))).toBe(true);
+    expect(out.at(-1)!.toString()).toBe(end(B));
+  });
+
   it('a run in progress: a named one is inside and found; a pending one is waited for', () => {
     const named = pick([end(A), start(B), 'b1\n'].join(''), B);
     expect(named).toMatchObject({ out: [start(B), 'b1\n'].join(''), found: true, complete: false });
