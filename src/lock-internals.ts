@@ -6,4 +6,4 @@ export { attemptAcquire } from './file-lock/acquire.js';
 export { acquireFileLease } from './file-lock/wait.js';
 export { fileLockBackend } from './file-lock/backend.js';
 export { acquireLock } from './lock/named.js';
-export { guardGroup, guardLock, guardPid, unguardGroup } from './exec/death-guard.js';
+export { guardGroup, guardLock, guardNotify, guardPid, unguardGroup } from './exec/death-guard.js';

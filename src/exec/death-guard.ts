@@ -7,7 +7,7 @@
 // Linux's /proc), long before the lease can expire for others. It ignores the signals meant for
 // its holder's terminal or group; one killed is replaced, one that cannot start is retried. Not
 // covered: a kill of guard and holder together (a cgroup's, which ends the commands too), a death
-// between a spawn and its line (docs/postgres.md).
+// between a spawn and its line when no lock or notify id was told first (docs/postgres.md).
 
 import type { ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
@@ -35,7 +35,7 @@ for d in /proc/[0-9]*; do
   for q in $g; do [ "$4" = "$q" ] && [ "$3" != "$q" ] && e="$e $3"; done
   [ -n "$k" ] && [ "$3" = "\${d#/proc/}" ] || continue
   v=$(tr '\\0' ' ' < "$d/environ" 2>/dev/null) || continue
-  for q in $k; do case " $v" in *" ROUTINELY_LOCK_ID=$q "*) e="$e $3" ;; esac; done
+  for q in $k; do case " $v" in *" ROUTINELY_LOCK_ID=$q "* | *" ROUTINELY_NOTIFY_ID=$q "*) e="$e $3" ;; esac; done
 done
 for q in $e; do kill -s KILL -- "-$q" 2>/dev/null; done
 exit 0`;
@@ -132,6 +132,13 @@ export function unguardLock(lockId: string): void {
   if (!guardedLocks.delete(lockId)) return;
   send(`U ${lockId}\n`, false);
 }
+
+/** The variable that marks a notify command (with a fresh hex id an attempt), as the lock id marks
+ * a lease's commands: told the guard before the command starts (guardNotify), a SIGKILL in the
+ * instant between its spawn and its `+` line ends it all the same. */
+export const NOTIFY_ID = 'ROUTINELY_NOTIFY_ID';
+export const guardNotify = guardLock;
+export const unguardNotify = unguardLock;
 
 /** The guard's pid, while one runs (tests). */
 export function guardPid(): number | null {

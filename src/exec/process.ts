@@ -73,10 +73,11 @@ export const WITHHELD_ENV = ['ROUTINELY_DATABASE_URL', 'ROUTINELY_HTTP_TOKEN'];
 export function commandEnv(base: NodeJS.ProcessEnv, passEnv: readonly string[]): NodeJS.ProcessEnv {
   const env = { ...base };
   for (const name of WITHHELD_ENV) if (!passEnv.includes(name)) delete env[name];
-  // a notification command's own mark (notify/deliver.ts sets it again for those): a routine or
+  // a notification command's own marks (notify/ sets them again for those): a routine or
   // task started from one (a `routine run` in a failure hook) is no notification, and is found
   // and stopped as its run's (fire/stop-request.ts, file-lock/orphans.ts)
   delete env[NOTIFY_MARK];
+  delete env.ROUTINELY_NOTIFY_ID;
   return env;
 }
 

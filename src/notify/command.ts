@@ -3,7 +3,8 @@
 // ended with this process if it dies (SIGKILL: the timer dies with it), by the death guard.
 
 import { killGroup, spawnDetached, stopGroup } from '../exec/process.js';
-import { guardGroup, unguardGroup } from '../exec/death-guard.js';
+import { guardGroup, guardNotify, NOTIFY_ID, unguardGroup, unguardNotify } from '../exec/death-guard.js';
+import { randomHex } from '../fs/random-ids.js';
 import { monotonicMs } from '../clock.js';
 import type { AttemptResult } from './webhook.js';
 
@@ -28,11 +29,21 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
     let stoppedFor: string | null = null;
     let settled = false;
     let kill: NodeJS.Timeout | undefined;
-    const child = spawnDetached('/bin/sh', ['-c', a.command], {
-      cwd: a.cwd,
-      env: a.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    // the guard knows the attempt before it starts (its environment names it), not only once the
+    // spawn has returned: a SIGKILL in between ends it too
+    const mark = randomHex(8);
+    guardNotify(mark);
+    let child: ReturnType<typeof spawnDetached>;
+    try {
+      child = spawnDetached('/bin/sh', ['-c', a.command], {
+        cwd: a.cwd,
+        env: { ...a.env, [NOTIFY_ID]: mark },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+    } catch (err) {
+      unguardNotify(mark);
+      throw err;
+    }
     const pid = child.pid;
     // a delivery under way when this process is SIGKILLed is never sent (docs/routines.md): its
     // group is ended then, not left to run (and send) with no time limit
@@ -84,10 +95,12 @@ export function runNotifyCommand(a: CommandAttempt): Promise<AttemptResult> {
           .catch(() => 0)
           .then(() => {
             unguardGroup(pid);
+            unguardNotify(mark);
             resolve(r);
           });
       else {
         if (pid !== undefined) unguardGroup(pid);
+        unguardNotify(mark);
         resolve(r);
       }
     };

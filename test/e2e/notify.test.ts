@@ -183,8 +183,9 @@ describe('the scheduler SIGKILLed', () => {
     };
     const born = startOf();
     // the death guard (an `sh` child of the scheduler), found before the kill: what a failure
-    // reports of it (two runs of the whole suite under load saw the command outlive 10 and 30 s,
-    // not yet understood; see the session notes)
+    // reports of it. (Under load the command outlived its scheduler now and then: the guard was
+    // started only once the command's spawn returned, and the command had written its pid, and
+    // the kill landed, before that. The attempt's notify id is now told the guard first.)
     const guards = readdirSync('/proc')
       .filter((d) => /^\d+$/.test(d))
       .filter((d) => {

@@ -24,7 +24,7 @@ interface Holder {
 /** Starts the holder with `scripts` (each a command of its own group), `detached` in a session
  * of its own (so its group can be killed whole); every process left is SIGKILLed at the end. */
 async function holder(
-  mode: 'guard' | 'unguard' | 'lock' | 'starved',
+  mode: 'guard' | 'unguard' | 'lock' | 'notify' | 'starved',
   scripts: string[],
   detached = false,
 ): Promise<Holder> {
@@ -149,13 +149,16 @@ describe('death guard', () => {
     await eventually(() => !processRuns(pidIn(a)), 10_000, 'the guarded group ended');
   });
 
-  it('a command started under a guarded lock id and not yet told to the guard (the instant after its spawn) ends with the holder all the same', async () => {
-    const dir = testdir();
-    const a = join(dir, 'a');
-    const h = await holder('lock', [sleeper(a)]);
-    await written(a);
-    process.kill(h.pid, 'SIGKILL');
-    await h.exited;
-    await eventually(() => !processRuns(pidIn(a)), 10_000, 'the group ended');
-  });
+  it.each(['lock', 'notify'] as const)(
+    'a command started under a guarded %s id and not yet told to the guard (the instant after its spawn) ends with the holder all the same',
+    async (mode) => {
+      const dir = testdir();
+      const a = join(dir, 'a');
+      const h = await holder(mode, [sleeper(a)]);
+      await written(a);
+      process.kill(h.pid, 'SIGKILL');
+      await h.exited;
+      await eventually(() => !processRuns(pidIn(a)), 10_000, 'the group ended');
+    },
+  );
 });
