@@ -89,7 +89,19 @@ function foldHistory(
 ): RoutineIndex | null {
   const file = historyPath(project.stateDir, id);
   const st = seen === undefined ? lstatQuiet(file) : seen;
-  if (!st || !st.isFile()) return null;
+  if (!st) return null;
+  if (!st.isFile()) {
+    // never read through (a FIFO would hang, a link leads elsewhere), never taken as "never ran":
+    // the record last folded of it (its index), said so
+    const what = st.isFIFO() ? 'a FIFO' : st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file';
+    const known = newest ?? base;
+    warnOnce(
+      `${file}\0${st.ino}\0kind`,
+      `${file} is ${what}, not read; ${known ? `${id} is shown as last recorded before it (its index)` : `nothing is known of ${id}'s fires`}`,
+      warn,
+    );
+    return known;
+  }
   if (base && unmoved(base, st)) return base;
   // the bytes from `start` to the end, folded on top of `from`
   let read: { bytes: Buffer; start: number; ino: number; size: number; mtimeMs: number } | null = null;

@@ -165,7 +165,8 @@ function readWithPositions(project: Project, warn: Warn, mode: ReadMode, cache?:
   let current = r.kind === 'ok' && (stamp === null || stamp === file.stamp);
   for (const id of historyIds(project.stateDir, names)) {
     const st = lstatQuiet(historyPath(project.stateDir, id));
-    if (!st || !st.isFile()) continue;
+    // (not a regular file: never read; the fold says so and answers from the routine's index)
+    if (!st) continue;
     const pos = own(was, id);
     if (pos && unmoved(pos, st) && own(routines, id)) {
       at[id] = pos;

@@ -11,6 +11,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   truncateSync,
   unlinkSync,
   writeFileSync,
@@ -516,4 +517,35 @@ describe('crashes never rerun finished work', () => {
     }
     expect(await statuses(project)).toEqual(Object.fromEntries(ids.map((id) => [id, 'succeeded'])));
   }, 120_000);
+});
+
+describe('a history file that is not a regular file (SPEC §3, §12)', () => {
+  it.each(['fifo', 'symlink'] as const)(
+    'a %s in its place is never read, and the routine is not shown as never run: its index answers, said on stderr',
+    async (kind) => {
+      const project = testProject({ routines: [{ id: 'b', schedule: '0 0 1 1 *', action: 'command', run: 'exit 3' }] });
+      expect((await runCli(['routine', 'run', 'b'], { cwd: project })).code).toBe(1);
+      const history = state(project, 'history', 'b.jsonl');
+      const kept = join(project, 'kept.jsonl');
+      writeFileSync(kept, readFileSync(history));
+      unlinkSync(history);
+      rmSync(state(project, 'routine-state.json'), { force: true });
+      if (kind === 'fifo') expect(spawnSync('mkfifo', [history]).status).toBe(0);
+      else symlinkSync(kept, history);
+      for (const env of [{}, { ROUTINELY_LIST_CACHE: '0' }]) {
+        const json = await runCli(['routine', 'list', '--json'], { cwd: project, env });
+        expect(json.code, json.stderr).toBe(0);
+        expect(JSON.parse(json.stdout)).toEqual([
+          expect.objectContaining({ id: 'b', last_result: 'failure', failing: true }),
+        ]);
+        expect(json.stderr).toMatch(
+          new RegExp(
+            `b\\.jsonl is ${kind === 'fifo' ? 'a FIFO' : 'a symbolic link'}, not read; b is shown as last recorded`,
+          ),
+        );
+        const check = await runCli(['routine', 'list', '--check'], { cwd: project, env });
+        expect(check.stdout + check.stderr).toMatch(/failing routine: b/);
+      }
+    },
+  );
 });
