@@ -20,7 +20,10 @@ export function* linesFromEnd(path: string, firstBlockBytes = 8 * 1024): Generat
   const { fd, st } = opened;
   try {
     let end = st.size;
-    let carry = Buffer.alloc(0);
+    // the start of a line that goes on further back: its pieces, in the file's order (a piece a
+    // block, joined once its line is whole: a line of many blocks is never copied block by
+    // block, nor scanned again)
+    let carry: Buffer[] = [];
     for (let blockBytes = firstBlockBytes; end > 0; blockBytes = Math.min(blockBytes * 2, 256 * 1024)) {
       const start = Math.max(0, end - blockBytes);
       const block = Buffer.alloc(end - start);
@@ -30,19 +33,20 @@ export function* linesFromEnd(path: string, firstBlockBytes = 8 * 1024): Generat
           throw stateWriteError(Object.assign(new Error('file shrank while read'), { code: 'EIO' }), path, 'reading');
         got += n;
       }
-      const chunk = carry.length > 0 ? Buffer.concat([block, carry]) : block;
-      // split on the newline byte: a line's UTF-8 is never cut; the first piece may go on
-      // further back, so it is carried into the next block
-      let lineEnd = chunk.length;
-      for (let i = chunk.length - 1; i >= 0; i--) {
-        if (chunk[i] !== 0x0a) continue;
-        if (i + 1 < lineEnd) yield chunk.toString('utf8', i + 1, lineEnd);
+      // split on the newline byte: a line's UTF-8 is never cut
+      let lineEnd = block.length;
+      for (let i = block.length - 1; i >= 0; i--) {
+        if (block[i] !== 0x0a) continue;
+        if (carry.length > 0) {
+          yield Buffer.concat([block.subarray(i + 1, lineEnd), ...carry]).toString('utf8');
+          carry = [];
+        } else if (i + 1 < lineEnd) yield block.toString('utf8', i + 1, lineEnd);
         lineEnd = i;
       }
-      carry = chunk.subarray(0, lineEnd);
+      if (lineEnd > 0) carry.unshift(block.subarray(0, lineEnd));
       end = start;
     }
-    if (carry.length > 0) yield carry.toString('utf8');
+    if (carry.length > 0) yield Buffer.concat(carry).toString('utf8');
   } finally {
     closeSync(fd);
   }

@@ -24,4 +24,17 @@ describe('linesFromEnd', () => {
     }
     expect([...linesFromEnd(join(dir, 'missing.txt'))]).toEqual([]);
   });
+
+  it('a line of many blocks (3 MiB: a dozen 256 KiB blocks and more) comes whole, between its neighbours', () => {
+    const dir = testdir();
+    const long = `{"x":"${'€'.repeat(1024 * 1024)}"}`;
+    writeFileSync(join(dir, 'long.txt'), `first\n${long}\nlast\n`);
+    for (const block of [1, 8192]) {
+      const read = [...linesFromEnd(join(dir, 'long.txt'), block)];
+      expect(read.length, `blocks of ${block}`).toBe(3);
+      expect(read[0]).toBe('last');
+      expect(read[1] === long, `blocks of ${block}: the long line whole`).toBe(true);
+      expect(read[2]).toBe('first');
+    }
+  });
 });
