@@ -76,6 +76,9 @@ interface Active {
   /** A reload removed or disabled its routine while it waited (set even if a later reload put
    * it back: that tick was dropped then). */
   dropped?: string;
+  /** Ends the wait under way (its jitter, a retry's back-off) early: the tick was dropped, so the
+   * views stop showing it held back at once, not when the wait would have ended. */
+  wake?: AbortController;
 }
 
 /** One fire of a tick in this scheduler's turn: what it fires, for which time, under which
@@ -397,7 +400,7 @@ export class Runner {
       const delayMs = this.o.random() * def.jitterSeconds * 1000;
       // every view shows it held back, and until when (never guessed: the board says so)
       this.o.phases?.delayed(def.id, scheduledAt, this.o.clock.now() + delayMs, { why: 'jitter' });
-      await this.sleepUnless(delayMs, active.stop.signal);
+      await this.sleepUnless(delayMs, active.stop.signal, active);
       this.o.phases?.clear(def.id, scheduledAt);
       active.jitter = false;
       if (active.stop.signal.aborted || this.stopping || this.droppedByReload(def, scheduledAt, 'its jitter', active))
@@ -469,7 +472,7 @@ export class Runner {
           attempt: attempt + 1,
           of: retry!.attempts + 1,
         });
-        await this.sleepUnless(delayMs, active.stop.signal);
+        await this.sleepUnless(delayMs, active.stop.signal, active);
         this.o.phases?.clear(def.id, scheduledAt);
         active.idle = false;
         if (active.stop.signal.aborted || this.stopping) return;
@@ -745,7 +748,9 @@ export class Runner {
    * retry's back-off) is dropped, even if another reload puts the routine back before it ends. */
   reloadDropped(id: string, why: string): void {
     const a = this.active.get(id);
-    if (a) a.dropped ??= why;
+    if (!a) return;
+    a.dropped ??= why;
+    a.wake?.abort();
   }
 
   /** Whether a tick that waited (its turn, its jitter, a retry's back-off) is dropped because a
@@ -843,12 +848,16 @@ export class Runner {
   }
 
   /** Sleeps `ms`, or less once the routine's fire is stopped or the scheduler halts. */
-  private async sleepUnless(ms: number, stop: AbortSignal): Promise<void> {
-    const link = anySignal(stop, this.halt.signal);
+  /** Sleeps `ms` unless `stop` or the halt comes first; with `active`, a reload that drops its
+   * tick ends the sleep too (reloadDropped). */
+  private async sleepUnless(ms: number, stop: AbortSignal, active?: Active): Promise<void> {
+    const wake = active ? (active.wake = new AbortController()) : null;
+    const link = wake ? anySignal(stop, this.halt.signal, wake.signal) : anySignal(stop, this.halt.signal);
     try {
-      await this.o.clock.sleep(ms, link.signal);
+      if (!active?.dropped) await this.o.clock.sleep(ms, link.signal);
     } finally {
       link.unlink();
+      if (active && active.wake === wake) delete active.wake;
     }
   }
 

@@ -833,6 +833,38 @@ describe('Scheduler', () => {
     await h.done;
   });
 
+  it("a reload that removes a routine in a retry's back-off drops that retry at once: off the board then, and not back with the routine", async () => {
+    const flaky = routine('flaky', '0 * * * *', { retry: { attempts: 2, backoffSeconds: 600 } });
+    const h = harness({ routines: [flaky, routine('other', '0 0 1 1 *')] });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await eventually(() => readPhasesFile(h.project, () => {})?.routines.flaky?.phase === 'delayed', 5000);
+    writeFileSync(join(h.dir, 'routinely.json'), JSON.stringify({ routines: [routine('other', '0 0 1 1 *')] }));
+    h.scheduler.requestReload();
+    await settle();
+    // dropped now, said once (before: on the board as `retry 2 of 3` for the rest of its 11 min)
+    await eventually(() => readPhasesFile(h.project, () => {})?.routines.flaky === undefined, 5000);
+    expect(h.events).toContainEqual(
+      expect.objectContaining({
+        message: expect.stringMatching(
+          /^flaky: its tick of \S+ is not fired: the routine was removed from the config while it waited for its retry/,
+        ),
+      }),
+    );
+    // put back: its back-off is gone with it, and the retry never comes
+    writeFileSync(join(h.dir, 'routinely.json'), JSON.stringify({ routines: [flaky, routine('other', '0 0 1 1 *')] }));
+    h.scheduler.requestReload();
+    await settle();
+    expect(readPhasesFile(h.project, () => {})?.routines.flaky).toBeUndefined();
+    h.clock.advance(700_000);
+    await settle();
+    expect(h.fires).toHaveLength(1);
+    h.stop.abort();
+    await h.done;
+  });
+
   it('never fires a scheduled time twice after the clock steps back', async () => {
     const h = harness({ routines: [routine('t', '*/10 * * * * *')] });
     await settle();
