@@ -328,6 +328,26 @@ export function fileRoutineStore(project: Project, opts: FileStoreOptions = {}):
         );
         if (seen) return;
       }
+      // A live record of a fire another process recorded first (a stalled holder's, after a
+      // reclaimer recorded it interrupted): the fold keeps that first record, so this one is
+      // none, and is neither appended nor counted and announced by its process, as the database
+      // refuses it. Only on that evidence: while its marker is open in the fold (the usual
+      // case: no history read), or when the marker is gone with no line closing it (a rotation,
+      // a history removed by hand), it is appended.
+      if (fire.closes && !opts?.again) {
+        const now = readRoutineIndexed(
+          project,
+          id,
+          () => {},
+          cache,
+          () => recordOnFile(project, id),
+        );
+        if (
+          !now?.record.open_fires?.some((o) => o.id === fire.closes) &&
+          readFires(project, id, () => {}).some((e) => e.closes === fire.closes)
+        )
+          return { notRecorded: true };
+      }
       try {
         await recordFire(project, id, fire, warn, cache, writes);
       } finally {

@@ -62,6 +62,41 @@ describe('fileRoutineStore.recordFire with again', () => {
   });
 });
 
+describe('fileRoutineStore.recordFire of a fire recorded first by another process', () => {
+  it('answers NotRecorded and appends nothing when a line already closed its marker (a reclaimer recorded it interrupted); appends when the marker is only gone', async () => {
+    const project = loadProject({
+      cwd: testProject({ routines: [{ id: 'a', schedule: '@daily', action: 'command', run: 'true' }] }),
+    });
+    const holder = fileRoutineStore(project);
+    const warn = (): void => {};
+    const open = {
+      id: '3c3c3c3c',
+      scheduled_at: iso(0),
+      started_at: iso(0),
+      run_id: 'r-0',
+      trigger: 'schedule' as const,
+      owner: { pid: process.pid, host: 'h', boot_id: null, start_time: null },
+    };
+    await holder.openFire('a', open, warn);
+    // the holder's fold has the marker open; another process records the fire interrupted
+    expect((await holder.read(warn)).routines.a?.open_fires?.map((o) => o.id)).toEqual(['3c3c3c3c']);
+    await fileRoutineStore(project).recordFire(
+      'a',
+      fire(0, { result: 'failure', closes: '3c3c3c3c', key: 'k1' }),
+      warn,
+    );
+    // the stalled holder's late live record: refused, as the database refuses it
+    expect(await holder.recordFire('a', fire(0, { closes: '3c3c3c3c' }), warn)).toEqual({ notRecorded: true });
+    expect((await holder.history('a', warn)).map((e) => `${e.result} ${e.closes}`)).toEqual(['failure 3c3c3c3c']);
+    // a marker that is gone with no line closing it (the history removed by hand): appended
+    const other = { ...open, id: '4d4d4d4d', scheduled_at: iso(60) };
+    await holder.openFire('a', other, warn);
+    rmSync(join(project.stateDir, 'history', 'a.jsonl'));
+    expect(await holder.recordFire('a', fire(60, { closes: '4d4d4d4d' }), warn)).toBeUndefined();
+    expect((await holder.history('a', warn)).map((e) => e.closes ?? null)).toContain('4d4d4d4d');
+  });
+});
+
 describe("a long-running store's routine indexes", () => {
   it('are rewritten once the history has grown 16 KiB past them, not after every fire; readers count every fire meanwhile; close() leaves them current', async () => {
     const project = loadProject({
