@@ -185,8 +185,11 @@ function cutInPlace(
 const SUMMARY_START = Buffer.from('{"event":"summary"');
 const startsWithSummary = (bytes: Buffer): boolean => bytes.subarray(0, SUMMARY_START.length).equals(SUMMARY_START);
 
-/** What this process said of a cut history file (the file, its identity and size), once. */
-const said = new Set<string>();
+/** What this process said of a cut history file (the file, its identity and size), once — one
+ * set for the process, though the CLI's start-up bundle and its full one each hold this module
+ * (a `routine list` the cache could not answer reads the state twice). */
+const SAID = Symbol.for('routinely.history-warnings');
+const said: Set<string> = ((globalThis as Record<symbol, unknown>)[SAID] ??= new Set<string>()) as Set<string>;
 function warnOnce(key: string, message: string, warn: Warn): void {
   if (said.has(key)) return;
   said.add(key);
