@@ -6,23 +6,23 @@
 import type { FSWatcher } from 'node:fs';
 import { watchFolder } from '../fs/names.js';
 import { basename, dirname } from 'node:path';
-import { readConfigBytes } from '../config/find.js';
+import { configTextOf, readConfigBytes } from '../config/find.js';
 
 export class ConfigWatch {
   private watcher: FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
-  /** The accepted file's bytes (compared whole: no hash, so node:crypto stays unloaded in the
+  /** The accepted file's text (compared whole: no hash, so node:crypto stays unloaded in the
    * scheduler, ≈ 1 MB of its memory); null when it could not be read. */
-  private content: Buffer | null = null;
+  private content: string | null = null;
 
   constructor(
     private readonly path: () => string,
     private readonly changed: () => void,
   ) {}
 
-  /** The config now in force is the file's current content. */
-  accepted(): void {
-    this.content = this.read();
+  /** The config now in force: the text that was validated (else the file's current content). */
+  accepted(text?: string): void {
+    this.content = text ?? this.read();
   }
 
   /** Editors replace the file by rename, so the folder is watched; a touch without a change
@@ -35,7 +35,7 @@ export class ConfigWatch {
       if (changed !== null && changed !== name) return;
       clearTimeout(this.debounce);
       this.debounce = setTimeout(() => {
-        if (!sameBytes(this.read(), this.content)) this.changed();
+        if (this.read() !== this.content) this.changed();
       }, 150);
     });
   }
@@ -46,13 +46,11 @@ export class ConfigWatch {
   }
 
   /** Null when the file cannot be read as a config (the reload then says why). */
-  private read(): Buffer | null {
+  private read(): string | null {
     try {
-      return readConfigBytes(this.path());
+      return configTextOf(readConfigBytes(this.path()));
     } catch {
       return null;
     }
   }
 }
-
-const sameBytes = (a: Buffer | null, b: Buffer | null): boolean => (a === null || b === null ? a === b : a.equals(b));

@@ -436,7 +436,9 @@ export class Runner {
           !stoppedByHand(result.reason) &&
           attempt <= retry.attempts &&
           !this.stopping &&
-          !active.stop.signal.aborted;
+          !active.stop.signal.aborted &&
+          // a reload removed or disabled it while it ran: run to its end, not retried (said once)
+          active.dropped === undefined;
         const recorded: FireResult = { ...result, trigger, ...(retry ? { attempt } : {}) };
         if (result.result === 'skipped' && pending) {
           // a retry that met a busy lock ends the retries: the failure is final after all

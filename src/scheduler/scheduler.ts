@@ -270,7 +270,7 @@ export class Scheduler {
   async run(stop: AbortSignal): Promise<void> {
     this.epochStart = this.clock.now();
     this.apply(this.project);
-    this.config.accepted();
+    this.config.accepted(this.project.configText);
     this.writeCache();
     if (this.o.watchConfig !== false) this.config.start();
     this.o.log({ event: 'scheduler.started', routines: this.routines.size, pid: process.pid });
@@ -437,8 +437,11 @@ export class Scheduler {
     this.o.log({ event: 'scheduler.clock_step', direction: 'forward', step_ms: Math.round(stepMs) });
   }
 
-  /** Takes a (validated) config: schedules new and changed routines, drops removed ones. */
-  private apply(project: Project): void {
+  /** Takes a (validated) config: schedules new and changed routines, drops removed ones. A
+   * routine whose timing changed is scheduled from `fromMs` (a reload: when it began), or from
+   * its old next time if that was due already: a tick that fell due while the reload was
+   * validating is fired late, not passed over without a record. */
+  private apply(project: Project, fromMs?: number): void {
     const now = this.clock.now();
     const seen = new Set<string>();
     for (const [order, def] of project.config.routines.entries()) {
@@ -447,8 +450,10 @@ export class Scheduler {
       const prior = this.routines.get(def.id);
       const sameTiming = prior && prior.def.schedule === def.schedule && prior.def.timezone === def.timezone;
       const schedule = sameTiming ? prior.schedule : lightSchedule(def.schedule, routineZone(def, project));
-      this.routines.set(def.id, { def, schedule, order, since: sameTiming ? prior.since : now });
-      if (!sameTiming) this.next.set(def.id, nextUncovered(schedule, now, this.covered, now));
+      const priorNext = prior ? this.next.get(def.id) : undefined;
+      const from = Math.min(now, fromMs ?? now, typeof priorNext === 'number' ? priorNext - 1 : now);
+      this.routines.set(def.id, { def, schedule, order, since: sameTiming ? prior.since : from });
+      if (!sameTiming) this.next.set(def.id, nextUncovered(schedule, from, this.covered, from));
     }
     for (const id of [...this.routines.keys()]) {
       if (!seen.has(id)) {
@@ -463,6 +468,7 @@ export class Scheduler {
 
   private reload(): void {
     this.reloadRequested = false;
+    const began = this.clock.now();
     let fresh: Project;
     try {
       fresh = this.o.reloadProject();
@@ -472,7 +478,7 @@ export class Scheduler {
     }
     // Where state and locks live cannot change under a running scheduler: its own lock, its
     // claims and its records would stay in the old place while routines moved to the new one.
-    const where = (p: Project): string => JSON.stringify([p.stateDir, p.lockDir, p.backend]);
+    const where = (p: Project): string => JSON.stringify([p.stateDir, p.lockDir, p.backend, p.config.project ?? null]);
     if (where(fresh) !== where(this.project)) {
       this.o.log({
         event: 'scheduler.reload_failed',
@@ -489,9 +495,11 @@ export class Scheduler {
       const why = !now ? 'removed from the config' : !now.enabled ? 'disabled' : null;
       if (why) this.runner.reloadDropped(r.id, why);
     }
-    this.apply(fresh);
+    this.apply(fresh, began);
     this.runner.resizeQueues();
-    this.config.accepted();
+    // the bytes validated, not the file as it is now: an edit made while this reload ran is
+    // still a change, and reloads next
+    this.config.accepted(fresh.configText);
     this.writeCache();
     this.heapUnsettled = true;
     this.o.log({

@@ -33,7 +33,14 @@ const settle = async (): Promise<void> => {
 function harness(
   config: object,
   startMs = T0 + 500,
-  { wrapStore, ...extra }: { settleHeap?: () => void; wrapStore?: (s: RoutineStore) => RoutineStore } = {},
+  {
+    wrapStore,
+    ...extra
+  }: {
+    settleHeap?: () => void;
+    wrapStore?: (s: RoutineStore) => RoutineStore;
+    reloadProject?: () => ReturnType<typeof loadProject>;
+  } = {},
 ) {
   const dir = testProject(config);
   const clock = new ManualClock(startMs);
@@ -861,6 +868,67 @@ describe('Scheduler', () => {
     h.clock.advance(700_000);
     await settle();
     expect(h.fires).toHaveLength(1);
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a tick that falls due while a reload is validating is fired late when the reload changes its timing, not passed over without a record', async () => {
+    let validating: (() => void) | null = null;
+    const h = harness({ routines: [routine('a', '*/10 * * * * *')] }, T0 + 500, {
+      reloadProject: () => {
+        const p = loadProject({ cwd: h.dir });
+        validating?.(); // (a big config: the clock goes on meanwhile)
+        return p;
+      },
+    });
+    validating = () => h.clock.advance(1_000);
+    await settle();
+    h.clock.advance(9_000); // 19:00:09.5; the tick of :10 falls due during the reload
+    await settle();
+    writeFileSync(join(h.dir, 'routinely.json'), JSON.stringify({ routines: [routine('a', '*/5 * * * * *')] }));
+    h.scheduler.requestReload();
+    await settle();
+    expect(h.fires.map((f) => f.scheduledAt)).toEqual(['2026-11-29T19:00:10.000Z']);
+    h.fires[0]!.finish();
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a reload that changes the project name is refused, as stateDir, the lock folder and the backend are', async () => {
+    const h = harness({ project: 'one', routines: [routine('a', '0 0 1 1 *')] });
+    await settle();
+    writeFileSync(
+      join(h.dir, 'routinely.json'),
+      JSON.stringify({ project: 'two', routines: [routine('a', '0 0 1 1 *')] }),
+    );
+    h.scheduler.requestReload();
+    await settle();
+    expect(h.events).toContainEqual(
+      expect.objectContaining({
+        event: 'scheduler.reload_failed',
+        error: expect.stringContaining('the project name changed'),
+      }),
+    );
+    expect(h.events.some((e) => e.event === 'scheduler.reloaded')).toBe(false);
+    h.stop.abort();
+    await h.done;
+  });
+
+  it('a routine a reload removes while its fire runs is not retried: its failure is final at once, and no retry is logged', async () => {
+    const flaky = routine('flaky', '0 * * * *', { retry: { attempts: 2, backoffSeconds: 600 } });
+    const h = harness({ routines: [flaky, routine('other', '0 0 1 1 *')] });
+    await settle();
+    h.clock.advance(3600_000 - 500);
+    await settle();
+    expect(h.fires).toHaveLength(1);
+    writeFileSync(join(h.dir, 'routinely.json'), JSON.stringify({ routines: [routine('other', '0 0 1 1 *')] }));
+    h.scheduler.requestReload();
+    await settle();
+    h.fires[0]!.finish({ result: 'failure', reason: 'exit code 1', exit_code: 1 });
+    await settle();
+    expect(h.events.filter((e) => e.event === 'routine.retrying')).toEqual([]);
+    expect(readPhasesFile(h.project, () => {})?.routines.flaky).toBeUndefined();
+    expect(readFires(h.project, 'flaky', () => {}).map((f) => f.result)).toEqual(['failure']);
     h.stop.abort();
     await h.done;
   });
