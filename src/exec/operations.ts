@@ -448,9 +448,14 @@ export async function execResume(
     // Without a run id: a newest run whose unfinished tasks all succeeded since is closed (it ran
     // nothing), and the next resumable run is resumed — never a task left behind in an older
     // one that neither `exec run` (its tasks are that run's) nor `exec resume` would take.
+    // (the answer is the last run it resumed or closed: a close followed by nothing left to
+    // resume is that close's outcome, never "nothing to resume")
+    let last: ResumeOutcome | null = null;
     for (let closed = 0; ; closed++) {
       const r = await resumeWith({ ...ctx, backend }, runId, opts);
-      if (runId !== undefined || r.kind !== 'done' || !r.closedOnly || closed >= RESUME_CLOSE_MAX) return r;
+      if (runId !== undefined || r.kind !== 'done' || !r.closedOnly || closed >= RESUME_CLOSE_MAX)
+        return r.kind === 'nothing' && last !== null ? last : r;
+      last = r;
     }
   });
 }

@@ -462,6 +462,27 @@ describe('exec run', () => {
     expect((await runCli(['exec', 'resume'], { cwd: project })).stdout).toMatch(/^nothing to resume/);
   });
 
+  it('exec resume without a run id that only closes a run (its one unfinished task succeeded since) answers with that run, not "nothing to resume" (fault pass)', async () => {
+    const project = testProject();
+    const count = join(project, 'count');
+    const tasks = [{ id: 'a', run: `echo a >> ${count}; touch a.started; [ -e go ] || sleep 60` }];
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ exec: { tasks } }));
+    const p = startCli(['exec', 'run'], { cwd: project });
+    await eventually(() => existsSync(join(project, 'a.started')), 10_000, 'a started');
+    p.child.kill('SIGKILL');
+    await p.exited;
+    const killed = lastRun(project).run_id;
+    writeFileSync(join(project, 'go'), '');
+    expect((await runCli(['exec', 'run', 'a'], { cwd: project })).code).toBe(0);
+    writeFileSync(count, '');
+    const r = await runCli(['exec', 'resume', '--json'], { cwd: project });
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(count, 'utf8')).toBe('');
+    expect(JSON.parse(r.stdout) as RunState).toMatchObject({ run_id: killed, status: 'SUCCEEDED' });
+    const text = await runCli(['exec', 'resume'], { cwd: project });
+    expect(text.stdout).toMatch(/^nothing to resume/);
+  });
+
   it('the lock record of exec run and exec resume names the run from the moment it is linked (cat of the lock tells which run holds it)', async () => {
     const project = testProject({ exec: { tasks: [{ id: 'a', run: 'echo started; [ -e go ] || sleep 30' }] } });
     const lock = join(project, '.routinely', 'locks', 'exec-run.lock');
