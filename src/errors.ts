@@ -68,10 +68,14 @@ const withErrno = (e: StateIOError, code: string | undefined): StateIOError => {
 };
 
 /** A run whose record is damaged past rebuilding (its run.json and its journal, or its database
- * row): what was read of it says nothing, and it is reported and passed over. Only this: a run
- * that could not be read (EIO, EACCES, the database away) stops the command instead (exit 74 or
- * 2), since passing over it would run again what it did. */
-export class UnreadableRunError extends StateIOError {}
+ * row): what was read of it says nothing, and it is reported and passed over (a command about
+ * that run alone exits 2). Only this: a run that could not be read (EIO, EACCES, the database
+ * away) stops the command instead (exit 74 or 2), since passing over it would run again what
+ * it did. */
+export class UnreadableRunError extends StateIOError {
+  /** Damage, not a storage fault: nothing failed to read (SPEC §7: bad input, 2, not 74). */
+  override readonly exitCode: ExitCode = ExitCode.USAGE;
+}
 
 /** A run that is reported and passed over: damaged past rebuilding, or something in the way of
  * its folder (a file, a link, another user's folder: UnsafePathError). A run the storage could

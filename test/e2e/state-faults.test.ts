@@ -349,6 +349,14 @@ describe('read-only views (SPEC §3)', () => {
       status: string;
     }[];
     expect(runs).toEqual([expect.objectContaining({ run_id: runId, status: 'UNREADABLE' })]);
+    // a command about that run alone: damage is bad input (2), not a storage fault (74)
+    for (const args of [
+      ['exec', 'show', runId],
+      ['exec', 'resume', runId],
+    ]) {
+      const one = await runCli(args, { cwd: project });
+      expect([one.code, one.stderr], args.join(' ')).toEqual([2, expect.stringMatching(/run\.json is corrupt/)]);
+    }
   });
 });
 
