@@ -113,7 +113,7 @@ Exit codes (every command):
        the work did not run, nothing was lost
   75   busy: the lock is held and --if-busy fail, or --wait-timeout passed;
        a conflict on resume
-  129, 130, 143  stopped by SIGHUP, SIGINT, SIGTERM
+  129, 130, 131, 143  stopped by SIGHUP, SIGINT, SIGQUIT, SIGTERM
   lock run -- CMD exits with CMD's own exit code when it ran.`,
     );
   let active: Command = program;

@@ -236,13 +236,14 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
   if (policy.ifBusy === 'wait' && flags.ifBusy === undefined && def.waitTimeoutSeconds !== undefined)
     policy.waitTimeoutMs = def.waitTimeoutSeconds * 1000;
   const stop = new AbortController();
-  let received: 'SIGINT' | 'SIGTERM' | null = null;
-  const onSignal = (sig: 'SIGINT' | 'SIGTERM'): void => {
+  // (SIGHUP and SIGQUIT too: the command is in a group of its own, so a terminal's hang-up or
+  // Ctrl-\ reaches only this process, whose default end would leave the fire running unrecorded)
+  let received: StopSignal | null = null;
+  const onSignal = (sig: StopSignal): void => {
     received ??= sig;
     stop.abort(`stopped by ${sig}`);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const sig of STOP_SIGNALS) process.on(sig, onSignal);
   await using backend = disposable(await openBackend(project));
   // the notifications of fires this command recorded go out before it exits, whatever it answers
   let reconciled: Promise<void> = Promise.resolve();
@@ -270,7 +271,7 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
     if (outcome.kind === 'busy') {
       // Refused as busy, a manual run is not a tick: nothing recorded, not counted towards
       // starvation, nobody notified (SPEC §4); the holder is named as every command names it.
-      if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
+      if (received) return SIGNAL_EXIT[received];
       const holder = describeBusy(outcome, backend.clock.now());
       // its own fire still going elsewhere (a routine never runs beside itself), or its lock busy
       const itself = outcome.reason === PREVIOUS_RUN;
@@ -314,14 +315,18 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
     } else if (result.result === 'success')
       out(`succeeded ${id} ${took}${result.run_id ? ` (run ${result.run_id})` : ''}`);
     else out(`failed ${id}: ${result.reason ?? 'failed'} ${took}  (output: ${project.stateDir}/logs/${id}.log)`);
-    if (received) return received === 'SIGINT' ? ExitCode.SIGINT : ExitCode.SIGTERM;
+    if (received) return SIGNAL_EXIT[received];
     return result.result === 'success' ? ExitCode.OK : ExitCode.FAILED;
   } finally {
     await reconciled;
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const sig of STOP_SIGNALS) process.off(sig, onSignal);
   }
 }
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
+type StopSignal = (typeof STOP_SIGNALS)[number];
+/** 128 + the signal's number (SPEC §7). */
+const SIGNAL_EXIT: Record<StopSignal, number> = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGTERM: 143 };
 
 export interface HistoryFlags {
   limit?: number;

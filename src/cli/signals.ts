@@ -1,10 +1,12 @@
-// SIGINT / SIGTERM / SIGHUP handling for commands that hold a lock: the first signal stops the
+// SIGINT / SIGTERM / SIGHUP / SIGQUIT handling for commands that hold a lock: the first signal stops the
 // work (forwarded to the child's process group), the lock is released, and the command exits
 // 128 + signal number (SPEC §4.9, §7). A second signal escalates to SIGKILL of the children.
+// SIGQUIT (Ctrl-\) too: the command is in a process group of its own, so the terminal's signal
+// reaches only us, and Node's default would leave the command running and the lock stale.
 
-const HANDLED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const HANDLED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
 type Handled = (typeof HANDLED)[number];
-const EXIT: Record<Handled, number> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
+const EXIT: Record<Handled, number> = { SIGHUP: 129, SIGINT: 130, SIGQUIT: 131, SIGTERM: 143 };
 
 export class StopSignals implements Disposable {
   private readonly controller = new AbortController();

@@ -40,7 +40,7 @@ describe('--help', () => {
   it('the program lists every exit code of the contract, 74 among them', async () => {
     const help = (await runInProcess(['--help'])).stdout;
     for (const code of ['0', '1', '2', '3', '74', '75']) expect(help).toMatch(new RegExp(`^  ${code} +\\S`, 'm'));
-    expect(help).toMatch(/^ {2}129, 130, 143 +stopped by SIGHUP, SIGINT, SIGTERM$/m);
+    expect(help).toMatch(/^ {2}129, 130, 131, 143 +stopped by SIGHUP, SIGINT, SIGQUIT, SIGTERM$/m);
     expect(help).toMatch(/lock run -- CMD exits with CMD's own exit code/);
     expect(help.split('\n').filter((l) => l.length > 80)).toEqual([]);
   });

@@ -260,6 +260,8 @@ describe('lock run', () => {
   it.each([
     ['SIGTERM', 143],
     ['SIGINT', 130],
+    // (Ctrl-\: Node's default ended `lock run` alone, the command running on, the lock stale)
+    ['SIGQUIT', 131],
   ] as const)(
     "%s is forwarded to the command's group, then the lock is released (exit %i)",
     async (signal, exitCode) => {

@@ -617,13 +617,23 @@ describe('routine run, history, pause', () => {
     );
   });
 
-  it('routine run stopped by SIGTERM exits 143 and records why', async () => {
+  // (SIGHUP and SIGQUIT: Node's default ended routine run alone, its command running on in a
+  // group of its own, the fire unrecorded and its lock stale)
+  it.each([
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+    ['SIGQUIT', 131],
+  ] as const)('routine run stopped by %s exits %i and records why', async (signal, code) => {
     const project = testProject({ routines: [cmd('long', '0 0 1 1 *', 'echo started; sleep 30')] });
     const p = startCli(['routine', 'run', 'long'], { cwd: project });
     await p.waitFor(/started long/);
-    p.child.kill('SIGTERM');
-    expect((await p.exited).code).toBe(143);
-    expect(stateOf(project).routines.long).toMatchObject({ last_result: 'failure', last_reason: 'stopped by SIGTERM' });
+    p.child.kill(signal);
+    expect((await p.exited).code).toBe(code);
+    expect(stateOf(project).routines.long).toMatchObject({
+      last_result: 'failure',
+      last_reason: `stopped by ${signal}`,
+    });
+    expect((await runCli(['lock', 'status', '--json'], { cwd: project })).stdout).toMatch(/"state": "free"/);
   });
 
   it("concurrent writers never lose each other's updates", async () => {
