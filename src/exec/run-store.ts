@@ -15,7 +15,7 @@ import {
 } from '../errors.js';
 import { STATE_FILE_CAP, checkFolder, namesIn, readFileChecked, readNoFollow } from '../fs/files.js';
 import { lstatQuiet } from '../fs/look.js';
-import { appendFileTorn, openAppendTo, writeAll } from '../fs/durable.js';
+import { appendFileTorn, blankOwnBytes, openAppendTo, writeAll } from '../fs/durable.js';
 import { childPath, closeFd, makeFolder } from '../fs/names.js';
 import { fdSize } from '../fs/look.js';
 import { ensureStateDir, readJsonState, writeJsonDurable } from '../state/json-file.js';
@@ -216,6 +216,8 @@ function firstEvent(journal: Buffer): RunEvent | null {
   }
 }
 
+const isBlank = (line: Buffer): boolean => line.every((b) => b === 0x20);
+
 /** Applies the journal's events from byte `from`; returns the lines it could not read (their
  * offsets), a last line without its newline (a write cut by a crash) aside. */
 function replay(state: RunState, journal: Buffer, from: number): { at: number; why: string }[] {
@@ -225,7 +227,8 @@ function replay(state: RunState, journal: Buffer, from: number): { at: number; w
     const line = journal.subarray(at, end === -1 ? journal.length : end);
     const start = at;
     at = end === -1 ? journal.length : end + 1;
-    if (line.length === 0) continue;
+    // (blank: nothing, or an append cut short by a full disk and written over with spaces)
+    if (line.length === 0 || isBlank(line)) continue;
     let ev: RunEvent;
     try {
       ev = JSON.parse(line.toString('utf8')) as RunEvent;
@@ -317,7 +320,10 @@ export class RunStore implements RunWriter {
     try {
       writeAll(this.journalFd, buf, null);
     } catch (err) {
-      // Part of the line may have reached the file: the next line starts on a fresh one.
+      // Part of the line may have reached the file (a full disk): written over with spaces at
+      // once, as every append of ours is (fs/durable.ts), and the next line starts on a fresh one.
+      const written = (err as { written?: unknown }).written;
+      if (typeof written === 'number' && written > 0) blankOwnBytes(join(this.dir, JOURNAL), buf.subarray(0, written));
       this.torn = true;
       this.journalBytes = fdSize(this.journalFd);
       throw stateWriteError(err, join(this.dir, JOURNAL), 'appending to');

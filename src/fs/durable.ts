@@ -319,7 +319,7 @@ export function appendLine(fd: number, path: string, line: string, readFd?: numb
  * over with spaces (newlines kept), through a descriptor without O_APPEND (where Linux would
  * append a pwrite). Compared first, so that only our own bytes are ever touched: bytes of
  * another writer that came after ours leave the file as it is. Best effort. */
-function blankOwnBytes(path: string, part: Buffer): void {
+export function blankOwnBytes(path: string, part: Buffer): void {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW | constants.O_NONBLOCK);
