@@ -655,7 +655,12 @@ export class Runner {
           ifBusy: def.ifBusy,
           waitTimeoutMs: def.ifBusy === 'wait' ? this.waitTimeoutMs(entry, scheduledAt) : undefined,
         }),
-        mayStart: () => this.o.inCharge() && !this.stopping,
+        // (and not a tick of a routine a reload removed or disabled while it waited for its lock:
+        // dropped as one that waited for its turn is, said once)
+        mayStart: () =>
+          this.o.inCharge() &&
+          !this.stopping &&
+          (trigger === 'manual' || !this.droppedByReload(def, scheduledAt, 'its lock', t.active)),
         onTookOver: (from) => this.recordLeftBehind(project, from),
         onStarted: () => {
           const a = this.active.get(id);

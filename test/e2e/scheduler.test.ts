@@ -162,6 +162,32 @@ describe('scheduler start', () => {
     expect(await stopScheduler(s)).toBe(0);
   });
 
+  it('a tick waiting for its lock (ifBusy wait) of a routine a reload removes is not fired once the lock frees (it was; fault pass)', async () => {
+    const w = cmd('w', '*/2 * * * * *', 'echo ran >> w-ran', { ifBusy: 'wait' });
+    const project = testProject({ routines: [w, cmd('other', '0 0 1 1 *', 'true')] });
+    const holder = startCli(
+      ['lock', 'run', '--', 'sh', '-c', 'echo held; while [ ! -e release ]; do sleep 0.1; done'],
+      {
+        cwd: project,
+        timeoutMs: 60_000,
+      },
+    );
+    await holder.waitFor(/held/);
+    const s = startCli(['scheduler', 'start'], { cwd: project, timeoutMs: 60_000 });
+    await s.waitFor(/\[routine\] waiting w: exec busy/, 20_000);
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ routines: [cmd('other', '0 0 1 1 *', 'true')] }));
+    await s.waitFor(/\[scheduler\] reloaded config \(1 routine: removed w\)/, 10_000);
+    writeFileSync(join(project, 'release'), '');
+    expect((await holder.exited).code).toBe(0);
+    await s.waitFor(
+      /w: its tick of \S+ is not fired: the routine was removed from the config while it waited for its lock/,
+      15_000,
+    );
+    expect(s.stdout()).not.toMatch(/\[routine\] started w/);
+    expect(existsSync(join(project, 'w-ran'))).toBe(false);
+    expect(await stopScheduler(s)).toBe(0);
+  });
+
   it('a queued tick of a routine disabled and enabled again while it waits is not fired (it was)', async () => {
     const slow = cmd('slow', '*/10 * * * * *', 'sleep 6');
     // due with slow, queued behind it; its next tick comes after slow ends (nothing supersedes it)
