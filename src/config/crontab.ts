@@ -122,6 +122,16 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     };
     const line = raw.trim();
     if (line === '') return;
+    // a byte-order mark (an editor's, at the file's start) is no blank to cron: the line's first
+    // field starts with it, "bad minute", and the file is ignored (measured beside Debian's
+    // daemon); JavaScript's trim() would take it away unseen
+    if (/^[ \t]*\uFEFF/.test(raw)) {
+      notCarried(
+        'it starts with a byte-order mark (U+FEFF, an editor wrote it): cron reads it as part of the first field ("bad minute") and ignores the whole file; save the crontab without one',
+        true,
+      );
+      return;
+    }
     if (line.startsWith('#')) {
       pending.push(printable(line.replace(/^#\s?/, '')));
       return;
@@ -219,6 +229,15 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     if (badZone !== null) {
       notCarried(
         `CRON_TZ=${badZone} (above it) is not a time zone this machine knows: give it an IANA zone such as Europe/Berlin`,
+      );
+      return;
+    }
+    // a command that starts with * is the six-field mistake (a seconds field, or a day too many):
+    // cron refuses it ("bad command") and ignores the whole file (measured beside Debian's daemon)
+    if (job.command.startsWith('*')) {
+      notCarried(
+        'its command starts with "*": cron refuses that ("bad command", a time field too many?) and ignores the whole file for it, so no job of it ran; crontab lines have five time fields',
+        true,
       );
       return;
     }

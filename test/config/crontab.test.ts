@@ -181,6 +181,12 @@ describe('import-crontab', () => {
       ['@REBOOT x', 2],
       ['0 3 * * x', 2],
       ['hello world', 2],
+      // the six-field mistake ("bad command": a command that starts with *), and a byte-order
+      // mark before a line ("bad minute"), measured with Debian's crontab(1) by a fault pass
+      ['0 3 * * * * /usr/bin/true', 2],
+      ['@daily * /bin/x', 2],
+      ['\uFEFF0 0 * * * echo hi', 2],
+      ['\uFEFF# a comment', 2],
     ] as const) {
       const r = imported(`* * * * * echo first\n${bad}\n0 3 * * * echo last\n`);
       expect(r.config.routines, bad).toHaveLength(2);
