@@ -17,6 +17,7 @@ import { displayPath, parseJsonFile } from '../config/load.js';
 import { err, out } from './io.js';
 import { schemaRefFor } from './schema-ref.js';
 import type { GlobalOptions } from './globals.js';
+import { machineZone } from '../zone-time.js';
 
 /** A crontab is a few kilobytes; a larger input is not one. */
 const MAX_BYTES = 1 << 20;
@@ -41,12 +42,16 @@ export async function importCrontabCommand(
   const configPath = flags.merge ? findConfig({ configPath: g.config }) : null;
   const schema = schemaRefFor(configPath ? dirname(configPath) : process.cwd()).ref;
   const cronSkips = fromStdin ? undefined : cronDSkips(resolve(file));
+  // a project on PostgreSQL schedules a routine without "timezone" in UTC, not in the zone cron
+  // ran it in (this machine's): each imported routine says its zone then
+  const zoneForUnzoned = configPath && onPostgres(configPath) ? machineZone() : undefined;
   const imported = importCrontab(text, {
     source,
     system,
     schema,
     userKnown: userExists(),
     ...(cronSkips ? { cronSkips } : {}),
+    ...(zoneForUnzoned ? { zoneForUnzoned } : {}),
   });
   for (const note of imported.notes) err(`routinely: import-crontab: ${note}`);
   if (!configPath) {
@@ -188,4 +193,17 @@ function userExists(): (name: string) => boolean {
     }
     return answer;
   };
+}
+
+/** Whether the project at `configPath` names the PostgreSQL backend (read as the merge reads it:
+ * a config it cannot read is the merge's to refuse, below). */
+function onPostgres(configPath: string): boolean {
+  try {
+    const raw = JSON.parse(stripJsonComments(configTextOf(readConfigBytes(configPath)))) as {
+      backend?: { type?: unknown };
+    };
+    return raw?.backend?.type === 'postgres';
+  } catch {
+    return false;
+  }
 }

@@ -23,6 +23,10 @@ export interface ImportOptions {
   /** Why cron skips the whole file whatever it holds (a file of /etc/cron.d by its name or
    * mode), or undefined. */
   cronSkips?: string;
+  /** The zone cron ran the jobs in, given to each routine without CRON_TZ: for a project that
+   * schedules a routine without `timezone` in UTC (the PostgreSQL backend), not in this
+   * machine's zone as cron did. */
+  zoneForUnzoned?: string;
 }
 
 export interface Imported {
@@ -300,6 +304,7 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
     if (shell !== '/bin/sh')
       comments.push(`run with ${printable(shell)} -c (the crontab's SHELL, above it), as cron ran it`);
     if (timezone) routine.timezone = timezone;
+    else if (o.zoneForUnzoned) routine.timezone = o.zoneForUnzoned;
     if (unwrapped.lockFile === undefined) {
       routine.exclusive = false;
       comments.push(
@@ -366,6 +371,11 @@ export function importCrontab(input: string, o: ImportOptions): Imported {
   }
   if (pending.length > 0) entries.push({ comments: pending, routine: null });
   const count = entries.filter((e) => e.routine).length;
+  if (o.zoneForUnzoned && entries.some((e) => e.routine && e.routine.timezone === o.zoneForUnzoned)) {
+    const text = `the project's PostgreSQL backend schedules a routine without "timezone" in UTC: each routine without CRON_TZ carries this machine's zone ("timezone": "${o.zoneForUnzoned}"), which cron ran it in`;
+    head.push(text);
+    notes.push(`${o.source}: ${text}`);
+  }
   if (count === 0) notes.push(`${o.source}: no job to import`);
   else if (o.cronSkips !== undefined) {
     const text = `cron skips this whole file: ${o.cronSkips}, so none of its jobs ran under cron; the routines here are what it says, and they will run under routinely`;

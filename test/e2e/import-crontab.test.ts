@@ -211,6 +211,33 @@ describe('a crontab with flock, imported and run (SPEC §10, §4.16)', () => {
     },
   );
 
+  it("--merge into a project on PostgreSQL (which schedules a routine without timezone in UTC) gives each routine without CRON_TZ this machine's zone, where cron ran it (it was left to UTC; fault pass)", () => {
+    const project = testdir('routinely-import-');
+    writeFileSync(join(project, 'routinely.json'), JSON.stringify({ project: 'app', backend: { type: 'postgres' } }));
+    const r = spawnSync(process.execPath, [CLI, 'import-crontab', '--merge', '-'], {
+      cwd: project,
+      env: { ...childEnv(), TZ: 'Europe/Berlin' },
+      input: '0 3 * * * ./backup.sh\nCRON_TZ=UTC\n0 4 * * * ./report.sh\n',
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/PostgreSQL backend schedules a routine without "timezone" in UTC: .*"Europe\/Berlin"/);
+    const config = JSON.parse(stripJsonComments(readFileSync(join(project, 'routinely.json'), 'utf8'))) as {
+      routines: { id: string; timezone?: string }[];
+    };
+    expect(config.routines.map((x) => [x.id, x.timezone])).toEqual([
+      ['backup', 'Europe/Berlin'],
+      ['report', 'UTC'],
+    ]);
+    // with files (the machine's zone already), nothing is added
+    const files = testdir('routinely-import-');
+    writeFileSync(join(files, 'routinely.json'), '{}');
+    const plain = importing(['--merge'], '0 3 * * * ./backup.sh\n', files);
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(readFileSync(join(files, 'routinely.json'), 'utf8')).not.toMatch(/timezone/);
+  });
+
   it("--merge adds the routines and locks to the project's routinely.json (comments kept); an id it has is refused by name and nothing is written", async () => {
     const project = testdir('routinely-import-');
     expect((await runCli(['init'], { cwd: project })).code).toBe(0);
