@@ -239,7 +239,11 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
   // (SIGHUP and SIGQUIT too: the command is in a group of its own, so a terminal's hang-up or
   // Ctrl-\ reaches only this process, whose default end would leave the fire running unrecorded)
   let received: StopSignal | null = null;
+  // the failure a stop records is still announced (SPEC §6: every process that records a fire
+  // notifies), within its deliveries' own time limits; a second signal cuts them short
+  const notifyStop = new AbortController();
   const onSignal = (sig: StopSignal): void => {
+    if (received !== null) notifyStop.abort(`stopped by ${sig}`);
     received ??= sig;
     stop.abort(`stopped by ${sig}`);
   };
@@ -260,6 +264,7 @@ export async function routineRun(id: string, flags: BusyFlags & { json?: boolean
       ifBusy: policy.ifBusy,
       waitTimeoutMs: policy.waitTimeoutMs,
       signal: stop.signal,
+      notifySignal: notifyStop.signal,
       warn: warnTo,
       recorder,
       by: `cli, pid ${process.pid}`,

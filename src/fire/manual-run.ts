@@ -20,6 +20,9 @@ export interface ManualRun {
   ifBusy: 'fail' | 'skip' | 'wait';
   waitTimeoutMs?: number;
   signal: AbortSignal;
+  /** Ends the notifications of its record early (default `signal`): `routine run` stopped by a
+   * signal still sends the failure it records, until a second signal. */
+  notifySignal?: AbortSignal;
   warn: (message: string) => void;
   /** The process's recorder: the scheduler's for its HTTP run action (so its metrics count the
    * run), one of its own for `routine run`. */
@@ -85,7 +88,8 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
   if (fire === null) throw new Error('bug: a manual fire was not started');
   // a skip that closes a marker (it lost to a fire that opened in the same moment): recorded, or
   // its marker would read as a fire still going
-  if (fire.result === 'skipped' && fire.closes) await m.recorder.record(def, project, fire, { signal: m.signal });
+  if (fire.result === 'skipped' && fire.closes)
+    await m.recorder.record(def, project, fire, { signal: m.notifySignal ?? m.signal });
   if (fire.result === 'skipped')
     return {
       kind: 'busy',
@@ -97,7 +101,7 @@ export async function runManually(m: ManualRun): Promise<ManualOutcome> {
   if (m.by) fire.by = m.by;
   // The fire ran: a database that went away meanwhile does not lose it (spooled on this host,
   // recorded by the next scheduler or routine command here).
-  const r = await m.recorder.record(def, project, fire, { signal: m.signal });
+  const r = await m.recorder.record(def, project, fire, { signal: m.notifySignal ?? m.signal });
   const spooled = r.deferred ? { to: r.deferred.spooledTo, why: r.deferred.why } : null;
   return { kind: 'ran', fire, spooled, unrecorded: r.failed ? r.failed.message : null, announced: r.announced };
 }

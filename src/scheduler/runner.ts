@@ -116,7 +116,9 @@ export class Runner {
 
   constructor(private readonly o: RunnerOptions) {
     // every fire in flight listens to it while it may wait for its lock (any number at once)
-    setMaxListeners(0, this.halt.signal);
+    // (and every delivery under way listens to notifyStop: 20 routines failing at once are 20
+    // listeners, no leak — Node's warning at 11 would be a line outside the log format)
+    setMaxListeners(0, this.halt.signal, this.notifyStop.signal);
   }
 
   get haltSignal(): AbortSignal {

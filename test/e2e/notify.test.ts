@@ -222,6 +222,19 @@ describe('the scheduler SIGKILLed', () => {
 });
 
 describe('routine run notifies', () => {
+  it('the failure of a manual fire stopped by SIGTERM: recorded and sent before it exits (it was recorded, its delivery cut short; fault pass)', async () => {
+    const hook = await webhookServer();
+    const project = testProject({ notify: { webhook: hook.url }, routines: [cmd('long', '0 0 1 1 *', 'sleep 30')] });
+    const p = startCli(['routine', 'run', 'long'], { cwd: project });
+    await p.waitFor(/started long/);
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(143);
+    expect(hook.payloads()).toEqual([
+      expect.objectContaining({ event: 'failure', routine: 'long', why: 'stopped by SIGTERM' }),
+    ]);
+    expect(p.stderr()).not.toMatch(/failed after 1 attempt: stopped/);
+  });
+
   it('a failure of a manual fire', async () => {
     const hook = await webhookServer();
     const project = testProject({ notify: { webhook: hook.url }, routines: [cmd('manual', '0 0 1 1 *', 'exit 7')] });
