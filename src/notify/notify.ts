@@ -137,9 +137,15 @@ async function runTail(stateDir: string, routine: string, runId: string | null, 
   }
   const lines = Buffer.concat(chunks).toString('utf8').split('\n');
   if (lines.at(-1) === '') lines.pop();
-  return lines
+  const tail = lines
     .filter((l) => parseFrame(l) === null)
     .slice(-n)
     .map(printable)
     .join('\n');
+  // lines, as cron mails them, but not a line of megabytes (a run that printed no newline): the
+  // payload keeps the end of it
+  return tail.length > TAIL_MAX_CHARS ? `…${tail.slice(-TAIL_MAX_CHARS)}` : tail;
 }
+
+/** The most characters of `output_tail` (its end is kept, after a `…`). */
+const TAIL_MAX_CHARS = 16 * 1024;

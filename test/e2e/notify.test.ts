@@ -267,4 +267,16 @@ describe('routine run notifies', () => {
     expect(terse).toMatchObject({ routine: 'terse', event: 'failure' });
     expect(terse).not.toHaveProperty('output_tail');
   });
+
+  it('a run that printed one line of megabytes sends its end, at most 16 KiB, not the line (a fault pass sent 20 MB)', async () => {
+    const hook = await webhookServer();
+    const project = testProject({
+      notify: { webhook: hook.url },
+      routines: [cmd('flood', '0 0 1 1 *', "head -c 1000000 /dev/zero | tr '\\0' x; printf 'END'; exit 3")],
+    });
+    expect((await runCli(['routine', 'run', 'flood'], { cwd: project })).code).toBe(1);
+    const [payload] = hook.payloads() as { output_tail: string }[];
+    expect(payload!.output_tail.length).toBe(16 * 1024 + 1);
+    expect(payload!.output_tail).toMatch(/^…x+END$/);
+  });
 });
