@@ -27,6 +27,7 @@ import {
   phasesOf,
   withWaits,
   withRemovedRunning,
+  stateOnlyRoutine,
   schedulerLineOf,
   type ListRow,
   type ListedRoutine,
@@ -200,16 +201,7 @@ export async function freshListInputs(flags: ListFlags, g: GlobalOptions): Promi
     if (!fromState) routines = listedRoutines(project, now);
   }
   // With an invalid config, the routines the state knows (no schedule, action or next run).
-  routines ??= Object.keys(state.routines).map((id) => ({
-    id,
-    schedule: null,
-    timezone: null,
-    action: null,
-    enabled: null,
-    lock: null,
-    starvedAfterSkips: 3,
-    next: null,
-  }));
+  routines ??= Object.keys(state.routines).map((id) => stateOnlyRoutine(id, 3));
   // the next `routine list` starts from the cache, scheduler or not
   if (!fromState) ensureListCache(project, now.getTime());
   const phases = withWaits(waits, boards);

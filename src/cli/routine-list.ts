@@ -87,19 +87,24 @@ export function withRemovedRunning(
   const removed: ListedRoutine[] = [];
   for (const id of Object.keys(records)) {
     if (known.has(id) || runningSince(records[id]!.open_fires, gone) === null) continue;
-    removed.push({
-      id,
-      schedule: null,
-      timezone: null,
-      action: null,
-      enabled: null,
-      lock: null,
-      starvedAfterSkips: Number.POSITIVE_INFINITY,
-      next: null,
-      removed: true,
-    });
+    removed.push({ ...stateOnlyRoutine(id, Number.POSITIVE_INFINITY), removed: true });
   }
   return removed.length === 0 ? (routines as ListedRoutine[]) : [...routines, ...removed];
+}
+
+/** A routine known only from the state (an invalid config, or one the config no longer has):
+ * no schedule, action or next run. */
+export function stateOnlyRoutine(id: string, starvedAfterSkips: number): ListedRoutine {
+  return {
+    id,
+    schedule: null,
+    timezone: null,
+    action: null,
+    enabled: null,
+    lock: null,
+    starvedAfterSkips,
+    next: null,
+  };
 }
 
 /** When the oldest fire still in progress started (its process is alive, or lives on another
